@@ -1,0 +1,157 @@
+/* convo.h — the public API of libconvo: conversation threads (an append-only
+ * log of role-tagged JSON messages plus one merged "extra" object) kept in an
+ * embedded SQLite file, in memory, or on Redis, PostgreSQL or MongoDB. */
+#ifndef CONVO_H
+#define CONVO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define CONVO_EXTERN __attribute__((visibility("default")))
+#else
+#define CONVO_EXTERN
+#endif
+
+#define CONVO_VERSION "0.1.0"
+
+/* Every call returns 0 or one of these negative codes. */
+enum {
+    CONVO_OK = 0,
+    CONVO_ERROR = -1,     /* anything not listed below */
+    CONVO_EINVAL = -2,    /* bad argument: thread id, JSON, role, URL, option */
+    CONVO_ENOTFOUND = -3, /* unknown thread or checkpoint */
+    CONVO_ECONFLICT = -4, /* expected length did not match */
+    CONVO_ETOOLARGE = -5, /* over a configured limit; nothing written */
+    CONVO_EIO = -6,       /* the backend failed or went away */
+    CONVO_ETIMEOUT = -7,  /* the backend did not answer in time */
+    CONVO_ENOMEM = -8,
+    CONVO_ENOTSUP = -9,   /* the driver or build cannot do this */
+    CONVO_ECORRUPT = -10  /* stored data or a dump could not be decoded */
+};
+
+/* Filled by every call that takes one (it may be NULL). The first error in a
+ * call is the one kept, as it is the root cause. Messages never hold passwords. */
+typedef struct convo_error {
+    int code;                 /* one of the CONVO_E* codes */
+    char backend_code[16];    /* the backend's own code (SQLSTATE, sqlite rc, ...) or "" */
+    char message[256];        /* one line of text */
+} convo_error;
+
+typedef struct convo_store convo_store;
+typedef struct convo_history convo_history;
+typedef struct convo_thread_page convo_thread_page;
+
+/* Store options; start from CONVO_STORE_OPTS_INIT. A limit of 0 keeps the default. */
+#define CONVO_STORE_OPTS_VERSION 1
+typedef struct convo_store_opts {
+    unsigned int version;
+    size_t max_message_bytes;    /* default 1 MiB */
+    size_t max_batch_messages;   /* default 10,000 */
+    size_t max_extra_bytes;      /* default 1 MiB: the patch and the merged object */
+    size_t max_checkpoint_bytes; /* default 16 MiB */
+    const char *const *roles;    /* NULL = any role; else a NULL-terminated allow list */
+} convo_store_opts;
+#define CONVO_STORE_OPTS_INIT { CONVO_STORE_OPTS_VERSION, 0, 0, 0, 0, NULL }
+
+#define CONVO_DEFAULT_MAX_MESSAGE_BYTES ((size_t)1 << 20)
+#define CONVO_DEFAULT_MAX_BATCH_MESSAGES ((size_t)10000)
+#define CONVO_DEFAULT_MAX_EXTRA_BYTES ((size_t)1 << 20)
+#define CONVO_DEFAULT_MAX_CHECKPOINT_BYTES ((size_t)16 << 20)
+#define CONVO_MAX_THREAD_ID_BYTES 512
+#define CONVO_MAX_ROLE_BYTES 64
+
+/* Append options; start from CONVO_APPEND_OPTS_INIT. */
+#define CONVO_APPEND_OPTS_VERSION 1
+typedef struct convo_append_opts {
+    unsigned int version;
+    const char *idempotency_key; /* NULL = none; a retry with the same key is stored once */
+    int64_t expected_length;     /* -1 = none; else store only if the thread has exactly this many */
+} convo_append_opts;
+#define CONVO_APPEND_OPTS_INIT { CONVO_APPEND_OPTS_VERSION, NULL, -1 }
+
+typedef struct convo_append_result {
+    int64_t first_seq; /* seq of the first message of the batch */
+    size_t count;      /* messages in the batch */
+    int replayed;      /* 1 when an idempotency key matched an earlier batch */
+} convo_append_result;
+
+/* Load options; start from CONVO_LOAD_OPTS_INIT. */
+#define CONVO_LOAD_OPTS_VERSION 1
+typedef struct convo_load_opts {
+    unsigned int version;
+    int64_t from_seq; /* first seq to return (default 0) */
+    int64_t limit;    /* at most this many messages; 0 = no limit */
+    int64_t tail;     /* only the last N messages; 0 = off (applied before from_seq) */
+    int with_extra;   /* 1 (default) to fetch the extra object as well */
+} convo_load_opts;
+#define CONVO_LOAD_OPTS_INIT { CONVO_LOAD_OPTS_VERSION, 0, 0, 0, 1 }
+
+CONVO_EXTERN const char *convo_strerror(int code);
+CONVO_EXTERN const char *convo_version(void);
+/* Names of the drivers built in, NULL-terminated ("memory", "sqlite", ...). */
+CONVO_EXTERN const char *const *convo_drivers(void);
+
+/* url: memory:, sqlite:PATH, sqlite::memory:, redis://..., postgres://...,
+ * postgresql://..., mongodb://... ; see README.md. */
+CONVO_EXTERN int convo_open(convo_store **out, const char *url, convo_error *err);
+CONVO_EXTERN int convo_open_ex(convo_store **out, const char *url,
+                               const convo_store_opts *opts, convo_error *err);
+CONVO_EXTERN void convo_close(convo_store *s);
+/* The driver name of an open store ("sqlite", ...). */
+CONVO_EXTERN const char *convo_store_driver(const convo_store *s);
+
+/* Messages are JSON objects with a non-empty string "role"; each is stored and
+ * returned byte for byte. lengths may be NULL when every message is NUL-terminated. */
+CONVO_EXTERN int convo_append(convo_store *s, const char *thread_id,
+                              const char *const *messages, const size_t *lengths, size_t n,
+                              const convo_append_opts *opts, convo_append_result *res,
+                              convo_error *err);
+
+CONVO_EXTERN int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opts,
+                            convo_history **out, convo_error *err);
+CONVO_EXTERN void convo_history_free(convo_history *h);
+/* Messages returned by this load. */
+CONVO_EXTERN size_t convo_history_count(const convo_history *h);
+/* Messages in the whole thread, whatever was asked for. */
+CONVO_EXTERN int64_t convo_history_length(const convo_history *h);
+/* The i-th returned message, exactly as appended (NUL-terminated for convenience). */
+CONVO_EXTERN const char *convo_history_message(const convo_history *h, size_t i, size_t *len);
+CONVO_EXTERN const char *convo_history_role(const convo_history *h, size_t i);
+CONVO_EXTERN int64_t convo_history_seq(const convo_history *h, size_t i);
+/* Microseconds since 1970-01-01T00:00:00Z when the message was stored. */
+CONVO_EXTERN int64_t convo_history_created_at(const convo_history *h, size_t i);
+/* The merged extra object as compact JSON ("{}" when none was saved). */
+CONVO_EXTERN const char *convo_history_extra(const convo_history *h);
+
+/* Shallow merge: each top-level key of patch_json (an object) replaces that key;
+ * null is stored as a value. Creates the thread when it does not exist. */
+CONVO_EXTERN int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_json,
+                                  convo_error *err);
+
+CONVO_EXTERN int convo_thread_delete(convo_store *s, const char *thread_id, convo_error *err);
+/* Thread ids in byte order, strictly after `after` (NULL = from the start); limit 0 = 100. */
+CONVO_EXTERN int convo_thread_list(convo_store *s, const char *after, size_t limit,
+                                   convo_thread_page **out, convo_error *err);
+CONVO_EXTERN size_t convo_thread_page_count(const convo_thread_page *p);
+CONVO_EXTERN const char *convo_thread_page_id(const convo_thread_page *p, size_t i);
+/* The `after` value for the next page, or NULL when this was the last page. */
+CONVO_EXTERN const char *convo_thread_page_next(const convo_thread_page *p);
+CONVO_EXTERN void convo_thread_page_free(convo_thread_page *p);
+/* Copy messages [0, upto) (upto -1 = all) and the extra object of src into a new
+ * thread dst; CONVO_ECONFLICT when dst exists, CONVO_EINVAL when upto > length. */
+CONVO_EXTERN int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
+                                   convo_error *err);
+
+/* Formats microseconds since the epoch as UTC RFC 3339 with microseconds
+ * ("2026-11-21T10:00:00.000123Z") into buf (at least 32 bytes). */
+CONVO_EXTERN void convo_format_time(int64_t micros, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,145 @@
+/* convo/driver.h — the interface between libconvo's core and a storage driver.
+ * For driver authors only; applications include <convo.h>. The core validates
+ * every input (thread ids, JSON, roles, limits) before a driver sees it. */
+#ifndef CONVO_DRIVER_H
+#define CONVO_DRIVER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <convo.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A message that passed validation: bytes exactly as the caller gave them. */
+typedef struct convo_message_in {
+    const char *bytes;
+    size_t len;
+    const char *role; /* NUL-terminated copy of the "role" field */
+} convo_message_in;
+
+/* Limits in force for a store (defaults applied). */
+typedef struct convo_limits {
+    size_t max_message_bytes;
+    size_t max_batch_messages;
+    size_t max_extra_bytes;
+    size_t max_checkpoint_bytes;
+} convo_limits;
+
+/* A parsed URL: scheme, the part after "scheme:" without the query, and the
+ * query parameters. Drivers take their own parameters out with
+ * convo__url_take(); whatever is left is handed to the client library or,
+ * when the driver owns all parameters, rejected with convo__url_reject_rest(). */
+typedef struct convo_url_param {
+    char *key;
+    char *value;
+} convo_url_param;
+
+typedef struct convo_url {
+    char *scheme;      /* "sqlite", "redis", ... */
+    char *rest;        /* after "scheme:" up to '?', percent-encoding kept */
+    char *user;        /* for "//" URLs: decoded user or NULL */
+    char *password;    /* decoded password or NULL */
+    char *host;        /* decoded host (brackets removed) or NULL */
+    int port;          /* 0 when absent */
+    char *path;        /* decoded path after host, without the leading '/', or NULL */
+    convo_url_param *params;
+    size_t nparams;
+    char *redacted;    /* the whole URL with the password replaced by "***" */
+} convo_url;
+
+typedef struct convo_backend convo_backend; /* a driver's open instance */
+
+/* Checkpoint calls are added at the end of this table in version 2. */
+#define CONVO_DRIVER_VERSION 1
+
+typedef struct convo_driver {
+    unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
+    const char *name;
+    const char *const *schemes; /* NULL-terminated */
+
+    int (*open)(convo_backend **out, convo_url *url, const convo_limits *limits,
+                convo_error *err);
+    void (*close)(convo_backend *b);
+
+    /* msgs already validated, n >= 1; opts never NULL (defaults filled). */
+    int (*append)(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                  size_t n, const convo_append_opts *opts, convo_append_result *res,
+                  convo_error *err);
+    /* opts never NULL; tail already resolved by the driver against the length. */
+    int (*load)(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                convo_history **out, convo_error *err);
+    /* patch: compact JSON text of a validated object (it may be empty: {} still
+     * creates the thread);
+     * patch_obj: the same object parsed (a jansson json_t *). */
+    int (*save_extra)(convo_backend *b, const char *thread_id, const char *patch,
+                      void *patch_obj, convo_error *err);
+    int (*thread_delete)(convo_backend *b, const char *thread_id, convo_error *err);
+    int (*thread_list)(convo_backend *b, const char *after, size_t limit,
+                       convo_thread_page **out, convo_error *err);
+    /* upto already checked >= -1; the driver checks it against the length. */
+    int (*thread_fork)(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                       convo_error *err);
+} convo_driver;
+
+/* ---- helpers the core offers to drivers (lib/) ---- */
+
+/* Sets err (when non-NULL and still unset) and returns code. */
+int convo__error(convo_error *err, int code, const char *backend_code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void convo__error_clear(convo_error *err);
+
+/* Removes parameter key from url and returns its value (caller frees), or NULL. */
+char *convo__url_take(convo_url *url, const char *key);
+/* CONVO_EINVAL naming the first parameter left, if any. */
+int convo__url_reject_rest(const convo_url *url, convo_error *err);
+
+/* The URL again ("scheme:rest?k=v..."), with only the parameters left in it;
+ * for handing to a client library. Caller frees. */
+char *convo__url_rebuild(const convo_url *url);
+
+/* Building results. All return 0 or CONVO_ENOMEM. */
+convo_history *convo__history_new(void);
+int convo__history_add(convo_history *h, const char *bytes, size_t len, const char *role,
+                       int64_t seq, int64_t created_at);
+int convo__history_set_extra(convo_history *h, const char *json, size_t len);
+void convo__history_set_length(convo_history *h, int64_t length);
+/* Pre-sizes the message array for n more messages. */
+int convo__history_reserve(convo_history *h, size_t n);
+
+convo_thread_page *convo__thread_page_new(void);
+int convo__thread_page_add(convo_thread_page *p, const char *id, size_t len);
+int convo__thread_page_set_next(convo_thread_page *p, const char *next);
+
+/* Resolves load options against a thread of `length` messages into the half-open
+ * seq range [*from, *to). */
+void convo__load_range(const convo_load_opts *opts, int64_t length, int64_t *from, int64_t *to);
+
+/* Microseconds since the epoch, from the system clock. */
+int64_t convo__now_micros(void);
+
+/* Shallow merge of patch (compact JSON object text) into current (JSON object
+ * text or NULL); returns a malloc'd compact JSON string in *out. Keeps key
+ * order: existing keys in place, new keys appended. CONVO_ETOOLARGE when the
+ * result exceeds max_bytes. */
+int convo__extra_merge(const char *current, size_t current_len, const char *patch,
+                       size_t max_bytes, char **out, size_t *out_len, convo_error *err);
+
+/* A small pool of connections for drivers that need them. connect() makes one;
+ * disconnect() frees one. acquire blocks while all `size` are in use. */
+typedef struct convo_pool convo_pool;
+typedef struct convo_pool_ops {
+    int (*connect)(void *ctx, void **conn, convo_error *err);
+    void (*disconnect)(void *ctx, void *conn);
+} convo_pool_ops;
+int convo__pool_new(convo_pool **out, size_t size, const convo_pool_ops *ops, void *ctx);
+void convo__pool_free(convo_pool *p);
+int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err);
+/* broken: the connection failed and must be dropped, not reused. */
+void convo__pool_release(convo_pool *p, void *conn, bool broken);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* error.c — error codes, their one-line texts, and filling a convo_error.
+ * The first error set in a call is kept: it is the root cause. */
+#include "internal.h"
+#include <stdio.h>
+#include <string.h>
+
+const char *convo_strerror(int code)
+{
+    switch (code) {
+    case CONVO_OK: return "success";
+    case CONVO_ERROR: return "error";
+    case CONVO_EINVAL: return "invalid argument";
+    case CONVO_ENOTFOUND: return "not found";
+    case CONVO_ECONFLICT: return "conflict";
+    case CONVO_ETOOLARGE: return "too large";
+    case CONVO_EIO: return "input/output error";
+    case CONVO_ETIMEOUT: return "timed out";
+    case CONVO_ENOMEM: return "out of memory";
+    case CONVO_ENOTSUP: return "not supported";
+    case CONVO_ECORRUPT: return "corrupt data";
+    default: return "unknown error";
+    }
+}
+
+const char *convo_version(void)
+{
+    return CONVO_VERSION;
+}
+
+void convo__error_clear(convo_error *err)
+{
+    if (err) {
+        err->code = 0;
+        err->backend_code[0] = '\0';
+        err->message[0] = '\0';
+    }
+}
+
+int convo__error(convo_error *err, int code, const char *backend_code, const char *fmt, ...)
+{
+    if (!err || err->code != 0)
+        return code;
+    err->code = code;
+    snprintf(err->backend_code, sizeof err->backend_code, "%s", backend_code ? backend_code : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    /* one line: backends sometimes answer with several */
+    for (char *p = err->message; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    size_t n = strlen(err->message);
+    while (n > 0 && err->message[n - 1] == ' ')
+        err->message[--n] = '\0';
+    return code;
+}

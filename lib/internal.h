@@ -1,0 +1,54 @@
+/* internal.h — what lib/ shares between its files: the layouts behind the
+ * opaque handles, URL parsing, validation and the driver registry. */
+#ifndef CONVO_INTERNAL_H
+#define CONVO_INTERNAL_H
+
+#include "config.h"
+#include <convo/driver.h>
+
+typedef struct convo_history_msg {
+    char *bytes; /* NUL-terminated copy */
+    size_t len;
+    char *role;
+    int64_t seq;
+    int64_t created_at;
+} convo_history_msg;
+
+struct convo_history {
+    convo_history_msg *msgs;
+    size_t count, cap;
+    int64_t length;
+    char *extra;
+};
+
+struct convo_thread_page {
+    char **ids;
+    size_t count, cap;
+    char *next;
+};
+
+struct convo_store {
+    const convo_driver *driver;
+    convo_backend *backend;
+    convo_limits limits;
+    char **roles; /* NULL or NULL-terminated allow list */
+};
+
+/* url.c */
+int convo__url_parse(convo_url **out, const char *text, convo_error *err);
+void convo__url_free(convo_url *url);
+
+/* registry.c */
+const convo_driver *convo__driver_find(const char *scheme);
+
+/* validate.c */
+int convo__check_thread_id(const char *id, convo_error *err);
+/* Validates one message; fills *role (malloc'd) on success. */
+int convo__check_message(const char *bytes, size_t len, const convo_limits *limits,
+                         char *const *roles, char **role, convo_error *err);
+/* Parses and checks an extra patch; *compact gets the compact text, *obj the json_t. */
+int convo__check_extra_patch(const char *json, const convo_limits *limits, char **compact,
+                             void **obj, convo_error *err);
+int convo__check_utf8(const char *s, size_t len);
+
+#endif

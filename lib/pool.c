@@ -1,0 +1,78 @@
+/* pool.c — a small, blocking pool of backend connections shared by the
+ * threads that use one store. Connections are made lazily; a broken one is
+ * dropped on release, so the next call reconnects. */
+#include "internal.h"
+#include <pthread.h>
+#include <stdlib.h>
+
+struct convo_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    const convo_pool_ops *ops;
+    void *ctx;
+    void **idle;
+    size_t nidle, size, open; /* open = idle + in use */
+};
+
+int convo__pool_new(convo_pool **out, size_t size, const convo_pool_ops *ops, void *ctx)
+{
+    convo_pool *p = calloc(1, sizeof *p);
+    if (!p || !(p->idle = calloc(size ? size : 1, sizeof *p->idle))) {
+        free(p);
+        return CONVO_ENOMEM;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->freed, NULL);
+    p->ops = ops;
+    p->ctx = ctx;
+    p->size = size ? size : 1;
+    *out = p;
+    return 0;
+}
+
+void convo__pool_free(convo_pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nidle; i++)
+        p->ops->disconnect(p->ctx, p->idle[i]);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->freed);
+    free(p->idle);
+    free(p);
+}
+
+int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->nidle == 0 && p->open >= p->size)
+        pthread_cond_wait(&p->freed, &p->lock);
+    if (p->nidle > 0) {
+        *conn = p->idle[--p->nidle];
+        pthread_mutex_unlock(&p->lock);
+        return 0;
+    }
+    p->open++; /* reserve the slot, then connect without holding the lock */
+    pthread_mutex_unlock(&p->lock);
+    int rc = p->ops->connect(p->ctx, conn, err);
+    if (rc != 0) {
+        pthread_mutex_lock(&p->lock);
+        p->open--;
+        pthread_cond_signal(&p->freed);
+        pthread_mutex_unlock(&p->lock);
+    }
+    return rc;
+}
+
+void convo__pool_release(convo_pool *p, void *conn, bool broken)
+{
+    if (broken)
+        p->ops->disconnect(p->ctx, conn);
+    pthread_mutex_lock(&p->lock);
+    if (broken)
+        p->open--;
+    else
+        p->idle[p->nidle++] = conn;
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+}

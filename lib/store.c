@@ -1,0 +1,267 @@
+/* store.c — the public calls: open a store by URL, validate every input, then
+ * hand it to the driver. Nothing reaches a driver unchecked. */
+#include "internal.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const known_schemes[] = {"sqlite", "redis", "rediss", "redis+unix",
+                                            "postgres", "postgresql", "mongodb",
+                                            "mongodb+srv", NULL};
+
+static void free_roles(char **roles)
+{
+    if (!roles)
+        return;
+    for (char **r = roles; *r; r++)
+        free(*r);
+    free(roles);
+}
+
+static char **copy_roles(const char *const *roles)
+{
+    size_t n = 0;
+    while (roles[n])
+        n++;
+    char **copy = calloc(n + 1, sizeof *copy);
+    for (size_t i = 0; copy && i < n; i++) {
+        if (!(copy[i] = strdup(roles[i]))) {
+            free_roles(copy);
+            return NULL;
+        }
+    }
+    return copy;
+}
+
+static size_t or_default(size_t v, size_t def)
+{
+    return v ? v : def;
+}
+
+int convo_open(convo_store **out, const char *url, convo_error *err)
+{
+    return convo_open_ex(out, url, NULL, err);
+}
+
+int convo_open_ex(convo_store **out, const char *url_text, const convo_store_opts *opts,
+                  convo_error *err)
+{
+    convo__error_clear(err);
+    if (!out)
+        return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    if (opts && (opts->version < 1 || opts->version > CONVO_STORE_OPTS_VERSION))
+        return convo__error(err, CONVO_EINVAL, NULL, "unsupported convo_store_opts version %u",
+                            opts->version);
+    convo_url *url;
+    int rc = convo__url_parse(&url, url_text, err);
+    if (rc != 0)
+        return rc;
+    const convo_driver *driver = convo__driver_find(url->scheme);
+    if (!driver) {
+        for (const char *const *k = known_schemes; *k; k++)
+            if (strcmp(*k, url->scheme) == 0) {
+                rc = convo__error(err, CONVO_ENOTSUP, NULL,
+                                  "this libconvo was built without the driver for %s:",
+                                  url->scheme);
+                convo__url_free(url);
+                return rc;
+            }
+        rc = convo__error(err, CONVO_EINVAL, NULL, "unknown URL scheme '%s'", url->scheme);
+        convo__url_free(url);
+        return rc;
+    }
+    if (driver->version < 1 || driver->version > CONVO_DRIVER_VERSION) {
+        convo__url_free(url);
+        return convo__error(err, CONVO_ENOTSUP, NULL, "driver %s has unsupported version %u",
+                            driver->name, driver->version);
+    }
+    convo_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        convo__url_free(url);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    s->driver = driver;
+    s->limits.max_message_bytes =
+        or_default(opts ? opts->max_message_bytes : 0, CONVO_DEFAULT_MAX_MESSAGE_BYTES);
+    s->limits.max_batch_messages =
+        or_default(opts ? opts->max_batch_messages : 0, CONVO_DEFAULT_MAX_BATCH_MESSAGES);
+    s->limits.max_extra_bytes =
+        or_default(opts ? opts->max_extra_bytes : 0, CONVO_DEFAULT_MAX_EXTRA_BYTES);
+    s->limits.max_checkpoint_bytes =
+        or_default(opts ? opts->max_checkpoint_bytes : 0, CONVO_DEFAULT_MAX_CHECKPOINT_BYTES);
+    if (opts && opts->roles && !(s->roles = copy_roles(opts->roles))) {
+        convo__url_free(url);
+        free(s);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    rc = driver->open(&s->backend, url, &s->limits, err);
+    convo__url_free(url);
+    if (rc != 0) {
+        free_roles(s->roles);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void convo_close(convo_store *s)
+{
+    if (!s)
+        return;
+    s->driver->close(s->backend);
+    free_roles(s->roles);
+    free(s);
+}
+
+const char *convo_store_driver(const convo_store *s)
+{
+    return s ? s->driver->name : NULL;
+}
+
+#define CHECK_STORE(s, err)                                                                  \
+    do {                                                                                     \
+        convo__error_clear(err);                                                             \
+        if (!(s))                                                                            \
+            return convo__error(err, CONVO_EINVAL, NULL, "store is NULL");                   \
+    } while (0)
+
+int convo_append(convo_store *s, const char *thread_id, const char *const *messages,
+                 const size_t *lengths, size_t n, const convo_append_opts *opts,
+                 convo_append_result *res, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc != 0)
+        return rc;
+    if (n == 0 || !messages)
+        return convo__error(err, CONVO_EINVAL, NULL, "no messages to append");
+    if (n > s->limits.max_batch_messages)
+        return convo__error(err, CONVO_ETOOLARGE, NULL,
+                            "batch of %zu messages exceeds the limit of %zu", n,
+                            s->limits.max_batch_messages);
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    if (opts) {
+        if (opts->version < 1 || opts->version > CONVO_APPEND_OPTS_VERSION)
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "unsupported convo_append_opts version %u", opts->version);
+        o = *opts;
+    }
+    if (o.expected_length < -1)
+        return convo__error(err, CONVO_EINVAL, NULL, "expected length must be >= 0 or -1");
+    if (o.idempotency_key) {
+        size_t klen = strnlen(o.idempotency_key, 257);
+        if (klen == 0 || klen > 256 || !convo__check_utf8(o.idempotency_key, klen))
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "idempotency key must be 1..256 bytes of UTF-8");
+    }
+    convo_message_in *in = calloc(n, sizeof *in);
+    if (!in)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        in[i].bytes = messages[i];
+        in[i].len = lengths ? lengths[i] : (messages[i] ? strlen(messages[i]) : 0);
+        char *role;
+        rc = convo__check_message(in[i].bytes, in[i].len, &s->limits, s->roles, &role, err);
+        in[i].role = role;
+        if (rc != 0 && err && n > 1) {
+            /* say which message of the batch was rejected */
+            char m[sizeof err->message];
+            int k = snprintf(m, sizeof m, "message %zu: ", i);
+            if (k > 0 && (size_t)k < sizeof m) {
+                snprintf(m + k, sizeof m - (size_t)k, "%.*s", (int)(sizeof m - (size_t)k - 1),
+                         err->message);
+                memcpy(err->message, m, sizeof m);
+            }
+        }
+    }
+    convo_append_result r = {0, 0, 0};
+    if (rc == 0)
+        rc = s->driver->append(s->backend, thread_id, in, n, &o, &r, err);
+    for (size_t i = 0; i < n; i++)
+        free((char *)in[i].role);
+    free(in);
+    if (rc == 0 && res)
+        *res = r;
+    return rc;
+}
+
+int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opts,
+               convo_history **out, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    if (!out)
+        return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc != 0)
+        return rc;
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    if (opts) {
+        if (opts->version < 1 || opts->version > CONVO_LOAD_OPTS_VERSION)
+            return convo__error(err, CONVO_EINVAL, NULL, "unsupported convo_load_opts version %u",
+                                opts->version);
+        o = *opts;
+    }
+    if (o.from_seq < 0 || o.limit < 0 || o.tail < 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "from, limit and tail must not be negative");
+    return s->driver->load(s->backend, thread_id, &o, out, err);
+}
+
+int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_json,
+                     convo_error *err)
+{
+    CHECK_STORE(s, err);
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc != 0)
+        return rc;
+    char *compact;
+    void *obj;
+    if ((rc = convo__check_extra_patch(patch_json, &s->limits, &compact, &obj, err)) != 0)
+        return rc;
+    rc = s->driver->save_extra(s->backend, thread_id, compact, obj, err);
+    free(compact);
+    json_decref((json_t *)obj);
+    return rc;
+}
+
+int convo_thread_delete(convo_store *s, const char *thread_id, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    int rc = convo__check_thread_id(thread_id, err);
+    return rc ? rc : s->driver->thread_delete(s->backend, thread_id, err);
+}
+
+int convo_thread_list(convo_store *s, const char *after, size_t limit, convo_thread_page **out,
+                      convo_error *err)
+{
+    CHECK_STORE(s, err);
+    if (!out)
+        return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    if (after && *after == '\0')
+        after = NULL;
+    if (limit == 0)
+        limit = 100;
+    if (limit > 10000)
+        return convo__error(err, CONVO_EINVAL, NULL, "thread list limit must be at most 10000");
+    return s->driver->thread_list(s->backend, after, limit, out, err);
+}
+
+int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
+                      convo_error *err)
+{
+    CHECK_STORE(s, err);
+    int rc = convo__check_thread_id(src, err);
+    if (rc == 0)
+        rc = convo__check_thread_id(dst, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(src, dst) == 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "fork source and destination are the same");
+    if (upto < -1)
+        return convo__error(err, CONVO_EINVAL, NULL, "fork upto must be >= 0 or -1 for all");
+    return s->driver->thread_fork(s->backend, src, dst, upto, err);
+}
