@@ -147,6 +147,111 @@ CONVO_EXTERN void convo_thread_page_free(convo_thread_page *p);
 CONVO_EXTERN int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
                                    convo_error *err);
 
+/* ---- Graph checkpoints (LangGraph-style snapshots layered on the log) ----
+ * A checkpoint is keyed by (thread_id, checkpoint_ns, checkpoint_id). It lists
+ * every channel's current version; a value is stored once per (thread, ns,
+ * channel, version) and only sent with the checkpoint that introduced it.
+ * log_length says that messages [0, log_length) of the thread belong to it. */
+
+/* An opaque typed value: type is the serializer's tag ("json", "msgpack", ...). */
+typedef struct convo_blob {
+    const char *type;
+    const void *bytes;
+    size_t len;
+} convo_blob;
+
+typedef struct convo_channel_in {
+    const char *channel;
+    const char *version;
+    const convo_blob *value; /* NULL when this version was stored before, or is empty */
+} convo_channel_in;
+
+#define CONVO_CHECKPOINT_IN_VERSION 1
+typedef struct convo_checkpoint_in {
+    unsigned int version;
+    const char *thread_id;
+    const char *checkpoint_ns;  /* NULL = "" */
+    const char *checkpoint_id;  /* required; any string of 1..512 bytes */
+    const char *parent_id;      /* NULL = none */
+    const char *metadata_json;  /* a JSON object; NULL = {} */
+    convo_blob body;            /* the snapshot without its channel values; type NULL = none */
+    const convo_channel_in *channels;
+    size_t nchannels;
+    int64_t log_length;         /* messages of the thread that belong to it; 0 = none */
+} convo_checkpoint_in;
+#define CONVO_CHECKPOINT_IN_INIT { CONVO_CHECKPOINT_IN_VERSION, NULL, NULL, NULL, NULL, NULL, \
+                                   { NULL, NULL, 0 }, NULL, 0, 0 }
+
+/* A pending write of a task: idx >= 0 is stored once per (task_id, idx);
+ * a negative idx (errors, interrupts, ...) replaces what that idx held. */
+typedef struct convo_write_in {
+    int64_t idx;
+    const char *channel;
+    convo_blob value;
+} convo_write_in;
+
+typedef struct convo_checkpoint convo_checkpoint;
+typedef struct convo_checkpoint_set convo_checkpoint_set;
+
+/* Stores a checkpoint (replacing one with the same key) and creates the thread
+ * if needed. The stored key is the input's (thread_id, ns or "", checkpoint_id). */
+CONVO_EXTERN int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp,
+                                      convo_error *err);
+/* CONVO_ENOTFOUND when the checkpoint does not exist (e.g. its thread was deleted). */
+CONVO_EXTERN int convo_checkpoint_put_writes(convo_store *s, const char *thread_id,
+                                             const char *checkpoint_ns,
+                                             const char *checkpoint_id, const char *task_id,
+                                             const char *task_path, const convo_write_in *writes,
+                                             size_t n, convo_error *err);
+/* checkpoint_id NULL = the latest of that namespace. */
+CONVO_EXTERN int convo_checkpoint_get(convo_store *s, const char *thread_id,
+                                      const char *checkpoint_ns, const char *checkpoint_id,
+                                      convo_checkpoint **out, convo_error *err);
+
+#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 1
+typedef struct convo_checkpoint_list_opts {
+    unsigned int version;
+    const char *thread_id;     /* NULL = every thread */
+    const char *checkpoint_ns; /* NULL = every namespace */
+    const char *before;        /* a checkpoint id of that thread: only older ones; needs thread_id */
+    size_t limit;              /* 0 = no limit */
+    const char *filter_json;   /* metadata containment, e.g. {"source":"loop","step":3}; NULL = all */
+} convo_checkpoint_list_opts;
+#define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, NULL }
+
+/* Newest first (the order in which they were put). */
+CONVO_EXTERN int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,
+                                       convo_checkpoint_set **out, convo_error *err);
+CONVO_EXTERN size_t convo_checkpoint_set_count(const convo_checkpoint_set *set);
+CONVO_EXTERN const convo_checkpoint *convo_checkpoint_set_get(const convo_checkpoint_set *set,
+                                                              size_t i);
+CONVO_EXTERN void convo_checkpoint_set_free(convo_checkpoint_set *set);
+
+/* Keeps the newest keep_last checkpoints of each namespace of the thread, and
+ * every value and write they need; removes the rest. */
+CONVO_EXTERN int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_last,
+                                        convo_error *err);
+
+CONVO_EXTERN void convo_checkpoint_free(convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_thread_id(const convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_ns(const convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_id(const convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_parent_id(const convo_checkpoint *cp); /* or NULL */
+CONVO_EXTERN const char *convo_checkpoint_metadata(const convo_checkpoint *cp); /* JSON object */
+CONVO_EXTERN int64_t convo_checkpoint_log_length(const convo_checkpoint *cp);
+CONVO_EXTERN int64_t convo_checkpoint_created_at(const convo_checkpoint *cp);
+/* The body blob; type is NULL when the checkpoint had none. */
+CONVO_EXTERN convo_blob convo_checkpoint_body(const convo_checkpoint *cp);
+/* Channels of the snapshot in name order; value.type is NULL when the version has no value. */
+CONVO_EXTERN size_t convo_checkpoint_channel_count(const convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i,
+                                                  const char **version, convo_blob *value);
+/* Pending writes in (task_id, idx) order. */
+CONVO_EXTERN size_t convo_checkpoint_write_count(const convo_checkpoint *cp);
+CONVO_EXTERN const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i,
+                                                const char **task_path, int64_t *idx,
+                                                const char **channel, convo_blob *value);
+
 /* Formats microseconds since the epoch as UTC RFC 3339 with microseconds
  * ("2026-11-21T10:00:00.000123Z") into buf (at least 32 bytes). */
 CONVO_EXTERN void convo_format_time(int64_t micros, char *buf, size_t size);

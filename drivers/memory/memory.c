@@ -14,8 +14,36 @@ typedef struct mem_msg {
     int64_t created_at;
 } mem_msg;
 
+typedef struct mem_blob {
+    char *ns, *channel, *version, *type; /* type NULL: no value */
+    void *bytes;
+    size_t len;
+} mem_blob;
+
+typedef struct mem_write {
+    char *task_id, *task_path, *channel, *type;
+    int64_t idx;
+    void *bytes;
+    size_t len;
+} mem_write;
+
+typedef struct mem_checkpoint {
+    char *ns, *id, *parent_id, *metadata, *body_type;
+    void *body;
+    size_t body_len;
+    int64_t log_length, created_at;
+    char **channels, **versions; /* the snapshot's channel versions */
+    size_t nchannels;
+    mem_write *writes;
+    size_t nwrites;
+} mem_checkpoint;
+
 typedef struct mem_thread {
     char *id;
+    mem_checkpoint *cps; /* in the order they were first put */
+    size_t ncps;
+    mem_blob *blobs;
+    size_t nblobs;
     mem_msg *msgs;
     size_t count, cap;
     char *extra;       /* compact JSON object or NULL */
@@ -29,10 +57,54 @@ struct convo_backend {
     convo_limits limits;
 };
 
+static void write_clear(mem_write *w)
+{
+    free(w->task_id);
+    free(w->task_path);
+    free(w->channel);
+    free(w->type);
+    free(w->bytes);
+}
+
+static void checkpoint_clear(mem_checkpoint *c)
+{
+    free(c->ns);
+    free(c->id);
+    free(c->parent_id);
+    free(c->metadata);
+    free(c->body_type);
+    free(c->body);
+    for (size_t i = 0; i < c->nchannels; i++) {
+        free(c->channels[i]);
+        free(c->versions[i]);
+    }
+    free(c->channels);
+    free(c->versions);
+    for (size_t i = 0; i < c->nwrites; i++)
+        write_clear(&c->writes[i]);
+    free(c->writes);
+    memset(c, 0, sizeof *c);
+}
+
+static void blob_clear(mem_blob *b)
+{
+    free(b->ns);
+    free(b->channel);
+    free(b->version);
+    free(b->type);
+    free(b->bytes);
+}
+
 static void thread_free(mem_thread *t)
 {
     if (!t)
         return;
+    for (size_t i = 0; i < t->ncps; i++)
+        checkpoint_clear(&t->cps[i]);
+    free(t->cps);
+    for (size_t i = 0; i < t->nblobs; i++)
+        blob_clear(&t->blobs[i]);
+    free(t->blobs);
     for (size_t i = 0; i < t->count; i++)
         free(t->msgs[i].bytes);
     free(t->msgs);
@@ -350,6 +422,336 @@ static int mem_thread_fork(convo_backend *b, const char *src, const char *dst, i
     return rc;
 }
 
+/* ---- checkpoints ---- */
+
+static char *xdup(const char *s, int *failed)
+{
+    char *c = s ? strdup(s) : NULL;
+    if (s && !c)
+        *failed = 1;
+    return c;
+}
+
+static void *xdupb(const void *b, size_t len, int *failed)
+{
+    void *c = malloc(len ? len : 1);
+    if (!c)
+        *failed = 1;
+    else if (len)
+        memcpy(c, b, len);
+    return c;
+}
+
+static mem_checkpoint *find_cp(mem_thread *t, const char *ns, const char *id)
+{
+    mem_checkpoint *latest = NULL;
+    for (size_t i = 0; t && i < t->ncps; i++) {
+        if (strcmp(t->cps[i].ns, ns) != 0)
+            continue;
+        if (!id)
+            latest = &t->cps[i];
+        else if (strcmp(t->cps[i].id, id) == 0)
+            return &t->cps[i];
+    }
+    return id ? NULL : latest;
+}
+
+static mem_blob *find_blob(mem_thread *t, const char *ns, const char *channel,
+                           const char *version)
+{
+    for (size_t i = 0; i < t->nblobs; i++) {
+        mem_blob *b = &t->blobs[i];
+        if (!strcmp(b->channel, channel) && !strcmp(b->version, version) && !strcmp(b->ns, ns))
+            return b;
+    }
+    return NULL;
+}
+
+/* Stores the values the snapshot brings that are not stored yet. */
+static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
+{
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        const convo_channel_in *c = &cp->channels[i];
+        if (!c->value || find_blob(t, cp->checkpoint_ns, c->channel, c->version))
+            continue;
+        mem_blob *grown = realloc(t->blobs, (t->nblobs + 1) * sizeof *grown);
+        if (!grown)
+            return CONVO_ENOMEM;
+        t->blobs = grown;
+        int failed = 0;
+        mem_blob b = {xdup(cp->checkpoint_ns, &failed), xdup(c->channel, &failed),
+                      xdup(c->version, &failed), xdup(c->value->type, &failed),
+                      xdupb(c->value->bytes, c->value->len, &failed), c->value->len};
+        t->blobs[t->nblobs++] = b;
+        if (failed)
+            return CONVO_ENOMEM;
+    }
+    return 0;
+}
+
+static int fill_cp(mem_checkpoint *m, const convo_checkpoint_in *cp)
+{
+    int failed = 0;
+    m->ns = xdup(cp->checkpoint_ns, &failed);
+    m->id = xdup(cp->checkpoint_id, &failed);
+    m->parent_id = xdup(cp->parent_id, &failed);
+    m->metadata = xdup(cp->metadata_json, &failed);
+    m->body_type = xdup(cp->body.type, &failed);
+    m->body = cp->body.type ? xdupb(cp->body.bytes, cp->body.len, &failed) : NULL;
+    m->body_len = cp->body.len;
+    m->log_length = cp->log_length;
+    m->created_at = convo__now_micros();
+    m->channels = calloc(cp->nchannels + 1, sizeof *m->channels);
+    m->versions = calloc(cp->nchannels + 1, sizeof *m->versions);
+    if (!m->channels || !m->versions)
+        return CONVO_ENOMEM;
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        m->channels[i] = xdup(cp->channels[i].channel, &failed);
+        m->versions[i] = xdup(cp->channels[i].version, &failed);
+        m->nchannels++;
+    }
+    return failed ? CONVO_ENOMEM : 0;
+}
+
+static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    mem_thread *t = lookup(b, cp->thread_id);
+    int rc = t ? 0 : insert_new(b, cp->thread_id, &t);
+    mem_checkpoint fresh = {0};
+    if (rc == 0)
+        rc = put_blobs(t, cp);
+    if (rc == 0)
+        rc = fill_cp(&fresh, cp);
+    mem_checkpoint *old = rc == 0 ? find_cp(t, cp->checkpoint_ns, cp->checkpoint_id) : NULL;
+    if (rc == 0 && old) {
+        /* same key: replace in place, keeping its place in the order and its writes */
+        fresh.created_at = old->created_at;
+        fresh.writes = old->writes;
+        fresh.nwrites = old->nwrites;
+        old->writes = NULL;
+        old->nwrites = 0;
+        checkpoint_clear(old);
+        *old = fresh;
+    } else if (rc == 0) {
+        mem_checkpoint *grown = realloc(t->cps, (t->ncps + 1) * sizeof *grown);
+        if (grown) {
+            t->cps = grown;
+            t->cps[t->ncps++] = fresh;
+        } else {
+            rc = CONVO_ENOMEM;
+        }
+    }
+    if (rc != 0)
+        checkpoint_clear(&fresh);
+    pthread_mutex_unlock(&b->lock);
+    return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
+}
+
+static mem_write *find_write(mem_checkpoint *c, const char *task_id, int64_t idx)
+{
+    for (size_t i = 0; i < c->nwrites; i++)
+        if (c->writes[i].idx == idx && strcmp(c->writes[i].task_id, task_id) == 0)
+            return &c->writes[i];
+    return NULL;
+}
+
+static int put_writes_locked(mem_checkpoint *c, const char *task_id, const char *task_path,
+                             const convo_write_in *writes, size_t n)
+{
+    mem_write *grown = realloc(c->writes, (c->nwrites + n) * sizeof *grown);
+    if (!grown)
+        return CONVO_ENOMEM;
+    c->writes = grown;
+    for (size_t i = 0; i < n; i++) {
+        const convo_write_in *w = &writes[i];
+        mem_write *old = find_write(c, task_id, w->idx);
+        if (old && w->idx >= 0)
+            continue; /* idempotent: the first write of (task, idx) stays */
+        int failed = 0;
+        mem_write fresh = {xdup(task_id, &failed), xdup(task_path, &failed),
+                           xdup(w->channel, &failed), xdup(w->value.type, &failed), w->idx,
+                           xdupb(w->value.bytes, w->value.len, &failed), w->value.len};
+        if (failed) {
+            write_clear(&fresh);
+            return CONVO_ENOMEM;
+        }
+        if (old) {
+            write_clear(old);
+            *old = fresh;
+        } else {
+            c->writes[c->nwrites++] = fresh;
+        }
+    }
+    return 0;
+}
+
+static int mem_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                     const char *checkpoint_id, const char *task_id,
+                                     const char *task_path, const convo_write_in *writes,
+                                     size_t n, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    mem_checkpoint *c = find_cp(lookup(b, thread_id), ns, checkpoint_id);
+    int rc = c ? put_writes_locked(c, task_id, task_path, writes, n) : CONVO_ENOTFOUND;
+    pthread_mutex_unlock(&b->lock);
+    if (rc == CONVO_ENOTFOUND)
+        return convo__error(err, rc, NULL, "checkpoint not found");
+    return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
+}
+
+static convo_checkpoint *export_cp(mem_thread *t, const mem_checkpoint *c)
+{
+    convo_checkpoint *cp = convo__checkpoint_new(t->id, c->ns, c->id, c->parent_id, c->metadata,
+                                                 c->body_type, c->body, c->body_len,
+                                                 c->log_length, c->created_at);
+    for (size_t i = 0; cp && i < c->nchannels; i++) {
+        mem_blob *v = find_blob(t, c->ns, c->channels[i], c->versions[i]);
+        if (convo__checkpoint_add_channel(cp, c->channels[i], c->versions[i], v ? v->type : NULL,
+                                          v ? v->bytes : NULL, v ? v->len : 0) != 0) {
+            convo_checkpoint_free(cp);
+            return NULL;
+        }
+    }
+    for (size_t i = 0; cp && i < c->nwrites; i++) {
+        const mem_write *w = &c->writes[i];
+        if (convo__checkpoint_add_write(cp, w->task_id, w->task_path, w->idx, w->channel,
+                                        w->type, w->bytes, w->len) != 0) {
+            convo_checkpoint_free(cp);
+            return NULL;
+        }
+    }
+    if (cp)
+        convo__checkpoint_finish(cp);
+    return cp;
+}
+
+static int mem_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                              const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    mem_thread *t = lookup(b, thread_id);
+    mem_checkpoint *c = find_cp(t, ns, checkpoint_id);
+    *out = c ? export_cp(t, c) : NULL;
+    pthread_mutex_unlock(&b->lock);
+    if (!c)
+        return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+    return *out ? 0 : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+/* Adds the matching checkpoints of t, newest first, until the set holds limit. */
+static int list_thread(mem_thread *t, const convo_checkpoint_list_opts *o, void *filter,
+                       convo_checkpoint_set *set, convo_error *err)
+{
+    size_t end = t->ncps;
+    if (o->before) {
+        mem_checkpoint *before = NULL;
+        for (size_t i = 0; i < t->ncps && !before; i++)
+            if (strcmp(t->cps[i].id, o->before) == 0 &&
+                (!o->checkpoint_ns || strcmp(t->cps[i].ns, o->checkpoint_ns) == 0))
+                before = &t->cps[i];
+        if (!before)
+            return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
+                                o->before);
+        end = (size_t)(before - t->cps);
+    }
+    for (size_t i = end; i-- > 0;) {
+        if (o->limit && convo_checkpoint_set_count(set) >= o->limit)
+            break;
+        mem_checkpoint *c = &t->cps[i];
+        if (o->checkpoint_ns && strcmp(c->ns, o->checkpoint_ns) != 0)
+            continue;
+        if (!convo__json_contains(c->metadata, strlen(c->metadata), filter))
+            continue;
+        convo_checkpoint *cp = export_cp(t, c);
+        if (!cp || convo__checkpoint_set_add(set, cp) != 0)
+            return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    return 0;
+}
+
+static int mem_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                               void *filter, convo_checkpoint_set **out, convo_error *err)
+{
+    convo_checkpoint_set *set = convo__checkpoint_set_new();
+    if (!set)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    int rc = 0;
+    pthread_mutex_lock(&b->lock);
+    if (o->thread_id) {
+        mem_thread *t = lookup(b, o->thread_id);
+        if (t)
+            rc = list_thread(t, o, filter, set, err);
+    } else {
+        for (size_t i = 0; i < b->count && rc == 0; i++)
+            rc = list_thread(b->threads[i], o, filter, set, err);
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (rc != 0) {
+        convo_checkpoint_set_free(set);
+        return rc;
+    }
+    *out = set;
+    return 0;
+}
+
+static int blob_in_use(mem_thread *t, const mem_blob *v)
+{
+    for (size_t i = 0; i < t->ncps; i++) {
+        const mem_checkpoint *c = &t->cps[i];
+        if (strcmp(c->ns, v->ns) != 0)
+            continue;
+        for (size_t j = 0; j < c->nchannels; j++)
+            if (!strcmp(c->channels[j], v->channel) && !strcmp(c->versions[j], v->version))
+                return 1;
+    }
+    return 0;
+}
+
+static int prune_locked(mem_thread *t, size_t keep_last)
+{
+    /* decide first (newest first, counted per namespace), then drop */
+    char *drop = calloc(t->ncps + 1, 1);
+    if (!drop)
+        return CONVO_ENOMEM;
+    for (size_t i = 0; i < t->ncps; i++) {
+        size_t newer = 0;
+        for (size_t j = i + 1; j < t->ncps; j++)
+            newer += strcmp(t->cps[j].ns, t->cps[i].ns) == 0;
+        drop[i] = newer >= keep_last;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < t->ncps; i++) {
+        if (drop[i])
+            checkpoint_clear(&t->cps[i]);
+        else
+            t->cps[kept++] = t->cps[i];
+    }
+    t->ncps = kept;
+    free(drop);
+    size_t nb = 0;
+    for (size_t i = 0; i < t->nblobs; i++) {
+        if (blob_in_use(t, &t->blobs[i]))
+            t->blobs[nb++] = t->blobs[i];
+        else
+            blob_clear(&t->blobs[i]);
+    }
+    t->nblobs = nb;
+    return 0;
+}
+
+static int mem_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                                convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    mem_thread *t = lookup(b, thread_id);
+    int rc = t ? prune_locked(t, keep_last) : CONVO_ENOTFOUND;
+    pthread_mutex_unlock(&b->lock);
+    if (rc == CONVO_ENOTFOUND)
+        return convo__error(err, rc, NULL, "thread not found");
+    return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
+}
+
 static const char *const mem_schemes[] = {"memory", NULL};
 
 const convo_driver convo_driver_memory = {
@@ -364,4 +766,9 @@ const convo_driver convo_driver_memory = {
     .thread_delete = mem_thread_delete,
     .thread_list = mem_thread_list,
     .thread_fork = mem_thread_fork,
+    .checkpoint_put = mem_checkpoint_put,
+    .checkpoint_put_writes = mem_checkpoint_put_writes,
+    .checkpoint_get = mem_checkpoint_get,
+    .checkpoint_list = mem_checkpoint_list,
+    .checkpoint_prune = mem_checkpoint_prune,
 };

@@ -51,8 +51,9 @@ typedef struct convo_url {
 
 typedef struct convo_backend convo_backend; /* a driver's open instance */
 
-/* Checkpoint calls are added at the end of this table in version 2. */
-#define CONVO_DRIVER_VERSION 1
+/* Version 2 added the checkpoint calls at the end of the table; the core
+ * answers CONVO_ENOTSUP for them when a driver is older or leaves them NULL. */
+#define CONVO_DRIVER_VERSION 2
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -81,6 +82,25 @@ typedef struct convo_driver {
     /* upto already checked >= -1; the driver checks it against the length. */
     int (*thread_fork)(convo_backend *b, const char *src, const char *dst, int64_t upto,
                        convo_error *err);
+
+    /* ---- version 2: checkpoints. Inputs validated by the core: checkpoint_ns
+     * never NULL, metadata_json compact JSON object text, sizes within limits,
+     * channel names unique. put creates the thread when needed. ---- */
+    int (*checkpoint_put)(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
+    /* CONVO_ENOTFOUND when the checkpoint does not exist. */
+    int (*checkpoint_put_writes)(convo_backend *b, const char *thread_id, const char *ns,
+                                 const char *checkpoint_id, const char *task_id,
+                                 const char *task_path, const convo_write_in *writes, size_t n,
+                                 convo_error *err);
+    /* checkpoint_id NULL = latest in ns; build the result with convo__checkpoint_*. */
+    int (*checkpoint_get)(convo_backend *b, const char *thread_id, const char *ns,
+                          const char *checkpoint_id, convo_checkpoint **out, convo_error *err);
+    /* opts->filter_json already validated; filter is its parsed json_t (or NULL);
+     * match metadata with convo__json_contains. before (when set) comes with thread_id. */
+    int (*checkpoint_list)(convo_backend *b, const convo_checkpoint_list_opts *opts,
+                           void *filter, convo_checkpoint_set **out, convo_error *err);
+    int (*checkpoint_prune)(convo_backend *b, const char *thread_id, size_t keep_last,
+                            convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
@@ -115,6 +135,26 @@ int convo__thread_page_set_next(convo_thread_page *p, const char *next);
 /* Resolves load options against a thread of `length` messages into the half-open
  * seq range [*from, *to). */
 void convo__load_range(const convo_load_opts *opts, int64_t length, int64_t *from, int64_t *to);
+
+/* Checkpoint results. new() copies every argument (NULL parent/body_type kept NULL). */
+convo_checkpoint *convo__checkpoint_new(const char *thread_id, const char *ns, const char *id,
+                                        const char *parent_id, const char *metadata_json,
+                                        const char *body_type, const void *body, size_t body_len,
+                                        int64_t log_length, int64_t created_at);
+/* type NULL: the version has no stored value. */
+int convo__checkpoint_add_channel(convo_checkpoint *cp, const char *channel, const char *version,
+                                  const char *type, const void *bytes, size_t len);
+int convo__checkpoint_add_write(convo_checkpoint *cp, const char *task_id, const char *task_path,
+                                int64_t idx, const char *channel, const char *type,
+                                const void *bytes, size_t len);
+/* Sorts channels by name and writes by (task_id, idx); call once when complete. */
+void convo__checkpoint_finish(convo_checkpoint *cp);
+convo_checkpoint_set *convo__checkpoint_set_new(void);
+/* Takes ownership of cp (also on failure). */
+int convo__checkpoint_set_add(convo_checkpoint_set *set, convo_checkpoint *cp);
+/* 1 when the JSON object text metadata contains filter (a json_t *), as
+ * PostgreSQL's jsonb @> does: objects by key, arrays by element, scalars equal. */
+int convo__json_contains(const char *metadata_json, size_t len, void *filter);
 
 /* Microseconds since the epoch, from the system clock. */
 int64_t convo__now_micros(void);

@@ -1,0 +1,532 @@
+/* checkpoint.c — the checkpoint calls: validate a snapshot, its channels and
+ * pending writes, hand them to the driver, and the result objects drivers
+ * build with convo__checkpoint_*. */
+#include "internal.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cp_channel {
+    char *channel, *version, *type;
+    void *bytes;
+    size_t len;
+} cp_channel;
+
+typedef struct cp_write {
+    char *task_id, *task_path, *channel, *type;
+    int64_t idx;
+    void *bytes;
+    size_t len;
+} cp_write;
+
+struct convo_checkpoint {
+    char *thread_id, *ns, *id, *parent_id, *metadata, *body_type;
+    void *body;
+    size_t body_len;
+    int64_t log_length, created_at;
+    cp_channel *channels;
+    size_t nchannels, ccap;
+    cp_write *writes;
+    size_t nwrites, wcap;
+};
+
+struct convo_checkpoint_set {
+    convo_checkpoint **items;
+    size_t count, cap;
+};
+
+/* ---- result objects ---- */
+
+static char *dup_or_null(const char *s, int *failed)
+{
+    if (!s)
+        return NULL;
+    char *c = strdup(s);
+    if (!c)
+        *failed = 1;
+    return c;
+}
+
+static void *dup_bytes(const void *b, size_t len, int *failed)
+{
+    void *c = malloc(len ? len : 1);
+    if (!c)
+        *failed = 1;
+    else if (len)
+        memcpy(c, b, len);
+    return c;
+}
+
+void convo_checkpoint_free(convo_checkpoint *cp)
+{
+    if (!cp)
+        return;
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        free(cp->channels[i].channel);
+        free(cp->channels[i].version);
+        free(cp->channels[i].type);
+        free(cp->channels[i].bytes);
+    }
+    for (size_t i = 0; i < cp->nwrites; i++) {
+        free(cp->writes[i].task_id);
+        free(cp->writes[i].task_path);
+        free(cp->writes[i].channel);
+        free(cp->writes[i].type);
+        free(cp->writes[i].bytes);
+    }
+    free(cp->channels);
+    free(cp->writes);
+    free(cp->thread_id);
+    free(cp->ns);
+    free(cp->id);
+    free(cp->parent_id);
+    free(cp->metadata);
+    free(cp->body_type);
+    free(cp->body);
+    free(cp);
+}
+
+convo_checkpoint *convo__checkpoint_new(const char *thread_id, const char *ns, const char *id,
+                                        const char *parent_id, const char *metadata_json,
+                                        const char *body_type, const void *body, size_t body_len,
+                                        int64_t log_length, int64_t created_at)
+{
+    convo_checkpoint *cp = calloc(1, sizeof *cp);
+    if (!cp)
+        return NULL;
+    int failed = 0;
+    cp->thread_id = dup_or_null(thread_id, &failed);
+    cp->ns = dup_or_null(ns ? ns : "", &failed);
+    cp->id = dup_or_null(id, &failed);
+    cp->parent_id = dup_or_null(parent_id, &failed);
+    cp->metadata = dup_or_null(metadata_json ? metadata_json : "{}", &failed);
+    cp->body_type = dup_or_null(body_type, &failed);
+    if (body_type)
+        cp->body = dup_bytes(body, body_len, &failed);
+    cp->body_len = body_type ? body_len : 0;
+    cp->log_length = log_length;
+    cp->created_at = created_at;
+    if (failed) {
+        convo_checkpoint_free(cp);
+        return NULL;
+    }
+    return cp;
+}
+
+int convo__checkpoint_add_channel(convo_checkpoint *cp, const char *channel, const char *version,
+                                  const char *type, const void *bytes, size_t len)
+{
+    if (cp->nchannels == cp->ccap) {
+        size_t cap = cp->ccap ? cp->ccap * 2 : 8;
+        cp_channel *c = realloc(cp->channels, cap * sizeof *c);
+        if (!c)
+            return CONVO_ENOMEM;
+        cp->channels = c;
+        cp->ccap = cap;
+    }
+    int failed = 0;
+    cp_channel c = {dup_or_null(channel, &failed), dup_or_null(version, &failed),
+                    dup_or_null(type, &failed), type ? dup_bytes(bytes, len, &failed) : NULL,
+                    type ? len : 0};
+    cp->channels[cp->nchannels++] = c; /* freed with cp even when a copy failed */
+    return failed ? CONVO_ENOMEM : 0;
+}
+
+int convo__checkpoint_add_write(convo_checkpoint *cp, const char *task_id, const char *task_path,
+                                int64_t idx, const char *channel, const char *type,
+                                const void *bytes, size_t len)
+{
+    if (cp->nwrites == cp->wcap) {
+        size_t cap = cp->wcap ? cp->wcap * 2 : 8;
+        cp_write *w = realloc(cp->writes, cap * sizeof *w);
+        if (!w)
+            return CONVO_ENOMEM;
+        cp->writes = w;
+        cp->wcap = cap;
+    }
+    int failed = 0;
+    cp_write w = {dup_or_null(task_id, &failed), dup_or_null(task_path ? task_path : "", &failed),
+                  dup_or_null(channel, &failed),  dup_or_null(type ? type : "", &failed),
+                  idx, dup_bytes(bytes, len, &failed), len};
+    cp->writes[cp->nwrites++] = w;
+    return failed ? CONVO_ENOMEM : 0;
+}
+
+static int cmp_channel(const void *a, const void *b)
+{
+    return strcmp(((const cp_channel *)a)->channel, ((const cp_channel *)b)->channel);
+}
+
+static int cmp_write(const void *a, const void *b)
+{
+    const cp_write *x = a, *y = b;
+    int c = strcmp(x->task_id, y->task_id);
+    if (c)
+        return c;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+void convo__checkpoint_finish(convo_checkpoint *cp)
+{
+    if (cp->nchannels > 1)
+        qsort(cp->channels, cp->nchannels, sizeof *cp->channels, cmp_channel);
+    if (cp->nwrites > 1)
+        qsort(cp->writes, cp->nwrites, sizeof *cp->writes, cmp_write);
+}
+
+convo_checkpoint_set *convo__checkpoint_set_new(void)
+{
+    return calloc(1, sizeof(convo_checkpoint_set));
+}
+
+int convo__checkpoint_set_add(convo_checkpoint_set *set, convo_checkpoint *cp)
+{
+    if (set->count == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 8;
+        convo_checkpoint **items = realloc(set->items, cap * sizeof *items);
+        if (!items) {
+            convo_checkpoint_free(cp);
+            return CONVO_ENOMEM;
+        }
+        set->items = items;
+        set->cap = cap;
+    }
+    set->items[set->count++] = cp;
+    return 0;
+}
+
+size_t convo_checkpoint_set_count(const convo_checkpoint_set *set) { return set ? set->count : 0; }
+
+const convo_checkpoint *convo_checkpoint_set_get(const convo_checkpoint_set *set, size_t i)
+{
+    return set && i < set->count ? set->items[i] : NULL;
+}
+
+void convo_checkpoint_set_free(convo_checkpoint_set *set)
+{
+    if (!set)
+        return;
+    for (size_t i = 0; i < set->count; i++)
+        convo_checkpoint_free(set->items[i]);
+    free(set->items);
+    free(set);
+}
+
+const char *convo_checkpoint_thread_id(const convo_checkpoint *cp) { return cp->thread_id; }
+const char *convo_checkpoint_ns(const convo_checkpoint *cp) { return cp->ns; }
+const char *convo_checkpoint_id(const convo_checkpoint *cp) { return cp->id; }
+const char *convo_checkpoint_parent_id(const convo_checkpoint *cp) { return cp->parent_id; }
+const char *convo_checkpoint_metadata(const convo_checkpoint *cp) { return cp->metadata; }
+int64_t convo_checkpoint_log_length(const convo_checkpoint *cp) { return cp->log_length; }
+int64_t convo_checkpoint_created_at(const convo_checkpoint *cp) { return cp->created_at; }
+size_t convo_checkpoint_channel_count(const convo_checkpoint *cp) { return cp->nchannels; }
+size_t convo_checkpoint_write_count(const convo_checkpoint *cp) { return cp->nwrites; }
+
+convo_blob convo_checkpoint_body(const convo_checkpoint *cp)
+{
+    convo_blob b = {cp->body_type, cp->body, cp->body_len};
+    return b;
+}
+
+const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i, const char **version,
+                                     convo_blob *value)
+{
+    if (i >= cp->nchannels)
+        return NULL;
+    const cp_channel *c = &cp->channels[i];
+    if (version)
+        *version = c->version;
+    if (value) {
+        value->type = c->type;
+        value->bytes = c->bytes;
+        value->len = c->len;
+    }
+    return c->channel;
+}
+
+const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i, const char **task_path,
+                                   int64_t *idx, const char **channel, convo_blob *value)
+{
+    if (i >= cp->nwrites)
+        return NULL;
+    const cp_write *w = &cp->writes[i];
+    if (task_path)
+        *task_path = w->task_path;
+    if (idx)
+        *idx = w->idx;
+    if (channel)
+        *channel = w->channel;
+    if (value) {
+        value->type = w->type;
+        value->bytes = w->bytes;
+        value->len = w->len;
+    }
+    return w->task_id;
+}
+
+/* ---- metadata filter ---- */
+
+static int contains(json_t *doc, json_t *want)
+{
+    if (json_is_object(want)) {
+        if (!json_is_object(doc))
+            return 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(want, k, v) {
+            json_t *d = json_object_get(doc, k);
+            if (!d || !contains(d, v))
+                return 0;
+        }
+        return 1;
+    }
+    if (json_is_array(want)) {
+        if (!json_is_array(doc))
+            return 0;
+        size_t i, j;
+        json_t *v, *d;
+        json_array_foreach(want, i, v) {
+            int found = 0;
+            json_array_foreach(doc, j, d) {
+                if (contains(d, v)) {
+                    found = 1;
+                    break;
+                }
+            }
+            if (!found)
+                return 0;
+        }
+        return 1;
+    }
+    /* scalars: 3 and 3.0 are equal, as in jsonb */
+    if (json_is_number(want) && json_is_number(doc))
+        return json_number_value(want) == json_number_value(doc);
+    return json_equal(doc, want);
+}
+
+int convo__json_contains(const char *metadata_json, size_t len, void *filter)
+{
+    if (!filter)
+        return 1;
+    json_t *doc = json_loadb(metadata_json, len, 0, NULL);
+    int r = doc && contains(doc, (json_t *)filter);
+    json_decref(doc);
+    return r;
+}
+
+/* ---- validation and the public calls ---- */
+
+static int check_key(const char *what, const char *s, int may_be_empty, convo_error *err)
+{
+    if (!s)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is missing", what);
+    size_t len = strnlen(s, CONVO_MAX_THREAD_ID_BYTES + 1);
+    if (len == 0 && !may_be_empty)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is empty", what);
+    if (len > CONVO_MAX_THREAD_ID_BYTES)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is longer than %d bytes", what,
+                            CONVO_MAX_THREAD_ID_BYTES);
+    if (!convo__check_utf8(s, len))
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is not valid UTF-8", what);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return convo__error(err, CONVO_EINVAL, NULL, "%s contains a control character", what);
+    return 0;
+}
+
+static int check_blob(const char *what, const convo_blob *b, convo_error *err)
+{
+    if (!b->type || !*b->type || strlen(b->type) > CONVO_MAX_ROLE_BYTES)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s needs a type of 1..%d bytes", what,
+                            CONVO_MAX_ROLE_BYTES);
+    if (b->len && !b->bytes)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s has a length but no bytes", what);
+    return 0;
+}
+
+static int check_channels(const convo_checkpoint_in *cp, size_t *bytes, convo_error *err)
+{
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        const convo_channel_in *c = &cp->channels[i];
+        int rc = check_key("channel name", c->channel, 0, err);
+        if (rc == 0)
+            rc = check_key("channel version", c->version, 0, err);
+        if (rc == 0 && c->value)
+            rc = check_blob("channel value", c->value, err);
+        if (rc != 0)
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cp->channels[j].channel, c->channel) == 0)
+                return convo__error(err, CONVO_EINVAL, NULL, "channel '%s' listed twice",
+                                    c->channel);
+        *bytes += strlen(c->channel) + strlen(c->version) + (c->value ? c->value->len : 0);
+    }
+    return 0;
+}
+
+static int check_metadata(const char *json, char **compact, convo_error *err)
+{
+    json_error_t jerr;
+    json_t *m = json_loads(json ? json : "{}", JSON_REJECT_DUPLICATES, &jerr);
+    if (!m)
+        return convo__error(err, CONVO_EINVAL, NULL, "metadata is not valid JSON: %s", jerr.text);
+    if (!json_is_object(m)) {
+        json_decref(m);
+        return convo__error(err, CONVO_EINVAL, NULL, "metadata is not a JSON object");
+    }
+    *compact = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    return *compact ? 0 : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+#define NEED_DRIVER(s, member, err)                                                          \
+    do {                                                                                     \
+        convo__error_clear(err);                                                             \
+        if (!(s))                                                                            \
+            return convo__error(err, CONVO_EINVAL, NULL, "store is NULL");                   \
+        if ((s)->driver->version < 2 || !(s)->driver->member)                                \
+            return convo__error(err, CONVO_ENOTSUP, NULL,                                    \
+                                "the %s driver does not support checkpoints yet",            \
+                                (s)->driver->name);                                          \
+    } while (0)
+
+int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_error *err)
+{
+    NEED_DRIVER(s, checkpoint_put, err);
+    if (!cp || cp->version < 1 || cp->version > CONVO_CHECKPOINT_IN_VERSION)
+        return convo__error(err, CONVO_EINVAL, NULL, "checkpoint is NULL or of an unknown version");
+    int rc = convo__check_thread_id(cp->thread_id, err);
+    if (rc == 0)
+        rc = check_key("checkpoint namespace", cp->checkpoint_ns ? cp->checkpoint_ns : "", 1, err);
+    if (rc == 0)
+        rc = check_key("checkpoint id", cp->checkpoint_id, 0, err);
+    if (rc == 0 && cp->parent_id)
+        rc = check_key("parent checkpoint id", cp->parent_id, 0, err);
+    if (rc == 0 && cp->body.type)
+        rc = check_blob("checkpoint body", &cp->body, err);
+    if (rc == 0 && cp->log_length < 0)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "log_length must not be negative");
+    if (rc == 0 && cp->nchannels && !cp->channels)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "channels is NULL");
+    size_t bytes = cp->body.type ? cp->body.len : 0;
+    if (rc == 0)
+        rc = check_channels(cp, &bytes, err);
+    char *metadata = NULL;
+    if (rc == 0)
+        rc = check_metadata(cp->metadata_json, &metadata, err);
+    if (rc == 0 && (bytes += strlen(metadata)) > s->limits.max_checkpoint_bytes)
+        rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                          "checkpoint of %zu bytes exceeds the limit of %zu bytes", bytes,
+                          s->limits.max_checkpoint_bytes);
+    if (rc == 0) {
+        convo_checkpoint_in copy = *cp;
+        copy.checkpoint_ns = cp->checkpoint_ns ? cp->checkpoint_ns : "";
+        copy.metadata_json = metadata;
+        if (!copy.body.type)
+            copy.body.len = 0, copy.body.bytes = NULL;
+        rc = s->driver->checkpoint_put(s->backend, &copy, err);
+    }
+    free(metadata);
+    return rc;
+}
+
+int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const char *checkpoint_ns,
+                                const char *checkpoint_id, const char *task_id,
+                                const char *task_path, const convo_write_in *writes, size_t n,
+                                convo_error *err)
+{
+    NEED_DRIVER(s, checkpoint_put_writes, err);
+    if (!checkpoint_ns)
+        checkpoint_ns = "";
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc == 0)
+        rc = check_key("checkpoint namespace", checkpoint_ns, 1, err);
+    if (rc == 0)
+        rc = check_key("checkpoint id", checkpoint_id, 0, err);
+    if (rc == 0)
+        rc = check_key("task id", task_id, 0, err);
+    if (rc == 0)
+        rc = check_key("task path", task_path ? task_path : "", 1, err);
+    if (rc == 0 && n && !writes)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "writes is NULL");
+    size_t bytes = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = check_key("write channel", writes[i].channel, 0, err);
+        if (rc == 0)
+            rc = check_blob("write value", &writes[i].value, err);
+        for (size_t j = 0; rc == 0 && j < i; j++)
+            if (writes[j].idx == writes[i].idx)
+                rc = convo__error(err, CONVO_EINVAL, NULL, "write idx %lld given twice",
+                                  (long long)writes[i].idx);
+        bytes += writes[i].value.len;
+    }
+    if (rc == 0 && bytes > s->limits.max_checkpoint_bytes)
+        rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                          "writes of %zu bytes exceed the limit of %zu bytes", bytes,
+                          s->limits.max_checkpoint_bytes);
+    if (rc != 0 || n == 0)
+        return rc;
+    return s->driver->checkpoint_put_writes(s->backend, thread_id, checkpoint_ns, checkpoint_id,
+                                            task_id, task_path ? task_path : "", writes, n, err);
+}
+
+int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns,
+                         const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    NEED_DRIVER(s, checkpoint_get, err);
+    if (!out)
+        return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    if (!checkpoint_ns)
+        checkpoint_ns = "";
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc == 0)
+        rc = check_key("checkpoint namespace", checkpoint_ns, 1, err);
+    if (rc == 0 && checkpoint_id)
+        rc = check_key("checkpoint id", checkpoint_id, 0, err);
+    return rc ? rc : s->driver->checkpoint_get(s->backend, thread_id, checkpoint_ns,
+                                                checkpoint_id, out, err);
+}
+
+int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,
+                          convo_checkpoint_set **out, convo_error *err)
+{
+    NEED_DRIVER(s, checkpoint_list, err);
+    if (!out)
+        return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");
+    *out = NULL;
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    if (opts) {
+        if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_LIST_OPTS_VERSION)
+            return convo__error(err, CONVO_EINVAL, NULL, "unknown checkpoint list opts version");
+        o = *opts;
+    }
+    int rc = 0;
+    if (o.thread_id)
+        rc = convo__check_thread_id(o.thread_id, err);
+    if (rc == 0 && o.checkpoint_ns)
+        rc = check_key("checkpoint namespace", o.checkpoint_ns, 1, err);
+    if (rc == 0 && o.before && !o.thread_id)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "before needs a thread id");
+    if (rc == 0 && o.before)
+        rc = check_key("before", o.before, 0, err);
+    json_t *filter = NULL;
+    if (rc == 0 && o.filter_json) {
+        json_error_t jerr;
+        filter = json_loads(o.filter_json, 0, &jerr);
+        if (!filter || !json_is_object(filter))
+            rc = convo__error(err, CONVO_EINVAL, NULL, "metadata filter is not a JSON object");
+    }
+    if (rc == 0)
+        rc = s->driver->checkpoint_list(s->backend, &o, filter, out, err);
+    json_decref(filter);
+    return rc;
+}
+
+int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_last,
+                           convo_error *err)
+{
+    NEED_DRIVER(s, checkpoint_prune, err);
+    int rc = convo__check_thread_id(thread_id, err);
+    return rc ? rc : s->driver->checkpoint_prune(s->backend, thread_id, keep_last, err);
+}
