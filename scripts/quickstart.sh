@@ -33,6 +33,8 @@ autoreconf -fi
 make -j"$JOBS"
 
 section "tests (memory and SQLite)"
+# Logs of suites an earlier build had (redis, postgres...) must not be counted.
+scripts/test-logs.sh clean .
 # Servers from a sourced scripts/test-servers.sh env are not for this build.
 unset CONVO_REQUIRE_ALL
 if ! make -j"$JOBS" check; then
@@ -47,10 +49,16 @@ section "demo: the convo tool on SQLite"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/convo-demo.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 url="sqlite:$TMP/demo.db"
+# run CMD...: show the command as one would type it, then run it.
 run() {
-  printf '$'
-  printf ' %q' "$@"
-  printf '\n'
+  local a line='$' q="'\\''"
+  for a in "$@"; do
+    case "$a" in
+      *[!A-Za-z0-9_./:=@%+,-]*|'') line="$line '${a//\'/$q}'" ;;
+      *) line="$line $a" ;;
+    esac
+  done
+  printf '%s\n' "$line"
   "$@"
 }
 run ./tools/convo --url "$url" append demo '{"role":"user","content":"hi"}'

@@ -8,6 +8,8 @@
 #                                            of every test's log, as the last lines;
 #                                            exit 1 if one reports failures or errors,
 #                                            2 if there is none at all
+#   scripts/test-logs.sh clean [BUILDDIR]    remove every FOO.trs and FOO.log and
+#                                            test-suite.log (run before make check)
 #
 # BUILDDIR defaults to the current directory (where make check ran).
 set -eu
@@ -37,6 +39,13 @@ case "$cmd" in
       cat "$log"
     done
     ;;
+  clean)
+    trs_files | while IFS= read -r trs; do
+      rm -f "$trs" "${trs%.trs}.log"
+    done
+    find "$dir" \( -name node_modules -o -name .git \) -prune -o -name test-suite.log -print |
+      while IFS= read -r f; do rm -f "$f"; done
+    ;;
   summary)
     names="" lines=""
     while IFS= read -r trs; do
@@ -62,7 +71,7 @@ EOF
     fi
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
