@@ -1,0 +1,708 @@
+'use strict';
+// Command handlers.  Each handler gets (cmd, ctx) where cmd is the typed
+// command document and ctx = {store, db, cursors, conn}; it returns the reply
+// document or throws a CommandError.
+
+const { Aggregator, Query } = require('mingo');
+const V = require('./values');
+const { CommandError } = require('./errors');
+const { Index } = require('./store');
+const { applyUpdate, upsertSeed, isOperatorDoc } = require('./update');
+
+const { Long } = V;
+const MAX_BSON = 16 * 1024 * 1024;
+const MAX_BATCH_BYTES = MAX_BSON - 64 * 1024; // leave room for the reply envelope
+const VERSION = '5.0.0-convo-standin';
+
+// ---------------------------------------------------------------------------
+// Small helpers.
+
+const num = (v, dflt) => (v === undefined || v === null ? dflt : V.numberOf(v));
+const truthy = (v) => (typeof v === 'boolean' ? v : V.isNumeric(v) ? V.numberOf(v) !== 0 : v !== undefined && v !== null);
+const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+function collName(cmd, field) {
+  const n = cmd[field];
+  if (typeof n !== 'string' || !n) {
+    throw new CommandError(73, `collection name has invalid type ${V.bsonType(n)}`, 'InvalidNamespace');
+  }
+  return n;
+}
+
+/** Same bytes when serialised (used to decide whether an update modified a doc). */
+function sameDoc(a, b) {
+  return Buffer.compare(V.encode(a), V.encode(b)) === 0;
+}
+
+// ---------------------------------------------------------------------------
+// Sorting and projection on typed documents.
+
+function sortKey(doc, path, dir) {
+  let best;
+  let first = true;
+  for (const v of V.valuesAtPath(doc, path)) {
+    const vals = Array.isArray(v) ? (v.length ? v : [undefined]) : [v];
+    for (const x of vals) {
+      if (first || V.compareValues(x, best) * dir < 0) best = x;
+      first = false;
+    }
+  }
+  return best;
+}
+
+/** Stable sort of typed documents by a sort spec like {a: 1, b: -1}. */
+function sortDocs(docs, spec) {
+  const keys = V.keysOf(spec || {}).filter((k) => V.isNumeric(spec[k]) && k !== '$natural');
+  if (!keys.length) return docs;
+  const dirs = keys.map((k) => (V.numberOf(spec[k]) < 0 ? -1 : 1));
+  const decorated = docs.map((d) => ({ d, k: keys.map((p, i) => sortKey(d, p, dirs[i])) }));
+  decorated.sort((a, b) => {
+    for (let i = 0; i < keys.length; i++) {
+      const c = V.compareValues(a.k[i], b.k[i]) * dirs[i];
+      if (c) return c;
+    }
+    return 0;
+  });
+  return decorated.map((x) => x.d);
+}
+
+/** Build a projection function for a find-style projection document. */
+function makeProjector(proj) {
+  if (!V.isPlainDoc(proj) || V.keysOf(proj).length === 0) return null;
+  const keys = V.keysOf(proj);
+  const simple = keys.every((k) => typeof proj[k] === 'boolean' || V.isNumeric(proj[k]));
+  if (!simple) {
+    // $slice, $elemMatch, expressions: let mingo do it and restore the types.
+    const qproj = V.toQ(proj);
+    return (doc) => V.restore(new Query({}).find([V.toQ(doc)], qproj).all()[0], doc);
+  }
+  const others = keys.filter((k) => k !== '_id');
+  const inclusion = others.length ? truthy(proj[others[0]]) : truthy(proj._id);
+  for (const k of others) {
+    if (truthy(proj[k]) !== inclusion) {
+      throw inclusion
+        ? new CommandError(31254, `Cannot do exclusion on field ${k} in inclusion projection`, 'Location31254')
+        : new CommandError(31253, `Cannot do inclusion on field ${k} in exclusion projection`, 'Location31253');
+    }
+  }
+  // Tree of paths: {a: {b: true}, c: true}
+  const tree = {};
+  const paths = others.slice();
+  if (inclusion && (proj._id === undefined || truthy(proj._id))) paths.push('_id');
+  if (!inclusion && proj._id !== undefined && !truthy(proj._id)) paths.push('_id');
+  for (const p of paths) {
+    const segs = p.split('.');
+    let t = tree;
+    segs.forEach((s, i) => {
+      if (i === segs.length - 1) t[s] = true;
+      else {
+        if (t[s] === true) return;
+        t[s] = t[s] || {};
+        t = t[s];
+      }
+    });
+  }
+  if (inclusion) {
+    const include = (src, t) => {
+      const out = {};
+      for (const k of V.keysOf(src)) {
+        if (!has(t, k)) continue;
+        const v = src[k];
+        if (t[k] === true) V.setKey(out, k, V.clone(v));
+        else if (V.isPlainDoc(v)) V.setKey(out, k, include(v, t[k]));
+        else if (Array.isArray(v)) V.setKey(out, k, includeArr(v, t[k]));
+      }
+      return out;
+    };
+    const includeArr = (arr, t) => arr
+      .filter((el) => V.isPlainDoc(el) || Array.isArray(el))
+      .map((el) => (Array.isArray(el) ? includeArr(el, t) : include(el, t)));
+    return (doc) => include(doc, tree);
+  }
+  const exclude = (obj, t) => {
+    for (const k of Object.keys(t)) {
+      if (!has(obj, k)) continue;
+      if (t[k] === true) V.deleteKey(obj, k);
+      else excludeIn(obj[k], t[k]);
+    }
+  };
+  const excludeIn = (v, t) => {
+    if (V.isPlainDoc(v)) exclude(v, t);
+    else if (Array.isArray(v)) v.forEach((el) => excludeIn(el, t));
+  };
+  return (doc) => {
+    const out = V.clone(doc);
+    exclude(out, tree);
+    return out;
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Cursors.
+
+class Cursors {
+  constructor() {
+    this.map = new Map();
+    this.nextId = 1000;
+  }
+
+  register(cur) {
+    const id = Long.fromNumber(this.nextId++);
+    cur.id = id;
+    cur.lastUsed = Date.now();
+    this.map.set(id.toString(), cur);
+    return id;
+  }
+
+  get(id) { return this.map.get(String(id)); }
+
+  delete(id) { return this.map.delete(String(id)); }
+
+  /** Drop cursors idle for more than 10 minutes (MongoDB's default timeout). */
+  sweep(now) {
+    for (const [k, c] of this.map) if (now - c.lastUsed > 10 * 60 * 1000) this.map.delete(k);
+  }
+}
+
+/** Take up to `n` documents from a cursor, staying below the 16 MiB reply limit. */
+function takeBatch(cur, n) {
+  const out = [];
+  let size = 0;
+  while (cur.pos < cur.docs.length && out.length < n) {
+    const d = cur.project ? cur.project(cur.docs[cur.pos]) : cur.docs[cur.pos];
+    const s = V.BSON.calculateObjectSize(V.toWire(d), { ignoreUndefined: true });
+    if (out.length && size + s > MAX_BATCH_BYTES) break;
+    out.push(d);
+    size += s;
+    cur.pos++;
+  }
+  return out;
+}
+
+/** Standard {cursor: {firstBatch, id, ns}} reply; registers a cursor if docs remain. */
+function cursorReply(ctx, ns, docs, opts = {}) {
+  const cur = { ns, docs, pos: 0, project: opts.project || null };
+  const batchSize = opts.batchSize === undefined ? 101 : opts.batchSize;
+  const batch = takeBatch(cur, batchSize);
+  let id = Long.ZERO;
+  if (!opts.singleBatch && cur.pos < docs.length) id = ctx.cursors.register(cur);
+  return { cursor: { firstBatch: batch, id, ns }, ok: 1 };
+}
+
+function batchSizeOf(cmd, field = 'batchSize') {
+  const src = field === 'cursor' ? cmd.cursor || {} : cmd;
+  const key = field === 'cursor' ? 'batchSize' : field;
+  if (src[key] === undefined) return undefined;
+  const n = num(src[key]);
+  if (n < 0) throw new CommandError(2, `BatchSize value must be non-negative, but received: ${n}`, 'BadValue');
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Handshake and server information.
+
+function helloReply(cmd, ctx, legacy) {
+  const r = {};
+  if (truthy(cmd.helloOk)) r.helloOk = true;
+  if (legacy) r.ismaster = true;
+  else r.isWritablePrimary = true;
+  Object.assign(r, {
+    maxBsonObjectSize: MAX_BSON,
+    maxMessageSizeBytes: 48000000,
+    maxWriteBatchSize: 100000,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: 30,
+    connectionId: ctx.conn.id,
+    minWireVersion: 0,
+    maxWireVersion: 13,
+    readOnly: false,
+    ok: 1,
+  });
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Writes.
+
+/** Build the document inserted by an upsert. */
+function upsertDoc(query, update) {
+  const seed = upsertSeed(query);
+  if (Array.isArray(update) || isOperatorDoc(update)) return applyUpdate(seed, update, { isInsert: true });
+  const doc = V.clone(update);
+  if (doc._id === undefined && seed._id !== undefined) V.setKey(doc, '_id', seed._id);
+  return doc;
+}
+
+/** Apply an update to one record; returns {modified, doc}. */
+function updateRecord(coll, rec, u) {
+  const newDoc = applyUpdate(rec.doc, u);
+  if (newDoc._id === undefined || !V.valuesEqual(newDoc._id, rec.doc._id)) {
+    throw new CommandError(66, "Performing an update on the path '_id' would modify the immutable field '_id'", 'ImmutableField');
+  }
+  if (sameDoc(newDoc, rec.doc)) return { modified: false, doc: rec.doc };
+  coll.replace(rec, newDoc);
+  return { modified: true, doc: newDoc };
+}
+
+function cmdInsert(cmd, ctx) {
+  const coll = ctx.db.ensure(collName(cmd, 'insert'));
+  const docs = cmd.documents || [];
+  const ordered = cmd.ordered === undefined ? true : truthy(cmd.ordered);
+  let n = 0;
+  const writeErrors = [];
+  for (let i = 0; i < docs.length; i++) {
+    try {
+      if (!V.isPlainDoc(docs[i])) throw new CommandError(2, 'document to insert must be an object', 'BadValue');
+      coll.insert(docs[i]);
+      n++;
+    } catch (e) {
+      if (!(e instanceof CommandError)) throw e;
+      writeErrors.push(e.toWriteError(i));
+      if (ordered) break;
+    }
+  }
+  const r = { n, ok: 1 };
+  if (writeErrors.length) r.writeErrors = writeErrors;
+  return r;
+}
+
+function cmdUpdate(cmd, ctx) {
+  const coll = ctx.db.ensure(collName(cmd, 'update'));
+  const ordered = cmd.ordered === undefined ? true : truthy(cmd.ordered);
+  let n = 0;
+  let nModified = 0;
+  const upserted = [];
+  const writeErrors = [];
+  (cmd.updates || []).forEach((spec, i) => {
+    if (ordered && writeErrors.length) return;
+    try {
+      const q = spec.q || {};
+      const u = spec.u;
+      const multi = truthy(spec.multi);
+      if (multi && !Array.isArray(u) && !isOperatorDoc(u)) {
+        throw new CommandError(9, 'multi update is not supported for replacement-style update', 'FailedToParse');
+      }
+      const recs = coll.match(q, multi ? 0 : 1);
+      if (!recs.length && truthy(spec.upsert)) {
+        const rec = coll.insert(upsertDoc(q, u));
+        n++;
+        upserted.push({ index: i, _id: rec.doc._id });
+        return;
+      }
+      for (const rec of recs) {
+        const r = updateRecord(coll, rec, u);
+        n++;
+        if (r.modified) nModified++;
+      }
+    } catch (e) {
+      if (!(e instanceof CommandError)) throw e;
+      writeErrors.push(e.toWriteError(i));
+    }
+  });
+  const r = { n, nModified, ok: 1 };
+  if (upserted.length) r.upserted = upserted;
+  if (writeErrors.length) r.writeErrors = writeErrors;
+  return r;
+}
+
+function cmdDelete(cmd, ctx) {
+  const coll = ctx.db.get(collName(cmd, 'delete'));
+  const ordered = cmd.ordered === undefined ? true : truthy(cmd.ordered);
+  let n = 0;
+  const writeErrors = [];
+  (cmd.deletes || []).forEach((spec, i) => {
+    if (!coll || (ordered && writeErrors.length)) return;
+    try {
+      const limit = num(spec.limit, 0);
+      for (const rec of coll.match(spec.q || {}, limit === 1 ? 1 : 0)) {
+        coll.remove(rec);
+        n++;
+      }
+    } catch (e) {
+      if (!(e instanceof CommandError)) throw e;
+      writeErrors.push(e.toWriteError(i));
+    }
+  });
+  const r = { n, ok: 1 };
+  if (writeErrors.length) r.writeErrors = writeErrors;
+  return r;
+}
+
+function cmdFindAndModify(cmd, ctx) {
+  const name = collName(cmd, Object.keys(cmd)[0]);
+  const query = cmd.query || {};
+  const remove = truthy(cmd.remove);
+  const upsert = truthy(cmd.upsert);
+  const returnNew = truthy(cmd.new);
+  const update = cmd.update;
+  if (!remove && update === undefined) throw new CommandError(9, 'Either an update or remove=true must be specified', 'FailedToParse');
+  if (remove && (update !== undefined || upsert || returnNew)) {
+    throw new CommandError(9, 'Cannot specify remove=true together with update, upsert or new', 'FailedToParse');
+  }
+  const project = makeProjector(cmd.fields);
+  const out = (doc) => (doc ? (project ? project(doc) : doc) : null);
+  const coll = upsert ? ctx.db.ensure(name) : ctx.db.get(name);
+  let rec = null;
+  if (coll) {
+    const recs = cmd.sort ? coll.match(query) : coll.match(query, 1);
+    if (recs.length) {
+      rec = cmd.sort ? sortDocs(recs.map((r) => r.doc), cmd.sort).map((d) => recs.find((r) => r.doc === d))[0] : recs[0];
+    }
+  }
+  if (remove) {
+    if (!rec) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
+    coll.remove(rec);
+    return { lastErrorObject: { n: 1 }, value: out(rec.doc), ok: 1 };
+  }
+  if (rec) {
+    const before = rec.doc;
+    const r = updateRecord(coll, rec, update);
+    return { lastErrorObject: { n: 1, updatedExisting: true }, value: out(returnNew ? r.doc : before), ok: 1 };
+  }
+  if (upsert) {
+    const created = coll.insert(upsertDoc(query, update));
+    return {
+      lastErrorObject: { n: 1, updatedExisting: false, upserted: created.doc._id },
+      value: returnNew ? out(created.doc) : null,
+      ok: 1,
+    };
+  }
+  return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
+}
+
+// ---------------------------------------------------------------------------
+// Reads.
+
+function cmdFind(cmd, ctx) {
+  const name = collName(cmd, 'find');
+  const ns = `${ctx.db.name}.${name}`;
+  const coll = ctx.db.get(name);
+  let limit = num(cmd.limit, 0);
+  let singleBatch = truthy(cmd.singleBatch);
+  if (limit < 0) { limit = -limit; singleBatch = true; }
+  const skip = num(cmd.skip, 0);
+  if (skip < 0) throw new CommandError(2, `Skip value must be non-negative, but received: ${skip}`, 'BadValue');
+  const project = makeProjector(cmd.projection);
+  let docs = [];
+  if (coll) {
+    const hasSort = cmd.sort && V.keysOf(cmd.sort).length > 0;
+    docs = coll.match(cmd.filter, !hasSort && limit > 0 ? skip + limit : 0).map((r) => r.doc);
+    if (hasSort) docs = sortDocs(docs, cmd.sort);
+    docs = docs.slice(skip, limit > 0 ? skip + limit : undefined);
+  }
+  // docs is already cut to skip/limit, so the cursor simply runs dry.
+  return cursorReply(ctx, ns, docs, { batchSize: batchSizeOf(cmd), singleBatch, project });
+}
+
+function cmdGetMore(cmd, ctx) {
+  const id = cmd.getMore;
+  const cur = ctx.cursors.get(id);
+  if (!cur) throw new CommandError(43, `cursor id ${String(id)} not found`, 'CursorNotFound');
+  cur.lastUsed = Date.now();
+  const batch = takeBatch(cur, cmd.batchSize !== undefined && num(cmd.batchSize) > 0 ? num(cmd.batchSize) : Infinity);
+  let outId = cur.id;
+  if (cur.pos >= cur.docs.length) {
+    ctx.cursors.delete(id);
+    outId = Long.ZERO;
+  }
+  return { cursor: { nextBatch: batch, id: outId, ns: cur.ns }, ok: 1 };
+}
+
+function cmdKillCursors(cmd, ctx) {
+  const killed = [];
+  const notFound = [];
+  for (const id of cmd.cursors || []) (ctx.cursors.delete(id) ? killed : notFound).push(id);
+  return { cursorsKilled: killed, cursorsNotFound: notFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
+}
+
+function cmdCount(cmd, ctx) {
+  const coll = ctx.db.get(collName(cmd, 'count'));
+  let n = coll ? coll.match(cmd.query || {}).length : 0;
+  n = Math.max(0, n - num(cmd.skip, 0));
+  const limit = Math.abs(num(cmd.limit, 0));
+  if (limit > 0) n = Math.min(n, limit);
+  return { n, ok: 1 };
+}
+
+function cmdDistinct(cmd, ctx) {
+  const coll = ctx.db.get(collName(cmd, 'distinct'));
+  const values = [];
+  if (coll) {
+    for (const rec of coll.match(cmd.query || {})) {
+      for (const v of V.valuesAtPath(rec.doc, cmd.key)) {
+        for (const x of Array.isArray(v) ? v : [v]) {
+          if (x !== undefined && !values.some((y) => V.valuesEqual(x, y))) values.push(x);
+        }
+      }
+    }
+  }
+  values.sort(V.compareValues);
+  return { values, ok: 1 };
+}
+
+function cmdAggregate(cmd, ctx) {
+  if (!Array.isArray(cmd.pipeline)) throw new CommandError(14, "'pipeline' option must be specified as an array", 'TypeMismatch');
+  if (truthy(cmd.explain)) throw new CommandError(2, 'explain is not supported by the convo stand-in', 'BadValue');
+  const dbLevel = typeof cmd.aggregate !== 'string';
+  const name = dbLevel ? null : cmd.aggregate;
+  const ns = dbLevel ? `${ctx.db.name}.$cmd.aggregate` : `${ctx.db.name}.${name}`;
+  let pipeline = cmd.pipeline;
+  let outTarget = null;
+  const last = pipeline[pipeline.length - 1];
+  if (last && V.isPlainDoc(last) && has(last, '$out')) {
+    outTarget = typeof last.$out === 'string' ? { db: ctx.db.name, coll: last.$out } : last.$out;
+    pipeline = pipeline.slice(0, -1);
+  }
+  if (pipeline.some((s) => V.isPlainDoc(s) && has(s, '$merge'))) {
+    throw new CommandError(2, '$merge is not supported by the convo stand-in', 'BadValue');
+  }
+  const view = (c) => (c ? [...c.records.values()].map((r) => V.toQ(r.doc)) : []);
+  const source = dbLevel ? [] : view(ctx.db.get(name));
+  let results;
+  try {
+    const agg = new Aggregator(pipeline.map(V.toQ), { collectionResolver: (n) => view(ctx.db.get(n)) });
+    results = agg.run(source).map((d) => V.restore(d));
+  } catch (e) {
+    if (e instanceof CommandError) throw e;
+    throw new CommandError(2, e.message, 'BadValue');
+  }
+  if (outTarget) {
+    const target = ctx.store.db(outTarget.db || ctx.db.name).ensure(outTarget.coll);
+    for (const rec of [...target.records.values()]) target.remove(rec);
+    for (const d of results) target.insert(d);
+    results = [];
+  }
+  return cursorReply(ctx, ns, results, { batchSize: batchSizeOf(cmd, 'cursor') });
+}
+
+// ---------------------------------------------------------------------------
+// Databases, collections and indexes.
+
+function cmdListDatabases(cmd, ctx) {
+  let dbs = [...ctx.store.dbs.values()]
+    .filter((d) => d.collections.size > 0)
+    .map((d) => ({ name: d.name, sizeOnDisk: Long.fromNumber(4096 * d.collections.size), empty: false }));
+  if (cmd.filter) {
+    const q = new Query(V.toQ(cmd.filter));
+    dbs = dbs.filter((d) => q.test(V.toQ(d)));
+  }
+  if (truthy(cmd.nameOnly)) return { databases: dbs.map((d) => ({ name: d.name })), ok: 1 };
+  const total = dbs.reduce((s, d) => s + d.sizeOnDisk.toNumber(), 0);
+  return { databases: dbs, totalSize: Long.fromNumber(total), totalSizeMb: Long.fromNumber(Math.floor(total / 1048576)), ok: 1 };
+}
+
+function cmdListCollections(cmd, ctx) {
+  let entries = [...ctx.db.collections.values()].map((c) => ({
+    name: c.name,
+    type: 'collection',
+    options: c.options,
+    info: { readOnly: false, uuid: c.uuid },
+    idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
+  }));
+  if (cmd.filter) {
+    const q = new Query(V.toQ(cmd.filter));
+    entries = entries.filter((e) => q.test(V.toQ(e)));
+  }
+  if (truthy(cmd.nameOnly)) entries = entries.map((e) => ({ name: e.name, type: e.type }));
+  return cursorReply(ctx, `${ctx.db.name}.$cmd.listCollections`, entries, { batchSize: batchSizeOf(cmd, 'cursor') });
+}
+
+function cmdCreate(cmd, ctx) {
+  const name = collName(cmd, 'create');
+  if (ctx.db.get(name)) throw new CommandError(48, `Collection already exists. NS: ${ctx.db.name}.${name}`, 'NamespaceExists');
+  const c = ctx.db.ensure(name);
+  const opts = {};
+  for (const k of V.keysOf(cmd)) {
+    if (k === 'create' || k.startsWith('$') || ['lsid', 'txnNumber', 'writeConcern', 'comment'].includes(k)) continue;
+    V.setKey(opts, k, cmd[k]);
+  }
+  c.options = opts;
+  return { ok: 1 };
+}
+
+function cmdDrop(cmd, ctx) {
+  const name = collName(cmd, 'drop');
+  const c = ctx.db.get(name);
+  if (!c) throw new CommandError(26, 'ns not found', 'NamespaceNotFound');
+  ctx.db.collections.delete(name);
+  return { nIndexesWas: c.indexes.size, ns: c.ns, ok: 1 };
+}
+
+function cmdDropDatabase(cmd, ctx) {
+  ctx.store.dbs.delete(ctx.db.name);
+  return { dropped: ctx.db.name, ok: 1 };
+}
+
+function cmdRenameCollection(cmd, ctx) {
+  const [fromDb, ...fromRest] = String(cmd.renameCollection).split('.');
+  const [toDb, ...toRest] = String(cmd.to).split('.');
+  const src = ctx.store.db(fromDb).get(fromRest.join('.'));
+  if (!src) throw new CommandError(26, 'source namespace does not exist', 'NamespaceNotFound');
+  const dst = ctx.store.db(toDb);
+  const toName = toRest.join('.');
+  if (dst.get(toName)) {
+    if (!truthy(cmd.dropTarget)) throw new CommandError(48, 'target namespace exists', 'NamespaceExists');
+    dst.collections.delete(toName);
+  }
+  ctx.store.db(fromDb).collections.delete(src.name);
+  src.db = dst;
+  src.name = toName;
+  dst.collections.set(toName, src);
+  return { ok: 1 };
+}
+
+function defaultIndexName(key) {
+  return V.keysOf(key).map((k) => `${k}_${V.isNumeric(key[k]) ? V.numberOf(key[k]) : String(key[k])}`).join('_');
+}
+
+function cmdCreateIndexes(cmd, ctx) {
+  const name = collName(cmd, 'createIndexes');
+  const existed = !!ctx.db.get(name);
+  if (!Array.isArray(cmd.indexes) || !cmd.indexes.length) {
+    throw new CommandError(2, 'Must specify at least one index to create', 'BadValue');
+  }
+  const coll = ctx.db.ensure(name);
+  const before = coll.indexes.size;
+  for (const raw of cmd.indexes) {
+    if (!V.isPlainDoc(raw.key) || !V.keysOf(raw.key).length) {
+      throw new CommandError(67, 'The index spec must contain a non-empty key document', 'CannotCreateIndex');
+    }
+    const spec = { v: 2, key: raw.key, name: raw.name || defaultIndexName(raw.key) };
+    if (truthy(raw.unique)) spec.unique = true;
+    if (truthy(raw.sparse)) spec.sparse = true;
+    if (raw.expireAfterSeconds !== undefined) spec.expireAfterSeconds = raw.expireAfterSeconds;
+    if (raw.partialFilterExpression !== undefined) spec.partialFilterExpression = raw.partialFilterExpression;
+    const sameKey = (ix) => V.valuesEqual(ix.keyDoc, spec.key) && V.keysOf(ix.keyDoc).join('\0') === V.keysOf(spec.key).join('\0');
+    const byName = coll.indexes.get(spec.name);
+    if (byName) {
+      if (!sameKey(byName)) {
+        throw new CommandError(86, `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${V.formatValue(spec)}, existing index: ${V.formatValue(byName.spec)}`, 'IndexKeySpecsConflict');
+      }
+      const opts = (s) => V.formatValue({ u: !!s.unique, sp: !!s.sparse, e: s.expireAfterSeconds ?? null, p: s.partialFilterExpression ?? null });
+      if (spec.name !== '_id_' && opts(byName.spec) !== opts(spec)) {
+        throw new CommandError(85, `An equivalent index already exists with the same name but different options. Requested index: ${V.formatValue(spec)}, existing index: ${V.formatValue(byName.spec)}`, 'IndexOptionsConflict');
+      }
+      continue; // identical index: idempotent no-op
+    }
+    const byKey = [...coll.indexes.values()].find(sameKey);
+    if (byKey && !spec.partialFilterExpression && !byKey.spec.partialFilterExpression) {
+      throw new CommandError(85, `Index already exists with a different name: ${byKey.name}`, 'IndexOptionsConflict');
+    }
+    coll.addIndex(new Index(spec));
+  }
+  const r = { numIndexesBefore: before, numIndexesAfter: coll.indexes.size };
+  r.createdCollectionAutomatically = !existed;
+  if (coll.indexes.size === before) r.note = 'all indexes already exist';
+  r.ok = 1;
+  return r;
+}
+
+function cmdListIndexes(cmd, ctx) {
+  const name = collName(cmd, 'listIndexes');
+  const coll = ctx.db.get(name);
+  if (!coll) throw new CommandError(26, `ns does not exist: ${ctx.db.name}.${name}`, 'NamespaceNotFound');
+  const specs = [...coll.indexes.values()].map((ix) => ix.spec);
+  return cursorReply(ctx, `${ctx.db.name}.${name}`, specs, { batchSize: batchSizeOf(cmd, 'cursor') });
+}
+
+function cmdDropIndexes(cmd, ctx) {
+  const name = collName(cmd, Object.keys(cmd)[0]);
+  const coll = ctx.db.get(name);
+  if (!coll) throw new CommandError(26, `ns not found ${ctx.db.name}.${name}`, 'NamespaceNotFound');
+  const was = coll.indexes.size;
+  const idx = cmd.index;
+  let names;
+  if (idx === '*') names = [...coll.indexes.keys()].filter((n) => n !== '_id_');
+  else if (typeof idx === 'string') names = [idx];
+  else if (Array.isArray(idx)) names = idx;
+  else if (V.isPlainDoc(idx)) {
+    const found = [...coll.indexes.values()].find((ix) => V.valuesEqual(ix.keyDoc, idx));
+    if (!found) throw new CommandError(27, `can't find index with key: ${V.formatValue(idx)}`, 'IndexNotFound');
+    names = [found.name];
+  } else {
+    throw new CommandError(14, 'invalid index name spec', 'TypeMismatch');
+  }
+  for (const n of names) {
+    if (n === '_id_') throw new CommandError(72, 'cannot drop _id index', 'InvalidOptions');
+    if (!coll.indexes.has(n)) throw new CommandError(27, `index not found with name [${n}]`, 'IndexNotFound');
+  }
+  names.forEach((n) => coll.dropIndex(n));
+  return { nIndexesWas: was, ok: 1 };
+}
+
+function cmdDbStats(cmd, ctx) {
+  let objects = 0;
+  let indexes = 0;
+  for (const c of ctx.db.collections.values()) { objects += c.records.size; indexes += c.indexes.size; }
+  return { db: ctx.db.name, collections: ctx.db.collections.size, views: 0, objects, indexes, ok: 1 };
+}
+
+function cmdCollStats(cmd, ctx) {
+  const name = collName(cmd, 'collStats');
+  const c = ctx.db.get(name);
+  if (!c) throw new CommandError(26, `ns not found ${ctx.db.name}.${name}`, 'NamespaceNotFound');
+  return { ns: c.ns, count: c.records.size, nindexes: c.indexes.size, ok: 1 };
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch table (command names are matched case-insensitively).
+
+const startedAt = Date.now();
+const HANDLERS = {
+  hello: (cmd, ctx) => helloReply(cmd, ctx, false),
+  ismaster: (cmd, ctx) => helloReply(cmd, ctx, true),
+  ping: () => ({ ok: 1 }),
+  buildinfo: () => ({
+    version: VERSION, gitVersion: 'convo-standin', versionArray: [5, 0, 0, 0], bits: 64,
+    debug: false, maxBsonObjectSize: MAX_BSON, storageEngines: ['memory'], javascriptEngine: 'none', ok: 1,
+  }),
+  serverstatus: (cmd, ctx) => ({
+    host: 'convo-standin', version: VERSION, process: 'mongod', pid: Long.fromNumber(process.pid),
+    uptime: (Date.now() - startedAt) / 1000, localTime: new Date(), ok: 1,
+  }),
+  connectionstatus: () => ({ authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] }, ok: 1 }),
+  whatsmyuri: (cmd, ctx) => ({ you: ctx.conn.remote || '127.0.0.1:0', ok: 1 }),
+  endsessions: () => ({ ok: 1 }),
+  refreshsessions: () => ({ ok: 1 }),
+  killallsessions: () => ({ ok: 1 }),
+  listdatabases: cmdListDatabases,
+  listcollections: cmdListCollections,
+  create: cmdCreate,
+  drop: cmdDrop,
+  dropdatabase: cmdDropDatabase,
+  renamecollection: cmdRenameCollection,
+  insert: cmdInsert,
+  update: cmdUpdate,
+  delete: cmdDelete,
+  find: cmdFind,
+  getmore: cmdGetMore,
+  killcursors: cmdKillCursors,
+  findandmodify: cmdFindAndModify,
+  count: cmdCount,
+  distinct: cmdDistinct,
+  aggregate: cmdAggregate,
+  createindexes: cmdCreateIndexes,
+  listindexes: cmdListIndexes,
+  dropindexes: cmdDropIndexes,
+  deleteindexes: cmdDropIndexes,
+  dbstats: cmdDbStats,
+  collstats: cmdCollStats,
+};
+
+/** Run one command document against database `dbName`; always returns a reply. */
+function runCommand(cmd, dbName, ctx) {
+  const name = V.keysOf(cmd)[0];
+  if (name === undefined) return new CommandError(59, 'no such command: \'\'', 'CommandNotFound').toReply();
+  const handler = HANDLERS[name.toLowerCase()];
+  if (!handler) return new CommandError(59, `no such command: '${name}'`, 'CommandNotFound').toReply();
+  try {
+    return handler(cmd, { ...ctx, db: ctx.store.db(dbName) });
+  } catch (e) {
+    if (e instanceof CommandError) return e.toReply();
+    if (e && e.constructor && e.constructor.name === 'MingoError') return new CommandError(2, e.message, 'BadValue').toReply();
+    if (ctx.log) ctx.log(`internal error in ${name}: ${e && e.stack}`);
+    return { ok: 0, errmsg: String(e && e.message), code: 1, codeName: 'InternalError' };
+  }
+}
+
+module.exports = { runCommand, Cursors, sortDocs, makeProjector };
