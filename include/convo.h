@@ -252,6 +252,15 @@ CONVO_EXTERN const char *convo_checkpoint_write(const convo_checkpoint *cp, size
                                                 const char **task_path, int64_t *idx,
                                                 const char **channel, convo_blob *value);
 
+/* ---- Measuring (used by `convo bench`) ---- */
+/* Runs the backend's own raw write primitive n times on payload (SQLite: a bare
+ * INSERT transaction; Redis: one RPUSH; PostgreSQL: one INSERT round trip) and
+ * reports the seconds taken; CONVO_ENOTSUP where no raw primitive applies. */
+CONVO_EXTERN int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len,
+                                 size_t n, double *seconds, convo_error *err);
+/* Bytes the backend uses for this store's data (see docs/performance.md). */
+CONVO_EXTERN int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err);
+
 /* Formats microseconds since the epoch as UTC RFC 3339 with microseconds
  * ("2026-11-21T10:00:00.000123Z") into buf (at least 32 bytes). */
 CONVO_EXTERN void convo_format_time(int64_t micros, char *buf, size_t size);

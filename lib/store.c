@@ -265,3 +265,26 @@ int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t 
         return convo__error(err, CONVO_EINVAL, NULL, "fork upto must be >= 0 or -1 for all");
     return s->driver->thread_fork(s->backend, src, dst, upto, err);
 }
+
+int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len, size_t n,
+                    double *seconds, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    if (!payload || !seconds || n == 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "payload, seconds and n are required");
+    if (!s->driver->bench_raw)
+        return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver has no raw primitive",
+                            s->driver->name);
+    return s->driver->bench_raw(s->backend, payload, payload_len, n, seconds, err);
+}
+
+int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    if (!bytes)
+        return convo__error(err, CONVO_EINVAL, NULL, "bytes is NULL");
+    if (!s->driver->stored_bytes)
+        return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot report its size",
+                            s->driver->name);
+    return s->driver->stored_bytes(s->backend, bytes, err);
+}

@@ -101,6 +101,17 @@ typedef struct convo_driver {
                            void *filter, convo_checkpoint_set **out, convo_error *err);
     int (*checkpoint_prune)(convo_backend *b, const char *thread_id, size_t keep_last,
                             convo_error *err);
+
+    /* ---- version 2: measuring (convo bench). Optional (NULL = CONVO_ENOTSUP). ---- */
+    /* Runs the backend's own raw write primitive n times in a row, each on a fresh
+     * payload of payload_len bytes, on one connection, and cleans up after itself:
+     * SQLite a bare INSERT transaction, Redis one RPUSH round trip, PostgreSQL one
+     * INSERT round trip. *seconds is the wall time of the n operations only. */
+    int (*bench_raw)(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                     double *seconds, convo_error *err);
+    /* Bytes the backend uses for this store's data: the SQLite file after a WAL
+     * checkpoint, PostgreSQL relation sizes, Redis used memory, MongoDB storage size. */
+    int (*stored_bytes)(convo_backend *b, int64_t *bytes, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
