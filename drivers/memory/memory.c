@@ -752,6 +752,38 @@ static int mem_checkpoint_prune(convo_backend *b, const char *thread_id, size_t 
     return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
 }
 
+/* ---- measuring ---- */
+
+static int64_t thread_bytes(const mem_thread *t)
+{
+    int64_t n = (int64_t)strlen(t->id) + (t->extra ? (int64_t)strlen(t->extra) : 0);
+    for (size_t i = 0; i < t->count; i++)
+        n += (int64_t)(t->msgs[i].len + strlen(t->msgs[i].bytes + t->msgs[i].len + 1) + 8);
+    for (size_t i = 0; i < t->ncps; i++) {
+        const mem_checkpoint *c = &t->cps[i];
+        n += (int64_t)(strlen(c->id) + strlen(c->metadata) + c->body_len + 16);
+        for (size_t j = 0; j < c->nchannels; j++)
+            n += (int64_t)(strlen(c->channels[j]) + strlen(c->versions[j]));
+        for (size_t j = 0; j < c->nwrites; j++)
+            n += (int64_t)(c->writes[j].len + strlen(c->writes[j].channel) + 8);
+    }
+    for (size_t i = 0; i < t->nblobs; i++)
+        n += (int64_t)(t->blobs[i].len + strlen(t->blobs[i].channel) + strlen(t->blobs[i].version));
+    return n;
+}
+
+/* The payload bytes held (message, role, ids, values), not the allocator's overhead. */
+static int mem_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    int64_t n = 0;
+    for (size_t i = 0; i < b->count; i++)
+        n += thread_bytes(b->threads[i]);
+    pthread_mutex_unlock(&b->lock);
+    *bytes = n;
+    return 0;
+}
+
 static const char *const mem_schemes[] = {"memory", NULL};
 
 const convo_driver convo_driver_memory = {
@@ -771,4 +803,5 @@ const convo_driver convo_driver_memory = {
     .checkpoint_get = mem_checkpoint_get,
     .checkpoint_list = mem_checkpoint_list,
     .checkpoint_prune = mem_checkpoint_prune,
+    .stored_bytes = mem_stored_bytes,
 };
