@@ -335,6 +335,8 @@ test_delete_and_aggregate (mongoc_collection_t *coll)
    int64_t c = mongoc_collection_count_documents (coll, filter, NULL, NULL, NULL, &error);
    CHECK (c == 7, "count_documents == 7 (got %lld)", (long long) c);
    bson_destroy (filter);
+   c = mongoc_collection_estimated_document_count (coll, NULL, NULL, NULL, &error);
+   CHECK (c == 16, "estimated_document_count == 16 (got %lld: %s)", (long long) c, c < 0 ? error.message : "ok");
 }
 
 static void

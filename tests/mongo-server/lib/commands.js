@@ -6,7 +6,7 @@
 const { Aggregator, Query } = require('mingo');
 const V = require('./values');
 const { CommandError } = require('./errors');
-const { Index } = require('./store');
+const { Index, canon } = require('./store');
 const { applyUpdate, upsertSeed, isOperatorDoc } = require('./update');
 
 const { Long } = V;
@@ -52,6 +52,7 @@ function sortKey(doc, path, dir) {
 
 /** Stable sort of typed documents by a sort spec like {a: 1, b: -1}. */
 function sortDocs(docs, spec) {
+  if (spec && V.keysOf(spec)[0] === '$natural') return V.numberOf(spec.$natural) < 0 ? docs.slice().reverse() : docs;
   const keys = V.keysOf(spec || {}).filter((k) => V.isNumeric(spec[k]) && k !== '$natural');
   if (!keys.length) return docs;
   const dirs = keys.map((k) => (V.numberOf(spec[k]) < 0 ? -1 : 1));
@@ -457,11 +458,31 @@ function cmdAggregate(cmd, ctx) {
     throw new CommandError(2, '$merge is not supported by the convo stand-in', 'BadValue');
   }
   const view = (c) => (c ? [...c.records.values()].map((r) => V.toQ(r.doc)) : []);
-  const source = dbLevel ? [] : view(ctx.db.get(name));
+  const coll = dbLevel ? null : ctx.db.get(name);
+  let source = view(coll);
+  // $collStats (used by some drivers for estimatedDocumentCount) as first stage.
+  const first = pipeline[0];
+  if (first && V.isPlainDoc(first) && has(first, '$collStats')) {
+    const stats = { ns, host: 'convo-standin', localTime: new Date() };
+    const n = coll ? coll.records.size : 0;
+    if (first.$collStats.count !== undefined) stats.count = n;
+    if (first.$collStats.storageStats !== undefined) stats.storageStats = { count: n, size: 0, nindexes: coll ? coll.indexes.size : 0 };
+    if (!coll) throw new CommandError(26, `Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [${ns}] not found.`, 'NamespaceNotFound');
+    source = [stats];
+    pipeline = pipeline.slice(1);
+  }
+  // Output documents that are not source objects (e.g. after $addFields) take
+  // their type hints from the source document with the same _id.
+  const hintFor = (d) => {
+    const origin = V.originOf(d);
+    if (origin || !coll || !V.isPlainDoc(d) || d._id === undefined) return origin;
+    const rec = coll.indexes.get('_id_').entries.get(canon(d._id));
+    return rec ? rec.doc : undefined;
+  };
   let results;
   try {
     const agg = new Aggregator(pipeline.map(V.toQ), { collectionResolver: (n) => view(ctx.db.get(n)) });
-    results = agg.run(source).map((d) => V.restore(d));
+    results = agg.run(source).map((d) => V.restore(d, hintFor(d)));
   } catch (e) {
     if (e instanceof CommandError) throw e;
     throw new CommandError(2, e.message, 'BadValue');

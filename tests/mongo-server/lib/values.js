@@ -381,6 +381,17 @@ function bsonRegExpToRegExp(r) {
   return new RegExp(r.pattern, flags);
 }
 
+/**
+ * Binary values in the query view.  mingo compares non-plain objects through
+ * toString(), and Binary.toString() decodes UTF-8, which would make distinct
+ * non-UTF-8 binaries look equal; this wrapper compares subtype + hex instead.
+ */
+class QBinary {
+  constructor(bin) { this.bin = bin; }
+
+  toString() { return `${this.bin.sub_type || 0}:${binBytes(this.bin).toString('hex')}`; }
+}
+
 /** Plain-number view of a typed value, for mingo. */
 function toQ(v) {
   if (v === null || typeof v !== 'object') return v;
@@ -398,6 +409,7 @@ function toQ(v) {
   switch (v._bsontype) {
     case 'Int32': case 'Double': case 'Long': case 'Decimal128': return numberOf(v);
     case 'BSONRegExp': return bsonRegExpToRegExp(v);
+    case 'Binary': return new QBinary(v);
     default: return v;
   }
 }
@@ -413,6 +425,7 @@ function restore(v, hint) {
     if (hint !== undefined && isNumeric(hint) && Object.is(numberOf(hint), v)) return hint;
     return typedNumber(v);
   }
+  if (v instanceof QBinary) return v.bin;
   if (Array.isArray(v)) {
     const h = Array.isArray(hint) ? hint : origins.get(v);
     return v.map((x, i) => restore(x, h ? h[i] : undefined));
@@ -421,10 +434,13 @@ function restore(v, hint) {
     const h = isPlainDoc(hint) ? hint : origins.get(v);
     const out = {};
     const keys = Object.keys(v).filter((k) => v[k] !== undefined);
+    // Fields that come from the source keep its order; new ones follow.
     let order = keys;
-    if (h && h[KEY_ORDER]) {
-      const inH = h[KEY_ORDER].filter((k) => keys.includes(k));
-      order = inH.concat(keys.filter((k) => !inH.includes(k)));
+    if (h) {
+      const present = new Set(keys);
+      const inH = keysOf(h).filter((k) => present.has(k));
+      const seen = new Set(inH);
+      order = inH.concat(keys.filter((k) => !seen.has(k)));
     }
     for (const k of order) setKey(out, k, restore(v[k], h && isPlainDoc(h) ? h[k] : undefined));
     return out;
@@ -472,5 +488,5 @@ module.exports = {
   decode, encode, toWire,
   bsonType, isNumeric, numberOf, typedNumber, arith,
   compareValues, valuesEqual, clone, getPath, valuesAtPath,
-  toQ, restore, formatValue, binBytes,
+  toQ, restore, originOf: (v) => origins.get(v), formatValue, binBytes,
 };

@@ -1,0 +1,380 @@
+'use strict';
+// Protocol-level tests for the stand-in, run with `node --test` (no driver:
+// a tiny wire client built on the bson package).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('net');
+const path = require('path');
+const { spawn } = require('child_process');
+const BSON = require('bson');
+
+const { Int32, Long, Double, Binary, ObjectId } = BSON;
+const RAW = { promoteValues: false, promoteLongs: false, promoteBuffers: false };
+
+let server;
+let port;
+
+/** Minimal wire client: one outstanding request at a time. */
+class Client {
+  constructor(sock) {
+    this.sock = sock;
+    this.buf = Buffer.alloc(0);
+    this.waiting = null;
+    this.reqId = 1;
+    sock.on('data', (d) => {
+      this.buf = Buffer.concat([this.buf, d]);
+      if (this.buf.length >= 4 && this.buf.length >= this.buf.readInt32LE(0) && this.waiting) {
+        const len = this.buf.readInt32LE(0);
+        const msg = this.buf.subarray(0, len);
+        this.buf = this.buf.subarray(len);
+        const w = this.waiting;
+        this.waiting = null;
+        w(msg);
+      }
+    });
+  }
+
+  static connect() {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(new Client(s)));
+      s.on('error', reject);
+    });
+  }
+
+  raw(buf, expectReply = true) {
+    return new Promise((resolve) => {
+      if (expectReply) this.waiting = resolve;
+      this.sock.write(buf);
+      if (!expectReply) resolve(null);
+    });
+  }
+
+  /** Send OP_MSG; `seqs` = {identifier: [docs]} sent as kind-1 sections. */
+  async msg(body, { seqs = {}, flags = 0, raw = false } = {}) {
+    const parts = [];
+    const b = BSON.serialize(body);
+    parts.push(Buffer.from([0]), b);
+    for (const [id, docs] of Object.entries(seqs)) {
+      const payload = Buffer.concat([Buffer.from(`${id}\0`), ...docs.map((d) => BSON.serialize(d))]);
+      const size = Buffer.alloc(4);
+      size.writeInt32LE(4 + payload.length);
+      parts.push(Buffer.from([1]), size, payload);
+    }
+    const fl = Buffer.alloc(4);
+    fl.writeUInt32LE(flags);
+    let rest = Buffer.concat([fl, ...parts]);
+    if (flags & 1) rest = Buffer.concat([rest, Buffer.alloc(4)]); // dummy checksum
+    const h = Buffer.alloc(16);
+    h.writeInt32LE(16 + rest.length, 0);
+    h.writeInt32LE(this.reqId++, 4);
+    h.writeInt32LE(2013, 12);
+    const reply = await this.raw(Buffer.concat([h, rest]), !(flags & 2));
+    if (!reply) return null;
+    assert.equal(reply.readInt32LE(12), 2013);
+    return BSON.deserialize(reply.subarray(21), raw ? RAW : {});
+  }
+
+  async cmd(db, body, opts) { return this.msg({ ...body, $db: db }, opts); }
+
+  close() { this.sock.destroy(); }
+}
+
+test.before(async () => {
+  server = spawn(process.execPath, [path.join(__dirname, '..', 'server.js'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  port = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /^listening (\d+)\n/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    server.on('exit', (c) => reject(new Error(`server exited ${c}`)));
+  });
+});
+
+test.after(() => { server.kill('SIGTERM'); });
+
+test('OP_QUERY isMaster handshake gets OP_REPLY', async () => {
+  const c = await Client.connect();
+  const q = BSON.serialize({ isMaster: 1, helloOk: true, client: { application: { name: 't' } } });
+  const ns = Buffer.from('admin.$cmd\0');
+  const body = Buffer.concat([Buffer.alloc(4), ns, Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), q]);
+  const h = Buffer.alloc(16);
+  h.writeInt32LE(16 + body.length, 0);
+  h.writeInt32LE(77, 4);
+  h.writeInt32LE(2004, 12);
+  const reply = await c.raw(Buffer.concat([h, body]));
+  assert.equal(reply.readInt32LE(12), 1);
+  assert.equal(reply.readInt32LE(8), 77);
+  assert.equal(reply.readInt32LE(32), 1); // numberReturned
+  const doc = BSON.deserialize(reply.subarray(36));
+  assert.equal(doc.ismaster, true);
+  assert.equal(doc.helloOk, true);
+  assert.equal(doc.maxWireVersion, 13);
+  assert.equal(doc.ok, 1);
+  c.close();
+});
+
+test('hello, buildInfo, unknown command', async () => {
+  const c = await Client.connect();
+  const h = await c.cmd('admin', { hello: 1 });
+  assert.equal(h.isWritablePrimary, true);
+  assert.equal(h.maxBsonObjectSize, 16777216);
+  assert.equal(h.logicalSessionTimeoutMinutes, 30);
+  assert.ok(h.localTime instanceof Date);
+  const b = await c.cmd('admin', { buildInfo: 1, lsid: { id: new Binary(Buffer.alloc(16), 4) } });
+  assert.equal(b.version, '5.0.0-convo-standin');
+  const u = await c.cmd('admin', { frobnicate: 1 });
+  assert.deepEqual([u.ok, u.code, u.codeName, u.errmsg], [0, 59, 'CommandNotFound', "no such command: 'frobnicate'"]);
+  c.close();
+});
+
+test('insert via document sequence, checksum flag, moreToCome', async () => {
+  const c = await Client.connect();
+  const r = await c.cmd('t1', { insert: 'c', ordered: true }, { seqs: { documents: [{ _id: 1 }, { _id: 2 }] }, flags: 1 });
+  assert.equal(r.n, 2);
+  await c.cmd('t1', { insert: 'c', writeConcern: { w: 0 } }, { seqs: { documents: [{ _id: 3 }] }, flags: 2 });
+  const cnt = await c.cmd('t1', { count: 'c' });
+  assert.equal(cnt.n, 3);
+  c.close();
+});
+
+test('ordered vs unordered insert with duplicate _id', async () => {
+  const c = await Client.connect();
+  const docs = [{ _id: 1 }, { _id: 1 }, { _id: 2 }];
+  const o = await c.cmd('t2', { insert: 'o', documents: docs });
+  assert.equal(o.n, 1);
+  assert.equal(o.writeErrors.length, 1);
+  assert.equal(o.writeErrors[0].index, 1);
+  assert.equal(o.writeErrors[0].code, 11000);
+  assert.match(o.writeErrors[0].errmsg, /^E11000 duplicate key error collection: t2\.o index: _id_ dup key: \{ _id: 1 \}$/);
+  const u = await c.cmd('t2', { insert: 'u', documents: docs, ordered: false });
+  assert.equal(u.n, 2);
+  assert.equal(u.writeErrors.length, 1);
+  c.close();
+});
+
+test('types round-trip exactly, including through aggregate', async () => {
+  const c = await Client.connect();
+  const doc = {
+    _id: 'x', i: new Int32(1), l: Long.fromNumber(2), d: new Double(3), b: new Binary(Buffer.from([1, 2]), 0),
+    arr: [new Int32(1), Long.fromNumber(1), new Double(1)], sub: { '2': 'two', a: 'a', '1': 'one' },
+  };
+  await c.cmd('t3', { insert: 'c', documents: [doc] });
+  const f = await c.cmd('t3', { find: 'c', filter: { l: 2 } }, { raw: true });
+  const got = f.cursor.firstBatch[0];
+  assert.equal(got.i._bsontype, 'Int32');
+  assert.equal(got.l._bsontype, 'Long');
+  assert.equal(got.d._bsontype, 'Double');
+  assert.equal(got.b._bsontype, 'Binary');
+  assert.deepEqual(got.arr.map((x) => x._bsontype), ['Int32', 'Long', 'Double']);
+  const a = await c.cmd('t3', { aggregate: 'c', pipeline: [{ $match: { i: 1 } }, { $addFields: { extra: 5 } }], cursor: {} }, { raw: true });
+  const ag = a.cursor.firstBatch[0];
+  assert.equal(ag.l._bsontype, 'Long');
+  assert.equal(ag.d._bsontype, 'Double');
+  // key order of the sub-document survives (raw bytes: "2", "a", "1")
+  const rawReply = BSON.serialize(ag);
+  assert.ok(rawReply.indexOf(Buffer.from('\u00022\u0000')) < rawReply.indexOf(Buffer.from('\u0002a\u0000')));
+  c.close();
+});
+
+test('update operators, upsert from query, nModified', async () => {
+  const c = await Client.connect();
+  await c.cmd('t4', { insert: 'c', documents: [{ _id: 1, n: new Int32(5), tags: ['a', 'b'], lo: new Int32(10) }] });
+  const r = await c.cmd('t4', {
+    update: 'c',
+    updates: [
+      { q: { _id: 1 }, u: { $inc: { n: new Double(0.5) }, $push: { tags: { $each: ['c', 'd'], $slice: -3 } }, $min: { lo: new Int32(3) }, $max: { hi: new Int32(9) }, $set: { 'x.y': 1 }, $unset: { nothing: '' } } },
+      { q: { _id: 1 }, u: { $pull: { tags: 'c' } } },
+      { q: { _id: 1 }, u: { $addToSet: { tags: 'b' } } },
+      { q: { 'k.a': 'v', z: { $gt: 1 } }, u: { $set: { w: 1 }, $setOnInsert: { created: true } }, upsert: true },
+      { q: { _id: 1 }, u: { $set: { lo: new Int32(3) } } },
+    ],
+  });
+  assert.equal(r.n, 5, JSON.stringify(r));
+  assert.equal(r.nModified, 2);
+  assert.equal(r.upserted[0].index, 3);
+  const f = await c.cmd('t4', { find: 'c', sort: { _id: 1 } }, { raw: true });
+  const [one, up] = f.cursor.firstBatch;
+  assert.equal(one.n._bsontype, 'Double');
+  assert.equal(one.n.value, 5.5);
+  assert.deepEqual(one.tags, ['b', 'd']);
+  assert.equal(one.lo.value, 3);
+  assert.equal(one.hi.value, 9);
+  assert.equal(one.x.y.value, 1);
+  assert.deepEqual(Object.keys(up), ['_id', 'k', 'w', 'created']);
+  assert.equal(up.k.a, 'v');
+  // replacement keeps _id; changing _id is refused
+  const rep = await c.cmd('t4', { update: 'c', updates: [{ q: { _id: 1 }, u: { only: 1 } }, { q: { _id: 1 }, u: { $set: { _id: 2 } } }] });
+  assert.equal(rep.nModified, 1);
+  assert.equal(rep.writeErrors[0].code, 66);
+  const bad = await c.cmd('t4', { update: 'c', updates: [{ q: { _id: 1 }, u: { $inc: { only: 'x' } } }] });
+  assert.equal(bad.writeErrors[0].code, 14);
+  c.close();
+});
+
+test('unique indexes: compound, multikey, sparse, upsert and findAndModify', async () => {
+  const c = await Client.connect();
+  let r = await c.cmd('t5', { createIndexes: 'c', indexes: [{ key: { a: 1, b: -1 }, name: 'ab', unique: true }, { key: { tags: 1 }, name: 'tags_1', unique: true }, { key: { s: 1 }, name: 's_1', unique: true, sparse: true }] });
+  assert.equal(r.ok, 1);
+  assert.equal(r.numIndexesAfter, 4);
+  r = await c.cmd('t5', { insert: 'c', documents: [{ _id: 1, a: 1, b: 1, tags: ['x', 'y'] }, { _id: 2, a: 1, b: 2, tags: ['z'] }, { _id: 3, a: 1, b: new Double(1) }], ordered: false });
+  assert.equal(r.n, 2);
+  assert.match(r.writeErrors[0].errmsg, /index: ab dup key: \{ a: 1, b: 1\.0 \}/);
+  assert.deepEqual(r.writeErrors[0].keyValue, { a: 1, b: 1 });
+  r = await c.cmd('t5', { insert: 'c', documents: [{ _id: 4, a: 2, tags: ['q', 'y'] }] });
+  assert.equal(r.writeErrors[0].code, 11000);
+  assert.match(r.writeErrors[0].errmsg, /index: tags_1 dup key: \{ tags: "y" \}/);
+  // sparse: many docs without s are fine
+  r = await c.cmd('t5', { insert: 'c', documents: [{ _id: 5, a: 5, tags: 5 }, { _id: 6, a: 6, tags: 6 }] });
+  assert.equal(r.n, 2);
+  // upsert colliding on a unique key
+  r = await c.cmd('t5', { update: 'c', updates: [{ q: { a: 1, b: 2, x: 1 }, u: { $set: { y: 1 } }, upsert: true }] });
+  assert.equal(r.writeErrors[0].code, 11000);
+  // findAndModify: top-level error
+  r = await c.cmd('t5', { findAndModify: 'c', query: { _id: 2 }, update: { $set: { b: 1 } } });
+  assert.deepEqual([r.ok, r.code, r.codeName], [0, 11000, 'DuplicateKey']);
+  // a document may keep its own key
+  r = await c.cmd('t5', { findAndModify: 'c', query: { _id: 2 }, update: { $set: { b: 2, other: 1 } }, new: true, fields: { other: 1 } });
+  assert.equal(r.ok, 1);
+  assert.deepEqual(r.value, { _id: 2, other: 1 });
+  // creating a unique index over existing duplicates fails
+  r = await c.cmd('t5', { createIndexes: 'c', indexes: [{ key: { a: 1 }, name: 'a_1', unique: true }] });
+  assert.equal(r.code, 11000);
+  r = await c.cmd('t5', { listIndexes: 'c' });
+  assert.deepEqual(r.cursor.firstBatch.map((i) => i.name), ['_id_', 'ab', 'tags_1', 's_1']);
+  // index name conflict
+  r = await c.cmd('t5', { createIndexes: 'c', indexes: [{ key: { zz: 1 }, name: 'ab' }] });
+  assert.equal(r.code, 86);
+  r = await c.cmd('t5', { dropIndexes: 'c', index: 'ab' });
+  assert.equal(r.ok, 1);
+  r = await c.cmd('t5', { insert: 'c', documents: [{ _id: 7, a: 1, b: 1, tags: 7 }] });
+  assert.equal(r.n, 1);
+  r = await c.cmd('t5', { dropIndexes: 'c', index: '_id_' });
+  assert.equal(r.code, 72);
+  c.close();
+});
+
+test('findAndModify remove, sort and replacement upsert', async () => {
+  const c = await Client.connect();
+  await c.cmd('t6', { insert: 'c', documents: [{ _id: 1, p: 3 }, { _id: 2, p: 9 }, { _id: 3, p: 5 }] });
+  let r = await c.cmd('t6', { findAndModify: 'c', query: {}, sort: { p: -1 }, remove: true });
+  assert.deepEqual(r.value, { _id: 2, p: 9 });
+  assert.equal(r.lastErrorObject.n, 1);
+  r = await c.cmd('t6', { findAndModify: 'c', query: { _id: 10 }, update: { v: 1 }, upsert: true, new: true });
+  assert.deepEqual(r.value, { _id: 10, v: 1 });
+  assert.equal(r.lastErrorObject.updatedExisting, false);
+  assert.equal(r.lastErrorObject.upserted, 10);
+  r = await c.cmd('t6', { findAndModify: 'c', query: { _id: 99 }, update: { $set: { v: 1 } } });
+  assert.equal(r.value, null);
+  assert.equal(r.lastErrorObject.n, 0);
+  c.close();
+});
+
+test('cursors: getMore, killCursors, singleBatch, skip', async () => {
+  const c = await Client.connect();
+  const docs = Array.from({ length: 10 }, (_, i) => ({ _id: i }));
+  await c.cmd('t7', { insert: 'c', documents: docs });
+  let r = await c.cmd('t7', { find: 'c', batchSize: 4, skip: 1 });
+  assert.equal(r.cursor.firstBatch.length, 4);
+  const id = r.cursor.id;
+  assert.ok(id > 0);
+  r = await c.cmd('t7', { getMore: Long.fromNumber(id), collection: 'c', batchSize: 3 });
+  assert.deepEqual(r.cursor.nextBatch.map((d) => d._id), [5, 6, 7]);
+  r = await c.cmd('t7', { killCursors: 'c', cursors: [Long.fromNumber(id)] });
+  assert.equal(r.cursorsKilled.length, 1);
+  r = await c.cmd('t7', { getMore: Long.fromNumber(id), collection: 'c' });
+  assert.equal(r.code, 43);
+  r = await c.cmd('t7', { find: 'c', batchSize: 2, singleBatch: true });
+  assert.equal(r.cursor.id, 0);
+  r = await c.cmd('t7', { find: 'c', filter: { _id: { $in: [3, 4] } }, projection: { _id: 0, missing: 1 } });
+  assert.deepEqual(r.cursor.firstBatch, [{}, {}]);
+  r = await c.cmd('t7', { delete: 'c', deletes: [{ q: { _id: { $lt: 5 } }, limit: 1 }, { q: { _id: { $gte: 8 } }, limit: 0 }] });
+  assert.equal(r.n, 3);
+  c.close();
+});
+
+test('databases and collections', async () => {
+  const c = await Client.connect();
+  let r = await c.cmd('t8', { create: 'made' });
+  assert.equal(r.ok, 1);
+  r = await c.cmd('t8', { create: 'made' });
+  assert.equal(r.code, 48);
+  r = await c.cmd('t8', { listCollections: 1, filter: { name: 'made' }, nameOnly: true });
+  assert.deepEqual(r.cursor.firstBatch, [{ name: 'made', type: 'collection' }]);
+  r = await c.cmd('admin', { listDatabases: 1, nameOnly: true });
+  assert.ok(r.databases.some((d) => d.name === 't8'));
+  r = await c.cmd('t8', { drop: 'made' });
+  assert.equal(r.ok, 1);
+  r = await c.cmd('t8', { drop: 'made' });
+  assert.equal(r.code, 26);
+  r = await c.cmd('t8', { dropDatabase: 1 });
+  assert.equal(r.ok, 1);
+  c.close();
+});
+
+test('aggregate: countDocuments shape, $lookup, $out', async () => {
+  const c = await Client.connect();
+  await c.cmd('t9', { insert: 'a', documents: [{ _id: 1, k: 'x' }, { _id: 2, k: 'y' }, { _id: 3, k: 'x' }] });
+  await c.cmd('t9', { insert: 'b', documents: [{ _id: 'x', label: 'X' }] });
+  let r = await c.cmd('t9', { aggregate: 'a', pipeline: [{ $match: { k: 'x' } }, { $group: { _id: 1, n: { $sum: 1 } } }], cursor: {} });
+  assert.deepEqual(r.cursor.firstBatch, [{ _id: 1, n: 2 }]);
+  r = await c.cmd('t9', { aggregate: 'a', pipeline: [{ $lookup: { from: 'b', localField: 'k', foreignField: '_id', as: 'j' } }, { $match: { 'j.0': { $exists: true } } }, { $count: 'n' }], cursor: {} });
+  assert.deepEqual(r.cursor.firstBatch, [{ n: 2 }]);
+  r = await c.cmd('t9', { aggregate: 'a', pipeline: [{ $match: { k: 'y' } }, { $out: 'o' }], cursor: {} });
+  r = await c.cmd('t9', { find: 'o' });
+  assert.deepEqual(r.cursor.firstBatch, [{ _id: 2, k: 'y' }]);
+  r = await c.cmd('t9', { aggregate: 'a', pipeline: [{ $bogus: 1 }], cursor: {} });
+  assert.equal(r.ok, 0);
+  c.close();
+});
+
+test('TTL monitor removes expired documents', async () => {
+  const c = await Client.connect();
+  await c.cmd('t10', { createIndexes: 'c', indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 0 }] });
+  await c.cmd('t10', { insert: 'c', documents: [{ _id: 1, at: new Date(Date.now() - 1000) }, { _id: 2, at: 'not a date' }, { _id: 3 }] });
+  await new Promise((res) => setTimeout(res, 1300));
+  const r = await c.cmd('t10', { count: 'c' });
+  assert.equal(r.n, 2);
+  c.close();
+});
+
+test('binary equality is exact and $natural sort', async () => {
+  const c = await Client.connect();
+  await c.cmd('t11', { insert: 'c', documents: [{ _id: 1, b: new Binary(Buffer.from([0xff]), 0) }, { _id: 2, b: new Binary(Buffer.from([0xfe]), 0) }] });
+  let r = await c.cmd('t11', { find: 'c', filter: { b: new Binary(Buffer.from([0xfe]), 0) } }, { raw: true });
+  assert.equal(r.cursor.firstBatch.length, 1);
+  assert.equal(r.cursor.firstBatch[0]._id.value, 2);
+  assert.equal(r.cursor.firstBatch[0].b._bsontype, 'Binary');
+  r = await c.cmd('t11', { aggregate: 'c', pipeline: [{ $match: { b: { $in: [new Binary(Buffer.from([0xff]), 0)] } } }, { $project: { b: 1 } }], cursor: {} }, { raw: true });
+  assert.equal(r.cursor.firstBatch.length, 1);
+  assert.equal(r.cursor.firstBatch[0].b._bsontype, 'Binary');
+  r = await c.cmd('t11', { find: 'c', sort: { $natural: -1 } });
+  assert.deepEqual(r.cursor.firstBatch.map((d) => d._id), [2, 1]);
+  c.close();
+});
+
+test('more update forms: pipeline, $rename, $mul, $currentDate, $position, $pop', async () => {
+  const c = await Client.connect();
+  await c.cmd('t12', { insert: 'c', documents: [{ _id: 1, a: Long.fromNumber(3), arr: [1, 2], old: 'x' }] });
+  let r = await c.cmd('t12', {
+    update: 'c',
+    updates: [
+      { q: { _id: 1 }, u: { $mul: { a: new Int32(2) }, $rename: { old: 'renamed' }, $currentDate: { at: true }, $push: { arr: { $each: [0], $position: 0 } } } },
+      { q: { _id: 1 }, u: { $pop: { arr: 1 } } },
+      { q: { _id: 1 }, u: [{ $set: { sum: { $add: ['$a', 1] } } }] },
+    ],
+  });
+  assert.equal(r.nModified, 3, JSON.stringify(r));
+  r = await c.cmd('t12', { find: 'c' }, { raw: true });
+  const d = r.cursor.firstBatch[0];
+  assert.equal(d.a._bsontype, 'Long');
+  assert.equal(d.a.toNumber(), 6);
+  assert.equal(d.renamed, 'x');
+  assert.equal(d.old, undefined);
+  assert.ok(d.at instanceof Date);
+  assert.deepEqual(d.arr.map((x) => x.value), [0, 1]);
+  assert.equal(d.sum.value, 7);
+  c.close();
+});
