@@ -1,0 +1,415 @@
+#!/bin/bash
+# tool.sh — end-to-end tests of the convo command-line tool (every command,
+# every exit status, byte-for-byte round trips between processes) and of the
+# examples chat and agent. Run by `make check`; by hand: top_builddir=BUILD tests/tool.sh
+set -eu
+
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+CONVO=$top_builddir/tools/convo
+CHAT=$top_builddir/examples/chat
+AGENT=$top_builddir/examples/agent
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+unset CONVO_URL
+passed=0 failed=0 skipped=0
+
+ok() { passed=$((passed + 1)); }
+bad() {
+    failed=$((failed + 1))
+    echo "FAIL: $*" >&2
+}
+
+# check DESC STATUS CMD ...: runs CMD (stdin as given by the caller), keeps its
+# stdout in $T/out and stderr in $T/err, and wants exit status STATUS.
+check() {
+    local desc=$1 want=$2 got=0
+    shift 2
+    "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" = "$want" ]; then ok; else bad "$desc: exit $got, want $want: $(head -c 300 "$T/err")"; fi
+}
+
+# out_is DESC TEXT: the last stdout is TEXT plus a newline, byte for byte.
+out_is() {
+    if printf '%s\n' "$2" | cmp -s - "$T/out"; then ok; else
+        bad "$1: stdout was [$(head -c 400 "$T/out")], want [$2]"
+    fi
+}
+
+out_empty() {
+    if [ ! -s "$T/out" ]; then ok; else bad "$1: stdout not empty: $(head -c 200 "$T/out")"; fi
+}
+
+# one_error DESC: the last stderr is exactly one line "convo: ..."
+one_error() {
+    if [ "$(wc -l <"$T/err")" = 1 ] && grep -q '^convo: ' "$T/err"; then ok; else
+        bad "$1: stderr is not one 'convo: ' line: [$(head -c 400 "$T/err")]"
+    fi
+}
+
+err_has() {
+    if grep -qF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': [$(head -c 300 "$T/err")]"; fi
+}
+
+usage_shown() {
+    if grep -q '^usage: convo' "$T/err"; then ok; else bad "$1: no usage line on stderr"; fi
+}
+
+M='memory:'
+U='{"role":"user","content":"hi"}'
+ODD='{"role" : "user",  "content":"h\u00e9"}'
+UTF='{"role":"assistant","content":"héllo ✓ 😀"}'
+
+python3 -c 'print("{\"role\":\"user\",\"content\":\"" + "a" * (2 << 20) + "\"}")' >"$T/big.jsonl"
+python3 -c 'print("{\"role\":\"user\",\"content\":\"" + "b" * 1000000 + "\"}")' >"$T/near.jsonl"
+
+# ---- usage: exit 2 with a usage line, before any store is opened ----
+check "no command" 2 "$CONVO"
+usage_shown "no command"
+check "unknown command" 2 "$CONVO" --url "$M" frobnicate
+usage_shown "unknown command"
+check "unknown global option" 2 "$CONVO" --bogus load t
+check "--url without value" 2 "$CONVO" --url
+check "load without thread" 2 "$CONVO" --url "$M" load
+usage_shown "load without thread"
+check "load with two threads" 2 "$CONVO" --url "$M" load a b
+check "unknown load option" 2 "$CONVO" --url "$M" load t --frobnicate
+check "negative limit" 2 "$CONVO" --url "$M" load t --limit -1
+check "limit with junk" 2 "$CONVO" --url "$M" load t --limit 5x
+check "limit empty" 2 "$CONVO" --url "$M" load t --limit=
+check "limit overflow" 2 "$CONVO" --url "$M" load t --limit 99999999999999999999
+check "from with space" 2 "$CONVO" --url "$M" load t --from ' 1'
+check "option without value" 2 "$CONVO" --url "$M" load t --tail
+check "flag with value" 2 "$CONVO" --url "$M" load t --with-meta=1
+check "option twice" 2 "$CONVO" --url "$M" load t --limit 1 --limit 2
+check "bad expect-length" 2 "$CONVO" --url "$M" append t "$U" --expect-length -3
+check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x
+check "save-extra without JSON" 2 "$CONVO" --url "$M" save-extra t
+check "threads with argument" 2 "$CONVO" --url "$M" threads x
+check "help of unknown command" 2 "$CONVO" help frobnicate
+check "usage error opens no store" 2 env -C "$T" "$CONVO" load
+if [ ! -e "$T/convo.db" ]; then ok; else bad "a usage error created convo.db"; fi
+
+# ---- help and version: exit 0 on stdout ----
+check "--help" 0 "$CONVO" --help
+if grep -q '^  append THREAD' "$T/out" && grep -q 'exit status' "$T/out"; then ok; else bad "--help text"; fi
+check "help" 0 "$CONVO" help
+check "help load" 0 "$CONVO" help load
+if grep -q '^usage: convo \[--url URL\] load THREAD' "$T/out"; then ok; else bad "help load text"; fi
+check "load --help" 0 "$CONVO" load --help
+check "--version" 0 "$CONVO" --version
+if head -1 "$T/out" | grep -q '^convo [0-9]'; then ok; else bad "--version text"; fi
+if grep -q '^drivers:.* sqlite' "$T/out"; then have_sqlite=1; else have_sqlite=0; fi
+
+# ---- one process, memory: store (every invocation starts empty) ----
+check "append one" 0 "$CONVO" --url "$M" append t "$U"
+out_is "append one" "0 1"
+check "append args" 0 "$CONVO" --url "$M" append t "$U" "$ODD" "$UTF"
+out_is "append args" "0 3"
+check "append --opt=value" 0 "$CONVO" --url "$M" append t "$U" --expect-length=0 --idempotency-key=k
+out_is "append --opt=value" "0 1"
+check "options before arguments" 0 "$CONVO" --url "$M" append --expect-length 0 t "$U"
+out_is "options before arguments" "0 1"
+printf '%s\n\n%s\r\n   \n%s' "$U" "$ODD" "$UTF" >"$T/three.jsonl"
+check "stdin JSON Lines" 0 "$CONVO" --url "$M" append t <"$T/three.jsonl"
+out_is "stdin JSON Lines" "0 3"
+check "empty stdin" 1 "$CONVO" --url "$M" append t </dev/null
+one_error "empty stdin"
+
+# errors that write nothing: one line, exit 1
+check "no role" 1 "$CONVO" --url "$M" append t '{"content":"x"}'
+one_error "no role"
+check "role not a string" 1 "$CONVO" --url "$M" append t '{"role":5}'
+one_error "role not a string"
+check "invalid JSON" 1 "$CONVO" --url "$M" append t '{"role":"user"'
+one_error "invalid JSON"
+check "not an object" 1 "$CONVO" --url "$M" append t '["role"]'
+one_error "not an object"
+check "empty thread id" 1 "$CONVO" --url "$M" append '' "$U"
+one_error "empty thread id"
+check "control char in thread id" 1 "$CONVO" --url "$M" append "$(printf 'a\tb')" "$U"
+one_error "control char in thread id"
+check "second argument bad" 1 "$CONVO" --url "$M" append t "$U" '{"x":1}'
+one_error "second argument bad"
+err_has "second argument bad" "JSON argument 2:"
+printf '%s\n\n%s\n%s\n' "$U" "$U" '{"role":"user",' >"$T/badline.jsonl"
+check "stdin invalid line" 1 "$CONVO" --url "$M" append t <"$T/badline.jsonl"
+one_error "stdin invalid line"
+err_has "stdin invalid line" "line 4:"
+printf '\n%s\n' '{"content":"no role"}' >"$T/norole.jsonl"
+check "stdin single line without role" 1 "$CONVO" --url "$M" append t <"$T/norole.jsonl"
+err_has "stdin single line without role" "line 2:"
+check "empty idempotency key" 1 "$CONVO" --url "$M" append t "$U" --idempotency-key ''
+one_error "empty idempotency key"
+check "bad extra JSON" 1 "$CONVO" --url "$M" save-extra t '{"a":'
+one_error "bad extra JSON"
+check "extra not an object" 1 "$CONVO" --url "$M" save-extra t '[1]'
+one_error "extra not an object"
+check "unknown URL scheme" 1 "$CONVO" --url 'nosuch://x' threads
+one_error "unknown URL scheme"
+for url in 'postgres://alice:s3cr3tpw@127.0.0.1:1/db' 'redis://:s3cr3tpw@127.0.0.1:1/0'; do
+    check "unreachable $url" 1 "$CONVO" --url "$url" threads
+    one_error "unreachable $url"
+    if ! grep -q s3cr3tpw "$T/err"; then ok; else bad "password printed: $(cat "$T/err")"; fi
+done
+
+# not found: 3
+check "load unknown" 3 "$CONVO" --url "$M" load nope
+one_error "load unknown"
+check "extra unknown" 3 "$CONVO" --url "$M" extra nope
+check "delete unknown" 3 "$CONVO" --url "$M" delete nope
+check "fork unknown" 3 "$CONVO" --url "$M" fork nope other
+check "threads of an empty store" 0 "$CONVO" --url "$M" threads
+out_empty "threads of an empty store"
+
+# conflict: 4
+check "expect-length mismatch" 4 "$CONVO" --url "$M" append t "$U" --expect-length 2
+one_error "expect-length mismatch"
+
+# too large: 5 (a 2 MiB message cannot be an argument: Linux caps one at 128 KiB)
+check "2 MiB message" 5 "$CONVO" --url "$M" append t <"$T/big.jsonl"
+one_error "2 MiB message"
+python3 -c 'print("\n".join(["{\"role\":\"user\"}"] * 10001))' >"$T/many.jsonl"
+check "10001 messages" 5 "$CONVO" --url "$M" append t <"$T/many.jsonl"
+one_error "10001 messages"
+
+# ---- across processes: a SQLite file ----
+if [ "$have_sqlite" = 0 ]; then
+    if [ "${CONVO_REQUIRE_ALL:-0}" = 1 ]; then bad "the sqlite driver is not built"; fi
+    echo "SKIP: sqlite driver not built; cross-process tool tests and examples skipped"
+    skipped=1
+else
+    S="sqlite:$T/x.db"
+    check "append in one process" 0 "$CONVO" --url "$S" append t "$U"
+    out_is "append in one process" "0 1"
+    check "load in another" 0 "$CONVO" --url "$S" load t
+    out_is "load in another" "$U"
+    check "append odd spacing" 0 "$CONVO" --url "$S" append t "$ODD" "$UTF"
+    out_is "append odd spacing" "1 2"
+    check "load byte for byte" 0 "$CONVO" --url "$S" load t
+    out_is "load byte for byte" "$U
+$ODD
+$UTF"
+
+    # rejected appends wrote nothing
+    "$CONVO" --url "$S" append t '{"content":"x"}' 2>/dev/null || true
+    "$CONVO" --url "$S" append t "$U" '{"role":"user"' 2>/dev/null || true
+    "$CONVO" --url "$S" append '' "$U" 2>/dev/null || true
+    "$CONVO" --url "$S" append t <"$T/badline.jsonl" 2>/dev/null || true
+    "$CONVO" --url "$S" append t <"$T/big.jsonl" 2>/dev/null || true
+    "$CONVO" --url "$S" append t "$U" --expect-length 1 2>/dev/null || true
+    check "after rejected appends" 0 "$CONVO" --url "$S" load t
+    out_is "after rejected appends" "$U
+$ODD
+$UTF"
+    check "threads after rejected appends" 0 "$CONVO" --url "$S" threads
+    out_is "threads after rejected appends" "t"
+
+    # load options
+    check "load --from" 0 "$CONVO" --url "$S" load t --from 1
+    out_is "load --from" "$ODD
+$UTF"
+    check "load --limit" 0 "$CONVO" --url "$S" load t --limit 1
+    out_is "load --limit" "$U"
+    check "load --tail" 0 "$CONVO" --url "$S" load t --tail 2
+    out_is "load --tail" "$ODD
+$UTF"
+    check "load --from past the end" 0 "$CONVO" --url "$S" load t --from 10
+    out_empty "load --from past the end"
+
+    # --with-meta: parse every line, check fields, time format and verbatim bytes
+    check "load --with-meta" 0 "$CONVO" --url "$S" load t --with-meta
+    if python3 - "$T/out" "$U" "$ODD" "$UTF" <<'EOF'; then ok; else bad "--with-meta output"; fi
+import json, re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+assert lines[-1] == "", "no final newline"
+lines = lines[:-1]
+sent = sys.argv[2:]
+assert len(lines) == len(sent), lines
+for i, (line, msg) in enumerate(zip(lines, sent)):
+    obj = json.loads(line)
+    assert list(obj) == ["seq", "created_at", "role", "message"], obj
+    assert obj["seq"] == i, obj
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", obj["created_at"]), obj
+    assert obj["role"] == json.loads(msg)["role"], obj
+    assert obj["message"] == json.loads(msg), obj
+    assert line.endswith('"message":' + msg + "}"), "message bytes not verbatim: " + line
+EOF
+
+    # a pretty-printed message is stored and printed as is, over several lines
+    PRETTY='{
+  "role": "system",
+  "content": "multi\nline"
+}'
+    check "append pretty" 0 "$CONVO" --url "$S" append p "$PRETTY"
+    check "load pretty" 0 "$CONVO" --url "$S" load p
+    out_is "load pretty" "$PRETTY"
+
+    # expected length, idempotency key
+    check "expect-length match" 0 "$CONVO" --url "$S" append t "$U" --expect-length 3
+    out_is "expect-length match" "3 1"
+    check "expect-length stale" 4 "$CONVO" --url "$S" append t "$U" --expect-length 3
+    one_error "expect-length stale"
+    check "idempotent first" 0 "$CONVO" --url "$S" append t "$U" "$U" --idempotency-key step-1
+    out_is "idempotent first" "4 2"
+    check "idempotent replay" 0 "$CONVO" --url "$S" append t "$U" "$U" --idempotency-key step-1
+    out_is "idempotent replay" "4 2"
+    check "replay beats expected length" 0 "$CONVO" --url "$S" append t "$U" "$U" \
+        --idempotency-key step-1 --expect-length 0
+    out_is "replay beats expected length" "4 2"
+    check "length after replay" 0 "$CONVO" --url "$S" load t
+    if [ "$(wc -l <"$T/out")" = 6 ]; then ok; else bad "replay duplicated messages"; fi
+
+    # stdin: one atomic batch, large input
+    check "stdin batch" 0 "$CONVO" --url "$S" append b <"$T/three.jsonl"
+    out_is "stdin batch" "0 3"
+    check "stdin batch load" 0 "$CONVO" --url "$S" load b
+    out_is "stdin batch load" "$U
+$ODD"$'\r'"
+$UTF"
+    check "stdin bad line writes nothing" 1 "$CONVO" --url "$S" append b <"$T/badline.jsonl"
+    check "stdin bad line wrote nothing" 0 "$CONVO" --url "$S" load b
+    if [ "$(wc -l <"$T/out")" = 3 ]; then ok; else bad "a rejected stdin batch wrote messages"; fi
+    python3 -c '
+import json
+for i in range(5000):
+    print(json.dumps({"role": "user", "i": i, "pad": "p" * 100}))' >"$T/large.jsonl"
+    cat "$T/near.jsonl" >>"$T/large.jsonl"
+    check "large stdin" 0 "$CONVO" --url "$S" append large <"$T/large.jsonl"
+    out_is "large stdin" "0 5001"
+    check "large stdin load" 0 "$CONVO" --url "$S" load large
+    if cmp -s "$T/out" "$T/large.jsonl"; then ok; else bad "large stdin did not come back byte for byte"; fi
+    check "10001 lines write nothing" 5 "$CONVO" --url "$S" append many <"$T/many.jsonl"
+    check "10001 lines wrote nothing" 3 "$CONVO" --url "$S" load many
+
+    # extra
+    check "extra of a thread without one" 0 "$CONVO" --url "$S" extra t
+    out_is "extra of a thread without one" "{}"
+    check "save-extra" 0 "$CONVO" --url "$S" save-extra t '{"a":1,"b":{"x":1}}'
+    out_empty "save-extra"
+    check "save-extra merge" 0 "$CONVO" --url "$S" save-extra t '{"b":{"y":2},"c":null,"$d.e":"k"}'
+    check "extra merged" 0 "$CONVO" --url "$S" extra t
+    if python3 -c 'import json,sys; assert json.load(open(sys.argv[1])) == {"a":1,"b":{"y":2},"c":None,"$d.e":"k"}' "$T/out"; then ok; else
+        bad "extra merged: $(cat "$T/out")"
+    fi
+    check "save-extra creates a thread" 0 "$CONVO" --url "$S" save-extra e '{}'
+    check "load of an extra-only thread" 0 "$CONVO" --url "$S" load e
+    out_empty "load of an extra-only thread"
+    # an argument holds at most 128 KiB: grow the merged extra past 1 MiB key by key
+    chunk=$(head -c 120000 /dev/zero | tr '\0' x)
+    for k in 1 2 3 4 5 6 7 8; do "$CONVO" --url "$S" save-extra big "{\"k$k\":\"$chunk\"}"; done
+    check "extra too large" 5 "$CONVO" --url "$S" save-extra big "{\"k9\":\"$chunk\"}"
+    one_error "extra too large"
+    check "extra too large wrote nothing" 0 "$CONVO" --url "$S" extra big
+    if ! grep -q '"k9"' "$T/out"; then ok; else bad "an oversized extra merge was written"; fi
+    "$CONVO" --url "$S" delete big
+
+    # threads: order, paging, --after, --limit
+    for id in c a d; do "$CONVO" --url "$S" append "th-$id" "$U" >/dev/null; done
+    check "threads" 0 "$CONVO" --url "$S" threads
+    out_is "threads" "b
+e
+large
+p
+t
+th-a
+th-c
+th-d"
+    check "threads --limit" 0 "$CONVO" --url "$S" threads --limit 2
+    out_is "threads --limit" "b
+e"
+    check "threads --after" 0 "$CONVO" --url "$S" threads --after t --limit 2
+    out_is "threads --after" "th-a
+th-c"
+    check "threads --after the last" 0 "$CONVO" --url "$S" threads --after th-d
+    out_empty "threads --after the last"
+
+    # fork
+    check "fork" 0 "$CONVO" --url "$S" fork t t2 --upto 2
+    check "fork copied" 0 "$CONVO" --url "$S" load t2
+    out_is "fork copied" "$U
+$ODD"
+    check "fork copied extra" 0 "$CONVO" --url "$S" extra t2
+    if grep -q '"a":1' "$T/out"; then ok; else bad "fork did not copy extra"; fi
+    check "fork all" 0 "$CONVO" --url "$S" fork t t3
+    check "fork all copied" 0 "$CONVO" --url "$S" load t3
+    if [ "$(wc -l <"$T/out")" = 6 ]; then ok; else bad "fork without --upto"; fi
+    check "fork onto existing" 4 "$CONVO" --url "$S" fork t t2
+    one_error "fork onto existing"
+    check "fork upto past the end" 1 "$CONVO" --url "$S" fork t t4 --upto 99
+    one_error "fork upto past the end"
+
+    # delete
+    check "delete" 0 "$CONVO" --url "$S" delete t2
+    out_empty "delete"
+    check "deleted" 3 "$CONVO" --url "$S" load t2
+    check "delete again" 3 "$CONVO" --url "$S" delete t2
+
+    # URL from $CONVO_URL, else sqlite:convo.db in the current directory
+    check "CONVO_URL" 0 env CONVO_URL="$S" "$CONVO" load t --limit 1
+    out_is "CONVO_URL" "$U"
+    mkdir "$T/cwd"
+    check "default URL" 0 env -C "$T/cwd" "$CONVO" append d "$U"
+    if [ -f "$T/cwd/convo.db" ]; then ok; else bad "default URL did not create convo.db"; fi
+    check "--url beats CONVO_URL" 3 env CONVO_URL="$S" "$CONVO" --url "sqlite:$T/cwd/convo.db" load t
+
+    # ---- examples/chat: restored after a restart ----
+    C="sqlite:$T/chat.db"
+    printf 'hello\nsecond line\n' >"$T/chat1"
+    printf 'third\n' >"$T/chat2"
+    check "chat first run" 0 "$CHAT" "$C" conv <"$T/chat1"
+    out_is "chat first run" "restored 0 messages
+assistant: You said: hello
+assistant: You said: second line"
+    check "chat second run" 0 "$CHAT" "$C" conv <"$T/chat2"
+    out_is "chat second run" "restored 4 messages
+  user: hello
+  assistant: You said: hello
+  user: second line
+  assistant: You said: second line
+assistant: You said: third"
+    check "chat thread" 0 "$CONVO" --url "$C" load conv --from 4
+    out_is "chat thread" '{"role":"user","content":"third"}
+{"role":"assistant","content":"You said: third"}'
+
+    # another writer between two lines: the chat sees the conflict, reloads, retries
+    mkfifo "$T/fifo"
+    "$CHAT" "$C" busy <"$T/fifo" >"$T/chat.out" 2>"$T/chat.err" &
+    chat_pid=$!
+    exec 3>"$T/fifo"
+    echo one >&3
+    for _ in $(seq 100); do
+        [ "$("$CONVO" --url "$C" load busy 2>/dev/null | wc -l)" = 2 ] && break
+        sleep 0.05
+    done
+    "$CONVO" --url "$C" append busy '{"role":"system","content":"interjection"}' >/dev/null
+    echo two >&3
+    exec 3>&-
+    chat_rc=0
+    wait "$chat_pid" || chat_rc=$?
+    check "chat after a conflict" 0 "$CONVO" --url "$C" load busy
+    out_is "chat after a conflict" '{"role":"user","content":"one"}
+{"role":"assistant","content":"You said: one"}
+{"role":"system","content":"interjection"}
+{"role":"user","content":"two"}
+{"role":"assistant","content":"You said: two"}'
+    if [ "$chat_rc" = 0 ] && grep -q '^restored 3 messages' "$T/chat.out"; then ok; else
+        bad "chat conflict handling: rc $chat_rc, stdout $(cat "$T/chat.out") stderr $(cat "$T/chat.err")"
+    fi
+
+    # ---- examples/agent: one step per run, a crash between append and save_extra ----
+    A="sqlite:$T/agent.db"
+    check "agent step 1" 0 "$AGENT" "$A" job
+    check "agent step 2" 0 "$AGENT" "$A" job
+    out_is "agent step 2" 'step 2: messages 2..3
+thread job: 4 messages, extra {"step":2,"last_tool":"add"}'
+    check "agent crash" 1 env AGENT_CRASH_AFTER_APPEND=1 "$AGENT" "$A" job
+    check "agent rerun" 0 "$AGENT" "$A" job
+    out_is "agent rerun" 'step 3: messages 4..5 (already stored: replayed)
+thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
+    check "agent messages" 0 "$CONVO" --url "$A" load job --tail 1
+    out_is "agent messages" '{"role":"tool_result","tool_call_id":"call_3","content":"6"}'
+fi
+
+[ "$skipped" = 0 ] || echo "tool.sh: the SQLite part was skipped"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
