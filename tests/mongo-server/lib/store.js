@@ -94,6 +94,9 @@ class Collection {
     this.indexes = new Map();
     this.uuid = new V.BSON.UUID();
     this.options = {};
+    // First field of every index -> Map<canon(value), Set<record>>: lets
+    // equality / $in filters on indexed fields skip the full scan.
+    this.fieldIndex = new Map();
     this.addIndex(new Index({ v: 2, key: { _id: new V.Int32(1) }, name: '_id_' }));
   }
 
@@ -120,11 +123,76 @@ class Collection {
       for (const [rec, keys] of perRec) rec.keys.set(ix.name, keys);
     }
     this.indexes.set(ix.name, ix);
+    this.rebuildFieldIndex();
   }
 
   dropIndex(name) {
     this.indexes.delete(name);
     for (const rec of this.records.values()) rec.keys.delete(name);
+    this.rebuildFieldIndex();
+  }
+
+  /** Lookup keys of `doc` for a field-index field (arrays are expanded). */
+  static fieldKeys(doc, field) {
+    const out = [];
+    for (const v of V.valuesAtPath(doc, field)) {
+      if (Array.isArray(v)) v.forEach((el) => out.push(canon(el)));
+      else out.push(canon(v));
+    }
+    return out;
+  }
+
+  rebuildFieldIndex() {
+    const fields = new Set([...this.indexes.values()].map((ix) => ix.fields[0]).filter((f) => !/(^|\.)\d+(\.|$)/.test(f)));
+    this.fieldIndex = new Map();
+    for (const f of fields) this.fieldIndex.set(f, new Map());
+    for (const rec of this.records.values()) this.fieldIndexAdd(rec);
+  }
+
+  fieldIndexAdd(rec) {
+    for (const [f, m] of this.fieldIndex) {
+      for (const k of Collection.fieldKeys(rec.doc, f)) {
+        let set = m.get(k);
+        if (!set) { set = new Set(); m.set(k, set); }
+        set.add(rec);
+      }
+    }
+  }
+
+  fieldIndexRemove(rec) {
+    for (const [f, m] of this.fieldIndex) {
+      for (const k of Collection.fieldKeys(rec.doc, f)) {
+        const set = m.get(k);
+        if (set) { set.delete(rec); if (!set.size) m.delete(k); }
+      }
+    }
+  }
+
+  /**
+   * Candidate records for a filter, using an equality or $in condition on an
+   * indexed field; null when the whole collection has to be scanned.  The
+   * full filter is still applied to every candidate.
+   */
+  candidates(filter) {
+    const usable = (v) => ['string', 'int', 'long', 'double', 'bool', 'objectId', 'date', 'binData', 'timestamp'].includes(V.bsonType(v));
+    for (const k of V.keysOf(filter)) {
+      const m = this.fieldIndex.get(k);
+      if (!m) continue;
+      const v = filter[k];
+      let vals = null;
+      if (V.isPlainDoc(v)) {
+        const ks = V.keysOf(v);
+        if (ks.length === 1 && ks[0] === '$eq' && usable(v.$eq)) vals = [v.$eq];
+        else if (ks.length === 1 && ks[0] === '$in' && Array.isArray(v.$in) && v.$in.every(usable)) vals = v.$in;
+      } else if (usable(v)) {
+        vals = [v];
+      }
+      if (!vals) continue;
+      const found = new Set();
+      for (const x of vals) for (const rec of m.get(canon(x)) || []) found.add(rec);
+      return [...found].sort((a, b) => a.seq - b.seq); // natural order
+    }
+    return null;
   }
 
   /** Compute unique-index keys for `doc`, throwing E11000 if another record owns one. */
@@ -166,6 +234,7 @@ class Collection {
     const rec = { seq: this.nextSeq++, doc, keys: new Map(), q: null };
     this.setKeys(rec, keys);
     this.records.set(rec.seq, rec);
+    this.fieldIndexAdd(rec);
     return rec;
   }
 
@@ -173,12 +242,15 @@ class Collection {
   replace(rec, doc) {
     const keys = this.checkUnique(doc, rec);
     this.setKeys(rec, keys);
+    this.fieldIndexRemove(rec);
     rec.doc = doc;
     rec.q = null;
+    this.fieldIndexAdd(rec);
   }
 
   remove(rec) {
     this.setKeys(rec, new Map());
+    this.fieldIndexRemove(rec);
     this.records.delete(rec.seq);
   }
 
@@ -198,6 +270,11 @@ class Collection {
       const rec = this.indexes.get('_id_').entries.get(canon(filter._id));
       return rec ? [rec] : [];
     }
+    const source = keys.length ? this.candidates(filter) || this.records.values() : this.records.values();
+    if (!keys.length) {
+      const all = [...source];
+      return limit > 0 ? all.slice(0, limit) : all;
+    }
     let query;
     try {
       query = new Query(V.toQ(filter));
@@ -205,7 +282,7 @@ class Collection {
       throw new CommandError(2, e.message, 'BadValue');
     }
     const out = [];
-    for (const rec of this.records.values()) {
+    for (const rec of source) {
       if (query.test(Collection.qview(rec))) {
         out.push(rec);
         if (limit > 0 && out.length >= limit) break;

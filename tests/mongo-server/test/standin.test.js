@@ -378,3 +378,49 @@ test('more update forms: pipeline, $rename, $mul, $currentDate, $position, $pop'
   assert.equal(d.sum.value, 7);
   c.close();
 });
+
+test('index-assisted lookups return the same results as full scans', async () => {
+  const c = await Client.connect();
+  let seed = 42;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const val = () => {
+    switch (rnd(7)) {
+      case 0: return new Int32(rnd(5));
+      case 1: return Long.fromNumber(rnd(5));
+      case 2: return new Double(rnd(5));
+      case 3: return `s${rnd(3)}`;
+      case 4: return [new Int32(rnd(5)), `s${rnd(3)}`];
+      case 5: return null;
+      default: return undefined;
+    }
+  };
+  const docs = [];
+  for (let i = 0; i < 300; i++) {
+    const d = { _id: i };
+    const t = val();
+    if (t !== undefined) d.t = t;
+    const b = val();
+    d.a = rnd(3) ? { b } : [{ b }, { b: val() }];
+    docs.push(d);
+  }
+  await c.cmd('t13', { insert: 'plain', documents: docs });
+  await c.cmd('t13', { insert: 'indexed', documents: docs });
+  await c.cmd('t13', { createIndexes: 'indexed', indexes: [{ key: { t: 1 }, name: 't_1' }, { key: { 'a.b': 1, t: 1 }, name: 'ab_t' }] });
+  const filters = [];
+  for (const v of [new Int32(1), new Double(2), Long.fromNumber(3), 's1', 's2']) {
+    filters.push({ t: v }, { 'a.b': v }, { t: { $eq: v } }, { t: { $in: [v, 's0'] } }, { t: v, 'a.b': { $exists: true } });
+  }
+  for (const f of filters) {
+    const a = await c.cmd('t13', { find: 'plain', filter: f, batchSize: 1000 });
+    const b = await c.cmd('t13', { find: 'indexed', filter: f, batchSize: 1000 });
+    assert.deepEqual(b.cursor.firstBatch.map((d) => d._id), a.cursor.firstBatch.map((d) => d._id), JSON.stringify(f));
+  }
+  // updates move documents between lookup buckets
+  await c.cmd('t13', { update: 'indexed', updates: [{ q: { t: 's1' }, u: { $set: { t: 'moved' } }, multi: true }] });
+  const moved = await c.cmd('t13', { count: 'indexed', query: { t: 'moved' } });
+  const gone = await c.cmd('t13', { count: 'indexed', query: { t: 's1' } });
+  const was = await c.cmd('t13', { count: 'plain', query: { t: 's1' } });
+  assert.equal(moved.n, was.n);
+  assert.equal(gone.n, 0);
+  c.close();
+});
