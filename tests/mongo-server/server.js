@@ -47,6 +47,16 @@ const sockets = new Set();
 let nextConnId = 1;
 let nextRequestId = 1;
 
+/** Encode a reply, falling back to an error reply if it cannot be serialised. */
+function encodeReply(encode, responseTo, reply) {
+  try {
+    return encode(nextRequestId++, responseTo, reply);
+  } catch (e) {
+    log(`cannot encode reply: ${e.message}`);
+    return encode(nextRequestId++, responseTo, { ok: 0, errmsg: `cannot encode reply: ${e.message}`, code: 1, codeName: 'InternalError' });
+  }
+}
+
 /** Handle one complete wire message; returns the reply buffer or null. */
 function handleMessage(msg, conn) {
   const h = wire.header(msg);
@@ -58,7 +68,7 @@ function handleMessage(msg, conn) {
     const reply = runCommand(body, dbName, ctx);
     if (opts.verbose && reply.ok !== 1) log(`  -> error ${reply.code} ${reply.errmsg}`);
     if (moreToCome) return null; // fire-and-forget (w:0) request
-    return wire.encodeOpMsg(nextRequestId++, h.requestID, reply);
+    return encodeReply(wire.encodeOpMsg, h.requestID, reply);
   }
   if (h.opCode === wire.OP_QUERY) {
     const q = wire.parseOpQuery(msg);
@@ -66,7 +76,7 @@ function handleMessage(msg, conn) {
     const reply = q.collection === '$cmd'
       ? runCommand(q.query, q.db, ctx)
       : { ok: 0, errmsg: 'legacy OP_QUERY is only supported for commands', code: 352, codeName: 'UnsupportedOpQueryCommand' };
-    return wire.encodeOpReply(nextRequestId++, h.requestID, reply);
+    return encodeReply(wire.encodeOpReply, h.requestID, reply);
   }
   throw new Error(`unsupported opcode ${h.opCode}`);
 }

@@ -120,7 +120,7 @@ function sortArray(arr, spec) {
   }
 }
 
-function arrayAt(doc, path, opName) {
+function arrayAt(doc, path) {
   const cur = getField(doc, path);
   if (cur === undefined) return undefined;
   if (!Array.isArray(cur)) {
@@ -164,7 +164,7 @@ const OPERATORS = {
       items = arg.$each;
       mods = arg;
     }
-    let arr = arrayAt(doc, path, '$push');
+    let arr = arrayAt(doc, path);
     if (arr === undefined) { arr = []; setField(doc, path, arr); }
     items = items.map(V.clone);
     if (mods && mods.$position !== undefined) {
@@ -183,24 +183,24 @@ const OPERATORS = {
   },
   $addToSet(doc, path, arg) {
     const items = V.isPlainDoc(arg) && Object.prototype.hasOwnProperty.call(arg, '$each') ? arg.$each : [arg];
-    let arr = arrayAt(doc, path, '$addToSet');
+    let arr = arrayAt(doc, path);
     if (arr === undefined) { arr = []; setField(doc, path, arr); }
     for (const it of items) if (!arr.some((x) => V.valuesEqual(x, it))) arr.push(V.clone(it));
   },
   $pull(doc, path, arg) {
-    const arr = arrayAt(doc, path, '$pull');
+    const arr = arrayAt(doc, path);
     if (!arr) return;
     const kept = arr.filter((el) => !pullMatches(arg, el));
     arr.splice(0, arr.length, ...kept);
   },
   $pullAll(doc, path, arg) {
-    const arr = arrayAt(doc, path, '$pullAll');
+    const arr = arrayAt(doc, path);
     if (!arr) return;
     const kept = arr.filter((el) => !arg.some((x) => V.valuesEqual(x, el)));
     arr.splice(0, arr.length, ...kept);
   },
   $pop(doc, path, arg) {
-    const arr = arrayAt(doc, path, '$pop');
+    const arr = arrayAt(doc, path);
     if (!arr || !arr.length) return;
     if (V.numberOf(arg) < 0) arr.shift(); else arr.pop();
   },
@@ -252,7 +252,7 @@ function applyUpdate(doc, u, ctx = {}) {
   if (Array.isArray(u)) {
     const out = new Aggregator(u.map(V.toQ)).run([V.toQ(doc)]);
     if (out.length !== 1) throw new CommandError(2, 'update pipeline must produce exactly one document', 'BadValue');
-    const res = idFirst(V.restore(out[0], doc));
+    const res = V.restore(out[0], doc);
     if (doc._id !== undefined && res._id === undefined) V.setKey(res, '_id', doc._id);
     return idFirst(res);
   }

@@ -459,7 +459,8 @@ function formatValue(v) {
   switch (bsonType(v)) {
     case 'missing': case 'null': return 'null';
     case 'string': return JSON.stringify(v);
-    case 'int': case 'long': return String(v.value !== undefined && typeof v.value === 'number' ? v.value : v.toString());
+    case 'int': return String(numberOf(v));
+    case 'long': return v.toString();
     case 'double': {
       const n = numberOf(v);
       return Number.isInteger(n) ? n.toFixed(1) : String(n);
