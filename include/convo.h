@@ -252,6 +252,45 @@ CONVO_EXTERN const char *convo_checkpoint_write(const convo_checkpoint *cp, size
                                                 const char **task_path, int64_t *idx,
                                                 const char **channel, convo_blob *value);
 
+/* ---- Moving threads between stores: a versioned msgpack stream (docs/dump-format.md) ---- */
+/* Write all len bytes or return non-zero. */
+typedef int (*convo_write_fn)(void *ctx, const void *buf, size_t len);
+/* Read up to len bytes: the count, 0 at end of input, negative on error. */
+typedef long (*convo_read_fn)(void *ctx, void *buf, size_t len);
+
+typedef struct convo_dump_stats {
+    uint64_t threads, messages, checkpoints, writes;
+    uint64_t bytes;    /* stream bytes written or read so far */
+    uint64_t skipped;  /* import: messages already present (an earlier import) */
+} convo_dump_stats;
+
+#define CONVO_DUMP_OPTS_VERSION 1
+typedef struct convo_dump_opts {
+    unsigned int version;
+    /* Called after each thread and every few thousand messages; NULL = none. */
+    void (*progress)(void *ctx, const convo_dump_stats *stats);
+    void *progress_ctx;
+} convo_dump_opts;
+#define CONVO_DUMP_OPTS_INIT { CONVO_DUMP_OPTS_VERSION, NULL, NULL }
+
+/* Writes the threads named (n == 0: every thread) with their messages, extra,
+ * checkpoints, channel values and pending writes. Memory use does not grow with
+ * the size of a thread. */
+CONVO_EXTERN int convo_export(convo_store *s, const char *const *thread_ids, size_t n,
+                              convo_write_fn write, void *write_ctx, const convo_dump_opts *opts,
+                              convo_dump_stats *stats, convo_error *err);
+/* Reads a dump and stores it: messages keep their seq and created_at. Importing the
+ * same dump twice changes nothing. A truncated or corrupt dump is CONVO_ECORRUPT with
+ * the byte offset in the message; a thread the import created is removed again when
+ * the error hit it. */
+CONVO_EXTERN int convo_import(convo_store *s, convo_read_fn read, void *read_ctx,
+                              const convo_dump_opts *opts, convo_dump_stats *stats,
+                              convo_error *err);
+/* export from src streamed into import to dst, in bounded memory. */
+CONVO_EXTERN int convo_copy(convo_store *src, convo_store *dst, const char *const *thread_ids,
+                            size_t n, const convo_dump_opts *opts, convo_dump_stats *stats,
+                            convo_error *err);
+
 /* ---- Measuring (used by `convo bench`) ---- */
 /* Runs the backend's own raw write primitive n times on payload (SQLite: a bare
  * INSERT transaction; Redis: one RPUSH; PostgreSQL: one INSERT round trip) and

@@ -81,7 +81,10 @@ int convo__check_message(const char *bytes, size_t len, const convo_limits *limi
                             "message of %zu bytes exceeds the limit of %zu bytes", len,
                             limits->max_message_bytes);
     json_error_t jerr;
-    json_t *msg = json_loadb(bytes, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    /* integers past 64 bits are valid JSON; the bytes are kept, so only parse them */
+    json_t *msg = json_loadb(bytes, len,
+                             JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+                             &jerr);
     if (!msg)
         return convo__error(err, CONVO_EINVAL, NULL, "message is not valid JSON: %s at byte %d",
                             jerr.text, jerr.position);

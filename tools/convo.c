@@ -2,6 +2,7 @@
  * conversation threads in any store libconvo opens by URL. It uses only the
  * public header <convo.h>, and jansson to quote roles in `load --with-meta`. */
 #include "bench.h"
+#include "dump.h"
 #include <convo.h>
 #include <errno.h>
 #include <jansson.h>
@@ -463,6 +464,70 @@ static int cmd_fork(convo_store *s, const invocation *inv)
     return rc ? fail(rc, &err) : STATUS_OK;
 }
 
+static int cmd_export(convo_store *s, const invocation *inv)
+{
+    return convo_tool_export(s, inv->nargs, inv->args);
+}
+
+static int cmd_import(convo_store *s, const invocation *inv)
+{
+    (void)inv;
+    return convo_tool_import(s);
+}
+
+/* One checkpoint as a JSON object on one line (values are not printed). */
+static int print_checkpoint(const convo_checkpoint *cp)
+{
+    char at[40];
+    convo_format_time(convo_checkpoint_created_at(cp), at, sizeof at);
+    json_t *channels = json_object();
+    for (size_t i = 0; i < convo_checkpoint_channel_count(cp); i++) {
+        const char *version;
+        const char *name = convo_checkpoint_channel(cp, i, &version, NULL);
+        json_object_set_new(channels, name, json_string(version));
+    }
+    json_t *meta = json_loads(convo_checkpoint_metadata(cp), 0, NULL);
+    const char *parent = convo_checkpoint_parent_id(cp);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:I, s:o, s:o, s:I}",
+                          "thread_id", convo_checkpoint_thread_id(cp),
+                          "checkpoint_ns", convo_checkpoint_ns(cp),
+                          "checkpoint_id", convo_checkpoint_id(cp),
+                          "parent_checkpoint_id", parent ? json_string(parent) : json_null(),
+                          "created_at", at,
+                          "log_length", (json_int_t)convo_checkpoint_log_length(cp),
+                          "metadata", meta ? meta : json_object(),
+                          "channel_versions", channels,
+                          "pending_writes", (json_int_t)convo_checkpoint_write_count(cp));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text)
+        return fail_msg(STATUS_ERROR, "out of memory");
+    puts(text);
+    free(text);
+    return STATUS_OK;
+}
+
+static int cmd_checkpoints(convo_store *s, const invocation *inv)
+{
+    int64_t limit = 0;
+    int st = opt_count(inv, "--limit", &limit);
+    if (st != STATUS_OK)
+        return st;
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = inv->args[0];
+    o.checkpoint_ns = opt_value(inv, "--ns");
+    o.limit = (size_t)limit;
+    convo_checkpoint_set *set;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    if (rc != 0)
+        return fail(rc, &err);
+    for (size_t i = 0; i < convo_checkpoint_set_count(set) && st == STATUS_OK; i++)
+        st = print_checkpoint(convo_checkpoint_set_get(set, i));
+    convo_checkpoint_set_free(set);
+    return st;
+}
+
 static int cmd_help(convo_store *s, const invocation *inv)
 {
     (void)s;
@@ -503,6 +568,17 @@ static const command commands[] = {
     {.name = "fork", .run = cmd_fork, .opens_store = 1, .min_args = 2, .max_args = 2,
      .options = {"--upto="}, .usage = "fork SRC DST [--upto N]",
      .summary = "copy messages [0, N) and the extra object of SRC into the new thread DST"},
+    {.name = "checkpoints", .run = cmd_checkpoints, .opens_store = 1, .min_args = 1,
+     .max_args = 1, .options = {"--ns=", "--limit="},
+     .usage = "checkpoints THREAD [--ns NS] [--limit N]",
+     .summary = "list the thread's checkpoints, newest first, one JSON object per line"},
+    {.name = "export", .run = cmd_export, .opens_store = 1, .min_args = 0, .max_args = -1,
+     .usage = "export [THREAD ...] > FILE",
+     .summary = "write the threads (all by default) as a msgpack dump to stdout"},
+    {.name = "import", .run = cmd_import, .opens_store = 1, .min_args = 0, .max_args = 0,
+     .usage = "import < FILE", .summary = "store a dump read from stdin (idempotent)"},
+    {.name = "copy", .run_raw = convo_tool_copy, .usage = "copy SRC_URL DST_URL [THREAD ...]",
+     .summary = "stream threads from one store into another"},
     {.name = "bench", .run_raw = convo_tool_bench,
      .usage = "bench --scenario append|load|extra|checkpoint|conversation [OPTIONS]",
      .summary = "measure convo against the backend's raw speed (see docs/cli.md)"},

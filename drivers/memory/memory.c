@@ -784,6 +784,47 @@ static int mem_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
     return 0;
 }
 
+/* ---- restoring a dump ---- */
+
+static int import_locked(convo_backend *b, const char *thread_id, int64_t first_seq,
+                         const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                         int *skipped, convo_error *err)
+{
+    mem_thread *t = lookup(b, thread_id);
+    int64_t length = t ? (int64_t)t->count : 0;
+    *skipped = 0;
+    if (length >= first_seq + (int64_t)n) {
+        *skipped = 1;
+        return 0;
+    }
+    if (length != first_seq)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread has %lld messages, the dump continues at %lld",
+                            (long long)length, (long long)first_seq);
+    if ((!t && insert_new(b, thread_id, &t) != 0) || reserve(t, n) != 0)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (copy_msg(&t->msgs[t->count + i], msgs[i].bytes, msgs[i].len, msgs[i].role,
+                     created_at[i])) {
+            while (i-- > 0)
+                free(t->msgs[t->count + i].bytes);
+            return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+        }
+    }
+    t->count += n;
+    return 0;
+}
+
+static int mem_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                             int *skipped, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    int rc = import_locked(b, thread_id, first_seq, msgs, created_at, n, skipped, err);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
 static const char *const mem_schemes[] = {"memory", NULL};
 
 const convo_driver convo_driver_memory = {
@@ -804,4 +845,5 @@ const convo_driver convo_driver_memory = {
     .checkpoint_list = mem_checkpoint_list,
     .checkpoint_prune = mem_checkpoint_prune,
     .stored_bytes = mem_stored_bytes,
+    .thread_import = mem_thread_import,
 };

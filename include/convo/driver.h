@@ -112,6 +112,16 @@ typedef struct convo_driver {
     /* Bytes the backend uses for this store's data: the SQLite file after a WAL
      * checkpoint, PostgreSQL relation sizes, Redis used memory, MongoDB storage size. */
     int (*stored_bytes)(convo_backend *b, int64_t *bytes, convo_error *err);
+
+    /* ---- version 2: restoring a dump (convo import / copy). ---- */
+    /* Stores messages [first_seq, first_seq + n) of a thread with their own
+     * created_at, atomically: when the thread has exactly first_seq messages (a
+     * missing thread has 0 and is created). When it already has at least
+     * first_seq + n, nothing is done and *skipped is set (the same dump imported
+     * again). Otherwise CONVO_ECONFLICT. msgs validated; n >= 1. */
+    int (*thread_import)(convo_backend *b, const char *thread_id, int64_t first_seq,
+                         const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                         int *skipped, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */

@@ -1,0 +1,909 @@
+/* dump.c — convo_export / convo_import / convo_copy: threads, messages, extra,
+ * checkpoints and pending writes as a stream of msgpack records (format in
+ * docs/dump-format.md). Memory stays bounded: messages move in chunks. */
+#include "internal.h"
+#include <jansson.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DUMP_MAGIC "convo-dump"
+#define DUMP_VERSION 1
+#define CHUNK_MESSAGES 1000
+#define FLUSH_BYTES (256 * 1024)
+
+/* ---------------------------------------------------------------- export */
+
+typedef struct exporter {
+    convo_store *s;
+    msgpack_sbuffer buf; /* framed records waiting to be written */
+    msgpack_packer out;
+    msgpack_sbuffer rec; /* the record being built */
+    msgpack_packer pk;
+    convo_write_fn write;
+    void *ctx;
+    const convo_dump_opts *opts;
+    convo_dump_stats *stats;
+    convo_error *err;
+} exporter;
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    if (!s) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_bin(msgpack_packer *pk, const void *b, size_t n)
+{
+    msgpack_pack_bin(pk, n);
+    msgpack_pack_bin_body(pk, b, n);
+}
+
+/* FNV-1a, 64 bits: each frame carries it so that a flipped byte is caught. */
+static uint64_t fnv1a(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Frames the record just packed: [bin(record), fnv1a(record)]. */
+static void end_record(exporter *x)
+{
+    msgpack_pack_array(&x->out, 2);
+    pack_bin(&x->out, x->rec.data, x->rec.size);
+    msgpack_pack_uint64(&x->out, fnv1a(x->rec.data, x->rec.size));
+    msgpack_sbuffer_clear(&x->rec);
+}
+
+static int flush(exporter *x, int force)
+{
+    if (x->buf.size == 0 || (!force && x->buf.size < FLUSH_BYTES))
+        return 0;
+    if (x->write(x->ctx, x->buf.data, x->buf.size) != 0)
+        return convo__error(x->err, CONVO_EIO, NULL, "writing the dump failed");
+    x->stats->bytes += x->buf.size;
+    msgpack_sbuffer_clear(&x->buf);
+    return 0;
+}
+
+static void report(const convo_dump_opts *opts, const convo_dump_stats *stats)
+{
+    if (opts && opts->progress)
+        opts->progress(opts->progress_ctx, stats);
+}
+
+static int export_messages(exporter *x, const char *id, int64_t length)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.with_extra = 0;
+    lo.limit = CHUNK_MESSAGES;
+    for (int64_t from = 0; from < length; from += CHUNK_MESSAGES) {
+        convo_history *h;
+        lo.from_seq = from;
+        int rc = convo_load(x->s, id, &lo, &h, x->err);
+        if (rc != 0)
+            return rc;
+        size_t n = convo_history_count(h);
+        msgpack_pack_array(&x->pk, 4);
+        pack_str(&x->pk, "messages");
+        pack_str(&x->pk, id);
+        msgpack_pack_int64(&x->pk, from);
+        msgpack_pack_array(&x->pk, n);
+        for (size_t i = 0; i < n; i++) {
+            size_t len;
+            const char *m = convo_history_message(h, i, &len);
+            msgpack_pack_array(&x->pk, 3);
+            msgpack_pack_int64(&x->pk, convo_history_created_at(h, i));
+            pack_str(&x->pk, convo_history_role(h, i));
+            pack_bin(&x->pk, m, len);
+        }
+        end_record(x);
+        convo_history_free(h);
+        x->stats->messages += n;
+        if ((rc = flush(x, 0)) != 0)
+            return rc;
+        if (n == 0)
+            break; /* the thread shrank under us (deleted): stop, import will notice */
+        if (x->stats->messages % 10000 < n)
+            report(x->opts, x->stats);
+    }
+    return 0;
+}
+
+typedef struct cp_key {
+    char *ns, *id;
+} cp_key;
+
+/* Every checkpoint key of the thread, newest first, paging with `before`. */
+static int checkpoint_keys(exporter *x, const char *id, cp_key **out, size_t *count)
+{
+    cp_key *keys = NULL;
+    size_t n = 0;
+    convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    lo.thread_id = id;
+    lo.limit = 256;
+    char *before = NULL;
+    int rc = 0;
+    for (;;) {
+        convo_checkpoint_set *set;
+        lo.before = before;
+        rc = convo_checkpoint_list(x->s, &lo, &set, x->err);
+        if (rc != 0)
+            break;
+        size_t got = convo_checkpoint_set_count(set);
+        cp_key *grown = realloc(keys, (n + got + 1) * sizeof *keys);
+        if (!grown) {
+            convo_checkpoint_set_free(set);
+            rc = convo__error(x->err, CONVO_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        keys = grown;
+        for (size_t i = 0; i < got; i++) {
+            const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
+            keys[n].ns = strdup(convo_checkpoint_ns(cp));
+            keys[n].id = strdup(convo_checkpoint_id(cp));
+            n++;
+        }
+        free(before);
+        before = got ? strdup(keys[n - 1].id) : NULL;
+        convo_checkpoint_set_free(set);
+        if (got < lo.limit)
+            break;
+    }
+    free(before);
+    *out = keys;
+    *count = n;
+    if (rc == CONVO_ENOTSUP) {
+        convo__error_clear(x->err);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* seen: (ns, channel, version) values already in the stream. */
+static void export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *seen)
+{
+    msgpack_packer *pk = &x->pk;
+    convo_blob body = convo_checkpoint_body(cp);
+    msgpack_pack_array(pk, 12);
+    pack_str(pk, "checkpoint");
+    pack_str(pk, convo_checkpoint_thread_id(cp));
+    pack_str(pk, convo_checkpoint_ns(cp));
+    pack_str(pk, convo_checkpoint_id(cp));
+    pack_str(pk, convo_checkpoint_parent_id(cp));
+    pack_str(pk, convo_checkpoint_metadata(cp));
+    pack_str(pk, body.type);
+    if (body.type)
+        pack_bin(pk, body.bytes, body.len);
+    else
+        msgpack_pack_nil(pk);
+    msgpack_pack_int64(pk, convo_checkpoint_log_length(cp));
+    msgpack_pack_int64(pk, convo_checkpoint_created_at(cp));
+    size_t nc = convo_checkpoint_channel_count(cp);
+    msgpack_pack_array(pk, nc);
+    for (size_t i = 0; i < nc; i++) {
+        const char *version;
+        convo_blob v;
+        const char *ch = convo_checkpoint_channel(cp, i, &version, &v);
+        char *key = NULL;
+        if (asprintf(&key, "%s\x1f%s\x1f%s", convo_checkpoint_ns(cp), ch, version) < 0)
+            key = NULL;
+        int first = v.type && key && !json_object_get(seen, key);
+        if (first)
+            json_object_set_new(seen, key, json_true());
+        free(key);
+        msgpack_pack_array(pk, 4);
+        pack_str(pk, ch);
+        pack_str(pk, version);
+        pack_str(pk, first ? v.type : NULL);
+        if (first)
+            pack_bin(pk, v.bytes, v.len);
+        else
+            msgpack_pack_nil(pk);
+    }
+    size_t nw = convo_checkpoint_write_count(cp);
+    msgpack_pack_array(pk, nw);
+    for (size_t i = 0; i < nw; i++) {
+        const char *path, *channel;
+        int64_t idx;
+        convo_blob v;
+        const char *task = convo_checkpoint_write(cp, i, &path, &idx, &channel, &v);
+        msgpack_pack_array(pk, 6);
+        pack_str(pk, task);
+        pack_str(pk, path);
+        msgpack_pack_int64(pk, idx);
+        pack_str(pk, channel);
+        pack_str(pk, v.type);
+        pack_bin(pk, v.bytes, v.len);
+    }
+    end_record(x);
+    x->stats->checkpoints++;
+    x->stats->writes += nw;
+}
+
+static int export_checkpoints(exporter *x, const char *id, uint64_t *count)
+{
+    cp_key *keys;
+    size_t n;
+    int rc = checkpoint_keys(x, id, &keys, &n);
+    json_t *seen = json_object();
+    for (size_t i = n; rc == 0 && i-- > 0;) { /* oldest first: import keeps the order */
+        convo_checkpoint *cp;
+        rc = convo_checkpoint_get(x->s, id, keys[i].ns, keys[i].id, &cp, x->err);
+        if (rc == CONVO_ENOTFOUND) { /* pruned meanwhile */
+            convo__error_clear(x->err);
+            rc = 0;
+            continue;
+        }
+        if (rc == 0) {
+            export_checkpoint(x, cp, seen);
+            convo_checkpoint_free(cp);
+            (*count)++;
+            rc = flush(x, 0);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(keys[i].ns);
+        free(keys[i].id);
+    }
+    free(keys);
+    json_decref(seen);
+    return rc;
+}
+
+static int export_thread(exporter *x, const char *id)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.limit = 1;
+    lo.tail = 1;
+    convo_history *h;
+    int rc = convo_load(x->s, id, &lo, &h, x->err);
+    if (rc != 0)
+        return rc;
+    int64_t length = convo_history_length(h);
+    msgpack_pack_array(&x->pk, 3);
+    pack_str(&x->pk, "thread");
+    pack_str(&x->pk, id);
+    pack_str(&x->pk, convo_history_extra(h));
+    end_record(x);
+    convo_history_free(h);
+    uint64_t before = x->stats->messages, checkpoints = 0;
+    rc = export_messages(x, id, length);
+    if (rc == 0)
+        rc = export_checkpoints(x, id, &checkpoints);
+    if (rc != 0)
+        return rc;
+    msgpack_pack_array(&x->pk, 4);
+    pack_str(&x->pk, "thread-end");
+    pack_str(&x->pk, id);
+    msgpack_pack_int64(&x->pk, (int64_t)(x->stats->messages - before));
+    msgpack_pack_int64(&x->pk, (int64_t)checkpoints);
+    end_record(x);
+    x->stats->threads++;
+    report(x->opts, x->stats);
+    return flush(x, 0);
+}
+
+static int export_all(exporter *x)
+{
+    char *after = NULL;
+    int rc = 0;
+    do {
+        convo_thread_page *p;
+        rc = convo_thread_list(x->s, after, 1000, &p, x->err);
+        free(after);
+        after = NULL;
+        if (rc != 0)
+            break;
+        for (size_t i = 0; i < convo_thread_page_count(p) && rc == 0; i++) {
+            rc = export_thread(x, convo_thread_page_id(p, i));
+            if (rc == CONVO_ENOTFOUND) { /* deleted since it was listed */
+                convo__error_clear(x->err);
+                rc = 0;
+            }
+        }
+        if (convo_thread_page_next(p))
+            after = strdup(convo_thread_page_next(p));
+        convo_thread_page_free(p);
+    } while (rc == 0 && after);
+    free(after);
+    return rc;
+}
+
+int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_write_fn write,
+                 void *write_ctx, const convo_dump_opts *opts, convo_dump_stats *stats,
+                 convo_error *err)
+{
+    convo__error_clear(err);
+    convo_dump_stats local = {0};
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (!s || !write)
+        return convo__error(err, CONVO_EINVAL, NULL, "store and write function are required");
+    exporter x = {.s = s, .write = write, .ctx = write_ctx, .opts = opts, .stats = stats,
+                  .err = err};
+    msgpack_sbuffer_init(&x.buf);
+    msgpack_packer_init(&x.out, &x.buf, msgpack_sbuffer_write);
+    msgpack_sbuffer_init(&x.rec);
+    msgpack_packer_init(&x.pk, &x.rec, msgpack_sbuffer_write);
+    msgpack_pack_array(&x.pk, 3);
+    pack_str(&x.pk, DUMP_MAGIC);
+    msgpack_pack_int64(&x.pk, DUMP_VERSION);
+    pack_str(&x.pk, "convo " CONVO_VERSION);
+    end_record(&x);
+    int rc = 0;
+    if (n == 0)
+        rc = export_all(&x);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = convo__check_thread_id(thread_ids[i], err);
+        if (rc == 0)
+            rc = export_thread(&x, thread_ids[i]);
+    }
+    if (rc == 0) {
+        msgpack_pack_array(&x.pk, 3);
+        pack_str(&x.pk, "end");
+        msgpack_pack_int64(&x.pk, (int64_t)stats->threads);
+        msgpack_pack_int64(&x.pk, (int64_t)stats->messages);
+        end_record(&x);
+        rc = flush(&x, 1);
+    }
+    msgpack_sbuffer_destroy(&x.buf);
+    msgpack_sbuffer_destroy(&x.rec);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- import */
+
+typedef struct importer {
+    convo_store *s;
+    const convo_dump_opts *opts;
+    convo_dump_stats *stats;
+    convo_error *err;
+    uint64_t offset; /* stream offset of the record being applied */
+    char *thread;    /* the thread being imported, or NULL between threads */
+    int created;     /* the import created it: remove it again on failure */
+    int64_t next_seq;
+    uint64_t thread_checkpoints;
+    int ended;
+} importer;
+
+static int corrupt(importer *im, const char *what)
+{
+    return convo__error(im->err, CONVO_ECORRUPT, NULL, "corrupt dump at byte %llu: %s",
+                        (unsigned long long)im->offset, what);
+}
+
+/* Field access with type checks; each returns 0 or -1. */
+static int get_str(const msgpack_object *o, char **out)
+{
+    if (o->type == MSGPACK_OBJECT_NIL) {
+        *out = NULL;
+        return 0;
+    }
+    if (o->type != MSGPACK_OBJECT_STR)
+        return -1;
+    *out = strndup(o->via.str.ptr, o->via.str.size);
+    /* a NUL inside a string would be silently cut: refuse it */
+    return *out && strlen(*out) == o->via.str.size ? 0 : -1;
+}
+
+static int get_int(const msgpack_object *o, int64_t *out)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+        *out = (int64_t)o->via.u64;
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *out = o->via.i64;
+    else
+        return -1;
+    return 0;
+}
+
+static const msgpack_object *field(const msgpack_object *rec, size_t i, msgpack_object_type t)
+{
+    if (rec->type != MSGPACK_OBJECT_ARRAY || i >= rec->via.array.size)
+        return NULL;
+    const msgpack_object *o = &rec->via.array.ptr[i];
+    return o->type == t ? o : NULL;
+}
+
+static int is_tag(const msgpack_object *rec, const char *tag)
+{
+    const msgpack_object *o = field(rec, 0, MSGPACK_OBJECT_STR);
+    return o && o->via.str.size == strlen(tag) && memcmp(o->via.str.ptr, tag, o->via.str.size) == 0;
+}
+
+static int same_thread(importer *im, const msgpack_object *rec)
+{
+    const msgpack_object *o = field(rec, 1, MSGPACK_OBJECT_STR);
+    return im->thread && o && o->via.str.size == strlen(im->thread) &&
+           memcmp(o->via.str.ptr, im->thread, o->via.str.size) == 0;
+}
+
+static int import_thread_start(importer *im, const msgpack_object *rec)
+{
+    char *id = NULL, *extra = NULL;
+    if (im->thread)
+        return corrupt(im, "a thread starts before the previous one ended");
+    if (rec->via.array.size != 3 || get_str(&rec->via.array.ptr[1], &id) || !id ||
+        get_str(&rec->via.array.ptr[2], &extra)) {
+        free(id);
+        free(extra);
+        return corrupt(im, "malformed thread record");
+    }
+    int rc = convo__check_thread_id(id, im->err);
+    convo_history *h = NULL;
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.limit = 1;
+    lo.with_extra = 0;
+    if (rc == 0) {
+        rc = convo_load(im->s, id, &lo, &h, im->err);
+        convo_history_free(h);
+        im->created = rc == CONVO_ENOTFOUND;
+        if (rc == CONVO_ENOTFOUND) {
+            convo__error_clear(im->err);
+            rc = 0;
+        }
+    }
+    if (rc == 0)
+        rc = convo_save_extra(im->s, id, extra ? extra : "{}", im->err);
+    free(extra);
+    if (rc != 0) {
+        free(id);
+        return rc;
+    }
+    im->thread = id;
+    im->next_seq = 0;
+    im->thread_checkpoints = 0;
+    return 0;
+}
+
+static int import_messages(importer *im, const msgpack_object *rec)
+{
+    const msgpack_object *list = field(rec, 3, MSGPACK_OBJECT_ARRAY);
+    int64_t first;
+    if (rec->via.array.size != 4 || !same_thread(im, rec) || !list ||
+        get_int(&rec->via.array.ptr[2], &first))
+        return corrupt(im, "malformed messages record");
+    if (first != im->next_seq)
+        return corrupt(im, "messages are not contiguous");
+    size_t n = list->via.array.size;
+    if (n == 0)
+        return 0;
+    convo_message_in *msgs = calloc(n, sizeof *msgs);
+    int64_t *at = calloc(n, sizeof *at);
+    int rc = msgs && at ? 0 : convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const msgpack_object *m = &list->via.array.ptr[i];
+        const msgpack_object *role = field(m, 1, MSGPACK_OBJECT_STR);
+        const msgpack_object *bytes = field(m, 2, MSGPACK_OBJECT_BIN);
+        if (m->via.array.size != 3 || !role || !bytes || get_int(&m->via.array.ptr[0], &at[i])) {
+            rc = corrupt(im, "malformed message");
+            break;
+        }
+        char *parsed_role;
+        msgs[i].bytes = bytes->via.bin.ptr;
+        msgs[i].len = bytes->via.bin.size;
+        rc = convo__check_message(msgs[i].bytes, msgs[i].len, &im->s->limits, im->s->roles,
+                                  &parsed_role, im->err);
+        msgs[i].role = parsed_role;
+        if (rc == 0 && (strlen(parsed_role) != role->via.str.size ||
+                        memcmp(parsed_role, role->via.str.ptr, role->via.str.size) != 0))
+            rc = corrupt(im, "a message's role does not match its record");
+    }
+    int skipped = 0;
+    if (rc == 0)
+        rc = im->s->driver->thread_import(im->s->backend, im->thread, first, msgs, at, n,
+                                          &skipped, im->err);
+    for (size_t i = 0; msgs && i < n; i++)
+        free((char *)msgs[i].role);
+    free(msgs);
+    free(at);
+    if (rc == 0) {
+        im->next_seq += (int64_t)n;
+        im->stats->messages += n;
+        if (skipped)
+            im->stats->skipped += n;
+        if (im->stats->messages % 10000 < n)
+            report(im->opts, im->stats);
+    }
+    return rc;
+}
+
+typedef struct cp_fields {
+    char *ns, *id, *parent, *metadata, *body_type;
+    const msgpack_object *body, *channels, *writes;
+    int64_t log_length, created_at;
+} cp_fields;
+
+static void cp_fields_free(cp_fields *f)
+{
+    free(f->ns);
+    free(f->id);
+    free(f->parent);
+    free(f->metadata);
+    free(f->body_type);
+}
+
+static int parse_cp(const msgpack_object *rec, cp_fields *f)
+{
+    const msgpack_object *a = rec->via.array.ptr;
+    if (rec->via.array.size != 12 || get_str(&a[2], &f->ns) || !f->ns || get_str(&a[3], &f->id) ||
+        !f->id || get_str(&a[4], &f->parent) || get_str(&a[5], &f->metadata) || !f->metadata ||
+        get_str(&a[6], &f->body_type) || get_int(&a[8], &f->log_length) ||
+        get_int(&a[9], &f->created_at))
+        return -1;
+    f->body = a[7].type == MSGPACK_OBJECT_BIN ? &a[7] : NULL;
+    f->channels = a[10].type == MSGPACK_OBJECT_ARRAY ? &a[10] : NULL;
+    f->writes = a[11].type == MSGPACK_OBJECT_ARRAY ? &a[11] : NULL;
+    return (f->body_type && !f->body) || !f->channels || !f->writes ? -1 : 0;
+}
+
+static int import_channels(const cp_fields *f, convo_channel_in **out, convo_blob **values,
+                           char ***strs)
+{
+    size_t n = f->channels->via.array.size;
+    *out = calloc(n + 1, sizeof **out);
+    *values = calloc(n + 1, sizeof **values);
+    *strs = calloc(3 * n + 1, sizeof **strs);
+    if (!*out || !*values || !*strs)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *c = &f->channels->via.array.ptr[i];
+        if (c->type != MSGPACK_OBJECT_ARRAY || c->via.array.size != 4)
+            return -1;
+        const msgpack_object *a = c->via.array.ptr;
+        char **s = &(*strs)[3 * i];
+        if (get_str(&a[0], &s[0]) || !s[0] || get_str(&a[1], &s[1]) || !s[1] ||
+            get_str(&a[2], &s[2]))
+            return -1;
+        (*out)[i].channel = s[0];
+        (*out)[i].version = s[1];
+        if (s[2]) {
+            if (a[3].type != MSGPACK_OBJECT_BIN)
+                return -1;
+            (*values)[i] = (convo_blob){s[2], a[3].via.bin.ptr, a[3].via.bin.size};
+            (*out)[i].value = &(*values)[i];
+        }
+    }
+    return 0;
+}
+
+static void free_strs(char **strs, size_t n)
+{
+    for (size_t i = 0; strs && i < n; i++)
+        free(strs[i]);
+    free(strs);
+}
+
+/* Pending writes grouped by (task_id, task_path), as put_writes takes them. */
+static int import_writes(importer *im, const cp_fields *f)
+{
+    size_t n = f->writes->via.array.size;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        char *task = NULL, *path = NULL;
+        const msgpack_object *w0 = &f->writes->via.array.ptr[i];
+        if (w0->type != MSGPACK_OBJECT_ARRAY || w0->via.array.size != 6 ||
+            get_str(&w0->via.array.ptr[0], &task) || !task ||
+            get_str(&w0->via.array.ptr[1], &path) || !path) {
+            free(task);
+            free(path);
+            return corrupt(im, "malformed pending write");
+        }
+        size_t room = n - i;
+        convo_write_in *ws = calloc(room, sizeof *ws);
+        char **strs = calloc(2 * room + 2, sizeof *strs);
+        size_t k = 0;
+        for (; ws && strs && i < n && rc == 0; i++, k++) {
+            const msgpack_object *w = &f->writes->via.array.ptr[i];
+            char *t2 = NULL, *p2 = NULL;
+            const msgpack_object *a = w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 6
+                                          ? w->via.array.ptr : NULL;
+            if (!a || get_str(&a[0], &t2) || !t2 || get_str(&a[1], &p2) || !p2 ||
+                get_int(&a[2], &ws[k].idx) || get_str(&a[3], &strs[2 * k]) || !strs[2 * k] ||
+                get_str(&a[4], &strs[2 * k + 1]) || !strs[2 * k + 1] ||
+                a[5].type != MSGPACK_OBJECT_BIN) {
+                free(t2);
+                free(p2);
+                rc = corrupt(im, "malformed pending write");
+                break;
+            }
+            int same = strcmp(t2, task) == 0 && strcmp(p2, path) == 0;
+            free(t2);
+            free(p2);
+            if (!same)
+                break;
+            ws[k].channel = strs[2 * k];
+            ws[k].value = (convo_blob){strs[2 * k + 1], a[5].via.bin.ptr, a[5].via.bin.size};
+        }
+        if (!ws || !strs)
+            rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
+        if (rc == 0)
+            rc = convo_checkpoint_put_writes(im->s, im->thread, f->ns, f->id, task, path, ws, k,
+                                             im->err);
+        im->stats->writes += k;
+        free_strs(strs, 2 * k + 2);
+        free(ws);
+        free(task);
+        free(path);
+    }
+    return rc;
+}
+
+static int import_checkpoint(importer *im, const msgpack_object *rec)
+{
+    cp_fields f = {0};
+    if (!same_thread(im, rec) || parse_cp(rec, &f) != 0) {
+        cp_fields_free(&f);
+        return corrupt(im, "malformed checkpoint record");
+    }
+    convo_channel_in *channels = NULL;
+    convo_blob *values = NULL;
+    char **strs = NULL;
+    size_t nc = f.channels->via.array.size;
+    int rc = import_channels(&f, &channels, &values, &strs) ? corrupt(im, "malformed channel") : 0;
+    if (rc == 0) {
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = im->thread;
+        cp.checkpoint_ns = f.ns;
+        cp.checkpoint_id = f.id;
+        cp.parent_id = f.parent;
+        cp.metadata_json = f.metadata;
+        if (f.body_type)
+            cp.body = (convo_blob){f.body_type, f.body->via.bin.ptr, f.body->via.bin.size};
+        cp.channels = channels;
+        cp.nchannels = nc;
+        cp.log_length = f.log_length;
+        rc = convo_checkpoint_put(im->s, &cp, im->err);
+    }
+    if (rc == 0)
+        rc = import_writes(im, &f);
+    if (rc == 0) {
+        im->stats->checkpoints++;
+        im->thread_checkpoints++;
+    }
+    free_strs(strs, 3 * nc);
+    free(channels);
+    free(values);
+    cp_fields_free(&f);
+    return rc;
+}
+
+static int import_thread_end(importer *im, const msgpack_object *rec)
+{
+    int64_t messages, checkpoints;
+    if (rec->via.array.size != 4 || !same_thread(im, rec) ||
+        get_int(&rec->via.array.ptr[2], &messages) ||
+        get_int(&rec->via.array.ptr[3], &checkpoints))
+        return corrupt(im, "malformed thread-end record");
+    if (messages != im->next_seq || (uint64_t)checkpoints != im->thread_checkpoints)
+        return corrupt(im, "thread-end counts do not match the records before it");
+    free(im->thread);
+    im->thread = NULL;
+    im->stats->threads++;
+    report(im->opts, im->stats);
+    return 0;
+}
+
+static int apply(importer *im, const msgpack_object *rec, int first)
+{
+    if (rec->type != MSGPACK_OBJECT_ARRAY || rec->via.array.size < 2 ||
+        !field(rec, 0, MSGPACK_OBJECT_STR))
+        return corrupt(im, "a record is not a tagged array");
+    if (first) {
+        int64_t version;
+        if (!is_tag(rec, DUMP_MAGIC) || get_int(&rec->via.array.ptr[1], &version))
+            return corrupt(im, "not a convo dump");
+        if (version != DUMP_VERSION)
+            return convo__error(im->err, CONVO_ENOTSUP, NULL,
+                                "dump format version %lld is not supported (this is %d)",
+                                (long long)version, DUMP_VERSION);
+        return 0;
+    }
+    if (im->ended)
+        return corrupt(im, "data after the end record");
+    if (is_tag(rec, "thread"))
+        return import_thread_start(im, rec);
+    if (is_tag(rec, "end")) {
+        if (im->thread)
+            return corrupt(im, "the dump ends inside a thread");
+        im->ended = 1;
+        return 0;
+    }
+    if (!im->thread)
+        return corrupt(im, "a record outside of a thread");
+    if (is_tag(rec, "messages"))
+        return import_messages(im, rec);
+    if (is_tag(rec, "checkpoint"))
+        return import_checkpoint(im, rec);
+    if (is_tag(rec, "thread-end"))
+        return import_thread_end(im, rec);
+    return corrupt(im, "unknown record");
+}
+
+/* A frame is [bin(record), fnv1a(record)]: check the sum, then decode the record. */
+static int unframe_and_apply(importer *im, const msgpack_object *frame, int first)
+{
+    const msgpack_object *bin = field(frame, 0, MSGPACK_OBJECT_BIN);
+    const msgpack_object *sum = field(frame, 1, MSGPACK_OBJECT_POSITIVE_INTEGER);
+    if (frame->via.array.size != 2 || !bin || !sum)
+        return first ? corrupt(im, "not a convo dump") : corrupt(im, "malformed frame");
+    if (fnv1a(bin->via.bin.ptr, bin->via.bin.size) != sum->via.u64)
+        return corrupt(im, "checksum mismatch");
+    msgpack_unpacked rec;
+    msgpack_unpacked_init(&rec);
+    size_t off = 0;
+    int rc;
+    if (msgpack_unpack_next(&rec, bin->via.bin.ptr, bin->via.bin.size, &off) !=
+            MSGPACK_UNPACK_SUCCESS || off != bin->via.bin.size)
+        rc = corrupt(im, "a frame does not hold one record");
+    else
+        rc = apply(im, &rec.data, first);
+    msgpack_unpacked_destroy(&rec);
+    return rc;
+}
+
+/* After a failure inside a thread the import created, remove it again. */
+static void undo_thread(importer *im)
+{
+    if (im->thread && im->created)
+        convo_thread_delete(im->s, im->thread, NULL);
+    free(im->thread);
+    im->thread = NULL;
+}
+
+static int read_records(importer *im, msgpack_unpacker *u, convo_read_fn read, void *ctx)
+{
+    msgpack_unpacked rec;
+    msgpack_unpacked_init(&rec);
+    int rc = 0, first = 1, eof = 0;
+    uint64_t start = 0; /* stream offset of the next record */
+    while (rc == 0) {
+        size_t size = 0;
+        msgpack_unpack_return r = msgpack_unpacker_next_with_size(u, &rec, &size);
+        im->offset = start;
+        if (r == MSGPACK_UNPACK_SUCCESS) {
+            rc = unframe_and_apply(im, &rec.data, first);
+            first = 0;
+            start += size;
+            continue;
+        }
+        if (r == MSGPACK_UNPACK_PARSE_ERROR) {
+            rc = corrupt(im, "not valid msgpack");
+            break;
+        }
+        if (r == MSGPACK_UNPACK_NOMEM_ERROR) {
+            rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory reading the dump");
+            break;
+        }
+        if (eof) {
+            if (!im->ended)
+                rc = convo__error(im->err, CONVO_ECORRUPT, NULL,
+                                  "truncated dump: it ends at byte %llu without its end record",
+                                  (unsigned long long)im->stats->bytes);
+            break;
+        }
+        if (!msgpack_unpacker_reserve_buffer(u, 64 * 1024)) {
+            rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory reading the dump");
+            break;
+        }
+        long got = read(ctx, msgpack_unpacker_buffer(u), msgpack_unpacker_buffer_capacity(u));
+        if (got < 0) {
+            rc = convo__error(im->err, CONVO_EIO, NULL, "reading the dump failed at byte %llu",
+                              (unsigned long long)im->stats->bytes);
+            break;
+        }
+        if (got == 0)
+            eof = 1;
+        msgpack_unpacker_buffer_consumed(u, (size_t)got);
+        im->stats->bytes += (uint64_t)got;
+    }
+    msgpack_unpacked_destroy(&rec);
+    return rc;
+}
+
+int convo_import(convo_store *s, convo_read_fn read, void *read_ctx, const convo_dump_opts *opts,
+                 convo_dump_stats *stats, convo_error *err)
+{
+    convo__error_clear(err);
+    convo_dump_stats local = {0};
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    if (!s || !read)
+        return convo__error(err, CONVO_EINVAL, NULL, "store and read function are required");
+    if (s->driver->version < 2 || !s->driver->thread_import)
+        return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot import yet",
+                            s->driver->name);
+    msgpack_unpacker u;
+    if (!msgpack_unpacker_init(&u, 64 * 1024))
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    importer im = {.s = s, .opts = opts, .stats = stats, .err = err};
+    int rc = read_records(&im, &u, read, read_ctx);
+    if (rc != 0)
+        undo_thread(&im);
+    free(im.thread);
+    msgpack_unpacker_destroy(&u);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- copy */
+
+typedef struct copy_job {
+    convo_store *src;
+    const char *const *ids;
+    size_t n;
+    int fd;
+    int rc;
+    convo_error err;
+    convo_dump_stats stats;
+} copy_job;
+
+static int fd_write(void *ctx, const void *buf, size_t len)
+{
+    int fd = *(int *)ctx;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL); /* the reader may stop early */
+        if (w < 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static long fd_read(void *ctx, void *buf, size_t len)
+{
+    return (long)recv(*(int *)ctx, buf, len, 0);
+}
+
+static void *copy_export(void *arg)
+{
+    copy_job *j = arg;
+    j->rc = convo_export(j->src, j->ids, j->n, fd_write, &j->fd, NULL, &j->stats, &j->err);
+    shutdown(j->fd, SHUT_WR);
+    return NULL;
+}
+
+int convo_copy(convo_store *src, convo_store *dst, const char *const *thread_ids, size_t n,
+               const convo_dump_opts *opts, convo_dump_stats *stats, convo_error *err)
+{
+    convo__error_clear(err);
+    if (!src || !dst)
+        return convo__error(err, CONVO_EINVAL, NULL, "source and destination are required");
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0)
+        return convo__error(err, CONVO_EIO, NULL, "socketpair failed");
+    copy_job job = {.src = src, .ids = thread_ids, .n = n, .fd = fds[0]};
+    pthread_t t;
+    if (pthread_create(&t, NULL, copy_export, &job) != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return convo__error(err, CONVO_ENOMEM, NULL, "cannot start the exporting thread");
+    }
+    int rc = convo_import(dst, fd_read, &fds[1], opts, stats, err);
+    shutdown(fds[1], SHUT_RDWR); /* unblocks the exporter if the import stopped early */
+    pthread_join(t, NULL);
+    close(fds[0]);
+    close(fds[1]);
+    if (job.rc != 0) { /* the source's failure is the root cause */
+        if (err)
+            *err = job.err;
+        return job.rc;
+    }
+    return rc;
+}

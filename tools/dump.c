@@ -1,0 +1,132 @@
+/* dump.c — `convo export`, `convo import` and `convo copy`: move threads
+ * between stores as a msgpack stream (docs/dump-format.md), with progress on
+ * stderr when it is a terminal. */
+#include "dump.h"
+#include <convo.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct progress_state {
+    const char *verb;
+    double start, last;
+} progress_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void show_progress(void *ctx, const convo_dump_stats *st)
+{
+    progress_state *p = ctx;
+    double t = now_s();
+    if (t - p->last < 0.25)
+        return;
+    p->last = t;
+    double secs = t - p->start;
+    fprintf(stderr, "\r%s: %llu threads, %llu messages, %.0f messages/s   ", p->verb,
+            (unsigned long long)st->threads, (unsigned long long)st->messages,
+            secs > 0 ? (double)st->messages / secs : 0.0);
+}
+
+static void done(const progress_state *p, const convo_dump_stats *st, int rc)
+{
+    if (!isatty(2))
+        return;
+    double secs = now_s() - p->start;
+    fprintf(stderr, "\r%s: %llu threads, %llu messages, %llu checkpoints in %.1f s%s\n", p->verb,
+            (unsigned long long)st->threads, (unsigned long long)st->messages,
+            (unsigned long long)st->checkpoints, secs, rc ? " (stopped by an error)" : "");
+}
+
+static void set_progress(convo_dump_opts *o, progress_state *p, const char *verb)
+{
+    p->verb = verb;
+    p->start = p->last = now_s();
+    if (isatty(2)) {
+        o->progress = show_progress;
+        o->progress_ctx = p;
+    }
+}
+
+static int file_write(void *ctx, const void *buf, size_t len)
+{
+    return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+static long file_read(void *ctx, void *buf, size_t len)
+{
+    size_t n = fread(buf, 1, len, ctx);
+    return n == 0 && ferror((FILE *)ctx) ? -1 : (long)n;
+}
+
+static int status(int rc, const convo_error *err)
+{
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "convo: %s\n", err->message[0] ? err->message : convo_strerror(rc));
+    return rc == CONVO_ENOTFOUND ? 3 : rc == CONVO_ECONFLICT ? 4 : rc == CONVO_ETOOLARGE ? 5 : 1;
+}
+
+int convo_tool_export(convo_store *s, int nthreads, char **threads)
+{
+    if (isatty(1)) {
+        fprintf(stderr, "convo: export writes binary data; redirect it to a file\n");
+        return 2;
+    }
+    convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
+    progress_state p;
+    set_progress(&o, &p, "export");
+    convo_dump_stats st;
+    convo_error err;
+    int rc = convo_export(s, (const char *const *)threads, (size_t)nthreads, file_write, stdout,
+                          &o, &st, &err);
+    if (rc == 0 && fflush(stdout) != 0) {
+        fprintf(stderr, "convo: writing the dump failed\n");
+        return 1;
+    }
+    done(&p, &st, rc);
+    return status(rc, &err);
+}
+
+int convo_tool_import(convo_store *s)
+{
+    convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
+    progress_state p;
+    set_progress(&o, &p, "import");
+    convo_dump_stats st;
+    convo_error err;
+    int rc = convo_import(s, file_read, stdin, &o, &st, &err);
+    done(&p, &st, rc);
+    return status(rc, &err);
+}
+
+int convo_tool_copy(const char *url, int argc, char **argv)
+{
+    (void)url;
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') {
+        fprintf(stderr, "usage: convo copy SRC_URL DST_URL [THREAD ...]\n");
+        return 2;
+    }
+    convo_store *src = NULL, *dst = NULL;
+    convo_error err;
+    int rc = convo_open(&src, argv[1], &err);
+    if (rc == 0)
+        rc = convo_open(&dst, argv[2], &err);
+    convo_dump_stats st = {0};
+    progress_state p;
+    if (rc == 0) {
+        convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
+        set_progress(&o, &p, "copy");
+        rc = convo_copy(src, dst, (const char *const *)argv + 3, (size_t)(argc - 3), &o, &st,
+                        &err);
+        done(&p, &st, rc);
+    }
+    convo_close(src);
+    convo_close(dst);
+    return status(rc, &err);
+}

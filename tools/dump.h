@@ -1,0 +1,12 @@
+/* dump.h — `convo export`, `import` and `copy`. Each returns the exit status. */
+#ifndef CONVO_TOOL_DUMP_H
+#define CONVO_TOOL_DUMP_H
+
+#include <convo.h>
+
+int convo_tool_export(convo_store *s, int nthreads, char **threads);
+int convo_tool_import(convo_store *s);
+/* argv[0] is "copy". */
+int convo_tool_copy(const char *url, int argc, char **argv);
+
+#endif
