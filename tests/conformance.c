@@ -1,0 +1,2538 @@
+/* conformance.c — the one conformance suite every driver must pass, run as
+ * `tests/conformance URL`. It uses only the public API (convo.h) and jansson to
+ * compare JSON, so the same checks hold every driver to design §2. */
+#include "conformance.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *conf_url;
+char conf_prefix[64];
+int conf_private;
+convo_store *conf_store;
+
+/* Clock skew allowed between this process and the store when checking created_at. */
+#define CLOCK_SLACK_MICROS (10 * 1000000LL)
+/* The highest code point usable in an id: threads under it sort after everything else. */
+#define HIGH "\xf4\x8f\xbf\xbd"
+
+/* ------------------------------------------------------------------ helpers */
+
+static int64_t now_micros(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void conf_tid(char *buf, size_t size, const char *fn, const char *name)
+{
+    int n = snprintf(buf, size, "%s/%s/%s", conf_prefix, fn, name);
+    ck_assert_msg(n > 0 && (size_t)n < size, "thread id buffer too small for %s", name);
+}
+
+convo_store *conf_open_ex(const convo_store_opts *opts)
+{
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open_ex(&s, conf_url, opts, &err);
+    ck_assert_msg(rc == 0 && s != NULL, "convo_open failed: %d (%s): %s", rc, convo_strerror(rc),
+                  err.message);
+    return s;
+}
+
+convo_store *conf_open(void)
+{
+    return conf_open_ex(NULL);
+}
+
+void conf_assert_fails(int rc, const convo_error *err, int code, const char *file, int line)
+{
+    ck_assert_msg(rc == code, "%s:%d: expected %d (%s), got %d (%s): %s", file, line, code,
+                  convo_strerror(code), rc, convo_strerror(rc), err->message);
+    ck_assert_msg(err->code == code, "%s:%d: err.code is %d, expected %d", file, line, err->code,
+                  code);
+    ck_assert_msg(err->message[0] != '\0', "%s:%d: empty error message", file, line);
+    ck_assert_msg(strpbrk(err->message, "\r\n") == NULL, "%s:%d: message is not one line: %s",
+                  file, line, err->message);
+}
+
+int64_t conf_append(convo_store *s, const char *tid, const char *const *msgs, size_t n)
+{
+    convo_append_result res = {-1, 0, -1};
+    convo_error err;
+    int rc = convo_append(s, tid, msgs, NULL, n, NULL, &res, &err);
+    ASSERT_OK(rc, err);
+    ck_assert_int_eq(res.count, n);
+    ck_assert_int_eq(res.replayed, 0);
+    ck_assert_int_ge(res.first_seq, 0);
+    return res.first_seq;
+}
+
+convo_history *conf_load(convo_store *s, const char *tid, const convo_load_opts *opts)
+{
+    convo_history *h = NULL;
+    convo_error err;
+    int rc = convo_load(s, tid, opts, &h, &err);
+    ASSERT_OK(rc, err);
+    ck_assert_ptr_nonnull(h);
+    return h;
+}
+
+int64_t conf_length(convo_store *s, const char *tid)
+{
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.limit = 1;
+    o.with_extra = 0;
+    convo_history *h = NULL;
+    convo_error err;
+    int rc = convo_load(s, tid, &o, &h, &err);
+    if (rc == CONVO_ENOTFOUND)
+        return -1;
+    ASSERT_OK(rc, err);
+    int64_t n = convo_history_length(h);
+    convo_history_free(h);
+    return n;
+}
+
+static json_t *parse_json(const char *text)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
+    ck_assert_msg(j != NULL, "not JSON (%s): %s", jerr.text, text);
+    return j;
+}
+
+/* expected is JSON text; key order is ignored. */
+static void assert_json_eq(const char *got, const char *expected, const char *what)
+{
+    json_t *g = parse_json(got), *e = parse_json(expected);
+    int eq = json_equal(g, e);
+    json_decref(g);
+    json_decref(e);
+    ck_assert_msg(eq, "%s differs:\n  got      %s\n  expected %s", what, got, expected);
+}
+
+void conf_assert_extra(convo_store *s, const char *tid, const char *expected)
+{
+    convo_history *h = conf_load(s, tid, NULL);
+    const char *extra = convo_history_extra(h);
+    ck_assert_ptr_nonnull(extra);
+    json_t *obj = parse_json(extra);
+    ck_assert_msg(json_is_object(obj), "extra is not an object: %s", extra);
+    json_decref(obj);
+    assert_json_eq(extra, expected, "extra");
+    convo_history_free(h);
+}
+
+void conf_assert_message(const convo_history *h, size_t i, const char *bytes, size_t len,
+                         const char *role, int64_t seq)
+{
+    ck_assert_msg(i < convo_history_count(h), "message %zu missing (count %zu)", i,
+                  convo_history_count(h));
+    size_t got_len = 0;
+    const char *got = convo_history_message(h, i, &got_len);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_msg(got_len == len && memcmp(got, bytes, len) == 0,
+                  "message %zu not byte-exact:\n  got      (%zu) %.*s\n  expected (%zu) %.*s", i,
+                  got_len, (int)(got_len > 300 ? 300 : got_len), got, len,
+                  (int)(len > 300 ? 300 : len), bytes);
+    ck_assert_msg(got[len] == '\0', "message %zu is not NUL-terminated", i);
+    ck_assert_pstr_eq(convo_history_role(h, i), role);
+    ck_assert_int_eq(convo_history_seq(h, i), seq);
+}
+
+/* Checks one page of a listing; returns how many of its ids start with prefix
+ * (counting stops at the first that does not) and sets *left when one did not. */
+static size_t check_page(const convo_thread_page *p, const char *after, size_t limit,
+                         const char *prefix, int *left)
+{
+    size_t k = convo_thread_page_count(p), plen = strlen(prefix), in = 0;
+    ck_assert_msg(k <= limit, "page of %zu ids for limit %zu", k, limit);
+    const char *prev = after;
+    for (size_t i = 0; i < k; i++) {
+        const char *id = convo_thread_page_id(p, i);
+        ck_assert_ptr_nonnull(id);
+        ck_assert_msg(!prev || strcmp(prev, id) < 0, "ids not in byte order: '%s' then '%s'",
+                      prev, id);
+        prev = id;
+        if (!*left && strncmp(id, prefix, plen) == 0)
+            in++;
+        else
+            *left = 1;
+    }
+    const char *next = convo_thread_page_next(p);
+    if (next)
+        ck_assert_msg(k > 0 && strcmp(next, convo_thread_page_id(p, k - 1)) == 0,
+                      "next '%s' is not the last id returned", next);
+    return in;
+}
+
+char **conf_list_prefix(convo_store *s, const char *prefix, size_t limit, size_t *n)
+{
+    size_t count = 0, cap = 16;
+    char **ids = malloc(cap * sizeof *ids);
+    char *after = strdup(prefix);
+    ck_assert(ids && after);
+    for (int left = 0; !left;) {
+        convo_thread_page *p = NULL;
+        convo_error err;
+        int rc = convo_thread_list(s, after, limit, &p, &err);
+        ASSERT_OK(rc, err);
+        size_t in = check_page(p, after, limit, prefix, &left);
+        for (size_t i = 0; i < in; i++) {
+            if (count == cap)
+                ck_assert((ids = realloc(ids, (cap *= 2) * sizeof *ids)) != NULL);
+            ids[count++] = strdup(convo_thread_page_id(p, i));
+        }
+        const char *next = convo_thread_page_next(p);
+        if (!next)
+            left = 1;
+        else if (!left) {
+            free(after);
+            after = strdup(next);
+        }
+        convo_thread_page_free(p);
+    }
+    free(after);
+    *n = count;
+    return ids;
+}
+
+void conf_ids_free(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void assert_listed(convo_store *s, const char *prefix, char **expected, size_t n,
+                          size_t limit)
+{
+    qsort(expected, n, sizeof *expected, cmp_str);
+    size_t got_n;
+    char **got = conf_list_prefix(s, prefix, limit, &got_n);
+    ck_assert_msg(got_n == n, "listed %zu threads under the prefix, expected %zu", got_n, n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(strcmp(got[i], expected[i]) == 0, "listing[%zu] is '%s', expected '%s'", i,
+                      got[i], expected[i]);
+    conf_ids_free(got, got_n);
+}
+
+static void save_extra_ok(convo_store *s, const char *tid, const char *patch)
+{
+    convo_error err;
+    int rc = convo_save_extra(s, tid, patch, &err);
+    ASSERT_OK(rc, err);
+}
+
+static void setup(void)
+{
+    conf_store = conf_open();
+}
+
+static void teardown(void)
+{
+    convo_close(conf_store);
+    conf_store = NULL;
+}
+
+/* Tests that need two handles or processes on the same data stop here on
+ * stores where every open is new (memory:); Check has no "skipped" state. */
+#define SKIP_IF_PRIVATE()                                                                      \
+    do {                                                                                       \
+        if (conf_private)                                                                      \
+            return;                                                                            \
+    } while (0)
+
+
+/* ------------------------------------------------- messages come back as sent */
+
+static const char *const rt_msgs[] = {
+    "{\"role\":\"user\",\"content\":\"hello\"}",
+    "  {  \"content\" : \"spaces\" ,\n\t\"role\" :\"user\"  }\n ",
+    "{\"z\":1,\"a\":2,\"role\":\"assistant\",\"m\":3}",
+    "{\"role\":\"assistant\",\"text\":\"\\u00e9\\u65e5\\ud83d\\ude00 \\u00E9\"}",
+    "{\"role\":\"user\",\"text\":\"\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x98\x80\"}",
+    "{\"role\":\"tool_result\",\"a\":{\"b\":{\"c\":[1,[2,[3,{\"d\":null}]]]}},\"t\":true,\"f\":false}",
+    "{\"role\":\"user\",\"c\":\"nul\\u0000inside\"}",
+    "{\"role\":\"user\",\"c\":\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t\"}",
+    "{\"role\":\"\xe3\x83\xa6\xe3\x83\xbc\xe3\x82\xb6\xe3\x83\xbc\"}",
+    "{\"role\":\"0123456789012345678901234567890123456789012345678901234567890123\"}",
+    "{\"role\":\"system\",\"$set\":{\"a.b\":1},\"\":\"empty key\",\"x.y\":[]}",
+    "{\"role\":\"user\",\"n\":-9223372036854775808,\"r\":1.7976931348623157e308,\"t\":1e-400,"
+    "\"z\":-0.0,\"e\":6.02E+23}",
+    "{\"role\":\"tool\"}",
+};
+static const char *const rt_roles[] = {
+    "user", "user", "assistant", "assistant", "user", "tool_result", "user", "user",
+    "\xe3\x83\xa6\xe3\x83\xbc\xe3\x82\xb6\xe3\x83\xbc",
+    "0123456789012345678901234567890123456789012345678901234567890123",
+    "system", "user", "tool",
+};
+#define RT_N (sizeof rt_msgs / sizeof *rt_msgs)
+
+static void assert_created_at(const convo_history *h, int64_t before, int64_t after)
+{
+    int64_t prev = INT64_MIN;
+    for (size_t i = 0; i < convo_history_count(h); i++) {
+        int64_t at = convo_history_created_at(h, i);
+        ck_assert_msg(at >= before - CLOCK_SLACK_MICROS && at <= after + CLOCK_SLACK_MICROS,
+                      "created_at %lld of message %zu is not near now (%lld)", (long long)at, i,
+                      (long long)after);
+        ck_assert_msg(at >= prev, "created_at decreases at message %zu", i);
+        prev = at;
+    }
+}
+
+START_TEST(test_roundtrip_bytes)
+{
+    char t[256];
+    TID(t, "rt");
+    int64_t before = now_micros();
+    ck_assert_int_eq(conf_append(conf_store, t, rt_msgs, RT_N), 0);
+    int64_t after = now_micros();
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), RT_N);
+    ck_assert_int_eq(convo_history_length(h), RT_N);
+    for (size_t i = 0; i < RT_N; i++)
+        conf_assert_message(h, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+    assert_created_at(h, before, after);
+    assert_json_eq(convo_history_extra(h), "{}", "extra of a thread never given one");
+    convo_history_free(h);
+}
+END_TEST
+
+START_TEST(test_roundtrip_one_by_one)
+{
+    char t[256];
+    TID(t, "rt1");
+    int64_t before = now_micros();
+    for (size_t i = 0; i < RT_N; i++)
+        ck_assert_int_eq(conf_append(conf_store, t, &rt_msgs[i], 1), (int64_t)i);
+    int64_t after = now_micros();
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), RT_N);
+    for (size_t i = 0; i < RT_N; i++)
+        conf_assert_message(h, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+    assert_created_at(h, before, after);
+    convo_history_free(h);
+}
+END_TEST
+
+/* Integers beyond 64 bits are valid JSON and must be kept as written. */
+START_TEST(test_roundtrip_big_numbers)
+{
+    char t[256];
+    TID(t, "big");
+    const char *m[] = {"{\"role\":\"user\",\"big\":123456789012345678901234567890,"
+                       "\"neg\":-98765432109876543210,\"f\":3.141592653589793238462643383279}"};
+    ck_assert_int_eq(conf_append(conf_store, t, m, 1), 0);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    conf_assert_message(h, 0, m[0], strlen(m[0]), "user", 0);
+    convo_history_free(h);
+}
+END_TEST
+
+/* With explicit lengths only len bytes are taken: the buffer need not end in NUL. */
+START_TEST(test_roundtrip_lengths)
+{
+    char t[256];
+    TID(t, "len");
+    const char buf[] = "{\"role\":\"user\",\"c\":1}GARBAGE{\"role\":\"assistant\"}";
+    const char *msgs[] = {buf, buf + 28};
+    size_t lens[] = {21, 20};
+    convo_append_result res;
+    convo_error err;
+    int rc = convo_append(conf_store, t, msgs, lens, 2, NULL, &res, &err);
+    ASSERT_OK(rc, err);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    conf_assert_message(h, 0, buf, 21, "user", 0);
+    conf_assert_message(h, 1, buf + 28, 20, "assistant", 1);
+    convo_history_free(h);
+}
+END_TEST
+
+START_TEST(test_seq_dense_across_batches)
+{
+    char t[256];
+    TID(t, "dense");
+    const char *m[] = {"{\"role\":\"user\",\"i\":0}", "{\"role\":\"user\",\"i\":1}",
+                       "{\"role\":\"user\",\"i\":2}", "{\"role\":\"user\",\"i\":3}"};
+    ck_assert_int_eq(conf_append(conf_store, t, m, 1), 0);
+    ck_assert_int_eq(conf_append(conf_store, t, m, 4), 1);
+    ck_assert_int_eq(conf_append(conf_store, t, m + 2, 2), 5);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 7);
+    const size_t src[] = {0, 0, 1, 2, 3, 2, 3};
+    for (size_t i = 0; i < 7; i++)
+        conf_assert_message(h, i, m[src[i]], strlen(m[src[i]]), "user", (int64_t)i);
+    convo_history_free(h);
+}
+END_TEST
+
+static char *make_message(size_t len)
+{
+    static const char head[] = "{\"role\":\"user\",\"c\":\"", tail[] = "\"}";
+    size_t fixed = sizeof head - 1 + sizeof tail - 1;
+    ck_assert(len >= fixed);
+    char *m = malloc(len + 1);
+    ck_assert_ptr_nonnull(m);
+    memcpy(m, head, sizeof head - 1);
+    memset(m + sizeof head - 1, 'x', len - fixed);
+    memcpy(m + len - (sizeof tail - 1), tail, sizeof tail);
+    return m;
+}
+
+START_TEST(test_message_size_default_limit)
+{
+    char t[256];
+    TID(t, "size");
+    char *ok = make_message(CONVO_DEFAULT_MAX_MESSAGE_BYTES);
+    char *big = make_message(CONVO_DEFAULT_MAX_MESSAGE_BYTES + 1);
+    const char *batch[] = {"{\"role\":\"user\"}", big};
+    convo_error err;
+    ASSERT_FAILS(convo_append(conf_store, t, batch, NULL, 2, NULL, NULL, &err), err,
+                 CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    const char *one[] = {ok};
+    ck_assert_int_eq(conf_append(conf_store, t, one, 1), 0);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    conf_assert_message(h, 0, ok, CONVO_DEFAULT_MAX_MESSAGE_BYTES, "user", 0);
+    convo_history_free(h);
+    free(ok);
+    free(big);
+}
+END_TEST
+
+static char **numbered_messages(size_t n, const char *fmt)
+{
+    char **m = calloc(n, sizeof *m);
+    ck_assert_ptr_nonnull(m);
+    for (size_t i = 0; i < n; i++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, fmt, i);
+        ck_assert((m[i] = strdup(buf)) != NULL);
+    }
+    return m;
+}
+
+static void free_messages(char **m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(m[i]);
+    free(m);
+}
+
+START_TEST(test_batch_default_limit)
+{
+    char t[256];
+    TID(t, "batch");
+    size_t n = CONVO_DEFAULT_MAX_BATCH_MESSAGES;
+    char **m = numbered_messages(n + 1, "{\"role\":\"user\",\"i\":%zu}");
+    convo_error err;
+    ASSERT_FAILS(convo_append(conf_store, t, (const char *const *)m, NULL, n + 1, NULL, NULL, &err),
+                 err, CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    ck_assert_int_eq(conf_append(conf_store, t, (const char *const *)m, n), 0);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), n);
+    for (size_t i = 0; i < n; i++)
+        conf_assert_message(h, i, m[i], strlen(m[i]), "user", (int64_t)i);
+    convo_history_free(h);
+    free_messages(m, n + 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------- load options */
+
+struct load_case {
+    int64_t from, limit, tail;
+    int64_t first, count;
+};
+
+static const struct load_case load_cases[] = {
+    {0, 0, 0, 0, 10},  {3, 0, 0, 3, 7},   {0, 4, 0, 0, 4},  {3, 4, 0, 3, 4},
+    {8, 4, 0, 8, 2},   {0, 0, 3, 7, 3},   {0, 2, 3, 7, 2},  {8, 0, 3, 8, 2},
+    {2, 0, 3, 7, 3},   {0, 0, 20, 0, 10}, {0, 0, 10, 0, 10}, {10, 0, 0, 10, 0},
+    {100, 0, 0, 100, 0}, {0, 100, 0, 0, 10}, {9, 1, 0, 9, 1}, {0, 1, 1, 9, 1},
+    {5, 0, 20, 5, 5},  {3, INT64_MAX, 0, 3, 7}, {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, 0},
+    {0, INT64_MAX, INT64_MAX, 0, 10},
+};
+
+START_TEST(test_load_options)
+{
+    char t[256];
+    TID(t, "opts");
+    char **m = numbered_messages(10, "{\"role\":\"user\",\"i\":%zu}");
+    ck_assert_int_eq(conf_append(conf_store, t, (const char *const *)m, 10), 0);
+    for (size_t c = 0; c < sizeof load_cases / sizeof *load_cases; c++) {
+        const struct load_case *lc = &load_cases[c];
+        convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+        o.from_seq = lc->from;
+        o.limit = lc->limit;
+        o.tail = lc->tail;
+        convo_history *h = conf_load(conf_store, t, &o);
+        ck_assert_msg((int64_t)convo_history_count(h) == lc->count,
+                      "from %lld limit %lld tail %lld: %zu messages, expected %lld",
+                      (long long)lc->from, (long long)lc->limit, (long long)lc->tail,
+                      convo_history_count(h), (long long)lc->count);
+        ck_assert_int_eq(convo_history_length(h), 10);
+        for (int64_t i = 0; i < lc->count; i++)
+            conf_assert_message(h, (size_t)i, m[lc->first + i], strlen(m[lc->first + i]), "user",
+                                lc->first + i);
+        convo_history_free(h);
+    }
+    free_messages(m, 10);
+}
+END_TEST
+
+START_TEST(test_load_without_extra)
+{
+    char t[256];
+    TID(t, "noextra");
+    const char *m[] = {"{\"role\":\"user\"}"};
+    conf_append(conf_store, t, m, 1);
+    save_extra_ok(conf_store, t, "{\"k\":1}");
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.with_extra = 0;
+    convo_history *h = conf_load(conf_store, t, &o);
+    ck_assert_int_eq(convo_history_count(h), 1);
+    ck_assert_ptr_nonnull(convo_history_extra(h));
+    convo_history_free(h);
+    conf_assert_extra(conf_store, t, "{\"k\":1}");
+}
+END_TEST
+
+START_TEST(test_load_bad_options)
+{
+    char t[256];
+    TID(t, "badopts");
+    const char *m[] = {"{\"role\":\"user\"}"};
+    conf_append(conf_store, t, m, 1);
+    convo_history *h = (convo_history *)1;
+    convo_error err;
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.from_seq = -1;
+    ASSERT_FAILS(convo_load(conf_store, t, &o, &h, &err), err, CONVO_EINVAL);
+    ck_assert_ptr_null(h);
+    o.from_seq = 0;
+    o.limit = -1;
+    ASSERT_FAILS(convo_load(conf_store, t, &o, &h, &err), err, CONVO_EINVAL);
+    o.limit = 0;
+    o.tail = -5;
+    ASSERT_FAILS(convo_load(conf_store, t, &o, &h, &err), err, CONVO_EINVAL);
+    convo_load_opts v0 = CONVO_LOAD_OPTS_INIT, v99 = CONVO_LOAD_OPTS_INIT;
+    v0.version = 0;
+    v99.version = 99;
+    ASSERT_FAILS(convo_load(conf_store, t, &v0, &h, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_load(conf_store, t, &v99, &h, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_load(conf_store, t, NULL, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_load(NULL, t, NULL, &h, &err), err, CONVO_EINVAL);
+}
+END_TEST
+
+START_TEST(test_load_unknown_thread)
+{
+    char t[256];
+    TID(t, "nope");
+    convo_history *h = (convo_history *)1;
+    convo_error err;
+    ASSERT_FAILS(convo_load(conf_store, t, NULL, &h, &err), err, CONVO_ENOTFOUND);
+    ck_assert_ptr_null(h);
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.tail = 5;
+    ASSERT_FAILS(convo_load(conf_store, t, &o, &h, &err), err, CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_load(conf_store, t, NULL, &h, NULL), CONVO_ENOTFOUND);
+}
+END_TEST
+
+START_TEST(test_load_empty_thread)
+{
+    char t[256];
+    TID(t, "empty");
+    save_extra_ok(conf_store, t, "{}");
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 0);
+    ck_assert_int_eq(convo_history_length(h), 0);
+    assert_json_eq(convo_history_extra(h), "{}", "extra");
+    convo_history_free(h);
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.from_seq = 3;
+    o.tail = 2;
+    h = conf_load(conf_store, t, &o);
+    ck_assert_int_eq(convo_history_count(h), 0);
+    ck_assert_int_eq(convo_history_length(h), 0);
+    convo_history_free(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------ all or nothing */
+
+struct bad_message {
+    const char *name;
+    const char *bytes; /* NULL: a NULL pointer in the batch */
+    size_t len;        /* 0: strlen(bytes) */
+    int code;
+};
+
+#define NUL_INSIDE "{\"role\":\"user\",\"c\":\"a\0b\"}"
+static const struct bad_message bad_messages[] = {
+    {"not JSON", "{\"role\":\"user\"", 0, CONVO_EINVAL},
+    {"garbage after", "{\"role\":\"user\"} x", 0, CONVO_EINVAL},
+    {"two objects", "{\"role\":\"user\"}{\"role\":\"user\"}", 0, CONVO_EINVAL},
+    {"array", "[{\"role\":\"user\"}]", 0, CONVO_EINVAL},
+    {"string", "\"user\"", 0, CONVO_EINVAL},
+    {"number", "42", 0, CONVO_EINVAL},
+    {"null", "null", 0, CONVO_EINVAL},
+    {"empty", "", 0, CONVO_EINVAL},
+    {"blank", "   ", 0, CONVO_EINVAL},
+    {"missing role", "{\"content\":\"hi\"}", 0, CONVO_EINVAL},
+    {"ROLE is not role", "{\"Role\":\"user\"}", 0, CONVO_EINVAL},
+    {"empty role", "{\"role\":\"\"}", 0, CONVO_EINVAL},
+    {"numeric role", "{\"role\":5}", 0, CONVO_EINVAL},
+    {"null role", "{\"role\":null}", 0, CONVO_EINVAL},
+    {"object role", "{\"role\":{\"name\":\"user\"}}", 0, CONVO_EINVAL},
+    {"array role", "{\"role\":[\"user\"]}", 0, CONVO_EINVAL},
+    {"bool role", "{\"role\":true}", 0, CONVO_EINVAL},
+    {"role of 65 bytes",
+     "{\"role\":\"01234567890123456789012345678901234567890123456789012345678901234\"}", 0,
+     CONVO_EINVAL},
+    {"role of 66 bytes in 33 chars",
+     "{\"role\":\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\"}",
+     0, CONVO_EINVAL},
+    {"duplicate role", "{\"role\":\"user\",\"role\":\"system\"}", 0, CONVO_EINVAL},
+    {"invalid UTF-8", "{\"role\":\"user\",\"c\":\"\xff\xfe\"}", 0, CONVO_EINVAL},
+    {"overlong UTF-8", "{\"role\":\"user\",\"c\":\"\xc0\xaf\"}", 0, CONVO_EINVAL},
+    {"UTF-8 surrogate", "{\"role\":\"user\",\"c\":\"\xed\xa0\x80\"}", 0, CONVO_EINVAL},
+    {"truncated UTF-8", "{\"role\":\"user\",\"c\":\"\xe6\x97\"}", 0, CONVO_EINVAL},
+    {"raw control char", "{\"role\":\"user\",\"c\":\"a\x01\"}", 0, CONVO_EINVAL},
+    {"NUL byte inside", NUL_INSIDE, sizeof NUL_INSIDE - 1, CONVO_EINVAL},
+    {"NUL byte after", "{\"role\":\"user\"}\0", 16, CONVO_EINVAL},
+    {"lone surrogate escape", "{\"role\":\"user\",\"c\":\"\\ud800\"}", 0, CONVO_EINVAL},
+    {"single quotes", "{'role':'user'}", 0, CONVO_EINVAL},
+    {"trailing comma", "{\"role\":\"user\",}", 0, CONVO_EINVAL},
+    {"NULL pointer", NULL, 0, CONVO_EINVAL},
+};
+#define BAD_N (sizeof bad_messages / sizeof *bad_messages)
+
+static int append_with_bad(convo_store *s, const char *t, const struct bad_message *bad,
+                           convo_error *err)
+{
+    const char *batch[] = {"{\"role\":\"user\",\"c\":\"good\"}", bad->bytes,
+                           "{\"role\":\"assistant\",\"c\":\"good too\"}"};
+    size_t lens[] = {strlen(batch[0]),
+                     bad->len ? bad->len : (bad->bytes ? strlen(bad->bytes) : 0),
+                     strlen(batch[2])};
+    return convo_append(s, t, batch, lens, 3, NULL, NULL, err);
+}
+
+START_TEST(test_append_invalid_writes_nothing)
+{
+    const struct bad_message *bad = &bad_messages[_i];
+    char t[256], name[32];
+    snprintf(name, sizeof name, "new%d", _i);
+    TID(t, name);
+    convo_error err;
+    int rc = append_with_bad(conf_store, t, bad, &err);
+    ck_assert_msg(rc == bad->code, "%s: got %d (%s), expected %d", bad->name, rc,
+                  convo_strerror(rc), bad->code);
+    ASSERT_FAILS(rc, err, bad->code);
+    ck_assert_msg(conf_length(conf_store, t) == -1, "%s: a failed append created the thread",
+                  bad->name);
+
+    snprintf(name, sizeof name, "existing%d", _i);
+    TID(t, name);
+    const char *two[] = {"{\"role\":\"user\"}", "{\"role\":\"assistant\"}"};
+    conf_append(conf_store, t, two, 2);
+    rc = append_with_bad(conf_store, t, bad, &err);
+    ck_assert_msg(rc == bad->code, "%s: got %d", bad->name, rc);
+    ck_assert_msg(conf_length(conf_store, t) == 2, "%s: a failed append changed the length",
+                  bad->name);
+    ck_assert_int_eq(conf_append(conf_store, t, two, 1), 2);
+}
+END_TEST
+
+START_TEST(test_append_bad_arguments)
+{
+    char t[256];
+    TID(t, "args");
+    const char *m[] = {"{\"role\":\"user\"}"};
+    convo_error err;
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 0, NULL, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_append(conf_store, t, NULL, NULL, 1, NULL, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_append(NULL, t, m, NULL, 1, NULL, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_append(conf_store, NULL, m, NULL, 1, NULL, NULL, &err), err, CONVO_EINVAL);
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.version = 0;
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &o, NULL, &err), err, CONVO_EINVAL);
+    o.version = 99;
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &o, NULL, &err), err, CONVO_EINVAL);
+    convo_append_opts e = CONVO_APPEND_OPTS_INIT;
+    e.expected_length = -2;
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &e, NULL, &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    /* res may be NULL */
+    ck_assert_int_eq(convo_append(conf_store, t, m, NULL, 1, NULL, NULL, NULL), 0);
+    ck_assert_int_eq(conf_length(conf_store, t), 1);
+}
+END_TEST
+
+START_TEST(test_idempotency_key_validation)
+{
+    char t[256];
+    TID(t, "keys");
+    const char *m[] = {"{\"role\":\"user\"}"};
+    convo_error err;
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = "";
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &o, NULL, &err), err, CONVO_EINVAL);
+    char key[300];
+    memset(key, 'k', 257);
+    key[257] = '\0';
+    o.idempotency_key = key;
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &o, NULL, &err), err, CONVO_EINVAL);
+    o.idempotency_key = "bad\xff";
+    ASSERT_FAILS(convo_append(conf_store, t, m, NULL, 1, &o, NULL, &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    key[256] = '\0';
+    o.idempotency_key = key;
+    convo_append_result r;
+    ASSERT_OK(convo_append(conf_store, t, m, NULL, 1, &o, &r, &err), err);
+    ASSERT_OK(convo_append(conf_store, t, m, NULL, 1, &o, &r, &err), err);
+    ck_assert_int_eq(r.replayed, 1);
+    ck_assert_int_eq(conf_length(conf_store, t), 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------- limits */
+
+START_TEST(test_limit_message_bytes)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.max_message_bytes = 100;
+    convo_store *s = conf_open_ex(&so);
+    char t[256];
+    TID(t, "msg");
+    char *exact = make_message(100), *over = make_message(101);
+    const char *batch[] = {exact, over};
+    convo_error err;
+    ASSERT_FAILS(convo_append(s, t, batch, NULL, 2, NULL, NULL, &err), err, CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(s, t), -1);
+    ck_assert_int_eq(conf_append(s, t, batch, 1), 0);
+    ASSERT_FAILS(convo_append(s, t, batch, NULL, 2, NULL, NULL, &err), err, CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(s, t), 1);
+    free(exact);
+    free(over);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_limit_batch_messages)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.max_batch_messages = 5;
+    convo_store *s = conf_open_ex(&so);
+    char t[256];
+    TID(t, "batch");
+    char **m = numbered_messages(6, "{\"role\":\"user\",\"i\":%zu}");
+    convo_error err;
+    ASSERT_FAILS(convo_append(s, t, (const char *const *)m, NULL, 6, NULL, NULL, &err), err,
+                 CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(s, t), -1);
+    ck_assert_int_eq(conf_append(s, t, (const char *const *)m, 5), 0);
+    ASSERT_FAILS(convo_append(s, t, (const char *const *)m, NULL, 6, NULL, NULL, &err), err,
+                 CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(s, t), 5);
+    free_messages(m, 6);
+    convo_close(s);
+}
+END_TEST
+
+/* A patch of `len` bytes: {"KEY":"ccc..."}. */
+static char *make_patch(const char *key, char c, size_t len)
+{
+    size_t fixed = strlen(key) + 7;
+    ck_assert(len >= fixed);
+    char *p = malloc(len + 1);
+    ck_assert_ptr_nonnull(p);
+    int n = sprintf(p, "{\"%s\":\"", key);
+    memset(p + n, c, len - fixed);
+    strcpy(p + len - 2, "\"}");
+    return p;
+}
+
+START_TEST(test_limit_extra_bytes)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.max_extra_bytes = 100;
+    convo_store *s = conf_open_ex(&so);
+    char t[256];
+    TID(t, "extra");
+    char *too_big = make_patch("c", 'z', 120), *a = make_patch("a", 'x', 68),
+         *b = make_patch("b", 'y', 68), *a2 = make_patch("a", 'w', 68);
+    convo_error err;
+    ASSERT_FAILS(convo_save_extra(s, t, too_big, &err), err, CONVO_ETOOLARGE);
+    ck_assert_int_eq(conf_length(s, t), -1);
+    save_extra_ok(s, t, a);
+    /* the patch alone fits; merged with "a" it would not */
+    ASSERT_FAILS(convo_save_extra(s, t, b, &err), err, CONVO_ETOOLARGE);
+    conf_assert_extra(s, t, a);
+    /* replacing a key keeps the merged object small */
+    save_extra_ok(s, t, a2);
+    conf_assert_extra(s, t, a2);
+    free(too_big);
+    free(a);
+    free(b);
+    free(a2);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_limit_roles)
+{
+    const char *const roles[] = {"user", "assistant", NULL};
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.roles = roles;
+    convo_store *s = conf_open_ex(&so);
+    char t[256];
+    TID(t, "roles");
+    const char *batch[] = {"{\"role\":\"user\"}", "{\"role\":\"system\"}"};
+    convo_error err;
+    ASSERT_FAILS(convo_append(s, t, batch, NULL, 2, NULL, NULL, &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(s, t), -1);
+    const char *ok[] = {"{\"role\":\"user\"}", "{\"role\":\"assistant\"}"};
+    ck_assert_int_eq(conf_append(s, t, ok, 2), 0);
+    const char *near[] = {"{\"role\":\"users\"}"};
+    ASSERT_FAILS(convo_append(s, t, near, NULL, 1, NULL, NULL, &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(s, t), 2);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_store_opts_version)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    convo_store *s = (convo_store *)1;
+    convo_error err;
+    so.version = 0;
+    ASSERT_FAILS(convo_open_ex(&s, conf_url, &so, &err), err, CONVO_EINVAL);
+    ck_assert_ptr_null(s);
+    so.version = 99;
+    ASSERT_FAILS(convo_open_ex(&s, conf_url, &so, &err), err, CONVO_EINVAL);
+}
+END_TEST
+
+/* -------------------------------------------------------------- idempotency */
+
+static int append_opts(convo_store *s, const char *t, const char *const *m, size_t n,
+                       const char *key, int64_t expected, convo_append_result *res,
+                       convo_error *err)
+{
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = key;
+    o.expected_length = expected;
+    res->first_seq = -1;
+    res->count = 0;
+    res->replayed = -1;
+    return convo_append(s, t, m, NULL, n, &o, res, err);
+}
+
+static void assert_result(const convo_append_result *r, int64_t first, size_t count, int replayed)
+{
+    ck_assert_msg(r->first_seq == first && r->count == count && r->replayed == replayed,
+                  "append result {first %lld, count %zu, replayed %d}, expected {%lld, %zu, %d}",
+                  (long long)r->first_seq, r->count, r->replayed, (long long)first, count,
+                  replayed);
+}
+
+static const char *const three[] = {"{\"role\":\"user\",\"n\":1}", "{\"role\":\"assistant\",\"n\":2}",
+                                    "{\"role\":\"tool\",\"n\":3}"};
+
+START_TEST(test_idempotent_retry)
+{
+    char t[256];
+    TID(t, "retry");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
+    assert_result(&r, 0, 3, 0);
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
+    assert_result(&r, 0, 3, 1);
+    ck_assert_int_eq(conf_length(conf_store, t), 3);
+    ck_assert_int_eq(conf_append(conf_store, t, three, 2), 3);
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
+    assert_result(&r, 0, 3, 1);
+    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, "k2", -1, &r, &err), err);
+    assert_result(&r, 5, 1, 0);
+    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, "k2", -1, &r, &err), err);
+    assert_result(&r, 5, 1, 1);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 6);
+    const size_t src[] = {0, 1, 2, 0, 1, 2};
+    const char *roles[] = {"user", "assistant", "tool", "user", "assistant", "tool"};
+    for (size_t i = 0; i < 6; i++)
+        conf_assert_message(h, i, three[src[i]], strlen(three[src[i]]), roles[i], (int64_t)i);
+    convo_history_free(h);
+}
+END_TEST
+
+START_TEST(test_idempotency_per_thread)
+{
+    char a[256], b[256];
+    TID(a, "a");
+    TID(b, "b");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, a, three, 2, "same", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 0);
+    ASSERT_OK(append_opts(conf_store, b, three, 3, "same", -1, &r, &err), err);
+    assert_result(&r, 0, 3, 0);
+    ck_assert_int_eq(conf_length(conf_store, a), 2);
+    ck_assert_int_eq(conf_length(conf_store, b), 3);
+}
+END_TEST
+
+START_TEST(test_idempotency_odd_keys)
+{
+    static const char *const keys[] = {
+        "a.b", "$set", "$", ".", "k:1", "{tag}", "a b", "q\"uote", "back\\slash", "*", "?",
+        "[x]", "%41", "\xc3\xbc\xe6\x97\xa5\xf0\x9f\x98\x80", "0", "-1", "__proto__",
+    };
+    char t[256];
+    TID(t, "odd");
+    convo_append_result r;
+    convo_error err;
+    size_t n = sizeof keys / sizeof *keys;
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_OK(append_opts(conf_store, t, three, 1, keys[i], -1, &r, &err), err);
+        ck_assert_msg(r.replayed == 0 && r.first_seq == (int64_t)i,
+                      "key '%s': first %lld replayed %d", keys[i], (long long)r.first_seq,
+                      r.replayed);
+    }
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_OK(append_opts(conf_store, t, three, 1, keys[i], -1, &r, &err), err);
+        ck_assert_msg(r.replayed == 1 && r.first_seq == (int64_t)i,
+                      "retry of key '%s': first %lld replayed %d", keys[i],
+                      (long long)r.first_seq, r.replayed);
+    }
+    ck_assert_int_eq(conf_length(conf_store, t), (int64_t)n);
+}
+END_TEST
+
+START_TEST(test_idempotency_before_expected_length)
+{
+    char t[256];
+    TID(t, "order");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 0, &r, &err), err);
+    assert_result(&r, 0, 3, 0);
+    /* the retry's expected length (0) no longer matches, but the key wins */
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 0, &r, &err), err);
+    assert_result(&r, 0, 3, 1);
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 99, &r, &err), err);
+    assert_result(&r, 0, 3, 1);
+    ck_assert_int_eq(conf_length(conf_store, t), 3);
+}
+END_TEST
+
+/* A key is only remembered for a batch that was stored. */
+START_TEST(test_idempotency_failed_append_not_recorded)
+{
+    char t[256];
+    TID(t, "failed");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_FAILS(append_opts(conf_store, t, three, 3, "k", 5, &r, &err), err, CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    const char *bad[] = {"{\"role\":\"user\"}", "{nope"};
+    ASSERT_FAILS(append_opts(conf_store, t, bad, 2, "k", -1, &r, &err), err, CONVO_EINVAL);
+    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 0);
+    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 1);
+}
+END_TEST
+
+START_TEST(test_idempotency_survives_reopen)
+{
+    SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, "reopen");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "persist", -1, &r, &err), err);
+    convo_close(conf_store);
+    conf_store = conf_open();
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "persist", -1, &r, &err), err);
+    assert_result(&r, 0, 3, 1);
+    ck_assert_int_eq(conf_length(conf_store, t), 3);
+}
+END_TEST
+
+/* ---------------------------------------------------------- expected length */
+
+START_TEST(test_expected_length)
+{
+    char t[256];
+    TID(t, "expect");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    ASSERT_OK(append_opts(conf_store, t, three, 2, NULL, 0, &r, &err), err);
+    assert_result(&r, 0, 2, 0);
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 0, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, t), 2);
+    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, NULL, 2, &r, &err), err);
+    assert_result(&r, 2, 1, 0);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 3);
+    conf_assert_message(h, 2, three[2], strlen(three[2]), "tool", 2);
+    convo_history_free(h);
+}
+END_TEST
+
+START_TEST(test_expected_length_on_empty_thread)
+{
+    char t[256];
+    TID(t, "emptyexp");
+    save_extra_ok(conf_store, t, "{\"k\":\"v\"}");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_OK(append_opts(conf_store, t, three, 1, NULL, 0, &r, &err), err);
+    assert_result(&r, 0, 1, 0);
+    conf_assert_extra(conf_store, t, "{\"k\":\"v\"}");
+}
+END_TEST
+
+/* -------------------------------------------------------------------- extra */
+
+START_TEST(test_extra_shallow_merge)
+{
+    char t[256];
+    TID(t, "merge");
+    save_extra_ok(conf_store, t, "{\"a\":1,\"nested\":{\"x\":1,\"y\":2},\"keep\":\"k\"}");
+    conf_assert_extra(conf_store, t, "{\"a\":1,\"nested\":{\"x\":1,\"y\":2},\"keep\":\"k\"}");
+    save_extra_ok(conf_store, t, "{\"nested\":{\"z\":3},\"a\":null,\"new\":true}");
+    conf_assert_extra(conf_store, t,
+                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":\"k\",\"new\":true}");
+    save_extra_ok(conf_store, t, "{}");
+    conf_assert_extra(conf_store, t,
+                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":\"k\",\"new\":true}");
+    save_extra_ok(conf_store, t, "  {\n \"keep\" : [ 1 , 2 ] }  ");
+    conf_assert_extra(conf_store, t,
+                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":[1,2],\"new\":true}");
+}
+END_TEST
+
+START_TEST(test_extra_null_is_a_value)
+{
+    char t[256];
+    TID(t, "null");
+    save_extra_ok(conf_store, t, "{\"gone\":null}");
+    convo_history *h = conf_load(conf_store, t, NULL);
+    json_t *e = parse_json(convo_history_extra(h));
+    ck_assert_msg(json_object_get(e, "gone") != NULL && json_is_null(json_object_get(e, "gone")),
+                  "null was not stored as a value: %s", convo_history_extra(h));
+    json_decref(e);
+    convo_history_free(h);
+}
+END_TEST
+
+START_TEST(test_extra_odd_keys)
+{
+    char t[256];
+    TID(t, "keys");
+    const char *patch =
+        "{\".\":1,\"$\":2,\"\":3,\"a.b.$c\":4,\"$set\":5,\"$where\":6,\".lead\":7,\"trail.\":8,"
+        "\"\xc3\xbc\":9,\"\xe6\x97\xa5\xe6\x9c\xac\":10,\"\xf0\x9f\x98\x80\":11,\"123\":12,\"0\":13,"
+        "\"-1\":14,\"1e3\":15,\"__proto__\":16,\"constructor\":17,\"q\\\"uote\":18,"
+        "\"back\\\\slash\":19,\"with space\":20,\"line\\nbreak\":21,\"\\u00e9sc\":22,"
+        "\"a\\u0001b\":23,\"%2E\":24,\"_id\":25}";
+    save_extra_ok(conf_store, t, patch);
+    conf_assert_extra(conf_store, t, patch);
+    save_extra_ok(conf_store, t, "{\"a.b.$c\":\"replaced\",\"\":null}");
+    json_t *want = parse_json(patch);
+    json_object_set_new(want, "a.b.$c", json_string("replaced"));
+    json_object_set_new(want, "", json_null());
+    char *text = json_dumps(want, JSON_COMPACT);
+    conf_assert_extra(conf_store, t, text);
+    free(text);
+    json_decref(want);
+}
+END_TEST
+
+START_TEST(test_extra_types)
+{
+    char t[256];
+    TID(t, "types");
+    const char *patch =
+        "{\"s\":\"str\",\"empty\":\"\",\"u\":\"\xc3\xa9\xf0\x9f\x98\x80\\n\\t\\\"\",\"i\":42,"
+        "\"neg\":-7,\"zero\":0,\"f\":1.5,\"small\":-2.5e-10,\"huge\":1e300,\"t\":true,"
+        "\"fa\":false,\"n\":null,\"arr\":[1,\"a\",null,{\"x\":1},[],[[2]]],\"obj\":{},"
+        "\"deep\":{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":[{\"f\":\"g\"}]}}}}}}";
+    save_extra_ok(conf_store, t, patch);
+    conf_assert_extra(conf_store, t, patch);
+}
+END_TEST
+
+/* Numbers that a double cannot hold exactly, and a real that looks integral. */
+START_TEST(test_extra_number_precision)
+{
+    char t[256];
+    TID(t, "prec");
+    const char *patch = "{\"p53\":9007199254740993,\"max\":9223372036854775807,"
+                        "\"min\":-9223372036854775808,\"tenth\":0.1,\"third\":0.3333333333333333,"
+                        "\"one\":1.0}";
+    save_extra_ok(conf_store, t, patch);
+    conf_assert_extra(conf_store, t, patch);
+}
+END_TEST
+
+START_TEST(test_extra_many_keys)
+{
+    char t[256];
+    TID(t, "many");
+    json_t *want = json_object(), *patch = json_object();
+    for (int i = 0; i < 500; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "key%03d", i);
+        json_object_set_new(patch, k, json_integer(i));
+    }
+    char *text = json_dumps(patch, JSON_COMPACT);
+    save_extra_ok(conf_store, t, text);
+    free(text);
+    json_object_update(want, patch);
+    json_object_clear(patch);
+    for (int i = 250; i < 750; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "key%03d", i);
+        json_object_set_new(patch, k, json_string(k));
+    }
+    text = json_dumps(patch, JSON_COMPACT);
+    save_extra_ok(conf_store, t, text);
+    free(text);
+    json_object_update(want, patch);
+    text = json_dumps(want, JSON_COMPACT);
+    conf_assert_extra(conf_store, t, text);
+    free(text);
+    json_decref(want);
+    json_decref(patch);
+}
+END_TEST
+
+START_TEST(test_extra_invalid)
+{
+    static const char *const bad[] = {"{bad", "[1,2]", "\"s\"", "42", "null", "", "  ",
+                                      "{\"a\":1} x", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}"};
+    char t[256], u[256];
+    TID(t, "new");
+    TID(u, "existing");
+    save_extra_ok(conf_store, u, "{\"k\":1}");
+    convo_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = convo_save_extra(conf_store, t, bad[i], &err);
+        ck_assert_msg(rc == CONVO_EINVAL, "patch '%s' gave %d", bad[i], rc);
+        ASSERT_FAILS(rc, err, CONVO_EINVAL);
+        ASSERT_FAILS(convo_save_extra(conf_store, u, bad[i], &err), err, CONVO_EINVAL);
+    }
+    ASSERT_FAILS(convo_save_extra(conf_store, t, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_save_extra(conf_store, u, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_save_extra(NULL, u, "{}", &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    conf_assert_extra(conf_store, u, "{\"k\":1}");
+}
+END_TEST
+
+START_TEST(test_extra_and_messages_independent)
+{
+    char t[256];
+    TID(t, "indep");
+    save_extra_ok(conf_store, t, "{\"a\":1}");
+    ck_assert_int_eq(conf_length(conf_store, t), 0);
+    ck_assert_int_eq(conf_append(conf_store, t, three, 3), 0);
+    conf_assert_extra(conf_store, t, "{\"a\":1}");
+    save_extra_ok(conf_store, t, "{\"b\":2}");
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 3);
+    for (size_t i = 0; i < 3; i++)
+        conf_assert_message(h, i, three[i], strlen(three[i]), i == 0 ? "user" : i == 1 ? "assistant" : "tool", (int64_t)i);
+    assert_json_eq(convo_history_extra(h), "{\"a\":1,\"b\":2}", "extra");
+    convo_history_free(h);
+    ck_assert_int_eq(conf_append(conf_store, t, three, 1), 3);
+}
+END_TEST
+
+/* ------------------------------------------------------------- thread list */
+
+/* Creates prefix+name for each name (alternating append and save_extra) and
+ * returns the full ids. */
+static char **make_threads(convo_store *s, const char *prefix, const char *const *names, size_t n)
+{
+    char **ids = calloc(n, sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(prefix) + strlen(names[i]) + 1;
+        ck_assert((ids[i] = malloc(len)) != NULL);
+        snprintf(ids[i], len, "%s%s", prefix, names[i]);
+        if (i % 2)
+            save_extra_ok(s, ids[i], "{}");
+        else
+            conf_append(s, ids[i], three, 1);
+    }
+    return ids;
+}
+
+static const char *const order_names[] = {
+    "0", "A", "B", "Z", "a", "a b", "a/b", "a:b", "aa", "b", "~", "{x}",
+    "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xc2\xa0", "a\xc3\xa9", "ab", "aB",
+};
+#define ORDER_N (sizeof order_names / sizeof *order_names)
+
+START_TEST(test_list_byte_order)
+{
+    char p[256];
+    TID(p, "");
+    char **ids = make_threads(conf_store, p, order_names, ORDER_N);
+    assert_listed(conf_store, p, ids, ORDER_N, 100);
+    assert_listed(conf_store, p, ids, ORDER_N, 3);
+    assert_listed(conf_store, p, ids, ORDER_N, 1);
+    conf_ids_free(ids, ORDER_N);
+}
+END_TEST
+
+static void assert_first_after(convo_store *s, const char *after, const char *expected)
+{
+    convo_thread_page *pg;
+    convo_error err;
+    ASSERT_OK(convo_thread_list(s, after, 2, &pg, &err), err);
+    ck_assert_msg(convo_thread_page_count(pg) >= 1, "nothing listed after '%s'", after);
+    ck_assert_str_eq(convo_thread_page_id(pg, 0), expected);
+    convo_thread_page_free(pg);
+}
+
+START_TEST(test_list_after)
+{
+    char p[256], after[300], want[300];
+    TID(p, "");
+    char **ids = make_threads(conf_store, p, order_names, ORDER_N);
+    snprintf(after, sizeof after, "%sa", p);
+    snprintf(want, sizeof want, "%sa b", p);
+    assert_first_after(conf_store, after, want); /* strictly after an existing id */
+    snprintf(after, sizeof after, "%sa0", p);
+    snprintf(want, sizeof want, "%sa:b", p);
+    assert_first_after(conf_store, after, want); /* after an id that does not exist */
+    snprintf(after, sizeof after, "%s", p);
+    snprintf(want, sizeof want, "%s0", p);
+    assert_first_after(conf_store, after, want);
+    conf_ids_free(ids, ORDER_N);
+}
+END_TEST
+
+START_TEST(test_list_pagination)
+{
+    char p[256];
+    TID(p, "");
+    char *names[25];
+    for (int i = 0; i < 25; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "%02d", i);
+        names[i] = strdup(n);
+    }
+    char **ids = make_threads(conf_store, p, (const char *const *)names, 25);
+    convo_thread_page *pg;
+    convo_error err;
+    ASSERT_OK(convo_thread_list(conf_store, p, 10, &pg, &err), err);
+    ck_assert_int_eq(convo_thread_page_count(pg), 10);
+    ck_assert_pstr_eq(convo_thread_page_next(pg), ids[9]);
+    convo_thread_page_free(pg);
+    ASSERT_OK(convo_thread_list(conf_store, ids[9], 10, &pg, &err), err);
+    ck_assert_int_eq(convo_thread_page_count(pg), 10);
+    ck_assert_str_eq(convo_thread_page_id(pg, 0), ids[10]);
+    ck_assert_pstr_eq(convo_thread_page_next(pg), ids[19]);
+    convo_thread_page_free(pg);
+    assert_listed(conf_store, p, ids, 25, 10);
+    assert_listed(conf_store, p, ids, 25, 25);
+    assert_listed(conf_store, p, ids, 25, 7);
+    conf_ids_free(ids, 25);
+    for (int i = 0; i < 25; i++)
+        free(names[i]);
+}
+END_TEST
+
+/* Lists from `after` to the end of the store; checks next is NULL exactly on
+ * the last page. Returns how many ids were listed. */
+static size_t list_to_end(convo_store *s, const char *after, size_t limit)
+{
+    char *from = strdup(after);
+    size_t total = 0;
+    for (int pages = 0;; pages++) {
+        ck_assert_msg(pages < 10000, "listing never ends");
+        convo_thread_page *pg;
+        convo_error err;
+        ASSERT_OK(convo_thread_list(s, from, limit, &pg, &err), err);
+        int left = 0;
+        check_page(pg, from, limit, "", &left);
+        size_t k = convo_thread_page_count(pg);
+        total += k;
+        const char *next = convo_thread_page_next(pg);
+        if (!next) {
+            if (k > 0) {
+                convo_thread_page *rest;
+                ASSERT_OK(convo_thread_list(s, convo_thread_page_id(pg, k - 1), limit, &rest,
+                                            &err),
+                          err);
+                ck_assert_msg(convo_thread_page_count(rest) == 0,
+                              "next was NULL but more threads follow");
+                convo_thread_page_free(rest);
+            }
+            convo_thread_page_free(pg);
+            break;
+        }
+        free(from);
+        from = strdup(next);
+        convo_thread_page_free(pg);
+    }
+    free(from);
+    return total;
+}
+
+START_TEST(test_list_last_page)
+{
+    char p[300];
+    snprintf(p, sizeof p, HIGH "%s/%s/", conf_prefix, __func__);
+    static const char *const names[] = {"x", "y", "z"};
+    char **ids = make_threads(conf_store, p, names, 3);
+    ck_assert_int_ge(list_to_end(conf_store, p, 3), 3);
+    ck_assert_int_ge(list_to_end(conf_store, p, 2), 3);
+    ck_assert_int_ge(list_to_end(conf_store, p, 1), 3);
+    ck_assert_int_ge(list_to_end(conf_store, p, 100), 3);
+    ck_assert_int_eq(list_to_end(conf_store, ids[0], 1), list_to_end(conf_store, p, 1) - 1);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_eq(convo_thread_delete(conf_store, ids[i], NULL), 0);
+    conf_ids_free(ids, 3);
+}
+END_TEST
+
+START_TEST(test_list_deleted_disappear)
+{
+    char p[256];
+    TID(p, "");
+    static const char *const names[] = {"a", "b", "c", "d", "e"};
+    char **ids = make_threads(conf_store, p, names, 5);
+    ck_assert_int_eq(convo_thread_delete(conf_store, ids[1], NULL), 0);
+    ck_assert_int_eq(convo_thread_delete(conf_store, ids[4], NULL), 0);
+    char *left[] = {ids[0], ids[2], ids[3]};
+    assert_listed(conf_store, p, left, 3, 2);
+    conf_ids_free(ids, 5);
+}
+END_TEST
+
+START_TEST(test_list_arguments)
+{
+    convo_thread_page *pg = (convo_thread_page *)1;
+    convo_error err;
+    ASSERT_OK(convo_thread_list(conf_store, NULL, 0, &pg, &err), err);
+    ck_assert_int_le(convo_thread_page_count(pg), 100);
+    convo_thread_page_free(pg);
+    ASSERT_OK(convo_thread_list(conf_store, "", 5, &pg, &err), err);
+    ck_assert_int_le(convo_thread_page_count(pg), 5);
+    convo_thread_page_free(pg);
+    ASSERT_FAILS(convo_thread_list(conf_store, NULL, 10001, &pg, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_thread_list(conf_store, NULL, 10, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_thread_list(NULL, NULL, 10, &pg, &err), err, CONVO_EINVAL);
+    convo_thread_page_free(NULL);
+    convo_history_free(NULL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------- delete */
+
+START_TEST(test_delete_removes_everything)
+{
+    char t[256];
+    TID(t, "del");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, t, three, 3, "key", -1, &r, &err), err);
+    save_extra_ok(conf_store, t, "{\"old\":1}");
+    ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+    ASSERT_FAILS(convo_thread_delete(conf_store, t, &err), err, CONVO_ENOTFOUND);
+    /* a new thread of the same id: seq from 0, no old key, no old extra */
+    ASSERT_OK(append_opts(conf_store, t, three + 1, 2, "key", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 0);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    conf_assert_message(h, 0, three[1], strlen(three[1]), "assistant", 0);
+    assert_json_eq(convo_history_extra(h), "{}", "extra after delete");
+    convo_history_free(h);
+    char p[256];
+    TID(p, "");
+    size_t n;
+    char **ids = conf_list_prefix(conf_store, p, 10, &n);
+    ck_assert_int_eq(n, 1);
+    conf_ids_free(ids, n);
+}
+END_TEST
+
+START_TEST(test_delete_unknown)
+{
+    char t[256];
+    TID(t, "never");
+    convo_error err;
+    ASSERT_FAILS(convo_thread_delete(conf_store, t, &err), err, CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_thread_delete(conf_store, t, NULL), CONVO_ENOTFOUND);
+    ASSERT_FAILS(convo_thread_delete(NULL, t, &err), err, CONVO_EINVAL);
+}
+END_TEST
+
+START_TEST(test_delete_extra_only_thread)
+{
+    char t[256];
+    TID(t, "extraonly");
+    save_extra_ok(conf_store, t, "{}");
+    convo_error err;
+    ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, t), -1);
+}
+END_TEST
+
+/* Deleting "d" must not touch ids that merely start with it or match it as a pattern. */
+START_TEST(test_delete_spares_neighbours)
+{
+    char p[256];
+    TID(p, "");
+    static const char *const names[] = {"d", "d*", "d?", "d1", "d:x", "d{x}", "d/x", "d\\",
+                                        "d[a]", "d%", "d_", "*", "D"};
+    size_t n = sizeof names / sizeof *names;
+    char **ids = make_threads(conf_store, p, names, n);
+    convo_error err;
+    ASSERT_OK(convo_thread_delete(conf_store, ids[0], &err), err);
+    ASSERT_OK(convo_thread_delete(conf_store, ids[1], &err), err);
+    ASSERT_OK(convo_thread_delete(conf_store, ids[11], &err), err);
+    for (size_t i = 0; i < n; i++) {
+        int gone = i == 0 || i == 1 || i == 11;
+        int64_t len = conf_length(conf_store, ids[i]);
+        ck_assert_msg(gone ? len == -1 : len >= 0, "thread '%s': length %lld after deletes",
+                      names[i], (long long)len);
+        if (!gone)
+            ck_assert_int_eq(len, i % 2 ? 0 : 1);
+    }
+    char *left[16];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i != 0 && i != 1 && i != 11)
+            left[k++] = ids[i];
+    assert_listed(conf_store, p, left, k, 4);
+    conf_ids_free(ids, n);
+}
+END_TEST
+
+/* --------------------------------------------------------------------- fork */
+
+static void assert_same_prefix(convo_store *s, const char *src, const char *dst, int64_t upto)
+{
+    convo_history *a = conf_load(s, src, NULL), *b = conf_load(s, dst, NULL);
+    ck_assert_int_eq(convo_history_length(b), upto);
+    ck_assert_int_eq(convo_history_count(b), upto);
+    for (size_t i = 0; i < (size_t)upto; i++) {
+        size_t len;
+        const char *m = convo_history_message(a, i, &len);
+        conf_assert_message(b, i, m, len, convo_history_role(a, i), (int64_t)i);
+        ck_assert_int_eq(convo_history_created_at(b, i), convo_history_created_at(a, i));
+    }
+    assert_json_eq(convo_history_extra(b), convo_history_extra(a), "forked extra");
+    convo_history_free(a);
+    convo_history_free(b);
+}
+
+START_TEST(test_fork_copies)
+{
+    char src[256], all[256], part[256], none[256];
+    TID(src, "src");
+    TID(all, "all");
+    TID(part, "part");
+    TID(none, "none");
+    conf_append(conf_store, src, rt_msgs, RT_N);
+    save_extra_ok(conf_store, src, "{\"title\":\"x\",\"n\":{\"deep\":[1,2]}}");
+    convo_error err;
+    ASSERT_OK(convo_thread_fork(conf_store, src, all, -1, &err), err);
+    assert_same_prefix(conf_store, src, all, RT_N);
+    ASSERT_OK(convo_thread_fork(conf_store, src, part, 4, &err), err);
+    assert_same_prefix(conf_store, src, part, 4);
+    ASSERT_OK(convo_thread_fork(conf_store, src, none, 0, &err), err);
+    assert_same_prefix(conf_store, src, none, 0);
+    char exact[256];
+    TID(exact, "exact");
+    ASSERT_OK(convo_thread_fork(conf_store, src, exact, RT_N, &err), err);
+    assert_same_prefix(conf_store, src, exact, RT_N);
+}
+END_TEST
+
+START_TEST(test_fork_errors)
+{
+    char src[256], dst[256], other[256], nosrc[256];
+    TID(src, "src");
+    TID(dst, "dst");
+    TID(other, "other");
+    TID(nosrc, "nosrc");
+    conf_append(conf_store, src, three, 3);
+    save_extra_ok(conf_store, other, "{\"mine\":1}");
+    convo_error err;
+    ASSERT_FAILS(convo_thread_fork(conf_store, nosrc, dst, -1, &err), err, CONVO_ENOTFOUND);
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 4, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, -2, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, src, -1, &err), err, CONVO_EINVAL);
+    ck_assert_int_eq(conf_length(conf_store, dst), -1);
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, other, -1, &err), err, CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, other), 0);
+    conf_assert_extra(conf_store, other, "{\"mine\":1}");
+    ASSERT_OK(convo_thread_fork(conf_store, src, dst, 1, &err), err);
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 1, &err), err, CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, dst), 1);
+    ASSERT_FAILS(convo_thread_fork(NULL, src, dst, 1, &err), err, CONVO_EINVAL);
+}
+END_TEST
+
+START_TEST(test_fork_independent)
+{
+    char src[256], dst[256];
+    TID(src, "src");
+    TID(dst, "dst");
+    conf_append(conf_store, src, three, 3);
+    save_extra_ok(conf_store, src, "{\"a\":1}");
+    convo_error err;
+    ASSERT_OK(convo_thread_fork(conf_store, src, dst, 2, &err), err);
+    ck_assert_int_eq(conf_append(conf_store, src, three, 2), 3);
+    save_extra_ok(conf_store, src, "{\"a\":2,\"b\":1}");
+    ck_assert_int_eq(conf_length(conf_store, dst), 2);
+    conf_assert_extra(conf_store, dst, "{\"a\":1}");
+    ck_assert_int_eq(conf_append(conf_store, dst, three + 2, 1), 2);
+    save_extra_ok(conf_store, dst, "{\"c\":3}");
+    ck_assert_int_eq(conf_length(conf_store, src), 5);
+    conf_assert_extra(conf_store, src, "{\"a\":2,\"b\":1}");
+    conf_assert_extra(conf_store, dst, "{\"a\":1,\"c\":3}");
+    convo_history *h = conf_load(conf_store, dst, NULL);
+    conf_assert_message(h, 2, three[2], strlen(three[2]), "tool", 2);
+    convo_history_free(h);
+    ASSERT_OK(convo_thread_delete(conf_store, src, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, dst), 3);
+}
+END_TEST
+
+START_TEST(test_fork_extra_only_source)
+{
+    char src[256], dst[256];
+    TID(src, "src");
+    TID(dst, "dst");
+    save_extra_ok(conf_store, src, "{\"only\":\"extra\"}");
+    convo_error err;
+    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 1, &err), err, CONVO_EINVAL);
+    ASSERT_OK(convo_thread_fork(conf_store, src, dst, -1, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, dst), 0);
+    conf_assert_extra(conf_store, dst, "{\"only\":\"extra\"}");
+}
+END_TEST
+
+/* Idempotency keys stay with the source: a retry on the fork stores anew. */
+START_TEST(test_fork_leaves_idempotency_keys)
+{
+    char src[256], dst[256];
+    TID(src, "src");
+    TID(dst, "dst");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, src, three, 2, "k", -1, &r, &err), err);
+    ASSERT_OK(convo_thread_fork(conf_store, src, dst, -1, &err), err);
+    ASSERT_OK(append_opts(conf_store, dst, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 2, 2, 0);
+    ASSERT_OK(append_opts(conf_store, src, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- thread ids */
+
+START_TEST(test_thread_id_invalid)
+{
+    char long_id[CONVO_MAX_THREAD_ID_BYTES + 2];
+    memset(long_id, 'a', CONVO_MAX_THREAD_ID_BYTES + 1);
+    long_id[CONVO_MAX_THREAD_ID_BYTES + 1] = '\0';
+    const char *bad[] = {"", NULL, long_id, "a\x01" "b", "a\nb", "a\tb", "a\rb", "a\x7f",
+                         "a\xc2\x85" "b", "\xc2\x9f", "\x1b[0m", "a\xff", "\xc0\xaf",
+                         "\xed\xa0\x80", "\xe6\x97", "\xf4\x90\x80\x80"};
+    char ok[256];
+    TID(ok, "ok");
+    conf_append(conf_store, ok, three, 1);
+    convo_history *h;
+    convo_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ASSERT_FAILS(convo_append(conf_store, bad[i], three, NULL, 1, NULL, NULL, &err), err,
+                     CONVO_EINVAL);
+        ASSERT_FAILS(convo_load(conf_store, bad[i], NULL, &h, &err), err, CONVO_EINVAL);
+        ASSERT_FAILS(convo_save_extra(conf_store, bad[i], "{}", &err), err, CONVO_EINVAL);
+        ASSERT_FAILS(convo_thread_delete(conf_store, bad[i], &err), err, CONVO_EINVAL);
+        ASSERT_FAILS(convo_thread_fork(conf_store, ok, bad[i], -1, &err), err, CONVO_EINVAL);
+        ASSERT_FAILS(convo_thread_fork(conf_store, bad[i], ok, -1, &err), err, CONVO_EINVAL);
+    }
+}
+END_TEST
+
+static const char *const odd_names[] = {
+    " spaces ", ":", "a:b:c", "{x}", "}{", "/", "a/b/", "\"", "'", "\\", "*", "?", "[a-z]",
+    "%41", "%", "+", "#", "&", "=", "$", ".", "..", "a.b", "__", "\xc2\xa0",
+    "\xe2\x80\xa8", "\xc3\xbc\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x98\x80", "-", "a,b", "a;b", "~",
+    "SELECT", "' OR '1'='1", "$where", "{\"$gt\":\"\"}",
+};
+#define ODD_N (sizeof odd_names / sizeof *odd_names)
+
+START_TEST(test_thread_id_roundtrip)
+{
+    char p[256];
+    TID(p, "");
+    const char *names[ODD_N + 1];
+    memcpy(names, odd_names, sizeof odd_names);
+    char longest[CONVO_MAX_THREAD_ID_BYTES + 1];
+    size_t plen = strlen(p);
+    memset(longest, 'x', CONVO_MAX_THREAD_ID_BYTES - plen);
+    longest[CONVO_MAX_THREAD_ID_BYTES - plen] = '\0';
+    names[ODD_N] = longest;
+    char **ids = calloc(ODD_N + 1, sizeof *ids);
+    for (size_t i = 0; i <= ODD_N; i++) {
+        ids[i] = malloc(plen + strlen(names[i]) + 1);
+        sprintf(ids[i], "%s%s", p, names[i]);
+        char m[64];
+        snprintf(m, sizeof m, "{\"role\":\"user\",\"i\":%zu}", i);
+        const char *one[] = {m};
+        ck_assert_int_eq(conf_append(conf_store, ids[i], one, 1), 0);
+        save_extra_ok(conf_store, ids[i], "{\"k\":1}");
+    }
+    ck_assert_int_eq(strlen(ids[ODD_N]), CONVO_MAX_THREAD_ID_BYTES);
+    for (size_t i = 0; i <= ODD_N; i++) {
+        char m[64];
+        snprintf(m, sizeof m, "{\"role\":\"user\",\"i\":%zu}", i);
+        convo_history *h = conf_load(conf_store, ids[i], NULL);
+        ck_assert_msg(convo_history_count(h) == 1, "thread '%s' has %zu messages", names[i],
+                      convo_history_count(h));
+        conf_assert_message(h, 0, m, strlen(m), "user", 0);
+        convo_history_free(h);
+    }
+    assert_listed(conf_store, p, ids, ODD_N + 1, 8);
+    char dst[600];
+    snprintf(dst, sizeof dst, "%s%s", p, "fork{of}:\"odd\"");
+    convo_error err;
+    ASSERT_OK(convo_thread_fork(conf_store, ids[3], dst, -1, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, dst), 1);
+    for (size_t i = 0; i <= ODD_N; i++)
+        ASSERT_OK(convo_thread_delete(conf_store, ids[i], &err), err);
+    size_t n;
+    char **left = conf_list_prefix(conf_store, p, 100, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(left[0], dst);
+    conf_ids_free(left, n);
+    conf_ids_free(ids, ODD_N + 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------- errors */
+
+START_TEST(test_strerror)
+{
+    const int codes[] = {CONVO_OK, CONVO_ERROR, CONVO_EINVAL, CONVO_ENOTFOUND, CONVO_ECONFLICT,
+                         CONVO_ETOOLARGE, CONVO_EIO, CONVO_ETIMEOUT, CONVO_ENOMEM,
+                         CONVO_ENOTSUP, CONVO_ECORRUPT};
+    size_t n = sizeof codes / sizeof *codes;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = convo_strerror(codes[i]);
+        ck_assert_msg(s && *s && !strchr(s, '\n'), "convo_strerror(%d) is empty", codes[i]);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(strcmp(s, convo_strerror(codes[j])) != 0,
+                          "codes %d and %d share the text '%s'", codes[i], codes[j], s);
+    }
+    ck_assert_ptr_nonnull(convo_strerror(-999));
+    ck_assert_ptr_nonnull(convo_strerror(12345));
+    ck_assert_ptr_nonnull(convo_version());
+}
+END_TEST
+
+START_TEST(test_error_cleared_on_success)
+{
+    char t[256];
+    TID(t, "clear");
+    convo_error err;
+    ASSERT_FAILS(convo_load(conf_store, t, NULL, &(convo_history *){NULL}, &err), err,
+                 CONVO_ENOTFOUND);
+    ASSERT_OK(convo_append(conf_store, t, three, NULL, 1, NULL, NULL, &err), err);
+    ck_assert_int_eq(err.code, 0);
+    ASSERT_FAILS(convo_save_extra(conf_store, t, "[]", &err), err, CONVO_EINVAL);
+    ASSERT_OK(convo_save_extra(conf_store, t, "{}", &err), err);
+    ck_assert_int_eq(err.code, 0);
+}
+END_TEST
+
+/* Every call accepts err == NULL and still returns its code. */
+START_TEST(test_null_error_struct)
+{
+    char t[256], u[256];
+    TID(t, "t");
+    TID(u, "u");
+    convo_history *h;
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_append(conf_store, t, three, NULL, 2, NULL, NULL, NULL), 0);
+    ck_assert_int_eq(convo_append(conf_store, "", three, NULL, 2, NULL, NULL, NULL), CONVO_EINVAL);
+    ck_assert_int_eq(convo_load(conf_store, u, NULL, &h, NULL), CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_load(conf_store, t, NULL, &h, NULL), 0);
+    convo_history_free(h);
+    ck_assert_int_eq(convo_save_extra(conf_store, t, "x", NULL), CONVO_EINVAL);
+    ck_assert_int_eq(convo_save_extra(conf_store, t, "{}", NULL), 0);
+    ck_assert_int_eq(convo_thread_fork(conf_store, t, u, 5, NULL), CONVO_EINVAL);
+    ck_assert_int_eq(convo_thread_fork(conf_store, t, u, -1, NULL), 0);
+    ck_assert_int_eq(convo_thread_fork(conf_store, t, u, -1, NULL), CONVO_ECONFLICT);
+    ck_assert_int_eq(convo_thread_list(conf_store, NULL, 1, &p, NULL), 0);
+    convo_thread_page_free(p);
+    ck_assert_int_eq(convo_thread_delete(conf_store, u, NULL), 0);
+    ck_assert_int_eq(convo_thread_delete(conf_store, u, NULL), CONVO_ENOTFOUND);
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.expected_length = 0;
+    ck_assert_int_eq(convo_append(conf_store, t, three, NULL, 1, &o, NULL, NULL), CONVO_ECONFLICT);
+    ck_assert_int_eq(convo_open(NULL, conf_url, NULL), CONVO_EINVAL);
+}
+END_TEST
+
+/* -------------------------------------------------------------- concurrency */
+
+#define WRITERS 8
+#define BATCHES 50
+#define PER_BATCH 3
+
+/* One thread of a concurrent test. Either every worker shares one store, or
+ * (own = 1) each opens its own, as separate processes would. */
+typedef struct worker {
+    convo_store *shared;
+    int own;
+    const char *tid;
+    int id;
+    pthread_barrier_t *barrier;
+    int rc;
+    char msg[300];
+    int64_t firsts[BATCHES];
+    size_t counts[BATCHES];
+    int replayed[BATCHES];
+    int count; /* test-specific tally */
+} worker;
+
+static int worker_fail(worker *w, int rc, const convo_error *err, const char *what)
+{
+    w->rc = rc;
+    snprintf(w->msg, sizeof w->msg, "worker %d: %s: %d (%s): %s", w->id, what, rc,
+             convo_strerror(rc), err ? err->message : "");
+    return rc;
+}
+
+/* The worker's store, after waiting at the barrier; NULL on failure. */
+static convo_store *worker_begin(worker *w)
+{
+    convo_store *s = w->shared;
+    convo_error err;
+    int rc = 0;
+    if (w->own)
+        rc = convo_open(&s, conf_url, &err);
+    pthread_barrier_wait(w->barrier);
+    if (rc != 0) {
+        worker_fail(w, rc, &err, "open");
+        return NULL;
+    }
+    return s;
+}
+
+static void worker_end(worker *w, convo_store *s)
+{
+    if (w->own)
+        convo_close(s);
+}
+
+/* Runs fn on n workers at once and asserts none reported an error. */
+static void run_workers(int n, void *(*fn)(void *), worker *ws, int own, const char *tid)
+{
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, (unsigned)n);
+    pthread_t th[32];
+    for (int i = 0; i < n; i++) {
+        ws[i].shared = conf_store;
+        ws[i].own = own;
+        ws[i].tid = tid;
+        ws[i].id = i;
+        ws[i].barrier = &barrier;
+        ws[i].rc = 0;
+        ws[i].msg[0] = '\0';
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fn, &ws[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&barrier);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(ws[i].rc == 0, "%s", ws[i].msg);
+}
+
+static int append_tagged(convo_store *s, const char *tid, int w, int b, int per,
+                         int64_t *first, convo_error *err)
+{
+    char bufs[PER_BATCH][96];
+    const char *msgs[PER_BATCH];
+    for (int i = 0; i < per; i++) {
+        snprintf(bufs[i], sizeof bufs[i], "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d}", w, b,
+                 i);
+        msgs[i] = bufs[i];
+    }
+    convo_append_result r;
+    int rc = convo_append(s, tid, msgs, NULL, (size_t)per, NULL, &r, err);
+    if (rc == 0 && first)
+        *first = r.first_seq;
+    return rc;
+}
+
+static void *append_worker(void *arg)
+{
+    worker *w = arg;
+    convo_store *s = worker_begin(w);
+    for (int b = 0; s && b < BATCHES; b++) {
+        convo_error err;
+        int rc = append_tagged(s, w->tid, w->id, b, PER_BATCH, &w->firsts[b], &err);
+        if (rc != 0) {
+            worker_fail(w, rc, &err, "append");
+            break;
+        }
+    }
+    if (s)
+        worker_end(w, s);
+    return NULL;
+}
+
+/* Every writer's batches are whole, in its order, and seq is dense; firsts
+ * (may be NULL) are the seqs each append reported. */
+static void verify_tagged(convo_store *s, const char *tid, int writers, int batches, int per,
+                          int64_t firsts[][BATCHES])
+{
+    convo_history *h = conf_load(s, tid, NULL);
+    size_t total = (size_t)(writers * batches * per);
+    ck_assert_int_eq(convo_history_count(h), total);
+    ck_assert_int_eq(convo_history_length(h), (int64_t)total);
+    int next_b[32] = {0}, cur_w = -1, cur_b = -1;
+    for (size_t k = 0; k < total; k++) {
+        ck_assert_int_eq(convo_history_seq(h, k), (int64_t)k);
+        json_t *m = parse_json(convo_history_message(h, k, NULL));
+        int w = -1, b = -1, i = -1;
+        ck_assert_int_eq(json_unpack(m, "{s:i,s:i,s:i}", "w", &w, "b", &b, "i", &i), 0);
+        json_decref(m);
+        ck_assert_msg(w >= 0 && w < writers && i == (int)(k % (size_t)per),
+                      "message %zu (w %d, b %d, i %d) breaks a batch", k, w, b, i);
+        if (i == 0) {
+            ck_assert_msg(b == next_b[w], "writer %d: batch %d stored where %d was due", w, b,
+                          next_b[w]);
+            next_b[w]++;
+            if (firsts)
+                ck_assert_msg(firsts[w][b] == (int64_t)k,
+                              "writer %d batch %d reported seq %lld, stored at %zu", w, b,
+                              (long long)firsts[w][b], k);
+            cur_w = w;
+            cur_b = b;
+        } else {
+            ck_assert_msg(w == cur_w && b == cur_b, "batch interleaved at message %zu", k);
+        }
+    }
+    for (int w = 0; w < writers; w++)
+        ck_assert_int_eq(next_b[w], batches);
+    convo_history_free(h);
+}
+
+/* _i: 0 = one shared store, 1 = a store per thread */
+START_TEST(test_concurrent_appends_threads)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    worker ws[WRITERS];
+    run_workers(WRITERS, append_worker, ws, _i, t);
+    int64_t firsts[WRITERS][BATCHES];
+    for (int w = 0; w < WRITERS; w++)
+        memcpy(firsts[w], ws[w].firsts, sizeof firsts[w]);
+    verify_tagged(conf_store, t, WRITERS, BATCHES, PER_BATCH, firsts);
+}
+END_TEST
+
+static void *extra_worker(void *arg)
+{
+    worker *w = arg;
+    convo_store *s = worker_begin(w);
+    for (int j = 0; s && j < 20; j++) {
+        char patch[128];
+        snprintf(patch, sizeof patch, "{\"t%d_%d\":{\"w\":%d,\"j\":%d}}", w->id, j, w->id, j);
+        convo_error err;
+        int rc = convo_save_extra(s, w->tid, patch, &err);
+        if (rc != 0) {
+            worker_fail(w, rc, &err, "save_extra");
+            break;
+        }
+    }
+    if (s)
+        worker_end(w, s);
+    return NULL;
+}
+
+static void assert_extra_keys(convo_store *s, const char *tid, char tag, int writers, int keys)
+{
+    convo_history *h = conf_load(s, tid, NULL);
+    json_t *e = parse_json(convo_history_extra(h));
+    for (int w = 0; w < writers; w++)
+        for (int j = 0; j < keys; j++) {
+            char k[32];
+            snprintf(k, sizeof k, "%c%d_%d", tag, w, j);
+            json_t *v = json_object_get(e, k);
+            int gw = -1, gj = -1;
+            ck_assert_msg(v && json_unpack(v, "{s:i,s:i}", "w", &gw, "j", &gj) == 0 &&
+                              gw == w && gj == j,
+                          "extra key %s lost or wrong", k);
+        }
+    json_decref(e);
+    convo_history_free(h);
+}
+
+START_TEST(test_concurrent_extra_threads)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    worker ws[WRITERS];
+    run_workers(WRITERS, extra_worker, ws, _i, t);
+    assert_extra_keys(conf_store, t, 't', WRITERS, 20);
+}
+END_TEST
+
+/* Appends and extra merges on one new thread at the same time. */
+static void *mixed_worker(void *arg)
+{
+    worker *w = arg;
+    if (w->id % 2)
+        return extra_worker(arg);
+    convo_store *s = worker_begin(w);
+    for (int b = 0; s && b < 25; b++) {
+        convo_error err;
+        int rc = append_tagged(s, w->tid, w->id / 2, b, 2, NULL, &err);
+        if (rc != 0) {
+            worker_fail(w, rc, &err, "append");
+            break;
+        }
+    }
+    if (s)
+        worker_end(w, s);
+    return NULL;
+}
+
+START_TEST(test_concurrent_mixed)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    worker ws[WRITERS];
+    run_workers(WRITERS, mixed_worker, ws, _i, t);
+    verify_tagged(conf_store, t, WRITERS / 2, 25, 2, NULL);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    json_t *e = parse_json(convo_history_extra(h));
+    ck_assert_int_eq(json_object_size(e), (WRITERS / 2) * 20);
+    for (int w = 1; w < WRITERS; w += 2)
+        for (int j = 0; j < 20; j++) {
+            char k[32];
+            snprintf(k, sizeof k, "t%d_%d", w, j);
+            ck_assert_msg(json_object_get(e, k), "extra key %s lost", k);
+        }
+    json_decref(e);
+    convo_history_free(h);
+}
+END_TEST
+
+/* Optimistic concurrency: read the length, append expecting it, retry on conflict. */
+static void *conditional_worker(void *arg)
+{
+    worker *w = arg;
+    convo_store *s = worker_begin(w);
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.limit = 1;
+    lo.with_extra = 0;
+    w->count = 0; /* conflicts seen */
+    for (int got = 0, tries = 0; s && got < 10; tries++) {
+        convo_error err;
+        convo_history *h = NULL;
+        if (tries > 100000) {
+            worker_fail(w, CONVO_ERROR, NULL, "no progress");
+            break;
+        }
+        int rc = convo_load(s, w->tid, &lo, &h, &err);
+        if (rc != 0 && rc != CONVO_ENOTFOUND) {
+            worker_fail(w, rc, &err, "load");
+            break;
+        }
+        int64_t len = rc == 0 ? convo_history_length(h) : 0;
+        convo_history_free(h);
+        char m[96];
+        snprintf(m, sizeof m, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":0}", w->id, got);
+        const char *one[] = {m};
+        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+        o.expected_length = len;
+        convo_append_result r;
+        rc = convo_append(s, w->tid, one, NULL, 1, &o, &r, &err);
+        if (rc == CONVO_ECONFLICT) {
+            w->count++;
+            continue;
+        }
+        if (rc != 0 || r.first_seq != len) {
+            worker_fail(w, rc ? rc : CONVO_ERROR, &err, "conditional append");
+            break;
+        }
+        got++;
+    }
+    if (s)
+        worker_end(w, s);
+    return NULL;
+}
+
+START_TEST(test_concurrent_expected_length)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    worker ws[WRITERS];
+    run_workers(WRITERS, conditional_worker, ws, _i, t);
+    verify_tagged(conf_store, t, WRITERS, 10, 1, NULL);
+}
+END_TEST
+
+/* All workers retry the same keyed batch at once, round after round. */
+static void *idempotent_worker(void *arg)
+{
+    worker *w = arg;
+    convo_store *s = worker_begin(w);
+    for (int r = 0; s && r < 10; r++) {
+        pthread_barrier_wait(w->barrier);
+        char key[16], a[64], b[64];
+        snprintf(key, sizeof key, "round-%d", r);
+        snprintf(a, sizeof a, "{\"role\":\"user\",\"r\":%d,\"i\":0}", r);
+        snprintf(b, sizeof b, "{\"role\":\"user\",\"r\":%d,\"i\":1}", r);
+        const char *two[] = {a, b};
+        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+        o.idempotency_key = key;
+        convo_append_result res;
+        convo_error err;
+        int rc = convo_append(s, w->tid, two, NULL, 2, &o, &res, &err);
+        if (rc != 0) {
+            worker_fail(w, rc, &err, "keyed append");
+            /* keep meeting the barrier so the others do not hang */
+            for (r++; r < 10; r++)
+                pthread_barrier_wait(w->barrier);
+            break;
+        }
+        w->firsts[r] = res.first_seq;
+        w->counts[r] = res.count;
+        w->replayed[r] = res.replayed;
+    }
+    if (s)
+        worker_end(w, s);
+    else
+        for (int r = 0; r < 10; r++)
+            pthread_barrier_wait(w->barrier);
+    return NULL;
+}
+
+START_TEST(test_concurrent_idempotent_retries)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    worker ws[WRITERS];
+    run_workers(WRITERS, idempotent_worker, ws, _i, t);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(h), 20);
+    for (int r = 0; r < 10; r++) {
+        int fresh = 0;
+        int64_t first = ws[0].firsts[r];
+        for (int w = 0; w < WRITERS; w++) {
+            ck_assert_msg(ws[w].firsts[r] == first && ws[w].counts[r] == 2,
+                          "round %d: worker %d got first %lld count %zu, worker 0 first %lld", r,
+                          w, (long long)ws[w].firsts[r], ws[w].counts[r], (long long)first);
+            fresh += ws[w].replayed[r] == 0;
+        }
+        ck_assert_msg(fresh == 1, "round %d: %d appends not replayed, expected 1", r, fresh);
+        for (int i = 0; i < 2; i++) {
+            json_t *m = parse_json(convo_history_message(h, (size_t)(first + i), NULL));
+            int gr = -1, gi = -1;
+            ck_assert_int_eq(json_unpack(m, "{s:i,s:i}", "r", &gr, "i", &gi), 0);
+            ck_assert_msg(gr == r && gi == i, "round %d stored wrongly at %lld", r,
+                          (long long)(first + i));
+            json_decref(m);
+        }
+    }
+    convo_history_free(h);
+}
+END_TEST
+
+static void *fork_worker(void *arg)
+{
+    worker *w = arg;
+    convo_store *s = worker_begin(w);
+    w->count = 0; /* forks that succeeded */
+    for (int r = 0; s && r < 5; r++) {
+        pthread_barrier_wait(w->barrier);
+        char dst[300];
+        snprintf(dst, sizeof dst, "%s-fork-%d", w->tid, r);
+        convo_error err;
+        int rc = convo_thread_fork(s, w->tid, dst, -1, &err);
+        if (rc == 0)
+            w->count++;
+        else if (rc != CONVO_ECONFLICT) {
+            worker_fail(w, rc, &err, "fork");
+            for (r++; r < 5; r++)
+                pthread_barrier_wait(w->barrier);
+            break;
+        }
+    }
+    if (s)
+        worker_end(w, s);
+    else
+        for (int r = 0; r < 5; r++)
+            pthread_barrier_wait(w->barrier);
+    return NULL;
+}
+
+START_TEST(test_concurrent_forks)
+{
+    if (_i == 1)
+        SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, _i ? "own" : "shared");
+    conf_append(conf_store, t, rt_msgs, RT_N);
+    save_extra_ok(conf_store, t, "{\"a\":1}");
+    worker ws[WRITERS];
+    run_workers(WRITERS, fork_worker, ws, _i, t);
+    int wins = 0;
+    for (int w = 0; w < WRITERS; w++)
+        wins += ws[w].count;
+    ck_assert_int_eq(wins, 5);
+    for (int r = 0; r < 5; r++) {
+        char dst[300];
+        snprintf(dst, sizeof dst, "%s-fork-%d", t, r);
+        assert_same_prefix(conf_store, t, dst, RT_N);
+    }
+}
+END_TEST
+
+/* ---- the same from separate processes ---- */
+
+#define PROCS 4
+
+typedef int (*child_fn)(convo_store *s, const char *tid, int id);
+
+/* Forks PROCS children that open their own store, wait for a common start,
+ * run fn and exit with 0 on success. */
+static void run_children(child_fn fn, const char *tid)
+{
+    /* no store open across fork(): a client library's threads do not survive it */
+    convo_close(conf_store);
+    conf_store = NULL;
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pids[PROCS];
+    for (int i = 0; i < PROCS; i++) {
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0) {
+            close(go[1]);
+            convo_store *s = NULL;
+            int rc = convo_open(&s, conf_url, NULL);
+            char c;
+            while (read(go[0], &c, 1) < 0 && errno == EINTR)
+                ;
+            if (rc == 0)
+                rc = fn(s, tid, i);
+            convo_close(s);
+            _exit(rc == 0 ? 0 : 10 + (-rc));
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* every child sees EOF and starts */
+    for (int i = 0; i < PROCS; i++) {
+        int status;
+        ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "child %d failed: status %d (exit 10+n means error -n)", i, status);
+    }
+    conf_store = conf_open();
+}
+
+static int child_append(convo_store *s, const char *tid, int id)
+{
+    for (int b = 0; b < BATCHES; b++) {
+        int rc = append_tagged(s, tid, id, b, PER_BATCH, NULL, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int child_extra(convo_store *s, const char *tid, int id)
+{
+    for (int j = 0; j < 25; j++) {
+        char patch[128];
+        snprintf(patch, sizeof patch, "{\"p%d_%d\":{\"w\":%d,\"j\":%d}}", id, j, id, j);
+        int rc = convo_save_extra(s, tid, patch, NULL);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+START_TEST(test_concurrent_appends_processes)
+{
+    SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, "procs");
+    run_children(child_append, t);
+    verify_tagged(conf_store, t, PROCS, BATCHES, PER_BATCH, NULL);
+}
+END_TEST
+
+START_TEST(test_concurrent_extra_processes)
+{
+    SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, "procs");
+    save_extra_ok(conf_store, t, "{\"before\":true}");
+    run_children(child_extra, t);
+    assert_extra_keys(conf_store, t, 'p', PROCS, 25);
+    convo_history *h = conf_load(conf_store, t, NULL);
+    json_t *e = parse_json(convo_history_extra(h));
+    ck_assert(json_is_true(json_object_get(e, "before")));
+    ck_assert_int_eq(json_object_size(e), PROCS * 25 + 1);
+    json_decref(e);
+    convo_history_free(h);
+}
+END_TEST
+
+/* -------------------------------------------------------------- persistence */
+
+START_TEST(test_reopen_keeps_everything)
+{
+    SKIP_IF_PRIVATE();
+    char t[256], e[256];
+    TID(t, "t");
+    TID(e, "extraonly");
+    conf_append(conf_store, t, rt_msgs, RT_N);
+    save_extra_ok(conf_store, t, "{\"k\":[1,{\"x\":null}],\"s\":\"\xc3\xa9\"}");
+    save_extra_ok(conf_store, e, "{}");
+    convo_history *before = conf_load(conf_store, t, NULL);
+    convo_close(conf_store);
+    conf_store = conf_open();
+    convo_history *after = conf_load(conf_store, t, NULL);
+    ck_assert_int_eq(convo_history_count(after), RT_N);
+    for (size_t i = 0; i < RT_N; i++) {
+        conf_assert_message(after, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+        ck_assert_int_eq(convo_history_created_at(after, i), convo_history_created_at(before, i));
+    }
+    assert_json_eq(convo_history_extra(after), convo_history_extra(before), "extra");
+    convo_history_free(before);
+    convo_history_free(after);
+    ck_assert_int_eq(conf_length(conf_store, e), 0);
+    ck_assert_int_eq(conf_append(conf_store, t, three, 1), (int64_t)RT_N);
+}
+END_TEST
+
+/* Two handles on one store see each other's writes at once. */
+START_TEST(test_two_handles)
+{
+    SKIP_IF_PRIVATE();
+    char t[256];
+    TID(t, "t");
+    convo_store *other = conf_open();
+    conf_append(conf_store, t, three, 2);
+    ck_assert_int_eq(conf_length(other, t), 2);
+    ck_assert_int_eq(conf_append(other, t, three, 1), 2);
+    save_extra_ok(other, t, "{\"o\":1}");
+    conf_assert_extra(conf_store, t, "{\"o\":1}");
+    convo_error err;
+    ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
+    ck_assert_int_eq(conf_length(other, t), -1);
+    convo_close(other);
+}
+END_TEST
+
+/* --------------------------------------------------------------------- URLs */
+
+static char *url_with(const char *url, const char *param)
+{
+    size_t n = strlen(url);
+    char *out = malloc(n + strlen(param) + 2);
+    ck_assert_ptr_nonnull(out);
+    const char *sep = strchr(url, '?') ? (n && (url[n - 1] == '?' || url[n - 1] == '&') ? "" : "&")
+                                       : "?";
+    sprintf(out, "%s%s%s", url, sep, param);
+    return out;
+}
+
+/* The URL with "convo_user:secretpw@" as its user info, or NULL when it has no authority. */
+static char *url_with_password(const char *url)
+{
+    const char *a = strstr(url, "://");
+    if (!a)
+        return NULL;
+    a += 3;
+    const char *end = a + strcspn(a, "/?");
+    const char *host = a;
+    for (const char *p = a; p < end; p++)
+        if (*p == '@')
+            host = p + 1;
+    char *out = malloc(strlen(url) + 32);
+    ck_assert_ptr_nonnull(out);
+    sprintf(out, "%.*sconvo_user:secretpw@%s", (int)(a - url), url, host);
+    return out;
+}
+
+START_TEST(test_open_works)
+{
+    const char *name = convo_store_driver(conf_store);
+    ck_assert_ptr_nonnull(name);
+    int listed = 0;
+    for (const char *const *d = convo_drivers(); *d; d++)
+        listed |= strcmp(*d, name) == 0;
+    ck_assert_msg(listed, "driver %s is not in convo_drivers()", name);
+    convo_close(NULL);
+}
+END_TEST
+
+START_TEST(test_url_errors)
+{
+    convo_store *s = (convo_store *)1;
+    convo_error err;
+    ASSERT_FAILS(convo_open(&s, "nosuchscheme:whatever", &err), err, CONVO_EINVAL);
+    ck_assert_ptr_null(s);
+    ASSERT_FAILS(convo_open(&s, "", &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_open(&s, NULL, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_open(&s, "no scheme at all", &err), err, CONVO_EINVAL);
+    char *bogus = url_with(conf_url, "bogus=1");
+    ASSERT_FAILS(convo_open(&s, bogus, &err), err, CONVO_EINVAL);
+    ck_assert_ptr_null(s);
+    free(bogus);
+}
+END_TEST
+
+static void assert_no_password(const char *url)
+{
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open(&s, url, &err);
+    if (rc != 0) {
+        ck_assert_msg(!strstr(err.message, "secretpw") && !strstr(err.backend_code, "secretpw"),
+                      "convo_open's message shows the password: %s", err.message);
+        return;
+    }
+    char t[256];
+    TID(t, "pw");
+    convo_history *h = NULL;
+    rc = convo_load(s, t, NULL, &h, &err);
+    if (rc != 0)
+        ck_assert_msg(!strstr(err.message, "secretpw"), "message shows the password: %s",
+                      err.message);
+    convo_history_free(h);
+    convo_close(s);
+}
+
+START_TEST(test_url_password_never_shown)
+{
+    char *u = url_with_password(conf_url);
+    if (u)
+        assert_no_password(u);
+    free(u);
+    u = url_with(conf_url, "password=secretpw");
+    assert_no_password(u);
+    free(u);
+}
+END_TEST
+
+/* --------------------------------------------------------------------- main */
+
+static void make_prefix(void)
+{
+    unsigned char r[6] = {0};
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd < 0 || read(fd, r, sizeof r) != (ssize_t)sizeof r) {
+        unsigned long x = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
+        memcpy(r, &x, sizeof r < sizeof x ? sizeof r : sizeof x);
+    }
+    if (fd >= 0)
+        close(fd);
+    snprintf(conf_prefix, sizeof conf_prefix, "ct%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+             r[3], r[4], r[5]);
+}
+
+/* memory: (and sqlite::memory:) give a new, empty store on every open. */
+static void detect_private(const char **driver)
+{
+    convo_store *s = NULL;
+    *driver = "?";
+    if (convo_open(&s, conf_url, NULL) == 0) {
+        *driver = convo_store_driver(s);
+        conf_private = strcmp(*driver, "memory") == 0 || strstr(conf_url, ":memory:") != NULL;
+        convo_close(s);
+    } else {
+        conf_private = strncmp(conf_url, "memory:", 7) == 0 || strstr(conf_url, ":memory:");
+    }
+}
+
+static TCase *add_tcase(Suite *s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+static void add_data_tests(Suite *s)
+{
+    TCase *tc = add_tcase(s, "roundtrip");
+    tcase_add_test(tc, test_open_works);
+    tcase_add_test(tc, test_roundtrip_bytes);
+    tcase_add_test(tc, test_roundtrip_one_by_one);
+    tcase_add_test(tc, test_roundtrip_big_numbers);
+    tcase_add_test(tc, test_roundtrip_lengths);
+    tcase_add_test(tc, test_seq_dense_across_batches);
+    tcase_add_test(tc, test_message_size_default_limit);
+    tcase_add_test(tc, test_batch_default_limit);
+    tc = add_tcase(s, "load");
+    tcase_add_test(tc, test_load_options);
+    tcase_add_test(tc, test_load_without_extra);
+    tcase_add_test(tc, test_load_bad_options);
+    tcase_add_test(tc, test_load_unknown_thread);
+    tcase_add_test(tc, test_load_empty_thread);
+    tc = add_tcase(s, "validation");
+    tcase_add_loop_test(tc, test_append_invalid_writes_nothing, 0, (int)BAD_N);
+    tcase_add_test(tc, test_append_bad_arguments);
+    tcase_add_test(tc, test_idempotency_key_validation);
+    tcase_add_test(tc, test_thread_id_invalid);
+    tcase_add_test(tc, test_thread_id_roundtrip);
+    tc = add_tcase(s, "limits");
+    tcase_add_test(tc, test_limit_message_bytes);
+    tcase_add_test(tc, test_limit_batch_messages);
+    tcase_add_test(tc, test_limit_extra_bytes);
+    tcase_add_test(tc, test_limit_roles);
+    tcase_add_test(tc, test_store_opts_version);
+    tc = add_tcase(s, "idempotency");
+    tcase_add_test(tc, test_idempotent_retry);
+    tcase_add_test(tc, test_idempotency_per_thread);
+    tcase_add_test(tc, test_idempotency_odd_keys);
+    tcase_add_test(tc, test_idempotency_before_expected_length);
+    tcase_add_test(tc, test_idempotency_failed_append_not_recorded);
+    tcase_add_test(tc, test_idempotency_survives_reopen);
+    tc = add_tcase(s, "expected_length");
+    tcase_add_test(tc, test_expected_length);
+    tcase_add_test(tc, test_expected_length_on_empty_thread);
+}
+
+static void add_thread_tests(Suite *s)
+{
+    TCase *tc = add_tcase(s, "extra");
+    tcase_add_test(tc, test_extra_shallow_merge);
+    tcase_add_test(tc, test_extra_null_is_a_value);
+    tcase_add_test(tc, test_extra_odd_keys);
+    tcase_add_test(tc, test_extra_types);
+    tcase_add_test(tc, test_extra_number_precision);
+    tcase_add_test(tc, test_extra_many_keys);
+    tcase_add_test(tc, test_extra_invalid);
+    tcase_add_test(tc, test_extra_and_messages_independent);
+    tc = add_tcase(s, "list");
+    tcase_add_test(tc, test_list_byte_order);
+    tcase_add_test(tc, test_list_after);
+    tcase_add_test(tc, test_list_pagination);
+    tcase_add_test(tc, test_list_last_page);
+    tcase_add_test(tc, test_list_deleted_disappear);
+    tcase_add_test(tc, test_list_arguments);
+    tc = add_tcase(s, "delete");
+    tcase_add_test(tc, test_delete_removes_everything);
+    tcase_add_test(tc, test_delete_unknown);
+    tcase_add_test(tc, test_delete_extra_only_thread);
+    tcase_add_test(tc, test_delete_spares_neighbours);
+    tc = add_tcase(s, "fork");
+    tcase_add_test(tc, test_fork_copies);
+    tcase_add_test(tc, test_fork_errors);
+    tcase_add_test(tc, test_fork_independent);
+    tcase_add_test(tc, test_fork_extra_only_source);
+    tcase_add_test(tc, test_fork_leaves_idempotency_keys);
+}
+
+static void add_other_tests(Suite *s)
+{
+    TCase *tc = add_tcase(s, "errors");
+    tcase_add_test(tc, test_strerror);
+    tcase_add_test(tc, test_error_cleared_on_success);
+    tcase_add_test(tc, test_null_error_struct);
+    tcase_add_test(tc, test_url_errors);
+    tcase_add_test(tc, test_url_password_never_shown);
+    tc = add_tcase(s, "concurrency");
+    tcase_add_loop_test(tc, test_concurrent_appends_threads, 0, 2);
+    tcase_add_loop_test(tc, test_concurrent_extra_threads, 0, 2);
+    tcase_add_loop_test(tc, test_concurrent_mixed, 0, 2);
+    tcase_add_loop_test(tc, test_concurrent_expected_length, 0, 2);
+    tcase_add_loop_test(tc, test_concurrent_idempotent_retries, 0, 2);
+    tcase_add_loop_test(tc, test_concurrent_forks, 0, 2);
+    tcase_add_test(tc, test_concurrent_appends_processes);
+    tcase_add_test(tc, test_concurrent_extra_processes);
+    tc = add_tcase(s, "persistence");
+    tcase_add_test(tc, test_reopen_keeps_everything);
+    tcase_add_test(tc, test_two_handles);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s URL   (e.g. memory: or sqlite:/tmp/t.db)\n", argv[0]);
+        return 2;
+    }
+    conf_url = argv[1];
+    make_prefix();
+    const char *driver;
+    detect_private(&driver);
+    char name[64];
+    snprintf(name, sizeof name, "conformance %s", driver);
+    Suite *s = suite_create(name);
+    add_data_tests(s);
+    add_thread_tests(s);
+    add_other_tests(s);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
