@@ -175,7 +175,7 @@ void convo__load_range(const convo_load_opts *opts, int64_t length, int64_t *fro
     if (f > length)
         f = length;
     int64_t t = length;
-    if (opts->limit > 0 && f + opts->limit < t)
+    if (opts->limit > 0 && opts->limit < t - f) /* not f + limit: it may overflow */
         t = f + opts->limit;
     *from = f;
     *to = t;
