@@ -48,7 +48,13 @@ function setKey(obj, key, val) {
       });
     }
   }
-  obj[key] = val;
+  assignOwn(obj, key, val);
+}
+
+/** obj[key] = val as an own property, even for the key "__proto__". */
+function assignOwn(obj, key, val) {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value: val, enumerable: true, writable: true, configurable: true });
+  else obj[key] = val;
 }
 
 function deleteKey(obj, key) {
@@ -319,7 +325,7 @@ function clone(v) {
   if (v instanceof Date) return new Date(v.getTime());
   if (isPlainDoc(v)) {
     const out = {};
-    for (const k of Object.keys(v)) out[k] = clone(v[k]);
+    for (const k of Object.keys(v)) assignOwn(out, k, clone(v[k]));
     if (v[KEY_ORDER]) setKeyOrder(out, v[KEY_ORDER].slice());
     return out;
   }
