@@ -1,0 +1,1918 @@
+/* mongo.c — the MongoDB driver (mongo-c-driver). A thread is one document in
+ * <prefix>_threads; its messages live in <prefix>_batches, one document per
+ * append. Unique indexes, not transactions, make every call atomic: docs/mongo.md
+ * walks through the layout and through every point where a process may die. */
+#include "config.h"
+#include <convo/driver.h>
+#include <ctype.h>
+#include <jansson.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
+#define SCHEMA_VERSION 1
+#define ATTEMPTS 1000                         /* tries after losing a race to another writer */
+#define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
+#define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
+#define FORK_STALE_MS ((int64_t)600000)       /* a fork placeholder this old was abandoned */
+#define MAX_DEPTH 95                          /* MongoDB nests documents at most 100 deep */
+#define COPY_FLUSH_BYTES ((size_t)8 * 1024 * 1024)
+#define GC_ROUNDS 16
+
+struct convo_backend {
+    mongoc_client_pool_t *pool;
+    mongoc_uri_t *uri;
+    mongoc_read_prefs_t *primary;
+    char *database;
+    char *threads_name, *batches_name, *meta_name;
+    int64_t ttl_ms; /* 0: threads never expire */
+    convo_limits limits;
+    char *secrets[3]; /* texts scrubbed from every error message */
+};
+
+/* One driver call: a pooled client and the two collections. */
+typedef struct call {
+    convo_backend *b;
+    mongoc_client_t *client;
+    mongoc_collection_t *threads, *batches;
+    convo_error *err;
+} call;
+
+/* The fields of a <prefix>_threads document. */
+typedef struct thread_doc {
+    bool found, live, dying, forking;
+    bson_oid_t g;      /* generation: every batch of this incarnation carries it */
+    int64_t v;         /* bumped by every extra write and by a delete */
+    int64_t created_ms; /* when a fork placeholder was made */
+    int64_t exp_ms, bexp_ms; /* expiry, and a lower bound of the batches' expiry */
+    bson_t extra;      /* as stored (escaped keys); empty when not read */
+} thread_doc;
+
+/* The head of a <prefix>_batches document: messages [s, e); a fence has s == e. */
+typedef struct batch_head {
+    bool found, fence;
+    int64_t s, e;
+} batch_head;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_mongoc(void)
+{
+    mongoc_init();
+}
+
+static int64_t now_ms(void)
+{
+    return convo__now_micros() / 1000;
+}
+
+/* ---- errors ---- */
+
+/* Copies in to out, replacing every secret (password) with "***". */
+static void scrub_into(const convo_backend *b, const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    while (*in && o + 1 < size) {
+        size_t hit = 0;
+        for (size_t i = 0; i < 3 && !hit; i++)
+            if (b->secrets[i] && *b->secrets[i] &&
+                strncmp(in, b->secrets[i], strlen(b->secrets[i])) == 0)
+                hit = strlen(b->secrets[i]);
+        if (hit) {
+            for (const char *m = "***"; *m && o + 1 < size; m++)
+                out[o++] = *m;
+            in += hit;
+        } else {
+            out[o++] = *in++;
+        }
+    }
+    out[o] = '\0';
+}
+
+static int map_code(const bson_error_t *e)
+{
+    switch (e->domain) {
+    case MONGOC_ERROR_SERVER_SELECTION:
+        return strstr(e->message, "timeout calling") ? CONVO_ETIMEOUT : CONVO_EIO;
+    case MONGOC_ERROR_CLIENT:
+        return e->code == MONGOC_ERROR_CLIENT_TOO_BIG ? CONVO_ETOOLARGE : CONVO_EIO;
+    case MONGOC_ERROR_BSON:
+        return CONVO_ERROR;
+    case MONGOC_ERROR_SERVER:
+    case MONGOC_ERROR_WRITE_CONCERN:
+    case MONGOC_ERROR_COMMAND:
+    case MONGOC_ERROR_QUERY:
+    case MONGOC_ERROR_COLLECTION:
+        switch (e->code) {
+        case 50:  /* MaxTimeMSExpired */
+        case 64:  /* WriteConcernFailed: wtimeout */
+        case 262: /* ExceededTimeLimit */
+            return CONVO_ETIMEOUT;
+        case 10334: /* BSONObjectTooLarge */
+        case 17419: /* document too large after an update */
+            return CONVO_ETOOLARGE;
+        default:
+            return CONVO_EIO;
+        }
+    default:
+        return CONVO_EIO;
+    }
+}
+
+static int fail(call *c, const bson_error_t *e, const char *what)
+{
+    char msg[200], code[16];
+    scrub_into(c->b, e->message, msg, sizeof msg);
+    snprintf(code, sizeof code, "%u", e->code);
+    return convo__error(c->err, map_code(e), code, "MongoDB: %s failed: %s", what, msg);
+}
+
+static int corrupt(call *c, const char *what)
+{
+    return convo__error(c->err, CONVO_ECORRUPT, NULL, "MongoDB: %s", what);
+}
+
+static int no_memory(call *c)
+{
+    return convo__error(c->err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+static int contention(call *c)
+{
+    return convo__error(c->err, CONVO_EIO, NULL,
+                        "MongoDB: gave up after %d attempts: too many concurrent writers",
+                        ATTEMPTS);
+}
+
+static bool is_duplicate(const bson_error_t *e)
+{
+    return (e->domain == MONGOC_ERROR_SERVER || e->domain == MONGOC_ERROR_COLLECTION ||
+            e->domain == MONGOC_ERROR_COMMAND) &&
+           (e->code == 11000 || e->code == 11001);
+}
+
+/* A short pause after a few lost races, so contending writers spread out. */
+static void backoff(int attempt)
+{
+    if (attempt < 3)
+        return;
+    long us = 50L * (attempt < 40 ? attempt : 40) + convo__now_micros() % 500;
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- calls and small queries ---- */
+
+static void call_begin(call *c, convo_backend *b, convo_error *err)
+{
+    c->b = b;
+    c->err = err;
+    c->client = mongoc_client_pool_pop(b->pool);
+    c->threads = mongoc_client_get_collection(c->client, b->database, b->threads_name);
+    c->batches = mongoc_client_get_collection(c->client, b->database, b->batches_name);
+}
+
+static void call_end(call *c)
+{
+    mongoc_collection_destroy(c->threads);
+    mongoc_collection_destroy(c->batches);
+    mongoc_client_pool_push(c->b->pool, c->client);
+}
+
+/* The first document matching filter into *out (always initialized; destroy it). */
+static int find_one(call *c, mongoc_collection_t *coll, const bson_t *filter, const bson_t *opts,
+                    bson_t *out, bool *found, const char *what)
+{
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, opts, c->b->primary);
+    const bson_t *doc;
+    *found = mongoc_cursor_next(cur, &doc);
+    if (*found)
+        bson_copy_to(doc, out);
+    else
+        bson_init(out);
+    bson_error_t e;
+    int rc = 0;
+    if (mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, what);
+    mongoc_cursor_destroy(cur);
+    return rc;
+}
+
+static int insert_doc(call *c, mongoc_collection_t *coll, const bson_t *doc, bool *dup,
+                      const char *what)
+{
+    bson_error_t e;
+    *dup = false;
+    if (mongoc_collection_insert_one(coll, doc, NULL, NULL, &e))
+        return 0;
+    if (is_duplicate(&e)) {
+        *dup = true;
+        return 0;
+    }
+    return fail(c, &e, what);
+}
+
+static int64_t reply_count(const bson_t *reply, const char *field)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, reply, field) && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return 0;
+}
+
+/* Updates one document; *matched (may be NULL) gets how many matched. */
+static int update_one(call *c, mongoc_collection_t *coll, const bson_t *filter,
+                      const bson_t *update, int64_t *matched, const char *what)
+{
+    bson_t reply;
+    bson_error_t e;
+    bool ok = mongoc_collection_update_one(coll, filter, update, NULL, &reply, &e);
+    if (ok && matched)
+        *matched = reply_count(&reply, "matchedCount");
+    bson_destroy(&reply);
+    return ok ? 0 : fail(c, &e, what);
+}
+
+static int update_many(call *c, mongoc_collection_t *coll, const bson_t *filter,
+                       const bson_t *update, const char *what)
+{
+    bson_error_t e;
+    bool ok = mongoc_collection_update_many(coll, filter, update, NULL, NULL, &e);
+    return ok ? 0 : fail(c, &e, what);
+}
+
+static int delete_docs(call *c, mongoc_collection_t *coll, const bson_t *filter, bool many,
+                       int64_t *deleted, const char *what)
+{
+    bson_t reply;
+    bson_error_t e;
+    bool ok = many ? mongoc_collection_delete_many(coll, filter, NULL, &reply, &e)
+                   : mongoc_collection_delete_one(coll, filter, NULL, &reply, &e);
+    if (ok && deleted)
+        *deleted = reply_count(&reply, "deletedCount");
+    bson_destroy(&reply);
+    return ok ? 0 : fail(c, &e, what);
+}
+
+static int64_t get_int(const bson_t *doc, const char *key, int64_t def)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it))
+        return bson_iter_as_int64(&it);
+    return def;
+}
+
+static bool get_bool(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_BOOL(&it) && bson_iter_bool(&it);
+}
+
+static int64_t get_date(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_DATE_TIME(&it))
+        return bson_iter_date_time(&it);
+    return 0;
+}
+
+/* {t: id, g: g}: every batch of one generation of a thread. */
+static bson_t *generation_filter(const char *id, const bson_oid_t *g)
+{
+    return BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g));
+}
+
+/* ---- extra: JSON <-> BSON with reversible key escaping ---- */
+
+/* '%', '.' and '$' become %25, %2E, %24; the empty key becomes a lone "%". */
+static char *key_escape(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0)
+        return strdup("%");
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (; *k; k++) {
+        unsigned char ch = (unsigned char)*k;
+        if (ch == '%' || ch == '.' || ch == '$')
+            o += sprintf(o, "%%%02X", ch);
+        else
+            *o++ = (char)ch;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int hex_digit(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* The inverse of key_escape; NULL for a key key_escape cannot have made. */
+static char *key_unescape(const char *k)
+{
+    if (strcmp(k, "%") == 0)
+        return strdup("");
+    char *out = malloc(strlen(k) + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (; *k; k++) {
+        if (*k != '%') {
+            *o++ = *k;
+            continue;
+        }
+        int hi = hex_digit((unsigned char)k[1]), lo = hi < 0 ? -1 : hex_digit((unsigned char)k[2]);
+        if (lo < 0 || (hi == 0 && lo == 0)) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi * 16 + lo);
+        k += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int put_json(call *c, bson_t *doc, const char *key, json_t *v, int depth);
+
+static int put_container(call *c, bson_t *doc, const char *key, json_t *v, int depth)
+{
+    bson_t child;
+    bool array = json_is_array(v);
+    if (!(array ? bson_append_array_begin(doc, key, -1, &child)
+                : bson_append_document_begin(doc, key, -1, &child)))
+        return convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
+    int rc = 0;
+    if (array) {
+        for (size_t i = 0; i < json_array_size(v) && rc == 0; i++) {
+            char buf[16];
+            const char *k;
+            bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
+            rc = put_json(c, &child, k, json_array_get(v, i), depth + 1);
+        }
+    } else {
+        const char *k;
+        json_t *val;
+        json_object_foreach(v, k, val) {
+            char *ek = key_escape(k);
+            rc = ek ? put_json(c, &child, ek, val, depth + 1) : no_memory(c);
+            free(ek);
+            if (rc != 0)
+                break;
+        }
+    }
+    bool ok = array ? bson_append_array_end(doc, &child) : bson_append_document_end(doc, &child);
+    if (rc == 0 && !ok)
+        rc = convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
+    return rc;
+}
+
+/* Appends JSON value v under key (already escaped): integers stay int64, reals
+ * double, null stays null; object keys at every depth are escaped. */
+static int put_json(call *c, bson_t *doc, const char *key, json_t *v, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return convo__error(c->err, CONVO_EINVAL, NULL,
+                            "extra nests deeper than MongoDB allows (%d levels)", MAX_DEPTH);
+    bool ok;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+    case JSON_ARRAY:
+        return put_container(c, doc, key, v, depth);
+    case JSON_STRING:
+        ok = bson_append_utf8(doc, key, -1, json_string_value(v), (int)json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        ok = bson_append_int64(doc, key, -1, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        ok = bson_append_double(doc, key, -1, json_real_value(v));
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        ok = bson_append_bool(doc, key, -1, json_is_true(v));
+        break;
+    default:
+        ok = bson_append_null(doc, key, -1);
+        break;
+    }
+    return ok ? 0 : convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
+}
+
+static json_t *value_to_json(const bson_iter_t *it, int depth);
+
+static json_t *container_to_json(bson_iter_t *child, bool array, int depth)
+{
+    json_t *out = array ? json_array() : json_object();
+    while (out && bson_iter_next(child)) {
+        json_t *v = value_to_json(child, depth + 1);
+        int bad = !v;
+        if (!bad && array) {
+            bad = json_array_append_new(out, v);
+        } else if (!bad) {
+            char *k = key_unescape(bson_iter_key(child));
+            bad = !k || json_object_set_new(out, k, v);
+            v = NULL; /* json_object_set_new took it, even on failure */
+            free(k);
+        }
+        if (bad) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static json_t *value_to_json(const bson_iter_t *it, int depth)
+{
+    uint32_t len;
+    bson_iter_t child;
+    if (depth > 2 * MAX_DEPTH)
+        return NULL;
+    switch (bson_iter_type(it)) {
+    case BSON_TYPE_UTF8: {
+        const char *s = bson_iter_utf8(it, &len);
+        return json_stringn(s, len);
+    }
+    case BSON_TYPE_INT32:
+        return json_integer(bson_iter_int32(it));
+    case BSON_TYPE_INT64:
+        return json_integer(bson_iter_int64(it));
+    case BSON_TYPE_DOUBLE:
+        return json_real(bson_iter_double(it));
+    case BSON_TYPE_BOOL:
+        return json_boolean(bson_iter_bool(it));
+    case BSON_TYPE_NULL:
+        return json_null();
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        if (!bson_iter_recurse(it, &child))
+            return NULL;
+        return container_to_json(&child, bson_iter_type(it) == BSON_TYPE_ARRAY, depth);
+    default:
+        return NULL;
+    }
+}
+
+/* The stored extra document as compact JSON text (caller frees). */
+static int extra_to_json(call *c, const bson_t *extra, char **out)
+{
+    bson_iter_t it;
+    json_t *obj = bson_iter_init(&it, extra) ? container_to_json(&it, false, 0) : NULL;
+    if (!obj)
+        return corrupt(c, "stored extra could not be decoded");
+    *out = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    return *out ? 0 : no_memory(c);
+}
+
+/* ---- thread documents ---- */
+
+static int parse_thread(call *c, const bson_t *doc, thread_doc *t)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "g") || !BSON_ITER_HOLDS_OID(&it))
+        return corrupt(c, "thread document without a generation");
+    bson_oid_copy(bson_iter_oid(&it), &t->g);
+    t->live = get_bool(doc, "live");
+    t->dying = get_bool(doc, "dying");
+    t->forking = get_bool(doc, "forking");
+    t->v = get_int(doc, "v", 0);
+    t->created_ms = get_int(doc, "c", 0);
+    t->exp_ms = get_date(doc, "exp");
+    t->bexp_ms = get_date(doc, "bexp");
+    if (bson_iter_init_find(&it, doc, "extra") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        uint32_t len;
+        const uint8_t *data;
+        bson_t view;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&view, data, len))
+            return corrupt(c, "stored extra is not a document");
+        bson_destroy(&t->extra);
+        bson_copy_to(&view, &t->extra);
+    }
+    return 0;
+}
+
+static int read_thread(call *c, const char *id, bool with_extra, thread_doc *t)
+{
+    memset(t, 0, sizeof *t);
+    bson_init(&t->extra);
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id));
+    bson_t *opts = with_extra ? BCON_NEW("limit", BCON_INT64(1))
+                              : BCON_NEW("limit", BCON_INT64(1), "projection", "{", "extra",
+                                         BCON_INT32(0), "}");
+    bson_t doc;
+    int rc = find_one(c, c->threads, filter, opts, &doc, &t->found, "reading a thread");
+    if (rc == 0 && t->found)
+        rc = parse_thread(c, &doc, t);
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+static void thread_free(thread_doc *t)
+{
+    bson_destroy(&t->extra);
+}
+
+static bool expired(const thread_doc *t, int64_t now)
+{
+    return t->exp_ms != 0 && t->exp_ms <= now;
+}
+
+/* A new thread document; false when extra makes it too large. */
+static bool build_thread(const convo_backend *b, const char *id, const bson_oid_t *g, bool live,
+                         bool forking, int64_t v, const bson_t *extra, int64_t now, bson_t *doc)
+{
+    bson_t empty = BSON_INITIALIZER;
+    bson_init(doc);
+    BSON_APPEND_UTF8(doc, "_id", id);
+    BSON_APPEND_OID(doc, "g", g);
+    BSON_APPEND_BOOL(doc, "live", live);
+    if (forking) {
+        BSON_APPEND_BOOL(doc, "forking", true);
+        BSON_APPEND_INT64(doc, "c", now);
+    }
+    BSON_APPEND_INT64(doc, "v", v);
+    if (b->ttl_ms) {
+        BSON_APPEND_DATE_TIME(doc, "exp", now + b->ttl_ms);
+        BSON_APPEND_DATE_TIME(doc, "bexp", now + 2 * b->ttl_ms + TTL_MARGIN_MS);
+    }
+    return BSON_APPEND_DOCUMENT(doc, "extra", extra ? extra : &empty) && doc->len <= DOC_LIMIT;
+}
+
+/* ---- batches ---- */
+
+static void parse_head(const bson_t *doc, batch_head *h)
+{
+    h->found = true;
+    h->s = get_int(doc, "s", 0);
+    h->e = get_int(doc, "e", h->s);
+    h->fence = get_bool(doc, "f");
+}
+
+/* The batch with the highest s of generation g: its end is the thread's length. */
+static int top_batch(call *c, const char *id, const bson_oid_t *g, batch_head *h)
+{
+    bson_t *filter = generation_filter(id, g);
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
+                            "projection", "{", "m", BCON_INT32(0), "}");
+    bson_t doc;
+    memset(h, 0, sizeof *h);
+    bool found;
+    int rc = find_one(c, c->batches, filter, opts, &doc, &found, "reading a thread's length");
+    if (rc == 0 && found)
+        parse_head(&doc, h);
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* A fence ends generation g at length: no batch can be inserted there any more. */
+static int insert_fence(call *c, const char *id, const bson_oid_t *g, int64_t length, bool *dup)
+{
+    bson_t *doc = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(length), "e",
+                           BCON_INT64(length), "n", BCON_INT64(0), "f", BCON_BOOL(true));
+    if (c->b->ttl_ms)
+        BSON_APPEND_DATE_TIME(doc, "exp", now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
+    int rc = insert_doc(c, c->batches, doc, dup, "fencing a thread");
+    bson_destroy(doc);
+    return rc;
+}
+
+/* Removes fenced generation g: the thread doc first (readers then see no thread),
+ * then its messages, then the fence. */
+static int retire(call *c, const char *id, const bson_oid_t *g)
+{
+    bson_t *thread = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    bson_t *messages = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "f", "{", "$exists",
+                                BCON_BOOL(false), "}");
+    bson_t *all = generation_filter(id, g);
+    int rc = delete_docs(c, c->threads, thread, false, NULL, "deleting a thread");
+    if (rc == 0)
+        rc = delete_docs(c, c->batches, messages, true, NULL, "deleting messages");
+    if (rc == 0)
+        rc = delete_docs(c, c->batches, all, true, NULL, "deleting messages");
+    bson_destroy(thread);
+    bson_destroy(messages);
+    bson_destroy(all);
+    return rc;
+}
+
+/* Completes the delete of generation g: fences it at its end, then retires it.
+ * *mine (may be NULL) tells whether this call placed the fence. */
+static int finish_delete(call *c, const char *id, const bson_oid_t *g, bool *mine)
+{
+    bool ignored;
+    mine = mine ? mine : &ignored;
+    *mine = false;
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+        batch_head top;
+        bool dup;
+        int rc = top_batch(c, id, g, &top);
+        if (rc == 0 && !(top.found && top.fence)) {
+            rc = insert_fence(c, id, g, top.found ? top.e : 0, &dup);
+            *mine = rc == 0 && !dup;
+            if (rc == 0 && dup)
+                continue; /* an append got there first */
+        }
+        return rc ? rc : retire(c, id, g);
+    }
+    return contention(c);
+}
+
+/* Cancels a fork still copying into id: whoever deletes its placeholder wins, and
+ * the fork's commit then matches nothing. */
+static int abort_fork(call *c, const char *id, const bson_oid_t *g)
+{
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g), "forking", BCON_BOOL(true));
+    int64_t deleted = 0;
+    int rc = delete_docs(c, c->threads, filter, false, &deleted, "cancelling a fork");
+    bson_destroy(filter);
+    if (rc == 0 && deleted == 1) {
+        bson_t *batches = generation_filter(id, g);
+        rc = delete_docs(c, c->batches, batches, true, NULL, "cancelling a fork");
+        bson_destroy(batches);
+    }
+    return rc;
+}
+
+/* Runs cleanup with its errors kept out of the caller's convo_error: the call
+ * already did what it was asked to. */
+#define quietly(c, fn, ...)                                                                  \
+    do {                                                                                     \
+        convo_error *saved_ = (c)->err, scratch_;                                            \
+        convo__error_clear(&scratch_);                                                       \
+        (c)->err = &scratch_;                                                                \
+        (void)fn((c), __VA_ARGS__);                                                          \
+        (c)->err = saved_;                                                                   \
+    } while (0)
+
+/* Deletes batches of dead generations of id (left by a process killed during a
+ * delete, or by a write racing one). A generation is dead once the thread doc
+ * names another: its doc was written before any of its batches, so reading the
+ * batch first and the thread doc second cannot mistake a newborn for the dead. */
+static int collect_garbage(call *c, const char *id)
+{
+    bson_oid_t live[GC_ROUNDS];
+    size_t nlive = 0;
+    int rc = 0;
+    for (int round = 0; round < GC_ROUNDS && rc == 0; round++) {
+        bson_t filter = BSON_INITIALIZER, g, nin, doc;
+        BSON_APPEND_UTF8(&filter, "t", id);
+        BSON_APPEND_DOCUMENT_BEGIN(&filter, "g", &g);
+        BSON_APPEND_ARRAY_BEGIN(&g, "$nin", &nin);
+        for (size_t i = 0; i < nlive; i++) {
+            char buf[16];
+            const char *k;
+            bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
+            BSON_APPEND_OID(&nin, k, &live[i]);
+        }
+        bson_append_array_end(&g, &nin);
+        bson_append_document_end(&filter, &g);
+        bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "g", BCON_INT32(1), "}");
+        bool found;
+        bson_iter_t it;
+        rc = find_one(c, c->batches, &filter, opts, &doc, &found, "looking for leftovers");
+        bson_destroy(&filter);
+        bson_destroy(opts);
+        if (rc || !found || !bson_iter_init_find(&it, &doc, "g") || !BSON_ITER_HOLDS_OID(&it)) {
+            bson_destroy(&doc);
+            break;
+        }
+        bson_oid_t dead;
+        bson_oid_copy(bson_iter_oid(&it), &dead);
+        bson_destroy(&doc);
+        thread_doc t;
+        rc = read_thread(c, id, false, &t);
+        if (rc == 0 && t.found && bson_oid_equal(&t.g, &dead)) {
+            bson_oid_copy(&dead, &live[nlive++]);
+        } else if (rc == 0) {
+            bson_t *batches = generation_filter(id, &dead);
+            rc = delete_docs(c, c->batches, batches, true, NULL, "deleting leftovers");
+            bson_destroy(batches);
+        }
+        thread_free(&t);
+    }
+    return rc;
+}
+
+/* With ttl: pushes the expiry of g's batches well past the thread doc's, before
+ * the thread doc's own expiry moves, so messages never expire first. */
+static int refresh_batches(call *c, const char *id, const thread_doc *t, int64_t now,
+                           bool *refreshed)
+{
+    const convo_backend *b = c->b;
+    *refreshed = false;
+    if (!b->ttl_ms || t->bexp_ms >= now + b->ttl_ms + TTL_MARGIN_MS)
+        return 0;
+    bson_t *filter = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(&t->g), "exp", "{", "$lt",
+                              BCON_DATE_TIME(now + 2 * b->ttl_ms + TTL_MARGIN_MS), "}");
+    bson_t *update = BCON_NEW("$set", "{", "exp",
+                              BCON_DATE_TIME(now + 3 * b->ttl_ms + TTL_MARGIN_MS), "}");
+    int rc = update_many(c, c->batches, filter, update, "extending expiry");
+    bson_destroy(filter);
+    bson_destroy(update);
+    *refreshed = rc == 0;
+    return rc;
+}
+
+/* Adds the $max of exp (and bexp after a refresh) to a thread update. */
+static void append_expiry(const convo_backend *b, bson_t *update, int64_t now, bool refreshed)
+{
+    if (!b->ttl_ms)
+        return;
+    bson_t max;
+    BSON_APPEND_DOCUMENT_BEGIN(update, "$max", &max);
+    BSON_APPEND_DATE_TIME(&max, "exp", now + b->ttl_ms);
+    if (refreshed)
+        BSON_APPEND_DATE_TIME(&max, "bexp", now + 2 * b->ttl_ms + TTL_MARGIN_MS);
+    bson_append_document_end(update, &max);
+}
+
+/* Reads the thread doc for a write and clears what stands in the way: an expired
+ * or half-deleted incarnation is finished off, a fork still copying is cancelled
+ * (*again: start over). A missing doc is made as an invisible placeholder when
+ * create is set (appends), else left to the caller (t->found false). */
+static int writable_thread(call *c, const char *id, bool with_extra, bool create, thread_doc *t,
+                           bool *again)
+{
+    int rc = read_thread(c, id, with_extra, t);
+    int64_t now = now_ms();
+    if (rc != 0)
+        return rc;
+    if (!t->found && create) {
+        bson_t doc;
+        bool dup = false;
+        bson_oid_init(&t->g, NULL);
+        build_thread(c->b, id, &t->g, false, false, 0, NULL, now, &doc);
+        rc = insert_doc(c, c->threads, &doc, &dup, "creating a thread");
+        bson_destroy(&doc);
+        t->found = !dup;
+        t->bexp_ms = c->b->ttl_ms ? now + 2 * c->b->ttl_ms + TTL_MARGIN_MS : 0;
+        *again = dup;
+    } else if (t->found && (expired(t, now) || t->dying)) {
+        rc = finish_delete(c, id, &t->g, NULL);
+        *again = true;
+    } else if (t->found && t->forking) {
+        rc = abort_fork(c, id, &t->g);
+        *again = true;
+    }
+    return rc;
+}
+
+/* ---- open and close ---- */
+
+static int check_database(const char *db, convo_error *err)
+{
+    size_t n = strlen(db);
+    if (n == 0 || n > 63 || strpbrk(db, "/\\. \"$*<>:|?"))
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "bad database name: 1..63 bytes without / \\ . space \" $ * < > : | ?");
+    return 0;
+}
+
+static int check_prefix(const char *p, convo_error *err)
+{
+    size_t n = strlen(p);
+    bool ok = n >= 1 && n <= 64 && p[0] != '.' && p[n - 1] != '.' && !strstr(p, "..") &&
+              strncmp(p, "system", 6) != 0;
+    for (const char *q = p; ok && *q; q++)
+        ok = isalnum((unsigned char)*q) || *q == '_' || *q == '-' || *q == '.';
+    if (!ok)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "bad prefix: 1..64 of A-Z a-z 0-9 _ - . (no leading, trailing or "
+                            "double dot, not system...)");
+    return 0;
+}
+
+static int parse_ttl(const char *text, int64_t *ms, convo_error *err)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end || v < 1 || v > INT32_MAX)
+        return convo__error(err, CONVO_EINVAL, NULL, "ttl must be a number of seconds, 1..%d",
+                            INT32_MAX);
+    *ms = (int64_t)v * 1000;
+    return 0;
+}
+
+static bool is_integer(const char *s)
+{
+    if (*s == '-')
+        s++;
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static bool is_secret_option(const char *lower)
+{
+    return strcmp(lower, "tlscertificatekeyfilepassword") == 0 ||
+           strcmp(lower, "sslclientcertificatekeypassword") == 0;
+}
+
+/* libmongoc only warns about unknown options and ignores them: reject them here,
+ * with values of the wrong type and with unacknowledged writes. */
+static int check_option(const char *key, const char *value, convo_error *err)
+{
+    static const char *const others[] = {"authmechanism", "authmechanismproperties",
+                                         "authsource", "compressors", "gssapiservicename",
+                                         "readconcernlevel", "readpreferencetags", "w", NULL};
+    char lower[64];
+    size_t n = strlen(key);
+    if (n >= sizeof lower)
+        n = sizeof lower - 1;
+    for (size_t i = 0; i < n; i++)
+        lower[i] = (char)tolower((unsigned char)key[i]);
+    lower[n] = '\0';
+    bool integer = mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower);
+    bool boolean = mongoc_uri_option_is_bool(lower);
+    bool known = integer || boolean || mongoc_uri_option_is_utf8(lower);
+    for (const char *const *o = others; !known && *o; o++)
+        known = strcmp(*o, lower) == 0;
+    if (!known)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "unknown URL parameter '%s' for mongodb: (convo takes database, "
+                            "prefix and ttl; the others go to libmongoc)", key);
+    if (integer && !is_integer(value))
+        return convo__error(err, CONVO_EINVAL, NULL, "URL parameter '%s' must be an integer", key);
+    if (boolean && strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "URL parameter '%s' must be true or false",
+                            key);
+    if ((strcmp(lower, "w") == 0 && (strcmp(value, "0") == 0 || strcmp(value, "-1") == 0)) ||
+        (strcmp(lower, "safe") == 0 && strcmp(value, "false") == 0))
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "convo needs acknowledged writes: %s=%s is not allowed", key, value);
+    return 0;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s", a, b);
+    return out;
+}
+
+/* Takes database, prefix and ttl out of the URL and checks what is left. */
+static int take_params(convo_backend *b, convo_url *url, convo_error *err)
+{
+    char *database = convo__url_take(url, "database");
+    char *prefix = convo__url_take(url, "prefix");
+    char *ttl = convo__url_take(url, "ttl");
+    b->database = database ? database : strdup("convo");
+    int rc = b->database ? check_database(b->database, err) : CONVO_ENOMEM;
+    if (rc == 0 && prefix)
+        rc = check_prefix(prefix, err);
+    if (rc == 0 && ttl)
+        rc = parse_ttl(ttl, &b->ttl_ms, err);
+    const char *p = prefix ? prefix : "convo";
+    if (rc == 0 && (!(b->threads_name = join(p, "_threads")) ||
+                    !(b->batches_name = join(p, "_batches")) ||
+                    !(b->meta_name = join(p, "_meta"))))
+        rc = CONVO_ENOMEM;
+    free(prefix);
+    free(ttl);
+    size_t nsecret = 0;
+    if (url->password && *url->password)
+        b->secrets[nsecret++] = strdup(url->password);
+    for (size_t i = 0; rc == 0 && i < url->nparams; i++) {
+        rc = check_option(url->params[i].key, url->params[i].value, err);
+        char lower[64];
+        snprintf(lower, sizeof lower, "%s", url->params[i].key);
+        for (char *q = lower; *q; q++)
+            *q = (char)tolower((unsigned char)*q);
+        if (is_secret_option(lower) && nsecret < 3 && *url->params[i].value)
+            b->secrets[nsecret++] = strdup(url->params[i].value);
+    }
+    return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
+}
+
+static int create_indexes(call *c, mongoc_collection_t *coll, const bson_t *indexes)
+{
+    bson_t cmd = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(coll));
+    BSON_APPEND_ARRAY(&cmd, "indexes", indexes);
+    bson_error_t e;
+    bool ok = mongoc_collection_write_command_with_opts(coll, &cmd, NULL, NULL, &e);
+    bson_destroy(&cmd);
+    return ok ? 0 : fail(c, &e, "creating indexes");
+}
+
+/* Checks the stored schema version, then creates the indexes (a no-op when they
+ * exist) and records the version. */
+static int ensure_schema(call *c)
+{
+    mongoc_collection_t *meta =
+        mongoc_client_get_collection(c->client, c->b->database, c->b->meta_name);
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8("schema"));
+    bson_t doc;
+    bool found;
+    int rc = find_one(c, meta, filter, NULL, &doc, &found, "reading the schema version");
+    if (rc == 0 && get_int(&doc, "version", 0) > SCHEMA_VERSION)
+        rc = convo__error(c->err, CONVO_ENOTSUP, NULL,
+                          "MongoDB: prefix was written by a newer convo (schema %lld > %d)",
+                          (long long)get_int(&doc, "version", 0), SCHEMA_VERSION);
+    bson_destroy(&doc);
+    bson_t *batch_indexes = BCON_NEW(
+        "0", "{", "key", "{", "t", BCON_INT32(1), "g", BCON_INT32(1), "s", BCON_INT32(1), "}",
+        "name", BCON_UTF8("convo_chain"), "unique", BCON_BOOL(true), "}",
+        "1", "{", "key", "{", "t", BCON_INT32(1), "g", BCON_INT32(1), "k", BCON_INT32(1), "}",
+        "name", BCON_UTF8("convo_idempotency"), "unique", BCON_BOOL(true),
+        "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"), "}", "}", "}");
+    bson_t *ttl_index = BCON_NEW("0", "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
+                                 BCON_UTF8("convo_expiry"), "expireAfterSeconds",
+                                 BCON_INT32(0), "}");
+    if (c->b->ttl_ms)
+        BCON_APPEND(batch_indexes, "2", "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
+                    BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
+    if (rc == 0)
+        rc = create_indexes(c, c->batches, batch_indexes);
+    if (rc == 0 && c->b->ttl_ms)
+        rc = create_indexes(c, c->threads, ttl_index);
+    bson_t *update = BCON_NEW("$max", "{", "version", BCON_INT32(SCHEMA_VERSION), "}");
+    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+    bson_error_t e;
+    if (rc == 0 && !mongoc_collection_update_one(meta, filter, update, opts, NULL, &e) &&
+        !is_duplicate(&e))
+        rc = fail(c, &e, "recording the schema version");
+    bson_destroy(update);
+    bson_destroy(opts);
+    bson_destroy(batch_indexes);
+    bson_destroy(ttl_index);
+    bson_destroy(filter);
+    mongoc_collection_destroy(meta);
+    return rc;
+}
+
+static void mongo_close(convo_backend *b)
+{
+    if (!b)
+        return;
+    if (b->pool)
+        mongoc_client_pool_destroy(b->pool);
+    mongoc_uri_destroy(b->uri);
+    mongoc_read_prefs_destroy(b->primary);
+    free(b->database);
+    free(b->threads_name);
+    free(b->batches_name);
+    free(b->meta_name);
+    for (size_t i = 0; i < 3; i++) {
+        if (b->secrets[i])
+            memset(b->secrets[i], 0, strlen(b->secrets[i]));
+        free(b->secrets[i]);
+    }
+    free(b);
+}
+
+/* Short timeouts unless the URL asks otherwise: libmongoc waits 30 s for a server. */
+static void set_defaults(mongoc_uri_t *uri)
+{
+    const bson_t *opts = mongoc_uri_get_options(uri);
+    if (!bson_has_field(opts, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+    if (!bson_has_field(opts, MONGOC_URI_CONNECTTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, 5000);
+    if (!mongoc_uri_get_appname(uri))
+        mongoc_uri_set_appname(uri, "convo");
+}
+
+static int make_pool(convo_backend *b, convo_url *url, convo_error *err)
+{
+    char *text = convo__url_rebuild(url);
+    if (!text)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    bson_error_t e;
+    b->uri = mongoc_uri_new_with_error(text, &e);
+    memset(text, 0, strlen(text)); /* it holds the password */
+    free(text);
+    if (!b->uri) {
+        char msg[200];
+        scrub_into(b, e.message, msg, sizeof msg);
+        return convo__error(err, CONVO_EINVAL, NULL, "bad MongoDB URL %s: %s", url->redacted,
+                            msg);
+    }
+    set_defaults(b->uri);
+    b->pool = mongoc_client_pool_new(b->uri);
+    b->primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
+    if (!b->pool || !b->primary)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "MongoDB: cannot use %s (TLS or SRV support missing?)", url->redacted);
+    mongoc_client_pool_set_error_api(b->pool, MONGOC_ERROR_API_VERSION_2);
+    return 0;
+}
+
+static int mongo_open(convo_backend **out, convo_url *url, const convo_limits *limits,
+                      convo_error *err)
+{
+    pthread_once(&init_once, init_mongoc);
+    convo_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    b->limits = *limits;
+    int rc = take_params(b, url, err);
+    if (rc == 0)
+        rc = make_pool(b, url, err);
+    if (rc == 0) {
+        call c;
+        call_begin(&c, b, err);
+        rc = ensure_schema(&c);
+        call_end(&c);
+    }
+    if (rc != 0) {
+        mongo_close(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+/* ---- append ---- */
+
+/* The messages array [{r: role, b: bytes}, ...] of a batch document. */
+static int build_messages(call *c, const convo_message_in *msgs, size_t n, bson_t *arr)
+{
+    bson_init(arr);
+    for (size_t i = 0; i < n; i++) {
+        char buf[16];
+        const char *key;
+        bson_t item;
+        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+        bool ok = msgs[i].len < DOC_LIMIT && bson_append_document_begin(arr, key, -1, &item);
+        if (ok) {
+            ok = bson_append_utf8(&item, "r", 1, msgs[i].role, -1) &&
+                 bson_append_binary(&item, "b", 1, BSON_SUBTYPE_BINARY,
+                                    (const uint8_t *)msgs[i].bytes, (uint32_t)msgs[i].len);
+            ok = bson_append_document_end(arr, &item) && ok;
+        }
+        if (!ok || arr->len > DOC_LIMIT)
+            return convo__error(c->err, CONVO_ETOOLARGE, NULL,
+                                "batch is larger than a MongoDB document (16 MiB); split it");
+    }
+    return 0;
+}
+
+static bool build_batch(const convo_backend *b, const char *id, const bson_oid_t *g, int64_t s,
+                        size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
+                        bson_t *doc)
+{
+    bson_init(doc);
+    BSON_APPEND_UTF8(doc, "t", id);
+    BSON_APPEND_OID(doc, "g", g);
+    BSON_APPEND_INT64(doc, "s", s);
+    BSON_APPEND_INT64(doc, "e", s + (int64_t)n);
+    BSON_APPEND_INT64(doc, "n", (int64_t)n);
+    BSON_APPEND_INT64(doc, "at", at);
+    if (key)
+        BSON_APPEND_UTF8(doc, "k", key);
+    if (b->ttl_ms)
+        BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
+    return BSON_APPEND_ARRAY(doc, "m", m) && doc->len <= DOC_LIMIT;
+}
+
+/* An earlier batch with this idempotency key, if any. */
+static int find_replay(call *c, const char *id, const bson_oid_t *g, const char *key,
+                       convo_append_result *res, bool *found)
+{
+    bson_t *filter = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "k", BCON_UTF8(key));
+    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "s", BCON_INT32(1), "n",
+                            BCON_INT32(1), "}");
+    bson_t doc;
+    int rc = find_one(c, c->batches, filter, opts, &doc, found, "looking up an idempotency key");
+    if (rc == 0 && *found) {
+        res->first_seq = get_int(&doc, "s", 0);
+        res->count = (size_t)get_int(&doc, "n", 0);
+        res->replayed = 1;
+    }
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* With ttl, moves the thread's expiry; matching nothing means a delete retired
+ * this incarnation meanwhile. */
+static int touch_thread(call *c, const char *id, const bson_oid_t *g, int64_t now,
+                        bool refreshed, int64_t *matched)
+{
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    bson_t update = BSON_INITIALIZER;
+    append_expiry(c->b, &update, now, refreshed);
+    int rc = update_one(c, c->threads, filter, &update, matched, "updating a thread");
+    bson_destroy(&update);
+    bson_destroy(filter);
+    return rc;
+}
+
+static int mark_live(call *c, const char *id, const bson_oid_t *g)
+{
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    bson_t *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}");
+    int rc = update_one(c, c->threads, filter, update, NULL, "updating a thread");
+    bson_destroy(filter);
+    bson_destroy(update);
+    return rc;
+}
+
+/* One try at an append; *again when a race was lost and it must start over. */
+static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
+                          const convo_append_opts *o, convo_append_result *res, bool *again)
+{
+    thread_doc t;
+    batch_head top;
+    bool found = false, refreshed = false, dup = false;
+    int64_t matched = 1, now = now_ms();
+    int rc = writable_thread(c, id, false, true, &t, again);
+    if (rc == 0 && !*again && o->idempotency_key)
+        rc = find_replay(c, id, &t.g, o->idempotency_key, res, &found);
+    if (rc || *again || found)
+        goto out;
+    if ((rc = top_batch(c, id, &t.g, &top)) != 0)
+        goto out;
+    if (top.found && top.fence) { /* a delete is under way: finish it, then start over */
+        rc = finish_delete(c, id, &t.g, NULL);
+        *again = true;
+        goto out;
+    }
+    int64_t length = top.found ? top.e : 0;
+    if (o->expected_length >= 0 && o->expected_length != length) {
+        rc = convo__error(c->err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
+                          (long long)length, (long long)o->expected_length);
+        goto out;
+    }
+    if (c->b->ttl_ms) { /* expiry moves before the batch lands, so a stored batch never expires early */
+        rc = refresh_batches(c, id, &t, now, &refreshed);
+        if (rc == 0)
+            rc = touch_thread(c, id, &t.g, now, refreshed, &matched);
+        if (rc || (*again = matched == 0))
+            goto out;
+    }
+    bson_t doc;
+    build_batch(c->b, id, &t.g, length, n, o->idempotency_key, convo__now_micros(), now, m, &doc);
+    rc = insert_doc(c, c->batches, &doc, &dup, "appending");
+    bson_destroy(&doc);
+    if (rc || (*again = dup))
+        goto out;
+    if (!t.live) /* the first batch made the thread visible; the flag only saves probes */
+        quietly(c, mark_live, id, &t.g);
+    res->first_seq = length;
+    res->count = n;
+    res->replayed = 0;
+out:
+    thread_free(&t);
+    return rc;
+}
+
+static int mongo_append(convo_backend *b, const char *id, const convo_message_in *msgs, size_t n,
+                        const convo_append_opts *opts, convo_append_result *res,
+                        convo_error *err)
+{
+    call c;
+    bson_t m, probe;
+    bson_oid_t zero;
+    call_begin(&c, b, err);
+    int rc = build_messages(&c, msgs, n, &m);
+    bson_oid_init_from_string(&zero, "000000000000000000000000");
+    if (rc == 0) { /* the same size whatever s and times it gets */
+        if (!build_batch(b, id, &zero, 0, n, opts->idempotency_key, 0, 0, &m, &probe))
+            rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                              "batch is larger than a MongoDB document (16 MiB); split it");
+        bson_destroy(&probe);
+    }
+    for (int attempt = 0; rc == 0; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = append_attempt(&c, id, &m, n, opts, res, &again);
+        if (!again)
+            break;
+    }
+    bson_destroy(&m);
+    call_end(&c);
+    return rc;
+}
+
+/* ---- load ---- */
+
+/* Batch documents collected while walking down a thread, highest first. */
+typedef struct walk {
+    bson_t **docs;
+    size_t count, cap;
+} walk;
+
+static void walk_free(walk *w)
+{
+    for (size_t i = 0; i < w->count; i++)
+        bson_destroy(w->docs[i]);
+    free(w->docs);
+}
+
+static int walk_keep(walk *w, const bson_t *doc)
+{
+    if (w->count == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        bson_t **grown = realloc(w->docs, cap * sizeof *grown);
+        if (!grown)
+            return CONVO_ENOMEM;
+        w->docs = grown;
+        w->cap = cap;
+    }
+    w->docs[w->count++] = bson_copy(doc);
+    return 0;
+}
+
+/* Adds the messages of one batch document that fall in [from, to). */
+static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t from, int64_t to)
+{
+    int64_t s = get_int(doc, "s", 0), n = get_int(doc, "n", -1), at = get_int(doc, "at", 0);
+    bson_iter_t it, arr;
+    if (!bson_iter_init_find(&it, doc, "m") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &arr))
+        return corrupt(c, "batch without messages");
+    int64_t i = 0;
+    for (; bson_iter_next(&arr); i++) {
+        bson_iter_t item, role, bytes;
+        if (s + i < from || s + i >= to)
+            continue;
+        uint32_t len, rlen;
+        const uint8_t *data;
+        bson_subtype_t sub;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &item) ||
+            !bson_iter_find_descendant(&item, "r", &role) || !BSON_ITER_HOLDS_UTF8(&role))
+            return corrupt(c, "message without a role");
+        const char *r = bson_iter_utf8(&role, &rlen);
+        if (!bson_iter_recurse(&arr, &item) || !bson_iter_find_descendant(&item, "b", &bytes) ||
+            !BSON_ITER_HOLDS_BINARY(&bytes))
+            return corrupt(c, "message without bytes");
+        bson_iter_binary(&bytes, &sub, &len, &data);
+        if (convo__history_add(h, (const char *)data, len, r, s + i, at) != 0)
+            return no_memory(c);
+    }
+    return i == n ? 0 : corrupt(c, "batch holds a different number of messages than it says");
+}
+
+/* Walks generation g downwards from below `to` (INT64_MAX: from the top, which
+ * also gives the length) and keeps the batches covering [from, to). Each batch
+ * must end where the one above starts: a gap means a delete is removing the
+ * thread (*again). A fence at the top means it was deleted. */
+static int walk_down(call *c, const char *id, const thread_doc *t, const convo_load_opts *o,
+                     int64_t *length, int64_t *from, int64_t *to, walk *w, bool *again,
+                     bool *deleted)
+{
+    bool from_top = *length < 0;
+    bson_t *filter = generation_filter(id, &t->g);
+    if (!from_top)
+        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to), "}");
+    int64_t most = from_top ? (o->tail > 0 ? o->tail + 1 : 0) : *to - *from;
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}");
+    if (most > 0)
+        BCON_APPEND(opts, "limit", BCON_INT64(most));
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    const bson_t *doc;
+    int64_t below = -1; /* where the last batch seen starts */
+    bool covered = false;
+    int rc = 0;
+    while (rc == 0 && !covered && mongoc_cursor_next(cur, &doc)) {
+        batch_head h;
+        parse_head(doc, &h);
+        if (below < 0 && from_top) {
+            if ((*deleted = h.fence))
+                break;
+            *length = h.e;
+            convo__load_range(o, *length, from, to);
+        }
+        bool fits = below < 0 ? (h.s < *to && h.e >= *to) : h.e == below;
+        if (h.fence || !fits) {
+            *again = true;
+            break;
+        }
+        if (*from < *to && (rc = walk_keep(w, doc)) != 0)
+            rc = no_memory(c);
+        below = h.s;
+        covered = h.s <= *from;
+    }
+    bson_error_t e;
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "loading messages");
+    if (rc == 0 && below < 0 && from_top && !*deleted) {
+        *length = 0; /* no batch at all */
+        *from = *to = 0;
+    } else if (rc == 0 && !covered && !*deleted && *from < *to) {
+        *again = true; /* the chain stopped short */
+    }
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* A thread doc with no messages could also be one whose delete finished between
+ * our two reads: look again. */
+static int still_there(call *c, const char *id, const thread_doc *t, bool *again)
+{
+    thread_doc now;
+    int rc = read_thread(c, id, false, &now);
+    if (rc == 0 && !(now.found && bson_oid_equal(&now.g, &t->g) && !now.forking))
+        *again = true;
+    thread_free(&now);
+    return rc;
+}
+
+static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo_history *h,
+                        bool *again)
+{
+    thread_doc t;
+    walk w = {NULL, 0, 0};
+    bool deleted = false;
+    int64_t length = -1, from = 0, to = 0;
+    int rc = read_thread(c, id, o->with_extra, &t);
+    if (rc == 0 && (!t.found || t.forking || expired(&t, now_ms())))
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
+    if (rc == 0 && o->limit > 0) { /* the window depends on the length: read it first */
+        batch_head top;
+        rc = top_batch(c, id, &t.g, &top);
+        deleted = top.found && top.fence;
+        length = top.found ? top.e : 0;
+        convo__load_range(o, length, &from, &to);
+    }
+    if (rc == 0 && !deleted && (length < 0 || from < to))
+        rc = walk_down(c, id, &t, o, &length, &from, &to, &w, again, &deleted);
+    if (rc == 0 && !*again && (deleted || (length == 0 && !t.live)))
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
+    if (rc == 0 && !*again && length == 0)
+        rc = still_there(c, id, &t, again);
+    if (rc == 0 && !*again && convo__history_reserve(h, (size_t)(to - from)) != 0)
+        rc = no_memory(c);
+    for (size_t i = w.count; rc == 0 && !*again && i-- > 0;)
+        rc = add_messages(c, h, w.docs[i], from, to);
+    convo__history_set_length(h, length);
+    char *extra = NULL;
+    if (rc == 0 && !*again && o->with_extra && (rc = extra_to_json(c, &t.extra, &extra)) == 0 &&
+        convo__history_set_extra(h, extra, strlen(extra)) != 0)
+        rc = no_memory(c);
+    free(extra);
+    walk_free(&w);
+    thread_free(&t);
+    return rc;
+}
+
+static int mongo_load(convo_backend *b, const char *id, const convo_load_opts *opts,
+                      convo_history **out, convo_error *err)
+{
+    call c;
+    call_begin(&c, b, err);
+    int rc = 0;
+    convo_history *h = NULL;
+    for (int attempt = 0; rc == 0; attempt++) {
+        bool again = false;
+        convo_history_free(h);
+        if (attempt == LOAD_ATTEMPTS) {
+            h = NULL;
+            rc = convo__error(err, CONVO_EIO, NULL, "MongoDB: the thread kept changing under the load");
+            break;
+        }
+        if (!(h = convo__history_new())) {
+            rc = no_memory(&c);
+            break;
+        }
+        rc = load_attempt(&c, id, opts, h, &again);
+        if (!again)
+            break;
+    }
+    call_end(&c);
+    if (rc != 0) {
+        convo_history_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* ---- save_extra ---- */
+
+/* Escaped extra document from a patch object. */
+static int patch_to_bson(call *c, json_t *patch, bson_t *out)
+{
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    bson_init(out);
+    json_object_foreach(patch, k, v) {
+        char *ek = key_escape(k);
+        rc = ek ? put_json(c, out, ek, v, 0) : no_memory(c);
+        free(ek);
+        if (rc != 0)
+            break;
+    }
+    return rc;
+}
+
+/* No thread doc yet: the patch becomes the whole extra of a new, live thread. */
+static int create_with_extra(call *c, const char *id, json_t *patch, bool *again)
+{
+    bson_t extra, doc;
+    bson_oid_t g;
+    int rc = patch_to_bson(c, patch, &extra);
+    bson_oid_init(&g, NULL);
+    if (rc == 0) {
+        if (!build_thread(c->b, id, &g, true, false, 1, &extra, now_ms(), &doc))
+            rc = convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
+        else
+            rc = insert_doc(c, c->threads, &doc, again, "saving extra");
+        bson_destroy(&doc);
+    }
+    bson_destroy(&extra);
+    return rc;
+}
+
+/* {$set: {live: true, "extra.<escaped key>": value, ...}, $inc: {v: 1}}. */
+static int build_extra_update(call *c, json_t *patch, int64_t now, bool refreshed,
+                              bson_t *update)
+{
+    bson_t set;
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    bson_init(update);
+    BSON_APPEND_DOCUMENT_BEGIN(update, "$set", &set);
+    BSON_APPEND_BOOL(&set, "live", true);
+    json_object_foreach(patch, k, v) {
+        char *ek = key_escape(k);
+        char *path = ek ? join("extra.", ek) : NULL;
+        rc = path ? put_json(c, &set, path, v, 1) : no_memory(c);
+        free(ek);
+        free(path);
+        if (rc != 0)
+            break;
+    }
+    bson_append_document_end(update, &set);
+    BCON_APPEND(update, "$inc", "{", "v", BCON_INT64(1), "}");
+    append_expiry(c->b, update, now, refreshed);
+    return rc;
+}
+
+/* One try: read the extra, check the merged size, then $set the patch's keys only
+ * if nothing changed since (v); *again when another writer got in between. */
+static int save_attempt(call *c, const char *id, const char *patch, json_t *patch_obj,
+                        bool *again)
+{
+    thread_doc t;
+    char *current = NULL, *merged = NULL;
+    size_t merged_len;
+    bool refreshed = false;
+    int64_t now = now_ms(), matched = 0;
+    int rc = writable_thread(c, id, true, false, &t, again);
+    if (rc == 0 && !*again && !t.found)
+        rc = create_with_extra(c, id, patch_obj, again);
+    if (rc || *again || !t.found)
+        goto out;
+    if ((rc = extra_to_json(c, &t.extra, &current)) != 0 ||
+        (rc = convo__extra_merge(current, strlen(current), patch, c->b->limits.max_extra_bytes,
+                                 &merged, &merged_len, c->err)) != 0 ||
+        (rc = refresh_batches(c, id, &t, now, &refreshed)) != 0)
+        goto out;
+    bson_t update;
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(&t.g), "v", BCON_INT64(t.v));
+    rc = build_extra_update(c, patch_obj, now, refreshed, &update);
+    if (rc == 0)
+        rc = update_one(c, c->threads, filter, &update, &matched, "saving extra");
+    *again = rc == 0 && matched == 0;
+    bson_destroy(&update);
+    bson_destroy(filter);
+out:
+    free(current);
+    free(merged);
+    thread_free(&t);
+    return rc;
+}
+
+static int mongo_save_extra(convo_backend *b, const char *id, const char *patch, void *patch_obj,
+                            convo_error *err)
+{
+    call c;
+    call_begin(&c, b, err);
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = save_attempt(&c, id, patch, (json_t *)patch_obj, &again);
+        if (rc != 0 || !again)
+            break;
+    }
+    call_end(&c);
+    return rc;
+}
+
+/* ---- delete ---- */
+
+static int not_found(call *c)
+{
+    return convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
+}
+
+/* An invisible placeholder (no batch, never live) is nobody's thread: fence it
+ * at 0, so an append still aiming at it starts over, and remove it. */
+static int drop_placeholder(call *c, const char *id, const bson_oid_t *g, bool *again)
+{
+    bool dup;
+    int rc = insert_fence(c, id, g, 0, &dup);
+    if (rc == 0 && dup)
+        *again = true; /* a first batch landed: it is a thread after all */
+    else if (rc == 0)
+        rc = retire(c, id, g);
+    return rc;
+}
+
+static int delete_attempt(call *c, const char *id, bool *again)
+{
+    thread_doc t;
+    batch_head top = {false, false, 0, 0};
+    int64_t matched = 0, now = now_ms();
+    int rc = read_thread(c, id, false, &t);
+    if (rc == 0 && t.found && !t.forking && !expired(&t, now))
+        rc = top_batch(c, id, &t.g, &top);
+    if (rc != 0 || !t.found)
+        goto out;
+    if (t.forking) { /* a fork's placeholder: not a thread; clear it if abandoned */
+        if (now - t.created_ms > FORK_STALE_MS)
+            rc = abort_fork(c, id, &t.g);
+    } else if (expired(&t, now) || (top.found && top.fence) || t.dying) {
+        rc = finish_delete(c, id, &t.g, NULL); /* gone, or another delete's: help it finish */
+    } else if (!t.live && !top.found) {
+        rc = drop_placeholder(c, id, &t.g, again);
+    } else {
+        /* the mark makes save_extra stop writing here; the fence stops appends */
+        bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(&t.g), "dying", "{",
+                                  "$ne", BCON_BOOL(true), "}");
+        bson_t *update = BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}", "$inc", "{", "v",
+                                  BCON_INT64(1), "}");
+        rc = update_one(c, c->threads, filter, update, &matched, "deleting a thread");
+        bson_destroy(filter);
+        bson_destroy(update);
+        if (rc == 0 && (*again = matched == 0))
+            goto out;
+        if (rc == 0 && (rc = finish_delete(c, id, &t.g, NULL)) == 0)
+            quietly(c, collect_garbage, id);
+        thread_free(&t);
+        return rc;
+    }
+out:
+    thread_free(&t);
+    return rc ? rc : *again ? 0 : not_found(c);
+}
+
+static int mongo_thread_delete(convo_backend *b, const char *id, convo_error *err)
+{
+    call c;
+    call_begin(&c, b, err);
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = delete_attempt(&c, id, &again);
+        if (rc != 0 || !again)
+            break;
+    }
+    call_end(&c);
+    return rc;
+}
+
+/* ---- list ---- */
+
+/* Whether a thread doc is a thread a caller can see. */
+static int visible(call *c, const char *id, const thread_doc *t, int64_t now, bool *yes)
+{
+    *yes = false;
+    if (t->forking || expired(t, now))
+        return 0;
+    if (t->live && !t->dying) {
+        *yes = true;
+        return 0;
+    }
+    batch_head top;
+    int rc = top_batch(c, id, &t->g, &top);
+    *yes = rc == 0 && !(top.found && top.fence) && (top.found || t->live);
+    return rc;
+}
+
+static int list_threads(call *c, const char *after, size_t limit, convo_thread_page *p)
+{
+    bson_t *filter = after ? BCON_NEW("_id", "{", "$gt", BCON_UTF8(after), "}") : bson_new();
+    bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "projection", "{", "extra",
+                            BCON_INT32(0), "}");
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->threads, filter, opts, c->b->primary);
+    const bson_t *doc;
+    int64_t now = now_ms();
+    int rc = 0;
+    const char *last = NULL;
+    while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        thread_doc t;
+        bool yes = false;
+        memset(&t, 0, sizeof t);
+        bson_init(&t.extra);
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_UTF8(&it)) {
+            thread_free(&t);
+            continue;
+        }
+        uint32_t len;
+        const char *id = bson_iter_utf8(&it, &len);
+        rc = parse_thread(c, doc, &t);
+        if (rc == 0)
+            rc = visible(c, id, &t, now, &yes);
+        thread_free(&t);
+        if (rc != 0 || !yes)
+            continue;
+        if (convo_thread_page_count(p) == limit) {
+            if (convo__thread_page_set_next(p, last) != 0)
+                rc = no_memory(c);
+            break;
+        }
+        if (convo__thread_page_add(p, id, len) != 0)
+            rc = no_memory(c);
+        last = convo_thread_page_id(p, convo_thread_page_count(p) - 1);
+    }
+    bson_error_t e;
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "listing threads");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+static int mongo_thread_list(convo_backend *b, const char *after, size_t limit,
+                             convo_thread_page **out, convo_error *err)
+{
+    convo_thread_page *p = convo__thread_page_new();
+    if (!p)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    call c;
+    call_begin(&c, b, err);
+    int rc = list_threads(&c, after, limit, p);
+    call_end(&c);
+    if (rc != 0) {
+        convo_thread_page_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- fork ---- */
+
+/* Makes the invisible placeholder {forking: true} for dst with src's extra, after
+ * clearing what may be there; CONVO_ECONFLICT when dst is a thread. */
+static int claim_destination(call *c, const char *dst, const bson_t *extra, bson_oid_t *gd)
+{
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+        bson_t doc;
+        thread_doc d;
+        batch_head top = {false, false, 0, 0};
+        bool dup, again = false;
+        int64_t now = now_ms();
+        backoff(attempt);
+        bson_oid_init(gd, NULL);
+        if (!build_thread(c->b, dst, gd, false, true, 0, extra, now, &doc)) {
+            bson_destroy(&doc);
+            return convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
+        }
+        int rc = insert_doc(c, c->threads, &doc, &dup, "creating the fork");
+        bson_destroy(&doc);
+        if (rc != 0 || !dup)
+            return rc;
+        if ((rc = read_thread(c, dst, false, &d)) == 0 && d.found && !d.forking)
+            rc = top_batch(c, dst, &d.g, &top);
+        if (rc == 0 && d.found) {
+            if (d.forking && now - d.created_ms <= FORK_STALE_MS)
+                rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
+                                  "another fork into the destination thread is under way");
+            else if (d.forking)
+                rc = abort_fork(c, dst, &d.g);
+            else if (expired(&d, now) || (top.found && top.fence))
+                rc = finish_delete(c, dst, &d.g, NULL);
+            else if (d.live || top.found)
+                rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
+                                  "destination thread already exists");
+            else
+                rc = drop_placeholder(c, dst, &d.g, &again);
+        }
+        thread_free(&d);
+        if (rc != 0)
+            return rc;
+    }
+    return contention(c);
+}
+
+/* A copy of a source batch for dst, cut at upto. */
+static bool copy_batch(const convo_backend *b, const bson_t *src, const batch_head *h,
+                       const char *dst, const bson_oid_t *gd, int64_t upto, int64_t now,
+                       bson_t *doc)
+{
+    int64_t e = h->e < upto ? h->e : upto;
+    bson_iter_t it, item;
+    bson_init(doc);
+    BSON_APPEND_UTF8(doc, "t", dst);
+    BSON_APPEND_OID(doc, "g", gd);
+    BSON_APPEND_INT64(doc, "s", h->s);
+    BSON_APPEND_INT64(doc, "e", e);
+    BSON_APPEND_INT64(doc, "n", e - h->s);
+    BSON_APPEND_INT64(doc, "at", get_int(src, "at", 0));
+    if (b->ttl_ms)
+        BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
+    if (!bson_iter_init_find(&it, src, "m") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return false;
+    if (e == h->e)
+        return bson_append_iter(doc, "m", 1, &it);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(doc, "m", &arr);
+    bson_iter_recurse(&it, &item);
+    for (int64_t i = 0; i < e - h->s && bson_iter_next(&item); i++)
+        bson_append_iter(&arr, NULL, 0, &item);
+    return bson_append_array_end(doc, &arr);
+}
+
+static int flush(call *c, mongoc_bulk_operation_t **bulk)
+{
+    bson_error_t e;
+    int rc = 0;
+    if (*bulk && !mongoc_bulk_operation_execute(*bulk, NULL, &e))
+        rc = fail(c, &e, "copying messages");
+    mongoc_bulk_operation_destroy(*bulk);
+    *bulk = NULL;
+    return rc;
+}
+
+/* Copies src's batches [0, upto) into generation gd of dst; *complete is false
+ * when src lost batches on the way (it was deleted meanwhile). */
+static int copy_batches(call *c, const char *src, const bson_oid_t *gs, const char *dst,
+                        const bson_oid_t *gd, int64_t upto, bool *complete)
+{
+    bson_t *filter = BCON_NEW("t", BCON_UTF8(src), "g", BCON_OID(gs), "s", "{", "$lt",
+                              BCON_INT64(upto), "}");
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}");
+    bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    mongoc_bulk_operation_t *bulk = NULL;
+    const bson_t *doc;
+    size_t pending = 0;
+    int64_t next = 0, now = now_ms();
+    bson_error_t e;
+    int rc = 0;
+    while (rc == 0 && next < upto && mongoc_cursor_next(cur, &doc)) {
+        batch_head h;
+        bson_t copy;
+        parse_head(doc, &h);
+        if (h.fence || h.s != next)
+            break;
+        if (!bulk)
+            bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, bulk_opts);
+        if (!copy_batch(c->b, doc, &h, dst, gd, upto, now, &copy))
+            rc = corrupt(c, "batch without messages");
+        else if (!mongoc_bulk_operation_insert_with_opts(bulk, &copy, NULL, &e))
+            rc = fail(c, &e, "copying messages");
+        pending += copy.len;
+        bson_destroy(&copy);
+        next = h.e < upto ? h.e : upto;
+        if (rc == 0 && pending >= COPY_FLUSH_BYTES) {
+            rc = flush(c, &bulk);
+            pending = 0;
+        }
+    }
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "reading messages to copy");
+    if (rc == 0)
+        rc = flush(c, &bulk);
+    mongoc_bulk_operation_destroy(bulk);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    bson_destroy(bulk_opts);
+    *complete = next == upto;
+    return rc;
+}
+
+/* The fork becomes visible in one step: its placeholder turns live, unless a
+ * writer cancelled it meanwhile. */
+static int commit_fork(call *c, const char *dst, const bson_oid_t *gd, bool *committed)
+{
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(dst), "g", BCON_OID(gd), "forking", BCON_BOOL(true));
+    bson_t *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}", "$unset", "{", "forking",
+                              BCON_UTF8(""), "c", BCON_UTF8(""), "}");
+    int64_t matched = 0;
+    int rc = update_one(c, c->threads, filter, update, &matched, "committing the fork");
+    *committed = rc == 0 && matched == 1;
+    bson_destroy(filter);
+    bson_destroy(update);
+    return rc;
+}
+
+/* Leaves nothing of an uncommitted fork: its placeholder and its batches, unless
+ * the thread doc shows the commit did land (its reply may have been lost). */
+static int cancel_own_fork(call *c, const char *dst, const bson_oid_t *gd)
+{
+    thread_doc d;
+    int rc = abort_fork(c, dst, gd);
+    if (rc == 0)
+        rc = read_thread(c, dst, false, &d);
+    if (rc == 0 && !(d.found && bson_oid_equal(&d.g, gd))) {
+        bson_t *batches = generation_filter(dst, gd);
+        rc = delete_docs(c, c->batches, batches, true, NULL, "cancelling a fork");
+        bson_destroy(batches);
+    }
+    if (rc == 0)
+        thread_free(&d);
+    return rc;
+}
+
+static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
+{
+    thread_doc s;
+    batch_head top = {false, false, 0, 0};
+    bson_oid_t gd;
+    bool complete = false, committed = false;
+    int rc = read_thread(c, src, true, &s);
+    if (rc == 0 && s.found && !s.forking && !expired(&s, now_ms()))
+        rc = top_batch(c, src, &s.g, &top);
+    else if (rc == 0)
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "source thread not found");
+    int64_t length = top.found ? top.e : 0;
+    if (rc == 0 && ((top.found && top.fence) || (!s.live && length == 0)))
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "source thread not found");
+    if (rc == 0 && upto > length)
+        rc = convo__error(c->err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
+                          (long long)upto, (long long)length);
+    if (rc == 0)
+        rc = claim_destination(c, dst, &s.extra, &gd);
+    if (rc != 0) {
+        thread_free(&s);
+        return rc;
+    }
+    rc = copy_batches(c, src, &s.g, dst, &gd, upto < 0 ? length : upto, &complete);
+    if (rc == 0 && complete)
+        rc = commit_fork(c, dst, &gd, &committed);
+    if (rc == 0 && !complete)
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL,
+                          "source thread was deleted while being forked");
+    else if (rc == 0 && !committed)
+        rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
+                          "destination thread was written to while being forked");
+    if (!committed)
+        quietly(c, cancel_own_fork, dst, &gd);
+    thread_free(&s);
+    return rc;
+}
+
+static int mongo_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                             convo_error *err)
+{
+    call c;
+    call_begin(&c, b, err);
+    int rc = fork_thread(&c, src, dst, upto);
+    call_end(&c);
+    return rc;
+}
+
+static const char *const mongo_schemes[] = {"mongodb", "mongodb+srv", NULL};
+
+const convo_driver convo_driver_mongo = {
+    .version = CONVO_DRIVER_VERSION,
+    .name = "mongo",
+    .schemes = mongo_schemes,
+    .open = mongo_open,
+    .close = mongo_close,
+    .append = mongo_append,
+    .load = mongo_load,
+    .save_extra = mongo_save_extra,
+    .thread_delete = mongo_thread_delete,
+    .thread_list = mongo_thread_list,
+    .thread_fork = mongo_thread_fork,
+};
