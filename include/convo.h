@@ -291,6 +291,10 @@ CONVO_EXTERN int convo_copy(convo_store *src, convo_store *dst, const char *cons
                             size_t n, const convo_dump_opts *opts, convo_dump_stats *stats,
                             convo_error *err);
 
+/* Removes the threads whose ttl (the URL's ttl=S) has passed; *removed gets their
+ * number. Drivers whose server expires data itself report 0. */
+CONVO_EXTERN int convo_sweep(convo_store *s, uint64_t *removed, convo_error *err);
+
 /* ---- Measuring (used by `convo bench`) ---- */
 /* Runs the backend's own raw write primitive n times on payload (SQLite: a bare
  * INSERT transaction; Redis: one RPUSH; PostgreSQL: one INSERT round trip) and

@@ -288,3 +288,13 @@ int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err)
                             s->driver->name);
     return s->driver->stored_bytes(s->backend, bytes, err);
 }
+
+int convo_sweep(convo_store *s, uint64_t *removed, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    uint64_t n = 0;
+    int rc = s->driver->sweep ? s->driver->sweep(s->backend, &n, err) : 0;
+    if (removed)
+        *removed = rc == 0 ? n : 0;
+    return rc;
+}

@@ -122,6 +122,12 @@ typedef struct convo_driver {
     int (*thread_import)(convo_backend *b, const char *thread_id, int64_t first_seq,
                          const convo_message_in *msgs, const int64_t *created_at, size_t n,
                          int *skipped, convo_error *err);
+
+    /* ---- version 2: expiry. With ttl=S in the URL a thread expires S seconds
+     * after its last write: from then on it is invisible (load, list, append
+     * start afresh) and sweep removes what expired. Optional: NULL when the
+     * backend expires data itself (Redis, MongoDB TTL index) or has no ttl. ---- */
+    int (*sweep)(convo_backend *b, uint64_t *removed, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
