@@ -1,0 +1,1786 @@
+/* redis.c — the Redis driver (hiredis). Every mutating call is one Lua script
+ * run with EVALSHA on the keys of a single thread, which all share one
+ * {hash tag}; the thread index is a separate sorted set. See docs/redis.md. */
+#include "config.h"
+#include <convo/driver.h>
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <limits.h>
+#include <msgpack.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+
+#define DEFAULT_PREFIX "convo"
+#define DEFAULT_POOL 8
+#define DEFAULT_TIMEOUT_MS 5000
+#define MAX_PREFIX_BYTES 128
+#define CHUNK 1000 /* arguments per Lua unpack(), well under Lua's C stack limit */
+
+/* ---- the Lua scripts; KEYS are always meta, msgs, idem, extra of one thread ---- */
+
+/* Lua helpers shared by the scripts: expire every key of the thread together
+ * (PEXPIREAT with one deadline), or make them all permanent again. */
+#define LUA_PRELUDE                                                                        \
+    "if redis.replicate_commands then redis.replicate_commands() end\n"                   \
+    "local function expire_all(ttl)\n"                                                   \
+    "  if ttl > 0 then\n"                                                                \
+    "    local t = redis.call('TIME')\n"                                                 \
+    "    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl\n"   \
+    "    for i = 1, #KEYS do redis.call('PEXPIREAT', KEYS[i], at) end\n"                  \
+    "  elseif redis.call('PTTL', KEYS[1]) > 0 then\n"                                    \
+    "    for i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\n"                        \
+    "  end\n"                                                                            \
+    "end\n"                                                                              \
+    "local function chunked(cmd, key, first, last)\n"                                    \
+    "  for i = first, last, 1000 do\n"                                                   \
+    "    redis.call(cmd, key, unpack(ARGV, i, math.min(i + 999, last)))\n"               \
+    "  end\n"                                                                            \
+    "end\n"
+
+/* ARGV: idempotency key ('' = none), expected length (-1 = none), ttl ms,
+ * then one record tail (msgpack role + bytes) per message.
+ * Returns {replayed, first_seq, count}. */
+static const char script_append[] = LUA_PRELUDE
+    "local key, expect, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "if key ~= '' then\n"
+    "  local prior = redis.call('HGET', KEYS[3], key)\n"
+    "  if prior then\n"
+    "    local first, n = string.match(prior, '^(%d+) (%d+)$')\n"
+    "    if not first then return redis.error_reply('CONVO_CORRUPT bad idempotency record') end\n"
+    "    return {1, tonumber(first), tonumber(n)}\n"
+    "  end\n"
+    "end\n"
+    "local len = redis.call('LLEN', KEYS[2])\n"
+    "if expect >= 0 and expect ~= len then\n"
+    "  return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..\n"
+    "                           ' messages, expected ' .. expect)\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    /* msgpack fixarray(3) + created_at; the client packed role and bytes */
+    "local head = '\\147' .. cmsgpack.pack(tonumber(t[1]) * 1000000 + tonumber(t[2]))\n"
+    "local batch = {}\n"
+    "for i = 4, #ARGV do\n"
+    "  batch[#batch + 1] = head .. ARGV[i]\n"
+    "  if #batch == 1000 or i == #ARGV then\n"
+    "    redis.call('RPUSH', KEYS[2], unpack(batch))\n"
+    "    batch = {}\n"
+    "  end\n"
+    "end\n"
+    "if len == 0 then redis.call('HSET', KEYS[1], 'v', '1') end\n"
+    "local n = #ARGV - 3\n"
+    "if key ~= '' then redis.call('HSET', KEYS[3], key, len .. ' ' .. n) end\n"
+    "expire_all(ttl)\n"
+    "return {0, len, n}\n";
+
+/* ARGV: max merged bytes, ttl ms, then field/value pairs (field = the key as
+ * JSON text, value = the value as compact JSON). Hash values are stored as
+ * "<insertion ordinal> <json>"; meta keeps xb (sum of #field + 1 + #json),
+ * xc (key count) and xn (last ordinal), so the merged size is exact. */
+static const char script_extra[] = LUA_PRELUDE
+    "local maxb, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "local m = redis.call('HMGET', KEYS[1], 'xb', 'xc', 'xn')\n"
+    "local xb, xc, xn = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or 0\n"
+    "local vals = {}\n"
+    "for i = 3, #ARGV, 2 do\n"
+    "  local f, v = ARGV[i], ARGV[i + 1]\n"
+    "  local old = redis.call('HGET', KEYS[4], f)\n"
+    "  local ord\n"
+    "  if old then\n"
+    "    local sp = string.find(old, ' ', 1, true)\n"
+    "    if not sp then return redis.error_reply('CONVO_CORRUPT bad extra value') end\n"
+    "    ord = string.sub(old, 1, sp - 1)\n"
+    "    xb = xb - (#old - sp)\n"
+    "  else\n"
+    "    xn = xn + 1\n"
+    "    xc = xc + 1\n"
+    "    ord = string.format('%d', xn)\n"
+    "    xb = xb + #f + 1\n"
+    "  end\n"
+    "  xb = xb + #v\n"
+    "  vals[#vals + 1] = f\n"
+    "  vals[#vals + 1] = ord .. ' ' .. v\n"
+    "end\n"
+    "local size = 2 + xb + math.max(xc - 1, 0)\n"
+    "if size > maxb then\n"
+    "  return redis.error_reply('CONVO_TOOLARGE merged extra of ' .. size ..\n"
+    "                           ' bytes would exceed the limit of ' .. maxb .. ' bytes')\n"
+    "end\n"
+    "for i = 1, #vals, 1000 do\n"
+    "  redis.call('HSET', KEYS[4], unpack(vals, i, math.min(i + 999, #vals)))\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'v', '1', 'xb', string.format('%d', xb),\n"
+    "           'xc', string.format('%d', xc), 'xn', string.format('%d', xn))\n"
+    "expire_all(ttl)\n"
+    "return 1\n";
+
+static const char script_delete[] = LUA_PRELUDE
+    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"
+    "  return redis.error_reply('CONVO_NOTFOUND thread not found')\n"
+    "end\n"
+    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])\n"
+    "return 1\n";
+
+/* Creates the destination of a fork from what was read off the source.
+ * ARGV: ttl ms, record count n, xb, xc, xn, n records, extra field/value pairs. */
+static const char script_fork[] = LUA_PRELUDE
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "  return redis.error_reply('CONVO_CONFLICT destination thread already exists')\n"
+    "end\n"
+    "local ttl, n = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "chunked('RPUSH', KEYS[2], 6, 5 + n)\n"
+    "chunked('HSET', KEYS[4], 6 + n, #ARGV)\n"
+    "redis.call('HSET', KEYS[1], 'v', '1', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])\n"
+    "expire_all(ttl)\n"
+    "return 1\n";
+
+/* Restores messages [first, first + n) of a dump: whole records (created_at
+ * included) from the client. ARGV: ttl ms, first seq, records. Returns 1 when
+ * the thread already holds them (the same dump imported again), else 0. */
+static const char script_import[] = LUA_PRELUDE
+    "local ttl, first = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "local len = redis.call('LLEN', KEYS[2])\n"
+    "if len >= first + #ARGV - 2 then return 1 end\n"
+    "if len ~= first then\n"
+    "  return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..\n"
+    "                           ' messages, the dump continues at ' .. first)\n"
+    "end\n"
+    "chunked('RPUSH', KEYS[2], 3, #ARGV)\n"
+    "redis.call('HSET', KEYS[1], 'v', '1')\n"
+    "expire_all(ttl)\n"
+    "return 0\n";
+
+enum { S_APPEND, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_COUNT };
+static const char *const scripts[S_COUNT] = {script_append, script_extra, script_delete,
+                                             script_fork, script_import};
+
+/* ---- the backend and its connections ---- */
+
+typedef struct rconn {
+    redisContext *c;
+    uint64_t gen; /* creation number, to drop connections older than a failure */
+    int broken;   /* a send failed: the connection must not be reused */
+} rconn;
+
+struct convo_backend {
+    convo_pool *pool;
+    convo_limits limits;
+    char *host, *socket_path, *user, *password, *redacted;
+    int port, db;
+    long long ttl_ms;
+    int connect_timeout_ms, timeout_ms;
+    char *prefix, *index_key;
+    char sha[S_COUNT][41];
+    atomic_uint_fast64_t next_gen;
+    atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
+};
+
+/* A pipeline command: arguments with lengths, plus room for a few numbers. */
+typedef struct cmd {
+    const char **argv;
+    size_t *lens;
+    size_t n, cap;
+    char nums[8][24];
+    int nnums;
+    int failed;
+} cmd;
+
+static void cmd_add(cmd *c, const char *s, size_t len)
+{
+    if (c->failed)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        const char **a = realloc(c->argv, cap * sizeof *a);
+        if (a)
+            c->argv = a;
+        size_t *l = realloc(c->lens, cap * sizeof *l);
+        if (l)
+            c->lens = l;
+        if (!a || !l) {
+            c->failed = 1;
+            return;
+        }
+        c->cap = cap;
+    }
+    c->argv[c->n] = s;
+    c->lens[c->n++] = len;
+}
+
+static void cmd_str(cmd *c, const char *s)
+{
+    cmd_add(c, s, strlen(s));
+}
+
+static void cmd_num(cmd *c, long long v)
+{
+    if (c->nnums == 8) {
+        c->failed = 1;
+        return;
+    }
+    char *buf = c->nums[c->nnums++];
+    cmd_add(c, buf, (size_t)snprintf(buf, sizeof c->nums[0], "%lld", v));
+}
+
+static void cmd_free(cmd *c)
+{
+    free(c->argv);
+    free(c->lens);
+}
+
+/* The keys of one thread: P:{tag}:meta, :msgs, :idem, :extra — KEYS order of every script. */
+enum { K_META, K_MSGS, K_IDEM, K_EXTRA, K_COUNT };
+static const char *const key_suffix[K_COUNT] = {"meta", "msgs", "idem", "extra"};
+
+typedef struct thread_keys {
+    char *buf;
+    const char *k[K_COUNT];
+    size_t len[K_COUNT];
+} thread_keys;
+
+/* Bytes that would break the hash tag, the key's structure or a SCAN glob are
+ * percent-encoded; everything else (UTF-8 included) stays as it is. */
+static int tag_plain(unsigned char c)
+{
+    return c > 0x20 && c != 0x7f && !strchr("%{}:*?[]\\", c);
+}
+
+static size_t encode_tag(char *out, const char *id)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        if (tag_plain(*p)) {
+            if (out)
+                out[n] = (char)*p;
+            n++;
+        } else {
+            if (out) {
+                out[n] = '%';
+                out[n + 1] = hex[*p >> 4];
+                out[n + 2] = hex[*p & 15];
+            }
+            n += 3;
+        }
+    }
+    return n;
+}
+
+static int keys_make(const convo_backend *b, const char *id, thread_keys *tk)
+{
+    size_t plen = strlen(b->prefix), tlen = encode_tag(NULL, id);
+    size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
+    if (!(tk->buf = malloc(each * K_COUNT)))
+        return CONVO_ENOMEM;
+    for (int i = 0; i < K_COUNT; i++) {
+        char *k = tk->buf + each * (size_t)i;
+        size_t n = (size_t)sprintf(k, "%s:{", b->prefix);
+        n += encode_tag(k + n, id);
+        n += (size_t)sprintf(k + n, "}:%s", key_suffix[i]);
+        tk->k[i] = k;
+        tk->len[i] = n;
+    }
+    return 0;
+}
+
+static int oom(convo_error *err)
+{
+    return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+static int is_timeout(const redisContext *c)
+{
+    /* hiredis put strerror(errno) of the failed read, write or connect there */
+    return c->err == REDIS_ERR_IO && (strcmp(c->errstr, strerror(EAGAIN)) == 0 ||
+                                      strcmp(c->errstr, strerror(ETIMEDOUT)) == 0);
+}
+
+/* The connection failed: name the cause, and when it went away rather than
+ * timing out, mark every connection made so far as suspect (server restart). */
+static int conn_error(convo_backend *b, const redisContext *c, convo_error *err)
+{
+    if (is_timeout(c))
+        return convo__error(err, CONVO_ETIMEOUT, NULL, "redis: timed out (%s)", b->redacted);
+    atomic_store(&b->stale_below, atomic_load(&b->next_gen));
+    return convo__error(err, CONVO_EIO, NULL, "redis: %s (%s)",
+                        c->errstr[0] ? c->errstr : "connection failed", b->redacted);
+}
+
+static int starts_with(const redisReply *r, const char *tag)
+{
+    size_t n = strlen(tag);
+    return r->len >= n && memcmp(r->str, tag, n) == 0 && (r->len == n || r->str[n] == ' ');
+}
+
+/* An error reply: our scripts' tagged errors, else the server's (code = first word). */
+static int reply_error(const redisReply *r, convo_error *err)
+{
+    static const struct {
+        const char *tag;
+        int code;
+    } tags[] = {{"CONVO_CONFLICT", CONVO_ECONFLICT}, {"CONVO_NOTFOUND", CONVO_ENOTFOUND},
+                {"CONVO_TOOLARGE", CONVO_ETOOLARGE}, {"CONVO_CORRUPT", CONVO_ECORRUPT},
+                {"WRONGTYPE", CONVO_ECORRUPT}};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        if (!starts_with(r, tags[i].tag))
+            continue;
+        size_t skip = strlen(tags[i].tag) + (r->len > strlen(tags[i].tag));
+        return convo__error(err, tags[i].code, NULL, "%.*s", (int)(r->len - skip), r->str + skip);
+    }
+    char code[16];
+    size_t n = strcspn(r->str, " ");
+    snprintf(code, sizeof code, "%.*s", (int)(n < 15 ? n : 15), r->str);
+    return convo__error(err, CONVO_EIO, code, "redis: %.*s", (int)r->len, r->str);
+}
+
+/* A send error: the connection is broken; EAGAIN is the send timeout. */
+static int send_error(convo_backend *b, rconn *rc, int errnum, convo_error *err)
+{
+    rc->broken = 1;
+    if (errnum == EAGAIN || errnum == EWOULDBLOCK)
+        return convo__error(err, CONVO_ETIMEOUT, NULL, "redis: timed out (%s)", b->redacted);
+    atomic_store(&b->stale_below, atomic_load(&b->next_gen));
+    return convo__error(err, CONVO_EIO, NULL, "redis: %s (%s)", strerror(errnum), b->redacted);
+}
+
+/* Writes the formatted commands with MSG_NOSIGNAL: hiredis would write(), and
+ * a server that went away would kill the application with SIGPIPE. */
+static int send_all(convo_backend *b, rconn *rc, struct iovec *iov, size_t n, convo_error *err)
+{
+    while (n > 0) {
+        struct msghdr m = {0};
+        m.msg_iov = iov;
+        m.msg_iovlen = n < 512 ? n : 512;
+        ssize_t k = sendmsg(rc->c->fd, &m, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return send_error(b, rc, errno, err);
+        while (n > 0 && (size_t)k >= iov->iov_len) {
+            k -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + k;
+            iov->iov_len -= (size_t)k;
+        }
+    }
+    return 0;
+}
+
+static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err)
+{
+    char **bufs = calloc(n, sizeof *bufs);
+    struct iovec *iov = calloc(n, sizeof *iov);
+    int code = bufs && iov ? 0 : oom(err);
+    for (size_t i = 0; i < n && code == 0; i++) {
+        int len = cmds[i].failed ? -1 : redisFormatCommandArgv(&bufs[i], (int)cmds[i].n,
+                                                               cmds[i].argv, cmds[i].lens);
+        if (len < 0)
+            code = oom(err);
+        else
+            iov[i] = (struct iovec){bufs[i], (size_t)len};
+    }
+    if (code == 0)
+        code = send_all(b, rc, iov, n, err);
+    for (size_t i = 0; bufs && i < n; i++)
+        redisFreeCommand(bufs[i]);
+    free(bufs);
+    free(iov);
+    return code;
+}
+
+/* Sends commands [0, n) in one round trip; replies[i] gets each reply. On a
+ * connection error nothing is returned and the connection is broken. */
+static int pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
+                    convo_error *err)
+{
+    if (rc->broken)
+        return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
+    int code = send_commands(b, rc, cmds, n, err);
+    if (code != 0)
+        return code;
+    for (size_t i = 0; i < n; i++) {
+        void *r = NULL;
+        if (redisGetReply(rc->c, &r) != REDIS_OK || !r) {
+            while (i-- > 0) {
+                freeReplyObject(replies[i]);
+                replies[i] = NULL;
+            }
+            rc->broken = 1;
+            return conn_error(b, rc->c, err);
+        }
+        replies[i] = r;
+    }
+    return 0;
+}
+
+static void replies_free(redisReply **replies, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
+static int is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && starts_with(r, "NOSCRIPT");
+}
+
+/* Like pipeline(), where cmds[at] is "EVALSHA sha ...": when the server has
+ * lost the script (restart, SCRIPT FLUSH) nothing ran, so the same pipeline
+ * is sent again with EVAL, which also caches the script. */
+static int pipeline_script(convo_backend *b, rconn *rc, cmd *cmds, size_t n, size_t at, int script,
+                           redisReply **replies, convo_error *err)
+{
+    if (cmds[at].failed || cmds[at].n < 2)
+        return oom(err);
+    cmds[at].argv[0] = "EVALSHA";
+    cmds[at].argv[1] = b->sha[script];
+    cmds[at].lens[0] = 7;
+    cmds[at].lens[1] = 40;
+    int rc_ = pipeline(b, rc, cmds, n, replies, err);
+    if (rc_ != 0 || !is_noscript(replies[at]))
+        return rc_;
+    replies_free(replies, n);
+    cmds[at].argv[0] = "EVAL";
+    cmds[at].lens[0] = 4;
+    cmds[at].argv[1] = scripts[script];
+    cmds[at].lens[1] = strlen(scripts[script]);
+    return pipeline(b, rc, cmds, n, replies, err);
+}
+
+/* "EVALSHA <sha> 4 meta msgs idem extra" — the start of every script call. */
+static void cmd_script_head(cmd *c, const thread_keys *tk)
+{
+    cmd_add(c, "EVALSHA", 7);
+    cmd_add(c, "", 0); /* sha or script text, set by pipeline_script() */
+    cmd_num(c, K_COUNT);
+    for (int i = 0; i < K_COUNT; i++)
+        cmd_add(c, tk->k[i], tk->len[i]);
+}
+
+static void cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id)
+{
+    cmd_str(c, verb);
+    cmd_str(c, b->index_key);
+    if (verb[0] == 'Z' && verb[1] == 'A')
+        cmd_add(c, "0", 1);
+    cmd_str(c, id);
+}
+
+/* ---- connections ---- */
+
+static struct timeval ms_to_tv(int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
+
+static int connect_raw(convo_backend *b, redisContext **out, convo_error *err)
+{
+    struct timeval ct = ms_to_tv(b->connect_timeout_ms);
+    redisContext *c;
+    if (b->socket_path)
+        c = b->connect_timeout_ms ? redisConnectUnixWithTimeout(b->socket_path, ct)
+                                  : redisConnectUnix(b->socket_path);
+    else
+        c = b->connect_timeout_ms ? redisConnectWithTimeout(b->host, b->port, ct)
+                                  : redisConnect(b->host, b->port);
+    if (!c)
+        return oom(err);
+    if (c->err) {
+        int rc = is_timeout(c)
+                     ? convo__error(err, CONVO_ETIMEOUT, NULL, "redis: connect timed out (%s)",
+                                    b->redacted)
+                     : convo__error(err, CONVO_EIO, NULL, "redis: cannot connect: %s (%s)",
+                                    c->errstr, b->redacted);
+        redisFree(c);
+        return rc;
+    }
+    if (b->timeout_ms && redisSetTimeout(c, ms_to_tv(b->timeout_ms)) != REDIS_OK) {
+        int rc = conn_error(b, c, err);
+        redisFree(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static int setup_error(convo_backend *b, const redisReply *r, int code, convo_error *err)
+{
+    char word[16];
+    size_t n = strcspn(r->str, " ");
+    snprintf(word, sizeof word, "%.*s", (int)(n < 15 ? n : 15), r->str);
+    return convo__error(err, code, word, "redis: %s (%s)", r->str, b->redacted);
+}
+
+/* AUTH, SELECT and SCRIPT LOAD of every script in one round trip: a restarted
+ * server has an empty script cache, and a new connection is the moment to refill it. */
+static int connection_setup(convo_backend *b, rconn *rc, convo_error *err)
+{
+    cmd cmds[2 + S_COUNT] = {{0}};
+    int codes[2 + S_COUNT];
+    size_t n = 0;
+    if (b->password) {
+        cmd_str(&cmds[n], "AUTH");
+        if (b->user)
+            cmd_str(&cmds[n], b->user);
+        cmd_str(&cmds[n], b->password);
+        codes[n++] = CONVO_EIO;
+    }
+    if (b->db != 0) {
+        cmd_str(&cmds[n], "SELECT");
+        cmd_num(&cmds[n], b->db);
+        codes[n++] = CONVO_EINVAL;
+    }
+    size_t first_script = n;
+    for (int i = 0; i < S_COUNT; i++) {
+        cmd_str(&cmds[n], "SCRIPT");
+        cmd_str(&cmds[n], "LOAD");
+        cmd_str(&cmds[n], scripts[i]);
+        codes[n++] = CONVO_EIO;
+    }
+    redisReply *replies[2 + S_COUNT] = {NULL};
+    int code = pipeline(b, rc, cmds, n, replies, err);
+    for (size_t i = 0; i < n && code == 0; i++) {
+        const redisReply *r = replies[i];
+        if (r->type == REDIS_REPLY_ERROR)
+            code = setup_error(b, r, codes[i], err);
+        else if (i >= first_script && (r->type != REDIS_REPLY_STRING || r->len != 40))
+            code = convo__error(err, CONVO_EIO, NULL, "redis: unexpected SCRIPT LOAD reply");
+        else if (i >= first_script && b->sha[i - first_script][0] == '\0')
+            memcpy(b->sha[i - first_script], r->str, 41); /* set once, while open() is alone */
+    }
+    replies_free(replies, n);
+    for (size_t i = 0; i < n; i++)
+        cmd_free(&cmds[i]);
+    return code;
+}
+
+static int pool_connect(void *ctx, void **conn, convo_error *err)
+{
+    convo_backend *b = ctx;
+    rconn *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return oom(err);
+    int code = connect_raw(b, &rc->c, err);
+    if (code == 0 && (code = connection_setup(b, rc, err)) != 0)
+        redisFree(rc->c);
+    if (code != 0) {
+        free(rc);
+        return code;
+    }
+    rc->gen = atomic_fetch_add(&b->next_gen, 1);
+    *conn = rc;
+    return 0;
+}
+
+static void pool_disconnect(void *ctx, void *conn)
+{
+    rconn *rc = conn;
+    redisFree(rc->c);
+    free(rc);
+}
+
+static const convo_pool_ops pool_ops = {pool_connect, pool_disconnect};
+
+/* A connection that is not older than the last failure seen: after a server
+ * restart every idle connection is dead, and the next call must not pay for it. */
+static int acquire(convo_backend *b, rconn **out, convo_error *err)
+{
+    for (;;) {
+        void *p;
+        int rc = convo__pool_acquire(b->pool, &p, err);
+        if (rc != 0)
+            return rc;
+        rconn *c = p;
+        if (c->gen >= atomic_load(&b->stale_below)) {
+            *out = c;
+            return 0;
+        }
+        convo__pool_release(b->pool, c, true);
+    }
+}
+
+static void release(convo_backend *b, rconn *c)
+{
+    convo__pool_release(b->pool, c, c->c->err != 0 || c->broken);
+}
+
+/* ---- open / close ---- */
+
+static int parse_int(const char *name, const char *v, long long lo, long long hi, long long *out,
+                     convo_error *err)
+{
+    char *end;
+    errno = 0;
+    long long x = v && *v ? strtoll(v, &end, 10) : 0;
+    if (!v || !*v || errno || *end || x < lo || x > hi)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "redis URL: %s must be an integer in %lld..%lld", name, lo, hi);
+    *out = x;
+    return 0;
+}
+
+/* Takes one integer parameter out of the URL; leaves *out alone when absent. */
+static int take_int(convo_url *url, const char *name, long long lo, long long hi, long long *out,
+                    convo_error *err)
+{
+    char *v = convo__url_take(url, name);
+    if (!v)
+        return 0;
+    int rc = parse_int(name, v, lo, hi, out, err);
+    free(v);
+    return rc;
+}
+
+static int check_prefix(const char *p, convo_error *err)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > MAX_PREFIX_BYTES)
+        return convo__error(err, CONVO_EINVAL, NULL, "redis URL: prefix must be 1..%d bytes",
+                            MAX_PREFIX_BYTES);
+    for (const unsigned char *c = (const unsigned char *)p; *c; c++)
+        if (*c < 0x20 || *c == 0x7f || *c == '{' || *c == '}')
+            return convo__error(err, CONVO_EINVAL, NULL, "redis URL: prefix must not contain "
+                                "'{', '}' or control characters");
+    return 0;
+}
+
+/* Host, port, socket path and database from the URL's authority and path. */
+static int parse_location(convo_backend *b, convo_url *url, long long *db, convo_error *err)
+{
+    if (strncmp(url->rest, "//", 2) != 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "redis URL: expected %s://...", url->scheme);
+    if (url->user && !url->password)
+        return convo__error(err, CONVO_EINVAL, NULL, "redis URL: a user needs a password");
+    if (url->password && !(b->password = strdup(url->password)))
+        return oom(err);
+    if (url->user && *url->user && !(b->user = strdup(url->user)))
+        return oom(err);
+    if (strcmp(url->scheme, "redis+unix") == 0) {
+        if ((url->host && *url->host) || url->port || !url->path || !*url->path)
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "redis URL: expected redis+unix:///path/to/socket");
+        if (!(b->socket_path = malloc(strlen(url->path) + 2)))
+            return oom(err);
+        sprintf(b->socket_path, "/%s", url->path);
+        return 0;
+    }
+    b->port = url->port ? url->port : 6379;
+    if (!(b->host = strdup(url->host && *url->host ? url->host : "127.0.0.1")))
+        return oom(err);
+    if (url->path && *url->path)
+        return parse_int("the database (path)", url->path, 0, INT_MAX, db, err);
+    return 0;
+}
+
+static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long long *pool)
+{
+    long long db = -1, qdb = -1, ttl = 0, ct = DEFAULT_TIMEOUT_MS, t = DEFAULT_TIMEOUT_MS;
+    int rc = parse_location(b, url, &db, err);
+    if (rc == 0)
+        rc = take_int(url, "db", 0, INT_MAX, &qdb, err);
+    if (rc == 0 && db >= 0 && qdb >= 0)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "redis URL: database given twice");
+    if (rc == 0)
+        rc = take_int(url, "ttl", 0, LLONG_MAX / 1000 - 1, &ttl, err);
+    if (rc == 0)
+        rc = take_int(url, "connect_timeout", 0, INT_MAX, &ct, err);
+    if (rc == 0)
+        rc = take_int(url, "timeout", 0, INT_MAX, &t, err);
+    if (rc == 0)
+        rc = take_int(url, "pool", 1, 1024, pool, err);
+    if (rc != 0)
+        return rc;
+    char *prefix = convo__url_take(url, "prefix");
+    b->prefix = prefix ? prefix : strdup(DEFAULT_PREFIX);
+    if (!b->prefix)
+        return oom(err);
+    if ((rc = check_prefix(b->prefix, err)) != 0 || (rc = convo__url_reject_rest(url, err)) != 0)
+        return rc;
+    b->db = (int)(db >= 0 ? db : qdb >= 0 ? qdb : 0);
+    b->ttl_ms = ttl * 1000;
+    b->connect_timeout_ms = (int)ct;
+    b->timeout_ms = (int)t;
+    if (!(b->index_key = malloc(strlen(b->prefix) + 16)))
+        return oom(err);
+    sprintf(b->index_key, "%s:threads", b->prefix);
+    return 0;
+}
+
+static void rd_close(convo_backend *b)
+{
+    if (!b)
+        return;
+    convo__pool_free(b->pool);
+    free(b->host);
+    free(b->socket_path);
+    free(b->user);
+    free(b->password);
+    free(b->redacted);
+    free(b->prefix);
+    free(b->index_key);
+    free(b);
+}
+
+static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limits,
+                   convo_error *err)
+{
+    if (strcmp(url->scheme, "rediss") == 0)
+        return convo__error(err, CONVO_ENOTSUP, NULL,
+                            "rediss: (TLS) is not supported: this build's hiredis has no TLS "
+                            "support; use redis:// through a TLS tunnel");
+    convo_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return oom(err);
+    b->limits = *limits;
+    atomic_init(&b->next_gen, 1);
+    atomic_init(&b->stale_below, 0);
+    long long pool = DEFAULT_POOL;
+    int rc = (b->redacted = strdup(url->redacted)) ? parse_params(b, url, err, &pool) : oom(err);
+    if (rc == 0 && convo__pool_new(&b->pool, (size_t)pool, &pool_ops, b) != 0)
+        rc = oom(err);
+    /* connect now: a wrong host or password is reported by open, and the SHAs are set */
+    rconn *c;
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0)
+        release(b, c);
+    if (rc != 0) {
+        rd_close(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+/* ---- append ---- */
+
+typedef struct packbuf {
+    char *data;
+    size_t len, cap;
+} packbuf;
+
+static int packbuf_write(void *data, const char *buf, size_t len)
+{
+    packbuf *p = data;
+    if (p->len + len > p->cap)
+        return -1; /* sized up front; cannot happen */
+    memcpy(p->data + p->len, buf, len);
+    p->len += len;
+    return 0;
+}
+
+/* Packs "role (str), bytes (bin)" of each message, the record's tail: the
+ * append script prepends the array header and created_at. With created_at,
+ * whole records [created_at, role, bytes]. offs[i]: where message i starts. */
+static int pack_records(const convo_message_in *msgs, size_t n, const int64_t *created_at,
+                        packbuf *pb, size_t *offs)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += msgs[i].len + strlen(msgs[i].role) + 20;
+    if (!(pb->data = malloc(cap ? cap : 1)))
+        return CONVO_ENOMEM;
+    pb->cap = cap;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, pb, packbuf_write);
+    for (size_t i = 0; i < n; i++) {
+        size_t rlen = strlen(msgs[i].role);
+        offs[i] = pb->len;
+        if (created_at && (msgpack_pack_array(&pk, 3) || msgpack_pack_int64(&pk, created_at[i])))
+            return CONVO_ERROR;
+        if (msgpack_pack_str(&pk, rlen) || msgpack_pack_str_body(&pk, msgs[i].role, rlen) ||
+            msgpack_pack_bin(&pk, msgs[i].len) ||
+            msgpack_pack_bin_body(&pk, msgs[i].bytes, msgs[i].len))
+            return CONVO_ERROR;
+    }
+    offs[n] = pb->len;
+    return 0;
+}
+
+static int append_result(const redisReply *r, convo_append_result *res, convo_error *err)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return reply_error(r, err);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to the append script");
+    res->replayed = r->element[0]->integer != 0;
+    res->first_seq = r->element[1]->integer;
+    res->count = (size_t)r->element[2]->integer;
+    return 0;
+}
+
+/* One round trip: ZADD index, the script, ZADD index again (see docs/redis.md
+ * for why the index is touched both before and after). */
+static int append_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
+                       const convo_message_in *msgs, size_t n, const convo_append_opts *opts,
+                       convo_append_result *res, convo_error *err)
+{
+    packbuf pb = {NULL, 0, 0};
+    size_t *offs = malloc((n + 1) * sizeof *offs);
+    cmd cmds[3] = {{0}};
+    int rc = offs ? pack_records(msgs, n, NULL, &pb, offs) : CONVO_ENOMEM;
+    if (rc != 0) {
+        rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
+        goto done;
+    }
+    cmd_index(&cmds[0], b, "ZADD", id);
+    cmd_script_head(&cmds[1], tk);
+    cmd_str(&cmds[1], opts->idempotency_key ? opts->idempotency_key : "");
+    cmd_num(&cmds[1], opts->expected_length);
+    cmd_num(&cmds[1], b->ttl_ms);
+    for (size_t i = 0; i < n; i++)
+        cmd_add(&cmds[1], pb.data + offs[i], offs[i + 1] - offs[i]);
+    cmd_index(&cmds[2], b, "ZADD", id);
+    redisReply *replies[3] = {NULL};
+    if ((rc = pipeline_script(b, c, cmds, 3, 1, S_APPEND, replies, err)) == 0)
+        rc = append_result(replies[1], res, err);
+    replies_free(replies, 3);
+done:
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    free(pb.data);
+    free(offs);
+    return rc;
+}
+
+static int rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                     size_t n, const convo_append_opts *opts, convo_append_result *res,
+                     convo_error *err)
+{
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = append_send(b, c, thread_id, &tk, msgs, n, opts, res, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- load ---- */
+
+/* One stored message: msgpack [created_at, role, bytes]. */
+static int decode_record(const redisReply *e, msgpack_unpacked *u, convo_history *h, int64_t seq)
+{
+    size_t off = 0;
+    if (e->type != REDIS_REPLY_STRING ||
+        msgpack_unpack_next(u, e->str, e->len, &off) != MSGPACK_UNPACK_SUCCESS || off != e->len)
+        return CONVO_ECORRUPT;
+    msgpack_object o = u->data;
+    if (o.type != MSGPACK_OBJECT_ARRAY || o.via.array.size != 3)
+        return CONVO_ECORRUPT;
+    msgpack_object *f = o.via.array.ptr;
+    int64_t at;
+    if (f[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER && f[0].via.u64 <= INT64_MAX)
+        at = (int64_t)f[0].via.u64;
+    else if (f[0].type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        at = f[0].via.i64;
+    else
+        return CONVO_ECORRUPT;
+    if (f[1].type != MSGPACK_OBJECT_STR || f[1].via.str.size == 0 ||
+        f[1].via.str.size > CONVO_MAX_ROLE_BYTES ||
+        memchr(f[1].via.str.ptr, '\0', f[1].via.str.size))
+        return CONVO_ECORRUPT;
+    const char *bytes;
+    size_t len;
+    if (f[2].type == MSGPACK_OBJECT_BIN) {
+        bytes = f[2].via.bin.ptr;
+        len = f[2].via.bin.size;
+    } else if (f[2].type == MSGPACK_OBJECT_STR) {
+        bytes = f[2].via.str.ptr;
+        len = f[2].via.str.size;
+    } else {
+        return CONVO_ECORRUPT;
+    }
+    char role[CONVO_MAX_ROLE_BYTES + 1];
+    memcpy(role, f[1].via.str.ptr, f[1].via.str.size);
+    role[f[1].via.str.size] = '\0';
+    return convo__history_add(h, bytes, len, role, seq, at) ? CONVO_ENOMEM : 0;
+}
+
+/* Adds the elements of an LRANGE reply whose seq (first_seq + i) is in [from, to). */
+static int add_records(const redisReply *list, int64_t first_seq, int64_t from, int64_t to,
+                       convo_history *h, convo_error *err)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    int rc = 0;
+    int64_t lo = from > first_seq ? from - first_seq : 0;
+    int64_t hi = (int64_t)list->elements;
+    if (to - first_seq < hi)
+        hi = to - first_seq;
+    if (hi > lo && convo__history_reserve(h, (size_t)(hi - lo)) != 0)
+        rc = CONVO_ENOMEM;
+    for (int64_t i = lo; i < hi && rc == 0; i++)
+        rc = decode_record(list->element[i], &u, h, first_seq + i);
+    msgpack_unpacked_destroy(&u);
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL, "redis: a stored message could not be decoded");
+    return rc ? oom(err) : 0;
+}
+
+typedef struct extra_field {
+    long long ord;
+    const redisReply *key, *value;
+    size_t json_at;
+} extra_field;
+
+static int by_ord(const void *a, const void *b)
+{
+    long long x = ((const extra_field *)a)->ord, y = ((const extra_field *)b)->ord;
+    return (x > y) - (x < y);
+}
+
+/* Sets fields[0..n) into obj in insertion order; CONVO_ECORRUPT on bad text. */
+static int extra_fill(json_t *obj, extra_field *f, size_t n)
+{
+    qsort(f, n, sizeof *f, by_ord);
+    for (size_t i = 0; i < n; i++) {
+        json_error_t je;
+        json_t *k = json_loadb(f[i].key->str, f[i].key->len, JSON_DECODE_ANY, &je);
+        json_t *v = json_loadb(f[i].value->str + f[i].json_at, f[i].value->len - f[i].json_at,
+                               JSON_DECODE_ANY, &je);
+        int ok = k && v && json_is_string(k) &&
+                 json_object_set_new(obj, json_string_value(k), v) == 0;
+        json_decref(k);
+        if (!ok) {
+            if (!(k && json_is_string(k)))
+                json_decref(v);
+            return CONVO_ECORRUPT;
+        }
+    }
+    return 0;
+}
+
+/* Rebuilds the extra object from the HGETALL reply of the extra hash. */
+static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *err)
+{
+    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
+        return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad extra hash");
+    size_t n = all->elements / 2;
+    if (n == 0)
+        return 0;
+    extra_field *f = calloc(n, sizeof *f);
+    json_t *obj = json_object();
+    int rc = f && obj ? 0 : CONVO_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        f[i].key = all->element[2 * i];
+        f[i].value = all->element[2 * i + 1];
+        char *end;
+        const redisReply *v = f[i].value;
+        f[i].ord = v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0;
+        if (v->type != REDIS_REPLY_STRING || end == v->str || *end != ' ')
+            rc = CONVO_ECORRUPT;
+        else
+            f[i].json_at = (size_t)(end - v->str) + 1;
+    }
+    if (rc == 0)
+        rc = extra_fill(obj, f, n);
+    char *text = rc == 0 ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (rc == 0 && (!text || convo__history_set_extra(h, text, strlen(text)) != 0))
+        rc = CONVO_ENOMEM;
+    free(text);
+    json_decref(obj);
+    free(f);
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL, "redis: the stored extra object could not be decoded");
+    return rc ? oom(err) : 0;
+}
+
+/* The meta hash's "v" field: nil = no such thread; "1" = this layout. */
+static int check_layout(const redisReply *v, const char *missing, convo_error *err)
+{
+    if (v->type == REDIS_REPLY_NIL)
+        return convo__error(err, CONVO_ENOTFOUND, NULL, "%s", missing);
+    if (v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] == '1')
+        return 0;
+    return convo__error(err, CONVO_ENOTSUP, NULL,
+                        "redis: thread stored in an unknown layout (a newer convo?)");
+}
+
+/* MULTI HGET(v) LLEN LRANGE [HGETALL] EXEC: one round trip, one snapshot. A
+ * tail is read as the last `tail` elements and trimmed here against LLEN. */
+static int load_send(convo_backend *b, rconn *c, const thread_keys *tk, const convo_load_opts *o,
+                     convo_history *h, convo_error *err)
+{
+    cmd cmds[6] = {{0}};
+    size_t n = 0;
+    cmd_str(&cmds[n++], "MULTI");
+    cmd_str(&cmds[n], "HGET");
+    cmd_add(&cmds[n], tk->k[K_META], tk->len[K_META]);
+    cmd_add(&cmds[n++], "v", 1);
+    cmd_str(&cmds[n], "LLEN");
+    cmd_add(&cmds[n++], tk->k[K_MSGS], tk->len[K_MSGS]);
+    cmd_str(&cmds[n], "LRANGE");
+    cmd_add(&cmds[n], tk->k[K_MSGS], tk->len[K_MSGS]);
+    int64_t limit_end = o->limit > 0 && o->from_seq <= INT64_MAX - o->limit
+                            ? o->from_seq + o->limit - 1 : -1;
+    cmd_num(&cmds[n], o->tail > 0 ? -o->tail : o->from_seq);
+    cmd_num(&cmds[n++], o->tail > 0 ? -1 : limit_end);
+    if (o->with_extra) {
+        cmd_str(&cmds[n], "HGETALL");
+        cmd_add(&cmds[n++], tk->k[K_EXTRA], tk->len[K_EXTRA]);
+    }
+    cmd_str(&cmds[n++], "EXEC");
+    redisReply *replies[6] = {NULL};
+    int rc = pipeline(b, c, cmds, n, replies, err);
+    for (size_t i = 0; i < n; i++)
+        cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    const redisReply *x = replies[n - 1];
+    if (x->type == REDIS_REPLY_ERROR)
+        rc = reply_error(x, err);
+    else if (x->type != REDIS_REPLY_ARRAY || x->elements != n - 2)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a load");
+    for (size_t i = 0; rc == 0 && i < x->elements; i++)
+        if (x->element[i]->type == REDIS_REPLY_ERROR)
+            rc = reply_error(x->element[i], err);
+    if (rc == 0)
+        rc = check_layout(x->element[0], "thread not found", err);
+    if (rc == 0) {
+        int64_t len = x->element[1]->integer, from, to;
+        const redisReply *list = x->element[2];
+        convo__load_range(o, len, &from, &to);
+        convo__history_set_length(h, len);
+        int64_t first = o->tail > 0 ? len - (int64_t)list->elements : o->from_seq;
+        rc = add_records(list, first, from, to, h, err);
+    }
+    if (rc == 0 && o->with_extra)
+        rc = extra_rebuild(x->element[3], h, err);
+    replies_free(replies, n);
+    return rc;
+}
+
+static int rd_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                   convo_history **out, convo_error *err)
+{
+    thread_keys tk;
+    convo_history *h = convo__history_new();
+    if (!h || keys_make(b, thread_id, &tk) != 0) {
+        convo_history_free(h);
+        return oom(err);
+    }
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = load_send(b, c, &tk, opts, h, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    if (rc != 0) {
+        convo_history_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* ---- save_extra ---- */
+
+/* Field/value texts of the patch: each key as JSON text, each value as compact JSON. */
+static int extra_args(json_t *patch, cmd *c, char ***texts, size_t *ntexts)
+{
+    size_t n = json_object_size(patch), k = 0;
+    char **t = calloc(2 * n + 1, sizeof *t);
+    if (!t)
+        return CONVO_ENOMEM;
+    const char *key;
+    json_t *value;
+    json_object_foreach(patch, key, value) {
+        json_t *ks = json_string(key);
+        t[k] = ks ? json_dumps(ks, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(ks);
+        t[k + 1] = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        if (!t[k] || !t[k + 1]) {
+            *texts = t;
+            *ntexts = k + 2;
+            return CONVO_ENOMEM;
+        }
+        cmd_str(c, t[k]);
+        cmd_str(c, t[k + 1]);
+        k += 2;
+    }
+    *texts = t;
+    *ntexts = k;
+    return 0;
+}
+
+static int extra_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
+                      json_t *patch, convo_error *err)
+{
+    cmd cmds[3] = {{0}};
+    char **texts = NULL;
+    size_t ntexts = 0;
+    cmd_index(&cmds[0], b, "ZADD", id);
+    cmd_script_head(&cmds[1], tk);
+    cmd_num(&cmds[1], (long long)b->limits.max_extra_bytes);
+    cmd_num(&cmds[1], b->ttl_ms);
+    int rc = extra_args(patch, &cmds[1], &texts, &ntexts) ? oom(err) : 0;
+    cmd_index(&cmds[2], b, "ZADD", id);
+    redisReply *replies[3] = {NULL};
+    if (rc == 0 && (rc = pipeline_script(b, c, cmds, 3, 1, S_EXTRA, replies, err)) == 0 &&
+        replies[1]->type == REDIS_REPLY_ERROR)
+        rc = reply_error(replies[1], err);
+    replies_free(replies, 3);
+    for (size_t i = 0; i < ntexts; i++)
+        free(texts[i]);
+    free(texts);
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    return rc;
+}
+
+static int rd_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                         void *patch_obj, convo_error *err)
+{
+    (void)patch;
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = extra_send(b, c, thread_id, &tk, patch_obj, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- the thread index ---- */
+
+/* After removing index entries, put back those whose thread exists after all:
+ * a writer may have created it between our check and our ZREM. */
+static int index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                        convo_error *err)
+{
+    if (n == 0)
+        return 0;
+    cmd *cmds = calloc(2 * n, sizeof *cmds);
+    redisReply **replies = calloc(2 * n, sizeof *replies);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    int rc = cmds && replies && tk ? 0 : oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (keys_make(b, ids[i], &tk[i]) != 0) {
+            rc = oom(err);
+            break;
+        }
+        cmd_index(&cmds[2 * i], b, "ZREM", ids[i]);
+        cmd_str(&cmds[2 * i + 1], "EXISTS");
+        cmd_add(&cmds[2 * i + 1], tk[i].k[K_META], tk[i].len[K_META]);
+    }
+    if (rc == 0)
+        rc = pipeline(b, c, cmds, 2 * n, replies, err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const redisReply *e = replies[2 * i + 1];
+        if (e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
+            cmd again = {0};
+            redisReply *r = NULL;
+            cmd_index(&again, b, "ZADD", ids[i]);
+            rc = pipeline(b, c, &again, 1, &r, err);
+            freeReplyObject(r);
+            cmd_free(&again);
+        }
+    }
+    for (size_t i = 0; cmds && i < 2 * n; i++)
+        cmd_free(&cmds[i]);
+    if (replies)
+        replies_free(replies, 2 * n);
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(cmds);
+    free(replies);
+    free(tk);
+    return rc;
+}
+
+/* EXISTS of each candidate's meta key, in one round trip; exists[i] set to 0/1. */
+static int check_exist(convo_backend *b, rconn *c, const redisReply *ids, char *exists,
+                       convo_error *err)
+{
+    size_t n = ids->elements;
+    for (size_t i = 0; i < n; i++)
+        if (ids->element[i]->type != REDIS_REPLY_STRING ||
+            memchr(ids->element[i]->str, '\0', ids->element[i]->len))
+            return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
+    if (n == 0)
+        return 0;
+    cmd *cmds = calloc(n, sizeof *cmds);
+    redisReply **replies = calloc(n, sizeof *replies);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    int rc = cmds && replies && tk ? 0 : oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (keys_make(b, ids->element[i]->str, &tk[i]) != 0)
+            rc = oom(err);
+        cmd_str(&cmds[i], "EXISTS");
+        cmd_add(&cmds[i], tk[i].k[K_META], tk[i].len[K_META]);
+    }
+    if (rc == 0)
+        rc = pipeline(b, c, cmds, n, replies, err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        exists[i] = replies[i]->type == REDIS_REPLY_INTEGER && replies[i]->integer == 1;
+    for (size_t i = 0; cmds && i < n; i++)
+        cmd_free(&cmds[i]);
+    if (replies)
+        replies_free(replies, n);
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(cmds);
+    free(replies);
+    free(tk);
+    return rc;
+}
+
+/* ZRANGEBYLEX index (cursor + LIMIT 0 count: the next candidates after cursor. */
+static int index_range(convo_backend *b, rconn *c, const char *cursor, size_t count,
+                       redisReply **out, convo_error *err)
+{
+    cmd q = {0};
+    char *from = NULL;
+    if (cursor && (from = malloc(strlen(cursor) + 2)))
+        sprintf(from, "(%s", cursor);
+    if (cursor && !from)
+        return oom(err);
+    cmd_str(&q, "ZRANGEBYLEX");
+    cmd_str(&q, b->index_key);
+    cmd_str(&q, from ? from : "-");
+    cmd_add(&q, "+", 1);
+    cmd_str(&q, "LIMIT");
+    cmd_num(&q, 0);
+    cmd_num(&q, (long long)count);
+    int rc = pipeline(b, c, &q, 1, out, err);
+    cmd_free(&q);
+    free(from);
+    if (rc == 0 && (*out)->type != REDIS_REPLY_ARRAY) {
+        rc = (*out)->type == REDIS_REPLY_ERROR
+                 ? reply_error(*out, err)
+                 : convo__error(err, CONVO_EIO, NULL, "redis: unexpected ZRANGEBYLEX reply");
+        freeReplyObject(*out);
+    }
+    return rc;
+}
+
+typedef struct id_list {
+    char **ids;
+    size_t n, cap;
+} id_list;
+
+static int id_push(id_list *l, const char *s, size_t len)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+        char **g = realloc(l->ids, cap * sizeof *g);
+        if (!g)
+            return CONVO_ENOMEM;
+        l->ids = g;
+        l->cap = cap;
+    }
+    if (!(l->ids[l->n] = malloc(len + 1)))
+        return CONVO_ENOMEM;
+    memcpy(l->ids[l->n], s, len);
+    l->ids[l->n++][len] = '\0';
+    return 0;
+}
+
+static void id_list_free(id_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->ids[i]);
+    free(l->ids);
+}
+
+/* Sorts one batch of index candidates into live (up to want) and stale ids.
+ * Returns the last candidate looked at, the next cursor. */
+static int classify(const redisReply *r, const char *exists, size_t want, id_list *live,
+                    id_list *stale, size_t *looked)
+{
+    size_t i = 0;
+    for (; i < r->elements && live->n < want; i++) {
+        const redisReply *e = r->element[i];
+        if (id_push(exists[i] ? live : stale, e->str, e->len) != 0)
+            return CONVO_ENOMEM;
+    }
+    *looked = i;
+    return 0;
+}
+
+/* Collects up to `want` ids of existing threads after `after`, pruning index
+ * entries of threads that are gone (deleted mid-way, expired, or a crash). */
+static int list_collect(convo_backend *b, rconn *c, const char *after, size_t want, id_list *live,
+                        convo_error *err)
+{
+    char *cursor = after ? strdup(after) : NULL;
+    int rc = after && !cursor ? oom(err) : 0;
+    while (rc == 0 && live->n < want) {
+        size_t ask = want - live->n < 16 ? 16 : want - live->n;
+        redisReply *r;
+        if ((rc = index_range(b, c, cursor, ask, &r, err)) != 0)
+            break;
+        char *exists = calloc(r->elements + 1, 1);
+        id_list stale = {0};
+        size_t looked = 0;
+        rc = exists ? check_exist(b, c, r, exists, err) : oom(err);
+        if (rc == 0 && classify(r, exists, want, live, &stale, &looked) != 0)
+            rc = oom(err);
+        if (rc == 0)
+            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, err);
+        int done = r->elements < ask;
+        if (rc == 0 && looked > 0) {
+            free(cursor);
+            const redisReply *last = r->element[looked - 1];
+            if ((cursor = malloc(last->len + 1))) {
+                memcpy(cursor, last->str, last->len);
+                cursor[last->len] = '\0';
+            } else {
+                rc = oom(err);
+            }
+        }
+        id_list_free(&stale);
+        free(exists);
+        freeReplyObject(r);
+        if (done)
+            break;
+    }
+    free(cursor);
+    return rc;
+}
+
+static int rd_thread_list(convo_backend *b, const char *after, size_t limit,
+                          convo_thread_page **out, convo_error *err)
+{
+    convo_thread_page *p = convo__thread_page_new();
+    if (!p)
+        return oom(err);
+    id_list live = {0};
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        /* one more than asked for tells whether a next page exists */
+        rc = list_collect(b, c, after, limit + 1, &live, err);
+        release(b, c);
+    }
+    for (size_t i = 0; rc == 0 && i < live.n && i < limit; i++)
+        if (convo__thread_page_add(p, live.ids[i], strlen(live.ids[i])) != 0)
+            rc = oom(err);
+    if (rc == 0 && live.n > limit && convo__thread_page_set_next(p, live.ids[limit - 1]) != 0)
+        rc = oom(err);
+    id_list_free(&live);
+    if (rc != 0) {
+        convo_thread_page_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- delete ---- */
+
+/* The script, then ZREM from the index and EXISTS, in one round trip; the
+ * entry goes back when a writer re-created the thread in between. */
+static int delete_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
+                       convo_error *err)
+{
+    cmd cmds[3] = {{0}};
+    cmd_script_head(&cmds[0], tk);
+    cmd_index(&cmds[1], b, "ZREM", id);
+    cmd_str(&cmds[2], "EXISTS");
+    cmd_add(&cmds[2], tk->k[K_META], tk->len[K_META]);
+    redisReply *replies[3] = {NULL};
+    int rc = pipeline_script(b, c, cmds, 3, 0, S_DELETE, replies, err);
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    if (replies[0]->type == REDIS_REPLY_ERROR)
+        rc = reply_error(replies[0], err);
+    int recreated = replies[2]->type == REDIS_REPLY_INTEGER && replies[2]->integer == 1;
+    replies_free(replies, 3);
+    if (recreated) {
+        cmd again = {0};
+        redisReply *r = NULL;
+        cmd_index(&again, b, "ZADD", id);
+        int rc2 = pipeline(b, c, &again, 1, &r, err);
+        freeReplyObject(r);
+        cmd_free(&again);
+        if (rc == 0)
+            rc = rc2;
+    }
+    return rc;
+}
+
+static int rd_thread_delete(convo_backend *b, const char *thread_id, convo_error *err)
+{
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = delete_send(b, c, thread_id, &tk, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- fork ---- */
+
+/* Reads the source in one MULTI/EXEC (a consistent snapshot) and checks the
+ * destination in the same round trip. On success *snap is the EXEC reply:
+ * HGET meta v, LLEN, LRANGE, HGETALL extra, HMGET meta xb xc xn. */
+static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const thread_keys *dst,
+                     int64_t upto, redisReply **snap, convo_error *err)
+{
+    cmd cmds[8] = {{0}};
+    redisReply *replies[8] = {NULL};
+    cmd_str(&cmds[0], "MULTI");
+    cmd_str(&cmds[1], "HGET");
+    cmd_add(&cmds[1], src->k[K_META], src->len[K_META]);
+    cmd_add(&cmds[1], "v", 1);
+    cmd_str(&cmds[2], "LLEN");
+    cmd_add(&cmds[2], src->k[K_MSGS], src->len[K_MSGS]);
+    cmd_str(&cmds[3], "LRANGE");
+    cmd_add(&cmds[3], src->k[K_MSGS], src->len[K_MSGS]);
+    /* LRANGE 1 0 is empty, where 0 -1 would be everything */
+    cmd_num(&cmds[3], upto == 0 ? 1 : 0);
+    cmd_num(&cmds[3], upto < 0 ? -1 : upto == 0 ? 0 : upto - 1);
+    cmd_str(&cmds[4], "HGETALL");
+    cmd_add(&cmds[4], src->k[K_EXTRA], src->len[K_EXTRA]);
+    const char *fields[] = {"HMGET", src->k[K_META], "xb", "xc", "xn"};
+    for (int i = 0; i < 5; i++)
+        cmd_add(&cmds[5], fields[i], i == 1 ? src->len[K_META] : strlen(fields[i]));
+    cmd_str(&cmds[6], "EXEC");
+    cmd_str(&cmds[7], "EXISTS");
+    cmd_add(&cmds[7], dst->k[K_META], dst->len[K_META]);
+    int rc = pipeline(b, c, cmds, 8, replies, err);
+    for (int i = 0; i < 8; i++)
+        cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    redisReply *x = replies[6];
+    if (x->type == REDIS_REPLY_ERROR)
+        rc = reply_error(x, err);
+    else if (x->type != REDIS_REPLY_ARRAY || x->elements != 5)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply reading a fork source");
+    for (size_t i = 0; rc == 0 && i < 5; i++)
+        if (x->element[i]->type == REDIS_REPLY_ERROR)
+            rc = reply_error(x->element[i], err);
+    if (rc == 0)
+        rc = check_layout(x->element[0], "source thread not found", err);
+    if (rc == 0 && replies[7]->type == REDIS_REPLY_INTEGER && replies[7]->integer == 1)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
+    else if (rc == 0 && upto > x->element[1]->integer)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
+                          (long long)upto, x->element[1]->integer);
+    if (rc == 0) {
+        *snap = x;
+        replies[6] = NULL;
+    }
+    replies_free(replies, 8);
+    return rc;
+}
+
+static void cmd_reply_str(cmd *c, const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_STRING)
+        cmd_add(c, r->str, r->len);
+    else
+        cmd_add(c, "0", 1); /* HMGET of a missing field */
+}
+
+/* ZADD, the fork script on the destination, ZADD: records and extra fields
+ * are copied verbatim, created_at included. */
+static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_keys *tk,
+                      const redisReply *snap, convo_error *err)
+{
+    const redisReply *list = snap->element[2], *extra = snap->element[3], *m = snap->element[4];
+    cmd cmds[3] = {{0}};
+    cmd_index(&cmds[0], b, "ZADD", dst);
+    cmd_script_head(&cmds[1], tk);
+    cmd_num(&cmds[1], b->ttl_ms);
+    cmd_num(&cmds[1], (long long)list->elements);
+    for (size_t i = 0; i < 3; i++)
+        cmd_reply_str(&cmds[1], m->type == REDIS_REPLY_ARRAY && m->elements == 3 ? m->element[i]
+                                                                                  : m);
+    for (size_t i = 0; i < list->elements; i++)
+        cmd_reply_str(&cmds[1], list->element[i]);
+    for (size_t i = 0; extra->type == REDIS_REPLY_ARRAY && i < extra->elements; i++)
+        cmd_reply_str(&cmds[1], extra->element[i]);
+    cmd_index(&cmds[2], b, "ZADD", dst);
+    redisReply *replies[3] = {NULL};
+    int rc = pipeline_script(b, c, cmds, 3, 1, S_FORK, replies, err);
+    if (rc == 0 && replies[1]->type == REDIS_REPLY_ERROR)
+        rc = reply_error(replies[1], err);
+    replies_free(replies, 3);
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    return rc;
+}
+
+static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst, int64_t upto,
+                    convo_error *err)
+{
+    thread_keys ks = {0}, kd = {0};
+    if (keys_make(b, src, &ks) != 0 || keys_make(b, dst, &kd) != 0) {
+        free(ks.buf);
+        return oom(err);
+    }
+    redisReply *snap = NULL;
+    int rc = fork_read(b, c, &ks, &kd, upto, &snap, err);
+    if (rc == 0) {
+        const redisReply *list = snap->element[2];
+        for (size_t i = 0; i < list->elements && rc == 0; i++)
+            if (list->element[i]->type != REDIS_REPLY_STRING)
+                rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad message record");
+        if (rc == 0)
+            rc = fork_write(b, c, dst, &kd, snap, err);
+    }
+    freeReplyObject(snap);
+    free(ks.buf);
+    free(kd.buf);
+    return rc;
+}
+
+static int rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          convo_error *err)
+{
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = fork_run(b, c, src, dst, upto, err);
+        release(b, c);
+    }
+    return rc;
+}
+
+/* ---- restoring a dump ---- */
+
+static int import_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
+                       int64_t first, const convo_message_in *msgs, const int64_t *created_at,
+                       size_t n, int *skipped, convo_error *err)
+{
+    packbuf pb = {NULL, 0, 0};
+    size_t *offs = malloc((n + 1) * sizeof *offs);
+    cmd cmds[3] = {{0}};
+    int rc = offs ? pack_records(msgs, n, created_at, &pb, offs) : CONVO_ENOMEM;
+    if (rc != 0) {
+        rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
+        goto done;
+    }
+    cmd_index(&cmds[0], b, "ZADD", id);
+    cmd_script_head(&cmds[1], tk);
+    cmd_num(&cmds[1], b->ttl_ms);
+    cmd_num(&cmds[1], first);
+    for (size_t i = 0; i < n; i++)
+        cmd_add(&cmds[1], pb.data + offs[i], offs[i + 1] - offs[i]);
+    cmd_index(&cmds[2], b, "ZADD", id);
+    redisReply *replies[3] = {NULL};
+    if ((rc = pipeline_script(b, c, cmds, 3, 1, S_IMPORT, replies, err)) == 0) {
+        if (replies[1]->type == REDIS_REPLY_ERROR)
+            rc = reply_error(replies[1], err);
+        else if (replies[1]->type != REDIS_REPLY_INTEGER)
+            rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to an import");
+        else
+            *skipped = replies[1]->integer == 1;
+    }
+    replies_free(replies, 3);
+done:
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    free(pb.data);
+    free(offs);
+    return rc;
+}
+
+static int rd_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                            const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                            int *skipped, convo_error *err)
+{
+    thread_keys tk;
+    *skipped = 0;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = import_send(b, c, thread_id, &tk, first_seq, msgs, created_at, n, skipped, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- measuring (convo bench) ---- */
+
+static double now_seconds(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* The raw primitive: one RPUSH round trip per message, on a scratch key. */
+static int bench_run(convo_backend *b, rconn *c, const char *payload, size_t len, size_t n,
+                     double *seconds, convo_error *err)
+{
+    char key[MAX_PREFIX_BYTES + 64];
+    snprintf(key, sizeof key, "%s:bench:{%llu-%p}", b->prefix,
+             (unsigned long long)convo__now_micros(), (void *)c);
+    cmd push = {0}, del = {0};
+    cmd_str(&push, "RPUSH");
+    cmd_str(&push, key);
+    cmd_add(&push, payload, len);
+    cmd_str(&del, "DEL");
+    cmd_str(&del, key);
+    int rc = 0;
+    double t0 = now_seconds();
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        redisReply *r = NULL;
+        rc = pipeline(b, c, &push, 1, &r, err);
+        if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+            rc = reply_error(r, err);
+        freeReplyObject(r);
+    }
+    *seconds = now_seconds() - t0;
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = pipeline(b, c, &del, 1, &r, err)) == 0)
+        freeReplyObject(r);
+    cmd_free(&push);
+    cmd_free(&del);
+    return rc;
+}
+
+static int rd_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                        double *seconds, convo_error *err)
+{
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = bench_run(b, c, payload, payload_len, n, seconds, err);
+        release(b, c);
+    }
+    return rc;
+}
+
+/* "P:*" as a SCAN pattern, glob characters of the prefix escaped. */
+static char *scan_pattern(const char *prefix)
+{
+    char *p = malloc(2 * strlen(prefix) + 3), *o = p;
+    if (!p)
+        return NULL;
+    for (; *prefix; prefix++) {
+        if (strchr("*?[]\\", *prefix))
+            *o++ = '\\';
+        *o++ = *prefix;
+    }
+    strcpy(o, ":*");
+    return p;
+}
+
+/* MEMORY USAGE of every key of one SCAN batch, in one round trip. */
+static int usage_batch(convo_backend *b, rconn *c, const redisReply *keys, int64_t *total,
+                       convo_error *err)
+{
+    size_t n = keys->elements;
+    if (n == 0)
+        return 0;
+    cmd *cmds = calloc(n, sizeof *cmds);
+    redisReply **replies = calloc(n, sizeof *replies);
+    int rc = cmds && replies ? 0 : oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        cmd_str(&cmds[i], "MEMORY");
+        cmd_str(&cmds[i], "USAGE");
+        cmd_add(&cmds[i], keys->element[i]->str, keys->element[i]->len);
+    }
+    if (rc == 0)
+        rc = pipeline(b, c, cmds, n, replies, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (replies[i]->type == REDIS_REPLY_INTEGER)
+            *total += replies[i]->integer;
+    for (size_t i = 0; cmds && i < n; i++)
+        cmd_free(&cmds[i]);
+    if (replies)
+        replies_free(replies, n);
+    free(cmds);
+    free(replies);
+    return rc;
+}
+
+static int usage_scan(convo_backend *b, rconn *c, int64_t *bytes, convo_error *err)
+{
+    char *pattern = scan_pattern(b->prefix);
+    char cursor[32] = "0";
+    int rc = pattern ? 0 : oom(err);
+    *bytes = 0;
+    do {
+        cmd scan = {0};
+        redisReply *r = NULL;
+        const char *words[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+        for (int i = 0; i < 6; i++)
+            cmd_str(&scan, words[i]);
+        rc = rc == 0 ? pipeline(b, c, &scan, 1, &r, err) : rc;
+        cmd_free(&scan);
+        if (rc != 0)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
+            rc = r->type == REDIS_REPLY_ERROR
+                     ? reply_error(r, err)
+                     : convo__error(err, CONVO_EIO, NULL, "redis: bad SCAN reply");
+        else {
+            snprintf(cursor, sizeof cursor, "%.*s", (int)r->element[0]->len, r->element[0]->str);
+            rc = usage_batch(b, c, r->element[1], bytes, err);
+        }
+        freeReplyObject(r);
+    } while (rc == 0 && strcmp(cursor, "0") != 0);
+    free(pattern);
+    return rc;
+}
+
+/* Memory of this store's keys (every key under the prefix), by MEMORY USAGE. */
+static int rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
+{
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = usage_scan(b, c, bytes, err);
+        release(b, c);
+    }
+    return rc;
+}
+
+static const char *const rd_schemes[] = {"redis", "redis+unix", "rediss", NULL};
+
+const convo_driver convo_driver_redis = {
+    .version = CONVO_DRIVER_VERSION,
+    .name = "redis",
+    .schemes = rd_schemes,
+    .open = rd_open,
+    .close = rd_close,
+    .append = rd_append,
+    .load = rd_load,
+    .save_extra = rd_save_extra,
+    .thread_delete = rd_thread_delete,
+    .thread_list = rd_thread_list,
+    .thread_fork = rd_thread_fork,
+    /* checkpoints: not yet (NULL = CONVO_ENOTSUP) */
+    .bench_raw = rd_bench_raw,
+    .stored_bytes = rd_stored_bytes,
+    .thread_import = rd_thread_import,
+};
