@@ -528,6 +528,18 @@ static int cmd_checkpoints(convo_store *s, const invocation *inv)
     return st;
 }
 
+static int cmd_sweep(convo_store *s, const invocation *inv)
+{
+    (void)inv;
+    uint64_t removed;
+    convo_error err;
+    int rc = convo_sweep(s, &removed, &err);
+    if (rc != 0)
+        return fail(rc, &err);
+    printf("%llu\n", (unsigned long long)removed);
+    return STATUS_OK;
+}
+
 static int cmd_help(convo_store *s, const invocation *inv)
 {
     (void)s;
@@ -572,6 +584,8 @@ static const command commands[] = {
      .max_args = 1, .options = {"--ns=", "--limit="},
      .usage = "checkpoints THREAD [--ns NS] [--limit N]",
      .summary = "list the thread's checkpoints, newest first, one JSON object per line"},
+    {.name = "sweep", .run = cmd_sweep, .opens_store = 1, .min_args = 0, .max_args = 0,
+     .usage = "sweep", .summary = "remove threads whose ttl has passed; prints how many"},
     {.name = "export", .run = cmd_export, .opens_store = 1, .min_args = 0, .max_args = -1,
      .usage = "export [THREAD ...] > FILE",
      .summary = "write the threads (all by default) as a msgpack dump to stdout"},
