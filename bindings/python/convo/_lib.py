@@ -1,0 +1,197 @@
+"""ctypes declarations of libconvo: finding the shared library, the public
+structs of include/convo.h (field for field, version first) and the
+signature of every function the binding calls."""
+
+import ctypes
+import ctypes.util
+import os
+import pathlib
+
+# Error codes of include/convo.h.
+OK = 0
+ERROR = -1
+EINVAL = -2
+ENOTFOUND = -3
+ECONFLICT = -4
+ETOOLARGE = -5
+EIO = -6
+ETIMEOUT = -7
+ENOMEM = -8
+ENOTSUP = -9
+ECORRUPT = -10
+
+CODE_NAMES = {
+    ERROR: "CONVO_ERROR", EINVAL: "CONVO_EINVAL", ENOTFOUND: "CONVO_ENOTFOUND",
+    ECONFLICT: "CONVO_ECONFLICT", ETOOLARGE: "CONVO_ETOOLARGE", EIO: "CONVO_EIO",
+    ETIMEOUT: "CONVO_ETIMEOUT", ENOMEM: "CONVO_ENOMEM", ENOTSUP: "CONVO_ENOTSUP",
+    ECORRUPT: "CONVO_ECORRUPT",
+}
+
+STORE_OPTS_VERSION = 1
+APPEND_OPTS_VERSION = 1
+LOAD_OPTS_VERSION = 1
+
+
+class Error(ctypes.Structure):
+    """convo_error"""
+    _fields_ = [
+        ("code", ctypes.c_int),
+        ("backend_code", ctypes.c_char * 16),
+        ("message", ctypes.c_char * 256),
+    ]
+
+
+class StoreOpts(ctypes.Structure):
+    """convo_store_opts; CONVO_STORE_OPTS_INIT is StoreOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("max_message_bytes", ctypes.c_size_t),
+        ("max_batch_messages", ctypes.c_size_t),
+        ("max_extra_bytes", ctypes.c_size_t),
+        ("max_checkpoint_bytes", ctypes.c_size_t),
+        ("roles", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(STORE_OPTS_VERSION, 0, 0, 0, 0, None)
+
+
+class AppendOpts(ctypes.Structure):
+    """convo_append_opts; CONVO_APPEND_OPTS_INIT is AppendOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("idempotency_key", ctypes.c_char_p),
+        ("expected_length", ctypes.c_int64),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(APPEND_OPTS_VERSION, None, -1)
+
+
+class AppendResult(ctypes.Structure):
+    """convo_append_result"""
+    _fields_ = [
+        ("first_seq", ctypes.c_int64),
+        ("count", ctypes.c_size_t),
+        ("replayed", ctypes.c_int),
+    ]
+
+
+class LoadOpts(ctypes.Structure):
+    """convo_load_opts; CONVO_LOAD_OPTS_INIT is LoadOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("from_seq", ctypes.c_int64),
+        ("limit", ctypes.c_int64),
+        ("tail", ctypes.c_int64),
+        ("with_extra", ctypes.c_int),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(LOAD_OPTS_VERSION, 0, 0, 0, 1)
+
+
+# Opaque handles are plain void pointers.
+_store_p = ctypes.c_void_p
+_history_p = ctypes.c_void_p
+_page_p = ctypes.c_void_p
+_err_p = ctypes.POINTER(Error)
+
+_SIGNATURES = {
+    "convo_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "convo_version": (ctypes.c_char_p, []),
+    "convo_drivers": (ctypes.POINTER(ctypes.c_char_p), []),
+    "convo_open_ex": (ctypes.c_int, [ctypes.POINTER(_store_p), ctypes.c_char_p,
+                                     ctypes.POINTER(StoreOpts), _err_p]),
+    "convo_close": (None, [_store_p]),
+    "convo_store_driver": (ctypes.c_char_p, [_store_p]),
+    "convo_append": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                                    ctypes.POINTER(AppendOpts), ctypes.POINTER(AppendResult),
+                                    _err_p]),
+    "convo_load": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.POINTER(LoadOpts),
+                                  ctypes.POINTER(_history_p), _err_p]),
+    "convo_history_free": (None, [_history_p]),
+    "convo_history_count": (ctypes.c_size_t, [_history_p]),
+    "convo_history_length": (ctypes.c_int64, [_history_p]),
+    # c_void_p, not c_char_p: the bytes are read with their exact length.
+    "convo_history_message": (ctypes.c_void_p, [_history_p, ctypes.c_size_t,
+                                                ctypes.POINTER(ctypes.c_size_t)]),
+    "convo_history_role": (ctypes.c_char_p, [_history_p, ctypes.c_size_t]),
+    "convo_history_seq": (ctypes.c_int64, [_history_p, ctypes.c_size_t]),
+    "convo_history_created_at": (ctypes.c_int64, [_history_p, ctypes.c_size_t]),
+    "convo_history_extra": (ctypes.c_char_p, [_history_p]),
+    "convo_save_extra": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p, _err_p]),
+    "convo_thread_delete": (ctypes.c_int, [_store_p, ctypes.c_char_p, _err_p]),
+    "convo_thread_list": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.POINTER(_page_p), _err_p]),
+    "convo_thread_page_count": (ctypes.c_size_t, [_page_p]),
+    "convo_thread_page_id": (ctypes.c_char_p, [_page_p, ctypes.c_size_t]),
+    "convo_thread_page_next": (ctypes.c_char_p, [_page_p]),
+    "convo_thread_page_free": (None, [_page_p]),
+    "convo_thread_fork": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_int64, _err_p]),
+}
+
+
+def _candidates():
+    """Where to look for libconvo, in order: $CONVO_LIBRARY, the libdir that
+    `make install` recorded, the libdir or build tree three levels up (an
+    installed $libdir/python3/dist-packages/convo, or bindings/python/convo
+    of an in-tree build), then the system's library path."""
+    env = os.environ.get("CONVO_LIBRARY")
+    if env:
+        return [env]
+    found = []
+    try:
+        from . import _installed  # written by `make install`
+        found.append(os.path.join(_installed.LIBDIR, "libconvo.so.0"))
+    except ImportError:
+        pass
+    up = pathlib.Path(__file__).resolve().parents[3]
+    found += [str(up / "libconvo.so.0"), str(up / ".libs" / "libconvo.so.0")]
+    found = [p for p in found if os.path.exists(p)]
+    system = ctypes.util.find_library("convo")
+    if system:
+        found.append(system)
+    found.append("libconvo.so.0")
+    return found
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)  # CDLL releases the GIL during each call
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        return lib, path
+    raise ImportError("convo: cannot load libconvo; set CONVO_LIBRARY to the path of "
+                      "libconvo.so. Tried: " + "; ".join(tried))
+
+
+lib, path = _load()
+
+
+def strerror(code):
+    return lib.convo_strerror(code).decode("utf-8", "replace")
+
+
+def version():
+    return lib.convo_version().decode("ascii")
+
+
+def drivers():
+    names, arr, i = [], lib.convo_drivers(), 0
+    while arr[i] is not None:
+        names.append(arr[i].decode("ascii"))
+        i += 1
+    return names

@@ -1,0 +1,114 @@
+"""convo.asyncio: the agent-framework front end. Checkpointer runs each
+blocking libconvo call on a thread pool, off the event loop; the C store is
+thread-safe and ctypes releases the GIL during the call, so many concurrent
+calls proceed in parallel."""
+
+import asyncio
+import concurrent.futures
+import functools
+import os
+
+from .store import Store
+
+__all__ = ["Checkpointer", "CheckpointData"]
+
+
+class CheckpointData:
+    """A restored thread: messages (a list of dicts, in seq order) and extra
+    (a dict). Both are fresh objects: changing them changes nothing stored."""
+
+    __slots__ = ("messages", "extra")
+
+    def __init__(self, messages, extra):
+        self.messages = messages
+        self.extra = extra
+
+    def __eq__(self, other):
+        if not isinstance(other, CheckpointData):
+            return NotImplemented
+        return self.messages == other.messages and self.extra == other.extra
+
+    def __repr__(self):
+        return "CheckpointData(messages=<%d>, extra=%r)" % (len(self.messages), self.extra)
+
+
+class Checkpointer:
+    """Async access to a convo store, for agents that restore their thread
+    after a restart:
+
+        async with Checkpointer("sqlite:agent.db") as cp:
+            data = await cp.load("job-1")          # CheckpointData or None
+            await cp.append("job-1", [{"role": "user", "content": "hi"}])
+            await cp.save_extra("job-1", {"step": 1})
+
+    url_or_store is a URL (the store is opened here, and closed by close())
+    or an open convo.Store (shared, left open). options are Store's keyword
+    options. max_workers bounds the calls running at once (default: Python's
+    ThreadPoolExecutor default). A cancelled call may still complete in its
+    thread: give appends an idempotency key when retrying after a cancel."""
+
+    def __init__(self, url_or_store, *, max_workers=None, **options):
+        if isinstance(url_or_store, Store):
+            if options:
+                raise TypeError("store options apply only when a URL is given")
+            self._store, self._owns_store = url_or_store, False
+        else:
+            self._store, self._owns_store = Store(url_or_store, **options), True
+        if max_workers is None:
+            max_workers = min(32, (os.cpu_count() or 1) + 4)
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="convo")
+
+    @classmethod
+    async def open(cls, url, **options):
+        """Opens the store (which may connect to a server) off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(cls, url, **options))
+
+    @property
+    def store(self):
+        """The underlying blocking convo.Store."""
+        return self._store
+
+    async def _run(self, fn, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def load(self, thread_id, from_seq=0, limit=0, tail=0):
+        """The thread as CheckpointData(messages, extra), or None when unknown."""
+        found = await self._run(self._store.load, thread_id, from_seq, limit, tail)
+        return None if found is None else CheckpointData(*found)
+
+    async def append(self, thread_id, messages, idempotency_key=None, expected_length=None):
+        """Appends a batch (all or nothing); returns convo.AppendResult."""
+        return await self._run(self._store.append, thread_id, messages,
+                               idempotency_key, expected_length)
+
+    async def save_extra(self, thread_id, extra):
+        """Shallow merge of extra into the thread's extra object."""
+        await self._run(self._store.save_extra, thread_id, extra)
+
+    async def delete(self, thread_id):
+        await self._run(self._store.delete, thread_id)
+
+    async def fork(self, src, dst, upto=None):
+        await self._run(self._store.fork, src, dst, upto)
+
+    async def threads(self, after=None, limit=None):
+        return await self._run(self._store.threads, after, limit)
+
+    def close(self):
+        """Waits for calls in progress, stops the threads, closes an owned store."""
+        self._executor.shutdown(wait=True)
+        if self._owns_store:
+            self._store.close()
+
+    async def aclose(self):
+        """close() without blocking the event loop."""
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()

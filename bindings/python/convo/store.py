@@ -1,0 +1,326 @@
+"""convo.Store: a blocking handle on a convo store (libconvo's convo_store),
+safe to share between threads. Messages and extra objects go in as dicts (or
+as JSON text, stored byte for byte) and come back as fresh dicts."""
+
+import collections
+import collections.abc
+import ctypes
+import json
+import threading
+
+from . import _lib
+from .errors import NotFoundError, CorruptError, from_struct, invalid
+
+lib = _lib.lib
+
+AppendResult = collections.namedtuple("AppendResult", "first_seq count replayed")
+AppendResult.__doc__ = """What an append stored: the seq of its first message, the
+number of messages, and replayed=True when an idempotency key matched an earlier
+batch (nothing new was written)."""
+
+class Message(collections.namedtuple("Message", "seq created_at role raw")):
+    """One stored message: seq (0-based), created_at (microseconds since the
+    epoch), role, and raw (the bytes exactly as appended)."""
+    __slots__ = ()
+
+    def json(self):
+        """The message decoded into a new dict."""
+        return json.loads(self.raw)
+
+History = collections.namedtuple("History", "messages length extra")
+History.__doc__ = """The result of Store.load_history: messages (a list of Message),
+length (messages in the whole thread, whatever was asked for) and extra (a dict)."""
+
+_DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _text(value, what):
+    """str or bytes -> NUL-free bytes for a char * argument."""
+    if isinstance(value, str):
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise invalid("%s is not valid UTF-8: %s" % (what, e)) from None
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        raise invalid("%s must be str or bytes, not %s" % (what, type(value).__name__))
+    # C would silently stop at a NUL and act on a different string.
+    if b"\0" in data:
+        raise invalid("%s contains a NUL character" % what)
+    return data
+
+
+def _json_bytes(value, what):
+    """A dict (serialized compactly) or JSON text (kept byte for byte) -> bytes."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        if isinstance(value, str):
+            try:
+                return value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise invalid("%s is not valid UTF-8: %s" % (what, e)) from None
+        return bytes(value)
+    if isinstance(value, collections.abc.Mapping):
+        try:
+            return json.dumps(dict(value), **_DUMPS).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            raise invalid("%s cannot be serialized as JSON: %s" % (what, e)) from None
+    raise invalid("%s must be a dict, str or bytes, not %s" % (what, type(value).__name__))
+
+
+def _int(value, what, minimum):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid("%s must be an int, not %s" % (what, type(value).__name__))
+    if value < minimum or value >= 1 << 63:
+        raise invalid("%s must be between %d and 2**63-1" % (what, minimum))
+    return value
+
+
+def _decode(raw, what):
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise CorruptError(_lib.ECORRUPT, "%s is not valid JSON: %s" % (what, e)) from None
+
+
+def _decode_all(raws):
+    """Decodes stored messages into new dicts with one json.loads call: each is
+    a JSON object (the library validated it), so they join into one array."""
+    try:
+        messages = json.loads(b"[" + b",".join(raws) + b"]")
+        if len(messages) == len(raws) and all(type(m) is dict for m in messages):
+            return messages
+    except ValueError:
+        pass
+    return [_decode(raw, "stored message %d" % i) for i, raw in enumerate(raws)]
+
+
+class Store:
+    """A connection to a convo store, opened by URL: "memory:", "sqlite:PATH",
+    "redis://...", "postgres://...", "mongodb://..." (see README.md).
+
+    Limits default to the library's (message 1 MiB, batch 10,000 messages,
+    extra 1 MiB); 0 keeps the default. roles, when given, is the list of
+    allowed roles. Every failure raises a subclass of convo.ConvoError.
+    A Store may be used from many threads at once; close() waits for calls
+    in progress, and it is also a context manager."""
+
+    def __init__(self, url, *, max_message_bytes=0, max_batch_messages=0, max_extra_bytes=0,
+                 max_checkpoint_bytes=0, roles=None):
+        self._handle = None
+        self._cond = threading.Condition()
+        self._busy = 0
+        opts = _lib.StoreOpts.init()
+        opts.max_message_bytes = _int(max_message_bytes, "max_message_bytes", 0)
+        opts.max_batch_messages = _int(max_batch_messages, "max_batch_messages", 0)
+        opts.max_extra_bytes = _int(max_extra_bytes, "max_extra_bytes", 0)
+        opts.max_checkpoint_bytes = _int(max_checkpoint_bytes, "max_checkpoint_bytes", 0)
+        if roles is not None:
+            if isinstance(roles, (str, bytes)):
+                raise invalid("roles must be a list of strings")
+            encoded = [_text(r, "role") for r in roles]
+            opts.roles = (ctypes.c_char_p * (len(encoded) + 1))(*encoded, None)
+        handle = ctypes.c_void_p()
+        err = _lib.Error()
+        rc = lib.convo_open_ex(ctypes.byref(handle), _text(url, "url"), ctypes.byref(opts),
+                               ctypes.byref(err))
+        if rc != 0:
+            raise from_struct(rc, err)
+        self._handle = handle
+        self.driver = lib.convo_store_driver(handle).decode("ascii")
+
+    # ---- lifetime ----
+
+    def close(self):
+        """Closes the store once every call in progress has returned. Idempotent."""
+        with self._cond:
+            handle, self._handle = self._handle, None
+            while self._busy:
+                self._cond.wait()
+        if handle is not None:
+            lib.convo_close(handle)
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if getattr(self, "_handle", None) is not None:
+                self.close()
+        except Exception:  # the interpreter may be shutting down
+            pass
+
+    def __repr__(self):
+        state = "closed" if self.closed else self.driver
+        return "<convo.Store %s>" % state
+
+    def _call(self, fn, *args):
+        """Calls fn(handle, *args, &err) while counting the call as in
+        progress, so that close() cannot free the handle under it."""
+        with self._cond:
+            handle = self._handle
+            if handle is None:
+                raise invalid("the store is closed")
+            self._busy += 1
+        try:
+            err = _lib.Error()
+            rc = fn(handle, *args, ctypes.byref(err))
+        finally:
+            with self._cond:
+                self._busy -= 1
+                if not self._busy:
+                    self._cond.notify_all()
+        if rc != 0:
+            raise from_struct(rc, err)
+
+    # ---- messages ----
+
+    def append(self, thread_id, messages, idempotency_key=None, expected_length=None):
+        """Appends a batch of messages (all or nothing) and returns an
+        AppendResult(first_seq, count, replayed). Each message is a dict
+        (serialized as compact JSON) or JSON text as str/bytes (stored byte
+        for byte); a single message may be passed without a list.
+        idempotency_key: a retry with the same key stores nothing and returns
+        the original range. expected_length: store only if the thread has
+        exactly that many messages, else ConflictError."""
+        if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
+            messages = [messages]
+        datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(messages)]
+        n = len(datas)
+        arr = (ctypes.c_char_p * n)(*datas) if n else None
+        lens = (ctypes.c_size_t * n)(*map(len, datas)) if n else None
+        opts = _lib.AppendOpts.init()
+        if idempotency_key is not None:
+            opts.idempotency_key = _text(idempotency_key, "idempotency_key")
+        if expected_length is not None:
+            opts.expected_length = _int(expected_length, "expected_length", 0)
+        res = _lib.AppendResult()
+        self._call(lib.convo_append, _text(thread_id, "thread_id"), arr, lens, n,
+                   ctypes.byref(opts), ctypes.byref(res))
+        return AppendResult(res.first_seq, res.count, bool(res.replayed))
+
+    def _history(self, thread_id, from_seq, limit, tail, with_extra, read):
+        """Runs convo_load and hands the history to read(h) before freeing it;
+        returns None for an unknown thread."""
+        opts = _lib.LoadOpts.init()
+        opts.from_seq = _int(from_seq, "from_seq", 0)
+        opts.limit = _int(limit, "limit", 0)
+        opts.tail = _int(tail, "tail", 0)
+        opts.with_extra = 1 if with_extra else 0
+        h = ctypes.c_void_p()
+        try:
+            self._call(lib.convo_load, _text(thread_id, "thread_id"), ctypes.byref(opts),
+                       ctypes.byref(h))
+        except NotFoundError:
+            return None
+        try:
+            return read(h)
+        finally:
+            lib.convo_history_free(h)
+
+    @staticmethod
+    def _raws(h):
+        """The exact bytes of every message of a history."""
+        size = ctypes.c_size_t()
+        size_ref, message = ctypes.byref(size), lib.convo_history_message
+        out = []
+        for i in range(lib.convo_history_count(h)):
+            ptr = message(h, i, size_ref)
+            out.append(ctypes.string_at(ptr, size.value))
+        return out
+
+    def load(self, thread_id, from_seq=0, limit=0, tail=0):
+        """Returns (messages, extra): the messages as a list of new dicts in
+        seq order and the merged extra object as a dict; None for an unknown
+        thread (an existing, empty thread gives ([], extra)).
+        tail=N keeps only the last N messages (applied before from_seq);
+        limit=N returns at most N; 0 means no limit."""
+        def read(h):
+            messages = _decode_all(self._raws(h))
+            return messages, _decode(lib.convo_history_extra(h), "the stored extra")
+        return self._history(thread_id, from_seq, limit, tail, True, read)
+
+    def load_history(self, thread_id, from_seq=0, limit=0, tail=0, with_extra=True):
+        """Like load, with each message's seq, time and exact bytes: returns a
+        History(messages=[Message(seq, created_at, role, raw)], length, extra)
+        or None for an unknown thread."""
+        def read(h):
+            messages = []
+            for i, raw in enumerate(self._raws(h)):
+                role = lib.convo_history_role(h, i).decode("utf-8")
+                messages.append(Message(lib.convo_history_seq(h, i),
+                                        lib.convo_history_created_at(h, i), role, raw))
+            extra = _decode(lib.convo_history_extra(h), "the stored extra")
+            return History(messages, lib.convo_history_length(h), extra)
+        return self._history(thread_id, from_seq, limit, tail, with_extra, read)
+
+    # ---- extra and threads ----
+
+    def save_extra(self, thread_id, extra):
+        """Shallow merge into the thread's extra object: each top-level key of
+        extra (a dict, or a JSON object as str/bytes) replaces that key; None
+        is stored as null. Creates the thread when it does not exist."""
+        data = _json_bytes(extra, "extra")
+        if b"\0" in data:
+            raise invalid("extra contains a NUL character")
+        self._call(lib.convo_save_extra, _text(thread_id, "thread_id"), data)
+
+    def delete(self, thread_id):
+        """Removes the thread entirely; NotFoundError when it does not exist."""
+        self._call(lib.convo_thread_delete, _text(thread_id, "thread_id"))
+
+    def fork(self, src, dst, upto=None):
+        """Copies messages [0, upto) (all when upto is None) and the extra
+        object of src into the new thread dst. NotFoundError when src is
+        unknown, ConflictError when dst exists, InvalidError when upto is
+        past the end."""
+        upto = -1 if upto is None else _int(upto, "upto", 0)
+        self._call(lib.convo_thread_fork, _text(src, "src"), _text(dst, "dst"), upto)
+
+    def _page(self, after, size):
+        """One page of thread ids strictly after `after`: (ids, next)."""
+        page = ctypes.c_void_p()
+        after_b = None if after is None else _text(after, "after")
+        self._call(lib.convo_thread_list, after_b, size, ctypes.byref(page))
+        try:
+            ids = [lib.convo_thread_page_id(page, i).decode("utf-8")
+                   for i in range(lib.convo_thread_page_count(page))]
+            nxt = lib.convo_thread_page_next(page)
+            return ids, None if nxt is None else nxt.decode("utf-8")
+        finally:
+            lib.convo_thread_page_free(page)
+
+    def iter_threads(self, after=None, page_size=1000):
+        """Yields every thread id in byte order, strictly after `after`,
+        fetching page_size ids (1..10000) per call."""
+        _int(page_size, "page_size", 1)
+        while True:
+            ids, after = self._page(after, page_size)
+            yield from ids
+            if after is None:
+                return
+
+    def threads(self, after=None, limit=None):
+        """Thread ids in byte order strictly after `after`, as a list: all of
+        them when limit is None (every page is fetched), else at most limit."""
+        if limit is None:
+            return list(self.iter_threads(after))
+        out = []
+        remaining = _int(limit, "limit", 0)
+        while remaining > 0:
+            ids, after = self._page(after, min(remaining, 10000))
+            out += ids
+            remaining -= len(ids)
+            if after is None:
+                break
+        return out
+
+
+__all__ = ["Store", "AppendResult", "Message", "History"]

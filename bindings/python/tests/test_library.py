@@ -1,0 +1,141 @@
+"""The binding itself, whatever the driver: the ctypes structs match
+include/convo.h as the C compiler lays it out, every code maps to its
+exception, and libconvo is found (or not) as documented."""
+
+import ctypes
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import convo
+from convo import _lib
+
+TOP_SRCDIR = pathlib.Path(os.environ.get("top_srcdir") or pathlib.Path(__file__).resolve().parents[3])
+
+STRUCTS = {
+    "convo_error": (_lib.Error, ["code", "backend_code", "message"]),
+    "convo_store_opts": (_lib.StoreOpts, ["version", "max_message_bytes", "max_batch_messages",
+                                          "max_extra_bytes", "max_checkpoint_bytes", "roles"]),
+    "convo_append_opts": (_lib.AppendOpts, ["version", "idempotency_key", "expected_length"]),
+    "convo_append_result": (_lib.AppendResult, ["first_seq", "count", "replayed"]),
+    "convo_load_opts": (_lib.LoadOpts, ["version", "from_seq", "limit", "tail", "with_extra"]),
+}
+
+
+class LayoutTests(unittest.TestCase):
+    def c_layout(self):
+        """sizeof and offsetof of each struct and field, from the C compiler."""
+        cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+        header = TOP_SRCDIR / "include" / "convo.h"
+        if not cc or not header.exists():
+            self.skipTest("no C compiler or no include/convo.h")
+        lines = ["#include <convo.h>", "#include <stddef.h>", "#include <stdio.h>",
+                 "int main(void) {"]
+        for name, (_, fields) in STRUCTS.items():
+            lines.append('printf("%s %%zu\\n", sizeof(%s));' % (name, name))
+            for f in fields:
+                lines.append('printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (name, f, name, f))
+        lines.append("return 0; }")
+        with tempfile.TemporaryDirectory() as d:
+            src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
+            with open(src, "w") as f:
+                f.write("\n".join(lines))
+            subprocess.run([cc, "-I", str(TOP_SRCDIR / "include"), src, "-o", exe], check=True)
+            out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+        return dict((k, int(v)) for k, v in (line.split() for line in out.splitlines()))
+
+    def test_structs_match_the_header(self):
+        c = self.c_layout()
+        for name, (cls, fields) in STRUCTS.items():
+            self.assertEqual(ctypes.sizeof(cls), c[name], name)
+            self.assertEqual([f[0] for f in cls._fields_], fields, name)
+            for f in fields:
+                self.assertEqual(getattr(cls, f).offset, c["%s.%s" % (name, f)], name + "." + f)
+
+    def test_init_values(self):
+        o = _lib.AppendOpts.init()
+        self.assertEqual((o.version, o.idempotency_key, o.expected_length), (1, None, -1))
+        o = _lib.LoadOpts.init()
+        self.assertEqual((o.version, o.from_seq, o.limit, o.tail, o.with_extra), (1, 0, 0, 0, 1))
+        o = _lib.StoreOpts.init()
+        self.assertEqual((o.version, o.max_message_bytes, bool(o.roles)), (1, 0, False))
+
+
+class ErrorTests(unittest.TestCase):
+    def test_codes_map_to_classes(self):
+        want = {
+            convo.EINVAL: convo.InvalidError, convo.ENOTFOUND: convo.NotFoundError,
+            convo.ECONFLICT: convo.ConflictError, convo.ETOOLARGE: convo.TooLargeError,
+            convo.EIO: convo.BackendError, convo.ETIMEOUT: convo.TimeoutError,
+            convo.ENOMEM: convo.OutOfMemoryError, convo.ENOTSUP: convo.NotSupportedError,
+            convo.ECORRUPT: convo.CorruptError, convo.ERROR: convo.ConvoError, -99: convo.ConvoError,
+        }
+        for code, cls in want.items():
+            e = convo.errors.error_for(code, "", "XX")
+            self.assertIs(type(e), cls)
+            self.assertIsInstance(e, convo.ConvoError)
+            self.assertEqual((e.code, e.backend_code), (code, "XX"))
+            self.assertEqual(e.message, convo.strerror(code))  # an empty message gets the code's text
+
+    def test_builtin_bases(self):
+        self.assertTrue(issubclass(convo.InvalidError, ValueError))
+        self.assertTrue(issubclass(convo.NotFoundError, LookupError))
+        self.assertTrue(issubclass(convo.TimeoutError, TimeoutError))
+        self.assertTrue(issubclass(convo.BackendError, OSError))
+        self.assertFalse(issubclass(convo.ConflictError, ValueError))
+        e = convo.TimeoutError(convo.ETIMEOUT, "slow", "")
+        self.assertEqual((str(e), e.errno), ("slow", None))
+
+    def test_module_surface(self):
+        self.assertEqual(convo.__version__, _lib.version())
+        self.assertIn("memory", convo.drivers())
+        self.assertEqual(convo.strerror(convo.ENOTFOUND), "not found")
+        self.assertTrue(os.path.exists(convo.library_path) or "/" not in convo.library_path)
+        ns = {}
+        exec("from convo import *", ns)
+        self.assertNotIn("TimeoutError", ns)  # the built-in is not shadowed
+        self.assertIn("Store", ns)
+
+
+class LoadingTests(unittest.TestCase):
+    def run_python(self, code, **env):
+        full = dict(os.environ, **env)
+        return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                              text=True)
+
+    def test_convo_library_names_the_library(self):
+        r = self.run_python("import convo; print(convo.library_path)",
+                            CONVO_LIBRARY=convo.library_path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), convo.library_path)
+
+    def test_a_wrong_convo_library_is_a_clear_import_error(self):
+        r = self.run_python("import convo", CONVO_LIBRARY="/nonexistent/libconvo.so")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("CONVO_LIBRARY", r.stderr)
+        self.assertIn("/nonexistent/libconvo.so", r.stderr)
+
+    def test_installed_layout_finds_the_library_beside_the_package(self):
+        # $libdir/libconvo.so.0 and $libdir/python3/dist-packages/convo, as `make install` lays them out
+        pkg_src = pathlib.Path(convo.__file__).parent
+        with tempfile.TemporaryDirectory() as libdir:
+            shutil.copy(convo.library_path, os.path.join(libdir, "libconvo.so.0"))
+            site = os.path.join(libdir, "python3", "dist-packages")
+            shutil.copytree(pkg_src, os.path.join(site, "convo"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            env = {k: v for k, v in os.environ.items() if k != "CONVO_LIBRARY"}
+            env["PYTHONPATH"] = site
+            r = subprocess.run([sys.executable, "-c", "import convo; print(convo.library_path)"],
+                               env=env, capture_output=True, text=True, cwd=libdir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(os.path.realpath(r.stdout.strip()),
+                             os.path.realpath(os.path.join(libdir, "libconvo.so.0")))
+
+
+if __name__ == "__main__":
+    unittest.main()
