@@ -525,14 +525,18 @@ START_TEST(test_ttl_expiry)
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "a", at, 8), 0);
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "b", at, 8), 0);
     ck_assert_int_eq(length_of(s, "a"), -1);
+    char index_key[120];
+    snprintf(index_key, sizeof index_key, "%s:threads", prefix);
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 3);
+    uint64_t removed = 0;
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0); /* prunes the index entries of a, b */
+    ck_assert_int_eq(removed, 2);
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 1);
     convo_thread_page *p;
     ck_assert_int_eq(convo_thread_list(s, NULL, 10, &p, &err), 0);
     ck_assert_int_eq(convo_thread_page_count(p), 1);
     ck_assert_str_eq(convo_thread_page_id(p, 0), "c");
     convo_thread_page_free(p);
-    char index_key[120];
-    snprintf(index_key, sizeof index_key, "%s:threads", prefix);
-    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 1); /* a and b pruned while listing */
     ck_assert_int_eq(convo_thread_delete(s, "c", &err), 0);
     redisFree(c);
     convo_close(s);

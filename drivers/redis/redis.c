@@ -1168,7 +1168,7 @@ static int rd_save_extra(convo_backend *b, const char *thread_id, const char *pa
 /* After removing index entries, put back those whose thread exists after all:
  * a writer may have created it between our check and our ZREM. */
 static int index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
-                        convo_error *err)
+                        size_t *readded, convo_error *err)
 {
     if (n == 0)
         return 0;
@@ -1190,6 +1190,8 @@ static int index_remove(convo_backend *b, rconn *c, const char *const *ids, size
     for (size_t i = 0; i < n && rc == 0; i++) {
         const redisReply *e = replies[2 * i + 1];
         if (e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
+            if (readded)
+                (*readded)++;
             cmd again = {0};
             redisReply *r = NULL;
             cmd_index(&again, b, "ZADD", ids[i]);
@@ -1339,7 +1341,7 @@ static int list_collect(convo_backend *b, rconn *c, const char *after, size_t wa
         if (rc == 0 && classify(r, exists, want, live, &stale, &looked) != 0)
             rc = oom(err);
         if (rc == 0)
-            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, err);
+            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, NULL, err);
         int done = r->elements < ask;
         if (rc == 0 && looked > 0) {
             free(cursor);
@@ -1387,6 +1389,57 @@ static int rd_thread_list(convo_backend *b, const char *after, size_t limit,
     }
     *out = p;
     return 0;
+}
+
+/* Goes through the whole index and removes the entries of threads that are
+ * gone (expired with ttl, or left by a crash); *removed counts them. */
+static int sweep_run(convo_backend *b, rconn *c, uint64_t *removed, convo_error *err)
+{
+    char *cursor = NULL;
+    int rc = 0, done = 0;
+    while (rc == 0 && !done) {
+        redisReply *r;
+        if ((rc = index_range(b, c, cursor, 500, &r, err)) != 0)
+            break;
+        char *exists = calloc(r->elements + 1, 1);
+        id_list live = {0}, stale = {0};
+        size_t looked = 0, readded = 0;
+        rc = exists ? check_exist(b, c, r, exists, err) : oom(err);
+        if (rc == 0 && classify(r, exists, SIZE_MAX, &live, &stale, &looked) != 0)
+            rc = oom(err);
+        if (rc == 0)
+            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, &readded, err);
+        *removed += stale.n - readded;
+        done = r->elements < 500;
+        if (rc == 0 && !done) {
+            free(cursor);
+            const redisReply *last = r->element[r->elements - 1];
+            if ((cursor = malloc(last->len + 1))) {
+                memcpy(cursor, last->str, last->len);
+                cursor[last->len] = '\0';
+            } else {
+                rc = oom(err);
+            }
+        }
+        id_list_free(&live);
+        id_list_free(&stale);
+        free(exists);
+        freeReplyObject(r);
+    }
+    free(cursor);
+    return rc;
+}
+
+static int rd_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
+{
+    rconn *c;
+    *removed = 0;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = sweep_run(b, c, removed, err);
+        release(b, c);
+    }
+    return rc;
 }
 
 /* ---- delete ---- */
@@ -1783,4 +1836,5 @@ const convo_driver convo_driver_redis = {
     .bench_raw = rd_bench_raw,
     .stored_bytes = rd_stored_bytes,
     .thread_import = rd_thread_import,
+    .sweep = rd_sweep,
 };
