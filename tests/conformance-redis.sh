@@ -10,7 +10,7 @@ status=0
 convo_conformance "$(convo_url_add "$CONVO_TEST_REDIS_URL" "prefix=$prefix")" || status=$?
 if [ "$status" = 0 ] && command -v redis-cli >/dev/null 2>&1; then
     redis-cli -u "$CONVO_TEST_REDIS_URL" --scan --pattern "*$prefix*" 2>/dev/null |
-        xargs -r -n 100 redis-cli -u "$CONVO_TEST_REDIS_URL" DEL >/dev/null 2>&1 || true
+        xargs -r -d "\n" -n 100 redis-cli -u "$CONVO_TEST_REDIS_URL" DEL >/dev/null 2>&1 || true
 elif [ "$status" != 0 ]; then
     echo "conformance-redis: keys kept under prefix $prefix" >&2
 fi

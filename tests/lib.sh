@@ -44,6 +44,10 @@ convo_need_url() {
 
 # convo_conformance URL: runs the suite on URL and returns its status.
 convo_conformance() {
+    if [ ! -x "$CONVO_CONFORMANCE" ]; then
+        echo "$0: no $CONVO_CONFORMANCE: build it (make check) or set top_builddir" >&2
+        return 99
+    fi
     if [ -n "${CONVO_TEST_WRAPPER:-}" ]; then
         # the build's programs are libtool wrappers: let libtool start the tool on the real binary
         # shellcheck disable=SC2086

@@ -223,12 +223,31 @@ START_TEST(test_url_redacted)
     assert_redacted("mongodb://u:topsecret@a:1,b:2/db?authSource=admin", "topsecret");
     assert_redacted("redis://:topsecret@[::1]:6379/0", "topsecret");
     assert_redacted("redis://u:top%40secret@h", "secret");
+    assert_redacted("postgres://h/db?pass%77ord=topsecret", "topsecret");
+    assert_redacted("postgres://h/db?%70assword=topsecret&a=1", "topsecret");
     convo_url *u = parse_ok("postgres://h/db?password=x&other=keep");
     ck_assert_str_eq(u->redacted, "postgres://h/db?password=***&other=keep");
     convo__url_free(u);
     u = parse_ok("postgres://u@h/db?mypassword=visible");
     ck_assert_str_eq(u->redacted, "postgres://u@h/db?mypassword=visible");
     convo__url_free(u);
+}
+END_TEST
+
+/* Masks that outgrow what they hide must not overrun the redacted copy. */
+START_TEST(test_url_redacted_many_masks)
+{
+    char text[400] = "redis://u:@h/?";
+    for (int i = 0; i < 30; i++)
+        strcat(text, "password=&");
+    parse_fails(text);
+    char one[400] = "redis://u:@h/?";
+    for (int i = 0; i < 30; i++)
+        strcat(one, i == 0 ? "password=" : "&x");
+    convo_url *u;
+    convo_error err;
+    convo__error_clear(&err);
+    ck_assert_int_eq(convo__url_parse(&u, one, &err), CONVO_EINVAL); /* x given twice */
 }
 END_TEST
 
@@ -869,6 +888,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_url_query);
     tcase_add_test(tc, test_url_malformed);
     tcase_add_test(tc, test_url_redacted);
+    tcase_add_test(tc, test_url_redacted_many_masks);
     tcase_add_test(tc, test_url_errors_hide_password);
     tcase_add_test(tc, test_url_take_and_rebuild);
     suite_add_tcase(s, tc);
