@@ -170,11 +170,25 @@ static int parse_authority(convo_url *url, const char *a, convo_error *err)
     return 0;
 }
 
+/* Whether the query parameter starting at p is named "password", however encoded. */
+static int is_password_param(const char *p)
+{
+    size_t klen = strcspn(p, "=&");
+    if (p[klen] != '=')
+        return 0;
+    char *key = decode(p, klen, 1);
+    int yes = key && strcmp(key, "password") == 0;
+    free(key);
+    return yes;
+}
+
 /* The URL text with the password (in the authority or a password= parameter) masked. */
 static char *redact(const char *text)
 {
     size_t n = strlen(text);
-    char *out = malloc(n + 4 * 8 + 1);
+    /* each mask may outgrow what it hides by 3 bytes ("a:@" -> "a:***@",
+     * "password=&" -> "password=***&"), so twice the length always fits */
+    char *out = malloc(2 * n + 16);
     if (!out)
         return NULL;
     const char *scheme_end = strchr(text, ':');
@@ -200,10 +214,9 @@ static char *redact(const char *text)
     /* copy the rest, masking password= values */
     while (i < n) {
         if (q && text + i > q && (text[i - 1] == '?' || text[i - 1] == '&') &&
-            strncmp(text + i, "password=", 9) == 0) {
+            is_password_param(text + i)) {
             memcpy(out + o, "password=***", 12);
             o += 12;
-            i += 9;
             while (i < n && text[i] != '&')
                 i++;
             continue;
