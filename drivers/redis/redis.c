@@ -1249,7 +1249,7 @@ static int check_exist(convo_backend *b, rconn *c, const redisReply *ids, char *
     return rc;
 }
 
-/* ZRANGEBYLEX index (cursor + LIMIT 0 count: the next candidates after cursor. */
+/* ZRANGEBYLEX index "(cursor" + LIMIT 0 count: the next candidates after cursor. */
 static int index_range(convo_backend *b, rconn *c, const char *cursor, size_t count,
                        redisReply **out, convo_error *err)
 {
@@ -1307,8 +1307,8 @@ static void id_list_free(id_list *l)
     free(l->ids);
 }
 
-/* Sorts one batch of index candidates into live (up to want) and stale ids.
- * Returns the last candidate looked at, the next cursor. */
+/* Sorts one batch of index candidates into live (up to want) and stale ids;
+ * *looked = how many were sorted (the last of them is the next cursor). */
 static int classify(const redisReply *r, const char *exists, size_t want, id_list *live,
                     id_list *stale, size_t *looked)
 {
