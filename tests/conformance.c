@@ -804,6 +804,32 @@ START_TEST(test_limit_extra_bytes)
 }
 END_TEST
 
+/* A value near the default 1 MiB limit round-trips; growing past it fails whole. */
+START_TEST(test_extra_default_limit)
+{
+    char t[256];
+    TID(t, "big");
+    char *big = make_patch("big", 'b', CONVO_DEFAULT_MAX_EXTRA_BYTES - 100);
+    char *more = make_patch("more", 'm', 300);
+    save_extra_ok(conf_store, t, big);
+    conf_assert_extra(conf_store, t, big);
+    convo_error err;
+    ASSERT_FAILS(convo_save_extra(conf_store, t, more, &err), err, CONVO_ETOOLARGE);
+    conf_assert_extra(conf_store, t, big);
+    char *over = make_patch("x", 'o', CONVO_DEFAULT_MAX_EXTRA_BYTES + 1);
+    ASSERT_FAILS(convo_save_extra(conf_store, t, over, &err), err, CONVO_ETOOLARGE);
+    save_extra_ok(conf_store, t, "{\"big\":1}");
+    save_extra_ok(conf_store, t, more);
+    char *want = malloc(strlen(more) + 16);
+    sprintf(want, "{\"big\":1,%s", more + 1);
+    conf_assert_extra(conf_store, t, want);
+    free(want);
+    free(big);
+    free(more);
+    free(over);
+}
+END_TEST
+
 START_TEST(test_limit_roles)
 {
     const char *const roles[] = {"user", "assistant", NULL};
@@ -2448,6 +2474,7 @@ static void add_data_tests(Suite *s)
     tcase_add_test(tc, test_limit_batch_messages);
     tcase_add_test(tc, test_limit_extra_bytes);
     tcase_add_test(tc, test_limit_roles);
+    tcase_add_test(tc, test_extra_default_limit);
     tcase_add_test(tc, test_store_opts_version);
     tc = add_tcase(s, "idempotency");
     tcase_add_test(tc, test_idempotent_retry);
