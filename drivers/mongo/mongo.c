@@ -611,26 +611,37 @@ static int retire(call *c, const char *id, const bson_oid_t *g)
     return rc;
 }
 
-/* Completes the delete of generation g: fences it at its end, then retires it.
- * *mine (may be NULL) tells whether this call placed the fence. */
-static int finish_delete(call *c, const char *id, const bson_oid_t *g, bool *mine)
+/* Sets the dying mark: extra writes in flight miss their filter on v, and list
+ * no longer trusts live without a look at the top batch. */
+static int mark_dying(call *c, const char *id, const bson_oid_t *g, bool only_first,
+                      int64_t *matched)
 {
-    bool ignored;
-    mine = mine ? mine : &ignored;
-    *mine = false;
-    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    if (only_first)
+        BCON_APPEND(filter, "dying", "{", "$ne", BCON_BOOL(true), "}");
+    bson_t *update = BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}", "$inc", "{", "v",
+                              BCON_INT64(1), "}");
+    int rc = update_one(c, c->threads, filter, update, matched, "deleting a thread");
+    bson_destroy(filter);
+    bson_destroy(update);
+    return rc;
+}
+
+/* Completes the delete of generation g: marks it dying (unless the caller did),
+ * fences it at its end, then retires it. */
+static int finish_delete(call *c, const char *id, const bson_oid_t *g, bool marked)
+{
+    int rc = marked ? 0 : mark_dying(c, id, g, false, NULL);
+    for (int attempt = 0; rc == 0 && attempt < ATTEMPTS; attempt++) {
         batch_head top;
-        bool dup;
-        int rc = top_batch(c, id, g, &top);
-        if (rc == 0 && !(top.found && top.fence)) {
+        bool dup = false;
+        rc = top_batch(c, id, g, &top);
+        if (rc == 0 && !(top.found && top.fence))
             rc = insert_fence(c, id, g, top.found ? top.e : 0, &dup);
-            *mine = rc == 0 && !dup;
-            if (rc == 0 && dup)
-                continue; /* an append got there first */
-        }
-        return rc ? rc : retire(c, id, g);
+        if (rc == 0 && !dup)
+            return retire(c, id, g);
     }
-    return contention(c);
+    return rc ? rc : contention(c);
 }
 
 /* Cancels a fork still copying into id: whoever deletes its placeholder wins, and
@@ -764,7 +775,7 @@ static int writable_thread(call *c, const char *id, bool with_extra, bool create
         t->bexp_ms = c->b->ttl_ms ? now + 2 * c->b->ttl_ms + TTL_MARGIN_MS : 0;
         *again = dup;
     } else if (t->found && (expired(t, now) || t->dying)) {
-        rc = finish_delete(c, id, &t->g, NULL);
+        rc = finish_delete(c, id, &t->g, false);
         *again = true;
     } else if (t->found && t->forking) {
         rc = abort_fork(c, id, &t->g);
@@ -994,9 +1005,29 @@ static void set_defaults(mongoc_uri_t *uri)
         mongoc_uri_set_appname(uri, "convo");
 }
 
-static int make_pool(convo_backend *b, convo_url *url, convo_error *err)
+/* libmongoc wants "host/?opts"; convo also takes "host?opts", like its other URLs. */
+static char *rebuild_for_mongoc(const convo_url *url)
 {
     char *text = convo__url_rebuild(url);
+    char *q = text ? strchr(text, '?') : NULL;
+    char *hosts = text ? strstr(text, "://") : NULL;
+    if (!q || !hosts || memchr(hosts + 3, '/', (size_t)(q - hosts - 3)))
+        return text;
+    size_t n = strlen(text);
+    char *out = malloc(n + 2);
+    if (out) {
+        memcpy(out, text, (size_t)(q - text));
+        out[q - text] = '/';
+        memcpy(out + (q - text) + 1, q, n - (size_t)(q - text) + 1);
+    }
+    memset(text, 0, n);
+    free(text);
+    return out;
+}
+
+static int make_pool(convo_backend *b, convo_url *url, convo_error *err)
+{
+    char *text = rebuild_for_mongoc(url);
     if (!text)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     bson_error_t e;
@@ -1147,7 +1178,7 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     if ((rc = top_batch(c, id, &t.g, &top)) != 0)
         goto out;
     if (top.found && top.fence) { /* a delete is under way: finish it, then start over */
-        rc = finish_delete(c, id, &t.g, NULL);
+        rc = finish_delete(c, id, &t.g, false);
         *again = true;
         goto out;
     }
@@ -1561,21 +1592,15 @@ static int delete_attempt(call *c, const char *id, bool *again)
         if (now - t.created_ms > FORK_STALE_MS)
             rc = abort_fork(c, id, &t.g);
     } else if (expired(&t, now) || (top.found && top.fence) || t.dying) {
-        rc = finish_delete(c, id, &t.g, NULL); /* gone, or another delete's: help it finish */
+        rc = finish_delete(c, id, &t.g, false); /* gone, or another delete's: help it finish */
     } else if (!t.live && !top.found) {
         rc = drop_placeholder(c, id, &t.g, again);
     } else {
         /* the mark makes save_extra stop writing here; the fence stops appends */
-        bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(&t.g), "dying", "{",
-                                  "$ne", BCON_BOOL(true), "}");
-        bson_t *update = BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}", "$inc", "{", "v",
-                                  BCON_INT64(1), "}");
-        rc = update_one(c, c->threads, filter, update, &matched, "deleting a thread");
-        bson_destroy(filter);
-        bson_destroy(update);
+        rc = mark_dying(c, id, &t.g, true, &matched);
         if (rc == 0 && (*again = matched == 0))
             goto out;
-        if (rc == 0 && (rc = finish_delete(c, id, &t.g, NULL)) == 0)
+        if (rc == 0 && (rc = finish_delete(c, id, &t.g, true)) == 0)
             quietly(c, collect_garbage, id);
         thread_free(&t);
         return rc;
@@ -1718,7 +1743,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
             else if (d.forking)
                 rc = abort_fork(c, dst, &d.g);
             else if (expired(&d, now) || (top.found && top.fence))
-                rc = finish_delete(c, dst, &d.g, NULL);
+                rc = finish_delete(c, dst, &d.g, false);
             else if (d.live || top.found)
                 rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
                                   "destination thread already exists");

@@ -1,0 +1,1063 @@
+/* mongo.c — the MongoDB driver's own checks, beyond the conformance suite: URL
+ * parameters, the stored layout, every crash point of append, delete and fork
+ * re-created document by document, ttl, threads racing, and writers SIGKILLed at
+ * random. Run as tests/mongo_extra with CONVO_TEST_MONGO_URL set. */
+#include <check.h>
+#include <convo.h>
+#include <jansson.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KILL_ROUNDS 8
+#define KILL_WRITERS 5
+#define KILL_THREADS 4
+#define RACE_THREADS 8
+
+static const char *base_url; /* CONVO_TEST_MONGO_URL */
+static char database[40];    /* fresh for each run */
+static char prefix[40];      /* fresh for each test */
+static mongoc_client_t *raw; /* to look at and forge documents */
+static convo_error err;
+
+/* ---- helpers ---- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The test server's URL with params appended (base_url may lack "/" and "?"). */
+static char *url_with(const char *params)
+{
+    size_t n = strlen(base_url) + strlen(params) + 4;
+    char *out = malloc(n);
+    ck_assert_ptr_nonnull(out);
+    snprintf(out, n, "%s%s%s", base_url, strchr(base_url, '?') ? "&" : "?", params);
+    return out;
+}
+
+static convo_store *open_store(const char *params)
+{
+    char p[512];
+    snprintf(p, sizeof p, "database=%s&prefix=%s%s%s", database, prefix, params ? "&" : "",
+             params ? params : "");
+    char *u = url_with(p);
+    convo_store *s = NULL;
+    int rc = convo_open(&s, u, &err);
+    ck_assert_msg(rc == 0, "convo_open(%s): %d %s", u, rc, err.message);
+    free(u);
+    return s;
+}
+
+static int open_rc(const char *params)
+{
+    char *u = url_with(params);
+    convo_store *s = NULL;
+    int rc = convo_open(&s, u, &err);
+    convo_close(s);
+    free(u);
+    return rc;
+}
+
+static mongoc_collection_t *coll(const char *suffix)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%s_%s", prefix, suffix);
+    return mongoc_client_get_collection(raw, database, name);
+}
+
+/* One raw document (caller destroys), or NULL. */
+static bson_t *raw_find(const char *suffix, bson_t *filter)
+{
+    mongoc_collection_t *c = coll(suffix);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c, filter, NULL, NULL);
+    const bson_t *doc;
+    bson_t *out = mongoc_cursor_next(cur, &doc) ? bson_copy(doc) : NULL;
+    bson_error_t e;
+    ck_assert_msg(!mongoc_cursor_error(cur, &e), "find: %s", e.message);
+    mongoc_cursor_destroy(cur);
+    mongoc_collection_destroy(c);
+    bson_destroy(filter);
+    return out;
+}
+
+static int64_t raw_count(const char *suffix, bson_t *filter)
+{
+    mongoc_collection_t *c = coll(suffix);
+    bson_error_t e;
+    int64_t n = mongoc_collection_count_documents(c, filter, NULL, NULL, NULL, &e);
+    ck_assert_msg(n >= 0, "count: %s", e.message);
+    mongoc_collection_destroy(c);
+    bson_destroy(filter);
+    return n;
+}
+
+static void raw_insert(const char *suffix, bson_t *doc)
+{
+    mongoc_collection_t *c = coll(suffix);
+    bson_error_t e;
+    ck_assert_msg(mongoc_collection_insert_one(c, doc, NULL, NULL, &e), "insert: %s", e.message);
+    mongoc_collection_destroy(c);
+    bson_destroy(doc);
+}
+
+static void raw_update(const char *suffix, bson_t *filter, bson_t *update)
+{
+    mongoc_collection_t *c = coll(suffix);
+    bson_error_t e;
+    ck_assert_msg(mongoc_collection_update_one(c, filter, update, NULL, NULL, &e), "update: %s",
+                  e.message);
+    mongoc_collection_destroy(c);
+    bson_destroy(filter);
+    bson_destroy(update);
+}
+
+static void raw_delete(const char *suffix, bson_t *filter)
+{
+    mongoc_collection_t *c = coll(suffix);
+    bson_error_t e;
+    ck_assert_msg(mongoc_collection_delete_many(c, filter, NULL, NULL, &e), "delete: %s",
+                  e.message);
+    mongoc_collection_destroy(c);
+    bson_destroy(filter);
+}
+
+/* The generation named by a thread doc. */
+static void thread_generation(const char *id, bson_oid_t *g)
+{
+    bson_t *doc = raw_find("threads", BCON_NEW("_id", BCON_UTF8(id)));
+    bson_iter_t it;
+    ck_assert_ptr_nonnull(doc);
+    ck_assert(bson_iter_init_find(&it, doc, "g") && BSON_ITER_HOLDS_OID(&it));
+    bson_oid_copy(bson_iter_oid(&it), g);
+    bson_destroy(doc);
+}
+
+/* Appends n test messages {"role":"user","w":w,"b":b,"i":i,"n":n}; returns first seq. */
+static int64_t append_batch(convo_store *s, const char *id, int w, int b, int n)
+{
+    char *msgs[16];
+    ck_assert_int_le(n, 16);
+    for (int i = 0; i < n; i++) {
+        msgs[i] = malloc(96);
+        snprintf(msgs[i], 96, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d,\"n\":%d}", w, b, i, n);
+    }
+    convo_append_result r;
+    int rc = convo_append(s, id, (const char *const *)msgs, NULL, (size_t)n, NULL, &r, &err);
+    for (int i = 0; i < n; i++)
+        free(msgs[i]);
+    ck_assert_msg(rc == 0, "append to %s: %d %s", id, rc, err.message);
+    return r.first_seq;
+}
+
+/* The thread's length, or -1 when it does not exist. */
+static int64_t length_of(convo_store *s, const char *id)
+{
+    convo_history *h;
+    int rc = convo_load(s, id, NULL, &h, &err);
+    if (rc == CONVO_ENOTFOUND)
+        return -1;
+    ck_assert_msg(rc == 0, "load %s: %d %s", id, rc, err.message);
+    int64_t n = convo_history_length(h);
+    convo_history_free(h);
+    return n;
+}
+
+static int listed(convo_store *s, const char *id)
+{
+    convo_thread_page *p;
+    const char *after = NULL;
+    char *next = NULL;
+    int found = 0;
+    do {
+        ck_assert_int_eq(convo_thread_list(s, after, 50, &p, &err), 0);
+        for (size_t i = 0; i < convo_thread_page_count(p); i++)
+            found |= strcmp(convo_thread_page_id(p, i), id) == 0;
+        free(next);
+        next = convo_thread_page_next(p) ? strdup(convo_thread_page_next(p)) : NULL;
+        after = next;
+        convo_thread_page_free(p);
+    } while (next);
+    return found;
+}
+
+static json_t *extra_of(convo_store *s, const char *id)
+{
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, id, NULL, &h, &err), 0);
+    json_t *e = json_loads(convo_history_extra(h), 0, NULL);
+    convo_history_free(h);
+    ck_assert_ptr_nonnull(e);
+    return e;
+}
+
+/* Seq dense from 0, every batch whole and in order, no batch twice; returns the
+ * length, or -1 for a missing thread. Messages must come from append_batch. */
+static int64_t verify_thread(convo_store *s, const char *id)
+{
+    convo_history *h;
+    int rc = convo_load(s, id, NULL, &h, &err);
+    if (rc == CONVO_ENOTFOUND)
+        return -1;
+    ck_assert_msg(rc == 0, "load %s: %d %s", id, rc, err.message);
+    size_t n = convo_history_count(h);
+    ck_assert_int_eq(convo_history_length(h), (int64_t)n);
+    json_t *seen = json_object();
+    for (size_t i = 0; i < n;) {
+        json_t *m = json_loads(convo_history_message(h, i, NULL), 0, NULL);
+        int w = (int)json_integer_value(json_object_get(m, "w"));
+        int b = (int)json_integer_value(json_object_get(m, "b"));
+        int cnt = (int)json_integer_value(json_object_get(m, "n"));
+        ck_assert_msg(json_integer_value(json_object_get(m, "i")) == 0,
+                      "%s: seq %zu starts inside a batch", id, i);
+        json_decref(m);
+        char key[48];
+        snprintf(key, sizeof key, "%d:%d", w, b);
+        ck_assert_msg(!json_object_get(seen, key), "%s: batch %s stored twice", id, key);
+        json_object_set_new(seen, key, json_true());
+        for (int j = 0; j < cnt; j++, i++) {
+            ck_assert_msg(i < n, "%s: batch %s cut short", id, key);
+            ck_assert_int_eq(convo_history_seq(h, i), (int64_t)i);
+            m = json_loads(convo_history_message(h, i, NULL), 0, NULL);
+            ck_assert_msg(json_integer_value(json_object_get(m, "w")) == w &&
+                              json_integer_value(json_object_get(m, "b")) == b &&
+                              json_integer_value(json_object_get(m, "i")) == j,
+                          "%s: seq %zu breaks batch %s", id, i, key);
+            json_decref(m);
+        }
+    }
+    json_decref(seen);
+    convo_history_free(h);
+    return (int64_t)n;
+}
+
+/* Every thread doc's batches form one chain from 0 with at most a fence on top. */
+static void verify_raw_chains(void)
+{
+    mongoc_collection_t *threads = coll("threads"), *batches = coll("batches");
+    bson_t empty = BSON_INITIALIZER;
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(threads, &empty, NULL, NULL);
+    const bson_t *t;
+    while (mongoc_cursor_next(cur, &t)) {
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, t, "forking"))
+            continue;
+        ck_assert(bson_iter_init_find(&it, t, "g"));
+        bson_t *f = BCON_NEW("g", BCON_OID(bson_iter_oid(&it)));
+        bson_iter_init_find(&it, t, "_id");
+        BSON_APPEND_UTF8(f, "t", bson_iter_utf8(&it, NULL));
+        bson_t *o = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}", "projection", "{", "m",
+                             BCON_INT32(0), "}");
+        mongoc_cursor_t *bc = mongoc_collection_find_with_opts(batches, f, o, NULL);
+        const bson_t *b;
+        int64_t next = 0;
+        bool fenced = false;
+        while (mongoc_cursor_next(bc, &b)) {
+            bson_iter_t s, e;
+            ck_assert_msg(!fenced, "a batch above a fence");
+            ck_assert(bson_iter_init_find(&s, b, "s") && bson_iter_init_find(&e, b, "e"));
+            ck_assert_int_eq(bson_iter_as_int64(&s), next);
+            next = bson_iter_as_int64(&e);
+            fenced = bson_iter_init_find(&s, b, "f");
+        }
+        mongoc_cursor_destroy(bc);
+        bson_destroy(f);
+        bson_destroy(o);
+    }
+    mongoc_cursor_destroy(cur);
+    mongoc_collection_destroy(threads);
+    mongoc_collection_destroy(batches);
+}
+
+static void setup(void)
+{
+    static unsigned counter;
+    snprintf(prefix, sizeof prefix, "p%d_%u", (int)getpid(), counter++);
+    char *u = strdup(base_url);
+    char *q = strchr(u, '?');
+    if (q)
+        *q = '\0'; /* convo's parameters are not libmongoc's */
+    raw = mongoc_client_new(u);
+    ck_assert_ptr_nonnull(raw);
+    free(u);
+}
+
+static void teardown(void)
+{
+    mongoc_client_destroy(raw);
+    raw = NULL;
+}
+
+/* ---- URL ---- */
+
+START_TEST(test_url_rejects)
+{
+    static const char *const bad[] = {
+        "database=", "database=a.b", "database=a/b", "database=a%20b", "database=a$b",
+        "database=a%22b", "database=a:b", "database=a*b", "database=a?b", "database=a|b",
+        "database=0123456789012345678901234567890123456789012345678901234567890123",
+        "prefix=", "prefix=.x", "prefix=x.", "prefix=a..b", "prefix=system_x", "prefix=a$b",
+        "prefix=a%20b", "ttl=0", "ttl=-1", "ttl=abc", "ttl=1.5", "ttl=99999999999", "ttl=",
+        "foo=1", "Database=x", "connectTimeoutMS=abc", "retryWrites=maybe", "w=0", "safe=false",
+        "socketTimeoutMS=", NULL};
+    for (const char *const *p = bad; *p; p++) {
+        int rc = open_rc(*p);
+        ck_assert_msg(rc == CONVO_EINVAL, "%s: expected CONVO_EINVAL, got %d", *p, rc);
+    }
+}
+END_TEST
+
+START_TEST(test_url_accepts)
+{
+    char p[400];
+    snprintf(p, sizeof p,
+             "database=%s&prefix=%s.x-y&ttl=60&appname=convo-test&w=1&journal=false&"
+             "retryWrites=false&readPreference=secondaryPreferred&serverSelectionTimeoutMS=3000&"
+             "connectTimeoutMS=2000&maxPoolSize=4&readConcernLevel=local",
+             database, prefix);
+    int rc = open_rc(p);
+    ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
+    snprintf(p, sizeof p, "database=%.63s", "012345678901234567890123456789012345678901234567890123456789012");
+    ck_assert_int_eq(open_rc(p), 0);
+}
+END_TEST
+
+START_TEST(test_url_unreachable_hides_password)
+{
+    const char *u = "mongodb://convo_user:secretpw@127.0.0.1:1/?serverSelectionTimeoutMS=300&"
+                    "tlsCertificateKeyFilePassword=keypw99&database=x";
+    convo_store *s = NULL;
+    int64_t t0 = now_ms();
+    int rc = convo_open(&s, u, &err);
+    ck_assert_msg(rc == CONVO_EIO || rc == CONVO_ETIMEOUT, "got %d %s", rc, err.message);
+    ck_assert_msg(!strstr(err.message, "secretpw") && !strstr(err.message, "keypw99"),
+                  "message shows a password: %s", err.message);
+    ck_assert_int_lt(now_ms() - t0, 5000);
+    ck_assert_ptr_null(s);
+}
+END_TEST
+
+/* ---- layout ---- */
+
+static void assert_field(const bson_t *doc, const char *path, bson_type_t type)
+{
+    bson_iter_t it, found;
+    ck_assert(bson_iter_init(&it, doc));
+    ck_assert_msg(bson_iter_find_descendant(&it, path, &found), "no field %s", path);
+    ck_assert_msg(bson_iter_type(&found) == type, "%s has type %d, want %d", path,
+                  (int)bson_iter_type(&found), (int)type);
+}
+
+START_TEST(test_layout)
+{
+    convo_store *s = open_store(NULL);
+    const char *msgs[] = {"{ \"role\": \"user\",  \"x\": 1 }", "{\"role\":\"tool\",\"y\":[1]}"};
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = "key-1";
+    int64_t before = now_ms() * 1000;
+    ck_assert_int_eq(convo_append(s, "lay", msgs, NULL, 2, &o, NULL, &err), 0);
+    ck_assert_int_eq(convo_save_extra(s, "lay",
+                                      "{\"a.b\":1,\"$x\":1.5,\"\":null,\"%\":\"p\","
+                                      "\"n\":{\"c.d\":[{\"$e\":true}]}}",
+                                      &err),
+                     0);
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("lay")));
+    ck_assert_ptr_nonnull(t);
+    assert_field(t, "g", BSON_TYPE_OID);
+    assert_field(t, "live", BSON_TYPE_BOOL);
+    assert_field(t, "v", BSON_TYPE_INT64);
+    assert_field(t, "extra.a%2Eb", BSON_TYPE_INT64);
+    assert_field(t, "extra.%24x", BSON_TYPE_DOUBLE);
+    assert_field(t, "extra.%", BSON_TYPE_NULL);
+    assert_field(t, "extra.%25", BSON_TYPE_UTF8);
+    assert_field(t, "extra.n.c%2Ed.0.%24e", BSON_TYPE_BOOL);
+    bson_oid_t g;
+    thread_generation("lay", &g);
+    bson_t *b = raw_find("batches", BCON_NEW("t", BCON_UTF8("lay"), "g", BCON_OID(&g)));
+    ck_assert_ptr_nonnull(b);
+    bson_iter_t it;
+    ck_assert(bson_iter_init_find(&it, b, "s") && bson_iter_as_int64(&it) == 0);
+    ck_assert(bson_iter_init_find(&it, b, "e") && bson_iter_as_int64(&it) == 2);
+    ck_assert(bson_iter_init_find(&it, b, "n") && bson_iter_as_int64(&it) == 2);
+    ck_assert(bson_iter_init_find(&it, b, "at") && BSON_ITER_HOLDS_INT64(&it));
+    ck_assert_int_ge(bson_iter_int64(&it), before);
+    ck_assert_int_le(bson_iter_int64(&it), now_ms() * 1000);
+    ck_assert(bson_iter_init_find(&it, b, "k") && strcmp(bson_iter_utf8(&it, NULL), "key-1") == 0);
+    assert_field(b, "m.1.r", BSON_TYPE_UTF8);
+    bson_iter_t m;
+    ck_assert(bson_iter_init(&it, b) && bson_iter_find_descendant(&it, "m.0.b", &m));
+    uint32_t len;
+    const uint8_t *data;
+    bson_iter_binary(&m, NULL, &len, &data);
+    ck_assert_int_eq(len, strlen(msgs[0]));
+    ck_assert(memcmp(data, msgs[0], len) == 0);
+    bson_destroy(t);
+    bson_destroy(b);
+    bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
+    ck_assert_ptr_nonnull(meta);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 1);
+    bson_destroy(meta);
+    convo_close(s);
+}
+END_TEST
+
+/* The index named name of collection suffix, or NULL. */
+static bson_t *index_named(const char *suffix, const char *name)
+{
+    mongoc_collection_t *c = coll(suffix);
+    mongoc_cursor_t *cur = mongoc_collection_find_indexes_with_opts(c, NULL);
+    const bson_t *doc;
+    bson_t *out = NULL;
+    while (!out && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (bson_iter_init_find(&it, doc, "name") && strcmp(bson_iter_utf8(&it, NULL), name) == 0)
+            out = bson_copy(doc);
+    }
+    mongoc_cursor_destroy(cur);
+    mongoc_collection_destroy(c);
+    return out;
+}
+
+START_TEST(test_indexes)
+{
+    convo_store *s = open_store(NULL);
+    bson_t *chain = index_named("batches", "convo_chain");
+    bson_t *idem = index_named("batches", "convo_idempotency");
+    ck_assert_ptr_nonnull(chain);
+    ck_assert_ptr_nonnull(idem);
+    bson_iter_t it;
+    ck_assert(bson_iter_init_find(&it, chain, "unique") && bson_iter_as_bool(&it));
+    ck_assert(bson_iter_init_find(&it, idem, "unique") && bson_iter_as_bool(&it));
+    ck_assert(bson_iter_init_find(&it, idem, "partialFilterExpression"));
+    ck_assert_ptr_null(index_named("batches", "convo_expiry"));
+    bson_destroy(chain);
+    bson_destroy(idem);
+    convo_close(s);
+    s = open_store("ttl=30"); /* reopening with ttl adds the expiry indexes */
+    for (int i = 0; i < 2; i++) {
+        bson_t *ttl = index_named(i ? "threads" : "batches", "convo_expiry");
+        ck_assert_ptr_nonnull(ttl);
+        ck_assert(bson_iter_init_find(&it, ttl, "expireAfterSeconds") &&
+                  bson_iter_as_int64(&it) == 0);
+        bson_destroy(ttl);
+    }
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_newer_schema_refused)
+{
+    convo_store *s = open_store(NULL);
+    convo_close(s);
+    raw_update("meta", BCON_NEW("_id", BCON_UTF8("schema")),
+               BCON_NEW("$set", "{", "version", BCON_INT32(99), "}"));
+    char p[200];
+    snprintf(p, sizeof p, "database=%s&prefix=%s", database, prefix);
+    ck_assert_int_eq(open_rc(p), CONVO_ENOTSUP);
+}
+END_TEST
+
+START_TEST(test_extra_keys_round_trip)
+{
+    convo_store *s = open_store(NULL);
+    const char *patch = "{\"a\":{\"b.c\":{\"$d\":1,\"\":[{\"%\":2}]}},\"%\":2,\"%2E\":3,\".\":4,"
+                        "\"%25\":5,\"$\":{\"$\":{\"$\":null}},\"f\":-0.0,\"big\":9007199254740993}";
+    ck_assert_int_eq(convo_save_extra(s, "keys", patch, &err), 0);
+    json_t *want = json_loads(patch, 0, NULL), *got = extra_of(s, "keys");
+    ck_assert_msg(json_equal(want, got), "extra came back as %s", json_dumps(got, JSON_COMPACT));
+    /* integers stay integers, reals reals */
+    ck_assert(json_is_integer(json_object_get(got, "big")));
+    ck_assert(json_is_real(json_object_get(got, "f")));
+    json_decref(want);
+    json_decref(got);
+    ck_assert_int_eq(convo_save_extra(s, "keys", "{\"%2E\":\"x\"}", &err), 0);
+    got = extra_of(s, "keys");
+    ck_assert_str_eq(json_string_value(json_object_get(got, "%2E")), "x");
+    ck_assert_int_eq(json_integer_value(json_object_get(got, ".")), 4);
+    json_decref(got);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_extra_too_deep)
+{
+    convo_store *s = open_store(NULL);
+    char deep[400] = "";
+    for (int i = 0; i < 120; i++)
+        strcat(deep, "[");
+    for (int i = 0; i < 120; i++)
+        strcat(deep, "]");
+    char patch[420];
+    snprintf(patch, sizeof patch, "{\"d\":%s}", deep);
+    ck_assert_int_eq(convo_save_extra(s, "deep", patch, &err), CONVO_EINVAL);
+    ck_assert_int_eq(length_of(s, "deep"), -1);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- size ---- */
+
+static char *big_message(size_t size)
+{
+    char *m = malloc(size + 1);
+    ck_assert_ptr_nonnull(m);
+    memset(m, 'a', size);
+    memcpy(m, "{\"role\":\"user\",\"p\":\"", 20);
+    memcpy(m + size - 2, "\"}", 2);
+    m[size] = '\0';
+    return m;
+}
+
+START_TEST(test_batch_document_limit)
+{
+    convo_store *s = open_store(NULL);
+    char *one = big_message(1000000);
+    const char *msgs[17];
+    for (int i = 0; i < 17; i++)
+        msgs[i] = one;
+    ck_assert_int_eq(convo_append(s, "big", msgs, NULL, 17, NULL, NULL, &err), CONVO_ETOOLARGE);
+    ck_assert_int_eq(length_of(s, "big"), -1);
+    ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("big"))), 0);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("big"))), 0);
+    ck_assert_int_eq(convo_append(s, "big", msgs, NULL, 16, NULL, NULL, &err), 0);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "big", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 16);
+    size_t len;
+    const char *m = convo_history_message(h, 15, &len);
+    ck_assert_int_eq(len, 1000000);
+    ck_assert(memcmp(m, one, len) == 0);
+    convo_history_free(h);
+    free(one);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- crash points, re-created by writing the documents a killed call leaves ---- */
+
+static void forge_thread(const char *id, const bson_oid_t *g, bool live, bool forking,
+                         int64_t created)
+{
+    bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g), "live", BCON_BOOL(live), "v",
+                           BCON_INT64(0), "extra", "{", "}");
+    if (forking)
+        BCON_APPEND(doc, "forking", BCON_BOOL(true), "c", BCON_INT64(created));
+    raw_insert("threads", doc);
+}
+
+static void forge_batch(const char *id, const bson_oid_t *g, int64_t s, int n, int w)
+{
+    bson_t *doc = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(s), "e",
+                           BCON_INT64(s + n), "n", BCON_INT64(n), "at", BCON_INT64(now_ms() * 1000));
+    bson_t arr, item;
+    BSON_APPEND_ARRAY_BEGIN(doc, "m", &arr);
+    for (int i = 0; i < n; i++) {
+        char key[8], text[96];
+        snprintf(key, sizeof key, "%d", i);
+        snprintf(text, sizeof text, "{\"role\":\"user\",\"w\":%d,\"b\":%lld,\"i\":%d,\"n\":%d}", w,
+                 (long long)s, i, n);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &item);
+        BSON_APPEND_UTF8(&item, "r", "user");
+        BSON_APPEND_BINARY(&item, "b", BSON_SUBTYPE_BINARY, (const uint8_t *)text,
+                           (uint32_t)strlen(text));
+        bson_append_document_end(&arr, &item);
+    }
+    bson_append_array_end(doc, &arr);
+    raw_insert("batches", doc);
+}
+
+static void forge_fence(const char *id, const bson_oid_t *g, int64_t at)
+{
+    raw_insert("batches", BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(at), "e",
+                                   BCON_INT64(at), "n", BCON_INT64(0), "f", BCON_BOOL(true)));
+}
+
+static int64_t generation_batches(const char *id, const bson_oid_t *g)
+{
+    return raw_count("batches", BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g)));
+}
+
+/* An append killed after making its placeholder, before its batch. */
+START_TEST(test_crash_append_placeholder)
+{
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    bson_oid_init(&g, NULL);
+    forge_thread("ph", &g, false, false, 0);
+    ck_assert_int_eq(length_of(s, "ph"), -1);
+    ck_assert(!listed(s, "ph"));
+    ck_assert_int_eq(convo_save_extra(s, "other", "{}", &err), 0);
+    ck_assert(listed(s, "other"));
+    ck_assert_int_eq(append_batch(s, "ph", 1, 1, 2), 0);
+    ck_assert_int_eq(verify_thread(s, "ph"), 2);
+    ck_assert(listed(s, "ph"));
+    /* a placeholder is removed by a delete, which still reports it missing */
+    bson_oid_init(&g, NULL);
+    forge_thread("ph2", &g, false, false, 0);
+    ck_assert_int_eq(convo_thread_delete(s, "ph2", &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("ph2"))), 0);
+    ck_assert_int_eq(generation_batches("ph2", &g), 0);
+    /* and a fork into one takes its place */
+    bson_oid_init(&g, NULL);
+    forge_thread("ph3", &g, false, false, 0);
+    ck_assert_int_eq(convo_thread_fork(s, "ph", "ph3", -1, &err), 0);
+    ck_assert_int_eq(verify_thread(s, "ph3"), 2);
+    convo_close(s);
+}
+END_TEST
+
+/* An append killed after its batch, before marking the placeholder live. */
+START_TEST(test_crash_append_not_marked)
+{
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    bson_oid_init(&g, NULL);
+    forge_thread("nm", &g, false, false, 0);
+    forge_batch("nm", &g, 0, 3, 1);
+    ck_assert_int_eq(verify_thread(s, "nm"), 3);
+    ck_assert(listed(s, "nm"));
+    ck_assert_int_eq(append_batch(s, "nm", 2, 1, 2), 3);
+    ck_assert_int_eq(verify_thread(s, "nm"), 5);
+    convo_close(s);
+}
+END_TEST
+
+/* A delete killed after marking the thread dying, before the fence. */
+START_TEST(test_crash_delete_marked)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "dm", 1, 1, 3);
+    append_batch(s, "dm2", 1, 1, 3);
+    bson_oid_t g;
+    thread_generation("dm", &g);
+    for (int i = 0; i < 2; i++)
+        raw_update("threads", BCON_NEW("_id", BCON_UTF8(i ? "dm2" : "dm")),
+                   BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}"));
+    ck_assert_int_eq(verify_thread(s, "dm"), 3); /* not deleted yet */
+    ck_assert(listed(s, "dm"));
+    /* the next writer finishes the delete, then writes to a new thread */
+    ck_assert_int_eq(convo_save_extra(s, "dm", "{\"z\":1}", &err), 0);
+    ck_assert_int_eq(verify_thread(s, "dm"), 0);
+    json_t *e = extra_of(s, "dm");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "z")), 1);
+    json_decref(e);
+    ck_assert_int_eq(generation_batches("dm", &g), 0);
+    ck_assert_int_eq(append_batch(s, "dm2", 2, 1, 1), 0);
+    ck_assert_int_eq(verify_thread(s, "dm2"), 1);
+    /* a second delete helps and reports the thread gone */
+    append_batch(s, "dm3", 1, 1, 1);
+    raw_update("threads", BCON_NEW("_id", BCON_UTF8("dm3")),
+               BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}"));
+    ck_assert_int_eq(convo_thread_delete(s, "dm3", &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(length_of(s, "dm3"), -1);
+    convo_close(s);
+}
+END_TEST
+
+/* A delete killed after its fence: the thread is gone for everyone. */
+START_TEST(test_crash_delete_fenced)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "df", 1, 1, 3);
+    bson_oid_t g;
+    thread_generation("df", &g);
+    raw_update("threads", BCON_NEW("_id", BCON_UTF8("df")),
+               BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}"));
+    forge_fence("df", &g, 3);
+    ck_assert_int_eq(length_of(s, "df"), -1);
+    ck_assert(!listed(s, "df"));
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.limit = 1;
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "df", &lo, &h, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_thread_fork(s, "df", "df-copy", -1, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(append_batch(s, "df", 2, 1, 2), 0);
+    ck_assert_int_eq(verify_thread(s, "df"), 2);
+    ck_assert_int_eq(generation_batches("df", &g), 0);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("df"))), 1);
+    convo_close(s);
+}
+END_TEST
+
+/* A delete killed after removing the thread doc, before its batches. */
+START_TEST(test_crash_delete_leftovers)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "dl", 1, 1, 3);
+    append_batch(s, "dl", 1, 2, 3);
+    bson_oid_t g;
+    thread_generation("dl", &g);
+    raw_delete("threads", BCON_NEW("_id", BCON_UTF8("dl")));
+    ck_assert_int_eq(length_of(s, "dl"), -1);
+    ck_assert_int_eq(append_batch(s, "dl", 2, 1, 1), 0); /* a new incarnation */
+    ck_assert_int_eq(verify_thread(s, "dl"), 1);
+    ck_assert_int_eq(generation_batches("dl", &g), 2);
+    /* a batch a racing writer put into a dead generation */
+    bson_oid_t dead;
+    bson_oid_init(&dead, NULL);
+    forge_batch("dl", &dead, 7, 1, 3);
+    ck_assert_int_eq(verify_thread(s, "dl"), 1);
+    ck_assert_int_eq(convo_thread_delete(s, "dl", &err), 0);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("dl"))), 0);
+    ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("dl"))), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* A fork killed while copying: its placeholder is invisible; writers cancel it. */
+START_TEST(test_crash_fork_placeholder)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "src", 1, 1, 2);
+    bson_oid_t g;
+    bson_oid_init(&g, NULL);
+    forge_thread("fk", &g, false, true, now_ms());
+    forge_batch("fk", &g, 0, 2, 9);
+    ck_assert_int_eq(length_of(s, "fk"), -1);
+    ck_assert(!listed(s, "fk"));
+    /* a fresh placeholder: another fork is under way */
+    ck_assert_int_eq(convo_thread_fork(s, "src", "fk", -1, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(convo_thread_delete(s, "fk", &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("fk"))), 1);
+    /* an append cancels it and goes first */
+    ck_assert_int_eq(append_batch(s, "fk", 2, 1, 1), 0);
+    ck_assert_int_eq(verify_thread(s, "fk"), 1);
+    ck_assert_int_eq(generation_batches("fk", &g), 0);
+    /* save_extra does the same */
+    bson_oid_init(&g, NULL);
+    forge_thread("fk2", &g, false, true, now_ms());
+    ck_assert_int_eq(convo_save_extra(s, "fk2", "{\"a\":1}", &err), 0);
+    ck_assert_int_eq(verify_thread(s, "fk2"), 0);
+    /* an abandoned placeholder (older than 10 minutes) is taken over by a fork */
+    bson_oid_init(&g, NULL);
+    forge_thread("fk3", &g, false, true, now_ms() - 11 * 60 * 1000);
+    forge_batch("fk3", &g, 0, 1, 9);
+    ck_assert_int_eq(convo_thread_fork(s, "src", "fk3", -1, &err), 0);
+    ck_assert_int_eq(verify_thread(s, "fk3"), 2);
+    ck_assert_int_eq(generation_batches("fk3", &g), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- ttl ---- */
+
+START_TEST(test_ttl)
+{
+    convo_store *s = open_store("ttl=1");
+    append_batch(s, "tt", 1, 1, 2);
+    ck_assert_int_eq(convo_save_extra(s, "tt", "{\"a\":1}", &err), 0);
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("tt")));
+    bson_t *b = raw_find("batches", BCON_NEW("t", BCON_UTF8("tt")));
+    bson_iter_t it;
+    ck_assert(bson_iter_init_find(&it, t, "exp") && BSON_ITER_HOLDS_DATE_TIME(&it));
+    int64_t texp = bson_iter_date_time(&it);
+    ck_assert(bson_iter_init_find(&it, b, "exp") && BSON_ITER_HOLDS_DATE_TIME(&it));
+    int64_t bexp = bson_iter_date_time(&it);
+    ck_assert_int_ge(texp, now_ms() + 500 - 2000);
+    ck_assert_int_le(texp, now_ms() + 1000);
+    ck_assert_int_ge(bexp, texp + 60000); /* messages outlive their thread doc */
+    bson_destroy(t);
+    bson_destroy(b);
+    convo_store *plain = open_store(NULL);
+    ck_assert_int_eq(verify_thread(plain, "tt"), 2);
+    sleep_ms(1300);
+    /* expired: gone at once for every store, whatever the server's TTL monitor did */
+    ck_assert_int_eq(length_of(s, "tt"), -1);
+    ck_assert_int_eq(length_of(plain, "tt"), -1);
+    ck_assert(!listed(plain, "tt"));
+    ck_assert_int_eq(append_batch(s, "tt", 2, 1, 1), 0); /* starts afresh */
+    ck_assert_int_eq(verify_thread(s, "tt"), 1);
+    json_t *e = extra_of(s, "tt");
+    ck_assert_int_eq(json_object_size(e), 0);
+    json_decref(e);
+    convo_close(plain);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- threads racing in one process ---- */
+
+typedef struct racer {
+    convo_store *s;
+    int w;
+    int successes;
+} racer;
+
+static void *race_append(void *arg)
+{
+    racer *r = arg;
+    for (int b = 0; b < 25; b++) {
+        char *msgs[4];
+        int n = 1 + (r->w + b) % 4;
+        for (int i = 0; i < n; i++) {
+            msgs[i] = malloc(96);
+            snprintf(msgs[i], 96, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d,\"n\":%d}", r->w,
+                     b, i, n);
+        }
+        convo_error e;
+        if (convo_append(r->s, "race", (const char *const *)msgs, NULL, (size_t)n, NULL, NULL,
+                         &e) == 0)
+            r->successes++;
+        for (int i = 0; i < n; i++)
+            free(msgs[i]);
+    }
+    return NULL;
+}
+
+static void *race_expected(void *arg)
+{
+    racer *r = arg;
+    for (int b = 0; b < 200 && r->successes < 10; b++) {
+        convo_history *h;
+        convo_error e;
+        convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+        lo.tail = 1;
+        int64_t len = 0;
+        if (convo_load(r->s, "cond", &lo, &h, &e) == 0) {
+            len = convo_history_length(h);
+            convo_history_free(h);
+        }
+        char msg[96];
+        snprintf(msg, sizeof msg, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":0,\"n\":1}", r->w, b);
+        const char *m = msg;
+        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+        o.expected_length = len;
+        int rc = convo_append(r->s, "cond", &m, NULL, 1, &o, NULL, &e);
+        if (rc == 0)
+            r->successes++;
+        else if (rc != CONVO_ECONFLICT)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void *race_extra(void *arg)
+{
+    racer *r = arg;
+    for (int i = 0; i < 15; i++) {
+        char patch[64];
+        convo_error e;
+        snprintf(patch, sizeof patch, "{\"w%d_%d\":%d}", r->w, i, i);
+        if (convo_save_extra(r->s, "xr", patch, &e) == 0)
+            r->successes++;
+    }
+    return NULL;
+}
+
+static void run_racers(convo_store *s, void *(*fn)(void *), racer *r)
+{
+    pthread_t th[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        r[i] = (racer){s, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, fn, &r[i]), 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++) {
+        void *ret;
+        pthread_join(th[i], &ret);
+        ck_assert_ptr_null(ret);
+    }
+}
+
+START_TEST(test_threads_race)
+{
+    convo_store *s = open_store(NULL);
+    racer r[RACE_THREADS];
+    run_racers(s, race_append, r);
+    int64_t total = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        ck_assert_int_eq(r[i].successes, 25);
+        for (int b = 0; b < 25; b++)
+            total += 1 + (i + b) % 4;
+    }
+    ck_assert_int_eq(verify_thread(s, "race"), total);
+    run_racers(s, race_expected, r);
+    int won = 0;
+    for (int i = 0; i < RACE_THREADS; i++)
+        won += r[i].successes;
+    ck_assert_int_eq(verify_thread(s, "cond"), won);
+    run_racers(s, race_extra, r);
+    json_t *e = extra_of(s, "xr");
+    ck_assert_int_eq(json_object_size(e), RACE_THREADS * 15);
+    json_decref(e);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- writers SIGKILLed at random ---- */
+
+static const char *kill_thread_name(unsigned r)
+{
+    static const char *const names[KILL_THREADS] = {"k0", "k1", "k2", "k3"};
+    return names[r % KILL_THREADS];
+}
+
+/* A child's endless mix of writes; it only ever stops by SIGKILL. */
+static void chaos_writer(int w, unsigned seed)
+{
+    char p[200];
+    snprintf(p, sizeof p, "database=%s&prefix=%s", database, prefix);
+    char *u = url_with(p);
+    convo_store *s = NULL;
+    convo_error e;
+    if (convo_open(&s, u, &e) != 0)
+        _exit(3);
+    for (int b = 0;; b++) {
+        unsigned r = (unsigned)rand_r(&seed);
+        const char *t = kill_thread_name(r >> 4);
+        if (r % 100 < 65) {
+            char *msgs[6], key[40];
+            int n = 1 + (int)((r >> 8) % 6);
+            for (int i = 0; i < n; i++) {
+                msgs[i] = malloc(96);
+                snprintf(msgs[i], 96, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d,\"n\":%d}", w,
+                         b, i, n);
+            }
+            convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+            snprintf(key, sizeof key, "w%d-b%d", w, b);
+            o.idempotency_key = r & 1 ? key : NULL;
+            convo_append(s, t, (const char *const *)msgs, NULL, (size_t)n, &o, NULL, &e);
+            for (int i = 0; i < n; i++)
+                free(msgs[i]);
+        } else if (r % 100 < 80) {
+            char patch[40];
+            snprintf(patch, sizeof patch, "{\"w%d\":%d}", w, b);
+            convo_save_extra(s, t, patch, &e);
+        } else if (r % 100 < 88) {
+            convo_thread_delete(s, t, &e);
+        } else if (r % 100 < 96) {
+            convo_thread_fork(s, t, kill_thread_name(r >> 12), -1, &e);
+        } else {
+            convo_history *h;
+            if (convo_load(s, t, NULL, &h, &e) == 0)
+                convo_history_free(h);
+        }
+    }
+}
+
+START_TEST(test_sigkill_writers)
+{
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    const char *env = getenv("CONVO_MONGO_SEED");
+    if (env)
+        seed = (unsigned)strtoul(env, NULL, 0);
+    fprintf(stderr, "mongo_extra: sigkill seed %u (CONVO_MONGO_SEED repeats it)\n", seed);
+    convo_store *s = open_store(NULL);
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        pid_t pids[KILL_WRITERS];
+        for (int k = 0; k < KILL_WRITERS; k++) {
+            int w = 1 + round * KILL_WRITERS + k;
+            unsigned child_seed = seed * 31u + (unsigned)w;
+            pids[k] = fork();
+            ck_assert_int_ge(pids[k], 0);
+            if (pids[k] == 0)
+                chaos_writer(w, child_seed);
+        }
+        sleep_ms(150 + rand_r(&seed) % 400);
+        for (int k = 0; k < KILL_WRITERS; k++) {
+            sleep_ms(rand_r(&seed) % 40);
+            kill(pids[k], SIGKILL);
+        }
+        for (int k = 0; k < KILL_WRITERS; k++) {
+            int status;
+            waitpid(pids[k], &status, 0);
+            ck_assert_msg(WIFSIGNALED(status), "writer %d stopped on its own (%d)", k, status);
+        }
+        for (int t = 0; t < KILL_THREADS; t++)
+            verify_thread(s, kill_thread_name((unsigned)t));
+        verify_raw_chains();
+    }
+    int64_t messages = 0;
+    for (int t = 0; t < KILL_THREADS; t++) {
+        int64_t len = verify_thread(s, kill_thread_name((unsigned)t));
+        messages += len > 0 ? len : 0;
+    }
+    fprintf(stderr,
+            "mongo_extra: %d writers killed; %lld messages whole in %d threads; %lld batch "
+            "documents stored (leftovers of killed deletes included)\n",
+            KILL_ROUNDS * KILL_WRITERS, (long long)messages, KILL_THREADS,
+            (long long)raw_count("batches", bson_new()));
+    /* every thread still takes appends exactly at its end */
+    for (int t = 0; t < KILL_THREADS; t++) {
+        const char *id = kill_thread_name((unsigned)t);
+        int64_t len = verify_thread(s, id);
+        ck_assert_int_eq(append_batch(s, id, 0, t, 2), len < 0 ? 0 : len);
+        ck_assert_int_eq(verify_thread(s, id), (len < 0 ? 0 : len) + 2);
+        ck_assert(listed(s, id));
+    }
+    convo_close(s);
+}
+END_TEST
+
+static Suite *mongo_suite(void)
+{
+    Suite *s = suite_create("mongo");
+    struct {
+        const char *name;
+        const TTest *tests[8];
+        int timeout;
+    } cases[] = {
+        {"url", {test_url_rejects, test_url_accepts, test_url_unreachable_hides_password}, 30},
+        {"layout", {test_layout, test_indexes, test_newer_schema_refused, test_extra_keys_round_trip,
+                    test_extra_too_deep}, 30},
+        {"size", {test_batch_document_limit}, 60},
+        {"crash_points", {test_crash_append_placeholder, test_crash_append_not_marked,
+                          test_crash_delete_marked, test_crash_delete_fenced,
+                          test_crash_delete_leftovers, test_crash_fork_placeholder}, 30},
+        {"ttl", {test_ttl}, 30},
+        {"race", {test_threads_race}, 120},
+        {"sigkill", {test_sigkill_writers}, 300},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, cases[i].timeout);
+        for (size_t j = 0; cases[i].tests[j]; j++)
+            _tcase_add_test(tc, cases[i].tests[j], 0, 0, 0, 1);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    base_url = getenv("CONVO_TEST_MONGO_URL");
+    if (!base_url || !*base_url) {
+        fprintf(stderr, "mongo_extra: skipped: set CONVO_TEST_MONGO_URL\n");
+        return 77;
+    }
+    mongoc_init();
+    snprintf(database, sizeof database, "mx%lx%x", (unsigned long)time(NULL), (unsigned)getpid());
+    SRunner *sr = srunner_create(mongo_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    /* drop the run's database */
+    char *u = strdup(base_url), *q = strchr(u, '?');
+    if (q)
+        *q = '\0';
+    mongoc_client_t *c = mongoc_client_new(u);
+    if (c) {
+        mongoc_database_t *db = mongoc_client_get_database(c, database);
+        mongoc_database_drop(db, NULL);
+        mongoc_database_destroy(db);
+        mongoc_client_destroy(c);
+    }
+    free(u);
+    mongoc_cleanup();
+    return failed ? 1 : 0;
+}
