@@ -227,7 +227,8 @@ static const char *const migrations[] = {
     "        INSERT INTO @S.threads (thread_id, created_at, updated_at)\n"
     "        VALUES (p_thread, p_at, p_at) ON CONFLICT (thread_id) DO NOTHING;\n"
     "    END LOOP;\n"
-    "    INSERT INTO @S.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, value)\n"
+    "    INSERT INTO @S.checkpoint_blobs\n"
+    "        (thread_id, checkpoint_ns, channel, version, type, value)\n"
     "    SELECT p_thread, p_ns, u.c, u.v, u.t, u.b\n"
     "      FROM unnest(p_channels, p_versions, p_types, p_values) AS u(c, v, t, b)\n"
     "     WHERE u.t IS NOT NULL\n"
@@ -338,36 +339,46 @@ static const struct {
     int nparams;
     const char *sql;
 } statements[ST_COUNT] = {
-    /* Appends without an idempotency key to a thread that exists, in one
-     * statement: the row update takes the thread's lock, checks the length
-     * (rechecked on the latest row when it had to wait) and allocates the
-     * seqs; the insert uses them. No row back (no such thread, or another
-     * length) sends the call to convo.append(). One message: scalars. */
+    /* Appends without an idempotency key, in one statement. The row update
+     * takes the thread's lock, checks the length (rechecked on the latest row
+     * when it had to wait) and allocates the seqs; when there is no row, the
+     * thread is created with them (unless another creator got there first);
+     * the insert uses them. No row back (a length mismatch, a creation race)
+     * sends the call to convo.append(). One message: scalars. */
+#define APPEND_CREATED(n)                                                                   \
+    " created AS (INSERT INTO @S.threads (thread_id, length, created_at, updated_at)"       \
+    " SELECT $1::text, " n ", $4::timestamptz, $4::timestamptz"                             \
+    " WHERE $5::int8 <= 0 AND NOT EXISTS (SELECT 1 FROM alloc)"                             \
+    " ON CONFLICT (thread_id) DO NOTHING RETURNING 0::int8 AS first_seq),"                  \
+    " seqs AS (SELECT first_seq FROM alloc UNION ALL SELECT first_seq FROM created)"
     [ST_APPEND_ONE] = {"convo_append_one", 5,
                        "WITH alloc AS (UPDATE @S.threads t SET length = t.length + 1,"
                        " updated_at = $4::timestamptz WHERE t.thread_id = $1::text"
                        " AND ($5::int8 < 0 OR t.length = $5::int8)"
-                       " RETURNING t.length - 1 AS first_seq)"
+                       " RETURNING t.length - 1 AS first_seq)," APPEND_CREATED("1")
                        " INSERT INTO @S.messages (thread_id, seq, role, created_at, body)"
                        " SELECT $1::text, a.first_seq, $3::text, $4::timestamptz, $2::bytea"
-                       " FROM alloc a RETURNING seq"},
+                       " FROM seqs a RETURNING seq"},
     [ST_APPEND_MANY] = {"convo_append_many", 5,
                         "WITH alloc AS (UPDATE @S.threads t"
                         " SET length = t.length + cardinality($2::bytea[]),"
                         " updated_at = $4::timestamptz WHERE t.thread_id = $1::text"
                         " AND ($5::int8 < 0 OR t.length = $5::int8)"
                         " RETURNING t.length - cardinality($2::bytea[]) AS first_seq),"
-                        " ins AS (INSERT INTO @S.messages (thread_id, seq, role, created_at, body)"
-                        " SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz, u.b"
-                        " FROM alloc a, unnest($2::bytea[], $3::text[]) WITH ORDINALITY"
+                        APPEND_CREATED("cardinality($2::bytea[])")
+                        ", ins AS (INSERT INTO @S.messages (thread_id, seq, role, created_at,"
+                        " body) SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz,"
+                        " u.b FROM seqs a, unnest($2::bytea[], $3::text[]) WITH ORDINALITY"
                         " AS u(b, r, o))"
-                        " SELECT first_seq FROM alloc"},
+                        " SELECT first_seq FROM seqs"},
     [ST_APPEND] = {"convo_append", 6,
                    "SELECT first_seq, count, replayed FROM @S.append($1::text, $2::bytea[], "
                    "$3::text[], $4::timestamptz, $5::text, $6::int8)"},
     /* One snapshot for length, extra and the range: the tail and limit are
      * resolved against the length read in the same statement. The extra
-     * rides on the first row only. */
+     * rides on the first row only. No outer ORDER BY: the lateral join runs
+     * the ordered index scan once for the one thread row, and a sort there
+     * would copy every body (load_rows checks the order). */
     [ST_LOAD] = {"convo_load", 5,
                  "SELECT r.length, CASE WHEN $5::bool AND (m.seq IS NULL OR m.seq = r.f)"
                  " THEN r.extra::text END, m.seq, m.role, m.created_at, m.body"
@@ -380,7 +391,7 @@ static const struct {
                  "  WHERE t.thread_id = $1::text) r"
                  " LEFT JOIN LATERAL (SELECT seq, role, created_at, body FROM @S.messages"
                  "  WHERE thread_id = $1::text AND seq >= r.f AND seq < r.e ORDER BY seq) m"
-                 " ON true ORDER BY m.seq"},
+                 " ON true"},
     [ST_SAVE_EXTRA] = {"convo_save_extra", 3,
                        "SELECT @S.save_extra($1::text, $2::text::jsonb, $3::int8)"},
     [ST_DELETE] = {"convo_delete", 1, "SELECT @S.thread_delete($1::text)"},
@@ -434,7 +445,7 @@ typedef struct pg_conn {
 struct convo_backend {
     convo_pool *pool;
     char *conninfo;     /* the URL for libpq: convo's parameters removed */
-    char *secrets[2];   /* passwords to keep out of messages (URL, password=) */
+    char *secrets[3];   /* kept out of messages: the password, decoded and as written, password= */
     char qschema[70];   /* "name", quoted */
     char schema[64];
     char *sql[ST_COUNT];
@@ -447,7 +458,7 @@ static void scrub(const convo_backend *b, const char *msg, char *out, size_t siz
     size_t o = 0;
     while (*msg && o + 1 < size) {
         size_t skip = 0;
-        for (int i = 0; i < 2 && !skip; i++) {
+        for (int i = 0; i < 3 && !skip; i++) {
             const char *s = b->secrets[i];
             if (s && *s && strncmp(msg, s, strlen(s)) == 0)
                 skip = strlen(s);
@@ -612,24 +623,25 @@ static int conn_get(convo_backend *b, pg_conn **out, convo_error *err)
     return 0;
 }
 
+static int is_state(const PGresult *r, const char *state)
+{
+    const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    return s && strcmp(s, state) == 0;
+}
+
 static int prepare(convo_backend *b, pg_conn *c, int st, convo_error *err)
 {
     if (c->prepared & (1u << st))
         return 0;
     PGresult *r = PQprepare(c->pg, statements[st].name, b->sql[st], 0, NULL);
     int rc = 0;
-    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+    /* 42P05: it exists already on this session */
+    if ((!r || PQresultStatus(r) != PGRES_COMMAND_OK) && !is_state(r, "42P05"))
         rc = fail(b, c->pg, r, err);
     else
         c->prepared |= 1u << st;
     PQclear(r);
     return rc;
-}
-
-static int is_state(const PGresult *r, const char *state)
-{
-    const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    return s && strcmp(s, state) == 0;
 }
 
 /* Runs prepared statement st with binary parameters and a binary result.
@@ -660,7 +672,7 @@ static int run(convo_backend *b, int st, const char *const *values, const int *l
         int retry = !broken && attempt < MAX_RETRIES &&
                     (is_state(r, "40001") || is_state(r, "40P01") || is_state(r, "26000"));
         if (is_state(r, "26000")) /* prepared statement gone (DISCARD ALL, a pooler) */
-            c->prepared = 0;
+            c->prepared &= ~(1u << st);
         if (!retry)
             rc = fail(b, c->pg, r, err);
         PQclear(r);
@@ -928,7 +940,8 @@ static int apply_migrations(convo_backend *b, PGconn *pg, convo_error *err)
 {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(%d, hashtext('%s'));"
+             "BEGIN ISOLATION LEVEL READ COMMITTED;"
+             " SELECT pg_advisory_xact_lock(%d, hashtext('%s'));"
              " CREATE SCHEMA IF NOT EXISTS %s;"
              " CREATE TABLE IF NOT EXISTS %s.schema_version (version integer PRIMARY KEY,"
              " applied_at timestamptz NOT NULL DEFAULT now())",
@@ -984,14 +997,26 @@ static void pg_close(convo_backend *b)
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
     free(b->conninfo);
-    free(b->secrets[0]);
-    free(b->secrets[1]);
+    for (int i = 0; i < 3; i++)
+        free(b->secrets[i]);
     free(b);
 }
 
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
+}
+
+/* The password as written in "//user:password@host" (percent-encoding kept):
+ * libpq quotes the whole URI in some of its parse errors. */
+static char *raw_password(const char *rest)
+{
+    const char *a = rest + 2, *end = a + strcspn(a, "/?"), *at = NULL;
+    for (const char *p = a; p < end; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+    return colon ? strndup(colon + 1, (size_t)(at - colon - 1)) : NULL;
 }
 
 static int setup(convo_backend *b, convo_url *url, convo_error *err)
@@ -1010,9 +1035,20 @@ static int setup(convo_backend *b, convo_url *url, convo_error *err)
         if (strcmp(url->params[i].key, "password") == 0)
             pw = url->params[i].value;
     b->secrets[0] = dup_or_null(url->password);
-    b->secrets[1] = dup_or_null(pw);
+    b->secrets[1] = raw_password(url->rest);
+    b->secrets[2] = dup_or_null(pw);
     if (!(b->conninfo = convo__url_rebuild(url)))
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    char *why = NULL;
+    PQconninfoOption *parsed = PQconninfoParse(b->conninfo, &why);
+    if (!parsed) { /* a URI libpq cannot read: say so before connecting */
+        char clean[200];
+        int code = why ? CONVO_EINVAL : CONVO_ENOMEM;
+        scrub(b, why ? why : "out of memory", clean, sizeof clean);
+        PQfreemem(why);
+        return convo__error(err, code, NULL, "postgres: %s", clean);
+    }
+    PQconninfoFree(parsed);
     for (int i = 0; i < ST_COUNT; i++)
         if (!(b->sql[i] = with_schema(b, statements[i].sql)))
             return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
@@ -1070,7 +1106,7 @@ static int encode_batch(const convo_message_in *msgs, size_t n, char **bodies, i
 }
 
 /* The one-statement append (ST_APPEND_ONE or _MANY); *done is 0 when the
- * thread does not exist yet or its length is not the expected one. */
+ * length is not the expected one, or another call was creating the thread. */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                        size_t n, const char *at, const char *expected, int *done,
                        convo_append_result *res, convo_error *err)
@@ -1143,11 +1179,14 @@ static int pg_append(convo_backend *b, const char *thread_id, const convo_messag
     return rc;
 }
 
-static int load_rows(const PGresult *r, int with_extra, convo_history *h)
+/* Fills h from the rows of ST_LOAD. CONVO_ECORRUPT unless they are exactly
+ * the seqs [from, to) the options ask for, in order. */
+static int load_rows(const PGresult *r, const convo_load_opts *opts, convo_history *h)
 {
-    int rows = PQntuples(r);
-    convo__history_set_length(h, get_int(r, 0, 0));
-    if (with_extra && !PQgetisnull(r, 0, 1)) {
+    int64_t length = get_int(r, 0, 0), from, to;
+    convo__history_set_length(h, length);
+    convo__load_range(opts, length, &from, &to);
+    if (opts->with_extra && !PQgetisnull(r, 0, 1)) {
         size_t n;
         char *x = compact_json(r, 0, 1, &n);
         int rc = x ? convo__history_set_extra(h, x, n) : CONVO_ENOMEM;
@@ -1155,14 +1194,17 @@ static int load_rows(const PGresult *r, int with_extra, convo_history *h)
         if (rc != 0)
             return CONVO_ENOMEM;
     }
-    if (PQgetisnull(r, 0, 2))
-        return 0; /* no message in range */
+    int rows = PQgetisnull(r, 0, 2) ? 0 : PQntuples(r); /* one NULL row: empty range */
+    if (rows != to - from)
+        return CONVO_ECORRUPT;
     if (convo__history_reserve(h, (size_t)rows) != 0)
         return CONVO_ENOMEM;
     for (int i = 0; i < rows; i++) {
-        int64_t at = get_int(r, i, 4) + PG_EPOCH_MICROS;
+        int64_t seq = get_int(r, i, 2), at = get_int(r, i, 4) + PG_EPOCH_MICROS;
+        if (seq != from + i)
+            return CONVO_ECORRUPT;
         if (convo__history_add(h, PQgetvalue(r, i, 5), (size_t)PQgetlength(r, i, 5),
-                               PQgetvalue(r, i, 3), get_int(r, i, 2), at) != 0)
+                               PQgetvalue(r, i, 3), seq, at) != 0)
             return CONVO_ENOMEM;
     }
     return 0;
@@ -1186,9 +1228,12 @@ static int pg_load(convo_backend *b, const char *thread_id, const convo_load_opt
         return convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
     }
     convo_history *h = convo__history_new();
-    if (!h || load_rows(r, opts->with_extra, h) != 0) {
+    rc = h ? load_rows(r, opts, h) : CONVO_ENOMEM;
+    if (rc != 0) {
         PQclear(r);
         convo_history_free(h);
+        if (rc == CONVO_ECORRUPT)
+            return convo__error(err, rc, NULL, "postgres: messages missing or out of order");
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
     PQclear(r);
