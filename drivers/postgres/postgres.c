@@ -23,6 +23,7 @@
 #define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
+#define OID_TIMESTAMPTZ 1184
 
 /* ---------------------------------------------------------------- schema */
 
@@ -310,12 +311,43 @@ static const char *const migrations[] = {
     "    RETURN true;\n"
     "END\n"
     "$fn$;\n",
+    /* 3: restoring dumps (convo import, convo copy) */
+    "CREATE FUNCTION @S.thread_import(p_thread text, p_first bigint, p_bodies bytea[],\n"
+    "    p_roles text[], p_at timestamptz[]) RETURNS boolean\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    n integer := cardinality(p_bodies);\n"
+    "    len bigint;\n"
+    "BEGIN\n"
+    "    LOOP\n"
+    "        SELECT t.length INTO len FROM @S.threads t\n"
+    "         WHERE t.thread_id = p_thread FOR UPDATE;\n"
+    "        EXIT WHEN FOUND;\n"
+    "        INSERT INTO @S.threads (thread_id, created_at, updated_at)\n"
+    "        VALUES (p_thread, p_at[1], p_at[1]) ON CONFLICT (thread_id) DO NOTHING;\n"
+    "    END LOOP;\n"
+    "    IF len >= p_first + n THEN\n"
+    "        RETURN true; -- imported before: skipped\n"
+    "    END IF;\n"
+    "    IF len <> p_first THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV409', MESSAGE = format(\n"
+    "            'thread has %s messages, the dump continues at %s', len, p_first);\n"
+    "    END IF;\n"
+    "    UPDATE @S.threads t SET length = len + n,\n"
+    "        updated_at = greatest(t.updated_at, p_at[n]) WHERE t.thread_id = p_thread;\n"
+    "    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)\n"
+    "    SELECT p_thread, len + u.o - 1, u.r, u.a, u.b\n"
+    "      FROM unnest(p_bodies, p_roles, p_at) WITH ORDINALITY AS u(b, r, a, o);\n"
+    "    RETURN false;\n"
+    "END\n"
+    "$fn$;\n",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
 enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND, ST_LOAD, ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK,
-    ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST, ST_CP_LIST, ST_CP_PRUNE, ST_COUNT
+    ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST, ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT,
+    ST_COUNT
 };
 
 /* Checkpoint results, one row per item, ordered by checkpoint (r), then kind:
@@ -432,6 +464,9 @@ static const struct {
                     "  NULL, NULL FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL"
                     " ORDER BY 2, 1"},
     [ST_CP_PRUNE] = {"convo_cp_prune", 2, "SELECT @S.checkpoint_prune($1::text, $2::int8)"},
+    [ST_IMPORT] = {"convo_import", 5,
+                   "SELECT @S.thread_import($1::text, $2::int8, $3::bytea[], $4::text[],"
+                   " $5::timestamptz[])"},
 };
 
 /* ---------------------------------------------------------------- backend */
@@ -1562,6 +1597,38 @@ static int pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
     return rc;
 }
 
+/* ---------------------------------------------------------------- import */
+
+static int pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                            const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                            int *skipped, convo_error *err)
+{
+    int lens[5] = {(int)strlen(thread_id), 8, 0, 0, 0};
+    char *bodies, *roles, first[8];
+    int rc = encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);
+    if (rc != 0)
+        return too_large_or_nomem(rc, err);
+    pg_array at;
+    array_start(&at, OID_TIMESTAMPTZ, n * 12);
+    for (size_t i = 0; i < n; i++) {
+        char t[8];
+        put64(t, (uint64_t)(created_at[i] - PG_EPOCH_MICROS));
+        array_add(&at, t, 8);
+    }
+    char *times = array_finish(&at, &lens[4]);
+    put64(first, (uint64_t)first_seq);
+    const char *values[5] = {thread_id, first, bodies, roles, times};
+    PGresult *r = NULL;
+    rc = times ? run(b, ST_IMPORT, values, lens, &r, err) : too_large_or_nomem(CONVO_ENOMEM, err);
+    free(bodies);
+    free(roles);
+    free(times);
+    if (rc == 0)
+        *skipped = PQgetvalue(r, 0, 0)[0] != 0;
+    PQclear(r);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- measuring */
 
 static double now_seconds(void)
@@ -1672,4 +1739,5 @@ const convo_driver convo_driver_postgres = {
     .checkpoint_prune = pg_checkpoint_prune,
     .bench_raw = pg_bench_raw,
     .stored_bytes = pg_stored_bytes,
+    .thread_import = pg_thread_import,
 };
