@@ -17,10 +17,11 @@
 #include <unistd.h>
 
 /* Version of the stored layout this code writes; see migrations[] below. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
-/* A message's row key is (thread number << 32) | seq, so one thread's messages
- * are one contiguous range of the rowid B-tree. */
+/* A message's row key is (thread number << 32) | seq, and a checkpoint's is
+ * (thread number << 32) | its position in put order, so one thread's rows are
+ * one contiguous range of each rowid B-tree. */
 #define SEQ_BITS 32
 #define MAX_LENGTH INT64_C(0xFFFFFFFF)
 #define MAX_THREAD_NUM INT64_C(0x7FFFFFFF)
@@ -28,6 +29,7 @@
 #define DEFAULT_BUSY_MS 5000
 #define DEFAULT_POOL 4
 #define MAX_POOL 64
+#define SWEEP_BATCH 64 /* expired threads removed per write transaction */
 
 enum stmt_id {
     ST_BEGIN,
@@ -35,11 +37,12 @@ enum stmt_id {
     ST_COMMIT,
     ST_ROLLBACK,
     ST_THREAD_GET,
-    ST_THREAD_GET_EXTRA,
     ST_THREAD_INSERT,
     ST_THREAD_SET_EXTRA,
+    ST_THREAD_SET_EXPIRY,
     ST_THREAD_DELETE,
     ST_THREAD_LIST,
+    ST_THREAD_EXPIRED,
     ST_IDEM_GET,
     ST_IDEM_PUT,
     ST_IDEM_DELETE,
@@ -48,20 +51,48 @@ enum stmt_id {
     ST_MSG_RANGE,
     ST_MSG_DELETE,
     ST_MSG_COPY,
+    ST_CP_FIND,
+    ST_CP_LAST,
+    ST_CP_PUT,
+    ST_CP_GET,
+    ST_CP_LATEST,
+    ST_CP_BEFORE,
+    ST_CP_BEFORE_NS,
+    ST_CP_LIST_THREAD,
+    ST_CP_LIST_ALL,
+    ST_CP_KEYS,
+    ST_CP_DELETE,
+    ST_CH_INSERT,
+    ST_CH_VALUES,
+    ST_CH_DELETE,
+    ST_BLOB_PUT,
+    ST_BLOB_DELETE,
+    ST_BLOB_UNUSED,
+    ST_WRITE_KEEP,
+    ST_WRITE_REPLACE,
+    ST_WRITE_LIST,
+    ST_WRITE_DELETE,
     ST_COUNT
 };
+
+/* The columns of a checkpoint row, in the order cp_from_row() reads them. */
+#define CP_COLUMNS "c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body," \
+                   " c.log_length, c.created_at"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
     [ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_THREAD_GET] = "SELECT num FROM convo_threads WHERE id = ?1",
-    [ST_THREAD_GET_EXTRA] = "SELECT num, extra FROM convo_threads WHERE id = ?1",
-    [ST_THREAD_INSERT] = "INSERT INTO convo_threads(id, created_at, extra) VALUES(?1, ?2, ?3)",
+    [ST_THREAD_GET] = "SELECT num, expires_at, extra FROM convo_threads WHERE id = ?1",
+    [ST_THREAD_INSERT] = "INSERT INTO convo_threads(id, created_at, extra, expires_at)"
+                         " VALUES(?1, ?2, ?3, ?4)",
     [ST_THREAD_SET_EXTRA] = "UPDATE convo_threads SET extra = ?2 WHERE num = ?1",
+    [ST_THREAD_SET_EXPIRY] = "UPDATE convo_threads SET expires_at = ?2 WHERE num = ?1",
     [ST_THREAD_DELETE] = "DELETE FROM convo_threads WHERE num = ?1",
-    [ST_THREAD_LIST] = "SELECT id FROM convo_threads WHERE id > ?1 ORDER BY id LIMIT ?2",
+    [ST_THREAD_LIST] = "SELECT id FROM convo_threads WHERE id > ?1"
+                       " AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id LIMIT ?2",
+    [ST_THREAD_EXPIRED] = "SELECT num FROM convo_threads WHERE expires_at <= ?1 LIMIT ?2",
     [ST_IDEM_GET] = "SELECT first_seq, count FROM convo_idempotency WHERE thread = ?1 AND key = ?2",
     [ST_IDEM_PUT] = "INSERT INTO convo_idempotency(thread, key, first_seq, count, created_at)"
                     " VALUES(?1, ?2, ?3, ?4, ?5)",
@@ -76,10 +107,66 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_MSG_COPY] = "INSERT INTO convo_messages(key, role, created_at, body)"
                     " SELECT key - ?1 + ?3, role, created_at, body FROM convo_messages"
                     " WHERE key >= ?1 AND key < ?2 ORDER BY key",
+    [ST_CP_FIND] = "SELECT key, created_at FROM convo_checkpoints"
+                   " WHERE thread = ?1 AND ns = ?2 AND id = ?3",
+    [ST_CP_LAST] = "SELECT key FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2"
+                   " ORDER BY key DESC LIMIT 1",
+    /* a replaced checkpoint keeps its key (its place in the order) and created_at */
+    [ST_CP_PUT] = "INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id,"
+                  " metadata, body_type, body, log_length, created_at)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_CP_GET] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
+                  " WHERE c.thread = ?1 AND c.ns = ?2 AND c.id = ?3",
+    /* newest first along the key range; "+" keeps the planner on that range */
+    [ST_CP_LATEST] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
+                     " WHERE c.key >= ?1 AND c.key <= ?2 AND +c.ns = ?3"
+                     " ORDER BY c.key DESC LIMIT 1",
+    [ST_CP_BEFORE] = "SELECT min(key) FROM convo_checkpoints WHERE thread = ?1 AND id = ?2",
+    [ST_CP_BEFORE_NS] = "SELECT min(key) FROM convo_checkpoints"
+                        " WHERE thread = ?1 AND ns = ?3 AND id = ?2",
+    [ST_CP_LIST_THREAD] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
+                          " WHERE c.key >= ?1 AND c.key < ?2 AND (?3 IS NULL OR +c.ns = ?3)"
+                          " ORDER BY c.key DESC",
+    /* threads in id order, each newest first, expired ones left out */
+    [ST_CP_LIST_ALL] = "SELECT " CP_COLUMNS ", t.id FROM convo_threads AS t"
+                       " JOIN convo_checkpoints AS c"
+                       " ON c.key >= t.num << 32 AND c.key < (t.num + 1) << 32"
+                       " WHERE (t.expires_at IS NULL OR t.expires_at > ?1)"
+                       " AND (?2 IS NULL OR +c.ns = ?2) ORDER BY t.id, c.key DESC",
+    [ST_CP_KEYS] = "SELECT key, ns FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2"
+                   " ORDER BY key DESC",
+    [ST_CP_DELETE] = "DELETE FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2",
+    [ST_CH_INSERT] = "INSERT INTO convo_checkpoint_channels(checkpoint, channel, version)"
+                     " VALUES(?1, ?2, ?3)",
+    /* every channel of the snapshot with its value, wherever it was first written */
+    [ST_CH_VALUES] = "SELECT ch.channel, ch.version, b.type, b.value"
+                     " FROM convo_checkpoint_channels AS ch LEFT JOIN convo_blobs AS b"
+                     " ON b.thread = ?2 AND b.ns = ?3 AND b.channel = ch.channel"
+                     " AND b.version = ch.version WHERE ch.checkpoint = ?1",
+    [ST_CH_DELETE] = "DELETE FROM convo_checkpoint_channels"
+                     " WHERE checkpoint >= ?1 AND checkpoint <= ?2",
+    [ST_BLOB_PUT] = "INSERT OR IGNORE INTO convo_blobs(thread, ns, channel, version, type, value)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_BLOB_DELETE] = "DELETE FROM convo_blobs WHERE thread = ?1",
+    /* values no remaining checkpoint of the thread refers to */
+    [ST_BLOB_UNUSED] = "DELETE FROM convo_blobs WHERE thread = ?1 AND (ns, channel, version)"
+                       " NOT IN (SELECT c.ns, ch.channel, ch.version FROM convo_checkpoints AS c"
+                       " JOIN convo_checkpoint_channels AS ch ON ch.checkpoint = c.key"
+                       " WHERE c.key >= ?2 AND c.key <= ?3)",
+    [ST_WRITE_KEEP] = "INSERT OR IGNORE INTO convo_checkpoint_writes(checkpoint, task_id, idx,"
+                      " task_path, channel, type, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_WRITE_REPLACE] = "INSERT OR REPLACE INTO convo_checkpoint_writes(checkpoint, task_id,"
+                         " idx, task_path, channel, type, value)"
+                         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_WRITE_LIST] = "SELECT task_id, task_path, idx, channel, type, value"
+                      " FROM convo_checkpoint_writes WHERE checkpoint = ?1 ORDER BY task_id, idx",
+    [ST_WRITE_DELETE] = "DELETE FROM convo_checkpoint_writes"
+                        " WHERE checkpoint >= ?1 AND checkpoint <= ?2",
 };
 
 /* migrations[v] turns a version-v layout into version v+1, in one transaction. */
 static const char *const migrations[SCHEMA_VERSION] = {
+    /* 0 -> 1: threads, messages, idempotency keys */
     "CREATE TABLE IF NOT EXISTS convo_meta("
     "  key TEXT PRIMARY KEY NOT NULL,"
     "  value TEXT NOT NULL) WITHOUT ROWID;"
@@ -104,11 +191,55 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "  SELECT t.id AS thread_id, m.key & 4294967295 AS seq, m.role AS role,"
     "         m.created_at AS created_at, m.body AS body"
     "  FROM convo_messages AS m JOIN convo_threads AS t ON t.num = m.key >> 32;",
+    /* 1 -> 2: thread expiry, checkpoints, their channel values and pending writes */
+    "ALTER TABLE convo_threads ADD COLUMN expires_at INTEGER;"
+    "CREATE INDEX convo_threads_by_expiry ON convo_threads(expires_at)"
+    "  WHERE expires_at IS NOT NULL;"
+    "CREATE TABLE convo_checkpoints("
+    "  key INTEGER PRIMARY KEY,"
+    "  thread INTEGER NOT NULL,"
+    "  ns TEXT NOT NULL,"
+    "  id TEXT NOT NULL,"
+    "  parent_id TEXT,"
+    "  metadata TEXT NOT NULL,"
+    "  body_type TEXT,"
+    "  body BLOB,"
+    "  log_length INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread, ns, id);"
+    "CREATE TABLE convo_checkpoint_channels("
+    "  checkpoint INTEGER NOT NULL,"
+    "  channel TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  PRIMARY KEY(checkpoint, channel)) WITHOUT ROWID;"
+    "CREATE TABLE convo_blobs("
+    "  thread INTEGER NOT NULL,"
+    "  ns TEXT NOT NULL,"
+    "  channel TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  value BLOB NOT NULL,"
+    "  UNIQUE(thread, ns, channel, version));"
+    "CREATE TABLE convo_checkpoint_writes("
+    "  checkpoint INTEGER NOT NULL,"
+    "  task_id TEXT NOT NULL,"
+    "  idx INTEGER NOT NULL,"
+    "  task_path TEXT NOT NULL,"
+    "  channel TEXT NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  value BLOB NOT NULL,"
+    "  UNIQUE(checkpoint, task_id, idx));"
+    "CREATE VIEW convo_checkpoint_view AS"
+    "  SELECT t.id AS thread_id, c.ns AS checkpoint_ns, c.id AS checkpoint_id,"
+    "         c.key & 4294967295 AS position, c.parent_id AS parent_id,"
+    "         c.metadata AS metadata, c.log_length AS log_length, c.created_at AS created_at"
+    "  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;",
 };
 
 typedef struct sq_conn {
     sqlite3 *db;
     int busy_ms;
+    int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
 } sq_conn;
 
@@ -117,6 +248,7 @@ struct convo_backend {
     int memory;       /* one private in-memory database, so one connection */
     int busy_ms;
     int sync_full;    /* PRAGMA synchronous=FULL instead of NORMAL */
+    int ttl_s;        /* ttl=S from the URL; 0: none */
     convo_pool *pool; /* of sq_conn */
     convo_limits limits;
 };
@@ -236,7 +368,20 @@ static int64_t key_of(int64_t num, int64_t seq)
 
 typedef struct thread_row {
     int64_t num, length;
+    int64_t expires_at; /* microseconds since the epoch; 0: never */
 } thread_row;
+
+/* How a call treats a thread whose ttl has passed: readers do not see it,
+ * writers remove what is left of it first (in their own transaction) and then
+ * do not see it either, so they start afresh; RAW sees it as it is. */
+enum thread_view { VIEW_READ, VIEW_WRITE, VIEW_RAW };
+
+static int thread_purge(sq_conn *c, int64_t num, convo_error *err);
+
+static int expired(const thread_row *t, int64_t now)
+{
+    return t->expires_at != 0 && t->expires_at <= now;
+}
 
 /* The length of thread num: one past the seq of its last message, found by
  * one seek to the end of its key range, so it costs the same at any length. */
@@ -258,48 +403,71 @@ static int thread_length(sq_conn *c, int64_t num, int64_t *length, convo_error *
     return rc;
 }
 
-/* 1 and *t filled when the thread exists, 0 when not, < 0 on error. */
-static int thread_find(sq_conn *c, const char *id, thread_row *t, convo_error *err)
+/* Copies text column i of st into *out (malloc'd; NULL for SQL NULL). */
+static int column_copy(sqlite3_stmt *st, int i, char **out, size_t *len, convo_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    size_t n = (size_t)sqlite3_column_bytes(st, i);
+    *out = NULL;
+    *len = 0;
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return 0;
+    if (!text || !(*out = malloc(n + 1)))
+        return no_memory(err);
+    memcpy(*out, text, n);
+    (*out)[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+/* 1 and t->num, t->expires_at filled when the thread exists (as seen through
+ * view), 0 when not, < 0 on error. With extra non-NULL, *extra gets a malloc'd
+ * copy of the extra text (NULL if none). t->length is not read. */
+static int thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
+                      char **extra, size_t *extra_len, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = stmt_get(c, ST_THREAD_GET, &st, err);
+    if (extra) {
+        *extra = NULL;
+        *extra_len = 0;
+    }
     if (rc)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    rc = stmt_step(c, st, "reading a thread", err);
-    if (rc != 1)
+    if ((rc = stmt_step(c, st, "reading a thread", err)) != 1)
         return rc;
     t->num = sqlite3_column_int64(st, 0);
+    t->expires_at = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
+    t->length = 0;
+    rc = extra ? column_copy(st, 2, extra, extra_len, err) : 0;
     stmt_done(st);
-    return (rc = thread_length(c, t->num, &t->length, err)) ? rc : 1;
+    if (rc || view == VIEW_RAW || !expired(t, convo__now_micros()))
+        return rc ? rc : 1;
+    if (extra) {
+        free(*extra);
+        *extra = NULL;
+    }
+    return view == VIEW_WRITE && (rc = thread_purge(c, t->num, err)) != 0 ? rc : 0;
 }
 
-/* Like thread_find but without the length (t->num only), and *extra gets a
- * malloc'd copy of the extra text (NULL if none). */
-static int thread_find_extra(sq_conn *c, const char *id, thread_row *t, char **extra,
-                             size_t *extra_len, convo_error *err)
+/* thread_get without extra, and with the thread's length. */
+static int thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
+                       convo_error *err)
 {
-    sqlite3_stmt *st;
-    *extra = NULL;
-    *extra_len = 0;
-    int rc = stmt_get(c, ST_THREAD_GET_EXTRA, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    rc = stmt_step(c, st, "reading a thread", err);
-    if (rc != 1)
-        return rc;
-    t->num = sqlite3_column_int64(st, 0);
-    int is_null = sqlite3_column_type(st, 1) == SQLITE_NULL;
-    const char *text = (const char *)sqlite3_column_text(st, 1);
-    size_t len = (size_t)sqlite3_column_bytes(st, 1);
-    if (text && (*extra = malloc(len + 1))) {
-        memcpy(*extra, text, len);
-        (*extra)[len] = '\0';
-        *extra_len = len;
-    }
-    stmt_done(st);
-    return !is_null && !*extra ? no_memory(err) : 1;
+    int rc = thread_get(c, id, view, t, NULL, NULL, err);
+    if (rc == 1 && (rc = thread_length(c, t->num, &t->length, err)) == 0)
+        rc = 1;
+    return rc;
+}
+
+/* The deadline a write gives a thread: now + ttl, or none (bound as NULL). */
+static void bind_expiry(sq_conn *c, sqlite3_stmt *st, int i, int64_t now)
+{
+    if (c->ttl_us)
+        sqlite3_bind_int64(st, i, now + c->ttl_us);
+    else
+        sqlite3_bind_null(st, i);
 }
 
 static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *extra,
@@ -313,6 +481,7 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     sqlite3_bind_int64(st, 2, now);
     if (extra)
         sqlite3_bind_text64(st, 3, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
+    bind_expiry(c, st, 4, now);
     if ((rc = stmt_run(c, st, "creating a thread", err)) != 0)
         return rc;
     *num = sqlite3_last_insert_rowid(c->db);
@@ -321,6 +490,29 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
                             "sqlite: this database has used up its %lld thread numbers",
                             (long long)MAX_THREAD_NUM);
     return 0;
+}
+
+/* Records a write to an existing thread: with ttl its deadline moves to now +
+ * ttl; without, a deadline left by a store with ttl is cleared (the thread is
+ * permanent again), so that a row is only rewritten when it has to be. */
+static int thread_touch(sq_conn *c, const thread_row *t, convo_error *err)
+{
+    if (!c->ttl_us && !t->expires_at)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_THREAD_SET_EXPIRY, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, t->num);
+    bind_expiry(c, st, 2, convo__now_micros());
+    return stmt_run(c, st, "recording the thread's expiry", err);
+}
+
+/* An existing thread is touched; a missing one is created with no extra. */
+static int thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
+{
+    return found ? thread_touch(c, t, err)
+                 : thread_insert(c, id, convo__now_micros(), NULL, 0, &t->num, err);
 }
 
 static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t extra_len,
@@ -403,6 +595,34 @@ static int run_with_ints(sq_conn *c, enum stmt_id id, int nargs, int64_t a, int6
     return stmt_run(c, st, what, err);
 }
 
+/* Deletes the checkpoints whose keys lie in [lo, hi] with their channel lists
+ * and pending writes (not their values: see ST_BLOB_UNUSED). */
+static int checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
+{
+    int rc = run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
+    if (rc == 0)
+        rc = run_with_ints(c, ST_CH_DELETE, 2, lo, hi, 0, "deleting checkpoint channels", err);
+    if (rc == 0)
+        rc = run_with_ints(c, ST_CP_DELETE, 2, lo, hi, 0, "deleting checkpoints", err);
+    return rc;
+}
+
+/* Removes thread num and everything keyed by it. */
+static int thread_purge(sq_conn *c, int64_t num, convo_error *err)
+{
+    int64_t lo = key_of(num, 0), hi = key_of(num, MAX_LENGTH);
+    int rc = run_with_ints(c, ST_MSG_DELETE, 2, lo, hi, 0, "deleting messages", err);
+    if (rc == 0)
+        rc = run_with_ints(c, ST_IDEM_DELETE, 1, num, 0, 0, "deleting idempotency keys", err);
+    if (rc == 0)
+        rc = checkpoints_delete(c, lo, hi, err);
+    if (rc == 0)
+        rc = run_with_ints(c, ST_BLOB_DELETE, 1, num, 0, 0, "deleting channel values", err);
+    if (rc == 0)
+        rc = run_with_ints(c, ST_THREAD_DELETE, 1, num, 0, 0, "deleting a thread", err);
+    return rc;
+}
+
 /* ---- transactions ---- */
 
 typedef int (*tx_body)(sq_conn *c, void *arg, convo_error *err);
@@ -444,8 +664,8 @@ static int append_tx(sq_conn *c, void *arg, convo_error *err)
 {
     append_args *a = arg;
     const char *key = a->opts->idempotency_key;
-    thread_row t = {0, 0};
-    int found = thread_find(c, a->thread_id, &t, err);
+    thread_row t = {0, 0, 0};
+    int found = thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
     if (found < 0)
         return found;
     int rc;
@@ -459,7 +679,7 @@ static int append_tx(sq_conn *c, void *arg, convo_error *err)
                             "sqlite: a thread holds at most %lld messages",
                             (long long)MAX_LENGTH);
     int64_t now = convo__now_micros();
-    rc = found ? 0 : thread_insert(c, a->thread_id, now, NULL, 0, &t.num, err);
+    rc = thread_ensure(c, a->thread_id, found, &t, err);
     if (rc == 0)
         rc = messages_insert(c, t.num, t.length, a->msgs, a->n, now, NULL, err);
     if (rc == 0 && key)
@@ -529,13 +749,13 @@ static int load_tx(sq_conn *c, void *arg, convo_error *err)
     thread_row t;
     char *extra = NULL;
     size_t extra_len = 0;
-    int rc = a->opts->with_extra ? thread_find_extra(c, a->thread_id, &t, &extra, &extra_len, err)
-                                 : thread_find(c, a->thread_id, &t, err);
+    int rc = thread_get(c, a->thread_id, VIEW_READ, &t, a->opts->with_extra ? &extra : NULL,
+                        &extra_len, err);
     if (rc <= 0)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
     rc = extra && convo__history_set_extra(a->h, extra, extra_len) != 0 ? no_memory(err) : 0;
     free(extra);
-    if (rc == 0 && a->opts->with_extra)
+    if (rc == 0)
         rc = thread_length(c, t.num, &t.length, err);
     if (rc)
         return rc;
@@ -575,10 +795,10 @@ typedef struct extra_args {
 static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
 {
     extra_args *a = arg;
-    thread_row t;
+    thread_row t = {0, 0, 0};
     char *current, *merged;
-    size_t current_len, merged_len;
-    int found = thread_find_extra(c, a->thread_id, &t, &current, &current_len, err);
+    size_t current_len = 0, merged_len;
+    int found = thread_get(c, a->thread_id, VIEW_WRITE, &t, &current, &current_len, err);
     if (found < 0)
         return found;
     int rc = convo__extra_merge(current, current_len, a->patch, a->b->limits.max_extra_bytes,
@@ -586,9 +806,11 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     free(current);
     if (rc)
         return rc;
-    rc = found ? thread_set_extra(c, t.num, merged, merged_len, err)
-               : thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, &t.num,
-                               err);
+    if (!found)
+        rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, &t.num,
+                           err);
+    else if ((rc = thread_touch(c, &t, err)) == 0)
+        rc = thread_set_extra(c, t.num, merged, merged_len, err);
     free(merged);
     return rc;
 }
@@ -596,30 +818,36 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
 static int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
                          void *patch_obj, convo_error *err)
 {
+    (void)patch_obj;
     extra_args a = {b, thread_id, patch};
     return run_tx(b, 1, save_extra_tx, &a, err);
 }
 
 /* ---- threads ---- */
 
+typedef struct delete_args {
+    const char *thread_id;
+    int expired; /* the thread had expired: its remains were removed, yet it was not there */
+} delete_args;
+
 static int delete_tx(sq_conn *c, void *arg, convo_error *err)
 {
+    delete_args *a = arg;
     thread_row t;
-    int rc = thread_find(c, arg, &t, err);
+    int rc = thread_get(c, a->thread_id, VIEW_RAW, &t, NULL, NULL, err);
     if (rc <= 0)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
-    rc = run_with_ints(c, ST_MSG_DELETE, 2, key_of(t.num, 0), key_of(t.num, MAX_LENGTH), 0,
-                       "deleting messages", err);
-    if (rc == 0)
-        rc = run_with_ints(c, ST_IDEM_DELETE, 1, t.num, 0, 0, "deleting idempotency keys", err);
-    if (rc == 0)
-        rc = run_with_ints(c, ST_THREAD_DELETE, 1, t.num, 0, 0, "deleting a thread", err);
-    return rc;
+    a->expired = expired(&t, convo__now_micros());
+    return thread_purge(c, t.num, err);
 }
 
 static int sq_thread_delete(convo_backend *b, const char *thread_id, convo_error *err)
 {
-    return run_tx(b, 1, delete_tx, (void *)thread_id, err);
+    delete_args a = {thread_id, 0};
+    int rc = run_tx(b, 1, delete_tx, &a, err);
+    if (rc == 0 && a.expired)
+        rc = convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    return rc;
 }
 
 typedef struct list_args {
@@ -639,6 +867,7 @@ static int list_tx(sq_conn *c, void *arg, convo_error *err)
     sqlite3_bind_text(st, 1, a->after ? a->after : "", -1, SQLITE_STATIC);
     /* one row more than asked tells whether a next page exists */
     sqlite3_bind_int64(st, 2, (int64_t)a->limit + 1);
+    sqlite3_bind_int64(st, 3, convo__now_micros());
     size_t rows = 0;
     while ((rc = stmt_step(c, st, "listing threads", err)) == 1) {
         if (++rows > a->limit)
@@ -680,7 +909,7 @@ static int fork_check(sq_conn *c, const fork_args *a, thread_row *s, convo_error
 {
     thread_row d;
     int rc = thread_length(c, s->num, &s->length, err);
-    if (rc == 0 && (rc = thread_find(c, a->dst, &d, err)) > 0)
+    if (rc == 0 && (rc = thread_find(c, a->dst, VIEW_WRITE, &d, err)) > 0)
         rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     if (rc == 0 && a->upto > s->length)
         rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
@@ -694,8 +923,8 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
     thread_row s;
     int64_t dst;
     char *extra;
-    size_t extra_len;
-    int rc = thread_find_extra(c, a->src, &s, &extra, &extra_len, err);
+    size_t extra_len = 0;
+    int rc = thread_get(c, a->src, VIEW_READ, &s, &extra, &extra_len, err);
     if (rc <= 0)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
     rc = fork_check(c, a, &s, err);
@@ -730,8 +959,8 @@ typedef struct import_args {
 static int import_tx(sq_conn *c, void *arg, convo_error *err)
 {
     import_args *a = arg;
-    thread_row t = {0, 0};
-    int found = thread_find(c, a->thread_id, &t, err);
+    thread_row t = {0, 0, 0};
+    int found = thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
     if (found < 0)
         return found;
     *a->skipped = t.length >= a->first_seq + (int64_t)a->n; /* the same dump again */
@@ -744,9 +973,9 @@ static int import_tx(sq_conn *c, void *arg, convo_error *err)
     if (t.length + (int64_t)a->n > MAX_LENGTH)
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
-    int64_t now = convo__now_micros();
-    int rc = found ? 0 : thread_insert(c, a->thread_id, now, NULL, 0, &t.num, err);
-    return rc ? rc : messages_insert(c, t.num, t.length, a->msgs, a->n, now, a->created_at, err);
+    int rc = thread_ensure(c, a->thread_id, found, &t, err);
+    return rc ? rc : messages_insert(c, t.num, t.length, a->msgs, a->n, convo__now_micros(),
+                                     a->created_at, err);
 }
 
 static int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
@@ -756,6 +985,572 @@ static int sq_thread_import(convo_backend *b, const char *thread_id, int64_t fir
     import_args a = {thread_id, first_seq, msgs, created_at, n, skipped};
     *skipped = 0;
     return run_tx(b, 1, import_tx, &a, err);
+}
+
+/* ---- checkpoints ---- */
+
+static int cp_not_found(convo_error *err)
+{
+    return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+}
+
+/* Binds text, or NULL when s is NULL. */
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* Binds bytes as a BLOB (never NULL, also when empty). */
+static void bind_bytes(sqlite3_stmt *st, int i, const void *bytes, size_t len)
+{
+    sqlite3_bind_blob64(st, i, len ? bytes : "", len, SQLITE_STATIC);
+}
+
+/* 1 with *key and *created_at of checkpoint (ns, id) of thread num, 0 if none. */
+static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, int64_t *key,
+                   int64_t *created_at, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_FIND, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    if ((rc = stmt_step(c, st, "reading a checkpoint", err)) == 1) {
+        *key = sqlite3_column_int64(st, 0);
+        *created_at = sqlite3_column_int64(st, 1);
+        stmt_done(st);
+    }
+    return rc;
+}
+
+/* The key of a new checkpoint of thread num: after the newest, so the key
+ * order is the order of first put. */
+static int cp_next_key(sq_conn *c, int64_t num, int64_t *key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_LAST, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, 0));
+    sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
+    *key = key_of(num, 0);
+    if ((rc = stmt_step(c, st, "reading the newest checkpoint", err)) == 1) {
+        *key = sqlite3_column_int64(st, 0) + 1;
+        stmt_done(st);
+        rc = 0;
+    }
+    if (rc == 0 && *key > key_of(num, MAX_LENGTH))
+        rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                          "sqlite: a thread holds at most %lld checkpoints", (long long)MAX_LENGTH);
+    return rc;
+}
+
+static int cp_row_put(sq_conn *c, int64_t num, int64_t key, int64_t created_at,
+                      const convo_checkpoint_in *cp, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_PUT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_int64(st, 2, num);
+    sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, cp->checkpoint_id, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 5, cp->parent_id);
+    sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 7, cp->body.type);
+    if (cp->body.type)
+        bind_bytes(st, 8, cp->body.bytes, cp->body.len);
+    sqlite3_bind_int64(st, 9, cp->log_length);
+    sqlite3_bind_int64(st, 10, created_at);
+    return stmt_run(c, st, "storing a checkpoint", err);
+}
+
+/* A value is stored once per (thread, ns, channel, version): a put that
+ * brings a version already stored keeps the stored one (INSERT OR IGNORE). */
+static int cp_blob_put(sq_conn *c, int64_t num, const char *ns, const convo_channel_in *ch,
+                       convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_BLOB_PUT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, ch->channel, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ch->version, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, ch->value->type, -1, SQLITE_STATIC);
+    bind_bytes(st, 6, ch->value->bytes, ch->value->len);
+    return stmt_run(c, st, "storing a channel value", err);
+}
+
+/* The snapshot's channel versions, and the values it brings. */
+static int cp_channels_put(sq_conn *c, int64_t num, int64_t key, const convo_checkpoint_in *cp,
+                           convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CH_INSERT, &st, err);
+    for (size_t i = 0; i < cp->nchannels && rc == 0; i++) {
+        const convo_channel_in *ch = &cp->channels[i];
+        sqlite3_bind_int64(st, 1, key);
+        sqlite3_bind_text(st, 2, ch->channel, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, ch->version, -1, SQLITE_STATIC);
+        rc = stmt_run(c, st, "storing a checkpoint channel", err);
+        if (rc == 0 && ch->value)
+            rc = cp_blob_put(c, num, cp->checkpoint_ns, ch, err);
+    }
+    return rc;
+}
+
+static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    const convo_checkpoint_in *cp = arg;
+    thread_row t = {0, 0, 0};
+    int found = thread_get(c, cp->thread_id, VIEW_WRITE, &t, NULL, NULL, err);
+    int rc = found < 0 ? found : thread_ensure(c, cp->thread_id, found, &t, err);
+    if (rc)
+        return rc;
+    int64_t key = 0, created_at = convo__now_micros();
+    int old = found ? cp_find(c, t.num, cp->checkpoint_ns, cp->checkpoint_id, &key, &created_at,
+                              err)
+                    : 0;
+    if (old < 0)
+        return old;
+    /* same key: replaced in place, keeping its key (its place in the order),
+     * created_at and pending writes; its channel list is written anew */
+    rc = old ? run_with_ints(c, ST_CH_DELETE, 2, key, key, 0, "replacing a checkpoint", err)
+             : cp_next_key(c, t.num, &key, err);
+    if (rc == 0)
+        rc = cp_row_put(c, t.num, key, created_at, cp, err);
+    return rc ? rc : cp_channels_put(c, t.num, key, cp, err);
+}
+
+static int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    return run_tx(b, 1, cp_put_tx, (void *)cp, err);
+}
+
+typedef struct writes_args {
+    const char *thread_id, *ns, *checkpoint_id, *task_id, *task_path;
+    const convo_write_in *writes;
+    size_t n;
+} writes_args;
+
+/* idx >= 0 is kept once per (task, idx): the first write stays; a negative
+ * idx (errors, interrupts) replaces. */
+static int write_put(sq_conn *c, int64_t key, const writes_args *a, const convo_write_in *w,
+                     convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, w->idx >= 0 ? ST_WRITE_KEEP : ST_WRITE_REPLACE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_text(st, 2, a->task_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, w->idx);
+    sqlite3_bind_text(st, 4, a->task_path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, w->channel, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, w->value.type, -1, SQLITE_STATIC);
+    bind_bytes(st, 7, w->value.bytes, w->value.len);
+    return stmt_run(c, st, "storing a pending write", err);
+}
+
+/* The checkpoint is looked up inside the write transaction, so a concurrent
+ * thread_delete either comes first (CONVO_ENOTFOUND) or removes these writes. */
+static int writes_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    writes_args *a = arg;
+    thread_row t;
+    int64_t key, created_at;
+    int rc = thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc > 0)
+        rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &key, &created_at, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    rc = 0;
+    for (size_t i = 0; i < a->n && rc == 0; i++)
+        rc = write_put(c, key, a, &a->writes[i], err);
+    return rc ? rc : thread_touch(c, &t, err);
+}
+
+static int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                    const char *checkpoint_id, const char *task_id,
+                                    const char *task_path, const convo_write_in *writes, size_t n,
+                                    convo_error *err)
+{
+    writes_args a = {thread_id, ns, checkpoint_id, task_id, task_path, writes, n};
+    return run_tx(b, 1, writes_tx, &a, err);
+}
+
+/* Adds every channel of checkpoint key with its value, wherever in the
+ * thread's history that value was first stored. */
+static int cp_add_channels(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CH_VALUES, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_int64(st, 2, key >> SEQ_BITS);
+    sqlite3_bind_text(st, 3, convo_checkpoint_ns(cp), -1, SQLITE_STATIC);
+    while ((rc = stmt_step(c, st, "reading checkpoint channels", err)) == 1) {
+        const char *type = (const char *)sqlite3_column_text(st, 2);
+        const void *value = sqlite3_column_blob(st, 3);
+        if (convo__checkpoint_add_channel(cp, (const char *)sqlite3_column_text(st, 0),
+                                          (const char *)sqlite3_column_text(st, 1), type,
+                                          value ? value : "",
+                                          (size_t)sqlite3_column_bytes(st, 3)) != 0) {
+            stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+/* Adds the pending writes of checkpoint key in (task_id, idx) order. */
+static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_WRITE_LIST, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    while ((rc = stmt_step(c, st, "reading pending writes", err)) == 1) {
+        const void *value = sqlite3_column_blob(st, 5);
+        if (convo__checkpoint_add_write(cp, (const char *)sqlite3_column_text(st, 0),
+                                        (const char *)sqlite3_column_text(st, 1),
+                                        sqlite3_column_int64(st, 2),
+                                        (const char *)sqlite3_column_text(st, 3),
+                                        (const char *)sqlite3_column_text(st, 4),
+                                        value ? value : "",
+                                        (size_t)sqlite3_column_bytes(st, 5)) != 0) {
+            stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+/* The whole checkpoint on the current row of st (columns CP_COLUMNS). */
+static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
+                       convo_checkpoint **out, convo_error *err)
+{
+    int64_t key = sqlite3_column_int64(st, 0);
+    const char *body_type = (const char *)sqlite3_column_text(st, 5);
+    const void *body = sqlite3_column_blob(st, 6);
+    convo_checkpoint *cp = convo__checkpoint_new(
+        thread_id, (const char *)sqlite3_column_text(st, 1),
+        (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+        (const char *)sqlite3_column_text(st, 4), body_type, body ? body : "",
+        (size_t)sqlite3_column_bytes(st, 6), sqlite3_column_int64(st, 7),
+        sqlite3_column_int64(st, 8));
+    if (!cp)
+        return no_memory(err);
+    int rc = cp_add_channels(c, cp, key, err);
+    if (rc == 0)
+        rc = cp_add_writes(c, cp, key, err);
+    if (rc) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
+    convo__checkpoint_finish(cp);
+    *out = cp;
+    return 0;
+}
+
+typedef struct get_args {
+    const char *thread_id, *ns, *checkpoint_id;
+    convo_checkpoint *cp;
+} get_args;
+
+static int get_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    get_args *a = arg;
+    thread_row t;
+    sqlite3_stmt *st;
+    int rc = thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    if ((rc = stmt_get(c, a->checkpoint_id ? ST_CP_GET : ST_CP_LATEST, &st, err)) != 0)
+        return rc;
+    if (a->checkpoint_id) {
+        sqlite3_bind_int64(st, 1, t.num);
+        sqlite3_bind_text(st, 2, a->ns, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, a->checkpoint_id, -1, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_int64(st, 1, key_of(t.num, 0));
+        sqlite3_bind_int64(st, 2, key_of(t.num, MAX_LENGTH));
+        sqlite3_bind_text(st, 3, a->ns, -1, SQLITE_STATIC);
+    }
+    if ((rc = stmt_step(c, st, "reading a checkpoint", err)) <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    rc = cp_from_row(c, st, a->thread_id, &a->cp, err);
+    stmt_done(st);
+    return rc;
+}
+
+static int sq_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    get_args a = {thread_id, ns, checkpoint_id, NULL};
+    int rc = run_tx(b, 0, get_tx, &a, err);
+    if (rc) {
+        convo_checkpoint_free(a.cp);
+        return rc;
+    }
+    *out = a.cp;
+    return 0;
+}
+
+typedef struct cp_list_args {
+    const convo_checkpoint_list_opts *o;
+    void *filter;
+    convo_checkpoint_set *set;
+} cp_list_args;
+
+/* Adds the checkpoints st yields whose metadata matches, until the set holds
+ * limit; thread_id NULL: the thread id is column 9. */
+static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_list_args *a,
+                     convo_error *err)
+{
+    int rc;
+    while ((rc = stmt_step(c, st, "listing checkpoints", err)) == 1) {
+        if (a->o->limit && convo_checkpoint_set_count(a->set) >= a->o->limit)
+            break;
+        const char *metadata = (const char *)sqlite3_column_text(st, 4);
+        if (!metadata || !convo__json_contains(metadata, (size_t)sqlite3_column_bytes(st, 4),
+                                               a->filter))
+            continue;
+        convo_checkpoint *cp;
+        rc = cp_from_row(c, st, thread_id ? thread_id : (const char *)sqlite3_column_text(st, 9),
+                         &cp, err);
+        if (rc == 0 && convo__checkpoint_set_add(a->set, cp) != 0)
+            rc = no_memory(err);
+        if (rc)
+            break;
+    }
+    stmt_done(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* The key of checkpoint `before` of thread num (the oldest such when several
+ * namespaces have that id), in *key; CONVO_ENOTFOUND when there is none. */
+static int before_key(sq_conn *c, int64_t num, const convo_checkpoint_list_opts *o, int64_t *key,
+                      convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, o->checkpoint_ns ? ST_CP_BEFORE_NS : ST_CP_BEFORE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, o->before, -1, SQLITE_STATIC);
+    if (o->checkpoint_ns)
+        sqlite3_bind_text(st, 3, o->checkpoint_ns, -1, SQLITE_STATIC);
+    if ((rc = stmt_step(c, st, "reading a checkpoint", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: min() gave no row");
+    int none = sqlite3_column_type(st, 0) == SQLITE_NULL;
+    *key = sqlite3_column_int64(st, 0);
+    stmt_done(st);
+    return none ? convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found", o->before)
+                : 0;
+}
+
+static int list_thread(sq_conn *c, cp_list_args *a, convo_error *err)
+{
+    const convo_checkpoint_list_opts *o = a->o;
+    thread_row t;
+    int rc = thread_get(c, o->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc; /* an unknown thread has no checkpoints */
+    int64_t end = key_of(t.num, MAX_LENGTH) + 1;
+    if (o->before && (rc = before_key(c, t.num, o, &end, err)) != 0)
+        return rc;
+    sqlite3_stmt *st;
+    if ((rc = stmt_get(c, ST_CP_LIST_THREAD, &st, err)) != 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(t.num, 0));
+    sqlite3_bind_int64(st, 2, end);
+    bind_text_or_null(st, 3, o->checkpoint_ns);
+    return list_rows(c, st, o->thread_id, a, err);
+}
+
+static int cp_list_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    cp_list_args *a = arg;
+    if (a->o->thread_id)
+        return list_thread(c, a, err);
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_LIST_ALL, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, convo__now_micros());
+    bind_text_or_null(st, 2, a->o->checkpoint_ns);
+    return list_rows(c, st, NULL, a, err);
+}
+
+static int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
+                              convo_checkpoint_set **out, convo_error *err)
+{
+    cp_list_args a = {o, filter, convo__checkpoint_set_new()};
+    if (!a.set)
+        return no_memory(err);
+    int rc = run_tx(b, 0, cp_list_tx, &a, err);
+    if (rc) {
+        convo_checkpoint_set_free(a.set);
+        return rc;
+    }
+    *out = a.set;
+    return 0;
+}
+
+/* How many checkpoints of each namespace have been seen so far. */
+typedef struct ns_count {
+    char *ns;
+    size_t seen;
+} ns_count;
+
+typedef struct prune_plan {
+    ns_count *ns;
+    size_t nns;
+    int64_t *doomed; /* keys of the checkpoints to remove */
+    size_t ndoomed, cap;
+} prune_plan;
+
+static void prune_plan_free(prune_plan *p)
+{
+    for (size_t i = 0; i < p->nns; i++)
+        free(p->ns[i].ns);
+    free(p->ns);
+    free(p->doomed);
+}
+
+/* Counts one more checkpoint of ns; returns how many were seen before it, or
+ * (size_t)-1 when out of memory. */
+static size_t ns_seen(prune_plan *p, const char *ns)
+{
+    for (size_t i = 0; i < p->nns; i++)
+        if (strcmp(p->ns[i].ns, ns) == 0)
+            return p->ns[i].seen++;
+    ns_count *grown = realloc(p->ns, (p->nns + 1) * sizeof *grown);
+    if (!grown)
+        return (size_t)-1;
+    p->ns = grown;
+    if (!(p->ns[p->nns].ns = strdup(ns)))
+        return (size_t)-1;
+    p->ns[p->nns++].seen = 1;
+    return 0;
+}
+
+static int doom(prune_plan *p, int64_t key)
+{
+    if (p->ndoomed == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        int64_t *grown = realloc(p->doomed, cap * sizeof *grown);
+        if (!grown)
+            return CONVO_ENOMEM;
+        p->doomed = grown;
+        p->cap = cap;
+    }
+    p->doomed[p->ndoomed++] = key;
+    return 0;
+}
+
+/* Newest first, the checkpoints of thread num past the keep_last newest of
+ * their namespace. Decided before anything is deleted. */
+static int prune_decide(sq_conn *c, int64_t num, size_t keep_last, prune_plan *p,
+                        convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_KEYS, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, 0));
+    sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
+    while ((rc = stmt_step(c, st, "reading checkpoints", err)) == 1) {
+        const char *ns = (const char *)sqlite3_column_text(st, 1);
+        size_t newer = ns ? ns_seen(p, ns) : (size_t)-1;
+        if (newer == (size_t)-1 || (newer >= keep_last && doom(p, sqlite3_column_int64(st, 0)))) {
+            stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+typedef struct prune_args {
+    const char *thread_id;
+    size_t keep_last;
+} prune_args;
+
+static int prune_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    prune_args *a = arg;
+    thread_row t;
+    int rc = thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    prune_plan p = {0};
+    rc = prune_decide(c, t.num, a->keep_last, &p, err);
+    for (size_t i = 0; i < p.ndoomed && rc == 0; i++)
+        rc = checkpoints_delete(c, p.doomed[i], p.doomed[i], err);
+    if (rc == 0 && p.ndoomed)
+        rc = run_with_ints(c, ST_BLOB_UNUSED, 3, t.num, key_of(t.num, 0),
+                           key_of(t.num, MAX_LENGTH), "deleting unused channel values", err);
+    prune_plan_free(&p);
+    return rc ? rc : thread_touch(c, &t, err);
+}
+
+static int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                               convo_error *err)
+{
+    prune_args a = {thread_id, keep_last};
+    return run_tx(b, 1, prune_tx, &a, err);
+}
+
+/* ---- expiry ---- */
+
+typedef struct sweep_args {
+    uint64_t removed;
+    int more; /* a full batch was removed: there may be more */
+} sweep_args;
+
+/* Removes up to SWEEP_BATCH threads whose deadline has passed. */
+static int sweep_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    sweep_args *a = arg;
+    int64_t nums[SWEEP_BATCH];
+    size_t n = 0;
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_THREAD_EXPIRED, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, convo__now_micros());
+    sqlite3_bind_int64(st, 2, SWEEP_BATCH);
+    while ((rc = stmt_step(c, st, "finding expired threads", err)) == 1)
+        if (n < SWEEP_BATCH) /* LIMIT says so; the check keeps the array safe */
+            nums[n++] = sqlite3_column_int64(st, 0);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = thread_purge(c, nums[i], err);
+    a->removed += rc == 0 ? n : 0;
+    a->more = rc == 0 && n == SWEEP_BATCH;
+    return rc;
+}
+
+/* In batches, so other writers get the lock in between. Any store sweeps what
+ * stores with ttl left behind; a file never written with ttl has nothing to sweep. */
+static int sq_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
+{
+    sweep_args a = {0, 1};
+    int rc = 0;
+    while (rc == 0 && a.more)
+        rc = run_tx(b, 1, sweep_tx, &a, err);
+    *removed = a.removed;
+    return rc;
 }
 
 /* ---- measuring ---- */
@@ -830,7 +1625,10 @@ static int pragma_int(sq_conn *c, const char *sql, int64_t *out, convo_error *er
     return rc == SQLITE_OK ? 0 : conn_error(c, rc, err, "reading the database size");
 }
 
-/* The size of the database once the WAL is checkpointed into it: pages x page size. */
+/* The pages in use once the WAL is checkpointed into the file and truncated:
+ * (page_count - freelist_count) x page_size. Free pages (left by deletes, reused
+ * by later writes) are not counted, so a measurement does not depend on what was
+ * deleted before it. */
 static int sq_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
 {
     void *p;
@@ -838,15 +1636,17 @@ static int sq_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
     if (rc)
         return rc;
     sq_conn *c = p;
-    int64_t pages = 0, page_size = 0;
-    if (!b->memory)
-        sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    int64_t pages = 0, free_pages = 0, page_size = 0;
+    if (!b->memory) /* best effort: a busy reader only makes the file look bigger */
+        sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     rc = pragma_int(c, "PRAGMA page_count", &pages, err);
+    if (rc == 0)
+        rc = pragma_int(c, "PRAGMA freelist_count", &free_pages, err);
     if (rc == 0)
         rc = pragma_int(c, "PRAGMA page_size", &page_size, err);
     convo__pool_release(b->pool, c, false);
     if (rc == 0)
-        *bytes = pages * page_size;
+        *bytes = (pages - free_pages) * page_size;
     return rc;
 }
 
@@ -989,6 +1789,7 @@ static int sq_connect(void *ctx, void **out, convo_error *err)
     if (!c)
         return no_memory(err);
     c->busy_ms = b->busy_ms;
+    c->ttl_us = (int64_t)b->ttl_s * 1000000;
     /* the file exists already (made 0600 by sq_open): never let SQLite create it */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (b->memory ? SQLITE_OPEN_CREATE : 0);
 #ifdef SQLITE_OPEN_EXRESCODE
@@ -1114,6 +1915,8 @@ static int parse_params(convo_backend *b, convo_url *url, int *pool, convo_error
     if (rc == 0)
         rc = int_param(url, "pool", 1, MAX_POOL, DEFAULT_POOL, pool, err);
     if (rc == 0)
+        rc = int_param(url, "ttl", 1, INT_MAX, 0, &b->ttl_s, err);
+    if (rc == 0)
         rc = sync_param(url, &b->sync_full, err);
     return rc ? rc : convo__url_reject_rest(url, err);
 }
@@ -1184,7 +1987,13 @@ const convo_driver convo_driver_sqlite = {
     .thread_delete = sq_thread_delete,
     .thread_list = sq_thread_list,
     .thread_fork = sq_thread_fork,
+    .checkpoint_put = sq_checkpoint_put,
+    .checkpoint_put_writes = sq_checkpoint_put_writes,
+    .checkpoint_get = sq_checkpoint_get,
+    .checkpoint_list = sq_checkpoint_list,
+    .checkpoint_prune = sq_checkpoint_prune,
     .bench_raw = sq_bench_raw,
     .stored_bytes = sq_stored_bytes,
     .thread_import = sq_thread_import,
+    .sweep = sq_sweep,
 };

@@ -1,0 +1,46 @@
+#!/bin/sh
+# sqlite-extra.sh — the SQLite driver's own checks (tests/sqlite.c: ttl and
+# sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
+# in a temporary folder, the checkpoint suite (tests/checkpoints) with and
+# without ttl, then `convo sweep` through the tool.
+set -eu
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+dir=$(mktemp -d "${TMPDIR:-/tmp}/convo-sqlite-extra.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
+run() {
+    if [ -n "${CONVO_TEST_WRAPPER:-}" ]; then
+        # shellcheck disable=SC2086
+        "$top_builddir/libtool" --mode=execute $CONVO_TEST_WRAPPER "$@"
+    else
+        "$@"
+    fi
+}
+run "$top_builddir/tests/sqlite_extra" "$dir"
+run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
+run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
+
+# the tool: two threads written with ttl=1, swept by a store without ttl
+convo="$top_builddir/tools/convo"
+db="$dir/tool.db"
+run "$convo" --url "sqlite:$db?ttl=1" append a '{"role":"user"}' >/dev/null
+run "$convo" --url "sqlite:$db?ttl=1" append b '{"role":"user"}' >/dev/null
+run "$convo" --url "sqlite:$db" append c '{"role":"user"}' >/dev/null
+sleep 2.1
+status=0
+run "$convo" --url "sqlite:$db" load a >/dev/null 2>&1 || status=$?
+if [ "$status" != 3 ]; then
+    echo "sqlite-extra: FAIL: load of an expired thread exited $status, want 3" >&2
+    exit 1
+fi
+out=$(run "$convo" --url "sqlite:$db" sweep)
+if [ "$out" != 2 ]; then
+    echo "sqlite-extra: FAIL: convo sweep printed [$out], want [2]" >&2
+    exit 1
+fi
+out=$(run "$convo" --url "sqlite:$db" threads)
+if [ "$out" != c ]; then
+    echo "sqlite-extra: FAIL: threads after sweep: [$out], want [c]" >&2
+    exit 1
+fi
+echo "sqlite-extra: convo sweep removed 2 expired threads and kept the permanent one"

@@ -1,0 +1,449 @@
+/* sqlite.c — the SQLite driver's own checks, beyond the conformance suites:
+ * ttl expiry and sweep, the schema migration from version 1 to 2 on a file the
+ * old layout wrote, what thread_delete and prune leave in the tables, and the
+ * modes of the -wal/-shm files. `tests/sqlite_extra DIR` works in DIR. */
+#include <check.h>
+#include <convo.h>
+#include <sqlite3.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *dir;
+
+/* ------------------------------------------------------------ helpers */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A fresh file name in dir for this test; the file does not exist. */
+static const char *db_path(const char *name)
+{
+    static char buf[4][512];
+    static int n;
+    char *b = buf[n++ % 4];
+    snprintf(b, 512, "%s/%s-%ld.db", dir, name, (long)getpid());
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char f[600];
+        snprintf(f, sizeof f, "%s%s", b, suffix[i]);
+        unlink(f);
+    }
+    return b;
+}
+
+static convo_store *open_db(const char *path, const char *params)
+{
+    char url[640];
+    snprintf(url, sizeof url, "sqlite:%s%s%s", path, params ? "?" : "", params ? params : "");
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open(&s, url, &err);
+    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
+    return s;
+}
+
+static const char *const msg[] = {"{\"role\":\"user\",\"content\":\"hello\"}",
+                                  "{\"role\":\"assistant\",\"content\":\"hi\"}"};
+
+static convo_append_result append_n(convo_store *s, const char *t, size_t n, const char *key)
+{
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = key;
+    convo_append_result r;
+    convo_error err;
+    int rc = convo_append(s, t, msg, NULL, n, &o, &r, &err);
+    ck_assert_msg(rc == 0, "append %s: %d %s", t, rc, err.message);
+    return r;
+}
+
+static int load_rc(convo_store *s, const char *t, size_t *count, char *extra, size_t size)
+{
+    convo_history *h = NULL;
+    int rc = convo_load(s, t, NULL, &h, NULL);
+    if (rc == 0) {
+        if (count)
+            *count = convo_history_count(h);
+        if (extra)
+            snprintf(extra, size, "%s", convo_history_extra(h));
+    }
+    convo_history_free(h);
+    return rc;
+}
+
+static void put_cp(convo_store *s, const char *t, const char *id, const char *version,
+                   const char *value)
+{
+    convo_blob v = {"json", value, value ? strlen(value) : 0};
+    convo_channel_in ch[] = {{"n", version, value ? &v : NULL}, {"keep", "1", NULL}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = t;
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{\"source\":\"loop\"}";
+    cp.channels = ch;
+    cp.nchannels = 2;
+    convo_error err;
+    int rc = convo_checkpoint_put(s, &cp, &err);
+    ck_assert_msg(rc == 0, "put %s: %d %s", id, rc, err.message);
+}
+
+static void put_write(convo_store *s, const char *t, const char *id, int expect)
+{
+    convo_write_in w = {0, "n", {"json", "7", 1}};
+    convo_error err;
+    int rc = convo_checkpoint_put_writes(s, t, NULL, id, "task", "", &w, 1, &err);
+    ck_assert_msg(rc == expect, "put_writes %s: %d %s", id, rc, err.message);
+}
+
+/* 1 when id is on the first page of thread ids. */
+static int listed(convo_store *s, const char *id)
+{
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_thread_list(s, NULL, 1000, &p, NULL), 0);
+    int found = 0;
+    for (size_t i = 0; i < convo_thread_page_count(p); i++)
+        found |= strcmp(convo_thread_page_id(p, i), id) == 0;
+    convo_thread_page_free(p);
+    return found;
+}
+
+/* The number the query (one integer) gives on the file, read with SQLite itself. */
+static long long sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Rows of every checkpoint table together. */
+static long long checkpoint_rows(const char *path)
+{
+    return sql_int(path, "SELECT (SELECT count(*) FROM convo_checkpoints)"
+                         " + (SELECT count(*) FROM convo_checkpoint_channels)"
+                         " + (SELECT count(*) FROM convo_blobs)"
+                         " + (SELECT count(*) FROM convo_checkpoint_writes)");
+}
+
+static void exec_raw(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
+}
+
+/* ------------------------------------------------------------ ttl */
+
+START_TEST(test_ttl_parameter)
+{
+    const char *path = db_path("ttl-param");
+    const char *bad[] = {"ttl=0", "ttl=-1", "ttl=abc", "ttl=", "ttl=1.5", "ttl=99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char url[640];
+        snprintf(url, sizeof url, "sqlite:%s?%s", path, bad[i]);
+        convo_store *s = NULL;
+        convo_error err;
+        ck_assert_msg(convo_open(&s, url, &err) == CONVO_EINVAL, "%s accepted", bad[i]);
+        ck_assert_ptr_null(s);
+    }
+    convo_close(open_db(path, "ttl=1&pool=2"));
+}
+END_TEST
+
+START_TEST(test_ttl_expiry)
+{
+    const char *path = db_path("ttl");
+    convo_store *t = open_db(path, "ttl=1"), *p = open_db(path, NULL);
+    convo_error err;
+    /* "gone": messages, an idempotency key, extra, a checkpoint and a write */
+    append_n(t, "gone", 2, "k");
+    ck_assert_int_eq(convo_save_extra(t, "gone", "{\"a\":1}", &err), 0);
+    put_cp(t, "gone", "c1", "1", "\"v1\"");
+    put_write(t, "gone", "c1", 0);
+    append_n(t, "swept", 1, NULL);
+    append_n(t, "deleted", 1, NULL);
+    put_cp(t, "deleted", "d1", "1", "\"d\"");
+    append_n(t, "cp-only", 1, NULL);
+    /* a write without ttl makes a thread permanent again */
+    append_n(t, "kept", 1, NULL);
+    append_n(p, "kept", 1, NULL);
+    append_n(p, "plain", 1, NULL);
+    ck_assert(listed(t, "gone"));
+    sleep_ms(2100);
+
+    /* invisible at once, to stores with and without ttl */
+    ck_assert_int_eq(load_rc(t, "gone", NULL, NULL, 0), CONVO_ENOTFOUND);
+    ck_assert_int_eq(load_rc(p, "gone", NULL, NULL, 0), CONVO_ENOTFOUND);
+    ck_assert(!listed(t, "gone") && !listed(p, "swept"));
+    ck_assert(listed(t, "kept") && listed(t, "plain"));
+    size_t n = 0;
+    ck_assert_int_eq(load_rc(t, "kept", &n, NULL, 0), 0);
+    ck_assert_int_eq(n, 2);
+    convo_checkpoint *cp = NULL;
+    ck_assert_int_eq(convo_checkpoint_get(t, "gone", NULL, NULL, &cp, &err), CONVO_ENOTFOUND);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    convo_checkpoint_set *set;
+    ck_assert_int_eq(convo_checkpoint_list(p, &o, &set, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_set_count(set), 0);
+    convo_checkpoint_set_free(set);
+    put_write(t, "gone", "c1", CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_thread_fork(t, "gone", "fork", -1, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_thread_delete(t, "deleted", &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE id = 'deleted'"), 0);
+
+    /* a write starts afresh: seq 0, the old idempotency key, extra and checkpoints gone */
+    convo_append_result r = append_n(t, "gone", 1, "k");
+    ck_assert_int_eq(r.replayed, 0);
+    ck_assert_int_eq(r.first_seq, 0);
+    char extra[64];
+    ck_assert_int_eq(load_rc(t, "gone", &n, extra, sizeof extra), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(extra, "{}");
+    ck_assert_int_eq(convo_checkpoint_get(t, "gone", NULL, "c1", &cp, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(checkpoint_rows(path), 0);
+    /* a checkpoint put does too: the thread exists again with 0 messages */
+    put_cp(t, "cp-only", "x1", "1", NULL);
+    ck_assert_int_eq(load_rc(t, "cp-only", &n, NULL, 0), 0);
+    ck_assert_int_eq(n, 0);
+
+    /* sweep removes what expired and says how many; once */
+    uint64_t removed = 99;
+    ck_assert_int_eq(convo_sweep(p, &removed, &err), 0);
+    ck_assert_int_eq(removed, 1); /* swept */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE id = 'swept'"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 4); /* kept 2, plain, gone */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_idempotency"), 1);
+    ck_assert_int_eq(convo_sweep(t, &removed, &err), 0);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads"), 4);
+    convo_close(t);
+    convo_close(p);
+}
+END_TEST
+
+START_TEST(test_sweep_batches_and_no_ttl)
+{
+    const char *path = db_path("sweep");
+    convo_store *t = open_db(path, "ttl=1");
+    char id[32];
+    for (int i = 0; i < 150; i++) { /* more than one sweep batch */
+        snprintf(id, sizeof id, "t%03d", i);
+        append_n(t, id, 1, "key");
+        if (i % 10 == 0)
+            put_cp(t, id, "c", "1", "1");
+    }
+    convo_close(t);
+    /* a file never written with ttl has nothing to sweep */
+    const char *plain = db_path("sweep-plain");
+    convo_store *p = open_db(plain, NULL);
+    append_n(p, "a", 2, NULL);
+    sleep_ms(2100);
+    uint64_t removed = 99;
+    convo_error err;
+    ck_assert_int_eq(convo_sweep(p, &removed, &err), 0);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(load_rc(p, "a", NULL, NULL, 0), 0);
+    convo_close(p);
+    convo_store *s = open_db(path, NULL);
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
+    ck_assert_int_eq(removed, 150);
+    ck_assert_int_eq(sql_int(path, "SELECT (SELECT count(*) FROM convo_threads)"
+                                   " + (SELECT count(*) FROM convo_messages)"
+                                   " + (SELECT count(*) FROM convo_idempotency)"),
+                     0);
+    ck_assert_int_eq(checkpoint_rows(path), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ tables */
+
+START_TEST(test_delete_and_prune_leave_nothing)
+{
+    const char *path = db_path("tables");
+    convo_store *s = open_db(path, NULL);
+    append_n(s, "t", 2, NULL);
+    for (int i = 0; i < 5; i++) {
+        char id[8], v[8];
+        snprintf(id, sizeof id, "c%d", i);
+        snprintf(v, sizeof v, "%d", i);
+        put_cp(s, "t", id, v, v);
+        put_write(s, "t", id, 0);
+    }
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
+    /* two checkpoints, their 2x2 channel rows, the 2 values they use, 2 writes */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 2);
+    ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
+    ck_assert_int_eq(checkpoint_rows(path), 0);
+    put_cp(s, "t", "again", "9", "9");
+    put_write(s, "t", "again", 0);
+    ck_assert_int_eq(convo_thread_delete(s, "t", &err), 0);
+    ck_assert_int_eq(checkpoint_rows(path), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ migration */
+
+/* The version 1 layout exactly as the first SQLite driver wrote it. */
+static const char v1_schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "BEGIN;"
+    "CREATE TABLE IF NOT EXISTS convo_meta(key TEXT PRIMARY KEY NOT NULL,"
+    "  value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE convo_threads(num INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, extra TEXT);"
+    "CREATE TABLE convo_messages(key INTEGER PRIMARY KEY, role TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL, body BLOB NOT NULL);"
+    "CREATE TABLE convo_idempotency(thread INTEGER NOT NULL, key TEXT NOT NULL,"
+    "  first_seq INTEGER NOT NULL, count INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY(thread, key)) WITHOUT ROWID;"
+    "CREATE VIEW convo_message_view AS"
+    "  SELECT t.id AS thread_id, m.key & 4294967295 AS seq, m.role AS role,"
+    "         m.created_at AS created_at, m.body AS body"
+    "  FROM convo_messages AS m JOIN convo_threads AS t ON t.num = m.key >> 32;"
+    "INSERT INTO convo_meta(key, value) VALUES('schema_version', '1');"
+    "INSERT INTO convo_threads(id, created_at, extra) VALUES('old', 1700000000000000, '{\"k\":1}');"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 0, 'user', 1700000000000000,"
+    "  CAST('{\"role\":\"user\",\"content\":\"a\"}' AS BLOB));"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 1, 'assistant', 1700000000000001,"
+    "  CAST('{\"role\":\"assistant\",\"content\":\"b\"}' AS BLOB));"
+    "INSERT INTO convo_idempotency VALUES(1, 'k1', 0, 2, 1700000000000000);"
+    "COMMIT;";
+
+static void write_v1(const char *path)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, v1_schema);
+    sqlite3_close(db);
+}
+
+START_TEST(test_migration_1_to_2)
+{
+    const char *path = db_path("v1");
+    write_v1(path);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 1);
+    convo_store *s = open_db(path, NULL);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_threads')"
+                                   " WHERE name = 'expires_at'"), 1);
+    /* the old thread reads as before, keeps its idempotency key, takes checkpoints */
+    convo_history *h;
+    convo_error err;
+    ck_assert_int_eq(convo_load(s, "old", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_str_eq(convo_history_message(h, 1, NULL), "{\"role\":\"assistant\",\"content\":\"b\"}");
+    ck_assert_int_eq(convo_history_created_at(h, 1), 1700000000000001);
+    ck_assert_str_eq(convo_history_extra(h), "{\"k\":1}");
+    convo_history_free(h);
+    convo_append_result r = append_n(s, "old", 2, "k1");
+    ck_assert_int_eq(r.replayed, 1);
+    r = append_n(s, "old", 1, NULL);
+    ck_assert_int_eq(r.first_seq, 2);
+    put_cp(s, "old", "c1", "1", "1");
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "old", NULL, NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c1");
+    convo_checkpoint_free(cp);
+    convo_close(s);
+    /* opening again changes nothing */
+    s = open_db(path, NULL);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_schema_too_new)
+{
+    const char *path = db_path("v9");
+    write_v1(path);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_meta SET value = '9' WHERE key = 'schema_version'");
+    sqlite3_close(db);
+    char url[640];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
+    ck_assert_ptr_nonnull(strstr(err.message, "version 9"));
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
+                                   " WHERE name = 'convo_checkpoints'"), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ files */
+
+static int mode_of(const char *path)
+{
+    struct stat st;
+    ck_assert_msg(stat(path, &st) == 0, "stat %s: %s", path, strerror(errno));
+    return (int)(st.st_mode & 07777);
+}
+
+START_TEST(test_wal_shm_modes)
+{
+    static const mode_t masks[] = {0, 022, 077};
+    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+        mode_t old = umask(masks[m]);
+        const char *path = db_path("modes");
+        convo_store *s = open_db(path, NULL);
+        append_n(s, "t", 2, NULL);
+        put_cp(s, "t", "c", "1", "1");
+        char wal[600], shm[600];
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        snprintf(shm, sizeof shm, "%s-shm", path);
+        /* the store is open, so -wal and -shm exist */
+        ck_assert_int_eq(mode_of(path), 0600);
+        ck_assert_int_eq(mode_of(wal), 0600);
+        ck_assert_int_eq(mode_of(shm), 0600);
+        convo_close(s);
+        umask(old);
+    }
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    dir = argv[1];
+    Suite *suite = suite_create("sqlite");
+    TCase *tc = tcase_create("sqlite");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_ttl_parameter);
+    tcase_add_test(tc, test_ttl_expiry);
+    tcase_add_test(tc, test_sweep_batches_and_no_ttl);
+    tcase_add_test(tc, test_delete_and_prune_leave_nothing);
+    tcase_add_test(tc, test_migration_1_to_2);
+    tcase_add_test(tc, test_schema_too_new);
+    tcase_add_test(tc, test_wal_shm_modes);
+    suite_add_tcase(suite, tc);
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
