@@ -583,6 +583,18 @@ static void on_notice(void *arg, const PGresult *r)
         c->fatal = 1;
 }
 
+/* Every statement is its own transaction, written for READ COMMITTED: a row
+ * lock, then statements (or a re-check) that see what the lock waited for.
+ * A stricter default (a role's or the server's) would only make calls fail
+ * with serialization errors under contention. */
+static int session_setup(const convo_backend *b, PGconn *pg, convo_error *err)
+{
+    PGresult *r = PQexec(pg, "SET default_transaction_isolation TO 'read committed'");
+    int rc = r && PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fail(b, pg, r, err);
+    PQclear(r);
+    return rc;
+}
+
 static int pg_connect(void *ctx, void **out, convo_error *err)
 {
     convo_backend *b = ctx;
@@ -602,6 +614,12 @@ static int pg_connect(void *ctx, void **out, convo_error *err)
         return rc;
     }
     PQsetNoticeReceiver(c->pg, on_notice, c);
+    int rc = session_setup(b, c->pg, err);
+    if (rc != 0) {
+        PQfinish(c->pg);
+        free(c);
+        return rc;
+    }
     *out = c;
     return 0;
 }
@@ -648,8 +666,9 @@ static int conn_get(convo_backend *b, pg_conn **out, convo_error *err)
         PQreset(c->pg);
         c->prepared = 0;
         c->fatal = 0;
-        if (PQstatus(c->pg) != CONNECTION_OK) {
-            rc = fail(b, c->pg, NULL, err);
+        rc = PQstatus(c->pg) == CONNECTION_OK ? session_setup(b, c->pg, err)
+                                               : fail(b, c->pg, NULL, err);
+        if (rc != 0) {
             convo__pool_release(b->pool, c, true);
             return rc;
         }
