@@ -558,6 +558,35 @@ START_TEST(test_pool_shared_by_threads)
 }
 END_TEST
 
+/* A serializable default (a role's setting) does not make concurrent appends
+ * fail: the driver runs its statements in READ COMMITTED. */
+START_TEST(test_serializable_default_no_failures)
+{
+    convo_store *s = open_ok(
+        schema_url("iso", "pool=4&options=-c%20default_transaction_isolation%3Dserializable"));
+    enum { N = 4 };
+    pthread_t th[N];
+    worker w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (worker){s, i, 0};
+        pthread_create(&th[i], NULL, append_many, &w[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(w[i].failures, 0);
+    }
+    int64_t total = 0;
+    for (int t = 0; t < 3; t++) {
+        char thread[16];
+        snprintf(thread, sizeof thread, "t%d", t);
+        total += length_of(s, thread);
+    }
+    ck_assert_int_eq(total, N * 100);
+    convo_close(s);
+    drop_schema("iso");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ failures */
 
 static void terminate_store_backends(const char *app)
@@ -864,6 +893,7 @@ static Suite *postgres_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_idempotency_race_across_processes);
     tcase_add_test(tc, test_pool_shared_by_threads);
+    tcase_add_test(tc, test_serializable_default_no_failures);
     suite_add_tcase(s, tc);
     tc = tcase_create("failures");
     tcase_set_timeout(tc, 60);
