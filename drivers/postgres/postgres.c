@@ -1,6 +1,6 @@
-/* postgres.c — the PostgreSQL driver (libpq): threads, messages and
- * idempotency keys in one schema, migrated forward on open; every mutating
- * call is one round trip to a server-side function that locks the thread row. */
+/* postgres.c — the PostgreSQL driver (libpq): threads, messages, idempotency
+ * keys and checkpoints in one schema, migrated forward on open. Every call is
+ * one statement and one round trip; a write locks its thread's row first. */
 #include "config.h"
 #include <convo/driver.h>
 #include <libpq-fe.h>
@@ -1073,6 +1073,34 @@ static char *raw_password(const char *rest)
     return colon ? strndup(colon + 1, (size_t)(at - colon - 1)) : NULL;
 }
 
+/* The password in every form a message could show it. */
+static void remember_secrets(convo_backend *b, const convo_url *url)
+{
+    const char *pw = NULL;
+    for (size_t i = 0; i < url->nparams; i++)
+        if (strcmp(url->params[i].key, "password") == 0)
+            pw = url->params[i].value;
+    b->secrets[0] = dup_or_null(url->password);
+    b->secrets[1] = raw_password(url->rest);
+    b->secrets[2] = dup_or_null(pw);
+}
+
+/* A URI libpq cannot read is CONVO_EINVAL, found before connecting. */
+static int check_uri(const convo_backend *b, convo_error *err)
+{
+    char *why = NULL;
+    PQconninfoOption *parsed = PQconninfoParse(b->conninfo, &why);
+    if (parsed) {
+        PQconninfoFree(parsed);
+        return 0;
+    }
+    char clean[200];
+    int code = why ? CONVO_EINVAL : CONVO_ENOMEM;
+    scrub(b, why ? why : "out of memory", clean, sizeof clean);
+    PQfreemem(why);
+    return convo__error(err, code, NULL, "postgres: %s", clean);
+}
+
 static int setup(convo_backend *b, convo_url *url, convo_error *err)
 {
     if (strncmp(url->rest, "//", 2) != 0)
@@ -1084,25 +1112,11 @@ static int setup(convo_backend *b, convo_url *url, convo_error *err)
         rc = check_libpq_params(url, err);
     if (rc != 0)
         return rc;
-    const char *pw = NULL;
-    for (size_t i = 0; i < url->nparams; i++)
-        if (strcmp(url->params[i].key, "password") == 0)
-            pw = url->params[i].value;
-    b->secrets[0] = dup_or_null(url->password);
-    b->secrets[1] = raw_password(url->rest);
-    b->secrets[2] = dup_or_null(pw);
+    remember_secrets(b, url);
     if (!(b->conninfo = convo__url_rebuild(url)))
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
-    char *why = NULL;
-    PQconninfoOption *parsed = PQconninfoParse(b->conninfo, &why);
-    if (!parsed) { /* a URI libpq cannot read: say so before connecting */
-        char clean[200];
-        int code = why ? CONVO_EINVAL : CONVO_ENOMEM;
-        scrub(b, why ? why : "out of memory", clean, sizeof clean);
-        PQfreemem(why);
-        return convo__error(err, code, NULL, "postgres: %s", clean);
-    }
-    PQconninfoFree(parsed);
+    if ((rc = check_uri(b, err)) != 0)
+        return rc;
     for (int i = 0; i < ST_COUNT; i++)
         if (!(b->sql[i] = with_schema(b, statements[i].sql)))
             return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
