@@ -2,6 +2,7 @@
  * hand it to the driver. Nothing reaches a driver unchecked. */
 #include "internal.h"
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,13 @@ static size_t or_default(size_t v, size_t def)
     return v ? v : def;
 }
 
+/* jansson seeds its hash function lazily; doing it once here keeps threads
+ * that validate messages concurrently from racing on that first call. */
+static void seed_json(void)
+{
+    json_object_seed(0);
+}
+
 int convo_open(convo_store **out, const char *url, convo_error *err)
 {
     return convo_open_ex(out, url, NULL, err);
@@ -47,6 +55,8 @@ int convo_open(convo_store **out, const char *url, convo_error *err)
 int convo_open_ex(convo_store **out, const char *url_text, const convo_store_opts *opts,
                   convo_error *err)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, seed_json);
     convo__error_clear(err);
     if (!out)
         return convo__error(err, CONVO_EINVAL, NULL, "out is NULL");

@@ -16,7 +16,7 @@ static int hexval(int c)
 }
 
 /* Percent-decodes [s, s+n) into a new string; NULL on a bad escape or NUL byte. */
-static char *decode(const char *s, size_t n, int plus_is_space)
+static char *decode(const char *s, size_t n)
 {
     char *out = malloc(n + 1), *o = out;
     if (!out)
@@ -34,8 +34,6 @@ static char *decode(const char *s, size_t n, int plus_is_space)
             }
             *o++ = (char)(a * 16 + b);
             i += 2;
-        } else if (plus_is_space && s[i] == '+') {
-            *o++ = ' ';
         } else {
             *o++ = s[i];
         }
@@ -85,8 +83,8 @@ static int parse_query(convo_url *url, const char *q, convo_error *err)
                 return convo__error(err, CONVO_ENOMEM, NULL, "out of memory parsing the URL");
             url->params = grown;
             convo_url_param *p = &url->params[url->nparams];
-            p->key = decode(q, klen, 1);
-            p->value = eq ? decode(eq + 1, n - klen - 1, 1) : dup_range("", 0);
+            p->key = decode(q, klen);
+            p->value = eq ? decode(eq + 1, n - klen - 1) : dup_range("", 0);
             if (!p->key || !p->value || !*p->key) {
                 free(p->key);
                 free(p->value);
@@ -121,9 +119,9 @@ static int parse_authority(convo_url *url, const char *a, convo_error *err)
     if (at) {
         const char *colon = memchr(a, ':', (size_t)(at - a));
         size_t ulen = colon ? (size_t)(colon - a) : (size_t)(at - a);
-        url->user = decode(a, ulen, 0);
+        url->user = decode(a, ulen);
         if (colon)
-            url->password = decode(colon + 1, (size_t)(at - colon - 1), 0);
+            url->password = decode(colon + 1, (size_t)(at - colon - 1));
         if (!url->user || (colon && !url->password))
             return convo__error(err, CONVO_EINVAL, NULL, "bad URL: malformed user or password");
         hp = at + 1;
@@ -133,7 +131,7 @@ static int parse_authority(convo_url *url, const char *a, convo_error *err)
         const char *rb = memchr(hp, ']', (size_t)(end - hp));
         if (!rb)
             return convo__error(err, CONVO_EINVAL, NULL, "bad URL: unclosed '[' in host");
-        url->host = decode(hp + 1, (size_t)(rb - hp - 1), 0);
+        url->host = decode(hp + 1, (size_t)(rb - hp - 1));
         if (rb + 1 < end && rb[1] == ':')
             port = rb + 2;
         else if (rb + 1 != end)
@@ -145,7 +143,7 @@ static int parse_authority(convo_url *url, const char *a, convo_error *err)
             port = colon + 1;
             hend = colon;
         }
-        url->host = decode(hp, (size_t)(hend - hp), 0);
+        url->host = decode(hp, (size_t)(hend - hp));
     }
     if (!url->host)
         return convo__error(err, CONVO_EINVAL, NULL, "bad URL: malformed host");
@@ -163,7 +161,7 @@ static int parse_authority(convo_url *url, const char *a, convo_error *err)
         url->port = (int)v;
     }
     if (*end == '/') {
-        url->path = decode(end + 1, strlen(end + 1), 0);
+        url->path = decode(end + 1, strlen(end + 1));
         if (!url->path)
             return convo__error(err, CONVO_EINVAL, NULL, "bad URL: malformed path");
     }
@@ -176,7 +174,7 @@ static int is_password_param(const char *p)
     size_t klen = strcspn(p, "=&");
     if (p[klen] != '=')
         return 0;
-    char *key = decode(p, klen, 1);
+    char *key = decode(p, klen);
     int yes = key && strcmp(key, "password") == 0;
     free(key);
     return yes;

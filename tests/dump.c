@@ -60,8 +60,11 @@ static void put_cp(convo_store *s, const char *t, const char *ns, const char *id
  * and writes, and one with odd bytes. */
 static void populate(convo_store *s)
 {
+    /* fresh ids for every call: persistent stores keep what earlier tests wrote */
+    static int generation;
+    generation++;
     for (int i = 0; i < NTHREADS; i++)
-        snprintf(ids[i], sizeof ids[i], "%s-%d", prefix, i);
+        snprintf(ids[i], sizeof ids[i], "%s-%d-%d-%d", prefix, (int)getpid(), generation, i);
     const char *a[] = {"{\"role\":\"user\",\"content\":\"hi\"}",
                        "{ \"role\" : \"assistant\" ,\"content\":\"h\\u00e9llo \xe2\x9c\x93\"  }"};
     append_ok(s, ids[0], a, 2);
