@@ -548,6 +548,63 @@ START_TEST(test_batch_document_limit)
 }
 END_TEST
 
+/* ---- import (convo copy into MongoDB) ---- */
+
+static void assert_same_history(convo_store *a, convo_store *b, const char *id)
+{
+    convo_history *ha, *hb;
+    ck_assert_int_eq(convo_load(a, id, NULL, &ha, &err), 0);
+    ck_assert_int_eq(convo_load(b, id, NULL, &hb, &err), 0);
+    ck_assert_int_eq(convo_history_count(ha), convo_history_count(hb));
+    for (size_t i = 0; i < convo_history_count(ha); i++) {
+        size_t la, lb;
+        const char *ma = convo_history_message(ha, i, &la), *mb = convo_history_message(hb, i, &lb);
+        ck_assert_int_eq(la, lb);
+        ck_assert(memcmp(ma, mb, la) == 0);
+        ck_assert_int_eq(convo_history_seq(ha, i), convo_history_seq(hb, i));
+        ck_assert_int_eq(convo_history_created_at(ha, i), convo_history_created_at(hb, i));
+        ck_assert_str_eq(convo_history_role(ha, i), convo_history_role(hb, i));
+    }
+    convo_history_free(ha);
+    convo_history_free(hb);
+}
+
+START_TEST(test_import)
+{
+    convo_store *src = NULL, *dst = open_store(NULL);
+    ck_assert_int_eq(convo_open(&src, "memory:", &err), 0);
+    char *big = big_message(900000);
+    for (int i = 0; i < 30; i++) { /* one dump chunk of 18 MB: more than one document */
+        const char *m = i % 3 ? big : "{\"role\":\"tool\",\"small\":true}";
+        ck_assert_int_eq(convo_append(src, "imp", &m, NULL, 1, NULL, NULL, &err), 0);
+        sleep_ms(1); /* every message its own created_at */
+    }
+    const char *id = "imp";
+    convo_dump_stats st;
+    ck_assert_msg(convo_copy(src, dst, &id, 1, NULL, &st, &err) == 0, "copy: %s", err.message);
+    assert_same_history(src, dst, "imp");
+    int64_t docs = raw_count("batches", BCON_NEW("t", BCON_UTF8("imp")));
+    ck_assert_int_ge(docs, 2);
+    ck_assert_int_eq(convo_copy(src, dst, &id, 1, NULL, &st, &err), 0);
+    ck_assert_int_eq(st.skipped, 30); /* the same dump again changes nothing */
+    /* an import killed between two documents of one chunk resumes where it stopped */
+    bson_oid_t g;
+    thread_generation("imp", &g);
+    raw_delete("batches", BCON_NEW("t", BCON_UTF8("imp"), "s", "{", "$gt", BCON_INT64(0), "}"));
+    ck_assert_int_lt(length_of(dst, "imp"), 30);
+    ck_assert_msg(convo_copy(src, dst, &id, 1, NULL, &st, &err) == 0, "copy: %s", err.message);
+    assert_same_history(src, dst, "imp");
+    /* a thread that went its own way is a conflict */
+    append_batch(dst, "imp", 1, 1, 1);
+    convo_close(dst);
+    dst = open_store(NULL);
+    ck_assert_int_eq(convo_copy(src, dst, &id, 1, NULL, &st, &err), 0); /* 31 >= 30: skipped */
+    free(big);
+    convo_close(src);
+    convo_close(dst);
+}
+END_TEST
+
 /* ---- crash points, re-created by writing the documents a killed call leaves ---- */
 
 static void forge_thread(const char *id, const bson_oid_t *g, bool live, bool forking,
@@ -1014,7 +1071,7 @@ static Suite *mongo_suite(void)
         {"url", {test_url_rejects, test_url_accepts, test_url_unreachable_hides_password}, 30},
         {"layout", {test_layout, test_indexes, test_newer_schema_refused, test_extra_keys_round_trip,
                     test_extra_too_deep}, 30},
-        {"size", {test_batch_document_limit}, 60},
+        {"size", {test_batch_document_limit, test_import}, 120},
         {"crash_points", {test_crash_append_placeholder, test_crash_append_not_marked,
                           test_crash_delete_marked, test_crash_delete_fenced,
                           test_crash_delete_leftovers, test_crash_fork_placeholder}, 30},

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
 #define SCHEMA_VERSION 1
@@ -22,6 +23,7 @@
 #define MAX_DEPTH 95                          /* MongoDB nests documents at most 100 deep */
 #define COPY_FLUSH_BYTES ((size_t)8 * 1024 * 1024)
 #define GC_ROUNDS 16
+#define PIECE_LIMIT (DOC_LIMIT - 4096) /* room for a batch document's other fields */
 
 struct convo_backend {
     mongoc_client_pool_t *pool;
@@ -832,6 +834,17 @@ static bool is_integer(const char *s)
     return true;
 }
 
+/* key in lower case into buf; false when it is too long to be an option. */
+static bool lower_copy(const char *key, char *buf, size_t size)
+{
+    size_t n = strlen(key);
+    if (n >= size)
+        return false;
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = (char)tolower((unsigned char)key[i]);
+    return true;
+}
+
 static bool is_secret_option(const char *lower)
 {
     return strcmp(lower, "tlscertificatekeyfilepassword") == 0 ||
@@ -845,16 +858,11 @@ static int check_option(const char *key, const char *value, convo_error *err)
     static const char *const others[] = {"authmechanism", "authmechanismproperties",
                                          "authsource", "compressors", "gssapiservicename",
                                          "readconcernlevel", "readpreferencetags", "w", NULL};
-    char lower[64];
-    size_t n = strlen(key);
-    if (n >= sizeof lower)
-        n = sizeof lower - 1;
-    for (size_t i = 0; i < n; i++)
-        lower[i] = (char)tolower((unsigned char)key[i]);
-    lower[n] = '\0';
-    bool integer = mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower);
-    bool boolean = mongoc_uri_option_is_bool(lower);
-    bool known = integer || boolean || mongoc_uri_option_is_utf8(lower);
+    char lower[64] = "";
+    bool known = lower_copy(key, lower, sizeof lower);
+    bool integer = known && (mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower));
+    bool boolean = known && mongoc_uri_option_is_bool(lower);
+    known = known && (integer || boolean || mongoc_uri_option_is_utf8(lower));
     for (const char *const *o = others; !known && *o; o++)
         known = strcmp(*o, lower) == 0;
     if (!known)
@@ -882,13 +890,14 @@ static char *join(const char *a, const char *b)
     return out;
 }
 
-/* Takes database, prefix and ttl out of the URL and checks what is left. */
-static int take_params(convo_backend *b, convo_url *url, convo_error *err)
+/* Takes database, prefix and ttl out of the URL. */
+static int take_convo_params(convo_backend *b, convo_url *url, convo_error *err)
 {
-    char *database = convo__url_take(url, "database");
     char *prefix = convo__url_take(url, "prefix");
     char *ttl = convo__url_take(url, "ttl");
-    b->database = database ? database : strdup("convo");
+    b->database = convo__url_take(url, "database");
+    if (!b->database)
+        b->database = strdup("convo");
     int rc = b->database ? check_database(b->database, err) : CONVO_ENOMEM;
     if (rc == 0 && prefix)
         rc = check_prefix(prefix, err);
@@ -901,19 +910,25 @@ static int take_params(convo_backend *b, convo_url *url, convo_error *err)
         rc = CONVO_ENOMEM;
     free(prefix);
     free(ttl);
+    return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
+}
+
+/* Checks the parameters left for libmongoc and notes the secrets among them. */
+static int check_client_params(convo_backend *b, const convo_url *url, convo_error *err)
+{
     size_t nsecret = 0;
     if (url->password && *url->password)
         b->secrets[nsecret++] = strdup(url->password);
-    for (size_t i = 0; rc == 0 && i < url->nparams; i++) {
-        rc = check_option(url->params[i].key, url->params[i].value, err);
+    for (size_t i = 0; i < url->nparams; i++) {
         char lower[64];
-        snprintf(lower, sizeof lower, "%s", url->params[i].key);
-        for (char *q = lower; *q; q++)
-            *q = (char)tolower((unsigned char)*q);
-        if (is_secret_option(lower) && nsecret < 3 && *url->params[i].value)
+        int rc = check_option(url->params[i].key, url->params[i].value, err);
+        if (rc != 0)
+            return rc;
+        if (lower_copy(url->params[i].key, lower, sizeof lower) && is_secret_option(lower) &&
+            nsecret < 3 && *url->params[i].value)
             b->secrets[nsecret++] = strdup(url->params[i].value);
     }
-    return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
+    return 0;
 }
 
 static int create_indexes(call *c, mongoc_collection_t *coll, const bson_t *indexes)
@@ -927,21 +942,23 @@ static int create_indexes(call *c, mongoc_collection_t *coll, const bson_t *inde
     return ok ? 0 : fail(c, &e, "creating indexes");
 }
 
-/* Checks the stored schema version, then creates the indexes (a no-op when they
- * exist) and records the version. */
-static int ensure_schema(call *c)
+static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filter)
 {
-    mongoc_collection_t *meta =
-        mongoc_client_get_collection(c->client, c->b->database, c->b->meta_name);
-    bson_t *filter = BCON_NEW("_id", BCON_UTF8("schema"));
     bson_t doc;
     bool found;
     int rc = find_one(c, meta, filter, NULL, &doc, &found, "reading the schema version");
-    if (rc == 0 && get_int(&doc, "version", 0) > SCHEMA_VERSION)
+    int64_t version = get_int(&doc, "version", 0);
+    bson_destroy(&doc);
+    if (rc == 0 && version > SCHEMA_VERSION)
         rc = convo__error(c->err, CONVO_ENOTSUP, NULL,
                           "MongoDB: prefix was written by a newer convo (schema %lld > %d)",
-                          (long long)get_int(&doc, "version", 0), SCHEMA_VERSION);
-    bson_destroy(&doc);
+                          (long long)version, SCHEMA_VERSION);
+    return rc;
+}
+
+/* The chain and idempotency indexes; with ttl the expiry indexes too. */
+static int create_all_indexes(call *c)
+{
     bson_t *batch_indexes = BCON_NEW(
         "0", "{", "key", "{", "t", BCON_INT32(1), "g", BCON_INT32(1), "s", BCON_INT32(1), "}",
         "name", BCON_UTF8("convo_chain"), "unique", BCON_BOOL(true), "}",
@@ -954,20 +971,33 @@ static int ensure_schema(call *c)
     if (c->b->ttl_ms)
         BCON_APPEND(batch_indexes, "2", "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
                     BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
-    if (rc == 0)
-        rc = create_indexes(c, c->batches, batch_indexes);
+    int rc = create_indexes(c, c->batches, batch_indexes);
     if (rc == 0 && c->b->ttl_ms)
         rc = create_indexes(c, c->threads, ttl_index);
+    bson_destroy(batch_indexes);
+    bson_destroy(ttl_index);
+    return rc;
+}
+
+/* Checks the stored schema version, creates the indexes (a no-op when they
+ * exist) and records the version. */
+static int ensure_schema(call *c)
+{
+    mongoc_collection_t *meta =
+        mongoc_client_get_collection(c->client, c->b->database, c->b->meta_name);
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8("schema"));
     bson_t *update = BCON_NEW("$max", "{", "version", BCON_INT32(SCHEMA_VERSION), "}");
     bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
     bson_error_t e;
+    int rc = check_version(c, meta, filter);
+    if (rc == 0)
+        rc = create_all_indexes(c);
+    /* two stores opening at once may race on the upsert: the loser's dup key is fine */
     if (rc == 0 && !mongoc_collection_update_one(meta, filter, update, opts, NULL, &e) &&
         !is_duplicate(&e))
         rc = fail(c, &e, "recording the schema version");
     bson_destroy(update);
     bson_destroy(opts);
-    bson_destroy(batch_indexes);
-    bson_destroy(ttl_index);
     bson_destroy(filter);
     mongoc_collection_destroy(meta);
     return rc;
@@ -1058,7 +1088,9 @@ static int mongo_open(convo_backend **out, convo_url *url, const convo_limits *l
     if (!b)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     b->limits = *limits;
-    int rc = take_params(b, url, err);
+    int rc = take_convo_params(b, url, err);
+    if (rc == 0)
+        rc = check_client_params(b, url, err);
     if (rc == 0)
         rc = make_pool(b, url, err);
     if (rc == 0) {
@@ -1077,26 +1109,32 @@ static int mongo_open(convo_backend **out, convo_url *url, const convo_limits *l
 
 /* ---- append ---- */
 
+/* Appends message i as {r: role, b: bytes} (+ a: created_at when it differs from
+ * the batch's at) to the messages array; false when it grows past limit. */
+static bool add_message(bson_t *arr, uint32_t i, const convo_message_in *msg, bool own_at,
+                        int64_t at, size_t limit)
+{
+    char buf[16];
+    const char *key;
+    bson_t item;
+    bson_uint32_to_string(i, &key, buf, sizeof buf);
+    if (msg->len >= DOC_LIMIT || !bson_append_document_begin(arr, key, -1, &item))
+        return false;
+    bool ok = bson_append_utf8(&item, "r", 1, msg->role, -1) &&
+              bson_append_binary(&item, "b", 1, BSON_SUBTYPE_BINARY,
+                                 (const uint8_t *)msg->bytes, (uint32_t)msg->len) &&
+              (!own_at || bson_append_int64(&item, "a", 1, at));
+    return bson_append_document_end(arr, &item) && ok && arr->len <= limit;
+}
+
 /* The messages array [{r: role, b: bytes}, ...] of a batch document. */
 static int build_messages(call *c, const convo_message_in *msgs, size_t n, bson_t *arr)
 {
     bson_init(arr);
-    for (size_t i = 0; i < n; i++) {
-        char buf[16];
-        const char *key;
-        bson_t item;
-        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
-        bool ok = msgs[i].len < DOC_LIMIT && bson_append_document_begin(arr, key, -1, &item);
-        if (ok) {
-            ok = bson_append_utf8(&item, "r", 1, msgs[i].role, -1) &&
-                 bson_append_binary(&item, "b", 1, BSON_SUBTYPE_BINARY,
-                                    (const uint8_t *)msgs[i].bytes, (uint32_t)msgs[i].len);
-            ok = bson_append_document_end(arr, &item) && ok;
-        }
-        if (!ok || arr->len > DOC_LIMIT)
+    for (size_t i = 0; i < n; i++)
+        if (!add_message(arr, (uint32_t)i, &msgs[i], false, 0, DOC_LIMIT))
             return convo__error(c->err, CONVO_ETOOLARGE, NULL,
                                 "batch is larger than a MongoDB document (16 MiB); split it");
-    }
     return 0;
 }
 
@@ -1152,6 +1190,22 @@ static int touch_thread(call *c, const char *id, const bson_oid_t *g, int64_t no
     return rc;
 }
 
+/* With ttl, the batches' expiry and then the thread doc's move before a batch
+ * lands, so a stored batch never expires first; *again when the incarnation was
+ * retired meanwhile. */
+static int extend_expiry(call *c, const char *id, const thread_doc *t, int64_t now, bool *again)
+{
+    bool refreshed = false;
+    int64_t matched = 1;
+    if (!c->b->ttl_ms)
+        return 0;
+    int rc = refresh_batches(c, id, t, now, &refreshed);
+    if (rc == 0)
+        rc = touch_thread(c, id, &t->g, now, refreshed, &matched);
+    *again = rc == 0 && matched == 0;
+    return rc;
+}
+
 static int mark_live(call *c, const char *id, const bson_oid_t *g)
 {
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
@@ -1168,8 +1222,8 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
 {
     thread_doc t;
     batch_head top;
-    bool found = false, refreshed = false, dup = false;
-    int64_t matched = 1, now = now_ms();
+    bool found = false, dup = false;
+    int64_t now = now_ms();
     int rc = writable_thread(c, id, false, true, &t, again);
     if (rc == 0 && !*again && o->idempotency_key)
         rc = find_replay(c, id, &t.g, o->idempotency_key, res, &found);
@@ -1188,13 +1242,8 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
                           (long long)length, (long long)o->expected_length);
         goto out;
     }
-    if (c->b->ttl_ms) { /* expiry moves before the batch lands, so a stored batch never expires early */
-        rc = refresh_batches(c, id, &t, now, &refreshed);
-        if (rc == 0)
-            rc = touch_thread(c, id, &t.g, now, refreshed, &matched);
-        if (rc || (*again = matched == 0))
-            goto out;
-    }
+    if ((rc = extend_expiry(c, id, &t, now, again)) != 0 || *again)
+        goto out;
     bson_t doc;
     build_batch(c->b, id, &t.g, length, n, o->idempotency_key, convo__now_micros(), now, m, &doc);
     rc = insert_doc(c, c->batches, &doc, &dup, "appending");
@@ -1296,7 +1345,11 @@ static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t fr
             !BSON_ITER_HOLDS_BINARY(&bytes))
             return corrupt(c, "message without bytes");
         bson_iter_binary(&bytes, &sub, &len, &data);
-        if (convo__history_add(h, (const char *)data, len, r, s + i, at) != 0)
+        int64_t when = bson_iter_recurse(&arr, &item) && bson_iter_find(&item, "a") &&
+                               BSON_ITER_HOLDS_INT64(&item)
+                           ? bson_iter_int64(&item)
+                           : at;
+        if (convo__history_add(h, (const char *)data, len, r, s + i, when) != 0)
             return no_memory(c);
     }
     return i == n ? 0 : corrupt(c, "batch holds a different number of messages than it says");
@@ -1926,6 +1979,231 @@ static int mongo_thread_fork(convo_backend *b, const char *src, const char *dst,
     return rc;
 }
 
+/* ---- import (convo import / copy) ---- */
+
+/* A run of messages [from, to) of an import chunk and its messages array (on
+ * the heap: a bson_t must not move once it has grown). */
+typedef struct piece {
+    size_t from, to;
+    bson_t *m;
+} piece;
+
+/* A new piece starting with message i; false when that message alone is too big. */
+static bool piece_start(piece *p, size_t i, const convo_message_in *msgs, const int64_t *at)
+{
+    p->from = i;
+    p->to = i + 1;
+    p->m = bson_new();
+    return add_message(p->m, 0, &msgs[i], false, at[i], PIECE_LIMIT);
+}
+
+/* Adds message i to p, or leaves p as it was and returns false when it would not fit. */
+static bool piece_add(piece *p, size_t i, const convo_message_in *msgs, const int64_t *at)
+{
+    const int64_t base = at[p->from];
+    if (add_message(p->m, (uint32_t)(i - p->from), &msgs[i], at[i] != base, at[i], PIECE_LIMIT)) {
+        p->to = i + 1;
+        return true;
+    }
+    bson_destroy(p->m); /* rebuild without the message that did not fit */
+    p->m = bson_new();
+    for (size_t j = p->from; j < p->to; j++)
+        add_message(p->m, (uint32_t)(j - p->from), &msgs[j], at[j] != base, at[j], PIECE_LIMIT);
+    return false;
+}
+
+/* Splits a chunk into pieces whose batch documents fit in 16 MiB (one piece,
+ * stored atomically, unless the chunk is larger). */
+static int split_chunk(call *c, const convo_message_in *msgs, const int64_t *at, size_t n,
+                       piece **out, size_t *count)
+{
+    piece *p = NULL;
+    size_t np = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (np && piece_add(&p[np - 1], i, msgs, at))
+            continue;
+        piece *grown = realloc(p, (np + 1) * sizeof *p);
+        if (!grown) {
+            rc = no_memory(c);
+            break;
+        }
+        p = grown;
+        if (!piece_start(&p[np++], i, msgs, at))
+            rc = convo__error(c->err, CONVO_ETOOLARGE, NULL,
+                              "message %zu is larger than a MongoDB document (16 MiB)", i);
+    }
+    *out = p;
+    *count = np;
+    return rc;
+}
+
+static void pieces_free(piece *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(p[i].m);
+    free(p);
+}
+
+/* One try at storing a chunk at first_seq; resumes at a piece boundary a killed
+ * import of the same chunk reached. */
+static int import_attempt(call *c, const char *id, int64_t first_seq, const piece *p, size_t np,
+                          const int64_t *at, int *skipped, bool *again)
+{
+    thread_doc t;
+    batch_head top;
+    int64_t now = now_ms(), end = first_seq + (int64_t)p[np - 1].to;
+    size_t j = 0;
+    int rc = writable_thread(c, id, false, true, &t, again);
+    if (rc == 0 && !*again)
+        rc = top_batch(c, id, &t.g, &top);
+    if (rc || *again)
+        goto out;
+    if (top.found && top.fence) {
+        rc = finish_delete(c, id, &t.g, false);
+        *again = true;
+        goto out;
+    }
+    int64_t length = top.found ? top.e : 0;
+    if ((*skipped = length >= end))
+        goto out;
+    while (j < np && first_seq + (int64_t)p[j].from != length)
+        j++;
+    if (j == np) {
+        rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
+                          "thread has %lld messages, the dump continues at %lld",
+                          (long long)length, (long long)first_seq);
+        goto out;
+    }
+    if ((rc = extend_expiry(c, id, &t, now, again)) != 0 || *again)
+        goto out;
+    for (; j < np && rc == 0 && !*again; j++) {
+        bson_t doc;
+        int64_t s = first_seq + (int64_t)p[j].from;
+        build_batch(c->b, id, &t.g, s, p[j].to - p[j].from, NULL, at[p[j].from], now, p[j].m,
+                    &doc);
+        rc = insert_doc(c, c->batches, &doc, again, "importing messages");
+        bson_destroy(&doc);
+    }
+    if (rc == 0 && !*again && !t.live)
+        quietly(c, mark_live, id, &t.g);
+out:
+    thread_free(&t);
+    return rc;
+}
+
+static int mongo_thread_import(convo_backend *b, const char *id, int64_t first_seq,
+                               const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                               int *skipped, convo_error *err)
+{
+    call c;
+    piece *p = NULL;
+    size_t np = 0;
+    call_begin(&c, b, err);
+    *skipped = 0;
+    int rc = split_chunk(&c, msgs, created_at, n, &p, &np);
+    for (int attempt = 0; rc == 0; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = import_attempt(&c, id, first_seq, p, np, created_at, skipped, &again);
+        if (!again)
+            break;
+    }
+    pieces_free(p, np);
+    call_end(&c);
+    return rc;
+}
+
+/* ---- measuring (convo bench) ---- */
+
+/* storageSize + totalIndexSize of one collection; *reported false when the
+ * server does not say (the test stand-in). */
+static int collection_bytes(call *c, const char *name, int64_t *bytes, bool *reported)
+{
+    mongoc_collection_t *coll = mongoc_client_get_collection(c->client, c->b->database, name);
+    bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$collStats", "{", "storageStats", "{", "}",
+                                "}", "}", "]");
+    mongoc_cursor_t *cur =
+        mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, NULL, c->b->primary);
+    const bson_t *doc;
+    bson_iter_t it;
+    bson_error_t e;
+    int rc = 0;
+    if (mongoc_cursor_next(cur, &doc) && bson_iter_init(&it, doc) &&
+        bson_iter_find_descendant(&it, "storageStats.storageSize", &it) &&
+        BSON_ITER_HOLDS_NUMBER(&it)) {
+        *bytes += bson_iter_as_int64(&it);
+        if (bson_iter_init(&it, doc) &&
+            bson_iter_find_descendant(&it, "storageStats.totalIndexSize", &it) &&
+            BSON_ITER_HOLDS_NUMBER(&it))
+            *bytes += bson_iter_as_int64(&it);
+    } else if (mongoc_cursor_error(cur, &e)) {
+        if (e.code != 26) /* NamespaceNotFound: nothing stored yet */
+            rc = fail(c, &e, "reading collection sizes");
+    } else {
+        *reported = false;
+    }
+    mongoc_cursor_destroy(cur);
+    bson_destroy(pipeline);
+    mongoc_collection_destroy(coll);
+    return rc;
+}
+
+static int mongo_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
+{
+    call c;
+    bool reported = true;
+    const char *names[] = {b->threads_name, b->batches_name, b->meta_name};
+    call_begin(&c, b, err);
+    *bytes = 0;
+    int rc = 0;
+    for (size_t i = 0; i < 3 && rc == 0; i++)
+        rc = collection_bytes(&c, names[i], bytes, &reported);
+    call_end(&c);
+    if (rc == 0 && !reported)
+        rc = convo__error(err, CONVO_ENOTSUP, NULL, "MongoDB: the server does not report sizes");
+    return rc;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* n single-document inserts into a scratch collection, which is dropped after. */
+static int mongo_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                           double *seconds, convo_error *err)
+{
+    call c;
+    char name[96];
+    bson_error_t e;
+    int rc = 0;
+    call_begin(&c, b, err);
+    snprintf(name, sizeof name, "%s_bench_%ld_%lld", b->meta_name, (long)getpid(),
+             (long long)convo__now_micros());
+    mongoc_collection_t *coll = mongoc_client_get_collection(c.client, b->database, name);
+    double start = seconds_now();
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        bson_t *doc = BCON_NEW("i", BCON_INT64((int64_t)i));
+        BSON_APPEND_BINARY(doc, "p", BSON_SUBTYPE_BINARY, (const uint8_t *)payload,
+                           (uint32_t)payload_len);
+        if (!mongoc_collection_insert_one(coll, doc, NULL, NULL, &e))
+            rc = fail(&c, &e, "inserting");
+        bson_destroy(doc);
+    }
+    *seconds = seconds_now() - start;
+    mongoc_collection_drop(coll, NULL);
+    mongoc_collection_destroy(coll);
+    call_end(&c);
+    return rc;
+}
+
 static const char *const mongo_schemes[] = {"mongodb", "mongodb+srv", NULL};
 
 const convo_driver convo_driver_mongo = {
@@ -1940,4 +2218,7 @@ const convo_driver convo_driver_mongo = {
     .thread_delete = mongo_thread_delete,
     .thread_list = mongo_thread_list,
     .thread_fork = mongo_thread_fork,
+    .bench_raw = mongo_bench_raw,
+    .stored_bytes = mongo_stored_bytes,
+    .thread_import = mongo_thread_import,
 };
