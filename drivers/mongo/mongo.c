@@ -62,9 +62,20 @@ typedef struct batch_head {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* libmongoc prints its own diagnostics (DEBUG lines about refused connections,
+ * failed handshakes) on stderr; convo reports errors through convo_error, so only
+ * critical ones get through. */
+static void quiet_log(mongoc_log_level_t level, const char *domain, const char *message,
+                      void *ctx)
+{
+    if (level == MONGOC_LOG_LEVEL_CRITICAL)
+        mongoc_log_default_handler(level, domain, message, ctx);
+}
+
 static void init_mongoc(void)
 {
     mongoc_init();
+    mongoc_log_set_handler(quiet_log, NULL);
 }
 
 static int64_t now_ms(void)
@@ -946,7 +957,7 @@ static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filte
 {
     bson_t doc;
     bool found;
-    int rc = find_one(c, meta, filter, NULL, &doc, &found, "reading the schema version");
+    int rc = find_one(c, meta, filter, NULL, &doc, &found, "connecting (reading the schema version)");
     int64_t version = get_int(&doc, "version", 0);
     bson_destroy(&doc);
     if (rc == 0 && version > SCHEMA_VERSION)
