@@ -3,7 +3,8 @@
 # Debian 12, only when it is missing.
 #
 #   scripts/install-deps.sh               build + test dependencies (servers,
-#                                         valgrind, node) and the MongoDB
+#                                         valgrind, clang for the fuzz test,
+#                                         node) and the MongoDB
 #                                         stand-in's npm packages
 #   scripts/install-deps.sh --build-only  only what `./configure && make &&
 #                                         make check` needs for the SQLite build
@@ -22,7 +23,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_PKGS="build-essential autoconf automake libtool pkg-config
   libsqlite3-dev libhiredis-dev libpq-dev libmongoc-dev libbson-dev
   libjansson-dev libmsgpack-dev check"
-TEST_PKGS="redis-server postgresql postgresql-client nodejs npm valgrind python3"
+TEST_PKGS="redis-server postgresql postgresql-client nodejs npm valgrind python3
+  clang libclang-rt-14-dev"
 
 build_only=0
 dry_run=0
@@ -30,7 +32,7 @@ for arg in "$@"; do
   case "$arg" in
     --build-only) build_only=1 ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps: unknown option: $arg" >&2; exit 2 ;;
   esac
 done

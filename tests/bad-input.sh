@@ -1,0 +1,244 @@
+#!/bin/bash
+# bad-input.sh — bad input through the convo tool, on a SQLite file and on every
+# test server named by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL: each is refused with
+# one line "convo: ..." on stderr and the documented exit status (1 invalid,
+# 5 too large), and nothing is written. Bad URL parameters and names that try
+# injection are refused before anything is created.
+# Run by `make check`; by hand: top_builddir=BUILD tests/bad-input.sh
+set -u
+
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/tool-path.sh"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+unset CONVO_URL
+passed=0 failed=0 skipped=0
+
+ok() { passed=$((passed + 1)); }
+bad() {
+    failed=$((failed + 1))
+    echo "FAIL: $*" >&2
+}
+
+# CONVO_TEST_WRAPPER (e.g. "valgrind -q --error-exitcode=1 --leak-check=full")
+# runs every invocation of the tool under that program.
+# The real binary is started directly: `libtool --mode=execute` would mangle
+# arguments that hold a newline.
+convo() {
+    if [ -n "$CONVO_REAL" ]; then
+        # shellcheck disable=SC2086
+        LD_LIBRARY_PATH=$CONVO_LIBPATH ${CONVO_TEST_WRAPPER:-} "$CONVO_REAL" "$@"
+    elif [ -n "${CONVO_TEST_WRAPPER:-}" ]; then
+        # shellcheck disable=SC2086
+        "$top_builddir/libtool" --mode=execute $CONVO_TEST_WRAPPER "$CONVO_BIN" "$@"
+    else
+        "$CONVO_BIN" "$@"
+    fi
+}
+
+# refused DESC STATUS ARGS... (stdin as given): exit STATUS, empty stdout and
+# exactly one stderr line "convo: ...".
+refused() {
+    local desc=$1 want=$2 got=0
+    shift 2
+    convo "$@" >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" != "$want" ]; then
+        bad "$desc: exit $got, want $want: $(head -c 300 "$T/err")"
+    elif [ -s "$T/out" ]; then
+        bad "$desc: printed on stdout: $(head -c 200 "$T/out")"
+    elif [ "$(wc -l <"$T/err")" != 1 ] || ! grep -q '^convo: ' "$T/err"; then
+        bad "$desc: stderr is not one 'convo: ' line: [$(head -c 400 "$T/err")]"
+    else
+        ok
+    fi
+}
+
+# accepted DESC ARGS...: exit 0.
+accepted() {
+    local desc=$1 got=0
+    shift
+    convo "$@" >"$T/out" 2>"$T/err" </dev/null || got=$?
+    if [ "$got" = 0 ]; then ok; else bad "$desc: exit $got: $(head -c 300 "$T/err")"; fi
+}
+
+python3 - "$T" <<'EOF'
+import sys
+t = sys.argv[1]
+def put(name, data):
+    with open(t + "/" + name, "wb") as f:
+        f.write(data)
+put("big.jsonl", b'{"role":"user","content":"' + b"a" * (1 << 20) + b'"}\n')
+put("many.jsonl", b'{"role":"user"}\n' * 10001)
+put("badutf8.jsonl", b'{"role":"user","content":"\xff"}\n')
+put("overlong.jsonl", b'{"role":"user","content":"\xc0\xaf"}\n')
+put("surrogate.jsonl", b'{"role":"user","content":"\xed\xa0\x80"}\n')
+put("rawnul.jsonl", b'{"role":"user","content":"a\x00b"}\n')
+put("mixed.jsonl", b'{"role":"user"}\n{"role":"user","content":"\xff"}\n')
+put("deep.jsonl", b'{"role":"user","x":' + b"[" * 100000 + b"]" * 100000 + b"}\n")
+put("lastbad.jsonl", b'{"role":"user"}\n' * 9999 + b'{"role":""}\n')
+EOF
+LONG_ROLE=$(printf 'r%.0s' $(seq 65))
+ID513=$(head -c 513 /dev/zero | tr '\0' i)
+ID512=$(head -c 512 /dev/zero | tr '\0' i)
+CHUNK=$(head -c 120000 /dev/zero | tr '\0' x)
+U='{"role":"user"}'
+
+# nothing_written URL DESC: the thread t does not exist and no thread does.
+nothing_written() {
+    refused "$2: t was not created" 3 --url "$1" load t
+    local got=0
+    convo --url "$1" threads >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" = 0 ] && [ ! -s "$T/out" ]; then ok; else
+        bad "$2: threads after rejected input: exit $got, [$(head -c 200 "$T/out")]"
+    fi
+}
+
+# suite NAME URL: every check against one empty store.
+suite() {
+    local name=$1 url=$2
+    echo "---- bad-input: $name"
+    # messages: exit 1
+    refused "$name: invalid JSON" 1 --url "$url" append t '{"role":"user"'
+    refused "$name: trailing garbage" 1 --url "$url" append t '{"role":"user"} x'
+    refused "$name: duplicate key" 1 --url "$url" append t '{"role":"user","role":"tool"}'
+    refused "$name: invalid UTF-8 argument" 1 --url "$url" append t "$(printf '{"role":"user","c":"\xff"}')"
+    refused "$name: invalid UTF-8 on stdin" 1 --url "$url" append t <"$T/badutf8.jsonl"
+    refused "$name: overlong UTF-8" 1 --url "$url" append t <"$T/overlong.jsonl"
+    refused "$name: encoded surrogate" 1 --url "$url" append t <"$T/surrogate.jsonl"
+    refused "$name: escaped lone surrogate" 1 --url "$url" append t '{"role":"user","c":"\ud800"}'
+    refused "$name: raw NUL byte" 1 --url "$url" append t <"$T/rawnul.jsonl"
+    refused "$name: deep nesting" 1 --url "$url" append t <"$T/deep.jsonl"
+    refused "$name: not an object (array)" 1 --url "$url" append t '[{"role":"user"}]'
+    refused "$name: not an object (string)" 1 --url "$url" append t '"user"'
+    refused "$name: not an object (number)" 1 --url "$url" append t '42'
+    refused "$name: not an object (null)" 1 --url "$url" append t 'null'
+    refused "$name: missing role" 1 --url "$url" append t '{"content":"hi"}'
+    refused "$name: empty role" 1 --url "$url" append t '{"role":""}'
+    refused "$name: role a number" 1 --url "$url" append t '{"role":5}'
+    refused "$name: role null" 1 --url "$url" append t '{"role":null}'
+    refused "$name: role an object" 1 --url "$url" append t '{"role":{"name":"user"}}'
+    refused "$name: role an array" 1 --url "$url" append t '{"role":["user"]}'
+    refused "$name: role over 64 bytes" 1 --url "$url" append t "{\"role\":\"$LONG_ROLE\"}"
+    refused "$name: role with NUL" 1 --url "$url" append t '{"role":"us\u0000er"}'
+    refused "$name: one bad message in a batch" 1 --url "$url" append t <"$T/mixed.jsonl"
+    refused "$name: last of 10,000 bad" 1 --url "$url" append t <"$T/lastbad.jsonl"
+    refused "$name: good then bad argument" 1 --url "$url" append t "$U" '{"role":5}'
+    # too large: exit 5
+    refused "$name: message over 1 MiB" 5 --url "$url" append t <"$T/big.jsonl"
+    refused "$name: batch of 10,001" 5 --url "$url" append t <"$T/many.jsonl"
+    # thread ids: exit 1, for every command that takes one
+    local id
+    for id in '' "$ID513" "$(printf 'a\tb')" "$(printf 'a\nb')" "$(printf 'a\x7fb')" \
+        "$(printf 'a\xc2\x85b')" "$(printf 'a\xffb')" "$(printf '\x1b[31m')"; do
+        local shown
+        shown=$(printf '%s' "$id" | head -c 20 | od -An -c | tr -s ' ' | head -c 60)
+        refused "$name: append to id [$shown]" 1 --url "$url" append "$id" "$U"
+        refused "$name: save-extra to id [$shown]" 1 --url "$url" save-extra "$id" '{}'
+        refused "$name: load id [$shown]" 1 --url "$url" load "$id"
+        refused "$name: extra of id [$shown]" 1 --url "$url" extra "$id"
+        refused "$name: delete id [$shown]" 1 --url "$url" delete "$id"
+        refused "$name: fork to id [$shown]" 1 --url "$url" fork t "$id"
+    done
+    # extra: exit 1 when invalid, 5 when the merge would pass 1 MiB
+    refused "$name: extra invalid JSON" 1 --url "$url" save-extra t '{"a":'
+    refused "$name: extra an array" 1 --url "$url" save-extra t '[1]'
+    refused "$name: extra a string" 1 --url "$url" save-extra t '"x"'
+    refused "$name: extra invalid UTF-8" 1 --url "$url" save-extra t "$(printf '{"a":"\xff"}')"
+    refused "$name: extra duplicate key" 1 --url "$url" save-extra t '{"a":1,"a":2}'
+    nothing_written "$url" "$name"
+
+    # a 512-byte id is fine; the extra limit is on the merged object
+    accepted "$name: 512-byte id" --url "$url" append "$ID512" "$U"
+    accepted "$name: delete 512-byte id" --url "$url" delete "$ID512"
+    local k
+    for k in 1 2 3 4 5 6 7 8; do
+        accepted "$name: extra key $k" --url "$url" save-extra big "{\"k$k\":\"$CHUNK\"}"
+    done
+    refused "$name: extra over 1 MiB" 5 --url "$url" save-extra big "{\"k9\":\"$CHUNK\"}"
+    convo --url "$url" extra big >"$T/out" 2>/dev/null
+    if ! grep -q '"k9"' "$T/out"; then ok; else bad "$name: an oversized extra merge was written"; fi
+    accepted "$name: delete big" --url "$url" delete big
+}
+
+# url_refused DESC URL: a URL the store refuses: exit 1, one line, nothing created.
+url_refused() {
+    refused "$1: threads" 1 --url "$2" threads
+    refused "$1: append" 1 --url "$2" append t "$U"
+}
+
+have_driver() { "$CONVO_BIN" --version 2>/dev/null | grep -qw "$1"; }
+
+# server DRIVER VARIABLE: the driver is built and $VARIABLE set, else skip
+# (a failure under CONVO_REQUIRE_ALL=1 when only the URL is missing).
+server() {
+    eval "value=\${$2:-}"
+    if ! have_driver "$1"; then
+        echo "---- bad-input: $1: skipped: this build has no $1 driver"
+        skipped=$((skipped + 1))
+        return 1
+    fi
+    [ -n "$value" ] && return 0
+    if [ "${CONVO_REQUIRE_ALL:-0}" = 1 ]; then
+        bad "$1: $2 is not set, but CONVO_REQUIRE_ALL=1"
+    else
+        echo "---- bad-input: $1: skipped: set $2 to a $1 test server's URL"
+        skipped=$((skipped + 1))
+    fi
+    return 1
+}
+
+url_refused "memory: bogus parameter" "memory:?bogus=1"
+url_refused "unknown scheme" "nosuch:x"
+if have_driver sqlite; then
+    suite sqlite "sqlite:$T/bad.db"
+    url_refused "sqlite: bogus parameter" "sqlite:$T/param.db?bogus=1"
+    if [ ! -e "$T/param.db" ]; then ok; else bad "sqlite: a refused URL created the file"; fi
+else
+    echo "---- bad-input: sqlite: skipped: this build has no sqlite driver"
+    skipped=$((skipped + 1))
+fi
+token=$(convo_random)
+if server redis CONVO_TEST_REDIS_URL; then
+    suite redis "$(convo_url_add "$CONVO_TEST_REDIS_URL" "prefix=b$token")"
+    url_refused "redis: bogus parameter" "$(convo_url_add "$CONVO_TEST_REDIS_URL" bogus=1)"
+    url_refused "redis: prefix=a{b}" "$(convo_url_add "$CONVO_TEST_REDIS_URL" 'prefix=a%7Bb%7D')"
+    url_refused "redis: prefix=a{b" "$(convo_url_add "$CONVO_TEST_REDIS_URL" 'prefix=a{b')"
+    url_refused "redis: prefix with a newline" "$(convo_url_add "$CONVO_TEST_REDIS_URL" 'prefix=a%0Ab')"
+    url_refused "redis: empty prefix" "$(convo_url_add "$CONVO_TEST_REDIS_URL" 'prefix=')"
+    if command -v redis-cli >/dev/null 2>&1; then
+        if [ -z "$(redis-cli -u "$CONVO_TEST_REDIS_URL" --scan --pattern "*b$token*" | head -1)" ]; then
+            ok
+        else
+            bad "redis: keys left under prefix b$token after every thread was deleted or refused"
+        fi
+        redis-cli -u "$CONVO_TEST_REDIS_URL" --scan --pattern "*b$token*" 2>/dev/null |
+            xargs -r -n 100 redis-cli -u "$CONVO_TEST_REDIS_URL" DEL >/dev/null 2>&1 || true
+    fi
+fi
+if server postgres CONVO_TEST_POSTGRES_URL; then
+    suite postgres "$(convo_url_add "$CONVO_TEST_POSTGRES_URL" "schema=b_$token")"
+    url_refused "postgres: bogus parameter" "$(convo_url_add "$CONVO_TEST_POSTGRES_URL" bogus=1)"
+    for s in 'x;drop' 'x%3Bdrop' 'x%22;drop' 'X' 'pg_catalog' 'a-b' ''; do
+        url_refused "postgres: schema=$s" "$(convo_url_add "$CONVO_TEST_POSTGRES_URL" "schema=$s")"
+    done
+    url_refused "postgres: pool=0" "$(convo_url_add "$CONVO_TEST_POSTGRES_URL" pool=0)"
+    if command -v psql >/dev/null 2>&1; then
+        n=$(psql -X -At "$CONVO_TEST_POSTGRES_URL" -c \
+            "select count(*) from pg_namespace where nspname in ('x', 'x;drop', 'x\"', 'X', 'a-b')" 2>&1)
+        if [ "$n" = 0 ]; then ok; else bad "postgres: a refused schema name was created ($n)"; fi
+        psql -q -X "$CONVO_TEST_POSTGRES_URL" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"b_$token\" CASCADE" \
+            >/dev/null 2>&1 || true
+    fi
+fi
+if server mongo CONVO_TEST_MONGO_URL; then
+    suite mongo "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=b$token")"
+    url_refused "mongo: bogus parameter" "$(convo_url_add "$CONVO_TEST_MONGO_URL" bogus=1)"
+    for d in 'a/b' 'a.b' 'a$b' 'a%00b' 'a%20b'; do
+        url_refused "mongo: database=$d" "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=$d")"
+    done
+fi
+
+echo "$passed passed, $failed failed ($skipped skipped)"
+[ "$failed" = 0 ]
