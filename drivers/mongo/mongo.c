@@ -23,6 +23,10 @@
 #define MAX_DEPTH 95                          /* MongoDB nests documents at most 100 deep */
 #define COPY_FLUSH_BYTES ((size_t)8 * 1024 * 1024)
 #define GC_ROUNDS 16
+
+/* Collections whose documents belong to one generation of a thread ({t, g, ...}). */
+enum { BATCHES, CHECKPOINTS, VALUES, WRITES, KINDS };
+static const char *const kind_suffix[KINDS] = {"_batches", "_checkpoints", "_values", "_writes"};
 #define PIECE_LIMIT (DOC_LIMIT - 4096) /* room for a batch document's other fields */
 
 struct convo_backend {
@@ -31,6 +35,7 @@ struct convo_backend {
     mongoc_read_prefs_t *primary;
     char *database;
     char *threads_name, *batches_name, *meta_name;
+    char *kinds_name[KINDS]; /* the collections holding per-generation documents */
     int64_t ttl_ms; /* 0: threads never expire */
     convo_limits limits;
     char *secrets[3]; /* texts scrubbed from every error message */
@@ -41,6 +46,7 @@ typedef struct call {
     convo_backend *b;
     mongoc_client_t *client;
     mongoc_collection_t *threads, *batches;
+    mongoc_collection_t *kinds[KINDS]; /* made on first use; [BATCHES] is batches */
     convo_error *err;
 } call;
 
@@ -187,12 +193,23 @@ static void call_begin(call *c, convo_backend *b, convo_error *err)
     c->client = mongoc_client_pool_pop(b->pool);
     c->threads = mongoc_client_get_collection(c->client, b->database, b->threads_name);
     c->batches = mongoc_client_get_collection(c->client, b->database, b->batches_name);
+    memset(c->kinds, 0, sizeof c->kinds);
+    c->kinds[BATCHES] = c->batches;
+}
+
+/* The collection of one kind of per-generation document. */
+static mongoc_collection_t *kind(call *c, int k)
+{
+    if (!c->kinds[k])
+        c->kinds[k] = mongoc_client_get_collection(c->client, c->b->database, c->b->kinds_name[k]);
+    return c->kinds[k];
 }
 
 static void call_end(call *c)
 {
     mongoc_collection_destroy(c->threads);
-    mongoc_collection_destroy(c->batches);
+    for (int k = 0; k < KINDS; k++)
+        mongoc_collection_destroy(c->kinds[k]);
     mongoc_client_pool_push(c->b->pool, c->client);
 }
 
@@ -606,7 +623,7 @@ static int insert_fence(call *c, const char *id, const bson_oid_t *g, int64_t le
 }
 
 /* Removes fenced generation g: the thread doc first (readers then see no thread),
- * then its messages, then the fence. */
+ * then its messages and checkpoints, then the fence. */
 static int retire(call *c, const char *id, const bson_oid_t *g)
 {
     bson_t *thread = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
@@ -616,10 +633,23 @@ static int retire(call *c, const char *id, const bson_oid_t *g)
     int rc = delete_docs(c, c->threads, thread, false, NULL, "deleting a thread");
     if (rc == 0)
         rc = delete_docs(c, c->batches, messages, true, NULL, "deleting messages");
+    for (int k = CHECKPOINTS; k < KINDS && rc == 0; k++)
+        rc = delete_docs(c, kind(c, k), all, true, NULL, "deleting checkpoints");
     if (rc == 0)
         rc = delete_docs(c, c->batches, all, true, NULL, "deleting messages");
     bson_destroy(thread);
     bson_destroy(messages);
+    bson_destroy(all);
+    return rc;
+}
+
+/* Deletes every document of generation g (fork placeholders, dead generations). */
+static int delete_generation(call *c, const char *id, const bson_oid_t *g, const char *what)
+{
+    bson_t *all = generation_filter(id, g);
+    int rc = 0;
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = delete_docs(c, kind(c, k), all, true, NULL, what);
     bson_destroy(all);
     return rc;
 }
@@ -688,7 +718,7 @@ static int abort_fork(call *c, const char *id, const bson_oid_t *g)
  * delete, or by a write racing one). A generation is dead once the thread doc
  * names another: its doc was written before any of its batches, so reading the
  * batch first and the thread doc second cannot mistake a newborn for the dead. */
-static int collect_garbage(call *c, const char *id)
+static int collect_garbage_in(call *c, const char *id, int k)
 {
     bson_oid_t live[GC_ROUNDS];
     size_t nlive = 0;
@@ -700,16 +730,16 @@ static int collect_garbage(call *c, const char *id)
         BSON_APPEND_ARRAY_BEGIN(&g, "$nin", &nin);
         for (size_t i = 0; i < nlive; i++) {
             char buf[16];
-            const char *k;
-            bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
-            BSON_APPEND_OID(&nin, k, &live[i]);
+            const char *key;
+            bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+            BSON_APPEND_OID(&nin, key, &live[i]);
         }
         bson_append_array_end(&g, &nin);
         bson_append_document_end(&filter, &g);
         bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "g", BCON_INT32(1), "}");
         bool found;
         bson_iter_t it;
-        rc = find_one(c, c->batches, &filter, opts, &doc, &found, "looking for leftovers");
+        rc = find_one(c, kind(c, k), &filter, opts, &doc, &found, "looking for leftovers");
         bson_destroy(&filter);
         bson_destroy(opts);
         if (rc || !found || !bson_iter_init_find(&it, &doc, "g") || !BSON_ITER_HOLDS_OID(&it)) {
@@ -721,15 +751,20 @@ static int collect_garbage(call *c, const char *id)
         bson_destroy(&doc);
         thread_doc t;
         rc = read_thread(c, id, false, &t);
-        if (rc == 0 && t.found && bson_oid_equal(&t.g, &dead)) {
+        if (rc == 0 && t.found && bson_oid_equal(&t.g, &dead))
             bson_oid_copy(&dead, &live[nlive++]);
-        } else if (rc == 0) {
-            bson_t *batches = generation_filter(id, &dead);
-            rc = delete_docs(c, c->batches, batches, true, NULL, "deleting leftovers");
-            bson_destroy(batches);
-        }
+        else if (rc == 0)
+            rc = delete_generation(c, id, &dead, "deleting leftovers");
         thread_free(&t);
     }
+    return rc;
+}
+
+static int collect_garbage(call *c, const char *id)
+{
+    int rc = 0;
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = collect_garbage_in(c, id, k);
     return rc;
 }
 
@@ -746,7 +781,9 @@ static int refresh_batches(call *c, const char *id, const thread_doc *t, int64_t
                               BCON_DATE_TIME(now + 2 * b->ttl_ms + TTL_MARGIN_MS), "}");
     bson_t *update = BCON_NEW("$set", "{", "exp",
                               BCON_DATE_TIME(now + 3 * b->ttl_ms + TTL_MARGIN_MS), "}");
-    int rc = update_many(c, c->batches, filter, update, "extending expiry");
+    int rc = 0;
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = update_many(c, kind(c, k), filter, update, "extending expiry");
     bson_destroy(filter);
     bson_destroy(update);
     *refreshed = rc == 0;
@@ -915,10 +952,12 @@ static int take_convo_params(convo_backend *b, convo_url *url, convo_error *err)
     if (rc == 0 && ttl)
         rc = parse_ttl(ttl, &b->ttl_ms, err);
     const char *p = prefix ? prefix : "convo";
-    if (rc == 0 && (!(b->threads_name = join(p, "_threads")) ||
-                    !(b->batches_name = join(p, "_batches")) ||
-                    !(b->meta_name = join(p, "_meta"))))
+    if (rc == 0 && (!(b->threads_name = join(p, "_threads")) || !(b->meta_name = join(p, "_meta"))))
         rc = CONVO_ENOMEM;
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        if (!(b->kinds_name[k] = join(p, kind_suffix[k])))
+            rc = CONVO_ENOMEM;
+    b->batches_name = b->kinds_name[BATCHES];
     free(prefix);
     free(ttl);
     return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
@@ -967,26 +1006,70 @@ static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filte
     return rc;
 }
 
-/* The chain and idempotency indexes; with ttl the expiry indexes too. */
+/* {key: {t: 1, g: 1, <fields>: 1}, name, unique?} for createIndexes. */
+static void index_spec(bson_t *list, const char *pos, const char *name, bool unique,
+                       const char *const *fields)
+{
+    bson_t spec, key;
+    BSON_APPEND_DOCUMENT_BEGIN(list, pos, &spec);
+    BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
+    BSON_APPEND_INT32(&key, "t", 1);
+    BSON_APPEND_INT32(&key, "g", 1);
+    for (; *fields; fields++)
+        BSON_APPEND_INT32(&key, *fields, 1);
+    bson_append_document_end(&spec, &key);
+    BSON_APPEND_UTF8(&spec, "name", name);
+    if (unique)
+        BSON_APPEND_BOOL(&spec, "unique", true);
+    if (strcmp(name, "convo_idempotency") == 0)
+        BCON_APPEND(&spec, "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"),
+                    "}", "}");
+    bson_append_document_end(list, &spec);
+}
+
+/* The indexes of one collection, plus the expiry index with ttl. */
+static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
+{
+    static const char *const chain[] = {"s", NULL}, *const idem[] = {"k", NULL},
+                             *const key[] = {"ns", "id", NULL}, *const order[] = {"o", NULL},
+                             *const value[] = {"ns", "c", "v", NULL},
+                             *const write[] = {"ns", "cp", "task", "idx", NULL};
+    bson_t list = BSON_INITIALIZER;
+    const char *next = "1";
+    switch (k) {
+    case BATCHES:
+        index_spec(&list, "0", "convo_chain", true, chain);
+        index_spec(&list, "1", "convo_idempotency", true, idem);
+        next = "2";
+        break;
+    case CHECKPOINTS:
+        index_spec(&list, "0", "convo_checkpoint", true, key);
+        index_spec(&list, "1", "convo_checkpoint_order", false, order);
+        next = "2";
+        break;
+    case VALUES:
+        index_spec(&list, "0", "convo_value", true, value);
+        break;
+    case WRITES:
+        index_spec(&list, "0", "convo_write", true, write);
+        break;
+    default: /* the threads collection: only the expiry index */
+        next = "0";
+        break;
+    }
+    if (c->b->ttl_ms)
+        BCON_APPEND(&list, next, "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
+                    BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
+    int rc = bson_empty(&list) ? 0 : create_indexes(c, coll, &list);
+    bson_destroy(&list);
+    return rc;
+}
+
 static int create_all_indexes(call *c)
 {
-    bson_t *batch_indexes = BCON_NEW(
-        "0", "{", "key", "{", "t", BCON_INT32(1), "g", BCON_INT32(1), "s", BCON_INT32(1), "}",
-        "name", BCON_UTF8("convo_chain"), "unique", BCON_BOOL(true), "}",
-        "1", "{", "key", "{", "t", BCON_INT32(1), "g", BCON_INT32(1), "k", BCON_INT32(1), "}",
-        "name", BCON_UTF8("convo_idempotency"), "unique", BCON_BOOL(true),
-        "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"), "}", "}", "}");
-    bson_t *ttl_index = BCON_NEW("0", "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
-                                 BCON_UTF8("convo_expiry"), "expireAfterSeconds",
-                                 BCON_INT32(0), "}");
-    if (c->b->ttl_ms)
-        BCON_APPEND(batch_indexes, "2", "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
-                    BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
-    int rc = create_indexes(c, c->batches, batch_indexes);
-    if (rc == 0 && c->b->ttl_ms)
-        rc = create_indexes(c, c->threads, ttl_index);
-    bson_destroy(batch_indexes);
-    bson_destroy(ttl_index);
+    int rc = create_kind_indexes(c, c->threads, KINDS);
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = create_kind_indexes(c, kind(c, k), k);
     return rc;
 }
 
@@ -1024,8 +1107,9 @@ static void mongo_close(convo_backend *b)
     mongoc_read_prefs_destroy(b->primary);
     free(b->database);
     free(b->threads_name);
-    free(b->batches_name);
     free(b->meta_name);
+    for (int k = 0; k < KINDS; k++)
+        free(b->kinds_name[k]);
     for (size_t i = 0; i < 3; i++) {
         if (b->secrets[i])
             memset(b->secrets[i], 0, strlen(b->secrets[i]));
@@ -1932,11 +2016,8 @@ static int cancel_own_fork(call *c, const char *dst, const bson_oid_t *gd)
     int rc = abort_fork(c, dst, gd);
     if (rc == 0)
         rc = read_thread(c, dst, false, &d);
-    if (rc == 0 && !(d.found && bson_oid_equal(&d.g, gd))) {
-        bson_t *batches = generation_filter(dst, gd);
-        rc = delete_docs(c, c->batches, batches, true, NULL, "cancelling a fork");
-        bson_destroy(batches);
-    }
+    if (rc == 0 && !(d.found && bson_oid_equal(&d.g, gd)))
+        rc = delete_generation(c, dst, gd, "cancelling a fork");
     if (rc == 0)
         thread_free(&d);
     return rc;
@@ -1986,6 +2067,787 @@ static int mongo_thread_fork(convo_backend *b, const char *src, const char *dst,
     call c;
     call_begin(&c, b, err);
     int rc = fork_thread(&c, src, dst, upto);
+    call_end(&c);
+    return rc;
+}
+
+/* ---- checkpoints ----
+ * <prefix>_checkpoints: one document per (thread, ns, checkpoint id) of a
+ * generation, numbered by a per-thread counter (co on the thread doc) in the
+ * order first put; <prefix>_values: one per (ns, channel, version);
+ * <prefix>_writes: one per (ns, checkpoint, task, idx). A delete retires them
+ * with the generation, so nothing of a deleted thread can come back. */
+
+/* A thread callers can see, else CONVO_ENOTFOUND. */
+static int read_visible(call *c, const char *id, thread_doc *t)
+{
+    bool yes = false;
+    int rc = read_thread(c, id, false, t);
+    if (rc == 0 && t->found)
+        rc = visible(c, id, t, now_ms(), &yes);
+    if (rc == 0 && !yes)
+        rc = not_found(c);
+    return rc;
+}
+
+static bson_t *ns_filter(const char *id, const bson_oid_t *g, const char *ns)
+{
+    return BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "ns", BCON_UTF8(ns));
+}
+
+static void append_exp(const convo_backend *b, bson_t *doc, int64_t now)
+{
+    if (b->ttl_ms)
+        BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
+}
+
+static const char *get_utf8(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, NULL);
+    return NULL;
+}
+
+static const uint8_t *get_binary(const bson_t *doc, const char *key, uint32_t *len)
+{
+    bson_iter_t it;
+    const uint8_t *data = NULL;
+    *len = 0;
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_BINARY(&it))
+        bson_iter_binary(&it, NULL, len, &data);
+    return data ? data : (const uint8_t *)"";
+}
+
+/* True when a failed bulk only hit duplicate keys: two writers upserted the same
+ * key at once, and the document is there either way. */
+static bool only_duplicates(const bson_t *reply)
+{
+    bson_iter_t it, errs;
+    int n = 0;
+    if (bson_iter_init_find(&it, reply, "writeConcernErrors") && bson_iter_recurse(&it, &errs) &&
+        bson_iter_next(&errs))
+        return false;
+    if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &errs))
+        return false;
+    while (bson_iter_next(&errs)) {
+        bson_iter_t e;
+        if (!bson_iter_recurse(&errs, &e) || !bson_iter_find(&e, "code") ||
+            bson_iter_as_int64(&e) != 11000)
+            return false;
+        n++;
+    }
+    return n > 0;
+}
+
+/* Runs (and frees) a bulk of upserts. */
+static int run_bulk(call *c, mongoc_bulk_operation_t *bulk, const char *what)
+{
+    bson_t reply;
+    bson_error_t e;
+    int rc = 0;
+    if (bulk && !mongoc_bulk_operation_execute(bulk, &reply, &e) && !only_duplicates(&reply))
+        rc = fail(c, &e, what);
+    if (bulk)
+        bson_destroy(&reply);
+    mongoc_bulk_operation_destroy(bulk);
+    return rc;
+}
+
+/* Queues an upsert of selector with update into *bulk (made on first use). */
+static int queue_upsert(call *c, mongoc_collection_t *coll, mongoc_bulk_operation_t **bulk,
+                        bson_t *selector, bson_t *update, const char *what)
+{
+    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+    bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
+    bson_error_t e;
+    int rc = 0;
+    if (!*bulk)
+        *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, bulk_opts);
+    if (!mongoc_bulk_operation_update_one_with_opts(*bulk, selector, update, opts, &e))
+        rc = fail(c, &e, what);
+    bson_destroy(opts);
+    bson_destroy(bulk_opts);
+    bson_destroy(selector);
+    bson_destroy(update);
+    return rc;
+}
+
+/* Values sent with the checkpoint: inserted once per (ns, channel, version); a
+ * version stored before keeps its value ($setOnInsert). */
+static int put_values(call *c, const convo_checkpoint_in *cp, const bson_oid_t *g, int64_t now)
+{
+    mongoc_bulk_operation_t *bulk = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < cp->nchannels && rc == 0; i++) {
+        const convo_channel_in *ch = &cp->channels[i];
+        if (!ch->value)
+            continue;
+        bson_t *selector = ns_filter(cp->thread_id, g, cp->checkpoint_ns);
+        BSON_APPEND_UTF8(selector, "c", ch->channel);
+        BSON_APPEND_UTF8(selector, "v", ch->version);
+        bson_t *update = bson_new(), set;
+        BSON_APPEND_DOCUMENT_BEGIN(update, "$setOnInsert", &set);
+        BSON_APPEND_UTF8(&set, "ty", ch->value->type);
+        BSON_APPEND_BINARY(&set, "b", BSON_SUBTYPE_BINARY,
+                           ch->value->bytes ? ch->value->bytes : (const void *)"",
+                           (uint32_t)ch->value->len);
+        append_exp(c->b, &set, now);
+        bson_append_document_end(update, &set);
+        rc = queue_upsert(c, kind(c, VALUES), &bulk, selector, update, "storing channel values");
+    }
+    if (rc != 0) {
+        mongoc_bulk_operation_destroy(bulk);
+        return rc;
+    }
+    return run_bulk(c, bulk, "storing channel values");
+}
+
+/* {$set: everything but the order, $setOnInsert: {o, at}}: a put of an existing
+ * key replaces it in place, keeping its position and its writes. */
+static bool build_checkpoint_update(const convo_backend *b, const convo_checkpoint_in *cp,
+                                    int64_t order, int64_t now, bson_t *update)
+{
+    bson_t set, arr, item, ins;
+    bson_init(update);
+    BSON_APPEND_DOCUMENT_BEGIN(update, "$set", &set);
+    if (cp->parent_id)
+        BSON_APPEND_UTF8(&set, "p", cp->parent_id);
+    else
+        BSON_APPEND_NULL(&set, "p");
+    BSON_APPEND_UTF8(&set, "meta", cp->metadata_json);
+    if (cp->body.type) {
+        BSON_APPEND_UTF8(&set, "bt", cp->body.type);
+        BSON_APPEND_BINARY(&set, "bb", BSON_SUBTYPE_BINARY,
+                           cp->body.bytes ? cp->body.bytes : (const void *)"",
+                           (uint32_t)cp->body.len);
+    } else {
+        BSON_APPEND_NULL(&set, "bt");
+        BSON_APPEND_NULL(&set, "bb");
+    }
+    BSON_APPEND_ARRAY_BEGIN(&set, "ch", &arr);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        char buf[16];
+        const char *key;
+        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &item);
+        BSON_APPEND_UTF8(&item, "c", cp->channels[i].channel);
+        BSON_APPEND_UTF8(&item, "v", cp->channels[i].version);
+        bson_append_document_end(&arr, &item);
+    }
+    bson_append_array_end(&set, &arr);
+    BSON_APPEND_INT64(&set, "ll", cp->log_length);
+    append_exp(b, &set, now);
+    bson_append_document_end(update, &set);
+    BSON_APPEND_DOCUMENT_BEGIN(update, "$setOnInsert", &ins);
+    BSON_APPEND_INT64(&ins, "o", order);
+    BSON_APPEND_INT64(&ins, "at", convo__now_micros());
+    bson_append_document_end(update, &ins);
+    return update->len <= DOC_LIMIT - 4096;
+}
+
+/* The next number of the thread's checkpoint counter; *again when the
+ * incarnation was retired meanwhile. */
+static int next_order(call *c, const char *id, const bson_oid_t *g, int64_t *order, bool *again)
+{
+    bson_t *query = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    bson_t *update = BCON_NEW("$inc", "{", "co", BCON_INT64(1), "}");
+    bson_t *fields = BCON_NEW("co", BCON_INT32(1));
+    mongoc_find_and_modify_opts_t *opts = mongoc_find_and_modify_opts_new();
+    mongoc_find_and_modify_opts_set_update(opts, update);
+    mongoc_find_and_modify_opts_set_fields(opts, fields);
+    mongoc_find_and_modify_opts_set_flags(opts, MONGOC_FIND_AND_MODIFY_RETURN_NEW);
+    bson_t reply;
+    bson_error_t e;
+    bson_iter_t it, v;
+    int rc = 0;
+    if (!mongoc_collection_find_and_modify_with_opts(c->threads, query, opts, &reply, &e))
+        rc = fail(c, &e, "numbering a checkpoint");
+    else if (bson_iter_init_find(&it, &reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+             bson_iter_recurse(&it, &v) && bson_iter_find(&v, "co") && BSON_ITER_HOLDS_NUMBER(&v))
+        *order = bson_iter_as_int64(&v);
+    else
+        *again = true;
+    bson_destroy(&reply);
+    mongoc_find_and_modify_opts_destroy(opts);
+    bson_destroy(query);
+    bson_destroy(update);
+    bson_destroy(fields);
+    return rc;
+}
+
+static int upsert_checkpoint(call *c, const convo_checkpoint_in *cp, const bson_oid_t *g,
+                             int64_t order, int64_t now)
+{
+    bson_t *selector = ns_filter(cp->thread_id, g, cp->checkpoint_ns), update;
+    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+    BSON_APPEND_UTF8(selector, "id", cp->checkpoint_id);
+    build_checkpoint_update(c->b, cp, order, now, &update);
+    bson_error_t e;
+    int rc = 0;
+    /* two puts of a new key at once: the loser's insert is a duplicate, then an update */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (mongoc_collection_update_one(kind(c, CHECKPOINTS), selector, &update, opts, NULL, &e))
+            break;
+        if (!is_duplicate(&e) || attempt == 2) {
+            rc = fail(c, &e, "storing a checkpoint");
+            break;
+        }
+    }
+    bson_destroy(&update);
+    bson_destroy(selector);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* Values first, then the checkpoint document (one write: whole or absent), then
+ * the thread is marked live. */
+static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
+{
+    thread_doc t;
+    int64_t now = now_ms(), order = 0;
+    int rc = writable_thread(c, cp->thread_id, false, true, &t, again);
+    if (rc == 0 && !*again)
+        rc = extend_expiry(c, cp->thread_id, &t, now, again);
+    if (rc == 0 && !*again)
+        rc = put_values(c, cp, &t.g, now);
+    if (rc == 0 && !*again)
+        rc = next_order(c, cp->thread_id, &t.g, &order, again);
+    if (rc == 0 && !*again)
+        rc = upsert_checkpoint(c, cp, &t.g, order, now);
+    if (rc == 0 && !*again && !t.live)
+        rc = mark_live(c, cp->thread_id, &t.g);
+    thread_free(&t);
+    return rc;
+}
+
+static int too_large(call *c, const char *what)
+{
+    return convo__error(c->err, CONVO_ETOOLARGE, NULL, "%s is larger than a MongoDB document (16 MiB)",
+                        what);
+}
+
+static int mongo_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    call c;
+    bson_t probe;
+    call_begin(&c, b, err);
+    int rc = build_checkpoint_update(b, cp, 0, 0, &probe) ? 0 : too_large(&c, "the checkpoint");
+    bson_destroy(&probe);
+    for (size_t i = 0; i < cp->nchannels && rc == 0; i++)
+        if (cp->channels[i].value && cp->channels[i].value->len > DOC_LIMIT - 4096)
+            rc = too_large(&c, "a channel value");
+    for (int attempt = 0; rc == 0; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = put_attempt(&c, cp, &again);
+        if (!again)
+            break;
+    }
+    call_end(&c);
+    return rc;
+}
+
+/* Pending writes: idx >= 0 stored once per (task, idx), a negative idx replaces. */
+static int put_writes(call *c, const char *id, const bson_oid_t *g, const char *ns,
+                      const char *cpid, const char *task, const char *path,
+                      const convo_write_in *w, size_t n)
+{
+    mongoc_bulk_operation_t *bulk = NULL;
+    int64_t now = now_ms();
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        bson_t *selector = ns_filter(id, g, ns), *update = bson_new(), set;
+        BCON_APPEND(selector, "cp", BCON_UTF8(cpid), "task", BCON_UTF8(task), "idx",
+                    BCON_INT64(w[i].idx));
+        BSON_APPEND_DOCUMENT_BEGIN(update, w[i].idx >= 0 ? "$setOnInsert" : "$set", &set);
+        BSON_APPEND_UTF8(&set, "path", path);
+        BSON_APPEND_UTF8(&set, "c", w[i].channel);
+        BSON_APPEND_UTF8(&set, "ty", w[i].value.type);
+        BSON_APPEND_BINARY(&set, "b", BSON_SUBTYPE_BINARY,
+                           w[i].value.bytes ? w[i].value.bytes : (const void *)"",
+                           (uint32_t)w[i].value.len);
+        append_exp(c->b, &set, now);
+        bson_append_document_end(update, &set);
+        rc = queue_upsert(c, kind(c, WRITES), &bulk, selector, update, "storing pending writes");
+    }
+    if (rc != 0) {
+        mongoc_bulk_operation_destroy(bulk);
+        return rc;
+    }
+    return run_bulk(c, bulk, "storing pending writes");
+}
+
+static int checkpoint_exists(call *c, const char *id, const bson_oid_t *g, const char *ns,
+                             const char *cpid)
+{
+    bson_t *filter = ns_filter(id, g, ns), doc;
+    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "_id", BCON_INT32(1), "}");
+    bool found;
+    BSON_APPEND_UTF8(filter, "id", cpid);
+    int rc = find_one(c, kind(c, CHECKPOINTS), filter, opts, &doc, &found, "reading a checkpoint");
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc ? rc : found ? 0 : convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+}
+
+static int mongo_checkpoint_put_writes(convo_backend *b, const char *id, const char *ns,
+                                       const char *cpid, const char *task, const char *path,
+                                       const convo_write_in *writes, size_t n, convo_error *err)
+{
+    call c;
+    thread_doc t;
+    bool again = false;
+    call_begin(&c, b, err);
+    memset(&t, 0, sizeof t);
+    bson_init(&t.extra);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (writes[i].value.len > DOC_LIMIT - 4096)
+            rc = too_large(&c, "a pending write");
+    if (rc == 0)
+        rc = read_visible(&c, id, &t);
+    if (rc == 0)
+        rc = checkpoint_exists(&c, id, &t.g, ns, cpid);
+    if (rc == 0)
+        rc = extend_expiry(&c, id, &t, now_ms(), &again);
+    if (rc == 0 && again)
+        rc = convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+    if (rc == 0)
+        rc = put_writes(&c, id, &t.g, ns, cpid, task, path, writes, n);
+    thread_free(&t);
+    call_end(&c);
+    return rc;
+}
+
+/* The {c, v} items of a checkpoint doc's channel list, as a query's $or. */
+static int channel_refs(const bson_t *doc, bson_t *or)
+{
+    bson_iter_t it, ch;
+    int n = 0;
+    if (bson_iter_init_find(&it, doc, "ch") && bson_iter_recurse(&it, &ch))
+        while (bson_iter_next(&ch))
+            if (BSON_ITER_HOLDS_DOCUMENT(&ch) && bson_append_iter(or, NULL, 0, &ch))
+                n++;
+    return n;
+}
+
+/* The stored values the checkpoint doc refers to, into w. */
+static int read_values(call *c, const char *id, const bson_oid_t *g, const char *ns,
+                       const bson_t *doc, walk *w)
+{
+    bson_t *filter = ns_filter(id, g, ns), or;
+    BSON_APPEND_ARRAY_BEGIN(filter, "$or", &or);
+    int n = channel_refs(doc, &or), rc = 0;
+    bson_append_array_end(filter, &or);
+    if (n > 0) {
+        mongoc_cursor_t *cur =
+            mongoc_collection_find_with_opts(kind(c, VALUES), filter, NULL, c->b->primary);
+        const bson_t *v;
+        bson_error_t e;
+        while (rc == 0 && mongoc_cursor_next(cur, &v))
+            if (walk_keep(w, v) != 0)
+                rc = no_memory(c);
+        if (rc == 0 && mongoc_cursor_error(cur, &e))
+            rc = fail(c, &e, "reading channel values");
+        mongoc_cursor_destroy(cur);
+    }
+    bson_destroy(filter);
+    return rc;
+}
+
+static const bson_t *find_value(const walk *w, const char *name, const char *version)
+{
+    for (size_t i = 0; i < w->count; i++) {
+        const char *c = get_utf8(w->docs[i], "c"), *v = get_utf8(w->docs[i], "v");
+        if (c && v && strcmp(c, name) == 0 && strcmp(v, version) == 0)
+            return w->docs[i];
+    }
+    return NULL;
+}
+
+/* Adds every channel of the checkpoint doc with the value stored for its
+ * version (type NULL when there is none). */
+static int add_channels(call *c, convo_checkpoint *cp, const char *id, const bson_oid_t *g,
+                        const char *ns, const bson_t *doc)
+{
+    bson_iter_t it, ch;
+    walk values = {NULL, 0, 0};
+    int rc = read_values(c, id, g, ns, doc, &values);
+    if (rc == 0 && bson_iter_init_find(&it, doc, "ch") && bson_iter_recurse(&it, &ch)) {
+        while (rc == 0 && bson_iter_next(&ch)) {
+            bson_t item;
+            uint32_t len = 0;
+            const uint8_t *data;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&ch))
+                continue;
+            bson_iter_document(&ch, &len, &data);
+            bson_init_static(&item, data, len);
+            const char *name = get_utf8(&item, "c"), *version = get_utf8(&item, "v");
+            const bson_t *value = name && version ? find_value(&values, name, version) : NULL;
+            const uint8_t *bytes = value ? get_binary(value, "b", &len) : NULL;
+            if (!name || !version)
+                rc = corrupt(c, "checkpoint channel without a name or version");
+            else if (convo__checkpoint_add_channel(cp, name, version,
+                                                   value ? get_utf8(value, "ty") : NULL, bytes,
+                                                   value ? len : 0) != 0)
+                rc = no_memory(c);
+        }
+    }
+    walk_free(&values);
+    return rc;
+}
+
+static int add_writes(call *c, convo_checkpoint *cp, const char *id, const bson_oid_t *g,
+                      const char *ns, const char *cpid)
+{
+    bson_t *filter = ns_filter(id, g, ns);
+    BSON_APPEND_UTF8(filter, "cp", cpid);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(kind(c, WRITES), filter, NULL, c->b->primary);
+    const bson_t *w;
+    bson_error_t e;
+    int rc = 0;
+    while (rc == 0 && mongoc_cursor_next(cur, &w)) {
+        uint32_t len;
+        const uint8_t *bytes = get_binary(w, "b", &len);
+        const char *task = get_utf8(w, "task"), *path = get_utf8(w, "path"),
+                   *channel = get_utf8(w, "c"), *type = get_utf8(w, "ty");
+        if (!task || !path || !channel || !type)
+            rc = corrupt(c, "pending write without its fields");
+        else if (convo__checkpoint_add_write(cp, task, path, get_int(w, "idx", 0), channel, type,
+                                             bytes, len) != 0)
+            rc = no_memory(c);
+    }
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "reading pending writes");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    return rc;
+}
+
+/* The checkpoint a stored document describes, with its values and writes. */
+static int export_checkpoint(call *c, const char *id, const bson_oid_t *g, const bson_t *doc,
+                             convo_checkpoint **out)
+{
+    const char *ns = get_utf8(doc, "ns"), *cpid = get_utf8(doc, "id");
+    const char *meta = get_utf8(doc, "meta"), *body_type = get_utf8(doc, "bt");
+    uint32_t body_len;
+    const uint8_t *body = get_binary(doc, "bb", &body_len);
+    *out = NULL;
+    if (!ns || !cpid)
+        return corrupt(c, "checkpoint without a namespace or id");
+    convo_checkpoint *cp = convo__checkpoint_new(id, ns, cpid, get_utf8(doc, "p"),
+                                                 meta ? meta : "{}", body_type, body, body_len,
+                                                 get_int(doc, "ll", 0), get_int(doc, "at", 0));
+    if (!cp)
+        return no_memory(c);
+    int rc = add_channels(c, cp, id, g, ns, doc);
+    if (rc == 0)
+        rc = add_writes(c, cp, id, g, ns, cpid);
+    if (rc != 0) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
+    convo__checkpoint_finish(cp);
+    *out = cp;
+    return 0;
+}
+
+static int mongo_checkpoint_get(convo_backend *b, const char *id, const char *ns,
+                                const char *cpid, convo_checkpoint **out, convo_error *err)
+{
+    call c;
+    thread_doc t;
+    bson_t doc;
+    bool found = false;
+    call_begin(&c, b, err);
+    int rc = read_visible(&c, id, &t);
+    if (rc == 0) {
+        bson_t *filter = ns_filter(id, &t.g, ns);
+        bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "limit", BCON_INT64(1));
+        if (cpid)
+            BSON_APPEND_UTF8(filter, "id", cpid);
+        rc = find_one(&c, kind(&c, CHECKPOINTS), filter, opts, &doc, &found,
+                      "reading a checkpoint");
+        if (rc == 0 && !found)
+            rc = convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+        if (rc == 0)
+            rc = export_checkpoint(&c, id, &t.g, &doc, out);
+        bson_destroy(&doc);
+        bson_destroy(filter);
+        bson_destroy(opts);
+    }
+    thread_free(&t);
+    call_end(&c);
+    return rc;
+}
+
+/* Adds the thread's matching checkpoints, newest first, until the set holds limit. */
+static int list_thread_checkpoints(call *c, const char *id, const bson_oid_t *g,
+                                   const convo_checkpoint_list_opts *o, void *filter,
+                                   convo_checkpoint_set *set)
+{
+    bson_t *query = generation_filter(id, g), doc;
+    bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}");
+    bool found = true;
+    int rc = 0;
+    if (o->checkpoint_ns)
+        BSON_APPEND_UTF8(query, "ns", o->checkpoint_ns);
+    if (o->before) { /* "put before that checkpoint": below its number */
+        bson_t *bq = bson_copy(query);
+        BSON_APPEND_UTF8(bq, "id", o->before);
+        rc = find_one(c, kind(c, CHECKPOINTS), bq, NULL, &doc, &found, "reading a checkpoint");
+        if (rc == 0 && !found)
+            rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
+                              o->before);
+        if (rc == 0)
+            BCON_APPEND(query, "o", "{", "$lt", BCON_INT64(get_int(&doc, "o", 0)), "}");
+        bson_destroy(&doc);
+        bson_destroy(bq);
+    }
+    mongoc_cursor_t *cur = rc ? NULL
+                              : mongoc_collection_find_with_opts(kind(c, CHECKPOINTS), query,
+                                                                 opts, c->b->primary);
+    const bson_t *d;
+    while (rc == 0 && (!o->limit || convo_checkpoint_set_count(set) < o->limit) &&
+           mongoc_cursor_next(cur, &d)) {
+        const char *meta = get_utf8(d, "meta");
+        convo_checkpoint *cp;
+        if (filter && !(meta && convo__json_contains(meta, strlen(meta), filter)))
+            continue;
+        rc = export_checkpoint(c, id, g, d, &cp);
+        if (rc == 0 && convo__checkpoint_set_add(set, cp) != 0)
+            rc = no_memory(c);
+    }
+    bson_error_t e;
+    if (cur && rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "listing checkpoints");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(query);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* Every visible thread in id order, each newest first (as the memory driver). */
+static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, void *filter,
+                                convo_checkpoint_set *set)
+{
+    bson_t *all = bson_new();
+    bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "projection", "{", "extra",
+                            BCON_INT32(0), "}");
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->threads, all, opts, c->b->primary);
+    const bson_t *doc;
+    int64_t now = now_ms();
+    int rc = 0;
+    while (rc == 0 && (!o->limit || convo_checkpoint_set_count(set) < o->limit) &&
+           mongoc_cursor_next(cur, &doc)) {
+        thread_doc t;
+        bool yes = false;
+        const char *id = get_utf8(doc, "_id");
+        memset(&t, 0, sizeof t);
+        bson_init(&t.extra);
+        if (id && (rc = parse_thread(c, doc, &t)) == 0 && (rc = visible(c, id, &t, now, &yes)) == 0 &&
+            yes)
+            rc = list_thread_checkpoints(c, id, &t.g, o, filter, set);
+        thread_free(&t);
+    }
+    bson_error_t e;
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "listing checkpoints");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(all);
+    bson_destroy(opts);
+    return rc;
+}
+
+static int mongo_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                                 void *filter, convo_checkpoint_set **out, convo_error *err)
+{
+    convo_checkpoint_set *set = convo__checkpoint_set_new();
+    if (!set)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    call c;
+    call_begin(&c, b, err);
+    int rc = 0;
+    if (o->thread_id) {
+        thread_doc t;
+        bool yes = false;
+        rc = read_thread(&c, o->thread_id, false, &t);
+        if (rc == 0 && t.found)
+            rc = visible(&c, o->thread_id, &t, now_ms(), &yes);
+        if (rc == 0 && yes)
+            rc = list_thread_checkpoints(&c, o->thread_id, &t.g, o, filter, set);
+        thread_free(&t);
+    } else {
+        rc = list_all_checkpoints(&c, o, filter, set);
+    }
+    call_end(&c);
+    if (rc != 0) {
+        convo_checkpoint_set_free(set);
+        return rc;
+    }
+    *out = set;
+    return 0;
+}
+
+/* "[ns, channel, version]" as one string, a key of a jansson object. */
+static char *value_key(const char *ns, const char *channel, const char *version)
+{
+    json_t *a = json_pack("[sss]", ns, channel, version);
+    char *key = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return key;
+}
+
+/* Notes the (ns, channel, version) references of a checkpoint doc into refs. */
+static int note_refs(call *c, const bson_t *doc, const char *ns, json_t *refs)
+{
+    bson_iter_t it, ch;
+    if (!bson_iter_init_find(&it, doc, "ch") || !bson_iter_recurse(&it, &ch))
+        return 0;
+    while (bson_iter_next(&ch)) {
+        bson_t item;
+        uint32_t len;
+        const uint8_t *data;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&ch))
+            continue;
+        bson_iter_document(&ch, &len, &data);
+        bson_init_static(&item, data, len);
+        const char *name = get_utf8(&item, "c"), *version = get_utf8(&item, "v");
+        char *key = name && version ? value_key(ns, name, version) : NULL;
+        if (key && json_object_set_new(refs, key, json_true()) != 0) {
+            free(key);
+            return no_memory(c);
+        }
+        free(key);
+    }
+    return 0;
+}
+
+/* Deletes the documents of kind k whose field (id or cp) is one of ids, in ns. */
+static int delete_ids(call *c, int k, const char *id, const bson_oid_t *g, const char *ns,
+                      const char *field, json_t *ids)
+{
+    bson_t *filter = ns_filter(id, g, ns), in, arr;
+    size_t i;
+    json_t *v;
+    BSON_APPEND_DOCUMENT_BEGIN(filter, field, &in);
+    BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr);
+    json_array_foreach(ids, i, v) {
+        char buf[16];
+        const char *key;
+        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+        BSON_APPEND_UTF8(&arr, key, json_string_value(v));
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(filter, &in);
+    int rc = delete_docs(c, kind(c, k), filter, true, NULL, "pruning checkpoints");
+    bson_destroy(filter);
+    return rc;
+}
+
+/* Deletes values referenced only by pruned checkpoints: not every value a kept
+ * one does not name, so a value a put is writing right now is never taken. */
+static int delete_values(call *c, const char *id, const bson_oid_t *g, json_t *dropped,
+                         json_t *kept)
+{
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(dropped, key, v) {
+        if (json_object_get(kept, key))
+            continue;
+        json_t *a = json_loads(key, 0, NULL);
+        bson_t *filter = ns_filter(id, g, json_string_value(json_array_get(a, 0)));
+        BSON_APPEND_UTF8(filter, "c", json_string_value(json_array_get(a, 1)));
+        BSON_APPEND_UTF8(filter, "v", json_string_value(json_array_get(a, 2)));
+        rc = delete_docs(c, kind(c, VALUES), filter, false, NULL, "pruning values");
+        bson_destroy(filter);
+        json_decref(a);
+        if (rc != 0)
+            break;
+    }
+    return rc;
+}
+
+/* Sorts each checkpoint of the thread, newest first, into kept (the first
+ * keep_last of its namespace) or dropped, with the values each side refers to. */
+static int sort_for_prune(call *c, const char *id, const bson_oid_t *g, size_t keep_last,
+                          json_t *counts, json_t *drop_ids, json_t *kept, json_t *dropped)
+{
+    bson_t *query = generation_filter(id, g);
+    bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "projection", "{", "ns",
+                            BCON_INT32(1), "id", BCON_INT32(1), "ch", BCON_INT32(1), "}");
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(kind(c, CHECKPOINTS), query, opts, c->b->primary);
+    const bson_t *doc;
+    bson_error_t e;
+    int rc = 0;
+    while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+        const char *ns = get_utf8(doc, "ns"), *cpid = get_utf8(doc, "id");
+        if (!ns || !cpid)
+            continue;
+        size_t seen = (size_t)json_integer_value(json_object_get(counts, ns));
+        json_object_set_new(counts, ns, json_integer((json_int_t)seen + 1));
+        if (seen < keep_last) {
+            rc = note_refs(c, doc, ns, kept);
+            continue;
+        }
+        json_t *ids = json_object_get(drop_ids, ns);
+        if (!ids)
+            json_object_set_new(drop_ids, ns, ids = json_array());
+        if (!ids || json_array_append_new(ids, json_string(cpid)) != 0)
+            rc = no_memory(c);
+        else
+            rc = note_refs(c, doc, ns, dropped);
+    }
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "reading checkpoints");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(query);
+    bson_destroy(opts);
+    return rc;
+}
+
+static int prune_thread(call *c, const char *id, const bson_oid_t *g, size_t keep_last)
+{
+    json_t *counts = json_object(), *drop_ids = json_object(), *kept = json_object(),
+           *dropped = json_object();
+    int rc = counts && drop_ids && kept && dropped
+                 ? sort_for_prune(c, id, g, keep_last, counts, drop_ids, kept, dropped)
+                 : no_memory(c);
+    const char *ns;
+    json_t *ids;
+    json_object_foreach(drop_ids, ns, ids) {
+        if (rc == 0) /* the checkpoints first: a value goes only once nothing names it */
+            rc = delete_ids(c, CHECKPOINTS, id, g, ns, "id", ids);
+        if (rc == 0)
+            rc = delete_ids(c, WRITES, id, g, ns, "cp", ids);
+    }
+    if (rc == 0)
+        rc = delete_values(c, id, g, dropped, kept);
+    json_decref(counts);
+    json_decref(drop_ids);
+    json_decref(kept);
+    json_decref(dropped);
+    return rc;
+}
+
+static int mongo_checkpoint_prune(convo_backend *b, const char *id, size_t keep_last,
+                                  convo_error *err)
+{
+    call c;
+    thread_doc t;
+    call_begin(&c, b, err);
+    int rc = read_visible(&c, id, &t);
+    if (rc == 0)
+        rc = prune_thread(&c, id, &t.g, keep_last);
+    thread_free(&t);
     call_end(&c);
     return rc;
 }
@@ -2229,6 +3091,11 @@ const convo_driver convo_driver_mongo = {
     .thread_delete = mongo_thread_delete,
     .thread_list = mongo_thread_list,
     .thread_fork = mongo_thread_fork,
+    .checkpoint_put = mongo_checkpoint_put,
+    .checkpoint_put_writes = mongo_checkpoint_put_writes,
+    .checkpoint_get = mongo_checkpoint_get,
+    .checkpoint_list = mongo_checkpoint_list,
+    .checkpoint_prune = mongo_checkpoint_prune,
     .bench_raw = mongo_bench_raw,
     .stored_bytes = mongo_stored_bytes,
     .thread_import = mongo_thread_import,
