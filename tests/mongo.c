@@ -605,6 +605,88 @@ START_TEST(test_import)
 }
 END_TEST
 
+/* ---- checkpoints ---- */
+
+static void put_checkpoint(convo_store *s, const char *thread, const char *id, const char *value)
+{
+    convo_blob v = {"json", value, strlen(value)};
+    convo_channel_in ch[] = {{"a", value, &v}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread;
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{\"step\":1}";
+    cp.body = (convo_blob){"json", "{}", 2};
+    cp.channels = ch;
+    cp.nchannels = 1;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+}
+
+static int64_t thread_docs(const char *suffix, const char *id)
+{
+    return raw_count(suffix, BCON_NEW("t", BCON_UTF8(id)));
+}
+
+START_TEST(test_checkpoint_layout)
+{
+    convo_store *s = open_store(NULL);
+    put_checkpoint(s, "cpt", "c1", "1");
+    put_checkpoint(s, "cpt", "c2", "2");
+    convo_write_in w = {0, "a", {"json", "9", 1}};
+    ck_assert_int_eq(convo_checkpoint_put_writes(s, "cpt", NULL, "c2", "task", "", &w, 1, &err), 0);
+    bson_oid_t g;
+    thread_generation("cpt", &g);
+    bson_t *doc = raw_find("checkpoints", BCON_NEW("t", BCON_UTF8("cpt"), "id", BCON_UTF8("c2")));
+    ck_assert_ptr_nonnull(doc);
+    assert_field(doc, "g", BSON_TYPE_OID);
+    assert_field(doc, "o", BSON_TYPE_INT64);
+    assert_field(doc, "meta", BSON_TYPE_UTF8);
+    assert_field(doc, "ch.0.v", BSON_TYPE_UTF8);
+    bson_destroy(doc);
+    ck_assert_int_eq(thread_docs("checkpoints", "cpt"), 2);
+    ck_assert_int_eq(thread_docs("values", "cpt"), 2);
+    ck_assert_int_eq(thread_docs("writes", "cpt"), 1);
+    bson_t *idx = index_named("checkpoints", "convo_checkpoint");
+    ck_assert_ptr_nonnull(idx);
+    bson_destroy(idx);
+    ck_assert_int_eq(convo_checkpoint_prune(s, "cpt", 1, &err), 0);
+    ck_assert_int_eq(thread_docs("checkpoints", "cpt"), 1);
+    ck_assert_int_eq(thread_docs("values", "cpt"), 1); /* c1's value went with it */
+    /* a delete takes everything of the generation */
+    ck_assert_int_eq(convo_thread_delete(s, "cpt", &err), 0);
+    ck_assert_int_eq(thread_docs("checkpoints", "cpt"), 0);
+    ck_assert_int_eq(thread_docs("values", "cpt"), 0);
+    ck_assert_int_eq(thread_docs("writes", "cpt"), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* A put killed after its checkpoint doc, before marking a new thread live: the
+ * checkpoint is invisible until the thread is written to again. */
+START_TEST(test_crash_checkpoint_put)
+{
+    convo_store *s = open_store(NULL);
+    put_checkpoint(s, "cpk", "c1", "1");
+    raw_update("threads", BCON_NEW("_id", BCON_UTF8("cpk")),
+               BCON_NEW("$set", "{", "live", BCON_BOOL(false), "}"));
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "cpk", NULL, NULL, &cp, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(length_of(s, "cpk"), -1);
+    ck_assert(!listed(s, "cpk"));
+    append_batch(s, "cpk", 1, 1, 1);
+    ck_assert_int_eq(convo_checkpoint_get(s, "cpk", NULL, NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c1");
+    convo_checkpoint_free(cp);
+    /* leftovers of a dead generation go with the next delete */
+    bson_oid_t dead;
+    bson_oid_init(&dead, NULL);
+    raw_insert("values", BCON_NEW("t", BCON_UTF8("cpk"), "g", BCON_OID(&dead), "ns",
+                                  BCON_UTF8(""), "c", BCON_UTF8("x"), "v", BCON_UTF8("1")));
+    ck_assert_int_eq(convo_thread_delete(s, "cpk", &err), 0);
+    ck_assert_int_eq(thread_docs("values", "cpk"), 0);
+    convo_close(s);
+}
+END_TEST
+
 /* ---- crash points, re-created by writing the documents a killed call leaves ---- */
 
 static void forge_thread(const char *id, const bson_oid_t *g, bool live, bool forking,
@@ -1082,6 +1164,7 @@ static Suite *mongo_suite(void)
         {"crash_points", {test_crash_append_placeholder, test_crash_append_not_marked,
                           test_crash_delete_marked, test_crash_delete_fenced,
                           test_crash_delete_leftovers, test_crash_fork_placeholder}, 30},
+        {"checkpoints", {test_checkpoint_layout, test_crash_checkpoint_put}, 30},
         {"ttl", {test_ttl}, 30},
         {"race", {test_threads_race}, 120},
         {"sigkill", {test_sigkill_writers}, 300},
