@@ -284,6 +284,26 @@ static void verify_raw_chains(void)
     mongoc_collection_destroy(batches);
 }
 
+/* Every listed checkpoint of a thread comes whole: its channel's value is there. */
+static void verify_checkpoints(convo_store *s, const char *id)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    convo_checkpoint_set *set = NULL;
+    o.thread_id = id;
+    ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "list: %s", err.message);
+    for (size_t i = 0; i < convo_checkpoint_set_count(set); i++) {
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
+        const char *version;
+        convo_blob v;
+        ck_assert_int_eq(convo_checkpoint_channel_count(cp), 1);
+        convo_checkpoint_channel(cp, 0, &version, &v);
+        ck_assert_msg(v.type && v.len == strlen(version) + 2 &&
+                          memcmp((const char *)v.bytes + 1, version, v.len - 2) == 0,
+                      "%s: checkpoint %s lost its value", id, convo_checkpoint_id(cp));
+    }
+    convo_checkpoint_set_free(set);
+}
+
 static void setup(void)
 {
     static unsigned counter;
@@ -1076,7 +1096,19 @@ static void chaos_writer(int w, unsigned seed)
             char patch[40];
             snprintf(patch, sizeof patch, "{\"w%d\":%d}", w, b);
             convo_save_extra(s, t, patch, &e);
-        } else if (r % 100 < 88) {
+        } else if (r % 100 < 84) {
+            char id[40], value[44];
+            snprintf(id, sizeof id, "w%d-b%d", w, b);
+            snprintf(value, sizeof value, "\"%s\"", id);
+            convo_blob v = {"json", value, strlen(value)};
+            convo_channel_in ch[] = {{"a", id, &v}};
+            convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+            cp.thread_id = t;
+            cp.checkpoint_id = id;
+            cp.channels = ch;
+            cp.nchannels = 1;
+            convo_checkpoint_put(s, &cp, &e);
+        } else if (r % 100 < 90) {
             convo_thread_delete(s, t, &e);
         } else if (r % 100 < 96) {
             convo_thread_fork(s, t, kill_thread_name(r >> 12), -1, &e);
@@ -1116,8 +1148,10 @@ START_TEST(test_sigkill_writers)
             waitpid(pids[k], &status, 0);
             ck_assert_msg(WIFSIGNALED(status), "writer %d stopped on its own (%d)", k, status);
         }
-        for (int t = 0; t < KILL_THREADS; t++)
+        for (int t = 0; t < KILL_THREADS; t++) {
             verify_thread(s, kill_thread_name((unsigned)t));
+            verify_checkpoints(s, kill_thread_name((unsigned)t));
+        }
         verify_raw_chains();
     }
     int64_t messages = 0;
