@@ -1,6 +1,7 @@
 /* redis.c — the Redis driver's own checks, beyond the conformance suite: the
- * key scheme seen by a plain hiredis client, TTL expiry of every key, server
- * restarts, timeouts, lost scripts, corrupt records and the thread index.
+ * key scheme seen by a plain hiredis client (checkpoint keys included), TTL
+ * expiry of every key, server restarts, timeouts, lost scripts, corrupt
+ * records and the thread index.
  * Server: $CONVO_TEST_REDIS_URL; restarts and pauses use a private redis-server. */
 #include <check.h>
 #include <convo.h>
@@ -79,6 +80,26 @@ static void extra_ok(convo_store *s, const char *id, const char *patch)
     convo_error err;
     int rc = convo_save_extra(s, id, patch, &err);
     ck_assert_msg(rc == 0, "save_extra %s: %d %s", id, rc, err.message);
+}
+
+/* A checkpoint "c1" with one channel value and one pending write. */
+static void checkpoint_ok(convo_store *s, const char *id, const char *ns)
+{
+    convo_blob v = {"json", "42", 2};
+    convo_channel_in ch[] = {{"n", "1", &v}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = id;
+    cp.checkpoint_ns = ns;
+    cp.checkpoint_id = "c1";
+    cp.metadata_json = "{\"step\":1}";
+    cp.channels = ch;
+    cp.nchannels = 1;
+    convo_error err;
+    int rc = convo_checkpoint_put(s, &cp, &err);
+    ck_assert_msg(rc == 0, "checkpoint_put %s: %d %s", id, rc, err.message);
+    convo_write_in w = {0, "n", {"json", "43", 2}};
+    rc = convo_checkpoint_put_writes(s, id, ns, "c1", "task", "", &w, 1, &err);
+    ck_assert_msg(rc == 0, "put_writes %s: %d %s", id, rc, err.message);
 }
 
 static int64_t length_of(convo_store *s, const char *id)
@@ -375,7 +396,7 @@ static const char *const odd_ids[] = {
     "plain", "we{ir}d:id", "}{", "glob*?[x]\\", "\xc3\xbcn\xc3\xaf c\xc3\xb8" "d\xc3\xa9",
     "sp ace", "%41", "a:b:c", "{}", NULL};
 
-/* One thread's keys: P:{tag}:meta|msgs|idem|extra, one slot, the tag decoding to the id. */
+/* One thread's keys: P:{tag}:SUFFIX, one slot, the tag decoding to the id. */
 static void check_key_shape(const char *prefix, const char *key, char *tag_out, size_t size)
 {
     size_t plen = strlen(prefix);
@@ -384,10 +405,13 @@ static void check_key_shape(const char *prefix, const char *key, char *tag_out, 
     ck_assert_msg(*open == '{', "key without a hash tag: %s", key);
     const char *close = strchr(open, '}');
     ck_assert_msg(close != NULL, "unclosed tag in %s", key);
+    static const char *const suffixes[] = {":meta", ":msgs", ":idem",  ":extra", ":cp",
+                                           ":cpidx", ":blobs", ":writes", NULL};
     const char *suffix = close + 1;
-    ck_assert_msg(!strcmp(suffix, ":meta") || !strcmp(suffix, ":msgs") ||
-                      !strcmp(suffix, ":idem") || !strcmp(suffix, ":extra"),
-                  "unexpected key %s", key);
+    size_t k = 0;
+    while (suffixes[k] && strcmp(suffix, suffixes[k]) != 0)
+        k++;
+    ck_assert_msg(suffixes[k] != NULL, "unexpected key %s", key);
     ck_assert_msg((size_t)(close - open - 1) < size, "tag too long");
     ck_assert_msg(memchr(open + 1, ':', (size_t)(close - open - 1)) == NULL, "':' in tag of %s",
                   key);
@@ -395,7 +419,7 @@ static void check_key_shape(const char *prefix, const char *key, char *tag_out, 
 }
 
 static void check_key_scheme(redisContext *c, const char *prefix, const char *const *ids,
-                             size_t nids)
+                             size_t nids, size_t min_keys)
 {
     char pat[300];
     glob_escape(pat, sizeof pat - 2, prefix);
@@ -421,7 +445,7 @@ static void check_key_scheme(redisContext *c, const char *prefix, const char *co
         seen[j]++;
     }
     for (size_t j = 0; j < nids; j++)
-        ck_assert_msg(seen[j] >= 3, "thread '%s' has %zu keys", ids[j], seen[j]);
+        ck_assert_msg(seen[j] >= min_keys, "thread '%s' has %zu keys", ids[j], seen[j]);
     keys_free(&ks);
 }
 
@@ -438,6 +462,7 @@ START_TEST(test_key_scheme)
         ids[n] = odd_ids[n];
         append_ok(s, ids[n], "k1");
         extra_ok(s, ids[n], "{\"a\":1}");
+        checkpoint_ok(s, ids[n], odd_ids[(n + 1) % 9]); /* odd namespaces too */
         append_ok(o, ids[n], "k1"); /* the same ids under another prefix */
     }
     char long_id[513];
@@ -449,7 +474,23 @@ START_TEST(test_key_scheme)
     ck_assert_int_eq(convo_thread_fork(s, "plain", "fork{dst}", -1, &err), 0);
     ids[n++] = "fork{dst}";
     redisContext *c = plain_connect(base_url);
-    check_key_scheme(c, prefix, ids, n);
+    check_key_scheme(c, prefix, ids, n, 3);
+    /* the threads with checkpoints have all eight keys */
+    for (size_t i = 0; odd_ids[i]; i++) {
+        char gprefix[300], tag[1600], pat[4096];
+        glob_escape(gprefix, sizeof gprefix, prefix);
+        size_t t = 0;
+        for (const unsigned char *q = (const unsigned char *)odd_ids[i]; *q; q++)
+            t += (size_t)(*q > 0x20 && *q != 0x7f && !strchr("%{}:*?[]\\", *q)
+                              ? snprintf(tag + t, sizeof tag - t, "%c", *q)
+                              : snprintf(tag + t, sizeof tag - t, "%%%02X", *q));
+        char gtag[3300];
+        glob_escape(gtag, sizeof gtag, tag);
+        snprintf(pat, sizeof pat, "%s:{%s}:*", gprefix, gtag);
+        keyset one = scan_keys(c, pat);
+        ck_assert_msg(one.n == 8, "thread '%s' has %zu keys, not 8", odd_ids[i], one.n);
+        keys_free(&one);
+    }
     /* the index holds the raw ids, in byte order */
     char index_key[120];
     snprintf(index_key, sizeof index_key, "%s:threads", prefix);
@@ -472,7 +513,7 @@ START_TEST(test_key_scheme)
     /* the other prefix saw none of it */
     for (size_t i = 0; odd_ids[i]; i++)
         ck_assert_int_eq(length_of(o, odd_ids[i]), 2);
-    check_key_scheme(c, other, odd_ids, n - 2);
+    check_key_scheme(c, other, odd_ids, n - 2, 3);
     for (size_t i = 0; odd_ids[i]; i++)
         convo_thread_delete(o, odd_ids[i], NULL);
     redisFree(c);
@@ -505,15 +546,27 @@ START_TEST(test_ttl_expiry)
     convo_store *forever = open_prefix(base_url, prefix, NULL);
     append_ok(s, "a", "key-1");
     extra_ok(s, "a", "{\"x\":null}");
+    checkpoint_ok(s, "a", "");
     append_ok(s, "a", "key-2");
     convo_error err;
     ck_assert_int_eq(convo_thread_fork(s, "a", "b", -1, &err), 0);
     append_ok(s, "c", "key-1");
     extra_ok(forever, "c", "{\"kept\":true}"); /* a store without ttl makes c permanent */
+    /* so does a plain append (the short script) by a store that wrote d before */
+    ck_assert_int_eq(convo_append(forever, "d", two, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_append(forever, "d", two, NULL, 1, NULL, NULL, &err), 0);
+    checkpoint_ok(s, "d", "");
     redisContext *c = plain_connect(base_url);
     long long at[8];
-    ck_assert_int_eq(thread_keys_expiry(c, prefix, "a", at, 8), 4);
-    for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(thread_keys_expiry(c, prefix, "d", at, 8), 6);
+    ck_assert_msg(at[0] > 0, "d should expire");
+    ck_assert_int_eq(convo_append(forever, "d", two, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(thread_keys_expiry(c, prefix, "d", at, 8), 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(at[i] == -1, "d should be permanent (%lld)", at[i]);
+    /* a: every key, checkpoint keys included, with one deadline */
+    ck_assert_int_eq(thread_keys_expiry(c, prefix, "a", at, 8), 8);
+    for (int i = 0; i < 8; i++)
         ck_assert_msg(at[i] > 0 && at[i] == at[0], "keys of a expire apart: %lld vs %lld", at[i],
                       at[0]);
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "b", at, 8), 3);
@@ -521,10 +574,13 @@ START_TEST(test_ttl_expiry)
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "c", at, 8), 4);
     for (int i = 0; i < 4; i++)
         ck_assert_msg(at[i] == -1, "c should be permanent (%lld)", at[i]);
+    ck_assert_int_eq(convo_thread_delete(forever, "d", &err), 0);
     sleep_ms(2300);
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "a", at, 8), 0);
     ck_assert_int_eq(thread_keys_expiry(c, prefix, "b", at, 8), 0);
     ck_assert_int_eq(length_of(s, "a"), -1);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "", NULL, &cp, &err), CONVO_ENOTFOUND);
     char index_key[120];
     snprintf(index_key, sizeof index_key, "%s:threads", prefix);
     ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 3);
@@ -634,6 +690,24 @@ START_TEST(test_noscript)
     freeReplyObject(cmd(c, "SCRIPT FLUSH"));
     ck_assert_int_eq(convo_thread_fork(s, "n", "m", 3, &err), 0);
     ck_assert_int_eq(length_of(s, "m"), 3);
+    /* the checkpoint scripts, each after a flush */
+    freeReplyObject(cmd(c, "SCRIPT FLUSH"));
+    checkpoint_ok(s, "n", "");
+    freeReplyObject(cmd(c, "SCRIPT FLUSH"));
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "n", "", NULL, &cp, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_write_count(cp), 1);
+    convo_checkpoint_free(cp);
+    freeReplyObject(cmd(c, "SCRIPT FLUSH"));
+    convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    lo.thread_id = "n";
+    convo_checkpoint_set *set;
+    ck_assert_int_eq(convo_checkpoint_list(s, &lo, &set, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_set_count(set), 1);
+    convo_checkpoint_set_free(set);
+    freeReplyObject(cmd(c, "SCRIPT FLUSH"));
+    ck_assert_int_eq(convo_checkpoint_prune(s, "n", 0, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_get(s, "n", "", NULL, &cp, &err), CONVO_ENOTFOUND);
     freeReplyObject(cmd(c, "SCRIPT FLUSH"));
     ck_assert_int_eq(convo_thread_delete(s, "n", &err), 0);
     ck_assert_int_eq(convo_thread_delete(s, "m", &err), 0);
@@ -715,6 +789,20 @@ START_TEST(test_corrupt)
     convo_history_free(h);
     freeReplyObject(cmd(c, "HSET %s:{m}:extra \"b\" %s", prefix, "no-ordinal"));
     ck_assert_int_eq(convo_load(s, "m", &o, &h, &err), CONVO_ECORRUPT);
+    /* a checkpoint record, a stored value and a pending write that do not decode */
+    checkpoint_ok(s, "m", "");
+    convo_checkpoint *cp;
+    redisReply *rec = cmd(c, "HGET %s:{m}:cp %b", prefix, "\0c1", (size_t)3);
+    ck_assert_int_eq(rec->type, REDIS_REPLY_STRING);
+    freeReplyObject(cmd(c, "HSET %s:{m}:cp %b %b", prefix, "\0c1", (size_t)3, rec->str,
+                        rec->len - 1));
+    ck_assert_int_eq(convo_checkpoint_get(s, "m", "", "c1", &cp, &err), CONVO_ECORRUPT);
+    freeReplyObject(cmd(c, "HSET %s:{m}:cp %b %b", prefix, "\0c1", (size_t)3, rec->str, rec->len));
+    freeReplyObject(rec);
+    ck_assert_int_eq(convo_checkpoint_get(s, "m", "", "c1", &cp, &err), 0);
+    convo_checkpoint_free(cp);
+    freeReplyObject(cmd(c, "HSET %s:{m}:blobs %b junk", prefix, "\0n\0" "1", (size_t)4));
+    ck_assert_int_eq(convo_checkpoint_get(s, "m", "", "c1", &cp, &err), CONVO_ECORRUPT);
     ck_assert_int_eq(convo_thread_delete(s, "m", &err), 0);
     redisFree(c);
     convo_close(s);
@@ -739,10 +827,32 @@ START_TEST(test_index_repair)
     ck_assert_ptr_null(convo_thread_page_next(p)); /* c and d are gone too */
     convo_thread_page_free(p);
     ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 1);
-    /* an entry lost on the way comes back with the next write */
+    /* an entry lost on the way (a client died between a removal and its
+     * re-add) comes back with the next write of a store that has not written
+     * the thread lately; a store that has skips the index (docs/redis.md) */
     freeReplyObject(cmd(c, "ZREM %s b", index_key));
     extra_ok(s, "b", "{}");
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 0);
+    convo_store *fresh = open_prefix(base_url, prefix, NULL);
+    append_ok(fresh, "b", NULL);
     ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 1);
+    convo_close(fresh);
+    /* and with convo_sweep, which also drops what is gone */
+    freeReplyObject(cmd(c, "ZREM %s b", index_key));
+    freeReplyObject(cmd(c, "ZADD %s 0 ghost", index_key));
+    uint64_t removed = 0;
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 1);
+    ck_assert_int_eq(cmd_int(c, "ZRANK %s b", index_key), 0);
+    /* a thread made by a checkpoint is indexed like any other */
+    checkpoint_ok(s, "e{x}", "");
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 2);
+    freeReplyObject(cmd(c, "ZREM %s e{x}", index_key));
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
+    ck_assert_int_eq(cmd_int(c, "ZCARD %s", index_key), 2);
+    ck_assert_int_eq(length_of(s, "e{x}"), 0);
+    ck_assert_int_eq(convo_thread_delete(s, "e{x}", &err), 0);
     ck_assert_int_eq(convo_thread_delete(s, "b", &err), 0);
     ck_assert_int_eq(cmd_int(c, "EXISTS %s", index_key), 0);
     redisFree(c);

@@ -1,6 +1,7 @@
-/* redis.c — the Redis driver (hiredis). Every mutating call is one Lua script
- * run with EVALSHA on the keys of a single thread, which all share one
- * {hash tag}; the thread index is a separate sorted set. See docs/redis.md. */
+/* redis.c — the Redis driver (hiredis): threads, their messages, extra and
+ * checkpoints. Every mutating call is one Lua script run with EVALSHA on the
+ * keys of a single thread, which all share one {hash tag}; the thread index is
+ * a separate sorted set. See docs/redis.md. */
 #include "config.h"
 #include <convo/driver.h>
 #include <errno.h>
@@ -21,76 +22,113 @@
 #define DEFAULT_POOL 8
 #define DEFAULT_TIMEOUT_MS 5000
 #define MAX_PREFIX_BYTES 128
-#define CHUNK 1000 /* arguments per Lua unpack(), well under Lua's C stack limit */
+#define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
 
-/* ---- the Lua scripts; KEYS are always meta, msgs, idem, extra of one thread ---- */
+/* ---- the Lua scripts ----
+ * KEYS are the keys of one thread, in the order of enum key_kind below:
+ * msgs idem meta extra cp cpidx blobs writes. Only the append script may get
+ * fewer (msgs, or msgs and idem). Lua sees "\\0" as a NUL byte: it separates
+ * namespace, ids and versions in fields and index members (none of them can
+ * hold a control character). */
 
-/* Lua helpers shared by the scripts: expire every key of the thread together
- * (PEXPIREAT with one deadline), or make them all permanent again. */
+/* Shared by every script but append: KEYS by name; expire every key of the
+ * thread together (PEXPIREAT with one deadline), or make them all permanent
+ * again; run a command over ARGV[first..last] 1000 arguments at a time. */
 #define LUA_PRELUDE                                                                        \
     "if redis.replicate_commands then redis.replicate_commands() end\n"                   \
+    "local MSGS, IDEM, META, EXTRA, CP, CPIDX, BLOBS, WRITES = unpack(KEYS)\n"             \
     "local function expire_all(ttl)\n"                                                   \
     "  if ttl > 0 then\n"                                                                \
     "    local t = redis.call('TIME')\n"                                                 \
     "    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl\n"   \
     "    for i = 1, #KEYS do redis.call('PEXPIREAT', KEYS[i], at) end\n"                  \
-    "  elseif redis.call('PTTL', KEYS[1]) > 0 then\n"                                    \
+    "  elseif redis.call('PTTL', META) > 0 then\n"                                       \
     "    for i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\n"                        \
     "  end\n"                                                                            \
     "end\n"                                                                              \
-    "local function chunked(cmd, key, first, last)\n"                                    \
+    "local function chunked(cmd, key, list, first, last)\n"                              \
     "  for i = first, last, 1000 do\n"                                                   \
-    "    redis.call(cmd, key, unpack(ARGV, i, math.min(i + 999, last)))\n"               \
+    "    redis.call(cmd, key, unpack(list, i, math.min(i + 999, last)))\n"               \
     "  end\n"                                                                            \
     "end\n"
 
-/* ARGV: idempotency key ('' = none), expected length (-1 = none), ttl ms,
- * then one record tail (msgpack role + bytes) per message.
- * Returns {replayed, first_seq, count}. */
-static const char script_append[] = LUA_PRELUDE
-    "local key, expect, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+/* The hot path, so no prelude and nothing the client can do instead: the
+ * client packs whole records [created_at, role, bytes], the script pushes
+ * them as they came (a Lua string built here would cost more than the push).
+ * ARGV: may create ('1'/'0'), idempotency key ('' = none), expected length
+ * (-1 = none), ttl ms, then the records. Without leave to create, a thread
+ * with no message list (new, or no message yet) or, for a store without
+ * ttl, one with a deadline answers CONVO_CREATE and writes nothing: the
+ * client then runs it again with every key, inside the index protocol.
+ * Returns first_seq, or {first_seq, count} for a replay. */
+static const char script_append[] =
+    "local create, key = ARGV[1] == '1', ARGV[2]\n"
+    "local expect, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+    /* only reading TIME needs effects replication (Redis 4) */
+    "if ttl > 0 and redis.replicate_commands then redis.replicate_commands() end\n"
     "if key ~= '' then\n"
-    "  local prior = redis.call('HGET', KEYS[3], key)\n"
+    "  local prior = redis.call('HGET', KEYS[2], key)\n"
     "  if prior then\n"
     "    local first, n = string.match(prior, '^(%d+) (%d+)$')\n"
     "    if not first then return redis.error_reply('CONVO_CORRUPT bad idempotency record') end\n"
-    "    return {1, tonumber(first), tonumber(n)}\n"
+    "    return {tonumber(first), tonumber(n)}\n"
     "  end\n"
     "end\n"
-    "local len = redis.call('LLEN', KEYS[2])\n"
-    "if expect >= 0 and expect ~= len then\n"
-    "  return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..\n"
-    "                           ' messages, expected ' .. expect)\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    /* msgpack fixarray(3) + created_at; the client packed role and bytes */
-    "local head = '\\147' .. cmsgpack.pack(tonumber(t[1]) * 1000000 + tonumber(t[2]))\n"
-    "local batch = {}\n"
-    "for i = 4, #ARGV do\n"
-    "  batch[#batch + 1] = head .. ARGV[i]\n"
-    "  if #batch == 1000 or i == #ARGV then\n"
-    "    redis.call('RPUSH', KEYS[2], unpack(batch))\n"
-    "    batch = {}\n"
+    "if expect >= 0 then\n"
+    "  local len = redis.call('LLEN', KEYS[1])\n"
+    "  if expect ~= len then\n"
+    "    return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..\n"
+    "                             ' messages, expected ' .. expect)\n"
     "  end\n"
     "end\n"
-    "if len == 0 then redis.call('HSET', KEYS[1], 'v', '1') end\n"
-    "local n = #ARGV - 3\n"
-    "if key ~= '' then redis.call('HSET', KEYS[3], key, len .. ' ' .. n) end\n"
-    "expire_all(ttl)\n"
-    "return {0, len, n}\n";
+    "if not create then\n"
+    "  local pttl = redis.call('PTTL', KEYS[1])\n"
+    "  if pttl == -2 or (ttl == 0 and pttl ~= -1) then\n"
+    "    return redis.status_reply('CONVO_CREATE')\n"
+    "  end\n"
+    "end\n"
+    "local len\n"
+    "for i = 5, #ARGV, 1000 do\n"
+    "  len = redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"
+    "end\n"
+    "local n = #ARGV - 4\n"
+    "local first = len - n\n"
+    "if create and first == 0 then redis.call('HSET', KEYS[3], 'v', '1') end\n"
+    "if key ~= '' then redis.call('HSET', KEYS[2], key, first .. ' ' .. n) end\n"
+    "if ttl > 0 then\n"
+    "  local t = redis.call('TIME')\n"
+    "  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl\n"
+    "  for i = 1, #KEYS do redis.call('PEXPIREAT', KEYS[i], at) end\n"
+    "elseif create and redis.call('PTTL', KEYS[3]) > 0 then\n"
+    "  for i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\n"
+    "end\n"
+    "return first\n";
 
-/* ARGV: max merged bytes, ttl ms, then field/value pairs (field = the key as
- * JSON text, value = the value as compact JSON). Hash values are stored as
- * "<insertion ordinal> <json>"; meta keeps xb (sum of #field + 1 + #json),
- * xc (key count) and xn (last ordinal), so the merged size is exact. */
+/* The common append, alone on the hot path: no idempotency key, no expected
+ * length, no ttl, a thread this store has written. KEYS: msgs. ARGV: the
+ * records. A thread without a message list or with a deadline (left by a
+ * store with ttl) goes to the full script instead. Returns first_seq. */
+static const char script_append_fast[] =
+    "if redis.call('PTTL', KEYS[1]) ~= -1 then return redis.status_reply('CONVO_CREATE') end\n"
+    "local len\n"
+    "for i = 1, #ARGV, 1000 do\n"
+    "  len = redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"
+    "end\n"
+    "return len - #ARGV\n";
+
+/* ARGV: may create, max merged bytes, ttl ms, then field/value pairs (field =
+ * the key as JSON text, value = the value as compact JSON). Hash values are
+ * stored as "<insertion ordinal> <json>"; meta keeps xb (sum of #field + 1 +
+ * #json), xc (key count) and xn (last ordinal), so the merged size is exact. */
 static const char script_extra[] = LUA_PRELUDE
-    "local maxb, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
-    "local m = redis.call('HMGET', KEYS[1], 'xb', 'xc', 'xn')\n"
-    "local xb, xc, xn = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or 0\n"
+    "local create, maxb, ttl = ARGV[1] == '1', tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local m = redis.call('HMGET', META, 'v', 'xb', 'xc', 'xn')\n"
+    "if not m[1] and not create then return redis.status_reply('CONVO_CREATE') end\n"
+    "local xb, xc, xn = tonumber(m[2]) or 0, tonumber(m[3]) or 0, tonumber(m[4]) or 0\n"
     "local vals = {}\n"
-    "for i = 3, #ARGV, 2 do\n"
+    "for i = 4, #ARGV, 2 do\n"
     "  local f, v = ARGV[i], ARGV[i + 1]\n"
-    "  local old = redis.call('HGET', KEYS[4], f)\n"
+    "  local old = redis.call('HGET', EXTRA, f)\n"
     "  local ord\n"
     "  if old then\n"
     "    local sp = string.find(old, ' ', 1, true)\n"
@@ -112,31 +150,29 @@ static const char script_extra[] = LUA_PRELUDE
     "  return redis.error_reply('CONVO_TOOLARGE merged extra of ' .. size ..\n"
     "                           ' bytes would exceed the limit of ' .. maxb .. ' bytes')\n"
     "end\n"
-    "for i = 1, #vals, 1000 do\n"
-    "  redis.call('HSET', KEYS[4], unpack(vals, i, math.min(i + 999, #vals)))\n"
-    "end\n"
-    "redis.call('HSET', KEYS[1], 'v', '1', 'xb', string.format('%d', xb),\n"
+    "chunked('HSET', EXTRA, vals, 1, #vals)\n"
+    "redis.call('HSET', META, 'v', '1', 'xb', string.format('%d', xb),\n"
     "           'xc', string.format('%d', xc), 'xn', string.format('%d', xn))\n"
     "expire_all(ttl)\n"
     "return 1\n";
 
 static const char script_delete[] = LUA_PRELUDE
-    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"
+    "if redis.call('EXISTS', META) == 0 then\n"
     "  return redis.error_reply('CONVO_NOTFOUND thread not found')\n"
     "end\n"
-    "redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])\n"
+    "redis.call('DEL', unpack(KEYS))\n"
     "return 1\n";
 
 /* Creates the destination of a fork from what was read off the source.
  * ARGV: ttl ms, record count n, xb, xc, xn, n records, extra field/value pairs. */
 static const char script_fork[] = LUA_PRELUDE
-    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "if redis.call('EXISTS', META) == 1 then\n"
     "  return redis.error_reply('CONVO_CONFLICT destination thread already exists')\n"
     "end\n"
     "local ttl, n = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
-    "chunked('RPUSH', KEYS[2], 6, 5 + n)\n"
-    "chunked('HSET', KEYS[4], 6 + n, #ARGV)\n"
-    "redis.call('HSET', KEYS[1], 'v', '1', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])\n"
+    "chunked('RPUSH', MSGS, ARGV, 6, 5 + n)\n"
+    "chunked('HSET', EXTRA, ARGV, 6 + n, #ARGV)\n"
+    "redis.call('HSET', META, 'v', '1', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])\n"
     "expire_all(ttl)\n"
     "return 1\n";
 
@@ -145,20 +181,196 @@ static const char script_fork[] = LUA_PRELUDE
  * the thread already holds them (the same dump imported again), else 0. */
 static const char script_import[] = LUA_PRELUDE
     "local ttl, first = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
-    "local len = redis.call('LLEN', KEYS[2])\n"
+    "local len = redis.call('LLEN', MSGS)\n"
     "if len >= first + #ARGV - 2 then return 1 end\n"
     "if len ~= first then\n"
     "  return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..\n"
     "                           ' messages, the dump continues at ' .. first)\n"
     "end\n"
-    "chunked('RPUSH', KEYS[2], 3, #ARGV)\n"
-    "redis.call('HSET', KEYS[1], 'v', '1')\n"
+    "chunked('RPUSH', MSGS, ARGV, 3, #ARGV)\n"
+    "redis.call('HSET', META, 'v', '1')\n"
     "expire_all(ttl)\n"
     "return 0\n";
 
-enum { S_APPEND, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_COUNT };
-static const char *const scripts[S_COUNT] = {script_append, script_extra, script_delete,
-                                             script_fork, script_import};
+/* Checkpoints. A record (the value of field "NS\0ID" in cp) is four msgpack
+ * objects in a row: put order, created_at, the channel list [ch, version, ...]
+ * (strings: the only part a script decodes), and the client's tail. cpidx is
+ * a sorted set of score 0 read by range of bytes:
+ *   "o\0" ORDER "\0" NS "\0" ID          every checkpoint, in put order
+ *   "n\0" NS "\0" ORDER "\0" ID          per namespace, in put order
+ *   "w\0" NS "\0" ID "\0" TASK "\0" IDX  the pending writes of a checkpoint
+ * ORDER is the put counter (meta field co) as 16 hex digits. */
+#define LUA_CP_PRELUDE                                                                     \
+    "local function rec_order(rec)\n"                                                    \
+    "  local _, o = cmsgpack.unpack_one(rec)\n"                                           \
+    "  return o\n"                                                                       \
+    "end\n"                                                                              \
+    "local function rec_channels(rec)\n"                                                 \
+    "  local o1 = cmsgpack.unpack_one(rec)\n"                                             \
+    "  local o2 = cmsgpack.unpack_one(rec, o1)\n"                                         \
+    "  local _, ch = cmsgpack.unpack_one(rec, o2)\n"                                      \
+    "  return ch\n"                                                                      \
+    "end\n"                                                                              \
+    "local function hex(order) return string.format('%016x', order) end\n"               \
+    "local function next_ns(after)\n"                                                    \
+    "  local from = after and ('[n\\0' .. after .. '\\1') or '[n\\0'\n"                  \
+    "  local m = redis.call('ZRANGEBYLEX', CPIDX, from, '(n\\1', 'LIMIT', 0, 1)\n"        \
+    "  return m[1] and string.match(m[1], '^n%z([^%z]*)%z')\n"                           \
+    "end\n"                                                                              \
+    "local function writes_of(field)\n"                                                  \
+    "  return '[w\\0' .. field .. '\\0', '(w\\0' .. field .. '\\1'\n"                     \
+    "end\n"                                                                              \
+    "local function hmget_all(key, fields)\n"                                            \
+    "  local out = {}\n"                                                                 \
+    "  for i = 1, #fields, 1000 do\n"                                                    \
+    "    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))\n" \
+    "    for j = 1, #part do out[#out + 1] = part[j] end\n"                              \
+    "  end\n"                                                                            \
+    "  return out\n"                                                                     \
+    "end\n"                                                                              \
+    /* {field, record, values in channel order, pending writes}, or false */             \
+    "local function fetch(field)\n"                                                      \
+    "  local rec = redis.call('HGET', CP, field)\n"                                      \
+    "  if not rec then return false end\n"                                               \
+    "  local ns = string.match(field, '^([^%z]*)%z')\n"                                  \
+    "  local ch, bf = rec_channels(rec), {}\n"                                           \
+    "  for i = 1, #ch, 2 do bf[#bf + 1] = ns .. '\\0' .. ch[i] .. '\\0' .. ch[i + 1] end\n" \
+    "  local wf = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))\n"                  \
+    "  for i = 1, #wf do wf[i] = string.sub(wf[i], 3) end\n"                             \
+    "  return {field, rec, hmget_all(BLOBS, bf), hmget_all(WRITES, wf)}\n"                \
+    "end\n"
+
+/* ARGV: may create, ttl ms, ns, id, created_at (the client's clock, as for
+ * messages), channel list, tail, then value field/value pairs
+ * ("NS\0CHANNEL\0VERSION" -> msgpack [type, bytes]), each stored only if
+ * absent. The same key again keeps its order and created_at. */
+static const char script_cp_put[] = LUA_PRELUDE LUA_CP_PRELUDE
+    "if redis.call('EXISTS', META) == 0 then\n"
+    "  if ARGV[1] ~= '1' then return redis.status_reply('CONVO_CREATE') end\n"
+    "  redis.call('HSET', META, 'v', '1')\n"
+    "end\n"
+    "local ns, id = ARGV[3], ARGV[4]\n"
+    "local field = ns .. '\\0' .. id\n"
+    "local old = redis.call('HGET', CP, field)\n"
+    "local head\n"
+    "if old then\n"
+    "  local o1 = cmsgpack.unpack_one(old)\n"
+    "  head = string.sub(old, 1, (cmsgpack.unpack_one(old, o1)))\n"
+    "else\n"
+    "  local order = redis.call('HINCRBY', META, 'co', 1)\n"
+    "  head = cmsgpack.pack(order) .. cmsgpack.pack(tonumber(ARGV[5]))\n"
+    "  redis.call('ZADD', CPIDX, 0, 'o\\0' .. hex(order) .. '\\0' .. field,\n"
+    "             0, 'n\\0' .. ns .. '\\0' .. hex(order) .. '\\0' .. id)\n"
+    "end\n"
+    "redis.call('HSET', CP, field, head .. ARGV[6] .. ARGV[7])\n"
+    "for i = 8, #ARGV, 2 do redis.call('HSETNX', BLOBS, ARGV[i], ARGV[i + 1]) end\n"
+    "expire_all(tonumber(ARGV[2]))\n"
+    "return 1\n";
+
+/* ARGV: ttl ms, "NS\0ID", then (mode, field, value) triples: field
+ * "NS\0ID\0TASK\0IDX"; mode 'r' replaces (idx < 0), 'k' keeps the first. */
+static const char script_cp_writes[] = LUA_PRELUDE LUA_CP_PRELUDE
+    "if redis.call('HEXISTS', CP, ARGV[2]) == 0 then\n"
+    "  return redis.error_reply('CONVO_NOTFOUND checkpoint not found')\n"
+    "end\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call(ARGV[i] == 'r' and 'HSET' or 'HSETNX', WRITES, ARGV[i + 1], ARGV[i + 2])\n"
+    "  redis.call('ZADD', CPIDX, 0, 'w\\0' .. ARGV[i + 1])\n"
+    "end\n"
+    "expire_all(tonumber(ARGV[1]))\n"
+    "return 1\n";
+
+/* ARGV: ns, id ('' = the latest of ns). Reads only. */
+static const char script_cp_get[] = LUA_PRELUDE LUA_CP_PRELUDE
+    "local ns, id = ARGV[1], ARGV[2]\n"
+    "if id == '' then\n"
+    "  local m = redis.call('ZREVRANGEBYLEX', CPIDX, '(n\\0' .. ns .. '\\1',\n"
+    "                       '[n\\0' .. ns .. '\\0', 'LIMIT', 0, 1)\n"
+    "  id = m[1] and string.match(m[1], '^n%z[^%z]*%z%x+%z(.*)$')\n"
+    "end\n"
+    "local r = id and fetch(ns .. '\\0' .. id)\n"
+    "if not r then return redis.error_reply('CONVO_NOTFOUND checkpoint not found') end\n"
+    "return r\n";
+
+/* One page of a listing, newest first. ARGV: one namespace ('1'/'0'), ns,
+ * before ('' = none), cursor (ORDER of the last one seen, '' = the newest),
+ * page size. Returns {next cursor or '', fetch() of each}. Reads only. */
+static const char script_cp_list[] = LUA_PRELUDE LUA_CP_PRELUDE
+    "local one, ns, before, upper = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4]\n"
+    "local count = tonumber(ARGV[5])\n"
+    "if before ~= '' then\n"
+    "  local best\n"
+    "  local n = one and ns or next_ns(nil)\n"
+    "  while n do\n"
+    "    local rec = redis.call('HGET', CP, n .. '\\0' .. before)\n"
+    "    if rec and (not best or rec_order(rec) < best) then best = rec_order(rec) end\n"
+    "    n = not one and next_ns(n)\n"
+    "  end\n"
+    "  if not best then\n"
+    "    if redis.call('EXISTS', META) == 0 then return {''} end\n"
+    "    return redis.error_reply(\"CONVO_NOTFOUND checkpoint '\" .. before .. \"' not found\")\n"
+    "  end\n"
+    "  if upper == '' or hex(best) < upper then upper = hex(best) end\n"
+    "end\n"
+    "local lo, hi, pat\n"
+    "if one then\n"
+    "  lo, pat = '[n\\0' .. ns .. '\\0', '^n%z[^%z]*%z(%x+)%z(.*)$'\n"
+    "  hi = upper ~= '' and ('(n\\0' .. ns .. '\\0' .. upper) or ('(n\\0' .. ns .. '\\1')\n"
+    "else\n"
+    "  lo, pat = '[o\\0', '^o%z(%x+)%z(.*)$'\n"
+    "  hi = upper ~= '' and ('(o\\0' .. upper) or '(o\\1'\n"
+    "end\n"
+    "local m = redis.call('ZREVRANGEBYLEX', CPIDX, hi, lo, 'LIMIT', 0, count)\n"
+    "local out = {#m < count and '' or string.match(m[#m], pat)}\n"
+    "for i = 1, #m do\n"
+    "  local _, rest = string.match(m[i], pat)\n"
+    "  local r = fetch(one and (ns .. '\\0' .. rest) or rest)\n"
+    "  if r then out[#out + 1] = r end\n"
+    "end\n"
+    "return out\n";
+
+/* ARGV: keep_last. Drops older checkpoints of each namespace with their
+ * writes, then every value no remaining checkpoint lists. */
+static const char script_cp_prune[] = LUA_PRELUDE LUA_CP_PRELUDE
+    "if redis.call('EXISTS', META) == 0 then\n"
+    "  return redis.error_reply('CONVO_NOTFOUND thread not found')\n"
+    "end\n"
+    "local ns = next_ns(nil)\n"
+    "while ns do\n"
+    "  local old = redis.call('ZREVRANGEBYLEX', CPIDX, '(n\\0' .. ns .. '\\1',\n"
+    "                         '[n\\0' .. ns .. '\\0', 'LIMIT', ARGV[1], -1)\n"
+    "  for i = 1, #old do\n"
+    "    local order, id = string.match(old[i], '^n%z[^%z]*%z(%x+)%z(.*)$')\n"
+    "    local field = ns .. '\\0' .. id\n"
+    "    redis.call('HDEL', CP, field)\n"
+    "    redis.call('ZREM', CPIDX, old[i], 'o\\0' .. order .. '\\0' .. field)\n"
+    "    local w = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))\n"
+    "    for j = 1, #w do w[j] = string.sub(w[j], 3) end\n"
+    "    chunked('HDEL', WRITES, w, 1, #w)\n"
+    "    redis.call('ZREMRANGEBYLEX', CPIDX, writes_of(field))\n"
+    "  end\n"
+    "  ns = next_ns(ns)\n"
+    "end\n"
+    "local used, all = {}, redis.call('HGETALL', CP)\n"
+    "for i = 1, #all, 2 do\n"
+    "  local n, ch = string.match(all[i], '^([^%z]*)%z'), rec_channels(all[i + 1])\n"
+    "  for j = 1, #ch, 2 do used[n .. '\\0' .. ch[j] .. '\\0' .. ch[j + 1]] = true end\n"
+    "end\n"
+    "local gone = {}\n"
+    "for _, f in ipairs(redis.call('HKEYS', BLOBS)) do\n"
+    "  if not used[f] then gone[#gone + 1] = f end\n"
+    "end\n"
+    "chunked('HDEL', BLOBS, gone, 1, #gone)\n"
+    "return 1\n";
+
+enum {
+    S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT,
+    S_CP_PUT, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
+};
+static const char *const scripts[S_COUNT] = {
+    script_append, script_append_fast, script_extra,     script_delete,  script_fork,
+    script_import, script_cp_put,      script_cp_writes, script_cp_get,  script_cp_list,
+    script_cp_prune};
 
 /* ---- the backend and its connections ---- */
 
@@ -177,6 +389,7 @@ struct convo_backend {
     int connect_timeout_ms, timeout_ms;
     char *prefix, *index_key;
     char sha[S_COUNT][41];
+    atomic_uint_fast64_t recent[RECENT_SLOTS]; /* threads written lately (run_writer) */
     atomic_uint_fast64_t next_gen;
     atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
 };
@@ -218,6 +431,24 @@ static void cmd_str(cmd *c, const char *s)
     cmd_add(c, s, strlen(s));
 }
 
+/* The decimal digits of v at buf (no NUL); their count. Every call formats
+ * a few numbers, and printf is a measurable part of a call. */
+static size_t fmt_num(char *buf, long long v)
+{
+    char tmp[24];
+    size_t n = 0, len = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[len++] = '-';
+    while (n)
+        buf[len++] = tmp[--n];
+    return len;
+}
+
 static void cmd_num(cmd *c, long long v)
 {
     if (c->nnums == 8) {
@@ -225,7 +456,7 @@ static void cmd_num(cmd *c, long long v)
         return;
     }
     char *buf = c->nums[c->nnums++];
-    cmd_add(c, buf, (size_t)snprintf(buf, sizeof c->nums[0], "%lld", v));
+    cmd_add(c, buf, fmt_num(buf, v));
 }
 
 static void cmd_free(cmd *c)
@@ -234,9 +465,10 @@ static void cmd_free(cmd *c)
     free(c->lens);
 }
 
-/* The keys of one thread: P:{tag}:meta, :msgs, :idem, :extra — KEYS order of every script. */
-enum { K_META, K_MSGS, K_IDEM, K_EXTRA, K_COUNT };
-static const char *const key_suffix[K_COUNT] = {"meta", "msgs", "idem", "extra"};
+/* The keys of one thread, P:{tag}:SUFFIX, in the KEYS order of every script. */
+enum key_kind { K_MSGS, K_IDEM, K_META, K_EXTRA, K_CP, K_CPIDX, K_BLOBS, K_WRITES, K_COUNT };
+static const char *const key_suffix[K_COUNT] = {"msgs", "idem", "meta",  "extra",
+                                                "cp",   "cpidx", "blobs", "writes"};
 
 typedef struct thread_keys {
     char *buf;
@@ -272,19 +504,27 @@ static size_t encode_tag(char *out, const char *id)
     return n;
 }
 
+/* Builds the keys with memcpy: this runs on every call. */
 static int keys_make(const convo_backend *b, const char *id, thread_keys *tk)
 {
     size_t plen = strlen(b->prefix), tlen = encode_tag(NULL, id);
     size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
     if (!(tk->buf = malloc(each * K_COUNT)))
         return CONVO_ENOMEM;
+    char *first = tk->buf;
+    memcpy(first, b->prefix, plen);
+    memcpy(first + plen, ":{", 2);
+    encode_tag(first + plen + 2, id);
+    memcpy(first + plen + 2 + tlen, "}:", 2);
+    size_t head = plen + tlen + 4;
     for (int i = 0; i < K_COUNT; i++) {
         char *k = tk->buf + each * (size_t)i;
-        size_t n = (size_t)sprintf(k, "%s:{", b->prefix);
-        n += encode_tag(k + n, id);
-        n += (size_t)sprintf(k + n, "}:%s", key_suffix[i]);
+        size_t slen = strlen(key_suffix[i]);
+        if (i > 0)
+            memcpy(k, first, head);
+        memcpy(k + head, key_suffix[i], slen + 1);
         tk->k[i] = k;
-        tk->len[i] = n;
+        tk->len[i] = head + slen;
     }
     return 0;
 }
@@ -375,23 +615,49 @@ static int send_all(convo_backend *b, rconn *rc, struct iovec *iov, size_t n, co
     return 0;
 }
 
+/* The RESP form of a command ("*N\r\n" then "$LEN\r\nARG\r\n" each), in one
+ * malloc'd buffer; NULL when out of memory. */
+static char *format_command(const cmd *c, size_t *len)
+{
+    size_t total = 32;
+    for (size_t i = 0; i < c->n; i++)
+        total += c->lens[i] + 32;
+    char *out = malloc(total), *p = out;
+    if (!out)
+        return NULL;
+    *p++ = '*';
+    p += fmt_num(p, (long long)c->n);
+    for (size_t i = 0; i < c->n; i++) {
+        memcpy(p, "\r\n$", 3);
+        p += 3;
+        p += fmt_num(p, (long long)c->lens[i]);
+        memcpy(p, "\r\n", 2);
+        p += 2;
+        if (c->lens[i])
+            memcpy(p, c->argv[i], c->lens[i]);
+        p += c->lens[i];
+    }
+    memcpy(p, "\r\n", 2);
+    *len = (size_t)(p + 2 - out);
+    return out;
+}
+
 static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err)
 {
     char **bufs = calloc(n, sizeof *bufs);
     struct iovec *iov = calloc(n, sizeof *iov);
     int code = bufs && iov ? 0 : oom(err);
     for (size_t i = 0; i < n && code == 0; i++) {
-        int len = cmds[i].failed ? -1 : redisFormatCommandArgv(&bufs[i], (int)cmds[i].n,
-                                                               cmds[i].argv, cmds[i].lens);
-        if (len < 0)
+        size_t len = 0;
+        if (cmds[i].failed || !(bufs[i] = format_command(&cmds[i], &len)))
             code = oom(err);
         else
-            iov[i] = (struct iovec){bufs[i], (size_t)len};
+            iov[i] = (struct iovec){bufs[i], len};
     }
     if (code == 0)
         code = send_all(b, rc, iov, n, err);
     for (size_t i = 0; bufs && i < n; i++)
-        redisFreeCommand(bufs[i]);
+        free(bufs[i]);
     free(bufs);
     free(iov);
     return code;
@@ -458,14 +724,20 @@ static int pipeline_script(convo_backend *b, rconn *rc, cmd *cmds, size_t n, siz
     return pipeline(b, rc, cmds, n, replies, err);
 }
 
-/* "EVALSHA <sha> 4 meta msgs idem extra" — the start of every script call. */
-static void cmd_script_head(cmd *c, const thread_keys *tk)
+/* "EVALSHA <sha> n key..." with the first n keys of the thread. */
+static void cmd_script_keys(cmd *c, const thread_keys *tk, size_t n)
 {
     cmd_add(c, "EVALSHA", 7);
     cmd_add(c, "", 0); /* sha or script text, set by pipeline_script() */
-    cmd_num(c, K_COUNT);
-    for (int i = 0; i < K_COUNT; i++)
+    cmd_num(c, (long long)n);
+    for (size_t i = 0; i < n; i++)
         cmd_add(c, tk->k[i], tk->len[i]);
+}
+
+/* The start of every script call but the fast append: all keys of the thread. */
+static void cmd_script_head(cmd *c, const thread_keys *tk)
+{
+    cmd_script_keys(c, tk, K_COUNT);
 }
 
 static void cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id)
@@ -475,6 +747,89 @@ static void cmd_index(cmd *c, const convo_backend *b, const char *verb, const ch
     if (verb[0] == 'Z' && verb[1] == 'A')
         cmd_add(c, "0", 1);
     cmd_str(c, id);
+}
+
+/* ---- writes that may create a thread ---- */
+
+/* Which threads this store wrote lately, by a 64-bit hash of the id: a
+ * direct-mapped table, lock-free. It only decides whether a write first
+ * re-asserts the thread's index entry; a wrong answer costs a round trip,
+ * never correctness (see run_writer). */
+static uint64_t id_hash(const char *id)
+{
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 0x100000001b3u;
+    return h | 1; /* 0 marks an empty slot */
+}
+
+static atomic_uint_fast64_t *recent_slot(convo_backend *b, uint64_t h)
+{
+    return &b->recent[(h >> 17) & (RECENT_SLOTS - 1)];
+}
+
+static int recent_has(convo_backend *b, uint64_t h)
+{
+    return atomic_load_explicit(recent_slot(b, h), memory_order_relaxed) == h;
+}
+
+static void recent_set(convo_backend *b, uint64_t h)
+{
+    atomic_store_explicit(recent_slot(b, h), h, memory_order_relaxed);
+}
+
+static int is_create(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_STATUS && r->len == 12 && memcmp(r->str, "CONVO_CREATE", 12) == 0;
+}
+
+/* Builds a script call, create = 1 allowing it to create the thread; returns
+ * the script to run (its S_ number), or CONVO_ENOMEM. */
+typedef int (*build_fn)(void *ctx, cmd *c, int create);
+
+/* Runs a writing script that may create the thread; *reply gets its reply.
+ * A thread this store wrote lately is indexed already, so its script runs
+ * alone, without leave to create: it answers CONVO_CREATE, having written
+ * nothing, when the thread is missing. Then, as for every other thread, the
+ * index protocol runs: ZADD, the script allowed to create, ZADD, pipelined
+ * (docs/redis.md, "The thread index"). So only a call inside the protocol
+ * ever creates a thread. */
+static int run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
+                      redisReply **reply, convo_error *err)
+{
+    uint64_t h = id_hash(id);
+    int rc;
+    if (recent_has(b, h)) {
+        cmd one = {0};
+        redisReply *r = NULL;
+        int s = build(ctx, &one, 0);
+        rc = s < 0 ? oom(err) : pipeline_script(b, c, &one, 1, 0, s, &r, err);
+        cmd_free(&one);
+        if (rc != 0 || !is_create(r)) {
+            *reply = r;
+            return rc;
+        }
+        freeReplyObject(r);
+    }
+    cmd cmds[3] = {{0}};
+    redisReply *replies[3] = {NULL};
+    cmd_index(&cmds[0], b, "ZADD", id);
+    int s = build(ctx, &cmds[1], 1);
+    rc = s < 0 ? oom(err) : 0;
+    cmd_index(&cmds[2], b, "ZADD", id);
+    if (rc == 0)
+        rc = pipeline_script(b, c, cmds, 3, 1, s, replies, err);
+    if (rc == 0 && replies[0]->type == REDIS_REPLY_INTEGER &&
+        replies[1]->type != REDIS_REPLY_ERROR && replies[2]->type == REDIS_REPLY_INTEGER)
+        recent_set(b, h);
+    if (rc == 0) {
+        *reply = replies[1];
+        replies[1] = NULL;
+    }
+    replies_free(replies, 3);
+    for (int i = 0; i < 3; i++)
+        cmd_free(&cmds[i]);
+    return rc;
 }
 
 /* ---- connections ---- */
@@ -745,6 +1100,8 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
         return oom(err);
     b->limits = *limits;
     atomic_init(&b->next_gen, 1);
+    for (size_t i = 0; i < RECENT_SLOTS; i++)
+        atomic_init(&b->recent[i], 0);
     atomic_init(&b->stale_below, 0);
     long long pool = DEFAULT_POOL;
     int rc = (b->redacted = strdup(url->redacted)) ? parse_params(b, url, err, &pool) : oom(err);
@@ -764,95 +1121,139 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
 
 /* ---- append ---- */
 
+/* A growable msgpack output buffer; marks[] remember where parts start. */
 typedef struct packbuf {
     char *data;
     size_t len, cap;
+    size_t *marks;
+    size_t nmarks, mcap;
+    int failed;
 } packbuf;
 
 static int packbuf_write(void *data, const char *buf, size_t len)
 {
     packbuf *p = data;
-    if (p->len + len > p->cap)
-        return -1; /* sized up front; cannot happen */
+    if (len == 0)
+        return 0; /* buf may be NULL (an empty value) */
+    if (p->len + len > p->cap) {
+        size_t cap = p->cap ? p->cap : 256;
+        while (cap < p->len + len)
+            cap *= 2;
+        char *d = realloc(p->data, cap);
+        if (!d) {
+            p->failed = 1;
+            return -1;
+        }
+        p->data = d;
+        p->cap = cap;
+    }
     memcpy(p->data + p->len, buf, len);
     p->len += len;
     return 0;
 }
 
-/* Packs "role (str), bytes (bin)" of each message, the record's tail: the
- * append script prepends the array header and created_at. With created_at,
- * whole records [created_at, role, bytes]. offs[i]: where message i starts. */
+/* Ends the current part: part i is [marks[i], marks[i + 1]). */
+static void packbuf_mark(packbuf *p)
+{
+    if (p->nmarks == p->mcap) {
+        size_t cap = p->mcap ? p->mcap * 2 : 16;
+        size_t *m = realloc(p->marks, cap * sizeof *m);
+        if (!m) {
+            p->failed = 1;
+            return;
+        }
+        p->marks = m;
+        p->mcap = cap;
+    }
+    p->marks[p->nmarks++] = p->len;
+}
+
+static void packbuf_free(packbuf *p)
+{
+    free(p->data);
+    free(p->marks);
+}
+
+/* Adds part i of p to a command. */
+static void cmd_part(cmd *c, const packbuf *p, size_t i)
+{
+    cmd_add(c, p->data + p->marks[i], p->marks[i + 1] - p->marks[i]);
+}
+
+/* Packs each message as its whole record [created_at, role, bytes]: with
+ * created_at[i] when given (a dump), else `now` for the whole batch. Part i
+ * is message i. */
 static int pack_records(const convo_message_in *msgs, size_t n, const int64_t *created_at,
-                        packbuf *pb, size_t *offs)
+                        int64_t now, packbuf *pb)
 {
     size_t cap = 0;
     for (size_t i = 0; i < n; i++)
-        cap += msgs[i].len + strlen(msgs[i].role) + 20;
+        cap += msgs[i].len + strlen(msgs[i].role) + 24;
     if (!(pb->data = malloc(cap ? cap : 1)))
         return CONVO_ENOMEM;
     pb->cap = cap;
     msgpack_packer pk;
     msgpack_packer_init(&pk, pb, packbuf_write);
+    packbuf_mark(pb);
     for (size_t i = 0; i < n; i++) {
         size_t rlen = strlen(msgs[i].role);
-        offs[i] = pb->len;
-        if (created_at && (msgpack_pack_array(&pk, 3) || msgpack_pack_int64(&pk, created_at[i])))
-            return CONVO_ERROR;
-        if (msgpack_pack_str(&pk, rlen) || msgpack_pack_str_body(&pk, msgs[i].role, rlen) ||
+        if (msgpack_pack_array(&pk, 3) ||
+            msgpack_pack_int64(&pk, created_at ? created_at[i] : now) ||
+            msgpack_pack_str(&pk, rlen) || msgpack_pack_str_body(&pk, msgs[i].role, rlen) ||
             msgpack_pack_bin(&pk, msgs[i].len) ||
             msgpack_pack_bin_body(&pk, msgs[i].bytes, msgs[i].len))
             return CONVO_ERROR;
+        packbuf_mark(pb);
     }
-    offs[n] = pb->len;
-    return 0;
+    return pb->failed ? CONVO_ENOMEM : 0;
 }
 
-static int append_result(const redisReply *r, convo_append_result *res, convo_error *err)
+/* The script's answer: first_seq, or {first_seq, count} for a replay. */
+static int append_result(const redisReply *r, size_t n, convo_append_result *res,
+                         convo_error *err)
 {
     if (r->type == REDIS_REPLY_ERROR)
         return reply_error(r, err);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_INTEGER)
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *res = (convo_append_result){r->integer, n, 0};
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
         return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to the append script");
-    res->replayed = r->element[0]->integer != 0;
-    res->first_seq = r->element[1]->integer;
-    res->count = (size_t)r->element[2]->integer;
+    *res = (convo_append_result){r->element[0]->integer, (size_t)r->element[1]->integer, 1};
     return 0;
 }
 
-/* One round trip: ZADD index, the script, ZADD index again (see docs/redis.md
- * for why the index is touched both before and after). */
-static int append_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
-                       const convo_message_in *msgs, size_t n, const convo_append_opts *opts,
-                       convo_append_result *res, convo_error *err)
+typedef struct append_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    const convo_append_opts *opts;
+    const packbuf *pb;
+    size_t n;
+} append_call;
+
+/* Each key and argument costs the server time, so a script gets only what it
+ * uses: the common append runs the short script with the message list alone;
+ * without leave to create and without ttl the full one touches the list and
+ * the idempotency hash only. */
+static int append_build(void *ctx, cmd *c, int create)
 {
-    packbuf pb = {NULL, 0, 0};
-    size_t *offs = malloc((n + 1) * sizeof *offs);
-    cmd cmds[3] = {{0}};
-    int rc = offs ? pack_records(msgs, n, NULL, &pb, offs) : CONVO_ENOMEM;
-    if (rc != 0) {
-        rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
-        goto done;
+    const append_call *a = ctx;
+    const convo_append_opts *o = a->opts;
+    int plain = !create && a->b->ttl_ms == 0 && !o->idempotency_key && o->expected_length < 0;
+    if (plain) {
+        cmd_script_keys(c, a->tk, 1);
+    } else {
+        cmd_script_keys(c, a->tk, create || a->b->ttl_ms > 0 ? K_COUNT : o->idempotency_key ? 2 : 1);
+        cmd_add(c, create ? "1" : "0", 1);
+        cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
+        cmd_num(c, o->expected_length);
+        cmd_num(c, a->b->ttl_ms);
     }
-    cmd_index(&cmds[0], b, "ZADD", id);
-    cmd_script_head(&cmds[1], tk);
-    cmd_str(&cmds[1], opts->idempotency_key ? opts->idempotency_key : "");
-    cmd_num(&cmds[1], opts->expected_length);
-    cmd_num(&cmds[1], b->ttl_ms);
-    for (size_t i = 0; i < n; i++)
-        cmd_add(&cmds[1], pb.data + offs[i], offs[i + 1] - offs[i]);
-    cmd_index(&cmds[2], b, "ZADD", id);
-    redisReply *replies[3] = {NULL};
-    if ((rc = pipeline_script(b, c, cmds, 3, 1, S_APPEND, replies, err)) == 0)
-        rc = append_result(replies[1], res, err);
-    replies_free(replies, 3);
-done:
-    for (int i = 0; i < 3; i++)
-        cmd_free(&cmds[i]);
-    free(pb.data);
-    free(offs);
-    return rc;
+    for (size_t i = 0; i < a->n; i++)
+        cmd_part(c, a->pb, i);
+    return c->failed ? CONVO_ENOMEM : plain ? S_APPEND_FAST : S_APPEND;
 }
 
 static int rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
@@ -860,14 +1261,23 @@ static int rd_append(convo_backend *b, const char *thread_id, const convo_messag
                      convo_error *err)
 {
     thread_keys tk;
+    packbuf pb = {0};
     if (keys_make(b, thread_id, &tk) != 0)
         return oom(err);
+    int rc = pack_records(msgs, n, NULL, convo__now_micros(), &pb);
+    if (rc != 0)
+        rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
+    append_call a = {b, &tk, opts, &pb, n};
     rconn *c;
-    int rc = acquire(b, &c, err);
-    if (rc == 0) {
-        rc = append_send(b, c, thread_id, &tk, msgs, n, opts, res, err);
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
+        rc = run_writer(b, c, thread_id, append_build, &a, &r, err);
         release(b, c);
     }
+    if (rc == 0)
+        rc = append_result(r, n, res, err);
+    freeReplyObject(r);
+    packbuf_free(&pb);
     free(tk.buf);
     return rc;
 }
@@ -1094,10 +1504,12 @@ static int rd_load(convo_backend *b, const char *thread_id, const convo_load_opt
 /* ---- save_extra ---- */
 
 /* Field/value texts of the patch: each key as JSON text, each value as compact JSON. */
-static int extra_args(json_t *patch, cmd *c, char ***texts, size_t *ntexts)
+static int extra_texts(json_t *patch, char ***texts, size_t *ntexts)
 {
     size_t n = json_object_size(patch), k = 0;
     char **t = calloc(2 * n + 1, sizeof *t);
+    *texts = t;
+    *ntexts = 0;
     if (!t)
         return CONVO_ENOMEM;
     const char *key;
@@ -1107,43 +1519,31 @@ static int extra_args(json_t *patch, cmd *c, char ***texts, size_t *ntexts)
         t[k] = ks ? json_dumps(ks, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
         json_decref(ks);
         t[k + 1] = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (!t[k] || !t[k + 1]) {
-            *texts = t;
-            *ntexts = k + 2;
+        *ntexts = k + 2;
+        if (!t[k] || !t[k + 1])
             return CONVO_ENOMEM;
-        }
-        cmd_str(c, t[k]);
-        cmd_str(c, t[k + 1]);
         k += 2;
     }
-    *texts = t;
-    *ntexts = k;
     return 0;
 }
 
-static int extra_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
-                      json_t *patch, convo_error *err)
+typedef struct extra_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    char **texts;
+    size_t ntexts;
+} extra_call;
+
+static int extra_build(void *ctx, cmd *c, int create)
 {
-    cmd cmds[3] = {{0}};
-    char **texts = NULL;
-    size_t ntexts = 0;
-    cmd_index(&cmds[0], b, "ZADD", id);
-    cmd_script_head(&cmds[1], tk);
-    cmd_num(&cmds[1], (long long)b->limits.max_extra_bytes);
-    cmd_num(&cmds[1], b->ttl_ms);
-    int rc = extra_args(patch, &cmds[1], &texts, &ntexts) ? oom(err) : 0;
-    cmd_index(&cmds[2], b, "ZADD", id);
-    redisReply *replies[3] = {NULL};
-    if (rc == 0 && (rc = pipeline_script(b, c, cmds, 3, 1, S_EXTRA, replies, err)) == 0 &&
-        replies[1]->type == REDIS_REPLY_ERROR)
-        rc = reply_error(replies[1], err);
-    replies_free(replies, 3);
-    for (size_t i = 0; i < ntexts; i++)
-        free(texts[i]);
-    free(texts);
-    for (int i = 0; i < 3; i++)
-        cmd_free(&cmds[i]);
-    return rc;
+    const extra_call *x = ctx;
+    cmd_script_head(c, x->tk);
+    cmd_add(c, create ? "1" : "0", 1);
+    cmd_num(c, (long long)x->b->limits.max_extra_bytes);
+    cmd_num(c, x->b->ttl_ms);
+    for (size_t i = 0; i < x->ntexts; i++)
+        cmd_str(c, x->texts[i]);
+    return c->failed ? CONVO_ENOMEM : S_EXTRA;
 }
 
 static int rd_save_extra(convo_backend *b, const char *thread_id, const char *patch,
@@ -1153,13 +1553,73 @@ static int rd_save_extra(convo_backend *b, const char *thread_id, const char *pa
     thread_keys tk;
     if (keys_make(b, thread_id, &tk) != 0)
         return oom(err);
+    extra_call x = {b, &tk, NULL, 0};
+    int rc = extra_texts(patch_obj, &x.texts, &x.ntexts) ? oom(err) : 0;
     rconn *c;
-    int rc = acquire(b, &c, err);
-    if (rc == 0) {
-        rc = extra_send(b, c, thread_id, &tk, patch_obj, err);
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
+        rc = run_writer(b, c, thread_id, extra_build, &x, &r, err);
         release(b, c);
     }
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    for (size_t i = 0; i < x.ntexts; i++)
+        free(x.texts[i]);
+    free(x.texts);
     free(tk.buf);
+    return rc;
+}
+
+/* ---- scanning the keyspace (maintenance only, never on a call's path) ---- */
+
+/* "P" with the glob characters escaped, then tail: a SCAN pattern. */
+static char *scan_pattern(const char *prefix, const char *tail)
+{
+    char *p = malloc(2 * strlen(prefix) + strlen(tail) + 1), *o = p;
+    if (!p)
+        return NULL;
+    for (; *prefix; prefix++) {
+        if (strchr("*?[]\\", *prefix))
+            *o++ = '\\';
+        *o++ = *prefix;
+    }
+    strcpy(o, tail);
+    return p;
+}
+
+/* Runs fn on each batch of keys SCAN finds for the pattern prefix + tail. */
+typedef int (*scan_fn)(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
+                       convo_error *err);
+
+static int scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
+                     convo_error *err)
+{
+    char *pattern = scan_pattern(b->prefix, tail);
+    char cursor[32] = "0";
+    int rc = pattern ? 0 : oom(err);
+    do {
+        cmd scan = {0};
+        redisReply *r = NULL;
+        const char *words[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+        for (int i = 0; i < 6; i++)
+            cmd_str(&scan, words[i]);
+        rc = rc == 0 ? pipeline(b, c, &scan, 1, &r, err) : rc;
+        cmd_free(&scan);
+        if (rc != 0)
+            break;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
+            rc = r->type == REDIS_REPLY_ERROR
+                     ? reply_error(r, err)
+                     : convo__error(err, CONVO_EIO, NULL, "redis: bad SCAN reply");
+        else {
+            snprintf(cursor, sizeof cursor, "%.*s", (int)r->element[0]->len, r->element[0]->str);
+            rc = r->element[1]->elements ? fn(b, c, r->element[1], ctx, err) : 0;
+        }
+        freeReplyObject(r);
+    } while (rc == 0 && strcmp(cursor, "0") != 0);
+    free(pattern);
     return rc;
 }
 
@@ -1430,6 +1890,72 @@ static int sweep_run(convo_backend *b, rconn *c, uint64_t *removed, convo_error 
     return rc;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The thread id of "P:{TAG}:meta" (the tag percent-decoded), or NULL. */
+static char *id_of_meta_key(const convo_backend *b, const redisReply *k)
+{
+    size_t plen = strlen(b->prefix);
+    if (k->type != REDIS_REPLY_STRING || k->len < plen + 9 || memcmp(k->str, b->prefix, plen) ||
+        memcmp(k->str + plen, ":{", 2) || memcmp(k->str + k->len - 6, "}:meta", 6))
+        return NULL;
+    const char *tag = k->str + plen + 2;
+    size_t tlen = k->len - plen - 8, n = 0;
+    char *id = malloc(tlen + 1);
+    for (size_t i = 0; id && i < tlen; i++) {
+        int hi = i + 2 < tlen ? hex_digit(tag[i + 1]) : -1;
+        int lo = i + 2 < tlen ? hex_digit(tag[i + 2]) : -1;
+        if (tag[i] != '%') {
+            id[n++] = tag[i];
+        } else if (hi >= 0 && lo >= 0 && (hi || lo)) {
+            id[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            free(id);
+            return NULL;
+        }
+    }
+    if (id)
+        id[n] = '\0';
+    return id;
+}
+
+/* ZADD NX of the thread of each meta key of a SCAN batch: puts back index
+ * entries that a client lost by dying between a removal and its re-add. */
+static int repair_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
+                        convo_error *err)
+{
+    (void)ctx;
+    size_t n = keys->elements, m = 0;
+    cmd *cmds = calloc(n, sizeof *cmds);
+    char **ids = calloc(n, sizeof *ids);
+    redisReply **replies = calloc(n, sizeof *replies);
+    int rc = cmds && ids && replies ? 0 : oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!(ids[m] = id_of_meta_key(b, keys->element[i])))
+            continue;
+        const char *words[] = {"ZADD", b->index_key, "NX", "0", ids[m]};
+        for (int w = 0; w < 5; w++)
+            cmd_str(&cmds[m], words[w]);
+        m++;
+    }
+    if (rc == 0 && m > 0)
+        rc = pipeline(b, c, cmds, m, replies, err);
+    for (size_t i = 0; cmds && ids && i < m; i++) {
+        cmd_free(&cmds[i]);
+        free(ids[i]);
+    }
+    if (replies && rc == 0)
+        replies_free(replies, m);
+    free(cmds);
+    free(ids);
+    free(replies);
+    return rc;
+}
+
 static int rd_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
 {
     rconn *c;
@@ -1437,6 +1963,8 @@ static int rd_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
     int rc = acquire(b, &c, err);
     if (rc == 0) {
         rc = sweep_run(b, c, removed, err);
+        if (rc == 0)
+            rc = scan_each(b, c, ":{*}:meta", repair_batch, NULL, err);
         release(b, c);
     }
     return rc;
@@ -1482,6 +2010,9 @@ static int rd_thread_delete(convo_backend *b, const char *thread_id, convo_error
     thread_keys tk;
     if (keys_make(b, thread_id, &tk) != 0)
         return oom(err);
+    /* our next write of this id goes straight to the index protocol */
+    uint_fast64_t h = id_hash(thread_id);
+    atomic_compare_exchange_strong(recent_slot(b, h), &h, 0);
     rconn *c;
     int rc = acquire(b, &c, err);
     if (rc == 0) {
@@ -1628,10 +2159,9 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
                        int64_t first, const convo_message_in *msgs, const int64_t *created_at,
                        size_t n, int *skipped, convo_error *err)
 {
-    packbuf pb = {NULL, 0, 0};
-    size_t *offs = malloc((n + 1) * sizeof *offs);
+    packbuf pb = {0};
     cmd cmds[3] = {{0}};
-    int rc = offs ? pack_records(msgs, n, created_at, &pb, offs) : CONVO_ENOMEM;
+    int rc = pack_records(msgs, n, created_at, 0, &pb);
     if (rc != 0) {
         rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
         goto done;
@@ -1641,7 +2171,7 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
     cmd_num(&cmds[1], b->ttl_ms);
     cmd_num(&cmds[1], first);
     for (size_t i = 0; i < n; i++)
-        cmd_add(&cmds[1], pb.data + offs[i], offs[i + 1] - offs[i]);
+        cmd_part(&cmds[1], &pb, i);
     cmd_index(&cmds[2], b, "ZADD", id);
     redisReply *replies[3] = {NULL};
     if ((rc = pipeline_script(b, c, cmds, 3, 1, S_IMPORT, replies, err)) == 0) {
@@ -1656,8 +2186,7 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
 done:
     for (int i = 0; i < 3; i++)
         cmd_free(&cmds[i]);
-    free(pb.data);
-    free(offs);
+    packbuf_free(&pb);
     return rc;
 }
 
@@ -1675,6 +2204,570 @@ static int rd_thread_import(convo_backend *b, const char *thread_id, int64_t fir
         rc = import_send(b, c, thread_id, &tk, first_seq, msgs, created_at, n, skipped, err);
         release(b, c);
     }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- checkpoints ---- */
+
+/* A string part and a NUL separator (namespace, ids, versions hold none). */
+static void pack_raw0(packbuf *pb, const char *s, int last)
+{
+    packbuf_write(pb, s, strlen(s));
+    if (!last)
+        packbuf_write(pb, "", 1);
+}
+
+/* A C string as msgpack str, NULL as nil. */
+static void pack_cstr(msgpack_packer *pk, const char *s)
+{
+    if (!s) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_blob(msgpack_packer *pk, const void *bytes, size_t len)
+{
+    msgpack_pack_bin(pk, len);
+    msgpack_pack_bin_body(pk, bytes, len);
+}
+
+/* Parts: the channel list [ch, version, ...]; the record's tail [parent,
+ * metadata, body type, body, log_length]; then "NS\0CH\0VERSION" and
+ * [type, bytes] of each value the snapshot brings. */
+static int pack_checkpoint(const convo_checkpoint_in *cp, packbuf *pb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, pb, packbuf_write);
+    packbuf_mark(pb);
+    msgpack_pack_array(&pk, 2 * cp->nchannels);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        pack_cstr(&pk, cp->channels[i].channel);
+        pack_cstr(&pk, cp->channels[i].version);
+    }
+    packbuf_mark(pb);
+    msgpack_pack_array(&pk, 5);
+    pack_cstr(&pk, cp->parent_id);
+    pack_cstr(&pk, cp->metadata_json);
+    pack_cstr(&pk, cp->body.type);
+    if (cp->body.type)
+        pack_blob(&pk, cp->body.bytes, cp->body.len);
+    else
+        msgpack_pack_nil(&pk);
+    msgpack_pack_int64(&pk, cp->log_length);
+    packbuf_mark(pb);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        const convo_channel_in *ch = &cp->channels[i];
+        if (!ch->value)
+            continue;
+        pack_raw0(pb, cp->checkpoint_ns, 0);
+        pack_raw0(pb, ch->channel, 0);
+        pack_raw0(pb, ch->version, 1);
+        packbuf_mark(pb);
+        msgpack_pack_array(&pk, 2);
+        pack_cstr(&pk, ch->value->type);
+        pack_blob(&pk, ch->value->bytes, ch->value->len);
+        packbuf_mark(pb);
+    }
+    return pb->failed ? CONVO_ENOMEM : 0;
+}
+
+typedef struct put_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    const convo_checkpoint_in *cp;
+    const packbuf *pb;
+    int64_t created_at;
+} put_call;
+
+static int put_build(void *ctx, cmd *c, int create)
+{
+    const put_call *p = ctx;
+    cmd_script_head(c, p->tk);
+    cmd_add(c, create ? "1" : "0", 1);
+    cmd_num(c, p->b->ttl_ms);
+    cmd_str(c, p->cp->checkpoint_ns);
+    cmd_str(c, p->cp->checkpoint_id);
+    cmd_num(c, p->created_at);
+    for (size_t i = 0; i + 1 < p->pb->nmarks; i++)
+        cmd_part(c, p->pb, i);
+    return c->failed ? CONVO_ENOMEM : S_CP_PUT;
+}
+
+static int rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    thread_keys tk;
+    packbuf pb = {0};
+    if (keys_make(b, cp->thread_id, &tk) != 0)
+        return oom(err);
+    int rc = pack_checkpoint(cp, &pb) ? oom(err) : 0;
+    put_call p = {b, &tk, cp, &pb, convo__now_micros()};
+    rconn *c;
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
+        rc = run_writer(b, c, cp->thread_id, put_build, &p, &r, err);
+        release(b, c);
+    }
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    packbuf_free(&pb);
+    free(tk.buf);
+    return rc;
+}
+
+/* Parts: "NS\0ID", then per write "NS\0ID\0TASK\0IDX" and [task_id,
+ * task_path, idx, channel, type, bytes]. */
+static int pack_writes(const char *ns, const char *id, const char *task, const char *path,
+                       const convo_write_in *w, size_t n, packbuf *pb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, pb, packbuf_write);
+    packbuf_mark(pb);
+    pack_raw0(pb, ns, 0);
+    pack_raw0(pb, id, 1);
+    packbuf_mark(pb);
+    for (size_t i = 0; i < n; i++) {
+        char idx[24];
+        snprintf(idx, sizeof idx, "%lld", (long long)w[i].idx);
+        pack_raw0(pb, ns, 0);
+        pack_raw0(pb, id, 0);
+        pack_raw0(pb, task, 0);
+        pack_raw0(pb, idx, 1);
+        packbuf_mark(pb);
+        msgpack_pack_array(&pk, 6);
+        pack_cstr(&pk, task);
+        pack_cstr(&pk, path);
+        msgpack_pack_int64(&pk, w[i].idx);
+        pack_cstr(&pk, w[i].channel);
+        pack_cstr(&pk, w[i].value.type);
+        pack_blob(&pk, w[i].value.bytes, w[i].value.len);
+        packbuf_mark(pb);
+    }
+    return pb->failed ? CONVO_ENOMEM : 0;
+}
+
+static int writes_send(convo_backend *b, rconn *c, const thread_keys *tk,
+                       const convo_write_in *w, size_t n, const packbuf *pb, convo_error *err)
+{
+    cmd call = {0};
+    cmd_script_head(&call, tk);
+    cmd_num(&call, b->ttl_ms);
+    cmd_part(&call, pb, 0);
+    for (size_t i = 0; i < n; i++) {
+        cmd_add(&call, w[i].idx < 0 ? "r" : "k", 1);
+        cmd_part(&call, pb, 1 + 2 * i);
+        cmd_part(&call, pb, 2 + 2 * i);
+    }
+    redisReply *r = NULL;
+    int rc = pipeline_script(b, c, &call, 1, 0, S_CP_WRITES, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    cmd_free(&call);
+    return rc;
+}
+
+/* The checkpoint must exist when the script runs (never a resurrection), so
+ * this never creates a thread and needs no index protocol. */
+static int rd_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                    const char *checkpoint_id, const char *task_id,
+                                    const char *task_path, const convo_write_in *writes,
+                                    size_t n, convo_error *err)
+{
+    thread_keys tk;
+    packbuf pb = {0};
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    int rc = pack_writes(ns, checkpoint_id, task_id, task_path, writes, n, &pb) ? oom(err) : 0;
+    rconn *c;
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
+        rc = writes_send(b, c, &tk, writes, n, &pb, err);
+        release(b, c);
+    }
+    packbuf_free(&pb);
+    free(tk.buf);
+    return rc;
+}
+
+/* A NUL-terminated copy of a msgpack str (NULL for nil); *bad on anything else. */
+static char *obj_str(const msgpack_object *o, int *bad)
+{
+    if (o->type == MSGPACK_OBJECT_NIL)
+        return NULL;
+    if (o->type != MSGPACK_OBJECT_STR || memchr(o->via.str.ptr, '\0', o->via.str.size)) {
+        *bad = 1;
+        return NULL;
+    }
+    char *s = malloc(o->via.str.size + 1);
+    if (!s) {
+        *bad = 1;
+        return NULL;
+    }
+    memcpy(s, o->via.str.ptr, o->via.str.size);
+    s[o->via.str.size] = '\0';
+    return s;
+}
+
+static int obj_int(const msgpack_object *o, int64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+        *v = (int64_t)o->via.u64;
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *v = o->via.i64;
+    else
+        return -1;
+    return 0;
+}
+
+static int obj_bytes(const msgpack_object *o, const char **p, size_t *len)
+{
+    if (o->type == MSGPACK_OBJECT_BIN) {
+        *p = o->via.bin.ptr;
+        *len = o->via.bin.size;
+    } else if (o->type == MSGPACK_OBJECT_STR) {
+        *p = o->via.str.ptr;
+        *len = o->via.str.size;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* Decodes one whole msgpack object filling s (a redis string). */
+static int unpack_whole(msgpack_unpacked *u, const redisReply *s, msgpack_object_type type,
+                        size_t size)
+{
+    size_t off = 0;
+    if (s->type != REDIS_REPLY_STRING ||
+        msgpack_unpack_next(u, s->str, s->len, &off) != MSGPACK_UNPACK_SUCCESS || off != s->len)
+        return -1;
+    const msgpack_object *o = &u->data;
+    return o->type == type && o->via.array.size == size ? 0 : -1;
+}
+
+/* Adds channel i (name, version from the record) and its stored value. */
+static int add_channel(convo_checkpoint *cp, const msgpack_object *names, size_t i,
+                       const redisReply *value)
+{
+    int bad = 0, rc = 0;
+    char *ch = obj_str(&names[2 * i], &bad), *ver = obj_str(&names[2 * i + 1], &bad);
+    if (bad || !ch || !ver) {
+        rc = CONVO_ECORRUPT;
+    } else if (value->type == REDIS_REPLY_NIL) {
+        rc = convo__checkpoint_add_channel(cp, ch, ver, NULL, NULL, 0);
+    } else {
+        msgpack_unpacked u;
+        msgpack_unpacked_init(&u);
+        const char *bytes;
+        size_t len;
+        char *type = NULL;
+        if (unpack_whole(&u, value, MSGPACK_OBJECT_ARRAY, 2) != 0 ||
+            !(type = obj_str(&u.data.via.array.ptr[0], &bad)) || bad ||
+            obj_bytes(&u.data.via.array.ptr[1], &bytes, &len) != 0)
+            rc = CONVO_ECORRUPT;
+        else
+            rc = convo__checkpoint_add_channel(cp, ch, ver, type, bytes, len);
+        free(type);
+        msgpack_unpacked_destroy(&u);
+    }
+    free(ch);
+    free(ver);
+    return rc;
+}
+
+/* One pending write: [task_id, task_path, idx, channel, type, bytes]. */
+static int add_write(convo_checkpoint *cp, const redisReply *value)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    int bad = 0, rc = CONVO_ECORRUPT;
+    char *s[5] = {NULL};
+    int64_t idx;
+    const char *bytes;
+    size_t len;
+    if (unpack_whole(&u, value, MSGPACK_OBJECT_ARRAY, 6) == 0) {
+        const msgpack_object *a = u.data.via.array.ptr;
+        s[0] = obj_str(&a[0], &bad);
+        s[1] = obj_str(&a[1], &bad);
+        s[2] = obj_str(&a[3], &bad);
+        s[3] = obj_str(&a[4], &bad);
+        if (!bad && s[0] && s[1] && s[2] && s[3] && obj_int(&a[2], &idx) == 0 &&
+            obj_bytes(&a[5], &bytes, &len) == 0)
+            rc = convo__checkpoint_add_write(cp, s[0], s[1], idx, s[2], s[3], bytes, len);
+    }
+    for (int i = 0; i < 4; i++)
+        free(s[i]);
+    msgpack_unpacked_destroy(&u);
+    return rc;
+}
+
+/* The record's tail [parent, metadata, body type, body, log_length] and
+ * created_at make the checkpoint; values and writes are added after. */
+static convo_checkpoint *cp_from_tail(const char *thread_id, const char *ns, const char *id,
+                                      const msgpack_object *t, int64_t created_at)
+{
+    int bad = 0;
+    int64_t log_length;
+    const char *body = NULL;
+    size_t body_len = 0;
+    char *parent = obj_str(&t[0], &bad), *meta = obj_str(&t[1], &bad);
+    char *type = obj_str(&t[2], &bad);
+    if (type && obj_bytes(&t[3], &body, &body_len) != 0)
+        bad = 1;
+    convo_checkpoint *cp = NULL;
+    if (!bad && meta && obj_int(&t[4], &log_length) == 0)
+        cp = convo__checkpoint_new(thread_id, ns, id, parent, meta, type, body, body_len,
+                                   log_length, created_at);
+    free(parent);
+    free(meta);
+    free(type);
+    return cp;
+}
+
+/* A record: order, created_at, channel list, tail; all four must be there. */
+static int record_unpack(const redisReply *rec, msgpack_unpacked *u, int64_t *created_at)
+{
+    size_t off = 0;
+    int64_t order;
+    if (rec->type != REDIS_REPLY_STRING)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (msgpack_unpack_next(&u[i], rec->str, rec->len, &off) != MSGPACK_UNPACK_SUCCESS)
+            return -1;
+    if (off != rec->len || obj_int(&u[0].data, &order) || obj_int(&u[1].data, created_at) ||
+        u[2].data.type != MSGPACK_OBJECT_ARRAY || u[2].data.via.array.size % 2 ||
+        u[3].data.type != MSGPACK_OBJECT_ARRAY || u[3].data.via.array.size != 5)
+        return -1;
+    return 0;
+}
+
+/* Builds the checkpoint from fetch()'s {field, record, values, writes}. */
+static int cp_build(const char *thread_id, const redisReply *r, char *field,
+                    convo_checkpoint **out)
+{
+    const redisReply *values = r->element[2], *writes = r->element[3];
+    msgpack_unpacked u[4];
+    for (int i = 0; i < 4; i++)
+        msgpack_unpacked_init(&u[i]);
+    int64_t created_at;
+    convo_checkpoint *cp = NULL;
+    int rc = record_unpack(r->element[1], u, &created_at) ? CONVO_ECORRUPT : 0;
+    size_t nch = rc == 0 ? u[2].data.via.array.size / 2 : 0;
+    if (rc == 0 && (values->type != REDIS_REPLY_ARRAY || values->elements != nch ||
+                    writes->type != REDIS_REPLY_ARRAY))
+        rc = CONVO_ECORRUPT;
+    if (rc == 0 && !(cp = cp_from_tail(thread_id, field, field + strlen(field) + 1,
+                                       u[3].data.via.array.ptr, created_at)))
+        rc = CONVO_ECORRUPT;
+    for (size_t i = 0; rc == 0 && i < nch; i++)
+        rc = add_channel(cp, u[2].data.via.array.ptr, i, values->element[i]);
+    for (size_t i = 0; rc == 0 && i < writes->elements; i++)
+        if (writes->element[i]->type != REDIS_REPLY_NIL)
+            rc = add_write(cp, writes->element[i]);
+    for (int i = 0; i < 4; i++)
+        msgpack_unpacked_destroy(&u[i]);
+    if (rc != 0) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
+    convo__checkpoint_finish(cp);
+    *out = cp;
+    return 0;
+}
+
+static int cp_decode(const char *thread_id, const redisReply *r, convo_checkpoint **out,
+                     convo_error *err)
+{
+    *out = NULL;
+    const redisReply *f = r->type == REDIS_REPLY_ARRAY && r->elements == 4 ? r->element[0] : NULL;
+    char *field = NULL;
+    int rc = CONVO_ECORRUPT;
+    /* "NS\0ID" as two C strings */
+    if (f && f->type == REDIS_REPLY_STRING && memchr(f->str, '\0', f->len) &&
+        (field = malloc(f->len + 1))) {
+        memcpy(field, f->str, f->len);
+        field[f->len] = '\0';
+        rc = cp_build(thread_id, r, field, out);
+    } else if (f && f->type == REDIS_REPLY_STRING) {
+        rc = memchr(f->str, '\0', f->len) ? CONVO_ENOMEM : CONVO_ECORRUPT;
+    }
+    free(field);
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL, "redis: a stored checkpoint could not be decoded");
+    return rc ? oom(err) : 0;
+}
+
+static int cp_get_send(convo_backend *b, rconn *c, const thread_keys *tk, const char *thread_id,
+                       const char *ns, const char *id, convo_checkpoint **out, convo_error *err)
+{
+    cmd call = {0};
+    cmd_script_head(&call, tk);
+    cmd_str(&call, ns);
+    cmd_str(&call, id ? id : "");
+    redisReply *r = NULL;
+    int rc = pipeline_script(b, c, &call, 1, 0, S_CP_GET, &r, err);
+    if (rc == 0)
+        rc = r->type == REDIS_REPLY_ERROR ? reply_error(r, err) : cp_decode(thread_id, r, out, err);
+    freeReplyObject(r);
+    cmd_free(&call);
+    return rc;
+}
+
+static int rd_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = cp_get_send(b, c, &tk, thread_id, ns, checkpoint_id, out, err);
+        release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* Adds the matching checkpoints of one list page; *full once limit is reached. */
+static int list_take(const char *thread_id, const redisReply *r,
+                     const convo_checkpoint_list_opts *o, void *filter,
+                     convo_checkpoint_set *set, int *full, convo_error *err)
+{
+    int rc = 0;
+    for (size_t i = 1; i < r->elements && rc == 0 && !*full; i++) {
+        convo_checkpoint *cp;
+        if ((rc = cp_decode(thread_id, r->element[i], &cp, err)) != 0)
+            break;
+        const char *meta = convo_checkpoint_metadata(cp);
+        if (filter && !convo__json_contains(meta, strlen(meta), filter))
+            convo_checkpoint_free(cp);
+        else if (convo__checkpoint_set_add(set, cp) != 0)
+            rc = oom(err);
+        *full = o->limit && convo_checkpoint_set_count(set) >= o->limit;
+    }
+    return rc;
+}
+
+/* The checkpoints of one thread, newest first, a page (one script) at a time:
+ * the filter is applied here, so pages go on until limit matched. */
+static int list_thread(convo_backend *b, rconn *c, const char *thread_id,
+                       const convo_checkpoint_list_opts *o, void *filter,
+                       convo_checkpoint_set *set, convo_error *err)
+{
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    char cursor[17] = "";
+    int rc = 0, full = o->limit && convo_checkpoint_set_count(set) >= o->limit, first = 1;
+    while (rc == 0 && !full) {
+        size_t want = o->limit ? o->limit - convo_checkpoint_set_count(set) : 256;
+        long long page = filter ? 64 : want < 16 ? 16 : want > 256 ? 256 : (long long)want;
+        cmd call = {0};
+        cmd_script_head(&call, &tk);
+        cmd_str(&call, o->checkpoint_ns ? "1" : "0");
+        cmd_str(&call, o->checkpoint_ns ? o->checkpoint_ns : "");
+        cmd_str(&call, first && o->before ? o->before : "");
+        cmd_str(&call, cursor);
+        cmd_num(&call, page);
+        redisReply *r = NULL;
+        rc = pipeline_script(b, c, &call, 1, 0, S_CP_LIST, &r, err);
+        cmd_free(&call);
+        if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+            rc = reply_error(r, err);
+        else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                             r->element[0]->type != REDIS_REPLY_STRING ||
+                             r->element[0]->len >= sizeof cursor))
+            rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
+        if (rc == 0) {
+            memcpy(cursor, r->element[0]->str, r->element[0]->len);
+            cursor[r->element[0]->len] = '\0';
+            rc = list_take(thread_id, r, o, filter, set, &full, err);
+        }
+        freeReplyObject(r);
+        first = 0;
+        if (!cursor[0])
+            break;
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* Every thread of the index in byte order, newest checkpoints first in each;
+ * entries of threads that are gone simply list nothing. */
+static int list_all(convo_backend *b, rconn *c, const convo_checkpoint_list_opts *o,
+                    void *filter, convo_checkpoint_set *set, convo_error *err)
+{
+    char *after = NULL;
+    int rc = 0, done = 0;
+    while (rc == 0 && !done && !(o->limit && convo_checkpoint_set_count(set) >= o->limit)) {
+        redisReply *r;
+        if ((rc = index_range(b, c, after, 100, &r, err)) != 0)
+            break;
+        done = r->elements < 100;
+        for (size_t i = 0; i < r->elements && rc == 0; i++) {
+            const redisReply *e = r->element[i];
+            if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
+                rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
+            else if (!(o->limit && convo_checkpoint_set_count(set) >= o->limit))
+                rc = list_thread(b, c, e->str, o, filter, set, err);
+        }
+        free(after);
+        after = rc == 0 && r->elements ? strdup(r->element[r->elements - 1]->str) : NULL;
+        if (rc == 0 && r->elements && !after)
+            rc = oom(err);
+        freeReplyObject(r);
+    }
+    free(after);
+    return rc;
+}
+
+static int rd_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                              void *filter, convo_checkpoint_set **out, convo_error *err)
+{
+    convo_checkpoint_set *set = convo__checkpoint_set_new();
+    if (!set)
+        return oom(err);
+    rconn *c;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = o->thread_id ? list_thread(b, c, o->thread_id, o, filter, set, err)
+                          : list_all(b, c, o, filter, set, err);
+        release(b, c);
+    }
+    if (rc != 0) {
+        convo_checkpoint_set_free(set);
+        return rc;
+    }
+    *out = set;
+    return 0;
+}
+
+static int rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                               convo_error *err)
+{
+    thread_keys tk;
+    if (keys_make(b, thread_id, &tk) != 0)
+        return oom(err);
+    cmd call = {0};
+    cmd_script_head(&call, &tk);
+    cmd_num(&call, keep_last > (size_t)LLONG_MAX ? LLONG_MAX : (long long)keep_last);
+    rconn *c;
+    redisReply *r = NULL;
+    int rc = acquire(b, &c, err);
+    if (rc == 0) {
+        rc = pipeline_script(b, c, &call, 1, 0, S_CP_PRUNE, &r, err);
+        release(b, c);
+    }
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    cmd_free(&call);
     free(tk.buf);
     return rc;
 }
@@ -1731,28 +2824,12 @@ static int rd_bench_raw(convo_backend *b, const char *payload, size_t payload_le
     return rc;
 }
 
-/* "P:*" as a SCAN pattern, glob characters of the prefix escaped. */
-static char *scan_pattern(const char *prefix)
-{
-    char *p = malloc(2 * strlen(prefix) + 3), *o = p;
-    if (!p)
-        return NULL;
-    for (; *prefix; prefix++) {
-        if (strchr("*?[]\\", *prefix))
-            *o++ = '\\';
-        *o++ = *prefix;
-    }
-    strcpy(o, ":*");
-    return p;
-}
-
 /* MEMORY USAGE of every key of one SCAN batch, in one round trip. */
-static int usage_batch(convo_backend *b, rconn *c, const redisReply *keys, int64_t *total,
+static int usage_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
                        convo_error *err)
 {
+    int64_t *total = ctx;
     size_t n = keys->elements;
-    if (n == 0)
-        return 0;
     cmd *cmds = calloc(n, sizeof *cmds);
     redisReply **replies = calloc(n, sizeof *replies);
     int rc = cmds && replies ? 0 : oom(err);
@@ -1760,6 +2837,8 @@ static int usage_batch(convo_backend *b, rconn *c, const redisReply *keys, int64
         cmd_str(&cmds[i], "MEMORY");
         cmd_str(&cmds[i], "USAGE");
         cmd_add(&cmds[i], keys->element[i]->str, keys->element[i]->len);
+        cmd_str(&cmds[i], "SAMPLES"); /* 0: every element, not an estimate from 5 */
+        cmd_str(&cmds[i], "0");
     }
     if (rc == 0)
         rc = pipeline(b, c, cmds, n, replies, err);
@@ -1775,44 +2854,15 @@ static int usage_batch(convo_backend *b, rconn *c, const redisReply *keys, int64
     return rc;
 }
 
-static int usage_scan(convo_backend *b, rconn *c, int64_t *bytes, convo_error *err)
-{
-    char *pattern = scan_pattern(b->prefix);
-    char cursor[32] = "0";
-    int rc = pattern ? 0 : oom(err);
-    *bytes = 0;
-    do {
-        cmd scan = {0};
-        redisReply *r = NULL;
-        const char *words[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-        for (int i = 0; i < 6; i++)
-            cmd_str(&scan, words[i]);
-        rc = rc == 0 ? pipeline(b, c, &scan, 1, &r, err) : rc;
-        cmd_free(&scan);
-        if (rc != 0)
-            break;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
-            rc = r->type == REDIS_REPLY_ERROR
-                     ? reply_error(r, err)
-                     : convo__error(err, CONVO_EIO, NULL, "redis: bad SCAN reply");
-        else {
-            snprintf(cursor, sizeof cursor, "%.*s", (int)r->element[0]->len, r->element[0]->str);
-            rc = usage_batch(b, c, r->element[1], bytes, err);
-        }
-        freeReplyObject(r);
-    } while (rc == 0 && strcmp(cursor, "0") != 0);
-    free(pattern);
-    return rc;
-}
-
-/* Memory of this store's keys (every key under the prefix), by MEMORY USAGE. */
+/* Memory of this store's keys (every key under the prefix, the index
+ * included), by MEMORY USAGE: this store's data, not the server's. */
 static int rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
 {
     rconn *c;
+    *bytes = 0;
     int rc = acquire(b, &c, err);
     if (rc == 0) {
-        rc = usage_scan(b, c, bytes, err);
+        rc = scan_each(b, c, ":*", usage_batch, bytes, err);
         release(b, c);
     }
     return rc;
@@ -1832,7 +2882,11 @@ const convo_driver convo_driver_redis = {
     .thread_delete = rd_thread_delete,
     .thread_list = rd_thread_list,
     .thread_fork = rd_thread_fork,
-    /* checkpoints: not yet (NULL = CONVO_ENOTSUP) */
+    .checkpoint_put = rd_checkpoint_put,
+    .checkpoint_put_writes = rd_checkpoint_put_writes,
+    .checkpoint_get = rd_checkpoint_get,
+    .checkpoint_list = rd_checkpoint_list,
+    .checkpoint_prune = rd_checkpoint_prune,
     .bench_raw = rd_bench_raw,
     .stored_bytes = rd_stored_bytes,
     .thread_import = rd_thread_import,
