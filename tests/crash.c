@@ -66,7 +66,7 @@ static int batch_size(int w, int b)
 
 static size_t pad_size(int w, int b, int i)
 {
-    return ((w + b + i) % 17 == 0) ? 48 * 1024 : (size_t)((w * 31 + b * 7 + i) % 200);
+    return ((w + b + i) % 41 == 0) ? 32 * 1024 : (size_t)((w * 31 + b * 7 + i) % 200);
 }
 
 static char *make_message(int w, int b, int i, int n)
