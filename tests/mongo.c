@@ -155,7 +155,8 @@ static int64_t append_batch(convo_store *s, const char *id, int w, int b, int n)
     ck_assert_int_le(n, 16);
     for (int i = 0; i < n; i++) {
         msgs[i] = malloc(96);
-        snprintf(msgs[i], 96, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d,\"n\":%d}", w, b, i, n);
+        snprintf(msgs[i], 96, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d,\"n\":%d}", w, b,
+                 i, n);
     }
     convo_append_result r;
     int rc = convo_append(s, id, (const char *const *)msgs, NULL, (size_t)n, NULL, &r, &err);
@@ -352,7 +353,8 @@ START_TEST(test_url_accepts)
              database, prefix);
     int rc = open_rc(p);
     ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
-    snprintf(p, sizeof p, "database=%.63s", "012345678901234567890123456789012345678901234567890123456789012");
+    snprintf(p, sizeof p, "database=%.63s",
+             "012345678901234567890123456789012345678901234567890123456789012");
     ck_assert_int_eq(open_rc(p), 0);
 }
 END_TEST
@@ -722,7 +724,8 @@ static void forge_thread(const char *id, const bson_oid_t *g, bool live, bool fo
 static void forge_batch(const char *id, const bson_oid_t *g, int64_t s, int n, int w)
 {
     bson_t *doc = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(s), "e",
-                           BCON_INT64(s + n), "n", BCON_INT64(n), "at", BCON_INT64(now_ms() * 1000));
+                           BCON_INT64(s + n), "n", BCON_INT64(n), "at",
+                           BCON_INT64(now_ms() * 1000));
     bson_t arr, item;
     BSON_APPEND_ARRAY_BEGIN(doc, "m", &arr);
     for (int i = 0; i < n; i++) {
@@ -1192,8 +1195,10 @@ static Suite *mongo_suite(void)
         int timeout;
     } cases[] = {
         {"url", {test_url_rejects, test_url_accepts, test_url_unreachable_hides_password}, 30},
-        {"layout", {test_layout, test_indexes, test_newer_schema_refused, test_extra_keys_round_trip,
-                    test_extra_too_deep}, 30},
+        {"layout",
+         {test_layout, test_indexes, test_newer_schema_refused, test_extra_keys_round_trip,
+          test_extra_too_deep},
+         30},
         {"size", {test_batch_document_limit, test_import}, 120},
         {"crash_points", {test_crash_append_placeholder, test_crash_append_not_marked,
                           test_crash_delete_marked, test_crash_delete_fenced,

@@ -908,7 +908,8 @@ static int check_option(const char *key, const char *value, convo_error *err)
                                          "readconcernlevel", "readpreferencetags", "w", NULL};
     char lower[64] = "";
     bool known = lower_copy(key, lower, sizeof lower);
-    bool integer = known && (mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower));
+    bool integer =
+        known && (mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower));
     bool boolean = known && mongoc_uri_option_is_bool(lower);
     known = known && (integer || boolean || mongoc_uri_option_is_utf8(lower));
     for (const char *const *o = others; !known && *o; o++)
@@ -996,7 +997,8 @@ static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filte
 {
     bson_t doc;
     bool found;
-    int rc = find_one(c, meta, filter, NULL, &doc, &found, "connecting (reading the schema version)");
+    int rc =
+        find_one(c, meta, filter, NULL, &doc, &found, "connecting (reading the schema version)");
     int64_t version = get_int(&doc, "version", 0);
     bson_destroy(&doc);
     if (rc == 0 && version > SCHEMA_VERSION)
@@ -1466,7 +1468,8 @@ static int walk_down(call *c, const char *id, const thread_doc *t, const convo_l
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}");
     if (most > 0)
         BCON_APPEND(opts, "limit", BCON_INT64(most));
-    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
     const bson_t *doc;
     int64_t below = -1; /* where the last batch seen starts */
     bool covered = false;
@@ -1567,7 +1570,8 @@ static int mongo_load(convo_backend *b, const char *id, const convo_load_opts *o
         convo_history_free(h);
         if (attempt == LOAD_ATTEMPTS) {
             h = NULL;
-            rc = convo__error(err, CONVO_EIO, NULL, "MongoDB: the thread kept changing under the load");
+            rc = convo__error(err, CONVO_EIO, NULL,
+                              "MongoDB: the thread kept changing under the load");
             break;
         }
         if (!(h = convo__history_new())) {
@@ -1801,7 +1805,8 @@ static int list_threads(call *c, const char *after, size_t limit, convo_thread_p
     bson_t *filter = after ? BCON_NEW("_id", "{", "$gt", BCON_UTF8(after), "}") : bson_new();
     bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "projection", "{", "extra",
                             BCON_INT32(0), "}");
-    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->threads, filter, opts, c->b->primary);
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(c->threads, filter, opts, c->b->primary);
     const bson_t *doc;
     int64_t now = now_ms();
     int rc = 0;
@@ -1953,7 +1958,8 @@ static int copy_batches(call *c, const char *src, const bson_oid_t *gs, const ch
                               BCON_INT64(upto), "}");
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}");
     bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
-    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
     mongoc_bulk_operation_t *bulk = NULL;
     const bson_t *doc;
     size_t pending = 0;
@@ -2323,8 +2329,8 @@ static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
 
 static int too_large(call *c, const char *what)
 {
-    return convo__error(c->err, CONVO_ETOOLARGE, NULL, "%s is larger than a MongoDB document (16 MiB)",
-                        what);
+    return convo__error(c->err, CONVO_ETOOLARGE, NULL,
+                        "%s is larger than a MongoDB document (16 MiB)", what);
 }
 
 static int mongo_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
@@ -2393,7 +2399,9 @@ static int checkpoint_exists(call *c, const char *id, const bson_oid_t *g, const
     bson_destroy(&doc);
     bson_destroy(filter);
     bson_destroy(opts);
-    return rc ? rc : found ? 0 : convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+    if (rc == 0 && !found)
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+    return rc;
 }
 
 static int mongo_checkpoint_put_writes(convo_backend *b, const char *id, const char *ns,
@@ -2508,7 +2516,8 @@ static int add_writes(call *c, convo_checkpoint *cp, const char *id, const bson_
 {
     bson_t *filter = ns_filter(id, g, ns);
     BSON_APPEND_UTF8(filter, "cp", cpid);
-    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(kind(c, WRITES), filter, NULL, c->b->primary);
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(kind(c, WRITES), filter, NULL, c->b->primary);
     const bson_t *w;
     bson_error_t e;
     int rc = 0;
@@ -2651,8 +2660,8 @@ static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, vo
         const char *id = get_utf8(doc, "_id");
         memset(&t, 0, sizeof t);
         bson_init(&t.extra);
-        if (id && (rc = parse_thread(c, doc, &t)) == 0 && (rc = visible(c, id, &t, now, &yes)) == 0 &&
-            yes)
+        if (id && (rc = parse_thread(c, doc, &t)) == 0 &&
+            (rc = visible(c, id, &t, now, &yes)) == 0 && yes)
             rc = list_thread_checkpoints(c, id, &t.g, o, filter, set);
         thread_free(&t);
     }
