@@ -786,7 +786,9 @@ static int read_records(importer *im, msgpack_unpacker *u, convo_read_fn read, v
             break;
         }
         if (r == MSGPACK_UNPACK_NOMEM_ERROR) {
-            rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory reading the dump");
+            /* msgpack allocates what a length prefix declares; no frame convo writes
+             * declares more than it holds, so a failing allocation means a bad length */
+            rc = corrupt(im, "a length prefix declares more than the dump can hold");
             break;
         }
         if (eof) {
