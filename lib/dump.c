@@ -15,6 +15,7 @@
 #define DUMP_VERSION 1
 #define CHUNK_MESSAGES 1000
 #define FLUSH_BYTES (256 * 1024)
+#define RECORD_BYTES ((size_t)8 << 20)
 
 /* ---------------------------------------------------------------- export */
 
@@ -96,23 +97,36 @@ static int export_messages(exporter *x, const char *id, int64_t length)
         if (rc != 0)
             return rc;
         size_t n = convo_history_count(h);
-        msgpack_pack_array(&x->pk, 4);
-        pack_str(&x->pk, "messages");
-        pack_str(&x->pk, id);
-        msgpack_pack_int64(&x->pk, from);
-        msgpack_pack_array(&x->pk, n);
-        for (size_t i = 0; i < n; i++) {
-            size_t len;
-            const char *m = convo_history_message(h, i, &len);
-            msgpack_pack_array(&x->pk, 3);
-            msgpack_pack_int64(&x->pk, convo_history_created_at(h, i));
-            pack_str(&x->pk, convo_history_role(h, i));
-            pack_bin(&x->pk, m, len);
+        for (size_t i = 0; i < n;) {
+            /* one record holds what fits in RECORD_BYTES (at least one message) */
+            size_t k = 0, bytes = 0;
+            while (i + k < n && (k == 0 || bytes < RECORD_BYTES)) {
+                size_t len;
+                convo_history_message(h, i + k, &len);
+                bytes += len;
+                k++;
+            }
+            msgpack_pack_array(&x->pk, 4);
+            pack_str(&x->pk, "messages");
+            pack_str(&x->pk, id);
+            msgpack_pack_int64(&x->pk, from + (int64_t)i);
+            msgpack_pack_array(&x->pk, k);
+            for (size_t j = i; j < i + k; j++) {
+                size_t len;
+                const char *m = convo_history_message(h, j, &len);
+                msgpack_pack_array(&x->pk, 3);
+                msgpack_pack_int64(&x->pk, convo_history_created_at(h, j));
+                pack_str(&x->pk, convo_history_role(h, j));
+                pack_bin(&x->pk, m, len);
+            }
+            end_record(x);
+            i += k;
+            if ((rc = flush(x, 0)) != 0)
+                break;
         }
-        end_record(x);
         convo_history_free(h);
         x->stats->messages += n;
-        if ((rc = flush(x, 0)) != 0)
+        if (rc != 0)
             return rc;
         if (n == 0)
             break; /* the thread shrank under us (deleted): stop, import will notice */
@@ -734,21 +748,72 @@ static int apply(importer *im, const msgpack_object *rec, int first)
     return corrupt(im, "unknown record");
 }
 
-/* A frame is [bin(record), fnv1a(record)]: check the sum, then decode the record. */
-static int unframe_and_apply(importer *im, const msgpack_object *frame, int first)
+/* Whether every array, map, string and bin declared in the msgpack bytes
+ * [p, p+n) fits in what remains, so that decoding never allocates for a count
+ * a corrupt (or hostile) record merely claims. */
+static int counts_fit(const unsigned char *p, size_t n)
 {
-    const msgpack_object *bin = field(frame, 0, MSGPACK_OBJECT_BIN);
-    const msgpack_object *sum = field(frame, 1, MSGPACK_OBJECT_POSITIVE_INTEGER);
-    if (frame->via.array.size != 2 || !bin || !sum)
-        return first ? corrupt(im, "not a convo dump") : corrupt(im, "malformed frame");
-    if (fnv1a(bin->via.bin.ptr, bin->via.bin.size) != sum->via.u64)
-        return corrupt(im, "checksum mismatch");
+    size_t pos = 0, pending = 1; /* objects still to read */
+    while (pending > 0) {
+        if (pos >= n || pending > n - pos)
+            return 0;
+        unsigned c = p[pos++];
+        size_t width = 0, count = 0, body = 0;
+        pending--;
+        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+            continue;
+        if (c >= 0x80 && c <= 0x8f)
+            count = 2 * (c & 0x0f);
+        else if (c >= 0x90 && c <= 0x9f)
+            count = c & 0x0f;
+        else if (c >= 0xa0 && c <= 0xbf)
+            body = c & 0x1f;
+        else if (c == 0xcc || c == 0xd0) body = 1;
+        else if (c == 0xcd || c == 0xd1) body = 2;
+        else if (c == 0xca || c == 0xce || c == 0xd2) body = 4;
+        else if (c == 0xcb || c == 0xcf || c == 0xd3) body = 8;
+        else if (c >= 0xd4 && c <= 0xd8) body = 1 + ((size_t)1 << (c - 0xd4));
+        else if (c == 0xc4 || c == 0xd9) width = 1;
+        else if (c == 0xc5 || c == 0xda || c == 0xdc || c == 0xde) width = 2;
+        else if (c == 0xc6 || c == 0xdb || c == 0xdd || c == 0xdf) width = 4;
+        else if (c >= 0xc7 && c <= 0xc9) width = (size_t)1 << (c - 0xc7);
+        else
+            return 0; /* 0xc1 is never used */
+        if (width) {
+            if (n - pos < width)
+                return 0;
+            size_t v = 0;
+            for (size_t k = 0; k < width; k++)
+                v = (v << 8) | p[pos + k];
+            pos += width;
+            if (c == 0xdc || c == 0xdd)
+                count = v;
+            else if (c == 0xde || c == 0xdf)
+                count = 2 * v;
+            else
+                body = v + (c >= 0xc7 && c <= 0xc9); /* ext carries a type byte */
+        }
+        if (body > n - pos)
+            return 0;
+        pos += body;
+        pending += count;
+    }
+    return pos == n;
+}
+
+/* A frame's record, checksum verified: decode it and apply it. */
+static int apply_frame(importer *im, const unsigned char *bin, size_t len, uint64_t sum, int first)
+{
+    if (fnv1a(bin, len) != sum)
+        return first ? corrupt(im, "not a convo dump") : corrupt(im, "checksum mismatch");
+    if (!counts_fit(bin, len))
+        return corrupt(im, "a frame does not hold one well-formed record");
     msgpack_unpacked rec;
     msgpack_unpacked_init(&rec);
     size_t off = 0;
     int rc;
-    if (msgpack_unpack_next(&rec, bin->via.bin.ptr, bin->via.bin.size, &off) !=
-            MSGPACK_UNPACK_SUCCESS || off != bin->via.bin.size)
+    if (msgpack_unpack_next(&rec, (const char *)bin, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+        off != len)
         rc = corrupt(im, "a frame does not hold one record");
     else
         rc = apply(im, &rec.data, first);
@@ -765,55 +830,128 @@ static void undo_thread(importer *im)
     im->thread = NULL;
 }
 
-static int read_records(importer *im, msgpack_unpacker *u, convo_read_fn read, void *ctx)
+/* Frames are read by hand ([0x92, bin header, bytes, uint]) so that a length
+ * is checked against MAX_FRAME before anything is allocated for it. */
+#define MAX_FRAME ((size_t)256 << 20) /* see docs/dump-format.md */
+
+typedef struct reader {
+    convo_read_fn read;
+    void *ctx;
+    unsigned char *buf;
+    size_t pos, len, cap;
+    uint64_t offset; /* stream offset of buf[0] */
+} reader;
+
+/* Makes n bytes available at buf[pos]: 1, 0 at the end of input, -1 on a read error,
+ * -2 out of memory. */
+static int fill(reader *r, size_t n, uint64_t *bytes_read)
 {
-    msgpack_unpacked rec;
-    msgpack_unpacked_init(&rec);
-    int rc = 0, first = 1, eof = 0;
-    uint64_t start = 0; /* stream offset of the next record */
-    while (rc == 0) {
-        size_t size = 0;
-        msgpack_unpack_return r = msgpack_unpacker_next_with_size(u, &rec, &size);
-        im->offset = start;
-        if (r == MSGPACK_UNPACK_SUCCESS) {
-            rc = unframe_and_apply(im, &rec.data, first);
-            first = 0;
-            start += size;
-            continue;
+    while (r->len - r->pos < n) {
+        if (r->pos > 0) { /* keep only what is unread */
+            memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+            r->offset += r->pos;
+            r->len -= r->pos;
+            r->pos = 0;
         }
-        if (r == MSGPACK_UNPACK_PARSE_ERROR) {
-            rc = corrupt(im, "not valid msgpack");
-            break;
+        if (r->cap - r->len < 64 * 1024 || r->cap < n) {
+            size_t cap = r->cap ? r->cap * 2 : 256 * 1024;
+            while (cap < n)
+                cap *= 2;
+            unsigned char *b = realloc(r->buf, cap);
+            if (!b)
+                return -2;
+            r->buf = b;
+            r->cap = cap;
         }
-        if (r == MSGPACK_UNPACK_NOMEM_ERROR) {
-            /* msgpack allocates what a length prefix declares; no frame convo writes
-             * declares more than it holds, so a failing allocation means a bad length */
-            rc = corrupt(im, "a length prefix declares more than the dump can hold");
-            break;
-        }
-        if (eof) {
-            if (!im->ended)
-                rc = convo__error(im->err, CONVO_ECORRUPT, NULL,
-                                  "truncated dump: it ends at byte %llu without its end record",
-                                  (unsigned long long)im->stats->bytes);
-            break;
-        }
-        if (!msgpack_unpacker_reserve_buffer(u, 64 * 1024)) {
-            rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory reading the dump");
-            break;
-        }
-        long got = read(ctx, msgpack_unpacker_buffer(u), msgpack_unpacker_buffer_capacity(u));
-        if (got < 0) {
-            rc = convo__error(im->err, CONVO_EIO, NULL, "reading the dump failed at byte %llu",
-                              (unsigned long long)im->stats->bytes);
-            break;
-        }
+        long got = r->read(r->ctx, r->buf + r->len, r->cap - r->len);
+        if (got < 0)
+            return -1;
         if (got == 0)
-            eof = 1;
-        msgpack_unpacker_buffer_consumed(u, (size_t)got);
-        im->stats->bytes += (uint64_t)got;
+            return 0;
+        r->len += (size_t)got;
+        *bytes_read += (uint64_t)got;
     }
-    msgpack_unpacked_destroy(&rec);
+    return 1;
+}
+
+/* Reads one frame; *bin points into the reader's buffer. 1 frame, 0 clean end,
+ * or a negative convo code. */
+static int next_frame(importer *im, reader *r, const unsigned char **bin, size_t *len,
+                      uint64_t *sum)
+{
+    uint64_t *got = &im->stats->bytes;
+    im->offset = r->offset + r->pos;
+    int f = fill(r, 1, got);
+    if (f == 0)
+        return 0;
+    if (f == 1)
+        f = fill(r, 6, got);
+    if (f < 0)
+        return f == -2 ? convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory")
+                       : convo__error(im->err, CONVO_EIO, NULL, "reading the dump failed at "
+                                      "byte %llu", (unsigned long long)*got);
+    if (f == 0)
+        return convo__error(im->err, CONVO_ECORRUPT, NULL, "truncated dump: it ends at byte %llu "
+                            "inside a frame", (unsigned long long)*got);
+    const unsigned char *p = r->buf + r->pos;
+    size_t width = p[1] == 0xc4 ? 1 : p[1] == 0xc5 ? 2 : p[1] == 0xc6 ? 4 : 0;
+    if (p[0] != 0x92 || width == 0)
+        return corrupt(im, "not a frame");
+    size_t n = 0;
+    for (size_t k = 0; k < width; k++)
+        n = (n << 8) | p[2 + k];
+    if (n > MAX_FRAME)
+        return corrupt(im, "a frame is larger than any convo writes");
+    size_t head = 2 + width, total = head + n + 9;
+    f = fill(r, head + n + 1, got);
+    if (f == 1) {
+        unsigned c = r->buf[r->pos + head + n];
+        size_t sumw = c <= 0x7f ? 0 : c == 0xcc ? 1 : c == 0xcd ? 2 : c == 0xce ? 4 : c == 0xcf ? 8 : 9;
+        if (sumw == 9)
+            return corrupt(im, "a frame's checksum is not an unsigned integer");
+        total = head + n + 1 + sumw;
+        f = fill(r, total, got);
+    }
+    if (f < 0)
+        return f == -2 ? convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory")
+                       : convo__error(im->err, CONVO_EIO, NULL, "reading the dump failed");
+    if (f == 0)
+        return convo__error(im->err, CONVO_ECORRUPT, NULL, "truncated dump: it ends at byte %llu "
+                            "inside the frame that starts at byte %llu",
+                            (unsigned long long)*got, (unsigned long long)im->offset);
+    p = r->buf + r->pos;
+    const unsigned char *s = p + head + n;
+    uint64_t v = *s <= 0x7f ? *s : 0;
+    for (size_t k = 1; k < total - head - n; k++)
+        v = (v << 8) | s[k];
+    *bin = p + head;
+    *len = n;
+    *sum = v;
+    r->pos += total;
+    return 1;
+}
+
+static int read_records(importer *im, convo_read_fn read, void *ctx)
+{
+    reader r = {.read = read, .ctx = ctx};
+    int rc = 0, first = 1;
+    for (;;) {
+        const unsigned char *bin = NULL;
+        size_t len = 0;
+        uint64_t sum = 0;
+        rc = next_frame(im, &r, &bin, &len, &sum);
+        if (rc <= 0)
+            break;
+        rc = apply_frame(im, bin, len, sum, first);
+        first = 0;
+        if (rc != 0)
+            break;
+    }
+    if (rc == 0 && !im->ended)
+        rc = convo__error(im->err, CONVO_ECORRUPT, NULL,
+                          "truncated dump: it ends at byte %llu without its end record",
+                          (unsigned long long)im->stats->bytes);
+    free(r.buf);
     return rc;
 }
 
@@ -830,15 +968,11 @@ int convo_import(convo_store *s, convo_read_fn read, void *read_ctx, const convo
     if (s->driver->version < 2 || !s->driver->thread_import)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot import yet",
                             s->driver->name);
-    msgpack_unpacker u;
-    if (!msgpack_unpacker_init(&u, 64 * 1024))
-        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     importer im = {.s = s, .opts = opts, .stats = stats, .err = err};
-    int rc = read_records(&im, &u, read, read_ctx);
+    int rc = read_records(&im, read, read_ctx);
     if (rc != 0)
         undo_thread(&im);
     free(im.thread);
-    msgpack_unpacker_destroy(&u);
     return rc;
 }
 
