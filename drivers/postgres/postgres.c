@@ -1,6 +1,7 @@
 /* postgres.c — the PostgreSQL driver (libpq): threads, messages, idempotency
  * keys and checkpoints in one schema, migrated forward on open. Every call is
- * one statement and one round trip; a write locks its thread's row first. */
+ * one statement and one round trip; a write locks its thread's row first and,
+ * with ttl=S, gives the thread a deadline after which it is gone. */
 #include "config.h"
 #include <convo/driver.h>
 #include <libpq-fe.h>
@@ -16,6 +17,9 @@
 #define DEFAULT_POOL 4
 #define MAX_POOL 100
 #define MAX_RETRIES 5
+#define MAX_TTL 2147483647L
+#define FRESH_MICROS 1000 /* see conn_get */
+#define SWEEP_BATCH 256 /* expired threads removed per transaction */
 /* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
 #define PG_EPOCH_MICROS INT64_C(946684800000000)
 /* Two-key advisory lock namespace for migrations: "conv". */
@@ -24,6 +28,7 @@
 #define OID_INT8 20
 #define OID_TEXT 25
 #define OID_TIMESTAMPTZ 1184
+#define TTL_LEN 16 /* an interval in binary: microseconds, days, months */
 
 /* ---------------------------------------------------------------- schema */
 
@@ -341,14 +346,341 @@ static const char *const migrations[] = {
     "    RETURN false;\n"
     "END\n"
     "$fn$;\n",
+    /* 4: ttl (threads.expires_at, sweep). extra moves to a table of its own, so
+     * that the row every append rewrites is narrow; fillfactor 50 leaves room on
+     * its page for that new version (a HOT update: no index touched). The
+     * functions that write take the store's ttl (p_ttl; NULL: none). */
+    "CREATE TABLE @S.thread_extra (\n"
+    "    thread_id text COLLATE \"C\" NOT NULL,\n"
+    "    extra     jsonb NOT NULL,\n"
+    "    PRIMARY KEY (thread_id));\n"
+    "INSERT INTO @S.thread_extra (thread_id, extra)\n"
+    "SELECT t.thread_id, t.extra FROM @S.threads t WHERE t.extra <> '{}'::jsonb;\n"
+    "DROP FUNCTION @S.append(text, bytea[], text[], timestamptz, text, bigint);\n"
+    "DROP FUNCTION @S.save_extra(text, jsonb, bigint);\n"
+    "DROP FUNCTION @S.thread_delete(text);\n"
+    "DROP FUNCTION @S.thread_fork(text, text, bigint);\n"
+    "DROP FUNCTION @S.checkpoint_put(text, text, text, text, jsonb, text, bytea, bigint,\n"
+    "    text[], text[], text[], bytea[], timestamptz);\n"
+    "DROP FUNCTION @S.checkpoint_put_writes(text, text, text, text, text, bigint[], text[],\n"
+    "    text[], bytea[]);\n"
+    "DROP FUNCTION @S.checkpoint_prune(text, bigint);\n"
+    "DROP FUNCTION @S.thread_import(text, bigint, bytea[], text[], timestamptz[]);\n"
+    "ALTER TABLE @S.threads DROP COLUMN extra, ADD COLUMN expires_at timestamptz;\n"
+    "ALTER TABLE @S.threads SET (fillfactor = 50);\n"
+    /* partial: a write without ttl leaves it NULL, unchanged, so HOT stays possible */
+    "CREATE INDEX threads_by_expiry ON @S.threads (expires_at) WHERE expires_at IS NOT NULL;\n"
+        "CREATE FUNCTION @S.threads_purge(p_threads text[]) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "BEGIN\n"
+    "    DELETE FROM @S.messages m WHERE m.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.idempotency_keys k WHERE k.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.checkpoint_writes w WHERE w.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.checkpoint_blobs b WHERE b.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.checkpoints c WHERE c.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.thread_extra x WHERE x.thread_id = ANY (p_threads);\n"
+    "    DELETE FROM @S.threads t WHERE t.thread_id = ANY (p_threads);\n"
+    "END\n"
+    "$fn$;\n"
+    /* Locks a thread's row for a write: creates a missing thread, starts one whose
+     * deadline has passed afresh (its remains go), records the write's time and
+     * deadline, and with p_checkpoint takes the next checkpoint position. */
+    "CREATE FUNCTION @S.thread_claim(p_thread text, p_ttl interval, p_at timestamptz,\n"
+    "    p_checkpoint boolean, OUT length bigint, OUT checkpoint_seq bigint)\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    step bigint := CASE WHEN p_checkpoint THEN 1 ELSE 0 END;\n"
+    "BEGIN\n"
+    "    -- a row that is not updated (its deadline passed) is locked all the same\n"
+    "    INSERT INTO @S.threads AS t (thread_id, created_at, updated_at, expires_at,\n"
+    "        checkpoint_seq)\n"
+    "    VALUES (p_thread, p_at, p_at, now() + p_ttl, step)\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET\n"
+    "        updated_at = greatest(t.updated_at, excluded.updated_at),\n"
+    "        expires_at = excluded.expires_at, checkpoint_seq = t.checkpoint_seq + step\n"
+    "     WHERE t.expires_at IS NULL OR t.expires_at > now()\n"
+    "    RETURNING t.length, t.checkpoint_seq INTO length, checkpoint_seq;\n"
+    "    IF NOT FOUND THEN\n"
+    "        PERFORM @S.threads_purge(ARRAY[p_thread]);\n"
+    "        INSERT INTO @S.threads (thread_id, created_at, updated_at, expires_at,\n"
+    "            checkpoint_seq)\n"
+    "        VALUES (p_thread, p_at, p_at, now() + p_ttl, step);\n"
+    "        length := 0;\n"
+    "        checkpoint_seq := step;\n"
+    "    END IF;\n"
+    "END\n"
+    "$fn$;\n"
+    /* Live: the thread exists and its deadline, if any, has not passed. Locks
+     * its row in the given mode; records the deadline of a write when asked. */
+    "CREATE FUNCTION @S.thread_live(p_thread text, p_ttl interval, p_share boolean)\n"
+    "RETURNS boolean\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    deadline timestamptz;\n"
+    "BEGIN\n"
+    "    IF p_share THEN\n"
+    "        SELECT t.expires_at INTO deadline FROM @S.threads t\n"
+    "         WHERE t.thread_id = p_thread FOR KEY SHARE;\n"
+    "    ELSE\n"
+    "        SELECT t.expires_at INTO deadline FROM @S.threads t\n"
+    "         WHERE t.thread_id = p_thread FOR UPDATE;\n"
+    "    END IF;\n"
+    "    IF NOT FOUND OR deadline <= now() THEN\n"
+    "        RETURN false;\n"
+    "    END IF;\n"
+    "    -- without ttl and without a deadline there is nothing to record\n"
+    "    IF p_ttl IS NOT NULL OR deadline IS NOT NULL THEN\n"
+    "        UPDATE @S.threads t SET expires_at = now() + p_ttl\n"
+    "         WHERE t.thread_id = p_thread;\n"
+    "    END IF;\n"
+    "    RETURN true;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.append(p_thread text, p_bodies bytea[], p_roles text[],\n"
+    "    p_at timestamptz, p_key text, p_expected bigint, p_ttl interval,\n"
+    "    OUT first_seq bigint, OUT count integer, OUT replayed boolean)\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    n integer := cardinality(p_bodies);\n"
+    "    len bigint;\n"
+    "BEGIN\n"
+    "    SELECT c.length INTO len FROM @S.thread_claim(p_thread, p_ttl, p_at, false) c;\n"
+    "    -- the row lock is held: this statement's snapshot sees every\n"
+    "    -- committed key of the thread\n"
+    "    IF p_key IS NOT NULL THEN\n"
+    "        SELECT k.first_seq, k.count INTO first_seq, count\n"
+    "          FROM @S.idempotency_keys k WHERE k.thread_id = p_thread AND k.key = p_key;\n"
+    "        IF FOUND THEN\n"
+    "            replayed := true;\n"
+    "            RETURN;\n"
+    "        END IF;\n"
+    "    END IF;\n"
+    "    IF p_expected >= 0 AND p_expected <> len THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV409',\n"
+    "            MESSAGE = format('thread has %s messages, expected %s', len, p_expected);\n"
+    "    END IF;\n"
+    "    UPDATE @S.threads t SET length = len + n WHERE t.thread_id = p_thread;\n"
+    "    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)\n"
+    "    SELECT p_thread, len + u.o - 1, u.r, p_at, u.b\n"
+    "      FROM unnest(p_bodies, p_roles) WITH ORDINALITY AS u(b, r, o);\n"
+    "    IF p_key IS NOT NULL THEN\n"
+    "        INSERT INTO @S.idempotency_keys (thread_id, key, first_seq, count)\n"
+    "        VALUES (p_thread, p_key, len, n);\n"
+    "    END IF;\n"
+    "    first_seq := len;\n"
+    "    count := n;\n"
+    "    replayed := false;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.save_extra(p_thread text, p_patch jsonb, p_max bigint, p_ttl interval)\n"
+    "RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    merged jsonb;\n"
+    "    size bigint;\n"
+    "BEGIN\n"
+    "    PERFORM @S.thread_claim(p_thread, p_ttl, now(), false);\n"
+    "    INSERT INTO @S.thread_extra AS x (thread_id, extra) VALUES (p_thread, p_patch)\n"
+    "    ON CONFLICT (thread_id) DO UPDATE SET extra = x.extra || excluded.extra\n"
+    "    RETURNING x.extra INTO merged;\n"
+    "    -- jsonb's text is never shorter than the compact form: count only when needed\n"
+    "    IF octet_length(merged::text) > p_max THEN\n"
+    "        size := @S.json_compact_size(merged);\n"
+    "        IF size > p_max THEN\n"
+    "            RAISE EXCEPTION USING ERRCODE = 'CV413', MESSAGE = format(\n"
+    "                'merged extra of %s bytes would exceed the limit of %s bytes', size, p_max);\n"
+    "        END IF;\n"
+    "    END IF;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.thread_delete(p_thread text) RETURNS boolean\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    deadline timestamptz;\n"
+    "BEGIN\n"
+    "    -- wait for appenders and writers first, so nothing they commit is left behind\n"
+    "    SELECT t.expires_at INTO deadline FROM @S.threads t\n"
+    "     WHERE t.thread_id = p_thread FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "        RETURN false;\n"
+    "    END IF;\n"
+    "    PERFORM @S.threads_purge(ARRAY[p_thread]);\n"
+    "    -- one whose deadline had passed was not there any more: only its remains went\n"
+    "    RETURN deadline IS NULL OR deadline > now();\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.thread_fork(p_src text, p_dst text, p_upto bigint, p_ttl interval)\n"
+    "RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    len bigint;\n"
+    "    deadline timestamptz;\n"
+    "    n bigint;\n"
+    "BEGIN\n"
+    "    SELECT t.length, t.expires_at INTO len, deadline FROM @S.threads t\n"
+    "     WHERE t.thread_id = p_src FOR SHARE;\n"
+    "    IF NOT FOUND OR deadline <= now() THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV404', MESSAGE = 'source thread not found';\n"
+    "    END IF;\n"
+    "    n := CASE WHEN p_upto < 0 THEN len ELSE least(p_upto, len) END;\n"
+    "    LOOP\n"
+    "        INSERT INTO @S.threads (thread_id, length, expires_at)\n"
+    "        VALUES (p_dst, n, now() + p_ttl) ON CONFLICT (thread_id) DO NOTHING;\n"
+    "        EXIT WHEN FOUND;\n"
+    "        -- a destination whose deadline has passed is not there: its remains go\n"
+    "        SELECT t.expires_at INTO deadline FROM @S.threads t\n"
+    "         WHERE t.thread_id = p_dst FOR UPDATE;\n"
+    "        IF FOUND AND (deadline IS NULL OR deadline > now()) THEN\n"
+    "            RAISE EXCEPTION USING ERRCODE = 'CV409',\n"
+    "                MESSAGE = 'destination thread already exists';\n"
+    "        END IF;\n"
+    "        IF FOUND THEN\n"
+    "            PERFORM @S.threads_purge(ARRAY[p_dst]);\n"
+    "        END IF;\n"
+    "    END LOOP;\n"
+    "    IF p_upto > len THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV400',\n"
+    "            MESSAGE = format('fork upto %s is past the end (%s)', p_upto, len);\n"
+    "    END IF;\n"
+    "    INSERT INTO @S.thread_extra (thread_id, extra)\n"
+    "    SELECT p_dst, x.extra FROM @S.thread_extra x WHERE x.thread_id = p_src;\n"
+    "    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)\n"
+    "    SELECT p_dst, m.seq, m.role, m.created_at, m.body FROM @S.messages m\n"
+    "     WHERE m.thread_id = p_src AND m.seq < n;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text, p_parent text,\n"
+    "    p_metadata jsonb, p_body_type text, p_body bytea, p_log_length bigint,\n"
+    "    p_channels text[], p_versions text[], p_types text[], p_values bytea[],\n"
+    "    p_at timestamptz, p_ttl interval) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    pos bigint;\n"
+    "BEGIN\n"
+    "    -- the thread row orders the puts of a thread and locks out prune and delete\n"
+    "    SELECT c.checkpoint_seq INTO pos FROM @S.thread_claim(p_thread, p_ttl, p_at, true) c;\n"
+    "    INSERT INTO @S.checkpoint_blobs\n"
+    "        (thread_id, checkpoint_ns, channel, version, type, value)\n"
+    "    SELECT p_thread, p_ns, u.c, u.v, u.t, u.b\n"
+    "      FROM unnest(p_channels, p_versions, p_types, p_values) AS u(c, v, t, b)\n"
+    "     WHERE u.t IS NOT NULL\n"
+    "    ON CONFLICT DO NOTHING;\n"
+    "    INSERT INTO @S.checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, put_seq,\n"
+    "        parent_id, metadata, body_type, body, log_length, channels, versions, created_at)\n"
+    "    VALUES (p_thread, p_ns, p_id, pos, p_parent, p_metadata, p_body_type, p_body,\n"
+    "        p_log_length, p_channels, p_versions, p_at)\n"
+    "    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET\n"
+    "        parent_id = excluded.parent_id, metadata = excluded.metadata,\n"
+    "        body_type = excluded.body_type, body = excluded.body,\n"
+    "        log_length = excluded.log_length, channels = excluded.channels,\n"
+    "        versions = excluded.versions;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.checkpoint_put_writes(p_thread text, p_ns text, p_id text,\n"
+    "    p_task text, p_path text, p_idx bigint[], p_channels text[], p_types text[],\n"
+    "    p_values bytea[], p_ttl interval) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "BEGIN\n"
+    "    -- a key-share lock: a concurrent delete or prune either ran first (and the\n"
+    "    -- checkpoint is gone) or waits for these writes and sees them\n"
+    "    IF NOT @S.thread_live(p_thread, p_ttl, true) THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV404', MESSAGE = 'checkpoint not found';\n"
+    "    END IF;\n"
+    "    PERFORM 1 FROM @S.checkpoints c WHERE c.thread_id = p_thread\n"
+    "       AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id;\n"
+    "    IF NOT FOUND THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV404', MESSAGE = 'checkpoint not found';\n"
+    "    END IF;\n"
+    "    INSERT INTO @S.checkpoint_writes AS w (thread_id, checkpoint_ns, checkpoint_id,\n"
+    "        task_id, idx, task_path, channel, type, value)\n"
+    "    SELECT p_thread, p_ns, p_id, p_task, u.i, p_path, u.c, u.t, u.b\n"
+    "      FROM unnest(p_idx, p_channels, p_types, p_values) AS u(i, c, t, b)\n"
+    "    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET\n"
+    "        task_path = excluded.task_path, channel = excluded.channel,\n"
+    "        type = excluded.type, value = excluded.value\n"
+    "     WHERE excluded.idx < 0;\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.checkpoint_prune(p_thread text, p_keep bigint, p_ttl interval)\n"
+    "RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "BEGIN\n"
+    "    IF NOT @S.thread_live(p_thread, p_ttl, false) THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV404', MESSAGE = 'thread not found';\n"
+    "    END IF;\n"
+    "    WITH doomed AS (\n"
+    "        DELETE FROM @S.checkpoints c\n"
+    "         USING (SELECT x.checkpoint_ns, x.checkpoint_id FROM (\n"
+    "                SELECT k.checkpoint_ns, k.checkpoint_id, row_number() OVER (\n"
+    "                       PARTITION BY k.checkpoint_ns ORDER BY k.put_seq DESC) AS rn\n"
+    "                  FROM @S.checkpoints k WHERE k.thread_id = p_thread) x\n"
+    "                WHERE x.rn > p_keep) d\n"
+    "         WHERE c.thread_id = p_thread AND c.checkpoint_ns = d.checkpoint_ns\n"
+    "           AND c.checkpoint_id = d.checkpoint_id\n"
+    "        RETURNING c.checkpoint_ns, c.checkpoint_id)\n"
+    "    DELETE FROM @S.checkpoint_writes w USING doomed d\n"
+    "     WHERE w.thread_id = p_thread AND w.checkpoint_ns = d.checkpoint_ns\n"
+    "       AND w.checkpoint_id = d.checkpoint_id;\n"
+    "    DELETE FROM @S.checkpoint_blobs b WHERE b.thread_id = p_thread AND NOT EXISTS (\n"
+    "        SELECT 1 FROM @S.checkpoints c, unnest(c.channels, c.versions) AS u(ch, ver)\n"
+    "         WHERE c.thread_id = p_thread AND c.checkpoint_ns = b.checkpoint_ns\n"
+    "           AND u.ch = b.channel AND u.ver = b.version);\n"
+    "END\n"
+    "$fn$;\n"
+    "CREATE FUNCTION @S.thread_import(p_thread text, p_first bigint, p_bodies bytea[],\n"
+    "    p_roles text[], p_at timestamptz[], p_ttl interval) RETURNS boolean\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    n integer := cardinality(p_bodies);\n"
+    "    len bigint;\n"
+    "BEGIN\n"
+    "    SELECT c.length INTO len FROM @S.thread_claim(p_thread, p_ttl, p_at[1], false) c;\n"
+    "    IF len >= p_first + n THEN\n"
+    "        RETURN true; -- imported before: skipped\n"
+    "    END IF;\n"
+    "    IF len <> p_first THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'CV409', MESSAGE = format(\n"
+    "            'thread has %s messages, the dump continues at %s', len, p_first);\n"
+    "    END IF;\n"
+    "    UPDATE @S.threads t SET length = len + n,\n"
+    "        updated_at = greatest(t.updated_at, p_at[n]) WHERE t.thread_id = p_thread;\n"
+    "    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)\n"
+    "    SELECT p_thread, len + u.o - 1, u.r, u.a, u.b\n"
+    "      FROM unnest(p_bodies, p_roles, p_at) WITH ORDINALITY AS u(b, r, a, o);\n"
+    "    RETURN false;\n"
+    "END\n"
+    "$fn$;\n"
+    /* Removes up to p_limit threads whose deadline has passed, with all they
+     * hold; a thread being written (locked) waits for the next sweep. */
+    "CREATE FUNCTION @S.sweep(p_limit integer) RETURNS integer\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    doomed text[];\n"
+    "BEGIN\n"
+    "    SELECT array_agg(s.thread_id) INTO doomed FROM (\n"
+    "        SELECT t.thread_id FROM @S.threads t WHERE t.expires_at <= now()\n"
+    "         ORDER BY t.expires_at LIMIT p_limit FOR UPDATE SKIP LOCKED) s;\n"
+    "    IF doomed IS NULL THEN\n"
+    "        RETURN 0;\n"
+    "    END IF;\n"
+    "    PERFORM @S.threads_purge(doomed);\n"
+    "    RETURN cardinality(doomed);\n"
+    "END\n"
+    "$fn$;\n",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
 enum {
-    ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND, ST_LOAD, ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK,
-    ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST, ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT,
+    ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
+    ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
+    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP,
     ST_COUNT
 };
+
+/* A thread row t is live when it has no deadline or its deadline is ahead. */
+#define LIVE(t) " (" t ".expires_at IS NULL OR " t ".expires_at > now())"
+/* The checkpoints c of live threads only. */
+#define CP_LIVE " JOIN @S.threads t ON t.thread_id = c.thread_id AND" LIVE("t")
 
 /* Checkpoint results, one row per item, ordered by checkpoint (r), then kind:
  * 0 the checkpoint itself, 1 a channel and its value, 2 a pending write.
@@ -366,95 +698,104 @@ enum {
     "  ON w.thread_id = s.thread_id AND w.checkpoint_ns = s.checkpoint_ns"                    \
     "  AND w.checkpoint_id = s.checkpoint_id"
 
+/* Appends without an idempotency key, in one statement ($1 thread, $2 body or
+ * bodies, $3 role or roles, $4 created_at, $5 expected length, $6 ttl). The
+ * first part takes the thread's row lock, checks the length (rechecked on the
+ * latest row when it had to wait) and the deadline, and allocates the seqs:
+ * with no expected length (or 0) an upsert, which also creates a new thread;
+ * with one, an update (a missing thread has length 0). The insert uses them.
+ * No row back (a length mismatch, a thread whose deadline has passed) sends
+ * the call to @S.append(). A write without ttl clears a deadline: as NULL
+ * stays NULL, the update stays HOT. */
+#define ALLOC_UPSERT(n)                                                                      \
+    "WITH alloc AS (INSERT INTO @S.threads AS t (thread_id, length, created_at, updated_at,"  \
+    " expires_at) VALUES ($1::text, " n ", $4::timestamptz, $4::timestamptz,"                \
+    " now() + $6::interval) ON CONFLICT (thread_id) DO UPDATE SET length = t.length + " n     \
+    ", updated_at = excluded.updated_at, expires_at = excluded.expires_at"                    \
+    " WHERE ($5::int8 < 0 OR t.length = $5::int8) AND" LIVE("t")                              \
+    " RETURNING t.length - " n " AS first_seq)"
+#define ALLOC_UPDATE(n)                                                                      \
+    "WITH alloc AS (UPDATE @S.threads t SET length = t.length + " n ","                       \
+    " updated_at = $4::timestamptz, expires_at = now() + $6::interval"                         \
+    " WHERE t.thread_id = $1::text AND t.length = $5::int8 AND" LIVE("t")                     \
+    " RETURNING t.length - " n " AS first_seq)"
+/* One message: scalars, the seq back. */
+#define INSERT_ONE                                                                           \
+    " INSERT INTO @S.messages (thread_id, seq, role, created_at, body)"                      \
+    " SELECT $1::text, a.first_seq, $3::text, $4::timestamptz, $2::bytea FROM alloc a"       \
+    " RETURNING seq"
+#define INSERT_MANY                                                                          \
+    ", ins AS (INSERT INTO @S.messages (thread_id, seq, role, created_at, body)"             \
+    " SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz, u.b FROM alloc a,"        \
+    " unnest($2::bytea[], $3::text[]) WITH ORDINALITY AS u(b, r, o))"                         \
+    " SELECT first_seq FROM alloc"
+#define MANY "cardinality($2::bytea[])"
+
 static const struct {
     const char *name;
     int nparams;
     const char *sql;
 } statements[ST_COUNT] = {
-    /* Appends without an idempotency key, in one statement. The row update
-     * takes the thread's lock, checks the length (rechecked on the latest row
-     * when it had to wait) and allocates the seqs; when there is no row, the
-     * thread is created with them (unless another creator got there first);
-     * the insert uses them. No row back (a length mismatch, a creation race)
-     * sends the call to convo.append(). One message: scalars. */
-#define APPEND_CREATED(n)                                                                   \
-    " created AS (INSERT INTO @S.threads (thread_id, length, created_at, updated_at)"       \
-    " SELECT $1::text, " n ", $4::timestamptz, $4::timestamptz"                             \
-    " WHERE $5::int8 <= 0 AND NOT EXISTS (SELECT 1 FROM alloc)"                             \
-    " ON CONFLICT (thread_id) DO NOTHING RETURNING 0::int8 AS first_seq),"                  \
-    " seqs AS (SELECT first_seq FROM alloc UNION ALL SELECT first_seq FROM created)"
-    [ST_APPEND_ONE] = {"convo_append_one", 5,
-                       "WITH alloc AS (UPDATE @S.threads t SET length = t.length + 1,"
-                       " updated_at = $4::timestamptz WHERE t.thread_id = $1::text"
-                       " AND ($5::int8 < 0 OR t.length = $5::int8)"
-                       " RETURNING t.length - 1 AS first_seq)," APPEND_CREATED("1")
-                       " INSERT INTO @S.messages (thread_id, seq, role, created_at, body)"
-                       " SELECT $1::text, a.first_seq, $3::text, $4::timestamptz, $2::bytea"
-                       " FROM seqs a RETURNING seq"},
-    [ST_APPEND_MANY] = {"convo_append_many", 5,
-                        "WITH alloc AS (UPDATE @S.threads t"
-                        " SET length = t.length + cardinality($2::bytea[]),"
-                        " updated_at = $4::timestamptz WHERE t.thread_id = $1::text"
-                        " AND ($5::int8 < 0 OR t.length = $5::int8)"
-                        " RETURNING t.length - cardinality($2::bytea[]) AS first_seq),"
-                        APPEND_CREATED("cardinality($2::bytea[])")
-                        ", ins AS (INSERT INTO @S.messages (thread_id, seq, role, created_at,"
-                        " body) SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz,"
-                        " u.b FROM seqs a, unnest($2::bytea[], $3::text[]) WITH ORDINALITY"
-                        " AS u(b, r, o))"
-                        " SELECT first_seq FROM seqs"},
-    [ST_APPEND] = {"convo_append", 6,
+    [ST_APPEND_ONE] = {"convo_append_one", 6, ALLOC_UPSERT("1") INSERT_ONE},
+    [ST_APPEND_MANY] = {"convo_append_many", 6, ALLOC_UPSERT(MANY) INSERT_MANY},
+    [ST_APPEND_ONE_IF] = {"convo_append_one_if", 6, ALLOC_UPDATE("1") INSERT_ONE},
+    [ST_APPEND_MANY_IF] = {"convo_append_many_if", 6, ALLOC_UPDATE(MANY) INSERT_MANY},
+    [ST_APPEND] = {"convo_append", 7,
                    "SELECT first_seq, count, replayed FROM @S.append($1::text, $2::bytea[], "
-                   "$3::text[], $4::timestamptz, $5::text, $6::int8)"},
+                   "$3::text[], $4::timestamptz, $5::text, $6::int8, $7::interval)"},
     /* One snapshot for length, extra and the range: the tail and limit are
      * resolved against the length read in the same statement. The extra
-     * rides on the first row only. No outer ORDER BY: the lateral join runs
-     * the ordered index scan once for the one thread row, and a sort there
-     * would copy every body (load_rows checks the order). */
+     * rides on the first row only (the subquery runs for that row only). No
+     * outer ORDER BY: the lateral join runs the ordered index scan once for
+     * the one thread row, and a sort there would copy every body (load_rows
+     * checks the order). */
     [ST_LOAD] = {"convo_load", 5,
                  "SELECT r.length, CASE WHEN $5::bool AND (m.seq IS NULL OR m.seq = r.f)"
-                 " THEN r.extra::text END, m.seq, m.role, m.created_at, m.body"
-                 " FROM (SELECT t.length, t.extra, b.f,"
+                 " THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x"
+                 "  WHERE x.thread_id = $1::text), '{}') END,"
+                 " m.seq, m.role, m.created_at, m.body"
+                 " FROM (SELECT t.length, b.f,"
                  "  CASE WHEN $3::int8 > 0 AND $3::int8 < t.length - b.f THEN b.f + $3::int8"
                  "  ELSE t.length END AS e"
                  "  FROM @S.threads t, LATERAL (SELECT least(greatest($2::int8,"
                  "   CASE WHEN $4::int8 > 0 THEN t.length - $4::int8 ELSE 0 END), t.length)"
                  "   AS f) b"
-                 "  WHERE t.thread_id = $1::text) r"
+                 "  WHERE t.thread_id = $1::text AND" LIVE("t") ") r"
                  " LEFT JOIN LATERAL (SELECT seq, role, created_at, body FROM @S.messages"
                  "  WHERE thread_id = $1::text AND seq >= r.f AND seq < r.e ORDER BY seq) m"
                  " ON true"},
-    [ST_SAVE_EXTRA] = {"convo_save_extra", 3,
-                       "SELECT @S.save_extra($1::text, $2::text::jsonb, $3::int8)"},
+    [ST_SAVE_EXTRA] = {"convo_save_extra", 4,
+                       "SELECT @S.save_extra($1::text, $2::text::jsonb, $3::int8, $4::interval)"},
     [ST_DELETE] = {"convo_delete", 1, "SELECT @S.thread_delete($1::text)"},
     [ST_LIST] = {"convo_list", 2,
-                 "SELECT thread_id FROM @S.threads WHERE thread_id > $1::text"
+                 "SELECT thread_id FROM @S.threads t WHERE thread_id > $1::text AND" LIVE("t")
                  " ORDER BY thread_id LIMIT $2::int8"},
-    [ST_FORK] = {"convo_fork", 3, "SELECT @S.thread_fork($1::text, $2::text, $3::int8)"},
-    [ST_CP_PUT] = {"convo_cp_put", 13,
+    [ST_FORK] = {"convo_fork", 4,
+                 "SELECT @S.thread_fork($1::text, $2::text, $3::int8, $4::interval)"},
+    [ST_CP_PUT] = {"convo_cp_put", 14,
                    "SELECT @S.checkpoint_put($1::text, $2::text, $3::text, $4::text,"
                    " $5::text::jsonb, $6::text, $7::bytea, $8::int8, $9::text[], $10::text[],"
-                   " $11::text[], $12::bytea[], $13::timestamptz)"},
-    [ST_CP_WRITES] = {"convo_cp_writes", 9,
+                   " $11::text[], $12::bytea[], $13::timestamptz, $14::interval)"},
+    [ST_CP_WRITES] = {"convo_cp_writes", 10,
                       "SELECT @S.checkpoint_put_writes($1::text, $2::text, $3::text, $4::text,"
-                      " $5::text, $6::int8[], $7::text[], $8::text[], $9::bytea[])"},
+                      " $5::text, $6::int8[], $7::text[], $8::text[], $9::bytea[], $10::interval)"},
     [ST_CP_GET] = {"convo_cp_get", 3,
-                   "WITH sel AS (SELECT c.*, 0::int8 AS r FROM @S.checkpoints c"
+                   "WITH sel AS (SELECT c.*, 0::int8 AS r FROM @S.checkpoints c" CP_LIVE
                    " WHERE c.thread_id = $1::text AND c.checkpoint_ns = $2::text"
                    " AND c.checkpoint_id = $3::text)" CP_ROWS " ORDER BY 2, 1"},
     [ST_CP_LATEST] = {"convo_cp_latest", 2,
-                      "WITH sel AS (SELECT c.*, 0::int8 AS r FROM @S.checkpoints c"
+                      "WITH sel AS (SELECT c.*, 0::int8 AS r FROM @S.checkpoints c" CP_LIVE
                       " WHERE c.thread_id = $1::text AND c.checkpoint_ns = $2::text"
                       " ORDER BY c.put_seq DESC LIMIT 1)" CP_ROWS " ORDER BY 2, 1"},
     /* Newest first per thread, threads in id order; kind 9 says `before` ($3)
      * names no checkpoint of the thread. */
     [ST_CP_LIST] = {"convo_cp_list", 5,
-                    "WITH bp AS (SELECT min(c.put_seq) AS p FROM @S.checkpoints c"
+                    "WITH bp AS (SELECT min(c.put_seq) AS p FROM @S.checkpoints c" CP_LIVE
                     "  WHERE $3::text IS NOT NULL AND c.thread_id = $1::text"
                     "  AND c.checkpoint_id = $3::text"
                     "  AND ($2::text IS NULL OR c.checkpoint_ns = $2::text)),"
                     " sel AS (SELECT c.*, row_number() OVER (ORDER BY c.thread_id,"
-                    "  c.put_seq DESC) AS r FROM @S.checkpoints c, bp"
+                    "  c.put_seq DESC) AS r FROM @S.checkpoints c" CP_LIVE ", bp"
                     "  WHERE ($1::text IS NULL OR c.thread_id = $1::text)"
                     "  AND ($2::text IS NULL OR c.checkpoint_ns = $2::text)"
                     "  AND ($3::text IS NULL OR c.put_seq < bp.p)"
@@ -463,10 +804,12 @@ static const struct {
                     " UNION ALL SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
                     "  NULL, NULL FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL"
                     " ORDER BY 2, 1"},
-    [ST_CP_PRUNE] = {"convo_cp_prune", 2, "SELECT @S.checkpoint_prune($1::text, $2::int8)"},
-    [ST_IMPORT] = {"convo_import", 5,
+    [ST_CP_PRUNE] = {"convo_cp_prune", 3,
+                     "SELECT @S.checkpoint_prune($1::text, $2::int8, $3::interval)"},
+    [ST_IMPORT] = {"convo_import", 6,
                    "SELECT @S.thread_import($1::text, $2::int8, $3::bytea[], $4::text[],"
-                   " $5::timestamptz[])"},
+                   " $5::timestamptz[], $6::interval)"},
+    [ST_SWEEP] = {"convo_sweep", 1, "SELECT @S.sweep($1::int4)"},
 };
 
 /* ---------------------------------------------------------------- backend */
@@ -475,6 +818,7 @@ typedef struct pg_conn {
     PGconn *pg;
     unsigned prepared; /* bit i: statements[i] is prepared on this connection */
     int fatal;         /* the server said FATAL while the connection was idle */
+    int64_t done_at;   /* monotonic microseconds when its last call succeeded; 0: never */
 } pg_conn;
 
 struct convo_backend {
@@ -485,6 +829,8 @@ struct convo_backend {
     char schema[64];
     char *sql[ST_COUNT];
     convo_limits limits;
+    char ttl_interval[16]; /* ttl=S as a binary interval parameter */
+    const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
 };
 
 /* Copies msg into out, replacing each secret with "***". */
@@ -654,7 +1000,17 @@ static int conn_alive(pg_conn *c)
     return !c->fatal && PQstatus(c->pg) == CONNECTION_OK;
 }
 
-/* A connection from the pool, reconnected when the server dropped it idle. */
+static int64_t monotonic_micros(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A connection from the pool, reconnected when the server dropped it idle.
+ * One that answered less than FRESH_MICROS ago is not polled: a server
+ * closing it in that moment is no different from one closing it during the
+ * call (CONVO_EIO), and back-to-back calls save a system call each. */
 static int conn_get(convo_backend *b, pg_conn **out, convo_error *err)
 {
     void *conn;
@@ -662,7 +1018,9 @@ static int conn_get(convo_backend *b, pg_conn **out, convo_error *err)
     if (rc != 0)
         return rc;
     pg_conn *c = conn;
-    if (!conn_alive(c)) {
+    int fresh = c->done_at && monotonic_micros() - c->done_at < FRESH_MICROS && !c->fatal &&
+                PQstatus(c->pg) == CONNECTION_OK;
+    if (!fresh && !conn_alive(c)) {
         PQreset(c->pg);
         c->prepared = 0;
         c->fatal = 0;
@@ -705,6 +1063,7 @@ static int run(convo_backend *b, int st, const char *const *values, const int *l
                PGresult **out, convo_error *err)
 {
     static const int binary[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    _Static_assert(ST_COUNT <= 32, "one bit per statement in pg_conn.prepared");
     for (int attempt = 0;; attempt++) {
         pg_conn *c;
         int rc = conn_get(b, &c, err);
@@ -718,6 +1077,7 @@ static int run(convo_backend *b, int st, const char *const *values, const int *l
                                      lengths, binary, 1);
         ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+            c->done_at = monotonic_micros();
             convo__pool_release(b->pool, c, false);
             *out = r;
             return 0;
@@ -913,10 +1273,19 @@ static int valid_schema(const char *s)
     return strncmp(s, "pg_", 3) != 0;
 }
 
+/* A whole number from min to max, or -1. */
+static long number_param(const char *v, long min, long max)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && n >= min && n <= max ? n : -1;
+}
+
 static int take_params(convo_backend *b, convo_url *url, convo_error *err)
 {
     char *schema = convo__url_take(url, "schema");
     char *pool = convo__url_take(url, "pool");
+    char *ttl = convo__url_take(url, "ttl");
     int rc = 0;
     if (schema && !valid_schema(schema))
         rc = convo__error(err, CONVO_EINVAL, NULL,
@@ -924,16 +1293,19 @@ static int take_params(convo_backend *b, convo_url *url, convo_error *err)
                           "with pg_");
     else
         snprintf(b->schema, sizeof b->schema, "%s", schema ? schema : DEFAULT_SCHEMA);
-    long size = DEFAULT_POOL;
-    if (rc == 0 && pool) {
-        char *end;
-        size = strtol(pool, &end, 10);
-        if (*pool < '0' || *pool > '9' || *end || size < 1 || size > MAX_POOL)
-            rc = convo__error(err, CONVO_EINVAL, NULL,
-                              "postgres: pool must be a number from 1 to %d", MAX_POOL);
-    }
+    long size = pool ? number_param(pool, 1, MAX_POOL) : DEFAULT_POOL;
+    if (rc == 0 && size < 0)
+        rc = convo__error(err, CONVO_EINVAL, NULL,
+                          "postgres: pool must be a number from 1 to %d", MAX_POOL);
+    long seconds = ttl ? number_param(ttl, 1, MAX_TTL) : 0;
+    if (rc == 0 && seconds < 0)
+        rc = convo__error(err, CONVO_EINVAL, NULL,
+                          "postgres: ttl must be a number of seconds from 1 to %ld", MAX_TTL);
+    put64(b->ttl_interval, (uint64_t)seconds * 1000000);
+    b->ttl = seconds > 0 ? b->ttl_interval : NULL;
     free(schema);
     free(pool);
+    free(ttl);
     snprintf(b->qschema, sizeof b->qschema, "\"%s\"", b->schema);
     if (rc == 0 && convo__pool_new(&b->pool, (size_t)size, &pool_ops, b) != 0)
         rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
@@ -956,7 +1328,7 @@ static int check_libpq_params(const convo_url *url, convo_error *err)
         if (!known)
             rc = convo__error(err, CONVO_EINVAL, NULL,
                               "unknown URL parameter '%s' for %s: (neither convo's schema, "
-                              "pool nor a libpq connection option)",
+                              "pool, ttl nor a libpq connection option)",
                               key, url->scheme);
     }
     PQconninfoFree(defaults);
@@ -1173,14 +1545,18 @@ static int encode_batch(const convo_message_in *msgs, size_t n, char **bodies, i
     return b.failed == 2 || r.failed == 2 ? CONVO_ETOOLARGE : CONVO_ENOMEM;
 }
 
-/* The one-statement append (ST_APPEND_ONE or _MANY); *done is 0 when the
- * length is not the expected one, or another call was creating the thread. */
+/* The one-statement append (ST_APPEND_ONE, _MANY, or with an expected length
+ * above 0, _IF); *done is 0 when the length is not the expected one or the
+ * thread's deadline has passed. */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
-                       size_t n, const char *at, const char *expected, int *done,
+                       size_t n, const char *at, int64_t expected_length, int *done,
                        convo_append_result *res, convo_error *err)
 {
-    const char *values[5] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected};
-    int lens[5] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8};
+    char expected[8];
+    put64(expected, (uint64_t)expected_length);
+    const char *values[6] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl};
+    int lens[6] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
+                   TTL_LEN};
     char *bodies = NULL, *roles = NULL;
     int rc = n > 1 ? encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2])
                    : msgs[0].len >= (size_t)1 << 30 ? CONVO_ETOOLARGE : 0;
@@ -1191,7 +1567,9 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
         values[2] = roles;
     }
     PGresult *r;
-    rc = run(b, n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY, values, lens, &r, err);
+    int st = expected_length > 0 ? (n == 1 ? ST_APPEND_ONE_IF : ST_APPEND_MANY_IF)
+                                 : (n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY);
+    rc = run(b, st, values, lens, &r, err);
     free(bodies);
     free(roles);
     if (rc != 0)
@@ -1206,18 +1584,21 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
     return 0;
 }
 
-/* convo.append(): creates the thread, checks the idempotency key, then the length. */
+/* @S.append(): claims the thread (creating it, or starting it afresh when its
+ * deadline has passed), checks the idempotency key, then the length. */
 static int append_function(convo_backend *b, const char *thread_id,
                            const convo_message_in *msgs, size_t n, const char *at,
-                           const char *expected, const char *key, convo_append_result *res,
+                           int64_t expected_length, const char *key, convo_append_result *res,
                            convo_error *err)
 {
-    int lens[6] = {(int)strlen(thread_id), 0, 0, 8, key ? (int)strlen(key) : 0, 8};
+    char expected[8];
+    put64(expected, (uint64_t)expected_length);
+    int lens[7] = {(int)strlen(thread_id), 0, 0, 8, key ? (int)strlen(key) : 0, 8, TTL_LEN};
     char *bodies, *roles;
     int rc = encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2]);
     if (rc != 0)
         return too_large_or_nomem(rc, err);
-    const char *values[6] = {thread_id, bodies, roles, at, key, expected};
+    const char *values[7] = {thread_id, bodies, roles, at, key, expected, b->ttl};
     PGresult *r;
     rc = run(b, ST_APPEND, values, lens, &r, err);
     free(bodies);
@@ -1235,9 +1616,9 @@ static int pg_append(convo_backend *b, const char *thread_id, const convo_messag
                      size_t n, const convo_append_opts *opts, convo_append_result *res,
                      convo_error *err)
 {
-    char at[8], expected[8];
+    char at[8];
     put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
-    put64(expected, (uint64_t)opts->expected_length);
+    int64_t expected = opts->expected_length;
     int done = 0, rc = 0;
     if (!opts->idempotency_key) /* with a key, the key is looked up under the row lock */
         rc = append_fast(b, thread_id, msgs, n, at, expected, &done, res, err);
@@ -1315,8 +1696,8 @@ static int pg_save_extra(convo_backend *b, const char *thread_id, const char *pa
     (void)patch_obj;
     char max[8];
     put64(max, (uint64_t)b->limits.max_extra_bytes);
-    const char *values[3] = {thread_id, patch, max};
-    const int lens[3] = {(int)strlen(thread_id), (int)strlen(patch), 8};
+    const char *values[4] = {thread_id, patch, max, b->ttl};
+    const int lens[4] = {(int)strlen(thread_id), (int)strlen(patch), 8, TTL_LEN};
     PGresult *r;
     int rc = run(b, ST_SAVE_EXTRA, values, lens, &r, err);
     if (rc == 0)
@@ -1369,8 +1750,8 @@ static int pg_thread_fork(convo_backend *b, const char *src, const char *dst, in
 {
     char up[8];
     put64(up, (uint64_t)upto);
-    const char *values[3] = {src, dst, up};
-    const int lens[3] = {(int)strlen(src), (int)strlen(dst), 8};
+    const char *values[4] = {src, dst, up, b->ttl};
+    const int lens[4] = {(int)strlen(src), (int)strlen(dst), 8, TTL_LEN};
     PGresult *r;
     int rc = run(b, ST_FORK, values, lens, &r, err);
     if (rc == 0)
@@ -1419,22 +1800,24 @@ static int encode_channels(const convo_checkpoint_in *cp, char *out[4], int lens
 static int pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
     char *arrays[4];
-    int lens[13];
+    int lens[14];
     int rc = encode_channels(cp, arrays, &lens[8]);
     if (rc != 0)
         return too_large_or_nomem(rc, err);
     char log_length[8], at[8];
     put64(log_length, (uint64_t)cp->log_length);
     put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
-    const char *values[13] = {cp->thread_id, cp->checkpoint_ns, cp->checkpoint_id,
+    const char *values[14] = {cp->thread_id, cp->checkpoint_ns, cp->checkpoint_id,
                               cp->parent_id, cp->metadata_json, cp->body.type,
                               cp->body.type ? bytes_or_empty(cp->body.bytes) : NULL,
-                              log_length, arrays[0], arrays[1], arrays[2], arrays[3], at};
+                              log_length, arrays[0], arrays[1], arrays[2], arrays[3], at,
+                              b->ttl};
     for (int i = 0; i < 6; i++)
         lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     lens[6] = cp->body.type ? (int)cp->body.len : 0;
     lens[7] = 8;
     lens[12] = 8;
+    lens[13] = TTL_LEN;
     PGresult *r;
     rc = run(b, ST_CP_PUT, values, lens, &r, err);
     for (int i = 0; i < 4; i++)
@@ -1480,12 +1863,13 @@ static int pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, con
                                     size_t n, convo_error *err)
 {
     char *arrays[4];
-    int lens[9];
+    int lens[10];
     int rc = encode_writes(writes, n, arrays, &lens[5]);
     if (rc != 0)
         return too_large_or_nomem(rc, err);
-    const char *values[9] = {thread_id, ns, checkpoint_id, task_id, task_path,
-                             arrays[0], arrays[1], arrays[2], arrays[3]};
+    const char *values[10] = {thread_id, ns, checkpoint_id, task_id, task_path,
+                              arrays[0], arrays[1], arrays[2], arrays[3], b->ttl};
+    lens[9] = TTL_LEN;
     for (int i = 0; i < 5; i++)
         lens[i] = (int)strlen(values[i]);
     PGresult *r;
@@ -1621,8 +2005,8 @@ static int pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
 {
     char keep[8];
     put64(keep, keep_last > INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)keep_last);
-    const char *values[2] = {thread_id, keep};
-    const int lens[2] = {(int)strlen(thread_id), 8};
+    const char *values[3] = {thread_id, keep, b->ttl};
+    const int lens[3] = {(int)strlen(thread_id), 8, TTL_LEN};
     PGresult *r;
     int rc = run(b, ST_CP_PRUNE, values, lens, &r, err);
     if (rc == 0)
@@ -1636,7 +2020,7 @@ static int pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
                             int *skipped, convo_error *err)
 {
-    int lens[5] = {(int)strlen(thread_id), 8, 0, 0, 0};
+    int lens[6] = {(int)strlen(thread_id), 8, 0, 0, 0, TTL_LEN};
     char *bodies, *roles, first[8];
     int rc = encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);
     if (rc != 0)
@@ -1650,7 +2034,7 @@ static int pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
     }
     char *times = array_finish(&at, &lens[4]);
     put64(first, (uint64_t)first_seq);
-    const char *values[5] = {thread_id, first, bodies, roles, times};
+    const char *values[6] = {thread_id, first, bodies, roles, times, b->ttl};
     PGresult *r = NULL;
     rc = times ? run(b, ST_IMPORT, values, lens, &r, err) : too_large_or_nomem(CONVO_ENOMEM, err);
     free(bodies);
@@ -1660,6 +2044,32 @@ static int pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
         *skipped = PQgetvalue(r, 0, 0)[0] != 0;
     PQclear(r);
     return rc;
+}
+
+/* ---------------------------------------------------------------- expiry */
+
+/* In batches, each its own transaction, until a batch comes back short. Any
+ * store sweeps what stores with ttl left behind. */
+static int pg_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
+{
+    char limit[4];
+    put32(limit, SWEEP_BATCH);
+    const char *values[1] = {limit};
+    const int lens[1] = {4};
+    uint64_t total = 0;
+    for (;;) {
+        PGresult *r;
+        int rc = run(b, ST_SWEEP, values, lens, &r, err);
+        if (rc != 0)
+            return rc;
+        int64_t n = get_int(r, 0, 0);
+        PQclear(r);
+        total += (uint64_t)n;
+        if (n < SWEEP_BATCH)
+            break;
+    }
+    *removed = total;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- measuring */
@@ -1773,4 +2183,5 @@ const convo_driver convo_driver_postgres = {
     .bench_raw = pg_bench_raw,
     .stored_bytes = pg_stored_bytes,
     .thread_import = pg_thread_import,
+    .sweep = pg_sweep,
 };
