@@ -297,15 +297,27 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
         rc = convo_append(s, thread, (const char *const *)&msg, NULL, 1, NULL, &ar, err);
         raw += (double)strlen(msg);
         free(msg);
-        char id[64], parent[64], meta[160], body[256], version[32], step[32];
+        char id[64], parent[64], meta[160], body[1024], version[32], step[32];
         snprintf(id, sizeof id, "%016zx", turn);
         snprintf(parent, sizeof parent, "%016zx", turn - 1);
         snprintf(meta, sizeof meta, "{\"source\":\"loop\",\"step\":%zu,\"parents\":{}}", turn);
         snprintf(version, sizeof version, "%zu", turn + 1);
+        /* a LangGraph-shaped snapshot body: versions as LangGraph writes them
+         * ("<32-digit counter>.<random fraction>"), the messages channel in the log */
+        char v1[64], v2[64], v3[64];
+        snprintf(v1, sizeof v1, "%032zu.0.%06u%010u", turn + 1, rand_r(&seed) % 1000000,
+                 rand_r(&seed));
+        snprintf(v2, sizeof v2, "%032zu.0.%06u%010u", turn + 2, rand_r(&seed) % 1000000,
+                 rand_r(&seed));
+        snprintf(v3, sizeof v3, "%032zu.0.%06u%010u", turn, rand_r(&seed) % 1000000,
+                 rand_r(&seed));
         int bl = snprintf(body, sizeof body,
-                          "{\"v\":1,\"id\":\"%s\",\"ts\":\"2026-11-21T00:00:00Z\","
-                          "\"channel_versions\":{\"messages\":\"%zu\",\"step\":\"%zu\"},"
-                          "\"versions_seen\":{}}", id, turn + 1, turn + 1);
+                          "{\"v\":4,\"ts\":\"2026-11-21T10:00:00.%06zu+00:00\",\"id\":\"%s\","
+                          "\"channel_versions\":{\"__start__\":\"%s\",\"messages\":\"%s\","
+                          "\"branch:to:agent\":\"%s\"},\"versions_seen\":{\"__input__\":{},"
+                          "\"__start__\":{\"__start__\":\"%s\"},\"agent\":"
+                          "{\"branch:to:agent\":\"%s\"}},\"updated_channels\":[\"messages\"]}",
+                          turn % 1000000, id, v3, v2, v1, v3, v1);
         int sl = snprintf(step, sizeof step, "%zu", turn);
         convo_blob sv = {"json", step, (size_t)sl};
         convo_channel_in ch[] = {{"step", version, &sv}};
