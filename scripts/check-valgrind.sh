@@ -73,6 +73,16 @@ if [ -z "${CONVO_TEST_REDIS_URL:-}${CONVO_TEST_POSTGRES_URL:-}" ]; then
   . "$SERVERS/env"
 fi
 export CONVO_REQUIRE_ALL=${CONVO_REQUIRE_ALL:-1}
+# libpq's SCRAM handshake under valgrind takes seconds; eight at once pass the
+# driver's 10 s connect timeout.
+if [ -n "${CONVO_TEST_POSTGRES_URL:-}" ]; then
+  case $CONVO_TEST_POSTGRES_URL in
+    *connect_timeout=*) ;;
+    *\?*) CONVO_TEST_POSTGRES_URL="$CONVO_TEST_POSTGRES_URL&connect_timeout=120" ;;
+    *) CONVO_TEST_POSTGRES_URL="$CONVO_TEST_POSTGRES_URL?connect_timeout=120" ;;
+  esac
+  export CONVO_TEST_POSTGRES_URL
+fi
 # -q: silent unless there is an error, so tests that want one line on stderr still
 # see one; errors (leaks included) make the program exit 99.
 export CONVO_TEST_WRAPPER=${CONVO_VALGRIND:-valgrind -q --error-exitcode=99 --leak-check=full \
