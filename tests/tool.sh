@@ -8,8 +8,14 @@ top_builddir=$(cd "${top_builddir:-.}" && pwd)
 CONVO=$top_builddir/tools/convo
 CHAT=$top_builddir/examples/chat
 AGENT=$top_builddir/examples/agent
+# under CONVO_TEST_WRAPPER (valgrind) the programs run wrapped; otherwise unchanged
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$top_srcdir/tests/tool-path.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+CONVO=$(convo_wrapped "$CONVO" "$T")
+CHAT=$(convo_wrapped "$CHAT" "$T")
+AGENT=$(convo_wrapped "$AGENT" "$T")
 unset CONVO_URL
 passed=0 failed=0 skipped=0
 
