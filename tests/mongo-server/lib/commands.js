@@ -67,6 +67,51 @@ function sortDocs(docs, spec) {
   return decorated.map((x) => x.d);
 }
 
+/**
+ * The first `n` documents in `spec` order, without sorting them all: a find
+ * with a sort and a small limit (the top batch of a thread) stays linear.
+ * Ties keep natural order, as sortDocs does.
+ */
+function topDocs(docs, spec, n) {
+  const keys = V.keysOf(spec).filter((k) => V.isNumeric(spec[k]) && k !== '$natural');
+  if (!keys.length || keys.length !== V.keysOf(spec).length) return sortDocs(docs, spec).slice(0, n);
+  const dirs = keys.map((k) => (V.numberOf(spec[k]) < 0 ? -1 : 1));
+  const cmpKeys = (a, b) => {
+    for (let i = 0; i < keys.length; i++) {
+      const c = V.compareValues(a[i], b[i]) * dirs[i];
+      if (c) return c;
+    }
+    return 0;
+  };
+  const best = []; // {d, k}, sorted
+  for (const d of docs) {
+    const k = keys.map((p, i) => sortKey(d, p, dirs[i]));
+    if (best.length === n && cmpKeys(k, best[n - 1].k) >= 0) continue;
+    let at = best.length;
+    while (at > 0 && cmpKeys(k, best[at - 1].k) < 0) at--;
+    best.splice(at, 0, { d, k });
+    if (best.length > n) best.pop();
+  }
+  return best.map((x) => x.d);
+}
+
+const TOP_LIMIT = 64; // sort + limit up to this many: selection instead of a full sort
+
+/** The typed documents a find with this filter, sort, skip and limit returns. */
+function findDocs(coll, filter, sort, skip, limit) {
+  if (!coll) return [];
+  const hasSort = sort && V.keysOf(sort).length > 0;
+  const sorted = hasSort && limit > 0 ? coll.sortedMatch(filter || {}, sort, skip + limit) : null;
+  if (sorted) return sorted.slice(skip).map((r) => r.doc);
+  let docs = coll.match(filter, !hasSort && limit > 0 ? skip + limit : 0).map((r) => r.doc);
+  if (hasSort && limit > 0 && skip + limit <= TOP_LIMIT && V.keysOf(sort)[0] !== '$natural') {
+    docs = topDocs(docs, sort, skip + limit);
+  } else if (hasSort) {
+    docs = sortDocs(docs, sort);
+  }
+  return docs.slice(skip, limit > 0 ? skip + limit : undefined);
+}
+
 /** Build a projection function for a find-style projection document. */
 function makeProjector(proj) {
   if (!V.isPlainDoc(proj) || V.keysOf(proj).length === 0) return null;
@@ -384,13 +429,7 @@ function cmdFind(cmd, ctx) {
   const skip = num(cmd.skip, 0);
   if (skip < 0) throw new CommandError(2, `Skip value must be non-negative, but received: ${skip}`, 'BadValue');
   const project = makeProjector(cmd.projection);
-  let docs = [];
-  if (coll) {
-    const hasSort = cmd.sort && V.keysOf(cmd.sort).length > 0;
-    docs = coll.match(cmd.filter, !hasSort && limit > 0 ? skip + limit : 0).map((r) => r.doc);
-    if (hasSort) docs = sortDocs(docs, cmd.sort);
-    docs = docs.slice(skip, limit > 0 ? skip + limit : undefined);
-  }
+  const docs = findDocs(coll, cmd.filter, cmd.sort, skip, limit);
   // docs is already cut to skip/limit, so the cursor simply runs dry.
   return cursorReply(ctx, ns, docs, { batchSize: batchSizeOf(cmd), singleBatch, project });
 }
@@ -441,6 +480,131 @@ function cmdDistinct(cmd, ctx) {
   return { values, ok: 1 };
 }
 
+/** The one document a leading $collStats stage produces. */
+function collStatsDoc(spec, coll, ns) {
+  const stats = { ns, host: 'convo-standin', localTime: new Date() };
+  const missing = (what) => new CommandError(26, `Unable to retrieve ${what} in $collStats stage :: caused by :: Collection [${ns}] not found.`, 'NamespaceNotFound');
+  if (spec.storageStats !== undefined) {
+    if (!coll) throw missing('storageStats');
+    stats.storageStats = storageStats(coll, scaleOf(V.isPlainDoc(spec.storageStats) ? spec.storageStats.scale : undefined));
+  }
+  if (spec.count !== undefined) {
+    if (!coll) throw missing('count');
+    stats.count = coll.records.size;
+  }
+  return stats;
+}
+
+/**
+ * Type hints for an aggregation result: its source object, or for a new object
+ * (after $addFields, $project, $lookup) the stored document with the same _id.
+ */
+function hintIn(coll, d) {
+  const origin = V.originOf(d);
+  if (origin || !coll || !V.isPlainDoc(d) || d._id === undefined) return origin;
+  const rec = coll.indexes.get('_id_').entries.get(canon(d._id));
+  return rec ? rec.doc : undefined;
+}
+
+/**
+ * A $project of top-level fields only, all excluded or all included (_id
+ * included unless excluded): a shallow copy that keeps the other values as
+ * they are (typed, or query views with their origins).  null for anything
+ * else, which mingo runs.  (Each mingo Aggregator costs a copy of its operator
+ * tables; an append's aggregate would pay it twice.)
+ */
+function simpleProjection(spec) {
+  if (!V.isPlainDoc(spec)) return null;
+  const keys = V.keysOf(spec);
+  if (!keys.length || keys.some((k) => k.includes('.') || k.startsWith('$') || !(typeof spec[k] === 'boolean' || V.isNumeric(spec[k])))) return null;
+  const others = keys.filter((k) => k !== '_id');
+  const on = (k) => truthy(spec[k]);
+  if (others.length && others.some((k) => on(k) !== on(others[0]))) return null;
+  const inclusion = others.length ? on(others[0]) : on('_id');
+  const named = new Set(others);
+  const keepId = spec._id === undefined ? true : on('_id');
+  return (doc) => {
+    const out = {};
+    for (const k of V.keysOf(doc)) {
+      const keep = k === '_id' ? keepId : inclusion === named.has(k);
+      if (keep && doc[k] !== undefined) V.setKey(out, k, doc[k]);
+    }
+    return out;
+  };
+}
+
+/** A $lookup this file runs itself: from a collection, joined on fields, no `let`. */
+function isFieldLookup(stage) {
+  if (!V.isPlainDoc(stage) || !has(stage, '$lookup')) return false;
+  const l = stage.$lookup;
+  if (typeof l.from !== 'string' || l.localField === undefined) return false;
+  if (l.let !== undefined) throw new CommandError(2, '$lookup with localField, foreignField and let is not supported by the convo stand-in', 'BadValue');
+  return true;
+}
+
+/**
+ * $lookup {from, localField, foreignField, pipeline?, as}: for each input
+ * document, the foreign documents whose foreignField equals a localField value
+ * (null when it has none), found like a find: the join condition and a leading
+ * $match, $sort and $limit of the pipeline go through the collection's
+ * indexes; the rest of the pipeline runs in mingo.  (mingo's own $lookup runs
+ * such a pipeline over the whole foreign collection, ignoring the join.)
+ */
+function fieldLookup(spec, docs, options, ctx) {
+  const coll = ctx.db.get(spec.from);
+  const sub = Array.isArray(spec.pipeline) ? spec.pipeline : [];
+  const stage = (i, op) => sub[i] && V.isPlainDoc(sub[i]) && has(sub[i], op);
+  let i = 0;
+  let match = {};
+  let sort = null;
+  let limit = 0;
+  if (stage(i, '$match')) match = sub[i++].$match;
+  if (stage(i, '$sort')) sort = sub[i++].$sort;
+  if (stage(i, '$limit')) limit = num(sub[i++].$limit);
+  const projections = [];
+  for (let p; stage(i, '$project') && (p = simpleProjection(sub[i].$project)); i++) projections.push(p);
+  const rest = sub.slice(i);
+  const ff = spec.foreignField;
+  return docs.map((d) => {
+    const local = [];
+    for (const v of V.valuesAtPath(d, spec.localField)) {
+      for (const x of Array.isArray(v) ? v : [v]) local.push(x === undefined ? null : V.restore(x));
+    }
+    const cond = local.length === 1 ? { $eq: local[0] } : { $in: local };
+    const filter = has(match, ff) ? { $and: [{ [ff]: cond }, match] } : { [ff]: cond, ...match };
+    let joined = findDocs(coll, filter, sort, 0, limit).map((doc) => V.toQ(projections.reduce((x, p) => p(x), doc)));
+    if (rest.length) {
+      joined = new Aggregator(rest.map(V.toQ), options).run(joined).map((r) => V.toQ(V.restore(r, hintIn(coll, r))));
+    }
+    const out = { ...d };
+    out[spec.as] = joined;
+    return out;
+  });
+}
+
+/** Runs pipeline stages over query-view documents: mingo, but for field lookups. */
+function runStages(pipeline, docs, options, ctx) {
+  let seg = [];
+  const flush = () => {
+    if (seg.length) docs = new Aggregator(seg.map(V.toQ), options).run(docs);
+    seg = [];
+  };
+  for (const st of pipeline) {
+    const project = V.isPlainDoc(st) && has(st, '$project') ? simpleProjection(st.$project) : null;
+    if (isFieldLookup(st)) {
+      flush();
+      docs = fieldLookup(st.$lookup, docs, options, ctx);
+    } else if (project) {
+      flush();
+      docs = docs.map(project);
+    } else {
+      seg.push(st);
+    }
+  }
+  flush();
+  return docs;
+}
+
 function cmdAggregate(cmd, ctx) {
   if (!Array.isArray(cmd.pipeline)) throw new CommandError(14, "'pipeline' option must be specified as an array", 'TypeMismatch');
   if (truthy(cmd.explain)) throw new CommandError(2, 'explain is not supported by the convo stand-in', 'BadValue');
@@ -459,30 +623,21 @@ function cmdAggregate(cmd, ctx) {
   }
   const view = (c) => (c ? [...c.records.values()].map((r) => V.toQ(r.doc)) : []);
   const coll = dbLevel ? null : ctx.db.get(name);
-  let source = view(coll);
-  // $collStats (used by some drivers for estimatedDocumentCount) as first stage.
+  let source = null;
   const first = pipeline[0];
   if (first && V.isPlainDoc(first) && has(first, '$collStats')) {
-    const stats = { ns, host: 'convo-standin', localTime: new Date() };
-    const n = coll ? coll.records.size : 0;
-    if (first.$collStats.count !== undefined) stats.count = n;
-    if (first.$collStats.storageStats !== undefined) stats.storageStats = { count: n, size: 0, nindexes: coll ? coll.indexes.size : 0 };
-    if (!coll) throw new CommandError(26, `Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [${ns}] not found.`, 'NamespaceNotFound');
-    source = [stats];
+    source = [V.toQ(collStatsDoc(first.$collStats, coll, ns))];
+    pipeline = pipeline.slice(1);
+  } else if (coll && first && V.isPlainDoc(first) && has(first, '$match')) {
+    // A leading $match is a find: it uses the collection's indexes.
+    source = coll.match(first.$match).map((r) => V.toQ(r.doc));
     pipeline = pipeline.slice(1);
   }
-  // Output documents that are not source objects (e.g. after $addFields) take
-  // their type hints from the source document with the same _id.
-  const hintFor = (d) => {
-    const origin = V.originOf(d);
-    if (origin || !coll || !V.isPlainDoc(d) || d._id === undefined) return origin;
-    const rec = coll.indexes.get('_id_').entries.get(canon(d._id));
-    return rec ? rec.doc : undefined;
-  };
+  if (!source) source = view(coll);
   let results;
   try {
-    const agg = new Aggregator(pipeline.map(V.toQ), { collectionResolver: (n) => view(ctx.db.get(n)) });
-    results = agg.run(source).map((d) => V.restore(d, hintFor(d)));
+    const options = { collectionResolver: (n) => view(ctx.db.get(n)) };
+    results = runStages(pipeline, source, options, ctx).map((d) => V.restore(d, hintIn(coll, d)));
   } catch (e) {
     if (e instanceof CommandError) throw e;
     throw new CommandError(2, e.message, 'BadValue');
@@ -499,10 +654,21 @@ function cmdAggregate(cmd, ctx) {
 // ---------------------------------------------------------------------------
 // Databases, collections and indexes.
 
+/** storageSize + totalIndexSize of every collection of a database. */
+function dbBytes(db) {
+  let n = 0;
+  for (const c of db.collections.values()) {
+    const st = c.stats();
+    n += st.storageSize + st.totalIndexSize;
+  }
+  return n;
+}
+
 function cmdListDatabases(cmd, ctx) {
+  const sizes = !truthy(cmd.nameOnly) || cmd.filter !== undefined; // measuring walks every document
   let dbs = [...ctx.store.dbs.values()]
     .filter((d) => d.collections.size > 0)
-    .map((d) => ({ name: d.name, sizeOnDisk: Long.fromNumber(4096 * d.collections.size), empty: false }));
+    .map((d) => ({ name: d.name, sizeOnDisk: Long.fromNumber(sizes ? dbBytes(d) : 0), empty: false }));
   if (cmd.filter) {
     const q = new Query(V.toQ(cmd.filter));
     dbs = dbs.filter((d) => q.test(V.toQ(d)));
@@ -651,18 +817,74 @@ function cmdDropIndexes(cmd, ctx) {
   return { nIndexesWas: was, ok: 1 };
 }
 
+/** The `scale` option of collStats, dbStats and $collStats storageStats (default 1). */
+function scaleOf(v) {
+  if (v === undefined || v === null) return 1;
+  const n = Math.trunc(V.numberOf(v));
+  if (!(n >= 1)) throw new CommandError(2, 'scale has to be > 0', 'BadValue');
+  return n;
+}
+
+const sized = (bytes, scale) => V.typedNumber(Math.floor(bytes / scale));
+
+/** The storage part of collStats, in mongod's field order (sizes divided by scale). */
+function storageStats(coll, scale) {
+  const st = coll.stats();
+  const r = { size: sized(st.size, scale), count: V.typedNumber(st.count) };
+  if (st.count) r.avgObjSize = V.typedNumber(Math.floor(st.size / st.count));
+  const indexSizes = {};
+  for (const [name, bytes] of st.indexSizes) V.setKey(indexSizes, name, sized(bytes, scale));
+  Object.assign(r, {
+    storageSize: sized(st.storageSize, scale),
+    freeStorageSize: new V.Int32(0),
+    capped: false,
+    nindexes: new V.Int32(st.nindexes),
+    indexBuilds: [],
+    totalIndexSize: sized(st.totalIndexSize, scale),
+    totalSize: sized(st.storageSize + st.totalIndexSize, scale),
+    indexSizes,
+    scaleFactor: new V.Int32(scale),
+  });
+  return r;
+}
+
 function cmdDbStats(cmd, ctx) {
+  const scale = scaleOf(cmd.scale);
   let objects = 0;
   let indexes = 0;
-  for (const c of ctx.db.collections.values()) { objects += c.records.size; indexes += c.indexes.size; }
-  return { db: ctx.db.name, collections: ctx.db.collections.size, views: 0, objects, indexes, ok: 1 };
+  let dataSize = 0;
+  let storageSize = 0;
+  let indexSize = 0;
+  for (const c of ctx.db.collections.values()) {
+    const st = c.stats();
+    objects += st.count;
+    indexes += st.nindexes;
+    dataSize += st.size;
+    storageSize += st.storageSize;
+    indexSize += st.totalIndexSize;
+  }
+  return {
+    db: ctx.db.name,
+    collections: new V.Int32(ctx.db.collections.size),
+    views: new V.Int32(0),
+    objects: V.typedNumber(objects),
+    avgObjSize: new V.Double(objects ? dataSize / objects : 0),
+    dataSize: new V.Double(Math.floor(dataSize / scale)),
+    storageSize: new V.Double(Math.floor(storageSize / scale)),
+    indexes: V.typedNumber(indexes),
+    indexSize: new V.Double(Math.floor(indexSize / scale)),
+    totalSize: new V.Double(Math.floor((storageSize + indexSize) / scale)),
+    scaleFactor: new V.Double(scale),
+    ok: 1,
+  };
 }
 
 function cmdCollStats(cmd, ctx) {
   const name = collName(cmd, 'collStats');
+  const scale = scaleOf(cmd.scale);
   const c = ctx.db.get(name);
   if (!c) throw new CommandError(26, `ns not found ${ctx.db.name}.${name}`, 'NamespaceNotFound');
-  return { ns: c.ns, count: c.records.size, nindexes: c.indexes.size, ok: 1 };
+  return { ns: c.ns, ...storageStats(c, scale), ok: 1 };
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 // so documents already handed to a cursor batch are never mutated.
 // Unique indexes keep a Map from an index-key string to the owning record,
 // which makes duplicate-key checks exact and O(1) per key.
+// Sizes (collStats, dbStats) are measured, not made up: see Collection.stats().
 
 const { Query } = require('mingo');
 const V = require('./values');
@@ -35,6 +36,10 @@ function canon(v) {
     default: return `?:${String(v)}`;
   }
 }
+
+// Bytes an index entry costs beyond its key: where the entry points (a record
+// id, 8 bytes) plus 8 bytes of bookkeeping.  An estimate, documented in README.md.
+const INDEX_ENTRY_OVERHEAD = 16;
 
 class Index {
   constructor(spec) {
@@ -76,12 +81,125 @@ class Index {
     return combos.map((c) => ({ key: c.map((x) => x.c).join('\u0000'), values: c.map((x) => x.v) }));
   }
 
+  /**
+   * Bytes of this index's entries for `doc`: per entry, the BSON size of its key
+   * as a document of the key's values under empty names (how mongod used to
+   * store index keys) plus INDEX_ENTRY_OVERHEAD.  0 when `doc` is not indexed.
+   */
+  sizeFor(doc) {
+    let bytes = 0;
+    for (const k of this.keysFor(doc)) {
+      bytes += 5 + INDEX_ENTRY_OVERHEAD;
+      for (const v of k.values) bytes += V.elementSize(v);
+    }
+    return bytes;
+  }
+
   duplicateError(ns, values) {
     const keyValue = V.docFromPairs(this.fields.map((f, i) => [f, values[i] === undefined ? null : values[i]]));
     const shown = this.fields.map((f, i) => `${f}: ${V.formatValue(values[i])}`).join(', ');
     return new CommandError(11000,
       `E11000 duplicate key error collection: ${ns} index: ${this.name} dup key: { ${shown} }`,
       'DuplicateKey', { keyPattern: this.keyDoc, keyValue });
+  }
+}
+
+/** Values an equality lookup can use: scalars with a canonical key. */
+const usable = (v) => ['string', 'int', 'long', 'double', 'bool', 'objectId', 'date', 'binData', 'timestamp'].includes(V.bsonType(v));
+
+/** The value of a plain or {$eq: v} equality condition, or undefined. */
+function equalityValue(cond) {
+  if (V.isPlainDoc(cond)) {
+    const ks = V.keysOf(cond);
+    return ks.length === 1 && ks[0] === '$eq' && usable(cond.$eq) ? cond.$eq : undefined;
+  }
+  return usable(cond) ? cond : undefined;
+}
+
+/**
+ * The records of a compound index grouped by the values of its first fields
+ * (`prefix`), each group kept sorted by the next field `f1` (then natural
+ * order): a find fixing the prefix by equality, sorted on f1, with a limit,
+ * reads the first few of one group instead of sorting every match.  A group
+ * holding an array under f1 (whose sort key depends on the direction) is
+ * marked unordered and not used.
+ */
+class OrderedGroups {
+  constructor(prefix, f1) {
+    this.prefix = prefix;
+    this.f1 = f1;
+    this.groups = new Map(); // canon of the prefix values -> {recs, unordered}
+  }
+
+  /** Group keys of a document (several when a prefix field holds an array). */
+  groupKeys(doc) {
+    let keys = [''];
+    for (const f of this.prefix) {
+      const next = [];
+      for (const k of keys) for (const c of new Set(Collection.fieldKeys(doc, f))) next.push(`${k}\u0000${c}`);
+      keys = next;
+    }
+    return keys;
+  }
+
+  /** The group key of equality values, one per prefix field. */
+  static keyOf(values) {
+    return values.map((v) => `\u0000${canon(v)}`).join('');
+  }
+
+  cmp(a, b) {
+    return V.compareValues(a.doc[this.f1], b.doc[this.f1]) || a.seq - b.seq;
+  }
+
+  /** Where rec goes (or is) in recs: the first position not before it. */
+  position(recs, rec) {
+    let lo = 0;
+    let hi = recs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.cmp(recs[mid], rec) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  add(rec) {
+    for (const k of this.groupKeys(rec.doc)) {
+      let g = this.groups.get(k);
+      if (!g) { g = { recs: [], unordered: false }; this.groups.set(k, g); }
+      if (Array.isArray(rec.doc[this.f1])) g.unordered = true;
+      g.recs.splice(this.position(g.recs, rec), 0, rec);
+    }
+  }
+
+  remove(rec) {
+    for (const k of this.groupKeys(rec.doc)) {
+      const g = this.groups.get(k);
+      if (!g) continue;
+      let at = this.position(g.recs, rec);
+      if (g.recs[at] !== rec) at = g.recs.indexOf(rec);
+      if (at >= 0) g.recs.splice(at, 1);
+      if (!g.recs.length) this.groups.delete(k);
+    }
+  }
+
+  /** Records of group `key` in f1 order (dir -1: descending; ties in natural order). */
+  * scan(key, dir) {
+    const g = this.groups.get(key);
+    if (!g) return;
+    const recs = g.recs;
+    if (dir > 0) { yield* recs; return; }
+    for (let i = recs.length - 1; i >= 0;) {
+      let j = i;
+      while (j > 0 && V.compareValues(recs[j - 1].doc[this.f1], recs[i].doc[this.f1]) === 0) j--;
+      for (let x = j; x <= i; x++) yield recs[x];
+      i = j - 1;
+    }
+  }
+
+  usableFor(key) {
+    const g = this.groups.get(key);
+    return !g || !g.unordered;
   }
 }
 
@@ -97,6 +215,7 @@ class Collection {
     // First field of every index -> Map<canon(value), Set<record>>: lets
     // equality / $in filters on indexed fields skip the full scan.
     this.fieldIndex = new Map();
+    this.ordered = new Map(); // index name -> OrderedGroups, for compound indexes
     this.addIndex(new Index({ v: 2, key: { _id: new V.Int32(1) }, name: '_id_' }));
   }
 
@@ -146,10 +265,19 @@ class Collection {
     const fields = new Set([...this.indexes.values()].map((ix) => ix.fields[0]).filter((f) => !/(^|\.)\d+(\.|$)/.test(f)));
     this.fieldIndex = new Map();
     for (const f of fields) this.fieldIndex.set(f, new Map());
+    this.ordered = new Map();
+    for (const ix of this.indexes.values()) {
+      for (let p = 1; p < ix.fields.length; p++) {
+        const fields = ix.fields.slice(0, p + 1);
+        if (fields.some((f) => f.includes('.')) || new Set(fields).size !== fields.length) break;
+        this.ordered.set(`${ix.name}/${p}`, new OrderedGroups(fields.slice(0, p), fields[p]));
+      }
+    }
     for (const rec of this.records.values()) this.fieldIndexAdd(rec);
   }
 
   fieldIndexAdd(rec) {
+    for (const o of this.ordered.values()) o.add(rec);
     for (const [f, m] of this.fieldIndex) {
       for (const k of Collection.fieldKeys(rec.doc, f)) {
         let set = m.get(k);
@@ -160,6 +288,7 @@ class Collection {
   }
 
   fieldIndexRemove(rec) {
+    for (const o of this.ordered.values()) o.remove(rec);
     for (const [f, m] of this.fieldIndex) {
       for (const k of Collection.fieldKeys(rec.doc, f)) {
         const set = m.get(k);
@@ -171,11 +300,13 @@ class Collection {
   /**
    * Candidate records for a filter, using an equality or $in condition on an
    * indexed field; null when the whole collection has to be scanned.  The
-   * full filter is still applied to every candidate.
+   * full filter is still applied to every candidate, unless `exact` comes
+   * back true: the filter was that one plain equality on a top-level field,
+   * so every candidate matches it.
    */
   candidates(filter) {
-    const usable = (v) => ['string', 'int', 'long', 'double', 'bool', 'objectId', 'date', 'binData', 'timestamp'].includes(V.bsonType(v));
-    for (const k of V.keysOf(filter)) {
+    const keys = V.keysOf(filter);
+    for (const k of keys) {
       const m = this.fieldIndex.get(k);
       if (!m) continue;
       const v = filter[k];
@@ -190,7 +321,43 @@ class Collection {
       if (!vals) continue;
       const found = new Set();
       for (const x of vals) for (const rec of m.get(canon(x)) || []) found.add(rec);
-      return [...found].sort((a, b) => a.seq - b.seq); // natural order
+      const exact = keys.length === 1 && vals.length === 1 && !k.includes('.') && V.bsonType(vals[0]) !== 'binData';
+      return { recs: [...found].sort((a, b) => a.seq - b.seq), exact }; // natural order
+    }
+    return null;
+  }
+
+  /**
+   * The first `limit` records matching filter in the order of a one-field sort,
+   * read off a compound index whose first fields the filter fixes by equality
+   * and whose next field is the sort field; null when no index fits.
+   */
+  sortedMatch(filter, sort, limit) {
+    const sk = V.keysOf(sort);
+    if (sk.length !== 1 || !V.isNumeric(sort[sk[0]]) || limit <= 0) return null;
+    const dir = V.numberOf(sort[sk[0]]) < 0 ? -1 : 1;
+    const keys = V.keysOf(filter);
+    for (const o of this.ordered.values()) {
+      if (o.f1 !== sk[0] || !o.prefix.every((f) => keys.includes(f))) continue;
+      const values = o.prefix.map((f) => equalityValue(filter[f]));
+      if (values.includes(undefined)) continue;
+      const group = OrderedGroups.keyOf(values);
+      if (!o.usableFor(group)) continue;
+      let query = null;
+      if (keys.length > o.prefix.length || values.some((v) => V.bsonType(v) === 'binData')) {
+        try {
+          query = new Query(V.toQ(filter));
+        } catch (e) {
+          throw new CommandError(2, e.message, 'BadValue');
+        }
+      }
+      const out = [];
+      for (const rec of o.scan(group, dir)) {
+        if (query && !query.test(Collection.qview(rec))) continue;
+        out.push(rec);
+        if (out.length >= limit) break;
+      }
+      return out;
     }
     return null;
   }
@@ -270,11 +437,12 @@ class Collection {
       const rec = this.indexes.get('_id_').entries.get(canon(filter._id));
       return rec ? [rec] : [];
     }
-    const source = keys.length ? this.candidates(filter) || this.records.values() : this.records.values();
-    if (!keys.length) {
-      const all = [...source];
+    const cand = keys.length ? this.candidates(filter) : null;
+    if (!keys.length || (cand && cand.exact)) {
+      const all = cand ? cand.recs : [...this.records.values()];
       return limit > 0 ? all.slice(0, limit) : all;
     }
+    const source = cand ? cand.recs : this.records.values();
     let query;
     try {
       query = new Query(V.toQ(filter));
@@ -289,6 +457,24 @@ class Collection {
       }
     }
     return out;
+  }
+
+  /**
+   * What mongod's collStats reports, measured on the documents held: size is
+   * the sum of their BSON sizes; storageSize is the same figure (nothing is
+   * compressed here, so it is an upper bound of WiredTiger's); each index's
+   * size is Index.sizeFor summed over the documents.
+   */
+  stats() {
+    let size = 0;
+    const indexSizes = new Map([...this.indexes.keys()].map((n) => [n, 0]));
+    for (const rec of this.records.values()) {
+      size += V.bsonSize(rec.doc);
+      for (const [name, ix] of this.indexes) indexSizes.set(name, indexSizes.get(name) + ix.sizeFor(rec.doc));
+    }
+    let totalIndexSize = 0;
+    for (const n of indexSizes.values()) totalIndexSize += n;
+    return { count: this.records.size, size, storageSize: size, nindexes: this.indexes.size, totalIndexSize, indexSizes };
   }
 
   /** Remove documents whose TTL-indexed date is older than now - expireAfterSeconds. */
@@ -355,4 +541,4 @@ class Store {
   }
 }
 
-module.exports = { Store, Database, Collection, Index, canon };
+module.exports = { Store, Database, Collection, Index, canon, INDEX_ENTRY_OVERHEAD };

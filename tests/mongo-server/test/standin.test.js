@@ -424,3 +424,106 @@ test('index-assisted lookups return the same results as full scans', async () =>
   assert.equal(gone.n, 0);
   c.close();
 });
+
+test('collStats, $collStats and dbStats report measured sizes', async () => {
+  const c = await Client.connect();
+  // BSON sizes: 25, 53 and 14 bytes.
+  await c.cmd('t14', { insert: 'c', documents: [{ _id: 1, s: 'abc' }, { _id: 2, s: 'de', tags: ['x', 'y'] }, { _id: 3 }] });
+  await c.cmd('t14', { createIndexes: 'c', indexes: [{ key: { s: 1 }, name: 's_1' }, { key: { tags: 1 }, name: 'tags_1', sparse: true }] });
+  // An index entry is 5 bytes of key document + its values under empty names + 16.
+  // _id_: 3 x (5 + 6 + 16); s_1: 'abc' 31, 'de' 30, missing (null) 23;
+  // tags_1: sparse, so only document 2, once per array element: 2 x 29.
+  let r = await c.cmd('t14', { collStats: 'c' });
+  assert.equal(r.ok, 1);
+  assert.equal(r.ns, 't14.c');
+  assert.equal(r.count, 3);
+  assert.equal(r.size, 92);
+  assert.equal(r.avgObjSize, 30);
+  assert.equal(r.storageSize, 92);
+  assert.equal(r.nindexes, 3);
+  assert.deepEqual(r.indexSizes, { _id_: 81, s_1: 84, tags_1: 58 });
+  assert.equal(r.totalIndexSize, 223);
+  assert.equal(r.totalSize, 315);
+  assert.equal(r.scaleFactor, 1);
+  const scaled = await c.cmd('t14', { collStats: 'c', scale: 10 });
+  assert.deepEqual([scaled.size, scaled.storageSize, scaled.totalIndexSize, scaled.avgObjSize], [9, 9, 22, 30]);
+  assert.deepEqual(scaled.indexSizes, { _id_: 8, s_1: 8, tags_1: 5 });
+  // $collStats: the same figures under storageStats, int32 while they fit (as mongod sends them).
+  r = await c.cmd('t14', { aggregate: 'c', pipeline: [{ $collStats: { storageStats: {}, count: {} } }], cursor: {} }, { raw: true });
+  const st = r.cursor.firstBatch[0].storageStats;
+  assert.ok(st.size instanceof Int32, 'size is an int32');
+  assert.equal(st.size.value, 92);
+  assert.equal(st.storageSize.value, 92);
+  assert.equal(st.totalIndexSize.value, 223);
+  assert.equal(r.cursor.firstBatch[0].count.value, 3);
+  r = await c.cmd('t14', { dbStats: 1 });
+  assert.deepEqual([r.collections, r.objects, r.dataSize, r.storageSize, r.indexes, r.indexSize, r.totalSize], [1, 3, 92, 92, 3, 223, 315]);
+  // sizes follow writes: an update that grows a document, a delete
+  await c.cmd('t14', { update: 'c', updates: [{ q: { _id: 3 }, u: { $set: { s: 'abcdef' } } }] });
+  await c.cmd('t14', { delete: 'c', deletes: [{ q: { _id: 2 }, limit: 1 }] });
+  r = await c.cmd('t14', { collStats: 'c' });
+  assert.equal(r.size, 25 + 28);
+  assert.deepEqual(r.indexSizes, { _id_: 54, s_1: 31 + 34, tags_1: 0 });
+  r = await c.cmd('t14', { collStats: 'missing' });
+  assert.equal(r.code, 26);
+  r = await c.cmd('t14', { aggregate: 'missing', pipeline: [{ $collStats: { storageStats: {} } }], cursor: {} });
+  assert.equal(r.code, 26);
+  r = await c.cmd('t14', { collStats: 'c', scale: 0 });
+  assert.equal(r.ok, 0);
+  c.close();
+});
+
+test('sort with a small limit, and $lookup joined on fields with a pipeline', async () => {
+  const c = await Client.connect();
+  let seed = 7;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return Math.floor(seed / 65536) % n; };
+  const docs = [];
+  for (let i = 0; i < 200; i++) {
+    const d = { _id: i, g: `g${rnd(4)}`, h: `h${rnd(2)}`, s: Long.fromNumber(rnd(50)) };
+    if (rnd(5) === 0) d.s = [new Int32(rnd(50)), new Int32(rnd(50))];
+    if (rnd(7) === 0) delete d.s;
+    docs.push(d);
+  }
+  await c.cmd('t15', { insert: 'b', documents: docs });
+  await c.cmd('t15', { createIndexes: 'b', indexes: [{ key: { g: 1, s: 1 }, name: 'g_s' }, { key: { h: 1, g: 1, s: 1 }, name: 'h_g_s' }] });
+  // updated documents move within their index groups
+  await c.cmd('t15', { update: 'b', updates: [{ q: { _id: { $lt: 20 } }, u: { $set: { s: Long.fromNumber(25) } }, multi: true }] });
+  docs.filter((d) => d._id < 20).forEach((d) => { d.s = Long.fromNumber(25); });
+  // selecting the first few equals sorting everything and cutting
+  for (const sort of [{ s: -1 }, { s: 1 }, { s: -1, _id: 1 }, { g: 1, s: -1 }]) {
+    for (const limit of [1, 3, 10]) {
+      for (const filter of [{ g: 'g1' }, {}, { h: 'h0', g: 'g2' }, { g: 'g3', _id: { $gt: 50 } }, { g: 'nothing' }]) {
+        const all = await c.cmd('t15', { find: 'b', filter, sort, batchSize: 1000 });
+        const top = await c.cmd('t15', { find: 'b', filter, sort, limit, batchSize: 1000 });
+        assert.deepEqual(top.cursor.firstBatch.map((d) => d._id), all.cursor.firstBatch.slice(0, limit).map((d) => d._id),
+          JSON.stringify({ sort, limit, filter }));
+      }
+    }
+  }
+  // $lookup with localField/foreignField and a pipeline: only the joined documents
+  await c.cmd('t15', { insert: 't', documents: [{ _id: 'a', g: 'g1' }, { _id: 'b', g: 'g2' }, { _id: 'c', g: 'none' }, { _id: 'd' }] });
+  const r = await c.cmd('t15', {
+    aggregate: 't',
+    pipeline: [
+      { $match: { _id: { $in: ['a', 'b', 'c', 'd'] } } },
+      { $lookup: { from: 'b', localField: 'g', foreignField: 'g', pipeline: [{ $match: { s: { $exists: true } } }, { $sort: { s: -1 } }, { $limit: 1 }, { $project: { g: 0 } }], as: 'top' } },
+      { $lookup: { from: 'b', localField: 'g', foreignField: 'g', as: 'all' } },
+      { $project: { top: 1, n: { $size: '$all' } } },
+      { $sort: { _id: 1 } },
+    ],
+    cursor: {},
+  }, { raw: true });
+  const out = r.cursor.firstBatch;
+  for (const [i, g] of [[0, 'g1'], [1, 'g2']]) {
+    const want = await c.cmd('t15', { find: 'b', filter: { g, s: { $exists: true } }, sort: { s: -1 }, limit: 1 }, { raw: true });
+    const orig = docs.find((d) => d._id === want.cursor.firstBatch[0]._id.value);
+    assert.equal(out[i].n.value, docs.filter((d) => d.g === g).length);
+    assert.equal(out[i].top.length, 1);
+    assert.equal(out[i].top[0]._id.value, orig._id);
+    assert.deepEqual(out[i].top[0].s, orig.s, 'joined numbers keep their BSON type');
+    assert.equal(out[i].top[0].g, undefined);
+  }
+  assert.deepEqual([out[2].top, out[2].n.value], [[], 0]);
+  assert.deepEqual([out[3].top, out[3].n.value], [[], 0]); // missing g joins documents without g: none here
+  c.close();
+});
