@@ -1,7 +1,8 @@
 /* mongo.c — the MongoDB driver's own checks, beyond the conformance suite: URL
- * parameters, the stored layout, every crash point of append, delete and fork
- * re-created document by document, ttl, threads racing, and writers SIGKILLed at
- * random. Run as tests/mongo_extra with CONVO_TEST_MONGO_URL set. */
+ * parameters, the stored layout and its sizes, a layout 1 store moved up, every
+ * crash point of append, delete and fork re-created document by document, ttl,
+ * threads racing, and writers SIGKILLed at random. Run as tests/mongo_extra with
+ * CONVO_TEST_MONGO_URL set. */
 #include <check.h>
 #include <convo.h>
 #include <jansson.h>
@@ -137,6 +138,29 @@ static void raw_delete(const char *suffix, bson_t *filter)
     bson_destroy(filter);
 }
 
+/* A generation as the driver makes one for id: the id's FNV-1a hash, then
+ * bytes unique to this generation. */
+static void new_generation(const char *id, bson_oid_t *g)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    bson_oid_init(g, NULL);
+    for (int i = 0; i < 4; i++)
+        g->bytes[i] = (uint8_t)(h >> (24 - 8 * i));
+}
+
+/* {g: {$gte, $lte}}: the documents of every generation of thread id. */
+static bson_t *of_thread(const char *id)
+{
+    bson_oid_t low, high;
+    new_generation(id, &low);
+    high = low;
+    memset(low.bytes + 4, 0x00, 8);
+    memset(high.bytes + 4, 0xff, 8);
+    return BCON_NEW("g", "{", "$gte", BCON_OID(&low), "$lte", BCON_OID(&high), "}");
+}
+
 /* The generation named by a thread doc. */
 static void thread_generation(const char *id, bson_oid_t *g)
 {
@@ -260,8 +284,6 @@ static void verify_raw_chains(void)
             continue;
         ck_assert(bson_iter_init_find(&it, t, "g"));
         bson_t *f = BCON_NEW("g", BCON_OID(bson_iter_oid(&it)));
-        bson_iter_init_find(&it, t, "_id");
-        BSON_APPEND_UTF8(f, "t", bson_iter_utf8(&it, NULL));
         bson_t *o = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}", "projection", "{", "m",
                              BCON_INT32(0), "}");
         mongoc_cursor_t *bc = mongoc_collection_find_with_opts(batches, f, o, NULL);
@@ -408,11 +430,14 @@ START_TEST(test_layout)
     assert_field(t, "extra.%", BSON_TYPE_NULL);
     assert_field(t, "extra.%25", BSON_TYPE_UTF8);
     assert_field(t, "extra.n.c%2Ed.0.%24e", BSON_TYPE_BOOL);
-    bson_oid_t g;
+    bson_oid_t g, hashed;
     thread_generation("lay", &g);
-    bson_t *b = raw_find("batches", BCON_NEW("t", BCON_UTF8("lay"), "g", BCON_OID(&g)));
+    new_generation("lay", &hashed);
+    ck_assert(memcmp(g.bytes, hashed.bytes, 4) == 0); /* g starts with the id's hash */
+    bson_t *b = raw_find("batches", BCON_NEW("g", BCON_OID(&g)));
     ck_assert_ptr_nonnull(b);
     bson_iter_t it;
+    ck_assert(!bson_iter_init_find(&it, b, "t")); /* the id is in the thread doc only */
     ck_assert(bson_iter_init_find(&it, b, "s") && bson_iter_as_int64(&it) == 0);
     ck_assert(bson_iter_init_find(&it, b, "e") && bson_iter_as_int64(&it) == 2);
     ck_assert(bson_iter_init_find(&it, b, "n") && bson_iter_as_int64(&it) == 2);
@@ -432,7 +457,7 @@ START_TEST(test_layout)
     bson_destroy(b);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
     ck_assert_ptr_nonnull(meta);
-    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 1);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 2);
     bson_destroy(meta);
     convo_close(s);
 }
@@ -458,17 +483,25 @@ static bson_t *index_named(const char *suffix, const char *name)
 START_TEST(test_indexes)
 {
     convo_store *s = open_store(NULL);
-    bson_t *chain = index_named("batches", "convo_chain");
-    bson_t *idem = index_named("batches", "convo_idempotency");
+    bson_t *chain = index_named("batches", "convo_chain_v2");
+    bson_t *idem = index_named("batches", "convo_idempotency_v2");
+    bson_t *gen = index_named("threads", "convo_generation");
     ck_assert_ptr_nonnull(chain);
     ck_assert_ptr_nonnull(idem);
-    bson_iter_t it;
+    ck_assert_ptr_nonnull(gen);
+    ck_assert_ptr_null(index_named("batches", "convo_chain"));
+    bson_iter_t it, key;
     ck_assert(bson_iter_init_find(&it, chain, "unique") && bson_iter_as_bool(&it));
+    ck_assert(bson_iter_init_find(&it, chain, "key") && bson_iter_recurse(&it, &key) &&
+              bson_iter_next(&key) && strcmp(bson_iter_key(&key), "g") == 0 &&
+              bson_iter_next(&key) && strcmp(bson_iter_key(&key), "s") == 0 &&
+              !bson_iter_next(&key));
     ck_assert(bson_iter_init_find(&it, idem, "unique") && bson_iter_as_bool(&it));
     ck_assert(bson_iter_init_find(&it, idem, "partialFilterExpression"));
     ck_assert_ptr_null(index_named("batches", "convo_expiry"));
     bson_destroy(chain);
     bson_destroy(idem);
+    bson_destroy(gen);
     convo_close(s);
     s = open_store("ttl=30"); /* reopening with ttl adds the expiry indexes */
     for (int i = 0; i < 2; i++) {
@@ -555,7 +588,7 @@ START_TEST(test_batch_document_limit)
     ck_assert_int_eq(convo_append(s, "big", msgs, NULL, 17, NULL, NULL, &err), CONVO_ETOOLARGE);
     ck_assert_int_eq(length_of(s, "big"), -1);
     ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("big"))), 0);
-    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("big"))), 0);
+    ck_assert_int_eq(raw_count("batches", of_thread("big")), 0);
     ck_assert_int_eq(convo_append(s, "big", msgs, NULL, 16, NULL, NULL, &err), 0);
     convo_history *h;
     ck_assert_int_eq(convo_load(s, "big", NULL, &h, &err), 0);
@@ -566,6 +599,51 @@ START_TEST(test_batch_document_limit)
     ck_assert(memcmp(m, one, len) == 0);
     convo_history_free(h);
     free(one);
+    convo_close(s);
+}
+END_TEST
+
+/* Whether the server is the wire-protocol stand-in (tests/mongo-server). */
+static bool standin(void)
+{
+    bson_t *cmd = BCON_NEW("buildInfo", BCON_INT32(1)), reply;
+    bson_iter_t it;
+    bool yes = mongoc_client_command_simple(raw, "admin", cmd, NULL, &reply, NULL) &&
+               bson_iter_init_find(&it, &reply, "version") && BSON_ITER_HOLDS_UTF8(&it) &&
+               strstr(bson_iter_utf8(&it, NULL), "convo-standin");
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+    return yes;
+}
+
+/* stored_bytes: storageSize + totalIndexSize of this prefix's collections only. */
+START_TEST(test_stored_bytes)
+{
+    convo_store *s = open_store(NULL);
+    int64_t before, after, again;
+    ck_assert_msg(convo_store_bytes(s, &before, &err) == 0, "%s", err.message);
+    char *big = big_message(100000);
+    const char *const *one = (const char *const *)&big;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(convo_append(s, "sb", one, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_store_bytes(s, &after, &err), 0);
+    ck_assert_int_gt(after, 0);
+    if (standin()) { /* uncompressed BSON: the messages, plus a little per document */
+        ck_assert_int_ge(after - before, 5 * 100000);
+        ck_assert_int_le(after - before, 5 * 100000 + 5 * 400 + 1000);
+    }
+    /* another prefix in the same database is not this store's */
+    char other[48];
+    snprintf(other, sizeof other, "%s", prefix);
+    strcat(prefix, "o");
+    convo_store *o = open_store(NULL);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(convo_append(o, "sb", one, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_store_bytes(s, &again, &err), 0);
+    ck_assert_int_eq(again, after);
+    strcpy(prefix, other);
+    free(big);
+    convo_close(o);
     convo_close(s);
 }
 END_TEST
@@ -605,14 +683,14 @@ START_TEST(test_import)
     convo_dump_stats st;
     ck_assert_msg(convo_copy(src, dst, &id, 1, NULL, &st, &err) == 0, "copy: %s", err.message);
     assert_same_history(src, dst, "imp");
-    int64_t docs = raw_count("batches", BCON_NEW("t", BCON_UTF8("imp")));
+    int64_t docs = raw_count("batches", of_thread("imp"));
     ck_assert_int_ge(docs, 2);
     ck_assert_int_eq(convo_copy(src, dst, &id, 1, NULL, &st, &err), 0);
     ck_assert_int_eq(st.skipped, 30); /* the same dump again changes nothing */
     /* an import killed between two documents of one chunk resumes where it stopped */
     bson_oid_t g;
     thread_generation("imp", &g);
-    raw_delete("batches", BCON_NEW("t", BCON_UTF8("imp"), "s", "{", "$gt", BCON_INT64(0), "}"));
+    raw_delete("batches", BCON_NEW("g", BCON_OID(&g), "s", "{", "$gt", BCON_INT64(0), "}"));
     ck_assert_int_lt(length_of(dst, "imp"), 30);
     ck_assert_msg(convo_copy(src, dst, &id, 1, NULL, &st, &err) == 0, "copy: %s", err.message);
     assert_same_history(src, dst, "imp");
@@ -645,7 +723,7 @@ static void put_checkpoint(convo_store *s, const char *thread, const char *id, c
 
 static int64_t thread_docs(const char *suffix, const char *id)
 {
-    return raw_count(suffix, BCON_NEW("t", BCON_UTF8(id)));
+    return raw_count(suffix, of_thread(id));
 }
 
 START_TEST(test_checkpoint_layout)
@@ -657,7 +735,7 @@ START_TEST(test_checkpoint_layout)
     ck_assert_int_eq(convo_checkpoint_put_writes(s, "cpt", NULL, "c2", "task", "", &w, 1, &err), 0);
     bson_oid_t g;
     thread_generation("cpt", &g);
-    bson_t *doc = raw_find("checkpoints", BCON_NEW("t", BCON_UTF8("cpt"), "id", BCON_UTF8("c2")));
+    bson_t *doc = raw_find("checkpoints", BCON_NEW("g", BCON_OID(&g), "id", BCON_UTF8("c2")));
     ck_assert_ptr_nonnull(doc);
     assert_field(doc, "g", BSON_TYPE_OID);
     assert_field(doc, "o", BSON_TYPE_INT64);
@@ -667,7 +745,7 @@ START_TEST(test_checkpoint_layout)
     ck_assert_int_eq(thread_docs("checkpoints", "cpt"), 2);
     ck_assert_int_eq(thread_docs("values", "cpt"), 2);
     ck_assert_int_eq(thread_docs("writes", "cpt"), 1);
-    bson_t *idx = index_named("checkpoints", "convo_checkpoint");
+    bson_t *idx = index_named("checkpoints", "convo_checkpoint_v2");
     ck_assert_ptr_nonnull(idx);
     bson_destroy(idx);
     ck_assert_int_eq(convo_checkpoint_prune(s, "cpt", 1, &err), 0);
@@ -700,9 +778,9 @@ START_TEST(test_crash_checkpoint_put)
     convo_checkpoint_free(cp);
     /* leftovers of a dead generation go with the next delete */
     bson_oid_t dead;
-    bson_oid_init(&dead, NULL);
-    raw_insert("values", BCON_NEW("t", BCON_UTF8("cpk"), "g", BCON_OID(&dead), "ns",
-                                  BCON_UTF8(""), "c", BCON_UTF8("x"), "v", BCON_UTF8("1")));
+    new_generation("cpk", &dead);
+    raw_insert("values", BCON_NEW("g", BCON_OID(&dead), "ns", BCON_UTF8(""), "c", BCON_UTF8("x"),
+                                  "v", BCON_UTF8("1")));
     ck_assert_int_eq(convo_thread_delete(s, "cpk", &err), 0);
     ck_assert_int_eq(thread_docs("values", "cpk"), 0);
     convo_close(s);
@@ -721,9 +799,9 @@ static void forge_thread(const char *id, const bson_oid_t *g, bool live, bool fo
     raw_insert("threads", doc);
 }
 
-static void forge_batch(const char *id, const bson_oid_t *g, int64_t s, int n, int w)
+static void forge_batch(const bson_oid_t *g, int64_t s, int n, int w)
 {
-    bson_t *doc = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(s), "e",
+    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s), "e",
                            BCON_INT64(s + n), "n", BCON_INT64(n), "at",
                            BCON_INT64(now_ms() * 1000));
     bson_t arr, item;
@@ -743,15 +821,15 @@ static void forge_batch(const char *id, const bson_oid_t *g, int64_t s, int n, i
     raw_insert("batches", doc);
 }
 
-static void forge_fence(const char *id, const bson_oid_t *g, int64_t at)
+static void forge_fence(const bson_oid_t *g, int64_t at)
 {
-    raw_insert("batches", BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(at), "e",
-                                   BCON_INT64(at), "n", BCON_INT64(0), "f", BCON_BOOL(true)));
+    raw_insert("batches", BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(at), "e", BCON_INT64(at), "n",
+                                   BCON_INT64(0), "f", BCON_BOOL(true)));
 }
 
-static int64_t generation_batches(const char *id, const bson_oid_t *g)
+static int64_t generation_batches(const bson_oid_t *g)
 {
-    return raw_count("batches", BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g)));
+    return raw_count("batches", BCON_NEW("g", BCON_OID(g)));
 }
 
 /* An append killed after making its placeholder, before its batch. */
@@ -759,7 +837,7 @@ START_TEST(test_crash_append_placeholder)
 {
     convo_store *s = open_store(NULL);
     bson_oid_t g;
-    bson_oid_init(&g, NULL);
+    new_generation("ph", &g);
     forge_thread("ph", &g, false, false, 0);
     ck_assert_int_eq(length_of(s, "ph"), -1);
     ck_assert(!listed(s, "ph"));
@@ -769,13 +847,13 @@ START_TEST(test_crash_append_placeholder)
     ck_assert_int_eq(verify_thread(s, "ph"), 2);
     ck_assert(listed(s, "ph"));
     /* a placeholder is removed by a delete, which still reports it missing */
-    bson_oid_init(&g, NULL);
+    new_generation("ph2", &g);
     forge_thread("ph2", &g, false, false, 0);
     ck_assert_int_eq(convo_thread_delete(s, "ph2", &err), CONVO_ENOTFOUND);
     ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("ph2"))), 0);
-    ck_assert_int_eq(generation_batches("ph2", &g), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
     /* and a fork into one takes its place */
-    bson_oid_init(&g, NULL);
+    new_generation("ph3", &g);
     forge_thread("ph3", &g, false, false, 0);
     ck_assert_int_eq(convo_thread_fork(s, "ph", "ph3", -1, &err), 0);
     ck_assert_int_eq(verify_thread(s, "ph3"), 2);
@@ -788,9 +866,9 @@ START_TEST(test_crash_append_not_marked)
 {
     convo_store *s = open_store(NULL);
     bson_oid_t g;
-    bson_oid_init(&g, NULL);
+    new_generation("nm", &g);
     forge_thread("nm", &g, false, false, 0);
-    forge_batch("nm", &g, 0, 3, 1);
+    forge_batch(&g, 0, 3, 1);
     ck_assert_int_eq(verify_thread(s, "nm"), 3);
     ck_assert(listed(s, "nm"));
     ck_assert_int_eq(append_batch(s, "nm", 2, 1, 2), 3);
@@ -818,7 +896,7 @@ START_TEST(test_crash_delete_marked)
     json_t *e = extra_of(s, "dm");
     ck_assert_int_eq(json_integer_value(json_object_get(e, "z")), 1);
     json_decref(e);
-    ck_assert_int_eq(generation_batches("dm", &g), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
     ck_assert_int_eq(append_batch(s, "dm2", 2, 1, 1), 0);
     ck_assert_int_eq(verify_thread(s, "dm2"), 1);
     /* a second delete helps and reports the thread gone */
@@ -840,7 +918,7 @@ START_TEST(test_crash_delete_fenced)
     thread_generation("df", &g);
     raw_update("threads", BCON_NEW("_id", BCON_UTF8("df")),
                BCON_NEW("$set", "{", "dying", BCON_BOOL(true), "}"));
-    forge_fence("df", &g, 3);
+    forge_fence(&g, 3);
     ck_assert_int_eq(length_of(s, "df"), -1);
     ck_assert(!listed(s, "df"));
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
@@ -850,8 +928,8 @@ START_TEST(test_crash_delete_fenced)
     ck_assert_int_eq(convo_thread_fork(s, "df", "df-copy", -1, &err), CONVO_ENOTFOUND);
     ck_assert_int_eq(append_batch(s, "df", 2, 1, 2), 0);
     ck_assert_int_eq(verify_thread(s, "df"), 2);
-    ck_assert_int_eq(generation_batches("df", &g), 0);
-    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("df"))), 1);
+    ck_assert_int_eq(generation_batches(&g), 0);
+    ck_assert_int_eq(raw_count("batches", of_thread("df")), 1);
     convo_close(s);
 }
 END_TEST
@@ -868,14 +946,14 @@ START_TEST(test_crash_delete_leftovers)
     ck_assert_int_eq(length_of(s, "dl"), -1);
     ck_assert_int_eq(append_batch(s, "dl", 2, 1, 1), 0); /* a new incarnation */
     ck_assert_int_eq(verify_thread(s, "dl"), 1);
-    ck_assert_int_eq(generation_batches("dl", &g), 2);
+    ck_assert_int_eq(generation_batches(&g), 2);
     /* a batch a racing writer put into a dead generation */
     bson_oid_t dead;
-    bson_oid_init(&dead, NULL);
-    forge_batch("dl", &dead, 7, 1, 3);
+    new_generation("dl", &dead);
+    forge_batch(&dead, 7, 1, 3);
     ck_assert_int_eq(verify_thread(s, "dl"), 1);
     ck_assert_int_eq(convo_thread_delete(s, "dl", &err), 0);
-    ck_assert_int_eq(raw_count("batches", BCON_NEW("t", BCON_UTF8("dl"))), 0);
+    ck_assert_int_eq(raw_count("batches", of_thread("dl")), 0);
     ck_assert_int_eq(raw_count("threads", BCON_NEW("_id", BCON_UTF8("dl"))), 0);
     convo_close(s);
 }
@@ -887,9 +965,9 @@ START_TEST(test_crash_fork_placeholder)
     convo_store *s = open_store(NULL);
     append_batch(s, "src", 1, 1, 2);
     bson_oid_t g;
-    bson_oid_init(&g, NULL);
+    new_generation("fk", &g);
     forge_thread("fk", &g, false, true, now_ms());
-    forge_batch("fk", &g, 0, 2, 9);
+    forge_batch(&g, 0, 2, 9);
     ck_assert_int_eq(length_of(s, "fk"), -1);
     ck_assert(!listed(s, "fk"));
     /* a fresh placeholder: another fork is under way */
@@ -899,19 +977,147 @@ START_TEST(test_crash_fork_placeholder)
     /* an append cancels it and goes first */
     ck_assert_int_eq(append_batch(s, "fk", 2, 1, 1), 0);
     ck_assert_int_eq(verify_thread(s, "fk"), 1);
-    ck_assert_int_eq(generation_batches("fk", &g), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
     /* save_extra does the same */
-    bson_oid_init(&g, NULL);
+    new_generation("fk2", &g);
     forge_thread("fk2", &g, false, true, now_ms());
     ck_assert_int_eq(convo_save_extra(s, "fk2", "{\"a\":1}", &err), 0);
     ck_assert_int_eq(verify_thread(s, "fk2"), 0);
     /* an abandoned placeholder (older than 10 minutes) is taken over by a fork */
-    bson_oid_init(&g, NULL);
+    new_generation("fk3", &g);
     forge_thread("fk3", &g, false, true, now_ms() - 11 * 60 * 1000);
-    forge_batch("fk3", &g, 0, 1, 9);
+    forge_batch(&g, 0, 1, 9);
     ck_assert_int_eq(convo_thread_fork(s, "src", "fk3", -1, &err), 0);
     ck_assert_int_eq(verify_thread(s, "fk3"), 2);
-    ck_assert_int_eq(generation_batches("fk3", &g), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* ---- layout 1 -> 2 ---- */
+
+/* Sets t on every document of generation g: what layout 1 stored. */
+static void as_layout_1(const char *id, const bson_oid_t *g)
+{
+    static const char *const kinds[] = {"batches", "checkpoints", "values", "writes"};
+    for (int k = 0; k < 4; k++) {
+        mongoc_collection_t *c = coll(kinds[k]);
+        bson_t *f = BCON_NEW("g", BCON_OID(g)), *u = BCON_NEW("$set", "{", "t", BCON_UTF8(id), "}");
+        bson_error_t e;
+        ck_assert_msg(mongoc_collection_update_many(c, f, u, NULL, NULL, &e), "%s", e.message);
+        bson_destroy(f);
+        bson_destroy(u);
+        mongoc_collection_destroy(c);
+    }
+}
+
+/* Layout 1's indexes, led by the thread id. */
+static void layout_1_indexes(void)
+{
+    static const struct {
+        const char *kind, *name, *key[6];
+        bool unique;
+    } ix[] = {{"batches", "convo_chain", {"t", "g", "s"}, true},
+              {"batches", "convo_idempotency", {"t", "g", "k"}, true},
+              {"checkpoints", "convo_checkpoint", {"t", "g", "ns", "id"}, true},
+              {"checkpoints", "convo_checkpoint_order", {"t", "g", "o"}, false},
+              {"values", "convo_value", {"t", "g", "ns", "c", "v"}, true},
+              {"writes", "convo_write", {"t", "g", "ns", "cp", "task"}, true}};
+    for (size_t i = 0; i < sizeof ix / sizeof ix[0]; i++) {
+        mongoc_collection_t *c = coll(ix[i].kind);
+        bson_t key = BSON_INITIALIZER;
+        for (int j = 0; ix[i].key[j]; j++)
+            BSON_APPEND_INT32(&key, ix[i].key[j], 1);
+        bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(mongoc_collection_get_name(c)), "indexes",
+                               "[", "{", "key", BCON_DOCUMENT(&key), "name", BCON_UTF8(ix[i].name),
+                               "unique", BCON_BOOL(ix[i].unique), "}", "]");
+        if (strcmp(ix[i].name, "convo_idempotency") == 0) { /* partial: keyed batches only */
+            bson_destroy(cmd);
+            cmd = BCON_NEW("createIndexes", BCON_UTF8(mongoc_collection_get_name(c)), "indexes",
+                           "[", "{", "key", BCON_DOCUMENT(&key), "name", BCON_UTF8(ix[i].name),
+                           "unique", BCON_BOOL(true), "partialFilterExpression", "{", "k", "{",
+                           "$type", BCON_UTF8("string"), "}", "}", "}", "]");
+        }
+        bson_error_t e;
+        ck_assert_msg(mongoc_collection_write_command_with_opts(c, cmd, NULL, NULL, &e), "%s",
+                      e.message);
+        bson_destroy(cmd);
+        bson_destroy(&key);
+        mongoc_collection_destroy(c);
+    }
+}
+
+/* A store written by layout 1 (the thread id in every document, random
+ * generations, a dead generation left over) moves up at open, and keeps its
+ * messages, extra and checkpoints. */
+START_TEST(test_upgrade_from_v1)
+{
+    bson_oid_t g, dead, gone;
+    bson_oid_init(&g, NULL);
+    bson_oid_init(&dead, NULL);
+    bson_oid_init(&gone, NULL);
+    layout_1_indexes();
+    raw_insert("meta", BCON_NEW("_id", BCON_UTF8("schema"), "version", BCON_INT32(1)));
+    raw_insert("threads", BCON_NEW("_id", BCON_UTF8("old"), "g", BCON_OID(&g), "live",
+                                   BCON_BOOL(true), "v", BCON_INT64(1), "co", BCON_INT64(1),
+                                   "extra", "{", "a", BCON_INT64(1), "}"));
+    forge_batch(&g, 0, 2, 1);
+    forge_batch(&g, 2, 1, 1);
+    raw_insert("checkpoints",
+               BCON_NEW("g", BCON_OID(&g), "ns", BCON_UTF8(""), "id", BCON_UTF8("c1"), "o",
+                        BCON_INT64(1), "p", BCON_NULL, "meta", BCON_UTF8("{}"), "bt",
+                        BCON_UTF8("json"), "bb", BCON_BIN(BSON_SUBTYPE_BINARY, (uint8_t *)"{}", 2),
+                        "ch", "[", "{", "c", BCON_UTF8("a"), "v", BCON_UTF8("1"), "}", "]", "ll",
+                        BCON_INT64(3), "at", BCON_INT64(now_ms() * 1000)));
+    raw_insert("values", BCON_NEW("g", BCON_OID(&g), "ns", BCON_UTF8(""), "c", BCON_UTF8("a"), "v",
+                                  BCON_UTF8("1"), "ty", BCON_UTF8("json"), "b",
+                                  BCON_BIN(BSON_SUBTYPE_BINARY, (uint8_t *)"\"1\"", 3)));
+    as_layout_1("old", &g);
+    forge_batch(&dead, 0, 1, 2); /* leftovers of killed deletes */
+    as_layout_1("old", &dead);
+    raw_insert("values", BCON_NEW("g", BCON_OID(&gone), "ns", BCON_UTF8(""), "c", BCON_UTF8("a"),
+                                  "v", BCON_UTF8("1")));
+    as_layout_1("gone", &gone);
+
+    convo_store *s = open_store(NULL);
+    bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
+    bson_iter_t it;
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 2);
+    bson_destroy(meta);
+    static const char *const kinds[] = {"batches", "checkpoints", "values", "writes"};
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(raw_count(kinds[k], BCON_NEW("t", "{", "$exists", BCON_BOOL(true), "}")),
+                         0);
+    ck_assert_ptr_null(index_named("batches", "convo_chain"));
+    ck_assert_ptr_null(index_named("values", "convo_value"));
+    bson_t *ix = index_named("batches", "convo_chain_v2");
+    ck_assert_ptr_nonnull(ix);
+    bson_destroy(ix);
+    ck_assert_int_eq(generation_batches(&dead), 0);
+    ck_assert_int_eq(raw_count("values", BCON_NEW("g", BCON_OID(&gone))), 0);
+    /* the thread reads as before, takes appends at its end, and deletes whole */
+    ck_assert_int_eq(verify_thread(s, "old"), 3);
+    json_t *e = extra_of(s, "old");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "a")), 1);
+    json_decref(e);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "old", NULL, NULL, &cp, &err), 0);
+    const char *version;
+    convo_blob v;
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c1");
+    convo_checkpoint_channel(cp, 0, &version, &v);
+    ck_assert(v.len == 3 && memcmp(v.bytes, "\"1\"", 3) == 0);
+    convo_checkpoint_free(cp);
+    put_checkpoint(s, "old", "c2", "2");
+    ck_assert_int_eq(append_batch(s, "old", 2, 1, 1), 3);
+    ck_assert_int_eq(verify_thread(s, "old"), 4);
+    convo_close(s);
+    s = open_store(NULL); /* once moved up, opening changes nothing */
+    ck_assert_int_eq(verify_thread(s, "old"), 4);
+    ck_assert_int_eq(convo_thread_delete(s, "old", &err), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
+    ck_assert_int_eq(raw_count("checkpoints", BCON_NEW("g", BCON_OID(&g))), 0);
+    ck_assert_int_eq(raw_count("values", BCON_NEW("g", BCON_OID(&g))), 0);
     convo_close(s);
 }
 END_TEST
@@ -924,7 +1130,7 @@ START_TEST(test_ttl)
     append_batch(s, "tt", 1, 1, 2);
     ck_assert_int_eq(convo_save_extra(s, "tt", "{\"a\":1}", &err), 0);
     bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("tt")));
-    bson_t *b = raw_find("batches", BCON_NEW("t", BCON_UTF8("tt")));
+    bson_t *b = raw_find("batches", of_thread("tt"));
     bson_iter_t it;
     ck_assert(bson_iter_init_find(&it, t, "exp") && BSON_ITER_HOLDS_DATE_TIME(&it));
     int64_t texp = bson_iter_date_time(&it);
@@ -1199,11 +1405,12 @@ static Suite *mongo_suite(void)
          {test_layout, test_indexes, test_newer_schema_refused, test_extra_keys_round_trip,
           test_extra_too_deep},
          30},
-        {"size", {test_batch_document_limit, test_import}, 120},
+        {"size", {test_batch_document_limit, test_stored_bytes, test_import}, 120},
         {"crash_points", {test_crash_append_placeholder, test_crash_append_not_marked,
                           test_crash_delete_marked, test_crash_delete_fenced,
                           test_crash_delete_leftovers, test_crash_fork_placeholder}, 30},
         {"checkpoints", {test_checkpoint_layout, test_crash_checkpoint_put}, 30},
+        {"upgrade", {test_upgrade_from_v1}, 30},
         {"ttl", {test_ttl}, 30},
         {"race", {test_threads_race}, 120},
         {"sigkill", {test_sigkill_writers}, 300},

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
 #define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
@@ -310,10 +310,41 @@ static int64_t get_date(const bson_t *doc, const char *key)
     return 0;
 }
 
-/* {t: id, g: g}: every batch of one generation of a thread. */
-static bson_t *generation_filter(const char *id, const bson_oid_t *g)
+/* {g: g}: every document of one generation of a thread. */
+static bson_t *generation_filter(const bson_oid_t *g)
 {
-    return BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g));
+    return BCON_NEW("g", BCON_OID(g));
+}
+
+/* Writes the FNV-1a hash of thread id into the first four bytes of g. */
+static void put_id_hash(const char *id, bson_oid_t *g)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    for (int i = 0; i < 4; i++)
+        g->bytes[i] = (uint8_t)(h >> (24 - 8 * i));
+}
+
+/* A new generation of thread id: its id's hash, then 8 random bytes. The prefix
+ * lets a delete find the leftovers of the id's dead generations by a range on g
+ * (documents carry g, not the id); the random part makes g unique. */
+static void new_generation(const char *id, bson_oid_t *g)
+{
+    uint8_t random[8];
+    bson_oid_init(g, NULL); /* its process-unique bytes, should getentropy fail */
+    if (getentropy(random, sizeof random) == 0)
+        memcpy(g->bytes + 4, random, sizeof random);
+    put_id_hash(id, g);
+}
+
+/* The range of g every generation of thread id falls in. */
+static void generation_range(const char *id, bson_oid_t *low, bson_oid_t *high)
+{
+    memset(low->bytes, 0x00, sizeof low->bytes);
+    memset(high->bytes, 0xff, sizeof high->bytes);
+    put_id_hash(id, low);
+    put_id_hash(id, high);
 }
 
 /* ---- extra: JSON <-> BSON with reversible key escaping ---- */
@@ -593,9 +624,9 @@ static void parse_head(const bson_t *doc, batch_head *h)
 }
 
 /* The batch with the highest s of generation g: its end is the thread's length. */
-static int top_batch(call *c, const char *id, const bson_oid_t *g, batch_head *h)
+static int top_batch(call *c, const bson_oid_t *g, batch_head *h)
 {
-    bson_t *filter = generation_filter(id, g);
+    bson_t *filter = generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
                             "projection", "{", "m", BCON_INT32(0), "}");
     bson_t doc;
@@ -611,9 +642,9 @@ static int top_batch(call *c, const char *id, const bson_oid_t *g, batch_head *h
 }
 
 /* A fence ends generation g at length: no batch can be inserted there any more. */
-static int insert_fence(call *c, const char *id, const bson_oid_t *g, int64_t length, bool *dup)
+static int insert_fence(call *c, const bson_oid_t *g, int64_t length, bool *dup)
 {
-    bson_t *doc = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "s", BCON_INT64(length), "e",
+    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(length), "e",
                            BCON_INT64(length), "n", BCON_INT64(0), "f", BCON_BOOL(true));
     if (c->b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
@@ -627,9 +658,8 @@ static int insert_fence(call *c, const char *id, const bson_oid_t *g, int64_t le
 static int retire(call *c, const char *id, const bson_oid_t *g)
 {
     bson_t *thread = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
-    bson_t *messages = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "f", "{", "$exists",
-                                BCON_BOOL(false), "}");
-    bson_t *all = generation_filter(id, g);
+    bson_t *messages = BCON_NEW("g", BCON_OID(g), "f", "{", "$exists", BCON_BOOL(false), "}");
+    bson_t *all = generation_filter(g);
     int rc = delete_docs(c, c->threads, thread, false, NULL, "deleting a thread");
     if (rc == 0)
         rc = delete_docs(c, c->batches, messages, true, NULL, "deleting messages");
@@ -644,9 +674,9 @@ static int retire(call *c, const char *id, const bson_oid_t *g)
 }
 
 /* Deletes every document of generation g (fork placeholders, dead generations). */
-static int delete_generation(call *c, const char *id, const bson_oid_t *g, const char *what)
+static int delete_generation(call *c, const bson_oid_t *g, const char *what)
 {
-    bson_t *all = generation_filter(id, g);
+    bson_t *all = generation_filter(g);
     int rc = 0;
     for (int k = 0; k < KINDS && rc == 0; k++)
         rc = delete_docs(c, kind(c, k), all, true, NULL, what);
@@ -678,9 +708,9 @@ static int finish_delete(call *c, const char *id, const bson_oid_t *g, bool mark
     for (int attempt = 0; rc == 0 && attempt < ATTEMPTS; attempt++) {
         batch_head top;
         bool dup = false;
-        rc = top_batch(c, id, g, &top);
+        rc = top_batch(c, g, &top);
         if (rc == 0 && !(top.found && top.fence))
-            rc = insert_fence(c, id, g, top.found ? top.e : 0, &dup);
+            rc = insert_fence(c, g, top.found ? top.e : 0, &dup);
         if (rc == 0 && !dup)
             return retire(c, id, g);
     }
@@ -696,7 +726,7 @@ static int abort_fork(call *c, const char *id, const bson_oid_t *g)
     int rc = delete_docs(c, c->threads, filter, false, &deleted, "cancelling a fork");
     bson_destroy(filter);
     if (rc == 0 && deleted == 1) {
-        bson_t *batches = generation_filter(id, g);
+        bson_t *batches = generation_filter(g);
         rc = delete_docs(c, c->batches, batches, true, NULL, "cancelling a fork");
         bson_destroy(batches);
     }
@@ -714,19 +744,35 @@ static int abort_fork(call *c, const char *id, const bson_oid_t *g)
         (c)->err = saved_;                                                                   \
     } while (0)
 
-/* Deletes batches of dead generations of id (left by a process killed during a
- * delete, or by a write racing one). A generation is dead once the thread doc
- * names another: its doc was written before any of its batches, so reading the
- * batch first and the thread doc second cannot mistake a newborn for the dead. */
+/* Whether a thread doc names generation g (any thread's: ids may share a hash). */
+static int generation_named(call *c, const bson_oid_t *g, bool *named)
+{
+    bson_t *filter = BCON_NEW("g", BCON_OID(g)), doc;
+    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "_id", BCON_INT32(1), "}");
+    int rc = find_one(c, c->threads, filter, opts, &doc, named, "looking for leftovers");
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
+}
+
+/* Deletes the documents of kind k of dead generations of id (left by a process
+ * killed during a delete, or by a write racing one), found by the id's hash
+ * prefix of g. A generation is dead once no thread doc names it: its doc was
+ * written before any of its documents and a g is never named again, so reading
+ * a document first and the thread docs second cannot mistake a newborn for the
+ * dead. */
 static int collect_garbage_in(call *c, const char *id, int k)
 {
-    bson_oid_t live[GC_ROUNDS];
+    bson_oid_t live[GC_ROUNDS], low, high;
     size_t nlive = 0;
     int rc = 0;
+    generation_range(id, &low, &high);
     for (int round = 0; round < GC_ROUNDS && rc == 0; round++) {
         bson_t filter = BSON_INITIALIZER, g, nin, doc;
-        BSON_APPEND_UTF8(&filter, "t", id);
         BSON_APPEND_DOCUMENT_BEGIN(&filter, "g", &g);
+        BSON_APPEND_OID(&g, "$gte", &low);
+        BSON_APPEND_OID(&g, "$lte", &high);
         BSON_APPEND_ARRAY_BEGIN(&g, "$nin", &nin);
         for (size_t i = 0; i < nlive; i++) {
             char buf[16];
@@ -736,8 +782,9 @@ static int collect_garbage_in(call *c, const char *id, int k)
         }
         bson_append_array_end(&g, &nin);
         bson_append_document_end(&filter, &g);
-        bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "g", BCON_INT32(1), "}");
-        bool found;
+        bson_t *opts =
+            BCON_NEW("limit", BCON_INT64(1), "projection", "{", "g", BCON_INT32(1), "}");
+        bool found, named = false;
         bson_iter_t it;
         rc = find_one(c, kind(c, k), &filter, opts, &doc, &found, "looking for leftovers");
         bson_destroy(&filter);
@@ -746,16 +793,14 @@ static int collect_garbage_in(call *c, const char *id, int k)
             bson_destroy(&doc);
             break;
         }
-        bson_oid_t dead;
-        bson_oid_copy(bson_iter_oid(&it), &dead);
+        bson_oid_t candidate;
+        bson_oid_copy(bson_iter_oid(&it), &candidate);
         bson_destroy(&doc);
-        thread_doc t;
-        rc = read_thread(c, id, false, &t);
-        if (rc == 0 && t.found && bson_oid_equal(&t.g, &dead))
-            bson_oid_copy(&dead, &live[nlive++]);
+        rc = generation_named(c, &candidate, &named);
+        if (rc == 0 && named)
+            bson_oid_copy(&candidate, &live[nlive++]);
         else if (rc == 0)
-            rc = delete_generation(c, id, &dead, "deleting leftovers");
-        thread_free(&t);
+            rc = delete_generation(c, &candidate, "deleting leftovers");
     }
     return rc;
 }
@@ -770,14 +815,13 @@ static int collect_garbage(call *c, const char *id)
 
 /* With ttl: pushes the expiry of g's batches well past the thread doc's, before
  * the thread doc's own expiry moves, so messages never expire first. */
-static int refresh_batches(call *c, const char *id, const thread_doc *t, int64_t now,
-                           bool *refreshed)
+static int refresh_batches(call *c, const thread_doc *t, int64_t now, bool *refreshed)
 {
     const convo_backend *b = c->b;
     *refreshed = false;
     if (!b->ttl_ms || t->bexp_ms >= now + b->ttl_ms + TTL_MARGIN_MS)
         return 0;
-    bson_t *filter = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(&t->g), "exp", "{", "$lt",
+    bson_t *filter = BCON_NEW("g", BCON_OID(&t->g), "exp", "{", "$lt",
                               BCON_DATE_TIME(now + 2 * b->ttl_ms + TTL_MARGIN_MS), "}");
     bson_t *update = BCON_NEW("$set", "{", "exp",
                               BCON_DATE_TIME(now + 3 * b->ttl_ms + TTL_MARGIN_MS), "}");
@@ -803,25 +847,24 @@ static void append_expiry(const convo_backend *b, bson_t *update, int64_t now, b
     bson_append_document_end(update, &max);
 }
 
-/* Reads the thread doc for a write and clears what stands in the way: an expired
+/* Clears what stands in the way of a write to thread doc t (as read): an expired
  * or half-deleted incarnation is finished off, a fork still copying is cancelled
  * (*again: start over). A missing doc is made as an invisible placeholder when
- * create is set (appends), else left to the caller (t->found false). */
-static int writable_thread(call *c, const char *id, bool with_extra, bool create, thread_doc *t,
-                           bool *again)
+ * create is set (appends; *created), else left to the caller (t->found false). */
+static int clear_way(call *c, const char *id, bool create, thread_doc *t, bool *created,
+                     bool *again)
 {
-    int rc = read_thread(c, id, with_extra, t);
     int64_t now = now_ms();
-    if (rc != 0)
-        return rc;
+    int rc = 0;
+    *created = false;
     if (!t->found && create) {
         bson_t doc;
         bool dup = false;
-        bson_oid_init(&t->g, NULL);
+        new_generation(id, &t->g);
         build_thread(c->b, id, &t->g, false, false, 0, NULL, now, &doc);
         rc = insert_doc(c, c->threads, &doc, &dup, "creating a thread");
         bson_destroy(&doc);
-        t->found = !dup;
+        t->found = *created = rc == 0 && !dup;
         t->bexp_ms = c->b->ttl_ms ? now + 2 * c->b->ttl_ms + TTL_MARGIN_MS : 0;
         *again = dup;
     } else if (t->found && (expired(t, now) || t->dying)) {
@@ -832,6 +875,15 @@ static int writable_thread(call *c, const char *id, bool with_extra, bool create
         *again = true;
     }
     return rc;
+}
+
+/* Reads the thread doc for a write and clears what stands in the way (clear_way). */
+static int writable_thread(call *c, const char *id, bool with_extra, bool create, thread_doc *t,
+                           bool *again)
+{
+    bool created;
+    int rc = read_thread(c, id, with_extra, t);
+    return rc ? rc : clear_way(c, id, create, t, &created, again);
 }
 
 /* ---- open and close ---- */
@@ -993,29 +1045,29 @@ static int create_indexes(call *c, mongoc_collection_t *coll, const bson_t *inde
     return ok ? 0 : fail(c, &e, "creating indexes");
 }
 
-static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filter)
+static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filter,
+                         int64_t *version)
 {
     bson_t doc;
     bool found;
     int rc =
         find_one(c, meta, filter, NULL, &doc, &found, "connecting (reading the schema version)");
-    int64_t version = get_int(&doc, "version", 0);
+    *version = get_int(&doc, "version", 0);
     bson_destroy(&doc);
-    if (rc == 0 && version > SCHEMA_VERSION)
+    if (rc == 0 && *version > SCHEMA_VERSION)
         rc = convo__error(c->err, CONVO_ENOTSUP, NULL,
                           "MongoDB: prefix was written by a newer convo (schema %lld > %d)",
-                          (long long)version, SCHEMA_VERSION);
+                          (long long)*version, SCHEMA_VERSION);
     return rc;
 }
 
-/* {key: {t: 1, g: 1, <fields>: 1}, name, unique?} for createIndexes. */
+/* {key: {g: 1, <fields>: 1}, name, unique?} for createIndexes. */
 static void index_spec(bson_t *list, const char *pos, const char *name, bool unique,
                        const char *const *fields)
 {
     bson_t spec, key;
     BSON_APPEND_DOCUMENT_BEGIN(list, pos, &spec);
     BSON_APPEND_DOCUMENT_BEGIN(&spec, "key", &key);
-    BSON_APPEND_INT32(&key, "t", 1);
     BSON_APPEND_INT32(&key, "g", 1);
     for (; *fields; fields++)
         BSON_APPEND_INT32(&key, *fields, 1);
@@ -1023,46 +1075,48 @@ static void index_spec(bson_t *list, const char *pos, const char *name, bool uni
     BSON_APPEND_UTF8(&spec, "name", name);
     if (unique)
         BSON_APPEND_BOOL(&spec, "unique", true);
-    if (strcmp(name, "convo_idempotency") == 0)
+    if (strcmp(name, "convo_idempotency_v2") == 0)
         BCON_APPEND(&spec, "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"),
                     "}", "}");
     bson_append_document_end(list, &spec);
 }
 
-/* The indexes of one collection, plus the expiry index with ttl. */
+/* The indexes of one collection (k == KINDS: the threads), plus the expiry index
+ * with ttl. */
 static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
 {
-    static const char *const chain[] = {"s", NULL}, *const idem[] = {"k", NULL},
-                             *const key[] = {"ns", "id", NULL}, *const order[] = {"o", NULL},
+    static const char *const none[] = {NULL}, *const chain[] = {"s", NULL},
+                             *const idem[] = {"k", NULL}, *const key[] = {"ns", "id", NULL},
+                             *const order[] = {"o", NULL},
                              *const value[] = {"ns", "c", "v", NULL},
                              *const write[] = {"ns", "cp", "task", "idx", NULL};
     bson_t list = BSON_INITIALIZER;
     const char *next = "1";
     switch (k) {
     case BATCHES:
-        index_spec(&list, "0", "convo_chain", true, chain);
-        index_spec(&list, "1", "convo_idempotency", true, idem);
+        index_spec(&list, "0", "convo_chain_v2", true, chain);
+        index_spec(&list, "1", "convo_idempotency_v2", true, idem);
         next = "2";
         break;
     case CHECKPOINTS:
-        index_spec(&list, "0", "convo_checkpoint", true, key);
-        index_spec(&list, "1", "convo_checkpoint_order", false, order);
+        index_spec(&list, "0", "convo_checkpoint_v2", true, key);
+        index_spec(&list, "1", "convo_checkpoint_order_v2", false, order);
         next = "2";
         break;
     case VALUES:
-        index_spec(&list, "0", "convo_value", true, value);
+        index_spec(&list, "0", "convo_value_v2", true, value);
         break;
     case WRITES:
-        index_spec(&list, "0", "convo_write", true, write);
+        index_spec(&list, "0", "convo_write_v2", true, write);
         break;
-    default: /* the threads collection: only the expiry index */
-        next = "0";
+    default: /* the threads: which thread doc names a generation (leftovers) */
+        index_spec(&list, "0", "convo_generation", false, none);
         break;
     }
     if (c->b->ttl_ms)
         BCON_APPEND(&list, next, "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
                     BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
-    int rc = bson_empty(&list) ? 0 : create_indexes(c, coll, &list);
+    int rc = create_indexes(c, coll, &list);
     bson_destroy(&list);
     return rc;
 }
@@ -1075,8 +1129,76 @@ static int create_all_indexes(call *c)
     return rc;
 }
 
+/* ---- layout 1 -> 2 ----
+ * Layout 1 put the thread id (t) in every document of a generation and led every
+ * index with it; layout 2 keeps only g, whose first bytes hash the id. Moving up
+ * removes the dead generations of layout 1 (their leftovers could not be found
+ * by hash), then t, then the old indexes. Each step can run again: a store killed
+ * midway moves up at its next open. */
+
+/* Deletes the generations of layout 1 in collection k that no thread doc names. */
+static int drop_dead_v1_generations(call *c, int k)
+{
+    bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$match", "{", "t", "{", "$exists",
+                                BCON_BOOL(true), "}", "}", "}", "{", "$group", "{", "_id",
+                                BCON_UTF8("$g"), "}", "}", "]");
+    bson_t *opts = BCON_NEW("allowDiskUse", BCON_BOOL(true)); /* a store of many threads */
+    mongoc_cursor_t *cur =
+        mongoc_collection_aggregate(kind(c, k), MONGOC_QUERY_NONE, pipeline, opts, c->b->primary);
+    const bson_t *doc;
+    bson_iter_t it;
+    bson_error_t e;
+    int rc = 0;
+    while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+        bool named = false;
+        bson_oid_t g;
+        if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_OID(&it))
+            continue;
+        bson_oid_copy(bson_iter_oid(&it), &g);
+        rc = generation_named(c, &g, &named);
+        if (rc == 0 && !named)
+            rc = delete_generation(c, &g, "moving to layout 2");
+    }
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "moving to layout 2");
+    mongoc_cursor_destroy(cur);
+    bson_destroy(pipeline);
+    bson_destroy(opts);
+    return rc;
+}
+
+static int drop_index(call *c, mongoc_collection_t *coll, const char *name)
+{
+    bson_error_t e;
+    if (mongoc_collection_drop_index_with_opts(coll, name, NULL, &e) ||
+        e.code == 26 || e.code == 27) /* NamespaceNotFound, IndexNotFound: gone already */
+        return 0;
+    return fail(c, &e, "moving to layout 2");
+}
+
+static int upgrade_from_v1(call *c)
+{
+    static const char *const old[KINDS][3] = {{"convo_chain", "convo_idempotency", NULL},
+                                              {"convo_checkpoint", "convo_checkpoint_order", NULL},
+                                              {"convo_value", NULL, NULL},
+                                              {"convo_write", NULL, NULL}};
+    bson_t *with_t = BCON_NEW("t", "{", "$exists", BCON_BOOL(true), "}");
+    bson_t *unset = BCON_NEW("$unset", "{", "t", BCON_UTF8(""), "}");
+    int rc = 0;
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = drop_dead_v1_generations(c, k);
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = update_many(c, kind(c, k), with_t, unset, "moving to layout 2");
+    for (int k = 0; k < KINDS; k++)
+        for (int i = 0; rc == 0 && old[k][i]; i++)
+            rc = drop_index(c, kind(c, k), old[k][i]);
+    bson_destroy(with_t);
+    bson_destroy(unset);
+    return rc;
+}
+
 /* Checks the stored schema version, creates the indexes (a no-op when they
- * exist) and records the version. */
+ * exist), moves a layout 1 store up, and records the version. */
 static int ensure_schema(call *c)
 {
     mongoc_collection_t *meta =
@@ -1085,9 +1207,12 @@ static int ensure_schema(call *c)
     bson_t *update = BCON_NEW("$max", "{", "version", BCON_INT32(SCHEMA_VERSION), "}");
     bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
     bson_error_t e;
-    int rc = check_version(c, meta, filter);
+    int64_t version = 0;
+    int rc = check_version(c, meta, filter, &version);
     if (rc == 0)
         rc = create_all_indexes(c);
+    if (rc == 0 && version == 1)
+        rc = upgrade_from_v1(c);
     /* two stores opening at once may race on the upsert: the loser's dup key is fine */
     if (rc == 0 && !mongoc_collection_update_one(meta, filter, update, opts, NULL, &e) &&
         !is_duplicate(&e))
@@ -1235,12 +1360,11 @@ static int build_messages(call *c, const convo_message_in *msgs, size_t n, bson_
     return 0;
 }
 
-static bool build_batch(const convo_backend *b, const char *id, const bson_oid_t *g, int64_t s,
+static bool build_batch(const convo_backend *b, const bson_oid_t *g, int64_t s,
                         size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
                         bson_t *doc)
 {
     bson_init(doc);
-    BSON_APPEND_UTF8(doc, "t", id);
     BSON_APPEND_OID(doc, "g", g);
     BSON_APPEND_INT64(doc, "s", s);
     BSON_APPEND_INT64(doc, "e", s + (int64_t)n);
@@ -1253,23 +1377,88 @@ static bool build_batch(const convo_backend *b, const char *id, const bson_oid_t
     return BSON_APPEND_ARRAY(doc, "m", m) && doc->len <= DOC_LIMIT;
 }
 
-/* An earlier batch with this idempotency key, if any. */
-static int find_replay(call *c, const char *id, const bson_oid_t *g, const char *key,
-                       convo_append_result *res, bool *found)
+/* A stage {$lookup: {from: batches, localField: "g", foreignField: "g", pipeline, as}}:
+ * batches of the thread doc's generation. */
+static void lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *pipeline,
+                           const char *as)
 {
-    bson_t *filter = BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "k", BCON_UTF8(key));
-    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "s", BCON_INT32(1), "n",
-                            BCON_INT32(1), "}");
-    bson_t doc;
-    int rc = find_one(c, c->batches, filter, opts, &doc, found, "looking up an idempotency key");
-    if (rc == 0 && *found) {
-        res->first_seq = get_int(&doc, "s", 0);
-        res->count = (size_t)get_int(&doc, "n", 0);
-        res->replayed = 1;
+    bson_t stage, lookup;
+    BSON_APPEND_DOCUMENT_BEGIN(stages, pos, &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$lookup", &lookup);
+    BSON_APPEND_UTF8(&lookup, "from", c->b->batches_name);
+    BSON_APPEND_UTF8(&lookup, "localField", "g");
+    BSON_APPEND_UTF8(&lookup, "foreignField", "g");
+    BSON_APPEND_ARRAY(&lookup, "pipeline", pipeline);
+    BSON_APPEND_UTF8(&lookup, "as", as);
+    bson_append_document_end(&stage, &lookup);
+    bson_append_document_end(stages, &stage);
+}
+
+/* The first document of array field name of doc, if any. */
+static bool first_of(const bson_t *doc, const char *name, bson_t *out)
+{
+    bson_iter_t it, arr;
+    uint32_t len;
+    const uint8_t *data;
+    if (!bson_iter_init_find(&it, doc, name) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &arr) || !bson_iter_next(&arr) || !BSON_ITER_HOLDS_DOCUMENT(&arr))
+        return false;
+    bson_iter_document(&arr, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+/* What an append reads, in one round trip (an aggregate on the thread doc): the
+ * thread doc without its extra, the top batch of its generation and, with a key,
+ * the batch holding that key (*replayed, res). The thread doc is read before
+ * the batches, as two separate finds would. */
+static int read_for_append(call *c, const char *id, const char *key, thread_doc *t,
+                           batch_head *top, bool *replayed, convo_append_result *res)
+{
+    bson_t stages = BSON_INITIALIZER, *match = BCON_NEW("$match", "{", "_id", BCON_UTF8(id), "}");
+    bson_t *project = BCON_NEW("$project", "{", "extra", BCON_INT32(0), "}");
+    bson_t *highest = BCON_NEW("0", "{", "$sort", "{", "s", BCON_INT32(-1), "}", "}", "1", "{",
+                               "$limit", BCON_INT32(1), "}", "2", "{", "$project", "{", "m",
+                               BCON_INT32(0), "}", "}");
+    BSON_APPEND_DOCUMENT(&stages, "0", match);
+    BSON_APPEND_DOCUMENT(&stages, "1", project);
+    lookup_batches(c, &stages, "2", highest, "top");
+    if (key) { /* $type makes the partial index convo_idempotency_v2 usable */
+        bson_t *keyed = BCON_NEW("0", "{", "$match", "{", "k", "{", "$eq", BCON_UTF8(key), "$type",
+                                 BCON_UTF8("string"), "}", "}", "}", "1", "{", "$limit",
+                                 BCON_INT32(1), "}", "2", "{", "$project", "{", "s", BCON_INT32(1),
+                                 "n", BCON_INT32(1), "}", "}");
+        lookup_batches(c, &stages, "3", keyed, "kb");
+        bson_destroy(keyed);
     }
-    bson_destroy(&doc);
-    bson_destroy(filter);
-    bson_destroy(opts);
+    mongoc_cursor_t *cur =
+        mongoc_collection_aggregate(c->threads, MONGOC_QUERY_NONE, &stages, NULL, c->b->primary);
+    const bson_t *doc;
+    bson_t item;
+    bson_error_t e;
+    int rc = 0;
+    memset(t, 0, sizeof *t);
+    bson_init(&t->extra);
+    memset(top, 0, sizeof *top);
+    *replayed = false;
+    if (mongoc_cursor_next(cur, &doc)) {
+        t->found = true;
+        rc = parse_thread(c, doc, t);
+        if (first_of(doc, "top", &item))
+            parse_head(&item, top);
+        if (first_of(doc, "kb", &item)) {
+            *replayed = true;
+            res->first_seq = get_int(&item, "s", 0);
+            res->count = (size_t)get_int(&item, "n", 0);
+            res->replayed = 1;
+        }
+    } else if (mongoc_cursor_error(cur, &e)) {
+        rc = fail(c, &e, "reading a thread");
+    }
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&stages);
+    bson_destroy(match);
+    bson_destroy(project);
+    bson_destroy(highest);
     return rc;
 }
 
@@ -1296,7 +1485,7 @@ static int extend_expiry(call *c, const char *id, const thread_doc *t, int64_t n
     int64_t matched = 1;
     if (!c->b->ttl_ms)
         return 0;
-    int rc = refresh_batches(c, id, t, now, &refreshed);
+    int rc = refresh_batches(c, t, now, &refreshed);
     if (rc == 0)
         rc = touch_thread(c, id, &t->g, now, refreshed, &matched);
     *again = rc == 0 && matched == 0;
@@ -1319,14 +1508,12 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
 {
     thread_doc t;
     batch_head top;
-    bool found = false, dup = false;
+    bool replayed = false, created = false, dup = false;
     int64_t now = now_ms();
-    int rc = writable_thread(c, id, false, true, &t, again);
-    if (rc == 0 && !*again && o->idempotency_key)
-        rc = find_replay(c, id, &t.g, o->idempotency_key, res, &found);
-    if (rc || *again || found)
-        goto out;
-    if ((rc = top_batch(c, id, &t.g, &top)) != 0)
+    int rc = read_for_append(c, id, o->idempotency_key, &t, &top, &replayed, res);
+    if (rc == 0) /* a new placeholder has no batch yet: length 0, no key to find */
+        rc = clear_way(c, id, true, &t, &created, again);
+    if (rc || *again || replayed)
         goto out;
     if (top.found && top.fence) { /* a delete is under way: finish it, then start over */
         rc = finish_delete(c, id, &t.g, false);
@@ -1342,7 +1529,7 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     if ((rc = extend_expiry(c, id, &t, now, again)) != 0 || *again)
         goto out;
     bson_t doc;
-    build_batch(c->b, id, &t.g, length, n, o->idempotency_key, convo__now_micros(), now, m, &doc);
+    build_batch(c->b, &t.g, length, n, o->idempotency_key, convo__now_micros(), now, m, &doc);
     rc = insert_doc(c, c->batches, &doc, &dup, "appending");
     bson_destroy(&doc);
     if (rc || (*again = dup))
@@ -1368,7 +1555,7 @@ static int mongo_append(convo_backend *b, const char *id, const convo_message_in
     int rc = build_messages(&c, msgs, n, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");
     if (rc == 0) { /* the same size whatever s and times it gets */
-        if (!build_batch(b, id, &zero, 0, n, opts->idempotency_key, 0, 0, &m, &probe))
+        if (!build_batch(b, &zero, 0, n, opts->idempotency_key, 0, 0, &m, &probe))
             rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                               "batch is larger than a MongoDB document (16 MiB); split it");
         bson_destroy(&probe);
@@ -1456,12 +1643,11 @@ static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t fr
  * also gives the length) and keeps the batches covering [from, to). Each batch
  * must end where the one above starts: a gap means a delete is removing the
  * thread (*again). A fence at the top means it was deleted. */
-static int walk_down(call *c, const char *id, const thread_doc *t, const convo_load_opts *o,
-                     int64_t *length, int64_t *from, int64_t *to, walk *w, bool *again,
-                     bool *deleted)
+static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int64_t *length,
+                     int64_t *from, int64_t *to, walk *w, bool *again, bool *deleted)
 {
     bool from_top = *length < 0;
-    bson_t *filter = generation_filter(id, &t->g);
+    bson_t *filter = generation_filter(&t->g);
     if (!from_top)
         BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to), "}");
     int64_t most = from_top ? (o->tail > 0 ? o->tail + 1 : 0) : *to - *from;
@@ -1532,13 +1718,13 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
     if (rc == 0 && o->limit > 0) { /* the window depends on the length: read it first */
         batch_head top;
-        rc = top_batch(c, id, &t.g, &top);
+        rc = top_batch(c, &t.g, &top);
         deleted = top.found && top.fence;
         length = top.found ? top.e : 0;
         convo__load_range(o, length, &from, &to);
     }
     if (rc == 0 && !deleted && (length < 0 || from < to))
-        rc = walk_down(c, id, &t, o, &length, &from, &to, &w, again, &deleted);
+        rc = walk_down(c, &t, o, &length, &from, &to, &w, again, &deleted);
     if (rc == 0 && !*again && (deleted || (length == 0 && !t.live)))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
     if (rc == 0 && !*again && length == 0)
@@ -1616,7 +1802,7 @@ static int create_with_extra(call *c, const char *id, json_t *patch, bool *again
     bson_t extra, doc;
     bson_oid_t g;
     int rc = patch_to_bson(c, patch, &extra);
-    bson_oid_init(&g, NULL);
+    new_generation(id, &g);
     if (rc == 0) {
         if (!build_thread(c->b, id, &g, true, false, 1, &extra, now_ms(), &doc))
             rc = convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
@@ -1672,7 +1858,7 @@ static int save_attempt(call *c, const char *id, const char *patch, json_t *patc
     if ((rc = extra_to_json(c, &t.extra, &current)) != 0 ||
         (rc = convo__extra_merge(current, strlen(current), patch, c->b->limits.max_extra_bytes,
                                  &merged, &merged_len, c->err)) != 0 ||
-        (rc = refresh_batches(c, id, &t, now, &refreshed)) != 0)
+        (rc = refresh_batches(c, &t, now, &refreshed)) != 0)
         goto out;
     bson_t update;
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(&t.g), "v", BCON_INT64(t.v));
@@ -1722,7 +1908,7 @@ static int not_found(call *c)
 static int drop_placeholder(call *c, const char *id, const bson_oid_t *g, bool *again)
 {
     bool dup;
-    int rc = insert_fence(c, id, g, 0, &dup);
+    int rc = insert_fence(c, g, 0, &dup);
     if (rc == 0 && dup)
         *again = true; /* a first batch landed: it is a thread after all */
     else if (rc == 0)
@@ -1737,7 +1923,7 @@ static int delete_attempt(call *c, const char *id, bool *again)
     int64_t matched = 0, now = now_ms();
     int rc = read_thread(c, id, false, &t);
     if (rc == 0 && t.found && !t.forking && !expired(&t, now))
-        rc = top_batch(c, id, &t.g, &top);
+        rc = top_batch(c, &t.g, &top);
     if (rc != 0 || !t.found)
         goto out;
     if (t.forking) { /* a fork's placeholder: not a thread; clear it if abandoned */
@@ -1785,7 +1971,7 @@ static int mongo_thread_delete(convo_backend *b, const char *id, convo_error *er
 /* ---- list ---- */
 
 /* Whether a thread doc is a thread a caller can see. */
-static int visible(call *c, const char *id, const thread_doc *t, int64_t now, bool *yes)
+static int visible(call *c, const thread_doc *t, int64_t now, bool *yes)
 {
     *yes = false;
     if (t->forking || expired(t, now))
@@ -1795,7 +1981,7 @@ static int visible(call *c, const char *id, const thread_doc *t, int64_t now, bo
         return 0;
     }
     batch_head top;
-    int rc = top_batch(c, id, &t->g, &top);
+    int rc = top_batch(c, &t->g, &top);
     *yes = rc == 0 && !(top.found && top.fence) && (top.found || t->live);
     return rc;
 }
@@ -1825,7 +2011,7 @@ static int list_threads(call *c, const char *after, size_t limit, convo_thread_p
         const char *id = bson_iter_utf8(&it, &len);
         rc = parse_thread(c, doc, &t);
         if (rc == 0)
-            rc = visible(c, id, &t, now, &yes);
+            rc = visible(c, &t, now, &yes);
         thread_free(&t);
         if (rc != 0 || !yes)
             continue;
@@ -1878,7 +2064,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
         bool dup, again = false;
         int64_t now = now_ms();
         backoff(attempt);
-        bson_oid_init(gd, NULL);
+        new_generation(dst, gd);
         if (!build_thread(c->b, dst, gd, false, true, 0, extra, now, &doc)) {
             bson_destroy(&doc);
             return convo__error(c->err, CONVO_ETOOLARGE, NULL, "extra is too large for MongoDB");
@@ -1888,7 +2074,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
         if (rc != 0 || !dup)
             return rc;
         if ((rc = read_thread(c, dst, false, &d)) == 0 && d.found && !d.forking)
-            rc = top_batch(c, dst, &d.g, &top);
+            rc = top_batch(c, &d.g, &top);
         if (rc == 0 && d.found) {
             if (d.forking && now - d.created_ms <= FORK_STALE_MS)
                 rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
@@ -1912,13 +2098,11 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
 
 /* A copy of a source batch for dst, cut at upto. */
 static bool copy_batch(const convo_backend *b, const bson_t *src, const batch_head *h,
-                       const char *dst, const bson_oid_t *gd, int64_t upto, int64_t now,
-                       bson_t *doc)
+                       const bson_oid_t *gd, int64_t upto, int64_t now, bson_t *doc)
 {
     int64_t e = h->e < upto ? h->e : upto;
     bson_iter_t it, item;
     bson_init(doc);
-    BSON_APPEND_UTF8(doc, "t", dst);
     BSON_APPEND_OID(doc, "g", gd);
     BSON_APPEND_INT64(doc, "s", h->s);
     BSON_APPEND_INT64(doc, "e", e);
@@ -1951,11 +2135,10 @@ static int flush(call *c, mongoc_bulk_operation_t **bulk)
 
 /* Copies src's batches [0, upto) into generation gd of dst; *complete is false
  * when src lost batches on the way (it was deleted meanwhile). */
-static int copy_batches(call *c, const char *src, const bson_oid_t *gs, const char *dst,
-                        const bson_oid_t *gd, int64_t upto, bool *complete)
+static int copy_batches(call *c, const bson_oid_t *gs, const bson_oid_t *gd, int64_t upto,
+                        bool *complete)
 {
-    bson_t *filter = BCON_NEW("t", BCON_UTF8(src), "g", BCON_OID(gs), "s", "{", "$lt",
-                              BCON_INT64(upto), "}");
+    bson_t *filter = BCON_NEW("g", BCON_OID(gs), "s", "{", "$lt", BCON_INT64(upto), "}");
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}");
     bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
     mongoc_cursor_t *cur =
@@ -1974,7 +2157,7 @@ static int copy_batches(call *c, const char *src, const bson_oid_t *gs, const ch
             break;
         if (!bulk)
             bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, bulk_opts);
-        if (!copy_batch(c->b, doc, &h, dst, gd, upto, now, &copy))
+        if (!copy_batch(c->b, doc, &h, gd, upto, now, &copy))
             rc = corrupt(c, "batch without messages");
         else if (!mongoc_bulk_operation_insert_with_opts(bulk, &copy, NULL, &e))
             rc = fail(c, &e, "copying messages");
@@ -2023,7 +2206,7 @@ static int cancel_own_fork(call *c, const char *dst, const bson_oid_t *gd)
     if (rc == 0)
         rc = read_thread(c, dst, false, &d);
     if (rc == 0 && !(d.found && bson_oid_equal(&d.g, gd)))
-        rc = delete_generation(c, dst, gd, "cancelling a fork");
+        rc = delete_generation(c, gd, "cancelling a fork");
     if (rc == 0)
         thread_free(&d);
     return rc;
@@ -2037,7 +2220,7 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
     bool complete = false, committed = false;
     int rc = read_thread(c, src, true, &s);
     if (rc == 0 && s.found && !s.forking && !expired(&s, now_ms()))
-        rc = top_batch(c, src, &s.g, &top);
+        rc = top_batch(c, &s.g, &top);
     else if (rc == 0)
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "source thread not found");
     int64_t length = top.found ? top.e : 0;
@@ -2052,7 +2235,7 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
         thread_free(&s);
         return rc;
     }
-    rc = copy_batches(c, src, &s.g, dst, &gd, upto < 0 ? length : upto, &complete);
+    rc = copy_batches(c, &s.g, &gd, upto < 0 ? length : upto, &complete);
     if (rc == 0 && complete)
         rc = commit_fork(c, dst, &gd, &committed);
     if (rc == 0 && !complete)
@@ -2090,15 +2273,15 @@ static int read_visible(call *c, const char *id, thread_doc *t)
     bool yes = false;
     int rc = read_thread(c, id, false, t);
     if (rc == 0 && t->found)
-        rc = visible(c, id, t, now_ms(), &yes);
+        rc = visible(c, t, now_ms(), &yes);
     if (rc == 0 && !yes)
         rc = not_found(c);
     return rc;
 }
 
-static bson_t *ns_filter(const char *id, const bson_oid_t *g, const char *ns)
+static bson_t *ns_filter(const bson_oid_t *g, const char *ns)
 {
-    return BCON_NEW("t", BCON_UTF8(id), "g", BCON_OID(g), "ns", BCON_UTF8(ns));
+    return BCON_NEW("g", BCON_OID(g), "ns", BCON_UTF8(ns));
 }
 
 static void append_exp(const convo_backend *b, bson_t *doc, int64_t now)
@@ -2189,7 +2372,7 @@ static int put_values(call *c, const convo_checkpoint_in *cp, const bson_oid_t *
         const convo_channel_in *ch = &cp->channels[i];
         if (!ch->value)
             continue;
-        bson_t *selector = ns_filter(cp->thread_id, g, cp->checkpoint_ns);
+        bson_t *selector = ns_filter(g, cp->checkpoint_ns);
         BSON_APPEND_UTF8(selector, "c", ch->channel);
         BSON_APPEND_UTF8(selector, "v", ch->version);
         bson_t *update = bson_new(), set;
@@ -2285,7 +2468,7 @@ static int next_order(call *c, const char *id, const bson_oid_t *g, int64_t *ord
 static int upsert_checkpoint(call *c, const convo_checkpoint_in *cp, const bson_oid_t *g,
                              int64_t order, int64_t now)
 {
-    bson_t *selector = ns_filter(cp->thread_id, g, cp->checkpoint_ns), update;
+    bson_t *selector = ns_filter(g, cp->checkpoint_ns), update;
     bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
     BSON_APPEND_UTF8(selector, "id", cp->checkpoint_id);
     build_checkpoint_update(c->b, cp, order, now, &update);
@@ -2359,15 +2542,14 @@ static int mongo_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp,
 }
 
 /* Pending writes: idx >= 0 stored once per (task, idx), a negative idx replaces. */
-static int put_writes(call *c, const char *id, const bson_oid_t *g, const char *ns,
-                      const char *cpid, const char *task, const char *path,
-                      const convo_write_in *w, size_t n)
+static int put_writes(call *c, const bson_oid_t *g, const char *ns, const char *cpid,
+                      const char *task, const char *path, const convo_write_in *w, size_t n)
 {
     mongoc_bulk_operation_t *bulk = NULL;
     int64_t now = now_ms();
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        bson_t *selector = ns_filter(id, g, ns), *update = bson_new(), set;
+        bson_t *selector = ns_filter(g, ns), *update = bson_new(), set;
         BCON_APPEND(selector, "cp", BCON_UTF8(cpid), "task", BCON_UTF8(task), "idx",
                     BCON_INT64(w[i].idx));
         BSON_APPEND_DOCUMENT_BEGIN(update, w[i].idx >= 0 ? "$setOnInsert" : "$set", &set);
@@ -2391,7 +2573,7 @@ static int put_writes(call *c, const char *id, const bson_oid_t *g, const char *
 static int checkpoint_exists(call *c, const char *id, const bson_oid_t *g, const char *ns,
                              const char *cpid)
 {
-    bson_t *filter = ns_filter(id, g, ns), doc;
+    bson_t *filter = ns_filter(g, ns), doc;
     bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "projection", "{", "_id", BCON_INT32(1), "}");
     bool found;
     BSON_APPEND_UTF8(filter, "id", cpid);
@@ -2427,7 +2609,7 @@ static int mongo_checkpoint_put_writes(convo_backend *b, const char *id, const c
     if (rc == 0 && again)
         rc = convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
     if (rc == 0)
-        rc = put_writes(&c, id, &t.g, ns, cpid, task, path, writes, n);
+        rc = put_writes(&c, &t.g, ns, cpid, task, path, writes, n);
     thread_free(&t);
     call_end(&c);
     return rc;
@@ -2446,10 +2628,9 @@ static int channel_refs(const bson_t *doc, bson_t *or)
 }
 
 /* The stored values the checkpoint doc refers to, into w. */
-static int read_values(call *c, const char *id, const bson_oid_t *g, const char *ns,
-                       const bson_t *doc, walk *w)
+static int read_values(call *c, const bson_oid_t *g, const char *ns, const bson_t *doc, walk *w)
 {
-    bson_t *filter = ns_filter(id, g, ns), or;
+    bson_t *filter = ns_filter(g, ns), or;
     BSON_APPEND_ARRAY_BEGIN(filter, "$or", &or);
     int n = channel_refs(doc, &or), rc = 0;
     bson_append_array_end(filter, &or);
@@ -2481,12 +2662,12 @@ static const bson_t *find_value(const walk *w, const char *name, const char *ver
 
 /* Adds every channel of the checkpoint doc with the value stored for its
  * version (type NULL when there is none). */
-static int add_channels(call *c, convo_checkpoint *cp, const char *id, const bson_oid_t *g,
+static int add_channels(call *c, convo_checkpoint *cp, const bson_oid_t *g,
                         const char *ns, const bson_t *doc)
 {
     bson_iter_t it, ch;
     walk values = {NULL, 0, 0};
-    int rc = read_values(c, id, g, ns, doc, &values);
+    int rc = read_values(c, g, ns, doc, &values);
     if (rc == 0 && bson_iter_init_find(&it, doc, "ch") && bson_iter_recurse(&it, &ch)) {
         while (rc == 0 && bson_iter_next(&ch)) {
             bson_t item;
@@ -2511,10 +2692,10 @@ static int add_channels(call *c, convo_checkpoint *cp, const char *id, const bso
     return rc;
 }
 
-static int add_writes(call *c, convo_checkpoint *cp, const char *id, const bson_oid_t *g,
-                      const char *ns, const char *cpid)
+static int add_writes(call *c, convo_checkpoint *cp, const bson_oid_t *g, const char *ns,
+                      const char *cpid)
 {
-    bson_t *filter = ns_filter(id, g, ns);
+    bson_t *filter = ns_filter(g, ns);
     BSON_APPEND_UTF8(filter, "cp", cpid);
     mongoc_cursor_t *cur =
         mongoc_collection_find_with_opts(kind(c, WRITES), filter, NULL, c->b->primary);
@@ -2555,9 +2736,9 @@ static int export_checkpoint(call *c, const char *id, const bson_oid_t *g, const
                                                  get_int(doc, "ll", 0), get_int(doc, "at", 0));
     if (!cp)
         return no_memory(c);
-    int rc = add_channels(c, cp, id, g, ns, doc);
+    int rc = add_channels(c, cp, g, ns, doc);
     if (rc == 0)
-        rc = add_writes(c, cp, id, g, ns, cpid);
+        rc = add_writes(c, cp, g, ns, cpid);
     if (rc != 0) {
         convo_checkpoint_free(cp);
         return rc;
@@ -2577,7 +2758,7 @@ static int mongo_checkpoint_get(convo_backend *b, const char *id, const char *ns
     call_begin(&c, b, err);
     int rc = read_visible(&c, id, &t);
     if (rc == 0) {
-        bson_t *filter = ns_filter(id, &t.g, ns);
+        bson_t *filter = ns_filter(&t.g, ns);
         bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "limit", BCON_INT64(1));
         if (cpid)
             BSON_APPEND_UTF8(filter, "id", cpid);
@@ -2601,7 +2782,7 @@ static int list_thread_checkpoints(call *c, const char *id, const bson_oid_t *g,
                                    const convo_checkpoint_list_opts *o, void *filter,
                                    convo_checkpoint_set *set)
 {
-    bson_t *query = generation_filter(id, g), doc;
+    bson_t *query = generation_filter(g), doc;
     bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}");
     bool found = true;
     int rc = 0;
@@ -2661,7 +2842,7 @@ static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, vo
         memset(&t, 0, sizeof t);
         bson_init(&t.extra);
         if (id && (rc = parse_thread(c, doc, &t)) == 0 &&
-            (rc = visible(c, id, &t, now, &yes)) == 0 && yes)
+            (rc = visible(c, &t, now, &yes)) == 0 && yes)
             rc = list_thread_checkpoints(c, id, &t.g, o, filter, set);
         thread_free(&t);
     }
@@ -2688,7 +2869,7 @@ static int mongo_checkpoint_list(convo_backend *b, const convo_checkpoint_list_o
         bool yes = false;
         rc = read_thread(&c, o->thread_id, false, &t);
         if (rc == 0 && t.found)
-            rc = visible(&c, o->thread_id, &t, now_ms(), &yes);
+            rc = visible(&c, &t, now_ms(), &yes);
         if (rc == 0 && yes)
             rc = list_thread_checkpoints(&c, o->thread_id, &t.g, o, filter, set);
         thread_free(&t);
@@ -2739,10 +2920,10 @@ static int note_refs(call *c, const bson_t *doc, const char *ns, json_t *refs)
 }
 
 /* Deletes the documents of kind k whose field (id or cp) is one of ids, in ns. */
-static int delete_ids(call *c, int k, const char *id, const bson_oid_t *g, const char *ns,
-                      const char *field, json_t *ids)
+static int delete_ids(call *c, int k, const bson_oid_t *g, const char *ns, const char *field,
+                      json_t *ids)
 {
-    bson_t *filter = ns_filter(id, g, ns), in, arr;
+    bson_t *filter = ns_filter(g, ns), in, arr;
     size_t i;
     json_t *v;
     BSON_APPEND_DOCUMENT_BEGIN(filter, field, &in);
@@ -2762,8 +2943,7 @@ static int delete_ids(call *c, int k, const char *id, const bson_oid_t *g, const
 
 /* Deletes values referenced only by pruned checkpoints: not every value a kept
  * one does not name, so a value a put is writing right now is never taken. */
-static int delete_values(call *c, const char *id, const bson_oid_t *g, json_t *dropped,
-                         json_t *kept)
+static int delete_values(call *c, const bson_oid_t *g, json_t *dropped, json_t *kept)
 {
     const char *key;
     json_t *v;
@@ -2772,7 +2952,7 @@ static int delete_values(call *c, const char *id, const bson_oid_t *g, json_t *d
         if (json_object_get(kept, key))
             continue;
         json_t *a = json_loads(key, 0, NULL);
-        bson_t *filter = ns_filter(id, g, json_string_value(json_array_get(a, 0)));
+        bson_t *filter = ns_filter(g, json_string_value(json_array_get(a, 0)));
         BSON_APPEND_UTF8(filter, "c", json_string_value(json_array_get(a, 1)));
         BSON_APPEND_UTF8(filter, "v", json_string_value(json_array_get(a, 2)));
         rc = delete_docs(c, kind(c, VALUES), filter, false, NULL, "pruning values");
@@ -2789,7 +2969,7 @@ static int delete_values(call *c, const char *id, const bson_oid_t *g, json_t *d
 static int sort_for_prune(call *c, const char *id, const bson_oid_t *g, size_t keep_last,
                           json_t *counts, json_t *drop_ids, json_t *kept, json_t *dropped)
 {
-    bson_t *query = generation_filter(id, g);
+    bson_t *query = generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "projection", "{", "ns",
                             BCON_INT32(1), "id", BCON_INT32(1), "ch", BCON_INT32(1), "}");
     mongoc_cursor_t *cur =
@@ -2834,12 +3014,12 @@ static int prune_thread(call *c, const char *id, const bson_oid_t *g, size_t kee
     json_t *ids;
     json_object_foreach(drop_ids, ns, ids) {
         if (rc == 0) /* the checkpoints first: a value goes only once nothing names it */
-            rc = delete_ids(c, CHECKPOINTS, id, g, ns, "id", ids);
+            rc = delete_ids(c, CHECKPOINTS, g, ns, "id", ids);
         if (rc == 0)
-            rc = delete_ids(c, WRITES, id, g, ns, "cp", ids);
+            rc = delete_ids(c, WRITES, g, ns, "cp", ids);
     }
     if (rc == 0)
-        rc = delete_values(c, id, g, dropped, kept);
+        rc = delete_values(c, g, dropped, kept);
     json_decref(counts);
     json_decref(drop_ids);
     json_decref(kept);
@@ -2938,7 +3118,7 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
     size_t j = 0;
     int rc = writable_thread(c, id, false, true, &t, again);
     if (rc == 0 && !*again)
-        rc = top_batch(c, id, &t.g, &top);
+        rc = top_batch(c, &t.g, &top);
     if (rc || *again)
         goto out;
     if (top.found && top.fence) {
@@ -2962,7 +3142,7 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
     for (; j < np && rc == 0 && !*again; j++) {
         bson_t doc;
         int64_t s = first_seq + (int64_t)p[j].from;
-        build_batch(c->b, id, &t.g, s, p[j].to - p[j].from, NULL, at[p[j].from], now, p[j].m,
+        build_batch(c->b, &t.g, s, p[j].to - p[j].from, NULL, at[p[j].from], now, p[j].m,
                     &doc);
         rc = insert_doc(c, c->batches, &doc, again, "importing messages");
         bson_destroy(&doc);
@@ -3002,8 +3182,22 @@ static int mongo_thread_import(convo_backend *b, const char *id, int64_t first_s
 
 /* ---- measuring (convo bench) ---- */
 
-/* storageSize + totalIndexSize of one collection; *reported false when the
- * server does not say (the test stand-in). */
+/* A number under storageStats of a $collStats reply; false when it is not there. */
+static bool storage_stat(const bson_t *doc, const char *field, int64_t *out)
+{
+    char path[64];
+    bson_iter_t it;
+    snprintf(path, sizeof path, "storageStats.%s", field);
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &it) ||
+        !BSON_ITER_HOLDS_NUMBER(&it))
+        return false;
+    *out = bson_iter_as_int64(&it);
+    return true;
+}
+
+/* Adds storageSize + totalIndexSize of one collection, as the server reports them
+ * ($collStats); a collection not created yet adds 0; *reported false when the
+ * server does not give both. */
 static int collection_bytes(call *c, const char *name, int64_t *bytes, bool *reported)
 {
     mongoc_collection_t *coll = mongoc_client_get_collection(c->client, c->b->database, name);
@@ -3012,17 +3206,15 @@ static int collection_bytes(call *c, const char *name, int64_t *bytes, bool *rep
     mongoc_cursor_t *cur =
         mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, pipeline, NULL, c->b->primary);
     const bson_t *doc;
-    bson_iter_t it;
     bson_error_t e;
+    int64_t data = 0, indexes = 0;
     int rc = 0;
-    if (mongoc_cursor_next(cur, &doc) && bson_iter_init(&it, doc) &&
-        bson_iter_find_descendant(&it, "storageStats.storageSize", &it) &&
-        BSON_ITER_HOLDS_NUMBER(&it)) {
-        *bytes += bson_iter_as_int64(&it);
-        if (bson_iter_init(&it, doc) &&
-            bson_iter_find_descendant(&it, "storageStats.totalIndexSize", &it) &&
-            BSON_ITER_HOLDS_NUMBER(&it))
-            *bytes += bson_iter_as_int64(&it);
+    if (mongoc_cursor_next(cur, &doc)) {
+        if (storage_stat(doc, "storageSize", &data) &&
+            storage_stat(doc, "totalIndexSize", &indexes))
+            *bytes += data + indexes;
+        else
+            *reported = false;
     } else if (mongoc_cursor_error(cur, &e)) {
         if (e.code != 26) /* NamespaceNotFound: nothing stored yet */
             rc = fail(c, &e, "reading collection sizes");
@@ -3035,16 +3227,20 @@ static int collection_bytes(call *c, const char *name, int64_t *bytes, bool *rep
     return rc;
 }
 
+/* Bytes this store's collections (database D, prefix P) take on the server: the
+ * sum of storageSize + totalIndexSize over P_threads, P_meta and the four
+ * per-generation collections. */
 static int mongo_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
 {
     call c;
     bool reported = true;
-    const char *names[] = {b->threads_name, b->batches_name, b->meta_name};
     call_begin(&c, b, err);
     *bytes = 0;
-    int rc = 0;
-    for (size_t i = 0; i < 3 && rc == 0; i++)
-        rc = collection_bytes(&c, names[i], bytes, &reported);
+    int rc = collection_bytes(&c, b->threads_name, bytes, &reported);
+    if (rc == 0)
+        rc = collection_bytes(&c, b->meta_name, bytes, &reported);
+    for (int k = 0; k < KINDS && rc == 0; k++)
+        rc = collection_bytes(&c, b->kinds_name[k], bytes, &reported);
     call_end(&c);
     if (rc == 0 && !reported)
         rc = convo__error(err, CONVO_ENOTSUP, NULL, "MongoDB: the server does not report sizes");
