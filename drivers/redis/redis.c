@@ -1,7 +1,8 @@
 /* redis.c — the Redis driver (hiredis): threads, their messages, extra and
  * checkpoints. Every mutating call is one Lua script run with EVALSHA on the
- * keys of a single thread, which all share one {hash tag}; the thread index is
- * a separate sorted set. See docs/redis.md. */
+ * keys of a single thread, which all share one {hash tag}, but the common
+ * append (a bare RPUSHX); the thread index is a separate sorted set. See
+ * docs/redis.md. */
 #include "config.h"
 #include <convo/driver.h>
 #include <errno.h>
@@ -104,17 +105,14 @@ static const char script_append[] =
     "end\n"
     "return first\n";
 
-/* The common append, alone on the hot path: no idempotency key, no expected
- * length, no ttl, a thread this store has written. KEYS: msgs. ARGV: the
- * records. A thread without a message list or with a deadline (left by a
- * store with ttl) goes to the full script instead. Returns first_seq. */
-static const char script_append_fast[] =
-    "if redis.call('PTTL', KEYS[1]) ~= -1 then return redis.status_reply('CONVO_CREATE') end\n"
-    "local len\n"
-    "for i = 1, #ARGV, 1000 do\n"
-    "  len = redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"
-    "end\n"
-    "return len - #ARGV\n";
+/* After the common append (RPUSHX, no script) found a deadline on the list,
+ * left by a store with ttl: a store without ttl makes every key of the thread
+ * permanent again. KEYS: all eight. Returns 0 when the list is gone already
+ * (expired or deleted since the push), else 1. */
+static const char script_persist[] =
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+    "for i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\n"
+    "return 1\n";
 
 /* ARGV: may create, max merged bytes, ttl ms, then field/value pairs (field =
  * the key as JSON text, value = the value as compact JSON). Hash values are
@@ -364,11 +362,11 @@ static const char script_cp_prune[] = LUA_PRELUDE LUA_CP_PRELUDE
     "return 1\n";
 
 enum {
-    S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT,
+    S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT,
     S_CP_PUT, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
 };
 static const char *const scripts[S_COUNT] = {
-    script_append, script_append_fast, script_extra,     script_delete,  script_fork,
+    script_append, script_persist,     script_extra,     script_delete,  script_fork,
     script_import, script_cp_put,      script_cp_writes, script_cp_get,  script_cp_list,
     script_cp_prune};
 
@@ -734,7 +732,7 @@ static void cmd_script_keys(cmd *c, const thread_keys *tk, size_t n)
         cmd_add(c, tk->k[i], tk->len[i]);
 }
 
-/* The start of every script call but the fast append: all keys of the thread. */
+/* The start of every script call but the append: all keys of the thread. */
 static void cmd_script_head(cmd *c, const thread_keys *tk)
 {
     cmd_script_keys(c, tk, K_COUNT);
@@ -794,12 +792,12 @@ typedef int (*build_fn)(void *ctx, cmd *c, int create);
  * index protocol runs: ZADD, the script allowed to create, ZADD, pipelined
  * (docs/redis.md, "The thread index"). So only a call inside the protocol
  * ever creates a thread. */
-static int run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
-                      redisReply **reply, convo_error *err)
+static int run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                         void *ctx, redisReply **reply, convo_error *err)
 {
     uint64_t h = id_hash(id);
     int rc;
-    if (recent_has(b, h)) {
+    if (known) {
         cmd one = {0};
         redisReply *r = NULL;
         int s = build(ctx, &one, 0);
@@ -830,6 +828,12 @@ static int run_writer(convo_backend *b, rconn *c, const char *id, build_fn build
     for (int i = 0; i < 3; i++)
         cmd_free(&cmds[i]);
     return rc;
+}
+
+static int run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
+                      redisReply **reply, convo_error *err)
+{
+    return run_writer_as(b, c, id, recent_has(b, id_hash(id)), build, ctx, reply, err);
 }
 
 /* ---- connections ---- */
@@ -1234,26 +1238,68 @@ typedef struct append_call {
 } append_call;
 
 /* Each key and argument costs the server time, so a script gets only what it
- * uses: the common append runs the short script with the message list alone;
- * without leave to create and without ttl the full one touches the list and
- * the idempotency hash only. */
+ * uses: without leave to create and without ttl it touches the list and the
+ * idempotency hash only. */
 static int append_build(void *ctx, cmd *c, int create)
 {
     const append_call *a = ctx;
     const convo_append_opts *o = a->opts;
-    int plain = !create && a->b->ttl_ms == 0 && !o->idempotency_key && o->expected_length < 0;
-    if (plain) {
-        cmd_script_keys(c, a->tk, 1);
-    } else {
-        cmd_script_keys(c, a->tk, create || a->b->ttl_ms > 0 ? K_COUNT : o->idempotency_key ? 2 : 1);
-        cmd_add(c, create ? "1" : "0", 1);
-        cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
-        cmd_num(c, o->expected_length);
-        cmd_num(c, a->b->ttl_ms);
-    }
+    cmd_script_keys(c, a->tk, create || a->b->ttl_ms > 0 ? K_COUNT : o->idempotency_key ? 2 : 1);
+    cmd_add(c, create ? "1" : "0", 1);
+    cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
+    cmd_num(c, o->expected_length);
+    cmd_num(c, a->b->ttl_ms);
     for (size_t i = 0; i < a->n; i++)
         cmd_part(c, a->pb, i);
-    return c->failed ? CONVO_ENOMEM : plain ? S_APPEND_FAST : S_APPEND;
+    return c->failed ? CONVO_ENOMEM : S_APPEND;
+}
+
+/* A deadline found on the list by append_plain(): make every key permanent
+ * again. The list gone meanwhile means the thread expired or was deleted
+ * after the push, which then counts as made before that. */
+static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, convo_error *err)
+{
+    cmd call = {0};
+    redisReply *r = NULL;
+    cmd_script_head(&call, tk);
+    int rc = pipeline_script(b, c, &call, 1, 0, S_PERSIST, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    cmd_free(&call);
+    return rc;
+}
+
+/* The common append (no idempotency key, no expected length, no ttl, a thread
+ * this store wrote lately) without a script, which costs the server several
+ * times a bare push: RPUSHX, which writes nothing when the list is missing,
+ * and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
+ * written (no list: a new thread, or one without messages), or an error. */
+static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, const packbuf *pb,
+                        size_t n, convo_append_result *res, convo_error *err)
+{
+    cmd cmds[2] = {{0}};
+    redisReply *r[2] = {NULL};
+    cmd_add(&cmds[0], "RPUSHX", 6);
+    cmd_add(&cmds[0], tk->k[K_MSGS], tk->len[K_MSGS]);
+    for (size_t i = 0; i < n; i++)
+        cmd_part(&cmds[0], pb, i);
+    cmd_add(&cmds[1], "PTTL", 4);
+    cmd_add(&cmds[1], tk->k[K_MSGS], tk->len[K_MSGS]);
+    int rc = cmds[0].failed || cmds[1].failed ? oom(err) : pipeline(b, c, cmds, 2, r, err);
+    if (rc == 0 && r[0]->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r[0], err);
+    else if (rc == 0 && (r[0]->type != REDIS_REPLY_INTEGER || r[1]->type != REDIS_REPLY_INTEGER))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
+    else if (rc == 0 && r[0]->integer > 0) {
+        *res = (convo_append_result){r[0]->integer - (long long)n, n, 0};
+        rc = r[1]->integer >= 0 ? append_persist(b, c, tk, err) : 0; /* -2: gone since */
+        rc = rc == 0 ? 1 : rc;
+    }
+    replies_free(r, 2);
+    cmd_free(&cmds[0]);
+    cmd_free(&cmds[1]);
+    return rc;
 }
 
 static int rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
@@ -1268,13 +1314,19 @@ static int rd_append(convo_backend *b, const char *thread_id, const convo_messag
     if (rc != 0)
         rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
     append_call a = {b, &tk, opts, &pb, n};
+    int known = recent_has(b, id_hash(thread_id));
+    int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0;
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
-        rc = run_writer(b, c, thread_id, append_build, &a, &r, err);
+        rc = plain ? append_plain(b, c, &tk, &pb, n, res, err) : 0;
+        if (rc == 0) /* not plain, or nothing written: a script (may create) */
+            rc = run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r, err);
+        else if (rc == 1)
+            rc = 0;
         release(b, c);
     }
-    if (rc == 0)
+    if (rc == 0 && r)
         rc = append_result(r, n, res, err);
     freeReplyObject(r);
     packbuf_free(&pb);
