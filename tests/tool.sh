@@ -60,6 +60,17 @@ usage_shown() {
     if grep -q '^usage: convo' "$T/err"; then ok; else bad "$1: no usage line on stderr"; fi
 }
 
+# bench_fields DESC FIELD...: the last stdout is one JSON object with these fields, none negative
+bench_fields() { # DESC FIELD...
+    if python3 - "$T/out" "${@:2}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+missing = [f for f in sys.argv[2:] if f not in d]
+bad = [f for f in sys.argv[2:] if f in d and isinstance(d[f], (int, float)) and d[f] < 0]
+sys.exit(1 if missing or bad else 0)
+PY
+    then ok; else bad "$1: fields missing or negative in $(head -c 400 "$T/out")"; fi
+}
 M='memory:'
 U='{"role":"user","content":"hi"}'
 ODD='{"role" : "user",  "content":"h\u00e9"}'
@@ -412,9 +423,26 @@ thread job: 4 messages, extra {"step":2,"last_tool":"add"}'
     check "agent rerun" 0 "$AGENT" "$A" job
     out_is "agent rerun" 'step 3: messages 4..5 (already stored: replayed)
 thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
+    check "bench sqlite append" 0 "$CONVO" --url "sqlite:$T/bench.db" bench --scenario append --messages 300 --json
+    bench_fields "bench sqlite append" raw_ops_per_sec ratio
+    check "bench sqlite conversation" 0 "$CONVO" --url "sqlite:$T/bench.db" bench --scenario conversation --turns 20 --json
+    bench_fields "bench sqlite conversation" raw_bytes stored_bytes storage_ratio
     check "agent messages" 0 "$CONVO" --url "$A" load job --tail 1
     out_is "agent messages" '{"role":"tool_result","tool_call_id":"call_3","content":"6"}'
 fi
+
+# ---- bench: every scenario prints one JSON object with the documented fields ----
+# (speed is never asserted: only that the figures are there and make sense)
+for sc in append load extra checkpoint; do
+    check "bench $sc" 0 "$CONVO" --url "$M" bench --scenario "$sc" --messages 40 --json
+    bench_fields "bench $sc" scenario driver ops seconds ops_per_sec p50_us p99_us
+done
+check "bench conversation" 0 "$CONVO" --url "$M" bench --scenario conversation --turns 20 --json
+bench_fields "bench conversation" scenario driver turns raw_bytes stored_bytes storage_ratio
+check "bench threads" 0 "$CONVO" --url "$M" bench --scenario append --messages 40 --threads 3 --json
+bench_fields "bench threads" ops ops_per_sec
+check "bench unknown scenario" 2 "$CONVO" --url "$M" bench --scenario nope
+check "bench bad number" 2 "$CONVO" --url "$M" bench --scenario append --messages -1
 
 [ "$skipped" = 0 ] || echo "tool.sh: the SQLite part was skipped"
 echo "$passed passed, $failed failed"
