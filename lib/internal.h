@@ -50,5 +50,9 @@ int convo__check_message(const char *bytes, size_t len, const convo_limits *limi
 int convo__check_extra_patch(const char *json, const convo_limits *limits, char **compact,
                              void **obj, convo_error *err);
 int convo__check_utf8(const char *s, size_t len);
+/* 1 when sure that jansson accepts the message and that its "role" is the
+ * plain string [*role, *role + *role_len) of 1..CONVO_MAX_ROLE_BYTES bytes;
+ * 0 when not sure (convo__check_message then asks jansson). */
+int convo__scan_message(const char *bytes, size_t len, const char **role, size_t *role_len);
 
 #endif

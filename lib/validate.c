@@ -70,6 +70,244 @@ static int role_allowed(const char *role, char *const *roles)
     return 0;
 }
 
+/* ------------------------------------------------------------ fast path
+ *
+ * jansson builds a tree for every message it reads: about 4.6 µs for a
+ * 260-byte message on the build machine, a fifth of a whole SQLite append.
+ * The scanner below reads the common message in one pass without allocating
+ * and answers only "sure": the bytes are a JSON object that jansson, with the
+ * flags convo__check_message uses, accepts, and its top-level "role" is a
+ * plain string of 1..CONVO_MAX_ROLE_BYTES bytes. Anything it is not sure of
+ * (every error, escapes in keys or in the role, exponents, numbers over 300
+ * characters, nesting deeper than SCAN_MAX_DEPTH, objects with more than
+ * SCAN_MAX_KEYS keys) goes to jansson, which decides and words the error.
+ * tests/unit.c and tests/fuzz/fuzz_message.c hold it to jansson's answers. */
+
+#define SCAN_MAX_DEPTH 16
+#define SCAN_MAX_KEYS 32
+
+typedef struct {
+    const unsigned char *p, *end;
+    const unsigned char *role;
+    size_t role_len;
+} scanner;
+
+static int scan_value(scanner *s, int depth);
+
+static void scan_ws(scanner *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int scan_hex4(const unsigned char *p, unsigned *v)
+{
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = p[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return 0;
+        *v = *v << 4 | d;
+    }
+    return 1;
+}
+
+/* A string, s->p at its opening quote; *plain is 1 when it has no escapes.
+ * UTF-8 was checked over the whole message before. */
+static int scan_string(scanner *s, int *plain)
+{
+    const unsigned char *p = s->p + 1, *end = s->end;
+    *plain = 1;
+    while (p < end) {
+        unsigned c = *p;
+        if (c == '"') {
+            s->p = p + 1;
+            return 1;
+        }
+        if (c < 0x20)
+            return 0;
+        if (c != '\\') {
+            p++;
+            continue;
+        }
+        *plain = 0;
+        if (end - p < 2)
+            return 0;
+        c = p[1];
+        if (c != 'u') {
+            if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' &&
+                c != 'r' && c != 't')
+                return 0;
+            p += 2;
+            continue;
+        }
+        unsigned u, low;
+        if (end - p < 6 || !scan_hex4(p + 2, &u) || (u >= 0xDC00 && u <= 0xDFFF))
+            return 0;
+        p += 6;
+        if (u >= 0xD800 && u <= 0xDBFF) { /* a surrogate pair, or jansson refuses it */
+            if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !scan_hex4(p + 2, &low) ||
+                low < 0xDC00 || low > 0xDFFF)
+                return 0;
+            p += 6;
+        }
+    }
+    return 0;
+}
+
+/* No exponent, at most 300 characters: then no double overflows. */
+static int scan_number(scanner *s)
+{
+    const unsigned char *p = s->p, *end = s->end;
+    if (p < end && *p == '-')
+        p++;
+    if (p < end && *p == '0')
+        p++;
+    else if (p < end && *p >= '1' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    else
+        return 0;
+    if (p < end && *p == '.') {
+        if (++p == end || *p < '0' || *p > '9')
+            return 0;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if ((p < end && (*p == 'e' || *p == 'E')) || p - s->p > 300)
+        return 0;
+    s->p = p;
+    return 1;
+}
+
+static int scan_word(scanner *s, const char *word, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return 0;
+    s->p += n;
+    return 1;
+}
+
+static int scan_object(scanner *s, int depth)
+{
+    struct {
+        const unsigned char *p;
+        size_t n;
+    } keys[SCAN_MAX_KEYS];
+    unsigned nkeys = 0;
+    s->p++;
+    scan_ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return 1;
+    }
+    for (;;) {
+        int plain;
+        const unsigned char *key = s->p + 1;
+        if (s->p == s->end || *s->p != '"' || !scan_string(s, &plain) || !plain ||
+            nkeys == SCAN_MAX_KEYS)
+            return 0;
+        size_t n = (size_t)(s->p - 1 - key);
+        for (unsigned i = 0; i < nkeys; i++)
+            if (keys[i].n == n && memcmp(keys[i].p, key, n) == 0)
+                return 0; /* a duplicate: JSON_REJECT_DUPLICATES */
+        keys[nkeys].p = key;
+        keys[nkeys++].n = n;
+        scan_ws(s);
+        if (s->p == s->end || *s->p != ':')
+            return 0;
+        s->p++;
+        scan_ws(s);
+        if (depth == 1 && n == 4 && memcmp(key, "role", 4) == 0) {
+            const unsigned char *value = s->p + 1;
+            if (s->p == s->end || *s->p != '"' || !scan_string(s, &plain) || !plain)
+                return 0;
+            s->role = value;
+            s->role_len = (size_t)(s->p - 1 - value);
+        } else if (!scan_value(s, depth)) {
+            return 0;
+        }
+        scan_ws(s);
+        if (s->p == s->end)
+            return 0;
+        if (*s->p == '}') {
+            s->p++;
+            return 1;
+        }
+        if (*s->p++ != ',')
+            return 0;
+        scan_ws(s);
+    }
+}
+
+static int scan_array(scanner *s, int depth)
+{
+    s->p++;
+    scan_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        return 1;
+    }
+    for (;;) {
+        if (!scan_value(s, depth))
+            return 0;
+        scan_ws(s);
+        if (s->p == s->end)
+            return 0;
+        if (*s->p == ']') {
+            s->p++;
+            return 1;
+        }
+        if (*s->p++ != ',')
+            return 0;
+        scan_ws(s);
+    }
+}
+
+/* A value inside a container at depth (the message itself is depth 1). */
+static int scan_value(scanner *s, int depth)
+{
+    int plain;
+    if (s->p == s->end)
+        return 0;
+    switch (*s->p) {
+    case '"':
+        return scan_string(s, &plain);
+    case '{':
+        return depth < SCAN_MAX_DEPTH && scan_object(s, depth + 1);
+    case '[':
+        return depth < SCAN_MAX_DEPTH && scan_array(s, depth + 1);
+    case 't':
+        return scan_word(s, "true", 4);
+    case 'f':
+        return scan_word(s, "false", 5);
+    case 'n':
+        return scan_word(s, "null", 4);
+    default:
+        return scan_number(s);
+    }
+}
+
+int convo__scan_message(const char *bytes, size_t len, const char **role, size_t *role_len)
+{
+    scanner s = {(const unsigned char *)bytes, (const unsigned char *)bytes + len, NULL, 0};
+    if (!convo__check_utf8(bytes, len))
+        return 0;
+    scan_ws(&s);
+    if (s.p == s.end || *s.p != '{' || !scan_object(&s, 1))
+        return 0;
+    scan_ws(&s);
+    if (s.p != s.end || !s.role || s.role_len == 0 || s.role_len > CONVO_MAX_ROLE_BYTES)
+        return 0;
+    *role = (const char *)s.role;
+    *role_len = s.role_len;
+    return 1;
+}
+
 int convo__check_message(const char *bytes, size_t len, const convo_limits *limits,
                          char *const *roles, char **role, convo_error *err)
 {
@@ -80,6 +318,19 @@ int convo__check_message(const char *bytes, size_t len, const convo_limits *limi
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "message of %zu bytes exceeds the limit of %zu bytes", len,
                             limits->max_message_bytes);
+    const char *plain;
+    size_t plain_len;
+    if (convo__scan_message(bytes, len, &plain, &plain_len)) {
+        if (!(*role = strndup(plain, plain_len)))
+            return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+        if (role_allowed(*role, roles))
+            return 0;
+        int rc = convo__error(err, CONVO_EINVAL, NULL, "message role \"%s\" is not allowed here",
+                              *role);
+        free(*role);
+        *role = NULL;
+        return rc;
+    }
     json_error_t jerr;
     /* integers past 64 bits are valid JSON; the bytes are kept, so only parse them */
     json_t *msg = json_loadb(bytes, len,

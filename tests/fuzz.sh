@@ -107,6 +107,11 @@ if [ $# -eq 2 ]; then
     exit
 fi
 
+# tests/fuzz/TARGET.dict, when there is one: tokens libFuzzer splices in.
+dict() {
+    if [ -f "$top_srcdir/tests/fuzz/$1.dict" ]; then echo "-dict=$top_srcdir/tests/fuzz/$1.dict"; fi
+}
+
 passed=0 failed=0
 for t in $TARGETS; do
     if ! build "$t" >"$W/$t.build" 2>&1; then
@@ -119,7 +124,7 @@ for t in $TARGETS; do
     cp "$top_srcdir/tests/fuzz/corpus/$t/"* "$W/corpus-$t/"
     status=0
     "$W/$t" -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1048576 \
-        -max_len=65536 \
+        -max_len=65536 $(dict "$t") \
         -artifact_prefix="$W/crash-$t-" "$W/corpus-$t" >"$W/$t.log" 2>&1 || status=$?
     runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$W/$t.log" | tail -n 1)
     if [ "$status" = 0 ]; then

@@ -4,6 +4,8 @@
 #include "internal.h"
 #include <check.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -455,6 +457,181 @@ START_TEST(test_messages)
 }
 END_TEST
 
+/* jansson's reading with the flags of convo__check_message: 1 when it accepts
+ * the bytes as an object with a plain "role" of 1..64 bytes, copied to role. */
+static int jansson_role(const char *m, size_t len, char *role, size_t cap)
+{
+    json_t *j = json_loadb(m, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+                           NULL);
+    json_t *r = json_object_get(j, "role");
+    int ok = json_is_object(j) && json_is_string(r) && json_string_length(r) > 0 &&
+             json_string_length(r) <= CONVO_MAX_ROLE_BYTES && json_string_length(r) < cap &&
+             !memchr(json_string_value(r), '\0', json_string_length(r));
+    if (ok)
+        memcpy(role, json_string_value(r), json_string_length(r) + 1);
+    json_decref(j);
+    return ok;
+}
+
+/* The scanner is sure only where jansson agrees, with the same role. */
+static int scan_agrees(const char *m, size_t len)
+{
+    const char *role;
+    size_t n;
+    char want[CONVO_MAX_ROLE_BYTES + 1];
+    if (!convo__scan_message(m, len, &role, &n))
+        return 1;
+    return jansson_role(m, len, want, sizeof want) && n == strlen(want) &&
+           memcmp(role, want, n) == 0;
+}
+
+static int scan_sure(const char *m)
+{
+    const char *role;
+    size_t n;
+    return convo__scan_message(m, strlen(m), &role, &n);
+}
+
+/* Messages as applications write them: the fast path must take them. */
+static const char *const common_messages[] = {
+    "{\"role\":\"user\",\"content\":\"hello\"}",
+    " \t\r\n{ \"role\" : \"assistant\" , \"content\" : \"line\\nbreak \\\"quoted\\\" \\u00e9\\ud83d\\ude00 \\/\\\\\\b\\f\\r\\t\" } \n",
+    "{\"content\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\",\"role\":\"r\xc3\xb4le\"}",
+    "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
+    "\"n\":[0,-0,1,-1,12.5,-0.25,123456789012345678901234567890,0.000001],\"t\":true,\"f\":false,"
+    "\"z\":null,\"e\":{},\"a\":[],\"nested\":{\"role\":1,\"role \":2,\"x\":{\"y\":[[[{\"z\":[]}]]]}}}",
+    "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","
+    "\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}],\"additional_kwargs\":{},"
+    "\"response_metadata\":{\"model\":\"m\",\"usage\":{\"in\":10,\"out\":20}},\"id\":\"run-1\"}",
+    "{\"role\":\"u\",\"s\":\"a\\u0000b\",\"\":1,\"k\":\"\\uDBFF\\uDFFF\"}",
+};
+
+/* Each of these goes to jansson: errors, and what the scanner leaves to it. */
+static const char *const unsure_messages[] = {
+    "", " ", "{", "}", "[]", "\"s\"", "1", "null", "{}", "{\"content\":1}",
+    "{\"role\":\"\"}", "{\"role\":1}", "{\"role\":null}", "{\"role\":[\"u\"]}",
+    "{\"role\":\"a\\u0000b\"}", "{\"role\":\"\\u0075\"}", "{\"r\\u006fle\":\"u\"}",
+    "{\"role\":\"u\",\"role\":\"v\"}", "{\"role\":\"u\",\"a\":{\"k\":1,\"k\":2}}",
+    "{\"role\":\"u\",\"a\":1,\"a\":1}", "{\"role\":\"u\"} {}", "{\"role\":\"u\"}x",
+    "{\"role\":\"u\",}", "{\"role\":\"u\",\"a\":[1,]}", "{\"role\":\"u\",\"a\":[,1]}",
+    "{\"role\":\"u\" \"a\":1}", "{\"role\" \"u\"}", "{role:\"u\"}", "{'role':'u'}",
+    "{\"role\":\"u\",\"x\":1e3}", "{\"role\":\"u\",\"x\":1E-3}", "{\"role\":\"u\",\"x\":01}",
+    "{\"role\":\"u\",\"x\":-}", "{\"role\":\"u\",\"x\":1.}", "{\"role\":\"u\",\"x\":.5}",
+    "{\"role\":\"u\",\"x\":+1}", "{\"role\":\"u\",\"x\":0x1}", "{\"role\":\"u\",\"x\":NaN}",
+    "{\"role\":\"u\",\"x\":tru}", "{\"role\":\"u\",\"x\":truex}", "{\"role\":\"u\",\"x\":True}",
+    "{\"role\":\"u\",\"x\":nul}", "{\"role\":\"u\",\"x\":\"\\ud800\"}",
+    "{\"role\":\"u\",\"x\":\"\\udc00\"}", "{\"role\":\"u\",\"x\":\"\\ud800\\u0041\"}",
+    "{\"role\":\"u\",\"x\":\"\\ud800x\"}", "{\"role\":\"u\",\"x\":\"\\x\"}",
+    "{\"role\":\"u\",\"x\":\"\\u12g4\"}", "{\"role\":\"u\",\"x\":\"\\u12\"}",
+    "{\"role\":\"u\",\"x\":\"\\\"}", "{\"role\":\"u\",\"x\":\"a\tb\"}",
+    "{\"role\":\"u\",\"x\":\"\xff\"}", "{\"role\":\"\xc0\x80\"}", "\xef\xbb\xbf{\"role\":\"u\"}",
+    "{\"role\":\"u\"\v}", "{\"role\":\"u\",\"x\":\"unterminated}",
+    "{\"role\":\"12345678901234567890123456789012345678901234567890123456789012345\"}",
+};
+
+START_TEST(test_message_fast_path)
+{
+    for (size_t i = 0; i < sizeof common_messages / sizeof *common_messages; i++) {
+        const char *m = common_messages[i];
+        ck_assert_msg(scan_sure(m), "the scanner is not sure of common message %zu", i);
+        ck_assert_msg(scan_agrees(m, strlen(m)), "common message %zu: jansson disagrees", i);
+    }
+    for (size_t i = 0; i < sizeof unsure_messages / sizeof *unsure_messages; i++)
+        ck_assert_msg(!scan_sure(unsure_messages[i]), "the scanner is sure of '%s'",
+                      unsure_messages[i]);
+    const char *role;
+    size_t n;
+    ck_assert(!convo__scan_message("{\"role\":\"u\"}\0", 13, &role, &n)); /* NUL after it */
+    ck_assert(convo__scan_message("{\"role\":\"u\"}", 12, &role, &n) && n == 1 && *role == 'u');
+
+    /* limits of the scanner: 16 levels, 32 keys; one more goes to jansson */
+    char deep[256] = "{\"role\":\"u\",\"a\":", keys[2048] = "{\"role\":\"u\"";
+    for (int i = 0; i < 15; i++)
+        strcat(deep, "[");
+    for (int i = 0; i < 15; i++)
+        strcat(deep, "]");
+    strcat(deep, "}");
+    ck_assert(scan_sure(deep));
+    memmove(deep + 17, deep + 16, strlen(deep + 16) + 1);
+    deep[16] = '[';
+    char *close = strrchr(deep, '}');
+    memcpy(close, "]}", 3);
+    ck_assert(!scan_sure(deep));
+    ck_assert_int_eq(check_message(deep, -1, NULL, (char **)&role), 0);
+    free((char *)role);
+    for (int i = 1; i < 32; i++)
+        sprintf(keys + strlen(keys), ",\"k%d\":%d", i, i);
+    ck_assert(scan_sure(strcat(keys, "}")));
+    strcpy(keys + strlen(keys) - 1, ",\"k32\":32}");
+    ck_assert(!scan_sure(keys));
+    ck_assert_int_eq(convo__check_message(keys, strlen(keys), &(convo_limits){4096, 10, 100, 1000},
+                                          NULL, (char **)&role, NULL),
+                     0);
+    ck_assert_str_eq(role, "u");
+    free((char *)role);
+}
+END_TEST
+
+/* Random edits of JSON messages: wherever the scanner is sure, jansson agrees,
+ * and convo__check_message accepts exactly what jansson accepts. */
+START_TEST(test_message_fast_path_against_jansson)
+{
+    static const char alphabet[] = "{}[]:,\"\\u0aeEd.-+ \ttrfnl1\xc3\xa9\xed\xa0\x80\xf0\x9f\x98";
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    unsigned sure = 0, tried = 0;
+    char buf[1024], want[CONVO_MAX_ROLE_BYTES + 1];
+    convo_limits big = {sizeof buf, 10, 100, 1000};
+    for (int round = 0; round < 60000; round++) {
+        const char *seed = common_messages[round % (sizeof common_messages / sizeof *common_messages)];
+        size_t len = strlen(seed);
+        memcpy(buf, seed, len);
+        for (int edits = 1 + (int)(x % 3); edits > 0; edits--) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t at = len ? (size_t)(x >> 20) % len : 0;
+            char c = alphabet[(x >> 8) % (sizeof alphabet - 1)];
+            switch (x % 4) {
+            case 0: /* replace */
+                if (len)
+                    buf[at] = c;
+                break;
+            case 1: /* insert */
+                if (len + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = c;
+                    len++;
+                }
+                break;
+            case 2: /* delete */
+                if (len) {
+                    memmove(buf + at, buf + at + 1, len - at - 1);
+                    len--;
+                }
+                break;
+            default: /* cut */
+                len = at;
+            }
+        }
+        tried++;
+        const char *role;
+        size_t n;
+        int fast = convo__scan_message(buf, len, &role, &n);
+        sure += fast;
+        ck_assert_msg(scan_agrees(buf, len), "the scanner is sure of '%.*s'; jansson is not",
+                      (int)len, buf);
+        char *got = NULL;
+        int rc = convo__check_message(buf, len, &big, NULL, &got, NULL);
+        int ok = jansson_role(buf, len, want, sizeof want);
+        ck_assert_msg((rc == 0) == ok, "'%.*s': check_message %d, jansson %d", (int)len, buf, rc,
+                      ok);
+        if (ok)
+            ck_assert_str_eq(got, want);
+        free(got);
+    }
+    /* the edits leave a good share intact or still valid: the fast path ran */
+    ck_assert_msg(sure > tried / 20, "the scanner was sure of %u of %u", sure, tried);
+}
+END_TEST
+
 START_TEST(test_message_roles_allow_list)
 {
     char *roles[] = {"user", "assistant", NULL};
@@ -897,6 +1074,8 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_thread_ids);
     tcase_add_test(tc, test_messages);
     tcase_add_test(tc, test_message_roles_allow_list);
+    tcase_add_test(tc, test_message_fast_path);
+    tcase_add_test(tc, test_message_fast_path_against_jansson);
     tcase_add_test(tc, test_extra_patch);
     suite_add_tcase(s, tc);
     tc = tcase_create("core");

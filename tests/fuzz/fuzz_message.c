@@ -1,7 +1,8 @@
 /* fuzz_message.c — libFuzzer target for input validation (lib/validate.c):
  * convo__check_utf8 against a reference decoder written from the Unicode
  * table of well-formed sequences, convo__check_thread_id against the rules of
- * design §2, and convo__check_message against jansson's own reading. */
+ * design §2, and convo__check_message and its fast path convo__scan_message
+ * against jansson's own reading with the same flags. */
 #include "internal.h"
 #include <jansson.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL)
 #define FAIL(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
 
 /* Unicode 15, table 3-7: the well-formed UTF-8 byte sequences. */
@@ -91,7 +93,7 @@ static void check_message(const uint8_t *data, size_t size, int limited)
     /* accepted: a JSON object whose "role" is the non-empty string returned */
     if (size > limits.max_message_bytes)
         FAIL("a message over the limit was accepted");
-    json_t *m = json_loadb((const char *)data, size, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
+    json_t *m = json_loadb((const char *)data, size, FLAGS, NULL);
     json_t *r = json_object_get(m, "role");
     if (!json_is_object(m) || !json_is_string(r) || !role || strcmp(role, json_string_value(r)) ||
         !*role || strlen(role) > CONVO_MAX_ROLE_BYTES)
@@ -102,8 +104,24 @@ static void check_message(const uint8_t *data, size_t size, int limited)
     free(role);
 }
 
+/* Where the scanner is sure, jansson accepts the bytes and reads the same role. */
+static void check_scan(const uint8_t *data, size_t size)
+{
+    const char *role;
+    size_t n;
+    if (!convo__scan_message((const char *)data, size, &role, &n))
+        return;
+    json_t *m = json_loadb((const char *)data, size, FLAGS, NULL);
+    json_t *r = json_object_get(m, "role");
+    if (!json_is_object(m) || !json_is_string(r) || json_string_length(r) != n ||
+        memcmp(json_string_value(r), role, n) != 0 || n == 0 || n > CONVO_MAX_ROLE_BYTES)
+        FAIL("the scanner is sure of a message jansson refuses or reads another role from");
+    json_decref(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_scan(data, size);
     int got = convo__check_utf8((const char *)data, size);
     if (got != reference_utf8(data, size))
         FAIL("convo__check_utf8 says %d, the reference %d", got, !got);
