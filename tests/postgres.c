@@ -845,6 +845,35 @@ END_TEST
 
 /* Processes racing with the same idempotency key: one batch stored, every
  * caller told the same seq range. */
+/* A statement's first run on a connection sends Parse, Bind, Execute and Sync
+ * in one pipeline. When the Parse fails (here: a table renamed behind the
+ * store's back), the call fails with the server's message, the connection
+ * stays usable, and the next run parses again. */
+START_TEST(test_first_run_parse_failure_then_recovery)
+{
+    convo_store *s = open_ok(schema_url("parse", "pool=1"));
+    PGconn *pg = admin();
+    const char *schema = schema_name("parse");
+    exec_in_schema(pg, schema, "ALTER TABLE @S.messages RENAME TO messages_away");
+    convo_error err;
+    int rc = append1(s, "t", &err);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(err.message, "does not exist") && strcmp(err.backend_code, "42P01") == 0,
+                  "%d %s (%s)", rc, err.message, err.backend_code);
+    /* the same connection (pool=1) runs other statements */
+    convo_thread_page *page;
+    ck_assert_int_eq(convo_thread_list(s, NULL, 0, &page, &err), 0);
+    convo_thread_page_free(page);
+    exec_in_schema(pg, schema, "ALTER TABLE @S.messages_away RENAME TO messages");
+    ck_assert_msg(append1(s, "t", &err) == 0, "%s", err.message);
+    ck_assert_msg(append1(s, "t", &err) == 0, "%s", err.message); /* prepared by now */
+    ck_assert_int_eq(length_of(s, "t"), 2);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("parse");
+}
+END_TEST
+
 START_TEST(test_idempotency_race_across_processes)
 {
     enum { N = 8, ROUNDS = 20 };
@@ -1292,6 +1321,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_messages_byte_for_byte);
     tcase_add_test(tc, test_extra_compact_and_limit);
     tcase_add_test(tc, test_custom_sqlstates_kept);
+    tcase_add_test(tc, test_first_run_parse_failure_then_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("concurrency");
     tcase_set_timeout(tc, 120);

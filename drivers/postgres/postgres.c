@@ -1041,19 +1041,57 @@ static int is_state(const PGresult *r, const char *state)
     return s && strcmp(s, state) == 0;
 }
 
-static int prepare(convo_backend *b, pg_conn *c, int st, convo_error *err)
+static const int binary[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* Reads results up to the NULL that ends the current query's. */
+static void drain(PGconn *pg)
 {
-    if (c->prepared & (1u << st))
-        return 0;
-    PGresult *r = PQprepare(c->pg, statements[st].name, b->sql[st], 0, NULL);
-    int rc = 0;
-    /* 42P05: it exists already on this session */
-    if ((!r || PQresultStatus(r) != PGRES_COMMAND_OK) && !is_state(r, "42P05"))
-        rc = fail(b, c->pg, r, err);
-    else
+    PGresult *r;
+    while ((r = PQgetResult(pg)) != NULL)
+        PQclear(r);
+}
+
+/* The first run of st on a connection: Parse, Bind, Execute and one Sync in
+ * one round trip (libpq pipeline mode) instead of a PQprepare round trip
+ * first. Returns the Execute's result, or the Parse's when that failed (the
+ * Execute is then skipped by the server); NULL when the connection broke or
+ * could not leave pipeline mode (then c->fatal is set: it is not reused). */
+static PGresult *exec_first(convo_backend *b, pg_conn *c, int st, const char *const *values,
+                            const int *lengths)
+{
+    PGconn *pg = c->pg;
+    const char *name = statements[st].name;
+    if (!PQenterPipelineMode(pg))
+        return NULL;
+    PGresult *parse = NULL, *exec = NULL, *sync = NULL;
+    if (PQsendPrepare(pg, name, b->sql[st], 0, NULL) &&
+        PQsendQueryPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1) &&
+        PQpipelineSync(pg)) {
+        if ((parse = PQgetResult(pg)) != NULL)
+            drain(pg);
+        if ((exec = PQgetResult(pg)) != NULL)
+            drain(pg);
+        sync = PQgetResult(pg);
+    }
+    int synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced || !PQexitPipelineMode(pg)) {
+        c->fatal = 1; /* out of step with the server: never reuse it */
+        PQclear(parse);
+        PQclear(exec);
+        return NULL;
+    }
+    ExecStatusType ps = parse ? PQresultStatus(parse) : PGRES_FATAL_ERROR;
+    if (ps == PGRES_COMMAND_OK || is_state(parse, "42P05")) { /* 42P05: it exists already */
         c->prepared |= 1u << st;
-    PQclear(r);
-    return rc;
+        PQclear(parse);
+        if (ps == PGRES_COMMAND_OK)
+            return exec;
+        PQclear(exec); /* skipped: run it now */
+        return PQexecPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1);
+    }
+    PQclear(exec);
+    return parse;
 }
 
 /* Runs prepared statement st with binary parameters and a binary result.
@@ -1062,19 +1100,16 @@ static int prepare(convo_backend *b, pg_conn *c, int st, convo_error *err)
 static int run(convo_backend *b, int st, const char *const *values, const int *lengths,
                PGresult **out, convo_error *err)
 {
-    static const int binary[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     _Static_assert(ST_COUNT <= 32, "one bit per statement in pg_conn.prepared");
     for (int attempt = 0;; attempt++) {
         pg_conn *c;
         int rc = conn_get(b, &c, err);
         if (rc != 0)
             return rc;
-        if ((rc = prepare(b, c, st, err)) != 0) {
-            convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
-            return rc;
-        }
-        PGresult *r = PQexecPrepared(c->pg, statements[st].name, statements[st].nparams, values,
-                                     lengths, binary, 1);
+        PGresult *r = c->prepared & (1u << st)
+                          ? PQexecPrepared(c->pg, statements[st].name, statements[st].nparams,
+                                           values, lengths, binary, 1)
+                          : exec_first(b, c, st, values, lengths);
         ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
             c->done_at = monotonic_micros();
@@ -1082,7 +1117,7 @@ static int run(convo_backend *b, int st, const char *const *values, const int *l
             *out = r;
             return 0;
         }
-        int broken = PQstatus(c->pg) != CONNECTION_OK;
+        int broken = PQstatus(c->pg) != CONNECTION_OK || c->fatal;
         int retry = !broken && attempt < MAX_RETRIES &&
                     (is_state(r, "40001") || is_state(r, "40P01") || is_state(r, "26000"));
         if (is_state(r, "26000")) /* prepared statement gone (DISCARD ALL, a pooler) */
