@@ -98,6 +98,12 @@ check "from with space" 2 "$CONVO" --url "$M" load t --from ' 1'
 check "option without value" 2 "$CONVO" --url "$M" load t --tail
 check "flag with value" 2 "$CONVO" --url "$M" load t --with-meta=1
 check "option twice" 2 "$CONVO" --url "$M" load t --limit 1 --limit 2
+check "--url after the command without value" 2 "$CONVO" load t --url
+err_has "--url after the command without value" "needs a value"
+check "--url before and after the command" 2 "$CONVO" --url "$M" load t --url "$M"
+err_has "--url before and after the command" "given twice"
+check "--url after the command twice" 2 "$CONVO" load t --url="$M" --url "$M"
+err_has "--url after the command twice" "given twice"
 check "bad expect-length" 2 "$CONVO" --url "$M" append t "$U" --expect-length -3
 check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x
 check "save-extra without JSON" 2 "$CONVO" --url "$M" save-extra t
@@ -423,6 +429,10 @@ thread job: 4 messages, extra {"step":2,"last_tool":"add"}'
     check "agent rerun" 0 "$AGENT" "$A" job
     out_is "agent rerun" 'step 3: messages 4..5 (already stored: replayed)
 thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
+    check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
+    check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
+    out_is "--url= after load" "$U"
+    check "-- keeps a later --url a thread id" 3 "$CONVO" --url "sqlite:$T/after.db" load -- --url
     check "bench sqlite append" 0 "$CONVO" --url "sqlite:$T/bench.db" bench --scenario append --messages 300 --json
     bench_fields "bench sqlite append" raw_ops_per_sec ratio
     check "bench sqlite conversation" 0 "$CONVO" --url "sqlite:$T/bench.db" bench --scenario conversation --turns 20 --json
@@ -441,6 +451,10 @@ check "bench conversation" 0 "$CONVO" --url "$M" bench --scenario conversation -
 bench_fields "bench conversation" scenario driver turns raw_bytes stored_bytes storage_ratio
 check "bench threads" 0 "$CONVO" --url "$M" bench --scenario append --messages 40 --threads 3 --json
 bench_fields "bench threads" ops ops_per_sec
+# the issue's own form: --url after the command (the default URL would be SQLite)
+check "bench --url after the command" 0 "$CONVO" bench --url "$M" --scenario append --messages 40 --json
+bench_fields "bench --url after the command" scenario driver ops ops_per_sec p50_us p99_us
+if grep -q '"driver":"memory"' "$T/out"; then ok; else bad "bench --url after the command: not on memory: $(head -c 200 "$T/out")"; fi
 check "bench unknown scenario" 2 "$CONVO" --url "$M" bench --scenario nope
 check "bench bad number" 2 "$CONVO" --url "$M" bench --scenario append --messages -1
 

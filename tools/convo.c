@@ -662,6 +662,39 @@ static int finish(int status)
     return status;
 }
 
+/* --url may also follow the command (`convo bench --url URL ...`): it is taken
+ * out of argv[from..argc) before the command reads its arguments; "--" ends
+ * the search. Returns STATUS_OK or a usage error. */
+static int take_url_after_command(int *argc, char **argv, int from, const char **url)
+{
+    int out = from, given = *url != NULL;
+    for (int k = from; k < *argc; k++) {
+        const char *a = argv[k], *value = NULL;
+        if (strcmp(a, "--") == 0) {
+            while (k < *argc)
+                argv[out++] = argv[k++];
+            break;
+        }
+        if (strcmp(a, "--url") == 0) {
+            if (k + 1 >= *argc)
+                return usage_error(NULL, "option --url needs a value");
+            value = argv[++k];
+        } else if (strncmp(a, "--url=", 6) == 0) {
+            value = a + 6;
+        }
+        if (!value) {
+            argv[out++] = argv[k];
+            continue;
+        }
+        if (given++)
+            return usage_error(NULL, "option --url given twice");
+        *url = value;
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return STATUS_OK;
+}
+
 int main(int argc, char **argv)
 {
     const char *url = NULL;
@@ -692,6 +725,9 @@ int main(int argc, char **argv)
     const command *cmd = find_command(argv[i]);
     if (!cmd)
         return usage_error(NULL, "unknown command '%.40s'", argv[i]);
+    int rc = take_url_after_command(&argc, argv, i + 1, &url);
+    if (rc != STATUS_OK)
+        return finish(rc);
     if (!url)
         url = getenv("CONVO_URL");
     if (!url || !*url)
