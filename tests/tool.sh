@@ -455,6 +455,24 @@ bench_fields "bench threads" ops ops_per_sec
 check "bench --url after the command" 0 "$CONVO" bench --url "$M" --scenario append --messages 40 --json
 bench_fields "bench --url after the command" scenario driver ops ops_per_sec p50_us p99_us
 if grep -q '"driver":"memory"' "$T/out"; then ok; else bad "bench --url after the command: not on memory: $(head -c 200 "$T/out")"; fi
+if [ ! -s "$T/err" ]; then ok; else bad "bench: stderr not a terminal, yet: $(head -c 200 "$T/err")"; fi
+
+# ---- progress: on stderr when it is a terminal (script(1) gives a pty), never on stdout ----
+if command -v script >/dev/null 2>&1; then
+    check "bench on a terminal" 0 script -qec "'$CONVO' --url memory: bench --scenario append --messages 2000 --json >'$T/bench.json'" "$T/typescript"
+    if grep -q 'append: 2000/2000' "$T/typescript"; then ok; else
+        bad "bench on a terminal: no progress: [$(head -c 300 "$T/typescript")]"
+    fi
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ops"] == 2000' "$T/bench.json"; then ok; else
+        bad "bench on a terminal: stdout is not the JSON alone: [$(head -c 300 "$T/bench.json")]"
+    fi
+    check "copy on a terminal" 0 script -qec "'$CONVO' copy memory: memory: </dev/null" "$T/typescript"
+    if grep -q 'copy: 0 threads, 0 messages, 0 checkpoints in' "$T/typescript"; then ok; else
+        bad "copy on a terminal: no progress line: [$(head -c 300 "$T/typescript")]"
+    fi
+else
+    bad "script(1) (bsdutils) is missing: progress on a terminal untested"
+fi
 check "bench unknown scenario" 2 "$CONVO" --url "$M" bench --scenario nope
 check "bench bad number" 2 "$CONVO" --url "$M" bench --scenario append --messages -1
 
