@@ -24,7 +24,7 @@ BUILD_PKGS="build-essential autoconf automake libtool pkg-config
   libsqlite3-dev libhiredis-dev libpq-dev libmongoc-dev libbson-dev
   libjansson-dev libmsgpack-dev check"
 TEST_PKGS="redis-server postgresql postgresql-client nodejs npm valgrind python3
-  clang libclang-rt-14-dev"
+  clang libclang-rt-14-dev bsdutils"
 
 build_only=0
 dry_run=0
