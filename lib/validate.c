@@ -207,9 +207,10 @@ static int scan_object(scanner *s, int depth)
     }
     for (;;) {
         int plain;
+        if (s->p == s->end || *s->p != '"' || nkeys == SCAN_MAX_KEYS)
+            return 0;
         const unsigned char *key = s->p + 1;
-        if (s->p == s->end || *s->p != '"' || !scan_string(s, &plain) || !plain ||
-            nkeys == SCAN_MAX_KEYS)
+        if (!scan_string(s, &plain) || !plain)
             return 0;
         size_t n = (size_t)(s->p - 1 - key);
         for (unsigned i = 0; i < nkeys; i++)
@@ -223,8 +224,10 @@ static int scan_object(scanner *s, int depth)
         s->p++;
         scan_ws(s);
         if (depth == 1 && n == 4 && memcmp(key, "role", 4) == 0) {
+            if (s->p == s->end || *s->p != '"')
+                return 0;
             const unsigned char *value = s->p + 1;
-            if (s->p == s->end || *s->p != '"' || !scan_string(s, &plain) || !plain)
+            if (!scan_string(s, &plain) || !plain)
                 return 0;
             s->role = value;
             s->role_len = (size_t)(s->p - 1 - value);
