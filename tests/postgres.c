@@ -315,6 +315,28 @@ START_TEST(test_newer_schema_not_supported)
 }
 END_TEST
 
+/* A version table that records only a negative version is refused, not
+ * migrated from "version -3". */
+START_TEST(test_negative_schema_version_refused)
+{
+    PGconn *pg = admin();
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".schema_version (version integer PRIMARY"
+             " KEY, applied_at timestamptz NOT NULL DEFAULT now());"
+             " INSERT INTO \"%s\".schema_version (version) VALUES (-3)",
+             schema_name("negative"), schema_name("negative"), schema_name("negative"));
+    free(query1(pg, sql));
+    PQfinish(pg);
+    convo_error err;
+    convo_store *s = NULL;
+    ck_assert_int_eq(convo_open(&s, schema_url("negative", NULL), &err), CONVO_ECORRUPT);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(err.message, "-3") != NULL, "message: %s", err.message);
+    drop_schema("negative");
+}
+END_TEST
+
 /* Openers racing on a new schema: one migrates, the others wait and find it done. */
 START_TEST(test_concurrent_openers_migrate_once)
 {
@@ -1307,6 +1329,7 @@ static Suite *postgres_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_schema_created_and_versioned);
     tcase_add_test(tc, test_newer_schema_not_supported);
+    tcase_add_test(tc, test_negative_schema_version_refused);
     tcase_add_test(tc, test_concurrent_openers_migrate_once);
     tcase_add_test(tc, test_schemas_are_separate);
     tcase_add_test(tc, test_migration_from_version_3);

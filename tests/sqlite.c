@@ -392,6 +392,24 @@ START_TEST(test_schema_too_new)
 }
 END_TEST
 
+START_TEST(test_schema_version_negative)
+{
+    const char *path = db_path("vneg");
+    write_v1(path);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_meta SET value = '-2' WHERE key = 'schema_version'");
+    sqlite3_close(db);
+    char url[640];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ECORRUPT);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(err.message, "version -2") != NULL, "%s", err.message);
+}
+END_TEST
+
 /* ------------------------------------------------------------ files */
 
 static int mode_of(const char *path)
@@ -439,6 +457,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_delete_and_prune_leave_nothing);
     tcase_add_test(tc, test_migration_1_to_2);
     tcase_add_test(tc, test_schema_too_new);
+    tcase_add_test(tc, test_schema_version_negative);
     tcase_add_test(tc, test_wal_shm_modes);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);

@@ -1394,6 +1394,10 @@ static int read_version(const convo_backend *b, PGconn *pg, int *version, convo_
     else
         rc = fail(b, pg, r, err);
     PQclear(r);
+    if (rc == 0 && *version < 0)
+        rc = convo__error(err, CONVO_ECORRUPT, NULL,
+                          "postgres: schema %s records version %d; versions start at 1",
+                          b->schema, *version);
     return rc;
 }
 

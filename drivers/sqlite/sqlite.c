@@ -1674,6 +1674,10 @@ static int schema_version(sq_conn *c, int *version, convo_error *err)
         rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
     }
     sqlite3_finalize(st);
+    if (rc == SQLITE_OK && *version < 0)
+        return convo__error(err, CONVO_ECORRUPT, NULL,
+                            "sqlite: the database records convo schema version %d; versions"
+                            " start at 1", *version);
     return rc == SQLITE_OK ? 0 : conn_error(c, rc, err, "reading the schema version");
 }
 
