@@ -1649,14 +1649,16 @@ static int scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, v
 {
     char *pattern = scan_pattern(b->prefix, tail);
     char cursor[32] = "0";
-    int rc = pattern ? 0 : oom(err);
+    if (!pattern) /* cmd_str() below would strlen() it */
+        return oom(err);
+    int rc;
     do {
         cmd scan = {0};
         redisReply *r = NULL;
         const char *words[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
         for (int i = 0; i < 6; i++)
             cmd_str(&scan, words[i]);
-        rc = rc == 0 ? pipeline(b, c, &scan, 1, &r, err) : rc;
+        rc = pipeline(b, c, &scan, 1, &r, err);
         cmd_free(&scan);
         if (rc != 0)
             break;
