@@ -482,9 +482,11 @@ static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
         mem_blob b = {xdup(cp->checkpoint_ns, &failed), xdup(c->channel, &failed),
                       xdup(c->version, &failed), xdup(c->value->type, &failed),
                       xdupb(c->value->bytes, c->value->len, &failed), c->value->len};
-        t->blobs[t->nblobs++] = b;
-        if (failed)
+        if (failed) { /* a half-copied blob kept would crash find_blob's strcmp later */
+            blob_clear(&b);
             return CONVO_ENOMEM;
+        }
+        t->blobs[t->nblobs++] = b;
     }
     return 0;
 }
