@@ -429,6 +429,11 @@ thread job: 4 messages, extra {"step":2,"last_tool":"add"}'
     check "agent rerun" 0 "$AGENT" "$A" job
     out_is "agent rerun" 'step 3: messages 4..5 (already stored: replayed)
 thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
+    # a store whose listing fails: one error line and status 1 (it once freed a garbage cursor)
+    check "threads: store to break" 0 "$CONVO" --url "sqlite:$T/broken.db" append b "$U"
+    python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE convo_threads RENAME TO gone"); c.commit()' "$T/broken.db"
+    check "threads when listing fails" 1 "$CONVO" --url "sqlite:$T/broken.db" threads
+    one_error "threads when listing fails"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"

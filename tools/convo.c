@@ -410,6 +410,8 @@ static int print_thread_page(convo_store *s, const char *after, size_t limit, si
 {
     convo_thread_page *p;
     convo_error err;
+    *printed = 0;
+    *next = NULL; /* the caller frees it, error or not */
     int rc = convo_thread_list(s, after, limit, &p, &err);
     if (rc != 0)
         return fail(rc, &err);
