@@ -103,6 +103,8 @@ err_has "--url after the command without value" "needs a value"
 check "--url before and after the command" 2 "$CONVO" --url "$M" load t --url "$M"
 err_has "--url before and after the command" "given twice"
 check "--url after the command twice" 2 "$CONVO" load t --url="$M" --url "$M"
+check "--url twice before the command" 2 "$CONVO" --url "$M" --url="$M" load t
+err_has "--url twice before the command" "given twice"
 err_has "--url after the command twice" "given twice"
 check "bad expect-length" 2 "$CONVO" --url "$M" append t "$U" --expect-length -3
 check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x

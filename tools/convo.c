@@ -664,33 +664,44 @@ static int finish(int status)
     return status;
 }
 
+/* If argv[*k] is --url VALUE or --url=VALUE, sets *url (moving *k past the
+ * value) and returns 1; 0 when it is something else; a usage error when the
+ * value is missing or a URL was given already. */
+static int url_option(int argc, char **argv, int *k, const char **url)
+{
+    const char *a = argv[*k], *value;
+    if (strcmp(a, "--url") == 0) {
+        if (*k + 1 >= argc)
+            return usage_error(NULL, "option --url needs a value");
+        value = argv[++*k];
+    } else if (strncmp(a, "--url=", 6) == 0) {
+        value = a + 6;
+    } else {
+        return 0;
+    }
+    if (*url)
+        return usage_error(NULL, "option --url given twice");
+    *url = value;
+    return 1;
+}
+
 /* --url may also follow the command (`convo bench --url URL ...`): it is taken
  * out of argv[from..argc) before the command reads its arguments; "--" ends
  * the search. Returns STATUS_OK or a usage error. */
 static int take_url_after_command(int *argc, char **argv, int from, const char **url)
 {
-    int out = from, given = *url != NULL;
+    int out = from;
     for (int k = from; k < *argc; k++) {
-        const char *a = argv[k], *value = NULL;
-        if (strcmp(a, "--") == 0) {
+        if (strcmp(argv[k], "--") == 0) {
             while (k < *argc)
                 argv[out++] = argv[k++];
             break;
         }
-        if (strcmp(a, "--url") == 0) {
-            if (k + 1 >= *argc)
-                return usage_error(NULL, "option --url needs a value");
-            value = argv[++k];
-        } else if (strncmp(a, "--url=", 6) == 0) {
-            value = a + 6;
-        }
-        if (!value) {
+        int taken = url_option(*argc, argv, &k, url);
+        if (taken == STATUS_USAGE)
+            return taken;
+        if (!taken)
             argv[out++] = argv[k];
-            continue;
-        }
-        if (given++)
-            return usage_error(NULL, "option --url given twice");
-        *url = value;
     }
     *argc = out;
     argv[out] = NULL;
@@ -709,17 +720,15 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--version") == 0) {
             print_version();
             return finish(STATUS_OK);
-        } else if (strcmp(a, "--url") == 0 && i + 1 < argc) {
-            url = argv[++i];
-        } else if (strncmp(a, "--url=", 6) == 0) {
-            url = a + 6;
         } else if (strcmp(a, "--") == 0) {
             i++;
             break;
-        } else if (strcmp(a, "--url") == 0) {
-            return usage_error(NULL, "option --url needs a value");
         } else {
-            return usage_error(NULL, "unknown option '%.40s'", a);
+            int taken = url_option(argc, argv, &i, &url);
+            if (taken == STATUS_USAGE)
+                return taken;
+            if (!taken)
+                return usage_error(NULL, "unknown option '%.40s'", a);
         }
     }
     if (i >= argc)
