@@ -166,7 +166,7 @@ typedef struct convo_channel_in {
     const convo_blob *value; /* NULL when this version was stored before, or is empty */
 } convo_channel_in;
 
-#define CONVO_CHECKPOINT_IN_VERSION 1
+#define CONVO_CHECKPOINT_IN_VERSION 2
 typedef struct convo_checkpoint_in {
     unsigned int version;
     const char *thread_id;
@@ -178,9 +178,20 @@ typedef struct convo_checkpoint_in {
     const convo_channel_in *channels;
     size_t nchannels;
     int64_t log_length;         /* messages of the thread that belong to it; 0 = none */
+    /* ---- version 2: messages appended to the thread's log in the same atomic write
+     * as the checkpoint (one transaction, Lua script or document write: one round
+     * trip). They are validated as convo_append's batch is, and stored at seq
+     * expected_length only when the thread then has exactly expected_length
+     * messages; otherwise CONVO_ECONFLICT and nothing at all is written, neither
+     * the messages nor the checkpoint. With nmessages > 0, log_length must be at
+     * most expected_length + nmessages. Unused when nmessages is 0. ---- */
+    const char *const *messages;
+    const size_t *message_lengths; /* NULL = each message is NUL-terminated */
+    size_t nmessages;
+    int64_t expected_length;       /* the thread's length before the put; >= 0 */
 } convo_checkpoint_in;
 #define CONVO_CHECKPOINT_IN_INIT { CONVO_CHECKPOINT_IN_VERSION, NULL, NULL, NULL, NULL, NULL, \
-                                   { NULL, NULL, 0 }, NULL, 0, 0 }
+                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1 }
 
 /* A pending write of a task: idx >= 0 is stored once per (task_id, idx);
  * a negative idx (errors, interrupts, ...) replaces what that idx held. */
@@ -208,16 +219,24 @@ CONVO_EXTERN int convo_checkpoint_get(convo_store *s, const char *thread_id,
                                       const char *checkpoint_ns, const char *checkpoint_id,
                                       convo_checkpoint **out, convo_error *err);
 
-#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 1
+#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 2
 typedef struct convo_checkpoint_list_opts {
     unsigned int version;
     const char *thread_id;     /* NULL = every thread */
     const char *checkpoint_ns; /* NULL = every namespace */
-    const char *before;        /* a checkpoint id of that thread: only older ones; needs thread_id */
+    /* A checkpoint id: only checkpoints put before it are listed. It names the
+     * checkpoint (before_thread_id, before_ns, before); an unknown one is
+     * CONVO_ENOTFOUND on every driver. */
+    const char *before;
     size_t limit;              /* 0 = no limit */
     const char *filter_json;   /* metadata containment, e.g. {"source":"loop","step":3}; NULL = all */
+    /* ---- version 2: `before` across threads (thread_id NULL lists every thread's
+     * checkpoints put before that one; the order does not depend on the id format). */
+    const char *before_thread_id; /* the thread of `before`; NULL = thread_id (then required) */
+    const char *before_ns;        /* its namespace; NULL = checkpoint_ns, else "" */
 } convo_checkpoint_list_opts;
-#define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, NULL }
+#define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, \
+                                          NULL, NULL, NULL }
 
 /* Newest first (the order in which they were put). */
 CONVO_EXTERN int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,

@@ -3,6 +3,7 @@
  * build with convo__checkpoint_*. */
 #include "internal.h"
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -418,8 +419,14 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
         rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                           "checkpoint of %zu bytes exceeds the limit of %zu bytes", bytes,
                           s->limits.max_checkpoint_bytes);
+    if (rc == 0 && cp->version >= 2 && cp->nmessages > 0)
+        rc = convo__error(err, CONVO_ENOTSUP, NULL, "checkpoint put with messages is not built yet");
     if (rc == 0) {
-        convo_checkpoint_in copy = *cp;
+        /* A version 1 caller's struct ends before the version 2 fields. */
+        convo_checkpoint_in copy = CONVO_CHECKPOINT_IN_INIT;
+        memcpy(&copy, cp, cp->version >= 2 ? sizeof copy
+                                           : offsetof(convo_checkpoint_in, messages));
+        copy.version = CONVO_CHECKPOINT_IN_VERSION;
         copy.checkpoint_ns = cp->checkpoint_ns ? cp->checkpoint_ns : "";
         copy.metadata_json = metadata;
         if (!copy.body.type)
@@ -499,7 +506,9 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (opts) {
         if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_LIST_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL, "unknown checkpoint list opts version");
-        o = *opts;
+        memcpy(&o, opts, opts->version >= 2 ? sizeof o
+                                            : offsetof(convo_checkpoint_list_opts, before_thread_id));
+        o.version = CONVO_CHECKPOINT_LIST_OPTS_VERSION;
     }
     int rc = 0;
     if (o.thread_id)

@@ -51,9 +51,10 @@ typedef struct convo_url {
 
 typedef struct convo_backend convo_backend; /* a driver's open instance */
 
-/* Version 2 added the checkpoint calls at the end of the table; the core
- * answers CONVO_ENOTSUP for them when a driver is older or leaves them NULL. */
-#define CONVO_DRIVER_VERSION 2
+/* Version 2 added the checkpoint calls at the end of the table, version 3 the
+ * checkpoint put that appends to the log; the core answers CONVO_ENOTSUP for
+ * them when a driver is older or leaves them NULL. */
+#define CONVO_DRIVER_VERSION 3
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -128,6 +129,14 @@ typedef struct convo_driver {
      * start afresh) and sweep removes what expired. Optional: NULL when the
      * backend expires data itself (Redis, MongoDB TTL index) or has no ttl. ---- */
     int (*sweep)(convo_backend *b, uint64_t *removed, convo_error *err);
+
+    /* ---- version 3: checkpoint_put with messages (cp->nmessages > 0): msgs,
+     * validated, are appended at seq cp->expected_length and the checkpoint
+     * stored, in one atomic write and one round trip; CONVO_ECONFLICT with
+     * nothing written when the thread's length is not cp->expected_length.
+     * Creates the thread when needed (expected_length 0). ---- */
+    int (*checkpoint_put_log)(convo_backend *b, const convo_checkpoint_in *cp,
+                              const convo_message_in *msgs, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
