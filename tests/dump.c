@@ -3,6 +3,7 @@
  * that every message (bytes, seq, role, created_at), extra object, checkpoint,
  * channel value and pending write arrives identical; truncated and corrupted
  * dumps leave each thread whole or absent; a large copy stays in bounded memory. */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <convo.h>
 #include <jansson.h>
@@ -352,6 +353,260 @@ START_TEST(test_not_a_dump)
 }
 END_TEST
 
+/* ---- a dump edited frame by frame: [0x92, bin(record), uint64 checksum] ---- */
+
+static uint64_t fnv1a(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* The frame at m->data + at: its record's offset and length, and the frame's size. */
+static size_t frame_at(const membuf *m, size_t at, size_t *rec, size_t *rec_len)
+{
+    const unsigned char *p = (const unsigned char *)m->data + at;
+    size_t width = p[1] == 0xc4 ? 1 : p[1] == 0xc5 ? 2 : 4, n = 0;
+    ck_assert(p[0] == 0x92);
+    for (size_t k = 0; k < width; k++)
+        n = (n << 8) | p[2 + k];
+    *rec = at + 2 + width;
+    *rec_len = n;
+    unsigned c = p[2 + width + n];
+    size_t sum = c <= 0x7f ? 1 : c == 0xcc ? 2 : c == 0xcd ? 3 : c == 0xce ? 5 : 9;
+    return 2 + width + n + sum;
+}
+
+static void add_frame(membuf *out, const void *rec, size_t len)
+{
+    unsigned char head[6] = {0x92, 0xc6, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+                             (unsigned char)(len >> 8), (unsigned char)len};
+    mem_write(out, head, sizeof head);
+    mem_write(out, rec, len);
+    uint64_t sum = fnv1a(rec, len);
+    unsigned char tail[9] = {0xcf};
+    for (int k = 0; k < 8; k++)
+        tail[1 + k] = (unsigned char)(sum >> (56 - 8 * k));
+    mem_write(out, tail, sizeof tail);
+}
+
+/* The dump m without the frames that mention `drop`, and with its end record
+ * replaced by `end` (when not NULL). */
+static membuf edited(const membuf *m, const char *drop, const void *end, size_t end_len)
+{
+    membuf out = {0};
+    for (size_t at = 0; at < m->len;) {
+        size_t rec, len, size = frame_at(m, at, &rec, &len);
+        int last = at + size == m->len;
+        if (last && end)
+            add_frame(&out, end, end_len);
+        else if (!drop || !memmem(m->data + rec, len, drop, strlen(drop)))
+            mem_write(&out, m->data + at, size);
+        at += size;
+    }
+    return out;
+}
+
+static void import_refused(int u, const membuf *dump, int want)
+{
+    convo_store *dst = open_url(urls[u]);
+    membuf t = *dump;
+    t.pos = 0;
+    convo_error err;
+    int rc = convo_import(dst, mem_read, &t, NULL, NULL, &err);
+    ck_assert_msg(rc == want, "import: rc %d (%s), want %d", rc, rc ? err.message : "", want);
+    for (int i = 0; i < NTHREADS; i++)
+        convo_thread_delete(dst, ids[i], NULL);
+    convo_close(dst);
+}
+
+/* The end record's counts are checked: a wrong count, or a thread cut out whole. */
+START_TEST(test_end_counts)
+{
+    convo_store *src;
+    membuf m = dump_of_populated(&src);
+    membuf same = edited(&m, NULL, NULL, 0);
+    ck_assert_int_eq(same.len, m.len);
+    import_refused(_i, &same, 0);
+    /* ["end", 4, 2505]: one thread fewer than the dump holds */
+    static const unsigned char end4[] = {0x93, 0xa3, 'e', 'n', 'd', 0x04, 0xcd, 0x09, 0xc9};
+    static const unsigned char end5[] = {0x93, 0xa3, 'e', 'n', 'd', 0x05, 0xcd, 0x09, 0xc9};
+    static const unsigned char end5m[] = {0x93, 0xa3, 'e', 'n', 'd', 0x05, 0xcd, 0x09, 0xca};
+    membuf good = edited(&m, NULL, end5, sizeof end5);
+    import_refused(_i, &good, 0); /* the edit itself is sound */
+    membuf fewer = edited(&m, NULL, end4, sizeof end4);
+    import_refused(_i, &fewer, CONVO_ECORRUPT);
+    membuf more = edited(&m, NULL, end5m, sizeof end5m);
+    import_refused(_i, &more, CONVO_ECORRUPT);
+    membuf cut = edited(&m, ids[2], NULL, 0); /* the extra-only thread, removed whole */
+    ck_assert(cut.len < m.len);
+    import_refused(_i, &cut, CONVO_ECORRUPT);
+    free(same.data);
+    free(good.data);
+    free(fewer.data);
+    free(more.data);
+    free(cut.data);
+    free(m.data);
+    convo_close(src);
+}
+END_TEST
+
+/* ---- export of a live store: a write function that changes the store at the
+ * first flush, i.e. after the first chunk of the thread being exported ---- */
+
+enum meddle { ADD_MORE, DELETE, REPLACE };
+
+typedef struct live_write {
+    membuf out;
+    convo_store *s;
+    const char *thread;
+    enum meddle what;
+    int done;
+} live_write;
+
+static void append_many(convo_store *s, const char *t, int n, const char *tag)
+{
+    static char buf[1000][320];
+    const char *msgs[1000];
+    for (int done = 0; done < n; done += 1000) {
+        int k = n - done < 1000 ? n - done : 1000;
+        for (int i = 0; i < k; i++) {
+            snprintf(buf[i], sizeof buf[i], "{\"role\":\"user\",\"content\":\"%s %d %0250d\"}",
+                     tag, done + i, i);
+            msgs[i] = buf[i];
+        }
+        append_ok(s, t, msgs, (size_t)k);
+    }
+}
+
+static int live_write_fn(void *ctx, const void *buf, size_t len)
+{
+    live_write *w = ctx;
+    if (!w->done) {
+        w->done = 1;
+        if (w->what != ADD_MORE)
+            ck_assert_int_eq(convo_thread_delete(w->s, w->thread, NULL), 0);
+        if (w->what != DELETE)
+            append_many(w->s, w->thread, w->what == ADD_MORE ? 1000 : 3000, "new");
+    }
+    return mem_write(&w->out, buf, len);
+}
+
+/* Exports a 2,500-message thread while `what` happens to it after its first chunk. */
+static int export_live(int u, enum meddle what, int all, live_write *w, convo_dump_stats *st,
+                       convo_error *err)
+{
+    static int n;
+    static char thread[96];
+    /* '!' sorts first: a whole-store export meets this thread before any other */
+    snprintf(thread, sizeof thread, "!%s-live-%d", prefix, n++);
+    *w = (live_write){.s = open_url(urls[u]), .thread = thread, .what = what};
+    append_many(w->s, thread, 2500, "old");
+    const char *one[] = {thread};
+    return convo_export(w->s, all ? NULL : one, all ? 0 : 1, live_write_fn, w, NULL, st, err);
+}
+
+static void live_done(live_write *w)
+{
+    convo_thread_delete(w->s, w->thread, NULL);
+    convo_close(w->s);
+    free(w->out.data);
+}
+
+START_TEST(test_export_appended_meanwhile)
+{
+    live_write w;
+    convo_dump_stats st;
+    convo_error err;
+    int rc = export_live(_i, ADD_MORE, 0, &w, &st, &err);
+    ck_assert_msg(rc == 0, "export: %s", err.message);
+    ck_assert(w.done);
+    ck_assert_int_eq(st.messages, 2500); /* its length when its export began */
+    convo_store *dst = open_url("memory:");
+    w.out.pos = 0;
+    ck_assert_msg(convo_import(dst, mem_read, &w.out, NULL, NULL, &err) == 0, "%s", err.message);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(dst, w.thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 2500);
+    ck_assert_ptr_nonnull(strstr(convo_history_message(h, 2499, NULL), "old 2499"));
+    convo_history_free(h);
+    convo_close(dst);
+    live_done(&w);
+}
+END_TEST
+
+START_TEST(test_export_replaced_meanwhile)
+{
+    live_write w;
+    convo_error err;
+    int rc = export_live(_i, REPLACE, 0, &w, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "export: rc %d", rc);
+    ck_assert_ptr_nonnull(strstr(err.message, "export again"));
+    live_done(&w);
+}
+END_TEST
+
+START_TEST(test_export_all_deleted_meanwhile)
+{
+    live_write w;
+    convo_error err;
+    int rc = export_live(_i, DELETE, 1, &w, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "export: rc %d", rc);
+    live_done(&w);
+}
+END_TEST
+
+/* Every allocation of an export failing in turn (the test-only hook
+ * CONVO_TEST_EXPORT_NOMEM): each run fails with CONVO_ENOMEM or, once the hook
+ * is past the last allocation, writes the whole dump; never a short dump with
+ * exit 0, never a loop. A store of 1,001 threads (two pages of the listing)
+ * and a thread of 257 checkpoints (two pages of checkpoint keys). */
+START_TEST(test_export_nomem)
+{
+    convo_store *s = open_url("memory:");
+    convo_error err;
+    char id[32];
+    for (int i = 0; i < 1001; i++) {
+        snprintf(id, sizeof id, "t%04d", i);
+        ck_assert_int_eq(convo_save_extra(s, id, "{\"k\":1}", &err), 0);
+    }
+    char cp[16], parent[16];
+    for (int i = 0; i < 257; i++) {
+        snprintf(cp, sizeof cp, "c%04d", i);
+        put_cp(s, "t0000", "", cp, i ? parent : NULL, "1", "10", 0);
+        memcpy(parent, cp, sizeof cp);
+    }
+    membuf whole = {0};
+    unsetenv("CONVO_TEST_EXPORT_NOMEM");
+    ck_assert_int_eq(convo_export(s, NULL, 0, mem_write, &whole, NULL, NULL, &err), 0);
+    int n;
+    for (n = 1;; n++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("CONVO_TEST_EXPORT_NOMEM", v, 1);
+        membuf m = {0};
+        int rc = convo_export(s, NULL, 0, mem_write, &m, NULL, NULL, &err);
+        if (rc == 0) {
+            ck_assert_msg(m.len == whole.len && memcmp(m.data, whole.data, m.len) == 0,
+                          "allocation %d failing: exit 0 with %zu of %zu bytes", n, m.len,
+                          whole.len);
+            free(m.data);
+            break;
+        }
+        ck_assert_msg(rc == CONVO_ENOMEM, "allocation %d failing: rc %d (%s)", n, rc,
+                      err.message);
+        free(m.data);
+    }
+    unsetenv("CONVO_TEST_EXPORT_NOMEM");
+    fprintf(stderr, "export: %d allocations made to fail in turn\n", n - 1);
+    ck_assert_int_gt(n, 500);
+    free(whole.data);
+    convo_close(s);
+}
+END_TEST
+
 static long peak_rss_kb(void)
 {
     struct rusage ru;
@@ -415,6 +670,11 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_truncated, 0, nurls);
     tcase_add_loop_test(tc, test_corrupted, 0, nurls);
     tcase_add_loop_test(tc, test_not_a_dump, 0, nurls);
+    tcase_add_loop_test(tc, test_end_counts, 0, nurls);
+    tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
+    tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
+    tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);
+    tcase_add_test(tc, test_export_nomem);
     tcase_add_test(tc, test_big_copy_bounded);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
