@@ -436,6 +436,24 @@ thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
     python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE convo_threads RENAME TO gone"); c.commit()' "$T/broken.db"
     check "threads when listing fails" 1 "$CONVO" --url "sqlite:$T/broken.db" threads
     one_error "threads when listing fails"
+    # output that cannot be written after a stored write: exit 6, said on stderr, stored once
+    O="sqlite:$T/output.db"
+    got=0; "$CONVO" --url "$O" append o "$U" >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 6 ]; then ok; else bad "append >/dev/full: exit $got, want 6"; fi
+    one_error "append >/dev/full"
+    err_has "append >/dev/full" "the batch is stored (first seq 0, 1 messages)"
+    got=0; "$CONVO" --url "$O" append o "$U" >&- 2>"$T/err" || got=$?
+    if [ "$got" = 6 ]; then ok; else bad "append >&-: exit $got, want 6"; fi
+    err_has "append >&-" "the batch is stored (first seq 1, 1 messages)"
+    check "appends with no output stored" 0 "$CONVO" --url "$O" load o
+    if [ "$(wc -l <"$T/out")" = 2 ]; then ok; else bad "appends with no output: $(wc -l <"$T/out") messages, want 2"; fi
+    got=0; "$CONVO" --url "$O" load o >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 1 ]; then ok; else bad "load >/dev/full: exit $got, want 1"; fi
+    one_error "load >/dev/full"
+    got=0; "$CONVO" --url "$O" export >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 1 ]; then ok; else bad "export >/dev/full: exit $got, want 1"; fi
+    one_error "export >/dev/full"
+    err_has "export >/dev/full" "writing the dump failed: No space left on device"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"

@@ -20,7 +20,8 @@ enum {
     STATUS_USAGE = 2,
     STATUS_NOTFOUND = 3,
     STATUS_CONFLICT = 4,
-    STATUS_TOOLARGE = 5
+    STATUS_TOOLARGE = 5,
+    STATUS_STORED_NO_OUTPUT = 6 /* the write was stored; printing its result failed */
 };
 
 #define DEFAULT_URL "sqlite:convo.db"
@@ -324,6 +325,13 @@ static int cmd_append(convo_store *s, const invocation *inv)
         st = fail(rc, &err);
     } else {
         printf("%lld %zu\n", (long long)res.first_seq, res.count);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            /* a retry would store the batch again: say that it is stored */
+            fprintf(stderr, "convo: the batch is stored (first seq %lld, %zu messages) but "
+                    "standard output could not be written: %s\n", (long long)res.first_seq,
+                    res.count, strerror(errno));
+            st = STATUS_STORED_NO_OUTPUT;
+        }
     }
     if (from_stdin)
         batch_free(&b);
@@ -655,11 +663,16 @@ static int run(const char *url, const command *cmd, int argc, char **argv)
     return st;
 }
 
+/* A command that failed has said why already (the first error is the root cause). */
 static int finish(int status)
 {
+    errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "convo: cannot write standard output: %s\n", strerror(errno));
-        return status ? status : STATUS_ERROR;
+        if (status != STATUS_OK)
+            return status;
+        fprintf(stderr, "convo: cannot write standard output%s%s\n", errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        return STATUS_ERROR;
     }
     return status;
 }
