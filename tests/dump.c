@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <convo.h>
+#include "dumpbuf.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,32 +223,6 @@ START_TEST(test_chain)
 }
 END_TEST
 
-typedef struct membuf {
-    char *data;
-    size_t len, cap, pos;
-} membuf;
-
-static int mem_write(void *ctx, const void *buf, size_t len)
-{
-    membuf *m = ctx;
-    if (m->len + len > m->cap) {
-        m->cap = (m->len + len) * 2;
-        m->data = realloc(m->data, m->cap);
-    }
-    memcpy(m->data + m->len, buf, len);
-    m->len += len;
-    return 0;
-}
-
-static long mem_read(void *ctx, void *buf, size_t len)
-{
-    membuf *m = ctx;
-    size_t n = m->len - m->pos < len ? m->len - m->pos : len;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (long)n;
-}
-
 static membuf dump_of_populated(convo_store **src)
 {
     *src = open_url("memory:");
@@ -355,15 +330,6 @@ END_TEST
 
 /* ---- a dump edited frame by frame: [0x92, bin(record), uint64 checksum] ---- */
 
-static uint64_t fnv1a(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* The frame at m->data + at: its record's offset and length, and the frame's size. */
 static size_t frame_at(const membuf *m, size_t at, size_t *rec, size_t *rec_len)
 {
@@ -377,19 +343,6 @@ static size_t frame_at(const membuf *m, size_t at, size_t *rec, size_t *rec_len)
     unsigned c = p[2 + width + n];
     size_t sum = c <= 0x7f ? 1 : c == 0xcc ? 2 : c == 0xcd ? 3 : c == 0xce ? 5 : 9;
     return 2 + width + n + sum;
-}
-
-static void add_frame(membuf *out, const void *rec, size_t len)
-{
-    unsigned char head[6] = {0x92, 0xc6, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
-                             (unsigned char)(len >> 8), (unsigned char)len};
-    mem_write(out, head, sizeof head);
-    mem_write(out, rec, len);
-    uint64_t sum = fnv1a(rec, len);
-    unsigned char tail[9] = {0xcf};
-    for (int k = 0; k < 8; k++)
-        tail[1 + k] = (unsigned char)(sum >> (56 - 8 * k));
-    mem_write(out, tail, sizeof tail);
 }
 
 /* The dump m without the frames that mention `drop`, and with its end record
@@ -450,6 +403,43 @@ START_TEST(test_end_counts)
     free(cut.data);
     free(m.data);
     convo_close(src);
+}
+END_TEST
+
+/* A message's time comes back exactly as imported, or the store refuses it
+ * (CONVO_EINVAL, nothing stored): never another time (PostgreSQL turned
+ * INT64_MIN into the year 294247). */
+START_TEST(test_import_times)
+{
+    const int64_t times[] = {INT64_MIN, INT64_MIN + 1, -62135596800000000 /* year 1 */ - 1,
+                             -1, 0, 1732500000123456, 253402300799999999 /* 9999 */,
+                             INT64_MAX - 1, INT64_MAX};
+    convo_store *dst = open_url(urls[_i]);
+    for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
+        char thread[96];
+        snprintf(thread, sizeof thread, "%s-time-%zu", prefix, k);
+        membuf m = dump_with_time(thread, times[k]);
+        convo_error err;
+        int rc = convo_import(dst, mem_read, &m, NULL, NULL, &err);
+        convo_history *h = NULL;
+        int lrc = convo_load(dst, thread, NULL, &h, NULL);
+        if (rc == 0) {
+            ck_assert_int_eq(lrc, 0);
+            ck_assert_msg(convo_history_created_at(h, 0) == times[k],
+                          "%s: imported %lld, loaded %lld", convo_store_driver(dst),
+                          (long long)times[k], (long long)convo_history_created_at(h, 0));
+        } else {
+            ck_assert_msg(rc == CONVO_EINVAL, "%s: time %lld: rc %d (%s)",
+                          convo_store_driver(dst), (long long)times[k], rc, err.message);
+            ck_assert_int_eq(lrc, CONVO_ENOTFOUND);
+        }
+        if (k == 4 || k == 5)
+            ck_assert_int_eq(rc, 0); /* 1970 and 2024 fit every store */
+        convo_history_free(h);
+        convo_thread_delete(dst, thread, NULL);
+        free(m.data);
+    }
+    convo_close(dst);
 }
 END_TEST
 
@@ -671,6 +661,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_corrupted, 0, nurls);
     tcase_add_loop_test(tc, test_not_a_dump, 0, nurls);
     tcase_add_loop_test(tc, test_end_counts, 0, nurls);
+    tcase_add_loop_test(tc, test_import_times, 0, nurls);
     tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);
