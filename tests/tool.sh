@@ -478,6 +478,31 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     python3 -c 'import json; print(json.dumps({"big": "x" * 1048576}))' >"$T/patch.json"
     check "save-extra of a patch over 1 MiB on stdin" 5 "$CONVO" --url "$L" save-extra p <"$T/patch.json"
     err_has "patch over 1 MiB" "the patch on standard input is over the limit of 1048576 bytes"
+    # libmongoc's counters file /dev/shm/mongoc-PID: gone while the tool runs (it was
+    # left behind by every killed process, even one that used only SQLite)
+    shm_left() { # URL: the tool waits on stdin with the store open, then is killed
+        local url=$1 db=$2 pid='' i f
+        rm -f "$T/fifo" && mkfifo "$T/fifo"
+        # as a user runs it: without the MONGOC_DISABLE_SHM=1 that make check sets
+        env -u MONGOC_DISABLE_SHM "$CONVO" --url "$url" append s <"$T/fifo" >/dev/null 2>&1 &
+        exec 7>"$T/fifo"
+        for i in $(seq 200); do
+            for f in /proc/[0-9]*/fd/*; do
+                case $(readlink "$f" 2>/dev/null) in "$db"*) pid=${f#/proc/}; pid=${pid%%/*}; break 2 ;; esac
+            done
+            sleep 0.05
+        done
+        if [ -z "$pid" ]; then bad "shm ($url): the tool never opened $db"; exec 7>&-; return; fi
+        if [ -e "/dev/shm/mongoc-$pid" ]; then bad "shm ($url): /dev/shm/mongoc-$pid exists while the tool runs"; else ok; fi
+        kill -9 "$pid"
+        exec 7>&-
+        wait || true
+        if [ -e "/dev/shm/mongoc-$pid" ]; then bad "shm ($url): /dev/shm/mongoc-$pid left by the killed tool"; rm -f "/dev/shm/mongoc-$pid"; else ok; fi
+    }
+    case $("$CONVO" --version) in
+    *mongo*) shm_left "sqlite:$T/shm.db" "$T/shm.db" ;;
+    *) echo "tool.sh: built without the MongoDB driver: no libmongoc counters file to check" ;;
+    esac
     # output that cannot be written after a stored write: exit 6, said on stderr, stored once
     O="sqlite:$T/output.db"
     got=0; "$CONVO" --url "$O" append o "$U" >/dev/full 2>"$T/err" || got=$?
