@@ -544,7 +544,11 @@ typedef struct importer {
     convo_error *err;
     uint64_t offset; /* stream offset of the record being applied */
     char *thread;    /* the thread being imported, or NULL between threads */
-    int created;     /* the import created it: remove it again on failure */
+    /* A thread the store does not have is restored under a staging id first and
+     * made visible by one fork when its messages are in: it appears whole or not
+     * at all, and a failed import never deletes what another writer stored. */
+    char *staging;   /* the staging id while the thread is staged, else NULL */
+    const char *target; /* where messages go: staging, or thread itself */
     int64_t next_seq;
     uint64_t thread_checkpoints;
     int ended;
@@ -602,6 +606,25 @@ static int same_thread(importer *im, const msgpack_object *rec)
            memcmp(o->via.str.ptr, im->thread, o->via.str.size) == 0;
 }
 
+#define STAGING_PREFIX ".convo-import-"
+
+static int new_staging_id(importer *im)
+{
+    static unsigned counter;
+    struct {
+        int64_t now;
+        long pid;
+        unsigned n;
+        const void *im;
+    } seed = {convo__now_micros(), (long)getpid(), __atomic_fetch_add(&counter, 1, 0), im};
+    if (asprintf(&im->staging, STAGING_PREFIX "%016llx",
+                 (unsigned long long)fnv1a(&seed, sizeof seed)) < 0) {
+        im->staging = NULL;
+        return convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    return 0;
+}
+
 static int import_thread_start(importer *im, const msgpack_object *rec)
 {
     char *id = NULL, *extra = NULL;
@@ -621,23 +644,42 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
     if (rc == 0) {
         rc = convo_load(im->s, id, &lo, &h, im->err);
         convo_history_free(h);
-        im->created = rc == CONVO_ENOTFOUND;
         if (rc == CONVO_ENOTFOUND) {
             convo__error_clear(im->err);
-            rc = 0;
+            rc = new_staging_id(im);
         }
     }
-    if (rc == 0)
-        rc = convo_save_extra(im->s, id, extra ? extra : "{}", im->err);
-    free(extra);
-    if (rc != 0) {
-        free(id);
-        return rc;
-    }
     im->thread = id;
+    im->target = im->staging ? im->staging : id;
     im->next_seq = 0;
     im->thread_checkpoints = 0;
-    return 0;
+    if (rc == 0)
+        rc = convo_save_extra(im->s, im->target, extra ? extra : "{}", im->err);
+    free(extra);
+    return rc;
+}
+
+/* A thread that is not there yet becomes visible here, whole: one fork of its
+ * staged copy (messages and extra). CONVO_ECONFLICT when another writer
+ * created it meanwhile: that writer's thread is left as it is. */
+static int publish(importer *im)
+{
+    if (!im->staging)
+        return 0;
+    int rc = convo_thread_fork(im->s, im->staging, im->thread, -1, im->err);
+    if (rc == CONVO_ECONFLICT) {
+        convo__error_clear(im->err);
+        rc = convo__error(im->err, CONVO_ECONFLICT, NULL, "thread %s was created by another "
+                          "writer while it was imported: not restored, the other writer's "
+                          "thread is left as it is", im->thread);
+    }
+    if (rc != 0)
+        return rc;
+    rc = convo_thread_delete(im->s, im->staging, im->err);
+    free(im->staging);
+    im->staging = NULL;
+    im->target = im->thread;
+    return rc;
 }
 
 static int import_messages(importer *im, const msgpack_object *rec)
@@ -675,7 +717,7 @@ static int import_messages(importer *im, const msgpack_object *rec)
     }
     int skipped = 0;
     if (rc == 0)
-        rc = im->s->driver->thread_import(im->s->backend, im->thread, first, msgs, at, n,
+        rc = im->s->driver->thread_import(im->s->backend, im->target, first, msgs, at, n,
                                           &skipped, im->err);
     for (size_t i = 0; msgs && i < n; i++)
         free((char *)msgs[i].role);
@@ -815,6 +857,9 @@ static int import_writes(importer *im, const cp_fields *f)
 
 static int import_checkpoint(importer *im, const msgpack_object *rec)
 {
+    int prc = publish(im); /* checkpoints go to the visible thread */
+    if (prc != 0)
+        return prc;
     cp_fields f = {0};
     if (!same_thread(im, rec) || parse_cp(rec, &f) != 0) {
         cp_fields_free(&f);
@@ -861,6 +906,9 @@ static int import_thread_end(importer *im, const msgpack_object *rec)
         return corrupt(im, "malformed thread-end record");
     if (messages != im->next_seq || (uint64_t)checkpoints != im->thread_checkpoints)
         return corrupt(im, "thread-end counts do not match the records before it");
+    int rc = publish(im);
+    if (rc != 0)
+        return rc;
     free(im->thread);
     im->thread = NULL;
     im->stats->threads++;
@@ -989,11 +1037,22 @@ static int apply_frame(importer *im, const unsigned char *bin, size_t len, uint6
     return rc;
 }
 
-/* After a failure inside a thread the import created, remove it again. */
+/* After a failure inside a staged thread, remove the staged copy: only what the
+ * import itself wrote. A thread already visible is left (another writer may be
+ * using it); its messages and extra are whole, its checkpoints may be partial. */
 static void undo_thread(importer *im)
 {
-    if (im->thread && im->created)
-        convo_thread_delete(im->s, im->thread, NULL);
+    if (im->staging) {
+        convo_error derr;
+        if (convo_thread_delete(im->s, im->staging, &derr) != 0 &&
+            derr.code != CONVO_ENOTFOUND && im->err) {
+            size_t used = strlen(im->err->message);
+            snprintf(im->err->message + used, sizeof im->err->message - used,
+                     "; its partial copy %s could not be removed: delete it", im->staging);
+        }
+    }
+    free(im->staging);
+    im->staging = NULL;
     free(im->thread);
     im->thread = NULL;
 }

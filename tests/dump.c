@@ -253,9 +253,20 @@ START_TEST(test_import_twice)
 }
 END_TEST
 
+/* No staged copy (".convo-import-...") is left in the store. */
+static void no_staging_left(convo_store *dst)
+{
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_thread_list(dst, ".convo-import", 1, &p, NULL), 0);
+    const char *first = convo_thread_page_count(p) ? convo_thread_page_id(p, 0) : "";
+    ck_assert_msg(strncmp(first, ".convo-import-", 14) != 0, "left behind: %s", first);
+    convo_thread_page_free(p);
+}
+
 /* After a failed import, every thread is either identical or absent. */
 static void whole_or_absent(convo_store *src, convo_store *dst)
 {
+    no_staging_left(dst);
     for (int i = 0; i < NTHREADS; i++) {
         convo_history *h;
         convo_error err;
@@ -505,6 +516,56 @@ static void live_done(live_write *w)
     free(w->out.data);
 }
 
+/* ---- another writer during an import ---- */
+
+typedef struct meddling_read {
+    membuf in;
+    convo_store *dst;
+    const char *thread;
+    int done;
+} meddling_read;
+
+/* Gives the dump in 64 KiB reads; when half of it is read (the first chunk of
+ * messages applied, more to come) another writer appends to the thread. */
+static long meddling_read_fn(void *ctx, void *buf, size_t len)
+{
+    meddling_read *r = ctx;
+    if (!r->done && r->in.pos >= r->in.len / 2) {
+        r->done = 1;
+        const char *m[] = {"{\"role\":\"user\",\"content\":\"other writer\"}"};
+        append_ok(r->dst, r->thread, m, 1);
+    }
+    return mem_read(&r->in, buf, len < 65536 ? len : 65536);
+}
+
+/* A failed import removes only what it wrote: the other writer's acknowledged
+ * message stays (the import used to delete the whole thread). */
+START_TEST(test_import_other_writer)
+{
+    convo_store *src = open_url("memory:");
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-other-writer", prefix);
+    append_many(src, thread, 2500, "imported");
+    meddling_read r = {.dst = open_url(urls[_i]), .thread = thread};
+    const char *one[] = {thread};
+    convo_error err;
+    ck_assert_int_eq(convo_export(src, one, 1, mem_write, &r.in, NULL, NULL, &err), 0);
+    int rc = convo_import(r.dst, meddling_read_fn, &r, NULL, NULL, &err);
+    ck_assert(r.done);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "import: rc %d (%s)", rc, rc ? err.message : "");
+    convo_history *h;
+    ck_assert_int_eq(convo_load(r.dst, thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 1);
+    ck_assert_ptr_nonnull(strstr(convo_history_message(h, 0, NULL), "other writer"));
+    convo_history_free(h);
+    no_staging_left(r.dst);
+    convo_thread_delete(r.dst, thread, NULL);
+    convo_close(r.dst);
+    convo_close(src);
+    free(r.in.data);
+}
+END_TEST
+
 START_TEST(test_export_appended_meanwhile)
 {
     live_write w;
@@ -662,6 +723,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_not_a_dump, 0, nurls);
     tcase_add_loop_test(tc, test_end_counts, 0, nurls);
     tcase_add_loop_test(tc, test_import_times, 0, nurls);
+    tcase_add_loop_test(tc, test_import_other_writer, 0, nurls);
     tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);
