@@ -516,11 +516,20 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
     int rc = end_record(&x);
     if (rc == 0 && n == 0)
         rc = export_all(&x);
+    json_t *named = n && rc == 0 ? json_object() : NULL;
+    if (n && rc == 0 && !named)
+        rc = out_of_memory(err);
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = convo__check_thread_id(thread_ids[i], err);
-        if (rc == 0)
-            rc = export_thread(&x, thread_ids[i]);
+        if (rc == 0 && json_object_get(named, thread_ids[i]))
+            rc = convo__error(err, CONVO_EINVAL, NULL, "thread %s is named twice",
+                              thread_ids[i]);
+        if (rc == 0 && json_object_set_new(named, thread_ids[i], json_true()) != 0)
+            rc = out_of_memory(err);
     }
+    json_decref(named);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = export_thread(&x, thread_ids[i]);
     if (rc == 0) {
         msgpack_pack_array(&x.pk, 3);
         pack_str(&x.pk, "end");
@@ -552,6 +561,7 @@ typedef struct importer {
     int64_t next_seq;
     uint64_t thread_checkpoints;
     int ended;
+    json_t *seen;    /* the ids of the threads met so far: a repeated one is refused */
 } importer;
 
 static int corrupt(importer *im, const char *what)
@@ -637,6 +647,11 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
         return corrupt(im, "malformed thread record");
     }
     int rc = convo__check_thread_id(id, im->err);
+    if (rc == 0 && json_object_get(im->seen, id))
+        rc = convo__error(im->err, CONVO_ECORRUPT, NULL, "corrupt dump at byte %llu: thread %s "
+                          "appears twice", (unsigned long long)im->offset, id);
+    if (rc == 0 && json_object_set_new(im->seen, id, json_true()) != 0)
+        rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
     convo_history *h = NULL;
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.limit = 1;
@@ -682,6 +697,33 @@ static int publish(importer *im)
     return rc;
 }
 
+/* A chunk the store had already (skipped) must be the dump's own messages:
+ * another thread under the same id is reported, not silently kept. */
+static int check_skipped(importer *im, int64_t first, const convo_message_in *msgs, size_t n)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.with_extra = 0;
+    lo.from_seq = first;
+    lo.limit = (int64_t)n;
+    convo_history *h;
+    int rc = convo_load(im->s, im->target, &lo, &h, im->err);
+    if (rc != 0)
+        return rc;
+    size_t differs = convo_history_count(h) == n ? n : 0;
+    for (size_t i = 0; i < n && differs == n; i++) {
+        size_t len;
+        const char *m = convo_history_message(h, i, &len);
+        if (len != msgs[i].len || memcmp(m, msgs[i].bytes, len) != 0)
+            differs = i;
+    }
+    convo_history_free(h);
+    if (differs == n)
+        return 0;
+    return convo__error(im->err, CONVO_ECONFLICT, NULL, "thread %s exists with other messages "
+                        "(seq %lld differs from the dump's): not imported", im->thread,
+                        (long long)(first + (int64_t)differs));
+}
+
 static int import_messages(importer *im, const msgpack_object *rec)
 {
     const msgpack_object *list = field(rec, 3, MSGPACK_OBJECT_ARRAY);
@@ -719,6 +761,8 @@ static int import_messages(importer *im, const msgpack_object *rec)
     if (rc == 0)
         rc = im->s->driver->thread_import(im->s->backend, im->target, first, msgs, at, n,
                                           &skipped, im->err);
+    if (rc == 0 && skipped)
+        rc = check_skipped(im, first, msgs, n);
     for (size_t i = 0; msgs && i < n; i++)
         free((char *)msgs[i].role);
     free(msgs);
@@ -1195,8 +1239,11 @@ int convo_import(convo_store *s, convo_read_fn read, void *read_ctx, const convo
     if (s->driver->version < 2 || !s->driver->thread_import)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot import yet",
                             s->driver->name);
-    importer im = {.s = s, .opts = opts, .stats = stats, .err = err};
+    importer im = {.s = s, .opts = opts, .stats = stats, .err = err, .seen = json_object()};
+    if (!im.seen)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     int rc = read_records(&im, read, read_ctx);
+    json_decref(im.seen);
     if (rc != 0)
         undo_thread(&im);
     free(im.thread);

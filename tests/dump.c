@@ -516,6 +516,58 @@ static void live_done(live_write *w)
     free(w->out.data);
 }
 
+/* A thread twice in one dump is refused; so is a dump whose thread the store
+ * holds with other messages (both used to be skipped silently, exit 0). */
+START_TEST(test_import_repeated_or_different)
+{
+    convo_store *dst = open_url(urls[_i]);
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-repeated", prefix);
+    const char *twice[] = {thread, thread};
+    membuf m = dump_of(twice, 2, 1732500000000000, "{\"role\":\"user\"}");
+    convo_error err;
+    int rc = convo_import(dst, mem_read, &m, NULL, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECORRUPT, "repeated: rc %d", rc);
+    ck_assert_ptr_nonnull(strstr(err.message, "appears twice"));
+    free(m.data);
+    convo_thread_delete(dst, thread, NULL);
+    const char *mine[] = {"{\"role\":\"user\",\"mine\":1}"};
+    append_ok(dst, thread, mine, 1);
+    const char *one[] = {thread};
+    m = dump_of(one, 1, 1732500000000000, "{\"role\":\"user\"}");
+    convo_dump_stats st;
+    rc = convo_import(dst, mem_read, &m, NULL, &st, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "other content: rc %d, %llu skipped", rc,
+                  (unsigned long long)st.skipped);
+    ck_assert_ptr_nonnull(strstr(err.message, "exists with other messages (seq 0"));
+    convo_history *h;
+    ck_assert_int_eq(convo_load(dst, thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 1);
+    ck_assert_str_eq(convo_history_message(h, 0, NULL), mine[0]);
+    convo_history_free(h);
+    free(m.data);
+    convo_thread_delete(dst, thread, NULL);
+    convo_close(dst);
+}
+END_TEST
+
+START_TEST(test_export_named_twice)
+{
+    convo_store *src = open_url(urls[_i]);
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-named-twice", prefix);
+    const char *m[] = {"{\"role\":\"user\"}"};
+    append_ok(src, thread, m, 1);
+    const char *twice[] = {thread, thread};
+    membuf out = {0};
+    convo_error err;
+    ck_assert_int_eq(convo_export(src, twice, 2, mem_write, &out, NULL, NULL, &err), CONVO_EINVAL);
+    ck_assert_int_eq(out.len, 0);
+    convo_thread_delete(src, thread, NULL);
+    convo_close(src);
+}
+END_TEST
+
 /* ---- another writer during an import ---- */
 
 typedef struct meddling_read {
@@ -724,6 +776,8 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_end_counts, 0, nurls);
     tcase_add_loop_test(tc, test_import_times, 0, nurls);
     tcase_add_loop_test(tc, test_import_other_writer, 0, nurls);
+    tcase_add_loop_test(tc, test_import_repeated_or_different, 0, nurls);
+    tcase_add_loop_test(tc, test_export_named_twice, 0, nurls);
     tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);

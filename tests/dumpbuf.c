@@ -89,21 +89,29 @@ void mp_frame(membuf *out, membuf *rec)
 }
 
 /* A dump of one thread with one message stored at time `at`. */
-membuf dump_with_time(const char *thread, int64_t at)
+membuf dump_of(const char *const *threads, int n, int64_t at, const char *message)
 {
     membuf out = {0}, r = {0};
     mp_array(&r, 3), mp_str(&r, "convo-dump"), mp_int(&r, 1), mp_str(&r, "by hand");
     mp_frame(&out, &r);
-    mp_array(&r, 3), mp_str(&r, "thread"), mp_str(&r, thread), mp_str(&r, "{}");
-    mp_frame(&out, &r);
-    mp_array(&r, 4), mp_str(&r, "messages"), mp_str(&r, thread), mp_int(&r, 0), mp_array(&r, 1);
-    mp_array(&r, 3), mp_int(&r, at), mp_str(&r, "user"), mp_bin(&r, "{\"role\":\"user\"}");
-    mp_frame(&out, &r);
-    mp_array(&r, 4), mp_str(&r, "thread-end"), mp_str(&r, thread), mp_int(&r, 1), mp_int(&r, 0);
-    mp_frame(&out, &r);
-    mp_array(&r, 3), mp_str(&r, "end"), mp_int(&r, 1), mp_int(&r, 1);
+    for (int k = 0; k < n; k++) {
+        const char *t = threads[k];
+        mp_array(&r, 3), mp_str(&r, "thread"), mp_str(&r, t), mp_str(&r, "{}");
+        mp_frame(&out, &r);
+        mp_array(&r, 4), mp_str(&r, "messages"), mp_str(&r, t), mp_int(&r, 0), mp_array(&r, 1);
+        mp_array(&r, 3), mp_int(&r, at), mp_str(&r, "user"), mp_bin(&r, message);
+        mp_frame(&out, &r);
+        mp_array(&r, 4), mp_str(&r, "thread-end"), mp_str(&r, t), mp_int(&r, 1), mp_int(&r, 0);
+        mp_frame(&out, &r);
+    }
+    mp_array(&r, 3), mp_str(&r, "end"), mp_int(&r, n), mp_int(&r, n);
     mp_frame(&out, &r);
     free(r.data);
     return out;
 }
 
+membuf dump_with_time(const char *thread, int64_t at)
+{
+    const char *one[] = {thread};
+    return dump_of(one, 1, at, "{\"role\":\"user\"}");
+}

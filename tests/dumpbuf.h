@@ -24,6 +24,9 @@ void mp_int(membuf *m, int64_t v);
 void mp_bin(membuf *m, const char *s); /* shorter than 256 bytes */
 /* Frames the record in *rec onto *out and empties *rec. */
 void mp_frame(membuf *out, membuf *rec);
+/* A whole dump of the n threads, each with one message (role "user") stored at
+ * time at. */
+membuf dump_of(const char *const *threads, int n, int64_t at, const char *message);
 /* A whole dump of one thread with one message {"role":"user"} stored at time at. */
 membuf dump_with_time(const char *thread, int64_t at);
 
