@@ -50,6 +50,17 @@ export class ConvoSaver extends BaseCheckpointSaver {
     this.#store.catch(() => {}); // reported by the first call that needs the store
   }
 
+  // convo stores a (channel, version) value once per thread and namespace, so a
+  // version must never name two values: a branch from an older checkpoint (time
+  // travel) would reuse integer versions. As LangGraph's PostgresSaver: the count,
+  // zero-padded so versions sort as strings, then a random part.
+  getNextVersion(current) {
+    let n = 0;
+    if (typeof current === 'number') n = current;
+    else if (typeof current === 'string') n = parseInt(current.split('.')[0], 10) || 0;
+    return `${String(n + 1).padStart(32, '0')}.${Math.random().toFixed(16).slice(2)}`;
+  }
+
   /** The Store under the saver. */
   store() {
     return this.#store;
