@@ -108,7 +108,8 @@ void convo__rcl_classify(rcl_cmd *c, const char *const *argv, const size_t *lens
     static const char *const keyless[] = {"MULTI", "EXEC", "SCAN", "WAIT", "PING", "SCRIPT", "TIME"};
     static const char *const reads[] = {"EXISTS", "HGET", "HMGET", "HGETALL", "LLEN", "LRANGE",
                                         "ZRANGEBYLEX", "ZSCORE", "SCAN", "PTTL", "TYPE", "MULTI",
-                                        "EXEC", "PING", "TIME", "MEMORY", "STRLEN", "HLEN"};
+                                        "EXEC", "PING", "TIME", "MEMORY", "STRLEN", "HLEN",
+                                        "AUTH", "SELECT", "SCRIPT", "CLUSTER"};
     c->slot = -1;
     c->kind = argc && word_is(argv[0], lens[0], "MULTI")  ? RCL_MULTI
               : argc && word_is(argv[0], lens[0], "EXEC") ? RCL_EXEC
@@ -734,7 +735,9 @@ static int seeds_add(rcl *cl, const char *hosts, convo_error *err)
                                 "redis+cluster URL: expected host:port[,host:port...]");
         if (node_id(cl, p, colon ? (size_t)(colon - p) : len, (int)port) < 0)
             return convo__error(err, CONVO_EINVAL, NULL, "redis+cluster URL: too many hosts");
-        p += len + (p[len] == ',');
+        p += len;
+        if (*p == ',' && !*++p)
+            return convo__error(err, CONVO_EINVAL, NULL, "redis+cluster URL: empty host");
     }
     return cl->nnodes ? 0 : convo__error(err, CONVO_EINVAL, NULL, "redis+cluster URL: no host");
 }
