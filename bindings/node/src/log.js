@@ -60,12 +60,28 @@ export async function toLogMessage(serde, item) {
   return text;
 }
 
-/** The item a log message stores. */
-export async function fromLogMessage(serde, text) {
-  const m = JSON.parse(text);
-  if (typeof m.serde !== 'string') throw new Error('convo: a log message without "serde" in a message channel');
-  if ('base64' in m) return serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
-  return serde.loadsTyped(m.serde, JSON.stringify(m.value));
+/** The items log messages store, in order: the JSON ones revived by one serde call. */
+export async function fromLogMessages(serde, texts) {
+  const items = new Array(texts.length);
+  const jsonAt = [];
+  const jsonValues = [];
+  for (let i = 0; i < texts.length; i++) {
+    const m = JSON.parse(texts[i]);
+    if (typeof m.serde !== 'string') throw new Error('convo: a log message without "serde" in a message channel');
+    if (m.serde === 'json' && 'value' in m) {
+      jsonAt.push(i);
+      jsonValues.push(m.value);
+    } else if ('base64' in m) {
+      items[i] = await serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
+    } else {
+      items[i] = await serde.loadsTyped(m.serde, JSON.stringify(m.value));
+    }
+  }
+  if (jsonAt.length) {
+    const revived = await serde.loadsTyped('json', JSON.stringify(jsonValues));
+    for (let k = 0; k < jsonAt.length; k++) items[jsonAt[k]] = revived[k];
+  }
+  return items;
 }
 
 /** A channel value in the log: seq ranges [start, end) then an inline tail. */

@@ -7,7 +7,7 @@ import {
 import { Store } from './store.js';
 import { NotFoundError, ConflictError } from './errors.js';
 import {
-  RECORD_TYPE, toLogMessage, fromLogMessage, encodeRecord, decodeRecord, seqsOf,
+  RECORD_TYPE, toLogMessage, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
   prefixRanges, addRange, rangesEnd,
 } from './log.js';
 
@@ -285,8 +285,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
           .messages.map((m) => m.json);
       }
       for (const [channel, r] of records) {
-        const items = [];
-        for (const s of seqsOf(r.ranges)) items.push(await fromLogMessage(this.serde, texts[s - from]));
+        const items = await fromLogMessages(this.serde, seqsOf(r.ranges).map((s) => texts[s - from]));
         if (r.tail) items.push(...(await this.serde.loadsTyped(r.tail[0], r.tail[1])));
         channelValues[channel] = items;
       }
