@@ -553,9 +553,14 @@ static int run_round(rcl *cl, rcl_conns *cc, const rcl_cmd *cmds, unit *u, size_
                     u[i].node = -2;
         }
     }
-    for (int nd = 0; nd < MAX_NODES && rc == 0; nd++)
-        if (sent[nd])
+    for (int nd = 0; nd < MAX_NODES; nd++) {
+        if (sent[nd] && rc == 0)
             rc = node_read(cl, cc, nd, u, k, waits[nd], replies, err);
+        else if (sent[nd] && cc->c[nd]) { /* replies left unread: the socket is unusable */
+            redisFree(cc->c[nd]);
+            cc->c[nd] = NULL;
+        }
+    }
     for (size_t j = 0; j < k && rc == 0; j++) {
         if (u[j].done || u[j].node < 0)
             continue;
