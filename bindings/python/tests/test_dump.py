@@ -5,6 +5,7 @@ objects, progress, errors raised by the file, corrupt dumps, unknown threads."""
 import io
 import os
 import tempfile
+import time
 import unittest
 
 import convo
@@ -144,6 +145,28 @@ class DumpTests:
             self.store.bench_raw("text", 10)
         with self.assertRaises(convo.InvalidError):
             self.store.bench_raw(b"x", -1)
+
+    def test_sweep_counts_expired_threads(self):
+        if self.driver == "memory":
+            with self.assertRaises(convo.InvalidError):  # memory: has no ttl
+                convo.Store("memory:?ttl=1")
+            return
+        s = self.open_store_at(support.with_param(self.url, "ttl", "1"))
+        a, b = self.tid("a"), self.tid("b")
+        s.append(a, {"role": "user"})
+        s.save_extra(b, {"k": 1})
+        time.sleep(2.2)
+        self.assertIsNone(s.load(a))
+        # MongoDB's TTL index expires data on the server: nothing left to count.
+        # Redis expires the keys too, but sweep counts the index entries it removes.
+        self.assertEqual(s.sweep(), 0 if self.driver == "mongo" else 2)
+        self.assertEqual(s.sweep(), 0)
+        self.assertNotIn(a, s.threads())
+
+    def open_store_at(self, url):
+        s = convo.Store(url)
+        self.addCleanup(s.close)
+        return s
 
 
 support.per_driver(globals(), DumpTests)
