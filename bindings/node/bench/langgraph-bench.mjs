@@ -1,0 +1,297 @@
+// The 1,000-turn LangGraph conversation on convo's ConvoSaver and on LangGraph's own
+// SqliteSaver and PostgresSaver, in one run: one checkpoint per turn whose `messages`
+// channel holds the whole message list, as add_messages leaves it. Reports put/s, the
+// put rate at turn 100 and at the last turn, the latest getTuple's time, bytes stored
+// and bytes stored / raw message bytes. A bench, not a test: it asserts no timing, but
+// it checks that every saver gives the conversation back whole.
+//
+//   node langgraph-bench.mjs [--turns N] [--payload BYTES] [--only NAME,...] [--json]
+//
+// PostgreSQL comes from CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL (skipped,
+// with a note, when neither is set); each saver gets a schema of its own, dropped at the
+// end. SQLite files go to a temporary folder. libconvo: CONVO_LIBRARY or the build tree.
+import { parseArgs } from 'node:util';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { HumanMessage, AIMessage } from '@langchain/core/messages';
+import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+
+const { values: opts } = parseArgs({
+  options: {
+    turns: { type: 'string', default: '1000' },
+    payload: { type: 'string', default: '200' },
+    only: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const TURNS = Number(opts.turns);
+const PAYLOAD = Number(opts.payload);
+const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
+const EARLY = Math.min(100, TURNS);
+if (!(TURNS >= 4) || !(PAYLOAD >= 1)) {
+  console.error('langgraph-bench: --turns must be >= 4 and --payload >= 1');
+  process.exit(2);
+}
+
+// The package this folder sits in (bindings/node, its own npm ci done), loaded only
+// when a convo saver runs.
+function convoEntry() {
+  const dir = new URL('../', import.meta.url);
+  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
+  let entry = pkg.exports?.['.'] ?? pkg.exports ?? pkg.main ?? 'index.js';
+  if (typeof entry === 'object') entry = entry.import ?? entry.default;
+  return new URL(entry, dir);
+}
+let ConvoSaver;
+async function convoSaver(url) {
+  ConvoSaver ??= (await import(convoEntry())).ConvoSaver;
+  return new ConvoSaver(url);
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-bench-'));
+const pgUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
+const tag = `b${process.pid}`;
+
+// Random words from a fixed seed: poorly compressible text, the same in every run.
+let seed = 42;
+function rand() {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+}
+function words(bytes) {
+  let s = '';
+  while (s.length < bytes) {
+    const len = 2 + Math.floor(rand() * 8);
+    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
+    s += ' ';
+  }
+  return s.slice(0, bytes);
+}
+
+// One conversation, shared by every saver so all store the same bytes.
+const conversation = [];
+for (let t = 0; t < TURNS; t++) {
+  const fields = { id: randomUUID(), content: words(PAYLOAD) };
+  conversation.push(t % 2 === 0 ? new HumanMessage(fields) : new AIMessage(fields));
+}
+const rawBytes = conversation.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+
+// ---- sizes of what a backend stores ----
+
+function sqliteUsedBytes(path) {
+  const db = new Database(path);
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const page = db.pragma('page_size', { simple: true });
+    return (db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) * page;
+  } finally {
+    db.close();
+  }
+}
+
+async function pgSchemaBytes(schema) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    const r = await client.query(
+      `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS n
+         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+        WHERE s.nspname = $1 AND c.relkind IN ('r', 'm')`, [schema]);
+    return Number(r.rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
+async function pgDropSchema(schema) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+function withParam(url, name, value) {
+  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
+}
+
+// ---- the savers: open (schema created), size, close ----
+
+const SAVERS = [
+  {
+    name: 'convo-sqlite', backend: 'sqlite',
+    async open() {
+      this.path = join(tmp, 'convo.db');
+      return convoSaver(`sqlite:${this.path}`);
+    },
+    async close(saver) { await saver.close(); },
+    async size() { return sqliteUsedBytes(this.path); },
+  },
+  {
+    name: 'langgraph-sqlite', backend: 'sqlite',
+    async open() {
+      this.path = join(tmp, 'langgraph.db');
+      const saver = SqliteSaver.fromConnString(this.path);
+      saver.setup(); // WAL; synchronous=NORMAL as convo's SQLite driver, for a fair rate
+      saver.db.pragma('synchronous=NORMAL');
+      return saver;
+    },
+    async close(saver) { saver.db.close(); },
+    async size() { return sqliteUsedBytes(this.path); },
+  },
+  {
+    name: 'convo-postgres', backend: 'postgres', needs: () => pgUrl,
+    async open() {
+      this.schema = `${tag}_convo`;
+      return convoSaver(withParam(pgUrl, 'schema', this.schema));
+    },
+    async close(saver) { await saver.close(); },
+    async size() { return pgSchemaBytes(this.schema); },
+    async cleanup() { await pgDropSchema(this.schema); },
+  },
+  {
+    name: 'langgraph-postgres', backend: 'postgres', needs: () => pgUrl,
+    async open() {
+      this.schema = `${tag}_langgraph`;
+      const saver = PostgresSaver.fromConnString(pgUrl, { schema: this.schema });
+      await saver.setup();
+      return saver;
+    },
+    async close(saver) { await saver.end(); },
+    async size() { return pgSchemaBytes(this.schema); },
+    async cleanup() { await pgDropSchema(this.schema); },
+  },
+];
+
+// ---- the conversation ----
+
+function checkpointFor(saver, previous, turn) {
+  const checkpoint = emptyCheckpoint();
+  checkpoint.id = uuid6(-1);
+  const version = saver.getNextVersion(previous?.channel_versions.messages);
+  checkpoint.channel_values = { messages: conversation.slice(0, turn + 1) };
+  checkpoint.channel_versions = { __start__: version, messages: version };
+  checkpoint.versions_seen = { __input__: {}, __start__: { __start__: version }, model: { messages: version } };
+  return { checkpoint, newVersions: { messages: version } };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
+
+async function runOne(spec) {
+  const saver = await spec.open();
+  const threadId = 'conversation';
+  const before = await spec.size();
+  const putMs = [];
+  let config = { configurable: { thread_id: threadId, checkpoint_ns: '' } };
+  let previous;
+  for (let t = 0; t < TURNS; t++) {
+    const { checkpoint, newVersions } = checkpointFor(saver, previous, t);
+    const metadata = { source: 'loop', step: t, parents: {} };
+    const start = process.hrtime.bigint();
+    config = await saver.put(config, checkpoint, metadata, newVersions);
+    putMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+    previous = checkpoint;
+  }
+
+  const getMs = [];
+  let tuple;
+  for (let i = 0; i < 20; i++) {
+    const start = process.hrtime.bigint();
+    tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
+    getMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  const got = tuple?.checkpoint.channel_values.messages ?? [];
+  const whole = got.length === TURNS && got.every((m, i) =>
+    JSON.stringify(m) === JSON.stringify(conversation[i]) && m.constructor === conversation[i].constructor);
+  await spec.close(saver);
+  const after = await spec.size();
+  if (!whole) throw new Error(`${spec.name}: the latest getTuple did not return the ${TURNS} messages put`);
+
+  const stored = after - before;
+  return {
+    saver: spec.name, backend: spec.backend, turns: TURNS, payload: PAYLOAD,
+    puts_per_sec: Math.round(rate(putMs)),
+    [`puts_per_sec_at_turn_${EARLY}`]: Math.round(rate(putMs.slice(EARLY - WINDOW, EARLY))),
+    [`puts_per_sec_at_turn_${TURNS}`]: Math.round(rate(putMs.slice(TURNS - WINDOW))),
+    late_vs_early: +(rate(putMs.slice(TURNS - WINDOW)) / rate(putMs.slice(EARLY - WINDOW, EARLY))).toFixed(3),
+    latest_get_tuple_ms: +median(getMs).toFixed(3),
+    stored_bytes: stored,
+    raw_message_bytes: rawBytes,
+    stored_per_raw: +(stored / rawBytes).toFixed(2),
+  };
+}
+
+function compare(convo, langgraph) {
+  const fewerBytes = langgraph.stored_bytes / convo.stored_bytes;
+  const putRatio = convo.puts_per_sec / langgraph.puts_per_sec;
+  const getRatio = langgraph.latest_get_tuple_ms / convo.latest_get_tuple_ms;
+  return {
+    backend: convo.backend,
+    fewer_bytes: +fewerBytes.toFixed(1),
+    put_rate_ratio: +putRatio.toFixed(2),
+    convo_late_vs_early: convo.late_vs_early,
+    get_tuple_speedup: +getRatio.toFixed(2),
+    targets: {
+      'fewer bytes >= 80x': fewerBytes >= 80,
+      'put rate >= 5x': putRatio >= 5,
+      [`turn ${TURNS} rate within 20% of turn ${EARLY}`]: convo.late_vs_early >= 0.8,
+      'latest getTuple no slower': getRatio >= 1,
+    },
+  };
+}
+
+const only = opts.only ? new Set(opts.only.split(',')) : null;
+const results = [];
+try {
+  for (const spec of SAVERS) {
+    if (only && !only.has(spec.name)) continue;
+    if (spec.needs && !spec.needs()) {
+      console.error(`langgraph-bench: ${spec.name} skipped: set CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL`);
+      continue;
+    }
+    try {
+      console.error(`langgraph-bench: ${spec.name}, ${TURNS} turns...`);
+      results.push(await runOne(spec));
+    } finally {
+      await spec.cleanup?.();
+    }
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+const comparisons = [];
+for (const backend of ['sqlite', 'postgres']) {
+  const c = results.find((r) => r.saver === `convo-${backend}`);
+  const l = results.find((r) => r.saver === `langgraph-${backend}`);
+  if (c && l) comparisons.push(compare(c, l));
+}
+
+if (opts.json) {
+  for (const r of [...results, ...comparisons]) console.log(JSON.stringify(r));
+} else {
+  const fmt = (n) => n.toLocaleString('en-US');
+  console.log(`${TURNS} turns, one ${PAYLOAD}-byte message per turn, ${fmt(rawBytes)} raw message bytes`);
+  console.log('| saver | put/s | put/s at turn ' + EARLY + ' | put/s at turn ' + TURNS +
+    ' | latest getTuple ms | bytes stored | bytes / raw |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(`| ${r.saver} | ${fmt(r.puts_per_sec)} | ${fmt(r[`puts_per_sec_at_turn_${EARLY}`])} | ` +
+      `${fmt(r[`puts_per_sec_at_turn_${TURNS}`])} | ${r.latest_get_tuple_ms} | ${fmt(r.stored_bytes)} | ` +
+      `${r.stored_per_raw} |`);
+  }
+  for (const c of comparisons) {
+    const met = Object.entries(c.targets).map(([k, v]) => `${k}: ${v ? 'met' : 'NOT met'}`).join('; ');
+    console.log(`${c.backend}: ${c.fewer_bytes}x fewer bytes, ${c.put_rate_ratio}x the put rate, ` +
+      `late/early ${c.convo_late_vs_early}, getTuple ${c.get_tuple_speedup}x as fast — ${met}`);
+  }
+}

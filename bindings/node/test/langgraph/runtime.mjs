@@ -1,0 +1,125 @@
+// PENDING: not run yet. It becomes test/langgraph-runtime.test.mjs (run by tests/node.sh)
+// once bindings/node has @langchain/langgraph as a dev dependency and the library's
+// checkpoint put with messages (lib14) has landed; its script was checked against
+// LangGraph's SqliteSaver across processes.
+//
+// A real @langchain/langgraph runtime on ConvoSaver: a StateGraph over MessagesAnnotation
+// (fake deterministic model, a tool, interrupt()) run for ~50 turns in three processes
+// (the interrupt of the first is resumed by the second), getStateHistory, updateState
+// on an old checkpoint, RemoveMessage. The state after every step must equal the same
+// script's on LangGraph's MemorySaver, and `convo load THREAD` must print the
+// conversation readably. On SQLite and on every server named by CONVO_TEST_*_URL.
+// The test starts this file again as its child processes (CONVO_LG_CHILD=URL THREAD
+// SEGMENT): each opens a ConvoSaver, runs one segment and prints a JSON line per step.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { MemorySaver } from '@langchain/langgraph';
+import { ConvoSaver } from 'convo';
+import { buildGraph, runStep, SEGMENTS } from './script.mjs';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const self = fileURLToPath(import.meta.url);
+const builddir = process.env.top_builddir ?? join(here, '..', '..', '..', '..');
+const convoTool = join(builddir, 'tools', 'convo');
+const requireAll = process.env.CONVO_REQUIRE_ALL === '1';
+const token = `lg${process.pid}${Date.now() % 100000}`;
+
+function withParam(url, name, value) {
+  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
+}
+
+function drivers(tmp) {
+  return [
+  ['sqlite', `sqlite:${join(tmp, 'lg.db')}`],
+  ['redis', process.env.CONVO_TEST_REDIS_URL && withParam(process.env.CONVO_TEST_REDIS_URL, 'prefix', token)],
+  ['postgres', process.env.CONVO_TEST_POSTGRES_URL && withParam(process.env.CONVO_TEST_POSTGRES_URL, 'schema', token)],
+  ['mongo', process.env.CONVO_TEST_MONGO_URL && withParam(process.env.CONVO_TEST_MONGO_URL, 'database', token)],
+  ];
+}
+
+let reference;
+async function referenceRun() {
+  if (!reference) {
+    const graph = buildGraph(new MemorySaver());
+    reference = [];
+    for (const segment of SEGMENTS) {
+      for (const step of segment) reference.push(await runStep(graph, 'chat', step));
+    }
+  }
+  return reference;
+}
+
+async function segmentInChild(url, threadId, segment) {
+  const { stdout } = await run(process.execPath, [self], {
+    maxBuffer: 256 << 20,
+    env: { ...process.env, CONVO_LG_CHILD: JSON.stringify([url, threadId, segment]) },
+  });
+  return stdout.trim().split('\n').map((line) => JSON.parse(line));
+}
+
+// The log must hold the conversation as it stood before the branch, in order, each
+// message a role-tagged JSON line with its text.
+const ROLE = { human: 'user', ai: 'assistant', system: 'system', tool: 'tool' };
+function checkLog(lines, messages) {
+  assert.ok(lines.length >= messages.length,
+    `convo load printed ${lines.length} messages, the conversation has ${messages.length}`);
+  messages.forEach((m, i) => {
+    const line = JSON.parse(lines[i]);
+    const type = m.id[m.id.length - 1].replace(/Message$/, '').toLowerCase();
+    assert.equal(line.role, ROLE[type], `log line ${i}: ${lines[i]}`);
+    assert.equal(line.content, m.kwargs.content, `log line ${i}: ${lines[i]}`);
+  });
+}
+
+function registerTests() {
+  const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-'));
+  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+  for (const [driver, url] of drivers(tmp)) {
+    const skip = url ? false : `CONVO_TEST_${driver.toUpperCase()}_URL not set`;
+    test(`LangGraph runtime on ConvoSaver (${driver})`, { skip: !requireAll && skip }, async (t) => {
+      assert.ok(url, `${skip} (CONVO_REQUIRE_ALL=1)`);
+      const expected = await referenceRun();
+      const threadId = 'chat'; // as the reference: LangGraph copies it into the metadata
+      const got = [];
+      for (let segment = 0; segment < SEGMENTS.length; segment++) {
+        got.push(...await segmentInChild(url, threadId, segment));
+      }
+      assert.equal(got.length, expected.length);
+      expected.forEach((want, i) => {
+        assert.deepStrictEqual(got[i], want, `step ${i} (${want.kind}) differs from MemorySaver`);
+      });
+      // the interrupt really crossed a process: segment 0 ended waiting on it
+      const first = got[SEGMENTS[0].length - 1].state;
+      assert.deepEqual(first.next, ['approval']);
+
+      await t.test('convo load shows the conversation', async () => {
+        assert.ok(existsSync(convoTool), `${convoTool} not built`);
+        const { stdout } = await run(convoTool, ['--url', url, 'load', threadId], { maxBuffer: 64 << 20 });
+        const beforeBranch = expected.find((s) => s.kind === 'history').state.values.messages;
+        checkLog(stdout.trim().split('\n'), beforeBranch);
+      });
+    });
+  }
+}
+
+if (process.env.CONVO_LG_CHILD) {
+  const [url, threadId, segment] = JSON.parse(process.env.CONVO_LG_CHILD);
+  const saver = new ConvoSaver(url);
+  try {
+    const graph = buildGraph(saver);
+    for (const step of SEGMENTS[segment]) {
+      process.stdout.write(`${JSON.stringify(await runStep(graph, threadId, step))}\n`);
+    }
+  } finally {
+    await saver.close();
+  }
+} else {
+  registerTests();
+}
