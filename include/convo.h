@@ -69,7 +69,8 @@ typedef struct convo_store_opts {
 #define CONVO_APPEND_OPTS_VERSION 1
 typedef struct convo_append_opts {
     unsigned int version;
-    const char *idempotency_key; /* NULL = none; a retry with the same key is stored once */
+    const char *idempotency_key; /* NULL = none; a retry with the same key is stored once;
+                                  * the same key with another batch is CONVO_ECONFLICT */
     int64_t expected_length;     /* -1 = none; else store only if the thread has exactly this many */
 } convo_append_opts;
 #define CONVO_APPEND_OPTS_INIT { CONVO_APPEND_OPTS_VERSION, NULL, -1 }

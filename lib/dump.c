@@ -25,12 +25,50 @@ typedef struct exporter {
     msgpack_packer out;
     msgpack_sbuffer rec; /* the record being built */
     msgpack_packer pk;
+    int nomem;           /* a buffer could not grow: the record is incomplete */
+    long fail_at;        /* test hook: the allocation that fails (0 = none) */
     convo_write_fn write;
     void *ctx;
     const convo_dump_opts *opts;
     convo_dump_stats *stats;
     convo_error *err;
 } exporter;
+
+/* CONVO_TEST_EXPORT_NOMEM=N (tests only, docs/testing.md) makes the N-th
+ * allocation an export makes fail, so that every out-of-memory path is taken. */
+static int alloc_fails(exporter *x)
+{
+    return x->fail_at > 0 && --x->fail_at == 0;
+}
+
+static char *x_strdup(exporter *x, const char *s)
+{
+    return alloc_fails(x) ? NULL : strdup(s);
+}
+
+/* The packers write here; a failed growth is remembered and reported by
+ * end_record, so that no pack call needs its own check. */
+static int x_write(exporter *x, msgpack_sbuffer *sb, const char *data, size_t len)
+{
+    if (x->nomem || (sb->alloc - sb->size < len && alloc_fails(x)) ||
+        msgpack_sbuffer_write(sb, data, len) != 0) {
+        x->nomem = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int rec_write(void *data, const char *buf, size_t len)
+{
+    exporter *x = data;
+    return x_write(x, &x->rec, buf, len);
+}
+
+static int out_write(void *data, const char *buf, size_t len)
+{
+    exporter *x = data;
+    return x_write(x, &x->buf, buf, len);
+}
 
 static void pack_str(msgpack_packer *pk, const char *s)
 {
@@ -59,13 +97,21 @@ static uint64_t fnv1a(const void *data, size_t len)
     return h;
 }
 
-/* Frames the record just packed: [bin(record), fnv1a(record)]. */
-static void end_record(exporter *x)
+static int out_of_memory(convo_error *err)
 {
-    msgpack_pack_array(&x->out, 2);
-    pack_bin(&x->out, x->rec.data, x->rec.size);
-    msgpack_pack_uint64(&x->out, fnv1a(x->rec.data, x->rec.size));
+    return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+/* Frames the record just packed: [bin(record), fnv1a(record)]. */
+static int end_record(exporter *x)
+{
+    if (!x->nomem) {
+        msgpack_pack_array(&x->out, 2);
+        pack_bin(&x->out, x->rec.data, x->rec.size);
+        msgpack_pack_uint64(&x->out, fnv1a(x->rec.data, x->rec.size));
+    }
     msgpack_sbuffer_clear(&x->rec);
+    return x->nomem ? out_of_memory(x->err) : 0;
 }
 
 static int flush(exporter *x, int force)
@@ -85,60 +131,156 @@ static void report(const convo_dump_opts *opts, const convo_dump_stats *stats)
         opts->progress(opts->progress_ctx, stats);
 }
 
-static int export_messages(exporter *x, const char *id, int64_t length)
+/* What identifies one life of a thread: its first message (its time and bytes).
+ * A thread deleted and created again under the same id has another one. */
+typedef struct thread_mark {
+    int64_t length; /* the thread's length when its export began */
+    int64_t first_at;
+    uint64_t first_hash;
+} thread_mark;
+
+static void mark_of(const convo_history *h, thread_mark *m)
+{
+    m->length = convo_history_length(h);
+    m->first_at = 0;
+    m->first_hash = 0;
+    if (convo_history_count(h) > 0 && convo_history_seq(h, 0) == 0) {
+        size_t len;
+        const char *b = convo_history_message(h, 0, &len);
+        m->first_at = convo_history_created_at(h, 0);
+        m->first_hash = fnv1a(b, len);
+    }
+}
+
+static int changed(exporter *x, const char *id)
+{
+    convo__error_clear(x->err);
+    return convo__error(x->err, CONVO_ECONFLICT, NULL,
+                        "thread %s was deleted or replaced while it was exported; the dump is "
+                        "incomplete: export again", id);
+}
+
+/* CONVO_ECONFLICT unless thread id is still the life of it that the export
+ * began with and still has at least its first `length` messages. */
+static int check_same(exporter *x, const char *id, const thread_mark *m)
 {
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.with_extra = 0;
-    lo.limit = CHUNK_MESSAGES;
-    for (int64_t from = 0; from < length; from += CHUNK_MESSAGES) {
+    lo.limit = 1;
+    convo_history *h;
+    int rc = convo_load(x->s, id, &lo, &h, x->err);
+    if (rc == CONVO_ENOTFOUND)
+        return changed(x, id);
+    if (rc != 0)
+        return rc;
+    thread_mark now;
+    mark_of(h, &now);
+    convo_history_free(h);
+    if (now.length < m->length || now.first_at != m->first_at || now.first_hash != m->first_hash)
+        return changed(x, id);
+    return 0;
+}
+
+/* Packs messages [from, from + count(h)) of h into records. */
+static int pack_messages(exporter *x, const char *id, const convo_history *h, int64_t from)
+{
+    size_t n = convo_history_count(h);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        /* one record holds what fits in RECORD_BYTES (at least one message) */
+        size_t k = 0, bytes = 0;
+        while (i + k < n && (k == 0 || bytes < RECORD_BYTES)) {
+            size_t len;
+            convo_history_message(h, i + k, &len);
+            bytes += len;
+            k++;
+        }
+        msgpack_pack_array(&x->pk, 4);
+        pack_str(&x->pk, "messages");
+        pack_str(&x->pk, id);
+        msgpack_pack_int64(&x->pk, from + (int64_t)i);
+        msgpack_pack_array(&x->pk, k);
+        for (size_t j = i; j < i + k; j++) {
+            size_t len;
+            const char *m = convo_history_message(h, j, &len);
+            msgpack_pack_array(&x->pk, 3);
+            msgpack_pack_int64(&x->pk, convo_history_created_at(h, j));
+            pack_str(&x->pk, convo_history_role(h, j));
+            pack_bin(&x->pk, m, len);
+        }
+        rc = end_record(x);
+        i += k;
+        if (rc == 0)
+            rc = flush(x, 0);
+    }
+    x->stats->messages += n;
+    if (rc == 0 && x->stats->messages % 10000 < n)
+        report(x->opts, x->stats);
+    return rc;
+}
+
+/* Messages [0, m->length): first holds the first chunk, loaded with the mark;
+ * every later chunk is checked to come from the same life of the thread. */
+static int export_messages(exporter *x, const char *id, const convo_history *first,
+                           const thread_mark *m)
+{
+    int rc = pack_messages(x, id, first, 0);
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.with_extra = 0;
+    for (int64_t from = (int64_t)convo_history_count(first); rc == 0 && from < m->length;) {
         convo_history *h;
         lo.from_seq = from;
-        int rc = convo_load(x->s, id, &lo, &h, x->err);
+        lo.limit = m->length - from < CHUNK_MESSAGES ? m->length - from : CHUNK_MESSAGES;
+        rc = convo_load(x->s, id, &lo, &h, x->err);
+        if (rc == CONVO_ENOTFOUND)
+            return changed(x, id);
         if (rc != 0)
             return rc;
-        size_t n = convo_history_count(h);
-        for (size_t i = 0; i < n;) {
-            /* one record holds what fits in RECORD_BYTES (at least one message) */
-            size_t k = 0, bytes = 0;
-            while (i + k < n && (k == 0 || bytes < RECORD_BYTES)) {
-                size_t len;
-                convo_history_message(h, i + k, &len);
-                bytes += len;
-                k++;
-            }
-            msgpack_pack_array(&x->pk, 4);
-            pack_str(&x->pk, "messages");
-            pack_str(&x->pk, id);
-            msgpack_pack_int64(&x->pk, from + (int64_t)i);
-            msgpack_pack_array(&x->pk, k);
-            for (size_t j = i; j < i + k; j++) {
-                size_t len;
-                const char *m = convo_history_message(h, j, &len);
-                msgpack_pack_array(&x->pk, 3);
-                msgpack_pack_int64(&x->pk, convo_history_created_at(h, j));
-                pack_str(&x->pk, convo_history_role(h, j));
-                pack_bin(&x->pk, m, len);
-            }
-            end_record(x);
-            i += k;
-            if ((rc = flush(x, 0)) != 0)
-                break;
-        }
+        if ((int64_t)convo_history_count(h) != lo.limit)
+            rc = changed(x, id); /* it shrank: deleted, maybe created again */
+        if (rc == 0)
+            rc = check_same(x, id, m);
+        if (rc == 0)
+            rc = pack_messages(x, id, h, from);
         convo_history_free(h);
-        x->stats->messages += n;
-        if (rc != 0)
-            return rc;
-        if (n == 0)
-            break; /* the thread shrank under us (deleted): stop, import will notice */
-        if (x->stats->messages % 10000 < n)
-            report(x->opts, x->stats);
+        from += lo.limit;
     }
-    return 0;
+    return rc;
 }
 
 typedef struct cp_key {
     char *ns, *id;
 } cp_key;
+
+static void free_keys(cp_key *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(keys[i].ns);
+        free(keys[i].id);
+    }
+    free(keys);
+}
+
+/* Appends the keys of set to *keys. */
+static int add_keys(exporter *x, const convo_checkpoint_set *set, cp_key **keys, size_t *n)
+{
+    size_t got = convo_checkpoint_set_count(set);
+    cp_key *grown = alloc_fails(x) ? NULL : realloc(*keys, (*n + got + 1) * sizeof **keys);
+    if (!grown)
+        return out_of_memory(x->err);
+    *keys = grown;
+    for (size_t i = 0; i < got; i++) {
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
+        cp_key k = {x_strdup(x, convo_checkpoint_ns(cp)), x_strdup(x, convo_checkpoint_id(cp))};
+        if (!k.ns || !k.id) {
+            free(k.ns);
+            free(k.id);
+            return out_of_memory(x->err);
+        }
+        (*keys)[(*n)++] = k;
+    }
+    return 0;
+}
 
 /* Every checkpoint key of the thread, newest first, paging with `before`. */
 static int checkpoint_keys(exporter *x, const char *id, cp_key **out, size_t *count)
@@ -148,46 +290,49 @@ static int checkpoint_keys(exporter *x, const char *id, cp_key **out, size_t *co
     convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
     lo.thread_id = id;
     lo.limit = 256;
-    char *before = NULL;
     int rc = 0;
     for (;;) {
         convo_checkpoint_set *set;
-        lo.before = before;
+        lo.before = n ? keys[n - 1].id : NULL;
         rc = convo_checkpoint_list(x->s, &lo, &set, x->err);
         if (rc != 0)
             break;
         size_t got = convo_checkpoint_set_count(set);
-        cp_key *grown = realloc(keys, (n + got + 1) * sizeof *keys);
-        if (!grown) {
-            convo_checkpoint_set_free(set);
-            rc = convo__error(x->err, CONVO_ENOMEM, NULL, "out of memory");
-            break;
-        }
-        keys = grown;
-        for (size_t i = 0; i < got; i++) {
-            const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
-            keys[n].ns = strdup(convo_checkpoint_ns(cp));
-            keys[n].id = strdup(convo_checkpoint_id(cp));
-            n++;
-        }
-        free(before);
-        before = got ? strdup(keys[n - 1].id) : NULL;
+        rc = add_keys(x, set, &keys, &n);
         convo_checkpoint_set_free(set);
-        if (got < lo.limit)
+        if (rc != 0 || got < lo.limit)
             break;
     }
-    free(before);
-    *out = keys;
-    *count = n;
     if (rc == CONVO_ENOTSUP) {
         convo__error_clear(x->err);
         rc = 0;
     }
+    if (rc != 0) {
+        free_keys(keys, n);
+        keys = NULL;
+        n = 0;
+    }
+    *out = keys;
+    *count = n;
     return rc;
 }
 
-/* seen: (ns, channel, version) values already in the stream. */
-static void export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *seen)
+/* Whether the value of (ns, channel, version) goes into the stream here: the
+ * first time it is met (seen holds those already written). -1 out of memory. */
+static int first_value(exporter *x, json_t *seen, const char *ns, const char *ch,
+                       const char *version)
+{
+    char *key = NULL;
+    if (alloc_fails(x) || asprintf(&key, "%s\x1f%s\x1f%s", ns, ch, version) < 0)
+        return -1;
+    int first = !json_object_get(seen, key);
+    if (first && (alloc_fails(x) || json_object_set_new(seen, key, json_true()) != 0))
+        first = -1;
+    free(key);
+    return first;
+}
+
+static int export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *seen)
 {
     msgpack_packer *pk = &x->pk;
     convo_blob body = convo_checkpoint_body(cp);
@@ -211,18 +356,14 @@ static void export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *s
         const char *version;
         convo_blob v;
         const char *ch = convo_checkpoint_channel(cp, i, &version, &v);
-        char *key = NULL;
-        if (asprintf(&key, "%s\x1f%s\x1f%s", convo_checkpoint_ns(cp), ch, version) < 0)
-            key = NULL;
-        int first = v.type && key && !json_object_get(seen, key);
-        if (first)
-            json_object_set_new(seen, key, json_true());
-        free(key);
+        int first = v.type ? first_value(x, seen, convo_checkpoint_ns(cp), ch, version) : 0;
+        if (first < 0)
+            x->nomem = 1; /* a value left out would be lost: fail the record */
         msgpack_pack_array(pk, 4);
         pack_str(pk, ch);
         pack_str(pk, version);
-        pack_str(pk, first ? v.type : NULL);
-        if (first)
+        pack_str(pk, first > 0 ? v.type : NULL);
+        if (first > 0)
             pack_bin(pk, v.bytes, v.len);
         else
             msgpack_pack_nil(pk);
@@ -242,18 +383,27 @@ static void export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *s
         pack_str(pk, v.type);
         pack_bin(pk, v.bytes, v.len);
     }
-    end_record(x);
-    x->stats->checkpoints++;
-    x->stats->writes += nw;
+    int rc = end_record(x);
+    if (rc == 0) {
+        x->stats->checkpoints++;
+        x->stats->writes += nw;
+    }
+    return rc;
 }
 
-static int export_checkpoints(exporter *x, const char *id, uint64_t *count)
+/* The thread's checkpoints, oldest first (import keeps the order). One put
+ * after the export began that refers to messages past m->length is left out:
+ * the dump holds the thread as it was then. */
+static int export_checkpoints(exporter *x, const char *id, const thread_mark *m,
+                              uint64_t *count)
 {
     cp_key *keys;
     size_t n;
     int rc = checkpoint_keys(x, id, &keys, &n);
-    json_t *seen = json_object();
-    for (size_t i = n; rc == 0 && i-- > 0;) { /* oldest first: import keeps the order */
+    json_t *seen = rc == 0 && !alloc_fails(x) ? json_object() : NULL;
+    if (rc == 0 && !seen)
+        rc = out_of_memory(x->err);
+    for (size_t i = n; rc == 0 && i-- > 0;) {
         convo_checkpoint *cp;
         rc = convo_checkpoint_get(x->s, id, keys[i].ns, keys[i].id, &cp, x->err);
         if (rc == CONVO_ENOTFOUND) { /* pruned meanwhile */
@@ -261,50 +411,54 @@ static int export_checkpoints(exporter *x, const char *id, uint64_t *count)
             rc = 0;
             continue;
         }
-        if (rc == 0) {
-            export_checkpoint(x, cp, seen);
-            convo_checkpoint_free(cp);
+        if (rc != 0)
+            break;
+        if (convo_checkpoint_log_length(cp) <= m->length) {
+            rc = export_checkpoint(x, cp, seen);
             (*count)++;
-            rc = flush(x, 0);
+            if (rc == 0)
+                rc = flush(x, 0);
         }
+        convo_checkpoint_free(cp);
     }
-    for (size_t i = 0; i < n; i++) {
-        free(keys[i].ns);
-        free(keys[i].id);
-    }
-    free(keys);
+    free_keys(keys, n);
     json_decref(seen);
     return rc;
 }
 
+/* CONVO_ENOTFOUND, with nothing written, when the thread does not exist. */
 static int export_thread(exporter *x, const char *id)
 {
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
-    lo.limit = 1;
-    lo.tail = 1;
+    lo.limit = CHUNK_MESSAGES;
     convo_history *h;
     int rc = convo_load(x->s, id, &lo, &h, x->err);
     if (rc != 0)
         return rc;
-    int64_t length = convo_history_length(h);
+    thread_mark m;
+    mark_of(h, &m);
     msgpack_pack_array(&x->pk, 3);
     pack_str(&x->pk, "thread");
     pack_str(&x->pk, id);
     pack_str(&x->pk, convo_history_extra(h));
-    end_record(x);
-    convo_history_free(h);
+    rc = end_record(x);
     uint64_t before = x->stats->messages, checkpoints = 0;
-    rc = export_messages(x, id, length);
     if (rc == 0)
-        rc = export_checkpoints(x, id, &checkpoints);
+        rc = export_messages(x, id, h, &m);
+    convo_history_free(h);
+    if (rc == 0)
+        rc = export_checkpoints(x, id, &m, &checkpoints);
+    if (rc == 0)
+        rc = check_same(x, id, &m);
     if (rc != 0)
-        return rc;
+        return rc == CONVO_ENOTFOUND ? changed(x, id) : rc;
     msgpack_pack_array(&x->pk, 4);
     pack_str(&x->pk, "thread-end");
     pack_str(&x->pk, id);
     msgpack_pack_int64(&x->pk, (int64_t)(x->stats->messages - before));
     msgpack_pack_int64(&x->pk, (int64_t)checkpoints);
-    end_record(x);
+    if ((rc = end_record(x)) != 0)
+        return rc;
     x->stats->threads++;
     report(x->opts, x->stats);
     return flush(x, 0);
@@ -323,13 +477,14 @@ static int export_all(exporter *x)
             break;
         for (size_t i = 0; i < convo_thread_page_count(p) && rc == 0; i++) {
             rc = export_thread(x, convo_thread_page_id(p, i));
-            if (rc == CONVO_ENOTFOUND) { /* deleted since it was listed */
+            if (rc == CONVO_ENOTFOUND) { /* deleted since it was listed: nothing written */
                 convo__error_clear(x->err);
                 rc = 0;
             }
         }
-        if (convo_thread_page_next(p))
-            after = strdup(convo_thread_page_next(p));
+        if (rc == 0 && convo_thread_page_next(p) &&
+            !(after = x_strdup(x, convo_thread_page_next(p))))
+            rc = out_of_memory(x->err);
         convo_thread_page_free(p);
     } while (rc == 0 && after);
     free(after);
@@ -347,33 +502,43 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
     memset(stats, 0, sizeof *stats);
     if (!s || !write)
         return convo__error(err, CONVO_EINVAL, NULL, "store and write function are required");
+    const char *hook = getenv("CONVO_TEST_EXPORT_NOMEM");
     exporter x = {.s = s, .write = write, .ctx = write_ctx, .opts = opts, .stats = stats,
-                  .err = err};
+                  .err = err, .fail_at = hook ? atol(hook) : 0};
     msgpack_sbuffer_init(&x.buf);
-    msgpack_packer_init(&x.out, &x.buf, msgpack_sbuffer_write);
+    msgpack_packer_init(&x.out, &x, out_write);
     msgpack_sbuffer_init(&x.rec);
-    msgpack_packer_init(&x.pk, &x.rec, msgpack_sbuffer_write);
+    msgpack_packer_init(&x.pk, &x, rec_write);
     msgpack_pack_array(&x.pk, 3);
     pack_str(&x.pk, DUMP_MAGIC);
     msgpack_pack_int64(&x.pk, DUMP_VERSION);
     pack_str(&x.pk, "convo " CONVO_VERSION);
-    end_record(&x);
-    int rc = 0;
-    if (n == 0)
+    int rc = end_record(&x);
+    if (rc == 0 && n == 0)
         rc = export_all(&x);
+    json_t *named = n && rc == 0 ? json_object() : NULL;
+    if (n && rc == 0 && !named)
+        rc = out_of_memory(err);
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = convo__check_thread_id(thread_ids[i], err);
-        if (rc == 0)
-            rc = export_thread(&x, thread_ids[i]);
+        if (rc == 0 && json_object_get(named, thread_ids[i]))
+            rc = convo__error(err, CONVO_EINVAL, NULL, "thread %s is named twice",
+                              thread_ids[i]);
+        if (rc == 0 && json_object_set_new(named, thread_ids[i], json_true()) != 0)
+            rc = out_of_memory(err);
     }
+    json_decref(named);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = export_thread(&x, thread_ids[i]);
     if (rc == 0) {
         msgpack_pack_array(&x.pk, 3);
         pack_str(&x.pk, "end");
         msgpack_pack_int64(&x.pk, (int64_t)stats->threads);
         msgpack_pack_int64(&x.pk, (int64_t)stats->messages);
-        end_record(&x);
-        rc = flush(&x, 1);
+        rc = end_record(&x);
     }
+    if (rc == 0)
+        rc = flush(&x, 1);
     msgpack_sbuffer_destroy(&x.buf);
     msgpack_sbuffer_destroy(&x.rec);
     return rc;
@@ -388,10 +553,15 @@ typedef struct importer {
     convo_error *err;
     uint64_t offset; /* stream offset of the record being applied */
     char *thread;    /* the thread being imported, or NULL between threads */
-    int created;     /* the import created it: remove it again on failure */
+    /* A thread the store does not have is restored under a staging id first and
+     * made visible by one fork when its messages are in: it appears whole or not
+     * at all, and a failed import never deletes what another writer stored. */
+    char *staging;   /* the staging id while the thread is staged, else NULL */
+    const char *target; /* where messages go: staging, or thread itself */
     int64_t next_seq;
     uint64_t thread_checkpoints;
     int ended;
+    json_t *seen;    /* the ids of the threads met so far: a repeated one is refused */
 } importer;
 
 static int corrupt(importer *im, const char *what)
@@ -446,6 +616,25 @@ static int same_thread(importer *im, const msgpack_object *rec)
            memcmp(o->via.str.ptr, im->thread, o->via.str.size) == 0;
 }
 
+#define STAGING_PREFIX ".convo-import-"
+
+static int new_staging_id(importer *im)
+{
+    static unsigned counter;
+    struct {
+        int64_t now;
+        long pid;
+        unsigned n;
+        const void *im;
+    } seed = {convo__now_micros(), (long)getpid(), __atomic_fetch_add(&counter, 1, 0), im};
+    if (asprintf(&im->staging, STAGING_PREFIX "%016llx",
+                 (unsigned long long)fnv1a(&seed, sizeof seed)) < 0) {
+        im->staging = NULL;
+        return convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    return 0;
+}
+
 static int import_thread_start(importer *im, const msgpack_object *rec)
 {
     char *id = NULL, *extra = NULL;
@@ -458,6 +647,11 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
         return corrupt(im, "malformed thread record");
     }
     int rc = convo__check_thread_id(id, im->err);
+    if (rc == 0 && json_object_get(im->seen, id))
+        rc = convo__error(im->err, CONVO_ECORRUPT, NULL, "corrupt dump at byte %llu: thread %s "
+                          "appears twice", (unsigned long long)im->offset, id);
+    if (rc == 0 && json_object_set_new(im->seen, id, json_true()) != 0)
+        rc = convo__error(im->err, CONVO_ENOMEM, NULL, "out of memory");
     convo_history *h = NULL;
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.limit = 1;
@@ -465,23 +659,69 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
     if (rc == 0) {
         rc = convo_load(im->s, id, &lo, &h, im->err);
         convo_history_free(h);
-        im->created = rc == CONVO_ENOTFOUND;
         if (rc == CONVO_ENOTFOUND) {
             convo__error_clear(im->err);
-            rc = 0;
+            rc = new_staging_id(im);
         }
     }
-    if (rc == 0)
-        rc = convo_save_extra(im->s, id, extra ? extra : "{}", im->err);
-    free(extra);
-    if (rc != 0) {
-        free(id);
-        return rc;
-    }
     im->thread = id;
+    im->target = im->staging ? im->staging : id;
     im->next_seq = 0;
     im->thread_checkpoints = 0;
-    return 0;
+    if (rc == 0)
+        rc = convo_save_extra(im->s, im->target, extra ? extra : "{}", im->err);
+    free(extra);
+    return rc;
+}
+
+/* A thread that is not there yet becomes visible here, whole: one fork of its
+ * staged copy (messages and extra). CONVO_ECONFLICT when another writer
+ * created it meanwhile: that writer's thread is left as it is. */
+static int publish(importer *im)
+{
+    if (!im->staging)
+        return 0;
+    int rc = convo_thread_fork(im->s, im->staging, im->thread, -1, im->err);
+    if (rc == CONVO_ECONFLICT) {
+        convo__error_clear(im->err);
+        rc = convo__error(im->err, CONVO_ECONFLICT, NULL, "thread %s was created by another "
+                          "writer while it was imported: not restored, the other writer's "
+                          "thread is left as it is", im->thread);
+    }
+    if (rc != 0)
+        return rc;
+    rc = convo_thread_delete(im->s, im->staging, im->err);
+    free(im->staging);
+    im->staging = NULL;
+    im->target = im->thread;
+    return rc;
+}
+
+/* A chunk the store had already (skipped) must be the dump's own messages:
+ * another thread under the same id is reported, not silently kept. */
+static int check_skipped(importer *im, int64_t first, const convo_message_in *msgs, size_t n)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.with_extra = 0;
+    lo.from_seq = first;
+    lo.limit = (int64_t)n;
+    convo_history *h;
+    int rc = convo_load(im->s, im->target, &lo, &h, im->err);
+    if (rc != 0)
+        return rc;
+    size_t differs = convo_history_count(h) == n ? n : 0;
+    for (size_t i = 0; i < n && differs == n; i++) {
+        size_t len;
+        const char *m = convo_history_message(h, i, &len);
+        if (len != msgs[i].len || memcmp(m, msgs[i].bytes, len) != 0)
+            differs = i;
+    }
+    convo_history_free(h);
+    if (differs == n)
+        return 0;
+    return convo__error(im->err, CONVO_ECONFLICT, NULL, "thread %s exists with other messages "
+                        "(seq %lld differs from the dump's): not imported", im->thread,
+                        (long long)(first + (int64_t)differs));
 }
 
 static int import_messages(importer *im, const msgpack_object *rec)
@@ -519,8 +759,10 @@ static int import_messages(importer *im, const msgpack_object *rec)
     }
     int skipped = 0;
     if (rc == 0)
-        rc = im->s->driver->thread_import(im->s->backend, im->thread, first, msgs, at, n,
+        rc = im->s->driver->thread_import(im->s->backend, im->target, first, msgs, at, n,
                                           &skipped, im->err);
+    if (rc == 0 && skipped)
+        rc = check_skipped(im, first, msgs, n);
     for (size_t i = 0; msgs && i < n; i++)
         free((char *)msgs[i].role);
     free(msgs);
@@ -659,6 +901,9 @@ static int import_writes(importer *im, const cp_fields *f)
 
 static int import_checkpoint(importer *im, const msgpack_object *rec)
 {
+    int prc = publish(im); /* checkpoints go to the visible thread */
+    if (prc != 0)
+        return prc;
     cp_fields f = {0};
     if (!same_thread(im, rec) || parse_cp(rec, &f) != 0) {
         cp_fields_free(&f);
@@ -705,10 +950,29 @@ static int import_thread_end(importer *im, const msgpack_object *rec)
         return corrupt(im, "malformed thread-end record");
     if (messages != im->next_seq || (uint64_t)checkpoints != im->thread_checkpoints)
         return corrupt(im, "thread-end counts do not match the records before it");
+    int rc = publish(im);
+    if (rc != 0)
+        return rc;
     free(im->thread);
     im->thread = NULL;
     im->stats->threads++;
     report(im->opts, im->stats);
+    return 0;
+}
+
+/* The end record's counts must be what the dump held: a thread whose frames
+ * were cut out as a whole is caught here. */
+static int import_end(importer *im, const msgpack_object *rec)
+{
+    int64_t threads, messages;
+    if (im->thread)
+        return corrupt(im, "the dump ends inside a thread");
+    if (rec->via.array.size != 3 || get_int(&rec->via.array.ptr[1], &threads) ||
+        get_int(&rec->via.array.ptr[2], &messages))
+        return corrupt(im, "malformed end record");
+    if ((uint64_t)threads != im->stats->threads || (uint64_t)messages != im->stats->messages)
+        return corrupt(im, "the end record's counts do not match the threads before it");
+    im->ended = 1;
     return 0;
 }
 
@@ -731,12 +995,8 @@ static int apply(importer *im, const msgpack_object *rec, int first)
         return corrupt(im, "data after the end record");
     if (is_tag(rec, "thread"))
         return import_thread_start(im, rec);
-    if (is_tag(rec, "end")) {
-        if (im->thread)
-            return corrupt(im, "the dump ends inside a thread");
-        im->ended = 1;
-        return 0;
-    }
+    if (is_tag(rec, "end"))
+        return import_end(im, rec);
     if (!im->thread)
         return corrupt(im, "a record outside of a thread");
     if (is_tag(rec, "messages"))
@@ -821,11 +1081,22 @@ static int apply_frame(importer *im, const unsigned char *bin, size_t len, uint6
     return rc;
 }
 
-/* After a failure inside a thread the import created, remove it again. */
+/* After a failure inside a staged thread, remove the staged copy: only what the
+ * import itself wrote. A thread already visible is left (another writer may be
+ * using it); its messages and extra are whole, its checkpoints may be partial. */
 static void undo_thread(importer *im)
 {
-    if (im->thread && im->created)
-        convo_thread_delete(im->s, im->thread, NULL);
+    if (im->staging) {
+        convo_error derr;
+        if (convo_thread_delete(im->s, im->staging, &derr) != 0 &&
+            derr.code != CONVO_ENOTFOUND && im->err) {
+            size_t used = strlen(im->err->message);
+            snprintf(im->err->message + used, sizeof im->err->message - used,
+                     "; its partial copy %s could not be removed: delete it", im->staging);
+        }
+    }
+    free(im->staging);
+    im->staging = NULL;
     free(im->thread);
     im->thread = NULL;
 }
@@ -968,8 +1239,11 @@ int convo_import(convo_store *s, convo_read_fn read, void *read_ctx, const convo
     if (s->driver->version < 2 || !s->driver->thread_import)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot import yet",
                             s->driver->name);
-    importer im = {.s = s, .opts = opts, .stats = stats, .err = err};
+    importer im = {.s = s, .opts = opts, .stats = stats, .err = err, .seen = json_object()};
+    if (!im.seen)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     int rc = read_records(&im, read, read_ctx);
+    json_decref(im.seen);
     if (rc != 0)
         undo_thread(&im);
     free(im.thread);

@@ -138,6 +138,37 @@ const char *convo_store_driver(const convo_store *s)
             return convo__error(err, CONVO_EINVAL, NULL, "store is NULL");                   \
     } while (0)
 
+/* A replayed idempotency key must name the same batch: the messages it stored
+ * (immutable, byte for byte) are compared with this one. Another batch under a
+ * used key is refused, as Stripe-style idempotency does, instead of returning
+ * the first result and dropping it. No hash is stored with the key: the stored
+ * messages are the batch's own fingerprint, on every driver and layout. */
+static int check_replay(convo_store *s, const char *thread_id, const convo_message_in *in,
+                        size_t n, const convo_append_opts *o, const convo_append_result *r,
+                        convo_error *err)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.from_seq = r->first_seq;
+    lo.limit = (int64_t)r->count;
+    lo.with_extra = 0;
+    convo_history *h;
+    int rc = convo_load(s, thread_id, &lo, &h, err);
+    if (rc != 0)
+        return rc;
+    int same = convo_history_count(h) == n && r->count == n;
+    for (size_t i = 0; same && i < n; i++) {
+        size_t len;
+        const char *m = convo_history_message(h, i, &len);
+        same = len == in[i].len && memcmp(m, in[i].bytes, len) == 0;
+    }
+    convo_history_free(h);
+    if (same)
+        return 0;
+    return convo__error(err, CONVO_ECONFLICT, NULL, "idempotency key %s was used for another "
+                        "batch (seq %lld, %zu messages): this one is not stored",
+                        o->idempotency_key, (long long)r->first_seq, r->count);
+}
+
 int convo_append(convo_store *s, const char *thread_id, const char *const *messages,
                  const size_t *lengths, size_t n, const convo_append_opts *opts,
                  convo_append_result *res, convo_error *err)
@@ -190,6 +221,8 @@ int convo_append(convo_store *s, const char *thread_id, const char *const *messa
     convo_append_result r = {0, 0, 0};
     if (rc == 0)
         rc = s->driver->append(s->backend, thread_id, in, n, &o, &r, err);
+    if (rc == 0 && r.replayed)
+        rc = check_replay(s, thread_id, in, n, &o, &r, err);
     for (size_t i = 0; i < n; i++)
         free((char *)in[i].role);
     free(in);

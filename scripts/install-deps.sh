@@ -139,24 +139,27 @@ else
   fi
 fi
 
-# The MongoDB wire-protocol stand-in used by the tests (tests/mongo-server).
+# npm packages from their lockfiles: the MongoDB wire-protocol stand-in used by
+# the tests (tests/mongo-server) and the Node binding with its test tools
+# (bindings/node: koffi, LangGraph's checkpoint packages, vitest).
 if [ "$build_only" -eq 0 ]; then
-  ms="$ROOT/tests/mongo-server"
-  if [ -f "$ms/package.json" ] && [ ! -d "$ms/node_modules" ]; then
-    if ! command -v npm >/dev/null 2>&1; then
-      log "error: npm not found; cannot install $ms's packages"
-      exit 1
+  for ms in "$ROOT/tests/mongo-server" "$ROOT/bindings/node"; do
+    if [ -f "$ms/package.json" ] && [ ! -d "$ms/node_modules" ]; then
+      if ! command -v npm >/dev/null 2>&1; then
+        log "error: npm not found; cannot install $ms's packages"
+        exit 1
+      fi
+      if [ -f "$ms/package-lock.json" ] || [ -f "$ms/npm-shrinkwrap.json" ]; then
+        cmd="ci"
+      else
+        cmd="install"   # npm ci refuses to run without a lockfile
+      fi
+      if [ "$dry_run" -eq 1 ]; then
+        log "dry run: would run: npm $cmd --no-audit --no-fund in $ms"
+      else
+        log "npm $cmd in ${ms#"$ROOT"/}"
+        (cd "$ms" && npm "$cmd" --no-audit --no-fund)
+      fi
     fi
-    if [ -f "$ms/package-lock.json" ] || [ -f "$ms/npm-shrinkwrap.json" ]; then
-      cmd="ci"
-    else
-      cmd="install"   # npm ci refuses to run without a lockfile
-    fi
-    if [ "$dry_run" -eq 1 ]; then
-      log "dry run: would run: npm $cmd --no-audit --no-fund in $ms"
-    else
-      log "npm $cmd in tests/mongo-server"
-      (cd "$ms" && npm "$cmd" --no-audit --no-fund)
-    fi
-  fi
+  done
 fi

@@ -15,6 +15,9 @@
 # DIR/env (to be sourced) exports:
 #   CONVO_TEST_SERVER_DIR=DIR   CONVO_TEST_SERVERS=<this script>
 #   CONVO_TEST_REDIS_URL=redis://127.0.0.1:PORT
+#   CONVO_TEST_REDIS_CLUSTER_URL=redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/
+#     (a 6-node Redis Cluster, 3 masters + 3 replicas: scripts/redis-cluster.sh,
+#     files in DIR/cluster; CONVO_TEST_REDIS_CLUSTER_PORTS lists all six ports)
 #   CONVO_TEST_POSTGRES_URL=postgres://convo:PASSWORD@127.0.0.1:PORT/convo
 #   CONVO_TEST_MONGO_URL=mongodb://127.0.0.1:PORT
 #   CONVO_TEST_MONGO_KIND=standin|real|none
@@ -25,6 +28,8 @@
 # tests/mongo-server/server.js is started (KIND=standin), or skipped with a
 # warning when it does not exist (KIND=none, no URL).
 # Redis keeps no data on disk except across restart-redis (SHUTDOWN SAVE).
+# CONVO_TEST_NO_CLUSTER=1 starts no Redis Cluster (its suites then skip, or fail
+# under CONVO_REQUIRE_ALL=1).
 # PostgreSQL runs as the postgres user when this runs as root.
 # Status goes to stderr; stdout stays empty.
 set -eu
@@ -144,7 +149,7 @@ lock() {
 }
 
 load_state() {
-  REDIS_PORT="" PG_PORT="" PG_ROOT="" PG_BINDIR="" PG_EXTERNAL=0 MONGO_KIND=none
+  REDIS_PORT="" CLUSTER=0 PG_PORT="" PG_ROOT="" PG_BINDIR="" PG_EXTERNAL=0 MONGO_KIND=none
   # shellcheck disable=SC1090
   if [ -f "$STATE" ]; then . "$STATE"; fi
 }
@@ -198,6 +203,23 @@ redis_start() {
     log "redis start attempt $try failed"
   done
   return 1
+}
+
+# ---------------------------------------------------------------- Redis Cluster
+
+cluster_start() {
+  if [ "${CONVO_TEST_NO_CLUSTER:-0}" = 1 ]; then
+    warn "CONVO_TEST_NO_CLUSTER=1: no Redis Cluster"
+    return 0
+  fi
+  echo "CLUSTER=1" >>"$STATE"
+  CLUSTER=1
+  "$SCRIPT_DIR/redis-cluster.sh" start "$DIR/cluster" 3 1
+}
+
+cluster_halt() {
+  [ "$CLUSTER" = 1 ] || return 0
+  "$SCRIPT_DIR/redis-cluster.sh" stop "$DIR/cluster" || true
 }
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -421,6 +443,10 @@ write_env() {
     env_line CONVO_TEST_SERVERS "$SELF"
     echo "export CONVO_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
     echo "export CONVO_TEST_REDIS_PORT=$REDIS_PORT"
+    if [ "$CLUSTER" = 1 ]; then
+      env_line CONVO_TEST_REDIS_CLUSTER_URL "$(cat "$DIR/cluster/url")"
+      env_line CONVO_TEST_REDIS_CLUSTER_PORTS "$(tr '\n' ' ' <"$DIR/cluster/ports" | sed 's/ $//')"
+    fi
     echo "export CONVO_TEST_POSTGRES_URL=postgres://convo:$PG_PASSWORD@127.0.0.1:$PG_PORT/convo"
     echo "export CONVO_TEST_POSTGRES_PORT=$PG_PORT"
     if [ "$MONGO_KIND" != none ]; then
@@ -438,6 +464,7 @@ do_stop() {
   load_state
   mongo_halt
   if [ -n "$REDIS_PORT" ]; then redis_halt nosave; fi
+  cluster_halt
   pg_halt
   if [ "$PG_EXTERNAL" = 1 ] && [ -n "$PG_ROOT" ] && [ -d "$PG_ROOT" ]; then
     rm -rf "$PG_ROOT"
@@ -470,6 +497,7 @@ cmd_start() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   redis_start
+  cluster_start
   pg_start
   mongo_start
   write_env
@@ -516,6 +544,9 @@ cmd_status() {
   [ -f "$STATE" ] || { log "nothing started in $DIR"; return 1; }
   pid=$(cat "$DIR/redis/redis.pid" 2>/dev/null || true)
   if alive "$pid"; then log "redis: up, port $REDIS_PORT, pid $pid"; else log "redis: down"; rc=1; fi
+  if [ "$CLUSTER" = 1 ]; then
+    "$SCRIPT_DIR/redis-cluster.sh" status "$DIR/cluster" || rc=1
+  fi
   pid=$(head -n 1 "$PG_ROOT/data/postmaster.pid" 2>/dev/null || true)
   if alive "$pid"; then log "postgres: up, port $PG_PORT, pid $pid"; else log "postgres: down"; rc=1; fi
   case "$MONGO_KIND" in
@@ -532,6 +563,7 @@ cmd_logs() {
   set_dir "${1:-}"
   load_state
   tail_log "$DIR/redis/redis.log"
+  if [ "$CLUSTER" = 1 ]; then "$SCRIPT_DIR/redis-cluster.sh" logs "$DIR/cluster" || true; fi
   if [ -n "$PG_ROOT" ]; then tail_log "$PG_ROOT/postgres.log"; fi
   tail_log "$DIR/mongo/server.log"
 }

@@ -918,6 +918,30 @@ START_TEST(test_idempotent_retry)
 }
 END_TEST
 
+/* A used key with another batch is refused (it returned the first result and
+ * dropped the batch): more messages, fewer, or the same count with other bytes. */
+START_TEST(test_idempotency_key_other_batch)
+{
+    char t[256];
+    TID(t, "other-batch");
+    convo_append_result r;
+    convo_error err;
+    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 0);
+    ASSERT_FAILS(append_opts(conf_store, t, three, 3, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "idempotency key k was used for another batch"));
+    ASSERT_FAILS(append_opts(conf_store, t, three, 1, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    const char *spaced[] = {three[0], "{ \"role\":\"assistant\",\"n\":2}"};
+    ASSERT_FAILS(append_opts(conf_store, t, spaced, 2, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(append_opts(conf_store, t, three + 1, 2, "k", -1, &r, &err), err,
+                 CONVO_ECONFLICT);
+    ck_assert_int_eq(conf_length(conf_store, t), 2);
+    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
+    assert_result(&r, 0, 2, 1);
+    ck_assert_int_eq(conf_length(conf_store, t), 2);
+}
+END_TEST
+
 START_TEST(test_idempotency_per_thread)
 {
     char a[256], b[256];
@@ -2479,6 +2503,7 @@ static void add_data_tests(Suite *s)
     tc = add_tcase(s, "idempotency");
     tcase_add_test(tc, test_idempotent_retry);
     tcase_add_test(tc, test_idempotency_per_thread);
+    tcase_add_test(tc, test_idempotency_key_other_batch);
     tcase_add_test(tc, test_idempotency_odd_keys);
     tcase_add_test(tc, test_idempotency_before_expected_length);
     tcase_add_test(tc, test_idempotency_failed_append_not_recorded);

@@ -3,8 +3,10 @@
  * that every message (bytes, seq, role, created_at), extra object, checkpoint,
  * channel value and pending write arrives identical; truncated and corrupted
  * dumps leave each thread whole or absent; a large copy stays in bounded memory. */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <convo.h>
+#include "dumpbuf.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,32 +223,6 @@ START_TEST(test_chain)
 }
 END_TEST
 
-typedef struct membuf {
-    char *data;
-    size_t len, cap, pos;
-} membuf;
-
-static int mem_write(void *ctx, const void *buf, size_t len)
-{
-    membuf *m = ctx;
-    if (m->len + len > m->cap) {
-        m->cap = (m->len + len) * 2;
-        m->data = realloc(m->data, m->cap);
-    }
-    memcpy(m->data + m->len, buf, len);
-    m->len += len;
-    return 0;
-}
-
-static long mem_read(void *ctx, void *buf, size_t len)
-{
-    membuf *m = ctx;
-    size_t n = m->len - m->pos < len ? m->len - m->pos : len;
-    memcpy(buf, m->data + m->pos, n);
-    m->pos += n;
-    return (long)n;
-}
-
 static membuf dump_of_populated(convo_store **src)
 {
     *src = open_url("memory:");
@@ -277,9 +253,20 @@ START_TEST(test_import_twice)
 }
 END_TEST
 
+/* No staged copy (".convo-import-...") is left in the store. */
+static void no_staging_left(convo_store *dst)
+{
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_thread_list(dst, ".convo-import", 1, &p, NULL), 0);
+    const char *first = convo_thread_page_count(p) ? convo_thread_page_id(p, 0) : "";
+    ck_assert_msg(strncmp(first, ".convo-import-", 14) != 0, "left behind: %s", first);
+    convo_thread_page_free(p);
+}
+
 /* After a failed import, every thread is either identical or absent. */
 static void whole_or_absent(convo_store *src, convo_store *dst)
 {
+    no_staging_left(dst);
     for (int i = 0; i < NTHREADS; i++) {
         convo_history *h;
         convo_error err;
@@ -352,6 +339,377 @@ START_TEST(test_not_a_dump)
 }
 END_TEST
 
+/* ---- a dump edited frame by frame: [0x92, bin(record), uint64 checksum] ---- */
+
+/* The frame at m->data + at: its record's offset and length, and the frame's size. */
+static size_t frame_at(const membuf *m, size_t at, size_t *rec, size_t *rec_len)
+{
+    const unsigned char *p = (const unsigned char *)m->data + at;
+    size_t width = p[1] == 0xc4 ? 1 : p[1] == 0xc5 ? 2 : 4, n = 0;
+    ck_assert(p[0] == 0x92);
+    for (size_t k = 0; k < width; k++)
+        n = (n << 8) | p[2 + k];
+    *rec = at + 2 + width;
+    *rec_len = n;
+    unsigned c = p[2 + width + n];
+    size_t sum = c <= 0x7f ? 1 : c == 0xcc ? 2 : c == 0xcd ? 3 : c == 0xce ? 5 : 9;
+    return 2 + width + n + sum;
+}
+
+/* The dump m without the frames that mention `drop`, and with its end record
+ * replaced by `end` (when not NULL). */
+static membuf edited(const membuf *m, const char *drop, const void *end, size_t end_len)
+{
+    membuf out = {0};
+    for (size_t at = 0; at < m->len;) {
+        size_t rec, len, size = frame_at(m, at, &rec, &len);
+        int last = at + size == m->len;
+        if (last && end)
+            add_frame(&out, end, end_len);
+        else if (!drop || !memmem(m->data + rec, len, drop, strlen(drop)))
+            mem_write(&out, m->data + at, size);
+        at += size;
+    }
+    return out;
+}
+
+static void import_refused(int u, const membuf *dump, int want)
+{
+    convo_store *dst = open_url(urls[u]);
+    membuf t = *dump;
+    t.pos = 0;
+    convo_error err;
+    int rc = convo_import(dst, mem_read, &t, NULL, NULL, &err);
+    ck_assert_msg(rc == want, "import: rc %d (%s), want %d", rc, rc ? err.message : "", want);
+    for (int i = 0; i < NTHREADS; i++)
+        convo_thread_delete(dst, ids[i], NULL);
+    convo_close(dst);
+}
+
+/* The end record's counts are checked: a wrong count, or a thread cut out whole. */
+START_TEST(test_end_counts)
+{
+    convo_store *src;
+    membuf m = dump_of_populated(&src);
+    membuf same = edited(&m, NULL, NULL, 0);
+    ck_assert_int_eq(same.len, m.len);
+    import_refused(_i, &same, 0);
+    /* ["end", 4, 2505]: one thread fewer than the dump holds */
+    static const unsigned char end4[] = {0x93, 0xa3, 'e', 'n', 'd', 0x04, 0xcd, 0x09, 0xc9};
+    static const unsigned char end5[] = {0x93, 0xa3, 'e', 'n', 'd', 0x05, 0xcd, 0x09, 0xc9};
+    static const unsigned char end5m[] = {0x93, 0xa3, 'e', 'n', 'd', 0x05, 0xcd, 0x09, 0xca};
+    membuf good = edited(&m, NULL, end5, sizeof end5);
+    import_refused(_i, &good, 0); /* the edit itself is sound */
+    membuf fewer = edited(&m, NULL, end4, sizeof end4);
+    import_refused(_i, &fewer, CONVO_ECORRUPT);
+    membuf more = edited(&m, NULL, end5m, sizeof end5m);
+    import_refused(_i, &more, CONVO_ECORRUPT);
+    membuf cut = edited(&m, ids[2], NULL, 0); /* the extra-only thread, removed whole */
+    ck_assert(cut.len < m.len);
+    import_refused(_i, &cut, CONVO_ECORRUPT);
+    free(same.data);
+    free(good.data);
+    free(fewer.data);
+    free(more.data);
+    free(cut.data);
+    free(m.data);
+    convo_close(src);
+}
+END_TEST
+
+/* A message's time comes back exactly as imported, or the store refuses it
+ * (CONVO_EINVAL, nothing stored): never another time (PostgreSQL turned
+ * INT64_MIN into the year 294247). */
+START_TEST(test_import_times)
+{
+    const int64_t times[] = {INT64_MIN, INT64_MIN + 1, -62135596800000000 /* year 1 */ - 1,
+                             -1, 0, 1732500000123456, 253402300799999999 /* 9999 */,
+                             INT64_MAX - 1, INT64_MAX};
+    convo_store *dst = open_url(urls[_i]);
+    for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
+        char thread[96];
+        snprintf(thread, sizeof thread, "%s-time-%zu", prefix, k);
+        membuf m = dump_with_time(thread, times[k]);
+        convo_error err;
+        int rc = convo_import(dst, mem_read, &m, NULL, NULL, &err);
+        convo_history *h = NULL;
+        int lrc = convo_load(dst, thread, NULL, &h, NULL);
+        if (rc == 0) {
+            ck_assert_int_eq(lrc, 0);
+            ck_assert_msg(convo_history_created_at(h, 0) == times[k],
+                          "%s: imported %lld, loaded %lld", convo_store_driver(dst),
+                          (long long)times[k], (long long)convo_history_created_at(h, 0));
+        } else {
+            ck_assert_msg(rc == CONVO_EINVAL, "%s: time %lld: rc %d (%s)",
+                          convo_store_driver(dst), (long long)times[k], rc, err.message);
+            ck_assert_int_eq(lrc, CONVO_ENOTFOUND);
+        }
+        if (k == 4 || k == 5)
+            ck_assert_int_eq(rc, 0); /* 1970 and 2024 fit every store */
+        convo_history_free(h);
+        convo_thread_delete(dst, thread, NULL);
+        free(m.data);
+    }
+    convo_close(dst);
+}
+END_TEST
+
+/* ---- export of a live store: a write function that changes the store at the
+ * first flush, i.e. after the first chunk of the thread being exported ---- */
+
+enum meddle { ADD_MORE, DELETE, REPLACE };
+
+typedef struct live_write {
+    membuf out;
+    convo_store *s;
+    const char *thread;
+    enum meddle what;
+    int done;
+} live_write;
+
+static void append_many(convo_store *s, const char *t, int n, const char *tag)
+{
+    static char buf[1000][320];
+    const char *msgs[1000];
+    for (int done = 0; done < n; done += 1000) {
+        int k = n - done < 1000 ? n - done : 1000;
+        for (int i = 0; i < k; i++) {
+            snprintf(buf[i], sizeof buf[i], "{\"role\":\"user\",\"content\":\"%s %d %0250d\"}",
+                     tag, done + i, i);
+            msgs[i] = buf[i];
+        }
+        append_ok(s, t, msgs, (size_t)k);
+    }
+}
+
+static int live_write_fn(void *ctx, const void *buf, size_t len)
+{
+    live_write *w = ctx;
+    if (!w->done) {
+        w->done = 1;
+        if (w->what != ADD_MORE)
+            ck_assert_int_eq(convo_thread_delete(w->s, w->thread, NULL), 0);
+        if (w->what != DELETE)
+            append_many(w->s, w->thread, w->what == ADD_MORE ? 1000 : 3000, "new");
+    }
+    return mem_write(&w->out, buf, len);
+}
+
+/* Exports a 2,500-message thread while `what` happens to it after its first chunk. */
+static int export_live(int u, enum meddle what, int all, live_write *w, convo_dump_stats *st,
+                       convo_error *err)
+{
+    static int n;
+    static char thread[96];
+    /* '!' sorts first: a whole-store export meets this thread before any other */
+    snprintf(thread, sizeof thread, "!%s-live-%d", prefix, n++);
+    *w = (live_write){.s = open_url(urls[u]), .thread = thread, .what = what};
+    append_many(w->s, thread, 2500, "old");
+    const char *one[] = {thread};
+    return convo_export(w->s, all ? NULL : one, all ? 0 : 1, live_write_fn, w, NULL, st, err);
+}
+
+static void live_done(live_write *w)
+{
+    convo_thread_delete(w->s, w->thread, NULL);
+    convo_close(w->s);
+    free(w->out.data);
+}
+
+/* A thread twice in one dump is refused; so is a dump whose thread the store
+ * holds with other messages (both used to be skipped silently, exit 0). */
+START_TEST(test_import_repeated_or_different)
+{
+    convo_store *dst = open_url(urls[_i]);
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-repeated", prefix);
+    const char *twice[] = {thread, thread};
+    membuf m = dump_of(twice, 2, 1732500000000000, "{\"role\":\"user\"}");
+    convo_error err;
+    int rc = convo_import(dst, mem_read, &m, NULL, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECORRUPT, "repeated: rc %d", rc);
+    ck_assert_ptr_nonnull(strstr(err.message, "appears twice"));
+    free(m.data);
+    convo_thread_delete(dst, thread, NULL);
+    const char *mine[] = {"{\"role\":\"user\",\"mine\":1}"};
+    append_ok(dst, thread, mine, 1);
+    const char *one[] = {thread};
+    m = dump_of(one, 1, 1732500000000000, "{\"role\":\"user\"}");
+    convo_dump_stats st;
+    rc = convo_import(dst, mem_read, &m, NULL, &st, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "other content: rc %d, %llu skipped", rc,
+                  (unsigned long long)st.skipped);
+    ck_assert_ptr_nonnull(strstr(err.message, "exists with other messages (seq 0"));
+    convo_history *h;
+    ck_assert_int_eq(convo_load(dst, thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 1);
+    ck_assert_str_eq(convo_history_message(h, 0, NULL), mine[0]);
+    convo_history_free(h);
+    free(m.data);
+    convo_thread_delete(dst, thread, NULL);
+    convo_close(dst);
+}
+END_TEST
+
+START_TEST(test_export_named_twice)
+{
+    convo_store *src = open_url(urls[_i]);
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-named-twice", prefix);
+    const char *m[] = {"{\"role\":\"user\"}"};
+    append_ok(src, thread, m, 1);
+    const char *twice[] = {thread, thread};
+    membuf out = {0};
+    convo_error err;
+    ck_assert_int_eq(convo_export(src, twice, 2, mem_write, &out, NULL, NULL, &err), CONVO_EINVAL);
+    ck_assert_int_eq(out.len, 0);
+    convo_thread_delete(src, thread, NULL);
+    convo_close(src);
+}
+END_TEST
+
+/* ---- another writer during an import ---- */
+
+typedef struct meddling_read {
+    membuf in;
+    convo_store *dst;
+    const char *thread;
+    int done;
+} meddling_read;
+
+/* Gives the dump in 64 KiB reads; when half of it is read (the first chunk of
+ * messages applied, more to come) another writer appends to the thread. */
+static long meddling_read_fn(void *ctx, void *buf, size_t len)
+{
+    meddling_read *r = ctx;
+    if (!r->done && r->in.pos >= r->in.len / 2) {
+        r->done = 1;
+        const char *m[] = {"{\"role\":\"user\",\"content\":\"other writer\"}"};
+        append_ok(r->dst, r->thread, m, 1);
+    }
+    return mem_read(&r->in, buf, len < 65536 ? len : 65536);
+}
+
+/* A failed import removes only what it wrote: the other writer's acknowledged
+ * message stays (the import used to delete the whole thread). */
+START_TEST(test_import_other_writer)
+{
+    convo_store *src = open_url("memory:");
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-other-writer", prefix);
+    append_many(src, thread, 2500, "imported");
+    meddling_read r = {.dst = open_url(urls[_i]), .thread = thread};
+    const char *one[] = {thread};
+    convo_error err;
+    ck_assert_int_eq(convo_export(src, one, 1, mem_write, &r.in, NULL, NULL, &err), 0);
+    int rc = convo_import(r.dst, meddling_read_fn, &r, NULL, NULL, &err);
+    ck_assert(r.done);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "import: rc %d (%s)", rc, rc ? err.message : "");
+    convo_history *h;
+    ck_assert_int_eq(convo_load(r.dst, thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 1);
+    ck_assert_ptr_nonnull(strstr(convo_history_message(h, 0, NULL), "other writer"));
+    convo_history_free(h);
+    no_staging_left(r.dst);
+    convo_thread_delete(r.dst, thread, NULL);
+    convo_close(r.dst);
+    convo_close(src);
+    free(r.in.data);
+}
+END_TEST
+
+START_TEST(test_export_appended_meanwhile)
+{
+    live_write w;
+    convo_dump_stats st;
+    convo_error err;
+    int rc = export_live(_i, ADD_MORE, 0, &w, &st, &err);
+    ck_assert_msg(rc == 0, "export: %s", err.message);
+    ck_assert(w.done);
+    ck_assert_int_eq(st.messages, 2500); /* its length when its export began */
+    convo_store *dst = open_url("memory:");
+    w.out.pos = 0;
+    ck_assert_msg(convo_import(dst, mem_read, &w.out, NULL, NULL, &err) == 0, "%s", err.message);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(dst, w.thread, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 2500);
+    ck_assert_ptr_nonnull(strstr(convo_history_message(h, 2499, NULL), "old 2499"));
+    convo_history_free(h);
+    convo_close(dst);
+    live_done(&w);
+}
+END_TEST
+
+START_TEST(test_export_replaced_meanwhile)
+{
+    live_write w;
+    convo_error err;
+    int rc = export_live(_i, REPLACE, 0, &w, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "export: rc %d", rc);
+    ck_assert_ptr_nonnull(strstr(err.message, "export again"));
+    live_done(&w);
+}
+END_TEST
+
+START_TEST(test_export_all_deleted_meanwhile)
+{
+    live_write w;
+    convo_error err;
+    int rc = export_live(_i, DELETE, 1, &w, NULL, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "export: rc %d", rc);
+    live_done(&w);
+}
+END_TEST
+
+/* Every allocation of an export failing in turn (the test-only hook
+ * CONVO_TEST_EXPORT_NOMEM): each run fails with CONVO_ENOMEM or, once the hook
+ * is past the last allocation, writes the whole dump; never a short dump with
+ * exit 0, never a loop. A store of 1,001 threads (two pages of the listing)
+ * and a thread of 257 checkpoints (two pages of checkpoint keys). */
+START_TEST(test_export_nomem)
+{
+    convo_store *s = open_url("memory:");
+    convo_error err;
+    char id[32];
+    for (int i = 0; i < 1001; i++) {
+        snprintf(id, sizeof id, "t%04d", i);
+        ck_assert_int_eq(convo_save_extra(s, id, "{\"k\":1}", &err), 0);
+    }
+    char cp[16], parent[16];
+    for (int i = 0; i < 257; i++) {
+        snprintf(cp, sizeof cp, "c%04d", i);
+        put_cp(s, "t0000", "", cp, i ? parent : NULL, "1", "10", 0);
+        memcpy(parent, cp, sizeof cp);
+    }
+    membuf whole = {0};
+    unsetenv("CONVO_TEST_EXPORT_NOMEM");
+    ck_assert_int_eq(convo_export(s, NULL, 0, mem_write, &whole, NULL, NULL, &err), 0);
+    int n;
+    for (n = 1;; n++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", n);
+        setenv("CONVO_TEST_EXPORT_NOMEM", v, 1);
+        membuf m = {0};
+        int rc = convo_export(s, NULL, 0, mem_write, &m, NULL, NULL, &err);
+        if (rc == 0) {
+            ck_assert_msg(m.len == whole.len && memcmp(m.data, whole.data, m.len) == 0,
+                          "allocation %d failing: exit 0 with %zu of %zu bytes", n, m.len,
+                          whole.len);
+            free(m.data);
+            break;
+        }
+        ck_assert_msg(rc == CONVO_ENOMEM, "allocation %d failing: rc %d (%s)", n, rc,
+                      err.message);
+        free(m.data);
+    }
+    unsetenv("CONVO_TEST_EXPORT_NOMEM");
+    fprintf(stderr, "export: %d allocations made to fail in turn\n", n - 1);
+    ck_assert_int_gt(n, 500);
+    free(whole.data);
+    convo_close(s);
+}
+END_TEST
+
 static long peak_rss_kb(void)
 {
     struct rusage ru;
@@ -415,6 +773,15 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_truncated, 0, nurls);
     tcase_add_loop_test(tc, test_corrupted, 0, nurls);
     tcase_add_loop_test(tc, test_not_a_dump, 0, nurls);
+    tcase_add_loop_test(tc, test_end_counts, 0, nurls);
+    tcase_add_loop_test(tc, test_import_times, 0, nurls);
+    tcase_add_loop_test(tc, test_import_other_writer, 0, nurls);
+    tcase_add_loop_test(tc, test_import_repeated_or_different, 0, nurls);
+    tcase_add_loop_test(tc, test_export_named_twice, 0, nurls);
+    tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
+    tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
+    tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);
+    tcase_add_test(tc, test_export_nomem);
     tcase_add_test(tc, test_big_copy_bounded);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);

@@ -3,6 +3,7 @@
  * from a version 3 layout), ttl and sweep, HOT appends, reconnecting after a
  * restart, error mapping, races across processes, and the cost of an append
  * next to a raw INSERT. Run by tests/postgres-extra.sh. */
+#include "dumpbuf.h"
 #include <check.h>
 #include <convo.h>
 #include <libpq-fe.h>
@@ -809,6 +810,52 @@ START_TEST(test_messages_byte_for_byte)
 }
 END_TEST
 
+/* A message time imported from a dump is stored as that time in SQL terms, or
+ * refused: INT64_MIN microseconds wrapped around to the year 294247. */
+START_TEST(test_import_time_range)
+{
+    convo_store *s = open_ok(schema_url("times", NULL));
+    PGconn *pg = admin();
+    const struct {
+        int64_t at;
+        long year; /* 0: refused */
+    } cases[] = {{INT64_MIN, 0},
+                 {-210866803200000000 - 1, 0},          /* a microsecond before 4714 BC */
+                 {-210866803200000000, -4714},          /* the earliest PostgreSQL holds */
+                 {-62135596800000000, 1},               /* 0001-01-01 */
+                 {1732500000123456, 2024},
+                 {INT64_MAX, 294247}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char thread[32], sql[256];
+        snprintf(thread, sizeof thread, "time-%zu", k);
+        membuf m = dump_with_time(thread, cases[k].at);
+        convo_error err;
+        int rc = convo_import(s, mem_read, &m, NULL, NULL, &err);
+        free(m.data);
+        if (cases[k].year == 0) {
+            ck_assert_msg(rc == CONVO_EINVAL, "time %lld: rc %d", (long long)cases[k].at, rc);
+            ck_assert_ptr_nonnull(strstr(err.message, "earliest time PostgreSQL stores"));
+            convo_history *none = NULL;
+            ck_assert_int_eq(convo_load(s, thread, NULL, &none, NULL), CONVO_ENOTFOUND);
+            convo_history_free(none);
+            continue;
+        }
+        ck_assert_msg(rc == 0, "time %lld: %s", (long long)cases[k].at, err.message);
+        snprintf(sql, sizeof sql, "SELECT extract(year FROM created_at AT TIME ZONE 'UTC')"
+                 " FROM %s.messages WHERE thread_id = '%s'",
+                 schema_name("times"), thread);
+        ck_assert_int_eq(query_long(pg, sql), cases[k].year);
+        convo_history *h;
+        ck_assert_int_eq(convo_load(s, thread, NULL, &h, &err), 0);
+        ck_assert_int_eq(convo_history_created_at(h, 0), cases[k].at);
+        convo_history_free(h);
+    }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema("times");
+}
+END_TEST
+
 /* Extra comes back compact whatever jsonb prints, and the limit counts the
  * compact size: exactly the limit is allowed, one byte more is not. */
 START_TEST(test_extra_compact_and_limit)
@@ -1358,6 +1405,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_reconnect_after_idle_kill);
     tcase_add_test(tc, test_call_in_flight_fails_then_recovers);
     tcase_add_test(tc, test_statement_timeout);
+    tcase_add_test(tc, test_import_time_range);
     suite_add_tcase(s, tc);
     tc = tcase_create("restart");
     tcase_set_tags(tc, "restart"); /* tests/postgres-extra.sh runs it on private servers */

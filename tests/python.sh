@@ -2,7 +2,8 @@
 # python.sh — the Python binding's unittest suite (bindings/python/tests) on the
 # libconvo just built, against memory:, SQLite and every server named by
 # CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL. Run by `make check`; by hand:
-#   top_builddir=BUILD top_srcdir=SRC tests/python.sh
+#   top_builddir=BUILD top_srcdir=SRC tests/python.sh [TEST...]
+# TEST names a module, class or method under bindings/python/tests (all by default).
 set -u
 
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -34,7 +35,12 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-python3 -m unittest discover -s "$top_srcdir/bindings/python/tests" -v 2>&1 | tee "$T/out"
+if [ $# -gt 0 ]; then
+    # named tests only (e.g. test_store.StoreTests_redis, for tests/redis-cluster.sh)
+    (cd "$top_srcdir/bindings/python/tests" && python3 -m unittest -v "$@") 2>&1 | tee "$T/out"
+else
+    python3 -m unittest discover -s "$top_srcdir/bindings/python/tests" -v 2>&1 | tee "$T/out"
+fi
 rc=${PIPESTATUS[0]}
 
 # unittest ends with "Ran N tests" and "OK (skipped=S)" or "FAILED (failures=F, errors=E)".

@@ -108,7 +108,8 @@ err_has "--url twice before the command" "given twice"
 err_has "--url after the command twice" "given twice"
 check "bad expect-length" 2 "$CONVO" --url "$M" append t "$U" --expect-length -3
 check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x
-check "save-extra without JSON" 2 "$CONVO" --url "$M" save-extra t
+check "save-extra with two JSON" 2 "$CONVO" --url "$M" save-extra t "{}" "{}"
+check "save-extra of an empty stdin" 1 "$CONVO" --url "$M" save-extra t </dev/null
 check "threads with argument" 2 "$CONVO" --url "$M" threads x
 check "help of unknown command" 2 "$CONVO" help frobnicate
 check "usage error opens no store" 2 env -C "$T" "$CONVO" load
@@ -436,6 +437,90 @@ thread job: 6 messages, extra {"step":3,"last_tool":"add"}'
     python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE convo_threads RENAME TO gone"); c.commit()' "$T/broken.db"
     check "threads when listing fails" 1 "$CONVO" --url "sqlite:$T/broken.db" threads
     one_error "threads when listing fails"
+    # stdin is read only up to the limits of one call: a writer that never stops is cut off
+    # feed KIND BYTES CMD...: pipes up to BYTES of KIND (zeros, or one message per line)
+    # into CMD; $fed is how many bytes the writer got rid of before the reader stopped
+    feed() {
+        local kind=$1 total=$2
+        shift 2
+        got=0
+        python3 -c '
+import os, sys
+kind, total = sys.argv[1], int(sys.argv[2])
+chunk = bytes(65536) if kind == "zero" else b"{\"role\":\"user\"}\n" * 4096
+sent = 0
+try:
+    while sent < total:
+        sent += os.write(1, chunk)
+except BrokenPipeError:
+    pass
+sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/err" || got=$?
+        fed=$(cat "$T/fed")
+    }
+    L="sqlite:$T/limits.db"
+    feed zero 268435456 "$CONVO" --url "$L" append z
+    if [ "$got" = 5 ] && [ "$fed" -lt 16777216 ]; then ok; else
+        bad "append < zeros: exit $got (want 5) after $fed bytes (want < 16 MiB)"; fi
+    err_has "append < zeros" "line 1 of standard input is over the limit of 1048576 bytes"
+    feed lines 67108864 "$CONVO" --url "$L" append y
+    if [ "$got" = 5 ] && [ "$fed" -lt 4194304 ]; then ok; else
+        bad "append < endless lines: exit $got (want 5) after $fed bytes (want < 4 MiB)"; fi
+    err_has "append < endless lines" "more than 10000 messages"
+    check "append < endless lines stored nothing" 3 "$CONVO" --url "$L" load y
+    feed zero 268435456 "$CONVO" --url "$L" save-extra z
+    if [ "$got" = 5 ] && [ "$fed" -lt 16777216 ]; then ok; else
+        bad "save-extra < zeros: exit $got (want 5) after $fed bytes (want < 16 MiB)"; fi
+    python3 -c 'import json; print(json.dumps({"big": "x" * 200000, "n": 1}))' >"$T/patch.json"
+    check "save-extra of a 200 KB patch on stdin" 0 "$CONVO" --url "$L" save-extra p <"$T/patch.json"
+    check "its extra" 0 "$CONVO" --url "$L" extra p
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["n"] == 1 and len(d["big"]) == 200000' "$T/out"; then ok; else
+        bad "save-extra from stdin: extra is [$(head -c 100 "$T/out")]"; fi
+    python3 -c 'import json; print(json.dumps({"big": "x" * 1048576}))' >"$T/patch.json"
+    check "save-extra of a patch over 1 MiB on stdin" 5 "$CONVO" --url "$L" save-extra p <"$T/patch.json"
+    err_has "patch over 1 MiB" "the patch on standard input is over the limit of 1048576 bytes"
+    # libmongoc's counters file /dev/shm/mongoc-PID: gone while the tool runs (it was
+    # left behind by every killed process, even one that used only SQLite)
+    shm_left() { # URL: the tool waits on stdin with the store open, then is killed
+        local url=$1 db=$2 pid='' i f
+        rm -f "$T/fifo" && mkfifo "$T/fifo"
+        # as a user runs it: without the MONGOC_DISABLE_SHM=1 that make check sets
+        env -u MONGOC_DISABLE_SHM "$CONVO" --url "$url" append s <"$T/fifo" >/dev/null 2>&1 &
+        exec 7>"$T/fifo"
+        for i in $(seq 200); do
+            for f in /proc/[0-9]*/fd/*; do
+                case $(readlink "$f" 2>/dev/null) in "$db"*) pid=${f#/proc/}; pid=${pid%%/*}; break 2 ;; esac
+            done
+            sleep 0.05
+        done
+        if [ -z "$pid" ]; then bad "shm ($url): the tool never opened $db"; exec 7>&-; return; fi
+        if [ -e "/dev/shm/mongoc-$pid" ]; then bad "shm ($url): /dev/shm/mongoc-$pid exists while the tool runs"; else ok; fi
+        kill -9 "$pid"
+        exec 7>&-
+        wait || true
+        if [ -e "/dev/shm/mongoc-$pid" ]; then bad "shm ($url): /dev/shm/mongoc-$pid left by the killed tool"; rm -f "/dev/shm/mongoc-$pid"; else ok; fi
+    }
+    case $("$CONVO" --version) in
+    *mongo*) shm_left "sqlite:$T/shm.db" "$T/shm.db" ;;
+    *) echo "tool.sh: built without the MongoDB driver: no libmongoc counters file to check" ;;
+    esac
+    # output that cannot be written after a stored write: exit 6, said on stderr, stored once
+    O="sqlite:$T/output.db"
+    got=0; "$CONVO" --url "$O" append o "$U" >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 6 ]; then ok; else bad "append >/dev/full: exit $got, want 6"; fi
+    one_error "append >/dev/full"
+    err_has "append >/dev/full" "the batch is stored (first seq 0, 1 messages)"
+    got=0; "$CONVO" --url "$O" append o "$U" >&- 2>"$T/err" || got=$?
+    if [ "$got" = 6 ]; then ok; else bad "append >&-: exit $got, want 6"; fi
+    err_has "append >&-" "the batch is stored (first seq 1, 1 messages)"
+    check "appends with no output stored" 0 "$CONVO" --url "$O" load o
+    if [ "$(wc -l <"$T/out")" = 2 ]; then ok; else bad "appends with no output: $(wc -l <"$T/out") messages, want 2"; fi
+    got=0; "$CONVO" --url "$O" load o >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 1 ]; then ok; else bad "load >/dev/full: exit $got, want 1"; fi
+    one_error "load >/dev/full"
+    got=0; "$CONVO" --url "$O" export >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 1 ]; then ok; else bad "export >/dev/full: exit $got, want 1"; fi
+    one_error "export >/dev/full"
+    err_has "export >/dev/full" "writing the dump failed: No space left on device"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"

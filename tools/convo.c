@@ -20,7 +20,8 @@ enum {
     STATUS_USAGE = 2,
     STATUS_NOTFOUND = 3,
     STATUS_CONFLICT = 4,
-    STATUS_TOOLARGE = 5
+    STATUS_TOOLARGE = 5,
+    STATUS_STORED_NO_OUTPUT = 6 /* the write was stored; printing its result failed */
 };
 
 #define DEFAULT_URL "sqlite:convo.db"
@@ -210,31 +211,6 @@ static void batch_free(batch *b)
     free(b->line_no);
 }
 
-static int read_all(FILE *in, char **out, size_t *len)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, in);
-        if (n < cap)
-            break;
-        char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    if (!buf)
-        return fail_msg(STATUS_ERROR, "out of memory reading standard input");
-    if (ferror(in)) {
-        free(buf);
-        return fail_msg(STATUS_ERROR, "cannot read standard input: %s", strerror(errno));
-    }
-    *out = buf;
-    *len = n;
-    return STATUS_OK;
-}
-
 static int blank(const char *p, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -243,11 +219,62 @@ static int blank(const char *p, size_t len)
     return 1;
 }
 
+/* Reads standard input up to the limits of one call, so that `< /dev/zero` or a
+ * runaway producer stops at the limit instead of growing the buffer until memory
+ * runs out: at most max_total bytes, no line over max_line bytes, at most
+ * max_lines non-blank lines (0 = no such limit). what names the input in errors. */
+static int read_limited(FILE *in, size_t max_total, size_t max_line, size_t max_lines,
+                        const char *what, char **out, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0, line_start = 0, lines = 0, line = 1;
+    char *buf = malloc(cap);
+    int st = buf ? STATUS_OK : fail_msg(STATUS_ERROR, "out of memory reading standard input");
+    while (st == STATUS_OK) {
+        if (n == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                st = fail_msg(STATUS_ERROR, "out of memory reading standard input");
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, in);
+        for (size_t i = n; i < n + got; i++)
+            if (buf[i] == '\n') {
+                lines += !blank(buf + line_start, i - line_start);
+                line_start = i + 1;
+                line++;
+            }
+        n += got;
+        if (max_total && n > max_total)
+            st = fail_msg(STATUS_TOOLARGE, "%s is over the limit of %zu bytes", what, max_total);
+        else if (max_line && n - line_start > max_line)
+            st = fail_msg(STATUS_TOOLARGE, "line %zu of %s is over the limit of %zu bytes for "
+                          "a message", line, what, max_line);
+        else if (max_lines && lines > max_lines)
+            st = fail_msg(STATUS_TOOLARGE, "%s holds more than %zu messages, the limit for one "
+                          "append", what, max_lines);
+        else if (got == 0)
+            break;
+    }
+    if (st == STATUS_OK && ferror(in))
+        st = fail_msg(STATUS_ERROR, "cannot read standard input: %s", strerror(errno));
+    if (st != STATUS_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    *len = n;
+    return STATUS_OK;
+}
+
 /* One message per non-blank line; a line's bytes (without its '\n') are stored as is. */
 static int read_lines(FILE *in, batch *b)
 {
     size_t len = 0;
-    int st = read_all(in, &b->buf, &len);
+    int st = read_limited(in, 0, CONVO_DEFAULT_MAX_MESSAGE_BYTES,
+                          CONVO_DEFAULT_MAX_BATCH_MESSAGES, "standard input", &b->buf, &len);
     if (st != STATUS_OK)
         return st;
     size_t lines = 1;
@@ -324,6 +351,13 @@ static int cmd_append(convo_store *s, const invocation *inv)
         st = fail(rc, &err);
     } else {
         printf("%lld %zu\n", (long long)res.first_seq, res.count);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            /* a retry would store the batch again: say that it is stored */
+            fprintf(stderr, "convo: the batch is stored (first seq %lld, %zu messages) but "
+                    "standard output could not be written: %s\n", (long long)res.first_seq,
+                    res.count, strerror(errno));
+            st = STATUS_STORED_NO_OUTPUT;
+        }
     }
     if (from_stdin)
         batch_free(&b);
@@ -400,7 +434,21 @@ static int cmd_extra(convo_store *s, const invocation *inv)
 static int cmd_save_extra(convo_store *s, const invocation *inv)
 {
     convo_error err;
-    int rc = convo_save_extra(s, inv->args[0], inv->args[1], &err);
+    char *patch = NULL;
+    if (inv->nargs == 1) { /* the patch on stdin: one JSON object, up to the extra limit */
+        size_t len;
+        int st = read_limited(stdin, CONVO_DEFAULT_MAX_EXTRA_BYTES, 0, 0,
+                              "the patch on standard input", &patch, &len);
+        if (st != STATUS_OK)
+            return st;
+        patch[len] = '\0'; /* read_limited leaves room: len <= max < cap */
+        if (strlen(patch) != len) {
+            free(patch);
+            return fail_msg(STATUS_ERROR, "the patch on standard input holds a NUL byte");
+        }
+    }
+    int rc = convo_save_extra(s, inv->args[0], patch ? patch : inv->args[1], &err);
+    free(patch);
     return rc ? fail(rc, &err) : STATUS_OK;
 }
 
@@ -571,9 +619,9 @@ static const command commands[] = {
      .summary = "print the messages, one per line, exactly as appended"},
     {.name = "extra", .run = cmd_extra, .opens_store = 1, .min_args = 1, .max_args = 1,
      .usage = "extra THREAD", .summary = "print the merged extra object"},
-    {.name = "save-extra", .run = cmd_save_extra, .opens_store = 1, .min_args = 2, .max_args = 2,
-     .usage = "save-extra THREAD JSON",
-     .summary = "merge the keys of a JSON object into the extra object (shallow)"},
+    {.name = "save-extra", .run = cmd_save_extra, .opens_store = 1, .min_args = 1, .max_args = 2,
+     .usage = "save-extra THREAD [JSON]",
+     .summary = "merge the keys of a JSON object (argument, or stdin) into the extra object"},
     {.name = "threads", .run = cmd_threads, .opens_store = 1, .min_args = 0, .max_args = 0,
      .options = {"--after=", "--limit="}, .usage = "threads [--after ID] [--limit N]",
      .summary = "print thread ids in byte order, one per line"},
@@ -655,11 +703,16 @@ static int run(const char *url, const command *cmd, int argc, char **argv)
     return st;
 }
 
+/* A command that failed has said why already (the first error is the root cause). */
 static int finish(int status)
 {
+    errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "convo: cannot write standard output: %s\n", strerror(errno));
-        return status ? status : STATUS_ERROR;
+        if (status != STATUS_OK)
+            return status;
+        fprintf(stderr, "convo: cannot write standard output%s%s\n", errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        return STATUS_ERROR;
     }
     return status;
 }

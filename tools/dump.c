@@ -3,6 +3,7 @@
  * stderr when it is a terminal. */
 #include "dump.h"
 #include <convo.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -53,9 +54,15 @@ static void set_progress(convo_dump_opts *o, progress_state *p, const char *verb
     }
 }
 
+static int write_errno; /* why the dump could not be written */
+
 static int file_write(void *ctx, const void *buf, size_t len)
 {
-    return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+    errno = 0;
+    if (fwrite(buf, 1, len, ctx) == len)
+        return 0;
+    write_errno = errno;
+    return -1;
 }
 
 static long file_read(void *ctx, void *buf, size_t len)
@@ -85,7 +92,14 @@ int convo_tool_export(convo_store *s, int nthreads, char **threads)
     convo_error err;
     int rc = convo_export(s, (const char *const *)threads, (size_t)nthreads, file_write, stdout,
                           &o, &st, &err);
-    if (rc == 0 && fflush(stdout) != 0) {
+    errno = 0;
+    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+        write_errno = errno;
+    if ((rc == 0 || rc == CONVO_EIO) && write_errno) {
+        fprintf(stderr, "convo: writing the dump failed: %s\n", strerror(write_errno));
+        return 1;
+    }
+    if (rc == 0 && ferror(stdout)) {
         fprintf(stderr, "convo: writing the dump failed\n");
         return 1;
     }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,9 +79,28 @@ static void quiet_log(mongoc_log_level_t level, const char *domain, const char *
         mongoc_log_default_handler(level, domain, message, ctx);
 }
 
+/* libmongoc keeps its performance counters in /dev/shm/mongoc-PID, which it
+ * removes only at a clean exit: every killed process that linked libconvo (a
+ * SQLite-only one too: Debian's libmongoc initialises itself when it is
+ * loaded) left one behind. The name goes as soon as it exists; the mapping,
+ * which is all the counters use, stays. (Only mongoc-stat reads the file.) */
+static void forget_counters_file(void)
+{
+    char name[32];
+    snprintf(name, sizeof name, "/mongoc-%u", (unsigned)getpid());
+    shm_unlink(name);
+}
+
+/* The loader runs libmongoc's own constructor (it is a dependency) first. */
+__attribute__((constructor)) static void forget_counters_file_at_load(void)
+{
+    forget_counters_file();
+}
+
 static void init_mongoc(void)
 {
-    mongoc_init();
+    mongoc_init(); /* a no-op when libmongoc initialised itself at load */
+    forget_counters_file();
     mongoc_log_set_handler(quiet_log, NULL);
 }
 

@@ -22,6 +22,10 @@
 #define SWEEP_BATCH 256 /* expired threads removed per transaction */
 /* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
 #define PG_EPOCH_MICROS INT64_C(946684800000000)
+/* The earliest time timestamptz holds (4714-11-24 BC), in microseconds since
+ * 1970; below it the conversion to PostgreSQL's epoch overflows (INT64_MIN was
+ * stored as the year 294247). Every int64 above it fits (INT64_MAX is 294247 AD). */
+#define PG_MIN_MICROS (INT64_C(-211813488000000000) + PG_EPOCH_MICROS)
 /* Two-key advisory lock namespace for migrations: "conv". */
 #define MIGRATION_LOCK_CLASS 1668247158
 #define OID_BYTEA 17
@@ -2059,6 +2063,11 @@ static int pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
                             int *skipped, convo_error *err)
 {
+    for (size_t i = 0; i < n; i++)
+        if (created_at[i] < PG_MIN_MICROS)
+            return convo__error(err, CONVO_EINVAL, NULL, "message %lld: created_at %lld is "
+                                "before the earliest time PostgreSQL stores (4714 BC)",
+                                (long long)(first_seq + (int64_t)i), (long long)created_at[i]);
     int lens[6] = {(int)strlen(thread_id), 8, 0, 0, 0, TTL_LEN};
     char *bodies, *roles, first[8];
     int rc = encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);

@@ -4,6 +4,7 @@
  * append (a bare RPUSHX); the thread index is a separate sorted set. See
  * docs/redis.md. */
 #include "config.h"
+#include "cluster.h"
 #include <convo/driver.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -376,6 +377,7 @@ typedef struct rconn {
     redisContext *c;
     uint64_t gen; /* creation number, to drop connections older than a failure */
     int broken;   /* a send failed: the connection must not be reused */
+    rcl_conns *nodes; /* cluster mode (c is NULL): a socket per node */
 } rconn;
 
 struct convo_backend {
@@ -390,6 +392,8 @@ struct convo_backend {
     atomic_uint_fast64_t recent[RECENT_SLOTS]; /* threads written lately (run_writer) */
     atomic_uint_fast64_t next_gen;
     atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
+    rcl *cluster;                       /* redis+cluster: routing (cluster.c) */
+    int wait_replicas, wait_timeout_ms; /* ?wait=N&wait_timeout=MS */
 };
 
 /* A pipeline command: arguments with lengths, plus room for a few numbers. */
@@ -663,8 +667,8 @@ static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo
 
 /* Sends commands [0, n) in one round trip; replies[i] gets each reply. On a
  * connection error nothing is returned and the connection is broken. */
-static int pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
-                    convo_error *err)
+static int pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
+                          convo_error *err)
 {
     if (rc->broken)
         return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
@@ -692,6 +696,74 @@ static void replies_free(redisReply **replies, size_t n)
         freeReplyObject(replies[i]);
         replies[i] = NULL;
     }
+}
+
+/* cluster.c routes each command to the master of its key's slot. */
+static int pipeline_cluster(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
+                            redisReply **replies, convo_error *err)
+{
+    rcl_cmd *rq = calloc(n ? n : 1, sizeof *rq);
+    int code = rq ? 0 : oom(err);
+    for (size_t i = 0; i < n && code == 0; i++) {
+        char *buf = cmds[i].failed ? NULL : format_command(&cmds[i], &rq[i].len);
+        if (!(rq[i].buf = buf))
+            code = oom(err);
+        else
+            convo__rcl_classify(&rq[i], cmds[i].argv, cmds[i].lens, cmds[i].n);
+    }
+    if (code == 0)
+        code = convo__rcl_run(b->cluster, rc->nodes, rq, n, replies, err);
+    for (size_t i = 0; rq && i < n; i++)
+        free((char *)rq[i].buf);
+    free(rq);
+    return code;
+}
+
+/* ?wait=N: a pipeline that may write ends with WAIT, whose answer decides. */
+static int pipeline_wait(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
+                         convo_error *err)
+{
+    cmd *all = calloc(n + 1, sizeof *all);
+    redisReply **got = calloc(n + 1, sizeof *got);
+    int code = all && got ? 0 : oom(err);
+    if (code == 0) {
+        memcpy(all, cmds, n * sizeof *cmds);
+        cmd_str(&all[n], "WAIT");
+        cmd_num(&all[n], b->wait_replicas);
+        cmd_num(&all[n], b->wait_timeout_ms);
+        code = pipeline_plain(b, rc, all, n + 1, got, err);
+        cmd_free(&all[n]);
+    }
+    if (code == 0 && (code = convo__rcl_wait_check(got[n], b->wait_replicas, b->redacted, err)))
+        replies_free(got, n + 1);
+    if (code == 0) {
+        memcpy(replies, got, n * sizeof *got);
+        freeReplyObject(got[n]);
+    }
+    free(all);
+    free(got);
+    return code;
+}
+
+static int may_write(const cmd *cmds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rcl_cmd c;
+        convo__rcl_classify(&c, cmds[i].argv, cmds[i].lens, cmds[i].n);
+        if (c.write)
+            return 1;
+    }
+    return 0;
+}
+
+static int pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
+                    convo_error *err)
+{
+    if (rc->nodes)
+        return pipeline_cluster(b, rc, cmds, n, replies, err);
+    if (b->wait_replicas && may_write(cmds, n))
+        return pipeline_wait(b, rc, cmds, n, replies, err);
+    return pipeline_plain(b, rc, cmds, n, replies, err);
 }
 
 static int is_noscript(const redisReply *r)
@@ -738,10 +810,28 @@ static void cmd_script_head(cmd *c, const thread_keys *tk)
     cmd_script_keys(c, tk, K_COUNT);
 }
 
+/* The thread index key of id: one key, or in a cluster the one of id's slot. */
+static void cmd_index_key(cmd *c, const convo_backend *b, const char *id)
+{
+    if (!b->cluster) {
+        cmd_str(c, b->index_key);
+        return;
+    }
+    char tag[3 * 512 + 1];
+    size_t klen, n = encode_tag(NULL, id);
+    if (n >= sizeof tag) {
+        c->failed = 1; /* ids are validated to 512 bytes before they get here */
+        return;
+    }
+    encode_tag(tag, id);
+    const char *k = convo__rcl_index_key(b->cluster, convo__rcl_key_slot(tag, n), &klen);
+    cmd_add(c, k, klen);
+}
+
 static void cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id)
 {
     cmd_str(c, verb);
-    cmd_str(c, b->index_key);
+    cmd_index_key(c, b, id);
     if (verb[0] == 'Z' && verb[1] == 'A')
         cmd_add(c, "0", 1);
     cmd_str(c, id);
@@ -925,12 +1015,28 @@ static int connection_setup(convo_backend *b, rconn *rc, convo_error *err)
     return code;
 }
 
+/* rcl_setup_fn: a new connection to a cluster node. */
+static int node_setup(void *ctx, redisContext *c, convo_error *err)
+{
+    rconn one = {.c = c};
+    return connection_setup(ctx, &one, err);
+}
+
 static int pool_connect(void *ctx, void **conn, convo_error *err)
 {
     convo_backend *b = ctx;
     rconn *rc = calloc(1, sizeof *rc);
     if (!rc)
         return oom(err);
+    if (b->cluster) {
+        if (!(rc->nodes = convo__rcl_conns_new())) {
+            free(rc);
+            return oom(err);
+        }
+        rc->gen = atomic_fetch_add(&b->next_gen, 1);
+        *conn = rc;
+        return 0;
+    }
     int code = connect_raw(b, &rc->c, err);
     if (code == 0 && (code = connection_setup(b, rc, err)) != 0)
         redisFree(rc->c);
@@ -947,6 +1053,7 @@ static void pool_disconnect(void *ctx, void *conn)
 {
     rconn *rc = conn;
     redisFree(rc->c);
+    convo__rcl_conns_free(rc->nodes);
     free(rc);
 }
 
@@ -972,7 +1079,7 @@ static int acquire(convo_backend *b, rconn **out, convo_error *err)
 
 static void release(convo_backend *b, rconn *c)
 {
-    convo__pool_release(b->pool, c, c->c->err != 0 || c->broken);
+    convo__pool_release(b->pool, c, (c->c && c->c->err != 0) || c->broken);
 }
 
 /* ---- open / close ---- */
@@ -1036,6 +1143,20 @@ static int parse_location(convo_backend *b, convo_url *url, long long *db, convo
         return 0;
     }
     b->port = url->port ? url->port : 6379;
+    if (strcmp(url->scheme, "redis+cluster") == 0) {
+        /* the seed list; "h:p,h:p" stays whole in url->host */
+        const char *h = url->host && *url->host ? url->host : "127.0.0.1";
+        if (!(b->host = malloc(strlen(h) + 8)))
+            return oom(err);
+        if (url->port)
+            sprintf(b->host, "%s:%d", h, url->port);
+        else
+            strcpy(b->host, h);
+        if (url->path && *url->path && strcmp(url->path, "0") != 0)
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "redis+cluster URL: a cluster has only database 0");
+        return 0;
+    }
     if (!(b->host = strdup(url->host && *url->host ? url->host : "127.0.0.1")))
         return oom(err);
     if (url->path && *url->path)
@@ -1059,6 +1180,19 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
         rc = take_int(url, "timeout", 0, INT_MAX, &t, err);
     if (rc == 0)
         rc = take_int(url, "pool", 1, 1024, pool, err);
+    long long wait = 0, wait_t = 1000;
+    if (rc == 0)
+        rc = take_int(url, "wait", 0, 64, &wait, err);
+    if (rc == 0)
+        rc = take_int(url, "wait_timeout", 1, INT_MAX, &wait_t, err);
+    if (rc == 0 && wait > 0 && t > 0 && wait_t >= t)
+        rc = convo__error(err, CONVO_EINVAL, NULL,
+                          "redis URL: wait_timeout must be shorter than timeout");
+    if (rc == 0 && qdb > 0 && strcmp(url->scheme, "redis+cluster") == 0)
+        rc = convo__error(err, CONVO_EINVAL, NULL,
+                          "redis+cluster URL: a cluster has only database 0");
+    b->wait_replicas = (int)wait;
+    b->wait_timeout_ms = (int)wait_t;
     if (rc != 0)
         return rc;
     char *prefix = convo__url_take(url, "prefix");
@@ -1077,11 +1211,33 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
     return 0;
 }
 
+static int cluster_open(convo_backend *b, convo_error *err)
+{
+    rcl_config cfg = {b->host,      b->prefix,          b->redacted,        b->connect_timeout_ms,
+                      b->timeout_ms, b->wait_replicas, b->wait_timeout_ms, node_setup,
+                      b};
+    return convo__rcl_new(&b->cluster, &cfg, err);
+}
+
+static int cluster_ping(convo_backend *b, rconn *c, convo_error *err)
+{
+    cmd ping = {0};
+    redisReply *r = NULL;
+    cmd_str(&ping, "PING");
+    int rc = pipeline(b, c, &ping, 1, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    freeReplyObject(r);
+    cmd_free(&ping);
+    return rc;
+}
+
 static void rd_close(convo_backend *b)
 {
     if (!b)
         return;
     convo__pool_free(b->pool);
+    convo__rcl_free(b->cluster);
     free(b->host);
     free(b->socket_path);
     free(b->user);
@@ -1109,12 +1265,17 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
     atomic_init(&b->stale_below, 0);
     long long pool = DEFAULT_POOL;
     int rc = (b->redacted = strdup(url->redacted)) ? parse_params(b, url, err, &pool) : oom(err);
+    if (rc == 0 && strcmp(url->scheme, "redis+cluster") == 0)
+        rc = cluster_open(b, err);
     if (rc == 0 && convo__pool_new(&b->pool, (size_t)pool, &pool_ops, b) != 0)
         rc = oom(err);
     /* connect now: a wrong host or password is reported by open, and the SHAs are set */
     rconn *c;
-    if (rc == 0 && (rc = acquire(b, &c, err)) == 0)
+    if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
+        if (b->cluster) /* a first node connection: the map, the SHAs */
+            rc = cluster_ping(b, c, err);
         release(b, c);
+    }
     if (rc != 0) {
         rd_close(b);
         return rc;
@@ -1644,7 +1805,7 @@ static char *scan_pattern(const char *prefix, const char *tail)
 typedef int (*scan_fn)(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
                        convo_error *err);
 
-static int scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
+static int scan_node(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
                      convo_error *err)
 {
     char *pattern = scan_pattern(b->prefix, tail);
@@ -1674,6 +1835,22 @@ static int scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, v
         freeReplyObject(r);
     } while (rc == 0 && strcmp(cursor, "0") != 0);
     free(pattern);
+    return rc;
+}
+
+/* In a cluster, SCAN runs on each master in turn (keys move with resharding:
+ * what uses it must bear a key seen twice or not at all). */
+static int scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
+                     convo_error *err)
+{
+    if (!b->cluster)
+        return scan_node(b, c, tail, fn, ctx, err);
+    int nodes[64], rc = 0, n = convo__rcl_masters(b->cluster, nodes, 64);
+    for (int i = 0; i < n && rc == 0; i++) {
+        convo__rcl_pin(c->nodes, nodes[i]);
+        rc = scan_node(b, c, tail, fn, ctx, err);
+    }
+    convo__rcl_pin(c->nodes, -1);
     return rc;
 }
 
@@ -1773,6 +1950,11 @@ static int index_range(convo_backend *b, rconn *c, const char *cursor, size_t co
         sprintf(from, "(%s", cursor);
     if (cursor && !from)
         return oom(err);
+    if (b->cluster) {
+        int code = convo__rcl_index_range(b->cluster, c->nodes, from ? from : "-", count, out, err);
+        free(from);
+        return code;
+    }
     cmd_str(&q, "ZRANGEBYLEX");
     cmd_str(&q, b->index_key);
     cmd_str(&q, from ? from : "-");
@@ -1991,9 +2173,11 @@ static int repair_batch(convo_backend *b, rconn *c, const redisReply *keys, void
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (!(ids[m] = id_of_meta_key(b, keys->element[i])))
             continue;
-        const char *words[] = {"ZADD", b->index_key, "NX", "0", ids[m]};
-        for (int w = 0; w < 5; w++)
-            cmd_str(&cmds[m], words[w]);
+        cmd_str(&cmds[m], "ZADD");
+        cmd_index_key(&cmds[m], b, ids[m]);
+        cmd_str(&cmds[m], "NX");
+        cmd_str(&cmds[m], "0");
+        cmd_str(&cmds[m], ids[m]);
         m++;
     }
     if (rc == 0 && m > 0)
@@ -2922,7 +3106,7 @@ static int rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
     return rc;
 }
 
-static const char *const rd_schemes[] = {"redis", "redis+unix", "rediss", NULL};
+static const char *const rd_schemes[] = {"redis", "redis+unix", "rediss", "redis+cluster", NULL};
 
 const convo_driver convo_driver_redis = {
     .version = CONVO_DRIVER_VERSION,

@@ -15,6 +15,8 @@ from .errors import (ConvoError, InvalidError, NotFoundError, ConflictError, Too
                      BackendError, TimeoutError, OutOfMemoryError, NotSupportedError,
                      CorruptError)
 from .store import Store, AppendResult, Message, History
+from .checkpoint import Blob, Channel, Write, Checkpoint
+from .dump import DumpStats
 
 from ._lib import (ERROR, EINVAL, ENOTFOUND, ECONFLICT, ETOOLARGE, EIO, ETIMEOUT, ENOMEM,
                    ENOTSUP, ECORRUPT, strerror)
@@ -22,6 +24,13 @@ from ._lib import (ERROR, EINVAL, ENOTFOUND, ECONFLICT, ETOOLARGE, EIO, ETIMEOUT
 __version__ = _lib.version()
 #: The path libconvo was loaded from.
 library_path = _lib.path
+
+
+def format_time(micros):
+    """Microseconds since the epoch as UTC RFC 3339 with microseconds
+    ("2026-11-21T10:00:00.000123Z"), as convo_format_time writes it."""
+    from ._args import _int
+    return _lib.format_time(_int(micros, "micros", -(1 << 63)))
 
 
 def drivers():
@@ -32,7 +41,8 @@ def drivers():
 # convo.TimeoutError is left out of __all__ so that `from convo import *` does not
 # shadow the built-in (which it subclasses).
 __all__ = [
-    "Store", "AppendResult", "Message", "History", "drivers", "strerror",
+    "Store", "AppendResult", "Message", "History", "drivers", "strerror", "format_time",
+    "Blob", "Channel", "Write", "Checkpoint", "DumpStats",
     "ConvoError", "InvalidError", "NotFoundError", "ConflictError", "TooLargeError",
     "BackendError", "OutOfMemoryError", "NotSupportedError", "CorruptError",
     "ERROR", "EINVAL", "ENOTFOUND", "ECONFLICT", "ETOOLARGE", "EIO", "ETIMEOUT", "ENOMEM",

@@ -30,6 +30,9 @@ CODE_NAMES = {
 STORE_OPTS_VERSION = 1
 APPEND_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
+CHECKPOINT_IN_VERSION = 2
+CHECKPOINT_LIST_OPTS_VERSION = 2
+DUMP_OPTS_VERSION = 1
 
 
 class Error(ctypes.Structure):
@@ -94,11 +97,116 @@ class LoadOpts(ctypes.Structure):
         return cls(LOAD_OPTS_VERSION, 0, 0, 0, 1)
 
 
+class Blob(ctypes.Structure):
+    """convo_blob; bytes is a void pointer read with its exact length."""
+    _fields_ = [
+        ("type", ctypes.c_char_p),
+        ("bytes", ctypes.c_void_p),
+        ("len", ctypes.c_size_t),
+    ]
+
+
+class ChannelIn(ctypes.Structure):
+    """convo_channel_in"""
+    _fields_ = [
+        ("channel", ctypes.c_char_p),
+        ("version", ctypes.c_char_p),
+        ("value", ctypes.POINTER(Blob)),
+    ]
+
+
+class CheckpointIn(ctypes.Structure):
+    """convo_checkpoint_in (version 2); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("thread_id", ctypes.c_char_p),
+        ("checkpoint_ns", ctypes.c_char_p),
+        ("checkpoint_id", ctypes.c_char_p),
+        ("parent_id", ctypes.c_char_p),
+        ("metadata_json", ctypes.c_char_p),
+        ("body", Blob),
+        ("channels", ctypes.POINTER(ChannelIn)),
+        ("nchannels", ctypes.c_size_t),
+        ("log_length", ctypes.c_int64),
+        ("messages", ctypes.POINTER(ctypes.c_char_p)),
+        ("message_lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("nmessages", ctypes.c_size_t),
+        ("expected_length", ctypes.c_int64),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(CHECKPOINT_IN_VERSION, None, None, None, None, None, Blob(None, None, 0),
+                   None, 0, 0, None, None, 0, -1)
+
+
+class WriteIn(ctypes.Structure):
+    """convo_write_in"""
+    _fields_ = [
+        ("idx", ctypes.c_int64),
+        ("channel", ctypes.c_char_p),
+        ("value", Blob),
+    ]
+
+
+class CheckpointListOpts(ctypes.Structure):
+    """convo_checkpoint_list_opts (version 2); CONVO_CHECKPOINT_LIST_OPTS_INIT is
+    CheckpointListOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("thread_id", ctypes.c_char_p),
+        ("checkpoint_ns", ctypes.c_char_p),
+        ("before", ctypes.c_char_p),
+        ("limit", ctypes.c_size_t),
+        ("filter_json", ctypes.c_char_p),
+        ("before_thread_id", ctypes.c_char_p),
+        ("before_ns", ctypes.c_char_p),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None)
+
+
+class DumpStats(ctypes.Structure):
+    """convo_dump_stats"""
+    _fields_ = [
+        ("threads", ctypes.c_uint64),
+        ("messages", ctypes.c_uint64),
+        ("checkpoints", ctypes.c_uint64),
+        ("writes", ctypes.c_uint64),
+        ("bytes", ctypes.c_uint64),
+        ("skipped", ctypes.c_uint64),
+    ]
+
+
+WRITE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(DumpStats))
+
+
+class DumpOpts(ctypes.Structure):
+    """convo_dump_opts; CONVO_DUMP_OPTS_INIT is DumpOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("progress", PROGRESS_FN),
+        ("progress_ctx", ctypes.c_void_p),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(DUMP_OPTS_VERSION, PROGRESS_FN(), None)
+
+
 # Opaque handles are plain void pointers.
 _store_p = ctypes.c_void_p
 _history_p = ctypes.c_void_p
 _page_p = ctypes.c_void_p
+_checkpoint_p = ctypes.c_void_p
+_set_p = ctypes.c_void_p
 _err_p = ctypes.POINTER(Error)
+_str_p = ctypes.POINTER(ctypes.c_char_p)
+_ids_p = ctypes.POINTER(ctypes.c_char_p)
 
 _SIGNATURES = {
     "convo_strerror": (ctypes.c_char_p, [ctypes.c_int]),
@@ -134,6 +242,48 @@ _SIGNATURES = {
     "convo_thread_page_free": (None, [_page_p]),
     "convo_thread_fork": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
                                          ctypes.c_int64, _err_p]),
+    "convo_checkpoint_put": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointIn), _err_p]),
+    "convo_checkpoint_put_writes": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.c_char_p, ctypes.POINTER(WriteIn),
+                                                   ctypes.c_size_t, _err_p]),
+    "convo_checkpoint_get": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
+                                            ctypes.c_char_p, ctypes.POINTER(_checkpoint_p),
+                                            _err_p]),
+    "convo_checkpoint_list": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointListOpts),
+                                             ctypes.POINTER(_set_p), _err_p]),
+    "convo_checkpoint_set_count": (ctypes.c_size_t, [_set_p]),
+    "convo_checkpoint_set_get": (_checkpoint_p, [_set_p, ctypes.c_size_t]),
+    "convo_checkpoint_set_free": (None, [_set_p]),
+    "convo_checkpoint_prune": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_size_t,
+                                              _err_p]),
+    "convo_checkpoint_free": (None, [_checkpoint_p]),
+    "convo_checkpoint_thread_id": (ctypes.c_char_p, [_checkpoint_p]),
+    "convo_checkpoint_ns": (ctypes.c_char_p, [_checkpoint_p]),
+    "convo_checkpoint_id": (ctypes.c_char_p, [_checkpoint_p]),
+    "convo_checkpoint_parent_id": (ctypes.c_char_p, [_checkpoint_p]),
+    "convo_checkpoint_metadata": (ctypes.c_char_p, [_checkpoint_p]),
+    "convo_checkpoint_log_length": (ctypes.c_int64, [_checkpoint_p]),
+    "convo_checkpoint_created_at": (ctypes.c_int64, [_checkpoint_p]),
+    "convo_checkpoint_body": (Blob, [_checkpoint_p]),
+    "convo_checkpoint_channel_count": (ctypes.c_size_t, [_checkpoint_p]),
+    "convo_checkpoint_channel": (ctypes.c_char_p, [_checkpoint_p, ctypes.c_size_t, _str_p,
+                                                   ctypes.POINTER(Blob)]),
+    "convo_checkpoint_write_count": (ctypes.c_size_t, [_checkpoint_p]),
+    "convo_checkpoint_write": (ctypes.c_char_p, [_checkpoint_p, ctypes.c_size_t, _str_p,
+                                                 ctypes.POINTER(ctypes.c_int64), _str_p,
+                                                 ctypes.POINTER(Blob)]),
+    "convo_export": (ctypes.c_int, [_store_p, _ids_p, ctypes.c_size_t, WRITE_FN, ctypes.c_void_p,
+                                    ctypes.POINTER(DumpOpts), ctypes.POINTER(DumpStats), _err_p]),
+    "convo_import": (ctypes.c_int, [_store_p, READ_FN, ctypes.c_void_p, ctypes.POINTER(DumpOpts),
+                                    ctypes.POINTER(DumpStats), _err_p]),
+    "convo_copy": (ctypes.c_int, [_store_p, _store_p, _ids_p, ctypes.c_size_t,
+                                  ctypes.POINTER(DumpOpts), ctypes.POINTER(DumpStats), _err_p]),
+    "convo_sweep": (ctypes.c_int, [_store_p, ctypes.POINTER(ctypes.c_uint64), _err_p]),
+    "convo_bench_raw": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_size_t,
+                                       ctypes.c_size_t, ctypes.POINTER(ctypes.c_double), _err_p]),
+    "convo_store_bytes": (ctypes.c_int, [_store_p, ctypes.POINTER(ctypes.c_int64), _err_p]),
+    "convo_format_time": (None, [ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]),
 }
 
 
@@ -187,6 +337,12 @@ def strerror(code):
 
 def version():
     return lib.convo_version().decode("ascii")
+
+
+def format_time(micros):
+    buf = ctypes.create_string_buffer(40)
+    lib.convo_format_time(micros, buf, len(buf))
+    return buf.value.decode("ascii")
 
 
 def drivers():

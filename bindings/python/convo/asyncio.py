@@ -6,6 +6,7 @@ calls proceed in parallel."""
 import asyncio
 import concurrent.futures
 import functools
+import itertools
 import os
 
 from .store import Store
@@ -96,6 +97,64 @@ class Checkpointer:
 
     async def threads(self, after=None, limit=None):
         return await self._run(self._store.threads, after, limit)
+
+    # ---- graph checkpoints (convo.Store's calls, each off the event loop) ----
+
+    async def checkpoint_put(self, thread_id, checkpoint_id, **kwargs):
+        """Store.checkpoint_put: ns, parent_id, metadata, body, channels,
+        log_length, and messages with expected_length (appended to the log in
+        the same atomic write)."""
+        await self._run(self._store.checkpoint_put, thread_id, checkpoint_id, **kwargs)
+
+    async def checkpoint_put_writes(self, thread_id, checkpoint_id, task_id, writes, *, ns="",
+                                    task_path=""):
+        await self._run(self._store.checkpoint_put_writes, thread_id, checkpoint_id, task_id,
+                        writes, ns=ns, task_path=task_path)
+
+    async def checkpoint_get(self, thread_id, checkpoint_id=None, *, ns=""):
+        """A convo.Checkpoint (the latest when checkpoint_id is None), or None."""
+        return await self._run(self._store.checkpoint_get, thread_id, checkpoint_id, ns=ns)
+
+    async def checkpoint_list(self, thread_id=None, *, page_size=100, **kwargs):
+        """An async iterator over Store.checkpoint_list (same arguments): each
+        page of page_size checkpoints is fetched off the event loop."""
+        it = self._store.checkpoint_list(thread_id, page_size=page_size, **kwargs)
+        take = functools.partial(lambda: list(itertools.islice(it, page_size)))
+        while True:
+            page = await self._run(take)
+            for cp in page:
+                yield cp
+            if len(page) < page_size:
+                return
+
+    async def checkpoint_prune(self, thread_id, keep_last):
+        await self._run(self._store.checkpoint_prune, thread_id, keep_last)
+
+    # ---- moving data and maintenance ----
+
+    async def export(self, file, thread_ids=None, *, progress=None):
+        """Store.export on a worker thread: file.write and progress are called
+        there, not on the event loop."""
+        return await self._run(self._store.export, file, thread_ids, progress=progress)
+
+    async def import_(self, file, *, progress=None):
+        """Store.import_ on a worker thread (file is read there)."""
+        return await self._run(self._store.import_, file, progress=progress)
+
+    async def copy(self, dst, thread_ids=None, *, progress=None):
+        """Store.copy into dst (a convo.Store or a Checkpointer)."""
+        if isinstance(dst, Checkpointer):
+            dst = dst.store
+        return await self._run(self._store.copy, dst, thread_ids, progress=progress)
+
+    async def sweep(self):
+        return await self._run(self._store.sweep)
+
+    async def stored_bytes(self):
+        return await self._run(self._store.stored_bytes)
+
+    async def bench_raw(self, payload, n):
+        return await self._run(self._store.bench_raw, payload, n)
 
     def close(self):
         """Waits for calls in progress, stops the threads, closes an owned store."""

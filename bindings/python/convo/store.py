@@ -4,11 +4,15 @@ as JSON text, stored byte for byte) and come back as fresh dicts."""
 
 import collections
 import collections.abc
+import contextlib
 import ctypes
 import json
 import threading
 
 from . import _lib
+from ._args import _text, _json_bytes, _int
+from .checkpoint import CheckpointCalls
+from .dump import DumpCalls
 from .errors import NotFoundError, CorruptError, from_struct, invalid
 
 lib = _lib.lib
@@ -31,51 +35,6 @@ History = collections.namedtuple("History", "messages length extra")
 History.__doc__ = """The result of Store.load_history: messages (a list of Message),
 length (messages in the whole thread, whatever was asked for) and extra (a dict)."""
 
-_DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _text(value, what):
-    """str or bytes -> NUL-free bytes for a char * argument."""
-    if isinstance(value, str):
-        try:
-            data = value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise invalid("%s is not valid UTF-8: %s" % (what, e)) from None
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-    else:
-        raise invalid("%s must be str or bytes, not %s" % (what, type(value).__name__))
-    # C would silently stop at a NUL and act on a different string.
-    if b"\0" in data:
-        raise invalid("%s contains a NUL character" % what)
-    return data
-
-
-def _json_bytes(value, what):
-    """A dict (serialized compactly) or JSON text (kept byte for byte) -> bytes."""
-    if isinstance(value, (str, bytes, bytearray, memoryview)):
-        if isinstance(value, str):
-            try:
-                return value.encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise invalid("%s is not valid UTF-8: %s" % (what, e)) from None
-        return bytes(value)
-    if isinstance(value, collections.abc.Mapping):
-        try:
-            return json.dumps(dict(value), **_DUMPS).encode("utf-8")
-        except (TypeError, ValueError) as e:
-            raise invalid("%s cannot be serialized as JSON: %s" % (what, e)) from None
-    raise invalid("%s must be a dict, str or bytes, not %s" % (what, type(value).__name__))
-
-
-def _int(value, what, minimum):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid("%s must be an int, not %s" % (what, type(value).__name__))
-    if value < minimum or value >= 1 << 63:
-        raise invalid("%s must be between %d and 2**63-1" % (what, minimum))
-    return value
-
-
 def _decode(raw, what):
     try:
         return json.loads(raw)
@@ -95,7 +54,7 @@ def _decode_all(raws):
     return [_decode(raw, "stored message %d" % i) for i, raw in enumerate(raws)]
 
 
-class Store:
+class Store(CheckpointCalls, DumpCalls):
     """A connection to a convo store, opened by URL: "memory:", "sqlite:PATH",
     "redis://...", "postgres://...", "mongodb://..." (see README.md).
 
@@ -161,22 +120,27 @@ class Store:
         state = "closed" if self.closed else self.driver
         return "<convo.Store %s>" % state
 
-    def _call(self, fn, *args):
-        """Calls fn(handle, *args, &err) while counting the call as in
-        progress, so that close() cannot free the handle under it."""
+    @contextlib.contextmanager
+    def _using(self):
+        """The handle, counted as in use so that close() cannot free it."""
         with self._cond:
             handle = self._handle
             if handle is None:
                 raise invalid("the store is closed")
             self._busy += 1
         try:
-            err = _lib.Error()
-            rc = fn(handle, *args, ctypes.byref(err))
+            yield handle
         finally:
             with self._cond:
                 self._busy -= 1
                 if not self._busy:
                     self._cond.notify_all()
+
+    def _call(self, fn, *args):
+        """Calls fn(handle, *args, &err); raises the ConvoError of a failure."""
+        with self._using() as handle:
+            err = _lib.Error()
+            rc = fn(handle, *args, ctypes.byref(err))
         if rc != 0:
             raise from_struct(rc, err)
 
@@ -321,6 +285,33 @@ class Store:
             if after is None:
                 break
         return out
+
+    # ---- maintenance and measuring ----
+
+    def sweep(self):
+        """Removes the threads whose ttl (the URL's ttl=S) has passed and
+        returns their number (0 where the server expires data itself)."""
+        removed = ctypes.c_uint64()
+        self._call(lib.convo_sweep, ctypes.byref(removed))
+        return removed.value
+
+    def stored_bytes(self):
+        """Bytes the backend uses for this store's data (docs/performance.md)."""
+        size = ctypes.c_int64()
+        self._call(lib.convo_store_bytes, ctypes.byref(size))
+        return size.value
+
+    def bench_raw(self, payload, n):
+        """Runs the backend's own raw write primitive n times on payload
+        (bytes) and returns the seconds taken (convo bench's baseline);
+        NotSupportedError where no raw primitive applies (memory:)."""
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise invalid("payload must be bytes, not %s" % type(payload).__name__)
+        payload = bytes(payload)
+        seconds = ctypes.c_double()
+        self._call(lib.convo_bench_raw, payload, len(payload), _int(n, "n", 0),
+                   ctypes.byref(seconds))
+        return seconds.value
 
 
 __all__ = ["Store", "AppendResult", "Message", "History"]

@@ -72,5 +72,46 @@ class ChatAgentExample(unittest.TestCase):
         self.assertEqual(roles, ["user", "assistant", "system", "user", "assistant"])
 
 
+STEP_AGENT = EXAMPLE.parent / "step_agent.py"
+
+
+class StepAgentExample(unittest.TestCase):
+    """examples/python/step_agent.py: killed after 2 steps, it resumes from the
+    latest checkpoint and ends as a run that was never interrupted."""
+
+    def setUp(self):
+        if "sqlite" not in convo.drivers():
+            support.unavailable("the sqlite driver is not built into libconvo")
+        d = tempfile.mkdtemp(prefix="convo-py-example-")
+        self.addCleanup(shutil.rmtree, d, True)
+        self.url = "sqlite:" + os.path.join(d, "agent.db")
+
+    def run_agent(self, thread, *args, rc=0):
+        r = subprocess.run([sys.executable, str(STEP_AGENT), self.url, thread, *args],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, rc, r.stderr)
+        return r.stdout.splitlines()
+
+    def test_resumes_from_the_latest_checkpoint(self):
+        whole = self.run_agent("whole")
+        self.assertEqual(whole[0], "starting a new run")
+        self.assertEqual(whole[-1], "finished: 6 steps, 6 messages")
+        first = self.run_agent("crashed", "--crash-after", "2", rc=3)
+        self.assertEqual(first, whole[:3])
+        second = self.run_agent("crashed")
+        self.assertEqual(second[0], "restored step 2 from checkpoint step-0002")
+        self.assertEqual(second[1:], whole[3:])
+        with convo.Store(self.url) as s:
+            a, b = s.checkpoint_get("whole"), s.checkpoint_get("crashed")
+            self.assertEqual((b.id, b.parent_id, b.log_length, b.body),
+                             (a.id, a.parent_id, a.log_length, a.body))
+            self.assertEqual(s.load("crashed"), s.load("whole"))
+            self.assertEqual([c.id for c in s.checkpoint_list("crashed", ns="")],
+                             ["step-%04d" % i for i in range(6, 0, -1)])
+        self.assertEqual(self.run_agent("crashed"),
+                         ["restored step 6 from checkpoint step-0006",
+                          "finished: 6 steps, 6 messages"])
+
+
 if __name__ == "__main__":
     unittest.main()

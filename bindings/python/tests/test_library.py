@@ -23,6 +23,29 @@ STRUCTS = {
     "convo_append_opts": (_lib.AppendOpts, ["version", "idempotency_key", "expected_length"]),
     "convo_append_result": (_lib.AppendResult, ["first_seq", "count", "replayed"]),
     "convo_load_opts": (_lib.LoadOpts, ["version", "from_seq", "limit", "tail", "with_extra"]),
+    "convo_blob": (_lib.Blob, ["type", "bytes", "len"]),
+    "convo_channel_in": (_lib.ChannelIn, ["channel", "version", "value"]),
+    "convo_checkpoint_in": (_lib.CheckpointIn, [
+        "version", "thread_id", "checkpoint_ns", "checkpoint_id", "parent_id", "metadata_json",
+        "body", "channels", "nchannels", "log_length", "messages", "message_lengths",
+        "nmessages", "expected_length"]),
+    "convo_write_in": (_lib.WriteIn, ["idx", "channel", "value"]),
+    "convo_checkpoint_list_opts": (_lib.CheckpointListOpts, [
+        "version", "thread_id", "checkpoint_ns", "before", "limit", "filter_json",
+        "before_thread_id", "before_ns"]),
+    "convo_dump_stats": (_lib.DumpStats, ["threads", "messages", "checkpoints", "writes", "bytes",
+                                          "skipped"]),
+    "convo_dump_opts": (_lib.DumpOpts, ["version", "progress", "progress_ctx"]),
+}
+
+# The version macros of include/convo.h, and the binding's.
+VERSIONS = {
+    "CONVO_STORE_OPTS_VERSION": _lib.STORE_OPTS_VERSION,
+    "CONVO_APPEND_OPTS_VERSION": _lib.APPEND_OPTS_VERSION,
+    "CONVO_LOAD_OPTS_VERSION": _lib.LOAD_OPTS_VERSION,
+    "CONVO_CHECKPOINT_IN_VERSION": _lib.CHECKPOINT_IN_VERSION,
+    "CONVO_CHECKPOINT_LIST_OPTS_VERSION": _lib.CHECKPOINT_LIST_OPTS_VERSION,
+    "CONVO_DUMP_OPTS_VERSION": _lib.DUMP_OPTS_VERSION,
 }
 
 
@@ -39,6 +62,8 @@ class LayoutTests(unittest.TestCase):
             lines.append('printf("%s %%zu\\n", sizeof(%s));' % (name, name))
             for f in fields:
                 lines.append('printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (name, f, name, f))
+        for macro in VERSIONS:
+            lines.append('printf("%s %%u\\n", (unsigned)%s);' % (macro, macro))
         lines.append("return 0; }")
         with tempfile.TemporaryDirectory() as d:
             src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
@@ -56,7 +81,27 @@ class LayoutTests(unittest.TestCase):
             for f in fields:
                 self.assertEqual(getattr(cls, f).offset, c["%s.%s" % (name, f)], name + "." + f)
 
+    def test_versions_match_the_header(self):
+        c = self.c_layout()
+        for macro, ours in VERSIONS.items():
+            self.assertEqual(ours, c[macro], macro)
+
+    def test_every_public_function_is_declared(self):
+        """Each CONVO_EXTERN function of convo.h has a ctypes signature (the
+        binding calls convo_open_ex for convo_open)."""
+        import re
+        header = (TOP_SRCDIR / "include" / "convo.h").read_text()
+        names = set(re.findall(r"CONVO_EXTERN[^;(]*?\b(convo_\w+)\s*\(", header))
+        self.assertGreater(len(names), 40)
+        self.assertEqual(sorted(names - set(_lib._SIGNATURES) - {"convo_open"}), [])
+
     def test_init_values(self):
+        o = _lib.CheckpointIn.init()
+        self.assertEqual((o.version, o.nmessages, o.expected_length, o.log_length), (2, 0, -1, 0))
+        o = _lib.CheckpointListOpts.init()
+        self.assertEqual((o.version, o.limit, o.before_thread_id), (2, 0, None))
+        o = _lib.DumpOpts.init()
+        self.assertEqual((o.version, bool(o.progress)), (1, False))
         o = _lib.AppendOpts.init()
         self.assertEqual((o.version, o.idempotency_key, o.expected_length), (1, None, -1))
         o = _lib.LoadOpts.init()
@@ -94,6 +139,10 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(convo.__version__, _lib.version())
         self.assertIn("memory", convo.drivers())
         self.assertEqual(convo.strerror(convo.ENOTFOUND), "not found")
+        self.assertEqual(convo.format_time(1_795_000_000_000_123), "2026-11-18T11:06:40.000123Z")
+        self.assertEqual(convo.format_time(0), "1970-01-01T00:00:00.000000Z")
+        with self.assertRaises(convo.InvalidError):
+            convo.format_time("now")
         self.assertTrue(os.path.exists(convo.library_path) or "/" not in convo.library_path)
         ns = {}
         exec("from convo import *", ns)

@@ -1,0 +1,122 @@
+// Types of the convo package (src/index.js).
+import type { BaseCheckpointSaver, Checkpoint, CheckpointListOptions, CheckpointMetadata,
+  CheckpointTuple, ChannelVersions, PendingWrite, SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+
+export declare const codes: {
+  ERROR: -1; EINVAL: -2; ENOTFOUND: -3; ECONFLICT: -4; ETOOLARGE: -5;
+  EIO: -6; ETIMEOUT: -7; ENOMEM: -8; ENOTSUP: -9; ECORRUPT: -10;
+};
+/** Every error of a convo call: code is a negative CONVO_E* value. */
+export declare class ConvoError extends Error {
+  code: number;
+  /** "CONVO_EINVAL", ... */
+  codeName: string;
+  /** The backend's own code (SQLSTATE, SQLite result code, ...) or "". */
+  backendCode: string;
+}
+export declare class InvalidError extends ConvoError {}
+export declare class NotFoundError extends ConvoError {}
+export declare class ConflictError extends ConvoError {}
+export declare class TooLargeError extends ConvoError {}
+export declare class BackendError extends ConvoError {}
+export declare class TimeoutError extends ConvoError {}
+export declare class NoMemoryError extends ConvoError {}
+export declare class NotSupportedError extends ConvoError {}
+export declare class CorruptError extends ConvoError {}
+
+export type Bytes = Uint8Array | string;
+export interface Blob { type: string; bytes: Bytes }
+export interface StoredBlob { type: string; bytes: Buffer }
+/** A message to append: a JSON string (stored byte for byte), bytes, or an object (JSON.stringify'd). */
+export type MessageIn = string | Uint8Array | { role: string; [k: string]: unknown };
+
+export interface LoadedMessage {
+  seq: number;
+  role: string;
+  /** Microseconds since the epoch. */
+  createdAt: number;
+  /** The message exactly as appended. */
+  json: string;
+}
+export interface History { messages: LoadedMessage[]; length: number; extra: Record<string, unknown> | null }
+
+export interface CheckpointIn {
+  threadId: string;
+  ns?: string;
+  id: string;
+  parentId?: string | null;
+  metadata?: Record<string, unknown> | string;
+  body?: Blob | null;
+  channels?: { channel: string; version: string | number; value?: Blob | null }[];
+  logLength?: number;
+  /** Appended to the thread's log in the same atomic write, at seq expectedLength. */
+  messages?: MessageIn[];
+  expectedLength?: number;
+}
+export interface StoredCheckpoint {
+  threadId: string;
+  ns: string;
+  id: string;
+  parentId: string | null;
+  metadata: Record<string, unknown>;
+  logLength: number;
+  createdAt: number;
+  body: StoredBlob | null;
+  channels: { channel: string; version: string; value: StoredBlob | null }[];
+  writes: { taskId: string; taskPath: string; idx: number; channel: string; value: StoredBlob | null }[];
+}
+export interface DumpStats {
+  threads: number; messages: number; checkpoints: number; writes: number; bytes: number; skipped: number;
+}
+
+export declare class Store {
+  /** memory:, sqlite:PATH, redis://..., postgres://..., mongodb://... */
+  static open(url: string): Promise<Store>;
+  static readonly version: string;
+  readonly driver: string;
+  /** Closes once the calls under way are done. */
+  close(): Promise<void>;
+  append(threadId: string, messages: MessageIn[],
+    opts?: { idempotencyKey?: string | null; expectedLength?: number }):
+    Promise<{ firstSeq: number; count: number; replayed: boolean }>;
+  load(threadId: string, opts?: { fromSeq?: number; limit?: number; tail?: number; withExtra?: boolean }):
+    Promise<History>;
+  saveExtra(threadId: string, patch: Record<string, unknown> | string): Promise<void>;
+  threads(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
+  delete(threadId: string): Promise<void>;
+  fork(src: string, dst: string, upto?: number): Promise<void>;
+  checkpointPut(cp: CheckpointIn): Promise<void>;
+  checkpointPutWrites(threadId: string, ns: string, checkpointId: string, taskId: string,
+    taskPath: string, writes: { idx: number; channel: string; value: Blob }[]): Promise<void>;
+  checkpointGet(threadId: string, ns?: string, id?: string | null): Promise<StoredCheckpoint>;
+  checkpointList(opts?: { threadId?: string | null; ns?: string | null; before?: string | null;
+    beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
+    filter?: Record<string, unknown> | string | null }): Promise<StoredCheckpoint[]>;
+  checkpointPrune(threadId: string, keepLast: number): Promise<void>;
+  export(threadIds?: string[]): Promise<Buffer>;
+  import(dump: Uint8Array): Promise<DumpStats>;
+  sweep(): Promise<number>;
+  bytes(): Promise<number>;
+}
+
+export interface ConvoSaverOptions {
+  /** Channels kept in the thread's log instead of as blobs (default ["messages"]). */
+  messageChannels?: string[];
+  serde?: SerializerProtocol;
+}
+
+export declare class ConvoSaver extends BaseCheckpointSaver {
+  constructor(urlOrStore: string | Store, options?: ConvoSaverOptions);
+  readonly messageChannels: string[];
+  /** The Store under the saver (opened by the constructor when given a URL). */
+  store(): Promise<Store>;
+  /** Closes the store when the saver opened it. */
+  close(): Promise<void>;
+  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
+  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
+  put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+    newVersions: ChannelVersions): Promise<RunnableConfig>;
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void>;
+  deleteThread(threadId: string): Promise<void>;
+}

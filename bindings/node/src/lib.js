@@ -1,0 +1,153 @@
+// lib.js — libconvo loaded with koffi: the C declarations of include/convo.h and
+// a promise wrapper that runs a call on libuv's thread pool (koffi's async calls).
+import koffi from 'koffi';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SONAME = 'libconvo.so.0';
+
+// CONVO_LIBRARY, else the build tree the package sits in, else the system's soname.
+function libraryPath() {
+  if (process.env.CONVO_LIBRARY) return process.env.CONVO_LIBRARY;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const built = path.resolve(here, '..', '..', '..', '.libs', 'libconvo.so');
+  if (fs.existsSync(built)) return built;
+  return SONAME;
+}
+
+export const path_ = libraryPath();
+const lib = koffi.load(path_);
+
+export const ConvoErrorStruct = koffi.struct('convo_error', {
+  code: 'int',
+  backend_code: koffi.array('char', 16, 'String'),
+  message: koffi.array('char', 256, 'String'),
+});
+koffi.opaque('convo_store');
+koffi.opaque('convo_history');
+koffi.opaque('convo_thread_page');
+koffi.opaque('convo_checkpoint');
+koffi.opaque('convo_checkpoint_set');
+koffi.struct('convo_append_opts', {
+  version: 'unsigned int', idempotency_key: 'const char *', expected_length: 'int64_t',
+});
+koffi.struct('convo_append_result', { first_seq: 'int64_t', count: 'size_t', replayed: 'int' });
+koffi.struct('convo_load_opts', {
+  version: 'unsigned int', from_seq: 'int64_t', limit: 'int64_t', tail: 'int64_t', with_extra: 'int',
+});
+export const Blob = koffi.struct('convo_blob', {
+  type: 'const char *', bytes: 'const uint8_t *', len: 'size_t',
+});
+koffi.struct('convo_channel_in', {
+  channel: 'const char *', version: 'const char *', value: 'convo_blob *',
+});
+koffi.struct('convo_checkpoint_in', {
+  version: 'unsigned int',
+  thread_id: 'const char *',
+  checkpoint_ns: 'const char *',
+  checkpoint_id: 'const char *',
+  parent_id: 'const char *',
+  metadata_json: 'const char *',
+  body: 'convo_blob',
+  channels: 'convo_channel_in *',
+  nchannels: 'size_t',
+  log_length: 'int64_t',
+  messages: 'const char **',
+  message_lengths: 'size_t *',
+  nmessages: 'size_t',
+  expected_length: 'int64_t',
+});
+koffi.struct('convo_write_in', { idx: 'int64_t', channel: 'const char *', value: 'convo_blob' });
+koffi.struct('convo_checkpoint_list_opts', {
+  version: 'unsigned int',
+  thread_id: 'const char *',
+  checkpoint_ns: 'const char *',
+  before: 'const char *',
+  limit: 'size_t',
+  filter_json: 'const char *',
+  before_thread_id: 'const char *',
+  before_ns: 'const char *',
+});
+koffi.struct('convo_dump_stats', {
+  threads: 'uint64_t', messages: 'uint64_t', checkpoints: 'uint64_t', writes: 'uint64_t',
+  bytes: 'uint64_t', skipped: 'uint64_t',
+});
+export const WriteFn = koffi.proto('int convo_write_fn(void *ctx, const uint8_t *buf, size_t len)');
+export const ReadFn = koffi.proto('long convo_read_fn(void *ctx, void *buf, size_t len)');
+
+const decls = [
+  'const char *convo_strerror(int code)',
+  'const char *convo_version(void)',
+  'int convo_open(_Out_ convo_store **out, const char *url, _Out_ convo_error *err)',
+  'void convo_close(convo_store *s)',
+  'const char *convo_store_driver(const convo_store *s)',
+  'int convo_append(convo_store *s, const char *thread_id, const char **messages, const size_t *lengths, size_t n, const convo_append_opts *opts, _Out_ convo_append_result *res, _Out_ convo_error *err)',
+  'int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opts, _Out_ convo_history **out, _Out_ convo_error *err)',
+  'void convo_history_free(convo_history *h)',
+  'size_t convo_history_count(const convo_history *h)',
+  'int64_t convo_history_length(const convo_history *h)',
+  'const uint8_t *convo_history_message(const convo_history *h, size_t i, _Out_ size_t *len)',
+  'const char *convo_history_role(const convo_history *h, size_t i)',
+  'int64_t convo_history_seq(const convo_history *h, size_t i)',
+  'int64_t convo_history_created_at(const convo_history *h, size_t i)',
+  'const char *convo_history_extra(const convo_history *h)',
+  'int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_json, _Out_ convo_error *err)',
+  'int convo_thread_delete(convo_store *s, const char *thread_id, _Out_ convo_error *err)',
+  'int convo_thread_list(convo_store *s, const char *after, size_t limit, _Out_ convo_thread_page **out, _Out_ convo_error *err)',
+  'size_t convo_thread_page_count(const convo_thread_page *p)',
+  'const char *convo_thread_page_id(const convo_thread_page *p, size_t i)',
+  'const char *convo_thread_page_next(const convo_thread_page *p)',
+  'void convo_thread_page_free(convo_thread_page *p)',
+  'int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto, _Out_ convo_error *err)',
+  'int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, _Out_ convo_error *err)',
+  'int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, const char *task_id, const char *task_path, const convo_write_in *writes, size_t n, _Out_ convo_error *err)',
+  'int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, _Out_ convo_checkpoint **out, _Out_ convo_error *err)',
+  'int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts, _Out_ convo_checkpoint_set **out, _Out_ convo_error *err)',
+  'size_t convo_checkpoint_set_count(const convo_checkpoint_set *set)',
+  'const convo_checkpoint *convo_checkpoint_set_get(const convo_checkpoint_set *set, size_t i)',
+  'void convo_checkpoint_set_free(convo_checkpoint_set *set)',
+  'int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_last, _Out_ convo_error *err)',
+  'void convo_checkpoint_free(convo_checkpoint *cp)',
+  'const char *convo_checkpoint_thread_id(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_ns(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_id(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_parent_id(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_metadata(const convo_checkpoint *cp)',
+  'int64_t convo_checkpoint_log_length(const convo_checkpoint *cp)',
+  'int64_t convo_checkpoint_created_at(const convo_checkpoint *cp)',
+  'convo_blob convo_checkpoint_body(const convo_checkpoint *cp)',
+  'size_t convo_checkpoint_channel_count(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i, _Out_ const char **version, _Out_ convo_blob *value)',
+  'size_t convo_checkpoint_write_count(const convo_checkpoint *cp)',
+  'const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i, _Out_ const char **task_path, _Out_ int64_t *idx, _Out_ const char **channel, _Out_ convo_blob *value)',
+  'int convo_export(convo_store *s, const char **thread_ids, size_t n, convo_write_fn *write, void *write_ctx, void *opts, _Out_ convo_dump_stats *stats, _Out_ convo_error *err)',
+  'int convo_import(convo_store *s, convo_read_fn *read, void *read_ctx, void *opts, _Out_ convo_dump_stats *stats, _Out_ convo_error *err)',
+  'int convo_sweep(convo_store *s, _Out_ uint64_t *removed, _Out_ convo_error *err)',
+  'int convo_store_bytes(convo_store *s, _Out_ int64_t *bytes, _Out_ convo_error *err)',
+];
+
+export const C = {};
+for (const d of decls) {
+  const fn = lib.func(d);
+  C[d.match(/(convo_\w+)\(/)[1]] = fn;
+}
+
+// Runs fn(...args) on a thread-pool thread; resolves with its return value.
+export function callAsync(fn, ...args) {
+  return new Promise((resolve, reject) => {
+    fn.async(...args, (err, rc) => (err ? reject(err) : resolve(rc)));
+  });
+}
+
+// Copies len bytes at a C pointer into a Buffer the caller owns.
+export function copyBytes(ptr, len) {
+  if (!ptr || len === 0) return Buffer.alloc(0);
+  return Buffer.from(koffi.decode(ptr, koffi.array('uint8_t', Number(len))));
+}
+
+export function newError() {
+  return { code: 0, backend_code: '', message: '' };
+}
+
+export { koffi };

@@ -1,0 +1,331 @@
+// saver.js — ConvoSaver, a LangGraph BaseCheckpointSaver over a convo Store. Message
+// channels (default `messages`) live in the thread's log: a put appends the list's new
+// items with the checkpoint in one atomic call, getTuple rebuilds the list from the log.
+import {
+  BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
+} from '@langchain/langgraph-checkpoint';
+import { Store } from './store.js';
+import { NotFoundError, ConflictError } from './errors.js';
+import {
+  RECORD_TYPE, toLogMessage, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
+  prefixRanges, addRange, rangesEnd,
+} from './log.js';
+
+const MAX_ENTRIES = 1024; // checkpoints whose message records are remembered
+const MAX_MIRRORS = 64;   // threads whose log is remembered
+const MAX_RETRIES = 8;    // puts retried after another writer grew the log
+
+function remember(map, key, value, max) {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value);
+}
+
+function requireThread(config) {
+  const c = config?.configurable;
+  if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === '') {
+    throw new Error('ConvoSaver: config.configurable.thread_id is required');
+  }
+  return c;
+}
+
+// LangGraph's order of pending writes: (task path, task id, idx).
+function sortWrites(writes) {
+  const keyed = writes.map((w) => [writesSortKey(w.taskPath ?? '', w.taskId, w.idx), w]);
+  keyed.sort((a, b) => compareWritesSortKeys(a[0], b[0]));
+  return keyed.map(([, w]) => w);
+}
+
+export class ConvoSaver extends BaseCheckpointSaver {
+  #store;
+  #owned;
+  #entries = new Map(); // thread\0ns\0id -> { records: Map(channel -> record | null) }
+  #mirrors = new Map(); // thread -> the log's messages as stored (JSON strings)
+
+  constructor(urlOrStore, { messageChannels = ['messages'], serde } = {}) {
+    super(serde);
+    this.messageChannels = [...messageChannels];
+    this.#owned = !(urlOrStore instanceof Store);
+    this.#store = this.#owned ? Store.open(urlOrStore) : Promise.resolve(urlOrStore);
+    this.#store.catch(() => {}); // reported by the first call that needs the store
+  }
+
+  // convo stores a (channel, version) value once per thread and namespace, so a
+  // version must never name two values: a branch from an older checkpoint (time
+  // travel) would reuse integer versions. As LangGraph's PostgresSaver: the count,
+  // zero-padded so versions sort as strings, then a random part.
+  getNextVersion(current) {
+    let n = 0;
+    if (typeof current === 'number') n = current;
+    else if (typeof current === 'string') n = parseInt(current.split('.')[0], 10) || 0;
+    return `${String(n + 1).padStart(32, '0')}.${Math.random().toFixed(16).slice(2)}`;
+  }
+
+  /** The Store under the saver. */
+  store() {
+    return this.#store;
+  }
+
+  async close() {
+    if (this.#owned) await (await this.#store).close();
+  }
+
+  async getTuple(config) {
+    const c = config?.configurable ?? {};
+    if (c.thread_id === undefined || c.thread_id === null) return undefined;
+    const store = await this.#store;
+    let cp;
+    try {
+      cp = await store.checkpointGet(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id ?? null);
+    } catch (e) {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }
+    return this.#tuple(store, cp);
+  }
+
+  async *list(config, options = {}) {
+    const c = config?.configurable ?? {};
+    const { limit, before, filter } = options;
+    const store = await this.#store;
+    const b = before?.configurable;
+    const list = await store.checkpointList({
+      threadId: c.thread_id ?? null,
+      ns: c.checkpoint_ns ?? null,
+      before: b?.checkpoint_id ?? null,
+      beforeThreadId: b?.checkpoint_id ? (b.thread_id ?? null) : null,
+      beforeNs: b?.checkpoint_id ? (b.checkpoint_ns ?? null) : null,
+      limit: c.checkpoint_id ? 0 : (limit ?? 0),
+      filter: filter && Object.keys(filter).length ? filter : null,
+    });
+    let n = 0;
+    for (const cp of list) {
+      if (c.checkpoint_id && cp.id !== c.checkpoint_id) continue;
+      if (limit && n >= limit) return;
+      n++;
+      yield await this.#tuple(store, cp);
+    }
+  }
+
+  async put(config, checkpoint, metadata, newVersions) {
+    const c = requireThread(config);
+    const threadId = c.thread_id;
+    const ns = c.checkpoint_ns ?? '';
+    const store = await this.#store;
+    const { channel_values: values = {}, ...rest } = checkpoint;
+    const [bodyType, bodyBytes] = await this.serde.dumpsTyped(rest);
+    const versions = { ...checkpoint.channel_versions, ...newVersions };
+    const logged = this.messageChannels.filter(
+      (ch) => ch in newVersions && Array.isArray(values[ch]));
+    const plain = [];
+    for (const [channel, version] of Object.entries(versions)) {
+      if (logged.includes(channel)) continue;
+      let value = null;
+      if (channel in newVersions && channel in values) {
+        const [type, bytes] = await this.serde.dumpsTyped(values[channel]);
+        value = { type, bytes };
+      }
+      plain.push({ channel, version, value });
+    }
+    for (let attempt = 0; ; attempt++) {
+      const plan = await this.#plan(store, threadId, ns, c.checkpoint_id, values, versions, logged,
+        newVersions);
+      try {
+        await store.checkpointPut({
+          threadId, ns, id: checkpoint.id, parentId: c.checkpoint_id ?? null,
+          metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes },
+          channels: plain.concat(plan.channels), logLength: plan.logLength,
+          messages: plan.messages, expectedLength: plan.messages.length ? plan.base : -1,
+        });
+      } catch (e) {
+        // another writer grew the log since it was read: read it again and redo the plan
+        if (e instanceof ConflictError && plan.messages.length && attempt < MAX_RETRIES) {
+          this.#mirrors.delete(threadId);
+          continue;
+        }
+        throw e;
+      }
+      const mirror = this.#mirrors.get(threadId);
+      if (mirror && mirror.length === plan.base) mirror.push(...plan.messages);
+      else if (plan.messages.length) this.#mirrors.delete(threadId);
+      remember(this.#entries, `${threadId}\0${ns}\0${checkpoint.id}`, { records: plan.records },
+        MAX_ENTRIES);
+      break;
+    }
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config, writes, taskId, taskPath = '') {
+    const c = requireThread(config);
+    const store = await this.#store;
+    const w = [];
+    for (const [i, [channel, value]] of writes.entries()) {
+      const [type, bytes] = await this.serde.dumpsTyped(value);
+      w.push({ idx: WRITES_IDX_MAP[channel] ?? i, channel, value: { type, bytes } });
+    }
+    await store.checkpointPutWrites(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id, taskId,
+      taskPath ?? '', w);
+  }
+
+  async deleteThread(threadId) {
+    const store = await this.#store;
+    this.#mirrors.delete(threadId);
+    for (const k of [...this.#entries.keys()]) {
+      if (k.startsWith(`${threadId}\0`)) this.#entries.delete(k);
+    }
+    try {
+      await store.delete(threadId);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+  }
+
+  // Where each changed message channel's list goes: the items past what its parent
+  // already holds in the log are appended when the list extends the parent's; a list
+  // that does not (time travel, removal, replacement) keeps the prefix it shares with
+  // the log and stores the rest inline.
+  async #plan(store, threadId, ns, parentId, values, versions, logged, newVersions) {
+    const records = new Map();
+    if (this.messageChannels.length && parentId) {
+      const parent = await this.#entry(store, threadId, ns, parentId);
+      if (parent) for (const [ch, r] of parent.records) records.set(ch, r);
+    }
+    for (const ch of this.messageChannels) {
+      if (ch in newVersions && !logged.includes(ch)) records.set(ch, null);
+    }
+    const plan = { channels: [], messages: [], base: 0, records, logLength: 0 };
+    if (logged.length) {
+      let mirror = await this.#mirror(store, threadId);
+      const needed = Math.max(0, ...logged.map((ch) => rangesEnd(records.get(ch)?.ranges ?? [])));
+      if (needed > mirror.length) {
+        this.#mirrors.delete(threadId);
+        mirror = await this.#mirror(store, threadId);
+      }
+      plan.base = mirror.length;
+      let next = plan.base;
+      for (const ch of logged) {
+        const items = values[ch];
+        const texts = [];
+        for (const item of items) texts.push(await toLogMessage(this.serde, item));
+        const prev = records.has(ch) ? records.get(ch) : { ranges: [], tail: null };
+        const seqs = prev ? seqsOf(prev.ranges) : [];
+        let m = 0;
+        while (m < seqs.length && m < texts.length && mirror[seqs[m]] === texts[m]) m++;
+        let record;
+        if (prev && !prev.tail && m === seqs.length) {
+          record = { ranges: addRange(prev.ranges, next, next + texts.length - m), tail: null };
+          plan.messages.push(...texts.slice(m));
+          next += texts.length - m;
+        } else {
+          const restItems = items.slice(m);
+          record = { ranges: prefixRanges(prev ? prev.ranges : [], m),
+            tail: restItems.length ? await this.serde.dumpsTyped(restItems) : null };
+        }
+        records.set(ch, record);
+        plan.channels.push({ channel: ch, version: versions[ch],
+          value: encodeRecord(record.ranges, record.tail) });
+      }
+    }
+    for (const r of records.values()) if (r) plan.logLength = Math.max(plan.logLength, rangesEnd(r.ranges));
+    return plan;
+  }
+
+  // The message records of a stored checkpoint, from memory or from the store.
+  async #entry(store, threadId, ns, id) {
+    const key = `${threadId}\0${ns}\0${id}`;
+    const hit = this.#entries.get(key);
+    if (hit) return hit;
+    let cp;
+    try {
+      cp = await store.checkpointGet(threadId, ns, id);
+    } catch (e) {
+      if (e instanceof NotFoundError) return null;
+      throw e;
+    }
+    const records = new Map();
+    for (const ch of cp.channels) {
+      if (!this.messageChannels.includes(ch.channel) || !ch.value) continue;
+      records.set(ch.channel, ch.value.type === RECORD_TYPE ? decodeRecord(ch.value) : null);
+    }
+    const entry = { records };
+    remember(this.#entries, key, entry, MAX_ENTRIES);
+    return entry;
+  }
+
+  // The thread's log as stored, from memory or loaded whole.
+  async #mirror(store, threadId) {
+    const hit = this.#mirrors.get(threadId);
+    if (hit) return hit;
+    let texts = [];
+    try {
+      texts = (await store.load(threadId, { withExtra: false })).messages.map((m) => m.json);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+    remember(this.#mirrors, threadId, texts, MAX_MIRRORS);
+    return texts;
+  }
+
+  async #tuple(store, cp) {
+    const body = await this.serde.loadsTyped(cp.body.type, cp.body.bytes);
+    const records = [];
+    const channelValues = {};
+    for (const ch of cp.channels) {
+      if (!ch.value) continue;
+      if (ch.value.type === RECORD_TYPE) records.push([ch.channel, decodeRecord(ch.value)]);
+      else channelValues[ch.channel] = await this.serde.loadsTyped(ch.value.type, ch.value.bytes);
+    }
+    if (records.length) {
+      const all = records.flatMap(([, r]) => r.ranges);
+      let from = Infinity, to = 0;
+      for (const [s, e] of all) if (e > s) { from = Math.min(from, s); to = Math.max(to, e); }
+      let texts = [];
+      if (to > 0) {
+        texts = (await store.load(cp.threadId, { fromSeq: from, limit: to - from, withExtra: false }))
+          .messages.map((m) => m.json);
+      }
+      for (const [channel, r] of records) {
+        const items = await fromLogMessages(this.serde, seqsOf(r.ranges).map((s) => texts[s - from]));
+        if (r.tail) items.push(...(await this.serde.loadsTyped(r.tail[0], r.tail[1])));
+        channelValues[channel] = items;
+      }
+    }
+    const checkpoint = { ...body, channel_values: channelValues };
+    if (checkpoint.v < 4 && cp.parentId) await this.#migratePendingSends(store, cp, checkpoint);
+    const tuple = {
+      config: { configurable: { thread_id: cp.threadId, checkpoint_ns: cp.ns, checkpoint_id: cp.id } },
+      checkpoint,
+      metadata: cp.metadata,
+      pendingWrites: [],
+    };
+    for (const w of sortWrites(cp.writes)) {
+      tuple.pendingWrites.push([w.taskId, w.channel, await this.serde.loadsTyped(w.value.type, w.value.bytes)]);
+    }
+    if (cp.parentId) {
+      tuple.parentConfig = { configurable: { thread_id: cp.threadId, checkpoint_ns: cp.ns,
+        checkpoint_id: cp.parentId } };
+    }
+    return tuple;
+  }
+
+  // A checkpoint older than format 4 kept its pending sends as its parent's TASKS
+  // writes: they become the TASKS channel, as LangGraph's own savers do.
+  async #migratePendingSends(store, cp, checkpoint) {
+    let parent;
+    try {
+      parent = await store.checkpointGet(cp.threadId, cp.ns, cp.parentId);
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+    const sends = [];
+    for (const w of sortWrites(parent.writes)) {
+      if (w.channel === TASKS) sends.push(await this.serde.loadsTyped(w.value.type, w.value.bytes));
+    }
+    checkpoint.channel_values[TASKS] = sends;
+    checkpoint.channel_versions ??= {};
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0
+      ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+}

@@ -1,0 +1,319 @@
+// store.js — Store: every call of include/convo.h as a Promise. Calls that reach
+// the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
+import { C, callAsync, copyBytes, newError, koffi, WriteFn, ReadFn } from './lib.js';
+import { fromCall, InvalidError, ConvoError, codes } from './errors.js';
+
+
+function fail(rc, err) {
+  return fromCall(rc, err, C.convo_strerror);
+}
+
+function json(value, what) {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value);
+  } catch (e) {
+    throw new InvalidError(codes.EINVAL, `${what}: ${e.message}`);
+  }
+}
+
+function toBytes(b) {
+  if (typeof b === 'string') return Buffer.from(b);
+  if (Buffer.isBuffer(b)) return b;
+  if (b instanceof Uint8Array) return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  throw new InvalidError(codes.EINVAL, 'a blob is { type, bytes } with bytes a Uint8Array or string');
+}
+
+function blobIn(v) {
+  if (!v) return null;
+  const bytes = toBytes(v.bytes);
+  return { type: String(v.type), bytes, len: bytes.length };
+}
+
+function blobOut(b) {
+  if (!b || b.type === null) return null;
+  return { type: b.type, bytes: copyBytes(b.bytes, b.len) };
+}
+
+function messageBuffers(messages) {
+  const bufs = messages.map((m) => (typeof m === 'string' ? Buffer.from(m) :
+    Buffer.isBuffer(m) || m instanceof Uint8Array ? toBytes(m) : Buffer.from(JSON.stringify(m))));
+  return { bufs, lengths: bufs.map((b) => b.length) };
+}
+
+// A checkpoint read back from the library, as a plain object.
+function checkpointOut(cp) {
+  const out = {
+    threadId: C.convo_checkpoint_thread_id(cp),
+    ns: C.convo_checkpoint_ns(cp),
+    id: C.convo_checkpoint_id(cp),
+    parentId: C.convo_checkpoint_parent_id(cp),
+    metadata: JSON.parse(C.convo_checkpoint_metadata(cp)),
+    logLength: Number(C.convo_checkpoint_log_length(cp)),
+    createdAt: Number(C.convo_checkpoint_created_at(cp)),
+    body: blobOut(C.convo_checkpoint_body(cp)),
+    channels: [],
+    writes: [],
+  };
+  const nch = Number(C.convo_checkpoint_channel_count(cp));
+  for (let i = 0; i < nch; i++) {
+    const version = [null];
+    const value = {};
+    const channel = C.convo_checkpoint_channel(cp, i, version, value);
+    out.channels.push({ channel, version: version[0], value: blobOut(value) });
+  }
+  const nw = Number(C.convo_checkpoint_write_count(cp));
+  for (let i = 0; i < nw; i++) {
+    const taskPath = [null], idx = [0], channel = [null], value = {};
+    const taskId = C.convo_checkpoint_write(cp, i, taskPath, idx, channel, value);
+    out.writes.push({ taskId, taskPath: taskPath[0], idx: Number(idx[0]), channel: channel[0],
+      value: blobOut(value) });
+  }
+  return out;
+}
+
+export class Store {
+  #handle;
+  #pending = 0;
+  #closing = null;
+  #drained = null;
+
+  constructor(handle) {
+    if (!handle || typeof handle === 'string') {
+      throw new TypeError('use `await Store.open(url)`');
+    }
+    this.#handle = handle;
+  }
+
+  /** Opens a store by URL (memory:, sqlite:PATH, redis://, postgres://, mongodb://). */
+  static async open(url) {
+    const out = [null];
+    const err = newError();
+    const rc = await callAsync(C.convo_open, out, String(url), err);
+    if (rc !== 0) throw fail(rc, err);
+    return new Store(out[0]);
+  }
+
+  get driver() {
+    return C.convo_store_driver(this.#live());
+  }
+
+  static get version() {
+    return C.convo_version();
+  }
+
+  #live() {
+    if (!this.#handle || this.#closing) throw new ConvoError(codes.EINVAL, 'the store is closed');
+    return this.#handle;
+  }
+
+  // Runs one C call that fills err; keeps the store open until it is done.
+  async #call(fn, ...args) {
+    const s = this.#live();
+    const err = newError();
+    this.#pending++;
+    let rc;
+    try {
+      rc = await callAsync(fn, s, ...args, err);
+    } finally {
+      if (--this.#pending === 0 && this.#drained) this.#drained();
+    }
+    if (rc !== 0) throw fail(rc, err);
+  }
+
+  /** Closes the store once the calls under way are done. */
+  close() {
+    if (this.#closing) return this.#closing;
+    if (!this.#handle) return Promise.resolve();
+    this.#closing = (async () => {
+      if (this.#pending > 0) await new Promise((r) => { this.#drained = r; });
+      C.convo_close(this.#handle);
+      this.#handle = null;
+    })();
+    return this.#closing;
+  }
+
+  async append(threadId, messages, { idempotencyKey = null, expectedLength = -1 } = {}) {
+    const { bufs, lengths } = messageBuffers(messages);
+    const opts = { version: 1, idempotency_key: idempotencyKey, expected_length: expectedLength };
+    const res = {};
+    await this.#call(C.convo_append, threadId, bufs, lengths, bufs.length, opts, res);
+    return { firstSeq: Number(res.first_seq), count: Number(res.count), replayed: !!res.replayed };
+  }
+
+  async load(threadId, { fromSeq = 0, limit = 0, tail = 0, withExtra = true } = {}) {
+    const out = [null];
+    const opts = { version: 1, from_seq: fromSeq, limit, tail, with_extra: withExtra ? 1 : 0 };
+    await this.#call(C.convo_load, threadId, opts, out);
+    const h = out[0];
+    try {
+      const n = Number(C.convo_history_count(h));
+      const messages = new Array(n);
+      const len = [0];
+      for (let i = 0; i < n; i++) {
+        const p = C.convo_history_message(h, i, len);
+        messages[i] = {
+          seq: Number(C.convo_history_seq(h, i)),
+          role: C.convo_history_role(h, i),
+          createdAt: Number(C.convo_history_created_at(h, i)),
+          json: copyBytes(p, len[0]).toString('utf8'),
+        };
+      }
+      return { messages, length: Number(C.convo_history_length(h)),
+        extra: withExtra ? JSON.parse(C.convo_history_extra(h)) : null };
+    } finally {
+      C.convo_history_free(h);
+    }
+  }
+
+  async saveExtra(threadId, patch) {
+    await this.#call(C.convo_save_extra, threadId, json(patch, 'patch'));
+  }
+
+  /** One page of thread ids after `after`: { ids, next } (next null on the last page). */
+  async threads({ after = null, limit = 0 } = {}) {
+    const out = [null];
+    await this.#call(C.convo_thread_list, after, limit, out);
+    const p = out[0];
+    try {
+      const n = Number(C.convo_thread_page_count(p));
+      const ids = [];
+      for (let i = 0; i < n; i++) ids.push(C.convo_thread_page_id(p, i));
+      return { ids, next: C.convo_thread_page_next(p) };
+    } finally {
+      C.convo_thread_page_free(p);
+    }
+  }
+
+  async delete(threadId) {
+    await this.#call(C.convo_thread_delete, threadId);
+  }
+
+  async fork(src, dst, upto = -1) {
+    await this.#call(C.convo_thread_fork, src, dst, upto);
+  }
+
+  /**
+   * Stores a checkpoint: { threadId, ns, id, parentId, metadata, body: {type, bytes},
+   * channels: [{channel, version, value: {type, bytes} | null}], logLength,
+   * messages: [json...], expectedLength } (messages appended in the same write).
+   */
+  async checkpointPut(cp) {
+    const channels = (cp.channels ?? []).map((c) => ({
+      channel: c.channel, version: String(c.version), value: blobIn(c.value),
+    }));
+    const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
+    const body = blobIn(cp.body) ?? { type: null, bytes: null, len: 0 };
+    const input = {
+      version: 2,
+      thread_id: cp.threadId,
+      checkpoint_ns: cp.ns ?? '',
+      checkpoint_id: cp.id,
+      parent_id: cp.parentId ?? null,
+      metadata_json: json(cp.metadata, 'metadata'),
+      body,
+      channels: channels.length ? channels : null,
+      nchannels: channels.length,
+      log_length: cp.logLength ?? 0,
+      messages: msgs ? msgs.bufs : null,
+      message_lengths: msgs ? msgs.lengths : null,
+      nmessages: msgs ? msgs.bufs.length : 0,
+      expected_length: cp.expectedLength ?? -1,
+    };
+    await this.#call(C.convo_checkpoint_put, input);
+  }
+
+  /** writes: [{ idx, channel, value: {type, bytes} }] */
+  async checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes) {
+    const w = writes.map((x) => ({ idx: x.idx, channel: x.channel, value: blobIn(x.value) }));
+    await this.#call(C.convo_checkpoint_put_writes, threadId, ns ?? '', checkpointId, taskId,
+      taskPath ?? '', w.length ? w : null, w.length);
+  }
+
+  /** The checkpoint (id null = the latest of the namespace); NotFoundError when unknown. */
+  async checkpointGet(threadId, ns = '', id = null) {
+    const out = [null];
+    await this.#call(C.convo_checkpoint_get, threadId, ns ?? '', id, out);
+    try {
+      return checkpointOut(out[0]);
+    } finally {
+      C.convo_checkpoint_free(out[0]);
+    }
+  }
+
+  /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
+  async checkpointList({ threadId = null, ns = null, before = null, beforeThreadId = null,
+    beforeNs = null, limit = 0, filter = null } = {}) {
+    const opts = {
+      version: 2, thread_id: threadId, checkpoint_ns: ns, before, limit,
+      filter_json: json(filter, 'filter'), before_thread_id: beforeThreadId, before_ns: beforeNs,
+    };
+    const out = [null];
+    await this.#call(C.convo_checkpoint_list, opts, out);
+    const set = out[0];
+    try {
+      const n = Number(C.convo_checkpoint_set_count(set));
+      const list = [];
+      for (let i = 0; i < n; i++) list.push(checkpointOut(C.convo_checkpoint_set_get(set, i)));
+      return list;
+    } finally {
+      C.convo_checkpoint_set_free(set);
+    }
+  }
+
+  async checkpointPrune(threadId, keepLast) {
+    await this.#call(C.convo_checkpoint_prune, threadId, keepLast);
+  }
+
+  /** The dump (docs/dump-format.md) of the threads named (none = all) as one Buffer. */
+  async export(threadIds = []) {
+    const chunks = [];
+    const cb = koffi.register((ctx, buf, len) => {
+      chunks.push(copyBytes(buf, len));
+      return 0;
+    }, koffi.pointer(WriteFn));
+    const stats = {};
+    try {
+      await this.#call(C.convo_export, threadIds.length ? threadIds : null, threadIds.length,
+        cb, null, null, stats);
+    } finally {
+      koffi.unregister(cb);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /** Imports a dump; returns its stats. */
+  async import(dump) {
+    const data = toBytes(dump);
+    let off = 0;
+    const cb = koffi.register((ctx, buf, len) => {
+      const n = Math.min(Number(len), data.length - off);
+      if (n > 0) koffi.encode(buf, koffi.array('uint8_t', n), data.subarray(off, off + n));
+      off += n;
+      return n;
+    }, koffi.pointer(ReadFn));
+    const stats = {};
+    try {
+      await this.#call(C.convo_import, cb, null, null, stats);
+    } finally {
+      koffi.unregister(cb);
+    }
+    return Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, Number(v)]));
+  }
+
+  /** Removes threads whose ttl has passed; the number removed. */
+  async sweep() {
+    const removed = [0];
+    await this.#call(C.convo_sweep, removed);
+    return Number(removed[0]);
+  }
+
+  /** Bytes the backend uses for this store's data. */
+  async bytes() {
+    const b = [0];
+    await this.#call(C.convo_store_bytes, b);
+    return Number(b[0]);
+  }
+}
+

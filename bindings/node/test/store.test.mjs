@@ -1,0 +1,132 @@
+// store.test.mjs — every call of Store on every driver: results, errors (ConvoError
+// subclasses with the CONVO_E* code) and close() waiting for calls under way.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { Store, ConvoError, NotFoundError, InvalidError, ConflictError, codes } from '../src/index.js';
+import { drivers, freshUrl } from './support.mjs';
+
+for (const [name, base] of drivers()) {
+  describe(`Store on ${name}`, () => {
+    test('append, load, saveExtra', async () => {
+      const s = await Store.open(freshUrl(base));
+      assert.equal(s.driver, name);
+      const r = await s.append('t', ['{"role":"user","content":"hi"}', { role: 'assistant', content: 'yo' }]);
+      assert.deepEqual(r, { firstSeq: 0, count: 2, replayed: false });
+      const again = await s.append('t', ['{"role":"user"}'], { idempotencyKey: 'k1' });
+      const replay = await s.append('t', ['{"role":"user"}'], { idempotencyKey: 'k1' });
+      assert.equal(again.firstSeq, 2);
+      assert.deepEqual(replay, { ...again, replayed: true });
+      await assert.rejects(s.append('t', ['{"role":"x"}'], { expectedLength: 1 }),
+        (e) => e instanceof ConflictError && e.code === codes.ECONFLICT && e.codeName === 'CONVO_ECONFLICT');
+      await s.saveExtra('t', { a: 1, 'x.$y': null });
+      await s.saveExtra('t', '{"b":[2]}');
+      const h = await s.load('t');
+      assert.equal(h.length, 3);
+      assert.deepEqual(h.messages.map((m) => [m.seq, m.role, m.json]), [
+        [0, 'user', '{"role":"user","content":"hi"}'],
+        [1, 'assistant', '{"role":"assistant","content":"yo"}'],
+        [2, 'user', '{"role":"user"}'],
+      ]);
+      assert.ok(h.messages[0].createdAt > 1.6e15);
+      assert.deepEqual(h.extra, { a: 1, 'x.$y': null, b: [2] });
+      const tail = await s.load('t', { tail: 1, withExtra: false });
+      assert.deepEqual(tail.messages.map((m) => m.seq), [2]);
+      assert.equal(tail.extra, null);
+      assert.deepEqual((await s.load('t', { fromSeq: 1, limit: 1 })).messages.map((m) => m.seq), [1]);
+      await s.close();
+    });
+
+    test('errors carry their code', async () => {
+      const s = await Store.open(freshUrl(base));
+      await assert.rejects(s.load('nobody'), (e) => e instanceof NotFoundError &&
+        e instanceof ConvoError && e.code === codes.ENOTFOUND && typeof e.backendCode === 'string');
+      await assert.rejects(s.append('', ['{"role":"user"}']), InvalidError);
+      await assert.rejects(s.append('t', ['{"content":"no role"}']), InvalidError);
+      await assert.rejects(s.saveExtra('t', '[1]'), InvalidError);
+      await s.close();
+      await assert.rejects(async () => s.load('t'), /closed/);
+    });
+
+    test('threads, fork, delete', async () => {
+      const s = await Store.open(freshUrl(base));
+      for (const t of ['a', 'b', 'c']) await s.append(t, ['{"role":"user"}', '{"role":"assistant"}']);
+      const p1 = await s.threads({ limit: 2 });
+      assert.deepEqual(p1.ids, ['a', 'b']);
+      const p2 = await s.threads({ after: p1.next, limit: 2 });
+      assert.deepEqual(p2, { ids: ['c'], next: null });
+      await s.fork('a', 'a2', 1);
+      assert.equal((await s.load('a2')).length, 1);
+      await assert.rejects(s.fork('a', 'a2'), ConflictError);
+      await s.delete('a');
+      await assert.rejects(s.load('a'), NotFoundError);
+      await assert.rejects(s.delete('a'), NotFoundError);
+      await s.close();
+    });
+
+    test('checkpoints: put, putWrites, get, list, prune', async () => {
+      const s = await Store.open(freshUrl(base));
+      const blob = (x) => ({ type: 'json', bytes: JSON.stringify(x) });
+      for (let i = 1; i <= 3; i++) {
+        await s.checkpointPut({ threadId: 't', id: `c${i}`, parentId: i > 1 ? `c${i - 1}` : null,
+          metadata: { step: i, source: 'loop' }, body: blob({ i }),
+          channels: [{ channel: 'x', version: i, value: blob([i]) },
+            { channel: 'k', version: 1, value: i === 1 ? blob('kept') : null }] });
+      }
+      await s.checkpointPutWrites('t', '', 'c3', 'task', 'p', [{ idx: 0, channel: 'x', value: blob(9) }]);
+      const cp = await s.checkpointGet('t');
+      assert.equal(cp.id, 'c3');
+      assert.equal(cp.parentId, 'c2');
+      assert.deepEqual(cp.metadata, { step: 3, source: 'loop' });
+      assert.equal(cp.body.bytes.toString(), '{"i":3}');
+      assert.deepEqual(cp.channels.map((c) => [c.channel, c.version, c.value.bytes.toString()]),
+        [['k', '1', '"kept"'], ['x', '3', '[3]']]);
+      assert.deepEqual(cp.writes.map((w) => [w.taskId, w.taskPath, w.idx, w.channel]), [['task', 'p', 0, 'x']]);
+      assert.equal((await s.checkpointGet('t', '', 'c1')).parentId, null);
+      await assert.rejects(s.checkpointGet('t', '', 'nope'), NotFoundError);
+      const all = await s.checkpointList({ threadId: 't' });
+      assert.deepEqual(all.map((c) => c.id), ['c3', 'c2', 'c1']);
+      assert.deepEqual((await s.checkpointList({ threadId: 't', before: 'c3', limit: 1 })).map((c) => c.id), ['c2']);
+      assert.deepEqual((await s.checkpointList({ threadId: 't', filter: { step: 2 } })).map((c) => c.id), ['c2']);
+      await s.checkpointPrune('t', 1);
+      assert.deepEqual((await s.checkpointList({ threadId: 't' })).map((c) => c.id), ['c3']);
+      await assert.rejects(s.checkpointPutWrites('t', '', 'c1', 'task', '', [{ idx: 0, channel: 'x', value: blob(1) }]),
+        NotFoundError);
+      await s.close();
+    });
+
+    test('export, import, sweep, bytes', async () => {
+      const s = await Store.open(freshUrl(base));
+      await s.append('e', ['{"role":"user","content":"é"}']);
+      await s.saveExtra('e', { k: 'v' });
+      const dump = await s.export(['e']);
+      assert.ok(dump.length > 0);
+      const d = await Store.open(freshUrl(base));
+      const stats = await d.import(dump);
+      assert.equal(stats.threads, 1);
+      assert.equal(stats.messages, 1);
+      const h = await d.load('e');
+      assert.equal(h.messages[0].json, '{"role":"user","content":"é"}');
+      assert.deepEqual(h.extra, { k: 'v' });
+      assert.equal((await d.import(dump)).skipped, 1);
+      await assert.rejects(d.import(dump.subarray(0, dump.length - 3)), (e) => e.code === codes.ECORRUPT);
+      assert.equal(await d.sweep(), 0);
+      assert.ok((await d.bytes()) >= 0);
+      await s.close();
+      await d.close();
+    });
+
+    test('calls run concurrently and close waits for them', async () => {
+      const s = await Store.open(freshUrl(base));
+      const calls = [];
+      for (let i = 0; i < 20; i++) calls.push(s.append('c', [{ role: 'user', n: i }]));
+      const closed = s.close();
+      const seqs = (await Promise.all(calls)).map((r) => r.firstSeq).sort((a, b) => a - b);
+      assert.deepEqual(seqs, [...Array(20).keys()]);
+      await closed;
+    });
+  });
+}
+
+test('open fails with InvalidError on a bad URL', async () => {
+  await assert.rejects(Store.open('nosuch://x'), (e) => e instanceof ConvoError && e.code === codes.EINVAL);
+});

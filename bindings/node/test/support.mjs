@@ -1,0 +1,39 @@
+// support.mjs — the stores the tests run on: memory:, a fresh SQLite file, and a
+// fresh prefix / schema / database on every server named by CONVO_TEST_*_URL.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const dirs = [];
+process.on('exit', () => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+
+function withParam(url, key, value) {
+  return `${url}${url.includes('?') ? '&' : '?'}${key}=${value}`;
+}
+
+/** A URL naming an empty store of the given kind, isolated from every other. */
+export function freshUrl(base) {
+  const tag = 't' + randomBytes(6).toString('hex');
+  if (base === 'memory:') return base;
+  if (base === 'sqlite:') {
+    const d = mkdtempSync(path.join(tmpdir(), 'convo-node-'));
+    dirs.push(d);
+    return `sqlite:${path.join(d, tag + '.db')}`;
+  }
+  if (base.startsWith('redis')) return withParam(base, 'prefix', tag);
+  if (base.startsWith('postgres')) return withParam(base, 'schema', tag);
+  if (base.startsWith('mongodb')) return withParam(base, 'database', tag);
+  throw new Error(`no way to isolate a store on ${base}`);
+}
+
+/** [name, base URL] of every driver to test on. */
+export function drivers() {
+  const out = [['memory', 'memory:'], ['sqlite', 'sqlite:']];
+  for (const [name, env] of [['redis', 'CONVO_TEST_REDIS_URL'], ['postgres', 'CONVO_TEST_POSTGRES_URL'],
+    ['mongo', 'CONVO_TEST_MONGO_URL']]) {
+    if (process.env[env]) out.push([name, process.env[env]]);
+    else if (process.env.CONVO_REQUIRE_ALL === '1') throw new Error(`${env} is not set (CONVO_REQUIRE_ALL=1)`);
+  }
+  return out;
+}

@@ -1,0 +1,312 @@
+"""Graph checkpoints from Python: Store's checkpoint_* calls (a mixin of
+convo.Store) and their read-only results. Values are typed blobs given and
+returned as (type, bytes) pairs; the store never looks inside them."""
+
+import collections
+import collections.abc
+import ctypes
+import json
+
+from . import _lib
+from ._args import _text, _json_bytes, _int
+from .errors import NotFoundError, CorruptError, invalid
+
+lib = _lib.lib
+
+
+class Blob(collections.namedtuple("Blob", "type bytes")):
+    """A typed value: type is the serializer's tag ("json", "msgpack", ...),
+    bytes its payload, opaque to the store."""
+    __slots__ = ()
+
+
+class Channel(collections.namedtuple("Channel", "name version value")):
+    """One channel of a checkpoint: its name, its current version, and its
+    value as a Blob (None when that version has no value)."""
+    __slots__ = ()
+
+
+class Write(collections.namedtuple("Write", "task_id task_path idx channel value")):
+    """A pending write of a task: idx >= 0 is stored once per (task_id, idx);
+    a negative idx (errors, interrupts) replaces. value is a Blob."""
+    __slots__ = ()
+
+
+_CHECKPOINT_FIELDS = ("thread_id ns id parent_id metadata_json log_length created_at "
+                      "body channels writes")
+
+
+class Checkpoint(collections.namedtuple("Checkpoint", _CHECKPOINT_FIELDS)):
+    """A stored checkpoint, every field of the C accessors: thread_id, ns,
+    id, parent_id (or None), metadata_json (the stored JSON object, as text),
+    log_length (messages [0, log_length) of the thread belong to it),
+    created_at (microseconds since the epoch), body (a Blob, or None),
+    channels (a tuple of Channel in name order, values of ancestors
+    included) and writes (a tuple of Write in (task_id, idx) order).
+    Read-only, like every result of the binding."""
+    __slots__ = ()
+
+    @property
+    def metadata(self):
+        """The metadata decoded into a new dict."""
+        return json.loads(self.metadata_json)
+
+    @property
+    def values(self):
+        """{channel name: Blob} for the channels that have a value."""
+        return {c.name: c.value for c in self.channels if c.value is not None}
+
+
+def _str(ptr):
+    return None if ptr is None else ptr.decode("utf-8")
+
+
+class _Keep:
+    """Holds the Python objects whose memory a C struct points into until the
+    call has returned."""
+
+    def __init__(self):
+        self.refs = []
+
+    def __call__(self, obj):
+        self.refs.append(obj)
+        return obj
+
+
+def _blob_in(value, what, keep, allow_none=False):
+    """(type, bytes) -> a convo_blob pointing into bytes kept alive by keep."""
+    if value is None:
+        if allow_none:
+            return None
+        raise invalid("%s must be a (type, bytes) pair, not None" % what)
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or \
+            not isinstance(value, collections.abc.Sequence) or len(value) != 2:
+        raise invalid("%s must be a (type, bytes) pair" % what)
+    type_, data = value
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise invalid("%s: the payload must be bytes, not %s" % (what, type(data).__name__))
+    data = keep(bytes(data))
+    type_ = keep(_text(type_, "%s type" % what))
+    return _lib.Blob(type_, ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data))
+
+
+def _blob_out(blob):
+    if blob.type is None:
+        return None
+    return Blob(blob.type.decode("utf-8"), ctypes.string_at(blob.bytes, blob.len))
+
+
+def _channels_in(channels, keep):
+    """A mapping {name: version or (version, value)} or a sequence of
+    (name, version, value) -> a convo_channel_in array."""
+    if isinstance(channels, collections.abc.Mapping):
+        items = []
+        for name, spec in channels.items():
+            if isinstance(spec, (str, bytes)):
+                items.append((name, spec, None))
+            elif isinstance(spec, collections.abc.Sequence) and len(spec) == 2:
+                items.append((name, spec[0], spec[1]))
+            else:
+                raise invalid("channel %r must map to a version or (version, value)" % (name,))
+    else:
+        items = list(channels)
+    arr = (_lib.ChannelIn * len(items))()
+    for i, item in enumerate(items):
+        if isinstance(item, (str, bytes)) or not isinstance(item, collections.abc.Sequence) \
+                or len(item) != 3:
+            raise invalid("channel %d must be (name, version, value)" % i)
+        name, version, value = item
+        arr[i].channel = keep(_text(name, "channel name"))
+        arr[i].version = keep(_text(version, "version of channel %r" % (name,)))
+        blob = _blob_in(value, "value of channel %r" % (name,), keep, allow_none=True)
+        arr[i].value = None if blob is None else ctypes.pointer(keep(blob))
+    return arr, len(items)
+
+
+def _metadata_in(metadata):
+    data = _json_bytes(metadata, "metadata")
+    if b"\0" in data:
+        raise invalid("metadata contains a NUL character")
+    return data
+
+
+def _read_checkpoint(cp):
+    """A Checkpoint from a convo_checkpoint pointer (not freed here)."""
+    version, blob = ctypes.c_char_p(), _lib.Blob()
+    channels = []
+    for i in range(lib.convo_checkpoint_channel_count(cp)):
+        name = lib.convo_checkpoint_channel(cp, i, ctypes.byref(version), ctypes.byref(blob))
+        channels.append(Channel(name.decode("utf-8"), _str(version.value), _blob_out(blob)))
+    task_path, channel, idx = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int64()
+    writes = []
+    for i in range(lib.convo_checkpoint_write_count(cp)):
+        task = lib.convo_checkpoint_write(cp, i, ctypes.byref(task_path), ctypes.byref(idx),
+                                          ctypes.byref(channel), ctypes.byref(blob))
+        writes.append(Write(task.decode("utf-8"), _str(task_path.value) or "", idx.value,
+                            channel.value.decode("utf-8"), _blob_out(blob)))
+    metadata = lib.convo_checkpoint_metadata(cp)
+    try:
+        metadata = metadata.decode("utf-8") if metadata is not None else "{}"
+    except UnicodeDecodeError as e:
+        raise CorruptError(_lib.ECORRUPT, "stored metadata is not UTF-8: %s" % e) from None
+    return Checkpoint(_str(lib.convo_checkpoint_thread_id(cp)), _str(lib.convo_checkpoint_ns(cp)),
+                      _str(lib.convo_checkpoint_id(cp)), _str(lib.convo_checkpoint_parent_id(cp)),
+                      metadata, lib.convo_checkpoint_log_length(cp),
+                      lib.convo_checkpoint_created_at(cp), _blob_out(lib.convo_checkpoint_body(cp)),
+                      tuple(channels), tuple(writes))
+
+
+class CheckpointCalls:
+    """The checkpoint calls of convo.Store (see docs/checkpoints.md)."""
+
+    def checkpoint_put(self, thread_id, checkpoint_id, *, ns="", parent_id=None, metadata=None,
+                       body=None, channels=(), log_length=0, messages=None,
+                       expected_length=None):
+        """Stores a checkpoint (replacing one with the same key) and creates
+        the thread if needed.
+
+        channels: {name: version} or {name: (version, value)}, or a sequence
+        of (name, version, value); value is (type, bytes), or None when that
+        version was sent before. body: (type, bytes) or None. metadata: a
+        dict or a JSON object as text. log_length: messages [0, log_length)
+        of the thread belong to the checkpoint.
+
+        messages (with expected_length): appended to the thread's log in the
+        same atomic write as the checkpoint, only if the thread then has
+        exactly expected_length messages (else ConflictError and nothing is
+        written); log_length may then be at most expected_length + len(messages).
+        NotSupportedError where the driver cannot do that yet."""
+        keep = _Keep()
+        cp = _lib.CheckpointIn.init()
+        cp.thread_id = keep(_text(thread_id, "thread_id"))
+        cp.checkpoint_ns = keep(_text(ns, "ns"))
+        cp.checkpoint_id = keep(_text(checkpoint_id, "checkpoint_id"))
+        if parent_id is not None:
+            cp.parent_id = keep(_text(parent_id, "parent_id"))
+        if metadata is not None:
+            cp.metadata_json = keep(_metadata_in(metadata))
+        if body is not None:
+            cp.body = _blob_in(body, "body", keep)
+        arr, n = _channels_in(channels, keep)
+        cp.channels = ctypes.cast(keep(arr), ctypes.POINTER(_lib.ChannelIn)) if n else None
+        cp.nchannels = n
+        cp.log_length = _int(log_length, "log_length", 0)
+        if messages is not None:
+            if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
+                messages = [messages]
+            datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(messages)]
+            if datas:
+                if expected_length is None:
+                    raise invalid("messages need expected_length (the thread's length before)")
+                m = len(datas)
+                cp.messages = keep((ctypes.c_char_p * m)(*datas))
+                cp.message_lengths = keep((ctypes.c_size_t * m)(*map(len, datas)))
+                cp.nmessages = m
+                cp.expected_length = _int(expected_length, "expected_length", 0)
+        elif expected_length is not None:
+            raise invalid("expected_length applies only with messages")
+        self._call(lib.convo_checkpoint_put, ctypes.byref(cp))
+
+    def checkpoint_put_writes(self, thread_id, checkpoint_id, task_id, writes, *, ns="",
+                              task_path=""):
+        """Records pending writes of a task on a checkpoint: writes is a
+        sequence of (idx, channel, (type, bytes)). NotFoundError when the
+        checkpoint does not exist."""
+        keep = _Keep()
+        writes = list(writes)
+        arr = (_lib.WriteIn * len(writes))()
+        for i, w in enumerate(writes):
+            if isinstance(w, (str, bytes)) or not isinstance(w, collections.abc.Sequence) \
+                    or len(w) != 3:
+                raise invalid("write %d must be (idx, channel, (type, bytes))" % i)
+            arr[i].idx = _int(w[0], "idx of write %d" % i, -(1 << 63))
+            arr[i].channel = keep(_text(w[1], "channel of write %d" % i))
+            arr[i].value = _blob_in(w[2], "value of write %d" % i, keep)
+        self._call(lib.convo_checkpoint_put_writes, _text(thread_id, "thread_id"),
+                   _text(ns, "ns"), _text(checkpoint_id, "checkpoint_id"),
+                   _text(task_id, "task_id"), _text(task_path, "task_path"),
+                   arr if writes else None, len(writes))
+
+    def checkpoint_get(self, thread_id, checkpoint_id=None, *, ns=""):
+        """The Checkpoint (with every channel's value and its pending writes),
+        the latest of the namespace when checkpoint_id is None; None when the
+        thread or the checkpoint does not exist."""
+        out = ctypes.c_void_p()
+        cid = None if checkpoint_id is None else _text(checkpoint_id, "checkpoint_id")
+        try:
+            self._call(lib.convo_checkpoint_get, _text(thread_id, "thread_id"), _text(ns, "ns"),
+                       cid, ctypes.byref(out))
+        except NotFoundError:
+            return None
+        try:
+            return _read_checkpoint(out)
+        finally:
+            lib.convo_checkpoint_free(out)
+
+    def _checkpoint_page(self, opts):
+        out = ctypes.c_void_p()
+        self._call(lib.convo_checkpoint_list, ctypes.byref(opts), ctypes.byref(out))
+        try:
+            return [_read_checkpoint(lib.convo_checkpoint_set_get(out, i))
+                    for i in range(lib.convo_checkpoint_set_count(out))]
+        finally:
+            lib.convo_checkpoint_set_free(out)
+
+    def checkpoint_list(self, thread_id=None, *, ns=None, before=None, before_thread_id=None,
+                        before_ns=None, limit=None, filter=None, page_size=100):
+        """Yields Checkpoints newest first (the order they were put in), of
+        one thread or of every thread (thread_id None), of one namespace or
+        of all (ns None). before: a checkpoint id; only checkpoints put before
+        it are listed; it names (before_thread_id or thread_id, before_ns or
+        ns or "", before), and an unknown one raises NotFoundError. filter:
+        metadata containment ({"source": "loop", "step": 3}). At most limit
+        (None: all). Within one thread and namespace, fetched page_size at a
+        time, so memory stays bounded; across threads or namespaces, in one call.
+
+        Arguments are checked at once; the first page is fetched on the first
+        next()."""
+        keep = _Keep()
+        opts = _lib.CheckpointListOpts.init()
+        if thread_id is not None:
+            opts.thread_id = keep(_text(thread_id, "thread_id"))
+        if ns is not None:
+            opts.checkpoint_ns = keep(_text(ns, "ns"))
+        if before is not None:
+            opts.before = keep(_text(before, "before"))
+        if before_thread_id is not None:
+            opts.before_thread_id = keep(_text(before_thread_id, "before_thread_id"))
+        if before_ns is not None:
+            opts.before_ns = keep(_text(before_ns, "before_ns"))
+        if filter is not None:
+            opts.filter_json = keep(_metadata_in(filter))
+        remaining = None if limit is None else _int(limit, "limit", 0)
+        size = _int(page_size, "page_size", 1)
+        return self._iter_checkpoints(opts, keep, remaining, size)
+
+    def _iter_checkpoints(self, opts, keep, remaining, size):
+        if opts.thread_id is None or opts.checkpoint_ns is None:
+            # Paging by `before` needs one well-defined order: one thread and one
+            # namespace. Across them, one call (the library's list is one set anyway).
+            opts.limit = 0 if remaining is None else remaining
+            if remaining != 0:
+                yield from self._checkpoint_page(opts)
+            return
+        while remaining is None or remaining > 0:
+            opts.limit = size if remaining is None else min(size, remaining)
+            page = self._checkpoint_page(opts)
+            yield from page
+            if remaining is not None:
+                remaining -= len(page)
+            if len(page) < opts.limit:
+                return
+            # the next page: the checkpoints put before the last one listed
+            opts.before = keep(page[-1].id.encode("utf-8"))
+
+    def checkpoint_prune(self, thread_id, keep_last):
+        """Keeps the newest keep_last checkpoints of each namespace of the
+        thread (and what they need), removes the rest."""
+        self._call(lib.convo_checkpoint_prune, _text(thread_id, "thread_id"),
+                   _int(keep_last, "keep_last", 0))
+
+
+__all__ = ["Blob", "Channel", "Write", "Checkpoint", "CheckpointCalls"]

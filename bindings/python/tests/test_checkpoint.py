@@ -1,0 +1,252 @@
+"""Store's checkpoint calls against every driver: put and get (latest, by id,
+values of ancestors, pending writes), list (one thread, every thread,
+namespaces, before, limit, filter, paging), prune, the put that appends
+messages under an expected length, and bad input / unknown ids / limits."""
+
+import unittest
+
+import convo
+import support
+
+J = "json"
+
+# Drivers whose checkpoint put cannot append messages yet (the library answers
+# CONVO_ENOTSUP until branch lib14 lands checkpoint_put_log in each driver). The
+# test checks that refusal on them, and the whole behaviour elsewhere: it fails
+# when a driver gains the call and is still listed here.
+PUT_LOG_PENDING = {"memory", "sqlite", "redis", "postgres", "mongo"}
+
+
+def put(store, t, cid, parent=None, step=0, ns="", **kw):
+    kw.setdefault("metadata", {"source": "loop", "step": step})
+    store.checkpoint_put(t, cid, ns=ns, parent_id=parent, **kw)
+
+
+class CheckpointTests:
+    def test_put_and_get_every_field(self):
+        t = self.tid()
+        self.store.append(t, [{"role": "user", "content": "hi"}])
+        self.store.checkpoint_put(t, "c1", metadata={"source": "input", "step": -1},
+                                  body=("msgpack", b"\x81\xa1v\x01"),
+                                  channels={"a": ("1", (J, b'"x"')), "b": ("1", ("bytes", b"\0\xff")),
+                                            "empty": "1"},
+                                  log_length=1)
+        cp = self.store.checkpoint_get(t, "c1")
+        self.assertIsInstance(cp, convo.Checkpoint)
+        self.assertEqual((cp.thread_id, cp.ns, cp.id, cp.parent_id), (t, "", "c1", None))
+        self.assertEqual(cp.metadata, {"source": "input", "step": -1})
+        self.assertEqual(cp.body, ("msgpack", b"\x81\xa1v\x01"))
+        self.assertIsInstance(cp.body, convo.Blob)
+        self.assertEqual(cp.log_length, 1)
+        self.assertGreater(cp.created_at, 1_600_000_000_000_000)
+        self.assertEqual(cp.channels, (("a", "1", (J, b'"x"')), ("b", "1", ("bytes", b"\0\xff")),
+                                       ("empty", "1", None)))
+        self.assertEqual(cp.values, {"a": (J, b'"x"'), "b": ("bytes", b"\0\xff")})
+        self.assertEqual(cp.writes, ())
+        with self.assertRaises(AttributeError):
+            cp.id = "other"
+
+    def test_latest_values_of_ancestors_and_writes(self):
+        t = self.tid()
+        put(self.store, t, "c1", channels={"a": ("1", (J, b"1")), "b": ("1", (J, b"2"))})
+        put(self.store, t, "c2", "c1", 1, channels={"a": ("2", (J, b"3")), "b": "1"})
+        self.store.checkpoint_put_writes(t, "c2", "task-b", [(0, "a", (J, b"9")),
+                                                              (1, "b", ("bytes", b"\x01"))],
+                                         task_path="p/1")
+        self.store.checkpoint_put_writes(t, "c2", "task-a", [(-1, "__error__", (J, b'"x"'))])
+        self.store.checkpoint_put_writes(t, "c2", "task-a", [(-1, "__error__", (J, b'"y"'))])
+        self.store.checkpoint_put_writes(t, "c2", "task-b", [(0, "a", (J, b"ignored"))])
+        cp = self.store.checkpoint_get(t)
+        self.assertEqual((cp.id, cp.parent_id), ("c2", "c1"))
+        self.assertEqual(cp.values, {"a": (J, b"3"), "b": (J, b"2")})
+        self.assertEqual(cp.writes, (("task-a", "", -1, "__error__", (J, b'"y"')),
+                                     ("task-b", "p/1", 0, "a", (J, b"9")),
+                                     ("task-b", "p/1", 1, "b", ("bytes", b"\x01"))))
+        self.assertIsInstance(cp.writes[0], convo.Write)
+        self.assertEqual(self.store.checkpoint_get(t, "c1").values, {"a": (J, b"1"), "b": (J, b"2")})
+
+    def test_namespaces(self):
+        t = self.tid()
+        put(self.store, t, "root")
+        put(self.store, t, "sub1", ns="child:1")
+        self.assertEqual(self.store.checkpoint_get(t).id, "root")
+        self.assertEqual(self.store.checkpoint_get(t, ns="child:1").id, "sub1")
+        self.assertIsNone(self.store.checkpoint_get(t, "sub1"))
+        self.assertEqual([c.id for c in self.store.checkpoint_list(t)], ["sub1", "root"])
+        self.assertEqual([c.id for c in self.store.checkpoint_list(t, ns="")], ["root"])
+
+    def test_unknown_ids(self):
+        t = self.tid()
+        self.assertIsNone(self.store.checkpoint_get(t))
+        self.assertIsNone(self.store.checkpoint_get(t, "nope"))
+        put(self.store, t, "c1")
+        self.assertIsNone(self.store.checkpoint_get(t, "nope"))
+        with self.assertRaises(convo.NotFoundError):
+            self.store.checkpoint_put_writes(t, "nope", "task", [(0, "a", (J, b"1"))])
+        with self.assertRaises(convo.NotFoundError):
+            list(self.store.checkpoint_list(t, before="nope"))
+        self.store.delete(t)
+        with self.assertRaises(convo.NotFoundError):
+            self.store.checkpoint_put_writes(t, "c1", "task", [(0, "a", (J, b"1"))])
+        self.assertEqual(list(self.store.checkpoint_list(t)), [])
+
+    def test_list_before_limit_filter_and_paging(self):
+        t = self.tid()
+        for i in range(7):
+            put(self.store, t, "c%d" % i, "c%d" % (i - 1) if i else None, i,
+                metadata={"source": "loop" if i % 2 else "input", "step": i, "tags": ["a", "b"]})
+        ids = lambda **kw: [c.id for c in self.store.checkpoint_list(t, **kw)]
+        self.assertEqual(ids(), ["c6", "c5", "c4", "c3", "c2", "c1", "c0"])
+        self.assertEqual(ids(page_size=2), ids())
+        self.assertEqual(ids(limit=3), ["c6", "c5", "c4"])
+        self.assertEqual(ids(limit=3, page_size=2), ["c6", "c5", "c4"])
+        self.assertEqual(ids(limit=0), [])
+        self.assertEqual(ids(before="c4"), ["c3", "c2", "c1", "c0"])
+        self.assertEqual(ids(before="c4", limit=2, page_size=1), ["c3", "c2"])
+        self.assertEqual(ids(filter={"source": "loop"}), ["c5", "c3", "c1"])
+        self.assertEqual(ids(filter={"source": "loop"}, page_size=1), ["c5", "c3", "c1"])
+        self.assertEqual(ids(filter='{"step":3}'), ["c3"])
+        self.assertEqual(ids(filter={"tags": ["b"]}), ids())
+        self.assertEqual(ids(filter={"step": 99}), [])
+        cps = list(self.store.checkpoint_list(t, limit=1))
+        self.assertEqual(cps[0].metadata["step"], 6)
+
+    def test_list_every_thread(self):
+        a, b = self.tid("a"), self.tid("b")
+        put(self.store, a, "a1")
+        put(self.store, b, "b1")
+        put(self.store, a, "a2", ns="sub")
+        put(self.store, b, "b2")
+        got = [(c.thread_id, c.id) for c in self.store.checkpoint_list() if c.thread_id in (a, b)]
+        # each thread's checkpoints newest first; the order between threads is the driver's
+        self.assertEqual(sorted(got), [(a, "a1"), (a, "a2"), (b, "b1"), (b, "b2")])
+        self.assertEqual([i for t, i in got if t == a], ["a2", "a1"])
+        self.assertEqual([i for t, i in got if t == b], ["b2", "b1"])
+        self.assertEqual(len(list(self.store.checkpoint_list(limit=2))), 2)
+        self.assertEqual([c.id for c in self.store.checkpoint_list(a, page_size=1)], ["a2", "a1"])
+        self.assertEqual([c.id for c in self.store.checkpoint_list(ns="sub")
+                          if c.thread_id in (a, b)], ["a2"])
+
+    def test_list_before_across_threads(self):
+        a = self.tid("a")
+        put(self.store, a, "a1")
+        put(self.store, a, "a2")
+        # list opts v2 declares `before` across threads (before_thread_id), but the
+        # library still refuses `before` without thread_id (issue 14, branch lib14):
+        # this fails, to be rewritten, once it is supported.
+        with self.assertRaises(convo.InvalidError):
+            list(self.store.checkpoint_list(before="a2", before_thread_id=a))
+        with self.assertRaises(convo.InvalidError):
+            list(self.store.checkpoint_list(before="a2"))
+        self.assertEqual([c.id for c in self.store.checkpoint_list(a, before="a2",
+                                                                   before_thread_id=a)], ["a1"])
+
+    def test_prune(self):
+        t = self.tid()
+        for i in range(5):
+            put(self.store, t, "c%d" % i, channels={"a": (str(i), (J, str(i).encode()))})
+        put(self.store, t, "s0", ns="sub")
+        self.store.checkpoint_prune(t, 2)
+        self.assertEqual([c.id for c in self.store.checkpoint_list(t)], ["s0", "c4", "c3"])
+        self.assertEqual(self.store.checkpoint_get(t, "c3").values, {"a": (J, b"3")})
+        self.assertIsNone(self.store.checkpoint_get(t, "c1"))
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_prune(t, -1)
+
+    def test_put_with_messages(self):
+        t = self.tid()
+        self.store.append(t, [{"role": "user", "content": "hi"}])
+        msgs = [{"role": "assistant", "content": "hello"}, '{"role":"user","content":"again"}']
+        if self.driver in PUT_LOG_PENDING:
+            with self.assertRaises(convo.NotSupportedError):
+                self.store.checkpoint_put(t, "c1", channels={"messages": "1"}, log_length=3,
+                                          messages=msgs, expected_length=1)
+            self.assertIsNone(self.store.checkpoint_get(t))
+            self.assertEqual(len(self.store.load(t)[0]), 1)
+            return
+        self.store.checkpoint_put(t, "c1", channels={"messages": "1"}, log_length=3,
+                                  messages=msgs, expected_length=1)
+        loaded, _ = self.store.load(t)
+        self.assertEqual([m["content"] for m in loaded], ["hi", "hello", "again"])
+        self.assertEqual(self.store.checkpoint_get(t).log_length, 3)
+        with self.assertRaises(convo.ConflictError):
+            self.store.checkpoint_put(t, "c2", log_length=4, messages=[{"role": "user"}],
+                                      expected_length=1)
+        self.assertIsNone(self.store.checkpoint_get(t, "c2"))
+        self.assertEqual(len(self.store.load(t)[0]), 3)
+        with self.assertRaises(convo.InvalidError):  # log_length past the new end
+            self.store.checkpoint_put(t, "c3", log_length=9, messages=[{"role": "user"}],
+                                      expected_length=3)
+        with self.assertRaises(convo.InvalidError):  # not a message: no role
+            self.store.checkpoint_put(t, "c3", log_length=4, messages=[{"content": "x"}],
+                                      expected_length=3)
+        self.assertIsNone(self.store.checkpoint_get(t, "c3"))
+        self.assertEqual(len(self.store.load(t)[0]), 3)
+
+    def test_put_with_messages_bad_arguments(self):
+        t = self.tid()
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c1", messages=[{"role": "user"}])
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c1", expected_length=0)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c1", messages=[{"role": "user"}], expected_length=-1)
+        self.assertIsNone(self.store.checkpoint_get(t))
+
+    def test_bad_input(self):
+        t = self.tid()
+        bad = [
+            dict(thread_id="", checkpoint_id="c"),
+            dict(thread_id="x" * 513, checkpoint_id="c"),
+            dict(thread_id="a\0b", checkpoint_id="c"),
+            dict(thread_id=t, checkpoint_id=""),
+            dict(thread_id=t, checkpoint_id=5),
+            dict(thread_id=t, checkpoint_id="c", metadata="[1]"),
+            dict(thread_id=t, checkpoint_id="c", metadata="{not json"),
+            dict(thread_id=t, checkpoint_id="c", metadata={"x": object()}),
+            dict(thread_id=t, checkpoint_id="c", body=b"raw"),
+            dict(thread_id=t, checkpoint_id="c", body=("json", "text")),
+            dict(thread_id=t, checkpoint_id="c", channels={"a": 1}),
+            dict(thread_id=t, checkpoint_id="c", channels=[("a", "1")]),
+            dict(thread_id=t, checkpoint_id="c", channels={"a": ("1", "notablob")}),
+            dict(thread_id=t, checkpoint_id="c", log_length=-1),
+        ]
+        for kw in bad:
+            with self.subTest(kw=kw), self.assertRaises(convo.InvalidError):
+                self.store.checkpoint_put(**kw)
+        self.assertIsNone(self.store.checkpoint_get(t))
+        put(self.store, t, "c1")
+        for writes in ([(0, "a")], [("0", "a", (J, b"1"))], [(0, "a", b"1")], ["x"]):
+            with self.subTest(writes=writes), self.assertRaises(convo.InvalidError):
+                self.store.checkpoint_put_writes(t, "c1", "task", writes)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put_writes(t, "c1", "", [(0, "a", (J, b"1"))])
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_list(t, filter="[]").__next__()
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_list(t, limit=-1)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_list(t, page_size=0)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_get("")
+
+    def test_checkpoint_limit(self):
+        s = self.open_store(max_checkpoint_bytes=4096)
+        t = self.tid()
+        with self.assertRaises(convo.TooLargeError):
+            s.checkpoint_put(t, "big", channels={"a": ("1", ("bytes", b"x" * 8192))})
+        self.assertIsNone(s.checkpoint_get(t, "big"))
+        s.checkpoint_put(t, "small", channels={"a": ("1", ("bytes", b"x" * 100))})
+        self.assertEqual(s.checkpoint_get(t).values["a"].bytes, b"x" * 100)
+
+    def test_closed_store(self):
+        s = convo.Store(self.url)
+        s.close()
+        with self.assertRaises(convo.InvalidError):
+            s.checkpoint_get("t")
+
+
+support.per_driver(globals(), CheckpointTests)
+
+if __name__ == "__main__":
+    unittest.main()

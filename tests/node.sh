@@ -1,0 +1,61 @@
+#!/bin/bash
+# node.sh — the Node package's own tests (bindings/node/test/*.test.mjs, node's test
+# runner) on the libconvo just built, against memory:, SQLite and every server named
+# by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL. Run by `make check`; by hand:
+#   top_builddir=BUILD top_srcdir=SRC tests/node.sh
+# Test files other than the package's own (LangGraph runtime tests, ...) go in
+# bindings/node/test/ as *.test.mjs: this script runs every one of them.
+set -u
+
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+top_srcdir=$(cd "${top_srcdir:-$(dirname "$0")/..}" && pwd)
+pkg=$top_srcdir/bindings/node
+export top_builddir top_srcdir
+
+if ! command -v node >/dev/null 2>&1; then
+    echo "SKIP: node not found (scripts/install-deps.sh installs it)"
+    exit 77
+fi
+export CONVO_LIBRARY=$top_builddir/.libs/libconvo.so
+if [ ! -e "$CONVO_LIBRARY" ]; then
+    echo "node.sh: $CONVO_LIBRARY does not exist: build libconvo.la first" >&2
+    exit 99
+fi
+if [ ! -d "$pkg/node_modules/koffi" ]; then
+    echo "node.sh: $pkg/node_modules is missing: run scripts/install-deps.sh (npm ci)" >&2
+    echo "0 passed, 1 failed"
+    exit 99
+fi
+
+# A --enable-sanitizers build: node is not instrumented, so the ASan runtime is
+# loaded first; node's own allocations are not leaks to report.
+asan=$(ldd "$CONVO_LIBRARY" 2>/dev/null | awk '/libasan/ { print $3; exit }')
+if [ -n "$asan" ]; then
+    export LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+(cd "$pkg" && node --test --test-reporter=tap test/*.test.mjs) 2>&1 | tee "$T/out"
+rc=${PIPESTATUS[0]}
+
+passed=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+failed=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+cancelled=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+skipped=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+if [ -z "$passed" ] || [ -z "$failed" ]; then
+    echo "node.sh: the test runner printed no summary (node exited $rc)"
+    echo "0 passed, 1 failed"
+    [ "$rc" != 0 ] || rc=1
+    exit "$rc"
+fi
+failed=$((failed + ${cancelled:-0} + ${skipped:-0}))
+[ "$failed" = 0 ] || [ "$rc" != 0 ] || rc=1
+checks=$((passed + failed))
+pct=100
+[ "$checks" = 0 ] || pct=$((100 * passed / checks))
+echo "$pct%: Checks: $checks, Failures: $failed, Errors: 0"
+echo "$passed passed, $failed failed"
+exit "$rc"
