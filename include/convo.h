@@ -253,6 +253,8 @@ CONVO_EXTERN int convo_checkpoint_prune(convo_store *s, const char *thread_id, s
                                         convo_error *err);
 
 CONVO_EXTERN void convo_checkpoint_free(convo_checkpoint *cp);
+/* The getters below accept a NULL checkpoint, as the history and page getters
+ * do: strings are NULL, counts and numbers 0, the body has a NULL type. */
 CONVO_EXTERN const char *convo_checkpoint_thread_id(const convo_checkpoint *cp);
 CONVO_EXTERN const char *convo_checkpoint_ns(const convo_checkpoint *cp);
 CONVO_EXTERN const char *convo_checkpoint_id(const convo_checkpoint *cp);

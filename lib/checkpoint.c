@@ -213,26 +213,31 @@ void convo_checkpoint_set_free(convo_checkpoint_set *set)
     free(set);
 }
 
-const char *convo_checkpoint_thread_id(const convo_checkpoint *cp) { return cp->thread_id; }
-const char *convo_checkpoint_ns(const convo_checkpoint *cp) { return cp->ns; }
-const char *convo_checkpoint_id(const convo_checkpoint *cp) { return cp->id; }
-const char *convo_checkpoint_parent_id(const convo_checkpoint *cp) { return cp->parent_id; }
-const char *convo_checkpoint_metadata(const convo_checkpoint *cp) { return cp->metadata; }
-int64_t convo_checkpoint_log_length(const convo_checkpoint *cp) { return cp->log_length; }
-int64_t convo_checkpoint_created_at(const convo_checkpoint *cp) { return cp->created_at; }
-size_t convo_checkpoint_channel_count(const convo_checkpoint *cp) { return cp->nchannels; }
-size_t convo_checkpoint_write_count(const convo_checkpoint *cp) { return cp->nwrites; }
+const char *convo_checkpoint_thread_id(const convo_checkpoint *cp) { return cp ? cp->thread_id : NULL; }
+const char *convo_checkpoint_ns(const convo_checkpoint *cp) { return cp ? cp->ns : NULL; }
+const char *convo_checkpoint_id(const convo_checkpoint *cp) { return cp ? cp->id : NULL; }
+const char *convo_checkpoint_parent_id(const convo_checkpoint *cp) { return cp ? cp->parent_id : NULL; }
+const char *convo_checkpoint_metadata(const convo_checkpoint *cp) { return cp ? cp->metadata : NULL; }
+int64_t convo_checkpoint_log_length(const convo_checkpoint *cp) { return cp ? cp->log_length : 0; }
+int64_t convo_checkpoint_created_at(const convo_checkpoint *cp) { return cp ? cp->created_at : 0; }
+size_t convo_checkpoint_channel_count(const convo_checkpoint *cp) { return cp ? cp->nchannels : 0; }
+size_t convo_checkpoint_write_count(const convo_checkpoint *cp) { return cp ? cp->nwrites : 0; }
 
 convo_blob convo_checkpoint_body(const convo_checkpoint *cp)
 {
-    convo_blob b = {cp->body_type, cp->body, cp->body_len};
+    convo_blob b = {NULL, NULL, 0};
+    if (cp) {
+        b.type = cp->body_type;
+        b.bytes = cp->body;
+        b.len = cp->body_len;
+    }
     return b;
 }
 
 const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i, const char **version,
                                      convo_blob *value)
 {
-    if (i >= cp->nchannels)
+    if (!cp || i >= cp->nchannels)
         return NULL;
     const cp_channel *c = &cp->channels[i];
     if (version)
@@ -248,7 +253,7 @@ const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i, const
 const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i, const char **task_path,
                                    int64_t *idx, const char **channel, convo_blob *value)
 {
-    if (i >= cp->nwrites)
+    if (!cp || i >= cp->nwrites)
         return NULL;
     const cp_write *w = &cp->writes[i];
     if (task_path)
@@ -317,23 +322,7 @@ int convo__json_contains(const char *metadata_json, size_t len, void *filter)
 
 /* ---- validation and the public calls ---- */
 
-static int check_key(const char *what, const char *s, int may_be_empty, convo_error *err)
-{
-    if (!s)
-        return convo__error(err, CONVO_EINVAL, NULL, "%s is missing", what);
-    size_t len = strnlen(s, CONVO_MAX_THREAD_ID_BYTES + 1);
-    if (len == 0 && !may_be_empty)
-        return convo__error(err, CONVO_EINVAL, NULL, "%s is empty", what);
-    if (len > CONVO_MAX_THREAD_ID_BYTES)
-        return convo__error(err, CONVO_EINVAL, NULL, "%s is longer than %d bytes", what,
-                            CONVO_MAX_THREAD_ID_BYTES);
-    if (!convo__check_utf8(s, len))
-        return convo__error(err, CONVO_EINVAL, NULL, "%s is not valid UTF-8", what);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return convo__error(err, CONVO_EINVAL, NULL, "%s contains a control character", what);
-    return 0;
-}
+#define check_key convo__check_key
 
 static int check_blob(const char *what, const convo_blob *b, convo_error *err)
 {

@@ -43,6 +43,7 @@ const convo_driver *convo__driver_find(const char *scheme);
 
 /* validate.c */
 int convo__check_thread_id(const char *id, convo_error *err);
+int convo__check_key(const char *what, const char *s, int may_be_empty, convo_error *err);
 /* Validates one message; fills *role (malloc'd) on success. */
 int convo__check_message(const char *bytes, size_t len, const convo_limits *limits,
                          char *const *roles, char **role, convo_error *err);

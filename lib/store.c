@@ -315,7 +315,7 @@ int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len, siz
     CHECK_STORE(s, err);
     if (!payload || !seconds || n == 0)
         return convo__error(err, CONVO_EINVAL, NULL, "payload, seconds and n are required");
-    if (!s->driver->bench_raw)
+    if (s->driver->version < 2 || !s->driver->bench_raw)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver has no raw primitive",
                             s->driver->name);
     return s->driver->bench_raw(s->backend, payload, payload_len, n, seconds, err);
@@ -326,7 +326,7 @@ int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err)
     CHECK_STORE(s, err);
     if (!bytes)
         return convo__error(err, CONVO_EINVAL, NULL, "bytes is NULL");
-    if (!s->driver->stored_bytes)
+    if (s->driver->version < 2 || !s->driver->stored_bytes)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot report its size",
                             s->driver->name);
     return s->driver->stored_bytes(s->backend, bytes, err);
@@ -336,7 +336,10 @@ int convo_sweep(convo_store *s, uint64_t *removed, convo_error *err)
 {
     CHECK_STORE(s, err);
     uint64_t n = 0;
-    int rc = s->driver->sweep ? s->driver->sweep(s->backend, &n, err) : 0;
+    /* bench_raw, stored_bytes and sweep are version 2 members: a version 1
+     * table ends before them, so reading them would read past its end. */
+    int rc = s->driver->version >= 2 && s->driver->sweep ? s->driver->sweep(s->backend, &n, err)
+                                                          : 0;
     if (removed)
         *removed = rc == 0 ? n : 0;
     return rc;

@@ -45,18 +45,28 @@ int convo__check_thread_id(const char *id, convo_error *err)
 {
     if (!id || !*id)
         return convo__error(err, CONVO_EINVAL, NULL, "thread id is empty");
-    size_t len = strnlen(id, CONVO_MAX_THREAD_ID_BYTES + 1);
+    return convo__check_key("thread id", id, 0, err);
+}
+
+/* The one rule for thread ids and checkpoint keys (namespace, ids, channel
+ * names): at most CONVO_MAX_THREAD_ID_BYTES of valid UTF-8 without C0
+ * controls, DEL or the C1 controls U+0080..U+009F (encoded C2 80..C2 9F). */
+int convo__check_key(const char *what, const char *s, int may_be_empty, convo_error *err)
+{
+    if (!s)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is missing", what);
+    size_t len = strnlen(s, CONVO_MAX_THREAD_ID_BYTES + 1);
+    if (len == 0 && !may_be_empty)
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is empty", what);
     if (len > CONVO_MAX_THREAD_ID_BYTES)
-        return convo__error(err, CONVO_EINVAL, NULL, "thread id is longer than %d bytes",
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is longer than %d bytes", what,
                             CONVO_MAX_THREAD_ID_BYTES);
-    if (!convo__check_utf8(id, len))
-        return convo__error(err, CONVO_EINVAL, NULL, "thread id is not valid UTF-8");
-    const unsigned char *p = (const unsigned char *)id;
-    for (size_t i = 0; i < len; i++) {
-        /* C0 controls, DEL, and the C1 controls U+0080..U+009F (encoded C2 80..C2 9F) */
+    if (!convo__check_utf8(s, len))
+        return convo__error(err, CONVO_EINVAL, NULL, "%s is not valid UTF-8", what);
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len; i++)
         if (p[i] < 0x20 || p[i] == 0x7F || (p[i] == 0xC2 && i + 1 < len && p[i + 1] < 0xA0))
-            return convo__error(err, CONVO_EINVAL, NULL, "thread id contains a control character");
-    }
+            return convo__error(err, CONVO_EINVAL, NULL, "%s contains a control character", what);
     return 0;
 }
 

@@ -1052,6 +1052,93 @@ START_TEST(test_pool_blocks_when_full)
 }
 END_TEST
 
+/* ------------------------------------------------------- driver versioning */
+
+/* A version 1 driver table ends before bench_raw, stored_bytes and sweep: the
+ * core must not call them (issue 18.2). They are set here to functions that
+ * fail the test, standing for whatever lies past a real v1 table's end. */
+static int v1_bench_raw(convo_backend *b, const char *payload, size_t len, size_t n,
+                        double *seconds, convo_error *err)
+{
+    (void)b, (void)payload, (void)len, (void)n, (void)seconds, (void)err;
+    ck_abort_msg("bench_raw of a version 1 driver was called");
+    return 0;
+}
+
+static int v1_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
+{
+    (void)b, (void)bytes, (void)err;
+    ck_abort_msg("stored_bytes of a version 1 driver was called");
+    return 0;
+}
+
+static int v1_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
+{
+    (void)b, (void)removed, (void)err;
+    ck_abort_msg("sweep of a version 1 driver was called");
+    return 0;
+}
+
+START_TEST(test_v1_driver_optional_calls)
+{
+    static const char *const schemes[] = {"v1test", NULL};
+    convo_driver d;
+    memset(&d, 0, sizeof d);
+    d.version = 1;
+    d.name = "v1test";
+    d.schemes = schemes;
+    d.bench_raw = v1_bench_raw;
+    d.stored_bytes = v1_stored_bytes;
+    d.sweep = v1_sweep;
+    convo_store s = {.driver = &d};
+    convo_error err = {0};
+    double secs;
+    int64_t bytes;
+    uint64_t removed = 7;
+    ck_assert_int_eq(convo_bench_raw(&s, "x", 1, 1, &secs, &err), CONVO_ENOTSUP);
+    ck_assert_int_eq(convo_store_bytes(&s, &bytes, &err), CONVO_ENOTSUP);
+    ck_assert_int_eq(convo_sweep(&s, &removed, &err), 0);
+    ck_assert_uint_eq(removed, 0);
+}
+END_TEST
+
+START_TEST(test_checkpoint_getters_null)
+{
+    ck_assert_ptr_null(convo_checkpoint_thread_id(NULL));
+    ck_assert_ptr_null(convo_checkpoint_ns(NULL));
+    ck_assert_ptr_null(convo_checkpoint_id(NULL));
+    ck_assert_ptr_null(convo_checkpoint_parent_id(NULL));
+    ck_assert_ptr_null(convo_checkpoint_metadata(NULL));
+    ck_assert_int_eq(convo_checkpoint_log_length(NULL), 0);
+    ck_assert_int_eq(convo_checkpoint_created_at(NULL), 0);
+    ck_assert_uint_eq(convo_checkpoint_channel_count(NULL), 0);
+    ck_assert_uint_eq(convo_checkpoint_write_count(NULL), 0);
+    convo_blob b = convo_checkpoint_body(NULL);
+    ck_assert_ptr_null(b.type);
+    ck_assert_ptr_null(b.bytes);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_ptr_null(convo_checkpoint_channel(NULL, 0, NULL, NULL));
+    ck_assert_ptr_null(convo_checkpoint_write(NULL, 0, NULL, NULL, NULL, NULL));
+}
+END_TEST
+
+/* Thread ids and checkpoint keys follow one rule (issue 18.6): the C1 control
+ * U+0085 is refused in a checkpoint id as in a thread id. */
+START_TEST(test_checkpoint_key_c1_control)
+{
+    convo_store *s;
+    convo_error err = {0};
+    ck_assert_int_eq(convo_open(&s, "memory:", &err), 0);
+    convo_checkpoint *cp = NULL;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t\xC2\x85", "", NULL, &cp, &err), CONVO_EINVAL);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "c\xC2\x85", &cp, &err), CONVO_EINVAL);
+    ck_assert_str_eq(err.message, "checkpoint id contains a control character");
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "n\xC2\x9F", NULL, &cp, &err), CONVO_EINVAL);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "c\xC2\xA0", &cp, &err), CONVO_ENOTFOUND);
+    convo_close(s);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- main */
 
 static Suite *unit_suite(void)
@@ -1059,6 +1146,9 @@ static Suite *unit_suite(void)
     Suite *s = suite_create("unit");
     TCase *tc = tcase_create("url");
     tcase_add_test(tc, test_url_plain_schemes);
+    tcase_add_test(tc, test_v1_driver_optional_calls);
+    tcase_add_test(tc, test_checkpoint_getters_null);
+    tcase_add_test(tc, test_checkpoint_key_c1_control);
     tcase_add_test(tc, test_url_authority);
     tcase_add_test(tc, test_url_ipv6);
     tcase_add_test(tc, test_url_ports);
