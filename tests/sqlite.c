@@ -358,7 +358,14 @@ START_TEST(test_migration_1_to_2)
     ck_assert_int_eq(convo_history_created_at(h, 1), 1700000000000001);
     ck_assert_str_eq(convo_history_extra(h), "{\"k\":1}");
     convo_history_free(h);
-    convo_append_result r = append_n(s, "old", 2, "k1");
+    /* the retry of the batch the key recorded (the same messages: another batch
+     * under a used key is CONVO_ECONFLICT) */
+    const char *stored[] = {"{\"role\":\"user\",\"content\":\"a\"}",
+                            "{\"role\":\"assistant\",\"content\":\"b\"}"};
+    convo_append_opts ko = CONVO_APPEND_OPTS_INIT;
+    ko.idempotency_key = "k1";
+    convo_append_result r;
+    ck_assert_int_eq(convo_append(s, "old", stored, NULL, 2, &ko, &r, NULL), 0);
     ck_assert_int_eq(r.replayed, 1);
     r = append_n(s, "old", 1, NULL);
     ck_assert_int_eq(r.first_seq, 2);
