@@ -1160,6 +1160,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_url_take_and_rebuild);
     suite_add_tcase(s, tc);
     tc = tcase_create("validate");
+    tcase_set_timeout(tc, 120); /* a bound against a hang, not a speed check: the differential test needs seconds alone and much longer on a loaded 2-core machine */
     tcase_add_test(tc, test_utf8);
     tcase_add_test(tc, test_thread_ids);
     tcase_add_test(tc, test_messages);
