@@ -220,16 +220,24 @@ static int conn_get(rcl *cl, rcl_conns *cc, int n, redisContext **out, convo_err
 /* Writes with MSG_NOSIGNAL: a node that went away must not kill the process. */
 static int send_iov(rcl *cl, redisContext *c, struct iovec *iov, size_t n, convo_error *err)
 {
+    int e = convo__rcl_sendv(c->fd, iov, n);
+    if (e != 0)
+        return convo__error(err, e == EAGAIN ? CONVO_ETIMEOUT : CONVO_EIO, NULL,
+                            "redis cluster: %s (%s)", strerror(e), cl->redacted);
+    return 0;
+}
+
+int convo__rcl_sendv(int fd, struct iovec *iov, size_t n)
+{
     while (n > 0) {
         struct msghdr m = {0};
         m.msg_iov = iov;
         m.msg_iovlen = n < 512 ? n : 512;
-        ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
-            return convo__error(err, errno == EAGAIN ? CONVO_ETIMEOUT : CONVO_EIO, NULL,
-                                "redis cluster: %s (%s)", strerror(errno), cl->redacted);
+            return errno;
         while (n > 0 && (size_t)k >= iov->iov_len) {
             k -= (ssize_t)iov->iov_len;
             iov++;

@@ -67,6 +67,12 @@ int convo__rcl_index_range(rcl *cl, rcl_conns *cc, const char *from, size_t coun
 
 /* WAIT on a plain connection after writes: 0, or CONVO_ETIMEOUT when fewer
  * replicas than asked acknowledged in time. */
+/* Writes all of iov[0..n) to fd with MSG_NOSIGNAL (a server that went away must
+ * not kill the application with SIGPIPE); 0, or the errno of the failed send.
+ * Used by the single-node and the cluster paths alike. May change iov. */
+struct iovec;
+int convo__rcl_sendv(int fd, struct iovec *iov, size_t n);
+
 int convo__rcl_wait_check(const redisReply *r, int want, const char *redacted, convo_error *err);
 
 #endif

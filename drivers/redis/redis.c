@@ -595,26 +595,8 @@ static int send_error(convo_backend *b, rconn *rc, int errnum, convo_error *err)
  * a server that went away would kill the application with SIGPIPE. */
 static int send_all(convo_backend *b, rconn *rc, struct iovec *iov, size_t n, convo_error *err)
 {
-    while (n > 0) {
-        struct msghdr m = {0};
-        m.msg_iov = iov;
-        m.msg_iovlen = n < 512 ? n : 512;
-        ssize_t k = sendmsg(rc->c->fd, &m, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return send_error(b, rc, errno, err);
-        while (n > 0 && (size_t)k >= iov->iov_len) {
-            k -= (ssize_t)iov->iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov->iov_base = (char *)iov->iov_base + k;
-            iov->iov_len -= (size_t)k;
-        }
-    }
-    return 0;
+    int e = convo__rcl_sendv(rc->c->fd, iov, n);
+    return e ? send_error(b, rc, e, err) : 0;
 }
 
 /* The RESP form of a command ("*N\r\n" then "$LEN\r\nARG\r\n" each), in one
