@@ -408,8 +408,24 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
         rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                           "checkpoint of %zu bytes exceeds the limit of %zu bytes", bytes,
                           s->limits.max_checkpoint_bytes);
-    if (rc == 0 && cp->version >= 2 && cp->nmessages > 0)
-        rc = convo__error(err, CONVO_ENOTSUP, NULL, "checkpoint put with messages is not built yet");
+    size_t nmessages = cp->version >= 2 ? cp->nmessages : 0;
+    convo_message_in *msgs = NULL;
+    if (rc == 0 && nmessages > 0) {
+        if (s->driver->version < 3 || !s->driver->checkpoint_put_log)
+            rc = convo__error(err, CONVO_ENOTSUP, NULL,
+                              "the %s driver cannot put a checkpoint with messages",
+                              s->driver->name);
+        else if (cp->expected_length < 0)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "a put with messages needs expected_length >= 0");
+        else if (cp->log_length > cp->expected_length + (int64_t)nmessages)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "log_length %lld is past the %lld messages the thread will have",
+                              (long long)cp->log_length,
+                              (long long)(cp->expected_length + (int64_t)nmessages));
+        else
+            rc = convo__messages_in(s, cp->messages, cp->message_lengths, nmessages, &msgs, err);
+    }
     if (rc == 0) {
         /* A version 1 caller's struct ends before the version 2 fields. */
         convo_checkpoint_in copy = CONVO_CHECKPOINT_IN_INIT;
@@ -420,8 +436,12 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
         copy.metadata_json = metadata;
         if (!copy.body.type)
             copy.body.len = 0, copy.body.bytes = NULL;
-        rc = s->driver->checkpoint_put(s->backend, &copy, err);
+        if (nmessages == 0)
+            copy.nmessages = 0, copy.messages = NULL, copy.message_lengths = NULL;
+        rc = nmessages ? s->driver->checkpoint_put_log(s->backend, &copy, msgs, err)
+                       : s->driver->checkpoint_put(s->backend, &copy, err);
     }
+    convo__messages_free(msgs, nmessages);
     free(metadata);
     return rc;
 }
@@ -504,10 +524,23 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         rc = convo__check_thread_id(o.thread_id, err);
     if (rc == 0 && o.checkpoint_ns)
         rc = check_key("checkpoint namespace", o.checkpoint_ns, 1, err);
-    if (rc == 0 && o.before && !o.thread_id)
-        rc = convo__error(err, CONVO_EINVAL, NULL, "before needs a thread id");
-    if (rc == 0 && o.before)
+    if (!o.before)
+        o.before_thread_id = o.before_ns = NULL;
+    if (rc == 0 && o.before) {
+        /* Drivers get `before` with its thread and namespace, always. */
+        if (!o.before_thread_id)
+            o.before_thread_id = o.thread_id;
+        if (!o.before_ns)
+            o.before_ns = o.checkpoint_ns ? o.checkpoint_ns : "";
         rc = check_key("before", o.before, 0, err);
+        if (rc == 0 && !o.before_thread_id)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "before needs its thread: before_thread_id or thread_id");
+        if (rc == 0)
+            rc = convo__check_thread_id(o.before_thread_id, err);
+        if (rc == 0)
+            rc = check_key("before namespace", o.before_ns, 1, err);
+    }
     json_t *filter = NULL;
     if (rc == 0 && o.filter_json) {
         json_error_t jerr;

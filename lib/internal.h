@@ -38,6 +38,11 @@ struct convo_store {
 int convo__url_parse(convo_url **out, const char *text, convo_error *err);
 void convo__url_free(convo_url *url);
 
+/* store.c */
+int convo__messages_in(const convo_store *s, const char *const *messages, const size_t *lengths,
+                       size_t n, convo_message_in **out, convo_error *err);
+void convo__messages_free(convo_message_in *in, size_t n);
+
 /* registry.c */
 const convo_driver *convo__driver_find(const char *scheme);
 

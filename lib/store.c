@@ -169,38 +169,22 @@ static int check_replay(convo_store *s, const char *thread_id, const convo_messa
                         o->idempotency_key, (long long)r->first_seq, r->count);
 }
 
-int convo_append(convo_store *s, const char *thread_id, const char *const *messages,
-                 const size_t *lengths, size_t n, const convo_append_opts *opts,
-                 convo_append_result *res, convo_error *err)
+/* Validates a batch as convo_append does (JSON object, role, size, allowed
+ * roles) into *out for the driver; free it with convo__messages_free. */
+int convo__messages_in(const convo_store *s, const char *const *messages, const size_t *lengths,
+                       size_t n, convo_message_in **out, convo_error *err)
 {
-    CHECK_STORE(s, err);
-    int rc = convo__check_thread_id(thread_id, err);
-    if (rc != 0)
-        return rc;
+    *out = NULL;
     if (n == 0 || !messages)
         return convo__error(err, CONVO_EINVAL, NULL, "no messages to append");
     if (n > s->limits.max_batch_messages)
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "batch of %zu messages exceeds the limit of %zu", n,
                             s->limits.max_batch_messages);
-    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
-    if (opts) {
-        if (opts->version < 1 || opts->version > CONVO_APPEND_OPTS_VERSION)
-            return convo__error(err, CONVO_EINVAL, NULL,
-                                "unsupported convo_append_opts version %u", opts->version);
-        o = *opts;
-    }
-    if (o.expected_length < -1)
-        return convo__error(err, CONVO_EINVAL, NULL, "expected length must be >= 0 or -1");
-    if (o.idempotency_key) {
-        size_t klen = strnlen(o.idempotency_key, 257);
-        if (klen == 0 || klen > 256 || !convo__check_utf8(o.idempotency_key, klen))
-            return convo__error(err, CONVO_EINVAL, NULL,
-                                "idempotency key must be 1..256 bytes of UTF-8");
-    }
     convo_message_in *in = calloc(n, sizeof *in);
     if (!in)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         in[i].bytes = messages[i];
         in[i].len = lengths ? lengths[i] : (messages[i] ? strlen(messages[i]) : 0);
@@ -218,14 +202,52 @@ int convo_append(convo_store *s, const char *thread_id, const char *const *messa
             }
         }
     }
-    convo_append_result r = {0, 0, 0};
-    if (rc == 0)
-        rc = s->driver->append(s->backend, thread_id, in, n, &o, &r, err);
-    if (rc == 0 && r.replayed)
-        rc = check_replay(s, thread_id, in, n, &o, &r, err);
-    for (size_t i = 0; i < n; i++)
+    if (rc != 0) {
+        convo__messages_free(in, n);
+        return rc;
+    }
+    *out = in;
+    return 0;
+}
+
+void convo__messages_free(convo_message_in *in, size_t n)
+{
+    for (size_t i = 0; in && i < n; i++)
         free((char *)in[i].role);
     free(in);
+}
+
+int convo_append(convo_store *s, const char *thread_id, const char *const *messages,
+                 const size_t *lengths, size_t n, const convo_append_opts *opts,
+                 convo_append_result *res, convo_error *err)
+{
+    CHECK_STORE(s, err);
+    int rc = convo__check_thread_id(thread_id, err);
+    if (rc != 0)
+        return rc;
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    if (opts) {
+        if (opts->version < 1 || opts->version > CONVO_APPEND_OPTS_VERSION)
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "unsupported convo_append_opts version %u", opts->version);
+        o = *opts;
+    }
+    if (o.expected_length < -1)
+        return convo__error(err, CONVO_EINVAL, NULL, "expected length must be >= 0 or -1");
+    if (o.idempotency_key) {
+        size_t klen = strnlen(o.idempotency_key, 257);
+        if (klen == 0 || klen > 256 || !convo__check_utf8(o.idempotency_key, klen))
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "idempotency key must be 1..256 bytes of UTF-8");
+    }
+    convo_message_in *in;
+    if ((rc = convo__messages_in(s, messages, lengths, n, &in, err)) != 0)
+        return rc;
+    convo_append_result r = {0, 0, 0};
+    rc = s->driver->append(s->backend, thread_id, in, n, &o, &r, err);
+    if (rc == 0 && r.replayed)
+        rc = check_replay(s, thread_id, in, n, &o, &r, err);
+    convo__messages_free(in, n);
     if (rc == 0 && res)
         *res = r;
     return rc;

@@ -514,6 +514,275 @@ START_TEST(test_log_length_and_fork)
 }
 END_TEST
 
+/* ---- checkpoint put with messages (convo_checkpoint_in version 2) ---- */
+
+static int put_log(convo_store *s, const char *thread, const char *id, const char *const *msgs,
+                   size_t n, int64_t expected, int64_t log_length, convo_error *err)
+{
+    static const convo_blob value = {"json", "[\"v\"]", 5};
+    convo_channel_in ch = {"state", "1", &value};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread;
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{\"source\":\"loop\"}";
+    cp.body = blob("json", "{\"v\":1}", 7);
+    cp.channels = &ch;
+    cp.nchannels = 1;
+    cp.log_length = log_length;
+    cp.messages = msgs;
+    cp.nmessages = n;
+    cp.expected_length = expected;
+    return convo_checkpoint_put(s, &cp, err);
+}
+
+/* The thread's messages (-1 when it does not exist); the first two copied to m0, m1. */
+static int64_t thread_messages(convo_store *s, const char *thread, char *m0, char *m1)
+{
+    convo_history *h = NULL;
+    convo_error err;
+    int rc = convo_load(s, thread, NULL, &h, &err);
+    if (rc == CONVO_ENOTFOUND)
+        return -1;
+    ck_assert_msg(rc == 0, "load %s: %s", thread, err.message);
+    int64_t n = (int64_t)convo_history_count(h);
+    char *out[2] = {m0, m1};
+    for (size_t i = 0; i < 2 && i < (size_t)n; i++) {
+        size_t len;
+        const char *m = convo_history_message(h, i, &len);
+        if (out[i])
+            snprintf(out[i], 256, "%.*s", (int)len, m);
+    }
+    convo_history_free(h);
+    return n;
+}
+
+static int checkpoint_exists(convo_store *s, const char *thread, const char *id,
+                             int64_t *log_length)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    int rc = convo_checkpoint_get(s, thread, NULL, id, &cp, &err);
+    ck_assert_msg(rc == 0 || rc == CONVO_ENOTFOUND, "get %s: %s", id, err.message);
+    if (cp && log_length)
+        *log_length = convo_checkpoint_log_length(cp);
+    if (cp) {
+        ck_assert_str_eq(channel_value(cp, "state", NULL), "[\"v\"]");
+        ck_assert_str_eq(convo_checkpoint_metadata(cp), "{\"source\":\"loop\"}");
+    }
+    convo_checkpoint_free(cp);
+    return rc == 0;
+}
+
+START_TEST(test_put_log)
+{
+    convo_store *s = open_store();
+    const char *t = tid("put-log");
+    /* bytes kept as given: spacing and key order are not normalised */
+    const char *first[] = {"{\"role\":\"user\",  \"content\":\"hi\"}",
+                           "{\"content\":\"hello\",\"role\":\"assistant\"}"};
+    convo_error err;
+    ck_assert_msg(put_log(s, t, "c1", first, 2, 0, 2, &err) == 0, "%s", err.message);
+    char m0[256], m1[256];
+    ck_assert_int_eq(thread_messages(s, t, m0, m1), 2);
+    ck_assert_str_eq(m0, first[0]);
+    ck_assert_str_eq(m1, first[1]);
+    int64_t ll = -1;
+    ck_assert(checkpoint_exists(s, t, "c1", &ll));
+    ck_assert_int_eq(ll, 2);
+    /* the next turn, and a checkpoint covering only part of what it appends */
+    const char *next[] = {"{\"role\":\"user\",\"content\":\"again\"}",
+                          "{\"role\":\"assistant\",\"content\":\"sure\"}"};
+    ck_assert_msg(put_log(s, t, "c2", next, 2, 2, 3, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 4);
+    ck_assert(checkpoint_exists(s, t, "c2", &ll));
+    ck_assert_int_eq(ll, 3);
+    /* the latest of the namespace is the last put */
+    convo_checkpoint *cp = NULL;
+    ck_assert_int_eq(convo_checkpoint_get(s, t, "", NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c2");
+    convo_checkpoint_free(cp);
+    /* a plain append after it keeps counting from there */
+    const char *more = "{\"role\":\"user\",\"content\":\"x\"}";
+    convo_append_opts ao = CONVO_APPEND_OPTS_INIT;
+    ao.expected_length = 4;
+    ck_assert_int_eq(convo_append(s, t, &more, NULL, 1, &ao, NULL, &err), 0);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 5);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_put_log_conflict)
+{
+    convo_store *s = open_store();
+    const char *t = tid("put-log-conflict");
+    const char *msg[] = {"{\"role\":\"user\",\"content\":\"one\"}"};
+    convo_error err;
+    ck_assert_int_eq(put_log(s, t, "c1", msg, 1, 0, 1, &err), 0);
+    /* the thread has 1: expecting 0 or 2 writes nothing, neither messages nor checkpoint */
+    ck_assert_int_eq(put_log(s, t, "c2", msg, 1, 0, 1, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(put_log(s, t, "c2", msg, 1, 2, 3, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 1);
+    ck_assert(!checkpoint_exists(s, t, "c2", NULL));
+    /* an existing checkpoint is not replaced by a conflicting put either */
+    ck_assert_int_eq(put_log(s, t, "c1", msg, 1, 5, 6, &err), CONVO_ECONFLICT);
+    int64_t ll = -1;
+    ck_assert(checkpoint_exists(s, t, "c1", &ll));
+    ck_assert_int_eq(ll, 1);
+    /* a thread that does not exist has 0 messages and is not created */
+    const char *t2 = tid("put-log-conflict-new");
+    ck_assert_int_eq(put_log(s, t2, "c1", msg, 1, 3, 4, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(thread_messages(s, t2, NULL, NULL), -1);
+    ck_assert(!checkpoint_exists(s, t2, "c1", NULL));
+    /* two writers expecting the same length (one store: memory: opens a new one
+     * each time): exactly one wins */
+    int a = put_log(s, t, "ca", msg, 1, 1, 2, &err);
+    int b = put_log(s, t, "cb", msg, 1, 1, 2, &err);
+    ck_assert_int_eq(a, 0);
+    ck_assert_int_eq(b, CONVO_ECONFLICT);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 2);
+    ck_assert(!checkpoint_exists(s, t, "cb", NULL));
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_put_log_invalid)
+{
+    convo_store *s = open_store();
+    const char *t = tid("put-log-invalid");
+    const char *good = "{\"role\":\"user\",\"content\":\"ok\"}";
+    size_t big_len = CONVO_DEFAULT_MAX_MESSAGE_BYTES + 64;
+    char *big = malloc(big_len + 1);
+    ck_assert_ptr_nonnull(big);
+    int k = snprintf(big, big_len + 1, "{\"role\":\"user\",\"content\":\"");
+    memset(big + k, 'x', big_len - (size_t)k - 2);
+    memcpy(big + big_len - 2, "\"}", 3);
+    struct {
+        const char *msgs[2];
+        size_t n;
+        int64_t expected, log_length;
+        int rc;
+    } cases[] = {
+        {{good, "{\"role\":"}, 2, 0, 2, CONVO_EINVAL},          /* bad JSON */
+        {{"{\"content\":\"no role\"}"}, 1, 0, 1, CONVO_EINVAL}, /* missing role */
+        {{"[1,2]"}, 1, 0, 1, CONVO_EINVAL},                   /* not an object */
+        {{good, big}, 2, 0, 2, CONVO_ETOOLARGE},               /* oversized */
+        {{good}, 1, 0, 2, CONVO_EINVAL},  /* log_length past what the thread will have */
+        {{good}, 1, -1, 1, CONVO_EINVAL}, /* no expected length */
+        {{good, NULL}, 2, 0, 2, CONVO_EINVAL}, /* a NULL message */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        convo_error err;
+        int rc = put_log(s, t, "c1", cases[i].msgs, cases[i].n, cases[i].expected,
+                         cases[i].log_length, &err);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: %d %s", i, rc, err.message);
+        ck_assert_int_eq(thread_messages(s, t, NULL, NULL), -1);
+        ck_assert(!checkpoint_exists(s, t, "c1", NULL));
+    }
+    free(big);
+    /* a version 1 caller has no messages: a plain put */
+    convo_checkpoint_in v1 = CONVO_CHECKPOINT_IN_INIT;
+    v1.version = 1;
+    v1.thread_id = t;
+    v1.checkpoint_id = "v1";
+    v1.nmessages = 3; /* past a version 1 struct: never read */
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &v1, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 0);
+    convo_close(s);
+}
+END_TEST
+
+static int list_before(convo_store *s, const char *thread, const char *ns, const char *before,
+                       const char *before_thread, const char *before_ns, const char *filter,
+                       char ids[][64], size_t *n)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = thread;
+    o.checkpoint_ns = ns;
+    o.before = before;
+    o.before_thread_id = before_thread;
+    o.before_ns = before_ns;
+    o.filter_json = filter;
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    *n = convo_checkpoint_set_count(set);
+    for (size_t i = 0; i < *n; i++)
+        snprintf(ids[i], 64, "%s", convo_checkpoint_id(convo_checkpoint_set_get(set, i)));
+    convo_checkpoint_set_free(set);
+    return rc;
+}
+
+static int has_id(char ids[][64], size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ids[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+START_TEST(test_list_before_across_threads)
+{
+    convo_store *s = open_store();
+    const char *a = tid("before-a"), *b = tid("before-b");
+    char meta[128], filter[128];
+    snprintf(meta, sizeof meta, "{\"run\":\"%s\"}", prefix);
+    snprintf(filter, sizeof filter, "{\"run\":\"%s\"}", prefix);
+    /* put order a1 b1 a2 s1(b, ns sub) a3; the ids sort otherwise */
+    ck_assert_int_eq(put(s, a, NULL, "z-a1", NULL, meta, NULL, 0, 0), 0);
+    ck_assert_int_eq(put(s, b, NULL, "y-b1", NULL, meta, NULL, 0, 0), 0);
+    ck_assert_int_eq(put(s, a, NULL, "x-a2", "z-a1", meta, NULL, 0, 0), 0);
+    ck_assert_int_eq(put(s, b, "sub", "w-s1", NULL, meta, NULL, 0, 0), 0);
+    ck_assert_int_eq(put(s, a, NULL, "v-a3", "x-a2", meta, NULL, 0, 0), 0);
+    char ids[16][64];
+    size_t n;
+    /* every thread, before a2 of thread a */
+    ck_assert_int_eq(list_before(s, NULL, NULL, "x-a2", a, "", filter, ids, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert(has_id(ids, n, "z-a1") && has_id(ids, n, "y-b1"));
+    /* thread b, every namespace, before a3 of thread a: newest first */
+    ck_assert_int_eq(list_before(s, b, NULL, "v-a3", a, "", NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(ids[0], "w-s1");
+    ck_assert_str_eq(ids[1], "y-b1");
+    /* thread b's default namespace only */
+    ck_assert_int_eq(list_before(s, b, "", "v-a3", a, NULL, NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(ids[0], "y-b1");
+    /* thread a before its own a2 (before_thread_id defaults to thread_id) */
+    ck_assert_int_eq(list_before(s, a, NULL, "x-a2", NULL, NULL, NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(ids[0], "z-a1");
+    /* thread a before a checkpoint of a namespace of thread b */
+    ck_assert_int_eq(list_before(s, a, NULL, "w-s1", b, "sub", NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(ids[0], "x-a2");
+    ck_assert_str_eq(ids[1], "z-a1");
+    /* every thread before the first put of this test: none of this test's */
+    ck_assert_int_eq(list_before(s, NULL, NULL, "z-a1", a, "", filter, ids, &n), 0);
+    ck_assert_int_eq(n, 0);
+    /* `before` names one checkpoint: wrong thread or namespace is not found */
+    ck_assert_int_eq(list_before(s, NULL, NULL, "x-a2", b, "", NULL, ids, &n), CONVO_ENOTFOUND);
+    ck_assert_int_eq(list_before(s, a, NULL, "x-a2", a, "sub", NULL, ids, &n), CONVO_ENOTFOUND);
+    ck_assert_int_eq(list_before(s, a, NULL, "w-s1", NULL, NULL, NULL, ids, &n), CONVO_ENOTFOUND);
+    ck_assert_int_eq(list_before(s, NULL, NULL, "x-a2", tid("before-none"), "", NULL, ids, &n),
+                     CONVO_ENOTFOUND);
+    /* no thread anywhere to name it by */
+    ck_assert_int_eq(list_before(s, NULL, NULL, "x-a2", NULL, NULL, NULL, ids, &n), CONVO_EINVAL);
+    ck_assert_int_eq(list_before(s, NULL, NULL, "x-a2", "", NULL, NULL, ids, &n), CONVO_EINVAL);
+    /* a deleted thread's checkpoints cannot be named */
+    convo_error err;
+    ck_assert_int_eq(convo_thread_delete(s, b, &err), 0);
+    ck_assert_int_eq(list_before(s, NULL, NULL, "w-s1", b, "sub", NULL, ids, &n),
+                     CONVO_ENOTFOUND);
+    ck_assert_int_eq(list_before(s, NULL, NULL, "v-a3", a, "", filter, ids, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(ids[0], "x-a2");
+    ck_assert_str_eq(ids[1], "z-a1");
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -537,6 +806,10 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_prune);
     tcase_add_test(tc, test_limit);
     tcase_add_test(tc, test_log_length_and_fork);
+    tcase_add_test(tc, test_put_log);
+    tcase_add_test(tc, test_put_log_conflict);
+    tcase_add_test(tc, test_put_log_invalid);
+    tcase_add_test(tc, test_list_before_across_threads);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

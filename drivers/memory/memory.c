@@ -32,6 +32,7 @@ typedef struct mem_checkpoint {
     void *body;
     size_t body_len;
     int64_t log_length, created_at;
+    uint64_t put_seq;            /* store-wide put order (list's `before`) */
     char **channels, **versions; /* the snapshot's channel versions */
     size_t nchannels;
     mem_write *writes;
@@ -54,6 +55,7 @@ struct convo_backend {
     pthread_mutex_t lock;
     mem_thread **threads; /* sorted by id (strcmp, i.e. byte order) */
     size_t count, cap;
+    uint64_t put_seq; /* the last checkpoint put's number, across threads */
     convo_limits limits;
 };
 
@@ -515,9 +517,8 @@ static int fill_cp(mem_checkpoint *m, const convo_checkpoint_in *cp)
     return failed ? CONVO_ENOMEM : 0;
 }
 
-static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
 {
-    pthread_mutex_lock(&b->lock);
     mem_thread *t = lookup(b, cp->thread_id);
     int rc = t ? 0 : insert_new(b, cp->thread_id, &t);
     mem_checkpoint fresh = {0};
@@ -529,6 +530,7 @@ static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, c
     if (rc == 0 && old) {
         /* same key: replace in place, keeping its place in the order and its writes */
         fresh.created_at = old->created_at;
+        fresh.put_seq = old->put_seq;
         fresh.writes = old->writes;
         fresh.nwrites = old->nwrites;
         old->writes = NULL;
@@ -538,6 +540,7 @@ static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, c
     } else if (rc == 0) {
         mem_checkpoint *grown = realloc(t->cps, (t->ncps + 1) * sizeof *grown);
         if (grown) {
+            fresh.put_seq = ++b->put_seq;
             t->cps = grown;
             t->cps[t->ncps++] = fresh;
         } else {
@@ -546,8 +549,37 @@ static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, c
     }
     if (rc != 0)
         checkpoint_clear(&fresh);
+    return rc;
+}
+
+static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    int rc = put_locked(b, cp);
     pthread_mutex_unlock(&b->lock);
     return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
+}
+
+/* Appends msgs at cp->expected_length and puts cp under one lock: both or neither. */
+static int mem_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, convo_error *err)
+{
+    convo_append_opts opts = CONVO_APPEND_OPTS_INIT;
+    opts.expected_length = cp->expected_length;
+    convo_append_result res;
+    pthread_mutex_lock(&b->lock);
+    int rc = append_locked(b, cp->thread_id, msgs, cp->nmessages, &opts, &res, err);
+    if (rc == 0 && (rc = put_locked(b, cp)) != 0) {
+        mem_thread *t = lookup(b, cp->thread_id);
+        for (size_t i = 0; i < cp->nmessages; i++) /* take the messages back */
+            free(t->msgs[(size_t)res.first_seq + i].bytes);
+        t->count = (size_t)res.first_seq;
+        if (t->count == 0 && !t->extra && t->ncps == 0)
+            remove_thread(b, cp->thread_id);
+        rc = convo__error(err, rc, NULL, "out of memory");
+    }
+    pthread_mutex_unlock(&b->lock);
+    return rc;
 }
 
 static mem_write *find_write(mem_checkpoint *c, const char *task_id, int64_t idx)
@@ -641,26 +673,17 @@ static int mem_checkpoint_get(convo_backend *b, const char *thread_id, const cha
     return *out ? 0 : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
 }
 
-/* Adds the matching checkpoints of t, newest first, until the set holds limit. */
+/* Adds the matching checkpoints of t put before number end, newest first,
+ * until the set holds limit. */
 static int list_thread(mem_thread *t, const convo_checkpoint_list_opts *o, void *filter,
-                       convo_checkpoint_set *set, convo_error *err)
+                       uint64_t end, convo_checkpoint_set *set, convo_error *err)
 {
-    size_t end = t->ncps;
-    if (o->before) {
-        mem_checkpoint *before = NULL;
-        for (size_t i = 0; i < t->ncps && !before; i++)
-            if (strcmp(t->cps[i].id, o->before) == 0 &&
-                (!o->checkpoint_ns || strcmp(t->cps[i].ns, o->checkpoint_ns) == 0))
-                before = &t->cps[i];
-        if (!before)
-            return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
-                                o->before);
-        end = (size_t)(before - t->cps);
-    }
-    for (size_t i = end; i-- > 0;) {
+    for (size_t i = t->ncps; i-- > 0;) {
         if (o->limit && convo_checkpoint_set_count(set) >= o->limit)
             break;
         mem_checkpoint *c = &t->cps[i];
+        if (c->put_seq >= end)
+            continue;
         if (o->checkpoint_ns && strcmp(c->ns, o->checkpoint_ns) != 0)
             continue;
         if (!convo__json_contains(c->metadata, strlen(c->metadata), filter))
@@ -672,22 +695,35 @@ static int list_thread(mem_thread *t, const convo_checkpoint_list_opts *o, void 
     return 0;
 }
 
+static int list_locked(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
+                       convo_checkpoint_set *set, convo_error *err)
+{
+    uint64_t end = UINT64_MAX;
+    if (o->before) {
+        const mem_checkpoint *c = find_cp(lookup(b, o->before_thread_id), o->before_ns, o->before);
+        if (!c)
+            return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
+                                o->before);
+        end = c->put_seq;
+    }
+    if (o->thread_id) {
+        mem_thread *t = lookup(b, o->thread_id);
+        return t ? list_thread(t, o, filter, end, set, err) : 0;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < b->count && rc == 0; i++)
+        rc = list_thread(b->threads[i], o, filter, end, set, err);
+    return rc;
+}
+
 static int mem_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
                                void *filter, convo_checkpoint_set **out, convo_error *err)
 {
     convo_checkpoint_set *set = convo__checkpoint_set_new();
     if (!set)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
-    int rc = 0;
     pthread_mutex_lock(&b->lock);
-    if (o->thread_id) {
-        mem_thread *t = lookup(b, o->thread_id);
-        if (t)
-            rc = list_thread(t, o, filter, set, err);
-    } else {
-        for (size_t i = 0; i < b->count && rc == 0; i++)
-            rc = list_thread(b->threads[i], o, filter, set, err);
-    }
+    int rc = list_locked(b, o, filter, set, err);
     pthread_mutex_unlock(&b->lock);
     if (rc != 0) {
         convo_checkpoint_set_free(set);
@@ -848,4 +884,5 @@ const convo_driver convo_driver_memory = {
     .checkpoint_prune = mem_checkpoint_prune,
     .stored_bytes = mem_stored_bytes,
     .thread_import = mem_thread_import,
+    .checkpoint_put_log = mem_checkpoint_put_log,
 };

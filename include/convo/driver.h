@@ -97,7 +97,11 @@ typedef struct convo_driver {
     int (*checkpoint_get)(convo_backend *b, const char *thread_id, const char *ns,
                           const char *checkpoint_id, convo_checkpoint **out, convo_error *err);
     /* opts->filter_json already validated; filter is its parsed json_t (or NULL);
-     * match metadata with convo__json_contains. before (when set) comes with thread_id. */
+     * match metadata with convo__json_contains. before (when set) comes with
+     * before_thread_id and before_ns (both non-NULL, validated): that checkpoint
+     * must exist (else CONVO_ENOTFOUND), and the list holds the matching
+     * checkpoints of any thread and namespace put before it, in a store-wide put
+     * order (not the id order). thread_id NULL lists every thread. */
     int (*checkpoint_list)(convo_backend *b, const convo_checkpoint_list_opts *opts,
                            void *filter, convo_checkpoint_set **out, convo_error *err);
     int (*checkpoint_prune)(convo_backend *b, const char *thread_id, size_t keep_last,
