@@ -299,8 +299,11 @@ class CheckpointCalls:
                 remaining -= len(page)
             if len(page) < opts.limit:
                 return
-            # the next page: the checkpoints put before the last one listed
+            # the next page: the checkpoints put before the last one listed,
+            # which is of the listed thread and namespace
             opts.before = keep(page[-1].id.encode("utf-8"))
+            opts.before_thread_id = opts.thread_id
+            opts.before_ns = opts.checkpoint_ns
 
     def checkpoint_prune(self, thread_id, keep_last):
         """Keeps the newest keep_last checkpoints of each namespace of the

@@ -10,11 +10,6 @@ import support
 
 J = "json"
 
-# Drivers whose checkpoint put cannot append messages yet (the library answers
-# CONVO_ENOTSUP until branch lib14 lands checkpoint_put_log in each driver). The
-# test checks that refusal on them, and the whole behaviour elsewhere: it fails
-# when a driver gains the call and is still listed here.
-PUT_LOG_PENDING = {"memory", "sqlite", "redis", "postgres", "mongo"}
 
 
 def put(store, t, cid, parent=None, step=0, ns="", **kw):
@@ -131,13 +126,31 @@ class CheckpointTests:
         a = self.tid("a")
         put(self.store, a, "a1")
         put(self.store, a, "a2")
-        # list opts v2 declares `before` across threads (before_thread_id), but the
-        # library still refuses `before` without thread_id (issue 14, branch lib14):
-        # this fails, to be rewritten, once it is supported.
-        with self.assertRaises(convo.InvalidError):
-            list(self.store.checkpoint_list(before="a2", before_thread_id=a))
-        with self.assertRaises(convo.InvalidError):
+        b = self.tid("b")
+        put(self.store, b, "b1")
+        put(self.store, a, "a3", ns="sub")
+        run = {"source": "loop", "step": 0}
+        # every thread: what was put before a3 (of thread a, ns sub) -- this test's only
+        mine = lambda cps: [c.id for c in cps if c.thread_id in (a, b)]
+        self.assertEqual(sorted(mine(self.store.checkpoint_list(
+            before="a3", before_thread_id=a, before_ns="sub", filter=run))), ["a1", "a2", "b1"])
+        self.assertEqual(mine(self.store.checkpoint_list(
+            before="a2", before_thread_id=a, before_ns="")), ["a1"])
+        # thread b before a checkpoint of thread a
+        self.assertEqual([c.id for c in self.store.checkpoint_list(b, before="a2",
+                                                                   before_thread_id=a)], [])
+        self.assertEqual([c.id for c in self.store.checkpoint_list(b, before="a3",
+                                                                   before_thread_id=a,
+                                                                   before_ns="sub")], ["b1"])
+        # paging by `before` continues in the listed thread, not in before's
+        self.assertEqual([c.id for c in self.store.checkpoint_list(a, ns="", before="a3",
+                                                                   before_thread_id=a,
+                                                                   before_ns="sub",
+                                                                   page_size=1)], ["a2", "a1"])
+        with self.assertRaises(convo.InvalidError):  # nothing names before's thread
             list(self.store.checkpoint_list(before="a2"))
+        with self.assertRaises(convo.NotFoundError):  # a2 is not in thread b
+            list(self.store.checkpoint_list(before="a2", before_thread_id=b))
         self.assertEqual([c.id for c in self.store.checkpoint_list(a, before="a2",
                                                                    before_thread_id=a)], ["a1"])
 
@@ -157,20 +170,13 @@ class CheckpointTests:
         t = self.tid()
         self.store.append(t, [{"role": "user", "content": "hi"}])
         msgs = [{"role": "assistant", "content": "hello"}, '{"role":"user","content":"again"}']
-        if self.driver in PUT_LOG_PENDING:
-            with self.assertRaises(convo.NotSupportedError):
-                self.store.checkpoint_put(t, "c1", channels={"messages": "1"}, log_length=3,
-                                          messages=msgs, expected_length=1)
-            self.assertIsNone(self.store.checkpoint_get(t))
-            self.assertEqual(len(self.store.load(t)[0]), 1)
-            return
         self.store.checkpoint_put(t, "c1", channels={"messages": "1"}, log_length=3,
                                   messages=msgs, expected_length=1)
         loaded, _ = self.store.load(t)
         self.assertEqual([m["content"] for m in loaded], ["hi", "hello", "again"])
         self.assertEqual(self.store.checkpoint_get(t).log_length, 3)
         with self.assertRaises(convo.ConflictError):
-            self.store.checkpoint_put(t, "c2", log_length=4, messages=[{"role": "user"}],
+            self.store.checkpoint_put(t, "c2", log_length=2, messages=[{"role": "user"}],
                                       expected_length=1)
         self.assertIsNone(self.store.checkpoint_get(t, "c2"))
         self.assertEqual(len(self.store.load(t)[0]), 3)
