@@ -3,8 +3,9 @@
 # CONVO_TEST_REDIS_CLUSTER_URL (scripts/test-servers.sh starts one: 3 masters,
 # 3 replicas), each in a fresh key prefix: conformance (tests/conformance),
 # checkpoints (tests/checkpoints), export/import/copy (tests/dump, sqlite ->
-# cluster -> memory -> sqlite), crash safety (tests/crash) and the Python
-# binding's Redis classes (tests/python.sh). Keys of a passing suite are deleted.
+# cluster -> memory -> sqlite), crash safety (tests/crash), the Python
+# binding's Redis classes (tests/python.sh) and the Node package's tests on the
+# redis driver (tests/node.sh). Keys of a passing suite are deleted.
 #
 # A missing URL skips (77), or fails under CONVO_REQUIRE_ALL=1. Until this
 # build's Redis driver knows the redis+cluster scheme (issue 15), the suite
@@ -77,6 +78,10 @@ run crash "r$token" wrap "$top_builddir/tests/crash" "$(convo_url_add "$base" "p
 # own prefix=convo_py_PID_... at the end)
 run python "" env CONVO_TEST_REDIS_URL="$base" "$top_srcdir/tests/python.sh" \
     test_store.StoreTests_redis test_asyncio.CheckpointerTests_redis
+# the Node package's tests, their redis driver on the cluster (memory:, SQLite
+# and the other servers left out); every store's prefix starts n<token>
+run node "n$token" env top_builddir="$top_builddir" CONVO_TEST_REDIS_URL="$base" CONVO_TEST_DRIVERS=redis \
+    CONVO_TEST_PREFIX="n$token" "$top_srcdir/tests/node.sh"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,5 +1,8 @@
 // support.mjs — the stores the tests run on: memory:, a fresh SQLite file, and a
 // fresh prefix / schema / database on every server named by CONVO_TEST_*_URL.
+// CONVO_TEST_DRIVERS="redis ..." keeps only the drivers named (tests/redis-cluster.sh
+// runs the suite on a cluster so); CONVO_TEST_PREFIX starts every fresh name (its
+// keys can then be found and deleted).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +17,7 @@ function withParam(url, key, value) {
 
 /** A URL naming an empty store of the given kind, isolated from every other. */
 export function freshUrl(base) {
-  const tag = 't' + randomBytes(6).toString('hex');
+  const tag = (process.env.CONVO_TEST_PREFIX || '') + 't' + randomBytes(6).toString('hex');
   if (base === 'memory:') return base;
   if (base === 'sqlite:') {
     const d = mkdtempSync(path.join(tmpdir(), 'convo-node-'));
@@ -29,11 +32,16 @@ export function freshUrl(base) {
 
 /** [name, base URL] of every driver to test on. */
 export function drivers() {
-  const out = [['memory', 'memory:'], ['sqlite', 'sqlite:']];
+  const only = process.env.CONVO_TEST_DRIVERS ? process.env.CONVO_TEST_DRIVERS.split(/[\s,]+/) : null;
+  const wanted = (name) => !only || only.includes(name);
+  const out = [['memory', 'memory:'], ['sqlite', 'sqlite:']].filter(([name]) => wanted(name));
   for (const [name, env] of [['redis', 'CONVO_TEST_REDIS_URL'], ['postgres', 'CONVO_TEST_POSTGRES_URL'],
     ['mongo', 'CONVO_TEST_MONGO_URL']]) {
+    if (!wanted(name)) continue;
     if (process.env[env]) out.push([name, process.env[env]]);
-    else if (process.env.CONVO_REQUIRE_ALL === '1') throw new Error(`${env} is not set (CONVO_REQUIRE_ALL=1)`);
+    else if (process.env.CONVO_REQUIRE_ALL === '1' || only) {
+      throw new Error(`${env} is not set (${only ? `CONVO_TEST_DRIVERS names ${name}` : 'CONVO_REQUIRE_ALL=1'})`);
+    }
   }
   return out;
 }
