@@ -771,6 +771,47 @@ START_TEST(test_auth)
 }
 END_TEST
 
+/* Issue 18.1: an append without a script (a thread this store wrote lately)
+ * that stored its batch succeeds even when removing a deadline another store
+ * left on the thread fails afterwards: an error there made the caller store
+ * the batch again. The deadline goes with the store's next write. */
+START_TEST(test_stored_append_reports_success)
+{
+    if (!need_private())
+        return;
+    redisContext *c = plain_connect(priv_url);
+    freeReplyObject(cmd(c, "ACL SETUSER persist18 on >pw18 ~* &* +@all"));
+    char url[256];
+    snprintf(url, sizeof url, "redis://persist18:pw18@127.0.0.1:%d?prefix=p18", priv_port);
+    convo_store *s = open_url(url);
+    append_ok(s, "t", NULL);
+    char with_ttl[300];
+    snprintf(with_ttl, sizeof with_ttl, "%s&ttl=600", url);
+    convo_store *t = open_url(with_ttl);
+    append_ok(t, "t", NULL); /* every key of the thread gets a deadline */
+    convo_close(t);
+    ck_assert_int_gt(cmd_int(c, "PTTL p18:{t}:msgs"), 0);
+    /* the push is allowed, the script that removes the deadline is not */
+    freeReplyObject(cmd(c, "ACL SETUSER persist18 -evalsha -eval"));
+    convo_append_result res = {0};
+    convo_error err;
+    int rc = convo_append(s, "t", two, NULL, 2, NULL, &res, &err);
+    ck_assert_msg(rc == 0, "stored append reported %d %s", rc, err.message);
+    ck_assert_int_eq(res.first_seq, 4);
+    ck_assert_int_eq(res.count, 2);
+    ck_assert_int_eq(cmd_int(c, "LLEN p18:{t}:msgs"), 6);
+    freeReplyObject(cmd(c, "ACL SETUSER persist18 +@all"));
+    append_ok(s, "t", NULL);
+    ck_assert_int_eq(length_of(s, "t"), 8);
+    ck_assert_int_eq(cmd_int(c, "PTTL p18:{t}:msgs"), -1);
+    ck_assert_int_eq(cmd_int(c, "PTTL p18:{t}:meta"), -1);
+    ck_assert_int_eq(convo_thread_delete(s, "t", &err), 0);
+    convo_close(s);
+    freeReplyObject(cmd(c, "ACL DELUSER persist18"));
+    redisFree(c);
+}
+END_TEST
+
 START_TEST(test_corrupt)
 {
     char prefix[80];
@@ -1055,6 +1096,7 @@ static Suite *redis_suite(void)
     tcase_add_test(tc, test_noscript);
     tcase_add_test(tc, test_unix_socket_db);
     tcase_add_test(tc, test_auth);
+    tcase_add_test(tc, test_stored_append_reports_success);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);

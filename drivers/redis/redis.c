@@ -848,6 +848,13 @@ static void recent_set(convo_backend *b, uint64_t h)
     atomic_store_explicit(recent_slot(b, h), h, memory_order_relaxed);
 }
 
+/* Forgets h (unless another thread took its slot meanwhile). */
+static void recent_forget(convo_backend *b, uint64_t h)
+{
+    uint_fast64_t expect = h;
+    atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0);
+}
+
 static int is_create(const redisReply *r)
 {
     return r->type == REDIS_REPLY_STATUS && r->len == 12 && memcmp(r->str, "CONVO_CREATE", 12) == 0;
@@ -1417,9 +1424,14 @@ static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, con
  * this store wrote lately) without a script, which costs the server several
  * times a bare push: RPUSHX, which writes nothing when the list is missing,
  * and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
- * written (no list: a new thread, or one without messages), or an error. */
-static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, const packbuf *pb,
-                        size_t n, convo_append_result *res, convo_error *err)
+ * written (no list: a new thread, or one without messages), or an error.
+ * Once RPUSHX stored the batch the append has succeeded, whatever follows:
+ * an error would make the caller, who has no idempotency key, store it
+ * again. A deadline that append_persist() could not remove then is removed
+ * by this store's next write to the thread, as it is forgotten (h) and so
+ * takes the script, which makes the keys of a store without ttl permanent. */
+static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
+                        const packbuf *pb, size_t n, convo_append_result *res, convo_error *err)
 {
     cmd cmds[2] = {{0}};
     redisReply *r[2] = {NULL};
@@ -1436,8 +1448,11 @@ static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, const
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
     else if (rc == 0 && r[0]->integer > 0) {
         *res = (convo_append_result){r[0]->integer - (long long)n, n, 0};
-        rc = r[1]->integer >= 0 ? append_persist(b, c, tk, err) : 0; /* -2: gone since */
-        rc = rc == 0 ? 1 : rc;
+        if (r[1]->integer >= 0 && append_persist(b, c, tk, err) != 0) { /* -2: gone since */
+            recent_forget(b, h);
+            convo__error_clear(err);
+        }
+        rc = 1;
     }
     replies_free(r, 2);
     cmd_free(&cmds[0]);
@@ -1457,12 +1472,13 @@ static int rd_append(convo_backend *b, const char *thread_id, const convo_messag
     if (rc != 0)
         rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
     append_call a = {b, &tk, opts, &pb, n};
-    int known = recent_has(b, id_hash(thread_id));
+    uint64_t h = id_hash(thread_id);
+    int known = recent_has(b, h);
     int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0;
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
-        rc = plain ? append_plain(b, c, &tk, &pb, n, res, err) : 0;
+        rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
         if (rc == 0) /* not plain, or nothing written: a script (may create) */
             rc = run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r, err);
         else if (rc == 1)
