@@ -642,6 +642,46 @@ static int list_has(convo_store *s, const char *thread)
     return found;
 }
 
+/* Issue 18.3: a stored checkpoint convo never writes (metadata not an object,
+ * a negative log length) is CONVO_ECORRUPT for get, latest and list, with a
+ * message that says so (it was "out of memory", or returned as it was). */
+START_TEST(test_corrupt_checkpoint_reported)
+{
+    drop_schema("cpbad");
+    convo_store *s = open_ok(schema_url("cpbad", NULL));
+    put_checkpoint(s, "t", "c1");
+    PGconn *pg = admin();
+    const char *const breaks[] = {"metadata = '[1]'", "metadata = '\"x\"'", "log_length = -1"};
+    for (size_t i = 0; i < sizeof breaks / sizeof *breaks; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "UPDATE \"%s\".checkpoints SET metadata = '{}', log_length = 0",
+                 schema_name("cpbad"));
+        free(query1(pg, sql));
+        snprintf(sql, sizeof sql, "UPDATE \"%s\".checkpoints SET %s", schema_name("cpbad"),
+                 breaks[i]);
+        free(query1(pg, sql));
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        for (int latest = 0; latest < 2; latest++) {
+            int rc = convo_checkpoint_get(s, "t", "", latest ? NULL : "c1", &cp, &err);
+            ck_assert_msg(rc == CONVO_ECORRUPT, "%s: get: %d %s", breaks[i], rc, err.message);
+            ck_assert_msg(strstr(err.message, "corrupt") && !strstr(err.message, "memory"),
+                          "%s: %s", breaks[i], err.message);
+        }
+        convo_checkpoint_set *set = NULL;
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        int rc = convo_checkpoint_list(s, &o, &set, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "%s: list: %d %s", breaks[i], rc, err.message);
+        ck_assert_msg(strstr(err.message, "corrupt") && !strstr(err.message, "memory"),
+                      "%s: %s", breaks[i], err.message);
+    }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema("cpbad");
+}
+END_TEST
+
 /* ttl=1: every write sets the thread's deadline; once it has passed the
  * thread is gone for every call and every store; a write starts it afresh;
  * a write without ttl makes it permanent again; sweep removes the rest. */
@@ -1393,6 +1433,7 @@ static Suite *postgres_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("data");
     tcase_add_test(tc, test_messages_byte_for_byte);
+    tcase_add_test(tc, test_corrupt_checkpoint_reported);
     tcase_add_test(tc, test_extra_compact_and_limit);
     tcase_add_test(tc, test_custom_sqlstates_kept);
     tcase_add_test(tc, test_first_run_parse_failure_then_recovery);

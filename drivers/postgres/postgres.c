@@ -1930,19 +1930,24 @@ static const char *text_or_null(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
 }
 
-static convo_checkpoint *checkpoint_from_row(const PGresult *r, int row)
+/* The checkpoint of a kind-0 row into *out: CONVO_ECORRUPT when its metadata
+ * is not an object or its log length is negative (nothing convo writes). */
+static int checkpoint_from_row(const PGresult *r, int row, convo_checkpoint **out)
 {
     size_t mlen;
+    if (PQgetisnull(r, row, 6) || PQgetvalue(r, row, 6)[0] != '{' || get_int(r, row, 8) < 0)
+        return CONVO_ECORRUPT;
     char *metadata = compact_json(r, row, 6, &mlen);
     if (!metadata)
-        return NULL;
+        return CONVO_ENOMEM;
     convo_checkpoint *cp = convo__checkpoint_new(
         PQgetvalue(r, row, 2), PQgetvalue(r, row, 3), PQgetvalue(r, row, 4),
         text_or_null(r, row, 5), metadata, text_or_null(r, row, 10), PQgetvalue(r, row, 11),
         (size_t)PQgetlength(r, row, 11), get_int(r, row, 8),
         get_int(r, row, 9) + PG_EPOCH_MICROS);
     free(metadata);
-    return cp;
+    *out = cp;
+    return cp ? 0 : CONVO_ENOMEM;
 }
 
 /* Adds a channel (kind 1) or a pending write (kind 2) row to cp. */
@@ -1959,7 +1964,8 @@ static int item_from_row(convo_checkpoint *cp, const PGresult *r, int row, int k
 }
 
 /* Turns CP_ROWS rows into checkpoints, adding each to set (or, when set is
- * NULL, returning the only one in *single). CONVO_ENOTFOUND on a kind-9 row. */
+ * NULL, returning the only one in *single). CONVO_ENOTFOUND on a kind-9 row,
+ * CONVO_ECORRUPT on rows convo never writes, CONVO_ENOMEM. */
 static int checkpoints_from_rows(const PGresult *r, convo_checkpoint_set *set,
                                  convo_checkpoint **single)
 {
@@ -1979,8 +1985,8 @@ static int checkpoints_from_rows(const PGresult *r, convo_checkpoint_set *set,
                 convo_checkpoint_free(cp);
             }
             cp = NULL;
-            if (rc == 0 && !(cp = checkpoint_from_row(r, i)))
-                rc = CONVO_ENOMEM;
+            if (rc == 0)
+                rc = checkpoint_from_row(r, i, &cp);
         }
     }
     if (rc != 0 || !cp) {
@@ -1992,6 +1998,16 @@ static int checkpoints_from_rows(const PGresult *r, convo_checkpoint_set *set,
         return convo__checkpoint_set_add(set, cp);
     *single = cp;
     return 0;
+}
+
+/* The error of a failed checkpoints_from_rows(): corrupt data or memory. */
+static int checkpoint_read_error(int rc, convo_error *err)
+{
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL,
+                            "postgres: a stored checkpoint is corrupt (metadata not an object, "
+                            "negative log length, or rows out of order)");
+    return convo__error(err, rc, NULL, "out of memory reading checkpoints");
 }
 
 static int pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
@@ -2010,7 +2026,7 @@ static int pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
     if (rc == CONVO_ENOTFOUND)
         return convo__error(err, rc, NULL, "checkpoint not found");
     if (rc != 0)
-        return convo__error(err, rc, NULL, "out of memory reading the checkpoint");
+        return checkpoint_read_error(rc, err);
     *out = cp;
     return 0;
 }
@@ -2037,7 +2053,7 @@ static int pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
         convo_checkpoint_set_free(set);
         if (rc == CONVO_ENOTFOUND)
             return convo__error(err, rc, NULL, "checkpoint '%s' not found", o->before);
-        return convo__error(err, rc, NULL, "out of memory reading checkpoints");
+        return checkpoint_read_error(rc, err);
     }
     *out = set;
     return 0;
