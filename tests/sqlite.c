@@ -1,7 +1,8 @@
 /* sqlite.c — the SQLite driver's own checks, beyond the conformance suites:
- * ttl expiry and sweep, the schema migration from version 1 to 2 on a file the
- * old layout wrote, what thread_delete and prune leave in the tables, and the
- * modes of the -wal/-shm files. `tests/sqlite_extra DIR` works in DIR. */
+ * ttl expiry and sweep, the schema migrations on files the old layouts wrote
+ * (1 -> 3, 2 -> 3), what thread_delete and prune leave in the tables, put with
+ * messages failing half-way, and the modes of the -wal/-shm files.
+ * `tests/sqlite_extra DIR` works in DIR. */
 #include "dumpbuf.h"
 #include <check.h>
 #include <convo.h>
@@ -97,6 +98,47 @@ static void put_cp(convo_store *s, const char *t, const char *id, const char *ve
     ck_assert_msg(rc == 0, "put %s: %d %s", id, rc, err.message);
 }
 
+/* A checkpoint put with messages (convo_checkpoint_in version 2): msgs appended
+ * when the thread has expected messages, log_length = expected + n. */
+static int put_log(convo_store *s, const char *t, const char *id, const char *channel,
+                   const char *const *msgs, size_t n, int64_t expected, convo_error *err)
+{
+    convo_blob v = {"json", "1", 1};
+    convo_channel_in ch = {channel, "1", &v};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = t;
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{}";
+    cp.channels = &ch;
+    cp.nchannels = 1;
+    cp.messages = msgs;
+    cp.nmessages = n;
+    cp.expected_length = expected;
+    cp.log_length = expected + (int64_t)n;
+    return convo_checkpoint_put(s, &cp, err);
+}
+
+/* The ids convo_checkpoint_list gives, joined by spaces into buf. */
+static const char *list_str(convo_store *s, const char *t, const char *before,
+                            const char *before_thread, char *buf, size_t size)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = t;
+    o.before = before;
+    o.before_thread_id = before_thread;
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    ck_assert_msg(rc == 0, "list: %d %s", rc, err.message);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < convo_checkpoint_set_count(set) && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "",
+                                 convo_checkpoint_id(convo_checkpoint_set_get(set, i)));
+    convo_checkpoint_set_free(set);
+    return buf;
+}
+
 static void put_write(convo_store *s, const char *t, const char *id, int expect)
 {
     convo_write_in w = {0, "n", {"json", "7", 1}};
@@ -180,6 +222,7 @@ START_TEST(test_ttl_expiry)
     append_n(t, "deleted", 1, NULL);
     put_cp(t, "deleted", "d1", "1", "\"d\"");
     append_n(t, "cp-only", 1, NULL);
+    append_n(t, "log", 2, NULL);
     /* a write without ttl makes a thread permanent again */
     append_n(t, "kept", 1, NULL);
     append_n(p, "kept", 1, NULL);
@@ -221,17 +264,24 @@ START_TEST(test_ttl_expiry)
     put_cp(t, "cp-only", "x1", "1", NULL);
     ck_assert_int_eq(load_rc(t, "cp-only", &n, NULL, 0), 0);
     ck_assert_int_eq(n, 0);
+    /* and a put with messages: the expired thread has 0, not its 2 */
+    ck_assert_int_eq(put_log(p, "log", "l1", "n", msg, 1, 2, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(put_log(p, "log", "l1", "n", msg, 1, 0, &err), 0);
+    ck_assert_int_eq(load_rc(t, "log", &n, NULL, 0), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE id = 'log'"
+                                   " AND expires_at IS NULL"), 1);
 
     /* sweep removes what expired and says how many; once */
     uint64_t removed = 99;
     ck_assert_int_eq(convo_sweep(p, &removed, &err), 0);
     ck_assert_int_eq(removed, 1); /* swept */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE id = 'swept'"), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 4); /* kept 2, plain, gone */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 5); /* kept 2, plain, gone, log */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_idempotency"), 1);
     ck_assert_int_eq(convo_sweep(t, &removed, &err), 0);
     ck_assert_int_eq(removed, 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads"), 5);
     convo_close(t);
     convo_close(p);
 }
@@ -304,6 +354,44 @@ START_TEST(test_delete_and_prune_leave_nothing)
 }
 END_TEST
 
+/* A put with messages that fails after its messages are written (a trigger
+ * the test adds refuses the checkpoint's channel "boom") leaves nothing: no
+ * message, no checkpoint, no new thread; one that fails on the length writes
+ * nothing either. */
+START_TEST(test_put_log_fails_whole)
+{
+    const char *path = db_path("put-log");
+    convo_store *s = open_db(path, NULL);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_checkpoint_channels"
+                 " WHEN NEW.channel = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    sqlite3_close(db);
+    convo_error err;
+    const char *two[] = {msg[0], msg[1]};
+    ck_assert_int_eq(put_log(s, "new", "c1", "boom", two, 2, 0, &err), CONVO_ERROR);
+    ck_assert_ptr_nonnull(strstr(err.message, "injected"));
+    ck_assert_int_eq(load_rc(s, "new", NULL, NULL, 0), CONVO_ENOTFOUND);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 0);
+    ck_assert_int_eq(checkpoint_rows(path), 0);
+    /* on an existing thread, with an earlier checkpoint */
+    ck_assert_int_eq(put_log(s, "t", "c1", "n", two, 2, 0, &err), 0);
+    ck_assert_int_eq(put_log(s, "t", "c2", "boom", two, 1, 2, &err), CONVO_ERROR);
+    ck_assert_int_eq(put_log(s, "t", "c2", "n", two, 1, 1, &err), CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "thread has 2 messages, expected 1"));
+    size_t n = 0;
+    ck_assert_int_eq(load_rc(s, "t", &n, NULL, 0), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
+    ck_assert_int_eq(put_log(s, "t", "c2", "n", two, 1, 2, &err), 0);
+    ck_assert_int_eq(load_rc(s, "t", &n, NULL, 0), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(sql_int(path, "SELECT log_length FROM convo_checkpoints WHERE id = 'c2'"), 3);
+    convo_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ migration */
 
 /* The version 1 layout exactly as the first SQLite driver wrote it. */
@@ -340,13 +428,13 @@ static void write_v1(const char *path)
     sqlite3_close(db);
 }
 
-START_TEST(test_migration_1_to_2)
+START_TEST(test_migration_from_1)
 {
     const char *path = db_path("v1");
     write_v1(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 1);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 3);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_threads')"
                                    " WHERE name = 'expires_at'"), 1);
     /* the old thread reads as before, keeps its idempotency key, takes checkpoints */
@@ -379,6 +467,114 @@ START_TEST(test_migration_1_to_2)
     s = open_db(path, NULL);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
     convo_close(s);
+}
+END_TEST
+
+/* The version 2 layout exactly as the checkpoint-era driver wrote it, with
+ * checkpoints in two threads and namespaces put in key order: thread a (num 1)
+ * a-0 a-1 a-2, thread b (num 2) b-0 and b-sub in namespace "sub". */
+static const char v2_schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "BEGIN;"
+    "CREATE TABLE IF NOT EXISTS convo_meta(key TEXT PRIMARY KEY NOT NULL,"
+    "  value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE convo_threads(num INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, extra TEXT);"
+    "CREATE TABLE convo_messages(key INTEGER PRIMARY KEY, role TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL, body BLOB NOT NULL);"
+    "CREATE TABLE convo_idempotency(thread INTEGER NOT NULL, key TEXT NOT NULL,"
+    "  first_seq INTEGER NOT NULL, count INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY(thread, key)) WITHOUT ROWID;"
+    "CREATE VIEW convo_message_view AS"
+    "  SELECT t.id AS thread_id, m.key & 4294967295 AS seq, m.role AS role,"
+    "         m.created_at AS created_at, m.body AS body"
+    "  FROM convo_messages AS m JOIN convo_threads AS t ON t.num = m.key >> 32;"
+    "ALTER TABLE convo_threads ADD COLUMN expires_at INTEGER;"
+    "CREATE INDEX convo_threads_by_expiry ON convo_threads(expires_at)"
+    "  WHERE expires_at IS NOT NULL;"
+    "CREATE TABLE convo_checkpoints(key INTEGER PRIMARY KEY, thread INTEGER NOT NULL,"
+    "  ns TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, metadata TEXT NOT NULL,"
+    "  body_type TEXT, body BLOB, log_length INTEGER NOT NULL, created_at INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread, ns, id);"
+    "CREATE TABLE convo_checkpoint_channels(checkpoint INTEGER NOT NULL, channel TEXT NOT NULL,"
+    "  version TEXT NOT NULL, PRIMARY KEY(checkpoint, channel)) WITHOUT ROWID;"
+    "CREATE TABLE convo_blobs(thread INTEGER NOT NULL, ns TEXT NOT NULL, channel TEXT NOT NULL,"
+    "  version TEXT NOT NULL, type TEXT NOT NULL, value BLOB NOT NULL,"
+    "  UNIQUE(thread, ns, channel, version));"
+    "CREATE TABLE convo_checkpoint_writes(checkpoint INTEGER NOT NULL, task_id TEXT NOT NULL,"
+    "  idx INTEGER NOT NULL, task_path TEXT NOT NULL, channel TEXT NOT NULL, type TEXT NOT NULL,"
+    "  value BLOB NOT NULL, UNIQUE(checkpoint, task_id, idx));"
+    "CREATE VIEW convo_checkpoint_view AS"
+    "  SELECT t.id AS thread_id, c.ns AS checkpoint_ns, c.id AS checkpoint_id,"
+    "         c.key & 4294967295 AS position, c.parent_id AS parent_id,"
+    "         c.metadata AS metadata, c.log_length AS log_length, c.created_at AS created_at"
+    "  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;"
+    "INSERT INTO convo_meta(key, value) VALUES('schema_version', '2');"
+    "INSERT INTO convo_threads(id, created_at) VALUES('a', 1700000000000000);"
+    "INSERT INTO convo_threads(id, created_at) VALUES('b', 1700000000000000);"
+    "INSERT INTO convo_checkpoints VALUES((1 << 32) | 0, 1, '', 'a-0', NULL, '{}', NULL, NULL,"
+    "  0, 1700000000000000);"
+    "INSERT INTO convo_checkpoints VALUES((1 << 32) | 1, 1, '', 'a-1', 'a-0', '{}', NULL, NULL,"
+    "  0, 1700000000000003);"
+    "INSERT INTO convo_checkpoints VALUES((1 << 32) | 2, 1, '', 'a-2', 'a-1', '{}', 'json',"
+    "  CAST('{}' AS BLOB), 0, 1700000000000004);"
+    "INSERT INTO convo_checkpoints VALUES((2 << 32) | 0, 2, '', 'b-0', NULL, '{}', NULL, NULL,"
+    "  0, 1700000000000001);"
+    "INSERT INTO convo_checkpoints VALUES((2 << 32) | 1, 2, 'sub', 'b-sub', NULL, '{}', NULL,"
+    "  NULL, 0, 1700000000000002);"
+    "INSERT INTO convo_checkpoint_channels VALUES((1 << 32) | 2, 'n', '2');"
+    "INSERT INTO convo_blobs VALUES(1, '', 'n', '2', 'json', CAST('\"v2\"' AS BLOB));"
+    "COMMIT;";
+
+START_TEST(test_migration_2_to_3)
+{
+    const char *path = db_path("v2");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, v2_schema);
+    sqlite3_close(db);
+    convo_store *s = open_db(path, NULL);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 3);
+    /* each stored checkpoint keeps its key as its put_order */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE put_order = key"),
+                     5);
+    char buf[512];
+    /* each thread lists in its old order, `before` within it works as before */
+    ck_assert_str_eq(list_str(s, "a", NULL, NULL, buf, sizeof buf), "a-2 a-1 a-0");
+    ck_assert_str_eq(list_str(s, "a", "a-2", NULL, buf, sizeof buf), "a-1 a-0");
+    ck_assert_str_eq(list_str(s, "b", NULL, NULL, buf, sizeof buf), "b-sub b-0");
+    convo_checkpoint *cp;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", NULL, NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "a-2");
+    ck_assert_int_eq(convo_checkpoint_created_at(cp), 1700000000000004);
+    convo_checkpoint_free(cp);
+    /* a checkpoint put now comes after all of them, in every thread */
+    put_cp(s, "b", "new", "1", "1");
+    ck_assert_str_eq(list_str(s, NULL, "new", "b", buf, sizeof buf), "b-sub b-0 a-2 a-1 a-0");
+    ck_assert_str_eq(list_str(s, "a", "new", "b", buf, sizeof buf), "a-2 a-1 a-0");
+    /* across threads the stored ones keep the order of their keys: thread
+     * number, then position (layout 2 did not record more) */
+    ck_assert_str_eq(list_str(s, NULL, "a-2", "a", buf, sizeof buf), "a-1 a-0");
+    ck_assert_str_eq(list_str(s, "a", "b-0", "b", buf, sizeof buf), "a-2 a-1 a-0");
+    /* a layout 2 libconvo that had the file open writes rows without
+     * put_order (its own statement): they get the next one */
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id,"
+                 " metadata, body_type, body, log_length, created_at)"
+                 " VALUES((1 << 32) | 3, 1, '', 'a-3', 'a-2', '{}', NULL, NULL, 0, 1)");
+    sqlite3_close(db);
+    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
+                     "a-3 new b-sub b-0 a-2 a-1 a-0");
+    ck_assert_str_eq(list_str(s, "b", "a-3", "a", buf, sizeof buf), "new b-sub b-0");
+    convo_close(s);
+    /* opening again changes nothing */
+    s = open_db(path, NULL);
+    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
+                     "a-3 new b-sub b-0 a-2 a-1 a-0");
+    convo_close(s);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE put_order IS NULL"), 0);
 }
 END_TEST
 
@@ -515,7 +711,9 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_ttl_expiry);
     tcase_add_test(tc, test_sweep_batches_and_no_ttl);
     tcase_add_test(tc, test_delete_and_prune_leave_nothing);
-    tcase_add_test(tc, test_migration_1_to_2);
+    tcase_add_test(tc, test_put_log_fails_whole);
+    tcase_add_test(tc, test_migration_from_1);
+    tcase_add_test(tc, test_migration_2_to_3);
     tcase_add_test(tc, test_schema_too_new);
     tcase_add_test(tc, test_schema_version_negative);
     tcase_add_test(tc, test_wal_shm_modes);

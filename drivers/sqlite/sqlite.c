@@ -17,11 +17,12 @@
 #include <unistd.h>
 
 /* Version of the stored layout this code writes; see migrations[] below. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
- * one contiguous range of each rowid B-tree. */
+ * one contiguous range of each rowid B-tree. A checkpoint's put_order is its
+ * place in the order of first put across the whole store. */
 #define SEQ_BITS 32
 #define MAX_LENGTH INT64_C(0xFFFFFFFF)
 #define MAX_THREAD_NUM INT64_C(0x7FFFFFFF)
@@ -53,13 +54,13 @@ enum stmt_id {
     ST_MSG_COPY,
     ST_CP_FIND,
     ST_CP_LAST,
+    ST_CP_LAST_ORDER,
     ST_CP_PUT,
     ST_CP_GET,
     ST_CP_LATEST,
-    ST_CP_BEFORE,
-    ST_CP_BEFORE_NS,
     ST_CP_LIST_THREAD,
     ST_CP_LIST_ALL,
+    ST_CP_LIST_ALL_BEFORE,
     ST_CP_KEYS,
     ST_CP_DELETE,
     ST_CH_INSERT,
@@ -78,6 +79,14 @@ enum stmt_id {
 /* The columns of a checkpoint row, in the order cp_from_row() reads them. */
 #define CP_COLUMNS "c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body," \
                    " c.log_length, c.created_at"
+
+/* Every thread's checkpoints, expired threads left out, with the thread id as
+ * column 9; CROSS JOIN keeps the put_order index the outer loop, so that
+ * "ORDER BY c.put_order DESC" walks it (newest first) without sorting. */
+#define CP_LIST_ALL "SELECT " CP_COLUMNS ", t.id FROM convo_checkpoints AS c" \
+                    " CROSS JOIN convo_threads AS t ON t.num = c.thread" \
+                    " WHERE (t.expires_at IS NULL OR t.expires_at > ?1)" \
+                    " AND (?2 IS NULL OR +c.ns = ?2)"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
@@ -107,32 +116,30 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_MSG_COPY] = "INSERT INTO convo_messages(key, role, created_at, body)"
                     " SELECT key - ?1 + ?3, role, created_at, body FROM convo_messages"
                     " WHERE key >= ?1 AND key < ?2 ORDER BY key",
-    [ST_CP_FIND] = "SELECT key, created_at FROM convo_checkpoints"
+    [ST_CP_FIND] = "SELECT key, created_at, put_order FROM convo_checkpoints"
                    " WHERE thread = ?1 AND ns = ?2 AND id = ?3",
     [ST_CP_LAST] = "SELECT key FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2"
                    " ORDER BY key DESC LIMIT 1",
-    /* a replaced checkpoint keeps its key (its place in the order) and created_at */
+    /* one seek to the end of the put_order index */
+    [ST_CP_LAST_ORDER] = "SELECT max(put_order) FROM convo_checkpoints",
+    /* a replaced checkpoint keeps its key and put_order (its places in the
+     * orders) and created_at */
     [ST_CP_PUT] = "INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id,"
-                  " metadata, body_type, body, log_length, created_at)"
-                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                  " metadata, body_type, body, log_length, created_at, put_order)"
+                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [ST_CP_GET] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
                   " WHERE c.thread = ?1 AND c.ns = ?2 AND c.id = ?3",
     /* newest first along the key range; "+" keeps the planner on that range */
     [ST_CP_LATEST] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
                      " WHERE c.key >= ?1 AND c.key <= ?2 AND +c.ns = ?3"
                      " ORDER BY c.key DESC LIMIT 1",
-    [ST_CP_BEFORE] = "SELECT min(key) FROM convo_checkpoints WHERE thread = ?1 AND id = ?2",
-    [ST_CP_BEFORE_NS] = "SELECT min(key) FROM convo_checkpoints"
-                        " WHERE thread = ?1 AND ns = ?3 AND id = ?2",
+    /* ?4: only those put before that put_order (NULL: all) */
     [ST_CP_LIST_THREAD] = "SELECT " CP_COLUMNS " FROM convo_checkpoints AS c"
                           " WHERE c.key >= ?1 AND c.key < ?2 AND (?3 IS NULL OR +c.ns = ?3)"
-                          " ORDER BY c.key DESC",
-    /* threads in id order, each newest first, expired ones left out */
-    [ST_CP_LIST_ALL] = "SELECT " CP_COLUMNS ", t.id FROM convo_threads AS t"
-                       " JOIN convo_checkpoints AS c"
-                       " ON c.key >= t.num << 32 AND c.key < (t.num + 1) << 32"
-                       " WHERE (t.expires_at IS NULL OR t.expires_at > ?1)"
-                       " AND (?2 IS NULL OR +c.ns = ?2) ORDER BY t.id, c.key DESC",
+                          " AND (?4 IS NULL OR +c.put_order < ?4) ORDER BY c.key DESC",
+    [ST_CP_LIST_ALL] = CP_LIST_ALL " ORDER BY c.put_order DESC",
+    /* the same from put_order ?3 down, one range of the index */
+    [ST_CP_LIST_ALL_BEFORE] = CP_LIST_ALL " AND c.put_order < ?3 ORDER BY c.put_order DESC",
     [ST_CP_KEYS] = "SELECT key, ns FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2"
                    " ORDER BY key DESC",
     [ST_CP_DELETE] = "DELETE FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2",
@@ -233,6 +240,26 @@ static const char *const migrations[SCHEMA_VERSION] = {
     "  SELECT t.id AS thread_id, c.ns AS checkpoint_ns, c.id AS checkpoint_id,"
     "         c.key & 4294967295 AS position, c.parent_id AS parent_id,"
     "         c.metadata AS metadata, c.log_length AS log_length, c.created_at AS created_at"
+    "  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;",
+    /* 2 -> 3: the store-wide put order, so that `before` works across threads;
+     * a checkpoint stored before takes its key, which keeps each thread's order */
+    "ALTER TABLE convo_checkpoints ADD COLUMN put_order INTEGER;"
+    "UPDATE convo_checkpoints SET put_order = key;"
+    "CREATE UNIQUE INDEX convo_checkpoints_by_put_order ON convo_checkpoints(put_order);"
+    /* a layout-2 libconvo that had the file open before it was migrated still
+     * writes rows without put_order: give them the next one */
+    "CREATE TRIGGER convo_checkpoints_put_order AFTER INSERT ON convo_checkpoints"
+    "  WHEN NEW.put_order IS NULL BEGIN"
+    "    UPDATE convo_checkpoints SET put_order ="
+    "      (SELECT coalesce(max(put_order), 0) + 1 FROM convo_checkpoints)"
+    "    WHERE key = NEW.key;"
+    "  END;"
+    "DROP VIEW convo_checkpoint_view;"
+    "CREATE VIEW convo_checkpoint_view AS"
+    "  SELECT t.id AS thread_id, c.ns AS checkpoint_ns, c.id AS checkpoint_id,"
+    "         c.key & 4294967295 AS position, c.put_order AS put_order,"
+    "         c.parent_id AS parent_id, c.metadata AS metadata,"
+    "         c.log_length AS log_length, c.created_at AS created_at"
     "  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;",
 };
 
@@ -579,6 +606,26 @@ static int messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_m
     return rc;
 }
 
+static int length_conflict(int64_t length, int64_t expected, convo_error *err)
+{
+    return convo__error(err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
+                        (long long)length, (long long)expected);
+}
+
+/* Appends n messages after the t->length there are, to thread t, created
+ * first when not found (else touched); created_at as for messages_insert. */
+static int log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
+                      const convo_message_in *msgs, size_t n, const int64_t *created_at,
+                      convo_error *err)
+{
+    if (t->length + (int64_t)n > MAX_LENGTH)
+        return convo__error(err, CONVO_ETOOLARGE, NULL,
+                            "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
+    int rc = thread_ensure(c, thread_id, found, t, err);
+    return rc ? rc : messages_insert(c, t->num, t->length, msgs, n, convo__now_micros(),
+                                     created_at, err);
+}
+
 /* Runs statement id with its first nargs parameters bound to a, b and d. */
 static int run_with_ints(sq_conn *c, enum stmt_id id, int nargs, int64_t a, int64_t b,
                          int64_t d, const char *what, convo_error *err)
@@ -672,18 +719,10 @@ static int append_tx(sq_conn *c, void *arg, convo_error *err)
     if (found && key && (rc = idem_find(c, t.num, key, a->res, err)) != 0)
         return rc < 0 ? rc : 0; /* a retry: report the original batch */
     if (a->opts->expected_length >= 0 && a->opts->expected_length != t.length)
-        return convo__error(err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
-                            (long long)t.length, (long long)a->opts->expected_length);
-    if (t.length + (int64_t)a->n > MAX_LENGTH)
-        return convo__error(err, CONVO_ETOOLARGE, NULL,
-                            "sqlite: a thread holds at most %lld messages",
-                            (long long)MAX_LENGTH);
-    int64_t now = convo__now_micros();
-    rc = thread_ensure(c, a->thread_id, found, &t, err);
-    if (rc == 0)
-        rc = messages_insert(c, t.num, t.length, a->msgs, a->n, now, NULL, err);
+        return length_conflict(t.length, a->opts->expected_length, err);
+    rc = log_append(c, a->thread_id, found, &t, a->msgs, a->n, NULL, err);
     if (rc == 0 && key)
-        rc = idem_put(c, t.num, key, t.length, a->n, now, err);
+        rc = idem_put(c, t.num, key, t.length, a->n, convo__now_micros(), err);
     if (rc == 0) {
         a->res->first_seq = t.length;
         a->res->count = a->n;
@@ -970,12 +1009,7 @@ static int import_tx(sq_conn *c, void *arg, convo_error *err)
         return convo__error(err, CONVO_ECONFLICT, NULL,
                             "thread has %lld messages, the dump continues at %lld",
                             (long long)t.length, (long long)a->first_seq);
-    if (t.length + (int64_t)a->n > MAX_LENGTH)
-        return convo__error(err, CONVO_ETOOLARGE, NULL,
-                            "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
-    int rc = thread_ensure(c, a->thread_id, found, &t, err);
-    return rc ? rc : messages_insert(c, t.num, t.length, a->msgs, a->n, convo__now_micros(),
-                                     a->created_at, err);
+    return log_append(c, a->thread_id, found, &t, a->msgs, a->n, a->created_at, err);
 }
 
 static int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
@@ -1009,9 +1043,15 @@ static void bind_bytes(sqlite3_stmt *st, int i, const void *bytes, size_t len)
     sqlite3_bind_blob64(st, i, len ? bytes : "", len, SQLITE_STATIC);
 }
 
-/* 1 with *key and *created_at of checkpoint (ns, id) of thread num, 0 if none. */
-static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, int64_t *key,
-                   int64_t *created_at, convo_error *err)
+/* Where a checkpoint stands: its row key (its place in its thread's order),
+ * its place in the store's order, and the time of its first put. */
+typedef struct cp_place {
+    int64_t key, put_order, created_at;
+} cp_place;
+
+/* 1 with *at filled for checkpoint (ns, id) of thread num, 0 if none. */
+static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, cp_place *at,
+                   convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = stmt_get(c, ST_CP_FIND, &st, err);
@@ -1021,8 +1061,9 @@ static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, int6
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
     if ((rc = stmt_step(c, st, "reading a checkpoint", err)) == 1) {
-        *key = sqlite3_column_int64(st, 0);
-        *created_at = sqlite3_column_int64(st, 1);
+        at->key = sqlite3_column_int64(st, 0);
+        at->created_at = sqlite3_column_int64(st, 1);
+        at->put_order = sqlite3_column_int64(st, 2);
         stmt_done(st);
     }
     return rc;
@@ -1050,14 +1091,29 @@ static int cp_next_key(sq_conn *c, int64_t num, int64_t *key, convo_error *err)
     return rc;
 }
 
-static int cp_row_put(sq_conn *c, int64_t num, int64_t key, int64_t created_at,
-                      const convo_checkpoint_in *cp, convo_error *err)
+/* The put_order of a new checkpoint: after every other one of the store (one
+ * seek to the end of the put_order index, inside the write transaction). */
+static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, ST_CP_LAST_ORDER, &st, err);
+    if (rc)
+        return rc;
+    if ((rc = stmt_step(c, st, "reading the newest checkpoint", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: max() gave no row");
+    *put_order = sqlite3_column_int64(st, 0) + 1; /* NULL (none yet) reads as 0 */
+    stmt_done(st);
+    return 0;
+}
+
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_checkpoint_in *cp,
+                      convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = stmt_get(c, ST_CP_PUT, &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_int64(st, 1, at->key);
     sqlite3_bind_int64(st, 2, num);
     sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, cp->checkpoint_id, -1, SQLITE_STATIC);
@@ -1067,7 +1123,8 @@ static int cp_row_put(sq_conn *c, int64_t num, int64_t key, int64_t created_at,
     if (cp->body.type)
         bind_bytes(st, 8, cp->body.bytes, cp->body.len);
     sqlite3_bind_int64(st, 9, cp->log_length);
-    sqlite3_bind_int64(st, 10, created_at);
+    sqlite3_bind_int64(st, 10, at->created_at);
+    sqlite3_bind_int64(st, 11, at->put_order);
     return stmt_run(c, st, "storing a checkpoint", err);
 }
 
@@ -1107,32 +1164,67 @@ static int cp_channels_put(sq_conn *c, int64_t num, int64_t key, const convo_che
     return rc;
 }
 
+/* Stores cp in thread num, which existed before this transaction when found.
+ * The same key again replaces the checkpoint in place, keeping its key and
+ * put_order (its places in the orders), created_at and pending writes; its
+ * channel list is written anew. */
+static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_in *cp,
+                    convo_error *err)
+{
+    cp_place at = {0, 0, convo__now_micros()};
+    int old = found ? cp_find(c, num, cp->checkpoint_ns, cp->checkpoint_id, &at, err) : 0;
+    if (old < 0)
+        return old;
+    int rc = old ? run_with_ints(c, ST_CH_DELETE, 2, at.key, at.key, 0, "replacing a checkpoint",
+                                 err)
+                 : cp_next_key(c, num, &at.key, err);
+    if (rc == 0 && !old)
+        rc = cp_next_order(c, &at.put_order, err);
+    if (rc == 0)
+        rc = cp_row_put(c, num, &at, cp, err);
+    return rc ? rc : cp_channels_put(c, num, at.key, cp, err);
+}
+
 static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
 {
     const convo_checkpoint_in *cp = arg;
     thread_row t = {0, 0, 0};
     int found = thread_get(c, cp->thread_id, VIEW_WRITE, &t, NULL, NULL, err);
     int rc = found < 0 ? found : thread_ensure(c, cp->thread_id, found, &t, err);
-    if (rc)
-        return rc;
-    int64_t key = 0, created_at = convo__now_micros();
-    int old = found ? cp_find(c, t.num, cp->checkpoint_ns, cp->checkpoint_id, &key, &created_at,
-                              err)
-                    : 0;
-    if (old < 0)
-        return old;
-    /* same key: replaced in place, keeping its key (its place in the order),
-     * created_at and pending writes; its channel list is written anew */
-    rc = old ? run_with_ints(c, ST_CH_DELETE, 2, key, key, 0, "replacing a checkpoint", err)
-             : cp_next_key(c, t.num, &key, err);
-    if (rc == 0)
-        rc = cp_row_put(c, t.num, key, created_at, cp, err);
-    return rc ? rc : cp_channels_put(c, t.num, key, cp, err);
+    return rc ? rc : cp_store(c, t.num, found, cp, err);
 }
 
 static int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
     return run_tx(b, 1, cp_put_tx, (void *)cp, err);
+}
+
+typedef struct put_log_args {
+    const convo_checkpoint_in *cp;
+    const convo_message_in *msgs;
+} put_log_args;
+
+/* The messages as append stores them, then the checkpoint as checkpoint_put
+ * does, in one write transaction: both are stored or neither. */
+static int put_log_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    const put_log_args *a = arg;
+    const convo_checkpoint_in *cp = a->cp;
+    thread_row t = {0, 0, 0};
+    int found = thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
+    if (found < 0)
+        return found;
+    if (t.length != cp->expected_length)
+        return length_conflict(t.length, cp->expected_length, err);
+    int rc = log_append(c, cp->thread_id, found, &t, a->msgs, cp->nmessages, NULL, err);
+    return rc ? rc : cp_store(c, t.num, found, cp, err);
+}
+
+static int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err)
+{
+    put_log_args a = {cp, msgs};
+    return run_tx(b, 1, put_log_tx, &a, err);
 }
 
 typedef struct writes_args {
@@ -1166,15 +1258,15 @@ static int writes_tx(sq_conn *c, void *arg, convo_error *err)
 {
     writes_args *a = arg;
     thread_row t;
-    int64_t key, created_at;
+    cp_place at;
     int rc = thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
     if (rc > 0)
-        rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &key, &created_at, err);
+        rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &at, err);
     if (rc <= 0)
         return rc < 0 ? rc : cp_not_found(err);
     rc = 0;
     for (size_t i = 0; i < a->n && rc == 0; i++)
-        rc = write_put(c, key, a, &a->writes[i], err);
+        rc = write_put(c, at.key, a, &a->writes[i], err);
     return rc ? rc : thread_touch(c, &t, err);
 }
 
@@ -1338,59 +1430,71 @@ static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_lis
     return rc < 0 ? rc : 0;
 }
 
-/* The key of checkpoint `before` of thread num (the oldest such when several
- * namespaces have that id), in *key; CONVO_ENOTFOUND when there is none. */
-static int before_key(sq_conn *c, int64_t num, const convo_checkpoint_list_opts *o, int64_t *key,
-                      convo_error *err)
+/* Checkpoint (before_thread_id, before_ns, before), which the core names in
+ * full, in *at with its thread number in *num; CONVO_ENOTFOUND when it does
+ * not exist or its thread expired. */
+static int before_find(sq_conn *c, const convo_checkpoint_list_opts *o, int64_t *num,
+                       cp_place *at, convo_error *err)
 {
-    sqlite3_stmt *st;
-    int rc = stmt_get(c, o->checkpoint_ns ? ST_CP_BEFORE_NS : ST_CP_BEFORE, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, num);
-    sqlite3_bind_text(st, 2, o->before, -1, SQLITE_STATIC);
-    if (o->checkpoint_ns)
-        sqlite3_bind_text(st, 3, o->checkpoint_ns, -1, SQLITE_STATIC);
-    if ((rc = stmt_step(c, st, "reading a checkpoint", err)) != 1)
-        return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: min() gave no row");
-    int none = sqlite3_column_type(st, 0) == SQLITE_NULL;
-    *key = sqlite3_column_int64(st, 0);
-    stmt_done(st);
-    return none ? convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found", o->before)
-                : 0;
+    thread_row t;
+    int rc = thread_get(c, o->before_thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc > 0)
+        rc = cp_find(c, t.num, o->before_ns, o->before, at, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL,
+                                          "checkpoint '%s' not found", o->before);
+    *num = t.num;
+    return 0;
 }
 
-static int list_thread(sq_conn *c, cp_list_args *a, convo_error *err)
+/* One thread's checkpoints, newest first, put before `before` (NULL: all);
+ * before_num is the number of before's thread. */
+static int list_thread(sq_conn *c, cp_list_args *a, const cp_place *before, int64_t before_num,
+                       convo_error *err)
 {
     const convo_checkpoint_list_opts *o = a->o;
     thread_row t;
     int rc = thread_get(c, o->thread_id, VIEW_READ, &t, NULL, NULL, err);
     if (rc <= 0)
         return rc; /* an unknown thread has no checkpoints */
-    int64_t end = key_of(t.num, MAX_LENGTH) + 1;
-    if (o->before && (rc = before_key(c, t.num, o, &end, err)) != 0)
-        return rc;
+    /* in before's own thread the key order is the put order: stop at its key */
+    int64_t end = before && before_num == t.num ? before->key : key_of(t.num, MAX_LENGTH) + 1;
     sqlite3_stmt *st;
     if ((rc = stmt_get(c, ST_CP_LIST_THREAD, &st, err)) != 0)
         return rc;
     sqlite3_bind_int64(st, 1, key_of(t.num, 0));
     sqlite3_bind_int64(st, 2, end);
     bind_text_or_null(st, 3, o->checkpoint_ns);
+    if (before)
+        sqlite3_bind_int64(st, 4, before->put_order);
     return list_rows(c, st, o->thread_id, a, err);
+}
+
+/* Every thread's checkpoints, newest first in the store's put order. */
+static int list_all(sq_conn *c, cp_list_args *a, const cp_place *before, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = stmt_get(c, before ? ST_CP_LIST_ALL_BEFORE : ST_CP_LIST_ALL, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, convo__now_micros());
+    bind_text_or_null(st, 2, a->o->checkpoint_ns);
+    if (before)
+        sqlite3_bind_int64(st, 3, before->put_order);
+    return list_rows(c, st, NULL, a, err);
 }
 
 static int cp_list_tx(sq_conn *c, void *arg, convo_error *err)
 {
     cp_list_args *a = arg;
-    if (a->o->thread_id)
-        return list_thread(c, a, err);
-    sqlite3_stmt *st;
-    int rc = stmt_get(c, ST_CP_LIST_ALL, &st, err);
+    cp_place at;
+    int64_t before_num = 0;
+    int rc = a->o->before ? before_find(c, a->o, &before_num, &at, err) : 0;
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, convo__now_micros());
-    bind_text_or_null(st, 2, a->o->checkpoint_ns);
-    return list_rows(c, st, NULL, a, err);
+    const cp_place *before = a->o->before ? &at : NULL;
+    return a->o->thread_id ? list_thread(c, a, before, before_num, err)
+                           : list_all(c, a, before, err);
 }
 
 static int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
@@ -2000,4 +2104,5 @@ const convo_driver convo_driver_sqlite = {
     .stored_bytes = sq_stored_bytes,
     .thread_import = sq_thread_import,
     .sweep = sq_sweep,
+    .checkpoint_put_log = sq_checkpoint_put_log,
 };
