@@ -1139,6 +1139,55 @@ START_TEST(test_checkpoint_key_c1_control)
 }
 END_TEST
 
+/* jansson's allocations fail once `jansson_allocs_left` reaches 0 (-1: never). */
+static long jansson_allocs_left = -1;
+
+static void *counted_malloc(size_t n)
+{
+    if (jansson_allocs_left == 0)
+        return NULL;
+    if (jansson_allocs_left > 0)
+        jansson_allocs_left--;
+    return malloc(n);
+}
+
+/* Issue 18.8: an idempotent append to a new memory: thread that runs out of
+ * memory, wherever, leaves no thread behind (recording the key failed after
+ * the thread was made, and an empty thread stayed). Every allocation jansson
+ * makes for the call fails in turn, until the append goes through. */
+START_TEST(test_memory_append_nomem_leaves_nothing)
+{
+    convo_store *s;
+    convo_error err = {0};
+    ck_assert_int_eq(convo_open(&s, "memory:", &err), 0);
+    const char *msg = "{\"role\":\"user\"}";
+    long failures = 0;
+    for (long k = 0;; k++) {
+        ck_assert_msg(k < 1000, "the append never went through");
+        char id[32];
+        snprintf(id, sizeof id, "t%ld", k);
+        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+        o.idempotency_key = "key";
+        convo_append_result res;
+        jansson_allocs_left = k;
+        json_set_alloc_funcs(counted_malloc, free);
+        int rc = convo_append(s, id, &msg, NULL, 1, &o, &res, &err);
+        json_set_alloc_funcs(malloc, free);
+        jansson_allocs_left = -1;
+        if (rc == 0)
+            break;
+        ck_assert_msg(rc == CONVO_ENOMEM, "allocation %ld: %d %s", k, rc, err.message);
+        convo_history *h = NULL;
+        rc = convo_load(s, id, NULL, &h, &err);
+        ck_assert_msg(rc == CONVO_ENOTFOUND, "allocation %ld failed: thread left (%d, %zu)", k,
+                      rc, convo_history_count(h));
+        failures++;
+    }
+    ck_assert_int_gt(failures, 1);
+    convo_close(s);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- main */
 
 static Suite *unit_suite(void)
@@ -1177,6 +1226,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_error_first_kept);
     tcase_add_test(tc, test_strerror_codes);
     tcase_add_test(tc, test_history_builder);
+    tcase_add_test(tc, test_memory_append_nomem_leaves_nothing);
     suite_add_tcase(s, tc);
     tc = tcase_create("pool");
     tcase_set_timeout(tc, 60);

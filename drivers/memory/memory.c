@@ -252,32 +252,32 @@ static int append_locked(convo_backend *b, const char *thread_id, const convo_me
         return convo__error(err, CONVO_ECONFLICT, NULL,
                             "thread has %lld messages, expected %lld", (long long)length,
                             (long long)opts->expected_length);
-    if (!t && insert_new(b, thread_id, &t) != 0)
+    int created = !t;
+    if (created && insert_new(b, thread_id, &t) != 0)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    size_t copied = 0;
     if (reserve(t, n) != 0)
-        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+        goto nomem;
     int64_t now = convo__now_micros();
-    for (size_t i = 0; i < n; i++) {
-        if (copy_msg(&t->msgs[t->count + i], msgs[i].bytes, msgs[i].len, msgs[i].role, now)) {
-            while (i-- > 0) /* all or nothing */
-                free(t->msgs[t->count + i].bytes);
-            if (t->count == 0 && !t->extra)
-                remove_thread(b, thread_id);
-            return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
-        }
-    }
+    for (; copied < n; copied++)
+        if (copy_msg(&t->msgs[t->count + copied], msgs[copied].bytes, msgs[copied].len,
+                     msgs[copied].role, now))
+            goto nomem;
     if (opts->idempotency_key &&
         json_object_set_new(t->idem, opts->idempotency_key,
-                            json_pack("[II]", (json_int_t)length, (json_int_t)n)) != 0) {
-        for (size_t i = 0; i < n; i++)
-            free(t->msgs[t->count + i].bytes);
-        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
-    }
+                            json_pack("[II]", (json_int_t)length, (json_int_t)n)) != 0)
+        goto nomem;
     t->count += n;
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
     return 0;
+nomem: /* all or nothing: no message, and no thread the call created */
+    while (copied-- > 0)
+        free(t->msgs[t->count + copied].bytes);
+    if (created)
+        remove_thread(b, thread_id);
+    return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
 }
 
 static int mem_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
