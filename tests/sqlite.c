@@ -1,7 +1,7 @@
 /* sqlite.c — the SQLite driver's own checks, beyond the conformance suites:
  * ttl expiry and sweep, the schema migrations on files the old layouts wrote
  * (1 -> 3, 2 -> 3), what thread_delete and prune leave in the tables, put with
- * messages failing half-way, and the modes of the -wal/-shm files.
+ * messages failing half-way or SIGKILLed, and the modes of the -wal/-shm files.
  * `tests/sqlite_extra DIR` works in DIR. */
 #include "dumpbuf.h"
 #include <check.h>
@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -392,6 +394,92 @@ START_TEST(test_put_log_fails_whole)
 }
 END_TEST
 
+#define KILL_WRITERS 3
+#define KILL_ROUNDS 5
+
+/* Until killed: checkpoints with two messages each on thread "k", each
+ * message naming its checkpoint, at the thread's current length. */
+static void put_log_writer(const char *path, int w)
+{
+    char url[640], id[64], m[2][128];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    if (convo_open(&s, url, NULL) != 0)
+        _exit(1);
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.tail = 1;
+    for (int i = 0;; i++) {
+        convo_history *h = NULL;
+        int rc = convo_load(s, "k", &lo, &h, NULL);
+        int64_t length = rc == 0 ? (int64_t)convo_history_length(h) : 0;
+        convo_history_free(h);
+        if (rc != 0 && rc != CONVO_ENOTFOUND && rc != CONVO_ETIMEOUT)
+            _exit(2);
+        snprintf(id, sizeof id, "w%d-%ld-%d", w, (long)getpid(), i);
+        for (int j = 0; j < 2; j++)
+            snprintf(m[j], sizeof m[j], "{\"role\":\"user\",\"cp\":\"%s\",\"j\":%d}", id, j);
+        const char *msgs[] = {m[0], m[1]};
+        rc = put_log(s, "k", id, "n", msgs, 2, length, NULL);
+        if (rc != 0 && rc != CONVO_ECONFLICT && rc != CONVO_ETIMEOUT)
+            _exit(3);
+    }
+}
+
+/* Writers putting checkpoints with messages are SIGKILLed at random moments,
+ * several rounds on one file: every pair of messages has its checkpoint (whose
+ * log_length ends the pair) and every checkpoint its pair. */
+START_TEST(test_put_log_killed)
+{
+    const char *path = db_path("killed");
+    convo_close(open_db(path, NULL)); /* the file and its layout exist */
+    srand((unsigned)getpid());
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        pid_t pids[KILL_WRITERS];
+        for (int w = 0; w < KILL_WRITERS; w++) {
+            pids[w] = fork();
+            ck_assert_int_ge(pids[w], 0);
+            if (pids[w] == 0)
+                put_log_writer(path, w);
+        }
+        sleep_ms(50 + rand() % 150);
+        for (int w = 0; w < KILL_WRITERS; w++) {
+            int status;
+            kill(pids[w], SIGKILL);
+            ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
+            ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                          "writer %d ended on its own (status %d)", w, status);
+        }
+    }
+    convo_store *s = open_db(path, NULL);
+    convo_history *h = NULL;
+    convo_error err;
+    ck_assert_msg(convo_load(s, "k", NULL, &h, &err) == 0, "load: %s", err.message);
+    size_t n = convo_history_count(h);
+    ck_assert_msg(n > 0 && n % 2 == 0, "%zu messages", n);
+    for (size_t i = 0; i < n; i += 2) {
+        char id[2][64];
+        int j[2];
+        for (int k = 0; k < 2; k++)
+            ck_assert_int_eq(sscanf(convo_history_message(h, i + (size_t)k, NULL),
+                                    "{\"role\":\"user\",\"cp\":\"%63[^\"]\",\"j\":%d}", id[k],
+                                    &j[k]),
+                             2);
+        ck_assert_msg(strcmp(id[0], id[1]) == 0 && j[0] == 0 && j[1] == 1,
+                      "messages %zu, %zu are not one pair", i, i + 1);
+        convo_checkpoint *cp = NULL;
+        ck_assert_msg(convo_checkpoint_get(s, "k", NULL, id[0], &cp, &err) == 0,
+                      "messages %zu.. without their checkpoint %s: %s", i, id[0], err.message);
+        ck_assert_int_eq(convo_checkpoint_log_length(cp), (int64_t)i + 2);
+        convo_checkpoint_free(cp);
+    }
+    convo_history_free(h);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), (long long)n / 2);
+    fprintf(stderr, "sqlite: %d rounds of %d killed writers: %zu checkpoints with their messages\n",
+            KILL_ROUNDS, KILL_WRITERS, n / 2);
+    convo_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ migration */
 
 /* The version 1 layout exactly as the first SQLite driver wrote it. */
@@ -712,6 +800,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_sweep_batches_and_no_ttl);
     tcase_add_test(tc, test_delete_and_prune_leave_nothing);
     tcase_add_test(tc, test_put_log_fails_whole);
+    tcase_add_test(tc, test_put_log_killed);
     tcase_add_test(tc, test_migration_from_1);
     tcase_add_test(tc, test_migration_2_to_3);
     tcase_add_test(tc, test_schema_too_new);
