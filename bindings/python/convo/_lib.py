@@ -290,7 +290,7 @@ _SIGNATURES = {
 def _candidates():
     """Where to look for libconvo, in order: $CONVO_LIBRARY, the libdir that
     `make install` recorded, the libdir or build tree three levels up (an
-    installed $libdir/python3/dist-packages/convo, or bindings/python/convo
+    installed $libdir/python3.X/site-packages/convo, or bindings/python/convo
     of an in-tree build), then the system's library path."""
     env = os.environ.get("CONVO_LIBRARY")
     if env:
