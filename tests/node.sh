@@ -1,10 +1,12 @@
 #!/bin/bash
-# node.sh — the Node package's own tests (bindings/node/test/*.test.mjs, node's test
-# runner) on the libconvo just built, against memory:, SQLite and every server named
-# by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL. Run by `make check`; by hand:
-#   top_builddir=BUILD top_srcdir=SRC tests/node.sh
-# Test files other than the package's own (LangGraph runtime tests, ...) go in
-# bindings/node/test/ as *.test.mjs: this script runs every one of them.
+# node.sh — the Node package's tests on the libconvo just built, against memory:, SQLite
+# and every server named by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL. Run by `make check`;
+# by hand:  top_builddir=BUILD top_srcdir=SRC tests/node.sh
+#  - bindings/node/test/*.test.mjs (node's test runner): the Store calls, ConvoSaver;
+#    further test files go there too;
+#  - bindings/node/validation/run.sh: ConvoSaver's message channels in the log and
+#    LangGraph's checkpoint validation suite (718 cases + its delta-channel cases) per
+#    driver.
 set -u
 
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -47,12 +49,28 @@ cancelled=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
 skipped=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
 if [ -z "$passed" ] || [ -z "$failed" ]; then
     echo "node.sh: the test runner printed no summary (node exited $rc)"
-    echo "0 passed, 1 failed"
+    passed=0
+    failed=1
     [ "$rc" != 0 ] || rc=1
-    exit "$rc"
 fi
 failed=$((failed + ${cancelled:-0} + ${skipped:-0}))
 [ "$failed" = 0 ] || [ "$rc" != 0 ] || rc=1
+echo "node.sh: bindings/node/test: $passed passed, $failed failed"
+
+# the validation suites, per driver; run.sh ends with "N passed, N failed"
+"$pkg/validation/run.sh" 2>&1 | tee "$T/validation"
+vrc=${PIPESTATUS[0]}
+vcounts=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$T/validation" | tail -n 1)
+if [ -z "$vcounts" ]; then
+    echo "node.sh: validation/run.sh printed no summary (it exited $vrc)"
+    vcounts="0 1"
+fi
+set -- $vcounts
+passed=$((passed + $1))
+failed=$((failed + $2))
+if [ "$vrc" != 0 ] || [ "$2" != 0 ]; then rc=1; fi
+[ "$failed" = 0 ] || [ "$rc" != 0 ] || rc=1
+
 checks=$((passed + failed))
 pct=100
 [ "$checks" = 0 ] || pct=$((100 * passed / checks))

@@ -104,6 +104,8 @@ export interface ConvoSaverOptions {
   /** Channels kept in the thread's log instead of as blobs (default ["messages"]). */
   messageChannels?: string[];
   serde?: SerializerProtocol;
+  /** How long putWrites on a checkpoint not stored yet waits for this saver's put of it (ms, default 60000). */
+  writesWaitMs?: number;
 }
 
 export declare class ConvoSaver extends BaseCheckpointSaver {

@@ -41,10 +41,14 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #owned;
   #entries = new Map(); // thread\0ns\0id -> { records: Map(channel -> record | null) }
   #mirrors = new Map(); // thread -> the log's messages as stored (JSON strings)
+  #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
 
-  constructor(urlOrStore, { messageChannels = ['messages'], serde } = {}) {
+  #writesWaitMs;
+
+  constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000 } = {}) {
     super(serde);
     this.messageChannels = [...messageChannels];
+    this.#writesWaitMs = writesWaitMs;
     this.#owned = !(urlOrStore instanceof Store);
     this.#store = this.#owned ? Store.open(urlOrStore) : Promise.resolve(urlOrStore);
     this.#store.catch(() => {}); // reported by the first call that needs the store
@@ -127,6 +131,20 @@ export class ConvoSaver extends BaseCheckpointSaver {
       }
       plain.push({ channel, version, value });
     }
+    const key = `${threadId}\0${ns}\0${checkpoint.id}`;
+    try {
+      await this.#putOnce(store, c, threadId, ns, checkpoint, metadata, bodyType, bodyBytes, plain,
+        values, versions, logged, newVersions);
+    } catch (e) {
+      this.#wake(key, false);
+      throw e;
+    }
+    this.#wake(key, true);
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async #putOnce(store, c, threadId, ns, checkpoint, metadata, bodyType, bodyBytes, plain, values,
+    versions, logged, newVersions) {
     for (let attempt = 0; ; attempt++) {
       const plan = await this.#plan(store, threadId, ns, c.checkpoint_id, values, versions, logged,
         newVersions);
@@ -150,9 +168,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
       else if (plan.messages.length) this.#mirrors.delete(threadId);
       remember(this.#entries, `${threadId}\0${ns}\0${checkpoint.id}`, { records: plan.records },
         MAX_ENTRIES);
-      break;
+      return;
     }
-    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
   async putWrites(config, writes, taskId, taskPath = '') {
@@ -163,8 +180,48 @@ export class ConvoSaver extends BaseCheckpointSaver {
       const [type, bytes] = await this.serde.dumpsTyped(value);
       w.push({ idx: WRITES_IDX_MAP[channel] ?? i, channel, value: { type, bytes } });
     }
-    await store.checkpointPutWrites(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id, taskId,
-      taskPath ?? '', w);
+    const ns = c.checkpoint_ns ?? '';
+    try {
+      await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+      // LangGraph's loop does not wait for a checkpoint's put before it saves the
+      // writes of that checkpoint's tasks (the put is chained after the previous
+      // puts; the writes go at once), and convo keeps writes only for a stored
+      // checkpoint: wait until this saver has put it, then save them.
+      await this.#putOf(`${c.thread_id}\0${ns}\0${c.checkpoint_id}`, e);
+      await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
+    }
+  }
+
+  // Resolves once this saver has put the checkpoint `key` (at once if it has already);
+  // rejects with `notFound` if that put fails or does not come within writesWaitMs.
+  #putOf(key, notFound) {
+    if (this.#entries.has(key)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { resolve, reject: () => reject(notFound) };
+      const list = this.#waiting.get(key) ?? [];
+      list.push(waiter);
+      this.#waiting.set(key, list);
+      const timer = setTimeout(() => {
+        const l = this.#waiting.get(key) ?? [];
+        const i = l.indexOf(waiter);
+        if (i >= 0) l.splice(i, 1);
+        if (!l.length) this.#waiting.delete(key);
+        waiter.reject();
+      }, this.#writesWaitMs);
+      waiter.resolve = () => { clearTimeout(timer); resolve(); };
+      const rejectNow = waiter.reject;
+      waiter.reject = () => { clearTimeout(timer); rejectNow(); };
+    });
+  }
+
+  // Wakes the putWrites calls waiting for the put of `key`.
+  #wake(key, ok) {
+    const list = this.#waiting.get(key);
+    if (!list) return;
+    this.#waiting.delete(key);
+    for (const w of list) (ok ? w.resolve : w.reject)();
   }
 
   async deleteThread(threadId) {

@@ -30,10 +30,15 @@ export function freshUrl(base) {
   throw new Error(`no way to isolate a store on ${base}`);
 }
 
+const only = process.env.CONVO_TEST_DRIVERS ? process.env.CONVO_TEST_DRIVERS.split(/[\s,]+/) : null;
+
+/** Whether the driver named (memory, sqlite, redis, postgres, mongo) is to be tested. */
+export function wanted(name) {
+  return !only || only.includes(name);
+}
+
 /** [name, base URL] of every driver to test on. */
 export function drivers() {
-  const only = process.env.CONVO_TEST_DRIVERS ? process.env.CONVO_TEST_DRIVERS.split(/[\s,]+/) : null;
-  const wanted = (name) => !only || only.includes(name);
   const out = [['memory', 'memory:'], ['sqlite', 'sqlite:']].filter(([name]) => wanted(name));
   for (const [name, env] of [['redis', 'CONVO_TEST_REDIS_URL'], ['postgres', 'CONVO_TEST_POSTGRES_URL'],
     ['mongo', 'CONVO_TEST_MONGO_URL']]) {

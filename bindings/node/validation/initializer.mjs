@@ -1,6 +1,7 @@
 // initializer.mjs — the CheckpointerTestInitializer of the validation suite: every
 // checkpointer gets a store of its own (a fresh SQLite file, a fresh Redis prefix,
-// PostgreSQL schema or MongoDB database), so no case sees another's checkpoints.
+// PostgreSQL schema or MongoDB database), so no case sees another's checkpoints; each
+// name starts with $CONVO_TEST_PREFIX (tests/redis-cluster.sh deletes those keys).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ const base = process.env.CONVO_VALIDATE_URL || 'memory:';
 let dir = null;
 
 function freshUrl() {
-  const tag = 'v' + randomBytes(6).toString('hex');
+  const tag = (process.env.CONVO_TEST_PREFIX || '') + 'v' + randomBytes(6).toString('hex');
   if (base === 'memory:') return base;
   if (base.startsWith('sqlite:')) {
     dir ??= mkdtempSync(path.join(tmpdir(), 'convo-validate-'));

@@ -1,10 +1,10 @@
 #!/bin/bash
-# validation/run.sh — the Node suites that need libconvo's checkpoint put with messages
-# (convo_checkpoint_in v2, issue 14), which the library refuses (CONVO_ENOTSUP) until its
-# drivers have it: ConvoSaver's message channels in the log (saver.test.mjs) and
-# LangGraph's checkpoint validation suite, on memory:, SQLite and every server named by
-# CONVO_TEST_*_URL. NOT YET RUN BY make check: tests/node.sh calls it once that lands.
-#   CONVO_LIBRARY=.../libconvo.so bindings/node/validation/run.sh
+# validation/run.sh — ConvoSaver's message channels in the log (saver.test.mjs) and
+# LangGraph's checkpoint validation suite (unmodified, 718 cases, plus its opt-in
+# delta-channel cases), on memory:, SQLite and every server named by CONVO_TEST_*_URL.
+# Run by tests/node.sh (make check); by hand:
+#   CONVO_LIBRARY=.../libconvo.so top_builddir=BUILD bindings/node/validation/run.sh
+# The last line is "N passed, N failed" (a skipped case counts as failed).
 set -u
 pkg=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
@@ -15,8 +15,12 @@ rc=0
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 passed=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
 failed=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+cancelled=$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
+skipped=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)
 passed=${passed:-0}
-failed=${failed:-1}
+failed=$((${failed:-1} + ${cancelled:-0} + ${skipped:-0}))
+[ "$failed" = 0 ] || rc=1
+echo "saver.test.mjs: $passed passed, $failed failed"
 
 # @langchain/langgraph-checkpoint-validation's suite, unmodified, with its opt-in
 # delta-channel cases (bindings/node/validation), once per driver. A skipped case
@@ -37,14 +41,22 @@ validate() { # NAME URL
     failed=$((failed + $2))
     if [ "$2" != 0 ] || [ "$1" = 0 ] || [ "$vrc" != 0 ]; then rc=1; fi
 }
-validate memory memory:
-validate sqlite sqlite:
+# CONVO_TEST_DRIVERS="redis ..." keeps only the drivers named (as test/support.mjs)
+wanted() {
+    [ -z "${CONVO_TEST_DRIVERS:-}" ] && return 0
+    case " $(echo "$CONVO_TEST_DRIVERS" | tr ',' ' ') " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+if wanted memory; then validate memory memory:; fi
+if wanted sqlite; then validate sqlite sqlite:; fi
 for kind in REDIS POSTGRES MONGO; do
     var=CONVO_TEST_${kind}_URL
+    name=$(echo "$kind" | tr A-Z a-z)
+    wanted "$name" || continue
     if [ -n "${!var:-}" ]; then
-        validate "$(echo "$kind" | tr A-Z a-z)" "${!var}"
-    elif [ "${CONVO_REQUIRE_ALL:-0}" = 1 ]; then
-        echo "node.sh: $var is not set (CONVO_REQUIRE_ALL=1)"
+        validate "$name" "${!var}"
+    elif [ "${CONVO_REQUIRE_ALL:-0}" = 1 ] || [ -n "${CONVO_TEST_DRIVERS:-}" ]; then
+        echo "run.sh: $var is not set (CONVO_REQUIRE_ALL=1 or CONVO_TEST_DRIVERS names $name)"
         failed=$((failed + 1))
         rc=1
     fi
