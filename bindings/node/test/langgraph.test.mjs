@@ -1,47 +1,34 @@
-// PENDING: not run yet. It becomes test/langgraph-runtime.test.mjs (run by tests/node.sh)
-// once bindings/node has @langchain/langgraph as a dev dependency and the library's
-// checkpoint put with messages (lib14) has landed; its script was checked against
-// LangGraph's SqliteSaver across processes.
-//
 // A real @langchain/langgraph runtime on ConvoSaver: a StateGraph over MessagesAnnotation
 // (fake deterministic model, a tool, interrupt()) run for ~50 turns in three processes
 // (the interrupt of the first is resumed by the second), getStateHistory, updateState
 // on an old checkpoint, RemoveMessage. The state after every step must equal the same
-// script's on LangGraph's MemorySaver, and `convo load THREAD` must print the
-// conversation readably. On SQLite and on every server named by CONVO_TEST_*_URL.
+// script's (langgraph-script.mjs) on LangGraph's MemorySaver, and `convo load THREAD`
+// must print the conversation readably. On SQLite and on every server named by
+// CONVO_TEST_*_URL (memory: cannot outlive a process).
 // The test starts this file again as its child processes (CONVO_LG_CHILD=URL THREAD
 // SEGMENT): each opens a ConvoSaver, runs one segment and prints a JSON line per step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MemorySaver } from '@langchain/langgraph';
 import { ConvoSaver } from 'convo';
-import { buildGraph, runStep, SEGMENTS } from './script.mjs';
+import { buildGraph, runStep, SEGMENTS } from './langgraph-script.mjs';
+import { drivers, freshUrl } from './support.mjs';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const self = fileURLToPath(import.meta.url);
-const builddir = process.env.top_builddir ?? join(here, '..', '..', '..', '..');
+const builddir = process.env.top_builddir ?? join(here, '..', '..', '..');
 const convoTool = join(builddir, 'tools', 'convo');
-const requireAll = process.env.CONVO_REQUIRE_ALL === '1';
-const token = `lg${process.pid}${Date.now() % 100000}`;
 
-function withParam(url, name, value) {
-  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
-}
-
-function drivers(tmp) {
-  return [
-  ['sqlite', `sqlite:${join(tmp, 'lg.db')}`],
-  ['redis', process.env.CONVO_TEST_REDIS_URL && withParam(process.env.CONVO_TEST_REDIS_URL, 'prefix', token)],
-  ['postgres', process.env.CONVO_TEST_POSTGRES_URL && withParam(process.env.CONVO_TEST_POSTGRES_URL, 'schema', token)],
-  ['mongo', process.env.CONVO_TEST_MONGO_URL && withParam(process.env.CONVO_TEST_MONGO_URL, 'database', token)],
-  ];
+// SQLite and every server: a fresh file, prefix, schema or database (memory: is one
+// store per process, and this test is about crossing processes)
+function persistentDrivers() {
+  return drivers().filter(([name]) => name !== 'memory').map(([name, base]) => [name, freshUrl(base)]);
 }
 
 let reference;
@@ -79,12 +66,8 @@ function checkLog(lines, messages) {
 }
 
 function registerTests() {
-  const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-'));
-  process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
-  for (const [driver, url] of drivers(tmp)) {
-    const skip = url ? false : `CONVO_TEST_${driver.toUpperCase()}_URL not set`;
-    test(`LangGraph runtime on ConvoSaver (${driver})`, { skip: !requireAll && skip }, async (t) => {
-      assert.ok(url, `${skip} (CONVO_REQUIRE_ALL=1)`);
+  for (const [driver, url] of persistentDrivers()) {
+    test(`LangGraph runtime on ConvoSaver (${driver})`, async (t) => {
       const expected = await referenceRun();
       const threadId = 'chat'; // as the reference: LangGraph copies it into the metadata
       const got = [];

@@ -1,4 +1,4 @@
-// The LangGraph runtime script of langgraph-runtime.test.mjs: a chat graph over
+// The LangGraph runtime script of langgraph.test.mjs: a chat graph over
 // MessagesAnnotation with a deterministic fake model (no network), a tool node and an
 // interrupt(), and a list of steps run against any checkpointer. Each step returns
 // the thread's state in a form that does not depend on the saver (no checkpoint ids,
