@@ -141,9 +141,10 @@ fi
 
 # npm packages from their lockfiles: the MongoDB wire-protocol stand-in used by
 # the tests (tests/mongo-server) and the Node binding with its test tools
-# (bindings/node: koffi, LangGraph's checkpoint packages, vitest).
+# (bindings/node: koffi, LangGraph's packages, vitest) and the LangGraph example
+# (examples/node: LangGraph and a copy of bindings/node, see its .npmrc).
 if [ "$build_only" -eq 0 ]; then
-  for ms in "$ROOT/tests/mongo-server" "$ROOT/bindings/node"; do
+  for ms in "$ROOT/tests/mongo-server" "$ROOT/bindings/node" "$ROOT/examples/node"; do
     if [ -f "$ms/package.json" ] && [ ! -d "$ms/node_modules" ]; then
       if ! command -v npm >/dev/null 2>&1; then
         log "error: npm not found; cannot install $ms's packages"

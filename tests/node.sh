@@ -2,8 +2,9 @@
 # node.sh — the Node package's tests on the libconvo just built, against memory:, SQLite
 # and every server named by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL. Run by `make check`;
 # by hand:  top_builddir=BUILD top_srcdir=SRC tests/node.sh
-#  - bindings/node/test/*.test.mjs (node's test runner): the Store calls, ConvoSaver;
-#    further test files go there too;
+#  - bindings/node/test/*.test.mjs (node's test runner): the Store calls, ConvoSaver,
+#    the LangGraph runtime across process restarts (langgraph.test.mjs) and
+#    examples/node/chatbot.mjs (example.test.mjs); further test files go there too;
 #  - bindings/node/validation/run.sh: ConvoSaver's message channels in the log and
 #    LangGraph's checkpoint validation suite (718 cases + its delta-channel cases) per
 #    driver.
@@ -23,11 +24,13 @@ if [ ! -e "$CONVO_LIBRARY" ]; then
     echo "node.sh: $CONVO_LIBRARY does not exist: build libconvo.la first" >&2
     exit 99
 fi
-if [ ! -d "$pkg/node_modules/koffi" ]; then
-    echo "node.sh: $pkg/node_modules is missing: run scripts/install-deps.sh (npm ci)" >&2
-    echo "0 passed, 1 failed"
-    exit 99
-fi
+for dir in "$pkg" "$top_srcdir/examples/node"; do
+    if [ ! -d "$dir/node_modules" ]; then
+        echo "node.sh: $dir/node_modules is missing: run scripts/install-deps.sh (npm ci)" >&2
+        echo "0 passed, 1 failed"
+        exit 99
+    fi
+done
 
 # A --enable-sanitizers build: node is not instrumented, so the ASan runtime is
 # loaded first; node's own allocations are not leaks to report.
