@@ -105,6 +105,13 @@ static void node_id(int port, char *out, size_t size)
     command_line(cmd, out, size);
 }
 
+/* A test of a shared cluster keeps to its own keys (tests run in child processes). */
+static void prefix_add(const char *suffix)
+{
+    size_t n = strlen(prefix);
+    snprintf(prefix + n, sizeof prefix - n, "%s", suffix);
+}
+
 static void url_with(char *out, size_t size, const char *extra)
 {
     snprintf(out, size, "%s?prefix=%s%s%s", base_url, prefix, extra[0] ? "&" : "", extra);
@@ -172,6 +179,10 @@ static void cluster_stop(void)
 
 /* ------------------------------------------------------------------ writers */
 
+/* Whether writers give each batch an idempotency key (a retried attempt then
+ * stores it once); without, no attempt may fail. */
+static int writers_use_keys = 1;
+
 static int batch_size(int w, int b)
 {
     return 1 + (w * 7 + b * 5) % 4;
@@ -212,7 +223,7 @@ static void writer_main(const char *u, int w, int stopfd, int fd)
         thread_id(tid, sizeof tid, b % THREADS);
         snprintf(key, sizeof key, "w%d-b%d", w, b);
         convo_append_opts o = CONVO_APPEND_OPTS_INIT;
-        o.idempotency_key = key;
+        o.idempotency_key = writers_use_keys ? key : NULL;
         int attempt;
         for (attempt = 0; attempt < RETRY_ATTEMPTS; attempt++) {
             convo_append_result res;
@@ -628,6 +639,143 @@ START_TEST(test_reshard)
 }
 END_TEST
 
+/* ----------------------------------------------------------------- NOSCRIPT */
+
+/* A number from the INFO SECTION of the node on port: the digits after
+ * "NAME" (up to its '=' or ':'); 0 when absent. */
+static long info_number(int port, const char *section, const char *name)
+{
+    char cmd[512], line[64];
+    snprintf(cmd, sizeof cmd,
+             "redis-cli -p %d info %s | tr -d '\\r' | sed -n 's/^%s[=:]\\([0-9]*\\).*/\\1/p'",
+             port, section, name);
+    command_line(cmd, line, sizeof line);
+    return atol(line);
+}
+
+/* NOSCRIPT errors the node has answered since it started. */
+static long noscripts(int port)
+{
+    return info_number(port, "errorstats", "errorstat_NOSCRIPT:count");
+}
+
+static void script_flush(int port)
+{
+    char cmd[128], out[64];
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d script flush", port);
+    command_line(cmd, out, sizeof out);
+    ck_assert_msg(strcmp(out, "OK") == 0, "%s: %s", cmd, out);
+}
+
+/* SCRIPT FLUSH on master 1 while four processes append without idempotency
+ * keys, with ttl (so every append runs the append script): the driver meets
+ * NOSCRIPT, runs the script again with EVAL, and no batch is lost or stored
+ * twice (verify()); no attempt fails. */
+START_TEST(test_noscript_during_appends)
+{
+    char u[1400];
+    prefix_add("w");
+    url_with(u, sizeof u, "ttl=3600000");
+    int port = node_port(1);
+    long before = noscripts(port);
+    writers_use_keys = 0;
+    start_writers(u);
+    wait_progress(WARMUP_BATCHES, "before SCRIPT FLUSH");
+    for (int i = 0; i < 5; i++) {
+        long seen = noscripts(port);
+        script_flush(port);
+        /* until a writer met the empty cache (the next batches may miss master 1) */
+        for (int k = 0; k < PHASE_TIMEOUT_MS / 100 && noscripts(port) == seen; k++)
+            pump(100, NULL, NULL);
+        ck_assert_msg(noscripts(port) > seen, "no NOSCRIPT after flush %d", i + 1);
+        wait_progress(5, "after SCRIPT FLUSH");
+    }
+    stop_writers();
+    long met = noscripts(port) - before;
+    long cached = info_number(port, "memory", "number_of_cached_scripts"); /* by the writers */
+    tally r = verify(u);
+    report("SCRIPT FLUSH on master 1 during appends", r);
+    printf("cluster-ha: master 1 answered NOSCRIPT %ld times; %ld scripts cached again\n", met,
+           cached);
+    ck_assert_msg(met >= 5, "master 1 answered NOSCRIPT %ld times after 5 flushes", met);
+    ck_assert_msg(cached > 0, "master 1 has no script cached again");
+    ck_assert_int_gt(r.acked, 0);
+    ck_assert_msg(r.lost == 0, "%d of %d acknowledged batches lost", r.lost, r.acked);
+    for (int w = 0; w < WRITERS; w++)
+        ck_assert_msg(writers[w].retries == 0 && writers[w].gave_up == 0,
+                      "writer %d: %d failed attempts (NOSCRIPT must not fail a call)", w,
+                      writers[w].retries);
+}
+END_TEST
+
+/* After SCRIPT FLUSH on master 1, each kind of script call on every thread:
+ * an idempotent retry is still a replay of the original range, save_extra
+ * and a conditional append are applied once. */
+START_TEST(test_noscript_each_call)
+{
+    char u[1400];
+    prefix_add("e");
+    url_with(u, sizeof u, "");
+    int port = node_port(1);
+    long before = noscripts(port);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_open(&s, u, &err), 0);
+    const char *msg = "{\"role\":\"user\",\"k\":0}";
+    const char *next = "{\"role\":\"user\",\"k\":1}";
+    for (int round = 0; round < 4; round++) {
+        if (round > 0)
+            script_flush(port);
+        for (int t = 0; t < THREADS; t++) {
+            char tid[64], key[32], patch[32];
+            thread_id(tid, sizeof tid, t);
+            snprintf(key, sizeof key, "first-%d", t);
+            convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+            convo_append_result res = {0};
+            int rc;
+            if (round < 2) { /* the first append, then its retry */
+                o.idempotency_key = key;
+                rc = convo_append(s, tid, &msg, NULL, 1, &o, &res, &err);
+                ck_assert_msg(rc == 0, "%s round %d: %s", tid, round, err.message);
+                ck_assert_msg(res.first_seq == 0 && res.count == 1 && res.replayed == (round == 1),
+                              "%s round %d: first %lld count %zu replayed %d", tid, round,
+                              (long long)res.first_seq, res.count, (int)res.replayed);
+            } else if (round == 2) {
+                snprintf(patch, sizeof patch, "{\"x\":%d}", t);
+                rc = convo_save_extra(s, tid, patch, &err);
+                ck_assert_msg(rc == 0, "%s: save_extra: %s", tid, err.message);
+            } else {
+                o.expected_length = 1;
+                rc = convo_append(s, tid, &next, NULL, 1, &o, &res, &err);
+                ck_assert_msg(rc == 0 && res.first_seq == 1, "%s: conditional append: %s", tid,
+                              rc ? err.message : "bad first seq");
+            }
+        }
+    }
+    ck_assert_msg(noscripts(port) - before >= 3, "master 1 answered NOSCRIPT %ld times",
+                  noscripts(port) - before);
+    for (int t = 0; t < THREADS; t++) {
+        char tid[64], want[32];
+        thread_id(tid, sizeof tid, t);
+        convo_history *h = NULL;
+        ck_assert_int_eq(convo_load(s, tid, NULL, &h, &err), 0);
+        ck_assert_msg(convo_history_count(h) == 2, "%s: %zu messages, want 2", tid,
+                      convo_history_count(h));
+        size_t len;
+        const char *m0 = convo_history_message(h, 0, &len);
+        ck_assert(len == strlen(msg) && memcmp(m0, msg, len) == 0);
+        const char *m1 = convo_history_message(h, 1, &len);
+        ck_assert(len == strlen(next) && memcmp(m1, next, len) == 0);
+        snprintf(want, sizeof want, "{\"x\":%d}", t);
+        const char *extra = convo_history_extra(h);
+        ck_assert_msg(extra && strcmp(extra, want) == 0, "%s: extra %s, want %s", tid,
+                      extra ? extra : "(none)", want);
+        convo_history_free(h);
+    }
+    convo_close(s);
+}
+END_TEST
+
 /* -------------------------------------------------------------------- main */
 
 int main(void)
@@ -649,6 +797,9 @@ int main(void)
     tcase_add_test(tc2, test_failover_no_wait);
     suite_add_tcase(suite, tc2);
     TCase *tc3 = tcase_create("resharding");
+    /* NOSCRIPT first, on the same cluster: master 1 still has its slots */
+    tcase_add_test(tc3, test_noscript_each_call);
+    tcase_add_test(tc3, test_noscript_during_appends);
     tcase_add_test(tc3, test_reshard);
     suite_add_tcase(suite, tc3);
     TCase *all[] = {tc, tc2, tc3};
