@@ -1,8 +1,8 @@
 /* postgres.c — checks only the PostgreSQL driver needs, against a real server
  * (CONVO_TEST_POSTGRES_URL): URL parameters and schema names, migrations (also
- * from a version 3 layout), ttl and sweep, HOT appends, reconnecting after a
- * restart, error mapping, races across processes, and the cost of an append
- * next to a raw INSERT. Run by tests/postgres-extra.sh. */
+ * from version 3 and 4 layouts), put with messages in one transaction, ttl and
+ * sweep, HOT appends, reconnecting after a restart, error mapping, races across
+ * processes, and the cost of an append next to a raw INSERT. Run by tests/postgres-extra.sh. */
 #include "dumpbuf.h"
 #include <check.h>
 #include <convo.h>
@@ -272,7 +272,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4");
+    ck_assert_str_eq(versions, "1,2,3,4,5");
     free(versions);
     /* every data table's primary key starts with thread_id (distributable by it) */
     snprintf(sql, sizeof sql,
@@ -292,7 +292,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 4);
+    ck_assert_int_eq(query_long(pg, sql), 5);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -367,7 +367,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 4);
+    ck_assert_int_eq(query_long(pg, sql), 5);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -572,12 +572,12 @@ START_TEST(test_migration_from_version_3)
     ck_assert_int_eq(convo_checkpoint_log_length(cp), 3);
     convo_checkpoint_free(cp);
     convo_close(s);
-    /* version 4 recorded; the old extra column and the old functions are gone */
+    /* versions 4 and 5 recorded; the old extra column and the old functions are gone */
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4");
+    ck_assert_str_eq(v, "1,2,3,4,5");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -679,6 +679,180 @@ START_TEST(test_corrupt_checkpoint_reported)
     PQfinish(pg);
     convo_close(s);
     drop_schema("cpbad");
+}
+END_TEST
+
+/* Undoes migration 5 on a schema the driver created: what is left is the
+ * version 4 layout as the driver made it (5 only added the sequence and
+ * checkpoint_put_log and replaced checkpoint_put, whose version 4 body is
+ * restored here verbatim: put_seq from the thread's own counter). */
+static const char v5_undo[] =
+    "DROP FUNCTION @S.checkpoint_put_log(text, text, text, text, jsonb, text, bytea, bigint,\n"
+    "    text[], text[], text[], bytea[], bytea[], text[], bigint, timestamptz, interval);\n"
+    "DROP SEQUENCE @S.checkpoint_put_seq;\n"
+    "CREATE OR REPLACE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text,\n"
+    "    p_parent text, p_metadata jsonb, p_body_type text, p_body bytea,\n"
+    "    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],\n"
+    "    p_values bytea[], p_at timestamptz, p_ttl interval) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "DECLARE\n"
+    "    pos bigint;\n"
+    "BEGIN\n"
+    "    SELECT c.checkpoint_seq INTO pos FROM @S.thread_claim(p_thread, p_ttl, p_at, true) c;\n"
+    "    INSERT INTO @S.checkpoint_blobs\n"
+    "        (thread_id, checkpoint_ns, channel, version, type, value)\n"
+    "    SELECT p_thread, p_ns, u.c, u.v, u.t, u.b\n"
+    "      FROM unnest(p_channels, p_versions, p_types, p_values) AS u(c, v, t, b)\n"
+    "     WHERE u.t IS NOT NULL\n"
+    "    ON CONFLICT DO NOTHING;\n"
+    "    INSERT INTO @S.checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, put_seq,\n"
+    "        parent_id, metadata, body_type, body, log_length, channels, versions, created_at)\n"
+    "    VALUES (p_thread, p_ns, p_id, pos, p_parent, p_metadata, p_body_type, p_body,\n"
+    "        p_log_length, p_channels, p_versions, p_at)\n"
+    "    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET\n"
+    "        parent_id = excluded.parent_id, metadata = excluded.metadata,\n"
+    "        body_type = excluded.body_type, body = excluded.body,\n"
+    "        log_length = excluded.log_length, channels = excluded.channels,\n"
+    "        versions = excluded.versions;\n"
+    "END\n"
+    "$fn$;\n"
+    "DELETE FROM @S.schema_version WHERE version = 5;\n";
+
+/* Checkpoints put by version 4's checkpoint_put, so put_seq counts per
+ * thread: a1 1, a2 2; b1 1, b2 4 (2 and 3 deleted); thread c's counter is
+ * at 6 with its checkpoints gone. The store-wide order must start at 7. */
+static const char v4_data[] =
+    "SELECT @S.checkpoint_put(t, '', id, NULL, '{\"v4\": true}', NULL, NULL, 0, '{}', '{}',\n"
+    "    '{}', '{}', now(), NULL)\n"
+    "  FROM (VALUES (1, 'a', 'a1'), (2, 'b', 'b1'), (3, 'a', 'a2'), (4, 'b', 'x2'),\n"
+    "               (5, 'b', 'x3'), (6, 'b', 'b2'), (7, 'c', 'c1'), (8, 'c', 'c2'),\n"
+    "               (9, 'c', 'c3'), (10, 'c', 'c4'), (11, 'c', 'c5'), (12, 'c', 'c6'))\n"
+    "       AS p(o, t, id) ORDER BY o;\n"
+    "DELETE FROM @S.checkpoints WHERE checkpoint_id LIKE 'x%' OR thread_id = 'c';\n";
+
+/* The ids of a list, newest first, as "id id ...". */
+static void list_ids(convo_store *s, const char *thread, const char *before_thread,
+                     const char *before, char *out, size_t size)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = thread;
+    o.before_thread_id = before_thread;
+    o.before = before;
+    convo_checkpoint_set *set;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    ck_assert_msg(rc == 0, "list: %d %s", rc, err.message);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_checkpoint_set_count(set); i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s", i ? " " : "",
+                                 convo_checkpoint_id(convo_checkpoint_set_get(set, i)));
+    convo_checkpoint_set_free(set);
+}
+
+static long put_seq_of(PGconn *pg, const char *name, const char *id)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT put_seq FROM \"%s\".checkpoints WHERE checkpoint_id = '%s'",
+             schema_name(name), id);
+    return query_long(pg, sql);
+}
+
+/* A version 4 schema is migrated on open: the checkpoints it holds keep their
+ * order within their thread and count as put before every later one, in any
+ * thread; new puts take the store-wide order, put with messages works. */
+START_TEST(test_migration_from_version_4)
+{
+    convo_store *s = open_ok(schema_url("v4", NULL));
+    convo_close(s);
+    PGconn *pg = admin();
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    exec_in_schema(pg, schema_name("v4"), v5_undo);
+    exec_in_schema(pg, schema_name("v4"), v4_data);
+    ck_assert_int_eq(put_seq_of(pg, "v4", "b2"), 4);
+    s = open_ok(schema_url("v4", NULL));
+    char sql[512], ids[256];
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema_name("v4"));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "1,2,3,4,5");
+    free(v);
+    list_ids(s, "a", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "a2 a1");
+    list_ids(s, "b", NULL, "b2", ids, sizeof ids);
+    ck_assert_str_eq(ids, "b1");
+    put_checkpoint(s, "a", "a3");
+    put_checkpoint(s, "b", "b3");
+    ck_assert_int_eq(put_seq_of(pg, "v4", "a3"), 7);
+    ck_assert_int_eq(put_seq_of(pg, "v4", "b3"), 8);
+    list_ids(s, "a", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "a3 a2 a1");
+    list_ids(s, "b", "a", "a3", ids, sizeof ids); /* every old one was put before a3 */
+    ck_assert_str_eq(ids, "b2 b1");
+    list_ids(s, "a", "b", "b3", ids, sizeof ids);
+    ck_assert_str_eq(ids, "a3 a2 a1");
+    list_ids(s, NULL, "b", "b3", ids, sizeof ids); /* threads in id order */
+    ck_assert_str_eq(ids, "a3 a2 a1 b2 b1");
+    /* put with messages on the migrated schema */
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "a";
+    cp.checkpoint_id = "a4";
+    cp.messages = &msg1;
+    cp.nmessages = 1;
+    cp.expected_length = 0;
+    cp.log_length = 1;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put_log: %s", err.message);
+    ck_assert_int_eq(length_of(s, "a"), 1);
+    ck_assert_int_eq(put_seq_of(pg, "v4", "a4"), 9);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("v4");
+}
+END_TEST
+
+/* A put with messages is one transaction: when storing the checkpoint fails
+ * after the messages went in (here a constraint added behind the driver's
+ * back), the messages are gone too, and a thread it created is not there. */
+START_TEST(test_put_log_one_transaction)
+{
+    convo_store *s = open_ok(schema_url("putlog", NULL));
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("putlog"),
+                   "ALTER TABLE @S.checkpoints ADD CONSTRAINT no_boom"
+                   " CHECK (checkpoint_id <> 'boom')");
+    const char *two[] = {msg1, msg1};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "new";
+    cp.checkpoint_id = "boom";
+    cp.messages = two;
+    cp.nmessages = 2;
+    cp.expected_length = 0;
+    cp.log_length = 2;
+    convo_error err;
+    ck_assert_int_ne(convo_checkpoint_put(s, &cp, &err), 0);
+    ck_assert_str_eq(err.backend_code, "23514"); /* check_violation */
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "new", NULL, &h, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(rows_of(pg, "putlog", "new"), 0);
+    ck_assert_int_eq(append1(s, "old", &err), 0);
+    cp.thread_id = "old";
+    cp.expected_length = 1;
+    cp.log_length = 3;
+    ck_assert_int_ne(convo_checkpoint_put(s, &cp, &err), 0);
+    ck_assert_int_eq(length_of(s, "old"), 1);
+    cp.checkpoint_id = "fine";
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put_log: %s", err.message);
+    ck_assert_int_eq(length_of(s, "old"), 3);
+    /* a conflict is the function's CV409, like append's */
+    cp.checkpoint_id = "late";
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), CONVO_ECONFLICT);
+    ck_assert_str_eq(err.backend_code, "CV409");
+    ck_assert_str_eq(err.message, "thread has 3 messages, expected 1");
+    ck_assert_int_eq(length_of(s, "old"), 3);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("putlog");
 }
 END_TEST
 
@@ -1424,6 +1598,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_concurrent_openers_migrate_once);
     tcase_add_test(tc, test_schemas_are_separate);
     tcase_add_test(tc, test_migration_from_version_3);
+    tcase_add_test(tc, test_migration_from_version_4);
     suite_add_tcase(s, tc);
     tc = tcase_create("ttl");
     tcase_set_timeout(tc, 60);
@@ -1436,6 +1611,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_corrupt_checkpoint_reported);
     tcase_add_test(tc, test_extra_compact_and_limit);
     tcase_add_test(tc, test_custom_sqlstates_kept);
+    tcase_add_test(tc, test_put_log_one_transaction);
     tcase_add_test(tc, test_first_run_parse_failure_then_recovery);
     suite_add_tcase(s, tc);
     tc = tcase_create("concurrency");

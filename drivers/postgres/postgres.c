@@ -671,13 +671,64 @@ static const char *const migrations[] = {
     "    RETURN cardinality(doomed);\n"
     "END\n"
     "$fn$;\n",
+    /* 5: one put order for the whole store, so that a list `before` a checkpoint
+     * of one thread compares with every thread's checkpoints: put_seq comes from
+     * a sequence, started above every position the per-thread counters gave (a
+     * thread's old checkpoints keep their order and come before its new ones;
+     * threads.checkpoint_seq is no longer used). checkpoint_put_log: messages
+     * and a checkpoint in one transaction. */
+    "CREATE SEQUENCE @S.checkpoint_put_seq AS bigint;\n"
+    "SELECT setval('@S.checkpoint_put_seq', greatest(\n"
+    "    (SELECT max(c.put_seq) FROM @S.checkpoints c),\n"
+    "    (SELECT max(t.checkpoint_seq) FROM @S.threads t), 0) + 1, false);\n"
+    "CREATE OR REPLACE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text,\n"
+    "    p_parent text, p_metadata jsonb, p_body_type text, p_body bytea,\n"
+    "    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],\n"
+    "    p_values bytea[], p_at timestamptz, p_ttl interval) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "BEGIN\n"
+    "    -- the thread's row lock keeps prune and delete out; the position is taken\n"
+    "    -- under it, so a later put of the same thread always gets a higher one\n"
+    "    PERFORM @S.thread_claim(p_thread, p_ttl, p_at, false);\n"
+    "    INSERT INTO @S.checkpoint_blobs\n"
+    "        (thread_id, checkpoint_ns, channel, version, type, value)\n"
+    "    SELECT p_thread, p_ns, u.c, u.v, u.t, u.b\n"
+    "      FROM unnest(p_channels, p_versions, p_types, p_values) AS u(c, v, t, b)\n"
+    "     WHERE u.t IS NOT NULL\n"
+    "    ON CONFLICT DO NOTHING;\n"
+    "    INSERT INTO @S.checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, put_seq,\n"
+    "        parent_id, metadata, body_type, body, log_length, channels, versions, created_at)\n"
+    "    VALUES (p_thread, p_ns, p_id, nextval('@S.checkpoint_put_seq'), p_parent,\n"
+    "        p_metadata, p_body_type, p_body, p_log_length, p_channels, p_versions, p_at)\n"
+    "    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET\n"
+    "        parent_id = excluded.parent_id, metadata = excluded.metadata,\n"
+    "        body_type = excluded.body_type, body = excluded.body,\n"
+    "        log_length = excluded.log_length, channels = excluded.channels,\n"
+    "        versions = excluded.versions;\n"
+    "END\n"
+    "$fn$;\n"
+    /* The append (no idempotency key, an expected length) and the put, in the
+     * caller's one transaction: append's CV409 undoes both, a thread it created
+     * included. */
+    "CREATE FUNCTION @S.checkpoint_put_log(p_thread text, p_ns text, p_id text,\n"
+    "    p_parent text, p_metadata jsonb, p_body_type text, p_body bytea,\n"
+    "    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],\n"
+    "    p_values bytea[], p_bodies bytea[], p_roles text[], p_expected bigint,\n"
+    "    p_at timestamptz, p_ttl interval) RETURNS void\n"
+    "LANGUAGE plpgsql AS $fn$\n"
+    "BEGIN\n"
+    "    PERFORM @S.append(p_thread, p_bodies, p_roles, p_at, NULL, p_expected, p_ttl);\n"
+    "    PERFORM @S.checkpoint_put(p_thread, p_ns, p_id, p_parent, p_metadata, p_body_type,\n"
+    "        p_body, p_log_length, p_channels, p_versions, p_types, p_values, p_at, p_ttl);\n"
+    "END\n"
+    "$fn$;\n",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
 enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
-    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP,
+    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG,
     ST_COUNT
 };
 
@@ -791,13 +842,13 @@ static const struct {
                       "WITH sel AS (SELECT c.*, 0::int8 AS r FROM @S.checkpoints c" CP_LIVE
                       " WHERE c.thread_id = $1::text AND c.checkpoint_ns = $2::text"
                       " ORDER BY c.put_seq DESC LIMIT 1)" CP_ROWS " ORDER BY 2, 1"},
-    /* Newest first per thread, threads in id order; kind 9 says `before` ($3)
-     * names no checkpoint of the thread. */
-    [ST_CP_LIST] = {"convo_cp_list", 5,
+    /* Newest first per thread, threads in id order; kind 9 says `before` ($3,
+     * of thread $6 and namespace $7) names no checkpoint. put_seq is one order
+     * for the whole store, so `before` compares with every thread's. */
+    [ST_CP_LIST] = {"convo_cp_list", 7,
                     "WITH bp AS (SELECT min(c.put_seq) AS p FROM @S.checkpoints c" CP_LIVE
-                    "  WHERE $3::text IS NOT NULL AND c.thread_id = $1::text"
-                    "  AND c.checkpoint_id = $3::text"
-                    "  AND ($2::text IS NULL OR c.checkpoint_ns = $2::text)),"
+                    "  WHERE $3::text IS NOT NULL AND c.thread_id = $6::text"
+                    "  AND c.checkpoint_ns = $7::text AND c.checkpoint_id = $3::text),"
                     " sel AS (SELECT c.*, row_number() OVER (ORDER BY c.thread_id,"
                     "  c.put_seq DESC) AS r FROM @S.checkpoints c" CP_LIVE ", bp"
                     "  WHERE ($1::text IS NULL OR c.thread_id = $1::text)"
@@ -814,6 +865,11 @@ static const struct {
                    "SELECT @S.thread_import($1::text, $2::int8, $3::bytea[], $4::text[],"
                    " $5::timestamptz[], $6::interval)"},
     [ST_SWEEP] = {"convo_sweep", 1, "SELECT @S.sweep($1::int4)"},
+    [ST_CP_PUT_LOG] = {"convo_cp_put_log", 17,
+                       "SELECT @S.checkpoint_put_log($1::text, $2::text, $3::text, $4::text,"
+                       " $5::text::jsonb, $6::text, $7::bytea, $8::int8, $9::text[],"
+                       " $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[],"
+                       " $15::int8, $16::timestamptz, $17::interval)"},
 };
 
 /* ---------------------------------------------------------------- backend */
@@ -1045,7 +1101,9 @@ static int is_state(const PGresult *r, const char *state)
     return s && strcmp(s, state) == 0;
 }
 
-static const int binary[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+/* Formats of every parameter: binary. At least as many as the longest statement
+ * (ST_CP_PUT_LOG, 17). */
+static const int binary[20] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 /* Reads results up to the NULL that ends the current query's. */
 static void drain(PGconn *pg)
@@ -1840,31 +1898,88 @@ static int encode_channels(const convo_checkpoint_in *cp, char *out[4], int lens
     return rc;
 }
 
-static int pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
-{
-    char *arrays[4];
+/* The parameters of @S.checkpoint_put, the store's ttl last (14); the
+ * arrays are the caller's to free, also when this fails. */
+typedef struct cp_params {
+    const char *values[14];
     int lens[14];
-    int rc = encode_channels(cp, arrays, &lens[8]);
-    if (rc != 0)
-        return too_large_or_nomem(rc, err);
+    char *arrays[4];
     char log_length[8], at[8];
-    put64(log_length, (uint64_t)cp->log_length);
-    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+} cp_params;
+
+static int checkpoint_params(const convo_backend *b, const convo_checkpoint_in *cp,
+                             cp_params *p)
+{
+    int rc = encode_channels(cp, p->arrays, &p->lens[8]);
+    if (rc != 0)
+        return rc;
+    put64(p->log_length, (uint64_t)cp->log_length);
+    put64(p->at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
     const char *values[14] = {cp->thread_id, cp->checkpoint_ns, cp->checkpoint_id,
                               cp->parent_id, cp->metadata_json, cp->body.type,
                               cp->body.type ? bytes_or_empty(cp->body.bytes) : NULL,
-                              log_length, arrays[0], arrays[1], arrays[2], arrays[3], at,
-                              b->ttl};
+                              p->log_length, p->arrays[0], p->arrays[1], p->arrays[2],
+                              p->arrays[3], p->at, b->ttl};
+    memcpy(p->values, values, sizeof values);
     for (int i = 0; i < 6; i++)
-        lens[i] = values[i] ? (int)strlen(values[i]) : 0;
-    lens[6] = cp->body.type ? (int)cp->body.len : 0;
-    lens[7] = 8;
-    lens[12] = 8;
-    lens[13] = TTL_LEN;
-    PGresult *r;
-    rc = run(b, ST_CP_PUT, values, lens, &r, err);
+        p->lens[i] = values[i] ? (int)strlen(values[i]) : 0;
+    p->lens[6] = cp->body.type ? (int)cp->body.len : 0;
+    p->lens[7] = 8;
+    p->lens[12] = 8;
+    p->lens[13] = TTL_LEN;
+    return 0;
+}
+
+static void checkpoint_params_free(cp_params *p)
+{
     for (int i = 0; i < 4; i++)
-        free(arrays[i]);
+        free(p->arrays[i]);
+}
+
+static int pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    cp_params p = {0};
+    int rc = checkpoint_params(b, cp, &p);
+    if (rc != 0)
+        return too_large_or_nomem(rc, err);
+    PGresult *r;
+    rc = run(b, ST_CP_PUT, p.values, p.lens, &r, err);
+    checkpoint_params_free(&p);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
+
+/* @S.checkpoint_put_log(): the checkpoint's parameters, the messages, the
+ * expected length, then time and ttl; one statement, one transaction. */
+static int pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err)
+{
+    cp_params p = {0};
+    char *bodies = NULL, *roles = NULL, expected[8];
+    int blen = 0, rlen = 0;
+    int rc = checkpoint_params(b, cp, &p);
+    if (rc == 0)
+        rc = encode_batch(msgs, cp->nmessages, &bodies, &blen, &roles, &rlen);
+    if (rc != 0) {
+        checkpoint_params_free(&p);
+        return too_large_or_nomem(rc, err);
+    }
+    put64(expected, (uint64_t)cp->expected_length);
+    const char *values[17];
+    int lens[17];
+    memcpy(values, p.values, 12 * sizeof *values);
+    memcpy(lens, p.lens, 12 * sizeof *lens);
+    values[12] = bodies, lens[12] = blen;
+    values[13] = roles, lens[13] = rlen;
+    values[14] = expected, lens[14] = 8;
+    values[15] = p.values[12], lens[15] = p.lens[12]; /* at */
+    values[16] = p.values[13], lens[16] = p.lens[13]; /* ttl */
+    PGresult *r;
+    rc = run(b, ST_CP_PUT_LOG, values, lens, &r, err);
+    checkpoint_params_free(&p);
+    free(bodies);
+    free(roles);
     if (rc == 0)
         PQclear(r);
     return rc;
@@ -2037,11 +2152,12 @@ static int pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
     (void)filter; /* the server applies it: metadata @> filter */
     char limit[8];
     put64(limit, (uint64_t)o->limit);
-    const char *values[5] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
-                             o->limit ? limit : NULL};
-    int lens[5] = {0, 0, 0, 0, 8};
-    for (int i = 0; i < 4; i++)
-        lens[i] = values[i] ? (int)strlen(values[i]) : 0;
+    const char *values[7] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
+                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns};
+    int lens[7] = {0, 0, 0, 0, 8, 0, 0};
+    for (int i = 0; i < 7; i++)
+        if (i != 4)
+            lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
     int rc = run(b, ST_CP_LIST, values, lens, &r, err);
     if (rc != 0)
@@ -2248,4 +2364,5 @@ const convo_driver convo_driver_postgres = {
     .stored_bytes = pg_stored_bytes,
     .thread_import = pg_thread_import,
     .sweep = pg_sweep,
+    .checkpoint_put_log = pg_checkpoint_put_log,
 };
