@@ -1,6 +1,7 @@
 /* crash.c — reliability of a store under process death and contention, run as
  * `tests/crash URL`: writers SIGKILLed mid-append leave every batch whole or
- * absent, and concurrent processes lose nothing. Public API (convo.h) only. */
+ * absent, processes killed mid checkpoint put never leave messages without their
+ * checkpoint (or the reverse), and concurrent processes lose nothing. Public API (convo.h) only. */
 #include <check.h>
 #include <convo.h>
 #include <errno.h>
@@ -266,7 +267,9 @@ static int drain(writer *wr, int block)
     }
 }
 
-static void spawn_writer(writer *wr, const char *tid, int w)
+typedef void (*writer_fn)(const char *u, const char *tid, int w, int fd);
+
+static void spawn_proc(writer *wr, writer_fn fn, const char *tid, int w)
 {
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
@@ -276,9 +279,14 @@ static void spawn_writer(writer *wr, const char *tid, int w)
     ck_assert_int_ge(wr->pid, 0);
     if (wr->pid == 0) {
         close(p[0]);
-        writer_main(url, tid, w, p[1]);
+        fn(url, tid, w, p[1]);
     }
     close(p[1]);
+}
+
+static void spawn_writer(writer *wr, const char *tid, int w)
+{
+    spawn_proc(wr, writer_main, tid, w);
 }
 
 /* Waits until every writer said ready (or died trying). */
@@ -395,6 +403,152 @@ START_TEST(test_kill_mid_append)
     printf("crash: %s: %d writers killed, %d batches (%lld messages) whole, %d stored while "
            "being killed\n", driver_name, MAX_WRITERS, total, (long long)length, in_flight);
     ck_assert_msg(total > 0, "no writer stored anything before it was killed");
+}
+END_TEST
+
+/* ------------------------------------- killed mid checkpoint put with messages */
+
+/* Messages [0, end of batch b) of a thread whose batches are 0..b of writer w. */
+static int64_t batches_end(int w, int b)
+{
+    int64_t n = 0;
+    for (int j = 0; j <= b; j++)
+        n += batch_size(w, j);
+    return n;
+}
+
+/* Puts checkpoint "b<b>" with batch b's messages, under the expected length. */
+static int put_batch(convo_store *s, const char *tid, int w, int b, int64_t expected)
+{
+    int n = batch_size(w, b);
+    char *msgs[12] = {0};
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (!(msgs[i] = make_message(w, b, i, n)))
+            rc = CONVO_ENOMEM;
+    char id[32], meta[32];
+    snprintf(id, sizeof id, "b%d", b);
+    snprintf(meta, sizeof meta, "{\"b\":%d}", b);
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = tid;
+    cp.checkpoint_id = id;
+    cp.metadata_json = meta;
+    cp.log_length = expected + n;
+    cp.messages = (const char *const *)msgs;
+    cp.nmessages = (size_t)n;
+    cp.expected_length = expected;
+    if (rc == 0)
+        rc = convo_checkpoint_put(s, &cp, NULL);
+    for (int i = 0; i < n; i++)
+        free(msgs[i]);
+    return rc;
+}
+
+/* A graph process: picks its thread up from the latest checkpoint (as after a
+ * restart), then puts a checkpoint with the next batch of messages, forever. */
+static void stepper_main(const char *u, const char *tid, int w, int fd)
+{
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    convo_store *s = NULL;
+    int rc = convo_open(&s, u, NULL);
+    if (rc != 0)
+        _exit(10 - rc);
+    convo_checkpoint *cp = NULL;
+    rc = convo_checkpoint_get(s, tid, NULL, NULL, &cp, NULL);
+    if (rc != 0 && rc != CONVO_ENOTFOUND)
+        _exit(10 - rc);
+    int b = 0;
+    int64_t length = 0;
+    if (cp) {
+        json_t *m = json_loads(convo_checkpoint_metadata(cp), 0, NULL);
+        b = json_int(m, "b") + 1;
+        json_decref(m);
+        length = convo_checkpoint_log_length(cp);
+        convo_checkpoint_free(cp);
+    }
+    write_word(fd, MSG_READY);
+    for (;; b++) {
+        if ((rc = put_batch(s, tid, w, b, length)) != 0)
+            _exit(10 - rc);
+        write_word(fd, ACK_APPEND(b));
+        length += batch_size(w, b);
+    }
+}
+
+/* Every batch in the log came with its checkpoint and every checkpoint with its
+ * batch: the latest checkpoint covers the whole log, and checkpoint b<j> ends
+ * where batch j ends. */
+static int verify_stepped(convo_store *s, const char *tid, int w, int acked)
+{
+    int found[CRASH_WRITERS];
+    convo_history *h = verify_log(s, tid, CRASH_WRITERS, found);
+    int64_t length = convo_history_length(h);
+    convo_history_free(h);
+    ck_assert_msg(found[w] >= acked && found[w] <= acked + 1,
+                  "thread %d: %d batches stored, %d acknowledged", w, found[w], acked);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = tid;
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    ck_assert_msg(rc == 0, "list %s: %s", tid, err.message);
+    size_t n = convo_checkpoint_set_count(set);
+    ck_assert_msg(n == (size_t)found[w], "thread %d: %zu checkpoints for %d batches of messages",
+                  w, n, found[w]);
+    for (size_t k = 0; k < n; k++) {
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, k);
+        int b = found[w] - 1 - (int)k; /* newest first */
+        char id[32];
+        snprintf(id, sizeof id, "b%d", b);
+        ck_assert_str_eq(convo_checkpoint_id(cp), id);
+        ck_assert_msg(convo_checkpoint_log_length(cp) == batches_end(w, b),
+                      "thread %d: checkpoint %s has log_length %lld, its batch ends at %lld", w,
+                      id, (long long)convo_checkpoint_log_length(cp),
+                      (long long)batches_end(w, b));
+    }
+    if (n)
+        ck_assert_int_eq(convo_checkpoint_log_length(convo_checkpoint_set_get(set, 0)), length);
+    convo_checkpoint_set_free(set);
+    return found[w];
+}
+
+START_TEST(test_kill_mid_checkpoint_put)
+{
+    SKIP_IF_PRIVATE("kill mid checkpoint put");
+    char tids[CRASH_WRITERS][128];
+    int acked[CRASH_WRITERS] = {0};
+    for (int k = 0; k < CRASH_WRITERS; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "stepped%d", k);
+        thread_id(tids[k], sizeof tids[k], name);
+    }
+    /* each round restarts one process per thread, which goes on from its latest checkpoint */
+    for (int r = 0; r < CRASH_ROUNDS / 2; r++) {
+        writer ws[CRASH_WRITERS];
+        for (int k = 0; k < CRASH_WRITERS; k++)
+            spawn_proc(&ws[k], stepper_main, tids[k], k);
+        wait_ready(ws, CRASH_WRITERS);
+        kill_all(ws, CRASH_WRITERS);
+        convo_store *s = open_store(url);
+        for (int k = 0; k < CRASH_WRITERS; k++) {
+            if (ws[k].acked > acked[k])
+                acked[k] = ws[k].acked;
+            acked[k] = verify_stepped(s, tids[k], k, acked[k]);
+        }
+        convo_close(s);
+    }
+    convo_store *s = open_store(url);
+    int total = 0;
+    for (int k = 0; k < CRASH_WRITERS; k++) {
+        total += acked[k];
+        convo_thread_delete(s, tids[k], NULL);
+    }
+    convo_close(s);
+    printf("crash: %s: %d graph processes killed mid checkpoint put, %d checkpoints with their "
+           "messages whole\n", driver_name, CRASH_WRITERS * (CRASH_ROUNDS / 2), total);
+    ck_assert_msg(total > 0, "no checkpoint was put before the kills");
 }
 END_TEST
 
@@ -631,6 +785,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_kill_mid_append);
     tcase_add_test(tc, test_kill_during_first_open);
+    tcase_add_test(tc, test_kill_mid_checkpoint_put);
     suite_add_tcase(suite, tc);
     tc = tcase_create("concurrency");
     tcase_set_timeout(tc, 300);
