@@ -626,7 +626,12 @@ static int new_staging_id(importer *im)
         long pid;
         unsigned n;
         const void *im;
-    } seed = {convo__now_micros(), (long)getpid(), __atomic_fetch_add(&counter, 1, 0), im};
+    } seed;
+    memset(&seed, 0, sizeof seed); /* the padding is hashed too */
+    seed.now = convo__now_micros();
+    seed.pid = (long)getpid();
+    seed.n = __atomic_fetch_add(&counter, 1, 0);
+    seed.im = im;
     if (asprintf(&im->staging, STAGING_PREFIX "%016llx",
                  (unsigned long long)fnv1a(&seed, sizeof seed)) < 0) {
         im->staging = NULL;
