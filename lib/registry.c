@@ -1,20 +1,7 @@
-/* registry.c — the drivers built into this libconvo, chosen by URL scheme. */
+/* registry.c — the drivers built into this libconvo, chosen by URL scheme
+ * (their tables are declared in convo/driver.h). */
 #include "internal.h"
 #include <string.h>
-
-extern const convo_driver convo_driver_memory;
-#ifdef HAVE_DRIVER_SQLITE
-extern const convo_driver convo_driver_sqlite;
-#endif
-#ifdef HAVE_DRIVER_REDIS
-extern const convo_driver convo_driver_redis;
-#endif
-#ifdef HAVE_DRIVER_POSTGRES
-extern const convo_driver convo_driver_postgres;
-#endif
-#ifdef HAVE_DRIVER_MONGO
-extern const convo_driver convo_driver_mongo;
-#endif
 
 static const convo_driver *const drivers[] = {
     &convo_driver_memory,

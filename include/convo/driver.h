@@ -1,6 +1,7 @@
 /* convo/driver.h — the interface between libconvo's core and a storage driver.
- * For driver authors only; applications include <convo.h>. The core validates
- * every input (thread ids, JSON, roles, limits) before a driver sees it. */
+ * For driver authors only (not installed); applications include <convo.h>.
+ * The core validates every input (thread ids, JSON, roles, limits) before a
+ * driver sees it. */
 #ifndef CONVO_DRIVER_H
 #define CONVO_DRIVER_H
 
@@ -218,6 +219,16 @@ void convo__pool_free(convo_pool *p);
 int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err);
 /* broken: the connection failed and must be dropped, not reused. */
 void convo__pool_release(convo_pool *p, void *conn, bool broken);
+
+/* ---- the drivers built into libconvo ----
+ * Each defines its table; lib/registry.c lists those configure found. None is
+ * exported from libconvo.so (built with -fvisibility=hidden), and this header
+ * is not installed: drivers are chosen by URL scheme, not registered. */
+extern const convo_driver convo_driver_memory;
+extern const convo_driver convo_driver_sqlite;
+extern const convo_driver convo_driver_redis;
+extern const convo_driver convo_driver_postgres;
+extern const convo_driver convo_driver_mongo;
 
 #ifdef __cplusplus
 }
