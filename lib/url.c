@@ -3,6 +3,7 @@
  * that no error message ever shows a password. */
 #include "internal.h"
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,39 @@ char *convo__url_take(convo_url *url, const char *key)
         }
     }
     return NULL;
+}
+
+int convo__url_take_int(convo_url *url, const char *key, long long min, long long max,
+                        long long *out, convo_error *err)
+{
+    char *v = convo__url_take(url, key);
+    if (!v)
+        return 0;
+    /* digits only, one '-' first when negatives are allowed: no sign, space,
+     * base prefix or suffix that strtoll would let through */
+    const char *d = v[0] == '-' && min < 0 ? v + 1 : v;
+    int ok = *d != '\0' && strspn(d, "0123456789") == strlen(d) && strlen(d) <= 19;
+    long long n = 0;
+    if (ok) {
+        char *end;
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        ok = errno == 0 && *end == '\0' && n >= min && n <= max;
+    }
+    free(v);
+    if (!ok)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "bad URL: %s must be a whole number from %lld to %lld", key, min, max);
+    *out = n;
+    return 0;
+}
+
+int convo__url_take_ttl(convo_url *url, int64_t *seconds, convo_error *err)
+{
+    long long n = 0;
+    int rc = convo__url_take_int(url, "ttl", 1, CONVO_MAX_TTL_SECONDS, &n, err);
+    *seconds = rc == 0 ? n : 0;
+    return rc;
 }
 
 int convo__url_reject_rest(const convo_url *url, convo_error *err)

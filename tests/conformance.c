@@ -2398,6 +2398,39 @@ START_TEST(test_url_errors)
 }
 END_TEST
 
+/* Issue 18.7: ttl=S means the same for every driver: whole seconds from 1 to
+ * 2147483647; 0 (Redis took it as "none"), signs, fractions and larger
+ * numbers are CONVO_EINVAL with the same message. A driver without expiry
+ * (memory) refuses every ttl. */
+START_TEST(test_url_ttl_same_everywhere)
+{
+    static const char *const bad[] = {"ttl=0", "ttl=-1", "ttl=+5", "ttl=1.5", "ttl=",
+                                      "ttl=2147483648", "ttl=1s"};
+    int has_ttl = strcmp(convo_store_driver(conf_store), "memory") != 0;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *u = url_with(conf_url, bad[i]);
+        convo_store *s = NULL;
+        convo_error err;
+        ASSERT_FAILS(convo_open(&s, u, &err), err, CONVO_EINVAL);
+        if (has_ttl)
+            ck_assert_msg(strstr(err.message, "ttl must be a whole number from 1 to 2147483647"),
+                          "%s: %s", bad[i], err.message);
+        ck_assert_ptr_null(s);
+        free(u);
+    }
+    char *u = url_with(conf_url, "ttl=2147483647");
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open(&s, u, &err);
+    if (has_ttl)
+        ck_assert_msg(rc == 0, "ttl=2147483647: %d %s", rc, err.message);
+    else
+        ck_assert_int_eq(rc, CONVO_EINVAL);
+    convo_close(s);
+    free(u);
+}
+END_TEST
+
 static void assert_no_password(const char *url)
 {
     convo_store *s = NULL;
@@ -2551,6 +2584,7 @@ static void add_other_tests(Suite *s)
     tcase_add_test(tc, test_error_cleared_on_success);
     tcase_add_test(tc, test_null_error_struct);
     tcase_add_test(tc, test_url_errors);
+    tcase_add_test(tc, test_url_ttl_same_everywhere);
     tcase_add_test(tc, test_url_password_never_shown);
     tc = add_tcase(s, "concurrency");
     tcase_add_loop_test(tc, test_concurrent_appends_threads, 0, 2);

@@ -310,6 +310,45 @@ END_TEST
 
 /* ---------------------------------------------------------------- validation */
 
+/* Issue 18.7: URL integers and ttl are read once, here, for every driver. */
+START_TEST(test_url_take_int_and_ttl)
+{
+    static const char *const bad[] = {"0", "-1", "+1", " 1", "1 ", "1x", "1.5", "0x10", "",
+                                      "2147483648", "99999999999999999999", "1e3", "--1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "redis://h?ttl=%s", bad[i]);
+        convo_url *u = parse_ok(text);
+        int64_t ttl = 7;
+        convo_error err;
+        convo__error_clear(&err);
+        ck_assert_msg(convo__url_take_ttl(u, &ttl, &err) == CONVO_EINVAL, "ttl=%s accepted", bad[i]);
+        ck_assert_str_eq(err.message, "bad URL: ttl must be a whole number from 1 to 2147483647");
+        ck_assert_int_eq(ttl, 0);
+        ck_assert_uint_eq(u->nparams, 0); /* taken even when refused */
+        convo__url_free(u);
+    }
+    convo_url *u = parse_ok("x:?ttl=2147483647&n=-5&m=007");
+    int64_t ttl = 0;
+    long long n = 1, m = 1, absent = 42;
+    convo_error err;
+    ck_assert_int_eq(convo__url_take_ttl(u, &ttl, &err), 0);
+    ck_assert_int_eq(ttl, 2147483647);
+    ck_assert_int_eq(convo__url_take_int(u, "n", -10, 10, &n, &err), 0);
+    ck_assert_int_eq(n, -5);
+    ck_assert_int_eq(convo__url_take_int(u, "m", 0, 10, &m, &err), 0);
+    ck_assert_int_eq(m, 7);
+    ck_assert_int_eq(convo__url_take_int(u, "nope", 0, 10, &absent, &err), 0);
+    ck_assert_int_eq(absent, 42);
+    ck_assert_int_eq(convo__url_take_ttl(u, &ttl, &err), 0); /* absent: no expiry */
+    ck_assert_int_eq(ttl, 0);
+    convo__url_free(u);
+    u = parse_ok("x:?n=-5");
+    ck_assert_int_eq(convo__url_take_int(u, "n", 0, 10, &n, &err), CONVO_EINVAL);
+    convo__url_free(u);
+}
+END_TEST
+
 START_TEST(test_utf8)
 {
     struct { const char *s; size_t len; int ok; } cases[] = {
@@ -1207,6 +1246,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_url_redacted_many_masks);
     tcase_add_test(tc, test_url_errors_hide_password);
     tcase_add_test(tc, test_url_take_and_rebuild);
+    tcase_add_test(tc, test_url_take_int_and_ttl);
     suite_add_tcase(s, tc);
     tc = tcase_create("validate");
     tcase_set_timeout(tc, 120); /* a bound against a hang, not a speed check: the differential test needs seconds alone and much longer on a loaded 2-core machine */

@@ -931,17 +931,6 @@ static int check_prefix(const char *p, convo_error *err)
     return 0;
 }
 
-static int parse_ttl(const char *text, int64_t *ms, convo_error *err)
-{
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (!isdigit((unsigned char)text[0]) || *end || v < 1 || v > INT32_MAX)
-        return convo__error(err, CONVO_EINVAL, NULL, "ttl must be a number of seconds, 1..%d",
-                            INT32_MAX);
-    *ms = (int64_t)v * 1000;
-    return 0;
-}
-
 static bool is_integer(const char *s)
 {
     if (*s == '-')
@@ -1015,15 +1004,15 @@ static char *join(const char *a, const char *b)
 static int take_convo_params(convo_backend *b, convo_url *url, convo_error *err)
 {
     char *prefix = convo__url_take(url, "prefix");
-    char *ttl = convo__url_take(url, "ttl");
+    int64_t ttl_s = 0;
+    int ttl_rc = convo__url_take_ttl(url, &ttl_s, err);
+    b->ttl_ms = ttl_s * 1000;
     b->database = convo__url_take(url, "database");
     if (!b->database)
         b->database = strdup("convo");
-    int rc = b->database ? check_database(b->database, err) : CONVO_ENOMEM;
+    int rc = ttl_rc ? ttl_rc : b->database ? check_database(b->database, err) : CONVO_ENOMEM;
     if (rc == 0 && prefix)
         rc = check_prefix(prefix, err);
-    if (rc == 0 && ttl)
-        rc = parse_ttl(ttl, &b->ttl_ms, err);
     const char *p = prefix ? prefix : "convo";
     if (rc == 0 && (!(b->threads_name = join(p, "_threads")) || !(b->meta_name = join(p, "_meta"))))
         rc = CONVO_ENOMEM;
@@ -1032,7 +1021,6 @@ static int take_convo_params(convo_backend *b, convo_url *url, convo_error *err)
             rc = CONVO_ENOMEM;
     b->batches_name = b->kinds_name[BATCHES];
     free(prefix);
-    free(ttl);
     return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
 }
 

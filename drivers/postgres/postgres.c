@@ -17,7 +17,6 @@
 #define DEFAULT_POOL 4
 #define MAX_POOL 100
 #define MAX_RETRIES 5
-#define MAX_TTL 2147483647L
 #define FRESH_MICROS 1000 /* see conn_get */
 #define SWEEP_BATCH 256 /* expired threads removed per transaction */
 /* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
@@ -1370,39 +1369,22 @@ static int valid_schema(const char *s)
     return strncmp(s, "pg_", 3) != 0;
 }
 
-/* A whole number from min to max, or -1. */
-static long number_param(const char *v, long min, long max)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-    return *v >= '0' && *v <= '9' && !*end && n >= min && n <= max ? n : -1;
-}
-
 static int take_params(convo_backend *b, convo_url *url, convo_error *err)
 {
     char *schema = convo__url_take(url, "schema");
-    char *pool = convo__url_take(url, "pool");
-    char *ttl = convo__url_take(url, "ttl");
-    int rc = 0;
-    if (schema && !valid_schema(schema))
+    long long size = DEFAULT_POOL;
+    int64_t seconds = 0;
+    int rc = convo__url_take_int(url, "pool", 1, MAX_POOL, &size, err);
+    if (rc == 0)
+        rc = convo__url_take_ttl(url, &seconds, err);
+    if (rc == 0 && schema && !valid_schema(schema))
         rc = convo__error(err, CONVO_EINVAL, NULL,
                           "postgres: schema must match [a-z_][a-z0-9_]{0,62} and not start "
                           "with pg_");
-    else
-        snprintf(b->schema, sizeof b->schema, "%s", schema ? schema : DEFAULT_SCHEMA);
-    long size = pool ? number_param(pool, 1, MAX_POOL) : DEFAULT_POOL;
-    if (rc == 0 && size < 0)
-        rc = convo__error(err, CONVO_EINVAL, NULL,
-                          "postgres: pool must be a number from 1 to %d", MAX_POOL);
-    long seconds = ttl ? number_param(ttl, 1, MAX_TTL) : 0;
-    if (rc == 0 && seconds < 0)
-        rc = convo__error(err, CONVO_EINVAL, NULL,
-                          "postgres: ttl must be a number of seconds from 1 to %ld", MAX_TTL);
+    snprintf(b->schema, sizeof b->schema, "%s", rc == 0 && schema ? schema : DEFAULT_SCHEMA);
     put64(b->ttl_interval, (uint64_t)seconds * 1000000);
     b->ttl = seconds > 0 ? b->ttl_interval : NULL;
     free(schema);
-    free(pool);
-    free(ttl);
     snprintf(b->qschema, sizeof b->qschema, "\"%s\"", b->schema);
     if (rc == 0 && convo__pool_new(&b->pool, (size_t)size, &pool_ops, b) != 0)
         rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");

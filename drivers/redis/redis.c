@@ -1086,18 +1086,6 @@ static int parse_int(const char *name, const char *v, long long lo, long long hi
     return 0;
 }
 
-/* Takes one integer parameter out of the URL; leaves *out alone when absent. */
-static int take_int(convo_url *url, const char *name, long long lo, long long hi, long long *out,
-                    convo_error *err)
-{
-    char *v = convo__url_take(url, name);
-    if (!v)
-        return 0;
-    int rc = parse_int(name, v, lo, hi, out, err);
-    free(v);
-    return rc;
-}
-
 static int check_prefix(const char *p, convo_error *err)
 {
     size_t n = strlen(p);
@@ -1155,25 +1143,26 @@ static int parse_location(convo_backend *b, convo_url *url, long long *db, convo
 
 static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long long *pool)
 {
-    long long db = -1, qdb = -1, ttl = 0, ct = DEFAULT_TIMEOUT_MS, t = DEFAULT_TIMEOUT_MS;
+    long long db = -1, qdb = -1, ct = DEFAULT_TIMEOUT_MS, t = DEFAULT_TIMEOUT_MS;
+    int64_t ttl = 0;
     int rc = parse_location(b, url, &db, err);
     if (rc == 0)
-        rc = take_int(url, "db", 0, INT_MAX, &qdb, err);
+        rc = convo__url_take_int(url, "db", 0, INT_MAX, &qdb, err);
     if (rc == 0 && db >= 0 && qdb >= 0)
         rc = convo__error(err, CONVO_EINVAL, NULL, "redis URL: database given twice");
     if (rc == 0)
-        rc = take_int(url, "ttl", 0, LLONG_MAX / 1000 - 1, &ttl, err);
+        rc = convo__url_take_ttl(url, &ttl, err);
     if (rc == 0)
-        rc = take_int(url, "connect_timeout", 0, INT_MAX, &ct, err);
+        rc = convo__url_take_int(url, "connect_timeout", 0, INT_MAX, &ct, err);
     if (rc == 0)
-        rc = take_int(url, "timeout", 0, INT_MAX, &t, err);
+        rc = convo__url_take_int(url, "timeout", 0, INT_MAX, &t, err);
     if (rc == 0)
-        rc = take_int(url, "pool", 1, 1024, pool, err);
+        rc = convo__url_take_int(url, "pool", 1, 1024, pool, err);
     long long wait = 0, wait_t = 1000;
     if (rc == 0)
-        rc = take_int(url, "wait", 0, 64, &wait, err);
+        rc = convo__url_take_int(url, "wait", 0, 64, &wait, err);
     if (rc == 0)
-        rc = take_int(url, "wait_timeout", 1, INT_MAX, &wait_t, err);
+        rc = convo__url_take_int(url, "wait_timeout", 1, INT_MAX, &wait_t, err);
     if (rc == 0 && wait > 0 && t > 0 && wait_t >= t)
         rc = convo__error(err, CONVO_EINVAL, NULL,
                           "redis URL: wait_timeout must be shorter than timeout");

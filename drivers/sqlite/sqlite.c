@@ -1988,20 +1988,18 @@ static int create_private(const char *path, convo_error *err)
 static int int_param(convo_url *url, const char *key, long min, long max, long def, int *out,
                      convo_error *err)
 {
-    char *v = convo__url_take(url, key), *end;
-    if (!v) {
-        *out = (int)def;
-        return 0;
-    }
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    int ok = *v && !*end && errno == 0 && n >= min && n <= max;
-    free(v);
-    if (!ok)
-        return convo__error(err, CONVO_EINVAL, NULL, "sqlite: %s must be an integer in %ld..%ld",
-                            key, min, max);
+    long long n = def;
+    int rc = convo__url_take_int(url, key, min, max, &n, err);
     *out = (int)n;
-    return 0;
+    return rc;
+}
+
+static int take_ttl(convo_url *url, int *ttl_s, convo_error *err)
+{
+    int64_t seconds;
+    int rc = convo__url_take_ttl(url, &seconds, err);
+    *ttl_s = (int)seconds; /* CONVO_MAX_TTL_SECONDS is INT32_MAX */
+    return rc;
 }
 
 static int sync_param(convo_url *url, int *full, convo_error *err)
@@ -2023,7 +2021,7 @@ static int parse_params(convo_backend *b, convo_url *url, int *pool, convo_error
     if (rc == 0)
         rc = int_param(url, "pool", 1, MAX_POOL, DEFAULT_POOL, pool, err);
     if (rc == 0)
-        rc = int_param(url, "ttl", 1, INT_MAX, 0, &b->ttl_s, err);
+        rc = take_ttl(url, &b->ttl_s, err);
     if (rc == 0)
         rc = sync_param(url, &b->sync_full, err);
     return rc ? rc : convo__url_reject_rest(url, err);

@@ -153,6 +153,15 @@ void convo__error_clear(convo_error *err);
 
 /* Removes parameter key from url and returns its value (caller frees), or NULL. */
 char *convo__url_take(convo_url *url, const char *key);
+/* Removes integer parameter key from url into *out: a whole number (digits,
+ * '-' first only when min < 0) from min to max, else CONVO_EINVAL with one
+ * message for every driver. *out is left alone when key is absent. */
+int convo__url_take_int(convo_url *url, const char *key, long long min, long long max,
+                        long long *out, convo_error *err);
+/* ttl=S, the same for every driver: seconds from 1 to CONVO_MAX_TTL_SECONDS;
+ * *seconds is 0 (no expiry) when absent. */
+#define CONVO_MAX_TTL_SECONDS 2147483647LL
+int convo__url_take_ttl(convo_url *url, int64_t *seconds, convo_error *err);
 /* CONVO_EINVAL naming the first parameter left, if any. */
 int convo__url_reject_rest(const convo_url *url, convo_error *err);
 
