@@ -639,6 +639,81 @@ START_TEST(test_reshard)
 }
 END_TEST
 
+/* ------------------------------------------------------ WAIT and a retry */
+
+static void replicas_signal(int sig)
+{
+    for (int i = 4; i <= 6; i++) { /* 3 x 1: nodes 4..6 are the replicas */
+        pid_t pid = node_pid(i);
+        ck_assert_msg(pid > 0 && kill(pid, sig) == 0, "signal %d to node %d", sig, i);
+    }
+}
+
+/* One attempt of the batch with key k1 (the same each time) from store s;
+ * returns its code, *res its result. */
+static int wait_attempt(convo_store *s, convo_append_result *res, convo_error *err)
+{
+    const char *msgs[] = {"{\"role\":\"user\",\"i\":0}", "{\"role\":\"user\",\"i\":1}"};
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = "k1";
+    *res = (convo_append_result){0};
+    return convo_append(s, "ha/wait", msgs, NULL, 2, &o, res, err);
+}
+
+/* wait=1 with every replica stopped (SIGSTOP): the append times out (written
+ * on the master, not acknowledged). Its retry with the same idempotency key
+ * finds the batch stored and writes nothing, but must not be acknowledged
+ * before a replica has the batch: from the same store and from a new one (a
+ * fresh connection, as after a restart), it times out too while the replicas
+ * are stopped; once they run again it succeeds as a replay of the same range,
+ * stored once. (Redis's WAIT covers all the master applied before the
+ * client's last command, not only that client's writes: docs/redis.md.) */
+START_TEST(test_wait_retry)
+{
+    char u[1400];
+    prefix_add("r");
+    url_with(u, sizeof u, "wait=1&wait_timeout=300");
+    convo_store *s = NULL, *s2 = NULL, *s3 = NULL;
+    convo_error err, err2, err3;
+    convo_append_result first, same, fresh, after;
+    ck_assert_int_eq(convo_open(&s, u, &err), 0);
+    convo_append_result warm;
+    const char *one = "{\"role\":\"system\"}";
+    ck_assert_msg(convo_append(s, "ha/wait", &one, NULL, 1, NULL, &warm, &err) == 0,
+                  "append with the replicas running: %s", err.message);
+    replicas_signal(SIGSTOP);
+    int rc1 = wait_attempt(s, &first, &err);
+    int rc2 = wait_attempt(s, &same, &err2);
+    int rc3 = convo_open(&s2, u, &err3);
+    if (rc3 == 0)
+        rc3 = wait_attempt(s2, &fresh, &err3);
+    replicas_signal(SIGCONT);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' wait '%s'", script, dir);
+    ck_assert_msg(system(cmd) == 0, "the cluster did not recover: %s", cmd);
+    ck_assert_msg(rc1 == CONVO_ETIMEOUT, "first attempt: %s (%s)", convo_strerror(rc1),
+                  rc1 ? err.message : "acknowledged with every replica stopped");
+    ck_assert_msg(rc2 == CONVO_ETIMEOUT, "retry on the same store: %s (%s)", convo_strerror(rc2),
+                  rc2 ? err2.message : "acknowledged with every replica stopped");
+    ck_assert_msg(rc3 == CONVO_ETIMEOUT, "retry on a new store: %s (%s)", convo_strerror(rc3),
+                  rc3 ? err3.message : "acknowledged with every replica stopped");
+    ck_assert_int_eq(convo_open(&s3, u, &err), 0);
+    int rc4 = wait_attempt(s3, &after, &err);
+    ck_assert_msg(rc4 == 0, "retry with the replicas back: %s", err.message);
+    ck_assert_msg(after.replayed && after.first_seq == 1 && after.count == 2,
+                  "retry: first %lld count %zu replayed %d", (long long)after.first_seq,
+                  after.count, after.replayed);
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s3, "ha/wait", NULL, &h, &err), 0);
+    ck_assert_msg(convo_history_count(h) == 3, "%zu messages, want 3 (the batch once)",
+                  convo_history_count(h));
+    convo_history_free(h);
+    convo_close(s);
+    convo_close(s2);
+    convo_close(s3);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- NOSCRIPT */
 
 /* A number from the INFO SECTION of the node on port: the digits after
@@ -798,6 +873,7 @@ int main(void)
     suite_add_tcase(suite, tc2);
     TCase *tc3 = tcase_create("resharding");
     /* NOSCRIPT first, on the same cluster: master 1 still has its slots */
+    tcase_add_test(tc3, test_wait_retry);
     tcase_add_test(tc3, test_noscript_each_call);
     tcase_add_test(tc3, test_noscript_during_appends);
     tcase_add_test(tc3, test_reshard);
