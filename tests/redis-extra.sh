@@ -14,8 +14,13 @@ if [ -z "${CONVO_TEST_REDIS_URL:-}" ]; then
     exit 77
 fi
 export CONVO_TEST_REDIS_URL
-if [ -n "${CONVO_TEST_WRAPPER:-}" ]; then
+wrap() {
     # shellcheck disable=SC2086
-    exec "$top_builddir/libtool" --mode=execute $CONVO_TEST_WRAPPER "$top_builddir/tests/redis_extra"
-fi
-exec "$top_builddir/tests/redis_extra"
+    ${CONVO_TEST_WRAPPER:+"$top_builddir/libtool" --mode=execute $CONVO_TEST_WRAPPER} "$@"
+}
+status=0
+wrap "$top_builddir/tests/redis_extra" || status=1
+# put order and layout migration (tests/redis-layout.c), in a fresh prefix
+wrap "$top_builddir/tests/redis_layout" "$CONVO_TEST_REDIS_URL" "convo-layout-$(convo_random)" ||
+    status=1
+exit $status

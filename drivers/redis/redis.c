@@ -5,6 +5,7 @@
  * docs/redis.md. */
 #include "config.h"
 #include "cluster.h"
+#include "drivers/redis/lua.h"
 #include <convo/driver.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -35,7 +36,8 @@
 
 /* Shared by every script but append: KEYS by name; expire every key of the
  * thread together (PEXPIREAT with one deadline), or make them all permanent
- * again; run a command over ARGV[first..last] 1000 arguments at a time. */
+ * again (the eight keys of the thread: a ninth, P:store, is the store's); run
+ * a command over ARGV[first..last] 1000 arguments at a time. */
 #define LUA_PRELUDE                                                                        \
     "if redis.replicate_commands then redis.replicate_commands() end\n"                   \
     "local MSGS, IDEM, META, EXTRA, CP, CPIDX, BLOBS, WRITES = unpack(KEYS)\n"             \
@@ -43,9 +45,9 @@
     "  if ttl > 0 then\n"                                                                \
     "    local t = redis.call('TIME')\n"                                                 \
     "    local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl\n"   \
-    "    for i = 1, #KEYS do redis.call('PEXPIREAT', KEYS[i], at) end\n"                  \
+    "    for i = 1, 8 do redis.call('PEXPIREAT', KEYS[i], at) end\n"                     \
     "  elseif redis.call('PTTL', META) > 0 then\n"                                       \
-    "    for i = 1, #KEYS do redis.call('PERSIST', KEYS[i]) end\n"                        \
+    "    for i = 1, 8 do redis.call('PERSIST', KEYS[i]) end\n"                           \
     "  end\n"                                                                            \
     "end\n"                                                                              \
     "local function chunked(cmd, key, list, first, last)\n"                              \
@@ -95,7 +97,7 @@ static const char script_append[] =
     "end\n"
     "local n = #ARGV - 4\n"
     "local first = len - n\n"
-    "if create and first == 0 then redis.call('HSET', KEYS[3], 'v', '1') end\n"
+    "if create and first == 0 then redis.call('HSETNX', KEYS[3], 'v', '2') end\n"
     "if key ~= '' then redis.call('HSET', KEYS[2], key, first .. ' ' .. n) end\n"
     "if ttl > 0 then\n"
     "  local t = redis.call('TIME')\n"
@@ -150,7 +152,8 @@ static const char script_extra[] = LUA_PRELUDE
     "                           ' bytes would exceed the limit of ' .. maxb .. ' bytes')\n"
     "end\n"
     "chunked('HSET', EXTRA, vals, 1, #vals)\n"
-    "redis.call('HSET', META, 'v', '1', 'xb', string.format('%d', xb),\n"
+    "if not m[1] then redis.call('HSET', META, 'v', '2') end\n"
+    "redis.call('HSET', META, 'xb', string.format('%d', xb),\n"
     "           'xc', string.format('%d', xc), 'xn', string.format('%d', xn))\n"
     "expire_all(ttl)\n"
     "return 1\n";
@@ -171,7 +174,7 @@ static const char script_fork[] = LUA_PRELUDE
     "local ttl, n = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
     "chunked('RPUSH', MSGS, ARGV, 6, 5 + n)\n"
     "chunked('HSET', EXTRA, ARGV, 6 + n, #ARGV)\n"
-    "redis.call('HSET', META, 'v', '1', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])\n"
+    "redis.call('HSET', META, 'v', '2', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])\n"
     "expire_all(ttl)\n"
     "return 1\n";
 
@@ -187,7 +190,7 @@ static const char script_import[] = LUA_PRELUDE
     "                           ' messages, the dump continues at ' .. first)\n"
     "end\n"
     "chunked('RPUSH', MSGS, ARGV, 3, #ARGV)\n"
-    "redis.call('HSET', META, 'v', '1')\n"
+    "redis.call('HSETNX', META, 'v', '2')\n"
     "expire_all(ttl)\n"
     "return 0\n";
 
@@ -198,7 +201,8 @@ static const char script_import[] = LUA_PRELUDE
  *   "o\0" ORDER "\0" NS "\0" ID          every checkpoint, in put order
  *   "n\0" NS "\0" ORDER "\0" ID          per namespace, in put order
  *   "w\0" NS "\0" ID "\0" TASK "\0" IDX  the pending writes of a checkpoint
- * ORDER is the put counter (meta field co) as 16 hex digits. */
+ * ORDER is the store-wide put order (microseconds, see checkpoint.lua and
+ * docs/redis.md, "Put order") as 16 hex digits. */
 #define LUA_CP_PRELUDE                                                                     \
     "local function rec_order(rec)\n"                                                    \
     "  local _, o = cmsgpack.unpack_one(rec)\n"                                           \
@@ -240,30 +244,27 @@ static const char script_import[] = LUA_PRELUDE
     "end\n"
 
 /* ARGV: may create, ttl ms, ns, id, created_at (the client's clock, as for
- * messages), channel list, tail, then value field/value pairs
- * ("NS\0CHANNEL\0VERSION" -> msgpack [type, bytes]), each stored only if
- * absent. The same key again keeps its order and created_at. */
-static const char script_cp_put[] = LUA_PRELUDE LUA_CP_PRELUDE
+ * messages), order hint, channel list, tail, then value field/value pairs
+ * ("NS\0CHANNEL\0VERSION" -> msgpack [type, bytes]). KEYS: the thread's eight,
+ * and P:store on one server. Returns the checkpoint's order. */
+static const char script_cp_put[] = LUA_PRELUDE LUA_CP_PRELUDE LUA_CHECKPOINT
     "if redis.call('EXISTS', META) == 0 then\n"
     "  if ARGV[1] ~= '1' then return redis.status_reply('CONVO_CREATE') end\n"
-    "  redis.call('HSET', META, 'v', '1')\n"
+    "  redis.call('HSET', META, 'v', '2')\n"
     "end\n"
-    "local ns, id = ARGV[3], ARGV[4]\n"
-    "local field = ns .. '\\0' .. id\n"
-    "local old = redis.call('HGET', CP, field)\n"
-    "local head\n"
-    "if old then\n"
-    "  local o1 = cmsgpack.unpack_one(old)\n"
-    "  head = string.sub(old, 1, (cmsgpack.unpack_one(old, o1)))\n"
-    "else\n"
-    "  local order = redis.call('HINCRBY', META, 'co', 1)\n"
-    "  head = cmsgpack.pack(order) .. cmsgpack.pack(tonumber(ARGV[5]))\n"
-    "  redis.call('ZADD', CPIDX, 0, 'o\\0' .. hex(order) .. '\\0' .. field,\n"
-    "             0, 'n\\0' .. ns .. '\\0' .. hex(order) .. '\\0' .. id)\n"
-    "end\n"
-    "redis.call('HSET', CP, field, head .. ARGV[6] .. ARGV[7])\n"
-    "for i = 8, #ARGV, 2 do redis.call('HSETNX', BLOBS, ARGV[i], ARGV[i + 1]) end\n"
+    "migrate()\n"
+    "local order = put_checkpoint(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[7], ARGV[8], 9,\n"
+    "                             tonumber(ARGV[6]))\n"
     "expire_all(tonumber(ARGV[2]))\n"
+    "return order\n";
+
+/* drivers/redis/put_log.lua: messages and a checkpoint in one script. */
+static const char script_cp_put_log[] = LUA_PRELUDE LUA_CP_PRELUDE LUA_CHECKPOINT LUA_PUT_LOG;
+
+/* A thread of layout 1 to layout 2 (nothing else: a missing thread stays
+ * missing). KEYS as for a put. */
+static const char script_cp_migrate[] = LUA_PRELUDE LUA_CP_PRELUDE LUA_CHECKPOINT
+    "migrate()\n"
     "return 1\n";
 
 /* ARGV: ttl ms, "NS\0ID", then (mode, field, value) triples: field
@@ -292,25 +293,10 @@ static const char script_cp_get[] = LUA_PRELUDE LUA_CP_PRELUDE
     "return r\n";
 
 /* One page of a listing, newest first. ARGV: one namespace ('1'/'0'), ns,
- * before ('' = none), cursor (ORDER of the last one seen, '' = the newest),
- * page size. Returns {next cursor or '', fetch() of each}. Reads only. */
+ * cursor (ORDER of the last one seen, or of `before`; '' = the newest), page
+ * size. Returns {next cursor or '', fetch() of each}. Reads only. */
 static const char script_cp_list[] = LUA_PRELUDE LUA_CP_PRELUDE
-    "local one, ns, before, upper = ARGV[1] == '1', ARGV[2], ARGV[3], ARGV[4]\n"
-    "local count = tonumber(ARGV[5])\n"
-    "if before ~= '' then\n"
-    "  local best\n"
-    "  local n = one and ns or next_ns(nil)\n"
-    "  while n do\n"
-    "    local rec = redis.call('HGET', CP, n .. '\\0' .. before)\n"
-    "    if rec and (not best or rec_order(rec) < best) then best = rec_order(rec) end\n"
-    "    n = not one and next_ns(n)\n"
-    "  end\n"
-    "  if not best then\n"
-    "    if redis.call('EXISTS', META) == 0 then return {''} end\n"
-    "    return redis.error_reply(\"CONVO_NOTFOUND checkpoint '\" .. before .. \"' not found\")\n"
-    "  end\n"
-    "  if upper == '' or hex(best) < upper then upper = hex(best) end\n"
-    "end\n"
+    "local one, ns, upper, count = ARGV[1] == '1', ARGV[2], ARGV[3], tonumber(ARGV[4])\n"
     "local lo, hi, pat\n"
     "if one then\n"
     "  lo, pat = '[n\\0' .. ns .. '\\0', '^n%z[^%z]*%z(%x+)%z(.*)$'\n"
@@ -363,12 +349,13 @@ static const char script_cp_prune[] = LUA_PRELUDE LUA_CP_PRELUDE
     "return 1\n";
 
 enum {
-    S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT,
-    S_CP_PUT, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
+    S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
+    S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
 };
 static const char *const scripts[S_COUNT] = {
-    script_append, script_persist,     script_extra,     script_delete,  script_fork,
-    script_import, script_cp_put,      script_cp_writes, script_cp_get,  script_cp_list,
+    script_append,     script_persist,   script_extra,      script_delete,
+    script_fork,       script_import,    script_cp_put,     script_cp_put_log,
+    script_cp_migrate, script_cp_writes, script_cp_get,     script_cp_list,
     script_cp_prune};
 
 /* ---- the backend and its connections ---- */
@@ -388,6 +375,8 @@ struct convo_backend {
     long long ttl_ms;
     int connect_timeout_ms, timeout_ms;
     char *prefix, *index_key;
+    char *store_key;            /* P:store: layout version, on one server the put order */
+    atomic_int_fast64_t order_hint; /* the highest checkpoint order this store saw */
     char sha[S_COUNT][41];
     atomic_uint_fast64_t recent[RECENT_SLOTS]; /* threads written lately (run_writer) */
     atomic_uint_fast64_t next_gen;
@@ -1183,9 +1172,11 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
     b->ttl_ms = ttl * 1000;
     b->connect_timeout_ms = (int)ct;
     b->timeout_ms = (int)t;
-    if (!(b->index_key = malloc(strlen(b->prefix) + 16)))
+    if (!(b->index_key = malloc(strlen(b->prefix) + 16)) ||
+        !(b->store_key = malloc(strlen(b->prefix) + 16)))
         return oom(err);
     sprintf(b->index_key, "%s:threads", b->prefix);
+    sprintf(b->store_key, "%s:store", b->prefix);
     return 0;
 }
 
@@ -1223,8 +1214,11 @@ static void rd_close(convo_backend *b)
     free(b->redacted);
     free(b->prefix);
     free(b->index_key);
+    free(b->store_key);
     free(b);
 }
+
+static int layout_migrate(convo_backend *b, rconn *c, convo_error *err);
 
 static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limits,
                    convo_error *err)
@@ -1241,6 +1235,7 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
     for (size_t i = 0; i < RECENT_SLOTS; i++)
         atomic_init(&b->recent[i], 0);
     atomic_init(&b->stale_below, 0);
+    atomic_init(&b->order_hint, 0);
     long long pool = DEFAULT_POOL;
     int rc = (b->redacted = strdup(url->redacted)) ? parse_params(b, url, err, &pool) : oom(err);
     if (rc == 0 && strcmp(url->scheme, "redis+cluster") == 0)
@@ -1252,6 +1247,8 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
     if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
         if (b->cluster) /* a first node connection: the map, the SHAs */
             rc = cluster_ping(b, c, err);
+        if (rc == 0)
+            rc = layout_migrate(b, c, err);
         release(b, c);
     }
     if (rc != 0) {
@@ -1612,12 +1609,14 @@ static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *e
     return rc ? oom(err) : 0;
 }
 
-/* The meta hash's "v" field: nil = no such thread; "1" = this layout. */
+/* The meta hash's "v" field: nil = no such thread; "2" = this layout, "1"
+ * the one before (messages and extra are the same; only checkpoint orders,
+ * which checkpoint writes migrate, differ). */
 static int check_layout(const redisReply *v, const char *missing, convo_error *err)
 {
     if (v->type == REDIS_REPLY_NIL)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "%s", missing);
-    if (v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] == '1')
+    if (v->type == REDIS_REPLY_STRING && v->len == 1 && (v->str[0] == '1' || v->str[0] == '2'))
         return 0;
     return convo__error(err, CONVO_ENOTSUP, NULL,
                         "redis: thread stored in an unknown layout (a newer convo?)");
@@ -2501,48 +2500,130 @@ static int pack_checkpoint(const convo_checkpoint_in *cp, packbuf *pb)
     return pb->failed ? CONVO_ENOMEM : 0;
 }
 
+/* The start of a script that may give a checkpoint its order: the thread's
+ * keys, and on one server P:store, the store's last order (checkpoint.lua). */
+static void cmd_cp_head(cmd *c, const convo_backend *b, const thread_keys *tk)
+{
+    if (b->cluster) {
+        cmd_script_head(c, tk);
+        return;
+    }
+    cmd_add(c, "EVALSHA", 7);
+    cmd_add(c, "", 0);
+    cmd_num(c, K_COUNT + 1);
+    for (size_t i = 0; i < K_COUNT; i++)
+        cmd_add(c, tk->k[i], tk->len[i]);
+    cmd_str(c, b->store_key);
+}
+
+/* Puts this store makes or sees come after every order it saw before, even
+ * on another master of a cluster with a slower clock. */
+static void order_seen(convo_backend *b, long long order)
+{
+    int_fast64_t cur = atomic_load_explicit(&b->order_hint, memory_order_relaxed);
+    while (cur < order && !atomic_compare_exchange_weak_explicit(
+                              &b->order_hint, &cur, order, memory_order_relaxed,
+                              memory_order_relaxed))
+        ;
+}
+
 typedef struct put_call {
-    const convo_backend *b;
+    convo_backend *b;
     const thread_keys *tk;
     const convo_checkpoint_in *cp;
-    const packbuf *pb;
+    const packbuf *pb;     /* pack_checkpoint()'s parts */
+    const packbuf *msgs;   /* pack_records()'s parts (put with messages), else NULL */
     int64_t created_at;
 } put_call;
+
+/* The checkpoint's parts after the fixed arguments: channel list, tail, then
+ * (msgs) the message records, then the value pairs. */
+static void put_parts(cmd *c, const put_call *p)
+{
+    cmd_part(c, p->pb, 0);
+    cmd_part(c, p->pb, 1);
+    for (size_t i = 0; p->msgs && i < p->cp->nmessages; i++)
+        cmd_part(c, p->msgs, i);
+    for (size_t i = 2; i + 1 < p->pb->nmarks; i++)
+        cmd_part(c, p->pb, i);
+}
 
 static int put_build(void *ctx, cmd *c, int create)
 {
     const put_call *p = ctx;
-    cmd_script_head(c, p->tk);
+    cmd_cp_head(c, p->b, p->tk);
     cmd_add(c, create ? "1" : "0", 1);
     cmd_num(c, p->b->ttl_ms);
     cmd_str(c, p->cp->checkpoint_ns);
     cmd_str(c, p->cp->checkpoint_id);
     cmd_num(c, p->created_at);
-    for (size_t i = 0; i + 1 < p->pb->nmarks; i++)
-        cmd_part(c, p->pb, i);
+    cmd_num(c, atomic_load_explicit(&p->b->order_hint, memory_order_relaxed));
+    put_parts(c, p);
     return c->failed ? CONVO_ENOMEM : S_CP_PUT;
 }
 
-static int rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+static int put_log_build(void *ctx, cmd *c, int create)
+{
+    const put_call *p = ctx;
+    cmd_cp_head(c, p->b, p->tk);
+    cmd_add(c, create ? "1" : "0", 1);
+    cmd_num(c, p->b->ttl_ms);
+    cmd_num(c, p->cp->expected_length);
+    cmd_num(c, (long long)p->cp->nmessages);
+    cmd_str(c, p->cp->checkpoint_ns);
+    cmd_str(c, p->cp->checkpoint_id);
+    cmd_num(c, p->created_at);
+    cmd_num(c, atomic_load_explicit(&p->b->order_hint, memory_order_relaxed));
+    put_parts(c, p);
+    return c->failed ? CONVO_ENOMEM : S_CP_PUT_LOG;
+}
+
+/* Runs a put (with messages when msgs). With an expected length > 0 the
+ * script runs alone first, without leave to create: a thread with messages
+ * exists, and a missing one conflicts before anything (index entry included)
+ * is written. */
+static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_message_in *msgs,
+                   convo_error *err)
 {
     thread_keys tk;
-    packbuf pb = {0};
+    packbuf pb = {0}, mb = {0};
     if (keys_make(b, cp->thread_id, &tk) != 0)
         return oom(err);
+    int64_t now = convo__now_micros();
     int rc = pack_checkpoint(cp, &pb) ? oom(err) : 0;
-    put_call p = {b, &tk, cp, &pb, convo__now_micros()};
+    if (rc == 0 && msgs && (rc = pack_records(msgs, cp->nmessages, NULL, now, &mb)) != 0)
+        rc = rc == CONVO_ENOMEM ? oom(err) : convo__error(err, CONVO_ERROR, NULL, "msgpack failed");
+    put_call p = {b, &tk, cp, &pb, msgs ? &mb : NULL, now};
+    build_fn build = msgs ? put_log_build : put_build;
+    int known = recent_has(b, id_hash(cp->thread_id)) || (msgs && cp->expected_length > 0);
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = acquire(b, &c, err)) == 0) {
-        rc = run_writer(b, c, cp->thread_id, put_build, &p, &r, err);
+        rc = run_writer_as(b, c, cp->thread_id, known, build, &p, &r, err);
         release(b, c);
     }
     if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = reply_error(r, err);
+    else if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a checkpoint put");
+    if (rc == 0)
+        order_seen(b, r->integer);
     freeReplyObject(r);
     packbuf_free(&pb);
+    packbuf_free(&mb);
     free(tk.buf);
     return rc;
+}
+
+static int rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    return put_run(b, cp, NULL, err);
+}
+
+static int rd_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err)
+{
+    return put_run(b, cp, msgs, err);
 }
 
 /* Parts: "NS\0ID", then per write "NS\0ID\0TASK\0IDX" and [task_id,
@@ -2879,17 +2960,19 @@ static int list_take(const char *thread_id, const redisReply *r,
     return rc;
 }
 
-/* The checkpoints of one thread, newest first, a page (one script) at a time:
- * the filter is applied here, so pages go on until limit matched. */
+/* The checkpoints of one thread, newest first, a page (one script) at a time,
+ * those put before `upper` (an ORDER in hex, "" = all): the filter is applied
+ * here, so pages go on until limit matched. */
 static int list_thread(convo_backend *b, rconn *c, const char *thread_id,
-                       const convo_checkpoint_list_opts *o, void *filter,
+                       const convo_checkpoint_list_opts *o, void *filter, const char *upper,
                        convo_checkpoint_set *set, convo_error *err)
 {
     thread_keys tk;
     if (keys_make(b, thread_id, &tk) != 0)
         return oom(err);
-    char cursor[17] = "";
-    int rc = 0, full = o->limit && convo_checkpoint_set_count(set) >= o->limit, first = 1;
+    char cursor[17];
+    snprintf(cursor, sizeof cursor, "%s", upper);
+    int rc = 0, full = o->limit && convo_checkpoint_set_count(set) >= o->limit;
     while (rc == 0 && !full) {
         size_t want = o->limit ? o->limit - convo_checkpoint_set_count(set) : 256;
         long long page = filter ? 64 : want < 16 ? 16 : want > 256 ? 256 : (long long)want;
@@ -2897,7 +2980,6 @@ static int list_thread(convo_backend *b, rconn *c, const char *thread_id,
         cmd_script_head(&call, &tk);
         cmd_str(&call, o->checkpoint_ns ? "1" : "0");
         cmd_str(&call, o->checkpoint_ns ? o->checkpoint_ns : "");
-        cmd_str(&call, first && o->before ? o->before : "");
         cmd_str(&call, cursor);
         cmd_num(&call, page);
         redisReply *r = NULL;
@@ -2915,7 +2997,6 @@ static int list_thread(convo_backend *b, rconn *c, const char *thread_id,
             rc = list_take(thread_id, r, o, filter, set, &full, err);
         }
         freeReplyObject(r);
-        first = 0;
         if (!cursor[0])
             break;
     }
@@ -2923,10 +3004,60 @@ static int list_thread(convo_backend *b, rconn *c, const char *thread_id,
     return rc;
 }
 
+/* The ORDER of checkpoint (before_thread_id, before_ns, before) as 16 hex
+ * digits: the first object of its record. Listing takes what was put before. */
+static int before_order(convo_backend *b, rconn *c, const convo_checkpoint_list_opts *o,
+                        char upper[17], convo_error *err)
+{
+    /* the core fills both; the defaults it uses, should it not */
+    const char *thread = o->before_thread_id ? o->before_thread_id : o->thread_id;
+    const char *ns = o->before_ns ? o->before_ns : o->checkpoint_ns ? o->checkpoint_ns : "";
+    thread_keys tk;
+    if (!thread)
+        return convo__error(err, CONVO_EINVAL, NULL, "before needs a thread id");
+    if (keys_make(b, thread, &tk) != 0)
+        return oom(err);
+    size_t nlen = strlen(ns), ilen = strlen(o->before);
+    char *field = malloc(nlen + ilen + 2);
+    cmd q = {0};
+    cmd_str(&q, "HGET");
+    cmd_add(&q, tk.k[K_CP], tk.len[K_CP]);
+    if (field) {
+        memcpy(field, ns, nlen + 1); /* "NS\0ID" */
+        memcpy(field + nlen + 1, o->before, ilen);
+        cmd_add(&q, field, nlen + 1 + ilen);
+    }
+    redisReply *r = NULL;
+    int rc = !field || q.failed ? oom(err) : pipeline(b, c, &q, 1, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
+        rc = reply_error(r, err);
+    } else if (rc == 0 && r->type == REDIS_REPLY_NIL) {
+        rc = convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found", o->before);
+    } else if (rc == 0) {
+        msgpack_unpacked u;
+        msgpack_unpacked_init(&u);
+        size_t off = 0;
+        int64_t order;
+        if (r->type != REDIS_REPLY_STRING ||
+            msgpack_unpack_next(&u, r->str, r->len, &off) != MSGPACK_UNPACK_SUCCESS ||
+            obj_int(&u.data, &order) || order < 0)
+            rc = convo__error(err, CONVO_ECORRUPT, NULL,
+                              "redis: a stored checkpoint could not be decoded");
+        else
+            snprintf(upper, 17, "%016llx", (unsigned long long)order);
+        msgpack_unpacked_destroy(&u);
+    }
+    freeReplyObject(r);
+    cmd_free(&q);
+    free(field);
+    free(tk.buf);
+    return rc;
+}
+
 /* Every thread of the index in byte order, newest checkpoints first in each;
  * entries of threads that are gone simply list nothing. */
 static int list_all(convo_backend *b, rconn *c, const convo_checkpoint_list_opts *o,
-                    void *filter, convo_checkpoint_set *set, convo_error *err)
+                    void *filter, const char *upper, convo_checkpoint_set *set, convo_error *err)
 {
     char *after = NULL;
     int rc = 0, done = 0;
@@ -2940,7 +3071,7 @@ static int list_all(convo_backend *b, rconn *c, const convo_checkpoint_list_opts
             if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
                 rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
             else if (!(o->limit && convo_checkpoint_set_count(set) >= o->limit))
-                rc = list_thread(b, c, e->str, o, filter, set, err);
+                rc = list_thread(b, c, e->str, o, filter, upper, set, err);
         }
         free(after);
         after = rc == 0 && r->elements ? strdup(r->element[r->elements - 1]->str) : NULL;
@@ -2959,10 +3090,14 @@ static int rd_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
     if (!set)
         return oom(err);
     rconn *c;
+    char upper[17] = "";
     int rc = acquire(b, &c, err);
     if (rc == 0) {
-        rc = o->thread_id ? list_thread(b, c, o->thread_id, o, filter, set, err)
-                          : list_all(b, c, o, filter, set, err);
+        if (o->before)
+            rc = before_order(b, c, o, upper, err);
+        if (rc == 0)
+            rc = o->thread_id ? list_thread(b, c, o->thread_id, o, filter, upper, set, err)
+                              : list_all(b, c, o, filter, upper, set, err);
         release(b, c);
     }
     if (rc != 0) {
@@ -2994,6 +3129,114 @@ static int rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
     freeReplyObject(r);
     cmd_free(&call);
     free(tk.buf);
+    return rc;
+}
+
+/* ---- layout 1 -> 2 (docs/redis.md, "Put order") ---- */
+
+/* Runs the migration script on each thread of an index page, pipelined. It
+ * is idempotent, so on NOSCRIPT the whole page is sent again with EVAL. */
+static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, convo_error *err)
+{
+    size_t n = ids->elements;
+    if (n == 0)
+        return 0;
+    thread_keys *tk = calloc(n, sizeof *tk);
+    cmd *cmds = calloc(n, sizeof *cmds);
+    redisReply **r = calloc(n, sizeof *r);
+    int rc = tk && cmds && r ? 0 : oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const redisReply *e = ids->element[i];
+        if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
+            rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
+        else if (keys_make(b, e->str, &tk[i]) != 0)
+            rc = oom(err);
+        else
+            cmd_cp_head(&cmds[i], b, &tk[i]);
+        if (rc == 0 && cmds[i].failed)
+            rc = oom(err);
+    }
+    for (int eval = 0; rc == 0 && eval < 2; eval++) {
+        for (size_t i = 0; i < n; i++) {
+            cmds[i].argv[0] = eval ? "EVAL" : "EVALSHA";
+            cmds[i].lens[0] = eval ? 4 : 7;
+            cmds[i].argv[1] = eval ? scripts[S_CP_MIGRATE] : b->sha[S_CP_MIGRATE];
+            cmds[i].lens[1] = strlen(cmds[i].argv[1]);
+        }
+        if ((rc = pipeline(b, c, cmds, n, r, err)) != 0)
+            break;
+        int lost = 0;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            lost |= is_noscript(r[i]);
+            if (r[i]->type == REDIS_REPLY_ERROR && !is_noscript(r[i]))
+                rc = reply_error(r[i], err);
+        }
+        replies_free(r, n);
+        if (!lost)
+            break;
+    }
+    for (size_t i = 0; tk && cmds && i < n; i++) {
+        free(tk[i].buf);
+        cmd_free(&cmds[i]);
+    }
+    free(tk);
+    free(cmds);
+    free(r);
+    return rc;
+}
+
+/* HGET P:store v, or (with value) HSET P:store v value; *is2 = it said "2". */
+static int store_version(convo_backend *b, rconn *c, const char *value, int *is2,
+                         convo_error *err)
+{
+    cmd q = {0};
+    redisReply *r = NULL;
+    cmd_str(&q, value ? "HSET" : "HGET");
+    cmd_str(&q, b->store_key);
+    cmd_add(&q, "v", 1);
+    if (value)
+        cmd_str(&q, value);
+    int rc = q.failed ? oom(err) : pipeline(b, c, &q, 1, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = reply_error(r, err);
+    if (rc == 0 && is2)
+        *is2 = r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == '2';
+    freeReplyObject(r);
+    cmd_free(&q);
+    return rc;
+}
+
+/* Stores of layout 1 numbered checkpoints per thread; layout 2 orders them
+ * store-wide. P:store's v = 2 says every thread is migrated; until then each
+ * open migrates the threads of the index, 100 per round trip, then sets it.
+ * A thread written meanwhile (or not in the index) is migrated by its next
+ * checkpoint write: every script that writes a checkpoint migrates first. */
+static int layout_migrate(convo_backend *b, rconn *c, convo_error *err)
+{
+    convo_error mine = {0};
+    int done = 0, rc = store_version(b, c, NULL, &done, &mine);
+    char *after = NULL;
+    while (rc == 0 && !done) {
+        redisReply *r;
+        if ((rc = index_range(b, c, after, 100, &r, &mine)) != 0)
+            break;
+        rc = migrate_page(b, c, r, &mine);
+        done = r->elements < 100;
+        free(after);
+        after = rc == 0 && !done ? strdup(r->element[r->elements - 1]->str) : NULL;
+        if (rc == 0 && !done && !after)
+            rc = oom(&mine);
+        freeReplyObject(r);
+        if (rc == 0 && done)
+            rc = store_version(b, c, "2", NULL, &mine);
+    }
+    free(after);
+    /* ?wait=N with too few replicas: written on the master, and a later open
+     * migrates again (it changes nothing twice); the store works meanwhile */
+    if (rc == CONVO_ETIMEOUT && strcmp(mine.backend_code, "WAIT") == 0)
+        return 0;
+    if (rc != 0 && err)
+        *err = mine;
     return rc;
 }
 
@@ -3116,4 +3359,5 @@ const convo_driver convo_driver_redis = {
     .stored_bytes = rd_stored_bytes,
     .thread_import = rd_thread_import,
     .sweep = rd_sweep,
+    .checkpoint_put_log = rd_checkpoint_put_log,
 };

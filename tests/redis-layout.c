@@ -1,0 +1,433 @@
+/* redis-layout.c — the Redis driver's checkpoint put order and layouts, seen by
+ * a plain hiredis client, on one server or on a Redis Cluster: a checkpoint put
+ * with messages that conflicts leaves every key as it was (index entry, deadline
+ * and the store's order included); a store of layout 1 (checkpoints numbered per
+ * thread) is migrated when opened, or a thread by its next checkpoint write, and
+ * then lists across threads in put order.
+ * Usage: tests/redis_layout URL PREFIX. URL is redis://HOST:PORT or
+ * redis+cluster://... (the nodes from $CONVO_TEST_REDIS_CLUSTER_PORTS); every
+ * key it writes starts with PREFIX and is deleted when the checks pass. */
+#include <check.h>
+#include <convo.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NODES 16
+
+static const char *base_url, *base_prefix;
+static int cluster;
+static redisContext *nodes[MAX_NODES];
+static int nnodes;
+
+static const char *const suffixes[] = {"msgs", "idem", "meta", "extra",
+                                       "cp",   "cpidx", "blobs", "writes"};
+
+/* ------------------------------------------------------------ helpers */
+
+static void connect_nodes(void)
+{
+    char hosts[512];
+    if (cluster) {
+        const char *ports = getenv("CONVO_TEST_REDIS_CLUSTER_PORTS");
+        ck_assert_msg(ports && *ports, "CONVO_TEST_REDIS_CLUSTER_PORTS is not set");
+        snprintf(hosts, sizeof hosts, "%s", ports);
+    } else {
+        /* redis://HOST:PORT[/...]: the test servers have no password */
+        const char *hp = base_url + strlen("redis://");
+        const char *colon = strchr(hp, ':');
+        ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
+        snprintf(hosts, sizeof hosts, "%d", atoi(colon + 1));
+    }
+    for (char *p = strtok(hosts, " "); p && nnodes < MAX_NODES; p = strtok(NULL, " ")) {
+        redisContext *c = redisConnect("127.0.0.1", atoi(p));
+        ck_assert_msg(c && !c->err, "connect to port %s: %s", p, c ? c->errstr : "oom");
+        nodes[nnodes++] = c;
+    }
+}
+
+static void disconnect_nodes(void)
+{
+    while (nnodes > 0)
+        redisFree(nodes[--nnodes]);
+}
+
+/* The node that serves key: the one node, or the master that does not answer MOVED. */
+static redisContext *node_for(const char *key)
+{
+    for (int i = 0; i < nnodes; i++) {
+        redisReply *r = redisCommand(nodes[i], "EXISTS %s", key);
+        ck_assert_msg(r != NULL, "EXISTS %s: %s", key, nodes[i]->errstr);
+        int moved = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED", 5) == 0;
+        freeReplyObject(r);
+        if (!moved)
+            return nodes[i];
+    }
+    ck_abort_msg("no node serves %s", key);
+    return NULL;
+}
+
+/* A command on the node of `key`, which must also be its first key. */
+static redisReply *on_key(const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisContext *c = node_for(key);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "%s on %s: %s", fmt, key, c->errstr);
+    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s on %s: %s", fmt, key, r->str);
+    return r;
+}
+
+static void key_of(char *out, size_t size, const char *prefix, const char *id, int kind)
+{
+    snprintf(out, size, "%s:{%s}:%s", prefix, id, suffixes[kind]);
+}
+
+static unsigned crc16(const char *p, size_t n)
+{
+    unsigned crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (unsigned)(unsigned char)p[i] << 8;
+        for (int b = 0; b < 8; b++)
+            crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+        crc &= 0xffff;
+    }
+    return crc;
+}
+
+/* The thread index key holding id (plain ids: the tag is the id): P:threads,
+ * or on a cluster P:threads:{N}, N the smallest number hashing to id's slot. */
+static void index_key_of(char *out, size_t size, const char *prefix, const char *id)
+{
+    if (!cluster) {
+        snprintf(out, size, "%s:threads", prefix);
+        return;
+    }
+    unsigned slot = crc16(id, strlen(id)) & 16383;
+    char n[16];
+    for (unsigned i = 0;; i++) {
+        snprintf(n, sizeof n, "%u", i);
+        if ((crc16(n, strlen(n)) & 16383) == slot)
+            break;
+    }
+    snprintf(out, size, "%s:threads:{%s}", prefix, n);
+}
+
+/* A growable byte string. */
+typedef struct bytes {
+    char *p;
+    size_t len;
+} bytes;
+
+static void bytes_add(bytes *b, const char *s, size_t n)
+{
+    b->p = realloc(b->p, b->len + n + 1);
+    ck_assert_ptr_nonnull(b->p);
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '|';
+}
+
+static void bytes_reply(bytes *b, const redisReply *r)
+{
+    char num[32];
+    if (r->type == REDIS_REPLY_STRING) {
+        bytes_add(b, r->str, r->len);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        snprintf(num, sizeof num, "%lld", r->integer);
+        bytes_add(b, num, strlen(num));
+    } else {
+        bytes_add(b, "(nil)", 5);
+    }
+    bytes_add(b, "|", 1);
+}
+
+/* Everything a write to thread id could change: each key's DUMP and
+ * PEXPIRETIME, its index entry, and the store's own key P:store. */
+static bytes snapshot(const char *prefix, const char *id)
+{
+    bytes b = {NULL, 0};
+    char key[512];
+    for (int k = 0; k < 8; k++) {
+        key_of(key, sizeof key, prefix, id, k);
+        redisReply *r = on_key(key, "DUMP %s", key);
+        bytes_reply(&b, r);
+        freeReplyObject(r);
+        r = on_key(key, "PEXPIRETIME %s", key);
+        bytes_reply(&b, r);
+        freeReplyObject(r);
+    }
+    index_key_of(key, sizeof key, prefix, id);
+    redisReply *r = on_key(key, "ZSCORE %s %s", key, id);
+    bytes_reply(&b, r);
+    freeReplyObject(r);
+    snprintf(key, sizeof key, "%s:store", prefix);
+    r = on_key(key, "DUMP %s", key);
+    bytes_reply(&b, r);
+    freeReplyObject(r);
+    return b;
+}
+
+static void same_snapshot(const bytes *a, const char *prefix, const char *id, const char *what)
+{
+    bytes now = snapshot(prefix, id);
+    ck_assert_msg(now.len == a->len && memcmp(now.p, a->p, a->len) == 0,
+                  "%s: thread %s changed", what, id);
+    free(now.p);
+}
+
+static convo_store *open_store(const char *name, const char *more, char *prefix, size_t size)
+{
+    char url[1024];
+    snprintf(prefix, size, "%s-%s", base_prefix, name);
+    snprintf(url, sizeof url, "%s%sprefix=%s%s%s", base_url, strchr(base_url, '?') ? "&" : "?",
+             prefix, more ? "&" : "", more ? more : "");
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open(&s, url, &err);
+    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
+    return s;
+}
+
+static const char *const msgs[] = {"{\"role\":\"user\",\"content\":\"one\"}",
+                                   "{\"role\":\"assistant\",\"content\":\"two\"}"};
+
+/* A checkpoint with one channel value, and (n > 0) n messages appended at
+ * seq `expected` in the same put. */
+static int put(convo_store *s, const char *id, const char *ns, const char *cp_id, size_t n,
+               int64_t expected, convo_error *err)
+{
+    convo_blob v = {"json", "7", 1};
+    convo_channel_in ch[] = {{"c", "1", &v}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = id;
+    cp.checkpoint_ns = ns;
+    cp.checkpoint_id = cp_id;
+    cp.channels = ch;
+    cp.nchannels = 1;
+    cp.messages = msgs;
+    cp.nmessages = n;
+    cp.expected_length = expected;
+    cp.log_length = n ? expected + (int64_t)n : 0;
+    return convo_checkpoint_put(s, &cp, err);
+}
+
+static void put_ok(convo_store *s, const char *id, const char *ns, const char *cp_id)
+{
+    convo_error err;
+    int rc = put(s, id, ns, cp_id, 0, 0, &err);
+    ck_assert_msg(rc == 0, "put %s %s: %d %s", id, cp_id, rc, err.message);
+}
+
+/* The ids listed (newest first), joined by spaces; before = (bthread, "", bid) or none. */
+static void list_ids(convo_store *s, const char *thread, const char *bthread, const char *bns,
+                     const char *bid, char *out, size_t size)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = thread;
+    o.before = bid;
+    o.before_thread_id = bthread;
+    o.before_ns = bns;
+    convo_checkpoint_set *set;
+    convo_error err;
+    int rc = convo_checkpoint_list(s, &o, &set, &err);
+    ck_assert_msg(rc == 0, "list: %d %s", rc, err.message);
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_checkpoint_set_count(set); i++) {
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? " " : "",
+                 convo_checkpoint_id(cp));
+    }
+    convo_checkpoint_set_free(set);
+}
+
+/* The layout 1 a thread had before put orders were store-wide: its
+ * checkpoints numbered 1, 2, 3... in put order, meta v = 1, co = the count. */
+static const char downgrade_lua[] =
+    "local META, CP, CPIDX = KEYS[3], KEYS[5], KEYS[6]\n"
+    "local m = redis.call('ZRANGEBYLEX', CPIDX, '[o\\0', '(o\\1')\n"
+    "for i = 1, #m do\n"
+    "  local old, field = string.match(m[i], '^o%z(%x+)%z(.*)$')\n"
+    "  local ns, id = string.match(field, '^([^%z]*)%z(.*)$')\n"
+    "  redis.call('ZREM', CPIDX, m[i], 'n\\0' .. ns .. '\\0' .. old .. '\\0' .. id)\n"
+    "  local rec = redis.call('HGET', CP, field)\n"
+    "  local o1 = cmsgpack.unpack_one(rec)\n"
+    "  redis.call('HSET', CP, field, cmsgpack.pack(i) .. string.sub(rec, o1 + 1))\n"
+    "  local h = string.format('%016x', i)\n"
+    "  redis.call('ZADD', CPIDX, 0, 'o\\0' .. h .. '\\0' .. field,\n"
+    "             0, 'n\\0' .. ns .. '\\0' .. h .. '\\0' .. id)\n"
+    "end\n"
+    "redis.call('HSET', META, 'v', '1', 'co', #m)\n"
+    "return #m\n";
+
+static void downgrade(const char *prefix, const char *id, long long count)
+{
+    char k[8][512];
+    for (int i = 0; i < 8; i++)
+        key_of(k[i], sizeof k[i], prefix, id, i);
+    redisReply *r = on_key(k[0], "EVAL %s 8 %s %s %s %s %s %s %s %s", downgrade_lua, k[0], k[1],
+                           k[2], k[3], k[4], k[5], k[6], k[7]);
+    ck_assert_int_eq(r->integer, count);
+    freeReplyObject(r);
+}
+
+static void assert_hget(const char *key, const char *field, const char *want)
+{
+    redisReply *r = on_key(key, "HGET %s %s", key, field);
+    ck_assert_msg(r->type == REDIS_REPLY_STRING && strcmp(r->str, want) == 0,
+                  "HGET %s %s: want %s, got %s", key, field, want,
+                  r->type == REDIS_REPLY_STRING ? r->str : "(nil)");
+    freeReplyObject(r);
+}
+
+static void delete_ok(convo_store *s, const char *id)
+{
+    convo_error err;
+    int rc = convo_thread_delete(s, id, &err);
+    ck_assert_msg(rc == 0, "delete %s: %d %s", id, rc, err.message);
+}
+
+static void drop_store_key(const char *prefix)
+{
+    char key[512];
+    snprintf(key, sizeof key, "%s:store", prefix);
+    freeReplyObject(on_key(key, "DEL %s", key));
+}
+
+/* ------------------------------------------------------------ tests */
+
+START_TEST(test_put_log_conflict_writes_nothing)
+{
+    char prefix[256];
+    convo_store *s = open_store("conflict", "ttl=3600", prefix, sizeof prefix);
+    convo_error err;
+    const char *t = "t";
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    ck_assert_int_eq(put(s, t, "", "c1", 1, 2, &err), 0); /* length 3 now */
+    bytes before = snapshot(prefix, t);
+    /* the store wrote t lately: the script alone */
+    ck_assert_int_eq(put(s, t, "", "c2", 2, 2, &err), CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "thread has 3 messages, expected 2"));
+    same_snapshot(&before, prefix, t, "conflict on a thread the store knows");
+    ck_assert_int_eq(put(s, t, "", "c1", 1, 7, &err), CONVO_ECONFLICT); /* same key too */
+    same_snapshot(&before, prefix, t, "conflict replacing a checkpoint");
+    /* another store: expected 0 runs inside the index protocol, > 0 alone */
+    char other[256];
+    convo_store *s2 = open_store("conflict", "ttl=3600", other, sizeof other);
+    ck_assert_int_eq(put(s2, t, "", "c2", 1, 0, &err), CONVO_ECONFLICT);
+    same_snapshot(&before, prefix, t, "expected 0 from a store that does not know the thread");
+    ck_assert_int_eq(put(s2, t, "", "c2", 1, 4, &err), CONVO_ECONFLICT);
+    same_snapshot(&before, prefix, t, "expected 4 from a store that does not know the thread");
+    /* a missing thread: not created, not indexed */
+    bytes none = snapshot(prefix, "missing");
+    ck_assert_int_eq(put(s2, "missing", "", "c1", 1, 1, &err), CONVO_ECONFLICT);
+    same_snapshot(&none, prefix, "missing", "conflict on a missing thread");
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s2, "missing", NULL, &h, &err), CONVO_ENOTFOUND);
+    /* the right length: messages and checkpoint together, the deadline renewed */
+    ck_assert_int_eq(put(s2, t, "", "c2", 2, 3, &err), 0);
+    ck_assert_int_eq(convo_load(s, t, NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 5);
+    convo_history_free(h);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, t, "", "c2", &cp, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_log_length(cp), 5);
+    convo_checkpoint_free(cp);
+    char key[512];
+    key_of(key, sizeof key, prefix, t, 0);
+    redisReply *r = on_key(key, "PTTL %s", key);
+    ck_assert_int_gt(r->integer, 3590 * 1000LL);
+    freeReplyObject(r);
+    free(before.p);
+    free(none.p);
+    delete_ok(s, t);
+    drop_store_key(prefix);
+    convo_close(s2);
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_old_layout)
+{
+    char prefix[256], list[512], meta_a[512], meta_b[512], store_key[512];
+    convo_store *s = open_store("old", NULL, prefix, sizeof prefix);
+    const char *a = "old-a", *b = "old-b";
+    put_ok(s, b, "", "b0"); /* per-thread counters would put a2 (2) after b1 (2) */
+    put_ok(s, a, "", "a1");
+    put_ok(s, b, "", "b1");
+    put_ok(s, a, "", "a2");
+    put_ok(s, b, "", "b2");
+    put_ok(s, b, "sub", "s1");
+    convo_close(s);
+    /* what layout 1 left: per-thread counters, no P:store */
+    downgrade(prefix, a, 2);
+    downgrade(prefix, b, 4);
+    drop_store_key(prefix);
+    key_of(meta_a, sizeof meta_a, prefix, a, 2);
+    key_of(meta_b, sizeof meta_b, prefix, b, 2);
+    snprintf(store_key, sizeof store_key, "%s:store", prefix);
+    assert_hget(meta_a, "v", "1");
+    /* open migrates every thread of the index, then marks the store */
+    s = open_store("old", NULL, prefix, sizeof prefix);
+    assert_hget(meta_a, "v", "2");
+    assert_hget(meta_b, "v", "2");
+    assert_hget(store_key, "v", "2");
+    list_ids(s, a, NULL, NULL, NULL, list, sizeof list);
+    ck_assert_str_eq(list, "a2 a1");
+    list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
+    ck_assert_str_eq(list, "s1 b2 b1 b0");
+    list_ids(s, NULL, a, "", "a2", list, sizeof list);
+    ck_assert_str_eq(list, "a1 b1 b0");
+    list_ids(s, b, a, "", "a2", list, sizeof list);
+    ck_assert_str_eq(list, "b1 b0");
+    put_ok(s, a, "", "a3");
+    list_ids(s, NULL, b, "sub", "s1", list, sizeof list);
+    ck_assert_str_eq(list, "a2 a1 b2 b1 b0");
+    /* a thread still in layout 1 after that (an older writer): it loads, and
+     * its next checkpoint write migrates it first */
+    downgrade(prefix, b, 4);
+    convo_history *h;
+    convo_error err;
+    ck_assert_int_eq(convo_load(s, b, NULL, &h, &err), 0);
+    convo_history_free(h);
+    put_ok(s, b, "", "b3");
+    assert_hget(meta_b, "v", "2");
+    list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
+    ck_assert_str_eq(list, "b3 s1 b2 b1 b0");
+    list_ids(s, NULL, b, "", "b3", list, sizeof list);
+    ck_assert_str_eq(list, "a3 a2 a1 s1 b2 b1 b0");
+    list_ids(s, NULL, a, "", "a3", list, sizeof list);
+    ck_assert_str_eq(list, "a2 a1 s1 b2 b1 b0");
+    delete_ok(s, a);
+    delete_ok(s, b);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
+        return 2;
+    }
+    base_url = argv[1];
+    base_prefix = argv[2];
+    cluster = strncmp(base_url, "redis+cluster://", 16) == 0;
+    Suite *su = suite_create("redis-layout");
+    TCase *tc = tcase_create(cluster ? "cluster" : "server");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
+    tcase_add_test(tc, test_put_log_conflict_writes_nothing);
+    tcase_add_test(tc, test_old_layout);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
