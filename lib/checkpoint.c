@@ -440,6 +440,7 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
             copy.nmessages = 0, copy.messages = NULL, copy.message_lengths = NULL;
         rc = nmessages ? s->driver->checkpoint_put_log(s->backend, &copy, msgs, err)
                        : s->driver->checkpoint_put(s->backend, &copy, err);
+        rc = convo__scrubbed(s, rc, err);
     }
     convo__messages_free(msgs, nmessages);
     free(metadata);
@@ -482,8 +483,9 @@ int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const cha
                           s->limits.max_checkpoint_bytes);
     if (rc != 0 || n == 0)
         return rc;
-    return s->driver->checkpoint_put_writes(s->backend, thread_id, checkpoint_ns, checkpoint_id,
-                                            task_id, task_path ? task_path : "", writes, n, err);
+    rc = s->driver->checkpoint_put_writes(s->backend, thread_id, checkpoint_ns, checkpoint_id,
+                                          task_id, task_path ? task_path : "", writes, n, err);
+    return convo__scrubbed(s, rc, err);
 }
 
 int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns,
@@ -500,8 +502,10 @@ int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *chec
         rc = check_key("checkpoint namespace", checkpoint_ns, 1, err);
     if (rc == 0 && checkpoint_id)
         rc = check_key("checkpoint id", checkpoint_id, 0, err);
-    return rc ? rc : s->driver->checkpoint_get(s->backend, thread_id, checkpoint_ns,
-                                                checkpoint_id, out, err);
+    if (rc == 0)
+        rc = s->driver->checkpoint_get(s->backend, thread_id, checkpoint_ns, checkpoint_id, out,
+                                       err);
+    return convo__scrubbed(s, rc, err);
 }
 
 int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,
@@ -549,7 +553,7 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
             rc = convo__error(err, CONVO_EINVAL, NULL, "metadata filter is not a JSON object");
     }
     if (rc == 0)
-        rc = s->driver->checkpoint_list(s->backend, &o, filter, out, err);
+        rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
     return rc;
 }
@@ -559,5 +563,7 @@ int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_la
 {
     NEED_DRIVER(s, checkpoint_prune, err);
     int rc = convo__check_thread_id(thread_id, err);
-    return rc ? rc : s->driver->checkpoint_prune(s->backend, thread_id, keep_last, err);
+    if (rc == 0)
+        rc = s->driver->checkpoint_prune(s->backend, thread_id, keep_last, err);
+    return convo__scrubbed(s, rc, err);
 }

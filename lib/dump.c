@@ -764,8 +764,10 @@ static int import_messages(importer *im, const msgpack_object *rec)
     }
     int skipped = 0;
     if (rc == 0)
-        rc = im->s->driver->thread_import(im->s->backend, im->target, first, msgs, at, n,
-                                          &skipped, im->err);
+        rc = convo__scrubbed(im->s,
+                             im->s->driver->thread_import(im->s->backend, im->target, first,
+                                                          msgs, at, n, &skipped, im->err),
+                             im->err);
     if (rc == 0 && skipped)
         rc = check_skipped(im, first, msgs, n);
     for (size_t i = 0; msgs && i < n; i++)

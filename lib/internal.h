@@ -32,11 +32,26 @@ struct convo_store {
     convo_backend *backend;
     convo_limits limits;
     char **roles; /* NULL or NULL-terminated allow list */
+    char **secrets; /* convo__url_secrets() of the URL */
 };
 
 /* url.c */
 int convo__url_parse(convo_url **out, const char *text, convo_error *err);
 void convo__url_free(convo_url *url);
+/* The texts no message may show for URL text: its password and the values of
+ * its *password parameters, each as written and decoded. NULL-terminated
+ * (maybe empty); NULL when out of memory. */
+char **convo__url_secrets(const char *text);
+void convo__secrets_free(char **secrets);
+/* Masks with "***", in msg (a string in a buffer of size bytes), the password
+ * field of any URL (scheme://user:PASSWORD@...), the value of any password=
+ * parameter, and each secret where it stands as a whole word; nothing else
+ * (a short password inside another word stays, as masking it would show it). */
+void convo__scrub(char *msg, size_t size, char *const *secrets);
+
+/* store.c: rc, after masking the store's secrets in err (every driver call
+ * returns through it, so no driver can show a password). */
+int convo__scrubbed(const convo_store *s, int rc, convo_error *err);
 
 /* store.c */
 int convo__messages_in(const convo_store *s, const char *const *messages, const size_t *lengths,

@@ -101,15 +101,18 @@ int convo_open_ex(convo_store **out, const char *url_text, const convo_store_opt
         or_default(opts ? opts->max_extra_bytes : 0, CONVO_DEFAULT_MAX_EXTRA_BYTES);
     s->limits.max_checkpoint_bytes =
         or_default(opts ? opts->max_checkpoint_bytes : 0, CONVO_DEFAULT_MAX_CHECKPOINT_BYTES);
-    if (opts && opts->roles && !(s->roles = copy_roles(opts->roles))) {
+    if ((opts && opts->roles && !(s->roles = copy_roles(opts->roles))) ||
+        !(s->secrets = convo__url_secrets(url_text))) {
         convo__url_free(url);
+        free_roles(s->roles);
         free(s);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
-    rc = driver->open(&s->backend, url, &s->limits, err);
+    rc = convo__scrubbed(s, driver->open(&s->backend, url, &s->limits, err), err);
     convo__url_free(url);
     if (rc != 0) {
         free_roles(s->roles);
+        convo__secrets_free(s->secrets);
         free(s);
         return rc;
     }
@@ -123,7 +126,17 @@ void convo_close(convo_store *s)
         return;
     s->driver->close(s->backend);
     free_roles(s->roles);
+    convo__secrets_free(s->secrets);
     free(s);
+}
+
+int convo__scrubbed(const convo_store *s, int rc, convo_error *err)
+{
+    if (rc != 0 && err) {
+        convo__scrub(err->message, sizeof err->message, s->secrets);
+        convo__scrub(err->backend_code, sizeof err->backend_code, s->secrets);
+    }
+    return rc;
 }
 
 const char *convo_store_driver(const convo_store *s)
@@ -244,7 +257,7 @@ int convo_append(convo_store *s, const char *thread_id, const char *const *messa
     if ((rc = convo__messages_in(s, messages, lengths, n, &in, err)) != 0)
         return rc;
     convo_append_result r = {0, 0, 0};
-    rc = s->driver->append(s->backend, thread_id, in, n, &o, &r, err);
+    rc = convo__scrubbed(s, s->driver->append(s->backend, thread_id, in, n, &o, &r, err), err);
     if (rc == 0 && r.replayed)
         rc = check_replay(s, thread_id, in, n, &o, &r, err);
     convo__messages_free(in, n);
@@ -272,7 +285,7 @@ int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opt
     }
     if (o.from_seq < 0 || o.limit < 0 || o.tail < 0)
         return convo__error(err, CONVO_EINVAL, NULL, "from, limit and tail must not be negative");
-    return s->driver->load(s->backend, thread_id, &o, out, err);
+    return convo__scrubbed(s, s->driver->load(s->backend, thread_id, &o, out, err), err);
 }
 
 int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_json,
@@ -286,7 +299,7 @@ int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_js
     void *obj;
     if ((rc = convo__check_extra_patch(patch_json, &s->limits, &compact, &obj, err)) != 0)
         return rc;
-    rc = s->driver->save_extra(s->backend, thread_id, compact, obj, err);
+    rc = convo__scrubbed(s, s->driver->save_extra(s->backend, thread_id, compact, obj, err), err);
     free(compact);
     json_decref((json_t *)obj);
     return rc;
@@ -296,7 +309,7 @@ int convo_thread_delete(convo_store *s, const char *thread_id, convo_error *err)
 {
     CHECK_STORE(s, err);
     int rc = convo__check_thread_id(thread_id, err);
-    return rc ? rc : s->driver->thread_delete(s->backend, thread_id, err);
+    return rc ? rc : convo__scrubbed(s, s->driver->thread_delete(s->backend, thread_id, err), err);
 }
 
 int convo_thread_list(convo_store *s, const char *after, size_t limit, convo_thread_page **out,
@@ -312,7 +325,7 @@ int convo_thread_list(convo_store *s, const char *after, size_t limit, convo_thr
         limit = 100;
     if (limit > 10000)
         return convo__error(err, CONVO_EINVAL, NULL, "thread list limit must be at most 10000");
-    return s->driver->thread_list(s->backend, after, limit, out, err);
+    return convo__scrubbed(s, s->driver->thread_list(s->backend, after, limit, out, err), err);
 }
 
 int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
@@ -328,7 +341,7 @@ int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t 
         return convo__error(err, CONVO_EINVAL, NULL, "fork source and destination are the same");
     if (upto < -1)
         return convo__error(err, CONVO_EINVAL, NULL, "fork upto must be >= 0 or -1 for all");
-    return s->driver->thread_fork(s->backend, src, dst, upto, err);
+    return convo__scrubbed(s, s->driver->thread_fork(s->backend, src, dst, upto, err), err);
 }
 
 int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len, size_t n,
@@ -340,7 +353,8 @@ int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len, siz
     if (s->driver->version < 2 || !s->driver->bench_raw)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver has no raw primitive",
                             s->driver->name);
-    return s->driver->bench_raw(s->backend, payload, payload_len, n, seconds, err);
+    return convo__scrubbed(s, s->driver->bench_raw(s->backend, payload, payload_len, n, seconds, err),
+                           err);
 }
 
 int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err)
@@ -351,7 +365,7 @@ int convo_store_bytes(convo_store *s, int64_t *bytes, convo_error *err)
     if (s->driver->version < 2 || !s->driver->stored_bytes)
         return convo__error(err, CONVO_ENOTSUP, NULL, "the %s driver cannot report its size",
                             s->driver->name);
-    return s->driver->stored_bytes(s->backend, bytes, err);
+    return convo__scrubbed(s, s->driver->stored_bytes(s->backend, bytes, err), err);
 }
 
 int convo_sweep(convo_store *s, uint64_t *removed, convo_error *err)
@@ -360,8 +374,9 @@ int convo_sweep(convo_store *s, uint64_t *removed, convo_error *err)
     uint64_t n = 0;
     /* bench_raw, stored_bytes and sweep are version 2 members: a version 1
      * table ends before them, so reading them would read past its end. */
-    int rc = s->driver->version >= 2 && s->driver->sweep ? s->driver->sweep(s->backend, &n, err)
-                                                          : 0;
+    int rc = s->driver->version >= 2 && s->driver->sweep
+                 ? convo__scrubbed(s, s->driver->sweep(s->backend, &n, err), err)
+                 : 0;
     if (removed)
         *removed = rc == 0 ? n : 0;
     return rc;

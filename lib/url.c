@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int hexval(int c)
 {
@@ -224,6 +225,172 @@ static char *redact(const char *text)
     }
     out[o] = '\0';
     return out;
+}
+
+/* ---- secrets: what no message may show ---- */
+
+static int add_secret(char **list, size_t *n, size_t max, const char *s, size_t len, int decoded)
+{
+    if (len == 0 || *n >= max)
+        return 0;
+    char *v = decoded ? decode(s, len) : dup_range(s, len);
+    if (!v)
+        return decoded ? 0 : -1; /* a bad escape: the URL is refused anyway */
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i], v) == 0) {
+            free(v);
+            return 0;
+        }
+    list[(*n)++] = v;
+    return 0;
+}
+
+/* Whether the decoded key [k, k + n) names a password ("password",
+ * "tlsCertificateKeyFilePassword", ...). */
+static int names_password(const char *k, size_t n)
+{
+    char *key = decode(k, n);
+    size_t len = key ? strlen(key) : 0;
+    int yes = len >= 8 && strcasecmp(key + len - 8, "password") == 0;
+    free(key);
+    return yes;
+}
+
+char **convo__url_secrets(const char *text)
+{
+    enum { MAX = 8 };
+    char **list = calloc(MAX + 1, sizeof *list);
+    size_t n = 0;
+    if (!list || !text)
+        return list;
+    int rc = 0;
+    const char *colon = strchr(text, ':');
+    const char *q = strchr(text, '?');
+    if (colon && strncmp(colon, "://", 3) == 0) {
+        const char *a = colon + 3, *end = a + strcspn(a, "/?"), *at = NULL;
+        for (const char *p = a; p < end; p++)
+            if (*p == '@')
+                at = p;
+        const char *c = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+        if (c) {
+            rc |= add_secret(list, &n, MAX, c + 1, (size_t)(at - c - 1), 0);
+            rc |= add_secret(list, &n, MAX, c + 1, (size_t)(at - c - 1), 1);
+        }
+    }
+    for (const char *p = q ? q + 1 : ""; *p;) {
+        size_t len = strcspn(p, "&");
+        const char *eq = memchr(p, '=', len);
+        if (eq && names_password(p, (size_t)(eq - p))) {
+            rc |= add_secret(list, &n, MAX, eq + 1, len - (size_t)(eq + 1 - p), 0);
+            rc |= add_secret(list, &n, MAX, eq + 1, len - (size_t)(eq + 1 - p), 1);
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    if (rc != 0) {
+        convo__secrets_free(list);
+        return NULL;
+    }
+    return list;
+}
+
+void convo__secrets_free(char **secrets)
+{
+    for (char **p = secrets; p && *p; p++) {
+        memset(*p, 0, strlen(*p));
+        free(*p);
+    }
+    free(secrets);
+}
+
+/* Characters that end a word of a message: a secret is masked only as a
+ * whole word, never inside another one ("e" in "connection"). */
+static int ends_word(char c)
+{
+    return c == '\0' || isspace((unsigned char)c) || strchr("\"'`,;:()[]{}<>=&@/?#|", c);
+}
+
+static int word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Appends [s, s + n) to out (size bytes, *o used), cutting at the end. */
+static void put(char *out, size_t size, size_t *o, const char *s, size_t n)
+{
+    while (n-- > 0 && *o + 1 < size)
+        out[(*o)++] = *s++;
+}
+
+void convo__scrub(char *msg, size_t size, char *const *secrets)
+{
+    if (!msg || size == 0)
+        return;
+    size_t n = strlen(msg), o = 0;
+    int full = n + 1 >= size; /* cut already: a URL at the end may be too */
+    char *out = malloc(size);
+    if (!out) { /* no room to do it right: say nothing rather than too much */
+        snprintf(msg, size, "%s", "(message withheld: out of memory)");
+        return;
+    }
+    for (size_t i = 0; i < n;) {
+        /* a URL's password field: ://user:PASSWORD@ */
+        if (strncmp(msg + i, "://", 3) == 0) {
+            size_t a = i + 3, end = a + strcspn(msg + a, " \t\r\n\"'<>/?#");
+            const char *at = NULL;
+            for (size_t p = a; p < end; p++)
+                if (msg[p] == '@')
+                    at = msg + p;
+            const char *c = memchr(msg + a, ':', (size_t)((at ? at : msg + end) - (msg + a)));
+            if (c && (at || (full && end == n))) {
+                put(out, size, &o, msg + i, (size_t)(c + 1 - (msg + i)));
+                put(out, size, &o, "***", 3);
+                i = at ? (size_t)(at - msg) : n;
+                continue;
+            }
+        }
+        /* a password parameter: password=VALUE, password = 'VALUE' */
+        if ((i == 0 || !word_char(msg[i - 1])) && strncasecmp(msg + i, "password", 8) == 0) {
+            size_t p = i + 8;
+            while (msg[p] == ' ')
+                p++;
+            if (msg[p] == '=') {
+                p++;
+                while (msg[p] == ' ')
+                    p++;
+                char quote = msg[p] == '\'' || msg[p] == '"' ? msg[p] : 0;
+                size_t v = quote ? p + 1 : p;
+                size_t e = v + (quote ? strcspn(msg + v, quote == '"' ? "\"" : "'")
+                                      : strcspn(msg + v, " \t\r\n&;,)'\""));
+                if (e > v) {
+                    put(out, size, &o, msg + i, v - i);
+                    put(out, size, &o, "***", 3);
+                    i = e;
+                    continue;
+                }
+            }
+        }
+        /* a secret as a whole word */
+        size_t hit = 0;
+        if (i == 0 || ends_word(msg[i - 1]))
+            for (char *const *s = secrets; s && *s && !hit; s++) {
+                size_t len = strlen(*s);
+                if (len && strncmp(msg + i, *s, len) == 0 && ends_word(msg[i + len]))
+                    hit = len;
+            }
+        if (hit) {
+            put(out, size, &o, "***", 3);
+            i += hit;
+            continue;
+        }
+        put(out, size, &o, msg + i, 1);
+        i++;
+    }
+    out[o] = '\0';
+    memcpy(msg, out, o + 1);
+    memset(out, 0, size);
+    free(out);
 }
 
 int convo__url_parse(convo_url **out, const char *text, convo_error *err)

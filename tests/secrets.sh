@@ -130,6 +130,40 @@ if [ -n "${CONVO_TEST_MONGO_URL:-}" ] && have_driver mongo; then
         "$(add_param "$(with_password "$CONVO_TEST_MONGO_URL")" bogus=1)"
 fi
 
+# ---- a one-letter password: masked where it is the password, never inside words ----
+# (issue 19.7: replacing every "e" printed "conn***ction ... us***r", which shows it)
+# short_password DESC URL: the URL's password is "e"; the output must not hold
+# "***" glued to a letter, and must still read as the error it is (WORDS).
+short_password() {
+    local desc=$1 url=$2 words=$3
+    timeout 60 "$CONVO" --url "$url" load t >"$T/out" 2>"$T/err" </dev/null
+    if grep -qE '[A-Za-z]\*\*\*|\*\*\*[A-Za-z]' "$T/out" "$T/err"; then
+        bad "$desc: a mask inside a word: $(head -c 300 "$T/err")"
+    elif ! grep -q "$words" "$T/err"; then
+        bad "$desc: expected '$words' in: $(head -c 300 "$T/err")"
+    else
+        ok
+    fi
+}
+short_password "unreachable postgres" "postgres://u:e@127.0.0.1:1/db?connect_timeout=1" \
+    "Connection refused"
+short_password "unreachable mongo" \
+    "mongodb://u:e@127.0.0.1:1/?serverSelectionTimeoutMS=500&connectTimeoutMS=500" \
+    "serverSelectionTimeoutMS"
+if [ -n "${CONVO_TEST_POSTGRES_URL:-}" ] && have_driver postgres; then
+    base=${CONVO_TEST_POSTGRES_URL#*://}
+    base=${base#*@}
+    short_password "postgres server, password e" "postgres://convo:e@$base?connect_timeout=5" \
+        "password authentication failed for user \"convo\""
+    short_password "postgres server, password=e" \
+        "postgres://convo@$base?password=e&connect_timeout=5" \
+        "password authentication failed for user \"convo\""
+fi
+if [ -n "${CONVO_TEST_REDIS_URL:-}" ] && have_driver redis; then
+    short_password "redis server, password e" "$(with_password "$CONVO_TEST_REDIS_URL" | sed 's/:S3cretPW@/:e@/')" \
+        "invalid username-password pair"
+fi
+
 # ---- SQLite file modes ----
 mode() { stat -c %a "$1"; }
 # no_wider FILE MAX DESC: FILE has no permission bit MAX lacks.

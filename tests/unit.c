@@ -1227,6 +1227,80 @@ START_TEST(test_memory_append_nomem_leaves_nothing)
 }
 END_TEST
 
+/* ------------------------------------------------- passwords in messages */
+
+static void assert_scrub(const char *in, const char *password_url, const char *want)
+{
+    char **secrets = convo__url_secrets(password_url);
+    ck_assert_ptr_nonnull(secrets);
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", in);
+    convo__scrub(msg, sizeof msg, secrets);
+    ck_assert_msg(strcmp(msg, want) == 0, "scrub(%s) = %s, want %s", in, msg, want);
+    convo__secrets_free(secrets);
+}
+
+/* Issue 19.7, 18.12: the password field of a URL, a password= value and the
+ * password as a whole word are masked; a short password inside other words
+ * is not (masking "e" in "conn***ction" showed the password). */
+START_TEST(test_scrub_password_fields_only)
+{
+    const char *pg_e = "postgres://convo:e@h/db";
+    assert_scrub("FATAL: password authentication failed for user \"sec\" (connection)", pg_e,
+                 "FATAL: password authentication failed for user \"sec\" (connection)");
+    assert_scrub("bad URL postgres://convo:e@h/db here", pg_e, "bad URL postgres://convo:***@h/db here");
+    assert_scrub("to mongodb://u:an0ther@x:1,y:2/?w=1 failed", pg_e,
+                 "to mongodb://u:***@x:1,y:2/?w=1 failed"); /* any URL's password field */
+    assert_scrub("redis://h:6379 and http://h:80/x keep their ports", pg_e,
+                 "redis://h:6379 and http://h:80/x keep their ports");
+    assert_scrub("conninfo password=S3cret port=5", pg_e, "conninfo password=*** port=5");
+    assert_scrub("q?a=1&Password=S3cret&b=2", pg_e, "q?a=1&Password=***&b=2");
+    assert_scrub("password = 'two words' then", pg_e, "password = '***' then");
+    assert_scrub("mypassword=visible, password: unchanged", pg_e,
+                 "mypassword=visible, password: unchanged");
+    const char *pw = "postgres://u:S3cret%21@h/db?sslpassword=k3y";
+    assert_scrub("token \"S3cret%21\" and S3cret! and S3cret!x and xS3cret!", pw,
+                 "token \"***\" and *** and S3cret!x and xS3cret!");
+    assert_scrub("key k3y, not k3yring", pw, "key ***, not k3yring");
+    /* a message cut inside a URL's user info still hides what is left of it */
+    char cut[256];
+    memset(cut, 'x', sizeof cut);
+    memcpy(cut + 200, " postgres://u:S3cret", 20);
+    cut[255] = '\0';
+    char **secrets = convo__url_secrets(pw);
+    convo__scrub(cut, sizeof cut, secrets);
+    ck_assert_msg(!strstr(cut, "S3c") && strstr(cut, "postgres://u:***"), "%s", cut + 190);
+    convo__secrets_free(secrets);
+}
+END_TEST
+
+static int leaky_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                      convo_history **out, convo_error *err)
+{
+    (void)b, (void)thread_id, (void)opts, (void)out;
+    return convo__error(err, CONVO_EIO, "S3cret", "leaky: S3cret at postgres://u:S3cret@h");
+}
+
+/* The core masks what any driver returns, whatever the driver does. */
+START_TEST(test_scrub_after_every_driver_call)
+{
+    static const char *const schemes[] = {"leaky", NULL};
+    convo_driver d;
+    memset(&d, 0, sizeof d);
+    d.version = 1;
+    d.name = "leaky";
+    d.schemes = schemes;
+    d.load = leaky_load;
+    convo_store s = {.driver = &d, .secrets = convo__url_secrets("leaky://u:S3cret@h")};
+    convo_error err;
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(&s, "t", NULL, &h, &err), CONVO_EIO);
+    ck_assert_str_eq(err.message, "leaky: *** at postgres://u:***@h");
+    ck_assert_str_eq(err.backend_code, "***");
+    convo__secrets_free(s.secrets);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- main */
 
 static Suite *unit_suite(void)
@@ -1246,6 +1320,8 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_url_redacted_many_masks);
     tcase_add_test(tc, test_url_errors_hide_password);
     tcase_add_test(tc, test_url_take_and_rebuild);
+    tcase_add_test(tc, test_scrub_password_fields_only);
+    tcase_add_test(tc, test_scrub_after_every_driver_call);
     tcase_add_test(tc, test_url_take_int_and_ttl);
     suite_add_tcase(s, tc);
     tc = tcase_create("validate");

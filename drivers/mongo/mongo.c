@@ -39,7 +39,6 @@ struct convo_backend {
     char *kinds_name[KINDS]; /* the collections holding per-generation documents */
     int64_t ttl_ms; /* 0: threads never expire */
     convo_limits limits;
-    char *secrets[3]; /* texts scrubbed from every error message */
 };
 
 /* One driver call: a pooled client and the two collections. */
@@ -111,27 +110,6 @@ static int64_t now_ms(void)
 
 /* ---- errors ---- */
 
-/* Copies in to out, replacing every secret (password) with "***". */
-static void scrub_into(const convo_backend *b, const char *in, char *out, size_t size)
-{
-    size_t o = 0;
-    while (*in && o + 1 < size) {
-        size_t hit = 0;
-        for (size_t i = 0; i < 3 && !hit; i++)
-            if (b->secrets[i] && *b->secrets[i] &&
-                strncmp(in, b->secrets[i], strlen(b->secrets[i])) == 0)
-                hit = strlen(b->secrets[i]);
-        if (hit) {
-            for (const char *m = "***"; *m && o + 1 < size; m++)
-                out[o++] = *m;
-            in += hit;
-        } else {
-            out[o++] = *in++;
-        }
-    }
-    out[o] = '\0';
-}
-
 static int map_code(const bson_error_t *e)
 {
     switch (e->domain) {
@@ -164,10 +142,9 @@ static int map_code(const bson_error_t *e)
 
 static int fail(call *c, const bson_error_t *e, const char *what)
 {
-    char msg[200], code[16];
-    scrub_into(c->b, e->message, msg, sizeof msg);
-    snprintf(code, sizeof code, "%u", e->code);
-    return convo__error(c->err, map_code(e), code, "MongoDB: %s failed: %s", what, msg);
+    char code[16];
+    snprintf(code, sizeof code, "%u", e->code); /* the core masks passwords in the message */
+    return convo__error(c->err, map_code(e), code, "MongoDB: %s failed: %s", what, e->message);
 }
 
 static int corrupt(call *c, const char *what)
@@ -954,12 +931,6 @@ static bool lower_copy(const char *key, char *buf, size_t size)
     return true;
 }
 
-static bool is_secret_option(const char *lower)
-{
-    return strcmp(lower, "tlscertificatekeyfilepassword") == 0 ||
-           strcmp(lower, "sslclientcertificatekeypassword") == 0;
-}
-
 /* libmongoc only warns about unknown options and ignores them: reject them here,
  * with values of the wrong type and with unacknowledged writes. */
 static int check_option(const char *key, const char *value, convo_error *err)
@@ -1024,20 +995,15 @@ static int take_convo_params(convo_backend *b, convo_url *url, convo_error *err)
     return rc == CONVO_ENOMEM ? convo__error(err, rc, NULL, "out of memory") : rc;
 }
 
-/* Checks the parameters left for libmongoc and notes the secrets among them. */
+/* Checks the parameters left for libmongoc (the core keeps their secrets,
+ * *password options included, out of messages). */
 static int check_client_params(convo_backend *b, const convo_url *url, convo_error *err)
 {
-    size_t nsecret = 0;
-    if (url->password && *url->password)
-        b->secrets[nsecret++] = strdup(url->password);
+    (void)b;
     for (size_t i = 0; i < url->nparams; i++) {
-        char lower[64];
         int rc = check_option(url->params[i].key, url->params[i].value, err);
         if (rc != 0)
             return rc;
-        if (lower_copy(url->params[i].key, lower, sizeof lower) && is_secret_option(lower) &&
-            nsecret < 3 && *url->params[i].value)
-            b->secrets[nsecret++] = strdup(url->params[i].value);
     }
     return 0;
 }
@@ -1245,11 +1211,6 @@ static void mongo_close(convo_backend *b)
     free(b->meta_name);
     for (int k = 0; k < KINDS; k++)
         free(b->kinds_name[k]);
-    for (size_t i = 0; i < 3; i++) {
-        if (b->secrets[i])
-            memset(b->secrets[i], 0, strlen(b->secrets[i]));
-        free(b->secrets[i]);
-    }
     free(b);
 }
 
@@ -1295,10 +1256,8 @@ static int make_pool(convo_backend *b, convo_url *url, convo_error *err)
     memset(text, 0, strlen(text)); /* it holds the password */
     free(text);
     if (!b->uri) {
-        char msg[200];
-        scrub_into(b, e.message, msg, sizeof msg);
         return convo__error(err, CONVO_EINVAL, NULL, "bad MongoDB URL %s: %s", url->redacted,
-                            msg);
+                            e.message);
     }
     set_defaults(b->uri);
     b->pool = mongoc_client_pool_new(b->uri);

@@ -883,7 +883,6 @@ typedef struct pg_conn {
 struct convo_backend {
     convo_pool *pool;
     char *conninfo;     /* the URL for libpq: convo's parameters removed */
-    char *secrets[3];   /* kept out of messages: the password, decoded and as written, password= */
     char qschema[70];   /* "name", quoted */
     char schema[64];
     char *sql[ST_COUNT];
@@ -891,28 +890,6 @@ struct convo_backend {
     char ttl_interval[16]; /* ttl=S as a binary interval parameter */
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
 };
-
-/* Copies msg into out, replacing each secret with "***". */
-static void scrub(const convo_backend *b, const char *msg, char *out, size_t size)
-{
-    size_t o = 0;
-    while (*msg && o + 1 < size) {
-        size_t skip = 0;
-        for (int i = 0; i < 3 && !skip; i++) {
-            const char *s = b->secrets[i];
-            if (s && *s && strncmp(msg, s, strlen(s)) == 0)
-                skip = strlen(s);
-        }
-        if (skip) {
-            for (const char *r = "***"; *r && o + 1 < size; r++)
-                out[o++] = *r;
-            msg += skip;
-        } else {
-            out[o++] = *msg++;
-        }
-    }
-    out[o] = '\0';
-}
 
 /* Replaces every @S in template with the quoted schema; caller frees. */
 static char *with_schema(const convo_backend *b, const char *template)
@@ -970,12 +947,10 @@ static int fail(const convo_backend *b, PGconn *pg, const PGresult *r, convo_err
     int broken = !pg || PQstatus(pg) != CONNECTION_OK;
     if (!msg || broken)
         msg = pg ? PQerrorMessage(pg) : "out of memory";
-    char clean[224];
-    scrub(b, msg, clean, sizeof clean);
-    int code = code_for_state(state, broken);
+    int code = code_for_state(state, broken); /* the core masks passwords in msg */
     if (state && state[0] == 'C' && state[1] == 'V')
-        return convo__error(err, code, state, "%s", clean);
-    return convo__error(err, code, state, "postgres: %s", clean);
+        return convo__error(err, code, state, "%s", msg);
+    return convo__error(err, code, state, "postgres: %s", msg);
 }
 
 /* Notices are not printed (no "schema already exists, skipping" on stderr);
@@ -1506,38 +1481,7 @@ static void pg_close(convo_backend *b)
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
     free(b->conninfo);
-    for (int i = 0; i < 3; i++)
-        free(b->secrets[i]);
     free(b);
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-/* The password as written in "//user:password@host" (percent-encoding kept):
- * libpq quotes the whole URI in some of its parse errors. */
-static char *raw_password(const char *rest)
-{
-    const char *a = rest + 2, *end = a + strcspn(a, "/?"), *at = NULL;
-    for (const char *p = a; p < end; p++)
-        if (*p == '@')
-            at = p;
-    const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-    return colon ? strndup(colon + 1, (size_t)(at - colon - 1)) : NULL;
-}
-
-/* The password in every form a message could show it. */
-static void remember_secrets(convo_backend *b, const convo_url *url)
-{
-    const char *pw = NULL;
-    for (size_t i = 0; i < url->nparams; i++)
-        if (strcmp(url->params[i].key, "password") == 0)
-            pw = url->params[i].value;
-    b->secrets[0] = dup_or_null(url->password);
-    b->secrets[1] = raw_password(url->rest);
-    b->secrets[2] = dup_or_null(pw);
 }
 
 /* A URI libpq cannot read is CONVO_EINVAL, found before connecting. */
@@ -1549,11 +1493,10 @@ static int check_uri(const convo_backend *b, convo_error *err)
         PQconninfoFree(parsed);
         return 0;
     }
-    char clean[200];
     int code = why ? CONVO_EINVAL : CONVO_ENOMEM;
-    scrub(b, why ? why : "out of memory", clean, sizeof clean);
+    code = convo__error(err, code, NULL, "postgres: %s", why ? why : "out of memory");
     PQfreemem(why);
-    return convo__error(err, code, NULL, "postgres: %s", clean);
+    return code;
 }
 
 static int setup(convo_backend *b, convo_url *url, convo_error *err)
@@ -1567,7 +1510,6 @@ static int setup(convo_backend *b, convo_url *url, convo_error *err)
         rc = check_libpq_params(url, err);
     if (rc != 0)
         return rc;
-    remember_secrets(b, url);
     if (!(b->conninfo = convo__url_rebuild(url)))
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     if ((rc = check_uri(b, err)) != 0)
