@@ -31,18 +31,14 @@ def work(step, state):
 
 
 async def snapshot(cp, thread, step, parent, state, messages, length):
-    """Appends the step's messages and puts its checkpoint: in one atomic write
-    where the driver can, else as an append under the expected length and a put
-    (a crash between those two leaves messages past the latest log_length, and
-    the resumed step then fails with ConflictError: the atomic put has no such gap)."""
-    put = dict(parent_id=parent, metadata={"source": "loop", "step": step},
-               body=("json", json.dumps(state).encode()), log_length=length + len(messages))
-    try:
-        await cp.checkpoint_put(thread, "step-%04d" % step, messages=messages,
-                                expected_length=length, **put)
-    except convo.NotSupportedError:
-        await cp.append(thread, messages, expected_length=length)
-        await cp.checkpoint_put(thread, "step-%04d" % step, **put)
+    """Appends the step's messages and puts its checkpoint in one atomic write
+    (one round trip on Redis, PostgreSQL and MongoDB): a crash leaves both or
+    neither, and a second process on the same thread gets ConflictError."""
+    await cp.checkpoint_put(thread, "step-%04d" % step, parent_id=parent,
+                            metadata={"source": "loop", "step": step},
+                            body=("json", json.dumps(state).encode()),
+                            log_length=length + len(messages),
+                            messages=messages, expected_length=length)
 
 
 async def run(url, thread, crash_after):

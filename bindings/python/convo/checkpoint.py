@@ -175,7 +175,8 @@ class CheckpointCalls:
         same atomic write as the checkpoint, only if the thread then has
         exactly expected_length messages (else ConflictError and nothing is
         written); log_length may then be at most expected_length + len(messages).
-        NotSupportedError where the driver cannot do that yet."""
+        One atomic write: a crash never leaves the messages without the
+        checkpoint or the reverse."""
         keep = _Keep()
         cp = _lib.CheckpointIn.init()
         cp.thread_id = keep(_text(thread_id, "thread_id"))
