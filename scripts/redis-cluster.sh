@@ -26,14 +26,9 @@ log() { printf 'redis-cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { sed -n '2,10p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-alive() {
-  local pid=${1:-} stat
-  case "$pid" in ''|*[!0-9]*) return 1 ;; esac
-  kill -0 "$pid" 2>/dev/null || return 1
-  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
-  stat=${stat##*) }
-  [ "${stat%% *}" != Z ]
-}
+# alive PID
+# shellcheck source=scripts/proc-common.sh
+. "$SCRIPT_DIR/proc-common.sh"
 
 # free_ports N: N distinct TCP ports nothing listens on at 127.0.0.1 (one
 # python3 start: it takes a second on a loaded machine).

@@ -49,15 +49,9 @@ usage() {
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
-# alive PID: the process exists and is not a zombie.
-alive() {
-  local pid=${1:-} stat
-  case "$pid" in ''|*[!0-9]*) return 1 ;; esac
-  kill -0 "$pid" 2>/dev/null || return 1
-  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
-  stat=${stat##*) }
-  [ "${stat%% *}" != Z ]
-}
+# alive PID
+# shellcheck source=scripts/proc-common.sh
+. "$SCRIPT_DIR/proc-common.sh"
 
 # wait_gone PID SECONDS
 wait_gone() {

@@ -18,20 +18,21 @@ masters=$(cli "$src" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ { split(
 slots=$(cli "$src" --scan --pattern "$pattern" | quote | sed 's/^/CLUSTER KEYSLOT /' |
     cli "$src" | sort -un)
 [ -n "$slots" ] || { echo "0 slots moved from port $src to port $dst"; exit 0; }
-# every command of a phase through one redis-cli: a process start costs more
-# than the commands on a loaded machine
-each() { for slot in $slots; do printf "$1\n" "$slot"; done; }
+# each WORDS [MORE]: the command "WORDS SLOT MORE" for every slot, one a line.
+# Every command of a phase goes through one redis-cli: a process start costs
+# more than the commands on a loaded machine.
+each() { for slot in $slots; do printf '%s %s %s\n' "$1" "$slot" "${2:-}"; done; }
 check_ok() { # PORT: runs stdin's commands, every reply must be OK
     out=$(cli "$1") || { echo "cluster-move-slots: redis-cli -p $1 failed" >&2; exit 1; }
     bad=$(printf '%s\n' "$out" | grep -v '^OK$' || true)
     [ -z "$bad" ] || { echo "cluster-move-slots: port $1: $bad" >&2; exit 1; }
 }
-each "CLUSTER SETSLOT %s IMPORTING $src_id" | check_ok "$dst"
-each "CLUSTER SETSLOT %s MIGRATING $dst_id" | check_ok "$src"
+each "CLUSTER SETSLOT" "IMPORTING $src_id" | check_ok "$dst"
+each "CLUSTER SETSLOT" "MIGRATING $dst_id" | check_ok "$src"
 sleep 0.2 # clients meet the slots in migration with all their keys at home
 rounds=0
 while :; do
-    keys=$(each "CLUSTER GETKEYSINSLOT %s 100" | cli "$src")
+    keys=$(each "CLUSTER GETKEYSINSLOT" 100 | cli "$src")
     [ -n "$keys" ] || break
     rounds=$((rounds + 1))
     if [ "$rounds" -gt 200 ]; then
@@ -44,9 +45,9 @@ while :; do
     sleep 0.05
 done
 # the target first, then the source, then the other masters (as redis-cli does)
-each "CLUSTER SETSLOT %s NODE $dst_id" | check_ok "$dst"
-each "CLUSTER SETSLOT %s NODE $dst_id" | check_ok "$src"
+each "CLUSTER SETSLOT" "NODE $dst_id" | check_ok "$dst"
+each "CLUSTER SETSLOT" "NODE $dst_id" | check_ok "$src"
 for port in $masters; do
-    [ "$port" = "$src" ] || [ "$port" = "$dst" ] || each "CLUSTER SETSLOT %s NODE $dst_id" | cli "$port" >/dev/null
+    [ "$port" = "$src" ] || [ "$port" = "$dst" ] || each "CLUSTER SETSLOT" "NODE $dst_id" | cli "$port" >/dev/null
 done
-echo "$(printf '%s\n' $slots | wc -l) slots moved from port $src to port $dst in $rounds rounds"
+echo "$(printf '%s\n' "$slots" | wc -l) slots moved from port $src to port $dst in $rounds rounds"
