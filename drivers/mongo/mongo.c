@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
 #define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
@@ -47,6 +47,7 @@ typedef struct call {
     mongoc_client_t *client;
     mongoc_collection_t *threads, *batches;
     mongoc_collection_t *kinds[KINDS]; /* made on first use; [BATCHES] is batches */
+    mongoc_collection_t *meta;         /* made on first use */
     convo_error *err;
 } call;
 
@@ -192,6 +193,7 @@ static void call_begin(call *c, convo_backend *b, convo_error *err)
     c->batches = mongoc_client_get_collection(c->client, b->database, b->batches_name);
     memset(c->kinds, 0, sizeof c->kinds);
     c->kinds[BATCHES] = c->batches;
+    c->meta = NULL;
 }
 
 /* The collection of one kind of per-generation document. */
@@ -207,6 +209,7 @@ static void call_end(call *c)
     mongoc_collection_destroy(c->threads);
     for (int k = 0; k < KINDS; k++)
         mongoc_collection_destroy(c->kinds[k]);
+    mongoc_collection_destroy(c->meta);
     mongoc_client_pool_push(c->b->pool, c->client);
 }
 
@@ -625,7 +628,7 @@ static int top_batch(call *c, const bson_oid_t *g, batch_head *h)
 {
     bson_t *filter = generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
-                            "projection", "{", "m", BCON_INT32(0), "}");
+                            "projection", "{", "m", BCON_INT32(0), "cp", BCON_INT32(0), "}");
     bson_t doc;
     memset(h, 0, sizeof *h);
     bool found;
@@ -1052,6 +1055,9 @@ static void index_spec(bson_t *list, const char *pos, const char *name, bool uni
     if (strcmp(name, "convo_idempotency_v2") == 0)
         BCON_APPEND(&spec, "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"),
                     "}", "}");
+    else if (strcmp(name, "convo_pending_v3") == 0) /* batches carrying a checkpoint */
+        BCON_APPEND(&spec, "partialFilterExpression", "{", "cp", "{", "$exists", BCON_BOOL(true),
+                    "}", "}");
     bson_append_document_end(list, &spec);
 }
 
@@ -1070,7 +1076,8 @@ static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
     case BATCHES:
         index_spec(&list, "0", "convo_chain_v2", true, chain);
         index_spec(&list, "1", "convo_idempotency_v2", true, idem);
-        next = "2";
+        index_spec(&list, "2", "convo_pending_v3", false, none);
+        next = "3";
         break;
     case CHECKPOINTS:
         index_spec(&list, "0", "convo_checkpoint_v2", true, key);
@@ -1171,8 +1178,50 @@ static int upgrade_from_v1(call *c)
     return rc;
 }
 
+/* ---- layout 2 -> 3 ----
+ * Layout 2 numbered checkpoints per thread (the thread doc's counter co);
+ * layout 3 numbers them store-wide, from the counter {_id: "order", n} in
+ * <prefix>_meta. Moving up only starts that counter above every number
+ * already given out, so each thread's checkpoints keep their order and every
+ * later put comes after all of them. Nothing is rewritten: $max makes it safe
+ * to run again, and from two stores at once. */
+
+static mongoc_collection_t *meta_collection(call *c)
+{
+    if (!c->meta)
+        c->meta = mongoc_client_get_collection(c->client, c->b->database, c->b->meta_name);
+    return c->meta;
+}
+
+static int upgrade_from_v2(call *c)
+{
+    bson_t *all = bson_new(), doc;
+    bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
+                            "projection", "{", "o", BCON_INT32(1), "}");
+    bool found;
+    int rc = find_one(c, kind(c, CHECKPOINTS), all, opts, &doc, &found, "moving to layout 3");
+    int64_t highest = found ? get_int(&doc, "o", 0) : 0;
+    bson_destroy(&doc);
+    bson_destroy(all);
+    bson_destroy(opts);
+    bson_t *filter = BCON_NEW("_id", BCON_UTF8("order"));
+    bson_t *update = BCON_NEW("$max", "{", "n", BCON_INT64(highest), "}");
+    bson_t *upsert = BCON_NEW("upsert", BCON_BOOL(true));
+    bson_error_t e;
+    for (int attempt = 0; rc == 0 && attempt < 2; attempt++) {
+        if (mongoc_collection_update_one(meta_collection(c), filter, update, upsert, NULL, &e))
+            break;
+        if (!is_duplicate(&e) || attempt == 1) /* a dup: another store made it first */
+            rc = fail(c, &e, "moving to layout 3");
+    }
+    bson_destroy(filter);
+    bson_destroy(update);
+    bson_destroy(upsert);
+    return rc;
+}
+
 /* Checks the stored schema version, creates the indexes (a no-op when they
- * exist), moves a layout 1 store up, and records the version. */
+ * exist), moves a layout 1 or 2 store up, and records the version. */
 static int ensure_schema(call *c)
 {
     mongoc_collection_t *meta =
@@ -1187,6 +1236,8 @@ static int ensure_schema(call *c)
         rc = create_all_indexes(c);
     if (rc == 0 && version == 1)
         rc = upgrade_from_v1(c);
+    if (rc == 0 && version >= 1 && version < 3)
+        rc = upgrade_from_v2(c);
     /* two stores opening at once may race on the upsert: the loser's dup key is fine */
     if (rc == 0 && !mongoc_collection_update_one(meta, filter, update, opts, NULL, &e) &&
         !is_duplicate(&e))
@@ -1385,7 +1436,7 @@ static int read_for_append(call *c, const char *id, const char *key, thread_doc 
     bson_t *project = BCON_NEW("$project", "{", "extra", BCON_INT32(0), "}");
     bson_t *highest = BCON_NEW("0", "{", "$sort", "{", "s", BCON_INT32(-1), "}", "}", "1", "{",
                                "$limit", BCON_INT32(1), "}", "2", "{", "$project", "{", "m",
-                               BCON_INT32(0), "}", "}");
+                               BCON_INT32(0), "cp", BCON_INT32(0), "}", "}");
     BSON_APPEND_DOCUMENT(&stages, "0", match);
     BSON_APPEND_DOCUMENT(&stages, "1", project);
     lookup_batches(c, &stages, "2", highest, "top");
@@ -1459,11 +1510,12 @@ static int extend_expiry(call *c, const char *id, const thread_doc *t, int64_t n
     return rc;
 }
 
-static int mark_live(call *c, const char *id, const bson_oid_t *g)
+/* Marks a thread doc live; *matched (may be NULL) 0: a delete removed it meanwhile. */
+static int mark_live(call *c, const char *id, const bson_oid_t *g, int64_t *matched)
 {
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
     bson_t *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}");
-    int rc = update_one(c, c->threads, filter, update, NULL, "updating a thread");
+    int rc = update_one(c, c->threads, filter, update, matched, "updating a thread");
     bson_destroy(filter);
     bson_destroy(update);
     return rc;
@@ -1502,7 +1554,7 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     if (rc || (*again = dup))
         goto out;
     if (!t.live) /* the first batch made the thread visible; the flag only saves probes */
-        quietly(c, mark_live, id, &t.g);
+        quietly(c, mark_live, id, &t.g, NULL);
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
@@ -1618,7 +1670,8 @@ static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int
     if (!from_top)
         BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to), "}");
     int64_t most = from_top ? (o->tail > 0 ? o->tail + 1 : 0) : *to - *from;
-    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}");
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "projection", "{", "cp",
+                            BCON_INT32(0), "}"); /* a checkpoint being settled */
     if (most > 0)
         BCON_APPEND(opts, "limit", BCON_INT64(most));
     mongoc_cursor_t *cur =
@@ -2229,22 +2282,10 @@ static int mongo_thread_fork(convo_backend *b, const char *src, const char *dst,
 
 /* ---- checkpoints ----
  * <prefix>_checkpoints: one document per (thread, ns, checkpoint id) of a
- * generation, numbered by a per-thread counter (co on the thread doc) in the
- * order first put; <prefix>_values: one per (ns, channel, version);
+ * generation, numbered by the store-wide counter in <prefix>_meta in the
+ * order first put (o) and last written (w); <prefix>_values: one per (ns, channel, version);
  * <prefix>_writes: one per (ns, checkpoint, task, idx). A delete retires them
  * with the generation, so nothing of a deleted thread can come back. */
-
-/* A thread callers can see, else CONVO_ENOTFOUND. */
-static int read_visible(call *c, const char *id, thread_doc *t)
-{
-    bool yes = false;
-    int rc = read_thread(c, id, false, t);
-    if (rc == 0 && t->found)
-        rc = visible(c, t, now_ms(), &yes);
-    if (rc == 0 && !yes)
-        rc = not_found(c);
-    return rc;
-}
 
 static bson_t *ns_filter(const bson_oid_t *g, const char *ns)
 {
@@ -2329,28 +2370,33 @@ static int queue_upsert(call *c, mongoc_collection_t *coll, mongoc_bulk_operatio
     return rc;
 }
 
-/* Values sent with the checkpoint: inserted once per (ns, channel, version); a
- * version stored before keeps its value ($setOnInsert). */
+/* Queues the upsert of one channel value: stored once per (ns, channel,
+ * version); a version stored before keeps its value ($setOnInsert). */
+static int queue_value(call *c, mongoc_bulk_operation_t **bulk, const bson_oid_t *g,
+                       const char *ns, const char *channel, const char *version,
+                       const char *type, const void *bytes, uint32_t len, int64_t now)
+{
+    bson_t *selector = ns_filter(g, ns), *update = bson_new(), set;
+    BSON_APPEND_UTF8(selector, "c", channel);
+    BSON_APPEND_UTF8(selector, "v", version);
+    BSON_APPEND_DOCUMENT_BEGIN(update, "$setOnInsert", &set);
+    BSON_APPEND_UTF8(&set, "ty", type);
+    BSON_APPEND_BINARY(&set, "b", BSON_SUBTYPE_BINARY, bytes ? bytes : (const void *)"", len);
+    append_exp(c->b, &set, now);
+    bson_append_document_end(update, &set);
+    return queue_upsert(c, kind(c, VALUES), bulk, selector, update, "storing channel values");
+}
+
+/* Values sent with the checkpoint, in one unordered bulk. */
 static int put_values(call *c, const convo_checkpoint_in *cp, const bson_oid_t *g, int64_t now)
 {
     mongoc_bulk_operation_t *bulk = NULL;
     int rc = 0;
     for (size_t i = 0; i < cp->nchannels && rc == 0; i++) {
         const convo_channel_in *ch = &cp->channels[i];
-        if (!ch->value)
-            continue;
-        bson_t *selector = ns_filter(g, cp->checkpoint_ns);
-        BSON_APPEND_UTF8(selector, "c", ch->channel);
-        BSON_APPEND_UTF8(selector, "v", ch->version);
-        bson_t *update = bson_new(), set;
-        BSON_APPEND_DOCUMENT_BEGIN(update, "$setOnInsert", &set);
-        BSON_APPEND_UTF8(&set, "ty", ch->value->type);
-        BSON_APPEND_BINARY(&set, "b", BSON_SUBTYPE_BINARY,
-                           ch->value->bytes ? ch->value->bytes : (const void *)"",
-                           (uint32_t)ch->value->len);
-        append_exp(c->b, &set, now);
-        bson_append_document_end(update, &set);
-        rc = queue_upsert(c, kind(c, VALUES), &bulk, selector, update, "storing channel values");
+        if (ch->value)
+            rc = queue_value(c, &bulk, g, cp->checkpoint_ns, ch->channel, ch->version,
+                             ch->value->type, ch->value->bytes, (uint32_t)ch->value->len, now);
     }
     if (rc != 0) {
         mongoc_bulk_operation_destroy(bulk);
@@ -2359,29 +2405,26 @@ static int put_values(call *c, const convo_checkpoint_in *cp, const bson_oid_t *
     return run_bulk(c, bulk, "storing channel values");
 }
 
-/* {$set: everything but the order, $setOnInsert: {o, at}}: a put of an existing
- * key replaces it in place, keeping its position and its writes. */
-static bool build_checkpoint_update(const convo_backend *b, const convo_checkpoint_in *cp,
-                                    int64_t order, int64_t now, bson_t *update)
+/* The fields of one version of a checkpoint: {p, meta, bt, bb, ch, ll}. */
+static void checkpoint_fields(const convo_checkpoint_in *cp, bson_t *doc)
 {
-    bson_t set, arr, item, ins;
-    bson_init(update);
-    BSON_APPEND_DOCUMENT_BEGIN(update, "$set", &set);
+    bson_t arr, item;
+    bson_init(doc);
     if (cp->parent_id)
-        BSON_APPEND_UTF8(&set, "p", cp->parent_id);
+        BSON_APPEND_UTF8(doc, "p", cp->parent_id);
     else
-        BSON_APPEND_NULL(&set, "p");
-    BSON_APPEND_UTF8(&set, "meta", cp->metadata_json);
+        BSON_APPEND_NULL(doc, "p");
+    BSON_APPEND_UTF8(doc, "meta", cp->metadata_json);
     if (cp->body.type) {
-        BSON_APPEND_UTF8(&set, "bt", cp->body.type);
-        BSON_APPEND_BINARY(&set, "bb", BSON_SUBTYPE_BINARY,
+        BSON_APPEND_UTF8(doc, "bt", cp->body.type);
+        BSON_APPEND_BINARY(doc, "bb", BSON_SUBTYPE_BINARY,
                            cp->body.bytes ? cp->body.bytes : (const void *)"",
                            (uint32_t)cp->body.len);
     } else {
-        BSON_APPEND_NULL(&set, "bt");
-        BSON_APPEND_NULL(&set, "bb");
+        BSON_APPEND_NULL(doc, "bt");
+        BSON_APPEND_NULL(doc, "bb");
     }
-    BSON_APPEND_ARRAY_BEGIN(&set, "ch", &arr);
+    BSON_APPEND_ARRAY_BEGIN(doc, "ch", &arr);
     for (size_t i = 0; i < cp->nchannels; i++) {
         char buf[16];
         const char *key;
@@ -2391,40 +2434,43 @@ static bool build_checkpoint_update(const convo_backend *b, const convo_checkpoi
         BSON_APPEND_UTF8(&item, "v", cp->channels[i].version);
         bson_append_document_end(&arr, &item);
     }
-    bson_append_array_end(&set, &arr);
-    BSON_APPEND_INT64(&set, "ll", cp->log_length);
-    append_exp(b, &set, now);
-    bson_append_document_end(update, &set);
-    BSON_APPEND_DOCUMENT_BEGIN(update, "$setOnInsert", &ins);
-    BSON_APPEND_INT64(&ins, "o", order);
-    BSON_APPEND_INT64(&ins, "at", convo__now_micros());
-    bson_append_document_end(update, &ins);
-    return update->len <= DOC_LIMIT - 4096;
+    bson_append_array_end(doc, &arr);
+    BSON_APPEND_INT64(doc, "ll", cp->log_length);
 }
 
-/* The next number of the thread's checkpoint counter; *again when the
- * incarnation was retired meanwhile. */
-static int next_order(call *c, const char *id, const bson_oid_t *g, int64_t *order, bool *again)
+/* The next number of the store-wide counter {_id: "order", n} in <prefix>_meta:
+ * every checkpoint put, in any thread, takes one, so the numbers order puts
+ * across the whole store. */
+static int next_order(call *c, int64_t *order)
 {
-    bson_t *query = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
-    bson_t *update = BCON_NEW("$inc", "{", "co", BCON_INT64(1), "}");
-    bson_t *fields = BCON_NEW("co", BCON_INT32(1));
+    bson_t *query = BCON_NEW("_id", BCON_UTF8("order"));
+    bson_t *update = BCON_NEW("$inc", "{", "n", BCON_INT64(1), "}");
+    bson_t *fields = BCON_NEW("n", BCON_INT32(1));
     mongoc_find_and_modify_opts_t *opts = mongoc_find_and_modify_opts_new();
     mongoc_find_and_modify_opts_set_update(opts, update);
     mongoc_find_and_modify_opts_set_fields(opts, fields);
-    mongoc_find_and_modify_opts_set_flags(opts, MONGOC_FIND_AND_MODIFY_RETURN_NEW);
-    bson_t reply;
+    mongoc_find_and_modify_opts_set_flags(opts, MONGOC_FIND_AND_MODIFY_UPSERT |
+                                                    MONGOC_FIND_AND_MODIFY_RETURN_NEW);
     bson_error_t e;
     bson_iter_t it, v;
     int rc = 0;
-    if (!mongoc_collection_find_and_modify_with_opts(c->threads, query, opts, &reply, &e))
-        rc = fail(c, &e, "numbering a checkpoint");
-    else if (bson_iter_init_find(&it, &reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-             bson_iter_recurse(&it, &v) && bson_iter_find(&v, "co") && BSON_ITER_HOLDS_NUMBER(&v))
-        *order = bson_iter_as_int64(&v);
-    else
-        *again = true;
-    bson_destroy(&reply);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bson_t reply;
+        bool ok = mongoc_collection_find_and_modify_with_opts(meta_collection(c), query, opts,
+                                                              &reply, &e);
+        if (ok && bson_iter_init_find(&it, &reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+            bson_iter_recurse(&it, &v) && bson_iter_find(&v, "n") && BSON_ITER_HOLDS_NUMBER(&v))
+            *order = bson_iter_as_int64(&v);
+        else if (ok)
+            rc = corrupt(c, "checkpoint counter without a number");
+        bson_destroy(&reply);
+        /* a duplicate: two first puts of the store made the counter at once */
+        if (ok || !is_duplicate(&e) || attempt == 1) {
+            if (!ok)
+                rc = fail(c, &e, "numbering a checkpoint");
+            break;
+        }
+    }
     mongoc_find_and_modify_opts_destroy(opts);
     bson_destroy(query);
     bson_destroy(update);
@@ -2432,47 +2478,78 @@ static int next_order(call *c, const char *id, const bson_oid_t *g, int64_t *ord
     return rc;
 }
 
-static int upsert_checkpoint(call *c, const convo_checkpoint_in *cp, const bson_oid_t *g,
-                             int64_t order, int64_t now)
+/* Stores version w (a number of the store-wide counter) of checkpoint (g, ns,
+ * id): fields and w with $set, and with $min its position o and created_at, so
+ * a key put again keeps the position of its first put. A version numbered
+ * higher stored meanwhile wins: the filter on w then matches nothing, the
+ * upsert's insert hits the unique key convo_checkpoint_v2, and only the
+ * position is lowered. Layout 2 documents have no w and are always replaced. */
+static int store_checkpoint(call *c, const bson_oid_t *g, const char *ns, const char *id,
+                            const bson_t *fields, int64_t w, int64_t at, int64_t now)
 {
-    bson_t *selector = ns_filter(g, cp->checkpoint_ns), update;
+    bson_t *key = ns_filter(g, ns), update = BSON_INITIALIZER, set, min;
+    BSON_APPEND_UTF8(key, "id", id);
+    bson_t *selector = bson_copy(key);
+    BCON_APPEND(selector, "$or", "[", "{", "w", "{", "$exists", BCON_BOOL(false), "}", "}", "{",
+                "w", "{", "$lt", BCON_INT64(w), "}", "}", "]");
+    BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
+    bson_concat(&set, fields);
+    BSON_APPEND_INT64(&set, "w", w);
+    append_exp(c->b, &set, now);
+    bson_append_document_end(&update, &set);
+    BSON_APPEND_DOCUMENT_BEGIN(&update, "$min", &min);
+    BSON_APPEND_INT64(&min, "o", w);
+    BSON_APPEND_INT64(&min, "at", at);
+    bson_append_document_end(&update, &min);
     bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
-    BSON_APPEND_UTF8(selector, "id", cp->checkpoint_id);
-    build_checkpoint_update(c->b, cp, order, now, &update);
     bson_error_t e;
     int rc = 0;
-    /* two puts of a new key at once: the loser's insert is a duplicate, then an update */
-    for (int attempt = 0; attempt < 3; attempt++) {
+    bool stored = false;
+    /* a duplicate: another put of this new key inserted it first (try again: the
+     * filter on w then decides), or a newer version is there */
+    for (int attempt = 0; attempt < 2 && !stored && rc == 0; attempt++) {
         if (mongoc_collection_update_one(kind(c, CHECKPOINTS), selector, &update, opts, NULL, &e))
-            break;
-        if (!is_duplicate(&e) || attempt == 2) {
+            stored = true;
+        else if (!is_duplicate(&e))
             rc = fail(c, &e, "storing a checkpoint");
-            break;
-        }
+    }
+    if (rc == 0 && !stored) {
+        bson_t *lower = BCON_NEW("$min", "{", "o", BCON_INT64(w), "at", BCON_INT64(at), "}");
+        rc = update_one(c, kind(c, CHECKPOINTS), key, lower, NULL, "storing a checkpoint");
+        bson_destroy(lower);
     }
     bson_destroy(&update);
     bson_destroy(selector);
+    bson_destroy(key);
     bson_destroy(opts);
     return rc;
 }
 
 /* Values first, then the checkpoint document (one write: whole or absent), then
- * the thread is marked live. */
+ * a new thread is marked live (a delete that took its placeholder meanwhile
+ * makes it start over in a new thread). */
 static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
 {
     thread_doc t;
-    int64_t now = now_ms(), order = 0;
+    int64_t now = now_ms(), order = 0, matched = 1;
     int rc = writable_thread(c, cp->thread_id, false, true, &t, again);
     if (rc == 0 && !*again)
         rc = extend_expiry(c, cp->thread_id, &t, now, again);
     if (rc == 0 && !*again)
         rc = put_values(c, cp, &t.g, now);
     if (rc == 0 && !*again)
-        rc = next_order(c, cp->thread_id, &t.g, &order, again);
-    if (rc == 0 && !*again)
-        rc = upsert_checkpoint(c, cp, &t.g, order, now);
+        rc = next_order(c, &order);
+    if (rc == 0 && !*again) {
+        bson_t fields;
+        checkpoint_fields(cp, &fields);
+        rc = store_checkpoint(c, &t.g, cp->checkpoint_ns, cp->checkpoint_id, &fields, order,
+                              convo__now_micros(), now);
+        bson_destroy(&fields);
+    }
     if (rc == 0 && !*again && !t.live)
-        rc = mark_live(c, cp->thread_id, &t.g);
+        rc = mark_live(c, cp->thread_id, &t.g, &matched);
+    if (rc == 0 && matched == 0)
+        *again = true;
     thread_free(&t);
     return rc;
 }
@@ -2488,7 +2565,8 @@ static int mongo_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp,
     call c;
     bson_t probe;
     call_begin(&c, b, err);
-    int rc = build_checkpoint_update(b, cp, 0, 0, &probe) ? 0 : too_large(&c, "the checkpoint");
+    checkpoint_fields(cp, &probe);
+    int rc = probe.len <= DOC_LIMIT - 4096 ? 0 : too_large(&c, "the checkpoint");
     bson_destroy(&probe);
     for (size_t i = 0; i < cp->nchannels && rc == 0; i++)
         if (cp->channels[i].value && cp->channels[i].value->len > DOC_LIMIT - 4096)
@@ -2504,6 +2582,286 @@ static int mongo_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp,
         if (!again)
             break;
     }
+    call_end(&c);
+    return rc;
+}
+
+/* ---- checkpoint put with messages ----
+ * The messages and the checkpoint are committed by one insert: the batch
+ * document carries the checkpoint, numbered and with its new values, in a field
+ * cp. From then on the checkpoint exists; settle() copies it out to the
+ * checkpoint collections and removes cp, and every reader of a thread's
+ * checkpoints settles what it finds first, so a process killed after the
+ * insert leaves nothing half done. docs/mongo.md says why this takes three
+ * round trips and not one. */
+
+/* Adds cp: {ns, id, o, at, p, meta, bt, bb, ch, ll, vs: [{c, v, ty, b}, ...]} to
+ * a batch document; false when the document grows past 16 MiB. */
+static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at, bson_t *doc)
+{
+    bson_t sub, fields, vs, item;
+    uint32_t n = 0;
+    checkpoint_fields(cp, &fields);
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "cp", &sub);
+    BSON_APPEND_UTF8(&sub, "ns", cp->checkpoint_ns);
+    BSON_APPEND_UTF8(&sub, "id", cp->checkpoint_id);
+    BSON_APPEND_INT64(&sub, "o", order);
+    BSON_APPEND_INT64(&sub, "at", at);
+    bson_concat(&sub, &fields);
+    BSON_APPEND_ARRAY_BEGIN(&sub, "vs", &vs);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        const convo_channel_in *ch = &cp->channels[i];
+        char buf[16];
+        const char *key;
+        if (!ch->value)
+            continue;
+        bson_uint32_to_string(n++, &key, buf, sizeof buf);
+        BSON_APPEND_DOCUMENT_BEGIN(&vs, key, &item);
+        BSON_APPEND_UTF8(&item, "c", ch->channel);
+        BSON_APPEND_UTF8(&item, "v", ch->version);
+        BSON_APPEND_UTF8(&item, "ty", ch->value->type);
+        BSON_APPEND_BINARY(&item, "b", BSON_SUBTYPE_BINARY,
+                           ch->value->bytes ? ch->value->bytes : (const void *)"",
+                           (uint32_t)ch->value->len);
+        bson_append_document_end(&vs, &item);
+    }
+    bson_append_array_end(&sub, &vs);
+    bool ok = bson_append_document_end(doc, &sub);
+    bson_destroy(&fields);
+    return ok && doc->len <= DOC_LIMIT;
+}
+
+/* Copies the checkpoint batch (of generation g) carries out to the checkpoint
+ * collections: its values, then the checkpoint with the number it got before
+ * its batch was inserted (store_checkpoint: a newer version of the key is
+ * kept), then removes cp from the batch. Every step can run again, from any
+ * process. */
+static int settle(call *c, const bson_oid_t *g, const bson_t *batch)
+{
+    static const char *const names[] = {"p", "meta", "bt", "bb", "ch", "ll", NULL};
+    bson_iter_t it, vs;
+    bson_t cp, fields = BSON_INITIALIZER;
+    uint32_t len = 0;
+    const uint8_t *data = NULL;
+    if (bson_iter_init_find(&it, batch, "cp") && BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_iter_document(&it, &len, &data);
+    if (!data || !bson_init_static(&cp, data, len))
+        return corrupt(c, "checkpoint of a batch is not a document");
+    const char *ns = get_utf8(&cp, "ns"), *id = get_utf8(&cp, "id");
+    int64_t order = get_int(&cp, "o", -1), at = get_int(&cp, "at", 0);
+    int64_t s = get_int(batch, "s", -1), now = now_ms();
+    if (!ns || !id || order < 0 || s < 0)
+        return corrupt(c, "checkpoint of a batch without its key");
+    mongoc_bulk_operation_t *bulk = NULL;
+    int rc = 0;
+    if (bson_iter_init_find(&it, &cp, "vs") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &vs)) {
+        while (rc == 0 && bson_iter_next(&vs)) {
+            bson_t item;
+            uint32_t blen = 0;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&vs)) {
+                rc = corrupt(c, "channel value of a batch is not a document");
+                break;
+            }
+            bson_iter_document(&vs, &len, &data);
+            bson_init_static(&item, data, len);
+            const char *channel = get_utf8(&item, "c"), *version = get_utf8(&item, "v"),
+                       *type = get_utf8(&item, "ty");
+            const uint8_t *bytes = get_binary(&item, "b", &blen);
+            rc = channel && version && type
+                     ? queue_value(c, &bulk, g, ns, channel, version, type, bytes, blen, now)
+                     : corrupt(c, "channel value of a batch without its fields");
+        }
+    }
+    if (rc == 0) {
+        rc = run_bulk(c, bulk, "storing channel values");
+    } else {
+        mongoc_bulk_operation_destroy(bulk);
+    }
+    for (int i = 0; names[i]; i++)
+        if (bson_iter_init_find(&it, &cp, names[i]))
+            bson_append_iter(&fields, names[i], -1, &it);
+    if (rc == 0)
+        rc = store_checkpoint(c, g, ns, id, &fields, order, at, now);
+    if (rc == 0) {
+        bson_t *filter = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s));
+        bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "}");
+        rc = update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
+        bson_destroy(filter);
+        bson_destroy(unset);
+    }
+    bson_destroy(&fields);
+    return rc;
+}
+
+/* Settles every batch in array field "pc" of doc (what lookup_pending found). */
+static int settle_found(call *c, const bson_oid_t *g, const bson_t *doc)
+{
+    bson_iter_t it, arr;
+    int rc = 0;
+    if (!bson_iter_init_find(&it, doc, "pc") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &arr))
+        return 0;
+    while (rc == 0 && bson_iter_next(&arr)) {
+        bson_t batch;
+        uint32_t len;
+        const uint8_t *data;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&arr))
+            return corrupt(c, "batch is not a document");
+        bson_iter_document(&arr, &len, &data);
+        bson_init_static(&batch, data, len);
+        rc = settle(c, g, &batch);
+    }
+    return rc;
+}
+
+/* A stage {$lookup: ... as: "pc"}: the batches of the thread doc's generation
+ * still carrying a checkpoint (index convo_pending_v3), without their messages. */
+static void lookup_pending(call *c, bson_t *stages, const char *pos)
+{
+    bson_t *pending = BCON_NEW("0", "{", "$match", "{", "cp", "{", "$exists", BCON_BOOL(true),
+                               "}", "}", "}", "1", "{", "$sort", "{", "s", BCON_INT32(1), "}",
+                               "}", "2", "{", "$project", "{", "m", BCON_INT32(0), "}", "}");
+    lookup_batches(c, stages, pos, pending, "pc");
+    bson_destroy(pending);
+}
+
+/* Reads thread doc id (without extra) and, in the same aggregate, the batches
+ * still carrying a checkpoint; *yes when callers can see the thread, and then
+ * those checkpoints have been settled. */
+static int read_settled(call *c, const char *id, thread_doc *t, bool *yes)
+{
+    bson_t stages = BSON_INITIALIZER, *match = BCON_NEW("$match", "{", "_id", BCON_UTF8(id), "}");
+    bson_t *project = BCON_NEW("$project", "{", "extra", BCON_INT32(0), "}");
+    BSON_APPEND_DOCUMENT(&stages, "0", match);
+    BSON_APPEND_DOCUMENT(&stages, "1", project);
+    lookup_pending(c, &stages, "2");
+    mongoc_cursor_t *cur =
+        mongoc_collection_aggregate(c->threads, MONGOC_QUERY_NONE, &stages, NULL, c->b->primary);
+    const bson_t *doc;
+    bson_t *copy = NULL;
+    bson_error_t e;
+    int rc = 0;
+    memset(t, 0, sizeof *t);
+    bson_init(&t->extra);
+    *yes = false;
+    if (mongoc_cursor_next(cur, &doc))
+        copy = bson_copy(doc);
+    else if (mongoc_cursor_error(cur, &e))
+        rc = fail(c, &e, "reading a thread");
+    mongoc_cursor_destroy(cur);
+    if (copy) {
+        t->found = true;
+        rc = parse_thread(c, copy, t);
+        if (rc == 0)
+            rc = visible(c, t, now_ms(), yes);
+        if (rc == 0 && *yes)
+            rc = settle_found(c, &t->g, copy);
+        bson_destroy(copy);
+    }
+    bson_destroy(&stages);
+    bson_destroy(match);
+    bson_destroy(project);
+    return rc;
+}
+
+/* A thread callers can see (its checkpoints settled), else CONVO_ENOTFOUND. */
+static int read_visible(call *c, const char *id, thread_doc *t)
+{
+    bool yes = false;
+    int rc = read_settled(c, id, t, &yes);
+    if (rc == 0 && !yes)
+        rc = not_found(c);
+    return rc;
+}
+
+static int conflict(call *c, int64_t length, int64_t expected)
+{
+    return convo__error(c->err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
+                        (long long)length, (long long)expected);
+}
+
+/* One try at a put with messages; *again when a race was lost. As an append
+ * with an expected length: read, check, then one insert at the end of the
+ * chain, which the unique position decides; the checkpoint rides in it. */
+static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t *m, bool *again)
+{
+    const char *id = cp->thread_id;
+    thread_doc t;
+    batch_head top;
+    convo_append_result unused;
+    bool replayed = false, created = false, dup = false;
+    int64_t now = now_ms(), order = 0;
+    int rc = read_for_append(c, id, NULL, &t, &top, &replayed, &unused);
+    if (rc == 0 && !t.found && cp->expected_length != 0) { /* no thread: nothing to create */
+        rc = conflict(c, 0, cp->expected_length);
+        goto out;
+    }
+    if (rc == 0)
+        rc = clear_way(c, id, true, &t, &created, again);
+    if (rc || *again)
+        goto out;
+    if (top.found && top.fence) { /* a delete is under way: finish it, then start over */
+        rc = finish_delete(c, id, &t.g, false);
+        *again = true;
+        goto out;
+    }
+    int64_t length = top.found ? top.e : 0;
+    if (length != cp->expected_length) {
+        rc = conflict(c, length, cp->expected_length);
+        goto out;
+    }
+    if ((rc = extend_expiry(c, id, &t, now, again)) != 0 || *again)
+        goto out;
+    if ((rc = next_order(c, &order)) != 0)
+        goto out;
+    bson_t doc;
+    int64_t at = convo__now_micros();
+    build_batch(c->b, &t.g, length, cp->nmessages, NULL, at, now, m, &doc);
+    add_pending(cp, order, at, &doc);
+    rc = insert_doc(c, c->batches, &doc, &dup, "storing a checkpoint with messages");
+    if (rc == 0 && !dup) { /* committed: the rest only saves readers the work */
+        quietly(c, settle, &t.g, &doc);
+        if (!t.live)
+            quietly(c, mark_live, id, &t.g, NULL);
+    }
+    bson_destroy(&doc);
+    *again = rc == 0 && dup;
+out:
+    thread_free(&t);
+    return rc;
+}
+
+static int mongo_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                    const convo_message_in *msgs, convo_error *err)
+{
+    call c;
+    bson_t m, probe;
+    bson_oid_t zero;
+    call_begin(&c, b, err);
+    int rc = build_messages(&c, msgs, cp->nmessages, &m);
+    bson_oid_init_from_string(&zero, "000000000000000000000000");
+    if (rc == 0) { /* the same size whatever g, number and times it gets */
+        bool fits = build_batch(b, &zero, 0, cp->nmessages, NULL, 0, 0, &m, &probe) &&
+                    add_pending(cp, 0, 0, &probe);
+        bson_destroy(&probe);
+        if (!fits)
+            rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                              "messages and checkpoint are larger than a MongoDB document "
+                              "(16 MiB); put fewer messages with it");
+    }
+    for (int attempt = 0; rc == 0; attempt++) {
+        bool again = false;
+        if (attempt == ATTEMPTS) {
+            rc = contention(&c);
+            break;
+        }
+        backoff(attempt);
+        rc = put_log_attempt(&c, cp, &m, &again);
+        if (!again)
+            break;
+    }
+    bson_destroy(&m);
     call_end(&c);
     return rc;
 }
@@ -2744,32 +3102,21 @@ static int mongo_checkpoint_get(convo_backend *b, const char *id, const char *ns
     return rc;
 }
 
-/* Adds the thread's matching checkpoints, newest first, until the set holds limit. */
+/* Adds the thread's matching checkpoints, newest first, until the set holds
+ * limit; below (when not NULL): only those numbered lower, i.e. put before. */
 static int list_thread_checkpoints(call *c, const char *id, const bson_oid_t *g,
-                                   const convo_checkpoint_list_opts *o, void *filter,
-                                   convo_checkpoint_set *set)
+                                   const convo_checkpoint_list_opts *o, const int64_t *below,
+                                   void *filter, convo_checkpoint_set *set)
 {
-    bson_t *query = generation_filter(g), doc;
+    bson_t *query = generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}");
-    bool found = true;
     int rc = 0;
     if (o->checkpoint_ns)
         BSON_APPEND_UTF8(query, "ns", o->checkpoint_ns);
-    if (o->before) { /* "put before that checkpoint": below its number */
-        bson_t *bq = bson_copy(query);
-        BSON_APPEND_UTF8(bq, "id", o->before);
-        rc = find_one(c, kind(c, CHECKPOINTS), bq, NULL, &doc, &found, "reading a checkpoint");
-        if (rc == 0 && !found)
-            rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
-                              o->before);
-        if (rc == 0)
-            BCON_APPEND(query, "o", "{", "$lt", BCON_INT64(get_int(&doc, "o", 0)), "}");
-        bson_destroy(&doc);
-        bson_destroy(bq);
-    }
-    mongoc_cursor_t *cur = rc ? NULL
-                              : mongoc_collection_find_with_opts(kind(c, CHECKPOINTS), query,
-                                                                 opts, c->b->primary);
+    if (below)
+        BCON_APPEND(query, "o", "{", "$lt", BCON_INT64(*below), "}");
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(kind(c, CHECKPOINTS), query, opts, c->b->primary);
     const bson_t *d;
     while (rc == 0 && (!o->limit || convo_checkpoint_set_count(set) < o->limit) &&
            mongoc_cursor_next(cur, &d)) {
@@ -2782,7 +3129,7 @@ static int list_thread_checkpoints(call *c, const char *id, const bson_oid_t *g,
             rc = no_memory(c);
     }
     bson_error_t e;
-    if (cur && rc == 0 && mongoc_cursor_error(cur, &e))
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
         rc = fail(c, &e, "listing checkpoints");
     mongoc_cursor_destroy(cur);
     bson_destroy(query);
@@ -2790,14 +3137,19 @@ static int list_thread_checkpoints(call *c, const char *id, const bson_oid_t *g,
     return rc;
 }
 
-/* Every visible thread in id order, each newest first (as the memory driver). */
-static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, void *filter,
-                                convo_checkpoint_set *set)
+/* Every visible thread in id order, each newest first (as the memory driver);
+ * the checkpoints a thread's batches still carry are settled first. */
+static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, const int64_t *below,
+                                void *filter, convo_checkpoint_set *set)
 {
-    bson_t *all = bson_new();
-    bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "projection", "{", "extra",
-                            BCON_INT32(0), "}");
-    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->threads, all, opts, c->b->primary);
+    bson_t stages = BSON_INITIALIZER;
+    bson_t *sort = BCON_NEW("$sort", "{", "_id", BCON_INT32(1), "}");
+    bson_t *project = BCON_NEW("$project", "{", "extra", BCON_INT32(0), "}");
+    BSON_APPEND_DOCUMENT(&stages, "0", sort);
+    BSON_APPEND_DOCUMENT(&stages, "1", project);
+    lookup_pending(c, &stages, "2");
+    mongoc_cursor_t *cur =
+        mongoc_collection_aggregate(c->threads, MONGOC_QUERY_NONE, &stages, NULL, c->b->primary);
     const bson_t *doc;
     int64_t now = now_ms();
     int rc = 0;
@@ -2809,16 +3161,52 @@ static int list_all_checkpoints(call *c, const convo_checkpoint_list_opts *o, vo
         memset(&t, 0, sizeof t);
         bson_init(&t.extra);
         if (id && (rc = parse_thread(c, doc, &t)) == 0 &&
-            (rc = visible(c, &t, now, &yes)) == 0 && yes)
-            rc = list_thread_checkpoints(c, id, &t.g, o, filter, set);
+            (rc = visible(c, &t, now, &yes)) == 0 && yes &&
+            (rc = settle_found(c, &t.g, doc)) == 0)
+            rc = list_thread_checkpoints(c, id, &t.g, o, below, filter, set);
         thread_free(&t);
     }
     bson_error_t e;
     if (rc == 0 && mongoc_cursor_error(cur, &e))
         rc = fail(c, &e, "listing checkpoints");
     mongoc_cursor_destroy(cur);
-    bson_destroy(all);
-    bson_destroy(opts);
+    bson_destroy(&stages);
+    bson_destroy(sort);
+    bson_destroy(project);
+    return rc;
+}
+
+/* The number of the checkpoint `before` names, (before_thread_id or thread_id,
+ * before_ns or checkpoint_ns or "", before): puts across the whole store are
+ * numbered in order, so "put before it" is "numbered lower". CONVO_ENOTFOUND
+ * when it does not exist. */
+static int before_number(call *c, const convo_checkpoint_list_opts *o, int64_t *number)
+{
+    const char *tid = o->before_thread_id ? o->before_thread_id : o->thread_id;
+    const char *ns = o->before_ns ? o->before_ns : o->checkpoint_ns ? o->checkpoint_ns : "";
+    thread_doc t;
+    if (!tid)
+        return convo__error(c->err, CONVO_EINVAL, NULL, "before needs a thread id");
+    int rc = read_visible(c, tid, &t);
+    if (rc == 0) {
+        bson_t *filter = ns_filter(&t.g, ns), doc;
+        bson_t *opts =
+            BCON_NEW("limit", BCON_INT64(1), "projection", "{", "o", BCON_INT32(1), "}");
+        bool found;
+        BSON_APPEND_UTF8(filter, "id", o->before);
+        rc = find_one(c, kind(c, CHECKPOINTS), filter, opts, &doc, &found, "reading a checkpoint");
+        if (rc == 0 && !found)
+            rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
+                              o->before);
+        *number = get_int(&doc, "o", 0);
+        bson_destroy(&doc);
+        bson_destroy(filter);
+        bson_destroy(opts);
+    } else if (rc == CONVO_ENOTFOUND) {
+        convo__error_clear(c->err);
+        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found", o->before);
+    }
+    thread_free(&t);
     return rc;
 }
 
@@ -2829,19 +3217,19 @@ static int mongo_checkpoint_list(convo_backend *b, const convo_checkpoint_list_o
     if (!set)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     call c;
+    int64_t number = 0;
     call_begin(&c, b, err);
-    int rc = 0;
-    if (o->thread_id) {
+    int rc = o->before ? before_number(&c, o, &number) : 0;
+    const int64_t *below = o->before ? &number : NULL;
+    if (rc == 0 && o->thread_id) {
         thread_doc t;
         bool yes = false;
-        rc = read_thread(&c, o->thread_id, false, &t);
-        if (rc == 0 && t.found)
-            rc = visible(&c, &t, now_ms(), &yes);
+        rc = read_settled(&c, o->thread_id, &t, &yes);
         if (rc == 0 && yes)
-            rc = list_thread_checkpoints(&c, o->thread_id, &t.g, o, filter, set);
+            rc = list_thread_checkpoints(&c, o->thread_id, &t.g, o, below, filter, set);
         thread_free(&t);
-    } else {
-        rc = list_all_checkpoints(&c, o, filter, set);
+    } else if (rc == 0) {
+        rc = list_all_checkpoints(&c, o, below, filter, set);
     }
     call_end(&c);
     if (rc != 0) {
@@ -3115,7 +3503,7 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         bson_destroy(&doc);
     }
     if (rc == 0 && !*again && !t.live)
-        quietly(c, mark_live, id, &t.g);
+        quietly(c, mark_live, id, &t.g, NULL);
 out:
     thread_free(&t);
     return rc;
@@ -3268,6 +3656,7 @@ const convo_driver convo_driver_mongo = {
     .checkpoint_get = mongo_checkpoint_get,
     .checkpoint_list = mongo_checkpoint_list,
     .checkpoint_prune = mongo_checkpoint_prune,
+    .checkpoint_put_log = mongo_checkpoint_put_log,
     .bench_raw = mongo_bench_raw,
     .stored_bytes = mongo_stored_bytes,
     .thread_import = mongo_thread_import,
