@@ -2483,9 +2483,10 @@ static int next_order(call *c, int64_t *order)
  * a key put again keeps the position of its first put. A version numbered
  * higher stored meanwhile wins: the filter on w then matches nothing, the
  * upsert's insert hits the unique key convo_checkpoint_v2, and only the
- * position is lowered. Layout 2 documents have no w and are always replaced. */
+ * position is lowered. Layout 2 documents have no w and are always replaced.
+ * Without wait the writes are sent unacknowledged (see settle). */
 static int store_checkpoint(call *c, const bson_oid_t *g, const char *ns, const char *id,
-                            const bson_t *fields, int64_t w, int64_t at, int64_t now)
+                            const bson_t *fields, int64_t w, int64_t at, int64_t now, bool wait)
 {
     bson_t *key = ns_filter(g, ns), update = BSON_INITIALIZER, set, min;
     BSON_APPEND_UTF8(key, "id", id);
@@ -2505,6 +2506,17 @@ static int store_checkpoint(call *c, const bson_oid_t *g, const char *ns, const 
     bson_error_t e;
     int rc = 0;
     bool stored = false;
+    if (!wait) { /* both, in order on this connection; each is right either way */
+        bson_t *lower = BCON_NEW("$min", "{", "o", BCON_INT64(w), "at", BCON_INT64(at), "}");
+        bson_t *later = BCON_NEW("writeConcern", "{", "w", BCON_INT32(0), "}");
+        BCON_APPEND(opts, "writeConcern", "{", "w", BCON_INT32(0), "}");
+        (void)mongoc_collection_update_one(kind(c, CHECKPOINTS), selector, &update, opts, NULL,
+                                           &e);
+        (void)mongoc_collection_update_one(kind(c, CHECKPOINTS), key, lower, later, NULL, &e);
+        bson_destroy(lower);
+        bson_destroy(later);
+        stored = true;
+    }
     /* a duplicate: another put of this new key inserted it first (try again: the
      * filter on w then decides), or a newer version is there */
     for (int attempt = 0; attempt < 2 && !stored && rc == 0; attempt++) {
@@ -2543,7 +2555,7 @@ static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
         bson_t fields;
         checkpoint_fields(cp, &fields);
         rc = store_checkpoint(c, &t.g, cp->checkpoint_ns, cp->checkpoint_id, &fields, order,
-                              convo__now_micros(), now);
+                              convo__now_micros(), now, true);
         bson_destroy(&fields);
     }
     if (rc == 0 && !*again && !t.live)
@@ -2635,8 +2647,11 @@ static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at
  * collections: its values, then the checkpoint with the number it got before
  * its batch was inserted (store_checkpoint: a newer version of the key is
  * kept), then removes cp from the batch. Every step can run again, from any
- * process. */
-static int settle(call *c, const bson_oid_t *g, const bson_t *batch)
+ * process. Readers wait for each write; the writer of the batch does not
+ * (wait false): its writes go unacknowledged (w: 0), in order on its
+ * connection, so a put with messages returns after its insert. Whatever they
+ * miss (a lost connection, a process killed) the next reader does. */
+static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
 {
     static const char *const names[] = {"p", "meta", "bt", "bb", "ch", "ll", NULL};
     bson_iter_t it, vs;
@@ -2652,7 +2667,12 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch)
     int64_t s = get_int(batch, "s", -1), now = now_ms();
     if (!ns || !id || order < 0 || s < 0)
         return corrupt(c, "checkpoint of a batch without its key");
-    mongoc_bulk_operation_t *bulk = NULL;
+    bson_t *unacknowledged = BCON_NEW("ordered", BCON_BOOL(false), "writeConcern", "{", "w",
+                                      BCON_INT32(0), "}");
+    mongoc_bulk_operation_t *bulk =
+        wait ? NULL
+             : mongoc_collection_create_bulk_operation_with_opts(kind(c, VALUES), unacknowledged);
+    bool queued = false;
     int rc = 0;
     if (bson_iter_init_find(&it, &cp, "vs") && BSON_ITER_HOLDS_ARRAY(&it) &&
         bson_iter_recurse(&it, &vs)) {
@@ -2671,24 +2691,42 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch)
             rc = channel && version && type
                      ? queue_value(c, &bulk, g, ns, channel, version, type, bytes, blen, now)
                      : corrupt(c, "channel value of a batch without its fields");
+            queued = true;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && wait) {
         rc = run_bulk(c, bulk, "storing channel values");
     } else {
+        bson_t reply;
+        bson_error_t e;
+        if (rc == 0 && queued) {
+            (void)mongoc_bulk_operation_execute(bulk, &reply, &e);
+            bson_destroy(&reply);
+        }
         mongoc_bulk_operation_destroy(bulk);
     }
+    bson_destroy(unacknowledged);
     for (int i = 0; names[i]; i++)
         if (bson_iter_init_find(&it, &cp, names[i]))
             bson_append_iter(&fields, names[i], -1, &it);
     if (rc == 0)
-        rc = store_checkpoint(c, g, ns, id, &fields, order, at, now);
+        rc = store_checkpoint(c, g, ns, id, &fields, order, at, now, wait);
     if (rc == 0) {
-        bson_t *filter = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s));
+        bson_t *filter = bson_new();
+        if (bson_iter_init_find(&it, batch, "_id"))
+            bson_append_iter(filter, "_id", 3, &it);
+        else
+            BCON_APPEND(filter, "g", BCON_OID(g), "s", BCON_INT64(s));
         bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "}");
-        rc = update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
+        bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_INT32(0), "}");
+        bson_error_t e;
+        if (wait)
+            rc = update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
+        else
+            (void)mongoc_collection_update_one(c->batches, filter, unset, opts, NULL, &e);
         bson_destroy(filter);
         bson_destroy(unset);
+        bson_destroy(opts);
     }
     bson_destroy(&fields);
     return rc;
@@ -2710,7 +2748,7 @@ static int settle_found(call *c, const bson_oid_t *g, const bson_t *doc)
             return corrupt(c, "batch is not a document");
         bson_iter_document(&arr, &len, &data);
         bson_init_static(&batch, data, len);
-        rc = settle(c, g, &batch);
+        rc = settle(c, g, &batch, true);
     }
     return rc;
 }
@@ -2816,12 +2854,15 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
     if ((rc = next_order(c, &order)) != 0)
         goto out;
     bson_t doc;
+    bson_oid_t bid; /* settle finds the batch by it */
     int64_t at = convo__now_micros();
+    bson_oid_init(&bid, NULL);
     build_batch(c->b, &t.g, length, cp->nmessages, NULL, at, now, m, &doc);
+    BSON_APPEND_OID(&doc, "_id", &bid);
     add_pending(cp, order, at, &doc);
     rc = insert_doc(c, c->batches, &doc, &dup, "storing a checkpoint with messages");
     if (rc == 0 && !dup) { /* committed: the rest only saves readers the work */
-        quietly(c, settle, &t.g, &doc);
+        quietly(c, settle, &t.g, &doc, false);
         if (!t.live)
             quietly(c, mark_live, id, &t.g, NULL);
     }
@@ -2843,7 +2884,7 @@ static int mongo_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in 
     bson_oid_init_from_string(&zero, "000000000000000000000000");
     if (rc == 0) { /* the same size whatever g, number and times it gets */
         bool fits = build_batch(b, &zero, 0, cp->nmessages, NULL, 0, 0, &m, &probe) &&
-                    add_pending(cp, 0, 0, &probe);
+                    BSON_APPEND_OID(&probe, "_id", &zero) && add_pending(cp, 0, 0, &probe);
         bson_destroy(&probe);
         if (!fits)
             rc = convo__error(err, CONVO_ETOOLARGE, NULL,

@@ -298,14 +298,24 @@ class Collection {
   }
 
   /**
-   * Candidate records for a filter, using an equality or $in condition on an
-   * indexed field; null when the whole collection has to be scanned.  The
+   * Candidate records for a filter, using equality on all fields of a unique
+   * index, or an equality or $in condition on an indexed field; null when the
+   * whole collection has to be scanned.  The
    * full filter is still applied to every candidate, unless `exact` comes
    * back true: the filter was that one plain equality on a top-level field,
    * so every candidate matches it.
    */
   candidates(filter) {
     const keys = V.keysOf(filter);
+    // Equality on every field of a unique index (not a partial one): at most
+    // one record, read off that index as a server reads it.
+    for (const ix of this.indexes.values()) {
+      if (!ix.unique || ix.partial || !ix.fields.every((f) => keys.includes(f))) continue;
+      const vals = ix.fields.map((f) => equalityValue(filter[f]));
+      if (vals.includes(undefined)) continue;
+      const rec = ix.entries.get(vals.map(canon).join('\u0000'));
+      return { recs: rec ? [rec] : [], exact: false };
+    }
     for (const k of keys) {
       const m = this.fieldIndex.get(k);
       if (!m) continue;
