@@ -182,15 +182,18 @@ START_TEST(test_crash_checkpoint_put)
 }
 END_TEST
 
-/* A put with messages: one batch document, settled right after its insert (no
- * cp left once a reader looked: the writer's own settling is unacknowledged),
- * the checkpoint numbered from the counter, the pending index partial on cp. */
+/* A put with messages: one batch document, settled before the put returns (no
+ * cp left), the checkpoint numbered from the counter, the pending index
+ * partial on cp. */
 START_TEST(test_put_log_layout)
 {
     convo_store *s = open_store(NULL);
     convo_checkpoint *cp;
     ck_assert_msg(put_log(s, "pl", "c1", 1, 0, 2, 0, "{\"k\":1}", &err) == 0, "%s", err.message);
+    ck_assert_int_eq(unsettled("pl"), 0);
+    ck_assert_int_eq(thread_docs("checkpoints", "pl"), 1);
     ck_assert_msg(put_log(s, "pl", "c2", 1, 1, 1, 2, "{\"k\":2}", &err) == 0, "%s", err.message);
+    ck_assert_int_eq(unsettled("pl"), 0);
     ck_assert_int_eq(convo_checkpoint_get(s, "pl", NULL, NULL, &cp, &err), 0);
     assert_checkpoint(cp, "c2", 3);
     convo_checkpoint_free(cp);

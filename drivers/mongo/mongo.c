@@ -2647,10 +2647,11 @@ static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at
  * collections: its values, then the checkpoint with the number it got before
  * its batch was inserted (store_checkpoint: a newer version of the key is
  * kept), then removes cp from the batch. Every step can run again, from any
- * process. Readers wait for each write; the writer of the batch does not
- * (wait false): its writes go unacknowledged (w: 0), in order on its
- * connection, so a put with messages returns after its insert. Whatever they
- * miss (a lost connection, a process killed) the next reader does. */
+ * process. Readers wait for each write; the writer of the batch (wait false)
+ * sends the values and the checkpoint unacknowledged (w: 0) and waits only for
+ * the last write: a connection's operations run in order, so that one round
+ * trip covers them all, and a put with messages returns settled. Whatever it
+ * misses (a lost connection, a process killed) the next reader does. */
 static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
 {
     static const char *const names[] = {"p", "meta", "bt", "bb", "ch", "ll", NULL};
@@ -2718,15 +2719,9 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
         else
             BCON_APPEND(filter, "g", BCON_OID(g), "s", BCON_INT64(s));
         bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "}");
-        bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_INT32(0), "}");
-        bson_error_t e;
-        if (wait)
-            rc = update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
-        else
-            (void)mongoc_collection_update_one(c->batches, filter, unset, opts, NULL, &e);
+        rc = update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
         bson_destroy(filter);
         bson_destroy(unset);
-        bson_destroy(opts);
     }
     bson_destroy(&fields);
     return rc;
