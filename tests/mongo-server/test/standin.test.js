@@ -425,6 +425,36 @@ test('index-assisted lookups return the same results as full scans', async () =>
   c.close();
 });
 
+test('equality on every field of a unique index: the same results as a scan', async () => {
+  const c = await Client.connect();
+  const docs = [];
+  for (let i = 0; i < 60; i++) {
+    const d = { _id: i, g: i % 2 ? Long.fromNumber(i % 5) : new Int32(i % 5), k: i % 7 === 0 ? [`s${i}`, `t${i}`] : `s${i}` };
+    if (i % 3) d.w = Long.fromNumber(i);
+    docs.push(d);
+  }
+  docs.push({ _id: 100, g: new Int32(9) }); // k missing
+  await c.cmd('t16', { insert: 'plain', documents: docs });
+  await c.cmd('t16', { insert: 'indexed', documents: docs });
+  await c.cmd('t16', { createIndexes: 'indexed', indexes: [{ key: { g: 1, k: 1 }, name: 'g_k', unique: true }] });
+  const filters = [{ g: new Double(9), k: null }];
+  for (let i = 0; i < 60; i += 4) {
+    const g = new Double(i % 5);
+    filters.push({ g, k: `s${i}` }, { g, k: `t${i}` }, { g: new Int32(i % 5), k: { $eq: `s${i}` } },
+      { g, k: `s${i}`, $or: [{ w: { $exists: false } }, { w: { $lt: Long.fromNumber(30) } }] },
+      { g: new Int32((i + 1) % 5), k: `s${i}` }, { g, k: `nope${i}` }, { k: `s${i}`, g, w: { $gt: 5 } });
+  }
+  for (const f of filters) {
+    const a = await c.cmd('t16', { find: 'plain', filter: f, batchSize: 1000 });
+    const b = await c.cmd('t16', { find: 'indexed', filter: f, batchSize: 1000 });
+    assert.deepEqual(b.cursor.firstBatch.map((d) => d._id), a.cursor.firstBatch.map((d) => d._id), JSON.stringify(f));
+  }
+  // an upsert that misses its filter on w inserts, and collides on the unique key
+  const r = await c.cmd('t16', { update: 'indexed', updates: [{ q: { g: new Int32(0), k: 's0', $or: [{ w: { $lt: Long.fromNumber(0) } }] }, u: { $set: { x: 1 } }, upsert: true }] });
+  assert.equal(r.writeErrors[0].code, 11000);
+  c.close();
+});
+
 test('collStats, $collStats and dbStats report measured sizes', async () => {
   const c = await Client.connect();
   // BSON sizes: 25, 53 and 14 bytes.
