@@ -1,0 +1,16 @@
+-- append_many.sql: append_one.sql for a batch ($2 bodies, $3 roles, as
+-- arrays); the first seq back.
+WITH alloc AS (
+    INSERT INTO @S.threads AS t (thread_id, length, created_at, updated_at, expires_at)
+    VALUES ($1::text, cardinality($2::bytea[]), $4::timestamptz, $4::timestamptz,
+        now() + $6::interval)
+    ON CONFLICT (thread_id) DO UPDATE SET length = t.length + cardinality($2::bytea[]),
+        updated_at = excluded.updated_at, expires_at = excluded.expires_at
+     WHERE ($5::int8 < 0 OR t.length = $5::int8)
+       AND (t.expires_at IS NULL OR t.expires_at > now())
+    RETURNING t.length - cardinality($2::bytea[]) AS first_seq),
+ins AS (
+    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)
+    SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz, u.b
+      FROM alloc a, unnest($2::bytea[], $3::text[]) WITH ORDINALITY AS u(b, r, o))
+SELECT first_seq FROM alloc

@@ -1,0 +1,11 @@
+-- append_one_if.sql: append_one.sql with an expected length above 0: an
+-- update, as a missing thread has length 0.
+WITH alloc AS (
+    UPDATE @S.threads t SET length = t.length + 1, updated_at = $4::timestamptz,
+        expires_at = now() + $6::interval
+     WHERE t.thread_id = $1::text AND t.length = $5::int8
+       AND (t.expires_at IS NULL OR t.expires_at > now())
+    RETURNING t.length - 1 AS first_seq)
+INSERT INTO @S.messages (thread_id, seq, role, created_at, body)
+SELECT $1::text, a.first_seq, $3::text, $4::timestamptz, $2::bytea FROM alloc a
+RETURNING seq

@@ -1,0 +1,337 @@
+/* checkpoints.c — the PostgreSQL driver's checkpoint calls: put (with messages
+ * in one transaction: put_log), pending writes, get, list and prune; a
+ * checkpoint comes back from rows of one statement, one row per item. */
+#include "config.h"
+#include "pg_int.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const void *bytes_or_empty(const void *bytes)
+{
+    return bytes ? bytes : ""; /* NULL would be an SQL NULL, not zero bytes */
+}
+
+/* Every channel's name and version, and type and value where it brings one. */
+static int encode_channels(const convo_checkpoint_in *cp, char *out[4], int lens[4])
+{
+    size_t total = 0;
+    for (size_t i = 0; i < cp->nchannels; i++)
+        total += 4 + (cp->channels[i].value ? cp->channels[i].value->len : 0);
+    pg_array a[4];
+    convo__pg_array_start(&a[0], OID_TEXT, cp->nchannels * 16);
+    convo__pg_array_start(&a[1], OID_TEXT, cp->nchannels * 16);
+    convo__pg_array_start(&a[2], OID_TEXT, cp->nchannels * 16);
+    convo__pg_array_start(&a[3], OID_BYTEA, total);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        const convo_channel_in *c = &cp->channels[i];
+        convo__pg_array_add(&a[0], c->channel, strlen(c->channel));
+        convo__pg_array_add(&a[1], c->version, strlen(c->version));
+        convo__pg_array_add(&a[2], c->value ? c->value->type : NULL,
+                            c->value ? strlen(c->value->type) : 0);
+        convo__pg_array_add(&a[3], c->value ? bytes_or_empty(c->value->bytes) : NULL,
+                            c->value ? c->value->len : 0);
+    }
+    int rc = 0;
+    for (int i = 0; i < 4; i++) {
+        if (a[i].failed)
+            rc = a[i].failed == 2 ? CONVO_ETOOLARGE : CONVO_ENOMEM;
+        out[i] = convo__pg_array_finish(&a[i], &lens[i]);
+    }
+    if (rc != 0)
+        for (int i = 0; i < 4; i++)
+            free(out[i]), out[i] = NULL;
+    return rc;
+}
+
+/* The parameters of @S.checkpoint_put, the store's ttl last (14); the
+ * arrays are the caller's to free, also when this fails. */
+typedef struct cp_params {
+    const char *values[14];
+    int lens[14];
+    char *arrays[4];
+    char log_length[8], at[8];
+} cp_params;
+
+static int checkpoint_params(const convo_backend *b, const convo_checkpoint_in *cp,
+                             cp_params *p)
+{
+    int rc = encode_channels(cp, p->arrays, &p->lens[8]);
+    if (rc != 0)
+        return rc;
+    put64(p->log_length, (uint64_t)cp->log_length);
+    put64(p->at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    const char *values[14] = {cp->thread_id, cp->checkpoint_ns, cp->checkpoint_id,
+                              cp->parent_id, cp->metadata_json, cp->body.type,
+                              cp->body.type ? bytes_or_empty(cp->body.bytes) : NULL,
+                              p->log_length, p->arrays[0], p->arrays[1], p->arrays[2],
+                              p->arrays[3], p->at, b->ttl};
+    memcpy(p->values, values, sizeof values);
+    for (int i = 0; i < 6; i++)
+        p->lens[i] = values[i] ? (int)strlen(values[i]) : 0;
+    p->lens[6] = cp->body.type ? (int)cp->body.len : 0;
+    p->lens[7] = 8;
+    p->lens[12] = 8;
+    p->lens[13] = TTL_LEN;
+    return 0;
+}
+
+static void checkpoint_params_free(cp_params *p)
+{
+    for (int i = 0; i < 4; i++)
+        free(p->arrays[i]);
+}
+
+int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    cp_params p = {0};
+    int rc = checkpoint_params(b, cp, &p);
+    if (rc != 0)
+        return convo__pg_too_large(rc, err);
+    PGresult *r;
+    rc = convo__pg_run(b, ST_CP_PUT, p.values, p.lens, &r, err);
+    checkpoint_params_free(&p);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
+
+/* @S.checkpoint_put_log(): the checkpoint's parameters, the messages, the
+ * expected length, then time and ttl; one statement, one transaction. */
+int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err)
+{
+    cp_params p = {0};
+    char *bodies = NULL, *roles = NULL, expected[8];
+    int blen = 0, rlen = 0;
+    int rc = checkpoint_params(b, cp, &p);
+    if (rc == 0)
+        rc = convo__pg_encode_batch(msgs, cp->nmessages, &bodies, &blen, &roles, &rlen);
+    if (rc != 0) {
+        checkpoint_params_free(&p);
+        return convo__pg_too_large(rc, err);
+    }
+    put64(expected, (uint64_t)cp->expected_length);
+    const char *values[17];
+    int lens[17];
+    memcpy(values, p.values, 12 * sizeof *values);
+    memcpy(lens, p.lens, 12 * sizeof *lens);
+    values[12] = bodies, lens[12] = blen;
+    values[13] = roles, lens[13] = rlen;
+    values[14] = expected, lens[14] = 8;
+    values[15] = p.values[12], lens[15] = p.lens[12]; /* at */
+    values[16] = p.values[13], lens[16] = p.lens[13]; /* ttl */
+    PGresult *r;
+    rc = convo__pg_run(b, ST_CP_PUT_LOG, values, lens, &r, err);
+    checkpoint_params_free(&p);
+    free(bodies);
+    free(roles);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
+
+static int encode_writes(const convo_write_in *writes, size_t n, char *out[4], int lens[4])
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += 4 + writes[i].value.len;
+    pg_array a[4];
+    convo__pg_array_start(&a[0], OID_INT8, n * 12);
+    convo__pg_array_start(&a[1], OID_TEXT, n * 16);
+    convo__pg_array_start(&a[2], OID_TEXT, n * 16);
+    convo__pg_array_start(&a[3], OID_BYTEA, total);
+    for (size_t i = 0; i < n; i++) {
+        char idx[8];
+        put64(idx, (uint64_t)writes[i].idx);
+        convo__pg_array_add(&a[0], idx, 8);
+        convo__pg_array_add(&a[1], writes[i].channel, strlen(writes[i].channel));
+        convo__pg_array_add(&a[2], writes[i].value.type, strlen(writes[i].value.type));
+        convo__pg_array_add(&a[3], bytes_or_empty(writes[i].value.bytes), writes[i].value.len);
+    }
+    int rc = 0;
+    for (int i = 0; i < 4; i++) {
+        if (a[i].failed)
+            rc = a[i].failed == 2 ? CONVO_ETOOLARGE : CONVO_ENOMEM;
+        out[i] = convo__pg_array_finish(&a[i], &lens[i]);
+    }
+    if (rc != 0)
+        for (int i = 0; i < 4; i++)
+            free(out[i]), out[i] = NULL;
+    return rc;
+}
+
+int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                    const char *checkpoint_id, const char *task_id,
+                                    const char *task_path, const convo_write_in *writes,
+                                    size_t n, convo_error *err)
+{
+    char *arrays[4];
+    int lens[10];
+    int rc = encode_writes(writes, n, arrays, &lens[5]);
+    if (rc != 0)
+        return convo__pg_too_large(rc, err);
+    const char *values[10] = {thread_id, ns, checkpoint_id, task_id, task_path,
+                              arrays[0], arrays[1], arrays[2], arrays[3], b->ttl};
+    lens[9] = TTL_LEN;
+    for (int i = 0; i < 5; i++)
+        lens[i] = (int)strlen(values[i]);
+    PGresult *r;
+    rc = convo__pg_run(b, ST_CP_WRITES, values, lens, &r, err);
+    for (int i = 0; i < 4; i++)
+        free(arrays[i]);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
+
+/* Column col of row, or NULL when it is SQL NULL. */
+static const char *text_or_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+/* The checkpoint of a kind-0 row into *out: CONVO_ECORRUPT when its metadata
+ * is not an object or its log length is negative (nothing convo writes). */
+static int checkpoint_from_row(const PGresult *r, int row, convo_checkpoint **out)
+{
+    size_t mlen;
+    if (PQgetisnull(r, row, 6) || PQgetvalue(r, row, 6)[0] != '{' ||
+        convo__pg_get_int(r, row, 8) < 0)
+        return CONVO_ECORRUPT;
+    char *metadata = convo__pg_compact_json(r, row, 6, &mlen);
+    if (!metadata)
+        return CONVO_ENOMEM;
+    convo_checkpoint *cp = convo__checkpoint_new(
+        PQgetvalue(r, row, 2), PQgetvalue(r, row, 3), PQgetvalue(r, row, 4),
+        text_or_null(r, row, 5), metadata, text_or_null(r, row, 10), PQgetvalue(r, row, 11),
+        (size_t)PQgetlength(r, row, 11), convo__pg_get_int(r, row, 8),
+        convo__pg_get_int(r, row, 9) + PG_EPOCH_MICROS);
+    free(metadata);
+    *out = cp;
+    return cp ? 0 : CONVO_ENOMEM;
+}
+
+/* Adds a channel (kind 1) or a pending write (kind 2) row to cp. */
+static int item_from_row(convo_checkpoint *cp, const PGresult *r, int row, int kind)
+{
+    const char *value = PQgetvalue(r, row, 11);
+    size_t len = (size_t)PQgetlength(r, row, 11);
+    if (kind == 1)
+        return convo__checkpoint_add_channel(cp, PQgetvalue(r, row, 5), PQgetvalue(r, row, 6),
+                                             text_or_null(r, row, 10), value, len);
+    return convo__checkpoint_add_write(cp, PQgetvalue(r, row, 5), PQgetvalue(r, row, 6),
+                                       convo__pg_get_int(r, row, 8), PQgetvalue(r, row, 7),
+                                       PQgetvalue(r, row, 10), value, len);
+}
+
+/* Turns the rows of checkpoint_get.sql (_latest, _list) into checkpoints,
+ * adding each to set (or, when set is NULL, returning the only one in
+ * *single). CONVO_ENOTFOUND on a kind-9 row, CONVO_ECORRUPT on rows convo
+ * never writes, CONVO_ENOMEM. */
+static int checkpoints_from_rows(const PGresult *r, convo_checkpoint_set *set,
+                                 convo_checkpoint **single)
+{
+    convo_checkpoint *cp = NULL;
+    int rows = PQntuples(r), rc = 0;
+    for (int i = 0; i < rows && rc == 0; i++) {
+        int kind = (int)convo__pg_get_int(r, i, 0);
+        if (kind == 9) {
+            rc = CONVO_ENOTFOUND;
+        } else if (kind != 0) {
+            rc = cp ? item_from_row(cp, r, i, kind) : CONVO_ECORRUPT;
+        } else {
+            if (cp && set) {
+                convo__checkpoint_finish(cp);
+                rc = convo__checkpoint_set_add(set, cp); /* owns cp, also on failure */
+            } else {
+                convo_checkpoint_free(cp);
+            }
+            cp = NULL;
+            if (rc == 0)
+                rc = checkpoint_from_row(r, i, &cp);
+        }
+    }
+    if (rc != 0 || !cp) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
+    convo__checkpoint_finish(cp);
+    if (set)
+        return convo__checkpoint_set_add(set, cp);
+    *single = cp;
+    return 0;
+}
+
+/* The error of a failed checkpoints_from_rows(): corrupt data or memory. */
+static int checkpoint_read_error(int rc, convo_error *err)
+{
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL,
+                            "postgres: a stored checkpoint is corrupt (metadata not an object, "
+                            "negative log length, or rows out of order)");
+    return convo__error(err, rc, NULL, "out of memory reading checkpoints");
+}
+
+int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    const char *values[3] = {thread_id, ns, checkpoint_id};
+    int lens[3] = {(int)strlen(thread_id), (int)strlen(ns),
+                   checkpoint_id ? (int)strlen(checkpoint_id) : 0};
+    PGresult *r;
+    int rc = convo__pg_run(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    convo_checkpoint *cp = NULL;
+    rc = PQntuples(r) ? checkpoints_from_rows(r, NULL, &cp) : CONVO_ENOTFOUND;
+    PQclear(r);
+    if (rc == CONVO_ENOTFOUND)
+        return convo__error(err, rc, NULL, "checkpoint not found");
+    if (rc != 0)
+        return checkpoint_read_error(rc, err);
+    *out = cp;
+    return 0;
+}
+
+int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                              void *filter, convo_checkpoint_set **out, convo_error *err)
+{
+    (void)filter; /* the server applies it: metadata @> filter */
+    char limit[8];
+    put64(limit, (uint64_t)o->limit);
+    const char *values[7] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
+                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns};
+    int lens[7] = {0, 0, 0, 0, 8, 0, 0};
+    for (int i = 0; i < 7; i++)
+        if (i != 4)
+            lens[i] = values[i] ? (int)strlen(values[i]) : 0;
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_CP_LIST, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    convo_checkpoint_set *set = convo__checkpoint_set_new();
+    rc = set ? checkpoints_from_rows(r, set, NULL) : CONVO_ENOMEM;
+    PQclear(r);
+    if (rc != 0) {
+        convo_checkpoint_set_free(set);
+        if (rc == CONVO_ENOTFOUND)
+            return convo__error(err, rc, NULL, "checkpoint '%s' not found", o->before);
+        return checkpoint_read_error(rc, err);
+    }
+    *out = set;
+    return 0;
+}
+
+int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                               convo_error *err)
+{
+    char keep[8];
+    put64(keep, keep_last > INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)keep_last);
+    const char *values[3] = {thread_id, keep, b->ttl};
+    const int lens[3] = {(int)strlen(thread_id), 8, TTL_LEN};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_CP_PRUNE, values, lens, &r, err);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}

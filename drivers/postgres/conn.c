@@ -1,0 +1,341 @@
+/* conn.c — the PostgreSQL driver's connections: the pool's connect and
+ * disconnect, reconnecting after the server dropped an idle one, SQLSTATEs
+ * turned into convo codes, and prepared statements run in one round trip,
+ * retried when PostgreSQL asks for it. */
+#include "config.h"
+#include "pg_int.h"
+#include "drivers/postgres/sql.h"
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_RETRIES 5
+#define FRESH_MICROS 1000 /* see convo__pg_conn_get */
+
+/* The prepared statements: a name on the connection, the number of
+ * parameters, the text (drivers/postgres/NAME.sql, @S the schema). */
+static const struct {
+    const char *name;
+    int nparams;
+    const char *sql;
+} statements[ST_COUNT] = {
+    [ST_APPEND_ONE] = {"convo_append_one", 6, SQL_APPEND_ONE},
+    [ST_APPEND_MANY] = {"convo_append_many", 6, SQL_APPEND_MANY},
+    [ST_APPEND_ONE_IF] = {"convo_append_one_if", 6, SQL_APPEND_ONE_IF},
+    [ST_APPEND_MANY_IF] = {"convo_append_many_if", 6, SQL_APPEND_MANY_IF},
+    [ST_APPEND] = {"convo_append", 7, SQL_APPEND},
+    [ST_LOAD] = {"convo_load", 5, SQL_LOAD},
+    [ST_SAVE_EXTRA] = {"convo_save_extra", 4, SQL_SAVE_EXTRA},
+    [ST_DELETE] = {"convo_delete", 1, SQL_THREAD_DELETE},
+    [ST_LIST] = {"convo_list", 2, SQL_THREAD_LIST},
+    [ST_FORK] = {"convo_fork", 4, SQL_THREAD_FORK},
+    [ST_CP_PUT] = {"convo_cp_put", 14, SQL_CHECKPOINT_PUT},
+    [ST_CP_WRITES] = {"convo_cp_writes", 10, SQL_CHECKPOINT_PUT_WRITES},
+    [ST_CP_GET] = {"convo_cp_get", 3, SQL_CHECKPOINT_GET},
+    [ST_CP_LATEST] = {"convo_cp_latest", 2, SQL_CHECKPOINT_LATEST},
+    [ST_CP_LIST] = {"convo_cp_list", 7, SQL_CHECKPOINT_LIST},
+    [ST_CP_PRUNE] = {"convo_cp_prune", 3, SQL_CHECKPOINT_PRUNE},
+    [ST_IMPORT] = {"convo_import", 6, SQL_THREAD_IMPORT},
+    [ST_SWEEP] = {"convo_sweep", 1, SQL_SWEEP},
+    [ST_CP_PUT_LOG] = {"convo_cp_put_log", 17, SQL_CHECKPOINT_PUT_LOG},
+};
+
+/* What replaces @X in a .sql file (NULL: X is no placeholder). */
+static const char *placeholder(const convo_backend *b, char x, const char *table)
+{
+    return x == 'S' ? b->qschema : x == 'N' ? b->schema : x == 'T' ? table : NULL;
+}
+
+char *convo__pg_fill(const convo_backend *b, const char *template, const char *table)
+{
+    size_t n = 0;
+    for (const char *p = template; *p; p++) {
+        const char *with = p[0] == '@' ? placeholder(b, p[1], table) : NULL;
+        n += with ? (p++, strlen(with)) : 1;
+    }
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = template; *p; p++) {
+        const char *with = p[0] == '@' ? placeholder(b, p[1], table) : NULL;
+        if (with) {
+            memcpy(o, with, strlen(with));
+            o += strlen(with);
+            p++;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int convo__pg_statements_init(convo_backend *b)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (!(b->sql[i] = convo__pg_fill(b, statements[i].sql, NULL)))
+            return CONVO_ENOMEM;
+    return 0;
+}
+
+/* SQLSTATE to convo code. CVxxx are raised by convo's own functions. */
+static int code_for_state(const char *state, int broken)
+{
+    if (broken || !state)
+        return CONVO_EIO;
+    if (strcmp(state, "CV409") == 0)
+        return CONVO_ECONFLICT;
+    if (strcmp(state, "CV404") == 0)
+        return CONVO_ENOTFOUND;
+    if (strcmp(state, "CV413") == 0 || strcmp(state, "54000") == 0)
+        return CONVO_ETOOLARGE;
+    if (strcmp(state, "CV400") == 0)
+        return CONVO_EINVAL;
+    if (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0)
+        return CONVO_ETIMEOUT; /* statement or lock timeout */
+    if (strcmp(state, "53200") == 0)
+        return CONVO_ENOMEM;
+    if (strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+        strncmp(state, "53", 2) == 0 || strncmp(state, "58", 2) == 0 ||
+        strncmp(state, "40", 2) == 0)
+        return CONVO_EIO; /* connection, shutdown, resources, retries used up */
+    if (strncmp(state, "22", 2) == 0)
+        return CONVO_EINVAL; /* data the server cannot store, e.g. in jsonb */
+    return CONVO_ERROR;
+}
+
+int convo__pg_fail(const convo_backend *b, PGconn *pg, const PGresult *r, convo_error *err)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    int broken = !pg || PQstatus(pg) != CONNECTION_OK;
+    if (!msg || broken)
+        msg = pg ? PQerrorMessage(pg) : "out of memory";
+    int code = code_for_state(state, broken); /* the core masks passwords in msg */
+    if (state && state[0] == 'C' && state[1] == 'V')
+        return convo__error(err, code, state, "%s", msg);
+    return convo__error(err, code, state, "postgres: %s", msg);
+}
+
+/* Notices are not printed (no "schema already exists, skipping" on stderr);
+ * a FATAL one, sent to an idle session, means the server is closing it. */
+static void on_notice(void *arg, const PGresult *r)
+{
+    pg_conn *c = arg;
+    const char *severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0))
+        c->fatal = 1;
+}
+
+/* session.sql: READ COMMITTED, whatever the role's or server's default. */
+static int session_setup(const convo_backend *b, PGconn *pg, convo_error *err)
+{
+    PGresult *r = PQexec(pg, SQL_SESSION);
+    int rc = r && PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : convo__pg_fail(b, pg, r, err);
+    PQclear(r);
+    return rc;
+}
+
+static int pg_connect(void *ctx, void **out, convo_error *err)
+{
+    convo_backend *b = ctx;
+    /* Later entries win over the URL (client_encoding); earlier ones are
+     * defaults the URL may override (connect_timeout). */
+    const char *keys[] = {"connect_timeout", "dbname", "client_encoding",
+                          "fallback_application_name", NULL};
+    const char *values[] = {"10", b->conninfo, "UTF8", "convo", NULL};
+    pg_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    c->pg = PQconnectdbParams(keys, values, 1);
+    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+        int rc = convo__pg_fail(b, c->pg, NULL, err);
+        PQfinish(c->pg);
+        free(c);
+        return rc;
+    }
+    PQsetNoticeReceiver(c->pg, on_notice, c);
+    int rc = session_setup(b, c->pg, err);
+    if (rc != 0) {
+        PQfinish(c->pg);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static void pg_disconnect(void *ctx, void *conn)
+{
+    (void)ctx;
+    pg_conn *c = conn;
+    PQfinish(c->pg);
+    free(c);
+}
+
+const convo_pool_ops convo__pg_pool_ops = {pg_connect, pg_disconnect};
+
+/* An idle connection has nothing to read: if it does, the server is closing
+ * it (restart, pg_terminate_backend, idle timeout: a FATAL message, then end
+ * of file) or sent a notification. Consume and look. */
+static int conn_alive(pg_conn *c)
+{
+    struct pollfd pfd = {PQsocket(c->pg), POLLIN, 0};
+    for (int i = 0; i < 4; i++) {
+        if (c->fatal || PQstatus(c->pg) != CONNECTION_OK || pfd.fd < 0)
+            return 0;
+        if (poll(&pfd, 1, 0) <= 0)
+            return 1;
+        if (!PQconsumeInput(c->pg))
+            return 0;
+        PGnotify *note;
+        while ((note = PQnotifies(c->pg)) != NULL)
+            PQfreemem(note);
+    }
+    return !c->fatal && PQstatus(c->pg) == CONNECTION_OK;
+}
+
+static int64_t monotonic_micros(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A connection from the pool, reconnected when the server dropped it idle.
+ * One that answered less than FRESH_MICROS ago is not polled: a server
+ * closing it in that moment is no different from one closing it during the
+ * call (CONVO_EIO), and back-to-back calls save a system call each. */
+int convo__pg_conn_get(convo_backend *b, pg_conn **out, convo_error *err)
+{
+    void *conn;
+    int rc = convo__pool_acquire(b->pool, &conn, err);
+    if (rc != 0)
+        return rc;
+    pg_conn *c = conn;
+    int fresh = c->done_at && monotonic_micros() - c->done_at < FRESH_MICROS && !c->fatal &&
+                PQstatus(c->pg) == CONNECTION_OK;
+    if (!fresh && !conn_alive(c)) {
+        PQreset(c->pg);
+        c->prepared = 0;
+        c->fatal = 0;
+        rc = PQstatus(c->pg) == CONNECTION_OK ? session_setup(b, c->pg, err)
+                                              : convo__pg_fail(b, c->pg, NULL, err);
+        if (rc != 0) {
+            convo__pool_release(b->pool, c, true);
+            return rc;
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+int convo__pg_is_state(const PGresult *r, const char *state)
+{
+    const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    return s && strcmp(s, state) == 0;
+}
+
+int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_error *err)
+{
+    PGresult *r = PQexec(pg, sql);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    int rc = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : convo__pg_fail(b, pg, r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* Formats of every parameter: binary. At least as many as the longest statement
+ * (ST_CP_PUT_LOG, 17). */
+static const int binary[20] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* Reads results up to the NULL that ends the current query's. */
+static void drain(PGconn *pg)
+{
+    PGresult *r;
+    while ((r = PQgetResult(pg)) != NULL)
+        PQclear(r);
+}
+
+/* The first run of st on a connection: Parse, Bind, Execute and one Sync in
+ * one round trip (libpq pipeline mode) instead of a PQprepare round trip
+ * first. Returns the Execute's result, or the Parse's when that failed (the
+ * Execute is then skipped by the server); NULL when the connection broke or
+ * could not leave pipeline mode (then c->fatal is set: it is not reused). */
+static PGresult *exec_first(convo_backend *b, pg_conn *c, int st, const char *const *values,
+                            const int *lengths)
+{
+    PGconn *pg = c->pg;
+    const char *name = statements[st].name;
+    if (!PQenterPipelineMode(pg))
+        return NULL;
+    PGresult *parse = NULL, *exec = NULL, *sync = NULL;
+    if (PQsendPrepare(pg, name, b->sql[st], 0, NULL) &&
+        PQsendQueryPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1) &&
+        PQpipelineSync(pg)) {
+        if ((parse = PQgetResult(pg)) != NULL)
+            drain(pg);
+        if ((exec = PQgetResult(pg)) != NULL)
+            drain(pg);
+        sync = PQgetResult(pg);
+    }
+    int synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced || !PQexitPipelineMode(pg)) {
+        c->fatal = 1; /* out of step with the server: never reuse it */
+        PQclear(parse);
+        PQclear(exec);
+        return NULL;
+    }
+    ExecStatusType ps = parse ? PQresultStatus(parse) : PGRES_FATAL_ERROR;
+    /* 42P05: it exists already */
+    if (ps == PGRES_COMMAND_OK || convo__pg_is_state(parse, "42P05")) {
+        c->prepared |= 1u << st;
+        PQclear(parse);
+        if (ps == PGRES_COMMAND_OK)
+            return exec;
+        PQclear(exec); /* skipped: run it now */
+        return PQexecPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1);
+    }
+    PQclear(exec);
+    return parse;
+}
+
+/* Runs prepared statement st with binary parameters and a binary result.
+ * Serialization failures and deadlocks are retried: every statement is one
+ * transaction, so a retry is safe. A dead connection is dropped. */
+int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
+                  PGresult **out, convo_error *err)
+{
+    _Static_assert(ST_COUNT <= 32, "one bit per statement in pg_conn.prepared");
+    for (int attempt = 0;; attempt++) {
+        pg_conn *c;
+        int rc = convo__pg_conn_get(b, &c, err);
+        if (rc != 0)
+            return rc;
+        PGresult *r = c->prepared & (1u << st)
+                          ? PQexecPrepared(c->pg, statements[st].name, statements[st].nparams,
+                                           values, lengths, binary, 1)
+                          : exec_first(b, c, st, values, lengths);
+        ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+            c->done_at = monotonic_micros();
+            convo__pool_release(b->pool, c, false);
+            *out = r;
+            return 0;
+        }
+        int broken = PQstatus(c->pg) != CONNECTION_OK || c->fatal;
+        int retry = !broken && attempt < MAX_RETRIES &&
+                    (convo__pg_is_state(r, "40001") || convo__pg_is_state(r, "40P01") ||
+                     convo__pg_is_state(r, "26000"));
+        if (convo__pg_is_state(r, "26000")) /* prepared statement gone (DISCARD ALL, a pooler) */
+            c->prepared &= ~(1u << st);
+        if (!retry)
+            rc = convo__pg_fail(b, c->pg, r, err);
+        PQclear(r);
+        convo__pool_release(b->pool, c, broken);
+        if (!retry)
+            return rc;
+    }
+}

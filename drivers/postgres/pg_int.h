@@ -1,0 +1,156 @@
+/* pg_int.h — what the files of the PostgreSQL driver share: the open store
+ * (pool, schema, statement texts, ttl), running a prepared statement, and
+ * values in PostgreSQL's binary format. Not for use outside drivers/postgres. */
+#ifndef CONVO_PG_INT_H
+#define CONVO_PG_INT_H
+
+#include <convo/driver.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+/* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
+#define PG_EPOCH_MICROS INT64_C(946684800000000)
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+#define OID_TIMESTAMPTZ 1184
+#define TTL_LEN 16 /* an interval in binary: microseconds, days, months */
+
+/* The prepared statements, one .sql file each (conn.c lists them). */
+enum {
+    ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
+    ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
+    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG,
+    ST_COUNT
+};
+
+typedef struct pg_conn {
+    PGconn *pg;
+    unsigned prepared; /* bit i: statement i is prepared on this connection */
+    int fatal;         /* the server said FATAL while the connection was idle */
+    int64_t done_at;   /* monotonic microseconds when its last call succeeded; 0: never */
+} pg_conn;
+
+struct convo_backend {
+    convo_pool *pool;
+    char *conninfo;     /* the URL for libpq: convo's parameters removed */
+    char qschema[70];   /* "name", quoted */
+    char schema[64];
+    char *sql[ST_COUNT];
+    convo_limits limits;
+    char ttl_interval[16]; /* ttl=S as a binary interval parameter */
+    const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
+};
+
+/* ---- conn.c: connections, errors, statements */
+
+extern const convo_pool_ops convo__pg_pool_ops;
+
+/* The text of a .sql file for this store: @S the quoted schema, @N its bare
+ * name, @T table (when not NULL); caller frees; NULL when out of memory. */
+char *convo__pg_fill(const convo_backend *b, const char *template, const char *table);
+/* b->sql: the prepared statements' texts for this store. */
+int convo__pg_statements_init(convo_backend *b);
+/* Fills err from a failed result (or the connection when r is NULL). */
+int convo__pg_fail(const convo_backend *b, PGconn *pg, const PGresult *r, convo_error *err);
+int convo__pg_is_state(const PGresult *r, const char *state);
+/* A connection from the pool, reconnected when the server dropped it idle;
+ * back with convo__pool_release(b->pool, c, broken). */
+int convo__pg_conn_get(convo_backend *b, pg_conn **out, convo_error *err);
+/* sql (one or more statements, no parameters) on pg: 0 or convo__pg_fail(). */
+int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_error *err);
+/* Prepared statement st (ST_*) with binary parameters and a binary result,
+ * retried on serialization failures and deadlocks; *out is the caller's. */
+int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
+                  PGresult **out, convo_error *err);
+
+/* ---- values.c: binary values, compact JSON */
+
+static inline void put32(char *p, uint32_t v)
+{
+    p[0] = (char)(v >> 24);
+    p[1] = (char)(v >> 16);
+    p[2] = (char)(v >> 8);
+    p[3] = (char)v;
+}
+
+static inline void put64(char *p, uint64_t v)
+{
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+/* A 4- or 8-byte integer column in binary. */
+int64_t convo__pg_get_int(const PGresult *r, int row, int col);
+
+/* A one-dimensional array in PostgreSQL's binary format (array_recv):
+ * a header, then each element as length + bytes (-1 for NULL). */
+typedef struct pg_array {
+    char *buf;
+    size_t len, cap;
+    uint32_t count;
+    int has_null;
+    int failed; /* 1: out of memory, 2: over 1 GiB */
+} pg_array;
+
+void convo__pg_array_start(pg_array *a, uint32_t elem_oid, size_t size_hint);
+/* bytes NULL: a NULL element. */
+void convo__pg_array_add(pg_array *a, const void *bytes, size_t len);
+/* The finished value, or NULL (freed) when it failed or grew past 1 GiB. */
+char *convo__pg_array_finish(pg_array *a, int *len);
+
+/* A malloc'd NUL-terminated compact copy of jsonb text column col, or NULL. */
+char *convo__pg_compact_json(const PGresult *r, int row, int col, size_t *len);
+/* The message bodies (bytea[]) and their roles (text[]) as two array
+ * parameters: 0, CONVO_ETOOLARGE (over 1 GiB) or CONVO_ENOMEM. */
+int convo__pg_encode_batch(const convo_message_in *msgs, size_t n, char **bodies, int *blen,
+                           char **roles, int *rlen);
+/* The error of a failed encoding (rc: CONVO_ETOOLARGE or CONVO_ENOMEM). */
+int convo__pg_too_large(int rc, convo_error *err);
+
+/* ---- schema.c: migrations */
+
+/* Brings the store's schema to this libconvo's version (CONVO_ENOTSUP when it
+ * is newer). */
+int convo__pg_migrate(convo_backend *b, convo_error *err);
+
+/* ---- the driver's calls (postgres.c lists them in convo_driver_postgres) */
+
+/* threads.c */
+int convo__pg_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                     size_t n, const convo_append_opts *opts, convo_append_result *res,
+                     convo_error *err);
+int convo__pg_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                   convo_history **out, convo_error *err);
+int convo__pg_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                         void *patch_obj, convo_error *err);
+int convo__pg_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
+int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
+                          convo_thread_page **out, convo_error *err);
+int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          convo_error *err);
+/* checkpoints.c */
+int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
+int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err);
+int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                    const char *checkpoint_id, const char *task_id,
+                                    const char *task_path, const convo_write_in *writes,
+                                    size_t n, convo_error *err);
+int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, convo_checkpoint **out,
+                             convo_error *err);
+int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                              void *filter, convo_checkpoint_set **out, convo_error *err);
+int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                               convo_error *err);
+/* maint.c */
+int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                            const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                            int *skipped, convo_error *err);
+int convo__pg_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
+int convo__pg_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                        double *seconds, convo_error *err);
+int convo__pg_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
+
+#endif

@@ -1,0 +1,221 @@
+/* threads.c — the PostgreSQL driver's thread calls: append (one statement, or
+ * @S.append() for idempotency keys and what that statement cannot decide), load,
+ * save_extra, delete, list and fork. */
+#include "config.h"
+#include "pg_int.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* The one-statement append (ST_APPEND_ONE, _MANY, or with an expected length
+ * above 0, _IF); *done is 0 when the length is not the expected one or the
+ * thread's deadline has passed. */
+static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                       size_t n, const char *at, int64_t expected_length, int *done,
+                       convo_append_result *res, convo_error *err)
+{
+    char expected[8];
+    put64(expected, (uint64_t)expected_length);
+    const char *values[6] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl};
+    int lens[6] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
+                   TTL_LEN};
+    char *bodies = NULL, *roles = NULL;
+    int rc = n > 1 ? convo__pg_encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2])
+                   : msgs[0].len >= (size_t)1 << 30 ? CONVO_ETOOLARGE : 0;
+    if (rc != 0)
+        return convo__pg_too_large(rc, err);
+    if (n > 1) {
+        values[1] = bodies;
+        values[2] = roles;
+    }
+    PGresult *r;
+    int st = expected_length > 0 ? (n == 1 ? ST_APPEND_ONE_IF : ST_APPEND_MANY_IF)
+                                 : (n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY);
+    rc = convo__pg_run(b, st, values, lens, &r, err);
+    free(bodies);
+    free(roles);
+    if (rc != 0)
+        return rc;
+    *done = PQntuples(r) == 1;
+    if (*done) {
+        res->first_seq = convo__pg_get_int(r, 0, 0);
+        res->count = n;
+        res->replayed = 0;
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* @S.append(): claims the thread (creating it, or starting it afresh when its
+ * deadline has passed), checks the idempotency key, then the length. */
+static int append_function(convo_backend *b, const char *thread_id,
+                           const convo_message_in *msgs, size_t n, const char *at,
+                           int64_t expected_length, const char *key, convo_append_result *res,
+                           convo_error *err)
+{
+    char expected[8];
+    put64(expected, (uint64_t)expected_length);
+    int lens[7] = {(int)strlen(thread_id), 0, 0, 8, key ? (int)strlen(key) : 0, 8, TTL_LEN};
+    char *bodies, *roles;
+    int rc = convo__pg_encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2]);
+    if (rc != 0)
+        return convo__pg_too_large(rc, err);
+    const char *values[7] = {thread_id, bodies, roles, at, key, expected, b->ttl};
+    PGresult *r;
+    rc = convo__pg_run(b, ST_APPEND, values, lens, &r, err);
+    free(bodies);
+    free(roles);
+    if (rc != 0)
+        return rc;
+    res->first_seq = convo__pg_get_int(r, 0, 0);
+    res->count = (size_t)convo__pg_get_int(r, 0, 1);
+    res->replayed = PQgetvalue(r, 0, 2)[0] != 0;
+    PQclear(r);
+    return 0;
+}
+
+int convo__pg_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                     size_t n, const convo_append_opts *opts, convo_append_result *res,
+                     convo_error *err)
+{
+    char at[8];
+    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    int64_t expected = opts->expected_length;
+    int done = 0, rc = 0;
+    if (!opts->idempotency_key) /* with a key, the key is looked up under the row lock */
+        rc = append_fast(b, thread_id, msgs, n, at, expected, &done, res, err);
+    if (rc == 0 && !done)
+        rc = append_function(b, thread_id, msgs, n, at, expected, opts->idempotency_key, res,
+                             err);
+    return rc;
+}
+
+/* Fills h from the rows of ST_LOAD. CONVO_ECORRUPT unless they are exactly
+ * the seqs [from, to) the options ask for, in order. */
+static int load_rows(const PGresult *r, const convo_load_opts *opts, convo_history *h)
+{
+    int64_t length = convo__pg_get_int(r, 0, 0), from, to;
+    convo__history_set_length(h, length);
+    convo__load_range(opts, length, &from, &to);
+    if (opts->with_extra && !PQgetisnull(r, 0, 1)) {
+        size_t n;
+        char *x = convo__pg_compact_json(r, 0, 1, &n);
+        int rc = x ? convo__history_set_extra(h, x, n) : CONVO_ENOMEM;
+        free(x);
+        if (rc != 0)
+            return CONVO_ENOMEM;
+    }
+    int rows = PQgetisnull(r, 0, 2) ? 0 : PQntuples(r); /* one NULL row: empty range */
+    if (rows != to - from)
+        return CONVO_ECORRUPT;
+    if (convo__history_reserve(h, (size_t)rows) != 0)
+        return CONVO_ENOMEM;
+    for (int i = 0; i < rows; i++) {
+        int64_t seq = convo__pg_get_int(r, i, 2), at = convo__pg_get_int(r, i, 4) + PG_EPOCH_MICROS;
+        if (seq != from + i)
+            return CONVO_ECORRUPT;
+        if (convo__history_add(h, PQgetvalue(r, i, 5), (size_t)PQgetlength(r, i, 5),
+                               PQgetvalue(r, i, 3), seq, at) != 0)
+            return CONVO_ENOMEM;
+    }
+    return 0;
+}
+
+int convo__pg_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                   convo_history **out, convo_error *err)
+{
+    char from[8], limit[8], tail[8], with_extra = opts->with_extra ? 1 : 0;
+    put64(from, (uint64_t)opts->from_seq);
+    put64(limit, (uint64_t)opts->limit);
+    put64(tail, (uint64_t)opts->tail);
+    const char *values[5] = {thread_id, from, limit, tail, &with_extra};
+    const int lens[5] = {(int)strlen(thread_id), 8, 8, 8, 1};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_LOAD, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    }
+    convo_history *h = convo__history_new();
+    rc = h ? load_rows(r, opts, h) : CONVO_ENOMEM;
+    if (rc != 0) {
+        PQclear(r);
+        convo_history_free(h);
+        if (rc == CONVO_ECORRUPT)
+            return convo__error(err, rc, NULL, "postgres: messages missing or out of order");
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    PQclear(r);
+    *out = h;
+    return 0;
+}
+
+int convo__pg_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                         void *patch_obj, convo_error *err)
+{
+    (void)patch_obj;
+    char max[8];
+    put64(max, (uint64_t)b->limits.max_extra_bytes);
+    const char *values[4] = {thread_id, patch, max, b->ttl};
+    const int lens[4] = {(int)strlen(thread_id), (int)strlen(patch), 8, TTL_LEN};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_SAVE_EXTRA, values, lens, &r, err);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
+
+int convo__pg_thread_delete(convo_backend *b, const char *thread_id, convo_error *err)
+{
+    const char *values[1] = {thread_id};
+    const int lens[1] = {(int)strlen(thread_id)};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_DELETE, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    int found = PQgetvalue(r, 0, 0)[0] != 0;
+    PQclear(r);
+    return found ? 0 : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+}
+
+int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
+                          convo_thread_page **out, convo_error *err)
+{
+    char lim[8];
+    put64(lim, (uint64_t)limit + 1); /* one more tells whether there is a next page */
+    const char *values[2] = {after ? after : "", lim};
+    const int lens[2] = {(int)strlen(values[0]), 8};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_LIST, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    convo_thread_page *p = convo__thread_page_new();
+    size_t rows = (size_t)PQntuples(r), shown = rows > limit ? limit : rows;
+    for (size_t i = 0; p && rc == 0 && i < shown; i++)
+        rc = convo__thread_page_add(p, PQgetvalue(r, (int)i, 0),
+                                    (size_t)PQgetlength(r, (int)i, 0));
+    if (p && rc == 0 && rows > limit)
+        rc = convo__thread_page_set_next(p, PQgetvalue(r, (int)limit - 1, 0));
+    PQclear(r);
+    if (!p || rc != 0) {
+        convo_thread_page_free(p);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    *out = p;
+    return 0;
+}
+
+int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          convo_error *err)
+{
+    char up[8];
+    put64(up, (uint64_t)upto);
+    const char *values[4] = {src, dst, up, b->ttl};
+    const int lens[4] = {(int)strlen(src), (int)strlen(dst), 8, TTL_LEN};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_FORK, values, lens, &r, err);
+    if (rc == 0)
+        PQclear(r);
+    return rc;
+}
