@@ -2,10 +2,12 @@
  * (CONVO_TEST_POSTGRES_URL): URL parameters and schema names, migrations (also
  * from version 3 and 4 layouts), put with messages in one transaction, ttl and
  * sweep, HOT appends, reconnecting after a restart, error mapping, races across
- * processes, and the cost of an append next to a raw INSERT. Run by tests/postgres-extra.sh. */
+ * processes, the cost of an append next to a raw INSERT, and each of the
+ * driver's .sql files loaded on its own. Run by tests/postgres-extra.sh. */
 #include "dumpbuf.h"
 #include <check.h>
 #include <convo.h>
+#include <dirent.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1579,6 +1581,211 @@ START_TEST(test_append_cost_against_raw_insert)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ the SQL files */
+
+/* The driver's SQL, one statement or migration per file in drivers/postgres,
+ * embedded at build time. Each is loaded here on its own, from the source
+ * folder, as a reader of the file would try it. */
+typedef struct sql_file {
+    char name[64];
+    char *text; /* @S, @N and @T put in */
+    int used;
+} sql_file;
+
+/* Replaces each @X placeholder with its value (see drivers/postgres/conn.c). */
+static char *sql_fill(const char *text, const char *schema)
+{
+    char quoted[80];
+    snprintf(quoted, sizeof quoted, "\"%s\"", schema);
+    size_t n = strlen(text), cap = n * 2 + 256, o = 0;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < n; i++) {
+        const char *with = NULL;
+        if (text[i] == '@' && i + 1 < n)
+            with = text[i + 1] == 'S' ? quoted : text[i + 1] == 'N' ? schema
+                 : text[i + 1] == 'T' ? "\"bench_raw_sqlfiles\"" : NULL;
+        size_t w = with ? strlen(with) : 1;
+        if (o + w + 1 > cap) {
+            cap = cap * 2 + w;
+            out = realloc(out, cap);
+            ck_assert_ptr_nonnull(out);
+        }
+        if (with) {
+            memcpy(out + o, with, w);
+            i++;
+        } else {
+            out[o] = text[i];
+        }
+        o += w;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const sql_file *)a)->name, ((const sql_file *)b)->name);
+}
+
+/* Every *.sql of drivers/postgres, read and filled for schema; sorted by name. */
+static size_t read_sql_files(sql_file *files, size_t max, const char *schema)
+{
+    DIR *dir = opendir(POSTGRES_SQL_DIR);
+    ck_assert_msg(dir != NULL, "cannot open %s", POSTGRES_SQL_DIR);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".sql") != 0)
+            continue;
+        ck_assert_msg(n < max && len < sizeof files[n].name, "too many or long: %s", e->d_name);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", POSTGRES_SQL_DIR, e->d_name);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "cannot read %s", path);
+        char *text = calloc(1, 1 << 20);
+        ck_assert_ptr_nonnull(text);
+        size_t got = fread(text, 1, (1 << 20) - 1, f);
+        fclose(f);
+        ck_assert_msg(got > 0 && got < (1 << 20) - 1, "%s: %zu bytes", path, got);
+        snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+        files[n].text = sql_fill(text, schema);
+        files[n].used = 0;
+        free(text);
+        n++;
+    }
+    closedir(dir);
+    qsort(files, n, sizeof *files, by_name);
+    return n;
+}
+
+static sql_file *sql_find(sql_file *files, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(files[i].name, name) == 0)
+            return &files[i];
+    return NULL;
+}
+
+/* The first word of a statement, past comment lines and blanks ("SELECT"...). */
+static void first_word(const char *text, char *out, size_t size)
+{
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t')
+            p++;
+        if (p[0] != '-' || p[1] != '-')
+            break;
+        p += strcspn(p, "\n");
+    }
+    size_t o = 0;
+    while (o + 1 < size && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
+        out[o++] = *p++;
+    out[o] = '\0';
+}
+
+/* Runs a file's text (one or more statements) as the driver would, or fails the test. */
+static void sql_exec(PGconn *pg, sql_file *f)
+{
+    PGresult *r = PQexec(pg, f->text);
+    ExecStatusType st = PQresultStatus(r);
+    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s", f->name,
+                  PQresultErrorMessage(r));
+    PQclear(r);
+    f->used++;
+}
+
+/* Migrations from an empty schema, each in order on its own and recorded (as
+ * the driver runs them: migrate-begin.sql, then each migrate-N.sql with
+ * migrate-record.sql, then COMMIT); version.sql then says the last N. Then,
+ * against that schema, files that create (CREATE, SET) run, every statement
+ * (SELECT, WITH, INSERT, UPDATE, DELETE) is PREPAREd, files that DROP run last.
+ * Every .sql file in the folder is loaded; the driver opens the result as
+ * current (it would migrate further, or refuse, if its SQL differed). */
+START_TEST(test_sql_files_load_on_their_own)
+{
+    static sql_file files[128];
+    const char *schema = schema_name("sqlfiles");
+    drop_schema("sqlfiles");
+    size_t n = read_sql_files(files, 128, schema);
+    ck_assert_msg(n > 10, "only %zu .sql files in %s", n, POSTGRES_SQL_DIR);
+    PGconn *pg = admin();
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    sql_file *begin = sql_find(files, n, "migrate-begin.sql");
+    sql_file *record = sql_find(files, n, "migrate-record.sql");
+    sql_file *version = sql_find(files, n, "version.sql");
+    ck_assert(begin && record && version);
+    sql_exec(pg, begin);
+    int last = 0;
+    for (int v = 1;; v++) {
+        char name[64];
+        snprintf(name, sizeof name, "migrate-%d.sql", v);
+        sql_file *m = sql_find(files, n, name);
+        if (!m)
+            break;
+        sql_exec(pg, m);
+        char number[16];
+        snprintf(number, sizeof number, "%d", v);
+        const char *values[1] = {number};
+        PGresult *r = PQexecParams(pg, record->text, 1, NULL, values, NULL, NULL, 0);
+        ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s after %s: %s", record->name,
+                      name, PQresultErrorMessage(r));
+        PQclear(r);
+        last = v;
+    }
+    record->used++;
+    free(query1(pg, "COMMIT"));
+    ck_assert_int_ge(last, 5);
+    char *at = query1(pg, version->text);
+    ck_assert_msg(at && atoi(at) == last, "version.sql says %s after migrate-%d.sql", at, last);
+    free(at);
+    version->used++;
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            char word[16];
+            first_word(files[i].text, word, sizeof word);
+            int create = strcmp(word, "CREATE") == 0 || strcmp(word, "SET") == 0;
+            int drop = strcmp(word, "DROP") == 0;
+            if (files[i].used || (pass == 0 && !create) || (pass == 1 && (create || drop)) ||
+                (pass == 2 && !drop))
+                continue;
+            if (pass != 1) {
+                sql_exec(pg, &files[i]);
+                continue;
+            }
+            ck_assert_msg(strcmp(word, "SELECT") == 0 || strcmp(word, "WITH") == 0 ||
+                              strcmp(word, "INSERT") == 0 || strcmp(word, "UPDATE") == 0 ||
+                              strcmp(word, "DELETE") == 0,
+                          "%s: does not start with a statement this test knows (%s)",
+                          files[i].name, word);
+            char name[80];
+            snprintf(name, sizeof name, "sqlfiles_%zu", i);
+            PGresult *r = PQprepare(pg, name, files[i].text, 0, NULL);
+            ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "PREPARE %s: %s",
+                          files[i].name, PQresultErrorMessage(r));
+            PQclear(r);
+            files[i].used++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(files[i].used == 1, "%s loaded %d times", files[i].name, files[i].used);
+        free(files[i].text);
+    }
+    /* the driver finds the schema current and works on it */
+    convo_store *s = open_ok(schema_url("sqlfiles", NULL));
+    convo_error err;
+    ck_assert_int_eq(append1(s, "t", &err), 0);
+    ck_assert_int_eq(length_of(s, "t"), 1);
+    convo_close(s);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema);
+    ck_assert_int_eq(query_long(pg, sql), last);
+    PQfinish(pg);
+    drop_schema("sqlfiles");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ main */
 
 static Suite *postgres_suite(void)
@@ -1599,6 +1806,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_schemas_are_separate);
     tcase_add_test(tc, test_migration_from_version_3);
     tcase_add_test(tc, test_migration_from_version_4);
+    tcase_add_test(tc, test_sql_files_load_on_their_own);
     suite_add_tcase(s, tc);
     tc = tcase_create("ttl");
     tcase_set_timeout(tc, 60);
