@@ -423,6 +423,39 @@ START_TEST(test_upgrade_from_v2)
 }
 END_TEST
 
+/* With ttl, a put with messages stores everything with an expiry beyond the
+ * thread doc's; once the thread expired it has 0 messages: a put expecting the
+ * old length conflicts, one expecting 0 starts a new thread. */
+START_TEST(test_put_log_ttl)
+{
+    convo_store *s = open_store("ttl=1");
+    ck_assert_int_eq(put_log(s, "pt", "c1", 1, 0, 2, 0, "{}", &err), 0);
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("pt")));
+    bson_iter_t it;
+    ck_assert(bson_iter_init_find(&it, t, "exp") && BSON_ITER_HOLDS_DATE_TIME(&it));
+    int64_t texp = bson_iter_date_time(&it);
+    bson_destroy(t);
+    static const char *const kinds[] = {"batches", "checkpoints", "values"};
+    for (int k = 0; k < 3; k++) {
+        bson_t *doc = raw_find(kinds[k], of_thread("pt"));
+        ck_assert_ptr_nonnull(doc);
+        ck_assert_msg(bson_iter_init_find(&it, doc, "exp") && BSON_ITER_HOLDS_DATE_TIME(&it),
+                      "%s without exp", kinds[k]);
+        ck_assert_int_ge(bson_iter_date_time(&it), texp + 60000);
+        bson_destroy(doc);
+    }
+    sleep_ms(1300);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "pt", NULL, NULL, &cp, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(put_log(s, "pt", "c2", 1, 1, 1, 2, "{}", &err), CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "thread has 0 messages, expected 2"));
+    ck_assert_int_eq(put_log(s, "pt", "c2", 1, 1, 1, 0, "{}", &err), 0);
+    ck_assert_int_eq(verify_thread(s, "pt"), 1);
+    ck_assert_str_eq(list_ids(s, "pt", NULL, NULL, NULL), "c2");
+    convo_close(s);
+}
+END_TEST
+
 /* ---- threads racing puts with messages ---- */
 
 typedef struct put_racer {
@@ -513,6 +546,7 @@ void add_checkpoint_cases(Suite *s)
                          test_crash_put_log_unsettled}, 30},
         {"checkpoint_size", {test_put_log_writes_nothing}, 120},
         {"checkpoint_upgrade", {test_upgrade_from_v2}, 30},
+        {"checkpoint_ttl", {test_put_log_ttl}, 30},
         {"checkpoint_race", {test_put_log_race}, 120},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
