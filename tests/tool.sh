@@ -541,6 +541,9 @@ for sc in append load extra checkpoint; do
 done
 check "bench conversation" 0 "$CONVO" --url "$M" bench --scenario conversation --turns 20 --json
 bench_fields "bench conversation" scenario driver turns raw_bytes stored_bytes storage_ratio
+check "bench conversation --put-log" 0 "$CONVO" --url "$M" bench --scenario conversation --turns 20 --put-log --json
+bench_fields "bench conversation --put-log" scenario driver put_log turns raw_bytes stored_bytes storage_ratio
+if grep -q '"put_log":true' "$T/out"; then ok; else bad "bench --put-log: not reported: $(head -c 200 "$T/out")"; fi
 check "bench threads" 0 "$CONVO" --url "$M" bench --scenario append --messages 40 --threads 3 --json
 bench_fields "bench threads" ops ops_per_sec
 # the issue's own form: --url after the command (the default URL would be SQLite)

@@ -16,6 +16,7 @@ typedef struct bench_opts {
     const char *scenario;
     size_t threads, messages, turns, prefill, payload;
     int json;
+    int put_log; /* conversation: each turn is one checkpoint put with its message */
 } bench_opts;
 
 typedef struct client {
@@ -303,7 +304,9 @@ static void print_result(const bench_opts *o, const char *driver, const result *
 }
 
 /* One message and one checkpoint per turn, the messages in the log; reports the
- * bytes given against the bytes the backend uses. */
+ * bytes given against the bytes the backend uses. With --put-log a turn is one
+ * checkpoint put carrying its message (expected length: the turn), not an
+ * append and then a put. */
 static int conversation(const char *url, const bench_opts *o, convo_error *err)
 {
     convo_store *s;
@@ -318,10 +321,10 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
     double raw = 0, t0 = now_s();
     for (size_t turn = 0; turn < o->turns && rc == 0; turn++) {
         char *msg = make_message(turn % 2 ? "assistant" : "user", o->payload, &seed);
-        convo_append_result ar;
-        rc = convo_append(s, thread, (const char *const *)&msg, NULL, 1, NULL, &ar, err);
+        convo_append_result ar = {(int64_t)turn, 1, 0};
+        if (!o->put_log)
+            rc = convo_append(s, thread, (const char *const *)&msg, NULL, 1, NULL, &ar, err);
         raw += (double)strlen(msg);
-        free(msg);
         char id[64], parent[64], meta[160], body[1024], version[32], step[32];
         snprintf(id, sizeof id, "%016zx", turn);
         snprintf(parent, sizeof parent, "%016zx", turn - 1);
@@ -355,8 +358,14 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
         cp.channels = ch;
         cp.nchannels = 1;
         cp.log_length = ar.first_seq + 1;
+        if (o->put_log) {
+            cp.messages = (const char *const *)&msg;
+            cp.nmessages = 1;
+            cp.expected_length = (int64_t)turn;
+        }
         if (rc == 0)
             rc = convo_checkpoint_put(s, &cp, err);
+        free(msg);
         raw += (double)bl + (double)strlen(meta) + (double)sl;
         progress("conversation", turn + 1, o->turns);
     }
@@ -368,15 +377,17 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
     if (rc == 0) {
         double stored = (double)(after - before);
         if (o->json)
-            printf("{\"scenario\":\"conversation\",\"driver\":\"%s\",\"turns\":%zu,"
+            printf("{\"scenario\":\"conversation\",\"driver\":\"%s\",\"put_log\":%s,"
+                   "\"turns\":%zu,"
                    "\"payload_bytes\":%zu,\"seconds\":%.6f,\"turns_per_sec\":%.1f,"
                    "\"raw_bytes\":%.0f,\"stored_bytes\":%.0f,\"storage_ratio\":%.3f}\n",
-                   convo_store_driver(s), o->turns, o->payload, secs, (double)o->turns / secs,
+                   convo_store_driver(s), o->put_log ? "true" : "false", o->turns, o->payload,
+                   secs, (double)o->turns / secs,
                    raw, have_bytes ? stored : -1, have_bytes ? stored / raw : -1);
         else
-            printf("conversation on %s: %zu turns in %.3f s; raw %.0f bytes, stored %.0f bytes, "
-                   "ratio %.2f\n", convo_store_driver(s), o->turns, secs, raw, stored,
-                   stored / raw);
+            printf("conversation%s on %s: %zu turns in %.3f s; raw %.0f bytes, stored %.0f "
+                   "bytes, ratio %.2f\n", o->put_log ? " (put with messages)" : "",
+                   convo_store_driver(s), o->turns, secs, raw, stored, stored / raw);
     }
     convo_close(s);
     return rc;
@@ -397,7 +408,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: convo bench --scenario append|load|extra|checkpoint|conversation "
                     "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
-                    "[--json]\n");
+                    "[--put-log] [--json]\n");
     return 2;
 }
 
@@ -413,7 +424,7 @@ static int exit_code(int rc)
 
 int convo_tool_bench(const char *url, int argc, char **argv)
 {
-    bench_opts o = {"append", 1, 0, 1000, 0, 200, 0};
+    bench_opts o = {"append", 1, 0, 1000, 0, 200, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         size_t *target = !strcmp(a, "--threads")    ? &o.threads
@@ -424,6 +435,8 @@ int convo_tool_bench(const char *url, int argc, char **argv)
                                                     : NULL;
         if (!strcmp(a, "--json"))
             o.json = 1;
+        else if (!strcmp(a, "--put-log"))
+            o.put_log = 1;
         else if (!strcmp(a, "--scenario") && i + 1 < argc)
             o.scenario = argv[++i];
         else if (target && i + 1 < argc && parse_size(argv[i + 1], target) == 0)
