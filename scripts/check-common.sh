@@ -29,8 +29,11 @@ check_build() {
     mkdir -p "$SRC"
     (cd "$ROOT" && git ls-files -z -co --exclude-standard | grep -zv '^tests/mongo-server/node_modules/' |
       xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$SRC"
-    [ ! -d "$ROOT/tests/mongo-server/node_modules" ] ||
-      ln -sfn "$ROOT/tests/mongo-server/node_modules" "$SRC/tests/mongo-server/node_modules"
+    # the npm trees of the Mongo stand-in and of tests/node.sh (not in git)
+    local npm
+    for npm in tests/mongo-server bindings/node examples/node; do
+      [ ! -d "$ROOT/$npm/node_modules" ] || ln -sfn "$ROOT/$npm/node_modules" "$SRC/$npm/node_modules"
+    done
   fi
   OBJ=$build/obj
   mkdir -p "$OBJ"
@@ -63,14 +66,15 @@ check_servers() {
   export CONVO_REQUIRE_ALL=${CONVO_REQUIRE_ALL:-1}
 }
 
-# check_run NAME WHAT [MAKE_ARGS...]: make check in OBJ; on failure the failed
-# tests' logs; the Check summary last. Exits with the result.
+# check_run NAME WHAT [MAKE_ARGS...]: make check in OBJ (only the suites named
+# by CONVO_CHECK_TESTS when set, e.g. "tests/redis-cluster.sh tests/cluster_ha");
+# on failure the failed tests' logs; the Check summary last. Exits with the result.
 check_run() {
   local name=$1 what=$2 rc=0 src=0
   shift 2
-  section "make check ($what)"
+  section "make check ($what)${CONVO_CHECK_TESTS:+: $CONVO_CHECK_TESTS}"
   "$ROOT/scripts/test-logs.sh" clean "$OBJ"
-  make -C "$OBJ" -j"$JOBS" check "$@" || rc=$?
+  make -C "$OBJ" -j"$JOBS" check "$@" ${CONVO_CHECK_TESTS:+"TESTS=$CONVO_CHECK_TESTS"} || rc=$?
   if [ "$rc" -ne 0 ]; then
     section "logs of the failed tests"
     "$ROOT/scripts/test-logs.sh" dump "$OBJ" || true
