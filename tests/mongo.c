@@ -785,7 +785,7 @@ static void chaos_writer(int w, unsigned seed)
     for (int b = 0;; b++) {
         unsigned r = (unsigned)rand_r(&seed);
         const char *t = kill_thread_name(r >> 4);
-        if (r % 100 < 60) {
+        if (r % 100 < 55) {
             char *msgs[6], key[40];
             int n = 1 + (int)((r >> 8) % 6);
             for (int i = 0; i < n; i++) {
@@ -799,7 +799,7 @@ static void chaos_writer(int w, unsigned seed)
             convo_append(s, t, (const char *const *)msgs, NULL, (size_t)n, &o, NULL, &e);
             for (int i = 0; i < n; i++)
                 free(msgs[i]);
-        } else if (r % 100 < 75) {
+        } else if (r % 100 < 68) {
             char patch[40];
             snprintf(patch, sizeof patch, "{\"w%d\":%d}", w, b);
             convo_save_extra(s, t, patch, &e);
@@ -877,14 +877,17 @@ START_TEST(test_sigkill_writers)
         verify_raw_chains();
     }
     int64_t messages = 0;
+    int with_log = 0;
     for (int t = 0; t < KILL_THREADS; t++) {
         int64_t len = verify_thread(s, kill_thread_name((unsigned)t));
         messages += len > 0 ? len : 0;
+        with_log += verify_log_lengths(s, kill_thread_name((unsigned)t));
     }
     fprintf(stderr,
-            "mongo_extra: %d writers killed; %lld messages whole in %d threads; %lld batch "
-            "documents stored (leftovers of killed deletes included)\n",
-            KILL_ROUNDS * KILL_WRITERS, (long long)messages, KILL_THREADS,
+            "mongo_extra: %d writers killed; %lld messages whole in %d threads, %d checkpoints "
+            "put with their messages; %lld batch documents stored (leftovers of killed deletes "
+            "included)\n",
+            KILL_ROUNDS * KILL_WRITERS, (long long)messages, KILL_THREADS, with_log,
             (long long)raw_count("batches", bson_new()));
     /* every thread still takes appends exactly at its end (or, when a killed delete
      * left its mark, at 0 of a new thread: the append finishes that delete first) */

@@ -492,15 +492,16 @@ int64_t unsettled(const char *thread)
 }
 
 /* Every checkpoint of a thread whose log_length is not 0 (a put with messages by
- * put_log) ends at the last message of its own batch: its id is "w<w>-b<b>". */
-void verify_log_lengths(convo_store *s, const char *id)
+ * put_log) ends at the last message of its own batch: its id is "w<w>-b<b>".
+ * Returns how many there are. */
+int verify_log_lengths(convo_store *s, const char *id)
 {
     convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
     convo_checkpoint_set *set = NULL;
     convo_history *h;
     o.thread_id = id;
     ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "list: %s", err.message);
-    int rc = convo_load(s, id, NULL, &h, &err);
+    int rc = convo_load(s, id, NULL, &h, &err), checked = 0;
     ck_assert(rc == 0 || (rc == CONVO_ENOTFOUND && convo_checkpoint_set_count(set) == 0));
     for (size_t i = 0; rc == 0 && i < convo_checkpoint_set_count(set); i++) {
         const convo_checkpoint *cp = convo_checkpoint_set_get(set, i);
@@ -508,6 +509,7 @@ void verify_log_lengths(convo_store *s, const char *id)
         int w, b;
         if (ll == 0)
             continue;
+        checked++;
         ck_assert_msg(ll <= convo_history_length(h), "%s: checkpoint %s beyond the log", id,
                       convo_checkpoint_id(cp));
         json_t *m = json_loads(convo_history_message(h, (size_t)ll - 1, NULL), 0, NULL);
@@ -522,4 +524,5 @@ void verify_log_lengths(convo_store *s, const char *id)
     if (rc == 0)
         convo_history_free(h);
     convo_checkpoint_set_free(set);
+    return checked;
 }

@@ -56,7 +56,7 @@ int64_t generation_batches(const bson_oid_t *g);
 int put_log(convo_store *s, const char *thread, const char *id, int w, int b, int n,
             int64_t expected, const char *meta, convo_error *e);
 int64_t unsettled(const char *thread);
-void verify_log_lengths(convo_store *s, const char *id);
+int verify_log_lengths(convo_store *s, const char *id);
 
 /* tests/mongo_checkpoint.c: its test cases, each with setup and teardown. */
 void add_checkpoint_cases(Suite *s);
