@@ -70,23 +70,6 @@ static int out_write(void *data, const char *buf, size_t len)
     return x_write(x, &x->buf, buf, len);
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    if (!s) {
-        msgpack_pack_nil(pk);
-        return;
-    }
-    size_t n = strlen(s);
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s, n);
-}
-
-static void pack_bin(msgpack_packer *pk, const void *b, size_t n)
-{
-    msgpack_pack_bin(pk, n);
-    msgpack_pack_bin_body(pk, b, n);
-}
-
 /* FNV-1a, 64 bits: each frame carries it so that a flipped byte is caught. */
 static uint64_t fnv1a(const void *data, size_t len)
 {
@@ -107,7 +90,7 @@ static int end_record(exporter *x)
 {
     if (!x->nomem) {
         msgpack_pack_array(&x->out, 2);
-        pack_bin(&x->out, x->rec.data, x->rec.size);
+        convo__pack_bin(&x->out, x->rec.data, x->rec.size);
         msgpack_pack_uint64(&x->out, fnv1a(x->rec.data, x->rec.size));
     }
     msgpack_sbuffer_clear(&x->rec);
@@ -196,8 +179,8 @@ static int pack_messages(exporter *x, const char *id, const convo_history *h, in
             k++;
         }
         msgpack_pack_array(&x->pk, 4);
-        pack_str(&x->pk, "messages");
-        pack_str(&x->pk, id);
+        convo__pack_str(&x->pk, "messages");
+        convo__pack_str(&x->pk, id);
         msgpack_pack_int64(&x->pk, from + (int64_t)i);
         msgpack_pack_array(&x->pk, k);
         for (size_t j = i; j < i + k; j++) {
@@ -205,8 +188,8 @@ static int pack_messages(exporter *x, const char *id, const convo_history *h, in
             const char *m = convo_history_message(h, j, &len);
             msgpack_pack_array(&x->pk, 3);
             msgpack_pack_int64(&x->pk, convo_history_created_at(h, j));
-            pack_str(&x->pk, convo_history_role(h, j));
-            pack_bin(&x->pk, m, len);
+            convo__pack_str(&x->pk, convo_history_role(h, j));
+            convo__pack_bin(&x->pk, m, len);
         }
         rc = end_record(x);
         i += k;
@@ -337,15 +320,15 @@ static int export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *se
     msgpack_packer *pk = &x->pk;
     convo_blob body = convo_checkpoint_body(cp);
     msgpack_pack_array(pk, 12);
-    pack_str(pk, "checkpoint");
-    pack_str(pk, convo_checkpoint_thread_id(cp));
-    pack_str(pk, convo_checkpoint_ns(cp));
-    pack_str(pk, convo_checkpoint_id(cp));
-    pack_str(pk, convo_checkpoint_parent_id(cp));
-    pack_str(pk, convo_checkpoint_metadata(cp));
-    pack_str(pk, body.type);
+    convo__pack_str(pk, "checkpoint");
+    convo__pack_str(pk, convo_checkpoint_thread_id(cp));
+    convo__pack_str(pk, convo_checkpoint_ns(cp));
+    convo__pack_str(pk, convo_checkpoint_id(cp));
+    convo__pack_str(pk, convo_checkpoint_parent_id(cp));
+    convo__pack_str(pk, convo_checkpoint_metadata(cp));
+    convo__pack_str(pk, body.type);
     if (body.type)
-        pack_bin(pk, body.bytes, body.len);
+        convo__pack_bin(pk, body.bytes, body.len);
     else
         msgpack_pack_nil(pk);
     msgpack_pack_int64(pk, convo_checkpoint_log_length(cp));
@@ -360,11 +343,11 @@ static int export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *se
         if (first < 0)
             x->nomem = 1; /* a value left out would be lost: fail the record */
         msgpack_pack_array(pk, 4);
-        pack_str(pk, ch);
-        pack_str(pk, version);
-        pack_str(pk, first > 0 ? v.type : NULL);
+        convo__pack_str(pk, ch);
+        convo__pack_str(pk, version);
+        convo__pack_str(pk, first > 0 ? v.type : NULL);
         if (first > 0)
-            pack_bin(pk, v.bytes, v.len);
+            convo__pack_bin(pk, v.bytes, v.len);
         else
             msgpack_pack_nil(pk);
     }
@@ -376,12 +359,12 @@ static int export_checkpoint(exporter *x, const convo_checkpoint *cp, json_t *se
         convo_blob v;
         const char *task = convo_checkpoint_write(cp, i, &path, &idx, &channel, &v);
         msgpack_pack_array(pk, 6);
-        pack_str(pk, task);
-        pack_str(pk, path);
+        convo__pack_str(pk, task);
+        convo__pack_str(pk, path);
         msgpack_pack_int64(pk, idx);
-        pack_str(pk, channel);
-        pack_str(pk, v.type);
-        pack_bin(pk, v.bytes, v.len);
+        convo__pack_str(pk, channel);
+        convo__pack_str(pk, v.type);
+        convo__pack_bin(pk, v.bytes, v.len);
     }
     int rc = end_record(x);
     if (rc == 0) {
@@ -438,9 +421,9 @@ static int export_thread(exporter *x, const char *id)
     thread_mark m;
     mark_of(h, &m);
     msgpack_pack_array(&x->pk, 3);
-    pack_str(&x->pk, "thread");
-    pack_str(&x->pk, id);
-    pack_str(&x->pk, convo_history_extra(h));
+    convo__pack_str(&x->pk, "thread");
+    convo__pack_str(&x->pk, id);
+    convo__pack_str(&x->pk, convo_history_extra(h));
     rc = end_record(x);
     uint64_t before = x->stats->messages, checkpoints = 0;
     if (rc == 0)
@@ -453,8 +436,8 @@ static int export_thread(exporter *x, const char *id)
     if (rc != 0)
         return rc == CONVO_ENOTFOUND ? changed(x, id) : rc;
     msgpack_pack_array(&x->pk, 4);
-    pack_str(&x->pk, "thread-end");
-    pack_str(&x->pk, id);
+    convo__pack_str(&x->pk, "thread-end");
+    convo__pack_str(&x->pk, id);
     msgpack_pack_int64(&x->pk, (int64_t)(x->stats->messages - before));
     msgpack_pack_int64(&x->pk, (int64_t)checkpoints);
     if ((rc = end_record(x)) != 0)
@@ -510,9 +493,9 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
     msgpack_sbuffer_init(&x.rec);
     msgpack_packer_init(&x.pk, &x, rec_write);
     msgpack_pack_array(&x.pk, 3);
-    pack_str(&x.pk, DUMP_MAGIC);
+    convo__pack_str(&x.pk, DUMP_MAGIC);
     msgpack_pack_int64(&x.pk, DUMP_VERSION);
-    pack_str(&x.pk, "convo " CONVO_VERSION);
+    convo__pack_str(&x.pk, "convo " CONVO_VERSION);
     int rc = end_record(&x);
     if (rc == 0 && n == 0)
         rc = export_all(&x);
@@ -532,7 +515,7 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
         rc = export_thread(&x, thread_ids[i]);
     if (rc == 0) {
         msgpack_pack_array(&x.pk, 3);
-        pack_str(&x.pk, "end");
+        convo__pack_str(&x.pk, "end");
         msgpack_pack_int64(&x.pk, (int64_t)stats->threads);
         msgpack_pack_int64(&x.pk, (int64_t)stats->messages);
         rc = end_record(&x);
@@ -570,7 +553,8 @@ static int corrupt(importer *im, const char *what)
                         (unsigned long long)im->offset, what);
 }
 
-/* Field access with type checks; each returns 0 or -1. */
+/* Field access with type checks; each returns 0 or -1 (integers:
+ * convo__unpack_int, lib/pack.c). */
 static int get_str(const msgpack_object *o, char **out)
 {
     if (o->type == MSGPACK_OBJECT_NIL) {
@@ -582,17 +566,6 @@ static int get_str(const msgpack_object *o, char **out)
     *out = strndup(o->via.str.ptr, o->via.str.size);
     /* a NUL inside a string would be silently cut: refuse it */
     return *out && strlen(*out) == o->via.str.size ? 0 : -1;
-}
-
-static int get_int(const msgpack_object *o, int64_t *out)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
-        *out = (int64_t)o->via.u64;
-    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-        *out = o->via.i64;
-    else
-        return -1;
-    return 0;
 }
 
 static const msgpack_object *field(const msgpack_object *rec, size_t i, msgpack_object_type t)
@@ -734,7 +707,7 @@ static int import_messages(importer *im, const msgpack_object *rec)
     const msgpack_object *list = field(rec, 3, MSGPACK_OBJECT_ARRAY);
     int64_t first;
     if (rec->via.array.size != 4 || !same_thread(im, rec) || !list ||
-        get_int(&rec->via.array.ptr[2], &first))
+        convo__unpack_int(&rec->via.array.ptr[2], &first))
         return corrupt(im, "malformed messages record");
     if (first != im->next_seq)
         return corrupt(im, "messages are not contiguous");
@@ -748,7 +721,8 @@ static int import_messages(importer *im, const msgpack_object *rec)
         const msgpack_object *m = &list->via.array.ptr[i];
         const msgpack_object *role = field(m, 1, MSGPACK_OBJECT_STR);
         const msgpack_object *bytes = field(m, 2, MSGPACK_OBJECT_BIN);
-        if (m->via.array.size != 3 || !role || !bytes || get_int(&m->via.array.ptr[0], &at[i])) {
+        if (m->via.array.size != 3 || !role || !bytes ||
+            convo__unpack_int(&m->via.array.ptr[0], &at[i])) {
             rc = corrupt(im, "malformed message");
             break;
         }
@@ -805,8 +779,8 @@ static int parse_cp(const msgpack_object *rec, cp_fields *f)
     const msgpack_object *a = rec->via.array.ptr;
     if (rec->via.array.size != 12 || get_str(&a[2], &f->ns) || !f->ns || get_str(&a[3], &f->id) ||
         !f->id || get_str(&a[4], &f->parent) || get_str(&a[5], &f->metadata) || !f->metadata ||
-        get_str(&a[6], &f->body_type) || get_int(&a[8], &f->log_length) ||
-        get_int(&a[9], &f->created_at))
+        get_str(&a[6], &f->body_type) || convo__unpack_int(&a[8], &f->log_length) ||
+        convo__unpack_int(&a[9], &f->created_at))
         return -1;
     f->body = a[7].type == MSGPACK_OBJECT_BIN ? &a[7] : NULL;
     f->channels = a[10].type == MSGPACK_OBJECT_ARRAY ? &a[10] : NULL;
@@ -876,8 +850,8 @@ static int import_writes(importer *im, const cp_fields *f)
             const msgpack_object *a = w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 6
                                           ? w->via.array.ptr : NULL;
             if (!a || get_str(&a[0], &t2) || !t2 || get_str(&a[1], &p2) || !p2 ||
-                get_int(&a[2], &ws[k].idx) || get_str(&a[3], &strs[2 * k]) || !strs[2 * k] ||
-                get_str(&a[4], &strs[2 * k + 1]) || !strs[2 * k + 1] ||
+                convo__unpack_int(&a[2], &ws[k].idx) || get_str(&a[3], &strs[2 * k]) ||
+                !strs[2 * k] || get_str(&a[4], &strs[2 * k + 1]) || !strs[2 * k + 1] ||
                 a[5].type != MSGPACK_OBJECT_BIN) {
                 free(t2);
                 free(p2);
@@ -952,8 +926,8 @@ static int import_thread_end(importer *im, const msgpack_object *rec)
 {
     int64_t messages, checkpoints;
     if (rec->via.array.size != 4 || !same_thread(im, rec) ||
-        get_int(&rec->via.array.ptr[2], &messages) ||
-        get_int(&rec->via.array.ptr[3], &checkpoints))
+        convo__unpack_int(&rec->via.array.ptr[2], &messages) ||
+        convo__unpack_int(&rec->via.array.ptr[3], &checkpoints))
         return corrupt(im, "malformed thread-end record");
     if (messages != im->next_seq || (uint64_t)checkpoints != im->thread_checkpoints)
         return corrupt(im, "thread-end counts do not match the records before it");
@@ -974,8 +948,8 @@ static int import_end(importer *im, const msgpack_object *rec)
     int64_t threads, messages;
     if (im->thread)
         return corrupt(im, "the dump ends inside a thread");
-    if (rec->via.array.size != 3 || get_int(&rec->via.array.ptr[1], &threads) ||
-        get_int(&rec->via.array.ptr[2], &messages))
+    if (rec->via.array.size != 3 || convo__unpack_int(&rec->via.array.ptr[1], &threads) ||
+        convo__unpack_int(&rec->via.array.ptr[2], &messages))
         return corrupt(im, "malformed end record");
     if ((uint64_t)threads != im->stats->threads || (uint64_t)messages != im->stats->messages)
         return corrupt(im, "the end record's counts do not match the threads before it");
@@ -990,7 +964,7 @@ static int apply(importer *im, const msgpack_object *rec, int first)
         return corrupt(im, "a record is not a tagged array");
     if (first) {
         int64_t version;
-        if (!is_tag(rec, DUMP_MAGIC) || get_int(&rec->via.array.ptr[1], &version))
+        if (!is_tag(rec, DUMP_MAGIC) || convo__unpack_int(&rec->via.array.ptr[1], &version))
             return corrupt(im, "not a convo dump");
         if (version != DUMP_VERSION)
             return convo__error(im->err, CONVO_ENOTSUP, NULL,

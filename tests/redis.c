@@ -1,10 +1,11 @@
 /* redis.c — the Redis driver's own checks, beyond the conformance suite: the
  * key scheme seen by a plain hiredis client (checkpoint keys included), TTL
  * expiry of every key, server restarts, timeouts, lost scripts, corrupt
- * records and the thread index.
+ * records, the thread index, and each .lua file of drivers/redis compiled on its own.
  * Server: $CONVO_TEST_REDIS_URL; restarts and pauses use a private redis-server. */
 #include <check.h>
 #include <convo.h>
+#include <dirent.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -1083,12 +1084,60 @@ START_TEST(test_created_at_server_clock)
 }
 END_TEST
 
+/* Every .lua file of drivers/redis (read from REDIS_LUA_DIR, the source folder)
+ * compiles on its own: SCRIPT LOAD of the file alone, as a server compiles a
+ * script, answers its SHA1. A file is a script or a part the driver joins
+ * with others (scripts.c), so names from another part are globals here, which
+ * Lua accepts until the code runs. */
+START_TEST(test_lua_files_load_on_their_own)
+{
+    static const char *const must[] = {"prelude.lua", "cp_prelude.lua", "checkpoint.lua",
+                                       "append.lua", "persist.lua", "put_log.lua"};
+    redisContext *c = plain_connect(base_url);
+    /* the check can fail: a file that does not compile is refused */
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", "local = 1");
+    ck_assert_msg(r && r->type == REDIS_REPLY_ERROR, "SCRIPT LOAD of bad Lua not refused");
+    freeReplyObject(r);
+    DIR *d = opendir(REDIS_LUA_DIR);
+    ck_assert_msg(d != NULL, "opendir %s: %s", REDIS_LUA_DIR, strerror(errno));
+    size_t n = 0, seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".lua") != 0)
+            continue;
+        char path[512], text[16384];
+        snprintf(path, sizeof path, "%s/%s", REDIS_LUA_DIR, e->d_name);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "open %s", path);
+        size_t got = fread(text, 1, sizeof text, f);
+        fclose(f);
+        ck_assert_msg(got > 0 && got < sizeof text, "%s: %zu bytes", path, got);
+        for (size_t i = 0; i < got; i++) /* lua.h keeps each line a C string literal */
+            ck_assert_msg((unsigned char)text[i] >= 0x20 || text[i] == '\n',
+                          "%s: control character at byte %zu", e->d_name, i);
+        r = redisCommand(c, "SCRIPT LOAD %b", text, got);
+        ck_assert_msg(r && r->type == REDIS_REPLY_STRING && r->len == 40, "SCRIPT LOAD %s: %s",
+                      e->d_name, r && r->type == REDIS_REPLY_ERROR ? r->str : "no SHA1");
+        freeReplyObject(r);
+        for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+            seen += strcmp(e->d_name, must[i]) == 0;
+        n++;
+    }
+    closedir(d);
+    redisFree(c);
+    ck_assert_msg(n >= 16, "only %zu .lua files in %s", n, REDIS_LUA_DIR);
+    ck_assert_uint_eq(seen, sizeof must / sizeof must[0]);
+}
+END_TEST
+
 static Suite *redis_suite(void)
 {
     Suite *s = suite_create("redis");
     TCase *tc = tcase_create("driver");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_urls);
+    tcase_add_test(tc, test_lua_files_load_on_their_own);
     tcase_add_test(tc, test_wait_no_replica);
     tcase_add_test(tc, test_key_scheme);
     tcase_add_test(tc, test_ttl_expiry);

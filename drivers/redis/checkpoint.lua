@@ -1,8 +1,8 @@
 -- checkpoint.lua: what the scripts that write checkpoints share (docs/redis.md,
 -- "Checkpoints" and "Put order"): the store-wide put order, the migration of a
--- thread of layout 1, and the record itself. It follows LUA_PRELUDE and
--- LUA_CP_PRELUDE (redis.c). KEYS[9], on one server only, is the store's hash
--- P:store, whose field co is the last order given in the whole store.
+-- thread of layout 1, and the record itself. It follows prelude.lua and
+-- cp_prelude.lua (scripts.c joins them). KEYS[9], on one server only, is the
+-- store's hash P:store, whose field co is the last order given in the whole store.
 local STORE = KEYS[9]
 
 -- Orders are microseconds of the server's clock: max(TIME, the thread's last

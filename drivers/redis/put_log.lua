@@ -1,6 +1,7 @@
 -- put_log.lua: a checkpoint put with messages (convo_checkpoint_in version 2),
--- after checkpoint.lua. One script, so the messages and the checkpoint are
--- stored together or not at all. Everything is checked before the first write.
+-- after prelude.lua, cp_prelude.lua and checkpoint.lua. One script, so the
+-- messages and the checkpoint are stored together or not at all. Everything is
+-- checked before the first write.
 -- ARGV: may create ('1'/'0'), ttl ms, expected length, message count n, ns, id,
 -- created_at, order hint, channel list, record tail, then the n message
 -- records (as the append script gets them), then value field/value pairs.

@@ -216,6 +216,20 @@ int64_t convo__now_micros(void);
 int convo__extra_merge(const char *current, size_t current_len, const char *patch,
                        size_t max_bytes, char **out, size_t *out_len, convo_error *err);
 
+/* msgpack helpers (lib/pack.c) for records in msgpack-c, shared by the dump
+ * format (lib/dump.c) and drivers that store msgpack (redis): the types are
+ * msgpack-c's msgpack_packer and msgpack_object, named by tag so this header
+ * needs no msgpack.h. Each returns 0, or -1 (the packer's write failed; an
+ * object of another type). */
+struct msgpack_packer;
+struct msgpack_object;
+/* s as a str, NULL as nil. */
+int convo__pack_str(struct msgpack_packer *pk, const char *s);
+/* len bytes as a bin. */
+int convo__pack_bin(struct msgpack_packer *pk, const void *bytes, size_t len);
+/* A positive or negative integer that fits int64_t, into *out. */
+int convo__unpack_int(const struct msgpack_object *o, int64_t *out);
+
 /* A small pool of connections for drivers that need them. connect() makes one;
  * disconnect() frees one. acquire blocks while all `size` are in use. */
 typedef struct convo_pool convo_pool;

@@ -1,0 +1,48 @@
+-- cp_prelude.lua: what the checkpoint scripts share, after prelude.lua.
+-- A record (the value of field "NS\0ID" in cp) is four msgpack objects in a
+-- row: put order, created_at, the channel list [ch, version, ...] (strings: the
+-- only part a script decodes), and the client's tail. cpidx is a sorted set of
+-- score 0 read by range of bytes:
+--   "o\0" ORDER "\0" NS "\0" ID          every checkpoint, in put order
+--   "n\0" NS "\0" ORDER "\0" ID          per namespace, in put order
+--   "w\0" NS "\0" ID "\0" TASK "\0" IDX  the pending writes of a checkpoint
+-- ORDER is the store-wide put order (microseconds, see checkpoint.lua and
+-- docs/redis.md, "Put order") as 16 hex digits.
+local function rec_order(rec)
+  local _, o = cmsgpack.unpack_one(rec)
+  return o
+end
+local function rec_channels(rec)
+  local o1 = cmsgpack.unpack_one(rec)
+  local o2 = cmsgpack.unpack_one(rec, o1)
+  local _, ch = cmsgpack.unpack_one(rec, o2)
+  return ch
+end
+local function hex(order) return string.format('%016x', order) end
+local function next_ns(after)
+  local from = after and ('[n\0' .. after .. '\1') or '[n\0'
+  local m = redis.call('ZRANGEBYLEX', CPIDX, from, '(n\1', 'LIMIT', 0, 1)
+  return m[1] and string.match(m[1], '^n%z([^%z]*)%z')
+end
+local function writes_of(field)
+  return '[w\0' .. field .. '\0', '(w\0' .. field .. '\1'
+end
+local function hmget_all(key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #part do out[#out + 1] = part[j] end
+  end
+  return out
+end
+-- {field, record, values in channel order, pending writes}, or false
+local function fetch(field)
+  local rec = redis.call('HGET', CP, field)
+  if not rec then return false end
+  local ns = string.match(field, '^([^%z]*)%z')
+  local ch, bf = rec_channels(rec), {}
+  for i = 1, #ch, 2 do bf[#bf + 1] = ns .. '\0' .. ch[i] .. '\0' .. ch[i + 1] end
+  local wf = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))
+  for i = 1, #wf do wf[i] = string.sub(wf[i], 3) end
+  return {field, rec, hmget_all(BLOBS, bf), hmget_all(WRITES, wf)}
+end

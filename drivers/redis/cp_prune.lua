@@ -1,0 +1,33 @@
+-- cp_prune.lua (after prelude.lua, cp_prelude.lua): ARGV: keep_last. Drops
+-- older checkpoints of each namespace with their writes, then every value no
+-- remaining checkpoint lists.
+if redis.call('EXISTS', META) == 0 then
+  return redis.error_reply('CONVO_NOTFOUND thread not found')
+end
+local ns = next_ns(nil)
+while ns do
+  local old = redis.call('ZREVRANGEBYLEX', CPIDX, '(n\0' .. ns .. '\1',
+                         '[n\0' .. ns .. '\0', 'LIMIT', ARGV[1], -1)
+  for i = 1, #old do
+    local order, id = string.match(old[i], '^n%z[^%z]*%z(%x+)%z(.*)$')
+    local field = ns .. '\0' .. id
+    redis.call('HDEL', CP, field)
+    redis.call('ZREM', CPIDX, old[i], 'o\0' .. order .. '\0' .. field)
+    local w = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))
+    for j = 1, #w do w[j] = string.sub(w[j], 3) end
+    chunked('HDEL', WRITES, w, 1, #w)
+    redis.call('ZREMRANGEBYLEX', CPIDX, writes_of(field))
+  end
+  ns = next_ns(ns)
+end
+local used, all = {}, redis.call('HGETALL', CP)
+for i = 1, #all, 2 do
+  local n, ch = string.match(all[i], '^([^%z]*)%z'), rec_channels(all[i + 1])
+  for j = 1, #ch, 2 do used[n .. '\0' .. ch[j] .. '\0' .. ch[j + 1]] = true end
+end
+local gone = {}
+for _, f in ipairs(redis.call('HKEYS', BLOBS)) do
+  if not used[f] then gone[#gone + 1] = f end
+end
+chunked('HDEL', BLOBS, gone, 1, #gone)
+return 1

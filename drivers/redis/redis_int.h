@@ -1,0 +1,177 @@
+/* redis_int.h — what the files of the Redis driver share: the backend, its
+ * connections, commands and thread keys, the scripts, and each file's
+ * functions used by the others, prefixed convo__rd_ (every name libconvo.a
+ * defines starts with convo).
+ * Private to drivers/redis; the core never includes it. */
+#ifndef CONVO_REDIS_INT_H
+#define CONVO_REDIS_INT_H
+
+#include "config.h"
+#include "cluster.h"
+#include <convo/driver.h>
+#include <hiredis/hiredis.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEFAULT_PREFIX "convo"
+#define DEFAULT_POOL 8
+#define DEFAULT_TIMEOUT_MS 5000
+#define MAX_PREFIX_BYTES 128
+#define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
+
+/* The scripts (scripts.c joins the .lua files that make each). */
+enum {
+    S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
+    S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
+};
+extern const char *const convo__rd_scripts[S_COUNT];
+
+typedef struct rconn {
+    redisContext *c;
+    uint64_t gen; /* creation number, to drop connections older than a failure */
+    int broken;   /* a send failed: the connection must not be reused */
+    rcl_conns *nodes; /* cluster mode (c is NULL): a socket per node */
+} rconn;
+
+struct convo_backend {
+    convo_pool *pool;
+    convo_limits limits;
+    char *host, *socket_path, *user, *password, *redacted;
+    int port, db;
+    long long ttl_ms;
+    int connect_timeout_ms, timeout_ms;
+    char *prefix, *index_key;
+    char *store_key;            /* P:store: layout version, on one server the put order */
+    atomic_int_fast64_t order_hint; /* the highest checkpoint order this store saw */
+    char sha[S_COUNT][41];
+    atomic_uint_fast64_t recent[RECENT_SLOTS]; /* threads written lately (convo__rd_run_writer) */
+    atomic_uint_fast64_t next_gen;
+    atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
+    rcl *cluster;                       /* redis+cluster: routing (cluster.c) */
+    int wait_replicas, wait_timeout_ms; /* ?wait=N&wait_timeout=MS */
+};
+
+/* Runs on each batch of keys SCAN finds (convo__rd_scan_each). */
+typedef int (*scan_fn)(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
+                       convo_error *err);
+
+/* A pipeline command: arguments with lengths, plus room for a few numbers. */
+typedef struct cmd {
+    const char **argv;
+    size_t *lens;
+    size_t n, cap;
+    char nums[8][24];
+    int nnums;
+    int failed;
+} cmd;
+
+/* The keys of one thread, P:{tag}:SUFFIX, in the KEYS order of every script. */
+enum key_kind { K_MSGS, K_IDEM, K_META, K_EXTRA, K_CP, K_CPIDX, K_BLOBS, K_WRITES, K_COUNT };
+
+typedef struct thread_keys {
+    char *buf;
+    const char *k[K_COUNT];
+    size_t len[K_COUNT];
+} thread_keys;
+
+/* A growable msgpack output buffer; marks[] remember where parts start. */
+typedef struct packbuf {
+    char *data;
+    size_t len, cap;
+    size_t *marks;
+    size_t nmarks, mcap;
+    int failed;
+} packbuf;
+
+/* Builds a script call, create = 1 allowing it to create the thread; returns
+ * the script to run (its S_ number), or CONVO_ENOMEM. */
+typedef int (*build_fn)(void *ctx, cmd *c, int create);
+
+/* cmd.c: building commands */
+void convo__rd_cmd_add(cmd *c, const char *s, size_t len);
+void convo__rd_cmd_str(cmd *c, const char *s);
+size_t convo__rd_fmt_num(char *buf, long long v);
+void convo__rd_cmd_num(cmd *c, long long v);
+void convo__rd_cmd_free(cmd *c);
+int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk);
+void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n);
+void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk);
+void convo__rd_cmd_index_key(cmd *c, const convo_backend *b, const char *id);
+void convo__rd_cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id);
+int convo__rd_packbuf_write(void *data, const char *buf, size_t len);
+void convo__rd_packbuf_mark(packbuf *p);
+void convo__rd_packbuf_free(packbuf *p);
+void convo__rd_cmd_part(cmd *c, const packbuf *p, size_t i);
+int convo__rd_pack_records(const convo_message_in *msgs, size_t n, const int64_t *created_at,
+                           int64_t now, packbuf *pb);
+int convo__rd_pack_error(int code, convo_error *err);
+
+/* conn.c: connections, pipelines, replies */
+int convo__rd_oom(convo_error *err);
+int convo__rd_reply_error(const redisReply *r, convo_error *err);
+void convo__rd_replies_free(redisReply **replies, size_t n);
+int convo__rd_pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
+                       convo_error *err);
+int convo__rd_is_noscript(const redisReply *r);
+int convo__rd_pipeline_script(convo_backend *b, rconn *rc, cmd *cmds, size_t n, size_t at,
+                              int script, redisReply **replies, convo_error *err);
+int convo__rd_node_setup(void *ctx, redisContext *c, convo_error *err);
+int convo__rd_acquire(convo_backend *b, rconn **out, convo_error *err);
+void convo__rd_release(convo_backend *b, rconn *c);
+extern const convo_pool_ops convo__rd_pool_ops;
+
+/* index.c: the thread index and the writers' protocol */
+uint64_t convo__rd_id_hash(const char *id);
+int convo__rd_recent_has(convo_backend *b, uint64_t h);
+void convo__rd_recent_forget(convo_backend *b, uint64_t h);
+int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                            void *ctx, redisReply **reply, convo_error *err);
+int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
+                         redisReply **reply, convo_error *err);
+int convo__rd_index_range(convo_backend *b, rconn *c, const char *cursor, size_t count,
+                          redisReply **out, convo_error *err);
+int convo__rd_thread_list(convo_backend *b, const char *after, size_t limit,
+                          convo_thread_page **out, convo_error *err);
+int convo__rd_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
+
+/* threads.c: threads and messages */
+int convo__rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                     size_t n, const convo_append_opts *opts, convo_append_result *res,
+                     convo_error *err);
+int convo__rd_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                   convo_history **out, convo_error *err);
+int convo__rd_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                         void *patch_obj, convo_error *err);
+int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
+int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          convo_error *err);
+
+/* maint.c: maintenance */
+int convo__rd_scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
+                        convo_error *err);
+int convo__rd_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                            const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                            int *skipped, convo_error *err);
+int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err);
+int convo__rd_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                        double *seconds, convo_error *err);
+int convo__rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
+
+/* checkpoints.c: checkpoints */
+void convo__rd_cmd_cp_head(cmd *c, const convo_backend *b, const thread_keys *tk);
+int convo__rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
+int convo__rd_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                 const convo_message_in *msgs, convo_error *err);
+int convo__rd_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                                    const char *checkpoint_id, const char *task_id,
+                                    const char *task_path, const convo_write_in *writes, size_t n,
+                                    convo_error *err);
+int convo__rd_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, convo_checkpoint **out, convo_error *err);
+int convo__rd_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
+                              convo_checkpoint_set **out, convo_error *err);
+int convo__rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                               convo_error *err);
+
+#endif

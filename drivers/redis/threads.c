@@ -1,0 +1,618 @@
+/* threads.c — threads and their messages: append (RPUSHX or the append
+ * script), load, save_extra, delete and fork. */
+#include "redis_int.h"
+#include <jansson.h>
+#include <limits.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- append ---- */
+
+/* The script's answer: first_seq, or {first_seq, count} for a replay. */
+static int append_result(const redisReply *r, size_t n, convo_append_result *res,
+                         convo_error *err)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return convo__rd_reply_error(r, err);
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *res = (convo_append_result){r->integer, n, 0};
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to the append script");
+    *res = (convo_append_result){r->element[0]->integer, (size_t)r->element[1]->integer, 1};
+    return 0;
+}
+
+typedef struct append_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    const convo_append_opts *opts;
+    const packbuf *pb;
+    size_t n;
+} append_call;
+
+/* Each key and argument costs the server time, so a script gets only what it
+ * uses: without leave to create and without ttl it touches the list and the
+ * idempotency hash only. */
+static int append_build(void *ctx, cmd *c, int create)
+{
+    const append_call *a = ctx;
+    const convo_append_opts *o = a->opts;
+    size_t nkeys = create || a->b->ttl_ms > 0 ? K_COUNT : o->idempotency_key ? 2 : 1;
+    convo__rd_cmd_script_keys(c, a->tk, nkeys);
+    convo__rd_cmd_add(c, create ? "1" : "0", 1);
+    convo__rd_cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
+    convo__rd_cmd_num(c, o->expected_length);
+    convo__rd_cmd_num(c, a->b->ttl_ms);
+    for (size_t i = 0; i < a->n; i++)
+        convo__rd_cmd_part(c, a->pb, i);
+    return c->failed ? CONVO_ENOMEM : S_APPEND;
+}
+
+/* A deadline found on the list by append_plain(): make every key permanent
+ * again. The list gone meanwhile means the thread expired or was deleted
+ * after the push, which then counts as made before that. */
+static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, convo_error *err)
+{
+    cmd call = {0};
+    redisReply *r = NULL;
+    convo__rd_cmd_script_head(&call, tk);
+    int rc = convo__rd_pipeline_script(b, c, &call, 1, 0, S_PERSIST, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    freeReplyObject(r);
+    convo__rd_cmd_free(&call);
+    return rc;
+}
+
+/* The common append (no idempotency key, no expected length, no ttl, a thread
+ * this store wrote lately) without a script, which costs the server several
+ * times a bare push: RPUSHX, which writes nothing when the list is missing,
+ * and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
+ * written (no list: a new thread, or one without messages), or an error.
+ * Once RPUSHX stored the batch the append has succeeded, whatever follows:
+ * an error would make the caller, who has no idempotency key, store it
+ * again. A deadline that append_persist() could not remove then is removed
+ * by this store's next write to the thread, as it is forgotten (h) and so
+ * takes the script, which makes the keys of a store without ttl permanent. */
+static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
+                        const packbuf *pb, size_t n, convo_append_result *res, convo_error *err)
+{
+    cmd cmds[2] = {{0}};
+    redisReply *r[2] = {NULL};
+    convo__rd_cmd_add(&cmds[0], "RPUSHX", 6);
+    convo__rd_cmd_add(&cmds[0], tk->k[K_MSGS], tk->len[K_MSGS]);
+    for (size_t i = 0; i < n; i++)
+        convo__rd_cmd_part(&cmds[0], pb, i);
+    convo__rd_cmd_add(&cmds[1], "PTTL", 4);
+    convo__rd_cmd_add(&cmds[1], tk->k[K_MSGS], tk->len[K_MSGS]);
+    int rc = cmds[0].failed || cmds[1].failed ? convo__rd_oom(err)
+                                              : convo__rd_pipeline(b, c, cmds, 2, r, err);
+    if (rc == 0 && r[0]->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r[0], err);
+    else if (rc == 0 && (r[0]->type != REDIS_REPLY_INTEGER || r[1]->type != REDIS_REPLY_INTEGER))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
+    else if (rc == 0 && r[0]->integer > 0) {
+        *res = (convo_append_result){r[0]->integer - (long long)n, n, 0};
+        if (r[1]->integer >= 0 && append_persist(b, c, tk, err) != 0) { /* -2: gone since */
+            convo__rd_recent_forget(b, h);
+            convo__error_clear(err);
+        }
+        rc = 1;
+    }
+    convo__rd_replies_free(r, 2);
+    convo__rd_cmd_free(&cmds[0]);
+    convo__rd_cmd_free(&cmds[1]);
+    return rc;
+}
+
+int convo__rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+                     size_t n, const convo_append_opts *opts, convo_append_result *res,
+                     convo_error *err)
+{
+    thread_keys tk;
+    packbuf pb = {0};
+    if (convo__rd_keys_make(b, thread_id, &tk) != 0)
+        return convo__rd_oom(err);
+    int rc = convo__rd_pack_records(msgs, n, NULL, convo__now_micros(), &pb);
+    if (rc != 0)
+        rc = convo__rd_pack_error(rc, err);
+    append_call a = {b, &tk, opts, &pb, n};
+    uint64_t h = convo__rd_id_hash(thread_id);
+    int known = convo__rd_recent_has(b, h);
+    int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0;
+    rconn *c;
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
+        rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
+        if (rc == 0) /* not plain, or nothing written: a script (may create) */
+            rc = convo__rd_run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r,
+                                         err);
+        else if (rc == 1)
+            rc = 0;
+        convo__rd_release(b, c);
+    }
+    if (rc == 0 && r)
+        rc = append_result(r, n, res, err);
+    freeReplyObject(r);
+    convo__rd_packbuf_free(&pb);
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- load ---- */
+
+/* One stored message: msgpack [created_at, role, bytes]. */
+static int decode_record(const redisReply *e, msgpack_unpacked *u, convo_history *h, int64_t seq)
+{
+    size_t off = 0;
+    if (e->type != REDIS_REPLY_STRING ||
+        msgpack_unpack_next(u, e->str, e->len, &off) != MSGPACK_UNPACK_SUCCESS || off != e->len)
+        return CONVO_ECORRUPT;
+    msgpack_object o = u->data;
+    if (o.type != MSGPACK_OBJECT_ARRAY || o.via.array.size != 3)
+        return CONVO_ECORRUPT;
+    msgpack_object *f = o.via.array.ptr;
+    int64_t at;
+    if (f[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER && f[0].via.u64 <= INT64_MAX)
+        at = (int64_t)f[0].via.u64;
+    else if (f[0].type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        at = f[0].via.i64;
+    else
+        return CONVO_ECORRUPT;
+    if (f[1].type != MSGPACK_OBJECT_STR || f[1].via.str.size == 0 ||
+        f[1].via.str.size > CONVO_MAX_ROLE_BYTES ||
+        memchr(f[1].via.str.ptr, '\0', f[1].via.str.size))
+        return CONVO_ECORRUPT;
+    const char *bytes;
+    size_t len;
+    if (f[2].type == MSGPACK_OBJECT_BIN) {
+        bytes = f[2].via.bin.ptr;
+        len = f[2].via.bin.size;
+    } else if (f[2].type == MSGPACK_OBJECT_STR) {
+        bytes = f[2].via.str.ptr;
+        len = f[2].via.str.size;
+    } else {
+        return CONVO_ECORRUPT;
+    }
+    char role[CONVO_MAX_ROLE_BYTES + 1];
+    memcpy(role, f[1].via.str.ptr, f[1].via.str.size);
+    role[f[1].via.str.size] = '\0';
+    return convo__history_add(h, bytes, len, role, seq, at) ? CONVO_ENOMEM : 0;
+}
+
+/* Adds the elements of an LRANGE reply whose seq (first_seq + i) is in [from, to). */
+static int add_records(const redisReply *list, int64_t first_seq, int64_t from, int64_t to,
+                       convo_history *h, convo_error *err)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    int rc = 0;
+    int64_t lo = from > first_seq ? from - first_seq : 0;
+    int64_t hi = (int64_t)list->elements;
+    if (to - first_seq < hi)
+        hi = to - first_seq;
+    if (hi > lo && convo__history_reserve(h, (size_t)(hi - lo)) != 0)
+        rc = CONVO_ENOMEM;
+    for (int64_t i = lo; i < hi && rc == 0; i++)
+        rc = decode_record(list->element[i], &u, h, first_seq + i);
+    msgpack_unpacked_destroy(&u);
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL, "redis: a stored message could not be decoded");
+    return rc ? convo__rd_oom(err) : 0;
+}
+
+typedef struct extra_field {
+    long long ord;
+    const redisReply *key, *value;
+    size_t json_at;
+} extra_field;
+
+static int by_ord(const void *a, const void *b)
+{
+    long long x = ((const extra_field *)a)->ord, y = ((const extra_field *)b)->ord;
+    return (x > y) - (x < y);
+}
+
+/* Sets fields[0..n) into obj in insertion order; CONVO_ECORRUPT on bad text. */
+static int extra_fill(json_t *obj, extra_field *f, size_t n)
+{
+    qsort(f, n, sizeof *f, by_ord);
+    for (size_t i = 0; i < n; i++) {
+        json_error_t je;
+        json_t *k = json_loadb(f[i].key->str, f[i].key->len, JSON_DECODE_ANY, &je);
+        json_t *v = json_loadb(f[i].value->str + f[i].json_at, f[i].value->len - f[i].json_at,
+                               JSON_DECODE_ANY, &je);
+        int ok = k && v && json_is_string(k) &&
+                 json_object_set_new(obj, json_string_value(k), v) == 0;
+        json_decref(k);
+        if (!ok) {
+            if (!(k && json_is_string(k)))
+                json_decref(v);
+            return CONVO_ECORRUPT;
+        }
+    }
+    return 0;
+}
+
+/* Rebuilds the extra object from the HGETALL reply of the extra hash. */
+static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *err)
+{
+    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
+        return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad extra hash");
+    size_t n = all->elements / 2;
+    if (n == 0)
+        return 0;
+    extra_field *f = calloc(n, sizeof *f);
+    json_t *obj = json_object();
+    int rc = f && obj ? 0 : CONVO_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        f[i].key = all->element[2 * i];
+        f[i].value = all->element[2 * i + 1];
+        char *end;
+        const redisReply *v = f[i].value;
+        f[i].ord = v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0;
+        if (v->type != REDIS_REPLY_STRING || end == v->str || *end != ' ')
+            rc = CONVO_ECORRUPT;
+        else
+            f[i].json_at = (size_t)(end - v->str) + 1;
+    }
+    if (rc == 0)
+        rc = extra_fill(obj, f, n);
+    char *text = rc == 0 ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (rc == 0 && (!text || convo__history_set_extra(h, text, strlen(text)) != 0))
+        rc = CONVO_ENOMEM;
+    free(text);
+    json_decref(obj);
+    free(f);
+    if (rc == CONVO_ECORRUPT)
+        return convo__error(err, rc, NULL, "redis: the stored extra object could not be decoded");
+    return rc ? convo__rd_oom(err) : 0;
+}
+
+/* The meta hash's "v" field: nil = no such thread; "2" = this layout, "1"
+ * the one before (messages and extra are the same; only checkpoint orders,
+ * which checkpoint writes migrate, differ). */
+static int check_layout(const redisReply *v, const char *missing, convo_error *err)
+{
+    if (v->type == REDIS_REPLY_NIL)
+        return convo__error(err, CONVO_ENOTFOUND, NULL, "%s", missing);
+    if (v->type == REDIS_REPLY_STRING && v->len == 1 && (v->str[0] == '1' || v->str[0] == '2'))
+        return 0;
+    return convo__error(err, CONVO_ENOTSUP, NULL,
+                        "redis: thread stored in an unknown layout (a newer convo?)");
+}
+
+/* MULTI HGET(v) LLEN LRANGE [HGETALL] EXEC: one round trip, one snapshot. A
+ * tail is read as the last `tail` elements and trimmed here against LLEN. */
+static int load_send(convo_backend *b, rconn *c, const thread_keys *tk, const convo_load_opts *o,
+                     convo_history *h, convo_error *err)
+{
+    cmd cmds[6] = {{0}};
+    size_t n = 0;
+    convo__rd_cmd_str(&cmds[n++], "MULTI");
+    convo__rd_cmd_str(&cmds[n], "HGET");
+    convo__rd_cmd_add(&cmds[n], tk->k[K_META], tk->len[K_META]);
+    convo__rd_cmd_add(&cmds[n++], "v", 1);
+    convo__rd_cmd_str(&cmds[n], "LLEN");
+    convo__rd_cmd_add(&cmds[n++], tk->k[K_MSGS], tk->len[K_MSGS]);
+    convo__rd_cmd_str(&cmds[n], "LRANGE");
+    convo__rd_cmd_add(&cmds[n], tk->k[K_MSGS], tk->len[K_MSGS]);
+    int64_t limit_end = o->limit > 0 && o->from_seq <= INT64_MAX - o->limit
+                            ? o->from_seq + o->limit - 1 : -1;
+    convo__rd_cmd_num(&cmds[n], o->tail > 0 ? -o->tail : o->from_seq);
+    convo__rd_cmd_num(&cmds[n++], o->tail > 0 ? -1 : limit_end);
+    if (o->with_extra) {
+        convo__rd_cmd_str(&cmds[n], "HGETALL");
+        convo__rd_cmd_add(&cmds[n++], tk->k[K_EXTRA], tk->len[K_EXTRA]);
+    }
+    convo__rd_cmd_str(&cmds[n++], "EXEC");
+    redisReply *replies[6] = {NULL};
+    int rc = convo__rd_pipeline(b, c, cmds, n, replies, err);
+    for (size_t i = 0; i < n; i++)
+        convo__rd_cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    const redisReply *x = replies[n - 1];
+    if (x->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(x, err);
+    else if (x->type != REDIS_REPLY_ARRAY || x->elements != n - 2)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a load");
+    for (size_t i = 0; rc == 0 && i < x->elements; i++)
+        if (x->element[i]->type == REDIS_REPLY_ERROR)
+            rc = convo__rd_reply_error(x->element[i], err);
+    if (rc == 0)
+        rc = check_layout(x->element[0], "thread not found", err);
+    if (rc == 0) {
+        int64_t len = x->element[1]->integer, from, to;
+        const redisReply *list = x->element[2];
+        convo__load_range(o, len, &from, &to);
+        convo__history_set_length(h, len);
+        int64_t first = o->tail > 0 ? len - (int64_t)list->elements : o->from_seq;
+        rc = add_records(list, first, from, to, h, err);
+    }
+    if (rc == 0 && o->with_extra)
+        rc = extra_rebuild(x->element[3], h, err);
+    convo__rd_replies_free(replies, n);
+    return rc;
+}
+
+int convo__rd_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                   convo_history **out, convo_error *err)
+{
+    thread_keys tk;
+    convo_history *h = convo__history_new();
+    if (!h || convo__rd_keys_make(b, thread_id, &tk) != 0) {
+        convo_history_free(h);
+        return convo__rd_oom(err);
+    }
+    rconn *c;
+    int rc = convo__rd_acquire(b, &c, err);
+    if (rc == 0) {
+        rc = load_send(b, c, &tk, opts, h, err);
+        convo__rd_release(b, c);
+    }
+    free(tk.buf);
+    if (rc != 0) {
+        convo_history_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* ---- save_extra ---- */
+
+/* Field/value texts of the patch: each key as JSON text, each value as compact JSON. */
+static int extra_texts(json_t *patch, char ***texts, size_t *ntexts)
+{
+    size_t n = json_object_size(patch), k = 0;
+    char **t = calloc(2 * n + 1, sizeof *t);
+    *texts = t;
+    *ntexts = 0;
+    if (!t)
+        return CONVO_ENOMEM;
+    const char *key;
+    json_t *value;
+    json_object_foreach(patch, key, value) {
+        json_t *ks = json_string(key);
+        t[k] = ks ? json_dumps(ks, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(ks);
+        t[k + 1] = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        *ntexts = k + 2;
+        if (!t[k] || !t[k + 1])
+            return CONVO_ENOMEM;
+        k += 2;
+    }
+    return 0;
+}
+
+typedef struct extra_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    char **texts;
+    size_t ntexts;
+} extra_call;
+
+static int extra_build(void *ctx, cmd *c, int create)
+{
+    const extra_call *x = ctx;
+    convo__rd_cmd_script_head(c, x->tk);
+    convo__rd_cmd_add(c, create ? "1" : "0", 1);
+    convo__rd_cmd_num(c, (long long)x->b->limits.max_extra_bytes);
+    convo__rd_cmd_num(c, x->b->ttl_ms);
+    for (size_t i = 0; i < x->ntexts; i++)
+        convo__rd_cmd_str(c, x->texts[i]);
+    return c->failed ? CONVO_ENOMEM : S_EXTRA;
+}
+
+int convo__rd_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                         void *patch_obj, convo_error *err)
+{
+    (void)patch;
+    thread_keys tk;
+    if (convo__rd_keys_make(b, thread_id, &tk) != 0)
+        return convo__rd_oom(err);
+    extra_call x = {b, &tk, NULL, 0};
+    int rc = extra_texts(patch_obj, &x.texts, &x.ntexts) ? convo__rd_oom(err) : 0;
+    rconn *c;
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
+        rc = convo__rd_run_writer(b, c, thread_id, extra_build, &x, &r, err);
+        convo__rd_release(b, c);
+    }
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    freeReplyObject(r);
+    for (size_t i = 0; i < x.ntexts; i++)
+        free(x.texts[i]);
+    free(x.texts);
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- delete ---- */
+
+/* The script, then ZREM from the index and EXISTS, in one round trip; the
+ * entry goes back when a writer re-created the thread in between. */
+static int delete_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
+                       convo_error *err)
+{
+    cmd cmds[3] = {{0}};
+    convo__rd_cmd_script_head(&cmds[0], tk);
+    convo__rd_cmd_index(&cmds[1], b, "ZREM", id);
+    convo__rd_cmd_str(&cmds[2], "EXISTS");
+    convo__rd_cmd_add(&cmds[2], tk->k[K_META], tk->len[K_META]);
+    redisReply *replies[3] = {NULL};
+    int rc = convo__rd_pipeline_script(b, c, cmds, 3, 0, S_DELETE, replies, err);
+    for (int i = 0; i < 3; i++)
+        convo__rd_cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    if (replies[0]->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(replies[0], err);
+    int recreated = replies[2]->type == REDIS_REPLY_INTEGER && replies[2]->integer == 1;
+    convo__rd_replies_free(replies, 3);
+    if (recreated) {
+        cmd again = {0};
+        redisReply *r = NULL;
+        convo__rd_cmd_index(&again, b, "ZADD", id);
+        int rc2 = convo__rd_pipeline(b, c, &again, 1, &r, err);
+        freeReplyObject(r);
+        convo__rd_cmd_free(&again);
+        if (rc == 0)
+            rc = rc2;
+    }
+    return rc;
+}
+
+int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error *err)
+{
+    thread_keys tk;
+    if (convo__rd_keys_make(b, thread_id, &tk) != 0)
+        return convo__rd_oom(err);
+    /* our next write of this id goes straight to the index protocol */
+    convo__rd_recent_forget(b, convo__rd_id_hash(thread_id));
+    rconn *c;
+    int rc = convo__rd_acquire(b, &c, err);
+    if (rc == 0) {
+        rc = delete_send(b, c, thread_id, &tk, err);
+        convo__rd_release(b, c);
+    }
+    free(tk.buf);
+    return rc;
+}
+
+/* ---- fork ---- */
+
+/* Reads the source in one MULTI/EXEC (a consistent snapshot) and checks the
+ * destination in the same round trip. On success *snap is the EXEC reply:
+ * HGET meta v, LLEN, LRANGE, HGETALL extra, HMGET meta xb xc xn. */
+static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const thread_keys *dst,
+                     int64_t upto, redisReply **snap, convo_error *err)
+{
+    cmd cmds[8] = {{0}};
+    redisReply *replies[8] = {NULL};
+    convo__rd_cmd_str(&cmds[0], "MULTI");
+    convo__rd_cmd_str(&cmds[1], "HGET");
+    convo__rd_cmd_add(&cmds[1], src->k[K_META], src->len[K_META]);
+    convo__rd_cmd_add(&cmds[1], "v", 1);
+    convo__rd_cmd_str(&cmds[2], "LLEN");
+    convo__rd_cmd_add(&cmds[2], src->k[K_MSGS], src->len[K_MSGS]);
+    convo__rd_cmd_str(&cmds[3], "LRANGE");
+    convo__rd_cmd_add(&cmds[3], src->k[K_MSGS], src->len[K_MSGS]);
+    /* LRANGE 1 0 is empty, where 0 -1 would be everything */
+    convo__rd_cmd_num(&cmds[3], upto == 0 ? 1 : 0);
+    convo__rd_cmd_num(&cmds[3], upto < 0 ? -1 : upto == 0 ? 0 : upto - 1);
+    convo__rd_cmd_str(&cmds[4], "HGETALL");
+    convo__rd_cmd_add(&cmds[4], src->k[K_EXTRA], src->len[K_EXTRA]);
+    const char *fields[] = {"HMGET", src->k[K_META], "xb", "xc", "xn"};
+    for (int i = 0; i < 5; i++)
+        convo__rd_cmd_add(&cmds[5], fields[i], i == 1 ? src->len[K_META] : strlen(fields[i]));
+    convo__rd_cmd_str(&cmds[6], "EXEC");
+    convo__rd_cmd_str(&cmds[7], "EXISTS");
+    convo__rd_cmd_add(&cmds[7], dst->k[K_META], dst->len[K_META]);
+    int rc = convo__rd_pipeline(b, c, cmds, 8, replies, err);
+    for (int i = 0; i < 8; i++)
+        convo__rd_cmd_free(&cmds[i]);
+    if (rc != 0)
+        return rc;
+    redisReply *x = replies[6];
+    if (x->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(x, err);
+    else if (x->type != REDIS_REPLY_ARRAY || x->elements != 5)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply reading a fork source");
+    for (size_t i = 0; rc == 0 && i < 5; i++)
+        if (x->element[i]->type == REDIS_REPLY_ERROR)
+            rc = convo__rd_reply_error(x->element[i], err);
+    if (rc == 0)
+        rc = check_layout(x->element[0], "source thread not found", err);
+    if (rc == 0 && replies[7]->type == REDIS_REPLY_INTEGER && replies[7]->integer == 1)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
+    else if (rc == 0 && upto > x->element[1]->integer)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
+                          (long long)upto, x->element[1]->integer);
+    if (rc == 0) {
+        *snap = x;
+        replies[6] = NULL;
+    }
+    convo__rd_replies_free(replies, 8);
+    return rc;
+}
+
+static void cmd_reply_str(cmd *c, const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_STRING)
+        convo__rd_cmd_add(c, r->str, r->len);
+    else
+        convo__rd_cmd_add(c, "0", 1); /* HMGET of a missing field */
+}
+
+/* ZADD, the fork script on the destination, ZADD: records and extra fields
+ * are copied verbatim, created_at included. */
+static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_keys *tk,
+                      const redisReply *snap, convo_error *err)
+{
+    const redisReply *list = snap->element[2], *extra = snap->element[3], *m = snap->element[4];
+    cmd cmds[3] = {{0}};
+    convo__rd_cmd_index(&cmds[0], b, "ZADD", dst);
+    convo__rd_cmd_script_head(&cmds[1], tk);
+    convo__rd_cmd_num(&cmds[1], b->ttl_ms);
+    convo__rd_cmd_num(&cmds[1], (long long)list->elements);
+    for (size_t i = 0; i < 3; i++)
+        cmd_reply_str(&cmds[1], m->type == REDIS_REPLY_ARRAY && m->elements == 3 ? m->element[i]
+                                                                                  : m);
+    for (size_t i = 0; i < list->elements; i++)
+        cmd_reply_str(&cmds[1], list->element[i]);
+    for (size_t i = 0; extra->type == REDIS_REPLY_ARRAY && i < extra->elements; i++)
+        cmd_reply_str(&cmds[1], extra->element[i]);
+    convo__rd_cmd_index(&cmds[2], b, "ZADD", dst);
+    redisReply *replies[3] = {NULL};
+    int rc = convo__rd_pipeline_script(b, c, cmds, 3, 1, S_FORK, replies, err);
+    if (rc == 0 && replies[1]->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(replies[1], err);
+    convo__rd_replies_free(replies, 3);
+    for (int i = 0; i < 3; i++)
+        convo__rd_cmd_free(&cmds[i]);
+    return rc;
+}
+
+static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst, int64_t upto,
+                    convo_error *err)
+{
+    thread_keys ks = {0}, kd = {0};
+    if (convo__rd_keys_make(b, src, &ks) != 0 || convo__rd_keys_make(b, dst, &kd) != 0) {
+        free(ks.buf);
+        return convo__rd_oom(err);
+    }
+    redisReply *snap = NULL;
+    int rc = fork_read(b, c, &ks, &kd, upto, &snap, err);
+    if (rc == 0) {
+        const redisReply *list = snap->element[2];
+        for (size_t i = 0; i < list->elements && rc == 0; i++)
+            if (list->element[i]->type != REDIS_REPLY_STRING)
+                rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad message record");
+        if (rc == 0)
+            rc = fork_write(b, c, dst, &kd, snap, err);
+    }
+    freeReplyObject(snap);
+    free(ks.buf);
+    free(kd.buf);
+    return rc;
+}
+
+int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          convo_error *err)
+{
+    rconn *c;
+    int rc = convo__rd_acquire(b, &c, err);
+    if (rc == 0) {
+        rc = fork_run(b, c, src, dst, upto, err);
+        convo__rd_release(b, c);
+    }
+    return rc;
+}
