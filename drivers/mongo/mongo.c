@@ -1395,18 +1395,44 @@ static bool build_batch(const convo_backend *b, const bson_oid_t *g, int64_t s,
     return BSON_APPEND_ARRAY(doc, "m", m) && doc->len <= DOC_LIMIT;
 }
 
-/* A stage {$lookup: {from: batches, localField: "g", foreignField: "g", pipeline, as}}:
- * batches of the thread doc's generation. */
-static void lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *pipeline,
-                           const char *as)
+/* A stage {$lookup: {from: batches, let: {g: "$g"}, pipeline, as}}: batches of
+ * the thread doc's generation. The join is the pipeline's first $match, an $expr
+ * equality that MongoDB 4.4 answers from an index (no localField with a pipeline:
+ * that is MongoDB 5.0's form), with the conditions of match, if any, beside it. */
+static void lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *match,
+                           const bson_t *rest, const char *as)
 {
-    bson_t stage, lookup;
+    bson_t stage, lookup, let, pipeline, first, cond, expr, eq;
     BSON_APPEND_DOCUMENT_BEGIN(stages, pos, &stage);
     BSON_APPEND_DOCUMENT_BEGIN(&stage, "$lookup", &lookup);
     BSON_APPEND_UTF8(&lookup, "from", c->b->batches_name);
-    BSON_APPEND_UTF8(&lookup, "localField", "g");
-    BSON_APPEND_UTF8(&lookup, "foreignField", "g");
-    BSON_APPEND_ARRAY(&lookup, "pipeline", pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(&lookup, "let", &let);
+    BSON_APPEND_UTF8(&let, "g", "$g");
+    bson_append_document_end(&lookup, &let);
+    BSON_APPEND_ARRAY_BEGIN(&lookup, "pipeline", &pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &first);
+    BSON_APPEND_DOCUMENT_BEGIN(&first, "$match", &cond);
+    BSON_APPEND_DOCUMENT_BEGIN(&cond, "$expr", &expr);
+    BSON_APPEND_ARRAY_BEGIN(&expr, "$eq", &eq);
+    BSON_APPEND_UTF8(&eq, "0", "$g");
+    BSON_APPEND_UTF8(&eq, "1", "$$g");
+    bson_append_array_end(&expr, &eq);
+    bson_append_document_end(&cond, &expr);
+    if (match)
+        bson_concat(&cond, match);
+    bson_append_document_end(&first, &cond);
+    bson_append_document_end(&pipeline, &first);
+    bson_iter_t it;
+    char key[16];
+    uint32_t n = 1;
+    if (bson_iter_init(&it, rest)) {
+        while (bson_iter_next(&it)) {
+            const char *k;
+            bson_uint32_to_string(n++, &k, key, sizeof key);
+            bson_append_value(&pipeline, k, -1, bson_iter_value(&it));
+        }
+    }
+    bson_append_array_end(&lookup, &pipeline);
     BSON_APPEND_UTF8(&lookup, "as", as);
     bson_append_document_end(&stage, &lookup);
     bson_append_document_end(stages, &stage);
@@ -1439,13 +1465,13 @@ static int read_for_append(call *c, const char *id, const char *key, thread_doc 
                                BCON_INT32(0), "cp", BCON_INT32(0), "}", "}");
     BSON_APPEND_DOCUMENT(&stages, "0", match);
     BSON_APPEND_DOCUMENT(&stages, "1", project);
-    lookup_batches(c, &stages, "2", highest, "top");
+    lookup_batches(c, &stages, "2", NULL, highest, "top");
     if (key) { /* $type makes the partial index convo_idempotency_v2 usable */
-        bson_t *keyed = BCON_NEW("0", "{", "$match", "{", "k", "{", "$eq", BCON_UTF8(key), "$type",
-                                 BCON_UTF8("string"), "}", "}", "}", "1", "{", "$limit",
-                                 BCON_INT32(1), "}", "2", "{", "$project", "{", "s", BCON_INT32(1),
-                                 "n", BCON_INT32(1), "}", "}");
-        lookup_batches(c, &stages, "3", keyed, "kb");
+        bson_t *cond = BCON_NEW("k", "{", "$eq", BCON_UTF8(key), "$type", BCON_UTF8("string"), "}");
+        bson_t *keyed = BCON_NEW("0", "{", "$limit", BCON_INT32(1), "}", "1", "{", "$project",
+                                 "{", "s", BCON_INT32(1), "n", BCON_INT32(1), "}", "}");
+        lookup_batches(c, &stages, "3", cond, keyed, "kb");
+        bson_destroy(cond);
         bson_destroy(keyed);
     }
     mongoc_cursor_t *cur =
@@ -2752,10 +2778,11 @@ static int settle_found(call *c, const bson_oid_t *g, const bson_t *doc)
  * still carrying a checkpoint (index convo_pending_v3), without their messages. */
 static void lookup_pending(call *c, bson_t *stages, const char *pos)
 {
-    bson_t *pending = BCON_NEW("0", "{", "$match", "{", "cp", "{", "$exists", BCON_BOOL(true),
-                               "}", "}", "}", "1", "{", "$sort", "{", "s", BCON_INT32(1), "}",
-                               "}", "2", "{", "$project", "{", "m", BCON_INT32(0), "}", "}");
-    lookup_batches(c, stages, pos, pending, "pc");
+    bson_t *cond = BCON_NEW("cp", "{", "$exists", BCON_BOOL(true), "}");
+    bson_t *pending = BCON_NEW("0", "{", "$sort", "{", "s", BCON_INT32(1), "}", "}", "1", "{",
+                               "$project", "{", "m", BCON_INT32(0), "}", "}");
+    lookup_batches(c, stages, pos, cond, pending, "pc");
+    bson_destroy(cond);
     bson_destroy(pending);
 }
 

@@ -6,13 +6,13 @@
 const { Aggregator, Query } = require('mingo');
 const V = require('./values');
 const { CommandError } = require('./errors');
-const { Index, canon } = require('./store');
+const { Index, canon, equalityValue } = require('./store');
 const { applyUpdate, upsertSeed, isOperatorDoc } = require('./update');
 
 const { Long } = V;
 const MAX_BSON = 16 * 1024 * 1024;
 const MAX_BATCH_BYTES = MAX_BSON - 64 * 1024; // leave room for the reply envelope
-const VERSION = '5.0.0-convo-standin';
+const VERSION = '4.4.0-convo-standin'; // and maxWireVersion 9: it refuses what 4.4 refuses
 
 // ---------------------------------------------------------------------------
 // Small helpers.
@@ -260,7 +260,7 @@ function helloReply(cmd, ctx, legacy) {
     logicalSessionTimeoutMinutes: 30,
     connectionId: ctx.conn.id,
     minWireVersion: 0,
-    maxWireVersion: 13,
+    maxWireVersion: 9,
     readOnly: false,
     ok: 1,
   });
@@ -533,46 +533,162 @@ function simpleProjection(spec) {
   };
 }
 
-/** A $lookup this file runs itself: from a collection, joined on fields, no `let`. */
+// ---------------------------------------------------------------------------
+// What a MongoDB 4.4 server refuses in a pipeline.
+
+/** Stages MongoDB added after 4.4 (5.0 and later). */
+const NEWER_STAGES = new Set(['$setWindowFields', '$densify', '$fill', '$documents',
+  '$changeStreamSplitLargeEvent', '$shardedDataDistribution', '$querySettings']);
+/** Expression, accumulator and window operators MongoDB added after 4.4. */
+const NEWER_OPERATORS = new Set(['$getField', '$setField', '$unsetField', '$dateAdd', '$dateSubtract',
+  '$dateDiff', '$dateTrunc', '$sampleRate', '$tsSecond', '$tsIncrement', '$top', '$topN', '$bottom',
+  '$bottomN', '$firstN', '$lastN', '$maxN', '$minN', '$sortArray', '$bitAnd', '$bitOr', '$bitXor',
+  '$bitNot', '$median', '$percentile', '$locf', '$linearFill', '$shift', '$covariancePop',
+  '$covarianceSamp', '$derivative', '$integral', '$expMovingAvg', '$denseRank', '$rank',
+  '$documentNumber', '$toHashedIndexKey', '$toUUID']);
+
+/** A $lookup's arguments as mongod 4.4 checks them (document_source_lookup.cpp). */
+function checkLookup(l) {
+  if (!V.isPlainDoc(l)) throw new CommandError(9, "the $lookup specification must be an Object, but found type " + V.bsonType(l), 'FailedToParse');
+  if (typeof l.from !== 'string' || !l.from) throw new CommandError(9, "must specify 'from' field for a $lookup", 'FailedToParse');
+  if (typeof l.as !== 'string' || !l.as) throw new CommandError(9, "must specify 'as' field for a $lookup", 'FailedToParse');
+  if (l.pipeline !== undefined) {
+    // MongoDB 5.0 joins on fields and then runs the pipeline; 4.4 refuses it.
+    if (l.localField !== undefined || l.foreignField !== undefined) {
+      throw new CommandError(9, "$lookup with 'pipeline' may not specify 'localField' or 'foreignField'", 'FailedToParse');
+    }
+  } else if (l.localField === undefined || l.foreignField === undefined) {
+    throw new CommandError(9, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified", 'FailedToParse');
+  }
+}
+
+/** Throws what mongod 4.4 answers to a stage or operator it does not know. */
+function checkOperators(v) {
+  if (Array.isArray(v)) {
+    for (const x of v) checkOperators(x);
+  } else if (V.isPlainDoc(v)) {
+    for (const k of V.keysOf(v)) {
+      if (NEWER_OPERATORS.has(k)) throw new CommandError(168, `Unrecognized expression '${k}'`, 'InvalidPipelineOperator');
+      checkOperators(v[k]);
+    }
+  }
+}
+
+/** Refuses a pipeline (and its $lookup, $facet and $unionWith sub-pipelines) as mongod 4.4 does. */
+function checkPipeline(pipeline) {
+  for (const st of pipeline) {
+    if (!V.isPlainDoc(st)) continue;
+    const [name] = V.keysOf(st);
+    if (NEWER_STAGES.has(name)) throw new CommandError(40324, `Unrecognized pipeline stage name: '${name}'`, 'Location40324');
+    const arg = st[name];
+    if (name === '$lookup') {
+      checkLookup(arg);
+      if (Array.isArray(arg.pipeline)) checkPipeline(arg.pipeline);
+      checkOperators(arg.let);
+    } else if (name === '$facet' && V.isPlainDoc(arg)) {
+      for (const k of V.keysOf(arg)) if (Array.isArray(arg[k])) checkPipeline(arg[k]);
+    } else if (name === '$unionWith' && V.isPlainDoc(arg) && Array.isArray(arg.pipeline)) {
+      checkPipeline(arg.pipeline);
+    } else {
+      checkOperators(arg);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// $lookup through the indexes.
+
+/** A $lookup this file runs itself: joined on fields, or by `let` and a leading $expr equality. */
 function isFieldLookup(stage) {
   if (!V.isPlainDoc(stage) || !has(stage, '$lookup')) return false;
   const l = stage.$lookup;
-  if (typeof l.from !== 'string' || l.localField === undefined) return false;
-  if (l.let !== undefined) throw new CommandError(2, '$lookup with localField, foreignField and let is not supported by the convo stand-in', 'BadValue');
-  return true;
+  if (l.localField !== undefined && l.let !== undefined) throw new CommandError(2, '$lookup with localField, foreignField and let is not supported by the convo stand-in', 'BadValue');
+  return l.localField !== undefined || exprJoin(l) !== null;
+}
+
+const plainPath = (p) => typeof p === 'string' && /^\$[^$.]+$/.test(p);
+
+/**
+ * The join of a {let, pipeline} $lookup whose pipeline starts with
+ * {$match: {$expr: {$eq: ['$field', '$$v']}, ...}} where v is let to '$local'
+ * (top-level fields): {field, local, match (the other conditions)}; else null.
+ */
+function exprJoin(l) {
+  if (!V.isPlainDoc(l.let) || !Array.isArray(l.pipeline)) return null;
+  const first = l.pipeline[0];
+  if (!V.isPlainDoc(first) || !has(first, '$match') || !V.isPlainDoc(first.$match)) return null;
+  const e = first.$match.$expr;
+  if (!V.isPlainDoc(e) || V.keysOf(e).length !== 1 || !Array.isArray(e.$eq) || e.$eq.length !== 2) return null;
+  const [x, y] = e.$eq;
+  const varOf = (v) => (typeof v === 'string' && /^\$\$[a-z][A-Za-z0-9_]*$/.test(v) ? v.slice(2) : null);
+  const [fieldRef, name] = plainPath(x) && varOf(y) ? [x, varOf(y)] : plainPath(y) && varOf(x) ? [y, varOf(x)] : [null, null];
+  if (!fieldRef || V.keysOf(l.let).length !== 1 || !plainPath(l.let[name])) return null;
+  const match = {};
+  for (const k of V.keysOf(first.$match)) if (k !== '$expr') match[k] = first.$match[k];
+  return { field: fieldRef.slice(1), local: l.let[name].slice(1), match };
+}
+
+/** $eq of aggregation expressions on two top-level values (undefined: missing). */
+function aggEqual(a, b) {
+  if (a === undefined || b === undefined) return a === b;
+  return V.valuesEqual(a, b);
 }
 
 /**
- * $lookup {from, localField, foreignField, pipeline?, as}: for each input
- * document, the foreign documents whose foreignField equals a localField value
- * (null when it has none), found like a find: the join condition and a leading
- * $match, $sort and $limit of the pipeline go through the collection's
- * indexes; the rest of the pipeline runs in mingo.  (mingo's own $lookup runs
- * such a pipeline over the whole foreign collection, ignoring the join.)
+ * $lookup {from, localField, foreignField, as} or {from, let, pipeline, as}
+ * with the join as a leading $expr equality: for each input document, the
+ * foreign documents that join it, found like a find: the join condition and a
+ * leading $match, $sort and $limit of the pipeline go through the collection's
+ * indexes; the rest of the pipeline runs in mingo.  (mingo's own $lookup scans
+ * the whole foreign collection, and its $expr $eq also matches array elements
+ * and null against missing.)  An $expr join on a value no index holds (missing,
+ * null, an array, a document) scans the collection and compares in JS.
  */
 function fieldLookup(spec, docs, options, ctx) {
   const coll = ctx.db.get(spec.from);
+  const join = spec.localField === undefined ? exprJoin(spec) : null;
   const sub = Array.isArray(spec.pipeline) ? spec.pipeline : [];
   const stage = (i, op) => sub[i] && V.isPlainDoc(sub[i]) && has(sub[i], op);
   let i = 0;
   let match = {};
   let sort = null;
   let limit = 0;
-  if (stage(i, '$match')) match = sub[i++].$match;
+  if (join) {
+    match = join.match;
+    i = 1;
+  } else if (stage(i, '$match')) {
+    match = sub[i++].$match;
+  }
   if (stage(i, '$sort')) sort = sub[i++].$sort;
   if (stage(i, '$limit')) limit = num(sub[i++].$limit);
   const projections = [];
   for (let p; stage(i, '$project') && (p = simpleProjection(sub[i].$project)); i++) projections.push(p);
   const rest = sub.slice(i);
-  const ff = spec.foreignField;
-  return docs.map((d) => {
-    const local = [];
-    for (const v of V.valuesAtPath(d, spec.localField)) {
-      for (const x of Array.isArray(v) ? v : [v]) local.push(x === undefined ? null : V.restore(x));
+  const both = (cond, f) => (has(match, f) || has(match, '$nor') ? { $and: [cond, match] } : { ...cond, ...match });
+  const joinedBy = (d) => {
+    if (!join) {
+      const local = [];
+      for (const v of V.valuesAtPath(d, spec.localField)) {
+        for (const x of Array.isArray(v) ? v : [v]) local.push(x === undefined ? null : V.restore(x));
+      }
+      const cond = local.length === 1 ? { $eq: local[0] } : { $in: local };
+      return findDocs(coll, both({ [spec.foreignField]: cond }, spec.foreignField), sort, 0, limit);
     }
-    const cond = local.length === 1 ? { $eq: local[0] } : { $in: local };
-    const filter = has(match, ff) ? { $and: [{ [ff]: cond }, match] } : { [ff]: cond, ...match };
-    let joined = findDocs(coll, filter, sort, 0, limit).map((doc) => V.toQ(projections.reduce((x, p) => p(x), doc)));
+    const f = join.field;
+    const v = d[join.local] === undefined ? undefined : V.restore(d[join.local]);
+    if (v !== undefined && equalityValue(v) !== undefined) {
+      // A query equality also matches arrays holding v, an $expr $eq does not:
+      // when one came back, ask again without them (mingo then checks each).
+      const found = findDocs(coll, both({ [f]: { $eq: v } }, f), sort, 0, limit);
+      if (!found.some((doc) => Array.isArray(doc[f]))) return found;
+      return findDocs(coll, both({ [f]: { $eq: v }, $nor: [{ [f]: { $type: 'array' } }] }, f), sort, 0, limit);
+    }
+    const all = findDocs(coll, match, null, 0, 0).filter((doc) => aggEqual(doc[f], v));
+    const sorted = sort && V.keysOf(sort).length ? sortDocs(all, sort) : all;
+    return limit > 0 ? sorted.slice(0, limit) : sorted;
+  };
+  return docs.map((d) => {
+    let joined = joinedBy(d).map((doc) => V.toQ(projections.reduce((x, p) => p(x), doc)));
     if (rest.length) {
       joined = new Aggregator(rest.map(V.toQ), options).run(joined).map((r) => V.toQ(V.restore(r, hintIn(coll, r))));
     }
@@ -618,6 +734,7 @@ function cmdAggregate(cmd, ctx) {
     outTarget = typeof last.$out === 'string' ? { db: ctx.db.name, coll: last.$out } : last.$out;
     pipeline = pipeline.slice(0, -1);
   }
+  checkPipeline(pipeline);
   if (pipeline.some((s) => V.isPlainDoc(s) && has(s, '$merge'))) {
     throw new CommandError(2, '$merge is not supported by the convo stand-in', 'BadValue');
   }

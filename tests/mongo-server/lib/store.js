@@ -551,4 +551,4 @@ class Store {
   }
 }
 
-module.exports = { Store, Database, Collection, Index, canon, INDEX_ENTRY_OVERHEAD };
+module.exports = { Store, Database, Collection, Index, canon, equalityValue, INDEX_ENTRY_OVERHEAD };

@@ -111,7 +111,7 @@ test('OP_QUERY isMaster handshake gets OP_REPLY', async () => {
   const doc = BSON.deserialize(reply.subarray(36));
   assert.equal(doc.ismaster, true);
   assert.equal(doc.helloOk, true);
-  assert.equal(doc.maxWireVersion, 13);
+  assert.equal(doc.maxWireVersion, 9); // MongoDB 4.4
   assert.equal(doc.ok, 1);
   c.close();
 });
@@ -124,7 +124,7 @@ test('hello, buildInfo, unknown command', async () => {
   assert.equal(h.logicalSessionTimeoutMinutes, 30);
   assert.ok(h.localTime instanceof Date);
   const b = await c.cmd('admin', { buildInfo: 1, lsid: { id: new Binary(Buffer.alloc(16), 4) } });
-  assert.equal(b.version, '5.0.0-convo-standin');
+  assert.equal(b.version, '4.4.0-convo-standin');
   const u = await c.cmd('admin', { frobnicate: 1 });
   assert.deepEqual([u.ok, u.code, u.codeName, u.errmsg], [0, 59, 'CommandNotFound', "no such command: 'frobnicate'"]);
   c.close();
@@ -503,7 +503,7 @@ test('collStats, $collStats and dbStats report measured sizes', async () => {
   c.close();
 });
 
-test('sort with a small limit, and $lookup joined on fields with a pipeline', async () => {
+test('sort with a small limit, and $lookup joined by let and $expr with a pipeline', async () => {
   const c = await Client.connect();
   let seed = 7;
   const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return Math.floor(seed / 65536) % n; };
@@ -530,13 +530,13 @@ test('sort with a small limit, and $lookup joined on fields with a pipeline', as
       }
     }
   }
-  // $lookup with localField/foreignField and a pipeline: only the joined documents
+  // $lookup with let and a pipeline joined by an $expr equality: only the joined documents
   await c.cmd('t15', { insert: 't', documents: [{ _id: 'a', g: 'g1' }, { _id: 'b', g: 'g2' }, { _id: 'c', g: 'none' }, { _id: 'd' }] });
   const r = await c.cmd('t15', {
     aggregate: 't',
     pipeline: [
       { $match: { _id: { $in: ['a', 'b', 'c', 'd'] } } },
-      { $lookup: { from: 'b', localField: 'g', foreignField: 'g', pipeline: [{ $match: { s: { $exists: true } } }, { $sort: { s: -1 } }, { $limit: 1 }, { $project: { g: 0 } }], as: 'top' } },
+      { $lookup: { from: 'b', let: { g: '$g' }, pipeline: [{ $match: { $expr: { $eq: ['$g', '$$g'] }, s: { $exists: true } } }, { $sort: { s: -1 } }, { $limit: 1 }, { $project: { g: 0 } }], as: 'top' } },
       { $lookup: { from: 'b', localField: 'g', foreignField: 'g', as: 'all' } },
       { $project: { top: 1, n: { $size: '$all' } } },
       { $sort: { _id: 1 } },
@@ -555,5 +555,50 @@ test('sort with a small limit, and $lookup joined on fields with a pipeline', as
   }
   assert.deepEqual([out[2].top, out[2].n.value], [[], 0]);
   assert.deepEqual([out[3].top, out[3].n.value], [[], 0]); // missing g joins documents without g: none here
+  c.close();
+});
+
+test('$lookup forms MongoDB 4.4 refuses, and newer stages and operators', async () => {
+  const c = await Client.connect();
+  await c.cmd('t16', { insert: 'b', documents: [{ _id: 1, g: 'x' }] });
+  const refused = async (pipeline, code, errmsg) => {
+    const r = await c.cmd('t16', { aggregate: 'b', pipeline, cursor: {} });
+    assert.deepEqual([r.ok, r.code, r.errmsg], [0, code, errmsg], JSON.stringify(pipeline));
+  };
+  // MongoDB 5.0's join on fields followed by a pipeline: FailedToParse on 4.4
+  const both = "$lookup with 'pipeline' may not specify 'localField' or 'foreignField'";
+  await refused([{ $lookup: { from: 'b', localField: 'g', foreignField: 'g', pipeline: [], as: 'j' } }], 9, both);
+  await refused([{ $lookup: { from: 'b', localField: 'g', pipeline: [{ $limit: 1 }], as: 'j' } }], 9, both);
+  await refused([{ $lookup: { from: 'b', foreignField: 'g', pipeline: [], as: 'j' } }], 9, both);
+  await refused([{ $facet: { f: [{ $lookup: { from: 'b', localField: 'g', foreignField: 'g', pipeline: [], as: 'j' } }] } }], 9, both);
+  await refused([{ $lookup: { from: 'b', let: { g: '$g' }, pipeline: [{ $lookup: { from: 'b', localField: 'g', foreignField: 'g', pipeline: [], as: 'k' } }], as: 'j' } }], 9, both);
+  await refused([{ $lookup: { from: 'b', localField: 'g', as: 'j' } }], 9, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
+  await refused([{ $lookup: { localField: 'g', foreignField: 'g', as: 'j' } }], 9, "must specify 'from' field for a $lookup");
+  await refused([{ $setWindowFields: { sortBy: { _id: 1 }, output: { n: { $documentNumber: {} } } } }], 40324, "Unrecognized pipeline stage name: '$setWindowFields'");
+  await refused([{ $project: { v: { $getField: 'g' } } }], 168, "Unrecognized expression '$getField'");
+  await refused([{ $lookup: { from: 'b', let: { g: '$g' }, pipeline: [{ $match: { $expr: { $eq: [{ $dateTrunc: { date: '$$NOW', unit: 'day' } }, '$$g'] } } }], as: 'j' } }], 168, "Unrecognized expression '$dateTrunc'");
+  // the 4.4 forms are accepted
+  const ok = await c.cmd('t16', { aggregate: 'b', pipeline: [{ $lookup: { from: 'b', localField: 'g', foreignField: 'g', as: 'j' } }, { $lookup: { from: 'b', let: { g: '$g' }, pipeline: [{ $match: { $expr: { $eq: ['$g', '$$g'] } } }], as: 'k' } }], cursor: {} });
+  assert.equal(ok.ok, 1);
+  assert.deepEqual([ok.cursor.firstBatch[0].j.length, ok.cursor.firstBatch[0].k.length], [1, 1]);
+  c.close();
+});
+
+test('$lookup joined by $expr: aggregation equality, not query equality', async () => {
+  const c = await Client.connect();
+  const b = [{ _id: 1, g: 'a', s: 1 }, { _id: 2, s: 2 }, { _id: 3, g: null, s: 3 }, { _id: 4, g: ['a'], s: 4 }, { _id: 5, g: new Int32(7), s: 5 }, { _id: 6, g: 'a', s: 6 }];
+  await c.cmd('t17', { insert: 'b', documents: b });
+  await c.cmd('t17', { createIndexes: 'b', indexes: [{ key: { g: 1, s: 1 }, name: 'g_s' }] });
+  await c.cmd('t17', { insert: 'l', documents: [{ _id: 'a', g: 'a' }, { _id: 'b' }, { _id: 'c', g: null }, { _id: 'd', g: new Double(7) }, { _id: 'e', g: ['a'] }] });
+  for (const tail of [[], [{ $sort: { s: -1 } }, { $limit: 1 }]]) {
+    const r = await c.cmd('t17', {
+      aggregate: 'l',
+      pipeline: [{ $lookup: { from: 'b', let: { v: '$g' }, pipeline: [{ $match: { $expr: { $eq: ['$$v', '$g'] } } }, ...tail, { $project: { _id: 1 } }], as: 'j' } }, { $sort: { _id: 1 } }],
+      cursor: {},
+    });
+    const got = r.cursor.firstBatch.map((d) => d.j.map((x) => x._id));
+    const want = tail.length ? [[6], [2], [3], [5], [4]] : [[1, 6], [2], [3], [5], [4]];
+    assert.deepEqual(got, want, JSON.stringify(tail));
+  }
   c.close();
 });
