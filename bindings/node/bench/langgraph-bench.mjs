@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
+import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
@@ -51,7 +51,9 @@ function convoEntry() {
 let ConvoSaver;
 async function convoSaver(url) {
   ConvoSaver ??= (await import(convoEntry())).ConvoSaver;
-  return new ConvoSaver(url);
+  const saver = new ConvoSaver(url);
+  await saver.store(); // opened (schema created) before the size is taken
+  return saver;
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-bench-'));
@@ -84,15 +86,19 @@ const rawBytes = conversation.reduce((n, m) => n + Buffer.byteLength(JSON.string
 
 // ---- sizes of what a backend stores ----
 
+// In a process of its own: better-sqlite3 bundles its own SQLite, and two SQLite
+// libraries in one process break each other's POSIX locks on the same file (convo's
+// store, opened by the system's libsqlite3, failed with SQLITE_PROTOCOL).
 function sqliteUsedBytes(path) {
-  const db = new Database(path);
-  try {
+  const script = `
+    const Database = require('better-sqlite3');
+    const db = new Database(process.argv[1]);
     db.pragma('wal_checkpoint(TRUNCATE)');
     const page = db.pragma('page_size', { simple: true });
-    return (db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) * page;
-  } finally {
-    db.close();
-  }
+    console.log((db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) * page);
+    db.close();`;
+  return Number(execFileSync(process.execPath, ['-e', script, path],
+    { cwd: new URL('.', import.meta.url), encoding: 'utf8' }).trim());
 }
 
 async function pgSchemaBytes(schema) {
@@ -210,8 +216,10 @@ async function runOne(spec) {
     getMs.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
   const got = tuple?.checkpoint.channel_values.messages ?? [];
+  // by class name: convo's saver is loaded from bindings/node, whose serde revives messages
+  // with its own copy of @langchain/core, not this folder's
   const whole = got.length === TURNS && got.every((m, i) =>
-    JSON.stringify(m) === JSON.stringify(conversation[i]) && m.constructor === conversation[i].constructor);
+    JSON.stringify(m) === JSON.stringify(conversation[i]) && m.constructor.name === conversation[i].constructor.name);
   await spec.close(saver);
   const after = await spec.size();
   if (!whole) throw new Error(`${spec.name}: the latest getTuple did not return the ${TURNS} messages put`);

@@ -143,7 +143,16 @@ export function callAsync(fn, ...args) {
 // Copies len bytes at a C pointer into a Buffer the caller owns.
 export function copyBytes(ptr, len) {
   if (!ptr || len === 0) return Buffer.alloc(0);
-  return Buffer.from(koffi.decode(ptr, koffi.array('uint8_t', Number(len))));
+  const n = Number(len);
+  const out = Buffer.allocUnsafe(n);
+  out.set(new Uint8Array(koffi.view(ptr, n)));
+  return out;
+}
+
+/** The UTF-8 text of len bytes at ptr (a message: JSON, no NUL byte). */
+export function copyText(ptr, len) {
+  if (!ptr || len === 0) return '';
+  return koffi.decode(ptr, 'char', Number(len));
 }
 
 export function newError() {

@@ -1,6 +1,8 @@
 // log.js — how a message channel's list is kept in the thread's log: each item as a
 // role-tagged JSON message (readable by `convo load`, restored exactly through the
 // saver's serde), and the channel's value as a small record pointing into the log.
+import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
+import { load } from '@langchain/core/load';
 
 export const RECORD_TYPE = 'convo-log/1';
 
@@ -60,28 +62,102 @@ export async function toLogMessage(serde, item) {
   return text;
 }
 
+// The end of the JSON string starting at t[i] (a '"'), or -1.
+function skipString(t, i) {
+  if (t[i] !== '"') return -1;
+  for (let j = i + 1; ;) {
+    const q = t.indexOf('"', j);
+    if (q < 0) return -1;
+    let b = q - 1;
+    while (t[b] === '\\') b--;
+    if ((q - 1 - b) % 2 === 0) return q + 1;
+    j = q + 1;
+  }
+}
+
+// The end of the compact JSON value (as JSON.stringify writes it) starting at t[i], or -1.
+function skipValue(t, i) {
+  if (t[i] === '"') return skipString(t, i);
+  let depth = 0;
+  for (let j = i; j < t.length;) {
+    const c = t[j];
+    if (c === '"') {
+      j = skipString(t, j);
+      if (j < 0) return -1;
+      continue;
+    }
+    if (c === '[' || c === '{') depth++;
+    else if (c === ']' || c === '}') depth--;
+    j++;
+    if (depth === 0) return j;
+    if (depth < 0) return -1;
+  }
+  return -1;
+}
+
+const VALUE_MARK = ',"serde":"json","value":';
+const LC_HEAD = '{"lc":1,"type":"constructor","id":[';
+
+// The value text of a log message toLogMessage wrote with a JSON serde, when that value
+// is one LangChain object with nothing else to revive inside (no other "lc" key: no
+// nested LangChain object, no lc:2 record of JsonPlusSerializer, no escaped object);
+// else null. Found without parsing the message: its head is {"role":S[,"content":V].
+export function plainLangChainValue(t) {
+  if (!t.startsWith('{"role":') || t[t.length - 1] !== '}') return null;
+  let i = skipString(t, 8);
+  if (i < 0) return null;
+  if (t.startsWith(',"content":', i)) {
+    i = skipValue(t, i + 11);
+    if (i < 0) return null;
+  }
+  if (!t.startsWith(VALUE_MARK, i)) return null;
+  i += VALUE_MARK.length;
+  if (!t.startsWith(LC_HEAD, i) || t.indexOf('"lc":', i + LC_HEAD.length) !== -1) return null;
+  return t.slice(i, -1);
+}
+
 /** The items log messages store, in order: the JSON ones revived by one serde call. */
 export async function fromLogMessages(serde, texts) {
   const items = new Array(texts.length);
   const jsonAt = [];
   const jsonValues = [];
+  const direct = [];
+  const slow = [];
+  // JsonPlusSerializer revives a LangChain object with nothing else inside as
+  // load(JSON.stringify(value)) (after a pass that changes nothing): the value's own
+  // text gives the same object without parsing the message and the value twice. A
+  // text that is not one JSON value (a message not written by toLogMessage) fails to
+  // load and takes the general path below.
+  const fast = serde?.constructor === JsonPlusSerializer;
   for (let i = 0; i < texts.length; i++) {
-    const m = JSON.parse(texts[i]);
-    if (typeof m.serde !== 'string') throw new Error('convo: a log message without "serde" in a message channel');
-    if (m.serde === 'json' && 'value' in m) {
-      jsonAt.push(i);
-      jsonValues.push(m.value);
-    } else if ('base64' in m) {
-      items[i] = await serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
-    } else {
-      items[i] = await serde.loadsTyped(m.serde, JSON.stringify(m.value));
+    const v = fast ? plainLangChainValue(texts[i]) : null;
+    if (v !== null) {
+      direct.push(load(v).then((x) => { items[i] = x; }, () => { slow.push(i); }));
+      continue;
     }
+    await parseOne(serde, texts, i, items, jsonAt, jsonValues);
   }
+  await Promise.all(direct);
+  slow.sort((a, b) => a - b);
+  for (const i of slow) await parseOne(serde, texts, i, items, jsonAt, jsonValues);
   if (jsonAt.length) {
     const revived = await serde.loadsTyped('json', JSON.stringify(jsonValues));
     for (let k = 0; k < jsonAt.length; k++) items[jsonAt[k]] = revived[k];
   }
   return items;
+}
+
+async function parseOne(serde, texts, i, items, jsonAt, jsonValues) {
+  const m = JSON.parse(texts[i]);
+  if (typeof m.serde !== 'string') throw new Error('convo: a log message without "serde" in a message channel');
+  if (m.serde === 'json' && 'value' in m) {
+    jsonAt.push(i);
+    jsonValues.push(m.value);
+  } else if ('base64' in m) {
+    items[i] = await serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
+  } else {
+    items[i] = await serde.loadsTyped(m.serde, JSON.stringify(m.value));
+  }
 }
 
 /** A channel value in the log: seq ranges [start, end) then an inline tail. */

@@ -315,7 +315,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     if (hit) return hit;
     let texts = [];
     try {
-      texts = (await store.load(threadId, { withExtra: false })).messages.map((m) => m.json);
+      texts = await store.loadTexts(threadId);
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
     }
@@ -338,8 +338,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       for (const [s, e] of all) if (e > s) { from = Math.min(from, s); to = Math.max(to, e); }
       let texts = [];
       if (to > 0) {
-        texts = (await store.load(cp.threadId, { fromSeq: from, limit: to - from, withExtra: false }))
-          .messages.map((m) => m.json);
+        texts = await store.loadTexts(cp.threadId, from, to - from);
       }
       for (const [channel, r] of records) {
         const items = await fromLogMessages(this.serde, seqsOf(r.ranges).map((s) => texts[s - from]));

@@ -1,6 +1,6 @@
 // store.js — Store: every call of include/convo.h as a Promise. Calls that reach
 // the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
-import { C, callAsync, copyBytes, newError, koffi, WriteFn, ReadFn } from './lib.js';
+import { C, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn } from './lib.js';
 import { fromCall, InvalidError, ConvoError, codes } from './errors.js';
 
 
@@ -157,11 +157,29 @@ export class Store {
           seq: Number(C.convo_history_seq(h, i)),
           role: C.convo_history_role(h, i),
           createdAt: Number(C.convo_history_created_at(h, i)),
-          json: copyBytes(p, len[0]).toString('utf8'),
+          json: copyText(p, len[0]),
         };
       }
       return { messages, length: Number(C.convo_history_length(h)),
         extra: withExtra ? JSON.parse(C.convo_history_extra(h)) : null };
+    } finally {
+      C.convo_history_free(h);
+    }
+  }
+
+  /** The texts of `limit` messages from `fromSeq` (0 = to the end), nothing else: what
+   * ConvoSaver reads its message channels from. */
+  async loadTexts(threadId, fromSeq = 0, limit = 0) {
+    const out = [null];
+    const opts = { version: 1, from_seq: fromSeq, limit, tail: 0, with_extra: 0 };
+    await this.#call(C.convo_load, threadId, opts, out);
+    const h = out[0];
+    try {
+      const n = Number(C.convo_history_count(h));
+      const texts = new Array(n);
+      const len = [0];
+      for (let i = 0; i < n; i++) texts[i] = copyText(C.convo_history_message(h, i, len), len[0]);
+      return texts;
     } finally {
       C.convo_history_free(h);
     }

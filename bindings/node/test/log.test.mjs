@@ -1,0 +1,81 @@
+// log.test.mjs — the items of a message channel read back from their log messages equal
+// what the saver's serde gives for them, on the fast path (one LangChain object with
+// nothing else inside: loaded from the value's own text) and on the general one.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
+import {
+  HumanMessage, AIMessage, ToolMessage, SystemMessage, ChatMessage, RemoveMessage,
+} from '@langchain/core/messages';
+import { toLogMessage, fromLogMessages, plainLangChainValue } from '../src/log.js';
+
+const serde = new JsonPlusSerializer();
+
+// What the serde itself gives for a log message's value.
+async function bySerde(text) {
+  const m = JSON.parse(text);
+  return m.serde === 'json' ? (await serde.loadsTyped('json', JSON.stringify([m.value])))[0]
+    : serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
+}
+
+const tricky = 'quotes " and \\ and ,"serde":"json","value":{"lc":1} and é ✓ \u2028';
+const items = [
+  new HumanMessage({ id: 'h1', content: 'hi' }),
+  new HumanMessage({ id: 'h2', content: tricky }),
+  new HumanMessage({ id: 'h3', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }] }),
+  new HumanMessage({ id: 'h4', content: [{ type: 'text', text: tricky, lc: 1 }] }), // user data with an lc key
+  new AIMessage({ id: 'a1', content: '', tool_calls: [{ id: 'c1', name: 'f', args: { q: tricky }, type: 'tool_call' }],
+    usage_metadata: { input_tokens: 1, output_tokens: 2, total_tokens: 3 }, response_metadata: { model: 'm' } }),
+  new AIMessage({ id: 'a2', content: 'bytes', additional_kwargs: { raw: new Uint8Array([1, 2, 3]) } }), // LangChain's toJSON makes it an object
+  new AIMessage({ id: 'a3', content: 'set', additional_kwargs: { s: new Set([1, 2]), u: undefined } }), // lc:2 inside
+  new ToolMessage({ id: 't1', content: 'found', tool_call_id: 'c1', artifact: { rows: [1, 2] }, name: 'f' }),
+  new SystemMessage({ id: 's1', content: 'be brief' }),
+  new ChatMessage({ id: 'g1', content: 'generic', role: 'critic' }),
+  new RemoveMessage({ id: 'h1' }),
+  'a plain string', 42, null, { role: 'user', content: 'a dict' }, [1, 'two'],
+  new Uint8Array([7, 8]),
+];
+
+test('items read back from the log equal the serde\'s result, fast path or not', async () => {
+  const texts = [];
+  for (const item of items) texts.push(await toLogMessage(serde, item));
+  const got = await fromLogMessages(serde, texts);
+  assert.equal(got.length, items.length);
+  for (let i = 0; i < items.length; i++) {
+    assert.deepStrictEqual(got[i], await bySerde(texts[i]), `item ${i}: ${texts[i]}`);
+  }
+  // the plain messages take the fast path; those with anything to revive inside do not
+  const fast = texts.map((t) => plainLangChainValue(t) !== null);
+  assert.deepEqual(fast, [true, true, true, false, true, true, false, true, true, true, true,
+    false, false, false, false, false, false]);
+  assert.ok(got[0] instanceof HumanMessage && got[4] instanceof AIMessage && got[7] instanceof ToolMessage);
+});
+
+test('a log message the saver did not write that way takes the general path', async () => {
+  const value = JSON.parse(await toLogMessage(serde, new HumanMessage({ id: 'x', content: 'v' }))).value;
+  const texts = [
+    // another member after the value: its text is not one JSON value
+    `{"role":"user","content":"v","serde":"json","value":${JSON.stringify(value)},"more":1}`,
+    // members in another order
+    `{"serde":"json","value":${JSON.stringify(value)},"role":"user"}`,
+    // whitespace
+    `{"role": "user", "serde": "json", "value": ${JSON.stringify(value)}}`,
+  ];
+  assert.notEqual(plainLangChainValue(texts[0]), null); // looks fast, fails to load, falls back
+  const got = await fromLogMessages(serde, texts);
+  for (let i = 0; i < texts.length; i++) assert.deepStrictEqual(got[i], await bySerde(texts[i]));
+  assert.ok(got.every((m) => m instanceof HumanMessage && m.content === 'v'));
+});
+
+test('another serde never takes the fast path', async () => {
+  class Tagging extends JsonPlusSerializer {
+    async loadsTyped(type, data) {
+      const v = await super.loadsTyped(type, data);
+      return Array.isArray(v) ? v.map((x) => ({ tagged: x })) : { tagged: v };
+    }
+  }
+  const s = new Tagging();
+  const text = await toLogMessage(s, new HumanMessage({ id: 'y', content: 'w' }));
+  const [got] = await fromLogMessages(s, [text]);
+  assert.ok(got.tagged instanceof HumanMessage);
+});
