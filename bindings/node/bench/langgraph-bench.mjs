@@ -2,10 +2,15 @@
 // SqliteSaver and PostgresSaver, in one run: one checkpoint per turn whose `messages`
 // channel holds the whole message list, as add_messages leaves it. Reports put/s, the
 // put rate at turn 100 and at the last turn, the latest getTuple's time, bytes stored
-// and bytes stored / raw message bytes. A bench, not a test: it asserts no timing, but
-// it checks that every saver gives the conversation back whole.
+// and bytes stored / raw message bytes. On a shared machine: the savers run one after
+// the other in ROUNDS rounds (3 by default, the order turned each round) and each figure
+// is the median over the rounds; the put rate at a turn comes from the median of the
+// 50 puts ending there; the latest getTuple's time is the median of 30 calls. (Running
+// the savers interleaved in one process charged LangGraph's garbage collection to
+// convo's puts.) A bench, not a test: it asserts no timing, but it checks that every
+// saver gives the conversation back whole.
 //
-//   node langgraph-bench.mjs [--turns N] [--payload BYTES] [--only NAME,...] [--json]
+//   node --expose-gc langgraph-bench.mjs [--turns N] [--payload BYTES] [--rounds R] [--only NAME,...] [--json]
 //
 // PostgreSQL comes from CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL (skipped,
 // with a note, when neither is set); each saver gets a schema of its own, dropped at the
@@ -27,15 +32,17 @@ const { values: opts } = parseArgs({
     turns: { type: 'string', default: '1000' },
     payload: { type: 'string', default: '200' },
     only: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
     json: { type: 'boolean', default: false },
   },
 });
 const TURNS = Number(opts.turns);
 const PAYLOAD = Number(opts.payload);
+const ROUNDS = Number(opts.rounds);
 const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
 const EARLY = Math.min(100, TURNS);
-if (!(TURNS >= 4) || !(PAYLOAD >= 1)) {
-  console.error('langgraph-bench: --turns must be >= 4 and --payload >= 1');
+if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
+  console.error('langgraph-bench: --turns must be >= 4, --payload and --rounds >= 1');
   process.exit(2);
 }
 
@@ -135,7 +142,7 @@ const SAVERS = [
   {
     name: 'convo-sqlite', backend: 'sqlite',
     async open() {
-      this.path = join(tmp, 'convo.db');
+      this.path = join(tmp, `convo-${randomUUID()}.db`); // a fresh file each round
       return convoSaver(`sqlite:${this.path}`);
     },
     async close(saver) { await saver.close(); },
@@ -144,7 +151,7 @@ const SAVERS = [
   {
     name: 'langgraph-sqlite', backend: 'sqlite',
     async open() {
-      this.path = join(tmp, 'langgraph.db');
+      this.path = join(tmp, `langgraph-${randomUUID()}.db`);
       const saver = SqliteSaver.fromConnString(this.path);
       saver.setup(); // WAL; synchronous=NORMAL as convo's SQLite driver, for a fair rate
       saver.db.pragma('synchronous=NORMAL');
@@ -191,47 +198,60 @@ function checkpointFor(saver, previous, turn) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
+// The put rate around a turn: from the median put of the WINDOW puts ending there, so a
+// stall of the (shared) machine in that window does not decide it.
+const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
+const GETS = 30;
 
 async function runOne(spec) {
+  globalThis.gc?.(); // node --expose-gc: the previous saver's garbage is not this one's
   const saver = await spec.open();
   const threadId = 'conversation';
-  const before = await spec.size();
-  const putMs = [];
-  let config = { configurable: { thread_id: threadId, checkpoint_ns: '' } };
-  let previous;
-  for (let t = 0; t < TURNS; t++) {
-    const { checkpoint, newVersions } = checkpointFor(saver, previous, t);
-    const metadata = { source: 'loop', step: t, parents: {} };
-    const start = process.hrtime.bigint();
-    config = await saver.put(config, checkpoint, metadata, newVersions);
-    putMs.push(Number(process.hrtime.bigint() - start) / 1e6);
-    previous = checkpoint;
-  }
-
+  let putMs = [];
   const getMs = [];
+  let before;
   let tuple;
-  for (let i = 0; i < 20; i++) {
-    const start = process.hrtime.bigint();
-    tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
-    getMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+  try {
+    before = await spec.size();
+    let config = { configurable: { thread_id: threadId, checkpoint_ns: '' } };
+    let previous;
+    for (let t = 0; t < TURNS; t++) {
+      const { checkpoint, newVersions } = checkpointFor(saver, previous, t);
+      const metadata = { source: 'loop', step: t, parents: {} };
+      const start = process.hrtime.bigint();
+      config = await saver.put(config, checkpoint, metadata, newVersions);
+      putMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+      previous = checkpoint;
+    }
+    for (let i = 0; i < GETS; i++) {
+      const start = process.hrtime.bigint();
+      tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
+      getMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+  } finally {
+    await spec.close(saver);
   }
   const got = tuple?.checkpoint.channel_values.messages ?? [];
-  // by class name: convo's saver is loaded from bindings/node, whose serde revives messages
-  // with its own copy of @langchain/core, not this folder's
+  // by class name: convo's saver is loaded from bindings/node, whose serde revives
+  // messages with its own copy of @langchain/core, not this folder's
   const whole = got.length === TURNS && got.every((m, i) =>
     JSON.stringify(m) === JSON.stringify(conversation[i]) && m.constructor.name === conversation[i].constructor.name);
-  await spec.close(saver);
-  const after = await spec.size();
   if (!whole) throw new Error(`${spec.name}: the latest getTuple did not return the ${TURNS} messages put`);
+  const stored = (await spec.size()) - before;
+  return { putMs, getMs, stored };
+}
 
-  const stored = after - before;
+// Per saver, the median over the rounds of each figure.
+function summarize(spec, rounds) {
+  const m = (f) => median(rounds.map(f));
+  const stored = m((r) => r.stored);
   return {
-    saver: spec.name, backend: spec.backend, turns: TURNS, payload: PAYLOAD,
-    puts_per_sec: Math.round(rate(putMs)),
-    [`puts_per_sec_at_turn_${EARLY}`]: Math.round(rate(putMs.slice(EARLY - WINDOW, EARLY))),
-    [`puts_per_sec_at_turn_${TURNS}`]: Math.round(rate(putMs.slice(TURNS - WINDOW))),
-    late_vs_early: +(rate(putMs.slice(TURNS - WINDOW)) / rate(putMs.slice(EARLY - WINDOW, EARLY))).toFixed(3),
-    latest_get_tuple_ms: +median(getMs).toFixed(3),
+    saver: spec.name, backend: spec.backend, turns: TURNS, payload: PAYLOAD, rounds: rounds.length,
+    puts_per_sec: Math.round(m((r) => rate(r.putMs))),
+    [`puts_per_sec_at_turn_${EARLY}`]: Math.round(m((r) => rateAt(r.putMs, EARLY))),
+    [`puts_per_sec_at_turn_${TURNS}`]: Math.round(m((r) => rateAt(r.putMs, TURNS))),
+    late_vs_early: +m((r) => rateAt(r.putMs, TURNS) / rateAt(r.putMs, EARLY)).toFixed(3),
+    latest_get_tuple_ms: +m((r) => median(r.getMs)).toFixed(3),
     stored_bytes: stored,
     raw_message_bytes: rawBytes,
     stored_per_raw: +(stored / rawBytes).toFixed(2),
@@ -258,24 +278,33 @@ function compare(convo, langgraph) {
 }
 
 const only = opts.only ? new Set(opts.only.split(',')) : null;
-const results = [];
+const specs = [];
+for (const spec of SAVERS) {
+  if (only && !only.has(spec.name)) continue;
+  if (spec.needs && !spec.needs()) {
+    console.error(`langgraph-bench: ${spec.name} skipped: set CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL`);
+    continue;
+  }
+  specs.push(spec);
+}
+const perSaver = new Map(specs.map((spec) => [spec, []]));
 try {
-  for (const spec of SAVERS) {
-    if (only && !only.has(spec.name)) continue;
-    if (spec.needs && !spec.needs()) {
-      console.error(`langgraph-bench: ${spec.name} skipped: set CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL`);
-      continue;
-    }
-    try {
-      console.error(`langgraph-bench: ${spec.name}, ${TURNS} turns...`);
-      results.push(await runOne(spec));
-    } finally {
-      await spec.cleanup?.();
+  for (let round = 0; round < ROUNDS; round++) {
+    // the order turns each round, so no saver always runs first or last
+    const order = specs.map((_, i) => specs[(i + round) % specs.length]);
+    for (const spec of order) {
+      try {
+        console.error(`langgraph-bench: round ${round + 1}/${ROUNDS}: ${spec.name}, ${TURNS} turns...`);
+        perSaver.get(spec).push(await runOne(spec));
+      } finally {
+        await spec.cleanup?.();
+      }
     }
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
+const results = specs.map((spec) => summarize(spec, perSaver.get(spec)));
 
 const comparisons = [];
 for (const backend of ['sqlite', 'postgres']) {
@@ -288,7 +317,8 @@ if (opts.json) {
   for (const r of [...results, ...comparisons]) console.log(JSON.stringify(r));
 } else {
   const fmt = (n) => n.toLocaleString('en-US');
-  console.log(`${TURNS} turns, one ${PAYLOAD}-byte message per turn, ${fmt(rawBytes)} raw message bytes`);
+  console.log(`${TURNS} turns, one ${PAYLOAD}-byte message per turn, ${fmt(rawBytes)} raw message bytes; ` +
+    `median of ${ROUNDS} round(s)`);
   console.log('| saver | put/s | put/s at turn ' + EARLY + ' | put/s at turn ' + TURNS +
     ' | latest getTuple ms | bytes stored | bytes / raw |');
   console.log('|---|---|---|---|---|---|---|');

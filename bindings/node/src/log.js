@@ -40,12 +40,25 @@ function contentOf(item) {
 }
 
 // Items that LangGraph treats as immutable (message objects) are serialized once.
-const cache = new WeakMap();
+// One cache per serde (a text is the serde's output): serde -> item -> text.
+const caches = new WeakMap();
+
+function cacheOf(serde) {
+  let c = caches.get(serde);
+  if (!c) caches.set(serde, (c = new WeakMap()));
+  return c;
+}
+
+/** The log message of an item already serialized by this serde, else undefined (no await:
+ * a put compares the whole list with the log, a thousand items at turn 1,000). */
+export function cachedLogMessage(serde, item) {
+  return item !== null && typeof item === 'object' ? caches.get(serde)?.get(item) : undefined;
+}
 
 /** The log message (a JSON string) that stores one item of a message channel. */
 export async function toLogMessage(serde, item) {
   if (isMessage(item)) {
-    const hit = cache.get(item);
+    const hit = cacheOf(serde).get(item);
     if (hit !== undefined) return hit;
   }
   const [type, bytes] = await serde.dumpsTyped(item);
@@ -54,11 +67,21 @@ export async function toLogMessage(serde, item) {
   if (content !== undefined) head.content = content;
   let text = JSON.stringify(head).slice(0, -1);
   if (type === 'json') {
-    text += `,"serde":"json","value":${Buffer.from(bytes).toString('utf8')}}`;
+    const value = Buffer.from(bytes).toString('utf8');
+    // The content is in the value too (kwargs.content of a LangChain message): stored
+    // once, the value's copy of its JSON text replaced by 0 at offset `at`.
+    const ctext = content === undefined ? '' : JSON.stringify(content);
+    const k = ctext.length > 16 ? value.indexOf(`"content":${ctext}`) : -1;
+    if (k >= 0) {
+      const at = k + 10;
+      text += `,"serde":"json/c","at":${at},"value":${value.slice(0, at)}0${value.slice(at + ctext.length)}}`;
+    } else {
+      text += `,"serde":"json","value":${value}}`;
+    }
   } else {
     text += `,"serde":${JSON.stringify(type)},"base64":"${Buffer.from(bytes).toString('base64')}"}`;
   }
-  if (isMessage(item)) cache.set(item, text);
+  if (isMessage(item)) cacheOf(serde).set(item, text);
   return text;
 }
 
@@ -96,24 +119,42 @@ function skipValue(t, i) {
 }
 
 const VALUE_MARK = ',"serde":"json","value":';
+const CUT_MARK = ',"serde":"json/c","at":';
 const LC_HEAD = '{"lc":1,"type":"constructor","id":[';
+
+// The JSON text of the serde value of a log message as toLogMessage writes it with a
+// JSON serde ("json", or "json/c": the content's text put back at `at`), or null.
+// Found without parsing the message: its head is {"role":S[,"content":V].
+function valueText(t) {
+  if (!t.startsWith('{"role":') || t[t.length - 1] !== '}') return null;
+  let i = skipString(t, 8);
+  if (i < 0) return null;
+  let cs = -1, ce = -1;
+  if (t.startsWith(',"content":', i)) {
+    cs = i + 11;
+    ce = i = skipValue(t, cs);
+    if (i < 0) return null;
+  }
+  if (t.startsWith(VALUE_MARK, i)) return t.slice(i + VALUE_MARK.length, -1);
+  if (cs < 0 || !t.startsWith(CUT_MARK, i)) return null;
+  i += CUT_MARK.length;
+  let j = i;
+  while (t[j] >= '0' && t[j] <= '9') j++;
+  if (j === i || j - i > 15 || !t.startsWith(',"value":', j)) return null;
+  const at = Number(t.slice(i, j));
+  const v = t.slice(j + 9, -1);
+  if (v[at] !== '0') return null;
+  return v.slice(0, at) + t.slice(cs, ce) + v.slice(at + 1);
+}
 
 // The value text of a log message toLogMessage wrote with a JSON serde, when that value
 // is one LangChain object with nothing else to revive inside (no other "lc" key: no
 // nested LangChain object, no lc:2 record of JsonPlusSerializer, no escaped object);
-// else null. Found without parsing the message: its head is {"role":S[,"content":V].
+// else null.
 export function plainLangChainValue(t) {
-  if (!t.startsWith('{"role":') || t[t.length - 1] !== '}') return null;
-  let i = skipString(t, 8);
-  if (i < 0) return null;
-  if (t.startsWith(',"content":', i)) {
-    i = skipValue(t, i + 11);
-    if (i < 0) return null;
-  }
-  if (!t.startsWith(VALUE_MARK, i)) return null;
-  i += VALUE_MARK.length;
-  if (!t.startsWith(LC_HEAD, i) || t.indexOf('"lc":', i + LC_HEAD.length) !== -1) return null;
-  return t.slice(i, -1);
+  const v = valueText(t);
+  if (v === null || !v.startsWith(LC_HEAD) || v.indexOf('"lc":', LC_HEAD.length) !== -1) return null;
+  return v;
 }
 
 /** The items log messages store, in order: the JSON ones revived by one serde call. */
@@ -153,6 +194,11 @@ async function parseOne(serde, texts, i, items, jsonAt, jsonValues) {
   if (m.serde === 'json' && 'value' in m) {
     jsonAt.push(i);
     jsonValues.push(m.value);
+  } else if (m.serde === 'json/c') {
+    const v = valueText(texts[i]);
+    if (v === null) throw new Error('convo: a "json/c" log message not laid out as the saver writes it');
+    jsonAt.push(i);
+    jsonValues.push(JSON.parse(v));
   } else if ('base64' in m) {
     items[i] = await serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
   } else {

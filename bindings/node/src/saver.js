@@ -7,13 +7,33 @@ import {
 import { Store } from './store.js';
 import { NotFoundError, ConflictError } from './errors.js';
 import {
-  RECORD_TYPE, toLogMessage, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
+  RECORD_TYPE, toLogMessage, cachedLogMessage, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
   prefixRanges, addRange, rangesEnd,
 } from './log.js';
 
 const MAX_ENTRIES = 1024; // checkpoints whose message records are remembered
 const MAX_MIRRORS = 64;   // threads whose log is remembered
 const MAX_RETRIES = 8;    // puts retried after another writer grew the log
+// The body's key naming the message channels whose list is the log's first N messages
+// (their record is not stored: { channel: N }).
+const PREFIX_KEY = '__convo_log__';
+
+// The record of a list that is the log's first n messages.
+function prefixRecord(n) {
+  return { ranges: n > 0 ? [[0, n]] : [], tail: null };
+}
+
+function isPrefix(r) {
+  return r && !r.tail && (r.ranges.length === 0 || (r.ranges.length === 1 && r.ranges[0][0] === 0));
+}
+
+// The body without its PREFIX_KEY, and that key's value (null when absent).
+function takePrefixes(body) {
+  if (!body || typeof body !== 'object' || !Object.hasOwn(body, PREFIX_KEY)) return [body, null];
+  const prefixes = body[PREFIX_KEY];
+  delete body[PREFIX_KEY];
+  return [body, prefixes];
+}
 
 function remember(map, key, value, max) {
   map.delete(key);
@@ -57,12 +77,22 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // convo stores a (channel, version) value once per thread and namespace, so a
   // version must never name two values: a branch from an older checkpoint (time
   // travel) would reuse integer versions. As LangGraph's PostgresSaver: the count,
-  // zero-padded so versions sort as strings, then a random part.
+  // zero-padded so versions sort as strings, then a random part; 16 digits and 10
+  // base-36 characters (LangGraph's 32 + 16 digits cost ~200 bytes a checkpoint: each
+  // version is stored in the body up to four times, in the checkpoint's versions and
+  // with the value). A count written wider (32 digits) keeps its width, so the versions
+  // of a thread always compare as strings in the order of their counts.
   getNextVersion(current) {
     let n = 0;
+    let width = 16;
     if (typeof current === 'number') n = current;
-    else if (typeof current === 'string') n = parseInt(current.split('.')[0], 10) || 0;
-    return `${String(n + 1).padStart(32, '0')}.${Math.random().toFixed(16).slice(2)}`;
+    else if (typeof current === 'string') {
+      const count = current.split('.')[0];
+      n = parseInt(count, 10) || 0;
+      if (/^[0-9]+$/.test(count)) width = Math.max(width, count.length);
+    }
+    const random = Math.random().toString(36).slice(2, 12).padEnd(10, '0');
+    return `${String(n + 1).padStart(width, '0')}.${random}`;
   }
 
   /** The Store under the saver. */
@@ -117,7 +147,6 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const ns = c.checkpoint_ns ?? '';
     const store = await this.#store;
     const { channel_values: values = {}, ...rest } = checkpoint;
-    const [bodyType, bodyBytes] = await this.serde.dumpsTyped(rest);
     const versions = { ...checkpoint.channel_versions, ...newVersions };
     const logged = this.messageChannels.filter(
       (ch) => ch in newVersions && Array.isArray(values[ch]));
@@ -133,8 +162,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
     const key = `${threadId}\0${ns}\0${checkpoint.id}`;
     try {
-      await this.#putOnce(store, c, threadId, ns, checkpoint, metadata, bodyType, bodyBytes, plain,
-        values, versions, logged, newVersions);
+      await this.#putOnce(store, c, threadId, ns, checkpoint, metadata, rest, plain, values, versions,
+        logged, newVersions);
     } catch (e) {
       this.#wake(key, false);
       throw e;
@@ -143,16 +172,29 @@ export class ConvoSaver extends BaseCheckpointSaver {
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
-  async #putOnce(store, c, threadId, ns, checkpoint, metadata, bodyType, bodyBytes, plain, values,
-    versions, logged, newVersions) {
+  async #putOnce(store, c, threadId, ns, checkpoint, metadata, rest, plain, values, versions, logged,
+    newVersions) {
     for (let attempt = 0; ; attempt++) {
       const plan = await this.#plan(store, threadId, ns, c.checkpoint_id, values, versions, logged,
         newVersions);
+      // A message channel whose list is the log's first N messages (the usual turn)
+      // stores no record: the body says { channel: N }. A record per checkpoint was a
+      // row and an index entry of its own on every driver.
+      const prefixes = {};
+      if (!Object.hasOwn(rest, PREFIX_KEY)) {
+        for (const [ch, r] of plan.records) {
+          if (ch in versions && isPrefix(r)) prefixes[ch] = rangesEnd(r.ranges);
+        }
+      }
+      const implicit = Object.keys(prefixes).length > 0;
+      const [bodyType, bodyBytes] = await this.serde.dumpsTyped(
+        implicit ? { ...rest, [PREFIX_KEY]: prefixes } : rest);
+      const channels = plan.channels.map((x) => (x.channel in prefixes ? { ...x, value: null } : x));
       try {
         await store.checkpointPut({
           threadId, ns, id: checkpoint.id, parentId: c.checkpoint_id ?? null,
           metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes },
-          channels: plain.concat(plan.channels), logLength: plan.logLength,
+          channels: plain.concat(channels), logLength: plan.logLength,
           messages: plan.messages, expectedLength: plan.messages.length ? plan.base : -1,
         });
       } catch (e) {
@@ -262,8 +304,10 @@ export class ConvoSaver extends BaseCheckpointSaver {
       let next = plan.base;
       for (const ch of logged) {
         const items = values[ch];
-        const texts = [];
-        for (const item of items) texts.push(await toLogMessage(this.serde, item));
+        const texts = new Array(items.length);
+        for (let k = 0; k < items.length; k++) {
+          texts[k] = cachedLogMessage(this.serde, items[k]) ?? await toLogMessage(this.serde, items[k]);
+        }
         const prev = records.has(ch) ? records.get(ch) : { ranges: [], tail: null };
         const seqs = prev ? seqsOf(prev.ranges) : [];
         let m = 0;
@@ -300,9 +344,15 @@ export class ConvoSaver extends BaseCheckpointSaver {
       throw e;
     }
     const records = new Map();
+    let prefixes;
     for (const ch of cp.channels) {
-      if (!this.messageChannels.includes(ch.channel) || !ch.value) continue;
-      records.set(ch.channel, ch.value.type === RECORD_TYPE ? decodeRecord(ch.value) : null);
+      if (!this.messageChannels.includes(ch.channel)) continue;
+      if (ch.value) {
+        records.set(ch.channel, ch.value.type === RECORD_TYPE ? decodeRecord(ch.value) : null);
+        continue;
+      }
+      prefixes ??= takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes))[1] ?? {};
+      if (Object.hasOwn(prefixes, ch.channel)) records.set(ch.channel, prefixRecord(prefixes[ch.channel]));
     }
     const entry = { records };
     remember(this.#entries, key, entry, MAX_ENTRIES);
@@ -324,11 +374,17 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
   async #tuple(store, cp) {
-    const body = await this.serde.loadsTyped(cp.body.type, cp.body.bytes);
+    const [body, prefixes] = takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes));
     const records = [];
     const channelValues = {};
     for (const ch of cp.channels) {
-      if (!ch.value) continue;
+      if (!ch.value) {
+        // a stored value (an older record) wins; else the body may say it is a log prefix
+        if (prefixes && Object.hasOwn(prefixes, ch.channel)) {
+          records.push([ch.channel, prefixRecord(prefixes[ch.channel])]);
+        }
+        continue;
+      }
       if (ch.value.type === RECORD_TYPE) records.push([ch.channel, decodeRecord(ch.value)]);
       else channelValues[ch.channel] = await this.serde.loadsTyped(ch.value.type, ch.value.bytes);
     }

@@ -11,11 +11,10 @@ import { toLogMessage, fromLogMessages, plainLangChainValue } from '../src/log.j
 
 const serde = new JsonPlusSerializer();
 
-// What the serde itself gives for a log message's value.
-async function bySerde(text) {
-  const m = JSON.parse(text);
-  return m.serde === 'json' ? (await serde.loadsTyped('json', JSON.stringify([m.value])))[0]
-    : serde.loadsTyped(m.serde, new Uint8Array(Buffer.from(m.base64, 'base64')));
+// What the serde itself gives back for an item (its own round trip, no log).
+async function bySerde(item) {
+  const [type, bytes] = await serde.dumpsTyped(item);
+  return serde.loadsTyped(type, bytes);
 }
 
 const tricky = 'quotes " and \\ and ,"serde":"json","value":{"lc":1} and é ✓ \u2028';
@@ -42,7 +41,7 @@ test('items read back from the log equal the serde\'s result, fast path or not',
   const got = await fromLogMessages(serde, texts);
   assert.equal(got.length, items.length);
   for (let i = 0; i < items.length; i++) {
-    assert.deepStrictEqual(got[i], await bySerde(texts[i]), `item ${i}: ${texts[i]}`);
+    assert.deepStrictEqual(got[i], await bySerde(items[i]), `item ${i}: ${texts[i]}`);
   }
   // the plain messages take the fast path; those with anything to revive inside do not
   const fast = texts.map((t) => plainLangChainValue(t) !== null);
@@ -63,8 +62,25 @@ test('a log message the saver did not write that way takes the general path', as
   ];
   assert.notEqual(plainLangChainValue(texts[0]), null); // looks fast, fails to load, falls back
   const got = await fromLogMessages(serde, texts);
-  for (let i = 0; i < texts.length; i++) assert.deepStrictEqual(got[i], await bySerde(texts[i]));
-  assert.ok(got.every((m) => m instanceof HumanMessage && m.content === 'v'));
+  const want = await bySerde(new HumanMessage({ id: 'x', content: 'v' }));
+  for (let i = 0; i < texts.length; i++) assert.deepStrictEqual(got[i], want);
+});
+
+test('a long content is stored once: the value holds 0 in its place', async () => {
+  const content = 'a content long enough to be stored once, with "quotes" and é';
+  const item = new AIMessage({ id: 'c1', content, response_metadata: { content } });
+  const text = await toLogMessage(serde, item);
+  const m = JSON.parse(text);
+  assert.equal(m.serde, 'json/c');
+  assert.equal(m.content, content);
+  assert.equal(text.split(JSON.stringify(content)).length, 3); // head and response_metadata only
+  assert.deepStrictEqual((await fromLogMessages(serde, [text]))[0], await bySerde(item));
+  // the general path (another serde class) reads it too
+  class Other extends JsonPlusSerializer {}
+  assert.deepStrictEqual((await fromLogMessages(new Other(), [text]))[0], await bySerde(item));
+  // a json/c message whose offset does not point at the 0 is refused, not misread
+  const bad = text.replace(`"at":${m.at},`, `"at":${m.at + 1},`);
+  await assert.rejects(fromLogMessages(serde, [bad]), /json\/c/);
 });
 
 test('another serde never takes the fast path', async () => {

@@ -35,9 +35,14 @@ test('versions grow and sort as strings', () => {
   const saver = new ConvoSaver('memory:');
   const v1 = saver.getNextVersion(undefined);
   const v2 = saver.getNextVersion(v1);
-  const v10 = saver.getNextVersion('00000000000000000000000000000009.5');
+  const v10 = saver.getNextVersion('0000000000000009.5');
   assert.ok(v1 < v2 && v2 < v10, `${v1} ${v2} ${v10}`);
+  assert.match(v1, /^0000000000000001\.[0-9a-z]{10}$/);
   assert.notEqual(saver.getNextVersion(v1), v2);
-  assert.ok(saver.getNextVersion(7).startsWith('00000000000000000000000000000008.'));
+  assert.ok(saver.getNextVersion(7).startsWith('0000000000000008.'));
+  // versions written with LangGraph's 32-digit count (an older ConvoSaver) keep that width
+  const old = '00000000000000000000000000000009.4829';
+  const next = saver.getNextVersion(old);
+  assert.ok(next.startsWith('00000000000000000000000000000010.') && next > old, next);
   return saver.close();
 });
