@@ -1,8 +1,9 @@
 #!/bin/sh
 # sqlite-extra.sh — the SQLite driver's own checks (tests/sqlite.c: ttl and
 # sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
-# in a temporary folder, the checkpoint suite (tests/checkpoints) with and
-# without ttl, then `convo sweep` through the tool.
+# in a temporary folder, each of its .sql files on its own (tests/sqlite-sql.c),
+# the checkpoint suite (tests/checkpoints) with and without ttl, then
+# `convo sweep` through the tool.
 set -eu
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/convo-sqlite-extra.XXXXXX")
@@ -17,6 +18,7 @@ run() {
     fi
 }
 run "$top_builddir/tests/sqlite_extra" "$dir"
+run "$top_builddir/tests/sqlite_sql" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
 

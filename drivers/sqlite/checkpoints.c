@@ -1,0 +1,617 @@
+/* checkpoints.c — the SQLite driver's checkpoints: the checkpoint rows (keyed
+ * by thread and position, with the store's put_order), their channel lists,
+ * the channel values stored once per version (convo_blobs), pending writes;
+ * put, put with messages, put_writes, get, list and prune. The statements are
+ * statements/cp-*.sql, ch-*.sql, blob-*.sql and write-*.sql. */
+#include "config.h"
+#include "sqlite_int.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Deletes the checkpoints whose keys lie in [lo, hi] with their channel lists
+ * and pending writes (not their values: see statements/blob-unused.sql). */
+int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
+{
+    int rc = sq_run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CH_DELETE, 2, lo, hi, 0, "deleting checkpoint channels", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CP_DELETE, 2, lo, hi, 0, "deleting checkpoints", err);
+    return rc;
+}
+
+static int cp_not_found(convo_error *err)
+{
+    return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
+}
+
+/* Binds text, or NULL when s is NULL. */
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* Binds bytes as a BLOB (never NULL, also when empty). */
+static void bind_bytes(sqlite3_stmt *st, int i, const void *bytes, size_t len)
+{
+    sqlite3_bind_blob64(st, i, len ? bytes : "", len, SQLITE_STATIC);
+}
+
+/* Where a checkpoint stands: its row key (its place in its thread's order),
+ * its place in the store's order, and the time of its first put. */
+typedef struct cp_place {
+    int64_t key, put_order, created_at;
+} cp_place;
+
+/* 1 with *at filled for checkpoint (ns, id) of thread num, 0 if none. */
+static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, cp_place *at,
+                   convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_FIND, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_step(c, st, "reading a checkpoint", err)) == 1) {
+        at->key = sqlite3_column_int64(st, 0);
+        at->created_at = sqlite3_column_int64(st, 1);
+        at->put_order = sqlite3_column_int64(st, 2);
+        sq_stmt_done(st);
+    }
+    return rc;
+}
+
+/* The key of a new checkpoint of thread num: after the newest, so the key
+ * order is the order of first put. */
+static int cp_next_key(sq_conn *c, int64_t num, int64_t *key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_LAST, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, 0));
+    sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
+    *key = key_of(num, 0);
+    if ((rc = sq_stmt_step(c, st, "reading the newest checkpoint", err)) == 1) {
+        *key = sqlite3_column_int64(st, 0) + 1;
+        sq_stmt_done(st);
+        rc = 0;
+    }
+    if (rc == 0 && *key > key_of(num, MAX_LENGTH))
+        rc = convo__error(err, CONVO_ETOOLARGE, NULL,
+                          "sqlite: a thread holds at most %lld checkpoints", (long long)MAX_LENGTH);
+    return rc;
+}
+
+/* The put_order of a new checkpoint: after every other one of the store (one
+ * seek to the end of the put_order index, inside the write transaction). */
+static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_LAST_ORDER, &st, err);
+    if (rc)
+        return rc;
+    if ((rc = sq_stmt_step(c, st, "reading the newest checkpoint", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: max() gave no row");
+    *put_order = sqlite3_column_int64(st, 0) + 1; /* NULL (none yet) reads as 0 */
+    sq_stmt_done(st);
+    return 0;
+}
+
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_checkpoint_in *cp,
+                      convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_PUT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, at->key);
+    sqlite3_bind_int64(st, 2, num);
+    sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, cp->checkpoint_id, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 5, cp->parent_id);
+    sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 7, cp->body.type);
+    if (cp->body.type)
+        bind_bytes(st, 8, cp->body.bytes, cp->body.len);
+    sqlite3_bind_int64(st, 9, cp->log_length);
+    sqlite3_bind_int64(st, 10, at->created_at);
+    sqlite3_bind_int64(st, 11, at->put_order);
+    return sq_stmt_run(c, st, "storing a checkpoint", err);
+}
+
+/* A value is stored once per (thread, ns, channel, version): a put that
+ * brings a version already stored keeps the stored one (INSERT OR IGNORE). */
+static int cp_blob_put(sq_conn *c, int64_t num, const char *ns, const convo_channel_in *ch,
+                       convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_BLOB_PUT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, ch->channel, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ch->version, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, ch->value->type, -1, SQLITE_STATIC);
+    bind_bytes(st, 6, ch->value->bytes, ch->value->len);
+    return sq_stmt_run(c, st, "storing a channel value", err);
+}
+
+/* The snapshot's channel versions, and the values it brings. */
+static int cp_channels_put(sq_conn *c, int64_t num, int64_t key, const convo_checkpoint_in *cp,
+                           convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CH_INSERT, &st, err);
+    for (size_t i = 0; i < cp->nchannels && rc == 0; i++) {
+        const convo_channel_in *ch = &cp->channels[i];
+        sqlite3_bind_int64(st, 1, key);
+        sqlite3_bind_text(st, 2, ch->channel, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, ch->version, -1, SQLITE_STATIC);
+        rc = sq_stmt_run(c, st, "storing a checkpoint channel", err);
+        if (rc == 0 && ch->value)
+            rc = cp_blob_put(c, num, cp->checkpoint_ns, ch, err);
+    }
+    return rc;
+}
+
+/* Stores cp in thread num, which existed before this transaction when found.
+ * The same key again replaces the checkpoint in place, keeping its key and
+ * put_order (its places in the orders), created_at and pending writes; its
+ * channel list is written anew. */
+static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_in *cp,
+                    convo_error *err)
+{
+    cp_place at = {0, 0, convo__now_micros()};
+    int old = found ? cp_find(c, num, cp->checkpoint_ns, cp->checkpoint_id, &at, err) : 0;
+    if (old < 0)
+        return old;
+    int rc = old ? sq_run_with_ints(c, ST_CH_DELETE, 2, at.key, at.key, 0, "replacing a checkpoint",
+                                    err)
+                 : cp_next_key(c, num, &at.key, err);
+    if (rc == 0 && !old)
+        rc = cp_next_order(c, &at.put_order, err);
+    if (rc == 0)
+        rc = cp_row_put(c, num, &at, cp, err);
+    return rc ? rc : cp_channels_put(c, num, at.key, cp, err);
+}
+
+static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    const convo_checkpoint_in *cp = arg;
+    thread_row t = {0, 0, 0};
+    int found = sq_thread_get(c, cp->thread_id, VIEW_WRITE, &t, NULL, NULL, err);
+    int rc = found < 0 ? found : sq_thread_ensure(c, cp->thread_id, found, &t, err);
+    return rc ? rc : cp_store(c, t.num, found, cp, err);
+}
+
+int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
+{
+    return sq_run_tx(b, 1, cp_put_tx, (void *)cp, err);
+}
+
+typedef struct put_log_args {
+    const convo_checkpoint_in *cp;
+    const convo_message_in *msgs;
+} put_log_args;
+
+/* The messages as append stores them, then the checkpoint as checkpoint_put
+ * does, in one write transaction: both are stored or neither. */
+static int put_log_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    const put_log_args *a = arg;
+    const convo_checkpoint_in *cp = a->cp;
+    thread_row t = {0, 0, 0};
+    int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
+    if (found < 0)
+        return found;
+    if (t.length != cp->expected_length)
+        return sq_length_conflict(t.length, cp->expected_length, err);
+    int rc = sq_log_append(c, cp->thread_id, found, &t, a->msgs, cp->nmessages, NULL, err);
+    return rc ? rc : cp_store(c, t.num, found, cp, err);
+}
+
+int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                          const convo_message_in *msgs, convo_error *err)
+{
+    put_log_args a = {cp, msgs};
+    return sq_run_tx(b, 1, put_log_tx, &a, err);
+}
+
+typedef struct writes_args {
+    const char *thread_id, *ns, *checkpoint_id, *task_id, *task_path;
+    const convo_write_in *writes;
+    size_t n;
+} writes_args;
+
+/* idx >= 0 is kept once per (task, idx): the first write stays; a negative
+ * idx (errors, interrupts) replaces. */
+static int write_put(sq_conn *c, int64_t key, const writes_args *a, const convo_write_in *w,
+                     convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, w->idx >= 0 ? ST_WRITE_KEEP : ST_WRITE_REPLACE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_text(st, 2, a->task_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, w->idx);
+    sqlite3_bind_text(st, 4, a->task_path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, w->channel, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, w->value.type, -1, SQLITE_STATIC);
+    bind_bytes(st, 7, w->value.bytes, w->value.len);
+    return sq_stmt_run(c, st, "storing a pending write", err);
+}
+
+/* The checkpoint is looked up inside the write transaction, so a concurrent
+ * thread_delete either comes first (CONVO_ENOTFOUND) or removes these writes. */
+static int writes_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    writes_args *a = arg;
+    thread_row t;
+    cp_place at;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc > 0)
+        rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &at, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    rc = 0;
+    for (size_t i = 0; i < a->n && rc == 0; i++)
+        rc = write_put(c, at.key, a, &a->writes[i], err);
+    return rc ? rc : sq_thread_touch(c, &t, err);
+}
+
+int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, const char *task_id,
+                             const char *task_path, const convo_write_in *writes, size_t n,
+                             convo_error *err)
+{
+    writes_args a = {thread_id, ns, checkpoint_id, task_id, task_path, writes, n};
+    return sq_run_tx(b, 1, writes_tx, &a, err);
+}
+
+/* Adds every channel of checkpoint key with its value, wherever in the
+ * thread's history that value was first stored. */
+static int cp_add_channels(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CH_VALUES, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    sqlite3_bind_int64(st, 2, key >> SEQ_BITS);
+    sqlite3_bind_text(st, 3, convo_checkpoint_ns(cp), -1, SQLITE_STATIC);
+    while ((rc = sq_stmt_step(c, st, "reading checkpoint channels", err)) == 1) {
+        const char *type = (const char *)sqlite3_column_text(st, 2);
+        const void *value = sqlite3_column_blob(st, 3);
+        if (convo__checkpoint_add_channel(cp, (const char *)sqlite3_column_text(st, 0),
+                                          (const char *)sqlite3_column_text(st, 1), type,
+                                          value ? value : "",
+                                          (size_t)sqlite3_column_bytes(st, 3)) != 0) {
+            sq_stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+/* Adds the pending writes of checkpoint key in (task_id, idx) order. */
+static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_WRITE_LIST, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key);
+    while ((rc = sq_stmt_step(c, st, "reading pending writes", err)) == 1) {
+        const void *value = sqlite3_column_blob(st, 5);
+        if (convo__checkpoint_add_write(cp, (const char *)sqlite3_column_text(st, 0),
+                                        (const char *)sqlite3_column_text(st, 1),
+                                        sqlite3_column_int64(st, 2),
+                                        (const char *)sqlite3_column_text(st, 3),
+                                        (const char *)sqlite3_column_text(st, 4),
+                                        value ? value : "",
+                                        (size_t)sqlite3_column_bytes(st, 5)) != 0) {
+            sq_stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+/* The whole checkpoint on the current row of st, whose columns are key, ns,
+ * id, parent_id, metadata, body_type, body, log_length, created_at: those of
+ * statements/cp-get.sql, cp-latest.sql, cp-list-*.sql (tests/sqlite-sql.c
+ * checks them). */
+static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
+                       convo_checkpoint **out, convo_error *err)
+{
+    int64_t key = sqlite3_column_int64(st, 0);
+    const char *body_type = (const char *)sqlite3_column_text(st, 5);
+    const void *body = sqlite3_column_blob(st, 6);
+    convo_checkpoint *cp = convo__checkpoint_new(
+        thread_id, (const char *)sqlite3_column_text(st, 1),
+        (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+        (const char *)sqlite3_column_text(st, 4), body_type, body ? body : "",
+        (size_t)sqlite3_column_bytes(st, 6), sqlite3_column_int64(st, 7),
+        sqlite3_column_int64(st, 8));
+    if (!cp)
+        return no_memory(err);
+    int rc = cp_add_channels(c, cp, key, err);
+    if (rc == 0)
+        rc = cp_add_writes(c, cp, key, err);
+    if (rc) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
+    convo__checkpoint_finish(cp);
+    *out = cp;
+    return 0;
+}
+
+typedef struct get_args {
+    const char *thread_id, *ns, *checkpoint_id;
+    convo_checkpoint *cp;
+} get_args;
+
+static int get_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    get_args *a = arg;
+    thread_row t;
+    sqlite3_stmt *st;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    if ((rc = sq_stmt_get(c, a->checkpoint_id ? ST_CP_GET : ST_CP_LATEST, &st, err)) != 0)
+        return rc;
+    if (a->checkpoint_id) {
+        sqlite3_bind_int64(st, 1, t.num);
+        sqlite3_bind_text(st, 2, a->ns, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, a->checkpoint_id, -1, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_int64(st, 1, key_of(t.num, 0));
+        sqlite3_bind_int64(st, 2, key_of(t.num, MAX_LENGTH));
+        sqlite3_bind_text(st, 3, a->ns, -1, SQLITE_STATIC);
+    }
+    if ((rc = sq_stmt_step(c, st, "reading a checkpoint", err)) <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    rc = cp_from_row(c, st, a->thread_id, &a->cp, err);
+    sq_stmt_done(st);
+    return rc;
+}
+
+int sq_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                      const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    get_args a = {thread_id, ns, checkpoint_id, NULL};
+    int rc = sq_run_tx(b, 0, get_tx, &a, err);
+    if (rc) {
+        convo_checkpoint_free(a.cp);
+        return rc;
+    }
+    *out = a.cp;
+    return 0;
+}
+
+typedef struct cp_list_args {
+    const convo_checkpoint_list_opts *o;
+    void *filter;
+    convo_checkpoint_set *set;
+} cp_list_args;
+
+/* Adds the checkpoints st yields whose metadata matches, until the set holds
+ * limit; thread_id NULL: the thread id is column 9. */
+static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_list_args *a,
+                     convo_error *err)
+{
+    int rc;
+    while ((rc = sq_stmt_step(c, st, "listing checkpoints", err)) == 1) {
+        if (a->o->limit && convo_checkpoint_set_count(a->set) >= a->o->limit)
+            break;
+        const char *metadata = (const char *)sqlite3_column_text(st, 4);
+        if (!metadata || !convo__json_contains(metadata, (size_t)sqlite3_column_bytes(st, 4),
+                                               a->filter))
+            continue;
+        convo_checkpoint *cp;
+        rc = cp_from_row(c, st, thread_id ? thread_id : (const char *)sqlite3_column_text(st, 9),
+                         &cp, err);
+        if (rc == 0 && convo__checkpoint_set_add(a->set, cp) != 0)
+            rc = no_memory(err);
+        if (rc)
+            break;
+    }
+    sq_stmt_done(st);
+    return rc < 0 ? rc : 0;
+}
+
+/* Checkpoint (before_thread_id, before_ns, before), which the core names in
+ * full, in *at with its thread number in *num; CONVO_ENOTFOUND when it does
+ * not exist or its thread expired. */
+static int before_find(sq_conn *c, const convo_checkpoint_list_opts *o, int64_t *num,
+                       cp_place *at, convo_error *err)
+{
+    thread_row t;
+    int rc = sq_thread_get(c, o->before_thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc > 0)
+        rc = cp_find(c, t.num, o->before_ns, o->before, at, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL,
+                                          "checkpoint '%s' not found", o->before);
+    *num = t.num;
+    return 0;
+}
+
+/* One thread's checkpoints, newest first, put before `before` (NULL: all);
+ * before_num is the number of before's thread. */
+static int list_thread(sq_conn *c, cp_list_args *a, const cp_place *before, int64_t before_num,
+                       convo_error *err)
+{
+    const convo_checkpoint_list_opts *o = a->o;
+    thread_row t;
+    int rc = sq_thread_get(c, o->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc; /* an unknown thread has no checkpoints */
+    /* in before's own thread the key order is the put order: stop at its key */
+    int64_t end = before && before_num == t.num ? before->key : key_of(t.num, MAX_LENGTH) + 1;
+    sqlite3_stmt *st;
+    if ((rc = sq_stmt_get(c, ST_CP_LIST_THREAD, &st, err)) != 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(t.num, 0));
+    sqlite3_bind_int64(st, 2, end);
+    bind_text_or_null(st, 3, o->checkpoint_ns);
+    if (before)
+        sqlite3_bind_int64(st, 4, before->put_order);
+    return list_rows(c, st, o->thread_id, a, err);
+}
+
+/* Every thread's checkpoints, newest first in the store's put order. */
+static int list_all(sq_conn *c, cp_list_args *a, const cp_place *before, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, before ? ST_CP_LIST_ALL_BEFORE : ST_CP_LIST_ALL, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, convo__now_micros());
+    bind_text_or_null(st, 2, a->o->checkpoint_ns);
+    if (before)
+        sqlite3_bind_int64(st, 3, before->put_order);
+    return list_rows(c, st, NULL, a, err);
+}
+
+static int cp_list_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    cp_list_args *a = arg;
+    cp_place at;
+    int64_t before_num = 0;
+    int rc = a->o->before ? before_find(c, a->o, &before_num, &at, err) : 0;
+    if (rc)
+        return rc;
+    const cp_place *before = a->o->before ? &at : NULL;
+    return a->o->thread_id ? list_thread(c, a, before, before_num, err)
+                           : list_all(c, a, before, err);
+}
+
+int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
+                       convo_checkpoint_set **out, convo_error *err)
+{
+    cp_list_args a = {o, filter, convo__checkpoint_set_new()};
+    if (!a.set)
+        return no_memory(err);
+    int rc = sq_run_tx(b, 0, cp_list_tx, &a, err);
+    if (rc) {
+        convo_checkpoint_set_free(a.set);
+        return rc;
+    }
+    *out = a.set;
+    return 0;
+}
+
+/* How many checkpoints of each namespace have been seen so far. */
+typedef struct ns_count {
+    char *ns;
+    size_t seen;
+} ns_count;
+
+typedef struct prune_plan {
+    ns_count *ns;
+    size_t nns;
+    int64_t *doomed; /* keys of the checkpoints to remove */
+    size_t ndoomed, cap;
+} prune_plan;
+
+static void prune_plan_free(prune_plan *p)
+{
+    for (size_t i = 0; i < p->nns; i++)
+        free(p->ns[i].ns);
+    free(p->ns);
+    free(p->doomed);
+}
+
+/* Counts one more checkpoint of ns; returns how many were seen before it, or
+ * (size_t)-1 when out of memory. */
+static size_t ns_seen(prune_plan *p, const char *ns)
+{
+    for (size_t i = 0; i < p->nns; i++)
+        if (strcmp(p->ns[i].ns, ns) == 0)
+            return p->ns[i].seen++;
+    ns_count *grown = realloc(p->ns, (p->nns + 1) * sizeof *grown);
+    if (!grown)
+        return (size_t)-1;
+    p->ns = grown;
+    if (!(p->ns[p->nns].ns = strdup(ns)))
+        return (size_t)-1;
+    p->ns[p->nns++].seen = 1;
+    return 0;
+}
+
+static int doom(prune_plan *p, int64_t key)
+{
+    if (p->ndoomed == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        int64_t *grown = realloc(p->doomed, cap * sizeof *grown);
+        if (!grown)
+            return CONVO_ENOMEM;
+        p->doomed = grown;
+        p->cap = cap;
+    }
+    p->doomed[p->ndoomed++] = key;
+    return 0;
+}
+
+/* Newest first, the checkpoints of thread num past the keep_last newest of
+ * their namespace. Decided before anything is deleted. */
+static int prune_decide(sq_conn *c, int64_t num, size_t keep_last, prune_plan *p,
+                        convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_KEYS, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, 0));
+    sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
+    while ((rc = sq_stmt_step(c, st, "reading checkpoints", err)) == 1) {
+        const char *ns = (const char *)sqlite3_column_text(st, 1);
+        size_t newer = ns ? ns_seen(p, ns) : (size_t)-1;
+        if (newer == (size_t)-1 || (newer >= keep_last && doom(p, sqlite3_column_int64(st, 0)))) {
+            sq_stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    return rc;
+}
+
+typedef struct prune_args {
+    const char *thread_id;
+    size_t keep_last;
+} prune_args;
+
+static int prune_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    prune_args *a = arg;
+    thread_row t;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    prune_plan p = {0};
+    rc = prune_decide(c, t.num, a->keep_last, &p, err);
+    for (size_t i = 0; i < p.ndoomed && rc == 0; i++)
+        rc = sq_checkpoints_delete(c, p.doomed[i], p.doomed[i], err);
+    if (rc == 0 && p.ndoomed)
+        rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, t.num, key_of(t.num, 0),
+                              key_of(t.num, MAX_LENGTH), "deleting unused channel values", err);
+    prune_plan_free(&p);
+    return rc ? rc : sq_thread_touch(c, &t, err);
+}
+
+int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                        convo_error *err)
+{
+    prune_args a = {thread_id, keep_last};
+    return sq_run_tx(b, 1, prune_tx, &a, err);
+}

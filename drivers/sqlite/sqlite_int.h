@@ -1,0 +1,170 @@
+/* sqlite_int.h — what the files of the SQLite driver share, and only they:
+ *
+ *   sqlite.c       the driver table, convo_open's URL options, open and close
+ *   conn.c         connections (WAL, pragmas), errors, the statement cache,
+ *                  transactions
+ *   schema.c       the layout version and the migrations runner
+ *   threads.c      thread rows and the log: append, load, extra, list,
+ *                  delete, fork, import
+ *   checkpoints.c  checkpoints, their channel values and pending writes
+ *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
+ *
+ * The SQL lives in files of its own, embedded at build time by scripts/embed.sh
+ * into sql.h: migrate-V-W.sql (the layout, one migration each) and
+ * statements/NAME.sql (one statement each, macro SQL_NAME). The stored layout is
+ * described in docs/sqlite.md. */
+#ifndef CONVO_SQLITE_INT_H
+#define CONVO_SQLITE_INT_H
+
+#include <convo/driver.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include "sql.h"
+
+/* Version of the stored layout this code writes: migrate-0-1.sql up to
+ * migrate-2-3.sql (schema.c). */
+#define SCHEMA_VERSION 3
+
+/* A message's row key is (thread number << 32) | seq, and a checkpoint's is
+ * (thread number << 32) | its position in put order, so one thread's rows are
+ * one contiguous range of each rowid B-tree. A checkpoint's put_order is its
+ * place in the order of first put across the whole store. */
+#define SEQ_BITS 32
+#define MAX_LENGTH INT64_C(0xFFFFFFFF)
+#define MAX_THREAD_NUM INT64_C(0x7FFFFFFF)
+
+/* The statements a connection prepares on first use and keeps until it
+ * closes: X(NAME) for statements/name.sql ('-' for '_'), whose text is
+ * SQL_NAME and whose slot in the cache ST_NAME. */
+#define SQ_STATEMENTS(X)                                                                     \
+    X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
+    X(THREAD_GET) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)                  \
+    X(THREAD_DELETE) X(THREAD_LIST) X(THREAD_EXPIRED)                                        \
+    X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
+    X(MSG_INSERT) X(MSG_LAST) X(MSG_RANGE) X(MSG_DELETE) X(MSG_COPY)                         \
+    X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
+    X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
+    X(CH_INSERT) X(CH_VALUES) X(CH_DELETE)                                                   \
+    X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED)                                                \
+    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE)
+
+enum stmt_id {
+#define SQ_STMT_ID(name) ST_##name,
+    SQ_STATEMENTS(SQ_STMT_ID)
+#undef SQ_STMT_ID
+    ST_COUNT
+};
+
+typedef struct sq_conn {
+    sqlite3 *db;
+    int busy_ms;
+    int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
+    sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
+} sq_conn;
+
+struct convo_backend {
+    char *path;       /* absolute path of the file, or ":memory:" */
+    int memory;       /* one private in-memory database, so one connection */
+    int busy_ms;
+    int sync_full;    /* PRAGMA synchronous=FULL instead of NORMAL */
+    int ttl_s;        /* ttl=S from the URL; 0: none */
+    convo_pool *pool; /* of sq_conn */
+    convo_limits limits;
+};
+
+static inline int no_memory(convo_error *err)
+{
+    return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+}
+
+static inline int64_t key_of(int64_t num, int64_t seq)
+{
+    return (int64_t)((uint64_t)num << SEQ_BITS) + seq;
+}
+
+/* ---- conn.c: connections, errors, statements, transactions ---- */
+
+extern const convo_pool_ops sq_pool_ops;
+
+int sq_conn_error(sq_conn *c, int rc, convo_error *err, const char *what);
+int sq_stmt_get(sq_conn *c, enum stmt_id id, sqlite3_stmt **out, convo_error *err);
+void sq_stmt_done(sqlite3_stmt *st);
+int sq_stmt_step(sq_conn *c, sqlite3_stmt *st, const char *what, convo_error *err);
+int sq_stmt_run(sq_conn *c, sqlite3_stmt *st, const char *what, convo_error *err);
+int sq_exec_id(sq_conn *c, enum stmt_id id, const char *what, convo_error *err);
+int sq_exec_sql(sq_conn *c, const char *sql, const char *what, convo_error *err);
+int sq_run_with_ints(sq_conn *c, enum stmt_id id, int nargs, int64_t a, int64_t b, int64_t d,
+                     const char *what, convo_error *err);
+
+typedef int (*tx_body)(sq_conn *c, void *arg, convo_error *err);
+int sq_run_tx(convo_backend *b, int write, tx_body body, void *arg, convo_error *err);
+
+/* ---- schema.c ---- */
+
+int sq_migrate(sq_conn *c, convo_error *err);
+
+/* ---- threads.c: thread rows and the log ---- */
+
+typedef struct thread_row {
+    int64_t num, length;
+    int64_t expires_at; /* microseconds since the epoch; 0: never */
+} thread_row;
+
+/* How a call treats a thread whose ttl has passed: readers do not see it,
+ * writers remove what is left of it first (in their own transaction) and then
+ * do not see it either, so they start afresh; RAW sees it as it is. */
+enum thread_view { VIEW_READ, VIEW_WRITE, VIEW_RAW };
+
+int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row *t, char **extra,
+                  size_t *extra_len, convo_error *err);
+int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
+                   convo_error *err);
+int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err);
+int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err);
+int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err);
+int sq_length_conflict(int64_t length, int64_t expected, convo_error *err);
+int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
+                  const convo_message_in *msgs, size_t n, const int64_t *created_at,
+                  convo_error *err);
+
+int sq_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs, size_t n,
+              const convo_append_opts *opts, convo_append_result *res, convo_error *err);
+int sq_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+            convo_history **out, convo_error *err);
+int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch, void *patch_obj,
+                  convo_error *err);
+int sq_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
+int sq_thread_list(convo_backend *b, const char *after, size_t limit, convo_thread_page **out,
+                   convo_error *err);
+int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                   convo_error *err);
+int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                     const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                     int *skipped, convo_error *err);
+
+/* ---- checkpoints.c ---- */
+
+int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err);
+
+int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
+int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                          const convo_message_in *msgs, convo_error *err);
+int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
+                             const char *checkpoint_id, const char *task_id,
+                             const char *task_path, const convo_write_in *writes, size_t n,
+                             convo_error *err);
+int sq_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
+                      const char *checkpoint_id, convo_checkpoint **out, convo_error *err);
+int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
+                       convo_checkpoint_set **out, convo_error *err);
+int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
+                        convo_error *err);
+
+/* ---- maint.c ---- */
+
+int sq_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
+int sq_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
+                 double *seconds, convo_error *err);
+int sq_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
+
+#endif

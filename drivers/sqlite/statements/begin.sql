@@ -1,0 +1,2 @@
+-- a read transaction: the call sees one snapshot
+BEGIN;

@@ -1,0 +1,3 @@
+-- ?1 key ((thread num << 32) | seq), ?2 role, ?3 created_at, ?4 the bytes
+INSERT INTO convo_messages(key, role, created_at, body)
+  VALUES(?1, ?2, ?3, ?4);

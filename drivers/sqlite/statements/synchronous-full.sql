@@ -1,0 +1,2 @@
+-- synchronous=full
+PRAGMA synchronous=FULL;

@@ -1,0 +1,2 @@
+-- ?1 thread number
+DELETE FROM convo_threads WHERE num = ?1;

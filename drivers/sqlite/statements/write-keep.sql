@@ -1,0 +1,3 @@
+-- a pending write with idx >= 0: the first one of (task, idx) stays
+INSERT OR IGNORE INTO convo_checkpoint_writes(checkpoint, task_id, idx,
+  task_path, channel, type, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7);

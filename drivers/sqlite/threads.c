@@ -1,0 +1,572 @@
+/* threads.c — the SQLite driver's threads: the thread row (number, extra,
+ * deadline), its log of messages and idempotency keys, and the calls over
+ * them: append, load, save_extra, delete, list, fork and import. Every call is
+ * one transaction (sq_run_tx); the statements are statements/thread-*.sql,
+ * idem-*.sql and msg-*.sql. */
+#include "config.h"
+#include "sqlite_int.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- rows ---- */
+
+static int expired(const thread_row *t, int64_t now)
+{
+    return t->expires_at != 0 && t->expires_at <= now;
+}
+
+/* The length of thread num: one past the seq of its last message, found by
+ * one seek to the end of its key range, so it costs the same at any length. */
+static int thread_length(sq_conn *c, int64_t num, int64_t *length, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_MSG_LAST, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, 0));
+    sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
+    rc = sq_stmt_step(c, st, "reading a thread's length", err);
+    *length = 0;
+    if (rc == 1) {
+        *length = sqlite3_column_int64(st, 0) - key_of(num, 0) + 1;
+        sq_stmt_done(st);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Copies text column i of st into *out (malloc'd; NULL for SQL NULL). */
+static int column_copy(sqlite3_stmt *st, int i, char **out, size_t *len, convo_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    size_t n = (size_t)sqlite3_column_bytes(st, i);
+    *out = NULL;
+    *len = 0;
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return 0;
+    if (!text || !(*out = malloc(n + 1)))
+        return no_memory(err);
+    memcpy(*out, text, n);
+    (*out)[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+/* 1 and t->num, t->expires_at filled when the thread exists (as seen through
+ * view), 0 when not, < 0 on error. With extra non-NULL, *extra gets a malloc'd
+ * copy of the extra text (NULL if none). t->length is not read. */
+int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
+                  char **extra, size_t *extra_len, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_GET, &st, err);
+    if (extra) {
+        *extra = NULL;
+        *extra_len = 0;
+    }
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
+        return rc;
+    t->num = sqlite3_column_int64(st, 0);
+    t->expires_at = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
+    t->length = 0;
+    rc = extra ? column_copy(st, 2, extra, extra_len, err) : 0;
+    sq_stmt_done(st);
+    if (rc || view == VIEW_RAW || !expired(t, convo__now_micros()))
+        return rc ? rc : 1;
+    if (extra) {
+        free(*extra);
+        *extra = NULL;
+    }
+    return view == VIEW_WRITE && (rc = sq_thread_purge(c, t->num, err)) != 0 ? rc : 0;
+}
+
+/* thread_get without extra, and with the thread's length. */
+int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
+                   convo_error *err)
+{
+    int rc = sq_thread_get(c, id, view, t, NULL, NULL, err);
+    if (rc == 1 && (rc = thread_length(c, t->num, &t->length, err)) == 0)
+        rc = 1;
+    return rc;
+}
+
+/* The deadline a write gives a thread: now + ttl, or none (bound as NULL). */
+static void bind_expiry(sq_conn *c, sqlite3_stmt *st, int i, int64_t now)
+{
+    if (c->ttl_us)
+        sqlite3_bind_int64(st, i, now + c->ttl_us);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *extra,
+                         size_t extra_len, int64_t *num, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_INSERT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now);
+    if (extra)
+        sqlite3_bind_text64(st, 3, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
+    bind_expiry(c, st, 4, now);
+    if ((rc = sq_stmt_run(c, st, "creating a thread", err)) != 0)
+        return rc;
+    *num = sqlite3_last_insert_rowid(c->db);
+    if (*num > MAX_THREAD_NUM)
+        return convo__error(err, CONVO_ENOTSUP, NULL,
+                            "sqlite: this database has used up its %lld thread numbers",
+                            (long long)MAX_THREAD_NUM);
+    return 0;
+}
+
+/* Records a write to an existing thread: with ttl its deadline moves to now +
+ * ttl; without, a deadline left by a store with ttl is cleared (the thread is
+ * permanent again), so that a row is only rewritten when it has to be. */
+int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err)
+{
+    if (!c->ttl_us && !t->expires_at)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_SET_EXPIRY, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, t->num);
+    bind_expiry(c, st, 2, convo__now_micros());
+    return sq_stmt_run(c, st, "recording the thread's expiry", err);
+}
+
+/* An existing thread is touched; a missing one is created with no extra. */
+int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
+{
+    return found ? sq_thread_touch(c, t, err)
+                 : thread_insert(c, id, convo__now_micros(), NULL, 0, &t->num, err);
+}
+
+static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t extra_len,
+                            convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_SET_EXTRA, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text64(st, 2, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
+    return sq_stmt_run(c, st, "saving extra", err);
+}
+
+/* 1 and res filled when key was used on this thread, 0 when not, < 0 on error. */
+static int idem_find(sq_conn *c, int64_t num, const char *key, convo_append_result *res,
+                     convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_IDEM_GET, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    rc = sq_stmt_step(c, st, "reading an idempotency key", err);
+    if (rc == 1) {
+        res->first_seq = sqlite3_column_int64(st, 0);
+        res->count = (size_t)sqlite3_column_int64(st, 1);
+        res->replayed = 1;
+        sq_stmt_done(st);
+    }
+    return rc;
+}
+
+static int idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t n,
+                    int64_t now, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_IDEM_PUT, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, first);
+    sqlite3_bind_int64(st, 4, (int64_t)n);
+    sqlite3_bind_int64(st, 5, now);
+    return sq_stmt_run(c, st, "storing an idempotency key", err);
+}
+
+/* created_at: one time per message, or NULL to stamp them all with now. */
+static int messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
+                           size_t n, int64_t now, const int64_t *created_at, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_MSG_INSERT, &st, err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        sqlite3_bind_int64(st, 1, key_of(num, first + (int64_t)i));
+        sqlite3_bind_text(st, 2, msgs[i].role, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, created_at ? created_at[i] : now);
+        /* a BLOB, so the bytes come back exactly as given */
+        sqlite3_bind_blob64(st, 4, msgs[i].len ? msgs[i].bytes : "", msgs[i].len, SQLITE_STATIC);
+        rc = sq_stmt_run(c, st, "storing a message", err);
+    }
+    return rc;
+}
+
+int sq_length_conflict(int64_t length, int64_t expected, convo_error *err)
+{
+    return convo__error(err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
+                        (long long)length, (long long)expected);
+}
+
+/* Appends n messages after the t->length there are, to thread t, created
+ * first when not found (else touched); created_at as for messages_insert. */
+int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
+                  const convo_message_in *msgs, size_t n, const int64_t *created_at,
+                  convo_error *err)
+{
+    if (t->length + (int64_t)n > MAX_LENGTH)
+        return convo__error(err, CONVO_ETOOLARGE, NULL,
+                            "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
+    int rc = sq_thread_ensure(c, thread_id, found, t, err);
+    return rc ? rc : messages_insert(c, t->num, t->length, msgs, n, convo__now_micros(),
+                                     created_at, err);
+}
+
+/* Removes thread num and everything keyed by it. */
+int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err)
+{
+    int64_t lo = key_of(num, 0), hi = key_of(num, MAX_LENGTH);
+    int rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, lo, hi, 0, "deleting messages", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_IDEM_DELETE, 1, num, 0, 0, "deleting idempotency keys", err);
+    if (rc == 0)
+        rc = sq_checkpoints_delete(c, lo, hi, err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_BLOB_DELETE, 1, num, 0, 0, "deleting channel values", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_THREAD_DELETE, 1, num, 0, 0, "deleting a thread", err);
+    return rc;
+}
+
+/* ---- append ---- */
+
+typedef struct append_args {
+    const char *thread_id;
+    const convo_message_in *msgs;
+    size_t n;
+    const convo_append_opts *opts;
+    convo_append_result *res;
+} append_args;
+
+static int append_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    append_args *a = arg;
+    const char *key = a->opts->idempotency_key;
+    thread_row t = {0, 0, 0};
+    int found = sq_thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
+    if (found < 0)
+        return found;
+    int rc;
+    if (found && key && (rc = idem_find(c, t.num, key, a->res, err)) != 0)
+        return rc < 0 ? rc : 0; /* a retry: report the original batch */
+    if (a->opts->expected_length >= 0 && a->opts->expected_length != t.length)
+        return sq_length_conflict(t.length, a->opts->expected_length, err);
+    rc = sq_log_append(c, a->thread_id, found, &t, a->msgs, a->n, NULL, err);
+    if (rc == 0 && key)
+        rc = idem_put(c, t.num, key, t.length, a->n, convo__now_micros(), err);
+    if (rc == 0) {
+        a->res->first_seq = t.length;
+        a->res->count = a->n;
+        a->res->replayed = 0;
+    }
+    return rc;
+}
+
+int sq_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
+              size_t n, const convo_append_opts *opts, convo_append_result *res,
+              convo_error *err)
+{
+    append_args a = {thread_id, msgs, n, opts, res};
+    return sq_run_tx(b, 1, append_tx, &a, err);
+}
+
+/* ---- load ---- */
+
+typedef struct load_args {
+    const char *thread_id;
+    const convo_load_opts *opts;
+    convo_history *h;
+} load_args;
+
+/* Adds messages [from, to) of thread num to h, checking that none is missing. */
+static int load_range(sq_conn *c, int64_t num, int64_t from, int64_t to, convo_history *h,
+                      convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_MSG_RANGE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(num, from));
+    sqlite3_bind_int64(st, 2, key_of(num, to));
+    int64_t seq = from;
+    while ((rc = sq_stmt_step(c, st, "loading messages", err)) == 1) {
+        const char *role = (const char *)sqlite3_column_text(st, 1);
+        const void *body = sqlite3_column_blob(st, 3);
+        size_t len = (size_t)sqlite3_column_bytes(st, 3);
+        if (sqlite3_column_int64(st, 0) != key_of(num, seq) || !role) {
+            sq_stmt_done(st);
+            return convo__error(err, CONVO_ECORRUPT, NULL,
+                                "sqlite: message %lld of the thread is missing or damaged",
+                                (long long)seq);
+        }
+        if (convo__history_add(h, body ? body : "", len, role, seq,
+                               sqlite3_column_int64(st, 2)) != 0) {
+            sq_stmt_done(st);
+            return no_memory(err);
+        }
+        seq++;
+    }
+    if (rc == 0 && seq != to)
+        rc = convo__error(err, CONVO_ECORRUPT, NULL,
+                          "sqlite: thread should have %lld messages but has %lld", (long long)to,
+                          (long long)seq);
+    return rc;
+}
+
+static int load_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    load_args *a = arg;
+    thread_row t;
+    char *extra = NULL;
+    size_t extra_len = 0;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, a->opts->with_extra ? &extra : NULL,
+                           &extra_len, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    rc = extra && convo__history_set_extra(a->h, extra, extra_len) != 0 ? no_memory(err) : 0;
+    free(extra);
+    if (rc == 0)
+        rc = thread_length(c, t.num, &t.length, err);
+    if (rc)
+        return rc;
+    int64_t from, to;
+    convo__load_range(a->opts, t.length, &from, &to);
+    convo__history_set_length(a->h, t.length);
+    if (convo__history_reserve(a->h, (size_t)(to - from)) != 0)
+        return no_memory(err);
+    return from < to ? load_range(c, t.num, from, to, a->h, err) : 0;
+}
+
+int sq_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+            convo_history **out, convo_error *err)
+{
+    load_args a = {thread_id, opts, convo__history_new()};
+    if (!a.h)
+        return no_memory(err);
+    int rc = sq_run_tx(b, 0, load_tx, &a, err);
+    if (rc) {
+        convo_history_free(a.h);
+        return rc;
+    }
+    *out = a.h;
+    return 0;
+}
+
+/* ---- extra ---- */
+
+typedef struct extra_args {
+    convo_backend *b;
+    const char *thread_id;
+    const char *patch;
+} extra_args;
+
+/* Reads, merges and writes back in one write transaction, so concurrent
+ * patches with different keys all survive. */
+static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    extra_args *a = arg;
+    thread_row t = {0, 0, 0};
+    char *current, *merged;
+    size_t current_len = 0, merged_len;
+    int found = sq_thread_get(c, a->thread_id, VIEW_WRITE, &t, &current, &current_len, err);
+    if (found < 0)
+        return found;
+    int rc = convo__extra_merge(current, current_len, a->patch, a->b->limits.max_extra_bytes,
+                                &merged, &merged_len, err);
+    free(current);
+    if (rc)
+        return rc;
+    if (!found)
+        rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, &t.num,
+                           err);
+    else if ((rc = sq_thread_touch(c, &t, err)) == 0)
+        rc = thread_set_extra(c, t.num, merged, merged_len, err);
+    free(merged);
+    return rc;
+}
+
+int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
+                  void *patch_obj, convo_error *err)
+{
+    (void)patch_obj;
+    extra_args a = {b, thread_id, patch};
+    return sq_run_tx(b, 1, save_extra_tx, &a, err);
+}
+
+/* ---- threads ---- */
+
+typedef struct delete_args {
+    const char *thread_id;
+    int expired; /* the thread had expired: its remains were removed, yet it was not there */
+} delete_args;
+
+static int delete_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    delete_args *a = arg;
+    thread_row t;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_RAW, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    a->expired = expired(&t, convo__now_micros());
+    return sq_thread_purge(c, t.num, err);
+}
+
+int sq_thread_delete(convo_backend *b, const char *thread_id, convo_error *err)
+{
+    delete_args a = {thread_id, 0};
+    int rc = sq_run_tx(b, 1, delete_tx, &a, err);
+    if (rc == 0 && a.expired)
+        rc = convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    return rc;
+}
+
+typedef struct list_args {
+    const char *after;
+    size_t limit;
+    convo_thread_page *p;
+} list_args;
+
+static int list_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    list_args *a = arg;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_LIST, &st, err);
+    if (rc)
+        return rc;
+    /* every id is non-empty, so "" sorts before all of them */
+    sqlite3_bind_text(st, 1, a->after ? a->after : "", -1, SQLITE_STATIC);
+    /* one row more than asked tells whether a next page exists */
+    sqlite3_bind_int64(st, 2, (int64_t)a->limit + 1);
+    sqlite3_bind_int64(st, 3, convo__now_micros());
+    size_t rows = 0;
+    while ((rc = sq_stmt_step(c, st, "listing threads", err)) == 1) {
+        if (++rows > a->limit)
+            continue;
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        if (!id || convo__thread_page_add(a->p, id, (size_t)sqlite3_column_bytes(st, 0)) != 0) {
+            sq_stmt_done(st);
+            return no_memory(err);
+        }
+    }
+    if (rc == 0 && rows > a->limit &&
+        convo__thread_page_set_next(a->p, convo_thread_page_id(a->p, a->limit - 1)) != 0)
+        rc = no_memory(err);
+    return rc;
+}
+
+int sq_thread_list(convo_backend *b, const char *after, size_t limit,
+                   convo_thread_page **out, convo_error *err)
+{
+    list_args a = {after, limit, convo__thread_page_new()};
+    if (!a.p)
+        return no_memory(err);
+    int rc = sq_run_tx(b, 0, list_tx, &a, err);
+    if (rc) {
+        convo_thread_page_free(a.p);
+        return rc;
+    }
+    *out = a.p;
+    return 0;
+}
+
+typedef struct fork_args {
+    const char *src, *dst;
+    int64_t upto;
+} fork_args;
+
+/* The destination must be new and upto within the source (whose length it fills). */
+static int fork_check(sq_conn *c, const fork_args *a, thread_row *s, convo_error *err)
+{
+    thread_row d;
+    int rc = thread_length(c, s->num, &s->length, err);
+    if (rc == 0 && (rc = sq_thread_find(c, a->dst, VIEW_WRITE, &d, err)) > 0)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
+    if (rc == 0 && a->upto > s->length)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
+                          (long long)a->upto, (long long)s->length);
+    return rc;
+}
+
+static int fork_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    fork_args *a = arg;
+    thread_row s;
+    int64_t dst;
+    char *extra;
+    size_t extra_len = 0;
+    int rc = sq_thread_get(c, a->src, VIEW_READ, &s, &extra, &extra_len, err);
+    if (rc <= 0)
+        return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
+    rc = fork_check(c, a, &s, err);
+    int64_t n = a->upto < 0 ? s.length : a->upto;
+    if (rc == 0)
+        rc = thread_insert(c, a->dst, convo__now_micros(), extra, extra_len, &dst, err);
+    free(extra);
+    if (rc == 0 && n > 0)
+        rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n), key_of(dst, 0),
+                              "copying messages", err);
+    return rc;
+}
+
+int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                   convo_error *err)
+{
+    fork_args a = {src, dst, upto};
+    return sq_run_tx(b, 1, fork_tx, &a, err);
+}
+
+/* ---- restoring a dump ---- */
+
+typedef struct import_args {
+    const char *thread_id;
+    int64_t first_seq;
+    const convo_message_in *msgs;
+    const int64_t *created_at;
+    size_t n;
+    int *skipped;
+} import_args;
+
+static int import_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    import_args *a = arg;
+    thread_row t = {0, 0, 0};
+    int found = sq_thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
+    if (found < 0)
+        return found;
+    *a->skipped = t.length >= a->first_seq + (int64_t)a->n; /* the same dump again */
+    if (*a->skipped)
+        return 0;
+    if (t.length != a->first_seq)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread has %lld messages, the dump continues at %lld",
+                            (long long)t.length, (long long)a->first_seq);
+    return sq_log_append(c, a->thread_id, found, &t, a->msgs, a->n, a->created_at, err);
+}
+
+int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
+                     const convo_message_in *msgs, const int64_t *created_at, size_t n,
+                     int *skipped, convo_error *err)
+{
+    import_args a = {thread_id, first_seq, msgs, created_at, n, skipped};
+    *skipped = 0;
+    return sq_run_tx(b, 1, import_tx, &a, err);
+}
