@@ -26,7 +26,13 @@ if [ ! -e "$CONVO_LIBRARY" ]; then
 fi
 for dir in "$pkg" "$top_srcdir/examples/node"; do
     if [ ! -d "$dir/node_modules" ]; then
+        # an unpacked tarball (make distcheck: read-only sources) has no npm packages;
+        # under CONVO_REQUIRE_ALL=1 (scripts/test.sh, CI) that is a failure
         echo "node.sh: $dir/node_modules is missing: run scripts/install-deps.sh (npm ci)" >&2
+        if [ "${CONVO_REQUIRE_ALL:-0}" != 1 ]; then
+            echo "SKIP: the npm packages are not installed"
+            exit 77
+        fi
         echo "0 passed, 1 failed"
         exit 99
     fi
