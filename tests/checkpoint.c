@@ -491,7 +491,7 @@ START_TEST(test_log_length_and_fork)
     convo_store *s = open_store();
     const char *t = tid("log"), *branch = tid("log-branch");
     convo_error err;
-    char id[16], msg[64];
+    char id[24], msg[64];
     for (int turn = 0; turn < 4; turn++) {
         snprintf(msg, sizeof msg, "{\"role\":\"user\",\"content\":\"turn %d\"}", turn);
         const char *m = msg;

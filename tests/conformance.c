@@ -1305,7 +1305,7 @@ START_TEST(test_list_pagination)
     TID(p, "");
     char *names[25];
     for (int i = 0; i < 25; i++) {
-        char n[8];
+        char n[16];
         snprintf(n, sizeof n, "%02d", i);
         names[i] = strdup(n);
     }
@@ -2088,7 +2088,7 @@ static void *idempotent_worker(void *arg)
     convo_store *s = worker_begin(w);
     for (int r = 0; s && r < 10; r++) {
         pthread_barrier_wait(w->barrier);
-        char key[16], a[64], b[64];
+        char key[24], a[64], b[64];
         snprintf(key, sizeof key, "round-%d", r);
         snprintf(a, sizeof a, "{\"role\":\"user\",\"r\":%d,\"i\":0}", r);
         snprintf(b, sizeof b, "{\"role\":\"user\",\"r\":%d,\"i\":1}", r);

@@ -1649,7 +1649,7 @@ static size_t read_sql_files(sql_file *files, size_t max, const char *schema)
         size_t got = fread(text, 1, (1 << 20) - 1, f);
         fclose(f);
         ck_assert_msg(got > 0 && got < (1 << 20) - 1, "%s: %zu bytes", path, got);
-        snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+        memcpy(files[n].name, e->d_name, len + 1); /* len checked above */
         files[n].text = sql_fill(text, schema);
         files[n].used = 0;
         free(text);

@@ -332,7 +332,7 @@ START_TEST(test_delete_and_prune_leave_nothing)
     convo_store *s = open_db(path, NULL);
     append_n(s, "t", 2, NULL);
     for (int i = 0; i < 5; i++) {
-        char id[8], v[8];
+        char id[16], v[16];
         snprintf(id, sizeof id, "c%d", i);
         snprintf(v, sizeof v, "%d", i);
         put_cp(s, "t", id, v, v);
