@@ -1,6 +1,6 @@
 /* postgres.c — checks only the PostgreSQL driver needs, against a real server
  * (CONVO_TEST_POSTGRES_URL): URL parameters and schema names, migrations (also
- * from version 3 and 4 layouts), put with messages in one transaction, ttl and
+ * from version 3, 4 and 5 layouts), put with messages in one transaction, ttl and
  * sweep, HOT appends, reconnecting after a restart, error mapping, races across
  * processes, the cost of an append next to a raw INSERT, and each of the
  * driver's .sql files loaded on its own. Run by tests/postgres-extra.sh. */
@@ -274,9 +274,10 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5");
+    ck_assert_str_eq(versions, "1,2,3,4,5,6");
     free(versions);
-    /* every data table's primary key starts with thread_id (distributable by it) */
+    /* (v6) the thread table's primary key is the thread id; every other data
+     * table's starts with the thread's numeric key */
     snprintf(sql, sizeof sql,
              "SELECT string_agg(c.relname || ':' || a.attname, ' ' ORDER BY c.relname)"
              " FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
@@ -285,16 +286,16 @@ START_TEST(test_schema_created_and_versioned)
              " WHERE n.nspname = '%s' AND i.indisprimary AND c.relname <> 'schema_version'",
              schema_name("layout"));
     char *keys = query1(pg, sql);
-    ck_assert_str_eq(keys, "checkpoint_blobs:thread_id checkpoint_writes:thread_id "
-                           "checkpoints:thread_id idempotency_keys:thread_id "
-                           "messages:thread_id thread_extra:thread_id threads:thread_id");
+    ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_writes:tid checkpoints:tid "
+                           "idempotency_keys:tid messages:tid thread_extra:tid "
+                           "threads:thread_id");
     free(keys);
     /* reopening changes nothing */
     s = open_ok(schema_url("layout", NULL));
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 5);
+    ck_assert_int_eq(query_long(pg, sql), 6);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -369,7 +370,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 5);
+    ck_assert_int_eq(query_long(pg, sql), 6);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -579,7 +580,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5");
+    ck_assert_str_eq(v, "1,2,3,4,5,6");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -624,9 +625,18 @@ static long rows_of(PGconn *pg, const char *name, const char *thread)
                                          "checkpoint_blobs", "checkpoint_writes"};
     long n = 0;
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
-        char sql[256];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".%s WHERE thread_id = '%s'",
-                 schema_name(name), tables[i], thread);
+        /* (v6) a child row names its thread by key: the thread's rows, and
+         * any row whose key no thread has (left behind) */
+        char sql[512];
+        if (i == 0)
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE thread_id = '%s'",
+                     schema_name(name), thread);
+        else
+            snprintf(sql, sizeof sql,
+                     "SELECT count(*) FROM \"%s\".%s c WHERE c.tid IN (SELECT t.tid FROM"
+                     " \"%s\".threads t WHERE t.thread_id = '%s') OR NOT EXISTS (SELECT 1"
+                     " FROM \"%s\".threads t WHERE t.tid = c.tid)", schema_name(name),
+                     tables[i], schema_name(name), thread, schema_name(name));
         n += query_long(pg, sql);
     }
     return n;
@@ -684,41 +694,9 @@ START_TEST(test_corrupt_checkpoint_reported)
 }
 END_TEST
 
-/* Undoes migration 5 on a schema the driver created: what is left is the
- * version 4 layout as the driver made it (5 only added the sequence and
- * checkpoint_put_log and replaced checkpoint_put, whose version 4 body is
- * restored here verbatim: put_seq from the thread's own counter). */
-static const char v5_undo[] =
-    "DROP FUNCTION @S.checkpoint_put_log(text, text, text, text, jsonb, text, bytea, bigint,\n"
-    "    text[], text[], text[], bytea[], bytea[], text[], bigint, timestamptz, interval);\n"
-    "DROP SEQUENCE @S.checkpoint_put_seq;\n"
-    "CREATE OR REPLACE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text,\n"
-    "    p_parent text, p_metadata jsonb, p_body_type text, p_body bytea,\n"
-    "    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],\n"
-    "    p_values bytea[], p_at timestamptz, p_ttl interval) RETURNS void\n"
-    "LANGUAGE plpgsql AS $fn$\n"
-    "DECLARE\n"
-    "    pos bigint;\n"
-    "BEGIN\n"
-    "    SELECT c.checkpoint_seq INTO pos FROM @S.thread_claim(p_thread, p_ttl, p_at, true) c;\n"
-    "    INSERT INTO @S.checkpoint_blobs\n"
-    "        (thread_id, checkpoint_ns, channel, version, type, value)\n"
-    "    SELECT p_thread, p_ns, u.c, u.v, u.t, u.b\n"
-    "      FROM unnest(p_channels, p_versions, p_types, p_values) AS u(c, v, t, b)\n"
-    "     WHERE u.t IS NOT NULL\n"
-    "    ON CONFLICT DO NOTHING;\n"
-    "    INSERT INTO @S.checkpoints AS c (thread_id, checkpoint_ns, checkpoint_id, put_seq,\n"
-    "        parent_id, metadata, body_type, body, log_length, channels, versions, created_at)\n"
-    "    VALUES (p_thread, p_ns, p_id, pos, p_parent, p_metadata, p_body_type, p_body,\n"
-    "        p_log_length, p_channels, p_versions, p_at)\n"
-    "    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET\n"
-    "        parent_id = excluded.parent_id, metadata = excluded.metadata,\n"
-    "        body_type = excluded.body_type, body = excluded.body,\n"
-    "        log_length = excluded.log_length, channels = excluded.channels,\n"
-    "        versions = excluded.versions;\n"
-    "END\n"
-    "$fn$;\n"
-    "DELETE FROM @S.schema_version WHERE version = 5;\n";
+/* Schema `name` as a libconvo of that version left it (defined below, with
+ * the other readers of the driver's .sql files). */
+static void schema_at_version(const char *name, int version);
 
 /* Checkpoints put by version 4's checkpoint_put, so put_seq counts per
  * thread: a1 1, a2 2; b1 1, b2 4 (2 and 3 deleted); thread c's counter is
@@ -765,19 +743,16 @@ static long put_seq_of(PGconn *pg, const char *name, const char *id)
  * thread; new puts take the store-wide order, put with messages works. */
 START_TEST(test_migration_from_version_4)
 {
-    convo_store *s = open_ok(schema_url("v4", NULL));
-    convo_close(s);
+    schema_at_version("v4", 4);
     PGconn *pg = admin();
-    PQclear(PQexec(pg, "SET client_min_messages = warning"));
-    exec_in_schema(pg, schema_name("v4"), v5_undo);
     exec_in_schema(pg, schema_name("v4"), v4_data);
     ck_assert_int_eq(put_seq_of(pg, "v4", "b2"), 4);
-    s = open_ok(schema_url("v4", NULL));
+    convo_store *s = open_ok(schema_url("v4", NULL));
     char sql[512], ids[256];
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5");
+    ck_assert_str_eq(v, "1,2,3,4,5,6");
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -1060,9 +1035,10 @@ START_TEST(test_import_time_range)
             continue;
         }
         ck_assert_msg(rc == 0, "time %lld: %s", (long long)cases[k].at, err.message);
-        snprintf(sql, sizeof sql, "SELECT extract(year FROM created_at AT TIME ZONE 'UTC')"
-                 " FROM %s.messages WHERE thread_id = '%s'",
-                 schema_name("times"), thread);
+        snprintf(sql, sizeof sql, "SELECT extract(year FROM m.created_at AT TIME ZONE 'UTC')"
+                 " FROM %s.messages m JOIN %s.threads t ON t.tid = m.tid"
+                 " WHERE t.thread_id = '%s'",
+                 schema_name("times"), schema_name("times"), thread);
         ck_assert_int_eq(query_long(pg, sql), cases[k].year);
         convo_history *h;
         ck_assert_int_eq(convo_load(s, thread, NULL, &h, &err), 0);
@@ -1696,6 +1672,258 @@ static void sql_exec(PGconn *pg, sql_file *f)
     f->used++;
 }
 
+static void schema_at_version(const char *name, int version)
+{
+    static sql_file files[128];
+    drop_schema(name);
+    size_t n = read_sql_files(files, 128, schema_name(name));
+    sql_file *begin = sql_find(files, n, "migrate-begin.sql");
+    sql_file *record = sql_find(files, n, "migrate-record.sql");
+    ck_assert(begin && record);
+    PGconn *pg = admin();
+    PQclear(PQexec(pg, "SET client_min_messages = warning"));
+    sql_exec(pg, begin);
+    for (int v = 1; v <= version; v++) {
+        char file[64], number[16];
+        snprintf(file, sizeof file, "migrate-%d.sql", v);
+        sql_file *m = sql_find(files, n, file);
+        ck_assert_msg(m != NULL, "no %s", file);
+        sql_exec(pg, m);
+        snprintf(number, sizeof number, "%d", v);
+        const char *values[1] = {number};
+        PGresult *r = PQexecParams(pg, record->text, 1, NULL, values, NULL, NULL, 0);
+        ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "record %d: %s", v,
+                      PQresultErrorMessage(r));
+        PQclear(r);
+    }
+    free(query1(pg, "COMMIT"));
+    PQfinish(pg);
+    for (size_t i = 0; i < n; i++)
+        free(files[i].text);
+}
+
+/* What a version 5 store held, written by version 5's own functions: "a" with
+ * three messages (two under an idempotency key), an extra, checkpoints in two
+ * namespaces with channel values (one stored once for two checkpoints) and
+ * pending writes; "b" with an extra only; "live" with a deadline an hour
+ * ahead and a checkpoint; "dead" with messages, an extra and a checkpoint, its
+ * deadline passed. */
+static const char v5_data[] =
+    "SELECT @S.append('a', ARRAY[convert_to('{\"role\":\"user\",\"n\":0}', 'UTF8'),\n"
+    "    convert_to('{\"role\":\"assistant\",\"n\":1}', 'UTF8')], ARRAY['user', 'assistant'],\n"
+    "    '2026-01-02 03:04:05.123456+00', 'k1', -1, NULL);\n"
+    "SELECT @S.append('a', ARRAY['\\x7b7d00ff'::bytea], ARRAY['tool'],\n"
+    "    '2026-01-02 03:04:06.5+00', NULL, 2, NULL);\n"
+    "SELECT @S.save_extra('a', '{\"k\": 1, \"s\": \"x\"}', 100000, NULL);\n"
+    "SELECT @S.save_extra('b', '{\"z\": null}', 100000, NULL);\n"
+    "SELECT @S.checkpoint_put('a', '', 'c1', NULL, '{\"step\": 1}', 'json',\n"
+    "    convert_to('{\"body\":1}', 'UTF8'), 2, ARRAY['ch', 'x'], ARRAY['v1', 'v1'],\n"
+    "    ARRAY['json', 'bytes'], ARRAY[convert_to('1', 'UTF8'), '\\x00ff'::bytea],\n"
+    "    '2026-01-02 03:04:07+00', NULL);\n"
+    "SELECT @S.checkpoint_put('a', '', 'c2', 'c1', '{\"step\": 2}', 'json',\n"
+    "    convert_to('{\"body\":2}', 'UTF8'), 3, ARRAY['ch', 'x'], ARRAY['v2', 'v1'],\n"
+    "    ARRAY['json', NULL], ARRAY[convert_to('2', 'UTF8'), NULL],\n"
+    "    '2026-01-02 03:04:08+00', NULL);\n"
+    "SELECT @S.checkpoint_put('a', 'sub', 'c3', NULL, '{}', NULL, NULL, 3, '{}', '{}', '{}',\n"
+    "    '{}', '2026-01-02 03:04:09+00', NULL);\n"
+    "SELECT @S.checkpoint_put_writes('a', '', 'c2', 'task1', 'p', ARRAY[0, 1],\n"
+    "    ARRAY['ch', 'x'], ARRAY['json', 'json'],\n"
+    "    ARRAY[convert_to('\"w0\"', 'UTF8'), convert_to('\"w1\"', 'UTF8')], NULL);\n"
+    "SELECT @S.append('live', ARRAY[convert_to('{\"n\":0}', 'UTF8')], ARRAY['user'], now(),\n"
+    "    'k2', -1, interval '1 hour');\n"
+    "SELECT @S.checkpoint_put('live', '', 'l1', NULL, '{}', NULL, NULL, 1, '{}', '{}',\n"
+    "    '{}', '{}', now(), interval '1 hour');\n"
+    "SELECT @S.append('dead', ARRAY[convert_to('{\"n\":0}', 'UTF8')], ARRAY['user'], now(),\n"
+    "    'k3', -1, interval '1 hour');\n"
+    "SELECT @S.save_extra('dead', '{\"d\": 1}', 100000, interval '1 hour');\n"
+    "SELECT @S.checkpoint_put('dead', '', 'd1', NULL, '{}', NULL, NULL, 1, ARRAY['ch'],\n"
+    "    ARRAY['v1'], ARRAY['json'], ARRAY[convert_to('1', 'UTF8')], now(),\n"
+    "    interval '1 hour');\n"
+    "UPDATE @S.threads SET expires_at = now() - interval '1 s' WHERE thread_id = 'dead';\n";
+
+/* Every row of every table as text, each table's rows sorted: the version 5
+ * columns, read from the version 5 tables and from the version 6 ones (the
+ * thread id through the numeric key, the pairs split back). */
+static const char *const v5_rows[][2] = {
+    {"SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
+     "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads"},
+    {"SELECT thread_id, extra FROM @S.thread_extra",
+     "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid"},
+    {"SELECT thread_id, seq, role, created_at, body FROM @S.messages",
+     "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
+     " JOIN @S.threads t ON t.tid = m.tid"},
+    {"SELECT thread_id, key, first_seq, count, created_at FROM @S.idempotency_keys",
+     "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
+     " JOIN @S.threads t ON t.tid = k.tid"},
+    {"SELECT thread_id, checkpoint_ns, checkpoint_id, put_seq, parent_id, metadata, body_type,"
+     " body, log_length, channels, versions, created_at FROM @S.checkpoints",
+     "SELECT t.thread_id, c.checkpoint_ns, c.checkpoint_id, c.put_seq, c.parent_id, c.metadata,"
+     " c.body_type, c.body, c.log_length,"
+     " ARRAY(SELECT u.ch FROM @S.channel_versions(c.channel_versions) u),"
+     " ARRAY(SELECT u.ver FROM @S.channel_versions(c.channel_versions) u), c.created_at"
+     " FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid"},
+    {"SELECT thread_id, checkpoint_ns, channel, version, type, value FROM @S.checkpoint_blobs",
+     "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
+     " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid"},
+    {"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type,"
+     " value FROM @S.checkpoint_writes",
+     "SELECT t.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.task_path,"
+     " w.channel, w.type, w.value FROM @S.checkpoint_writes w JOIN @S.threads t"
+     " ON t.tid = w.tid"},
+};
+
+/* The rows of v5_rows' column `layout` (0: version 5, 1: version 6), one table a line. */
+static char *rows_as_text(PGconn *pg, const char *name, int layout)
+{
+    char *out = strdup("");
+    for (size_t i = 0; i < sizeof v5_rows / sizeof *v5_rows; i++) {
+        char sql[1024];
+        snprintf(sql, sizeof sql, "SELECT count(*) || ': ' || coalesce(string_agg(r::text, ' '"
+                 " ORDER BY r::text COLLATE \"C\"), '') FROM (%s) r", v5_rows[i][layout]);
+        char *filled = malloc(strlen(sql) * 2 + 256), *o = filled;
+        ck_assert_ptr_nonnull(filled);
+        for (const char *p = sql; *p;)
+            if (p[0] == '@' && p[1] == 'S') {
+                o += sprintf(o, "\"%s\"", schema_name(name));
+                p += 2;
+            } else {
+                *o++ = *p++;
+            }
+        *o = '\0';
+        char *rows = query1(pg, filled);
+        ck_assert_ptr_nonnull(rows);
+        char *more = malloc(strlen(out) + strlen(rows) + 2);
+        ck_assert_ptr_nonnull(more);
+        sprintf(more, "%s%s\n", out, rows);
+        free(out);
+        free(rows);
+        free(filled);
+        out = more;
+    }
+    return out;
+}
+
+/* A version 5 schema with data is migrated on open (one transaction, in
+ * place): every row comes back, the same, through the numeric key; the
+ * driver reads it all; the expired thread stays expired, the live one keeps
+ * its deadline; new writes work on every table. */
+START_TEST(test_migration_from_version_5)
+{
+    schema_at_version("v5", 5);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("v5"), v5_data);
+    char *before = rows_as_text(pg, "v5", 0);
+    ck_assert_msg(strstr(before, "3: ") != NULL, "v5 data: %s", before);
+    convo_store *s = open_ok(schema_url("v5", NULL));
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema_name("v5"));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "1,2,3,4,5,6");
+    free(v);
+    char *after = rows_as_text(pg, "v5", 1);
+    ck_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    /* no text thread id left in a child table, and the put index is gone */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
+             " AND column_name = 'thread_id' AND table_name <> 'threads'", schema_name("v5"));
+    ck_assert_int_eq(query_long(pg, sql), 0);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s'"
+             " AND tablename = 'checkpoints'", schema_name("v5"));
+    ck_assert_int_eq(query_long(pg, sql), 2);
+    /* messages, extra and key through the driver */
+    convo_error err;
+    convo_history *h;
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.with_extra = 1;
+    ck_assert_int_eq(convo_load(s, "a", &lo, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 3);
+    size_t len;
+    ck_assert_str_eq(convo_history_message(h, 1, &len), "{\"role\":\"assistant\",\"n\":1}");
+    ck_assert_int_eq(len, 26);
+    ck_assert_int_eq(convo_history_created_at(h, 0), 1767323045123456LL);
+    const char *third = convo_history_message(h, 2, &len);
+    ck_assert_int_eq(len, 4);
+    ck_assert(memcmp(third, "{}\0\xff", 4) == 0);
+    ck_assert_str_eq(convo_history_extra(h), "{\"k\":1,\"s\":\"x\"}");
+    convo_history_free(h);
+    ck_assert_int_eq(convo_load(s, "b", &lo, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 0);
+    ck_assert_str_eq(convo_history_extra(h), "{\"z\":null}");
+    convo_history_free(h);
+    const char *batch[] = {"{\"role\":\"user\",\"n\":0}", "{\"role\":\"assistant\",\"n\":1}"};
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.idempotency_key = "k1";
+    convo_append_result res;
+    ck_assert_int_eq(convo_append(s, "a", batch, NULL, 2, &o, &res, &err), 0);
+    ck_assert(res.replayed && res.first_seq == 0 && res.count == 2);
+    /* checkpoints: the latest, one by id, the list in put order */
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "", NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c2");
+    ck_assert_str_eq(convo_checkpoint_parent_id(cp), "c1");
+    ck_assert_int_eq(convo_checkpoint_log_length(cp), 3);
+    ck_assert_int_eq(convo_checkpoint_body(cp).len, 10);
+    ck_assert_int_eq(convo_checkpoint_channel_count(cp), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const char *version;
+        convo_blob value;
+        const char *ch = convo_checkpoint_channel(cp, i, &version, &value);
+        if (strcmp(ch, "ch") == 0) {
+            ck_assert_str_eq(version, "v2");
+            ck_assert(value.len == 1 && memcmp(value.bytes, "2", 1) == 0);
+        } else {
+            ck_assert_str_eq(ch, "x");
+            ck_assert_str_eq(version, "v1"); /* stored by c1, shared */
+            ck_assert(value.len == 2 && memcmp(value.bytes, "\0\xff", 2) == 0);
+        }
+    }
+    ck_assert_int_eq(convo_checkpoint_write_count(cp), 2);
+    convo_checkpoint_free(cp);
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "", "c1", &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_metadata(cp), "{\"step\":1}");
+    ck_assert_int_eq(convo_checkpoint_write_count(cp), 0);
+    convo_checkpoint_free(cp);
+    char ids[256];
+    list_ids(s, "a", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "c3 c2 c1");
+    /* ttl: the live thread keeps its deadline, the dead one stays dead */
+    ck_assert_int_eq(length_of(s, "live"), 1);
+    list_ids(s, "live", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "l1");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE thread_id = 'live'"
+             " AND expires_at > now() + interval '50 minutes'", schema_name("v5"));
+    ck_assert_int_eq(query_long(pg, sql), 1);
+    h = NULL;
+    ck_assert_int_eq(convo_load(s, "dead", NULL, &h, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(convo_checkpoint_get(s, "dead", "", NULL, &cp, &err), CONVO_ENOTFOUND);
+    ck_assert(list_has(s, "a") && list_has(s, "b") && list_has(s, "live") && !list_has(s, "dead"));
+    /* writing to the dead thread starts it afresh: its old rows go */
+    ck_assert_int_eq(append1(s, "dead", &err), 0);
+    ck_assert_int_eq(length_of(s, "dead"), 1);
+    ck_assert_int_eq(rows_of(pg, "v5", "dead"), 2); /* the thread and its message */
+    /* new writes on the migrated schema */
+    ck_assert_int_eq(append1(s, "a", &err), 0);
+    ck_assert_int_eq(length_of(s, "a"), 4);
+    put_checkpoint(s, "a", "c4");
+    list_ids(s, "a", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "c4 c3 c2 c1");
+    ck_assert_int_eq(append1(s, "new", &err), 0);
+    ck_assert_int_eq(convo_thread_fork(s, "a", "fork", 2, &err), 0);
+    ck_assert_int_eq(length_of(s, "fork"), 2);
+    ck_assert_int_eq(convo_checkpoint_prune(s, "a", 1, &err), 0);
+    list_ids(s, "a", NULL, NULL, ids, sizeof ids);
+    ck_assert_str_eq(ids, "c4 c3");
+    ck_assert_int_eq(convo_thread_delete(s, "a", &err), 0);
+    ck_assert_int_eq(rows_of(pg, "v5", "a"), 0);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("v5");
+}
+END_TEST
+
 /* Migrations from an empty schema, each in order on its own and recorded (as
  * the driver runs them: migrate-begin.sql, then each migrate-N.sql with
  * migrate-record.sql, then COMMIT); version.sql then says the last N. Then,
@@ -1736,7 +1964,7 @@ START_TEST(test_sql_files_load_on_their_own)
     }
     record->used++;
     free(query1(pg, "COMMIT"));
-    ck_assert_int_ge(last, 5);
+    ck_assert_int_ge(last, 6);
     char *at = query1(pg, version->text);
     ck_assert_msg(at && atoi(at) == last, "version.sql says %s after migrate-%d.sql", at, last);
     free(at);
@@ -1806,6 +2034,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_schemas_are_separate);
     tcase_add_test(tc, test_migration_from_version_3);
     tcase_add_test(tc, test_migration_from_version_4);
+    tcase_add_test(tc, test_migration_from_version_5);
     tcase_add_test(tc, test_sql_files_load_on_their_own);
     suite_add_tcase(s, tc);
     tc = tcase_create("ttl");

@@ -8,9 +8,9 @@ WITH alloc AS (
         updated_at = excluded.updated_at, expires_at = excluded.expires_at
      WHERE ($5::int8 < 0 OR t.length = $5::int8)
        AND (t.expires_at IS NULL OR t.expires_at > now())
-    RETURNING t.length - cardinality($2::bytea[]) AS first_seq),
+    RETURNING t.tid, t.length - cardinality($2::bytea[]) AS first_seq),
 ins AS (
-    INSERT INTO @S.messages (thread_id, seq, role, created_at, body)
-    SELECT $1::text, a.first_seq + u.o - 1, u.r, $4::timestamptz, u.b
+    INSERT INTO @S.messages (tid, seq, created_at, role, body)
+    SELECT a.tid, a.first_seq + u.o - 1, $4::timestamptz, u.r, u.b
       FROM alloc a, unnest($2::bytea[], $3::text[]) WITH ORDINALITY AS u(b, r, o))
 SELECT first_seq FROM alloc

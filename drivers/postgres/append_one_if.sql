@@ -5,7 +5,7 @@ WITH alloc AS (
         expires_at = now() + $6::interval
      WHERE t.thread_id = $1::text AND t.length = $5::int8
        AND (t.expires_at IS NULL OR t.expires_at > now())
-    RETURNING t.length - 1 AS first_seq)
-INSERT INTO @S.messages (thread_id, seq, role, created_at, body)
-SELECT $1::text, a.first_seq, $3::text, $4::timestamptz, $2::bytea FROM alloc a
+    RETURNING t.tid, t.length - 1 AS first_seq)
+INSERT INTO @S.messages (tid, seq, created_at, role, body)
+SELECT a.tid, a.first_seq, $4::timestamptz, $3::text, $2::bytea FROM alloc a
 RETURNING seq

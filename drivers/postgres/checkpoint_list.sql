@@ -5,34 +5,34 @@
 -- the whole store, so `before` compares with every thread's.
 -- Rows as in checkpoint_get.sql; only checkpoints of live threads.
 WITH bp AS (
-    SELECT min(c.put_seq) AS p FROM @S.checkpoints c
-      JOIN @S.threads t ON t.thread_id = c.thread_id
+    SELECT min(c.put_seq) AS p FROM @S.threads t
+      JOIN @S.checkpoints c ON c.tid = t.tid
+     WHERE $3::text IS NOT NULL AND t.thread_id = $6::text
        AND (t.expires_at IS NULL OR t.expires_at > now())
-     WHERE $3::text IS NOT NULL AND c.thread_id = $6::text
        AND c.checkpoint_ns = $7::text AND c.checkpoint_id = $3::text),
 sel AS (
-    SELECT c.*, row_number() OVER (ORDER BY c.thread_id, c.put_seq DESC) AS r
-      FROM @S.checkpoints c
-      JOIN @S.threads t ON t.thread_id = c.thread_id
-       AND (t.expires_at IS NULL OR t.expires_at > now()), bp
-     WHERE ($1::text IS NULL OR c.thread_id = $1::text)
+    SELECT c.*, t.thread_id, row_number() OVER (ORDER BY t.thread_id, c.put_seq DESC) AS r
+      FROM @S.threads t
+      JOIN @S.checkpoints c ON c.tid = t.tid, bp
+     WHERE (t.expires_at IS NULL OR t.expires_at > now())
+       AND ($1::text IS NULL OR t.thread_id = $1::text)
        AND ($2::text IS NULL OR c.checkpoint_ns = $2::text)
        AND ($3::text IS NULL OR c.put_seq < bp.p)
        AND ($4::text IS NULL OR c.metadata @> $4::text::jsonb)
-     ORDER BY c.thread_id, c.put_seq DESC LIMIT $5::int8)
+     ORDER BY t.thread_id, c.put_seq DESC LIMIT $5::int8)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
        s.metadata::text, NULL::text, s.log_length, s.created_at, s.body_type, s.body
   FROM sel s
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
-  FROM sel s CROSS JOIN LATERAL unnest(s.channels, s.versions) AS u(ch, ver)
-  LEFT JOIN @S.checkpoint_blobs v ON v.thread_id = s.thread_id
+  FROM sel s CROSS JOIN LATERAL @S.channel_versions(s.channel_versions) AS u
+  LEFT JOIN @S.checkpoint_blobs v ON v.tid = s.tid
    AND v.checkpoint_ns = s.checkpoint_ns AND v.channel = u.ch AND v.version = u.ver
 UNION ALL
 SELECT 2, s.r, NULL, NULL, NULL, w.task_id, w.task_path, w.channel, w.idx, NULL, w.type,
        w.value
   FROM sel s JOIN @S.checkpoint_writes w
-    ON w.thread_id = s.thread_id AND w.checkpoint_ns = s.checkpoint_ns
+    ON w.tid = s.tid AND w.checkpoint_ns = s.checkpoint_ns
    AND w.checkpoint_id = s.checkpoint_id
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL

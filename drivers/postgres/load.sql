@@ -8,9 +8,9 @@
 SELECT r.length,
        CASE WHEN $5::bool AND (m.seq IS NULL OR m.seq = r.f)
        THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x
-                       WHERE x.thread_id = $1::text), '{}') END,
+                       WHERE x.tid = r.tid), '{}') END,
        m.seq, m.role, m.created_at, m.body
-  FROM (SELECT t.length, b.f,
+  FROM (SELECT t.tid, t.length, b.f,
                CASE WHEN $3::int8 > 0 AND $3::int8 < t.length - b.f THEN b.f + $3::int8
                ELSE t.length END AS e
           FROM @S.threads t,
@@ -19,6 +19,6 @@ SELECT r.length,
                    AS f) b
          WHERE t.thread_id = $1::text AND (t.expires_at IS NULL OR t.expires_at > now())) r
   LEFT JOIN LATERAL (SELECT seq, role, created_at, body FROM @S.messages
-                      WHERE thread_id = $1::text AND seq >= r.f AND seq < r.e
+                      WHERE tid = r.tid AND seq >= r.f AND seq < r.e
                       ORDER BY seq) m
     ON true
