@@ -309,7 +309,13 @@ CREATE OR REPLACE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text
 LANGUAGE plpgsql AS $fn$
 DECLARE
     v_tid bigint;
+    pairs text[] := '{}';
 BEGIN
+    -- channel_pairs() as simple expressions: a call of the SQL function, or a
+    -- subquery, would start an executor (and plan the function) on every put
+    FOR i IN 1 .. coalesce(cardinality(p_channels), 0) LOOP
+        pairs := pairs || p_channels[i] || p_versions[i];
+    END LOOP;
     -- the thread's row lock keeps prune and delete out; the position is taken
     -- under it, so a later put of the same thread always gets a higher one
     SELECT c.tid INTO v_tid FROM @S.thread_claim(p_thread, p_ttl, p_at) c;
@@ -321,8 +327,7 @@ BEGIN
     INSERT INTO @S.checkpoints AS c (tid, put_seq, log_length, created_at, checkpoint_ns,
         checkpoint_id, parent_id, body_type, metadata, channel_versions, body)
     VALUES (v_tid, nextval('@S.checkpoint_put_seq'), p_log_length, p_at, p_ns, p_id,
-        p_parent, p_body_type, p_metadata, @S.channel_pairs(p_channels, p_versions),
-        p_body)
+        p_parent, p_body_type, p_metadata, pairs, p_body)
     ON CONFLICT (tid, checkpoint_ns, checkpoint_id) DO UPDATE SET
         parent_id = excluded.parent_id, metadata = excluded.metadata,
         body_type = excluded.body_type, body = excluded.body,
