@@ -1,4 +1,4 @@
-/* fuzz_dump.c — libFuzzer target for the dump reader (convo_import, lib/dump.c)
+/* fuzz_dump.c — libFuzzer target for the dump reader (convo_import, lib/import.c)
  * into a fresh memory: store: any input must end in 0 or a clean error, never a
  * crash or a leak. Frames' checksums are recomputed in a second pass so that
  * mutations reach the record decoder; whatever imports must export and import
