@@ -418,7 +418,9 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
         else if (cp->expected_length < 0)
             rc = convo__error(err, CONVO_EINVAL, NULL,
                               "a put with messages needs expected_length >= 0");
-        else if (cp->log_length > cp->expected_length + (int64_t)nmessages)
+        /* both are >= 0: the difference cannot overflow, as the sum can */
+        else if (cp->log_length > cp->expected_length &&
+                 (uint64_t)(cp->log_length - cp->expected_length) > nmessages)
             rc = convo__error(err, CONVO_EINVAL, NULL,
                               "log_length %lld is past the %lld messages the thread will have",
                               (long long)cp->log_length,

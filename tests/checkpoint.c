@@ -783,6 +783,117 @@ START_TEST(test_list_before_across_threads)
 }
 END_TEST
 
+/* expected_length near INT64_MAX: the bound on log_length must not overflow
+ * (it wrapped to a negative sum: CONVO_EINVAL, and undefined behaviour); the
+ * thread does not have that many messages, so it is a conflict. */
+START_TEST(test_put_log_huge_expected_length)
+{
+    convo_store *s = open_store();
+    const char *t = tid("put-log-huge");
+    const char *msg[] = {"{\"role\":\"user\",\"content\":\"one\"}"};
+    convo_error err;
+    int rc = put_log(s, t, "c1", msg, 1, INT64_MAX, 0, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "%d %s", rc, err.message);
+    rc = put_log(s, t, "c1", msg, 1, INT64_MAX - 1, INT64_MAX, &err);
+    ck_assert_msg(rc == CONVO_ECONFLICT, "%d %s", rc, err.message);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), -1);
+    convo_close(s);
+}
+END_TEST
+
+/* The URL with param added. */
+static char *url_with(const char *param)
+{
+    size_t n = strlen(url);
+    char *out = malloc(n + strlen(param) + 2);
+    ck_assert_ptr_nonnull(out);
+    const char *sep = strchr(url, '?') ? (n && (url[n - 1] == '?' || url[n - 1] == '&') ? "" : "&")
+                                       : "?";
+    sprintf(out, "%s%s%s", url, sep, param);
+    return out;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* With ttl, a put with messages gives the thread a new deadline, as append
+ * does: its messages and checkpoints outlive the first put's deadline. After
+ * the deadline a conflicting put creates nothing, and the thread starts anew
+ * at 0, without the checkpoints of before. */
+START_TEST(test_put_log_ttl)
+{
+    convo_store *plain = open_store();
+    if (strcmp(convo_store_driver(plain), "memory") == 0) { /* no ttl there */
+        convo_close(plain);
+        return;
+    }
+    convo_close(plain);
+    char *u = url_with("ttl=2");
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_msg(convo_open(&s, u, &err) == 0, "%s", err.message);
+    const char *t = tid("put-log-ttl");
+    const char *msg[] = {"{\"role\":\"user\",\"content\":\"one\"}"};
+    ck_assert_msg(put_log(s, t, "c1", msg, 1, 0, 1, &err) == 0, "%s", err.message);
+    sleep_ms(1300);
+    ck_assert_msg(put_log(s, t, "c2", msg, 1, 1, 2, &err) == 0, "%s", err.message);
+    sleep_ms(1300); /* past c1's deadline, before c2's */
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 2);
+    ck_assert(checkpoint_exists(s, t, "c1", NULL));
+    ck_assert(checkpoint_exists(s, t, "c2", NULL));
+    char ids[16][64];
+    size_t n = 0;
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = t;
+    convo_checkpoint_set *set = NULL;
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_set_count(set), 2);
+    convo_checkpoint_set_free(set);
+    sleep_ms(2300); /* past every deadline */
+    ck_assert_int_eq(put_log(s, t, "c3", msg, 1, 2, 3, &err), CONVO_ECONFLICT);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), -1);
+    ck_assert(!checkpoint_exists(s, t, "c2", NULL));
+    ck_assert_msg(put_log(s, t, "c3", msg, 1, 0, 1, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(thread_messages(s, t, NULL, NULL), 1);
+    ck_assert(!checkpoint_exists(s, t, "c1", NULL));
+    ck_assert(!checkpoint_exists(s, t, "c2", NULL));
+    ck_assert_int_eq(list_before(s, t, NULL, "c3", NULL, NULL, NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(list_before(s, NULL, NULL, "c2", t, "", NULL, ids, &n), CONVO_ENOTFOUND);
+    convo_close(s);
+    free(u);
+}
+END_TEST
+
+/* A checkpoint put again with messages keeps its place in the put order. */
+START_TEST(test_put_log_replace_keeps_order)
+{
+    convo_store *s = open_store();
+    const char *a = tid("replace-a"), *b = tid("replace-b");
+    const char *msg[] = {"{\"role\":\"user\",\"content\":\"one\"}"};
+    convo_error err;
+    char ids[16][64];
+    size_t n = 0;
+    ck_assert_msg(put_log(s, a, "a1", msg, 1, 0, 1, &err) == 0, "%s", err.message);
+    ck_assert_msg(put_log(s, b, "b1", msg, 1, 0, 1, &err) == 0, "%s", err.message);
+    ck_assert_msg(put_log(s, a, "a1", msg, 1, 1, 2, &err) == 0, "%s", err.message);
+    int64_t ll = -1;
+    ck_assert(checkpoint_exists(s, a, "a1", &ll));
+    ck_assert_int_eq(ll, 2);
+    ck_assert_int_eq(thread_messages(s, a, NULL, NULL), 2);
+    ck_assert_int_eq(list_before(s, a, NULL, "b1", b, "", NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(ids[0], "a1");
+    ck_assert_int_eq(list_before(s, b, NULL, "a1", a, "", NULL, ids, &n), 0);
+    ck_assert_int_eq(n, 0);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -810,6 +921,9 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_put_log_conflict);
     tcase_add_test(tc, test_put_log_invalid);
     tcase_add_test(tc, test_list_before_across_threads);
+    tcase_add_test(tc, test_put_log_huge_expected_length);
+    tcase_add_test(tc, test_put_log_ttl);
+    tcase_add_test(tc, test_put_log_replace_keeps_order);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);
