@@ -21,7 +21,7 @@ set -eu
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 BUILD_PKGS="build-essential autoconf automake libtool pkg-config
-  libsqlite3-dev libhiredis-dev libpq-dev libmongoc-dev libbson-dev
+  libsqlite3-dev libhiredis-dev libpq-dev zlib1g-dev libmongoc-dev libbson-dev
   libjansson-dev libmsgpack-dev check"
 TEST_PKGS="redis-server postgresql postgresql-client nodejs npm valgrind python3
   clang libclang-rt-14-dev bsdutils"

@@ -274,7 +274,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5,6");
+    ck_assert_str_eq(versions, "1,2,3,4,5,6,7");
     free(versions);
     /* (v6) the thread table's primary key is the thread id; every other data
      * table's starts with the thread's numeric key */
@@ -295,7 +295,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 6);
+    ck_assert_int_eq(query_long(pg, sql), 7);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -370,7 +370,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 6);
+    ck_assert_int_eq(query_long(pg, sql), 7);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -580,7 +580,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -752,7 +752,7 @@ START_TEST(test_migration_from_version_4)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -1742,17 +1742,25 @@ static const char v5_data[] =
     "UPDATE @S.threads SET expires_at = now() - interval '1 s' WHERE thread_id = 'dead';\n";
 
 /* Every row of every table as text, each table's rows sorted: the version 5
- * columns, read from the version 5 tables and from the version 6 ones (the
- * thread id through the numeric key, the pairs split back). */
-static const char *const v5_rows[][2] = {
+ * columns, read from the version 5 tables, from the version 6 ones (the
+ * thread id through the numeric key, the pairs split back) and from the
+ * version 7 ones (a body as given: its first byte 0, then the body; NULL
+ * otherwise). */
+static const char *const v5_rows[][3] = {
     {"SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
+     "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads"},
     {"SELECT thread_id, extra FROM @S.thread_extra",
+     "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid"},
     {"SELECT thread_id, seq, role, created_at, body FROM @S.messages",
      "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
+     " JOIN @S.threads t ON t.tid = m.tid",
+     "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
      " JOIN @S.threads t ON t.tid = m.tid"},
     {"SELECT thread_id, key, first_seq, count, created_at FROM @S.idempotency_keys",
+     "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
+     " JOIN @S.threads t ON t.tid = k.tid",
      "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
      " JOIN @S.threads t ON t.tid = k.tid"},
     {"SELECT thread_id, checkpoint_ns, checkpoint_id, put_seq, parent_id, metadata, body_type,"
@@ -1761,18 +1769,30 @@ static const char *const v5_rows[][2] = {
      " c.body_type, c.body, c.log_length,"
      " ARRAY(SELECT u.ch FROM @S.channel_versions(c.channel_versions) u),"
      " ARRAY(SELECT u.ver FROM @S.channel_versions(c.channel_versions) u), c.created_at"
+     " FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid",
+     "SELECT t.thread_id, c.checkpoint_ns, c.checkpoint_id, c.put_seq, c.parent_id, c.metadata,"
+     " c.body_type, CASE WHEN get_byte(c.body, 0) = 0"
+     " THEN substring(c.body FROM 2) END, c.log_length,"
+     " ARRAY(SELECT u.ch FROM @S.channel_versions(c.channel_versions) u),"
+     " ARRAY(SELECT u.ver FROM @S.channel_versions(c.channel_versions) u), c.created_at"
      " FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid"},
     {"SELECT thread_id, checkpoint_ns, channel, version, type, value FROM @S.checkpoint_blobs",
+     "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
+     " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid",
      "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
      " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid"},
     {"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type,"
      " value FROM @S.checkpoint_writes",
      "SELECT t.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.task_path,"
      " w.channel, w.type, w.value FROM @S.checkpoint_writes w JOIN @S.threads t"
+     " ON t.tid = w.tid",
+     "SELECT t.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.task_path,"
+     " w.channel, w.type, w.value FROM @S.checkpoint_writes w JOIN @S.threads t"
      " ON t.tid = w.tid"},
 };
 
-/* The rows of v5_rows' column `layout` (0: version 5, 1: version 6), one table a line. */
+/* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7),
+ * one table a line. */
 static char *rows_as_text(PGconn *pg, const char *name, int layout)
 {
     char *out = strdup("");
@@ -1819,9 +1839,9 @@ START_TEST(test_migration_from_version_5)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v5"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
     free(v);
-    char *after = rows_as_text(pg, "v5", 1);
+    char *after = rows_as_text(pg, "v5", 2);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
@@ -1921,6 +1941,96 @@ START_TEST(test_migration_from_version_5)
     convo_close(s);
     PQfinish(pg);
     drop_schema("v5");
+}
+END_TEST
+
+/* A version 6 schema with data is migrated on open: every body gets the byte
+ * that says "as given" and nothing else changes; the driver reads the bodies
+ * back; a body put now is deflated when that makes it smaller, and stored as
+ * given when not. */
+START_TEST(test_migration_from_version_6)
+{
+    schema_at_version("v6", 6);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("v6"), v5_data);
+    char *before = rows_as_text(pg, "v6", 1);
+    ck_assert_msg(strstr(before, "7b22626f6479223a327d") != NULL, "v6 data: %s", before);
+    convo_store *s = open_ok(schema_url("v6", NULL));
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema_name("v6"));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
+    free(v);
+    char *after = rows_as_text(pg, "v6", 2);
+    ck_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    convo_error err;
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "", "c2", &cp, &err), 0);
+    ck_assert(convo_checkpoint_body(cp).len == 10 &&
+              memcmp(convo_checkpoint_body(cp).bytes, "{\"body\":2}", 10) == 0);
+    ck_assert_str_eq(convo_checkpoint_body(cp).type, "json");
+    convo_checkpoint_free(cp);
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "sub", "c3", &cp, &err), 0);
+    ck_assert_ptr_null(convo_checkpoint_body(cp).type);
+    convo_checkpoint_free(cp);
+    /* new bodies: a repetitive one deflated, a short one and an empty one as given */
+    char big[2000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = "{\"k\":\"0123456789\"},"[i % 19];
+    const struct { const char *id; const char *bytes; size_t len; int kind; } bodies[] = {
+        {"z1", big, sizeof big, 1}, {"z2", "{\"short\":1}", 11, 0}, {"z3", "", 0, 0},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        convo_checkpoint_in in = CONVO_CHECKPOINT_IN_INIT;
+        in.thread_id = "z";
+        in.checkpoint_id = bodies[i].id;
+        in.body = (convo_blob){"json", bodies[i].bytes, bodies[i].len};
+        ck_assert_msg(convo_checkpoint_put(s, &in, &err) == 0, "put: %s", err.message);
+        snprintf(sql, sizeof sql, "SELECT get_byte(c.body, 0) * 100000 + octet_length(c.body)"
+                 " FROM \"%s\".checkpoints c WHERE c.checkpoint_id = '%s'",
+                 schema_name("v6"), bodies[i].id);
+        long stored = query_long(pg, sql);
+        ck_assert_int_eq(stored / 100000, bodies[i].kind);
+        if (bodies[i].kind == 1)
+            ck_assert_int_lt(stored % 100000, 200);
+        else
+            ck_assert_int_eq(stored % 100000, (long)bodies[i].len + 1);
+        ck_assert_int_eq(convo_checkpoint_get(s, "z", "", bodies[i].id, &cp, &err), 0);
+        ck_assert_int_eq(convo_checkpoint_body(cp).len, bodies[i].len);
+        ck_assert(bodies[i].len == 0 ||
+                  memcmp(convo_checkpoint_body(cp).bytes, bodies[i].bytes, bodies[i].len) == 0);
+        convo_checkpoint_free(cp);
+    }
+    /* a stored body in neither form, or deflated wrong, is corrupt, not returned */
+    static const char *const broken[] = {
+        "'\\x02'::bytea || body",                   /* unknown first byte */
+        "'\\x'::bytea",                             /* no first byte */
+        "'\\x01000007d0'::bytea || substring(body FROM 6 FOR 20)", /* stream cut */
+        "'\\x01000007d1'::bytea || substring(body FROM 6)",        /* length wrong */
+        "'\\x01000000'::bytea",                     /* no length */
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
+        snprintf(sql, sizeof sql, "UPDATE \"%s\".checkpoints SET body = %s"
+                 " WHERE checkpoint_id = 'z%zu'", schema_name("v6"), broken[i], i + 4);
+        convo_checkpoint_in in = CONVO_CHECKPOINT_IN_INIT;
+        char id[8];
+        snprintf(id, sizeof id, "z%zu", i + 4);
+        in.thread_id = "z";
+        in.checkpoint_id = id;
+        in.body = (convo_blob){"json", big, sizeof big};
+        ck_assert_int_eq(convo_checkpoint_put(s, &in, &err), 0);
+        free(query1(pg, sql));
+        cp = NULL;
+        ck_assert_msg(convo_checkpoint_get(s, "z", "", id, &cp, &err) == CONVO_ECORRUPT,
+                      "broken body %zu read", i);
+        ck_assert_ptr_null(cp);
+    }
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("v6");
 }
 END_TEST
 
@@ -2035,6 +2145,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_migration_from_version_3);
     tcase_add_test(tc, test_migration_from_version_4);
     tcase_add_test(tc, test_migration_from_version_5);
+    tcase_add_test(tc, test_migration_from_version_6);
     tcase_add_test(tc, test_sql_files_load_on_their_own);
     suite_add_tcase(s, tc);
     tc = tcase_create("ttl");

@@ -3,12 +3,86 @@
  * checkpoint comes back from rows of one statement, one row per item. */
 #include "config.h"
 #include "pg_int.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 static const void *bytes_or_empty(const void *bytes)
 {
     return bytes ? bytes : ""; /* NULL would be an SQL NULL, not zero bytes */
+}
+
+/* A checkpoint body as stored (layout v7, docs/postgres.md): one byte 0 and
+ * the body as given, or, when deflating makes it smaller, one byte 1, the
+ * body's length (4 bytes, big-endian) and its zlib stream. PostgreSQL
+ * compresses nothing in a row under about 2 kB, and bodies are mostly JSON or
+ * msgpack: a LangGraph-shaped body of 526 bytes is stored in 210. */
+enum { BODY_AS_GIVEN = 0, BODY_DEFLATED = 1, BODY_DEFLATE_MIN = 64 };
+
+static uint32_t get32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+static int body_encode(const convo_blob *body, char **out, int *out_len)
+{
+    size_t len = body->len;
+    if (len > (size_t)INT_MAX - 16)
+        return CONVO_ETOOLARGE;
+    uLong bound = len >= BODY_DEFLATE_MIN && len <= UINT32_MAX ? compressBound((uLong)len) : 0;
+    char *buf = malloc(1 + (bound > len ? bound + 4 : len));
+    if (!buf)
+        return CONVO_ENOMEM;
+    uLongf zlen = bound;
+    if (bound > 0 && compress2((Bytef *)buf + 5, &zlen, (const Bytef *)body->bytes, (uLong)len,
+                               Z_DEFAULT_COMPRESSION) == Z_OK && 5 + zlen < 1 + len) {
+        buf[0] = BODY_DEFLATED;
+        put32(buf + 1, (uint32_t)len);
+        *out_len = (int)(5 + zlen);
+    } else {
+        buf[0] = BODY_AS_GIVEN;
+        if (len > 0)
+            memcpy(buf + 1, body->bytes, len);
+        *out_len = (int)(1 + len);
+    }
+    *out = buf;
+    return 0;
+}
+
+/* The body of a stored one into *out (malloc'd, or NULL for none: *len 0);
+ * CONVO_ECORRUPT when it is neither form. */
+static int body_decode(const char *stored, size_t n, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (n >= 1 && stored[0] == BODY_AS_GIVEN) {
+        if (n == 1)
+            return 0;
+        if (!(*out = malloc(n - 1)))
+            return CONVO_ENOMEM;
+        memcpy(*out, stored + 1, n - 1);
+        *len = n - 1;
+        return 0;
+    }
+    if (n < 5 || stored[0] != BODY_DEFLATED)
+        return CONVO_ECORRUPT;
+    uint32_t want = get32(stored + 1);
+    if (want == 0 || want > (uint32_t)INT_MAX)
+        return CONVO_ECORRUPT;
+    char *buf = malloc(want);
+    if (!buf)
+        return CONVO_ENOMEM;
+    uLongf got = want;
+    if (uncompress((Bytef *)buf, &got, (const Bytef *)stored + 5, (uLong)(n - 5)) != Z_OK ||
+        got != want) {
+        free(buf);
+        return CONVO_ECORRUPT;
+    }
+    *out = buf;
+    *len = want;
+    return 0;
 }
 
 /* Every channel's name and version, and type and value where it brings one. */
@@ -49,6 +123,7 @@ typedef struct cp_params {
     const char *values[14];
     int lens[14];
     char *arrays[4];
+    char *body; /* as stored: body_encode() */
     char log_length[8], at[8];
 } cp_params;
 
@@ -58,17 +133,19 @@ static int checkpoint_params(const convo_backend *b, const convo_checkpoint_in *
     int rc = encode_channels(cp, p->arrays, &p->lens[8]);
     if (rc != 0)
         return rc;
+    int body_len = 0;
+    if (cp->body.type && (rc = body_encode(&cp->body, &p->body, &body_len)) != 0)
+        return rc;
     put64(p->log_length, (uint64_t)cp->log_length);
     put64(p->at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
     const char *values[14] = {cp->thread_id, cp->checkpoint_ns, cp->checkpoint_id,
                               cp->parent_id, cp->metadata_json, cp->body.type,
-                              cp->body.type ? bytes_or_empty(cp->body.bytes) : NULL,
-                              p->log_length, p->arrays[0], p->arrays[1], p->arrays[2],
+                              p->body, p->log_length, p->arrays[0], p->arrays[1], p->arrays[2],
                               p->arrays[3], p->at, b->ttl};
     memcpy(p->values, values, sizeof values);
     for (int i = 0; i < 6; i++)
         p->lens[i] = values[i] ? (int)strlen(values[i]) : 0;
-    p->lens[6] = cp->body.type ? (int)cp->body.len : 0;
+    p->lens[6] = body_len;
     p->lens[7] = 8;
     p->lens[12] = 8;
     p->lens[13] = TTL_LEN;
@@ -79,6 +156,7 @@ static void checkpoint_params_free(cp_params *p)
 {
     for (int i = 0; i < 4; i++)
         free(p->arrays[i]);
+    free(p->body);
 }
 
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
@@ -191,22 +269,34 @@ static const char *text_or_null(const PGresult *r, int row, int col)
 }
 
 /* The checkpoint of a kind-0 row into *out: CONVO_ECORRUPT when its metadata
- * is not an object or its log length is negative (nothing convo writes). */
+ * is not an object, its log length is negative or its body is in neither
+ * stored form (nothing convo writes). */
 static int checkpoint_from_row(const PGresult *r, int row, convo_checkpoint **out)
 {
     size_t mlen;
     if (PQgetisnull(r, row, 6) || PQgetvalue(r, row, 6)[0] != '{' ||
         convo__pg_get_int(r, row, 8) < 0)
         return CONVO_ECORRUPT;
+    const char *body_type = text_or_null(r, row, 10);
+    char *body = NULL;
+    size_t blen = 0;
+    if (body_type && PQgetisnull(r, row, 11))
+        return CONVO_ECORRUPT;
+    int rc = body_type ? body_decode(PQgetvalue(r, row, 11), (size_t)PQgetlength(r, row, 11),
+                                     &body, &blen) : 0;
+    if (rc != 0)
+        return rc;
     char *metadata = convo__pg_compact_json(r, row, 6, &mlen);
-    if (!metadata)
+    if (!metadata) {
+        free(body);
         return CONVO_ENOMEM;
+    }
     convo_checkpoint *cp = convo__checkpoint_new(
         PQgetvalue(r, row, 2), PQgetvalue(r, row, 3), PQgetvalue(r, row, 4),
-        text_or_null(r, row, 5), metadata, text_or_null(r, row, 10), PQgetvalue(r, row, 11),
-        (size_t)PQgetlength(r, row, 11), convo__pg_get_int(r, row, 8),
-        convo__pg_get_int(r, row, 9) + PG_EPOCH_MICROS);
+        text_or_null(r, row, 5), metadata, body_type, body ? body : "", blen,
+        convo__pg_get_int(r, row, 8), convo__pg_get_int(r, row, 9) + PG_EPOCH_MICROS);
     free(metadata);
+    free(body);
     *out = cp;
     return cp ? 0 : CONVO_ENOMEM;
 }

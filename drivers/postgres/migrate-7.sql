@@ -1,0 +1,12 @@
+-- migrate-7.sql: schema version 7 — checkpoint bodies as the driver stores
+-- them: a first byte says how the rest is kept, 0 as given, 1 deflated (the
+-- body's length in 4 bytes, big-endian, then its zlib stream; the driver
+-- deflates a body of 64 bytes or more when that makes it smaller). PostgreSQL
+-- compresses nothing in a row under about 2 kB, so a checkpoint's body was
+-- stored as is. The bodies stored before this migration get the byte 0 (kept
+-- as given: SQL cannot deflate); no table changes shape, no function changes.
+--
+-- Run by the driver (schema.c) in order, each in the transaction that records
+-- its version; @S is the schema's quoted name. Never edit a released migration:
+-- a change is a new one (docs/postgres.md).
+UPDATE @S.checkpoints SET body = decode('00', 'hex') || body WHERE body IS NOT NULL;
