@@ -26,6 +26,30 @@ static uint32_t get32(const char *p)
     return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
 }
 
+/* src deflated into dst (room for compressBound(len)) as a zlib stream: its
+ * length, 0 on failure. The window and hash table are sized to the body (a
+ * default deflate state is about 256 kB, allocated and cleared on each call:
+ * slower than the rest of a put for a body of a few hundred bytes). */
+static uLong deflate_into(char *dst, uLong room, const void *src, size_t len)
+{
+    int wbits = 9;
+    while (wbits < 15 && ((size_t)1 << wbits) < len)
+        wbits++;
+    int mem = wbits - 6 < 1 ? 1 : wbits - 6 > 8 ? 8 : wbits - 6;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, wbits, mem, Z_DEFAULT_STRATEGY) != Z_OK)
+        return 0;
+    z.next_in = (Bytef *)src;
+    z.avail_in = (uInt)len;
+    z.next_out = (Bytef *)dst;
+    z.avail_out = (uInt)room;
+    int st = deflate(&z, Z_FINISH);
+    uLong out = st == Z_STREAM_END ? z.total_out : 0;
+    deflateEnd(&z);
+    return out;
+}
+
 static int body_encode(const convo_blob *body, char **out, int *out_len)
 {
     size_t len = body->len;
@@ -35,9 +59,8 @@ static int body_encode(const convo_blob *body, char **out, int *out_len)
     char *buf = malloc(1 + (bound > len ? bound + 4 : len));
     if (!buf)
         return CONVO_ENOMEM;
-    uLongf zlen = bound;
-    if (bound > 0 && compress2((Bytef *)buf + 5, &zlen, (const Bytef *)body->bytes, (uLong)len,
-                               Z_DEFAULT_COMPRESSION) == Z_OK && 5 + zlen < 1 + len) {
+    uLong zlen = bound > 0 ? deflate_into(buf + 5, bound, body->bytes, len) : 0;
+    if (zlen > 0 && 5 + zlen < 1 + len) {
         buf[0] = BODY_DEFLATED;
         put32(buf + 1, (uint32_t)len);
         *out_len = (int)(5 + zlen);
