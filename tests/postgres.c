@@ -2011,6 +2011,7 @@ START_TEST(test_migration_from_version_6)
         "'\\x01000007d0'::bytea || substring(body FROM 6 FOR 20)", /* stream cut */
         "'\\x01000007d1'::bytea || substring(body FROM 6)",        /* length wrong */
         "'\\x01000000'::bytea",                     /* no length */
+        "'\\x017fffffff'::bytea || substring(body FROM 6)",      /* length impossible */
     };
     for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
         snprintf(sql, sizeof sql, "UPDATE \"%s\".checkpoints SET body = %s"

@@ -92,7 +92,8 @@ static int body_decode(const char *stored, size_t n, char **out, size_t *len)
     if (n < 5 || stored[0] != BODY_DEFLATED)
         return CONVO_ECORRUPT;
     uint32_t want = get32(stored + 1);
-    if (want == 0 || want > (uint32_t)INT_MAX)
+    /* deflate gives at most about 1:1032: a larger length is not a body's */
+    if (want == 0 || want > (uint32_t)INT_MAX || want > (uint64_t)(n - 5) * 1032 + 64)
         return CONVO_ECORRUPT;
     char *buf = malloc(want);
     if (!buf)
