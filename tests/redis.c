@@ -855,6 +855,37 @@ START_TEST(test_corrupt)
 }
 END_TEST
 
+/* A put with messages replacing a checkpoint whose stored record does not
+ * decode fails, and stores none of its messages: the script decodes the record
+ * before its first write (Redis does not undo a script's writes on an error). */
+START_TEST(test_put_log_corrupt_record_writes_nothing)
+{
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s-putlog-corrupt", run_id);
+    convo_store *s = open_prefix(base_url, prefix, NULL);
+    redisContext *c = plain_connect(base_url);
+    const char *msg = two[0];
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "m";
+    cp.checkpoint_id = "c1";
+    cp.messages = &msg;
+    cp.nmessages = 1;
+    cp.expected_length = 0;
+    cp.log_length = 1;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "%s", err.message);
+    /* 0xc1 is no msgpack type: the record's first object does not decode */
+    freeReplyObject(cmd(c, "HSET %s:{m}:cp %b %b", prefix, "\0c1", (size_t)3, "\xc1", (size_t)1));
+    cp.expected_length = 1;
+    cp.log_length = 2;
+    ck_assert_int_ne(convo_checkpoint_put(s, &cp, &err), 0);
+    ck_assert_int_eq(length_of(s, "m"), 1);
+    ck_assert_int_eq(convo_thread_delete(s, "m", &err), 0);
+    redisFree(c);
+    convo_close(s);
+}
+END_TEST
+
 START_TEST(test_index_repair)
 {
     char prefix[80], index_key[120];
@@ -1150,6 +1181,7 @@ static Suite *redis_suite(void)
     tcase_add_test(tc, test_unix_socket_db);
     tcase_add_test(tc, test_auth);
     tcase_add_test(tc, test_stored_append_reports_success);
+    tcase_add_test(tc, test_put_log_corrupt_record_writes_nothing);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_restart);
     suite_add_tcase(s, tc);

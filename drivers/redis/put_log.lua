@@ -18,6 +18,10 @@ if redis.call('EXISTS', META) == 0 then
   redis.call('HSET', META, 'v', '2')
 end
 migrate()
+-- Redis keeps what a script wrote before an error: a stored record of this key
+-- that put_checkpoint cannot decode fails here, before the messages go in
+local old = redis.call('HGET', CP, ARGV[5] .. '\0' .. ARGV[6])
+if old then cmsgpack.unpack_one(old, (cmsgpack.unpack_one(old))) end
 chunked('RPUSH', MSGS, ARGV, 11, 10 + n)
 local order = put_checkpoint(ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[9], ARGV[10],
                              11 + n, tonumber(ARGV[8]))
