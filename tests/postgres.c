@@ -2074,7 +2074,17 @@ START_TEST(test_sql_files_load_on_their_own)
         last = v;
     }
     record->used++;
-    free(query1(pg, "COMMIT"));
+    sql_file *commit = sql_find(files, n, "migrate-commit.sql");
+    sql_file *rollback = sql_find(files, n, "migrate-rollback.sql");
+    sql_file *dealloc = sql_find(files, n, "bench_deallocate.sql");
+    ck_assert(commit && rollback && dealloc);
+    sql_exec(pg, commit);
+    /* the other transaction words: a rollback ends an open transaction, the
+     * deallocation forgets a statement of that name */
+    free(query1(pg, "BEGIN"));
+    sql_exec(pg, rollback);
+    PQclear(PQprepare(pg, "convo_bench_raw", "SELECT 1", 0, NULL));
+    sql_exec(pg, dealloc);
     ck_assert_int_ge(last, 6);
     char *at = query1(pg, version->text);
     ck_assert_msg(at && atoi(at) == last, "version.sql says %s after migrate-%d.sql", at, last);

@@ -109,7 +109,7 @@ static int bench_inserts(convo_backend *b, PGconn *pg, const char *table, const 
     }
     *seconds = now_seconds() - start;
     if (PQstatus(pg) == CONNECTION_OK)
-        PQclear(PQexec(pg, "DEALLOCATE convo_bench_raw"));
+        PQclear(PQexec(pg, SQL_BENCH_DEALLOCATE));
     return rc;
 }
 

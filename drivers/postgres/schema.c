@@ -80,9 +80,9 @@ static int apply_migrations(convo_backend *b, PGconn *pg, convo_error *err)
             rc = record_version(b, pg, v, err);
     }
     if (rc == 0)
-        return convo__pg_exec(b, pg, "COMMIT", err);
+        return exec_file(b, pg, SQL_MIGRATE_COMMIT, err);
     if (PQstatus(pg) == CONNECTION_OK)
-        PQclear(PQexec(pg, "ROLLBACK"));
+        PQclear(PQexec(pg, SQL_MIGRATE_ROLLBACK));
     return rc;
 }
 
