@@ -81,6 +81,13 @@ export async function toLogMessage(serde, item) {
   } else {
     text += `,"serde":${JSON.stringify(type)},"base64":"${Buffer.from(bytes).toString('base64')}"}`;
   }
+  // JSON.stringify writes a lone surrogate (half an emoji cut by a stream) as \udXXX,
+  // which the library refuses as invalid JSON: such an item keeps its serde bytes in
+  // base64 and no content (a \\ud... text only costs the same fallback).
+  if (/\\ud[89a-f]/i.test(text)) {
+    text = `${JSON.stringify({ role: head.role }).slice(0, -1)},"serde":${JSON.stringify(type)},` +
+      `"base64":"${Buffer.from(bytes).toString('base64')}"}`;
+  }
   if (isMessage(item)) cacheOf(serde).set(item, text);
   return text;
 }

@@ -1,0 +1,58 @@
+// saver-review.test.mjs — ConvoSaver returns what was put in cases the review found
+// wrong: a checkpoint copied as LangGraph's updateState(..., '__copy__') puts it (the
+// values of the copied checkpoint, its parent as parent, no new versions), and a body
+// whose own field is named like the saver's marker `__convo_log__`, a message changed in
+// place between puts, contents the library's JSON check refused (lone surrogates).
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import { HumanMessage, AIMessage } from '@langchain/core/messages';
+import { Store, ConvoSaver } from '../src/index.js';
+import { drivers, freshUrl } from './support.mjs';
+
+const meta = { source: 'loop', step: 0, parents: {} };
+const root = (thread) => ({ configurable: { thread_id: thread, checkpoint_ns: '' } });
+
+async function putValues(saver, parent, values, extra = {}) {
+  const prev = parent.configurable.checkpoint_id ? await saver.getTuple(parent) : undefined;
+  const versions = { ...(prev?.checkpoint.channel_versions ?? {}) };
+  const newVersions = {};
+  for (const k of Object.keys(values)) newVersions[k] = versions[k] = saver.getNextVersion(versions[k]);
+  const checkpoint = { ...emptyCheckpoint(), ...extra, id: uuid6(-1),
+    channel_values: { ...(prev?.checkpoint.channel_values ?? {}), ...values }, channel_versions: versions };
+  return saver.put(parent, checkpoint, meta, newVersions);
+}
+
+// LangGraph's updateState(config, values, '__copy__'): the saved checkpoint's values and
+// versions under a new id, put with the saved checkpoint's parent and no new versions.
+async function copyOf(saver, config) {
+  const saved = await saver.getTuple(config);
+  const checkpoint = { ...saved.checkpoint, id: uuid6(-1) };
+  const parent = saved.parentConfig ??
+    { configurable: { ...saved.config.configurable, checkpoint_id: undefined } };
+  return saver.put(parent, checkpoint, meta, {});
+}
+
+for (const [name, base] of drivers()) {
+  describe(`ConvoSaver review on ${name}`, () => {
+    test('contents with escapes, unicode and lone surrogates round-trip', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const odd = ['"content":"quoted" \\ \n\t\u0000\u2028 é 中文 🎉 \ud800 x \udfff end',
+        '\\"content\\":\\"' + 'z'.repeat(40), '🎉'.repeat(20), '\ud83c'.repeat(9)];
+      const items = [];
+      let c = root('u');
+      for (const s of odd) {
+        items.push(new HumanMessage({ content: s, id: `id${items.length}` }), s,
+          { role: 'user', content: s }, new AIMessage({ content: [{ type: 'text', text: s }] }));
+        c = await putValues(saver, c, { messages: [...items] });
+      }
+      const t = await new ConvoSaver(await saver.store()).getTuple(c);
+      assert.deepEqual(t.checkpoint.channel_values.messages, items);
+      for (const [i, m] of t.checkpoint.channel_values.messages.entries()) {
+        if (typeof m === 'string') assert.equal(m, items[i]);
+        else if (typeof m.content === 'string') assert.equal(m.content, items[i].content);
+      }
+      await saver.close();
+    });
+  });
+}
