@@ -27,12 +27,24 @@ function isPrefix(r) {
   return r && !r.tail && (r.ranges.length === 0 || (r.ranges.length === 1 && r.ranges[0][0] === 0));
 }
 
-// The body without its PREFIX_KEY, and that key's value (null when absent).
+// The body without the saver's PREFIX_KEY, and that key's value (null when absent). A
+// checkpoint with a field of its own named PREFIX_KEY is stored with [prefixes, field]
+// under that key (the saver's own value is never an array): the field is put back.
 function takePrefixes(body) {
   if (!body || typeof body !== 'object' || !Object.hasOwn(body, PREFIX_KEY)) return [body, null];
   const prefixes = body[PREFIX_KEY];
+  if (Array.isArray(prefixes)) {
+    body[PREFIX_KEY] = prefixes[1];
+    return [body, prefixes[0]];
+  }
   delete body[PREFIX_KEY];
   return [body, prefixes];
+}
+
+// The body to store: the checkpoint without its values, with the prefixes (if any).
+function withPrefixes(rest, prefixes) {
+  if (Object.hasOwn(rest, PREFIX_KEY)) return { ...rest, [PREFIX_KEY]: [prefixes, rest[PREFIX_KEY]] };
+  return Object.keys(prefixes).length ? { ...rest, [PREFIX_KEY]: prefixes } : rest;
 }
 
 function remember(map, key, value, max) {
@@ -181,14 +193,10 @@ export class ConvoSaver extends BaseCheckpointSaver {
       // stores no record: the body says { channel: N }. A record per checkpoint was a
       // row and an index entry of its own on every driver.
       const prefixes = {};
-      if (!Object.hasOwn(rest, PREFIX_KEY)) {
-        for (const [ch, r] of plan.records) {
-          if (ch in versions && isPrefix(r)) prefixes[ch] = rangesEnd(r.ranges);
-        }
+      for (const [ch, r] of plan.records) {
+        if (ch in versions && isPrefix(r)) prefixes[ch] = rangesEnd(r.ranges);
       }
-      const implicit = Object.keys(prefixes).length > 0;
-      const [bodyType, bodyBytes] = await this.serde.dumpsTyped(
-        implicit ? { ...rest, [PREFIX_KEY]: prefixes } : rest);
+      const [bodyType, bodyBytes] = await this.serde.dumpsTyped(withPrefixes(rest, prefixes));
       const channels = plan.channels.map((x) => (x.channel in prefixes ? { ...x, value: null } : x));
       try {
         await store.checkpointPut({

@@ -35,6 +35,23 @@ async function copyOf(saver, config) {
 
 for (const [name, base] of drivers()) {
   describe(`ConvoSaver review on ${name}`, () => {
+    test('a checkpoint field named __convo_log__ comes back', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const a = new HumanMessage({ content: 'hi', id: 'a' });
+      for (const mark of [{ messages: 7 }, null, 'x', [1, 2]]) {
+        const c = await putValues(saver, root(`m${JSON.stringify(mark)}`), { messages: [a] },
+          { __convo_log__: mark });
+        const t = await saver.getTuple(c);
+        assert.deepEqual(t.checkpoint.__convo_log__, mark);
+        assert.deepEqual(t.checkpoint.channel_values.messages, [a]);
+        const c2 = await putValues(saver, c, { messages: [a, 'b'] }, { __convo_log__: mark });
+        const t2 = await new ConvoSaver(await saver.store()).getTuple(c2);
+        assert.deepEqual(t2.checkpoint.__convo_log__, mark);
+        assert.deepEqual(t2.checkpoint.channel_values.messages, [a, 'b']);
+      }
+      await saver.close();
+    });
+
     test('contents with escapes, unicode and lone surrogates round-trip', async () => {
       const saver = new ConvoSaver(freshUrl(base));
       const odd = ['"content":"quoted" \\ \n\t\u0000\u2028 é 中文 🎉 \ud800 x \udfff end',
