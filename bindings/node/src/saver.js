@@ -71,7 +71,7 @@ function sortWrites(writes) {
 export class ConvoSaver extends BaseCheckpointSaver {
   #store;
   #owned;
-  #entries = new Map(); // thread\0ns\0id -> { records: Map(channel -> record | null) }
+  #entries = new Map(); // thread\0ns\0id -> { records: Map(channel -> record | null), versions }
   #mirrors = new Map(); // thread -> the log's messages as stored (JSON strings)
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
 
@@ -216,8 +216,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
       const mirror = this.#mirrors.get(threadId);
       if (mirror && mirror.length === plan.base) mirror.push(...plan.messages);
       else if (plan.messages.length) this.#mirrors.delete(threadId);
-      remember(this.#entries, `${threadId}\0${ns}\0${checkpoint.id}`, { records: plan.records },
-        MAX_ENTRIES);
+      remember(this.#entries, `${threadId}\0${ns}\0${checkpoint.id}`,
+        { records: plan.records, versions }, MAX_ENTRIES);
       return;
     }
   }
@@ -293,14 +293,39 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // the log and stores the rest inline.
   async #plan(store, threadId, ns, parentId, values, versions, logged, newVersions) {
     const records = new Map();
+    let parent = null;
     if (this.messageChannels.length && parentId) {
-      const parent = await this.#entry(store, threadId, ns, parentId);
+      parent = await this.#entry(store, threadId, ns, parentId);
       if (parent) for (const [ch, r] of parent.records) records.set(ch, r);
     }
+    // An unchanged message channel whose version is not the parent's (LangGraph's
+    // updateState(..., '__copy__') puts a copy with the copied checkpoint's parent and no
+    // new versions): the parent's record is not its value. Its list, when the log's
+    // first N messages, goes in the body as such; else the value stored with that version.
+    const unknown = [];
     for (const ch of this.messageChannels) {
-      if (ch in newVersions && !logged.includes(ch)) records.set(ch, null);
+      if (ch in newVersions) {
+        if (!logged.includes(ch)) records.set(ch, null);
+      } else if (ch in versions && String(parent?.versions?.[ch]) !== String(versions[ch])) {
+        records.delete(ch);
+        if (Array.isArray(values[ch])) unknown.push(ch);
+      }
     }
     const plan = { channels: [], messages: [], base: 0, records, logLength: 0 };
+    if (unknown.length) {
+      let mirror = await this.#mirror(store, threadId);
+      if (unknown.some((ch) => values[ch].length > mirror.length)) {
+        this.#mirrors.delete(threadId);
+        mirror = await this.#mirror(store, threadId);
+      }
+      for (const ch of unknown) {
+        const items = values[ch];
+        let m = 0;
+        while (m < items.length && m < mirror.length && mirror[m] === (cachedLogMessage(this.serde, items[m]) ??
+          await toLogMessage(this.serde, items[m]))) m++;
+        if (m === items.length) records.set(ch, prefixRecord(m));
+      }
+    }
     if (logged.length) {
       let mirror = await this.#mirror(store, threadId);
       const needed = Math.max(0, ...logged.map((ch) => rangesEnd(records.get(ch)?.ranges ?? [])));
@@ -352,9 +377,11 @@ export class ConvoSaver extends BaseCheckpointSaver {
       throw e;
     }
     const records = new Map();
+    const versions = {};
     let prefixes;
     for (const ch of cp.channels) {
       if (!this.messageChannels.includes(ch.channel)) continue;
+      versions[ch.channel] = ch.version;
       if (ch.value) {
         records.set(ch.channel, ch.value.type === RECORD_TYPE ? decodeRecord(ch.value) : null);
         continue;
@@ -362,7 +389,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       prefixes ??= takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes))[1] ?? {};
       if (Object.hasOwn(prefixes, ch.channel)) records.set(ch.channel, prefixRecord(prefixes[ch.channel]));
     }
-    const entry = { records };
+    const entry = { records, versions };
     remember(this.#entries, key, entry, MAX_ENTRIES);
     return entry;
   }

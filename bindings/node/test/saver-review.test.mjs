@@ -35,6 +35,23 @@ async function copyOf(saver, config) {
 
 for (const [name, base] of drivers()) {
   describe(`ConvoSaver review on ${name}`, () => {
+    test('a copied checkpoint (__copy__) has the values of the one copied', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const a = new HumanMessage({ content: 'hi', id: 'a' });
+      const b = new AIMessage({ content: 'hello there', id: 'b' });
+      const c1 = await putValues(saver, root('t'), { messages: [a] });
+      const c2 = await putValues(saver, c1, { messages: [a, b] });
+      const copy2 = await copyOf(saver, c2);
+      assert.deepEqual((await saver.getTuple(copy2)).checkpoint.channel_values.messages, [a, b]);
+      // a copy of the first checkpoint: no parent
+      const copy1 = await copyOf(saver, c1);
+      assert.deepEqual((await saver.getTuple(copy1)).checkpoint.channel_values.messages, [a]);
+      // a fresh saver (no cache) reads the same
+      const other = new ConvoSaver(await saver.store());
+      assert.deepEqual((await other.getTuple(copy2)).checkpoint.channel_values.messages, [a, b]);
+      await saver.close();
+    });
+
     test('a checkpoint field named __convo_log__ comes back', async () => {
       const saver = new ConvoSaver(freshUrl(base));
       const a = new HumanMessage({ content: 'hi', id: 'a' });
