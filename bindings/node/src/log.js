@@ -40,7 +40,10 @@ function contentOf(item) {
 }
 
 // Items that LangGraph treats as immutable (message objects) are serialized once.
-// One cache per serde (a text is the serde's output): serde -> item -> text.
+// One cache per serde (a text is the serde's output): serde -> item -> { text, content,
+// id }; an entry is used only while the item's content and id are the ones it was
+// serialized with (a message changed in place is serialized again; a change deeper
+// inside, e.g. to additional_kwargs, is not seen: put a new message object for that).
 const caches = new WeakMap();
 
 function cacheOf(serde) {
@@ -52,13 +55,15 @@ function cacheOf(serde) {
 /** The log message of an item already serialized by this serde, else undefined (no await:
  * a put compares the whole list with the log, a thousand items at turn 1,000). */
 export function cachedLogMessage(serde, item) {
-  return item !== null && typeof item === 'object' ? caches.get(serde)?.get(item) : undefined;
+  if (item === null || typeof item !== 'object') return undefined;
+  const e = caches.get(serde)?.get(item);
+  return e && e.content === item.content && e.id === item.id ? e.text : undefined;
 }
 
 /** The log message (a JSON string) that stores one item of a message channel. */
 export async function toLogMessage(serde, item) {
   if (isMessage(item)) {
-    const hit = cacheOf(serde).get(item);
+    const hit = cachedLogMessage(serde, item);
     if (hit !== undefined) return hit;
   }
   const [type, bytes] = await serde.dumpsTyped(item);
@@ -88,7 +93,7 @@ export async function toLogMessage(serde, item) {
     text = `${JSON.stringify({ role: head.role }).slice(0, -1)},"serde":${JSON.stringify(type)},` +
       `"base64":"${Buffer.from(bytes).toString('base64')}"}`;
   }
-  if (isMessage(item)) cacheOf(serde).set(item, text);
+  if (isMessage(item)) cacheOf(serde).set(item, { text, content: item.content, id: item.id });
   return text;
 }
 

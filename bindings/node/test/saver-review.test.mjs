@@ -69,6 +69,23 @@ for (const [name, base] of drivers()) {
       await saver.close();
     });
 
+    test('a message changed in place is stored as it is at the put', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const h = new HumanMessage({ content: 'first text', id: 'h' });
+      const c1 = await putValues(saver, root('m'), { messages: [h] });
+      h.content = 'second text';
+      const c2 = await putValues(saver, c1, { messages: [h] });
+      h.id = 'h2';
+      const c3 = await putValues(saver, c2, { messages: [h, 'x'] });
+      const fresh = new ConvoSaver(await saver.store());
+      assert.equal((await fresh.getTuple(c1)).checkpoint.channel_values.messages[0].content, 'first text');
+      assert.equal((await fresh.getTuple(c2)).checkpoint.channel_values.messages[0].content, 'second text');
+      const m3 = (await fresh.getTuple(c3)).checkpoint.channel_values.messages;
+      assert.equal(m3[0].id, 'h2');
+      assert.equal(m3[0].content, 'second text');
+      await saver.close();
+    });
+
     test('contents with escapes, unicode and lone surrogates round-trip', async () => {
       const saver = new ConvoSaver(freshUrl(base));
       const odd = ['"content":"quoted" \\ \n\t\u0000\u2028 é 中文 🎉 \ud800 x \udfff end',
