@@ -113,6 +113,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
   async close() {
+    // putWrites calls still waiting for a put fail now (their timers would keep the
+    // process alive for writesWaitMs)
+    for (const key of [...this.#waiting.keys()]) this.#wake(key, false);
     if (this.#owned) await (await this.#store).close();
   }
 

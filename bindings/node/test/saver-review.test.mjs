@@ -7,7 +7,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
-import { Store, ConvoSaver } from '../src/index.js';
+import { Store, ConvoSaver, NotFoundError } from '../src/index.js';
 import { drivers, freshUrl } from './support.mjs';
 
 const meta = { source: 'loop', step: 0, parents: {} };
@@ -84,6 +84,17 @@ for (const [name, base] of drivers()) {
       assert.equal(m3[0].id, 'h2');
       assert.equal(m3[0].content, 'second text');
       await saver.close();
+    });
+
+    test('close ends the putWrites calls waiting for a put', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const t0 = Date.now();
+      const waiting = saver.putWrites({ configurable: { thread_id: 'w', checkpoint_ns: '',
+        checkpoint_id: uuid6(-1) } }, [['a', 1]], 'task');
+      await new Promise((r) => setTimeout(r, 50));
+      await saver.close();
+      await assert.rejects(waiting, NotFoundError);
+      assert.ok(Date.now() - t0 < 5000);
     });
 
     test('contents with escapes, unicode and lone surrogates round-trip', async () => {
