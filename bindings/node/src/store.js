@@ -1,7 +1,7 @@
 // store.js — Store: every call of include/convo.h as a Promise. Calls that reach
 // the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
 import { C, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn } from './lib.js';
-import { fromCall, InvalidError, ConvoError, codes } from './errors.js';
+import { fromCall, InvalidError, codes } from './errors.js';
 
 
 function fail(rc, err) {
@@ -104,7 +104,7 @@ export class Store {
   }
 
   #live() {
-    if (!this.#handle || this.#closing) throw new ConvoError(codes.EINVAL, 'the store is closed');
+    if (!this.#handle || this.#closing) throw new InvalidError(codes.EINVAL, 'the store is closed');
     return this.#handle;
   }
 
