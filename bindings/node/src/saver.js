@@ -76,6 +76,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
 
   #writesWaitMs;
+  #closed = false;
 
   constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000 } = {}) {
     super(serde);
@@ -114,7 +115,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
 
   async close() {
     // putWrites calls still waiting for a put fail now (their timers would keep the
-    // process alive for writesWaitMs)
+    // process alive for writesWaitMs), as do those that would start waiting later
+    this.#closed = true;
     for (const key of [...this.#waiting.keys()]) this.#wake(key, false);
     if (this.#owned) await (await this.#store).close();
   }
@@ -251,6 +253,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // rejects with `notFound` if that put fails or does not come within writesWaitMs.
   #putOf(key, notFound) {
     if (this.#entries.has(key)) return Promise.resolve();
+    if (this.#closed) return Promise.reject(notFound);
     return new Promise((resolve, reject) => {
       const waiter = { resolve, reject: () => reject(notFound) };
       const list = this.#waiting.get(key) ?? [];
