@@ -639,7 +639,8 @@ START_TEST(test_migration_2_to_3)
     convo_checkpoint_free(cp);
     /* a checkpoint put now comes after all of them, in every thread */
     put_cp(s, "b", "new", "1", "1");
-    ck_assert_str_eq(list_str(s, NULL, "new", "b", buf, sizeof buf), "b-sub b-0 a-2 a-1 a-0");
+    /* (every thread: threads in id order, each newest first) */
+    ck_assert_str_eq(list_str(s, NULL, "new", "b", buf, sizeof buf), "a-2 a-1 a-0 b-sub b-0");
     ck_assert_str_eq(list_str(s, "a", "new", "b", buf, sizeof buf), "a-2 a-1 a-0");
     /* across threads the stored ones keep the order of their keys: thread
      * number, then position (layout 2 did not record more) */
@@ -653,13 +654,13 @@ START_TEST(test_migration_2_to_3)
                  " VALUES((1 << 32) | 3, 1, '', 'a-3', 'a-2', '{}', NULL, NULL, 0, 1)");
     sqlite3_close(db);
     ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
-                     "a-3 new b-sub b-0 a-2 a-1 a-0");
+                     "a-3 a-2 a-1 a-0 new b-sub b-0");
     ck_assert_str_eq(list_str(s, "b", "a-3", "a", buf, sizeof buf), "new b-sub b-0");
     convo_close(s);
     /* opening again changes nothing */
     s = open_db(path, NULL);
     ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
-                     "a-3 new b-sub b-0 a-2 a-1 a-0");
+                     "a-3 a-2 a-1 a-0 new b-sub b-0");
     convo_close(s);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE put_order IS NULL"), 0);

@@ -470,7 +470,7 @@ static int list_thread(sq_conn *c, cp_list_args *a, const cp_place *before, int6
     return list_rows(c, st, o->thread_id, a, err);
 }
 
-/* Every thread's checkpoints, newest first in the store's put order. */
+/* Every thread's checkpoints: threads in id order, each newest first. */
 static int list_all(sq_conn *c, cp_list_args *a, const cp_place *before, convo_error *err)
 {
     sqlite3_stmt *st;

@@ -1,8 +1,8 @@
--- cp-list-all from put_order ?3 down: one range of the put_order index
+-- cp-list-all, only what was put before put_order ?3
 SELECT c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body,
        c.log_length, c.created_at, t.id
   FROM convo_checkpoints AS c
-  CROSS JOIN convo_threads AS t ON t.num = c.thread
+  JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)
   AND (?2 IS NULL OR +c.ns = ?2)
-  AND c.put_order < ?3 ORDER BY c.put_order DESC;
+  AND c.put_order < ?3 ORDER BY t.id, c.put_order DESC;
