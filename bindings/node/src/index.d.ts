@@ -108,6 +108,14 @@ export interface ConvoSaverOptions {
   writesWaitMs?: number;
 }
 
+/**
+ * Channel versions are strings at run time (getNextVersion in saver.js: a zero-padded count
+ * and a random part, so that a time-travel branch never reuses its sibling's version), but the
+ * class is declared over the default BaseCheckpointSaver<number>, because that is the type
+ * StateGraph.compile({ checkpointer }) accepts: with <string> that one line would not
+ * type-check. LangGraph compares versions only through the saver and maxChannelVersion, which
+ * take either kind.
+ */
 export declare class ConvoSaver extends BaseCheckpointSaver {
   constructor(urlOrStore: string | Store, options?: ConvoSaverOptions);
   readonly messageChannels: string[];
