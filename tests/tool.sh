@@ -122,6 +122,8 @@ check "help" 0 "$CONVO" help
 check "help load" 0 "$CONVO" help load
 if grep -q '^usage: convo \[--url URL\] load THREAD' "$T/out"; then ok; else bad "help load text"; fi
 check "load --help" 0 "$CONVO" load --help
+check "bench --help" 0 "$CONVO" bench --help
+if grep -q '^usage: convo bench --scenario' "$T/out"; then ok; else bad "bench --help text"; fi
 check "--version" 0 "$CONVO" --version
 if head -1 "$T/out" | grep -q '^convo [0-9]'; then ok; else bad "--version text"; fi
 if grep -q '^drivers:.* sqlite' "$T/out"; then have_sqlite=1; else have_sqlite=0; fi

@@ -404,12 +404,12 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int usage(void)
+static int usage(FILE *f)
 {
-    fprintf(stderr, "usage: convo bench --scenario append|load|extra|checkpoint|conversation "
-                    "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
-                    "[--put-log] [--json]\n");
-    return 2;
+    fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|conversation "
+               "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
+               "[--put-log] [--json]\n");
+    return f == stdout ? 0 : 2; /* --help, as for every other command: exit 0 on stdout */
 }
 
 static int exit_code(int rc)
@@ -433,6 +433,8 @@ int convo_tool_bench(const char *url, int argc, char **argv)
                          : !strcmp(a, "--prefill")  ? &o.prefill
                          : !strcmp(a, "--payload")  ? &o.payload
                                                     : NULL;
+        if (!strcmp(a, "--help"))
+            return usage(stdout);
         if (!strcmp(a, "--json"))
             o.json = 1;
         else if (!strcmp(a, "--put-log"))
@@ -442,7 +444,7 @@ int convo_tool_bench(const char *url, int argc, char **argv)
         else if (target && i + 1 < argc && parse_size(argv[i + 1], target) == 0)
             i++;
         else
-            return usage();
+            return usage(stderr);
     }
     static const char *const scenarios[] = {"append", "load", "extra", "checkpoint",
                                             "conversation", NULL};
@@ -450,7 +452,7 @@ int convo_tool_bench(const char *url, int argc, char **argv)
     for (size_t i = 0; scenarios[i]; i++)
         known |= !strcmp(scenarios[i], o.scenario);
     if (!known || o.threads == 0 || o.threads > 256 || o.payload > (1 << 20) || o.turns == 0)
-        return usage();
+        return usage(stderr);
     if (o.messages == 0)
         o.messages = !strcmp(o.scenario, "append") ? 10000
                      : !strcmp(o.scenario, "load") ? 10000
