@@ -118,6 +118,7 @@ if [ ! -e "$T/convo.db" ]; then ok; else bad "a usage error created convo.db"; f
 # ---- help and version: exit 0 on stdout ----
 check "--help" 0 "$CONVO" --help
 if grep -q '^  append THREAD' "$T/out" && grep -q 'exit status' "$T/out"; then ok; else bad "--help text"; fi
+if grep -q '6 stored but the output could not be written' "$T/out"; then ok; else bad "--help: exit status 6 missing"; fi
 check "help" 0 "$CONVO" help
 check "help load" 0 "$CONVO" help load
 if grep -q '^usage: convo \[--url URL\] load THREAD' "$T/out"; then ok; else bad "help load text"; fi

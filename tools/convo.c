@@ -665,7 +665,8 @@ static void print_help(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %s\n    %s\n", commands[i].usage, commands[i].summary);
     fputs("\nURL defaults to $CONVO_URL, else " DEFAULT_URL ".\n"
-          "exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict, 5 too large\n", f);
+          "exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict, 5 too large,\n"
+          "  6 stored but the output could not be written\n", f);
 }
 
 static void print_version(void)
