@@ -147,7 +147,21 @@ suite() {
     refused "$name: extra a string" 1 --url "$url" save-extra t '"x"'
     refused "$name: extra invalid UTF-8" 1 --url "$url" save-extra t "$(printf '{"a":"\xff"}')"
     refused "$name: extra duplicate key" 1 --url "$url" save-extra t '{"a":1,"a":2}'
+    # a closed stdin is an error of its own, not the store's file or socket read as input
+    refused "$name: append with stdin closed" 1 --url "$url" append t <&-
+    if grep -q 'cannot read standard input: Bad file descriptor' "$T/err"; then ok; else
+        bad "$name: append <&-: [$(head -c 300 "$T/err")]"
+    fi
+    refused "$name: save-extra with stdin closed" 1 --url "$url" save-extra t <&-
     nothing_written "$url" "$name"
+
+    # a closed stdout: exit 6, the result not printed into the server's connection
+    local got=0
+    convo --url "$url" append closed "$U" >&- 2>"$T/err" </dev/null || got=$?
+    if [ "$got" = 6 ] && grep -q 'the batch is stored (first seq 0, 1 messages)' "$T/err"; then ok; else
+        bad "$name: append >&-: exit $got, want 6: [$(head -c 300 "$T/err")]"
+    fi
+    accepted "$name: delete closed" --url "$url" delete closed
 
     # a 512-byte id is fine; the extra limit is on the merged object
     accepted "$name: 512-byte id" --url "$url" append "$ID512" "$U"

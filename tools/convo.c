@@ -5,12 +5,14 @@
 #include "dump.h"
 #include <convo.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Exit statuses; scripts rely on them (docs/cli.md). */
 enum {
@@ -762,9 +764,27 @@ static int take_url_after_command(int *argc, char **argv, int from, const char *
     return STATUS_OK;
 }
 
+/* A closed stdin, stdout or stderr would be taken by the store's first socket
+ * (SQLite guards its files, hiredis and libpq do not): the tool would read its
+ * input from the server connection and print into it. Each closed one is held
+ * by /dev/null opened the other way, so using it still fails with EBADF. */
+static void hold_closed_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int held = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (held > fd) {
+            dup2(held, fd);
+            close(held);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *url = NULL;
+    hold_closed_std_fds();
     int i = 1;
     for (; i < argc && strncmp(argv[i], "-", 1) == 0; i++) {
         const char *a = argv[i];
