@@ -106,6 +106,14 @@ check "--url after the command twice" 2 "$CONVO" load t --url="$M" --url "$M"
 check "--url twice before the command" 2 "$CONVO" --url "$M" --url="$M" load t
 err_has "--url twice before the command" "given twice"
 err_has "--url after the command twice" "given twice"
+# an empty --url (an unset variable: --url "$URL") is refused, not the default sqlite:convo.db
+here=$PWD
+cd "$T"
+check "--url ''" 2 "$CONVO" --url '' threads
+err_has "--url ''" "option --url needs a value"
+check "--url=" 2 "$CONVO" threads --url=
+cd "$here"
+if [ ! -e "$T/convo.db" ]; then ok; else bad "an empty --url created convo.db"; rm -f "$T/convo.db"; fi
 check "bad expect-length" 2 "$CONVO" --url "$M" append t "$U" --expect-length -3
 check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x
 check "save-extra with two JSON" 2 "$CONVO" --url "$M" save-extra t "{}" "{}"

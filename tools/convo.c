@@ -735,6 +735,9 @@ static int url_option(int argc, char **argv, int *k, const char **url)
     } else {
         return 0;
     }
+    /* an empty value is an unset variable (--url "$URL"), not the default store */
+    if (!*value)
+        return usage_error(NULL, "option --url needs a value");
     if (*url)
         return usage_error(NULL, "option --url given twice");
     *url = value;
