@@ -133,6 +133,16 @@ if grep -q '^usage: convo \[--url URL\] load THREAD' "$T/out"; then ok; else bad
 check "load --help" 0 "$CONVO" load --help
 check "bench --help" 0 "$CONVO" bench --help
 if grep -q '^usage: convo bench --scenario' "$T/out"; then ok; else bad "bench --help text"; fi
+# copy parses its arguments as every command does: --help, a problem line, --
+check "copy --help" 0 "$CONVO" copy --help
+if grep -q '^usage: convo copy SRC_URL DST_URL' "$T/out"; then ok; else bad "copy --help text"; fi
+check "copy with one URL" 2 "$CONVO" copy "$M"
+err_has "copy with one URL" "convo: copy: missing arguments"
+usage_shown "copy with one URL"
+check "copy with an unknown option" 2 "$CONVO" copy "$M" "$M" --frobnicate
+err_has "copy with an unknown option" "unknown option '--frobnicate' for copy"
+check "copy of thread -x after --" 3 "$CONVO" copy "$M" "$M" -- -x
+one_error "copy of thread -x after --"
 check "--version" 0 "$CONVO" --version
 if head -1 "$T/out" | grep -q '^convo [0-9]'; then ok; else bad "--version text"; fi
 if grep -q '^drivers:.* sqlite' "$T/out"; then have_sqlite=1; else have_sqlite=0; fi
