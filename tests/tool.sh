@@ -237,6 +237,14 @@ else
 $ODD
 $UTF"
 
+    # checkpoints: a thread without any lists nothing; an unknown thread is 3, as for load
+    check "checkpoints of a thread without any" 0 "$CONVO" --url "$S" checkpoints t
+    out_empty "checkpoints of a thread without any"
+    check "checkpoints --ns of a thread without any" 0 "$CONVO" --url "$S" checkpoints t --ns sub
+    check "checkpoints of an unknown thread" 3 "$CONVO" --url "$S" checkpoints nope
+    one_error "checkpoints of an unknown thread"
+    err_has "checkpoints of an unknown thread" "thread not found"
+
     # rejected appends wrote nothing
     "$CONVO" --url "$S" append t '{"content":"x"}' 2>/dev/null || true
     "$CONVO" --url "$S" append t "$U" '{"role":"user"' 2>/dev/null || true

@@ -574,6 +574,17 @@ static int cmd_checkpoints(convo_store *s, const invocation *inv)
     int rc = convo_checkpoint_list(s, &o, &set, &err);
     if (rc != 0)
         return fail(rc, &err);
+    if (convo_checkpoint_set_count(set) == 0) {
+        /* nothing listed: say not found (3) for a thread that does not exist, as load does */
+        convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+        lo.limit = 1;
+        lo.with_extra = 0;
+        convo_history *h = NULL;
+        rc = convo_load(s, o.thread_id, &lo, &h, &err);
+        convo_history_free(h);
+        if (rc != 0)
+            st = fail(rc, &err);
+    }
     for (size_t i = 0; i < convo_checkpoint_set_count(set) && st == STATUS_OK; i++)
         st = print_checkpoint(convo_checkpoint_set_get(set, i));
     convo_checkpoint_set_free(set);
