@@ -550,6 +550,12 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     if [ "$got" = 1 ]; then ok; else bad "export >/dev/full: exit $got, want 1"; fi
     one_error "export >/dev/full"
     err_has "export >/dev/full" "writing the dump failed: No space left on device"
+    # input that cannot be read: exit 1, the system's reason named
+    check "import < a directory" 1 "$CONVO" --url "$O" import <"$T"
+    one_error "import < a directory"
+    err_has "import < a directory" "reading the dump from standard input failed at byte 0: Is a directory"
+    check "import <&-" 1 "$CONVO" --url "$O" import <&-
+    err_has "import <&-" "Bad file descriptor"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"

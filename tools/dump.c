@@ -65,10 +65,17 @@ static int file_write(void *ctx, const void *buf, size_t len)
     return -1;
 }
 
+static int read_errno; /* why the dump could not be read */
+
 static long file_read(void *ctx, void *buf, size_t len)
 {
+    errno = 0;
     size_t n = fread(buf, 1, len, ctx);
-    return n == 0 && ferror((FILE *)ctx) ? -1 : (long)n;
+    if (n == 0 && ferror((FILE *)ctx)) {
+        read_errno = errno;
+        return -1;
+    }
+    return (long)n;
 }
 
 static int status(int rc, const convo_error *err)
@@ -112,10 +119,15 @@ int convo_tool_import(convo_store *s)
     convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
     progress_state p;
     set_progress(&o, &p, "import");
-    convo_dump_stats st;
+    convo_dump_stats st = {0};
     convo_error err;
     int rc = convo_import(s, file_read, stdin, &o, &st, &err);
     done(&p, &st, rc);
+    if (rc == CONVO_EIO && read_errno) {
+        fprintf(stderr, "convo: reading the dump from standard input failed at byte %llu: %s\n",
+                (unsigned long long)st.bytes, strerror(read_errno));
+        return 1;
+    }
     return status(rc, &err);
 }
 
