@@ -36,6 +36,25 @@ void convo__error_clear(convo_error *err)
     }
 }
 
+/* One line: backends sometimes answer with several (libpq: "refused\n\tIs the
+ * server running..."); a line break with the blanks around it becomes one space. */
+static void one_line(char *text)
+{
+    char *out = text;
+    for (const char *p = text; *p;) {
+        if (*p != '\n' && *p != '\r') {
+            *out++ = *p++;
+            continue;
+        }
+        while (out > text && (out[-1] == ' ' || out[-1] == '\t'))
+            out--;
+        while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '\t')
+            p++;
+        *out++ = ' ';
+    }
+    *out = '\0';
+}
+
 int convo__error(convo_error *err, int code, const char *backend_code, const char *fmt, ...)
 {
     if (!err || err->code != 0)
@@ -46,10 +65,7 @@ int convo__error(convo_error *err, int code, const char *backend_code, const cha
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
-    /* one line: backends sometimes answer with several */
-    for (char *p = err->message; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    one_line(err->message);
     size_t n = strlen(err->message);
     while (n > 0 && err->message[n - 1] == ' ')
         err->message[--n] = '\0';

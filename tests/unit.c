@@ -865,6 +865,10 @@ START_TEST(test_error_first_kept)
     convo__error(&err, CONVO_EIO, "0123456789ABCDEFGHIJ", "line one\nline two\r\n");
     ck_assert_str_eq(err.message, "line one line two");
     ck_assert_int_eq(strlen(err.backend_code), sizeof err.backend_code - 1);
+    /* libpq's "...\n\tIs the server running": a line break and the blanks around it are one space */
+    convo__error_clear(&err);
+    convo__error(&err, CONVO_EIO, NULL, "refused \n\tIs it running?\n\n  Hint:\ta");
+    ck_assert_str_eq(err.message, "refused Is it running? Hint:\ta");
     convo__error_clear(&err);
     char longtext[1000];
     memset(longtext, 'y', sizeof longtext - 1);
