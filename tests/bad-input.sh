@@ -209,6 +209,13 @@ if have_driver sqlite; then
     suite sqlite "sqlite:$T/bad.db"
     url_refused "sqlite: bogus parameter" "sqlite:$T/param.db?bogus=1"
     if [ ! -e "$T/param.db" ]; then ok; else bad "sqlite: a refused URL created the file"; fi
+    # a path SQLite cannot open: the error names it
+    mkdir "$T/dir.db"
+    printf 'not a database, but long enough to be read as one: %0200d\n' 0 >"$T/text.db"
+    for f in dir.db text.db; do
+        refused "sqlite: open $f" 1 --url "sqlite:$T/$f" threads
+        if grep -qF "$T/$f" "$T/err"; then ok; else bad "sqlite: open $f: the path is not named: [$(cat "$T/err")]"; fi
+    done
 else
     echo "---- bad-input: sqlite: skipped: this build has no sqlite driver"
     skipped=$((skipped + 1))

@@ -167,9 +167,14 @@ static int sq_open(convo_backend **out, convo_url *url, const convo_limits *limi
     if (rc == 0 && convo__pool_new(&b->pool, b->memory ? 1 : (size_t)pool, &sq_pool_ops, b) != 0)
         rc = no_memory(err);
     void *first;
-    /* open one connection now: a bad file or a too-new schema fails here */
-    if (rc == 0 && (rc = convo__pool_acquire(b->pool, &first, err)) == 0)
+    convo_error first_err;
+    convo__error_clear(&first_err);
+    /* open one connection now: a bad file or a too-new schema fails here, naming the file */
+    if (rc == 0 && (rc = convo__pool_acquire(b->pool, &first, &first_err)) == 0)
         convo__pool_release(b->pool, first, false);
+    else if (rc && first_err.code)
+        convo__error(err, first_err.code, first_err.backend_code, "%s (%s)", first_err.message,
+                     b->path);
     if (rc) {
         sq_close(b);
         return rc;
