@@ -60,6 +60,30 @@ export function cachedLogMessage(serde, item) {
   return e && e.content === item.content && e.id === item.id ? e.text : undefined;
 }
 
+/** cachedLogMessage as a function of the item alone, the serde's cache looked up once:
+ * the lookup a put makes for every item of the list. */
+export function logMessageCache(serde) {
+  const cache = cacheOf(serde);
+  return (item) => {
+    if (item === null || typeof item !== 'object') return undefined;
+    const e = cache.get(item);
+    return e && e.content === item.content && e.id === item.id ? e.text : undefined;
+  };
+}
+
+/** What the saver keeps of an item it appended, to know the item again by identity: the
+ * message object with the content and id its text was made from (undefined for other
+ * items, which are compared by their text; see the cache above). */
+export function ownerOf(item) {
+  return isMessage(item) ? { item, content: item.content, id: item.id } : undefined;
+}
+
+/** Whether an item is the one an owner entry was made from, unchanged as the cache sees it. */
+export function isOwner(owner, item) {
+  return owner !== undefined && owner.item === item && owner.content === item.content &&
+    owner.id === item.id;
+}
+
 /** The log message (a JSON string) that stores one item of a message channel. */
 export async function toLogMessage(serde, item) {
   if (isMessage(item)) {
