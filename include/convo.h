@@ -308,7 +308,8 @@ CONVO_EXTERN int convo_export(convo_store *s, const char *const *thread_ids, siz
 CONVO_EXTERN int convo_import(convo_store *s, convo_read_fn read, void *read_ctx,
                               const convo_dump_opts *opts, convo_dump_stats *stats,
                               convo_error *err);
-/* export from src streamed into import to dst, in bounded memory. */
+/* export from src streamed into import to dst, in bounded memory. The error is the
+ * source's when reading it failed, else the destination's. */
 CONVO_EXTERN int convo_copy(convo_store *src, convo_store *dst, const char *const *thread_ids,
                             size_t n, const convo_dump_opts *opts, convo_dump_stats *stats,
                             convo_error *err);

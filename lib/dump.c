@@ -31,18 +31,21 @@ typedef struct copy_job {
     size_t n;
     int fd;
     int rc;
+    int write_failed; /* the import stopped reading: not the source's fault */
     convo_error err;
     convo_dump_stats stats;
 } copy_job;
 
 static int fd_write(void *ctx, const void *buf, size_t len)
 {
-    int fd = *(int *)ctx;
+    copy_job *j = ctx;
     const char *p = buf;
     while (len > 0) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL); /* the reader may stop early */
-        if (w < 0)
+        ssize_t w = send(j->fd, p, len, MSG_NOSIGNAL); /* the reader may stop early */
+        if (w < 0) {
+            j->write_failed = 1;
             return -1;
+        }
         p += w;
         len -= (size_t)w;
     }
@@ -57,7 +60,7 @@ static long fd_read(void *ctx, void *buf, size_t len)
 static void *copy_export(void *arg)
 {
     copy_job *j = arg;
-    j->rc = convo_export(j->src, j->ids, j->n, fd_write, &j->fd, NULL, &j->stats, &j->err);
+    j->rc = convo_export(j->src, j->ids, j->n, fd_write, j, NULL, &j->stats, &j->err);
     shutdown(j->fd, SHUT_WR);
     return NULL;
 }
@@ -83,7 +86,10 @@ int convo_copy(convo_store *src, convo_store *dst, const char *const *thread_ids
     pthread_join(t, NULL);
     close(fds[0]);
     close(fds[1]);
-    if (job.rc != 0) { /* the source's failure is the root cause */
+    /* The source's failure is the root cause, unless the export failed only
+     * because the import had stopped (and shut the socket): then the import's
+     * error says what went wrong (a conflict, the destination's server gone). */
+    if (job.rc != 0 && !(rc != 0 && job.write_failed)) {
         if (err)
             *err = job.err;
         return job.rc;

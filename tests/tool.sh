@@ -556,6 +556,16 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     err_has "import < a directory" "reading the dump from standard input failed at byte 0: Is a directory"
     check "import <&-" 1 "$CONVO" --url "$O" import <&-
     err_has "import <&-" "Bad file descriptor"
+    # copy: when the destination refuses (a conflict on a, with 2.4 MB of b still
+    # to send), that is the error, not the export's broken pipe once the import
+    # stopped ("writing the dump failed", exit 1)
+    python3 -c 'import json; print(json.dumps({"role": "user", "content": "x" * 600000}))' >"$T/big.json"
+    "$CONVO" --url "sqlite:$T/csrc.db" append a "$U" "$U" >/dev/null
+    for i in 1 2 3 4; do "$CONVO" --url "sqlite:$T/csrc.db" append b <"$T/big.json" >/dev/null; done
+    "$CONVO" --url "sqlite:$T/cdst.db" append a "$U" >/dev/null
+    check "copy onto a conflicting thread" 4 "$CONVO" copy "sqlite:$T/csrc.db" "sqlite:$T/cdst.db"
+    one_error "copy onto a conflicting thread"
+    err_has "copy onto a conflicting thread" "thread has 1 messages, the dump continues at 0"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"
