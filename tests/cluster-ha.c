@@ -536,6 +536,44 @@ START_TEST(test_failover_no_wait)
 }
 END_TEST
 
+/* After the failover: every node but master 2 killed, so the cluster is down
+ * for good. An operation fails within timeout with one line saying why: what
+ * the live node answers (CLUSTERDOWN) or which node refused; it said "no master
+ * for a slot", or named only the URL's seeds. */
+START_TEST(test_cluster_down)
+{
+    for (int i = 1; i <= 6; i++)
+        if (i != 2 && node_pid(i) > 0)
+            kill(node_pid(i), SIGKILL);
+    char cmd[128], state[64] = "";
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d cluster info | grep cluster_state", node_port(2));
+    for (int n = 0; n < 100 && !strstr(state, "fail"); n++) {
+        sleep_ms(100);
+        command_line(cmd, state, sizeof state);
+    }
+    ck_assert_msg(strstr(state, "fail"), "node 2 still says %s", state);
+    char u[1400];
+    url_with(u, sizeof u, "timeout=1500");
+    convo_store *s = NULL;
+    convo_error err;
+    int64_t t0 = now_ms();
+    int rc = convo_open(&s, u, &err);
+    if (rc == 0) {
+        convo_history *h = NULL;
+        rc = convo_load(s, "ha/t00", NULL, &h, &err);
+        convo_history_free(h);
+    }
+    convo_close(s);
+    printf("cluster-ha: cluster down: %d after %lld ms: %s\n", rc, (long long)(now_ms() - t0),
+           err.message);
+    ck_assert_int_ne(rc, 0);
+    const char *node = strstr(err.message, "127.0.0.1:"), *url = strstr(err.message, " (");
+    ck_assert_msg(strstr(err.message, "CLUSTERDOWN") || (node && url && node < url),
+                  "the error does not say why: %s", err.message);
+    ck_assert_msg(!strchr(err.message, '\n'), "not one line: %s", err.message);
+}
+END_TEST
+
 /* --------------------------------------------------------------- resharding */
 
 static pid_t run_background(const char *cmd)
@@ -875,6 +913,7 @@ int main(void)
     suite_add_tcase(suite, tc);
     TCase *tc2 = tcase_create("failover");
     tcase_add_test(tc2, test_failover_no_wait);
+    tcase_add_test(tc2, test_cluster_down); /* kills the cluster: last */
     suite_add_tcase(suite, tc2);
     TCase *tc3 = tcase_create("resharding");
     /* NOSCRIPT first, on the same cluster: master 1 still has its slots */

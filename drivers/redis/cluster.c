@@ -173,13 +173,17 @@ static void node_failed(rcl *cl, rcl_conns *cc, int n)
     cc->c[n] = NULL;
 }
 
+/* Names the node: the one that failed is often not a host of the URL (a master
+ * learnt from the slot map). */
 static int ctx_error(rcl *cl, const redisContext *c, const char *what, convo_error *err)
 {
+    const char *host = c->tcp.host ? c->tcp.host : "?";
     if (is_timeout(c))
-        return convo__error(err, CONVO_ETIMEOUT, NULL, "redis cluster: %s timed out (%s)", what,
-                            cl->redacted);
-    return convo__error(err, CONVO_EIO, NULL, "redis cluster: %s: %s (%s)", what,
-                        c->errstr[0] ? c->errstr : "connection lost", cl->redacted);
+        return convo__error(err, CONVO_ETIMEOUT, NULL, "redis cluster: %s:%d: %s timed out (%s)",
+                            host, c->tcp.port, what, cl->redacted);
+    return convo__error(err, CONVO_EIO, NULL, "redis cluster: %s:%d: %s: %s (%s)", host,
+                        c->tcp.port, what, c->errstr[0] ? c->errstr : "connection lost",
+                        cl->redacted);
 }
 
 /* The socket of this pooled connection to node n, made (and set up) when missing. */
@@ -575,8 +579,16 @@ static int run_round(rcl *cl, rcl_conns *cc, const rcl_cmd *cmds, unit *u, size_
         int to = -1, kind = unit_redirect(cl, &u[j], replies, &to);
         u[j].done = kind == R_NONE;
         u[j].ask = kind == R_ASK ? to : -1;
-        if (kind == R_RETRY)
+        if (kind == R_RETRY) {
             *stall = 1;
+            /* what the node said, for the error if the cluster stays so (no code:
+             * running out of time is still CONVO_ETIMEOUT) */
+            const redisReply *r = replies[u[j].last] && replies[u[j].last]->type == REDIS_REPLY_ERROR
+                                      ? replies[u[j].last] : replies[u[j].first];
+            if (err && !err->message[0] && r && r->type == REDIS_REPLY_ERROR)
+                snprintf(err->message, sizeof err->message, "redis cluster: %s (%s)", r->str,
+                         cl->redacted);
+        }
         for (size_t i = u[j].first; !u[j].done && i <= u[j].last; i++) {
             freeReplyObject(replies[i]);
             replies[i] = NULL;
