@@ -152,10 +152,12 @@ static int publish(importer *im)
     if (rc != 0)
         return rc;
     rc = convo_thread_delete(im->s, im->staging, im->err);
+    if (rc != 0)
+        return rc; /* the staged copy stays named: undo_thread tries again, or says so */
     free(im->staging);
     im->staging = NULL;
     im->target = im->thread;
-    return rc;
+    return 0;
 }
 
 /* A chunk the store had already (skipped) must be the dump's own messages:
