@@ -2,6 +2,7 @@
 // the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
 import { C, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn } from './lib.js';
 import { fromCall, InvalidError, codes } from './errors.js';
+import { text, optText, int, list, options } from './args.js';
 
 
 function fail(rc, err) {
@@ -25,10 +26,10 @@ function toBytes(b) {
   throw new InvalidError(codes.EINVAL, 'a blob is { type, bytes } with bytes a Uint8Array or string');
 }
 
-function blobIn(v) {
+function blobIn(v, what) {
   if (!v) return null;
   const bytes = toBytes(v.bytes);
-  return { type: String(v.type), bytes, len: bytes.length };
+  return { type: text(v.type, `${what}.type`), bytes, len: bytes.length };
 }
 
 function blobOut(b) {
@@ -37,7 +38,7 @@ function blobOut(b) {
 }
 
 function messageBuffers(messages) {
-  const bufs = messages.map((m) => (typeof m === 'string' ? Buffer.from(m) :
+  const bufs = list(messages, 'messages').map((m) => (typeof m === 'string' ? Buffer.from(m) :
     Buffer.isBuffer(m) || m instanceof Uint8Array ? toBytes(m) : Buffer.from(JSON.stringify(m))));
   return { bufs, lengths: bufs.map((b) => b.length) };
 }
@@ -90,7 +91,7 @@ export class Store {
   static async open(url) {
     const out = [null];
     const err = newError();
-    const rc = await callAsync(C.convo_open, out, String(url), err);
+    const rc = await callAsync(C.convo_open, out, text(url, 'url'), err);
     if (rc !== 0) throw fail(rc, err);
     return new Store(out[0]);
   }
@@ -134,18 +135,23 @@ export class Store {
     return this.#closing;
   }
 
-  async append(threadId, messages, { idempotencyKey = null, expectedLength = -1 } = {}) {
+  async append(threadId, messages, opts_) {
+    const { idempotencyKey = null, expectedLength = -1 } = options(opts_, 'append options');
+    text(threadId, 'threadId');
     const { bufs, lengths } = messageBuffers(messages);
-    const opts = { version: 1, idempotency_key: idempotencyKey, expected_length: expectedLength };
+    const opts = { version: 1, idempotency_key: optText(idempotencyKey, 'idempotencyKey'),
+      expected_length: int(expectedLength, 'expectedLength', -1) };
     const res = {};
     await this.#call(C.convo_append, threadId, bufs, lengths, bufs.length, opts, res);
     return { firstSeq: Number(res.first_seq), count: Number(res.count), replayed: !!res.replayed };
   }
 
-  async load(threadId, { fromSeq = 0, limit = 0, tail = 0, withExtra = true } = {}) {
+  async load(threadId, opts_) {
+    const { fromSeq = 0, limit = 0, tail = 0, withExtra = true } = options(opts_, 'load options');
     const out = [null];
-    const opts = { version: 1, from_seq: fromSeq, limit, tail, with_extra: withExtra ? 1 : 0 };
-    await this.#call(C.convo_load, threadId, opts, out);
+    const opts = { version: 1, from_seq: int(fromSeq, 'fromSeq', 0), limit: int(limit, 'limit', 0),
+      tail: int(tail, 'tail', 0), with_extra: withExtra ? 1 : 0 };
+    await this.#call(C.convo_load, text(threadId, 'threadId'), opts, out);
     const h = out[0];
     try {
       const n = Number(C.convo_history_count(h));
@@ -171,8 +177,9 @@ export class Store {
    * ConvoSaver reads its message channels from. */
   async loadTexts(threadId, fromSeq = 0, limit = 0) {
     const out = [null];
-    const opts = { version: 1, from_seq: fromSeq, limit, tail: 0, with_extra: 0 };
-    await this.#call(C.convo_load, threadId, opts, out);
+    const opts = { version: 1, from_seq: int(fromSeq, 'fromSeq', 0), limit: int(limit, 'limit', 0),
+      tail: 0, with_extra: 0 };
+    await this.#call(C.convo_load, text(threadId, 'threadId'), opts, out);
     const h = out[0];
     try {
       const n = Number(C.convo_history_count(h));
@@ -186,13 +193,14 @@ export class Store {
   }
 
   async saveExtra(threadId, patch) {
-    await this.#call(C.convo_save_extra, threadId, json(patch, 'patch'));
+    await this.#call(C.convo_save_extra, text(threadId, 'threadId'), json(patch, 'patch'));
   }
 
   /** One page of thread ids after `after`: { ids, next } (next null on the last page). */
-  async threads({ after = null, limit = 0 } = {}) {
+  async threads(opts) {
+    const { after = null, limit = 0 } = options(opts, 'threads options');
     const out = [null];
-    await this.#call(C.convo_thread_list, after, limit, out);
+    await this.#call(C.convo_thread_list, optText(after, 'after'), int(limit, 'limit', 0), out);
     const p = out[0];
     try {
       const n = Number(C.convo_thread_page_count(p));
@@ -205,11 +213,11 @@ export class Store {
   }
 
   async delete(threadId) {
-    await this.#call(C.convo_thread_delete, threadId);
+    await this.#call(C.convo_thread_delete, text(threadId, 'threadId'));
   }
 
   async fork(src, dst, upto = -1) {
-    await this.#call(C.convo_thread_fork, src, dst, upto);
+    await this.#call(C.convo_thread_fork, text(src, 'src'), text(dst, 'dst'), int(upto, 'upto', -1));
   }
 
   /**
@@ -218,41 +226,50 @@ export class Store {
    * messages: [json...], expectedLength } (messages appended in the same write).
    */
   async checkpointPut(cp) {
-    const channels = (cp.channels ?? []).map((c) => ({
-      channel: c.channel, version: String(c.version), value: blobIn(c.value),
+    if (typeof cp !== 'object' || cp === null || Array.isArray(cp)) {
+      throw new InvalidError(codes.EINVAL, 'checkpointPut takes a checkpoint object');
+    }
+    const channels = list(cp.channels ?? [], 'channels').map((c, i) => ({
+      channel: text(c?.channel, `channels[${i}].channel`), version: String(c.version),
+      value: blobIn(c.value, `channels[${i}].value`),
     }));
     const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
-    const body = blobIn(cp.body) ?? { type: null, bytes: null, len: 0 };
+    const body = blobIn(cp.body, 'body') ?? { type: null, bytes: null, len: 0 };
     const input = {
       version: 2,
-      thread_id: cp.threadId,
-      checkpoint_ns: cp.ns ?? '',
-      checkpoint_id: cp.id,
-      parent_id: cp.parentId ?? null,
+      thread_id: text(cp.threadId, 'threadId'),
+      checkpoint_ns: optText(cp.ns, 'ns') ?? '',
+      checkpoint_id: text(cp.id, 'id'),
+      parent_id: optText(cp.parentId, 'parentId'),
       metadata_json: json(cp.metadata, 'metadata'),
       body,
       channels: channels.length ? channels : null,
       nchannels: channels.length,
-      log_length: cp.logLength ?? 0,
+      log_length: int(cp.logLength ?? 0, 'logLength', 0),
       messages: msgs ? msgs.bufs : null,
       message_lengths: msgs ? msgs.lengths : null,
       nmessages: msgs ? msgs.bufs.length : 0,
-      expected_length: cp.expectedLength ?? -1,
+      expected_length: int(cp.expectedLength ?? -1, 'expectedLength', -1),
     };
     await this.#call(C.convo_checkpoint_put, input);
   }
 
   /** writes: [{ idx, channel, value: {type, bytes} }] */
   async checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes) {
-    const w = writes.map((x) => ({ idx: x.idx, channel: x.channel, value: blobIn(x.value) }));
-    await this.#call(C.convo_checkpoint_put_writes, threadId, ns ?? '', checkpointId, taskId,
-      taskPath ?? '', w.length ? w : null, w.length);
+    const w = list(writes, 'writes').map((x, i) => ({
+      idx: int(x?.idx, `writes[${i}].idx`, Number.MIN_SAFE_INTEGER),
+      channel: text(x.channel, `writes[${i}].channel`), value: blobIn(x.value, `writes[${i}].value`),
+    }));
+    await this.#call(C.convo_checkpoint_put_writes, text(threadId, 'threadId'), optText(ns, 'ns') ?? '',
+      text(checkpointId, 'checkpointId'), text(taskId, 'taskId'), optText(taskPath, 'taskPath') ?? '',
+      w.length ? w : null, w.length);
   }
 
   /** The checkpoint (id null = the latest of the namespace); NotFoundError when unknown. */
   async checkpointGet(threadId, ns = '', id = null) {
     const out = [null];
-    await this.#call(C.convo_checkpoint_get, threadId, ns ?? '', id, out);
+    await this.#call(C.convo_checkpoint_get, text(threadId, 'threadId'), optText(ns, 'ns') ?? '',
+      optText(id, 'id'), out);
     try {
       return checkpointOut(out[0]);
     } finally {
@@ -261,11 +278,14 @@ export class Store {
   }
 
   /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
-  async checkpointList({ threadId = null, ns = null, before = null, beforeThreadId = null,
-    beforeNs = null, limit = 0, filter = null } = {}) {
+  async checkpointList(query) {
+    const { threadId = null, ns = null, before = null, beforeThreadId = null, beforeNs = null,
+      limit = 0, filter = null } = options(query, 'checkpointList options');
     const opts = {
-      version: 2, thread_id: threadId, checkpoint_ns: ns, before, limit,
-      filter_json: json(filter, 'filter'), before_thread_id: beforeThreadId, before_ns: beforeNs,
+      version: 2, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
+      before: optText(before, 'before'), limit: int(limit, 'limit', 0),
+      filter_json: json(filter, 'filter'), before_thread_id: optText(beforeThreadId, 'beforeThreadId'),
+      before_ns: optText(beforeNs, 'beforeNs'),
     };
     const out = [null];
     await this.#call(C.convo_checkpoint_list, opts, out);
@@ -281,11 +301,12 @@ export class Store {
   }
 
   async checkpointPrune(threadId, keepLast) {
-    await this.#call(C.convo_checkpoint_prune, threadId, keepLast);
+    await this.#call(C.convo_checkpoint_prune, text(threadId, 'threadId'), int(keepLast, 'keepLast', 0));
   }
 
   /** The dump (docs/dump-format.md) of the threads named (none = all) as one Buffer. */
   async export(threadIds = []) {
+    list(threadIds, 'threadIds').forEach((t, i) => text(t, `threadIds[${i}]`));
     const chunks = [];
     const cb = koffi.register((ctx, buf, len) => {
       chunks.push(copyBytes(buf, len));

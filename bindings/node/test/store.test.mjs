@@ -47,6 +47,53 @@ for (const [name, base] of drivers()) {
       await assert.rejects(async () => s.load('t'), (e) => e instanceof InvalidError && /closed/.test(e.message));
     });
 
+    test('arguments of the wrong type reject with InvalidError naming them', async () => {
+      // before args.js: a number for a char * crashed the process (koffi took it as an
+      // address), a string in an integer field aborted it, NaN became 0
+      const s = await Store.open(freshUrl(base));
+      await s.append('t', ['{"role":"user"}']);
+      await s.checkpointPut({ threadId: 't', id: 'c1', metadata: {} });
+      const bad = (what) => (e) => e instanceof InvalidError && e.code === codes.EINVAL &&
+        e.message.startsWith(what);
+      const msg = ['{"role":"user"}'];
+      await assert.rejects(s.append(5, msg), bad('threadId must be a string, not 5'));
+      await assert.rejects(s.append(undefined, msg), bad('threadId must be a string, not undefined'));
+      await assert.rejects(s.append(Buffer.from('t'), msg), bad('threadId must be a string, not a Buffer'));
+      await assert.rejects(s.append('t\0x', msg), bad('threadId contains a NUL'));
+      await assert.rejects(s.append('t', msg[0]), bad('messages must be an array'));
+      await assert.rejects(s.append('t', msg, { idempotencyKey: 5 }), bad('idempotencyKey'));
+      await assert.rejects(s.append('t', msg, { expectedLength: '1' }), bad('expectedLength must be an integer'));
+      await assert.rejects(s.append('t', msg, { expectedLength: NaN }), bad('expectedLength'));
+      await assert.rejects(s.append('t', msg, { expectedLength: 2 ** 60 }), bad('expectedLength'));
+      await assert.rejects(s.load(7), bad('threadId'));
+      await assert.rejects(s.load('t', { limit: '2' }), bad('limit'));
+      await assert.rejects(s.load('t', { limit: -1 }), bad('limit must be an integer from 0'));
+      await assert.rejects(s.load('t', { fromSeq: 1.5 }), bad('fromSeq'));
+      await assert.rejects(s.load('t', 3), bad('load options must be an object'));
+      await assert.rejects(s.threads({ after: 5 }), bad('after'));
+      await assert.rejects(s.threads({ limit: NaN }), bad('limit'));
+      await assert.rejects(s.fork('t', 'u', NaN), bad('upto'));
+      await assert.rejects(s.fork('t', null), bad('dst'));
+      await assert.rejects(s.delete(5), bad('threadId'));
+      await assert.rejects(s.checkpointPut(null), bad('checkpointPut takes a checkpoint object'));
+      await assert.rejects(s.checkpointPut({ threadId: 't', id: 'c2', ns: 5 }), bad('ns'));
+      await assert.rejects(s.checkpointPut({ threadId: 't', id: 'c2', channels: 5 }), bad('channels'));
+      await assert.rejects(s.checkpointPut({ threadId: 't', id: 'c2', logLength: NaN }), bad('logLength'));
+      await assert.rejects(s.checkpointPutWrites('t', '', 'c1', 'task', '', null), bad('writes'));
+      await assert.rejects(s.checkpointPutWrites('t', '', 'c1', 7, '', []), bad('taskId'));
+      await assert.rejects(s.checkpointGet(5), bad('threadId'));
+      await assert.rejects(s.checkpointList({ threadId: 5 }), bad('threadId'));
+      await assert.rejects(s.checkpointList({ threadId: 't', limit: -1 }), bad('limit'));
+      await assert.rejects(s.checkpointPrune('t', -1), bad('keepLast'));
+      await assert.rejects(s.export('t'), bad('threadIds must be an array'));
+      await assert.rejects(Store.open(5), bad('url must be a string'));
+      // nothing was written
+      assert.equal((await s.load('t')).length, 1);
+      assert.deepEqual((await s.threads()).ids, ['t']);
+      assert.deepEqual((await s.checkpointList({ threadId: 't' })).map((c) => c.id), ['c1']);
+      await s.close();
+    });
+
     test('threads, fork, delete', async () => {
       const s = await Store.open(freshUrl(base));
       for (const t of ['a', 'b', 'c']) await s.append(t, ['{"role":"user"}', '{"role":"assistant"}']);
