@@ -49,3 +49,11 @@ def _int(value, what, minimum):
     if value < minimum or value >= 1 << 63:
         raise invalid("%s must be between %d and 2**63-1" % (what, minimum))
     return value
+
+
+def _items(value, what):
+    """An iterable (list, tuple, generator) -> a list; anything else is refused."""
+    if isinstance(value, (str, bytes, bytearray, memoryview, collections.abc.Mapping)) \
+            or not isinstance(value, collections.abc.Iterable):
+        raise invalid("%s must be a list, not %s" % (what, type(value).__name__))
+    return list(value)

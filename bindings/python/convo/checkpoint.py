@@ -8,7 +8,7 @@ import ctypes
 import json
 
 from . import _lib
-from ._args import _text, _json_bytes, _int
+from ._args import _text, _json_bytes, _int, _items
 from .errors import NotFoundError, CorruptError, invalid
 
 lib = _lib.lib
@@ -109,7 +109,7 @@ def _channels_in(channels, keep):
             else:
                 raise invalid("channel %r must map to a version or (version, value)" % (name,))
     else:
-        items = list(channels)
+        items = _items(channels, "channels")
     arr = (_lib.ChannelIn * len(items))()
     for i, item in enumerate(items):
         if isinstance(item, (str, bytes)) or not isinstance(item, collections.abc.Sequence) \
@@ -123,10 +123,10 @@ def _channels_in(channels, keep):
     return arr, len(items)
 
 
-def _metadata_in(metadata):
-    data = _json_bytes(metadata, "metadata")
+def _metadata_in(metadata, what="metadata"):
+    data = _json_bytes(metadata, what)
     if b"\0" in data:
-        raise invalid("metadata contains a NUL character")
+        raise invalid("%s contains a NUL character" % what)
     return data
 
 
@@ -195,7 +195,8 @@ class CheckpointCalls:
         if messages is not None:
             if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
                 messages = [messages]
-            datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(messages)]
+            datas = [_json_bytes(m, "message %d" % i)
+                     for i, m in enumerate(_items(messages, "messages"))]
             if datas:
                 if expected_length is None:
                     raise invalid("messages need expected_length (the thread's length before)")
@@ -214,7 +215,7 @@ class CheckpointCalls:
         sequence of (idx, channel, (type, bytes)). NotFoundError when the
         checkpoint does not exist."""
         keep = _Keep()
-        writes = list(writes)
+        writes = _items(writes, "writes")
         arr = (_lib.WriteIn * len(writes))()
         for i, w in enumerate(writes):
             if isinstance(w, (str, bytes)) or not isinstance(w, collections.abc.Sequence) \
@@ -279,7 +280,7 @@ class CheckpointCalls:
         if before_ns is not None:
             opts.before_ns = keep(_text(before_ns, "before_ns"))
         if filter is not None:
-            opts.filter_json = keep(_metadata_in(filter))
+            opts.filter_json = keep(_metadata_in(filter, "filter"))
         remaining = None if limit is None else _int(limit, "limit", 0)
         size = _int(page_size, "page_size", 1)
         return self._iter_checkpoints(opts, keep, remaining, size)

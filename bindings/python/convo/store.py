@@ -10,7 +10,7 @@ import json
 import threading
 
 from . import _lib
-from ._args import _text, _json_bytes, _int
+from ._args import _text, _json_bytes, _int, _items
 from .checkpoint import CheckpointCalls
 from .dump import DumpCalls
 from .errors import NotFoundError, CorruptError, from_struct, invalid
@@ -156,7 +156,7 @@ class Store(CheckpointCalls, DumpCalls):
         exactly that many messages, else ConflictError."""
         if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
             messages = [messages]
-        datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(messages)]
+        datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(_items(messages, "messages"))]
         n = len(datas)
         arr = (ctypes.c_char_p * n)(*datas) if n else None
         lens = (ctypes.c_size_t * n)(*map(len, datas)) if n else None

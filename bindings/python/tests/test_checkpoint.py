@@ -216,19 +216,23 @@ class CheckpointTests:
             dict(thread_id=t, checkpoint_id="c", channels=[("a", "1")]),
             dict(thread_id=t, checkpoint_id="c", channels={"a": ("1", "notablob")}),
             dict(thread_id=t, checkpoint_id="c", log_length=-1),
+            dict(thread_id=t, checkpoint_id="c", channels=5),  # was a TypeError
+            dict(thread_id=t, checkpoint_id="c", messages=5, expected_length=0),
         ]
         for kw in bad:
             with self.subTest(kw=kw), self.assertRaises(convo.InvalidError):
                 self.store.checkpoint_put(**kw)
         self.assertIsNone(self.store.checkpoint_get(t))
         put(self.store, t, "c1")
-        for writes in ([(0, "a")], [("0", "a", (J, b"1"))], [(0, "a", b"1")], ["x"]):
+        for writes in ([(0, "a")], [("0", "a", (J, b"1"))], [(0, "a", b"1")], ["x"], None, 5):
             with self.subTest(writes=writes), self.assertRaises(convo.InvalidError):
                 self.store.checkpoint_put_writes(t, "c1", "task", writes)
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_put_writes(t, "c1", "", [(0, "a", (J, b"1"))])
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_list(t, filter="[]").__next__()
+        with self.assertRaisesRegex(convo.InvalidError, "^filter must be"):  # not "metadata"
+            self.store.checkpoint_list(t, filter=5)
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_list(t, limit=-1)
         with self.assertRaises(convo.InvalidError):

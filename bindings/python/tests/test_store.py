@@ -145,6 +145,8 @@ class StoreTests:
                     None, ["nested list"]):
             self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.append, t, [bad])
         self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.append, t, [])
+        for messages in (None, 5, object()):  # were a TypeError, not a ConvoError
+            self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.append, t, messages)
         self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.append, t,
                               "\ud800")  # a lone surrogate is not UTF-8
         self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.append, t,
