@@ -5,7 +5,7 @@ import {
   BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
 } from '@langchain/langgraph-checkpoint';
 import { Store } from './store.js';
-import { NotFoundError, ConflictError } from './errors.js';
+import { NotFoundError, ConflictError, InvalidError, codes } from './errors.js';
 import {
   RECORD_TYPE, toLogMessage, logMessageCache, ownerOf, isOwner, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
   prefixRanges, addRange, rangesEnd,
@@ -53,12 +53,26 @@ function remember(map, key, value, max) {
   if (map.size > max) map.delete(map.keys().next().value);
 }
 
+function invalid(message) {
+  return new InvalidError(codes.EINVAL, `ConvoSaver: ${message}`);
+}
+
 function requireThread(config) {
   const c = config?.configurable;
   if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === '') {
-    throw new Error('ConvoSaver: config.configurable.thread_id is required');
+    throw invalid('config.configurable.thread_id is required');
   }
   return c;
+}
+
+// A list filter: metadata containment, so an object; Object.keys of a number is empty
+// (the filter was ignored) and of a string its indexes.
+function listFilter(filter) {
+  if (filter === undefined || filter === null) return null;
+  if (typeof filter !== 'object' || Array.isArray(filter)) {
+    throw invalid(`list filter must be an object, not ${Array.isArray(filter) ? 'an array' : typeof filter}`);
+  }
+  return Object.keys(filter).length ? filter : null;
 }
 
 // LangGraph's order of pending writes: (task path, task id, idx).
@@ -137,7 +151,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
 
   async *list(config, options = {}) {
     const c = config?.configurable ?? {};
-    const { limit, before, filter } = options;
+    const { limit, before, filter } = options ?? {};
+    const filterIn = listFilter(filter);
     const store = await this.#store;
     const b = before?.configurable;
     const list = await store.checkpointList({
@@ -147,7 +162,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       beforeThreadId: b?.checkpoint_id ? (b.thread_id ?? null) : null,
       beforeNs: b?.checkpoint_id ? (b.checkpoint_ns ?? null) : null,
       limit: c.checkpoint_id ? 0 : (limit ?? 0),
-      filter: filter && Object.keys(filter).length ? filter : null,
+      filter: filterIn,
     });
     let n = 0;
     for (const cp of list) {

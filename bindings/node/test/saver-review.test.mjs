@@ -35,6 +35,34 @@ async function copyOf(saver, config) {
 
 for (const [name, base] of drivers()) {
   describe(`ConvoSaver review on ${name}`, () => {
+    test('bad configs and filters reject with InvalidError; nothing is written', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const first = await putValues(saver, root('t'), { x: 1 });
+      const all = async (config, options) => {
+        const ids = [];
+        for await (const t of saver.list(config, options)) ids.push(t.config.configurable.checkpoint_id);
+        return ids;
+      };
+      const bad = (re) => (e) => e instanceof InvalidError && re.test(e.message);
+      const cp = { ...emptyCheckpoint(), id: uuid6(-1) };
+      await assert.rejects(saver.put({ configurable: {} }, cp, meta, {}), bad(/thread_id is required/));
+      await assert.rejects(saver.put(undefined, cp, meta, {}), bad(/thread_id is required/));
+      await assert.rejects(saver.put({ configurable: { thread_id: 5 } }, cp, meta, {}),
+        bad(/threadId must be a string, not 5/)); // crashed the process before args.js
+      await assert.rejects(saver.put({ configurable: { thread_id: 't', checkpoint_ns: 5 } }, cp, meta, {}),
+        bad(/ns must be a string/));
+      await assert.rejects(saver.getTuple({ configurable: { thread_id: 't', checkpoint_ns: 5 } }), bad(/ns/));
+      await assert.rejects(saver.putWrites({ configurable: {} }, [['x', 1]], 'task'), bad(/thread_id/));
+      // a filter that is not an object was ignored (a number: everything listed) or sent as JSON text
+      for (const filter of [5, 'abc', [1], true]) {
+        await assert.rejects(all(root('t'), { filter }), bad(/list filter must be an object/));
+      }
+      await assert.rejects(all({ configurable: { thread_id: 5 } }), bad(/threadId/));
+      await assert.rejects(all(root('t'), { limit: -1 }), bad(/limit/));
+      assert.deepEqual(await all(root('t'), null), [first.configurable.checkpoint_id]);
+      await saver.close();
+    });
+
     test('a copied checkpoint (__copy__) has the values of the one copied', async () => {
       const saver = new ConvoSaver(freshUrl(base));
       const a = new HumanMessage({ content: 'hi', id: 'a' });
