@@ -9,6 +9,7 @@ import functools
 import itertools
 import os
 
+from .errors import invalid
 from .store import Store
 
 __all__ = ["Checkpointer", "CheckpointData"]
@@ -73,7 +74,11 @@ class Checkpointer:
 
     async def _run(self, fn, *args, **kwargs):
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        try:
+            future = loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        except RuntimeError:  # "cannot schedule new futures after shutdown"
+            raise invalid("the checkpointer is closed") from None
+        return await future
 
     async def load(self, thread_id, from_seq=0, limit=0, tail=0):
         """The thread as CheckpointData(messages, extra), or None when unknown."""

@@ -210,6 +210,19 @@ class CheckpointerTests:
         self.run_async(cp.aclose())
         self.assertTrue(cp.store.closed)
 
+    def test_closed_checkpointer_raises_invalid_error(self):
+        # was a RuntimeError of the executor ("cannot schedule new futures after shutdown")
+        cp = Checkpointer(self.store)
+        cp.close()
+        cp.close()  # twice is fine
+        async def go():
+            with self.assertRaisesRegex(convo.InvalidError, "checkpointer is closed"):
+                await cp.load(self.tid())
+            with self.assertRaisesRegex(convo.InvalidError, "checkpointer is closed"):
+                await cp.checkpoint_list(self.tid()).__anext__()
+        self.run_async(go())
+        self.assertFalse(self.store.closed)
+
 
 support.per_driver(globals(), CheckpointerTests)
 
