@@ -263,6 +263,13 @@ if server mongo CONVO_TEST_MONGO_URL; then
     for d in 'a/b' 'a.b' 'a$b' 'a%00b' 'a%20b'; do
         url_refused "mongo: database=$d" "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=$d")"
     done
+    # a write concern only a replica set can give: a standalone mongod (as the
+    # stand-in is) refuses it when the store opens (its createIndexes)
+    if [ "${CONVO_TEST_MONGO_KIND:-}" = standin ]; then
+        for w in 2 abc; do
+            url_refused "mongo: w=$w on a standalone" "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=b$token&w=$w")"
+        done
+    fi
 fi
 
 echo "$passed passed, $failed failed ($skipped skipped)"

@@ -1049,6 +1049,19 @@ const HANDLERS = {
   collstats: cmdCollStats,
 };
 
+/** A standalone mongod (which the stand-in is: hello has no setName) refuses a
+ * write concern only a replica set can give, before running the command
+ * (mongod's validateWriteConcern, BadValue): w above 1 and a w mode other than
+ * "majority" (a tag set). */
+function checkWriteConcern(wc) {
+  if (!wc || typeof wc !== 'object' || wc.w === undefined) return;
+  if (typeof wc.w === 'string') {
+    if (wc.w !== 'majority') throw new CommandError(2, `cannot use non-majority 'w' mode ${wc.w} when a host is not a member of a replica set`, 'BadValue');
+  } else if (V.numberOf(wc.w) > 1) {
+    throw new CommandError(2, "cannot use 'w' > 1 when a host is not replicated", 'BadValue');
+  }
+}
+
 /** Run one command document against database `dbName`; always returns a reply. */
 function runCommand(cmd, dbName, ctx) {
   const name = V.keysOf(cmd)[0];
@@ -1056,6 +1069,7 @@ function runCommand(cmd, dbName, ctx) {
   const handler = HANDLERS[name.toLowerCase()];
   if (!handler) return new CommandError(59, `no such command: '${name}'`, 'CommandNotFound').toReply();
   try {
+    checkWriteConcern(cmd.writeConcern);
     return handler(cmd, { ...ctx, db: ctx.store.db(dbName) });
   } catch (e) {
     if (e instanceof CommandError) return e.toReply();
