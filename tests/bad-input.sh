@@ -263,6 +263,8 @@ if server mongo CONVO_TEST_MONGO_URL; then
     for d in 'a/b' 'a.b' 'a$b' 'a%00b' 'a%20b'; do
         url_refused "mongo: database=$d" "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=$d")"
     done
+    # an unknown read concern level: mongod refuses it (9 FailedToParse)
+    url_refused "mongo: readConcernLevel=bogus" "$(convo_url_add "$CONVO_TEST_MONGO_URL" "database=b$token&readConcernLevel=bogus")"
     # a write concern only a replica set can give: a standalone mongod (as the
     # stand-in is) refuses it when the store opens (its createIndexes)
     if [ "${CONVO_TEST_MONGO_KIND:-}" = standin ]; then

@@ -1062,6 +1062,16 @@ function checkWriteConcern(wc) {
   }
 }
 
+/** An unknown readConcern level is refused before the command runs (mongod's
+ * ReadConcernArgs::parse, 9 FailedToParse). */
+const READ_CONCERN_LEVELS = ['local', 'majority', 'linearizable', 'available', 'snapshot'];
+function checkReadConcern(rc) {
+  if (!rc || typeof rc !== 'object' || rc.level === undefined) return;
+  if (typeof rc.level !== 'string' || !READ_CONCERN_LEVELS.includes(rc.level)) {
+    throw new CommandError(9, "readConcern.level must be either 'local' (default), 'available', 'majority', 'snapshot' or 'linearizable'", 'FailedToParse');
+  }
+}
+
 /** Run one command document against database `dbName`; always returns a reply. */
 function runCommand(cmd, dbName, ctx) {
   const name = V.keysOf(cmd)[0];
@@ -1070,6 +1080,7 @@ function runCommand(cmd, dbName, ctx) {
   if (!handler) return new CommandError(59, `no such command: '${name}'`, 'CommandNotFound').toReply();
   try {
     checkWriteConcern(cmd.writeConcern);
+    checkReadConcern(cmd.readConcern);
     return handler(cmd, { ...ctx, db: ctx.store.db(dbName) });
   } catch (e) {
     if (e instanceof CommandError) return e.toReply();
