@@ -19,11 +19,11 @@ function json(value, what) {
   }
 }
 
-function toBytes(b) {
+function toBytes(b, what = 'a blob is { type, bytes } with bytes') {
   if (typeof b === 'string') return Buffer.from(b);
   if (Buffer.isBuffer(b)) return b;
   if (b instanceof Uint8Array) return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  throw new InvalidError(codes.EINVAL, 'a blob is { type, bytes } with bytes a Uint8Array or string');
+  throw new InvalidError(codes.EINVAL, `${what} a Uint8Array or string`);
 }
 
 function blobIn(v, what) {
@@ -324,7 +324,7 @@ export class Store {
 
   /** Imports a dump; returns its stats. */
   async import(dump) {
-    const data = toBytes(dump);
+    const data = toBytes(dump, 'the dump to import must be');
     let off = 0;
     const cb = koffi.register((ctx, buf, len) => {
       const n = Math.min(Number(len), data.length - off);

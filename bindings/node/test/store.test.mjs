@@ -86,6 +86,7 @@ for (const [name, base] of drivers()) {
       await assert.rejects(s.checkpointList({ threadId: 't', limit: -1 }), bad('limit'));
       await assert.rejects(s.checkpointPrune('t', -1), bad('keepLast'));
       await assert.rejects(s.export('t'), bad('threadIds must be an array'));
+      await assert.rejects(s.import(5), bad('the dump to import must be a Uint8Array or string'));
       await assert.rejects(Store.open(5), bad('url must be a string'));
       // nothing was written
       assert.equal((await s.load('t')).length, 1);
