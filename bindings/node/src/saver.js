@@ -57,8 +57,21 @@ function invalid(message) {
   return new InvalidError(codes.EINVAL, `ConvoSaver: ${message}`);
 }
 
-function requireThread(config) {
+// A number (or bigint) as thread id is taken as its decimal text, as LangGraph's own savers
+// take it (PostgresSaver and SqliteSaver store the text, MemorySaver uses it as a key):
+// `thread_id: 1` and `thread_id: '1'` name the same thread. Any other type is refused by
+// the Store (InvalidError).
+function threadText(id) {
+  return (typeof id === 'number' && Number.isFinite(id)) || typeof id === 'bigint' ? String(id) : id;
+}
+
+function configurableOf(config) {
   const c = config?.configurable;
+  return c && threadText(c.thread_id) !== c.thread_id ? { ...c, thread_id: threadText(c.thread_id) } : c;
+}
+
+function requireThread(config) {
+  const c = configurableOf(config);
   if (!c || c.thread_id === undefined || c.thread_id === null || c.thread_id === '') {
     throw invalid('config.configurable.thread_id is required');
   }
@@ -136,7 +149,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
   async getTuple(config) {
-    const c = config?.configurable ?? {};
+    const c = configurableOf(config) ?? {};
     if (c.thread_id === undefined || c.thread_id === null) return undefined;
     const store = await this.#store;
     let cp;
@@ -150,11 +163,11 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
   async *list(config, options = {}) {
-    const c = config?.configurable ?? {};
+    const c = configurableOf(config) ?? {};
     const { limit, before, filter } = options ?? {};
     const filterIn = listFilter(filter);
     const store = await this.#store;
-    const b = before?.configurable;
+    const b = configurableOf(before);
     const list = await store.checkpointList({
       threadId: c.thread_id ?? null,
       ns: c.checkpoint_ns ?? null,
@@ -299,7 +312,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
     for (const w of list) (ok ? w.resolve : w.reject)();
   }
 
-  async deleteThread(threadId) {
+  async deleteThread(id) {
+    const threadId = threadText(id);
     const store = await this.#store;
     this.#mirrors.delete(threadId);
     for (const k of [...this.#entries.keys()]) {

@@ -47,8 +47,8 @@ for (const [name, base] of drivers()) {
       const cp = { ...emptyCheckpoint(), id: uuid6(-1) };
       await assert.rejects(saver.put({ configurable: {} }, cp, meta, {}), bad(/thread_id is required/));
       await assert.rejects(saver.put(undefined, cp, meta, {}), bad(/thread_id is required/));
-      await assert.rejects(saver.put({ configurable: { thread_id: 5 } }, cp, meta, {}),
-        bad(/threadId must be a string, not 5/)); // crashed the process before args.js
+      await assert.rejects(saver.put({ configurable: { thread_id: { id: 5 } } }, cp, meta, {}),
+        bad(/threadId must be a string/)); // crashed the process before args.js
       await assert.rejects(saver.put({ configurable: { thread_id: 't', checkpoint_ns: 5 } }, cp, meta, {}),
         bad(/ns must be a string/));
       await assert.rejects(saver.getTuple({ configurable: { thread_id: 't', checkpoint_ns: 5 } }), bad(/ns/));
@@ -57,9 +57,35 @@ for (const [name, base] of drivers()) {
       for (const filter of [5, 'abc', [1], true]) {
         await assert.rejects(all(root('t'), { filter }), bad(/list filter must be an object/));
       }
-      await assert.rejects(all({ configurable: { thread_id: 5 } }), bad(/threadId/));
+      await assert.rejects(all({ configurable: { thread_id: true } }), bad(/threadId/));
       await assert.rejects(all(root('t'), { limit: -1 }), bad(/limit/));
       assert.deepEqual(await all(root('t'), null), [first.configurable.checkpoint_id]);
+      await saver.close();
+    });
+
+    test('a number as thread id names the thread of its decimal text, as in LangGraph', async () => {
+      const saver = new ConvoSaver(freshUrl(base));
+      const c1 = await putValues(saver, root(7), { messages: [new HumanMessage({ content: 'hi', id: 'h' })] });
+      assert.equal(c1.configurable.thread_id, '7');
+      await saver.putWrites(c1, [['x', 1]], 'task');
+      for (const id of [7, '7', 7n]) {
+        const t = await saver.getTuple({ configurable: { thread_id: id, checkpoint_ns: '' } });
+        assert.equal(t?.config.configurable.checkpoint_id, c1.configurable.checkpoint_id);
+        assert.equal(t.pendingWrites.length, 1);
+        const ids = [];
+        for await (const x of saver.list({ configurable: { thread_id: id } })) ids.push(x.config.configurable.checkpoint_id);
+        assert.deepEqual(ids, [c1.configurable.checkpoint_id]);
+      }
+      const c2 = await putValues(saver, { configurable: { ...c1.configurable, thread_id: 7 } },
+        { messages: [new HumanMessage({ content: 'hi', id: 'h' }), 'more'] });
+      const before = [];
+      for await (const x of saver.list(undefined, { before: { configurable: { ...c2.configurable, thread_id: 7 } } })) {
+        before.push(x.config.configurable.checkpoint_id);
+      }
+      assert.deepEqual(before, [c1.configurable.checkpoint_id]);
+      assert.equal((await (await saver.store()).load('7')).messages.length, 2);
+      await saver.deleteThread(7);
+      assert.equal(await saver.getTuple(root('7')), undefined);
       await saver.close();
     });
 
