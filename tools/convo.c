@@ -87,6 +87,14 @@ static int fail_msg(int status, const char *fmt, ...)
     return status;
 }
 
+/* "usage: convo ..." for one command; --url only where the command uses it (not
+ * copy, which takes its two URLs as arguments, nor help). */
+static void print_usage(FILE *f, const command *cmd)
+{
+    int url = cmd->opens_store || cmd->run_raw;
+    fprintf(f, "usage: convo %s%s\n", url ? "[--url URL] " : "", cmd->usage);
+}
+
 static int usage_error(const command *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -96,7 +104,7 @@ static int usage_error(const command *cmd, const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     if (cmd)
-        fprintf(stderr, "usage: convo [--url URL] %s\n", cmd->usage);
+        print_usage(stderr, cmd);
     else
         fputs("usage: convo [--url URL] COMMAND [ARGS ...]   (convo help: the list)\n", stderr);
     return STATUS_USAGE;
@@ -603,6 +611,12 @@ static int cmd_sweep(convo_store *s, const invocation *inv)
     return STATUS_OK;
 }
 
+static int cmd_copy(convo_store *s, const invocation *inv)
+{
+    (void)s; /* opens its own two stores */
+    return convo_tool_copy(inv->args[0], inv->args[1], inv->nargs - 2, inv->args + 2);
+}
+
 static int cmd_help(convo_store *s, const invocation *inv)
 {
     (void)s;
@@ -613,12 +627,13 @@ static int cmd_help(convo_store *s, const invocation *inv)
     const command *c = find_command(inv->args[0]);
     if (!c)
         return usage_error(NULL, "unknown command '%.40s'", inv->args[0]);
-    printf("usage: convo [--url URL] %s\n  %s\n", c->usage, c->summary);
+    print_usage(stdout, c);
+    printf("  %s\n", c->summary);
     return STATUS_OK;
 }
 
-/* The command table. export, import, copy and checkpoints go here: a command
- * with `run` gets its arguments parsed and the store opened; one with `run_raw`
+/* The command table. A command with `run` gets its arguments parsed and, with
+ * opens_store, the store opened; one with `run_raw`
  * (bench) parses its own arguments and opens what it needs. */
 static const command commands[] = {
     {.name = "append", .run = cmd_append, .opens_store = 1, .min_args = 1, .max_args = -1,
@@ -654,7 +669,8 @@ static const command commands[] = {
      .summary = "write the threads (all by default) as a msgpack dump to stdout"},
     {.name = "import", .run = cmd_import, .opens_store = 1, .min_args = 0, .max_args = 0,
      .usage = "import < FILE", .summary = "store a dump read from stdin (idempotent)"},
-    {.name = "copy", .run_raw = convo_tool_copy, .usage = "copy SRC_URL DST_URL [THREAD ...]",
+    {.name = "copy", .run = cmd_copy, .min_args = 2, .max_args = -1,
+     .usage = "copy SRC_URL DST_URL [THREAD ...]",
      .summary = "stream threads from one store into another"},
     {.name = "bench", .run_raw = convo_tool_bench,
      .usage = "bench --scenario append|load|extra|checkpoint|conversation [OPTIONS]",
@@ -699,7 +715,8 @@ static int run(const char *url, const command *cmd, int argc, char **argv)
         return fail_msg(STATUS_ERROR, "out of memory");
     int st = parse_args(&inv, argc, argv);
     if (st == STATUS_HELP) {
-        printf("usage: convo [--url URL] %s\n  %s\n", cmd->usage, cmd->summary);
+        print_usage(stdout, cmd);
+        printf("  %s\n", cmd->summary);
         st = STATUS_OK;
         cmd = NULL; /* nothing more to run */
     }

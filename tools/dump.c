@@ -131,54 +131,19 @@ int convo_tool_import(convo_store *s)
     return status(rc, &err);
 }
 
-#define COPY_USAGE "usage: convo copy SRC_URL DST_URL [THREAD ...]\n"
-
-/* Moves the positional arguments of argv[1..argc) to its front, as every other
- * command reads them (options anywhere, "--" ends them); returns their count,
- * -1 after --help (usage printed), -2 after a usage error (said on stderr). */
-static int copy_arguments(int argc, char **argv)
+int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads)
 {
-    int n = 0, options = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (options && strcmp(a, "--") == 0) {
-            options = 0;
-        } else if (options && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            fputs(COPY_USAGE, stdout);
-            return -1;
-        } else if (options && a[0] == '-' && a[1]) {
-            fprintf(stderr, "convo: unknown option '%.40s' for copy\n" COPY_USAGE, a);
-            return -2;
-        } else {
-            argv[1 + n++] = argv[i];
-        }
-    }
-    if (n < 2) {
-        fputs("convo: copy: missing arguments\n" COPY_USAGE, stderr);
-        return -2;
-    }
-    return n;
-}
-
-int convo_tool_copy(const char *url, int argc, char **argv)
-{
-    (void)url;
-    int n = copy_arguments(argc, argv);
-    if (n < 0)
-        return n == -1 ? 0 : 2;
-    argc = n + 1;
     convo_store *src = NULL, *dst = NULL;
     convo_error err;
-    int rc = convo_open(&src, argv[1], &err);
+    int rc = convo_open(&src, src_url, &err);
     if (rc == 0)
-        rc = convo_open(&dst, argv[2], &err);
+        rc = convo_open(&dst, dst_url, &err);
     convo_dump_stats st = {0};
     progress_state p;
     if (rc == 0) {
         convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
         set_progress(&o, &p, "copy");
-        rc = convo_copy(src, dst, (const char *const *)argv + 3, (size_t)(argc - 3), &o, &st,
-                        &err);
+        rc = convo_copy(src, dst, (const char *const *)threads, (size_t)nthreads, &o, &st, &err);
         done(&p, &st, rc);
     }
     convo_close(src);

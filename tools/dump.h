@@ -6,7 +6,6 @@
 
 int convo_tool_export(convo_store *s, int nthreads, char **threads);
 int convo_tool_import(convo_store *s);
-/* argv[0] is "copy". */
-int convo_tool_copy(const char *url, int argc, char **argv);
+int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads);
 
 #endif
