@@ -52,43 +52,41 @@ function cacheOf(serde) {
   return c;
 }
 
-/** The log message of an item already serialized by this serde, else undefined (no await:
- * a put compares the whole list with the log, a thousand items at turn 1,000). */
-export function cachedLogMessage(serde, item) {
-  if (item === null || typeof item !== 'object') return undefined;
-  const e = caches.get(serde)?.get(item);
-  return e && e.content === item.content && e.id === item.id ? e.text : undefined;
+// Whether a message still has the content and id that an entry (of the cache above, or
+// of the saver's owners) was made from.
+function unchanged(entry, item) {
+  return entry.content === item.content && entry.id === item.id;
 }
 
-/** cachedLogMessage as a function of the item alone, the serde's cache looked up once:
- * the lookup a put makes for every item of the list. */
+/** The log message of an item already serialized by this serde, else undefined (no await:
+ * a put compares the whole list with the log, a thousand items at turn 1,000), as a
+ * function of the item: the serde's cache is looked up once per put, not per item. */
 export function logMessageCache(serde) {
   const cache = cacheOf(serde);
   return (item) => {
     if (item === null || typeof item !== 'object') return undefined;
     const e = cache.get(item);
-    return e && e.content === item.content && e.id === item.id ? e.text : undefined;
+    return e && unchanged(e, item) ? e.text : undefined;
   };
 }
 
 /** What the saver keeps of an item it appended, to know the item again by identity: the
  * message object with the content and id its text was made from (undefined for other
- * items, which are compared by their text; see the cache above). */
+ * items, which are compared by their text). */
 export function ownerOf(item) {
   return isMessage(item) ? { item, content: item.content, id: item.id } : undefined;
 }
 
 /** Whether an item is the one an owner entry was made from, unchanged as the cache sees it. */
 export function isOwner(owner, item) {
-  return owner !== undefined && owner.item === item && owner.content === item.content &&
-    owner.id === item.id;
+  return owner !== undefined && owner.item === item && unchanged(owner, item);
 }
 
 /** The log message (a JSON string) that stores one item of a message channel. */
 export async function toLogMessage(serde, item) {
   if (isMessage(item)) {
-    const hit = cachedLogMessage(serde, item);
-    if (hit !== undefined) return hit;
+    const e = cacheOf(serde).get(item);
+    if (e && unchanged(e, item)) return e.text;
   }
   const [type, bytes] = await serde.dumpsTyped(item);
   const head = { role: roleOf(item) };
