@@ -66,14 +66,18 @@ typedef struct convo_store_opts {
 #define CONVO_MAX_ROLE_BYTES 64
 
 /* Append options; start from CONVO_APPEND_OPTS_INIT. */
-#define CONVO_APPEND_OPTS_VERSION 1
+#define CONVO_APPEND_OPTS_VERSION 2
 typedef struct convo_append_opts {
     unsigned int version;
     const char *idempotency_key; /* NULL = none; a retry with the same key is stored once;
                                   * the same key with another batch is CONVO_ECONFLICT */
     int64_t expected_length;     /* -1 = none; else store only if the thread has exactly this many */
+    /* ---- version 2 ---- */
+    int64_t expected_generation; /* -1 = none; else store only if the thread's generation (the
+                                  * number of tail rewrites it had) is this, else CONVO_ECONFLICT.
+                                  * A thread that does not exist yet has generation 0. */
 } convo_append_opts;
-#define CONVO_APPEND_OPTS_INIT { CONVO_APPEND_OPTS_VERSION, NULL, -1 }
+#define CONVO_APPEND_OPTS_INIT { CONVO_APPEND_OPTS_VERSION, NULL, -1, -1 }
 
 typedef struct convo_append_result {
     int64_t first_seq; /* seq of the first message of the batch */
@@ -113,6 +117,51 @@ CONVO_EXTERN int convo_append(convo_store *s, const char *thread_id,
                               const convo_append_opts *opts, convo_append_result *res,
                               convo_error *err);
 
+/* ---- Rewriting the tail: the log only grows, except by this one call ----
+ * convo_replace_tail keeps messages [0, keep) of a thread and stores n new
+ * messages after them (seq keep .. keep + n - 1, created_at the time of the
+ * call), in one atomic step of the backend: a crash leaves the old tail or the
+ * new one. n == 0 pops the messages from keep on. Every call increments the
+ * thread's generation. Start the options from CONVO_REWRITE_OPTS_INIT. */
+#define CONVO_REWRITE_OPTS_VERSION 1
+typedef struct convo_rewrite_opts {
+    unsigned int version;
+    const char *idempotency_key; /* as for convo_append: a retry applies once and returns
+                                  * what the first call did; another call under the same
+                                  * key is CONVO_ECONFLICT */
+    int64_t expected_length;     /* -1 = none; else CONVO_ECONFLICT unless the thread has
+                                  * exactly this many messages */
+    int64_t expected_generation; /* -1 = none; else CONVO_ECONFLICT unless the thread's
+                                  * generation is this */
+    /* The caller's view of the messages being replaced, [keep, length): when
+     * expected_suffix is not NULL, the stored tail must be exactly these
+     * nexpected_suffix messages, byte for byte, else CONVO_ECONFLICT and nothing
+     * is written. (An empty view: a non-NULL pointer with nexpected_suffix 0.) */
+    const char *const *expected_suffix;
+    const size_t *expected_suffix_lengths; /* NULL = each is NUL-terminated */
+    size_t nexpected_suffix;
+    /* A checkpoint whose log_length is above keep refers to messages the call
+     * removes: 0 (default) refuses with CONVO_ECONFLICT naming it; 1 removes
+     * those checkpoints and their pending writes in the same atomic step. */
+    int drop_checkpoints;
+} convo_rewrite_opts;
+#define CONVO_REWRITE_OPTS_INIT { CONVO_REWRITE_OPTS_VERSION, NULL, -1, -1, NULL, NULL, 0, 0 }
+
+typedef struct convo_rewrite_result {
+    int64_t first_seq;  /* keep: the seq of the first new message */
+    size_t count;       /* new messages stored */
+    int64_t removed;    /* messages removed (0 on a replay) */
+    int64_t generation; /* the thread's generation after the call */
+    int replayed;       /* 1 when an idempotency key matched an earlier call */
+} convo_rewrite_result;
+
+/* CONVO_ENOTFOUND for an unknown thread; CONVO_EINVAL when keep is negative or
+ * above the thread's length (checked after the conditions). */
+CONVO_EXTERN int convo_replace_tail(convo_store *s, const char *thread_id, int64_t keep,
+                                    const char *const *messages, const size_t *lengths,
+                                    size_t n, const convo_rewrite_opts *opts,
+                                    convo_rewrite_result *res, convo_error *err);
+
 CONVO_EXTERN int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opts,
                             convo_history **out, convo_error *err);
 CONVO_EXTERN void convo_history_free(convo_history *h);
@@ -128,6 +177,9 @@ CONVO_EXTERN int64_t convo_history_seq(const convo_history *h, size_t i);
 CONVO_EXTERN int64_t convo_history_created_at(const convo_history *h, size_t i);
 /* The merged extra object as compact JSON ("{}" when none was saved). */
 CONVO_EXTERN const char *convo_history_extra(const convo_history *h);
+/* The thread's generation: how many tail rewrites it has had (0 for a thread
+ * never rewritten). Messages below the length never change while it stays. */
+CONVO_EXTERN int64_t convo_history_generation(const convo_history *h);
 
 /* Shallow merge: each top-level key of patch_json (an object) replaces that key;
  * null is stored as a value. Creates the thread when it does not exist. */
@@ -147,6 +199,19 @@ CONVO_EXTERN void convo_thread_page_free(convo_thread_page *p);
  * thread dst; CONVO_ECONFLICT when dst exists, CONVO_EINVAL when upto > length. */
 CONVO_EXTERN int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
                                    convo_error *err);
+/* Fork options; start from CONVO_FORK_OPTS_INIT. */
+#define CONVO_FORK_OPTS_VERSION 1
+typedef struct convo_fork_opts {
+    unsigned int version;
+    int64_t expected_generation; /* -1 = none; else CONVO_ECONFLICT unless src has it */
+} convo_fork_opts;
+#define CONVO_FORK_OPTS_INIT { CONVO_FORK_OPTS_VERSION, -1 }
+/* convo_thread_fork with options (opts NULL = defaults). The new thread starts
+ * at the generation src had (generations count rewrites of a thread's line of
+ * messages, which the fork's first messages are). */
+CONVO_EXTERN int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst,
+                                      int64_t upto, const convo_fork_opts *opts,
+                                      convo_error *err);
 
 /* ---- Graph checkpoints (LangGraph-style snapshots layered on the log) ----
  * A checkpoint is keyed by (thread_id, checkpoint_ns, checkpoint_id). It lists
@@ -167,7 +232,7 @@ typedef struct convo_channel_in {
     const convo_blob *value; /* NULL when this version was stored before, or is empty */
 } convo_channel_in;
 
-#define CONVO_CHECKPOINT_IN_VERSION 2
+#define CONVO_CHECKPOINT_IN_VERSION 3
 typedef struct convo_checkpoint_in {
     unsigned int version;
     const char *thread_id;
@@ -190,9 +255,12 @@ typedef struct convo_checkpoint_in {
     const size_t *message_lengths; /* NULL = each message is NUL-terminated */
     size_t nmessages;
     int64_t expected_length;       /* the thread's length before the put; >= 0 */
+    /* ---- version 3 ---- */
+    int64_t expected_generation;   /* with messages: -1 = none; else CONVO_ECONFLICT (nothing
+                                    * written) unless the thread's generation is this */
 } convo_checkpoint_in;
 #define CONVO_CHECKPOINT_IN_INIT { CONVO_CHECKPOINT_IN_VERSION, NULL, NULL, NULL, NULL, NULL, \
-                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1 }
+                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1, -1 }
 
 /* A pending write of a task: idx >= 0 is stored once per (task_id, idx);
  * a negative idx (errors, interrupts, ...) replaces what that idx held. */
@@ -286,14 +354,20 @@ typedef struct convo_dump_stats {
     uint64_t skipped;  /* import: messages already present (an earlier import) */
 } convo_dump_stats;
 
-#define CONVO_DUMP_OPTS_VERSION 1
+#define CONVO_DUMP_OPTS_VERSION 2
 typedef struct convo_dump_opts {
     unsigned int version;
     /* Called after each thread and every few thousand messages; NULL = none. */
     void (*progress)(void *ctx, const convo_dump_stats *stats);
     void *progress_ctx;
+    /* ---- version 2 ---- */
+    /* export: one generation per thread named (n entries, -1 = any): a thread
+     * whose generation differs is CONVO_ECONFLICT before anything of it is
+     * written. NULL = none. A thread rewritten while it is being exported is
+     * CONVO_ECONFLICT whatever this says: a dump never mixes two generations. */
+    const int64_t *expected_generations;
 } convo_dump_opts;
-#define CONVO_DUMP_OPTS_INIT { CONVO_DUMP_OPTS_VERSION, NULL, NULL }
+#define CONVO_DUMP_OPTS_INIT { CONVO_DUMP_OPTS_VERSION, NULL, NULL, NULL }
 
 /* Writes the threads named (n == 0: every thread) with their messages, extra,
  * checkpoints, channel values and pending writes. Memory use does not grow with

@@ -418,6 +418,9 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
         else if (cp->expected_length < 0)
             rc = convo__error(err, CONVO_EINVAL, NULL,
                               "a put with messages needs expected_length >= 0");
+        else if (cp->version >= 3 && cp->expected_generation < -1)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "expected generation must be >= 0 or -1");
         /* both are >= 0: the difference cannot overflow, as the sum can */
         else if (cp->log_length > cp->expected_length &&
                  (uint64_t)(cp->log_length - cp->expected_length) > nmessages)
@@ -431,8 +434,9 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
     if (rc == 0) {
         /* A version 1 caller's struct ends before the version 2 fields. */
         convo_checkpoint_in copy = CONVO_CHECKPOINT_IN_INIT;
-        memcpy(&copy, cp, cp->version >= 2 ? sizeof copy
-                                           : offsetof(convo_checkpoint_in, messages));
+        memcpy(&copy, cp, cp->version >= 3   ? sizeof copy
+                          : cp->version == 2 ? offsetof(convo_checkpoint_in, expected_generation)
+                                             : offsetof(convo_checkpoint_in, messages));
         copy.version = CONVO_CHECKPOINT_IN_VERSION;
         copy.checkpoint_ns = cp->checkpoint_ns ? cp->checkpoint_ns : "";
         copy.metadata_json = metadata;

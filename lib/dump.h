@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 #define DUMP_MAGIC "convo-dump"
-#define DUMP_VERSION 1
+/* 2: the thread record carries the thread's generation; 1 is still read. */
+#define DUMP_VERSION 2
 
 /* The checksum of a frame's record (FNV-1a, 64 bits). */
 uint64_t convo__dump_hash(const void *data, size_t len);

@@ -99,6 +99,7 @@ static int flush(exporter *x, int force)
  * A thread deleted and created again under the same id has another one. */
 typedef struct thread_mark {
     int64_t length; /* the thread's length when its export began */
+    int64_t generation; /* its generation then: a tail rewrite changes it */
     int64_t first_at;
     uint64_t first_hash;
 } thread_mark;
@@ -106,6 +107,7 @@ typedef struct thread_mark {
 static void mark_of(const convo_history *h, thread_mark *m)
 {
     m->length = convo_history_length(h);
+    m->generation = convo_history_generation(h);
     m->first_at = 0;
     m->first_hash = 0;
     if (convo_history_count(h) > 0 && convo_history_seq(h, 0) == 0) {
@@ -120,8 +122,8 @@ static int changed(exporter *x, const char *id)
 {
     convo__error_clear(x->err);
     return convo__error(x->err, CONVO_ECONFLICT, NULL,
-                        "thread %s was deleted or replaced while it was exported; the dump is "
-                        "incomplete: export again", id);
+                        "thread %s was deleted, replaced or its tail rewritten while it was "
+                        "exported; the dump is incomplete: export again", id);
 }
 
 /* CONVO_ECONFLICT unless thread id is still the life of it that the export
@@ -140,7 +142,8 @@ static int check_same(exporter *x, const char *id, const thread_mark *m)
     thread_mark now;
     mark_of(h, &now);
     convo_history_free(h);
-    if (now.length < m->length || now.first_at != m->first_at || now.first_hash != m->first_hash)
+    if (now.length < m->length || now.generation != m->generation ||
+        now.first_at != m->first_at || now.first_hash != m->first_hash)
         return changed(x, id);
     return 0;
 }
@@ -200,8 +203,9 @@ static int export_messages(exporter *x, const char *id, const convo_history *fir
             return changed(x, id);
         if (rc != 0)
             return rc;
-        if ((int64_t)convo_history_count(h) != lo.limit)
-            rc = changed(x, id); /* it shrank: deleted, maybe created again */
+        if ((int64_t)convo_history_count(h) != lo.limit ||
+            convo_history_generation(h) != m->generation)
+            rc = changed(x, id); /* it shrank or its tail was rewritten */
         if (rc == 0)
             rc = check_same(x, id, m);
         if (rc == 0)
@@ -391,7 +395,7 @@ static int export_checkpoints(exporter *x, const char *id, const thread_mark *m,
 }
 
 /* CONVO_ENOTFOUND, with nothing written, when the thread does not exist. */
-static int export_thread(exporter *x, const char *id)
+static int export_thread(exporter *x, const char *id, int64_t expected_generation)
 {
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.limit = CHUNK_MESSAGES;
@@ -401,10 +405,17 @@ static int export_thread(exporter *x, const char *id)
         return rc;
     thread_mark m;
     mark_of(h, &m);
-    msgpack_pack_array(&x->pk, 3);
+    if (expected_generation >= 0 && m.generation != expected_generation) {
+        convo_history_free(h);
+        return convo__error(x->err, CONVO_ECONFLICT, NULL,
+                            "thread %s is at generation %lld, not %lld: nothing of it written",
+                            id, (long long)m.generation, (long long)expected_generation);
+    }
+    msgpack_pack_array(&x->pk, 4);
     convo__pack_str(&x->pk, "thread");
     convo__pack_str(&x->pk, id);
     convo__pack_str(&x->pk, convo_history_extra(h));
+    msgpack_pack_int64(&x->pk, m.generation);
     rc = end_record(x);
     uint64_t before = x->stats->messages, checkpoints = 0;
     if (rc == 0)
@@ -440,7 +451,7 @@ static int export_all(exporter *x)
         if (rc != 0)
             break;
         for (size_t i = 0; i < convo_thread_page_count(p) && rc == 0; i++) {
-            rc = export_thread(x, convo_thread_page_id(p, i));
+            rc = export_thread(x, convo_thread_page_id(p, i), -1);
             if (rc == CONVO_ENOTFOUND) { /* deleted since it was listed: nothing written */
                 convo__error_clear(x->err);
                 rc = 0;
@@ -466,6 +477,17 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
     memset(stats, 0, sizeof *stats);
     if (!s || !write)
         return convo__error(err, CONVO_EINVAL, NULL, "store and write function are required");
+    if (opts && (opts->version < 1 || opts->version > CONVO_DUMP_OPTS_VERSION))
+        return convo__error(err, CONVO_EINVAL, NULL, "unsupported convo_dump_opts version %u",
+                            opts->version);
+    const int64_t *generations = opts && opts->version >= 2 ? opts->expected_generations : NULL;
+    if (generations && n == 0)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "expected generations need the threads named");
+    for (size_t i = 0; generations && i < n; i++)
+        if (generations[i] < -1)
+            return convo__error(err, CONVO_EINVAL, NULL,
+                                "expected generation must be >= 0 or -1");
     const char *hook = getenv("CONVO_TEST_EXPORT_NOMEM");
     exporter x = {.s = s, .write = write, .ctx = write_ctx, .opts = opts, .stats = stats,
                   .err = err, .fail_at = hook ? atol(hook) : 0};
@@ -493,7 +515,7 @@ int convo_export(convo_store *s, const char *const *thread_ids, size_t n, convo_
     }
     json_decref(named);
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = export_thread(&x, thread_ids[i]);
+        rc = export_thread(&x, thread_ids[i], generations ? generations[i] : -1);
     if (rc == 0) {
         msgpack_pack_array(&x.pk, 3);
         convo__pack_str(&x.pk, "end");

@@ -67,6 +67,11 @@ void convo__history_set_length(convo_history *h, int64_t length)
     h->length = length;
 }
 
+void convo__history_set_generation(convo_history *h, int64_t generation)
+{
+    h->generation = generation;
+}
+
 void convo_history_free(convo_history *h)
 {
     if (!h)
@@ -80,6 +85,7 @@ void convo_history_free(convo_history *h)
 
 size_t convo_history_count(const convo_history *h) { return h ? h->count : 0; }
 int64_t convo_history_length(const convo_history *h) { return h ? h->length : 0; }
+int64_t convo_history_generation(const convo_history *h) { return h ? h->generation : 0; }
 
 const char *convo_history_message(const convo_history *h, size_t i, size_t *len)
 {

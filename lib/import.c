@@ -25,6 +25,8 @@ typedef struct importer {
     char *staging;   /* the staging id while the thread is staged, else NULL */
     const char *target; /* where messages go: staging, or thread itself */
     int64_t next_seq;
+    int64_t generation; /* the thread's, as the dump says */
+    int version;        /* the dump format's */
     uint64_t thread_checkpoints;
     int ended;
     json_t *seen;    /* the ids of the threads met so far: a repeated one is refused */
@@ -101,8 +103,12 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
     char *id = NULL, *extra = NULL;
     if (im->thread)
         return corrupt(im, "a thread starts before the previous one ended");
-    if (rec->via.array.size != 3 || get_str(&rec->via.array.ptr[1], &id) || !id ||
-        get_str(&rec->via.array.ptr[2], &extra)) {
+    int64_t generation = 0; /* format 1 has none: every thread was at 0 */
+    size_t fields = im->version >= 2 ? 4 : 3;
+    if (rec->via.array.size != fields || get_str(&rec->via.array.ptr[1], &id) || !id ||
+        get_str(&rec->via.array.ptr[2], &extra) ||
+        (fields == 4 && (convo__unpack_int(&rec->via.array.ptr[3], &generation) ||
+                         generation < 0))) {
         free(id);
         free(extra);
         return corrupt(im, "malformed thread record");
@@ -128,6 +134,7 @@ static int import_thread_start(importer *im, const msgpack_object *rec)
     im->thread = id;
     im->target = im->staging ? im->staging : id;
     im->next_seq = 0;
+    im->generation = generation;
     im->thread_checkpoints = 0;
     if (rc == 0)
         rc = convo_save_extra(im->s, im->target, extra ? extra : "{}", im->err);
@@ -225,7 +232,8 @@ static int import_messages(importer *im, const msgpack_object *rec)
     if (rc == 0)
         rc = convo__scrubbed(im->s,
                              im->s->driver->thread_import(im->s->backend, im->target, first,
-                                                          msgs, at, n, &skipped, im->err),
+                                                          msgs, at, n, im->generation,
+                                                          &skipped, im->err),
                              im->err);
     if (rc == 0 && skipped)
         rc = check_skipped(im, first, msgs, n);
@@ -451,10 +459,11 @@ static int apply(importer *im, const msgpack_object *rec, int first)
         int64_t version;
         if (!is_tag(rec, DUMP_MAGIC) || convo__unpack_int(&rec->via.array.ptr[1], &version))
             return corrupt(im, "not a convo dump");
-        if (version != DUMP_VERSION)
+        if (version < 1 || version > DUMP_VERSION)
             return convo__error(im->err, CONVO_ENOTSUP, NULL,
                                 "dump format version %lld is not supported (this is %d)",
                                 (long long)version, DUMP_VERSION);
+        im->version = (int)version;
         return 0;
     }
     if (im->ended)

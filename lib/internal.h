@@ -18,6 +18,7 @@ struct convo_history {
     convo_history_msg *msgs;
     size_t count, cap;
     int64_t length;
+    int64_t generation;
     char *extra;
 };
 
@@ -57,6 +58,14 @@ int convo__scrubbed(const convo_store *s, int rc, convo_error *err);
 int convo__messages_in(const convo_store *s, const char *const *messages, const size_t *lengths,
                        size_t n, convo_message_in **out, convo_error *err);
 void convo__messages_free(convo_message_in *in, size_t n);
+/* A replayed idempotency key must name the same batch: messages [first_seq,
+ * first_seq + count) must be in
+ * the thread, byte for byte as in[]: 0, else CONVO_ECONFLICT. */
+int convo__check_replay(convo_store *s, const char *thread_id, const convo_message_in *in,
+                        size_t n, const char *key, int64_t first_seq, size_t count,
+                        convo_error *err);
+/* NULL, or 1..256 bytes of UTF-8; else CONVO_EINVAL. */
+int convo__check_idempotency_key(const char *key, convo_error *err);
 
 /* registry.c */
 const convo_driver *convo__driver_find(const char *scheme);

@@ -156,10 +156,14 @@ const char *convo_store_driver(const convo_store *s)
  * used key is refused, as Stripe-style idempotency does, instead of returning
  * the first result and dropping it. No hash is stored with the key: the stored
  * messages are the batch's own fingerprint, on every driver and layout. */
-static int check_replay(convo_store *s, const char *thread_id, const convo_message_in *in,
-                        size_t n, const convo_append_opts *o, const convo_append_result *r,
+int convo__check_replay(convo_store *s, const char *thread_id, const convo_message_in *in,
+                        size_t n, const char *key, int64_t first_seq, size_t count,
                         convo_error *err)
 {
+    convo_append_result rr = {first_seq, count, 1};
+    const convo_append_result *r = &rr;
+    if (n == 0 && count == 0)
+        return 0; /* a replayed pop: nothing to compare (limit 0 would load all) */
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.from_seq = r->first_seq;
     lo.limit = (int64_t)r->count;
@@ -179,7 +183,7 @@ static int check_replay(convo_store *s, const char *thread_id, const convo_messa
         return 0;
     return convo__error(err, CONVO_ECONFLICT, NULL, "idempotency key %s was used for another "
                         "batch (seq %lld, %zu messages): this one is not stored",
-                        o->idempotency_key, (long long)r->first_seq, r->count);
+                        key, (long long)r->first_seq, r->count);
 }
 
 /* Validates a batch as convo_append does (JSON object, role, size, allowed
@@ -243,23 +247,26 @@ int convo_append(convo_store *s, const char *thread_id, const char *const *messa
         if (opts->version < 1 || opts->version > CONVO_APPEND_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL,
                                 "unsupported convo_append_opts version %u", opts->version);
-        o = *opts;
+        /* a version 1 caller's struct ends before expected_generation */
+        o.idempotency_key = opts->idempotency_key;
+        o.expected_length = opts->expected_length;
+        if (opts->version >= 2)
+            o.expected_generation = opts->expected_generation;
     }
     if (o.expected_length < -1)
         return convo__error(err, CONVO_EINVAL, NULL, "expected length must be >= 0 or -1");
-    if (o.idempotency_key) {
-        size_t klen = strnlen(o.idempotency_key, 257);
-        if (klen == 0 || klen > 256 || !convo__check_utf8(o.idempotency_key, klen))
-            return convo__error(err, CONVO_EINVAL, NULL,
-                                "idempotency key must be 1..256 bytes of UTF-8");
-    }
+    if (o.expected_generation < -1)
+        return convo__error(err, CONVO_EINVAL, NULL, "expected generation must be >= 0 or -1");
+    if ((rc = convo__check_idempotency_key(o.idempotency_key, err)) != 0)
+        return rc;
     convo_message_in *in;
     if ((rc = convo__messages_in(s, messages, lengths, n, &in, err)) != 0)
         return rc;
     convo_append_result r = {0, 0, 0};
     rc = convo__scrubbed(s, s->driver->append(s->backend, thread_id, in, n, &o, &r, err), err);
     if (rc == 0 && r.replayed)
-        rc = check_replay(s, thread_id, in, n, &o, &r, err);
+        rc = convo__check_replay(s, thread_id, in, n, o.idempotency_key, r.first_seq, r.count,
+                                 err);
     convo__messages_free(in, n);
     if (rc == 0 && res)
         *res = r;
@@ -331,7 +338,22 @@ int convo_thread_list(convo_store *s, const char *after, size_t limit, convo_thr
 int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
                       convo_error *err)
 {
+    return convo_thread_fork_ex(s, src, dst, upto, NULL, err);
+}
+
+int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64_t upto,
+                         const convo_fork_opts *opts, convo_error *err)
+{
     CHECK_STORE(s, err);
+    convo_fork_opts o = CONVO_FORK_OPTS_INIT;
+    if (opts) {
+        if (opts->version < 1 || opts->version > CONVO_FORK_OPTS_VERSION)
+            return convo__error(err, CONVO_EINVAL, NULL, "unsupported convo_fork_opts version %u",
+                                opts->version);
+        o = *opts;
+    }
+    if (o.expected_generation < -1)
+        return convo__error(err, CONVO_EINVAL, NULL, "expected generation must be >= 0 or -1");
     int rc = convo__check_thread_id(src, err);
     if (rc == 0)
         rc = convo__check_thread_id(dst, err);
@@ -341,7 +363,9 @@ int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t 
         return convo__error(err, CONVO_EINVAL, NULL, "fork source and destination are the same");
     if (upto < -1)
         return convo__error(err, CONVO_EINVAL, NULL, "fork upto must be >= 0 or -1 for all");
-    return convo__scrubbed(s, s->driver->thread_fork(s->backend, src, dst, upto, err), err);
+    return convo__scrubbed(s, s->driver->thread_fork(s->backend, src, dst, upto,
+                                                              o.expected_generation, err),
+                           err);
 }
 
 int convo_bench_raw(convo_store *s, const char *payload, size_t payload_len, size_t n,

@@ -405,3 +405,13 @@ int convo__check_extra_patch(const char *json, const convo_limits *limits, char 
     *obj = patch;
     return 0;
 }
+
+int convo__check_idempotency_key(const char *key, convo_error *err)
+{
+    if (!key)
+        return 0;
+    size_t klen = strnlen(key, 257);
+    if (klen == 0 || klen > 256 || !convo__check_utf8(key, klen))
+        return convo__error(err, CONVO_EINVAL, NULL, "idempotency key must be 1..256 bytes of UTF-8");
+    return 0;
+}

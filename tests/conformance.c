@@ -2494,7 +2494,7 @@ static void detect_private(const char **driver)
     }
 }
 
-static TCase *add_tcase(Suite *s, const char *name)
+TCase *conf_tcase(Suite *s, const char *name)
 {
     TCase *tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -2505,7 +2505,7 @@ static TCase *add_tcase(Suite *s, const char *name)
 
 static void add_data_tests(Suite *s)
 {
-    TCase *tc = add_tcase(s, "roundtrip");
+    TCase *tc = conf_tcase(s, "roundtrip");
     tcase_add_test(tc, test_open_works);
     tcase_add_test(tc, test_roundtrip_bytes);
     tcase_add_test(tc, test_roundtrip_one_by_one);
@@ -2514,26 +2514,26 @@ static void add_data_tests(Suite *s)
     tcase_add_test(tc, test_seq_dense_across_batches);
     tcase_add_test(tc, test_message_size_default_limit);
     tcase_add_test(tc, test_batch_default_limit);
-    tc = add_tcase(s, "load");
+    tc = conf_tcase(s, "load");
     tcase_add_test(tc, test_load_options);
     tcase_add_test(tc, test_load_without_extra);
     tcase_add_test(tc, test_load_bad_options);
     tcase_add_test(tc, test_load_unknown_thread);
     tcase_add_test(tc, test_load_empty_thread);
-    tc = add_tcase(s, "validation");
+    tc = conf_tcase(s, "validation");
     tcase_add_loop_test(tc, test_append_invalid_writes_nothing, 0, (int)BAD_N);
     tcase_add_test(tc, test_append_bad_arguments);
     tcase_add_test(tc, test_idempotency_key_validation);
     tcase_add_test(tc, test_thread_id_invalid);
     tcase_add_test(tc, test_thread_id_roundtrip);
-    tc = add_tcase(s, "limits");
+    tc = conf_tcase(s, "limits");
     tcase_add_test(tc, test_limit_message_bytes);
     tcase_add_test(tc, test_limit_batch_messages);
     tcase_add_test(tc, test_limit_extra_bytes);
     tcase_add_test(tc, test_limit_roles);
     tcase_add_test(tc, test_extra_default_limit);
     tcase_add_test(tc, test_store_opts_version);
-    tc = add_tcase(s, "idempotency");
+    tc = conf_tcase(s, "idempotency");
     tcase_add_test(tc, test_idempotent_retry);
     tcase_add_test(tc, test_idempotency_per_thread);
     tcase_add_test(tc, test_idempotency_key_other_batch);
@@ -2541,14 +2541,14 @@ static void add_data_tests(Suite *s)
     tcase_add_test(tc, test_idempotency_before_expected_length);
     tcase_add_test(tc, test_idempotency_failed_append_not_recorded);
     tcase_add_test(tc, test_idempotency_survives_reopen);
-    tc = add_tcase(s, "expected_length");
+    tc = conf_tcase(s, "expected_length");
     tcase_add_test(tc, test_expected_length);
     tcase_add_test(tc, test_expected_length_on_empty_thread);
 }
 
 static void add_thread_tests(Suite *s)
 {
-    TCase *tc = add_tcase(s, "extra");
+    TCase *tc = conf_tcase(s, "extra");
     tcase_add_test(tc, test_extra_shallow_merge);
     tcase_add_test(tc, test_extra_null_is_a_value);
     tcase_add_test(tc, test_extra_odd_keys);
@@ -2557,19 +2557,19 @@ static void add_thread_tests(Suite *s)
     tcase_add_test(tc, test_extra_many_keys);
     tcase_add_test(tc, test_extra_invalid);
     tcase_add_test(tc, test_extra_and_messages_independent);
-    tc = add_tcase(s, "list");
+    tc = conf_tcase(s, "list");
     tcase_add_test(tc, test_list_byte_order);
     tcase_add_test(tc, test_list_after);
     tcase_add_test(tc, test_list_pagination);
     tcase_add_test(tc, test_list_last_page);
     tcase_add_test(tc, test_list_deleted_disappear);
     tcase_add_test(tc, test_list_arguments);
-    tc = add_tcase(s, "delete");
+    tc = conf_tcase(s, "delete");
     tcase_add_test(tc, test_delete_removes_everything);
     tcase_add_test(tc, test_delete_unknown);
     tcase_add_test(tc, test_delete_extra_only_thread);
     tcase_add_test(tc, test_delete_spares_neighbours);
-    tc = add_tcase(s, "fork");
+    tc = conf_tcase(s, "fork");
     tcase_add_test(tc, test_fork_copies);
     tcase_add_test(tc, test_fork_errors);
     tcase_add_test(tc, test_fork_independent);
@@ -2579,14 +2579,14 @@ static void add_thread_tests(Suite *s)
 
 static void add_other_tests(Suite *s)
 {
-    TCase *tc = add_tcase(s, "errors");
+    TCase *tc = conf_tcase(s, "errors");
     tcase_add_test(tc, test_strerror);
     tcase_add_test(tc, test_error_cleared_on_success);
     tcase_add_test(tc, test_null_error_struct);
     tcase_add_test(tc, test_url_errors);
     tcase_add_test(tc, test_url_ttl_same_everywhere);
     tcase_add_test(tc, test_url_password_never_shown);
-    tc = add_tcase(s, "concurrency");
+    tc = conf_tcase(s, "concurrency");
     tcase_add_loop_test(tc, test_concurrent_appends_threads, 0, 2);
     tcase_add_loop_test(tc, test_concurrent_extra_threads, 0, 2);
     tcase_add_loop_test(tc, test_concurrent_mixed, 0, 2);
@@ -2595,7 +2595,7 @@ static void add_other_tests(Suite *s)
     tcase_add_loop_test(tc, test_concurrent_forks, 0, 2);
     tcase_add_test(tc, test_concurrent_appends_processes);
     tcase_add_test(tc, test_concurrent_extra_processes);
-    tc = add_tcase(s, "persistence");
+    tc = conf_tcase(s, "persistence");
     tcase_add_test(tc, test_reopen_keeps_everything);
     tcase_add_test(tc, test_two_handles);
 }
@@ -2616,6 +2616,7 @@ int main(int argc, char **argv)
     add_data_tests(s);
     add_thread_tests(s);
     add_other_tests(s);
+    conf_add_rewrite_tests(s);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);

@@ -51,4 +51,9 @@ void conf_assert_message(const convo_history *h, size_t i, const char *bytes, si
 char **conf_list_prefix(convo_store *s, const char *prefix, size_t limit, size_t *n);
 void conf_ids_free(char **ids, size_t n);
 
+/* A test case of the suite with the fixture that opens conf_store. */
+TCase *conf_tcase(Suite *s, const char *name);
+/* conformance_rewrite.c: convo_replace_tail and the thread generation. */
+void conf_add_rewrite_tests(Suite *s);
+
 #endif

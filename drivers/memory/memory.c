@@ -49,6 +49,7 @@ typedef struct mem_thread {
     size_t count, cap;
     char *extra;       /* compact JSON object or NULL */
     json_t *idem;      /* idempotency key -> [first_seq, count] */
+    int64_t generation; /* tail rewrites so far */
 } mem_thread;
 
 struct convo_backend {
@@ -252,6 +253,11 @@ static int append_locked(convo_backend *b, const char *thread_id, const convo_me
         return convo__error(err, CONVO_ECONFLICT, NULL,
                             "thread has %lld messages, expected %lld", (long long)length,
                             (long long)opts->expected_length);
+    int64_t generation = t ? t->generation : 0;
+    if (opts->expected_generation >= 0 && opts->expected_generation != generation)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread is at generation %lld, expected %lld",
+                            (long long)generation, (long long)opts->expected_generation);
     int created = !t;
     if (created && insert_new(b, thread_id, &t) != 0)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
@@ -299,6 +305,7 @@ static int load_locked(convo_backend *b, const char *thread_id, const convo_load
     int64_t from, to;
     convo__load_range(opts, (int64_t)t->count, &from, &to);
     convo__history_set_length(h, (int64_t)t->count);
+    convo__history_set_generation(h, t->generation);
     if (convo__history_reserve(h, (size_t)(to - from)) != 0)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     for (int64_t i = from; i < to; i++) {
@@ -387,11 +394,15 @@ static int mem_thread_list(convo_backend *b, const char *after, size_t limit,
 }
 
 static int fork_locked(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                       convo_error *err)
+                       int64_t expected_generation, convo_error *err)
 {
     mem_thread *s = lookup(b, src);
     if (!s)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
+    if (expected_generation >= 0 && s->generation != expected_generation)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "source thread is at generation %lld, expected %lld",
+                            (long long)s->generation, (long long)expected_generation);
     if (lookup(b, dst))
         return convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     if (upto > (int64_t)s->count)
@@ -412,14 +423,15 @@ static int fork_locked(convo_backend *b, const char *src, const char *dst, int64
         }
         d->count++;
     }
+    d->generation = s->generation;
     return 0;
 }
 
 static int mem_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                           convo_error *err)
+                           int64_t expected_generation, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    int rc = fork_locked(b, src, dst, upto, err);
+    int rc = fork_locked(b, src, dst, upto, expected_generation, err);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -566,6 +578,7 @@ static int mem_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *c
 {
     convo_append_opts opts = CONVO_APPEND_OPTS_INIT;
     opts.expected_length = cp->expected_length;
+    opts.expected_generation = cp->expected_generation;
     convo_append_result res;
     pthread_mutex_lock(&b->lock);
     int rc = append_locked(b, cp->thread_id, msgs, cp->nmessages, &opts, &res, err);
@@ -826,11 +839,17 @@ static int mem_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err)
 
 static int import_locked(convo_backend *b, const char *thread_id, int64_t first_seq,
                          const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                         int *skipped, convo_error *err)
+                         int64_t generation, int *skipped, convo_error *err)
 {
     mem_thread *t = lookup(b, thread_id);
     int64_t length = t ? (int64_t)t->count : 0;
     *skipped = 0;
+    int64_t current = t ? t->generation : 0;
+    if (!(length == 0 && first_seq == 0) && current != generation)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread %s is at generation %lld, the dump at %lld: its tail was "
+                            "rewritten since it was imported", thread_id, (long long)current,
+                            (long long)generation);
     if (length >= first_seq + (int64_t)n) {
         *skipped = 1;
         return 0;
@@ -850,15 +869,113 @@ static int import_locked(convo_backend *b, const char *thread_id, int64_t first_
         }
     }
     t->count += n;
+    t->generation = generation;
     return 0;
 }
 
 static int mem_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                              const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                             int *skipped, convo_error *err)
+                             int64_t generation, int *skipped, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    int rc = import_locked(b, thread_id, first_seq, msgs, created_at, n, skipped, err);
+    int rc = import_locked(b, thread_id, first_seq, msgs, created_at, n, generation, skipped,
+                           err);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+/* ---- the tail rewrite ---- */
+
+/* Removes the checkpoints (and their writes) whose log_length is above keep,
+ * or, unless drop, names the first in a conflict. */
+static int tail_checkpoints(mem_thread *t, int64_t keep, int drop, convo_error *err)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < t->ncps; i++) {
+        if (t->cps[i].log_length <= keep) {
+            t->cps[kept++] = t->cps[i];
+            continue;
+        }
+        if (!drop)
+            return convo__error(err, CONVO_ECONFLICT, NULL,
+                                "checkpoint %s (namespace '%s') refers to %lld messages; the "
+                                "rewrite keeps %lld: nothing written (drop_checkpoints removes "
+                                "such checkpoints)", t->cps[i].id, t->cps[i].ns,
+                                (long long)t->cps[i].log_length, (long long)keep);
+        checkpoint_clear(&t->cps[i]);
+    }
+    t->ncps = kept;
+    return 0;
+}
+
+static int rewrite_locked(convo_backend *b, const char *thread_id, int64_t keep,
+                          const convo_message_in *msgs, size_t n, const convo_rewrite_opts *o,
+                          convo_rewrite_result *res, convo_error *err)
+{
+    mem_thread *t = lookup(b, thread_id);
+    if (!t)
+        return convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
+    json_t *prior = o->idempotency_key ? json_object_get(t->idem, o->idempotency_key) : NULL;
+    if (prior) {
+        res->first_seq = json_integer_value(json_array_get(prior, 0));
+        res->count = (size_t)json_integer_value(json_array_get(prior, 1));
+        res->generation = t->generation;
+        res->replayed = 1;
+        return 0;
+    }
+    int64_t length = (int64_t)t->count;
+    if ((o->expected_length >= 0 && o->expected_length != length) ||
+        (o->expected_generation >= 0 && o->expected_generation != t->generation))
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread has %lld messages at generation %lld: not the expected tail",
+                            (long long)length, (long long)t->generation);
+    if (keep > length)
+        return convo__error(err, CONVO_EINVAL, NULL, "keep %lld is past the %lld messages",
+                            (long long)keep, (long long)length);
+    /* everything that can fail before anything changes */
+    for (size_t i = 0; !o->drop_checkpoints && i < t->ncps; i++)
+        if (t->cps[i].log_length > keep)
+            return tail_checkpoints(t, keep, 0, err);
+    if ((size_t)keep + n > t->count && reserve(t, (size_t)keep + n - t->count) != 0)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    mem_msg *fresh = n ? calloc(n, sizeof *fresh) : NULL;
+    json_t *rec = json_pack("[II]", (json_int_t)keep, (json_int_t)n);
+    int64_t now = convo__now_micros();
+    size_t made = 0;
+    int failed = (n && !fresh) || !rec;
+    for (; !failed && made < n; made++)
+        failed = copy_msg(&fresh[made], msgs[made].bytes, msgs[made].len, msgs[made].role, now);
+    if (!failed && o->idempotency_key && json_object_set(t->idem, o->idempotency_key, rec) != 0)
+        failed = 1;
+    json_decref(rec);
+    if (failed) {
+        while (made-- > 0)
+            free(fresh[made].bytes);
+        free(fresh);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    tail_checkpoints(t, keep, 1, err);
+    for (size_t i = (size_t)keep; i < t->count; i++)
+        free(t->msgs[i].bytes);
+    if (n)
+        memcpy(&t->msgs[keep], fresh, n * sizeof *fresh);
+    free(fresh);
+    t->count = (size_t)keep + n;
+    t->generation++;
+    res->first_seq = keep;
+    res->count = n;
+    res->removed = length - keep;
+    res->generation = t->generation;
+    res->replayed = 0;
+    return 0;
+}
+
+static int mem_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *o,
+                            convo_rewrite_result *res, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    int rc = rewrite_locked(b, thread_id, keep, msgs, n, o, res, err);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -885,4 +1002,5 @@ const convo_driver convo_driver_memory = {
     .stored_bytes = mem_stored_bytes,
     .thread_import = mem_thread_import,
     .checkpoint_put_log = mem_checkpoint_put_log,
+    .replace_tail = mem_replace_tail,
 };

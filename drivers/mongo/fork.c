@@ -201,7 +201,7 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
 }
 
 int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                             convo_error *err)
+                             int64_t expected_generation, convo_error *err)
 {
     call c;
     convo__mg_call_begin(&c, b, err);

@@ -118,7 +118,7 @@ out:
 
 int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
                                const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                               int *skipped, convo_error *err)
+                               int64_t generation, int *skipped, convo_error *err)
 {
     call c;
     piece *p = NULL;

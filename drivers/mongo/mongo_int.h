@@ -177,7 +177,7 @@ int convo__mg_thread_list(convo_backend *b, const char *after, size_t limit,
 
 /* fork.c: thread fork */
 int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          convo_error *err);
+                          int64_t expected_generation, convo_error *err);
 
 /* checkpoints.c: checkpoint put, put with messages, settling, put_writes */
 bson_t *convo__mg_ns_filter(const bson_oid_t *g, const char *ns);
@@ -205,7 +205,7 @@ int convo__mg_checkpoint_prune(convo_backend *b, const char *id, size_t keep_las
 /* import.c: thread import (convo import / copy) */
 int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                            int *skipped, convo_error *err);
+                            int64_t generation, int *skipped, convo_error *err);
 
 /* maint.c: the layout (indexes, schema version, migrations) and measuring */
 mongoc_collection_t *convo__mg_meta_collection(call *c);

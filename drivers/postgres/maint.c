@@ -18,7 +18,7 @@
 
 int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                            int *skipped, convo_error *err)
+                            int64_t generation, int *skipped, convo_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (created_at[i] < PG_MIN_MICROS)

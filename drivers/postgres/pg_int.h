@@ -128,7 +128,7 @@ int convo__pg_thread_delete(convo_backend *b, const char *thread_id, convo_error
 int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
                           convo_thread_page **out, convo_error *err);
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          convo_error *err);
+                          int64_t expected_generation, convo_error *err);
 /* checkpoints.c */
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
@@ -147,7 +147,7 @@ int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
 /* maint.c */
 int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                            int *skipped, convo_error *err);
+                            int64_t generation, int *skipped, convo_error *err);
 int convo__pg_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
 int convo__pg_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
                         double *seconds, convo_error *err);

@@ -207,7 +207,7 @@ int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
 }
 
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          convo_error *err)
+                          int64_t expected_generation, convo_error *err)
 {
     char up[8];
     put64(up, (uint64_t)upto);

@@ -114,7 +114,7 @@ done:
 
 int convo__rd_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                            int *skipped, convo_error *err)
+                            int64_t generation, int *skipped, convo_error *err)
 {
     thread_keys tk;
     *skipped = 0;

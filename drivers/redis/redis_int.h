@@ -145,14 +145,14 @@ int convo__rd_save_extra(convo_backend *b, const char *thread_id, const char *pa
                          void *patch_obj, convo_error *err);
 int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
 int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          convo_error *err);
+                          int64_t expected_generation, convo_error *err);
 
 /* maint.c: maintenance */
 int convo__rd_scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn, void *ctx,
                         convo_error *err);
 int convo__rd_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                            int *skipped, convo_error *err);
+                            int64_t generation, int *skipped, convo_error *err);
 int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err);
 int convo__rd_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
                         double *seconds, convo_error *err);

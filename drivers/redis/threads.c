@@ -606,7 +606,7 @@ static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst
 }
 
 int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          convo_error *err)
+                          int64_t expected_generation, convo_error *err)
 {
     rconn *c;
     int rc = convo__rd_acquire(b, &c, err);

@@ -137,10 +137,10 @@ int sq_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
 int sq_thread_list(convo_backend *b, const char *after, size_t limit, convo_thread_page **out,
                    convo_error *err);
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                   convo_error *err);
+                   int64_t expected_generation, convo_error *err);
 int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                      const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                     int *skipped, convo_error *err);
+                     int64_t generation, int *skipped, convo_error *err);
 
 /* ---- checkpoints.c ---- */
 

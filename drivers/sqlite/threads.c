@@ -528,7 +528,7 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
 }
 
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                   convo_error *err)
+                   int64_t expected_generation, convo_error *err)
 {
     fork_args a = {src, dst, upto};
     return sq_run_tx(b, 1, fork_tx, &a, err);
@@ -564,7 +564,7 @@ static int import_tx(sq_conn *c, void *arg, convo_error *err)
 
 int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                      const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                     int *skipped, convo_error *err)
+                     int64_t generation, int *skipped, convo_error *err)
 {
     import_args a = {thread_id, first_seq, msgs, created_at, n, skipped};
     *skipped = 0;

@@ -53,9 +53,10 @@ typedef struct convo_url {
 typedef struct convo_backend convo_backend; /* a driver's open instance */
 
 /* Version 2 added the checkpoint calls at the end of the table, version 3 the
- * checkpoint put that appends to the log; the core answers CONVO_ENOTSUP for
- * them when a driver is older or leaves them NULL. */
-#define CONVO_DRIVER_VERSION 3
+ * checkpoint put that appends to the log, version 4 the tail rewrite and the
+ * thread generation; the core answers CONVO_ENOTSUP for them when a driver is
+ * older or leaves them NULL. */
+#define CONVO_DRIVER_VERSION 4
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -66,11 +67,17 @@ typedef struct convo_driver {
                 convo_error *err);
     void (*close)(convo_backend *b);
 
-    /* msgs already validated, n >= 1; opts never NULL (defaults filled). */
+    /* msgs already validated, n >= 1; opts never NULL (defaults filled, version
+     * set to CONVO_APPEND_OPTS_VERSION): with expected_generation >= 0 the append
+     * is CONVO_ECONFLICT (nothing written) unless the thread's generation is that
+     * (a missing thread has generation 0). An idempotency key that matches an
+     * earlier batch answers its result before any condition is checked. */
     int (*append)(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                   size_t n, const convo_append_opts *opts, convo_append_result *res,
                   convo_error *err);
-    /* opts never NULL; tail already resolved by the driver against the length. */
+    /* opts never NULL; tail already resolved by the driver against the length.
+     * Sets the generation (convo__history_set_generation) read in the same
+     * snapshot as the messages. */
     int (*load)(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
                 convo_history **out, convo_error *err);
     /* patch: compact JSON text of a validated object (it may be empty: {} still
@@ -81,9 +88,13 @@ typedef struct convo_driver {
     int (*thread_delete)(convo_backend *b, const char *thread_id, convo_error *err);
     int (*thread_list)(convo_backend *b, const char *after, size_t limit,
                        convo_thread_page **out, convo_error *err);
-    /* upto already checked >= -1; the driver checks it against the length. */
+    /* upto already checked >= -1; the driver checks it against the length.
+     * expected_generation -1 = any; else CONVO_ECONFLICT unless src has it. The
+     * messages copied are all of one generation of src (a rewrite racing the
+     * fork makes it fail or wait, never mix); dst takes that generation (so an
+     * import, which publishes a staged thread by a fork, keeps the dump's). */
     int (*thread_fork)(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                       convo_error *err);
+                       int64_t expected_generation, convo_error *err);
 
     /* ---- version 2: checkpoints. Inputs validated by the core: checkpoint_ns
      * never NULL, metadata_json compact JSON object text, sizes within limits,
@@ -124,10 +135,14 @@ typedef struct convo_driver {
      * created_at, atomically: when the thread has exactly first_seq messages (a
      * missing thread has 0 and is created). When it already has at least
      * first_seq + n, nothing is done and *skipped is set (the same dump imported
-     * again). Otherwise CONVO_ECONFLICT. msgs validated; n >= 1. */
+     * again). Otherwise CONVO_ECONFLICT. msgs validated; n >= 1.
+     * generation: the dumped thread's. A thread without messages (missing, or
+     * created by save_extra) takes it when first_seq is 0; any other must have
+     * it, else CONVO_ECONFLICT naming both, checked before *skipped (a tail
+     * rewritten since an earlier import is never mixed with the old one). */
     int (*thread_import)(convo_backend *b, const char *thread_id, int64_t first_seq,
                          const convo_message_in *msgs, const int64_t *created_at, size_t n,
-                         int *skipped, convo_error *err);
+                         int64_t generation, int *skipped, convo_error *err);
 
     /* ---- version 2: expiry. With ttl=S in the URL a thread expires S seconds
      * after its last write: from then on it is invisible (load, list, append
@@ -142,6 +157,30 @@ typedef struct convo_driver {
      * Creates the thread when needed (expected_length 0). ---- */
     int (*checkpoint_put_log)(convo_backend *b, const convo_checkpoint_in *cp,
                               const convo_message_in *msgs, convo_error *err);
+    /* (version 3 put_log: cp->expected_generation >= 0 is a condition too, as
+     * for append; cp->version is CONVO_CHECKPOINT_IN_VERSION, defaults filled.) */
+
+    /* ---- version 4: the tail rewrite (convo_replace_tail). In one atomic step:
+     *   1. thread missing: CONVO_ENOTFOUND.
+     *   2. opts->idempotency_key known for this thread: fill res from what that
+     *      call (or append) stored (first_seq, count; generation = current),
+     *      set res->replayed, return 0 (the core then compares the messages).
+     *   3. opts->expected_length / expected_generation (>= 0) not met:
+     *      CONVO_ECONFLICT, saying the thread's length and generation. The core
+     *      passes INT64_MAX as expected_generation to force this conflict
+     *      (after the key check) when the caller's expected suffix differed.
+     *   4. keep > length: CONVO_EINVAL.
+     *   5. a checkpoint of the thread (any namespace) with log_length > keep:
+     *      unless opts->drop_checkpoints, CONVO_ECONFLICT naming it (id and
+     *      namespace); with it, remove every such checkpoint and its writes.
+     *   6. remove messages [keep, length), store msgs at keep.. with created_at
+     *      now, generation + 1, record the key as (keep, n), refresh the ttl.
+     * msgs validated (n may be 0); keep >= 0; opts never NULL (defaults filled,
+     * the expected_suffix fields already handled by the core). res->removed =
+     * length - keep, res->generation = the new generation. ---- */
+    int (*replace_tail)(convo_backend *b, const char *thread_id, int64_t keep,
+                        const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                        convo_rewrite_result *res, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
@@ -175,6 +214,7 @@ int convo__history_add(convo_history *h, const char *bytes, size_t len, const ch
                        int64_t seq, int64_t created_at);
 int convo__history_set_extra(convo_history *h, const char *json, size_t len);
 void convo__history_set_length(convo_history *h, int64_t length);
+void convo__history_set_generation(convo_history *h, int64_t generation);
 /* Pre-sizes the message array for n more messages. */
 int convo__history_reserve(convo_history *h, size_t n);
 
