@@ -1,7 +1,8 @@
 /* crash.c — reliability of a store under process death and contention, run as
  * `tests/crash URL`: writers SIGKILLed mid-append leave every batch whole or
  * absent, processes killed mid checkpoint put never leave messages without their
- * checkpoint (or the reverse), and concurrent processes lose nothing. Public API (convo.h) only. */
+ * checkpoint (or the reverse), rewriters killed mid-replace leave the old tail or
+ * the new one, and concurrent processes lose nothing. Public API (convo.h) only. */
 #include <check.h>
 #include <convo.h>
 #include <errno.h>
@@ -125,6 +126,20 @@ static void write_word(int fd, int v)
 static void thread_id(char *buf, size_t size, const char *name)
 {
     snprintf(buf, size, "%s/%s", prefix, name);
+}
+
+static int64_t conf_length_of(convo_store *s, const char *tid)
+{
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.tail = 1;
+    lo.with_extra = 0;
+    convo_history *h = NULL;
+    convo_error err;
+    int rc = convo_load(s, tid, &lo, &h, &err);
+    ck_assert_msg(rc == 0, "load %s: %s", tid, err.message);
+    int64_t n = convo_history_length(h);
+    convo_history_free(h);
+    return n;
 }
 
 static convo_store *open_store(const char *u)
@@ -403,6 +418,146 @@ START_TEST(test_kill_mid_append)
     printf("crash: %s: %d writers killed, %d batches (%lld messages) whole, %d stored while "
            "being killed\n", driver_name, MAX_WRITERS, total, (long long)length, in_flight);
     ck_assert_msg(total > 0, "no writer stored anything before it was killed");
+}
+END_TEST
+
+/* ------------------------------------------------------ killed mid-replace */
+
+#define REPLACE_KEEP 2 /* seed messages no rewrite touches */
+
+/* A rewriter: replaces everything after the seed with one new group of
+ * messages (writer w's attempt b, batch_size(w, b) of them), on the condition
+ * that the thread is still as it read it (length and generation); a conflict
+ * means another rewriter went first, and it tries again with the next b. */
+static void rewriter_main(const char *u, const char *tid, int w, int fd)
+{
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    convo_store *s = NULL;
+    int rc = convo_open(&s, u, NULL);
+    if (rc != 0)
+        _exit(10 - rc);
+    write_word(fd, MSG_READY);
+    for (int b = 0; b < 1000000; b++) {
+        convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+        lo.tail = 1;
+        lo.with_extra = 0;
+        convo_history *h = NULL;
+        if ((rc = convo_load(s, tid, &lo, &h, NULL)) != 0)
+            _exit(10 - rc);
+        convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+        o.expected_length = convo_history_length(h);
+        o.expected_generation = convo_history_generation(h);
+        convo_history_free(h);
+        int n = batch_size(w, b);
+        char *msgs[12] = {0};
+        for (int i = 0; i < n && rc == 0; i++)
+            if (!(msgs[i] = make_message(w, b, i, n)))
+                rc = CONVO_ENOMEM;
+        if (rc == 0)
+            rc = convo_replace_tail(s, tid, REPLACE_KEEP, (const char *const *)msgs, NULL,
+                                    (size_t)n, &o, NULL, NULL);
+        for (int i = 0; i < n; i++)
+            free(msgs[i]);
+        if (rc == 0)
+            write_word(fd, ACK_APPEND(b));
+        else if (rc != CONVO_ECONFLICT)
+            _exit(10 - rc);
+    }
+    _exit(0);
+}
+
+/* The seed whole, then exactly one group, whole; seq dense; the generation at
+ * least the number of rewrites acknowledged. Returns the generation. */
+static int64_t verify_rewritten(convo_store *s, const char *tid, const char *const *seed,
+                                int acked_total)
+{
+    convo_history *h = NULL;
+    convo_error err;
+    int rc = convo_load(s, tid, NULL, &h, &err);
+    ck_assert_msg(rc == 0, "load %s: %s: %s", tid, convo_strerror(rc), err.message);
+    size_t count = convo_history_count(h);
+    ck_assert_msg(convo_history_length(h) == (int64_t)count, "length %lld but %zu messages",
+                  (long long)convo_history_length(h), count);
+    ck_assert_msg(count >= REPLACE_KEEP, "the seed was cut: %zu messages", count);
+    for (size_t k = 0; k < count; k++)
+        ck_assert_msg(convo_history_seq(h, k) == (int64_t)k, "seq %lld at position %zu",
+                      (long long)convo_history_seq(h, k), k);
+    for (size_t k = 0; k < REPLACE_KEEP; k++) {
+        size_t len;
+        const char *m = convo_history_message(h, k, &len);
+        ck_assert_msg(len == strlen(seed[k]) && memcmp(m, seed[k], len) == 0,
+                      "seed message %zu changed: %.80s", k, m);
+    }
+    int64_t generation = convo_history_generation(h);
+    ck_assert_msg(generation >= acked_total, "generation %lld but %d rewrites acknowledged",
+                  (long long)generation, acked_total);
+    if (generation > 0) {
+        ck_assert_msg(count > REPLACE_KEEP, "rewritten %lld times but no group after the seed",
+                      (long long)generation);
+        int w = -1, b = -1, n = 0;
+        for (size_t k = REPLACE_KEEP; k < count; k++) {
+            size_t len;
+            const char *text = convo_history_message(h, k, &len);
+            json_t *m = json_loadb(text, len, 0, NULL);
+            ck_assert_msg(json_is_object(m), "seq %zu is not a JSON object", k);
+            int mw = json_int(m, "w"), mb = json_int(m, "b"), mi = json_int(m, "i");
+            int mn = json_int(m, "n");
+            json_decref(m);
+            if (k == REPLACE_KEEP)
+                w = mw, b = mb, n = mn;
+            ck_assert_msg(mw == w && mb == b && mi == (int)(k - REPLACE_KEEP) && mn == n,
+                          "seq %zu: (w %d, b %d, i %d) in the group of (w %d, b %d): a mix of "
+                          "two tails", k, mw, mb, mi, w, b);
+        }
+        ck_assert_msg(n == batch_size(w, b) && count - REPLACE_KEEP == (size_t)n,
+                      "the group of (w %d, b %d) has %zu of %d messages", w, b,
+                      count - REPLACE_KEEP, n);
+    } else {
+        ck_assert_int_eq(count, REPLACE_KEEP);
+    }
+    convo_history_free(h);
+    return generation;
+}
+
+START_TEST(test_kill_mid_replace)
+{
+    SKIP_IF_PRIVATE("kill mid-replace");
+    char tid[128];
+    thread_id(tid, sizeof tid, "rewritten");
+    static const char *const seed[REPLACE_KEEP] = {"{\"role\":\"system\",\"seed\":0}",
+                                                   "{\"role\":\"user\",\"seed\":1}"};
+    convo_store *s = open_store(url);
+    convo_error err;
+    int rc = convo_append(s, tid, seed, NULL, REPLACE_KEEP, NULL, NULL, &err);
+    ck_assert_msg(rc == 0, "seed: %s", err.message);
+    convo_close(s); /* no store may stay open across fork() */
+    writer ws[MAX_WRITERS];
+    int acked = 0;
+    for (int r = 0; r < CRASH_ROUNDS; r++) {
+        writer *round = &ws[r * CRASH_WRITERS];
+        for (int k = 0; k < CRASH_WRITERS; k++)
+            spawn_proc(&round[k], rewriter_main, tid, r * CRASH_WRITERS + k);
+        wait_ready(round, CRASH_WRITERS);
+        kill_all(round, CRASH_WRITERS);
+        for (int k = 0; k < CRASH_WRITERS; k++)
+            acked += round[k].acked > 0; /* at least its last acknowledged one */
+    }
+    s = open_store(url);
+    int64_t generation = verify_rewritten(s, tid, seed, acked);
+    /* the store still works: an append lands right after the current tail */
+    int64_t length = conf_length_of(s, tid);
+    const char *one = "{\"role\":\"user\",\"after\":\"crash\"}";
+    convo_append_result res;
+    rc = convo_append(s, tid, &one, NULL, 1, NULL, &res, &err);
+    ck_assert_msg(rc == 0, "append after the crashes: %s: %s", convo_strerror(rc), err.message);
+    ck_assert_int_eq(res.first_seq, length);
+    convo_thread_delete(s, tid, NULL);
+    convo_close(s);
+    printf("crash: %s: %d rewriters killed, generation %lld, tail whole\n", driver_name,
+           MAX_WRITERS, (long long)generation);
+    ck_assert_msg(generation > 0, "no rewriter stored anything before it was killed");
 }
 END_TEST
 
@@ -795,6 +950,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_kill_mid_append);
     tcase_add_test(tc, test_kill_during_first_open);
     tcase_add_test(tc, test_kill_mid_checkpoint_put);
+    tcase_add_test(tc, test_kill_mid_replace);
     suite_add_tcase(suite, tc);
     tc = tcase_create("concurrency");
     tcase_set_timeout(tc, 300);
