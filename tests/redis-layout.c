@@ -308,6 +308,10 @@ START_TEST(test_put_log_conflict_writes_nothing)
     const char *t = "t";
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
     ck_assert_int_eq(put(s, t, "", "c1", 1, 2, &err), 0); /* length 3 now */
+    /* another store, opened before the snapshot: the first open that finds
+     * threads records the layout in P:store */
+    char other[256];
+    convo_store *s2 = open_store("conflict", "ttl=3600", other, sizeof other);
     bytes before = snapshot(prefix, t);
     /* the store wrote t lately: the script alone */
     ck_assert_int_eq(put(s, t, "", "c2", 2, 2, &err), CONVO_ECONFLICT);
@@ -315,9 +319,7 @@ START_TEST(test_put_log_conflict_writes_nothing)
     same_snapshot(&before, prefix, t, "conflict on a thread the store knows");
     ck_assert_int_eq(put(s, t, "", "c1", 1, 7, &err), CONVO_ECONFLICT); /* same key too */
     same_snapshot(&before, prefix, t, "conflict replacing a checkpoint");
-    /* another store: expected 0 runs inside the index protocol, > 0 alone */
-    char other[256];
-    convo_store *s2 = open_store("conflict", "ttl=3600", other, sizeof other);
+    /* the other store: expected 0 runs inside the index protocol, > 0 alone */
     ck_assert_int_eq(put(s2, t, "", "c2", 1, 0, &err), CONVO_ECONFLICT);
     same_snapshot(&before, prefix, t, "expected 0 from a store that does not know the thread");
     ck_assert_int_eq(put(s2, t, "", "c2", 1, 4, &err), CONVO_ECONFLICT);

@@ -1162,6 +1162,40 @@ START_TEST(test_lua_files_load_on_their_own)
 }
 END_TEST
 
+/* Reading a new prefix writes nothing (issue 23: `convo threads` created P:store);
+ * once it has a thread, the next open records the layout in P:store. */
+START_TEST(test_read_only_open_writes_nothing)
+{
+    char prefix[80], pat[200], store_key[120];
+    snprintf(prefix, sizeof prefix, "%s-readonly", run_id);
+    snprintf(pat, sizeof pat, "%s:*", prefix);
+    snprintf(store_key, sizeof store_key, "%s:store", prefix);
+    convo_store *s = open_prefix(base_url, prefix, NULL);
+    convo_thread_page *page;
+    convo_history *h;
+    convo_error err;
+    ck_assert_int_eq(convo_thread_list(s, NULL, 10, &page, &err), 0);
+    convo_thread_page_free(page);
+    ck_assert_int_eq(convo_load(s, "nosuch", NULL, &h, &err), CONVO_ENOTFOUND);
+    convo_close(s);
+    convo_close(open_prefix(base_url, prefix, NULL));
+    redisContext *c = plain_connect(base_url);
+    keyset ks = scan_keys(c, pat);
+    ck_assert_msg(ks.n == 0, "%zu keys after reading a new prefix, e.g. %s", ks.n,
+                  ks.n ? ks.k[0] : "");
+    keys_free(&ks);
+    s = open_prefix(base_url, prefix, NULL);
+    append_ok(s, "t", NULL);
+    convo_close(s);
+    convo_close(open_prefix(base_url, prefix, NULL));
+    redisReply *r = cmd(c, "HGET %s v", store_key);
+    ck_assert_msg(r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0,
+                  "%s v is not 2 after an open of a store with threads", store_key);
+    freeReplyObject(r);
+    redisFree(c);
+}
+END_TEST
+
 static Suite *redis_suite(void)
 {
     Suite *s = suite_create("redis");
@@ -1176,6 +1210,7 @@ static Suite *redis_suite(void)
     tcase_add_test(tc, test_index_repair);
     tcase_add_test(tc, test_index_race);
     tcase_add_test(tc, test_extra_size_exact);
+    tcase_add_test(tc, test_read_only_open_writes_nothing);
     tcase_add_test(tc, test_created_at_server_clock);
     tcase_add_test(tc, test_noscript);
     tcase_add_test(tc, test_unix_socket_db);

@@ -218,6 +218,9 @@ int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err)
         redisReply *r;
         if ((rc = convo__rd_index_range(b, c, after, 100, &r, &mine)) != 0)
             break;
+        /* a store without threads has nothing to migrate: a read-only open of a
+         * new prefix writes nothing; a later open that finds threads sets v */
+        int empty = !after && r->elements == 0;
         rc = migrate_page(b, c, r, &mine);
         done = r->elements < 100;
         free(after);
@@ -225,7 +228,7 @@ int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err)
         if (rc == 0 && !done && !after)
             rc = convo__rd_oom(&mine);
         freeReplyObject(r);
-        if (rc == 0 && done)
+        if (rc == 0 && done && !empty)
             rc = store_version(b, c, "2", NULL, &mine);
     }
     free(after);
