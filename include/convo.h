@@ -47,7 +47,7 @@ typedef struct convo_history convo_history;
 typedef struct convo_thread_page convo_thread_page;
 
 /* Store options; start from CONVO_STORE_OPTS_INIT. A limit of 0 keeps the default. */
-#define CONVO_STORE_OPTS_VERSION 1
+#define CONVO_STORE_OPTS_VERSION 2
 typedef struct convo_store_opts {
     unsigned int version;
     size_t max_message_bytes;    /* default 1 MiB */
@@ -55,8 +55,15 @@ typedef struct convo_store_opts {
     size_t max_extra_bytes;      /* default 1 MiB: the patch and the merged object */
     size_t max_checkpoint_bytes; /* default 16 MiB */
     const char *const *roles;    /* NULL = any role; else a NULL-terminated allow list */
+    /* ---- version 2 ---- */
+    /* Top-level extra keys the thread index keeps an index for, so that
+     * convo_thread_list_ex with a `where` on them reads only matching threads
+     * (NULL-terminated; NULL = whatever the store recorded). The first opener
+     * that declares them records them in the store; later openers without the
+     * declaration maintain the same ones; one declaring others is CONVO_EINVAL. */
+    const char *const *indexed_keys;
 } convo_store_opts;
-#define CONVO_STORE_OPTS_INIT { CONVO_STORE_OPTS_VERSION, 0, 0, 0, 0, NULL }
+#define CONVO_STORE_OPTS_INIT { CONVO_STORE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL }
 
 #define CONVO_DEFAULT_MAX_MESSAGE_BYTES ((size_t)1 << 20)
 #define CONVO_DEFAULT_MAX_BATCH_MESSAGES ((size_t)10000)
@@ -195,6 +202,47 @@ CONVO_EXTERN const char *convo_thread_page_id(const convo_thread_page *p, size_t
 /* The `after` value for the next page, or NULL when this was the last page. */
 CONVO_EXTERN const char *convo_thread_page_next(const convo_thread_page *p);
 CONVO_EXTERN void convo_thread_page_free(convo_thread_page *p);
+/* ---- The thread index: a user's conversations, newest first ----
+ * Every thread has a created_at (its first write), an updated_at (its last
+ * append, save_extra, tail rewrite or checkpoint put) and a length. */
+enum {
+    CONVO_ORDER_RECENT = 0,  /* updated_at, newest first (the default) */
+    CONVO_ORDER_CREATED = 1, /* created_at, newest first */
+    CONVO_ORDER_ID = 2       /* thread id in byte order */
+};
+#define CONVO_THREAD_LIST_OPTS_VERSION 1
+typedef struct convo_thread_list_opts {
+    unsigned int version;
+    const char *where_json; /* threads whose extra contains this JSON object (as the checkpoint
+                             * metadata filter: objects by key, arrays by element, scalars
+                             * equal); NULL = every thread */
+    int order;              /* CONVO_ORDER_* */
+    int reverse;            /* 1: the other direction (oldest first; ids descending) */
+    const char *after;      /* a cursor (convo_thread_page_cursor or _next) of the same order
+                             * and direction: the rows after it; NULL = from the start */
+    size_t limit;           /* 0 = 100; at most 10,000 */
+    int with_extra;         /* 1: each row carries the thread's extra object */
+    int with_last_message;  /* 1: each row carries its last message (NULL when empty) */
+} convo_thread_list_opts;
+#define CONVO_THREAD_LIST_OPTS_INIT { CONVO_THREAD_LIST_OPTS_VERSION, NULL, CONVO_ORDER_RECENT, \
+                                      0, NULL, 0, 0, 0 }
+/* Paging: in id and creation order a walk gives every thread that existed
+ * throughout exactly once, also while others write; in activity order every
+ * thread not written during the walk exactly once (one written meanwhile moves
+ * ahead of the cursor: it may be missed, or seen twice). Expired, deleted and
+ * half-imported threads are never listed. */
+CONVO_EXTERN int convo_thread_list_ex(convo_store *s, const convo_thread_list_opts *opts,
+                                      convo_thread_page **out, convo_error *err);
+/* Per row of a page from convo_thread_list_ex (0 / NULL for convo_thread_list's). */
+CONVO_EXTERN int64_t convo_thread_page_created_at(const convo_thread_page *p, size_t i);
+CONVO_EXTERN int64_t convo_thread_page_updated_at(const convo_thread_page *p, size_t i);
+CONVO_EXTERN int64_t convo_thread_page_length(const convo_thread_page *p, size_t i);
+CONVO_EXTERN const char *convo_thread_page_extra(const convo_thread_page *p, size_t i);
+CONVO_EXTERN const char *convo_thread_page_last_message(const convo_thread_page *p, size_t i,
+                                                        size_t *len);
+/* The value of `after` that continues after row i. */
+CONVO_EXTERN const char *convo_thread_page_cursor(const convo_thread_page *p, size_t i);
+
 /* Copy messages [0, upto) (upto -1 = all) and the extra object of src into a new
  * thread dst; CONVO_ECONFLICT when dst exists, CONVO_EINVAL when upto > length. */
 CONVO_EXTERN int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,

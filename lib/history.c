@@ -166,6 +166,12 @@ void convo_thread_page_free(convo_thread_page *p)
 {
     if (!p)
         return;
+    for (size_t i = 0; p->rows && i < p->count; i++) {
+        free(p->rows[i].extra);
+        free(p->rows[i].last);
+        free(p->rows[i].cursor);
+    }
+    free(p->rows);
     for (size_t i = 0; i < p->count; i++)
         free(p->ids[i]);
     free(p->ids);

@@ -22,10 +22,21 @@ struct convo_history {
     char *extra;
 };
 
+/* A row of the thread index (convo_thread_list_ex); rows[i] goes with ids[i]. */
+typedef struct convo_thread_row {
+    int64_t created_at, updated_at, length;
+    char *extra;  /* NULL unless asked for */
+    char *last;   /* the last message, NUL-terminated copy, or NULL */
+    size_t last_len;
+    char *cursor; /* made by the core */
+} convo_thread_row;
+
 struct convo_thread_page {
     char **ids;
     size_t count, cap;
     char *next;
+    convo_thread_row *rows; /* NULL for convo_thread_list's pages */
+    size_t rows_cap;
 };
 
 struct convo_store {
@@ -33,6 +44,7 @@ struct convo_store {
     convo_backend *backend;
     convo_limits limits;
     char **roles; /* NULL or NULL-terminated allow list */
+    char **indexed_keys; /* limits.indexed_keys: NULL or NULL-terminated, sorted */
     char **secrets; /* convo__url_secrets() of the URL */
 };
 
@@ -66,6 +78,11 @@ int convo__check_replay(convo_store *s, const char *thread_id, const convo_messa
                         convo_error *err);
 /* NULL, or 1..256 bytes of UTF-8; else CONVO_EINVAL. */
 int convo__check_idempotency_key(const char *key, convo_error *err);
+
+/* threads.c: the declared index keys, checked, sorted, without duplicates
+ * (NULL-terminated; *out NULL when keys is NULL). */
+int convo__index_keys_copy(const char *const *keys, char ***out, convo_error *err);
+void convo__index_keys_free(char **keys);
 
 /* registry.c */
 const convo_driver *convo__driver_find(const char *scheme);

@@ -108,10 +108,15 @@ int convo_open_ex(convo_store **out, const char *url_text, const convo_store_opt
         free(s);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
-    rc = convo__scrubbed(s, driver->open(&s->backend, url, &s->limits, err), err);
+    rc = convo__index_keys_copy(opts && opts->version >= 2 ? opts->indexed_keys : NULL,
+                                &s->indexed_keys, err);
+    s->limits.indexed_keys = s->indexed_keys;
+    if (rc == 0)
+        rc = convo__scrubbed(s, driver->open(&s->backend, url, &s->limits, err), err);
     convo__url_free(url);
     if (rc != 0) {
         free_roles(s->roles);
+        convo__index_keys_free(s->indexed_keys);
         convo__secrets_free(s->secrets);
         free(s);
         return rc;
@@ -126,6 +131,7 @@ void convo_close(convo_store *s)
         return;
     s->driver->close(s->backend);
     free_roles(s->roles);
+    convo__index_keys_free(s->indexed_keys);
     convo__secrets_free(s->secrets);
     free(s);
 }

@@ -2494,6 +2494,26 @@ static void detect_private(const char **driver)
     }
 }
 
+int conf_buf_write(void *ctx, const void *b, size_t n)
+{
+    conf_buf *m = ctx;
+    char *grown = realloc(m->data, m->len + n);
+    ck_assert_ptr_nonnull(grown);
+    m->data = grown;
+    memcpy(m->data + m->len, b, n);
+    m->len += n;
+    return 0;
+}
+
+long conf_buf_read(void *ctx, void *b, size_t n)
+{
+    conf_buf *m = ctx;
+    size_t k = m->len - m->pos < n ? m->len - m->pos : n;
+    memcpy(b, m->data + m->pos, k);
+    m->pos += k;
+    return (long)k;
+}
+
 TCase *conf_tcase(Suite *s, const char *name)
 {
     TCase *tc = tcase_create(name);
@@ -2617,6 +2637,7 @@ int main(int argc, char **argv)
     add_thread_tests(s);
     add_other_tests(s);
     conf_add_rewrite_tests(s);
+    conf_add_thread_index_tests(s);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);

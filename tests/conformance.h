@@ -51,9 +51,19 @@ void conf_assert_message(const convo_history *h, size_t i, const char *bytes, si
 char **conf_list_prefix(convo_store *s, const char *prefix, size_t limit, size_t *n);
 void conf_ids_free(char **ids, size_t n);
 
+/* An in-memory dump for convo_export / convo_import (free data when done). */
+typedef struct conf_buf {
+    char *data;
+    size_t len, pos;
+} conf_buf;
+int conf_buf_write(void *ctx, const void *b, size_t n);
+long conf_buf_read(void *ctx, void *b, size_t n);
+
 /* A test case of the suite with the fixture that opens conf_store. */
 TCase *conf_tcase(Suite *s, const char *name);
 /* conformance_rewrite.c: convo_replace_tail and the thread generation. */
 void conf_add_rewrite_tests(Suite *s);
+/* conformance_threads.c: the thread index (convo_thread_list_ex). */
+void conf_add_thread_index_tests(Suite *s);
 
 #endif

@@ -380,29 +380,6 @@ START_TEST(test_rewrite_checkpoints)
 }
 END_TEST
 
-typedef struct membuf {
-    char *data;
-    size_t len, pos;
-} membuf;
-
-static int buf_write(void *ctx, const void *b, size_t n)
-{
-    membuf *m = ctx;
-    m->data = realloc(m->data, m->len + n);
-    memcpy(m->data + m->len, b, n);
-    m->len += n;
-    return 0;
-}
-
-static long buf_read(void *ctx, void *b, size_t n)
-{
-    membuf *m = ctx;
-    size_t k = m->len - m->pos < n ? m->len - m->pos : n;
-    memcpy(b, m->data + m->pos, k);
-    m->pos += k;
-    return (long)k;
-}
-
 START_TEST(test_rewrite_export_import)
 {
     char tid[256];
@@ -416,25 +393,25 @@ START_TEST(test_rewrite_export_import)
     int64_t want[] = {0};
     convo_dump_opts dopts = CONVO_DUMP_OPTS_INIT;
     dopts.expected_generations = want;
-    membuf none = {0};
-    ASSERT_FAILS(convo_export(conf_store, ids, 1, buf_write, &none, &dopts, NULL, &err), err,
+    conf_buf none = {0};
+    ASSERT_FAILS(convo_export(conf_store, ids, 1, conf_buf_write, &none, &dopts, NULL, &err), err,
                  CONVO_ECONFLICT);
     free(none.data);
     want[0] = 1;
-    membuf dump = {0};
-    ASSERT_OK(convo_export(conf_store, ids, 1, buf_write, &dump, &dopts, NULL, &err), err);
+    conf_buf dump = {0};
+    ASSERT_OK(convo_export(conf_store, ids, 1, conf_buf_write, &dump, &dopts, NULL, &err), err);
     /* the dump carries the generation: restored, it is the same */
     ASSERT_OK(convo_thread_delete(conf_store, tid, &err), err);
-    ASSERT_OK(convo_import(conf_store, buf_read, &dump, NULL, NULL, &err), err);
+    ASSERT_OK(convo_import(conf_store, conf_buf_read, &dump, NULL, NULL, &err), err);
     ck_assert_int_eq(generation_of(conf_store, tid), 1);
     ck_assert_int_eq(conf_length(conf_store, tid), 3);
     /* importing it again changes nothing */
     dump.pos = 0;
-    ASSERT_OK(convo_import(conf_store, buf_read, &dump, NULL, NULL, &err), err);
+    ASSERT_OK(convo_import(conf_store, conf_buf_read, &dump, NULL, NULL, &err), err);
     /* after another rewrite, the old dump conflicts instead of mixing */
     ASSERT_OK(rewrite(tid, 3, &THREE[1], 1, NULL, &r, &err), err);
     dump.pos = 0;
-    ASSERT_FAILS(convo_import(conf_store, buf_read, &dump, NULL, NULL, &err), err,
+    ASSERT_FAILS(convo_import(conf_store, conf_buf_read, &dump, NULL, NULL, &err), err,
                  CONVO_ECONFLICT);
     ck_assert_int_eq(conf_length(conf_store, tid), 4);
     ck_assert_int_eq(generation_of(conf_store, tid), 2);

@@ -50,6 +50,7 @@ typedef struct mem_thread {
     char *extra;       /* compact JSON object or NULL */
     json_t *idem;      /* idempotency key -> [first_seq, count] */
     int64_t generation; /* tail rewrites so far */
+    int64_t created_at, updated_at; /* first and last write */
 } mem_thread;
 
 struct convo_backend {
@@ -161,6 +162,7 @@ static int insert_new(convo_backend *b, const char *id, mem_thread **out)
         thread_free(t);
         return CONVO_ENOMEM;
     }
+    t->created_at = t->updated_at = convo__now_micros();
     memmove(&b->threads[at + 1], &b->threads[at], (b->count - at) * sizeof *b->threads);
     b->threads[at] = t;
     b->count++;
@@ -274,6 +276,7 @@ static int append_locked(convo_backend *b, const char *thread_id, const convo_me
                             json_pack("[II]", (json_int_t)length, (json_int_t)n)) != 0)
         goto nomem;
     t->count += n;
+    t->updated_at = now;
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
@@ -352,6 +355,7 @@ static int mem_save_extra(convo_backend *b, const char *thread_id, const char *p
     if (rc == 0) {
         free(t->extra);
         t->extra = merged;
+        t->updated_at = convo__now_micros();
     }
     pthread_mutex_unlock(&b->lock);
     return rc;
@@ -561,6 +565,8 @@ static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
     }
     if (rc != 0)
         checkpoint_clear(&fresh);
+    else
+        t->updated_at = convo__now_micros();
     return rc;
 }
 
@@ -962,6 +968,7 @@ static int rewrite_locked(convo_backend *b, const char *thread_id, int64_t keep,
     free(fresh);
     t->count = (size_t)keep + n;
     t->generation++;
+    t->updated_at = now;
     res->first_seq = keep;
     res->count = n;
     res->removed = length - keep;
@@ -978,6 +985,97 @@ static int mem_replace_tail(convo_backend *b, const char *thread_id, int64_t kee
     int rc = rewrite_locked(b, thread_id, keep, msgs, n, o, res, err);
     pthread_mutex_unlock(&b->lock);
     return rc;
+}
+
+/* ---- the thread index: matching threads sorted on demand ---- */
+
+typedef struct list_order {
+    int order, reverse;
+} list_order;
+
+static int64_t sort_time(const mem_thread *t, int order)
+{
+    return order == CONVO_ORDER_RECENT ? t->updated_at
+           : order == CONVO_ORDER_CREATED ? t->created_at
+                                          : 0;
+}
+
+/* < 0 when a comes first in the listing's order: (time, id) descending for
+ * recent and created, id ascending for id; reverse turns it around. */
+static int compare_position(int order, int reverse, int64_t ta, const char *ia, int64_t tb,
+                            const char *ib)
+{
+    int c = ta < tb ? -1 : ta > tb ? 1 : strcmp(ia, ib);
+    if (c > 0)
+        c = 1;
+    else if (c < 0)
+        c = -1;
+    if (order != CONVO_ORDER_ID)
+        c = -c;
+    return reverse ? -c : c;
+}
+
+static _Thread_local list_order sorting;
+
+static int compare_threads(const void *a, const void *b)
+{
+    const mem_thread *x = *(mem_thread *const *)a, *y = *(mem_thread *const *)b;
+    return compare_position(sorting.order, sorting.reverse, sort_time(x, sorting.order), x->id,
+                            sort_time(y, sorting.order), y->id);
+}
+
+static int add_thread_row(convo_thread_page *p, const mem_thread *t,
+                          const convo_thread_list_opts *o)
+{
+    const mem_msg *last = o->with_last_message && t->count ? &t->msgs[t->count - 1] : NULL;
+    const char *extra = o->with_extra ? (t->extra ? t->extra : "{}") : NULL;
+    return convo__thread_page_add_row(p, t->id, strlen(t->id), t->created_at, t->updated_at,
+                                      (int64_t)t->count, extra, extra ? strlen(extra) : 0,
+                                      last ? last->bytes : NULL, last ? last->len : 0);
+}
+
+static int list_ex_locked(convo_backend *b, const convo_thread_list_opts *o, void *where,
+                          const convo_thread_cursor *after, convo_thread_page *p)
+{
+    mem_thread **match = malloc((b->count + 1) * sizeof *match);
+    if (!match)
+        return CONVO_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        mem_thread *t = b->threads[i];
+        if (where && !convo__json_contains(t->extra ? t->extra : "{}",
+                                           t->extra ? strlen(t->extra) : 2, where))
+            continue;
+        if (after && compare_position(o->order, o->reverse, sort_time(t, o->order), t->id,
+                                      after->time, after->id) <= 0)
+            continue;
+        match[n++] = t;
+    }
+    sorting = (list_order){o->order, o->reverse};
+    qsort(match, n, sizeof *match, compare_threads);
+    int rc = 0;
+    for (size_t i = 0; i < n && i <= o->limit && rc == 0; i++)
+        rc = add_thread_row(p, match[i], o);
+    free(match);
+    return rc;
+}
+
+static int mem_thread_list_ex(convo_backend *b, const convo_thread_list_opts *o, void *where,
+                              const convo_thread_cursor *after, convo_thread_page **out,
+                              convo_error *err)
+{
+    convo_thread_page *p = convo__thread_page_new();
+    if (!p)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    pthread_mutex_lock(&b->lock);
+    int rc = list_ex_locked(b, o, where, after, p);
+    pthread_mutex_unlock(&b->lock);
+    if (rc != 0) {
+        convo_thread_page_free(p);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
+    *out = p;
+    return 0;
 }
 
 static const char *const mem_schemes[] = {"memory", NULL};
@@ -1003,4 +1101,5 @@ const convo_driver convo_driver_memory = {
     .thread_import = mem_thread_import,
     .checkpoint_put_log = mem_checkpoint_put_log,
     .replace_tail = mem_replace_tail,
+    .thread_list_ex = mem_thread_list_ex,
 };

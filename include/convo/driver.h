@@ -26,7 +26,20 @@ typedef struct convo_limits {
     size_t max_batch_messages;
     size_t max_extra_bytes;
     size_t max_checkpoint_bytes;
+    /* The extra keys the opener declared for the thread index (NULL-terminated,
+     * validated, sorted, no duplicates), or NULL when it declared none. A driver
+     * that keeps per-key indexes records them in the store at the first open
+     * that declares them, uses the recorded ones when NULL, and refuses other
+     * ones with CONVO_EINVAL. */
+    char *const *indexed_keys;
 } convo_limits;
+
+/* A position in a thread listing (convo_thread_list_ex): the row's sort time
+ * (updated_at or created_at, microseconds; 0 in id order) and its id. */
+typedef struct convo_thread_cursor {
+    int64_t time;
+    const char *id;
+} convo_thread_cursor;
 
 /* A parsed URL: scheme, the part after "scheme:" without the query, and the
  * query parameters. Drivers take their own parameters out with
@@ -54,9 +67,9 @@ typedef struct convo_backend convo_backend; /* a driver's open instance */
 
 /* Version 2 added the checkpoint calls at the end of the table, version 3 the
  * checkpoint put that appends to the log, version 4 the tail rewrite and the
- * thread generation; the core answers CONVO_ENOTSUP for them when a driver is
+ * thread generation, version 5 the thread index; the core answers CONVO_ENOTSUP for them when a driver is
  * older or leaves them NULL. */
-#define CONVO_DRIVER_VERSION 4
+#define CONVO_DRIVER_VERSION 5
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -181,6 +194,24 @@ typedef struct convo_driver {
     int (*replace_tail)(convo_backend *b, const char *thread_id, int64_t keep,
                         const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
                         convo_rewrite_result *res, convo_error *err);
+
+    /* ---- version 5: the thread index (convo_thread_list_ex). Every write that
+     * creates a thread sets its created_at; every append, save_extra, tail
+     * rewrite and checkpoint put sets updated_at, in the same atomic write where
+     * the backend allows it. A fork or an import creates its thread with its own
+     * times (now). opts validated (order one of CONVO_ORDER_*, reverse 0/1, limit
+     * 1..10,000); where is the parsed where_json (a json_t * object) or NULL:
+     * match with convo__json_contains on the extra. after is NULL or the
+     * position to continue after. The order is the tuple (time, id) descending
+     * (recent, created) or id ascending (id); reverse turns it around. Return
+     * up to opts->limit + 1 rows (the core trims the extra one and makes the
+     * cursors), added with convo__thread_page_add_row; extra only when
+     * opts->with_extra, the last message only when opts->with_last_message.
+     * The cost of a page must not grow with the number of threads that do not
+     * match where it filters on an indexed key (limits->indexed_keys). ---- */
+    int (*thread_list_ex)(convo_backend *b, const convo_thread_list_opts *opts, void *where,
+                          const convo_thread_cursor *after, convo_thread_page **out,
+                          convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
@@ -220,6 +251,11 @@ int convo__history_reserve(convo_history *h, size_t n);
 
 convo_thread_page *convo__thread_page_new(void);
 int convo__thread_page_add(convo_thread_page *p, const char *id, size_t len);
+/* A row of the thread index: extra and last (a message) may be NULL. */
+int convo__thread_page_add_row(convo_thread_page *p, const char *id, size_t id_len,
+                               int64_t created_at, int64_t updated_at, int64_t length,
+                               const char *extra, size_t extra_len, const char *last,
+                               size_t last_len);
 int convo__thread_page_set_next(convo_thread_page *p, const char *next);
 
 /* Resolves load options against a thread of `length` messages into the half-open
