@@ -274,7 +274,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5,6,7");
+    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8");
     free(versions);
     /* (v6) the thread table's primary key is the thread id; every other data
      * table's starts with the thread's numeric key */
@@ -295,7 +295,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 7);
+    ck_assert_int_eq(query_long(pg, sql), 8);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -370,7 +370,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 7);
+    ck_assert_int_eq(query_long(pg, sql), 8);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -580,7 +580,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -588,10 +588,10 @@ START_TEST(test_migration_from_version_3)
     ck_assert_int_eq(query_long(pg, sql), 0);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_proc WHERE pronamespace = '\"%s\"'::regnamespace"
-             " AND pronargs = CASE proname WHEN 'append' THEN 7 WHEN 'save_extra' THEN 4"
-             " WHEN 'thread_fork' THEN 4 WHEN 'checkpoint_put' THEN 14"
+             " AND pronargs = CASE proname WHEN 'append' THEN 8 WHEN 'save_extra' THEN 4"
+             " WHEN 'thread_fork' THEN 5 WHEN 'checkpoint_put' THEN 14"
              " WHEN 'checkpoint_put_writes' THEN 10 WHEN 'checkpoint_prune' THEN 3"
-             " WHEN 'thread_import' THEN 6 ELSE pronargs END", schema_name("v3"));
+             " WHEN 'thread_import' THEN 7 ELSE pronargs END", schema_name("v3"));
     long current = query_long(pg, sql);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_proc WHERE pronamespace = '\"%s\"'::regnamespace",
@@ -752,7 +752,7 @@ START_TEST(test_migration_from_version_4)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -1839,7 +1839,7 @@ START_TEST(test_migration_from_version_5)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v5"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
     free(v);
     char *after = rows_as_text(pg, "v5", 2);
     ck_assert_str_eq(after, before);
@@ -1960,7 +1960,7 @@ START_TEST(test_migration_from_version_6)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v6"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
     free(v);
     char *after = rows_as_text(pg, "v6", 2);
     ck_assert_str_eq(after, before);

@@ -7,6 +7,7 @@ WITH alloc AS (
     ON CONFLICT (thread_id) DO UPDATE SET length = t.length + cardinality($2::bytea[]),
         updated_at = excluded.updated_at, expires_at = excluded.expires_at
      WHERE ($5::int8 < 0 OR t.length = $5::int8)
+       AND ($7::int8 < 0 OR t.generation = $7::int8)
        AND (t.expires_at IS NULL OR t.expires_at > now())
     RETURNING t.tid, t.length - cardinality($2::bytea[]) AS first_seq),
 ins AS (

@@ -1,6 +1,7 @@
 -- checkpoint_put_log.sql: checkpoint_put.sql's parameters, the messages ($13
--- bodies, $14 roles) and the expected length ($15), then time and ttl; the
--- messages and the checkpoint in one transaction.
+-- bodies, $14 roles), the expected length ($15) and generation ($16; below
+-- 0: any), then time and ttl; the messages and the checkpoint in one
+-- transaction.
 SELECT @S.checkpoint_put_log($1::text, $2::text, $3::text, $4::text, $5::text::jsonb,
        $6::text, $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
-       $13::bytea[], $14::text[], $15::int8, $16::timestamptz, $17::interval)
+       $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval)

@@ -198,12 +198,13 @@ int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
 }
 
 /* @S.checkpoint_put_log(): the checkpoint's parameters, the messages, the
- * expected length, then time and ttl; one statement, one transaction. */
+ * expected length and generation, then time and ttl; one statement, one
+ * transaction. */
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err)
 {
     cp_params p = {0};
-    char *bodies = NULL, *roles = NULL, expected[8];
+    char *bodies = NULL, *roles = NULL, expected[8], generation[8];
     int blen = 0, rlen = 0;
     int rc = checkpoint_params(b, cp, &p);
     if (rc == 0)
@@ -213,15 +214,17 @@ int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
         return convo__pg_too_large(rc, err);
     }
     put64(expected, (uint64_t)cp->expected_length);
-    const char *values[17];
-    int lens[17];
+    put64(generation, (uint64_t)cp->expected_generation);
+    const char *values[18];
+    int lens[18];
     memcpy(values, p.values, 12 * sizeof *values);
     memcpy(lens, p.lens, 12 * sizeof *lens);
     values[12] = bodies, lens[12] = blen;
     values[13] = roles, lens[13] = rlen;
     values[14] = expected, lens[14] = 8;
-    values[15] = p.values[12], lens[15] = p.lens[12]; /* at */
-    values[16] = p.values[13], lens[16] = p.lens[13]; /* ttl */
+    values[15] = generation, lens[15] = 8;
+    values[16] = p.values[12], lens[16] = p.lens[12]; /* at */
+    values[17] = p.values[13], lens[17] = p.lens[13]; /* ttl */
     PGresult *r;
     rc = convo__pg_run(b, ST_CP_PUT_LOG, values, lens, &r, err);
     checkpoint_params_free(&p);

@@ -20,25 +20,26 @@ static const struct {
     int nparams;
     const char *sql;
 } statements[ST_COUNT] = {
-    [ST_APPEND_ONE] = {"convo_append_one", 6, SQL_APPEND_ONE},
-    [ST_APPEND_MANY] = {"convo_append_many", 6, SQL_APPEND_MANY},
-    [ST_APPEND_ONE_IF] = {"convo_append_one_if", 6, SQL_APPEND_ONE_IF},
-    [ST_APPEND_MANY_IF] = {"convo_append_many_if", 6, SQL_APPEND_MANY_IF},
-    [ST_APPEND] = {"convo_append", 7, SQL_APPEND},
+    [ST_APPEND_ONE] = {"convo_append_one", 7, SQL_APPEND_ONE},
+    [ST_APPEND_MANY] = {"convo_append_many", 7, SQL_APPEND_MANY},
+    [ST_APPEND_ONE_IF] = {"convo_append_one_if", 7, SQL_APPEND_ONE_IF},
+    [ST_APPEND_MANY_IF] = {"convo_append_many_if", 7, SQL_APPEND_MANY_IF},
+    [ST_APPEND] = {"convo_append", 8, SQL_APPEND},
     [ST_LOAD] = {"convo_load", 5, SQL_LOAD},
     [ST_SAVE_EXTRA] = {"convo_save_extra", 4, SQL_SAVE_EXTRA},
     [ST_DELETE] = {"convo_delete", 1, SQL_THREAD_DELETE},
     [ST_LIST] = {"convo_list", 2, SQL_THREAD_LIST},
-    [ST_FORK] = {"convo_fork", 4, SQL_THREAD_FORK},
+    [ST_FORK] = {"convo_fork", 5, SQL_THREAD_FORK},
     [ST_CP_PUT] = {"convo_cp_put", 14, SQL_CHECKPOINT_PUT},
     [ST_CP_WRITES] = {"convo_cp_writes", 10, SQL_CHECKPOINT_PUT_WRITES},
     [ST_CP_GET] = {"convo_cp_get", 3, SQL_CHECKPOINT_GET},
     [ST_CP_LATEST] = {"convo_cp_latest", 2, SQL_CHECKPOINT_LATEST},
     [ST_CP_LIST] = {"convo_cp_list", 7, SQL_CHECKPOINT_LIST},
     [ST_CP_PRUNE] = {"convo_cp_prune", 3, SQL_CHECKPOINT_PRUNE},
-    [ST_IMPORT] = {"convo_import", 6, SQL_THREAD_IMPORT},
+    [ST_IMPORT] = {"convo_import", 7, SQL_THREAD_IMPORT},
     [ST_SWEEP] = {"convo_sweep", 1, SQL_SWEEP},
-    [ST_CP_PUT_LOG] = {"convo_cp_put_log", 17, SQL_CHECKPOINT_PUT_LOG},
+    [ST_CP_PUT_LOG] = {"convo_cp_put_log", 18, SQL_CHECKPOINT_PUT_LOG},
+    [ST_REPLACE_TAIL] = {"convo_replace_tail", 10, SQL_REPLACE_TAIL},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */
@@ -247,7 +248,7 @@ int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_er
 }
 
 /* Formats of every parameter: binary. At least as many as the longest statement
- * (ST_CP_PUT_LOG, 17). */
+ * (ST_CP_PUT_LOG, 18). */
 static const int binary[20] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 /* Reads results up to the NULL that ends the current query's. */

@@ -25,8 +25,8 @@ int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
             return convo__error(err, CONVO_EINVAL, NULL, "message %lld: created_at %lld is "
                                 "before the earliest time PostgreSQL stores (4714 BC)",
                                 (long long)(first_seq + (int64_t)i), (long long)created_at[i]);
-    int lens[6] = {(int)strlen(thread_id), 8, 0, 0, 0, TTL_LEN};
-    char *bodies, *roles, first[8];
+    int lens[7] = {(int)strlen(thread_id), 8, 0, 0, 0, 8, TTL_LEN};
+    char *bodies, *roles, first[8], gen[8];
     int rc = convo__pg_encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);
     if (rc != 0)
         return convo__pg_too_large(rc, err);
@@ -39,7 +39,8 @@ int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
     }
     char *times = convo__pg_array_finish(&at, &lens[4]);
     put64(first, (uint64_t)first_seq);
-    const char *values[6] = {thread_id, first, bodies, roles, times, b->ttl};
+    put64(gen, (uint64_t)generation);
+    const char *values[7] = {thread_id, first, bodies, roles, times, gen, b->ttl};
     PGresult *r = NULL;
     rc = times ? convo__pg_run(b, ST_IMPORT, values, lens, &r, err)
                : convo__pg_too_large(CONVO_ENOMEM, err);

@@ -20,7 +20,7 @@
 enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
-    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG,
+    ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
     ST_COUNT
 };
 
@@ -129,6 +129,9 @@ int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
                           convo_thread_page **out, convo_error *err);
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err);
+int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                           convo_rewrite_result *res, convo_error *err);
 /* checkpoints.c */
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,

@@ -161,4 +161,5 @@ const convo_driver convo_driver_postgres = {
     .thread_import = convo__pg_thread_import,
     .sweep = convo__pg_sweep,
     .checkpoint_put_log = convo__pg_checkpoint_put_log,
+    .replace_tail = convo__pg_replace_tail,
 };

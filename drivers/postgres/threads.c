@@ -1,23 +1,25 @@
 /* threads.c — the PostgreSQL driver's thread calls: append (one statement, or
  * @S.append() for idempotency keys and what that statement cannot decide), load,
- * save_extra, delete, list and fork. */
+ * save_extra, delete, list, fork and the tail rewrite (@S.replace_tail()). */
 #include "config.h"
 #include "pg_int.h"
 #include <stdlib.h>
 #include <string.h>
 
 /* The one-statement append (ST_APPEND_ONE, _MANY, or with an expected length
- * above 0, _IF); *done is 0 when the length is not the expected one or the
- * thread's deadline has passed. */
+ * or generation above 0, _IF); *done is 0 when the length or generation is not
+ * the expected one or the thread's deadline has passed. */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
-                       size_t n, const char *at, int64_t expected_length, int *done,
+                       size_t n, const char *at, const convo_append_opts *opts, int *done,
                        convo_append_result *res, convo_error *err)
 {
-    char expected[8];
-    put64(expected, (uint64_t)expected_length);
-    const char *values[6] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl};
-    int lens[6] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
-                   TTL_LEN};
+    char expected[8], generation[8];
+    put64(expected, (uint64_t)opts->expected_length);
+    put64(generation, (uint64_t)opts->expected_generation);
+    const char *values[7] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl,
+                             generation};
+    int lens[7] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
+                   TTL_LEN, 8};
     char *bodies = NULL, *roles = NULL;
     int rc = n > 1 ? convo__pg_encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2])
                    : msgs[0].len >= (size_t)1 << 30 ? CONVO_ETOOLARGE : 0;
@@ -28,8 +30,10 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
         values[2] = roles;
     }
     PGresult *r;
-    int st = expected_length > 0 ? (n == 1 ? ST_APPEND_ONE_IF : ST_APPEND_MANY_IF)
-                                 : (n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY);
+    /* a missing thread (length 0, generation 0) can only meet these by an update */
+    int update = opts->expected_length > 0 || opts->expected_generation > 0;
+    int st = update ? (n == 1 ? ST_APPEND_ONE_IF : ST_APPEND_MANY_IF)
+                    : (n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY);
     rc = convo__pg_run(b, st, values, lens, &r, err);
     free(bodies);
     free(roles);
@@ -46,20 +50,23 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
 }
 
 /* @S.append(): claims the thread (creating it, or starting it afresh when its
- * deadline has passed), checks the idempotency key, then the length. */
+ * deadline has passed), checks the idempotency key, then the length and the
+ * generation. */
 static int append_function(convo_backend *b, const char *thread_id,
                            const convo_message_in *msgs, size_t n, const char *at,
-                           int64_t expected_length, const char *key, convo_append_result *res,
+                           const convo_append_opts *opts, convo_append_result *res,
                            convo_error *err)
 {
-    char expected[8];
-    put64(expected, (uint64_t)expected_length);
-    int lens[7] = {(int)strlen(thread_id), 0, 0, 8, key ? (int)strlen(key) : 0, 8, TTL_LEN};
+    const char *key = opts->idempotency_key;
+    char expected[8], generation[8];
+    put64(expected, (uint64_t)opts->expected_length);
+    put64(generation, (uint64_t)opts->expected_generation);
+    int lens[8] = {(int)strlen(thread_id), 0, 0, 8, key ? (int)strlen(key) : 0, 8, 8, TTL_LEN};
     char *bodies, *roles;
     int rc = convo__pg_encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2]);
     if (rc != 0)
         return convo__pg_too_large(rc, err);
-    const char *values[7] = {thread_id, bodies, roles, at, key, expected, b->ttl};
+    const char *values[8] = {thread_id, bodies, roles, at, key, expected, generation, b->ttl};
     PGresult *r;
     rc = convo__pg_run(b, ST_APPEND, values, lens, &r, err);
     free(bodies);
@@ -79,13 +86,11 @@ int convo__pg_append(convo_backend *b, const char *thread_id, const convo_messag
 {
     char at[8];
     put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
-    int64_t expected = opts->expected_length;
     int done = 0, rc = 0;
     if (!opts->idempotency_key) /* with a key, the key is looked up under the row lock */
-        rc = append_fast(b, thread_id, msgs, n, at, expected, &done, res, err);
+        rc = append_fast(b, thread_id, msgs, n, at, opts, &done, res, err);
     if (rc == 0 && !done)
-        rc = append_function(b, thread_id, msgs, n, at, expected, opts->idempotency_key, res,
-                             err);
+        rc = append_function(b, thread_id, msgs, n, at, opts, res, err);
     return rc;
 }
 
@@ -95,6 +100,7 @@ static int load_rows(const PGresult *r, const convo_load_opts *opts, convo_histo
 {
     int64_t length = convo__pg_get_int(r, 0, 0), from, to;
     convo__history_set_length(h, length);
+    convo__history_set_generation(h, convo__pg_get_int(r, 0, 6));
     convo__load_range(opts, length, &from, &to);
     if (opts->with_extra && !PQgetisnull(r, 0, 1)) {
         size_t n;
@@ -209,13 +215,49 @@ int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err)
 {
-    char up[8];
+    char up[8], generation[8];
     put64(up, (uint64_t)upto);
-    const char *values[4] = {src, dst, up, b->ttl};
-    const int lens[4] = {(int)strlen(src), (int)strlen(dst), 8, TTL_LEN};
+    put64(generation, (uint64_t)expected_generation);
+    const char *values[5] = {src, dst, up, generation, b->ttl};
+    const int lens[5] = {(int)strlen(src), (int)strlen(dst), 8, 8, TTL_LEN};
     PGresult *r;
     int rc = convo__pg_run(b, ST_FORK, values, lens, &r, err);
     if (rc == 0)
         PQclear(r);
     return rc;
+}
+
+/* @S.replace_tail(): one statement, one transaction under the thread's row
+ * lock (migrate-8.sql says what it checks, in the order of driver.h). */
+int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                           convo_rewrite_result *res, convo_error *err)
+{
+    const char *key = opts->idempotency_key;
+    char kept[8], at[8], expected[8], generation[8], drop = opts->drop_checkpoints ? 1 : 0;
+    put64(kept, (uint64_t)keep);
+    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    put64(expected, (uint64_t)opts->expected_length);
+    put64(generation, (uint64_t)opts->expected_generation);
+    int lens[10] = {(int)strlen(thread_id), 8, 0, 0, 8, key ? (int)strlen(key) : 0, 8, 8, 1,
+                    TTL_LEN};
+    char *bodies, *roles;
+    int rc = convo__pg_encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);
+    if (rc != 0)
+        return convo__pg_too_large(rc, err);
+    const char *values[10] = {thread_id, kept,     bodies,     roles, at,
+                              key,       expected, generation, &drop, b->ttl};
+    PGresult *r;
+    rc = convo__pg_run(b, ST_REPLACE_TAIL, values, lens, &r, err);
+    free(bodies);
+    free(roles);
+    if (rc != 0)
+        return rc;
+    res->first_seq = convo__pg_get_int(r, 0, 0);
+    res->count = (size_t)convo__pg_get_int(r, 0, 1);
+    res->removed = convo__pg_get_int(r, 0, 2);
+    res->generation = convo__pg_get_int(r, 0, 3);
+    res->replayed = PQgetvalue(r, 0, 4)[0] != 0;
+    PQclear(r);
+    return 0;
 }
