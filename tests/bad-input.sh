@@ -174,6 +174,43 @@ suite() {
     convo --url "$url" extra big >"$T/out" 2>/dev/null
     if ! grep -q '"k9"' "$T/out"; then ok; else bad "$name: an oversized extra merge was written"; fi
     accepted "$name: delete big" --url "$url" delete big
+
+    # the tail rewrite: bad input is refused and the thread is left as it was
+    accepted "$name: rewrite seed" --url "$url" append r "$U" '{"role":"tool","content":"x"}'
+    refused "$name: replace-tail keep beyond the length" 1 --url "$url" replace-tail r --keep 3 "$U"
+    if grep -q 'keep 3' "$T/err"; then ok; else bad "$name: keep beyond: [$(cat "$T/err")]"; fi
+    refused "$name: replace-tail message without role" 1 --url "$url" replace-tail r --keep 1 '{"content":"hi"}'
+    refused "$name: replace-tail bad JSON" 1 --url "$url" replace-tail r --keep 1 "$U" '{"role":"user"'
+    if grep -q 'JSON argument 2' "$T/err"; then ok; else bad "$name: bad JSON not named: [$(cat "$T/err")]"; fi
+    refused "$name: replace-tail bad line on stdin" 1 --url "$url" replace-tail r --keep 0 <"$T/mixed.jsonl"
+    if grep -q 'line 2' "$T/err"; then ok; else bad "$name: bad line not named: [$(cat "$T/err")]"; fi
+    refused "$name: replace-tail over 1 MiB" 5 --url "$url" replace-tail r --keep 1 <"$T/big.jsonl"
+    refused "$name: replace-tail batch of 10,001" 5 --url "$url" replace-tail r --keep 1 <"$T/many.jsonl"
+    refused "$name: replace-tail on an unknown thread" 3 --url "$url" replace-tail t --keep 0 "$U"
+    refused "$name: pop of an unknown thread" 3 --url "$url" pop t
+    local opts
+    for opts in "--keep -1" "--keep 1x" "--keep=" "" "--keep 1 --expect-generation -1" \
+        "--keep 1 --expect-length -2" "--keep 1 --keep 1"; do
+        # shellcheck disable=SC2086
+        got=0; convo --url "$url" replace-tail r $opts "$U" >"$T/out" 2>"$T/err" || got=$?
+        if [ "$got" = 2 ] && grep -q '^usage: convo' "$T/err"; then ok; else
+            bad "$name: replace-tail $opts: exit $got, want 2 and the usage: [$(head -c 200 "$T/err")]"
+        fi
+    done
+    for opts in "--count 0" "--count -1" "--expect-length x"; do
+        # shellcheck disable=SC2086
+        got=0; convo --url "$url" pop r $opts >"$T/out" 2>"$T/err" || got=$?
+        if [ "$got" = 2 ] && grep -q '^usage: convo' "$T/err"; then ok; else
+            bad "$name: pop $opts: exit $got, want 2: [$(head -c 200 "$T/err")]"
+        fi
+    done
+    convo --url "$url" load r --with-meta >"$T/out" 2>"$T/err"
+    if [ "$(grep -c '"generation":0,' "$T/out")" = 2 ] &&
+        grep -q '"message":{"role":"tool","content":"x"}}$' "$T/out"; then ok; else
+        bad "$name: a refused rewrite changed the thread: [$(head -c 300 "$T/out")]"
+    fi
+    accepted "$name: delete r" --url "$url" delete r
+    nothing_written "$url" "$name: after the rewrite checks"
 }
 
 # url_refused DESC URL: a URL the store refuses: exit 1, one line, nothing created.

@@ -282,8 +282,9 @@ sent = sys.argv[2:]
 assert len(lines) == len(sent), lines
 for i, (line, msg) in enumerate(zip(lines, sent)):
     obj = json.loads(line)
-    assert list(obj) == ["seq", "created_at", "role", "message"], obj
+    assert list(obj) == ["seq", "generation", "created_at", "role", "message"], obj
     assert obj["seq"] == i, obj
+    assert obj["generation"] == 0, obj
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", obj["created_at"]), obj
     assert obj["role"] == json.loads(msg)["role"], obj
     assert obj["message"] == json.loads(msg), obj
@@ -398,6 +399,104 @@ $ODD"
     out_empty "delete"
     check "deleted" 3 "$CONVO" --url "$S" load t2
     check "delete again" 3 "$CONVO" --url "$S" delete t2
+
+    # ---- pop and replace-tail: the tail rewrite, across processes ----
+    R1='{"role":"user","content":"r1"}'
+    R2='{"role":"assistant","content":"r2"}'
+    R3='{"role":"user","content":"r3"}'
+    "$CONVO" --url "$S" append r "$R1" "$R2" "$R3" >/dev/null
+    check "pop" 0 "$CONVO" --url "$S" pop r
+    out_is "pop prints the removed message" "$R3"
+    check "load after pop" 0 "$CONVO" --url "$S" load r
+    out_is "load after pop" "$R1
+$R2"
+    check "generation after pop" 0 "$CONVO" --url "$S" load r --tail 1 --with-meta
+    if grep -q '^{"seq":1,"generation":1,' "$T/out"; then ok; else bad "generation after pop: $(cat "$T/out")"; fi
+    check "pop --expect-length stale" 4 "$CONVO" --url "$S" pop r --expect-length 3
+    one_error "pop --expect-length stale"
+    out_empty "pop --expect-length stale"
+    check "pop --count --expect-length" 0 "$CONVO" --url "$S" pop r --count 2 --expect-length 2
+    out_is "pop --count prints in seq order" "$R1
+$R2"
+    check "pop of an empty thread" 0 "$CONVO" --url "$S" pop r
+    out_empty "pop of an empty thread"
+    check "an empty pop writes nothing" 0 "$CONVO" --url "$S" replace-tail r --keep 0 "$R1" "$R2"
+    out_is "an empty pop writes nothing (generation 3 after 2 pops)" "0 2 3"
+    check "pop --count past the length" 0 "$CONVO" --url "$S" pop r --count 5
+    out_is "pop --count past the length pops them all" "$R1
+$R2"
+    check "pop unknown thread" 3 "$CONVO" --url "$S" pop nope
+    one_error "pop unknown thread"
+    check "pop --count 0" 2 "$CONVO" --url "$S" pop r --count 0
+    usage_shown "pop --count 0"
+    # replace-tail: keep N, new messages from arguments or stdin; FIRST_SEQ COUNT GENERATION
+    "$CONVO" --url "$S" append r "$R1" "$R2" "$R3" >/dev/null
+    check "replace-tail" 0 "$CONVO" --url "$S" replace-tail r --keep 2 "$U" "$ODD"
+    out_is "replace-tail" "2 2 5"
+    check "replace-tail stored" 0 "$CONVO" --url "$S" load r
+    out_is "replace-tail stored" "$R1
+$R2
+$U
+$ODD"
+    check "replace-tail --expect-length" 0 "$CONVO" --url "$S" replace-tail r --keep 3 "$R3" --expect-length 4
+    out_is "replace-tail --expect-length" "3 1 6"
+    check "replace-tail --expect-length stale" 4 "$CONVO" --url "$S" replace-tail r --keep 3 "$R3" --expect-length 5
+    one_error "replace-tail --expect-length stale"
+    check "replace-tail --expect-generation stale" 4 "$CONVO" --url "$S" replace-tail r --keep 3 "$R3" --expect-generation 5
+    check "replace-tail --expect-generation" 0 "$CONVO" --url "$S" replace-tail r --keep 3 "$UTF" --expect-generation 6
+    out_is "replace-tail --expect-generation" "3 1 7"
+    check "stale conditions wrote nothing" 0 "$CONVO" --url "$S" load r --from 3
+    out_is "stale conditions wrote nothing" "$UTF"
+    check "replace-tail --idempotency-key" 0 "$CONVO" --url "$S" replace-tail r --keep 1 "$R3" --idempotency-key edit-1
+    out_is "replace-tail --idempotency-key" "1 1 8"
+    check "replace-tail replay" 0 "$CONVO" --url "$S" replace-tail r --keep 1 "$R3" --idempotency-key edit-1
+    out_is "replace-tail replay answers as the first call" "1 1 8"
+    check "replace-tail replay applied once" 0 "$CONVO" --url "$S" load r
+    out_is "replace-tail replay applied once" "$R1
+$R3"
+    check "replace-tail key reused for another call" 4 "$CONVO" --url "$S" replace-tail r --keep 0 "$R3" --idempotency-key edit-1
+    one_error "replace-tail key reused for another call"
+    printf '%s\n\n%s\n' "$R2" "$R3" >"$T/tail.jsonl"
+    check "replace-tail from stdin" 0 "$CONVO" --url "$S" replace-tail r --keep 1 <"$T/tail.jsonl"
+    out_is "replace-tail from stdin" "1 2 9"
+    check "replace-tail from stdin stored" 0 "$CONVO" --url "$S" load r
+    out_is "replace-tail from stdin stored" "$R1
+$R2
+$R3"
+    check "replace-tail with empty stdin truncates" 0 "$CONVO" --url "$S" replace-tail r --keep 1 </dev/null
+    out_is "replace-tail with empty stdin truncates" "1 0 10"
+    check "replace-tail unknown thread" 3 "$CONVO" --url "$S" replace-tail nope --keep 0 "$U"
+    # append on a generation
+    check "append --expect-generation stale" 4 "$CONVO" --url "$S" append r "$R2" --expect-generation 9
+    one_error "append --expect-generation stale"
+    check "append --expect-generation" 0 "$CONVO" --url "$S" append r "$R2" --expect-generation 10 --expect-length 1
+    out_is "append --expect-generation" "1 1"
+    # pop and replace-tail whose output cannot be written: done, and said so (exit 6)
+    got=0
+    "$CONVO" --url "$S" pop r >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 6 ] && grep -q '1 messages were removed (from seq 1)' "$T/err"; then ok; else
+        bad "pop >/dev/full: exit $got: $(head -c 300 "$T/err")"
+    fi
+    got=0
+    "$CONVO" --url "$S" replace-tail r --keep 1 "$R2" >/dev/full 2>"$T/err" || got=$?
+    if [ "$got" = 6 ] && grep -q 'the tail is rewritten (first seq 1, 1 messages, generation 12)' "$T/err"; then ok; else
+        bad "replace-tail >/dev/full: exit $got: $(head -c 300 "$T/err")"
+    fi
+    # four processes popping one thread at once: each message is popped exactly
+    # once (a pop that loses the race reads the tail again), none is lost
+    "$CONVO" --url "$S" delete r
+    python3 -c 'import json; [print(json.dumps({"role": "user", "n": i})) for i in range(40)]' >"$T/forty.jsonl"
+    "$CONVO" --url "$S" append r <"$T/forty.jsonl" >/dev/null
+    for p in 1 2 3 4; do
+        (for _ in $(seq 10); do "$CONVO" --url "$S" pop r || echo "pop failed: $?"; done >"$T/pop.$p" 2>&1) &
+    done
+    wait
+    if sort "$T"/pop.[1-4] | cmp -s - <(sort "$T/forty.jsonl"); then ok; else
+        bad "concurrent pops: not each message once: $(sort "$T"/pop.[1-4] | uniq -c | sort -rn | head -3)"
+    fi
+    check "concurrent pops emptied the thread" 0 "$CONVO" --url "$S" load r
+    out_empty "concurrent pops emptied the thread"
+    "$CONVO" --url "$S" delete r
 
     # URL from $CONVO_URL, else sqlite:convo.db in the current directory
     check "CONVO_URL" 0 env CONVO_URL="$S" "$CONVO" load t --limit 1

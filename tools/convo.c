@@ -2,336 +2,24 @@
  * conversation threads in any store libconvo opens by URL. It uses only the
  * public header <convo.h>, and jansson to quote roles in `load --with-meta`. */
 #include "bench.h"
+#include "cli.h"
 #include "dump.h"
+#include "rewrite.h"
 #include <convo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Exit statuses; scripts rely on them (docs/cli.md). */
-enum {
-    STATUS_HELP = -1, /* internal: --help after a command; prints its usage, exits 0 */
-    STATUS_OK = 0,
-    STATUS_ERROR = 1,
-    STATUS_USAGE = 2,
-    STATUS_NOTFOUND = 3,
-    STATUS_CONFLICT = 4,
-    STATUS_TOOLARGE = 5,
-    STATUS_STORED_NO_OUTPUT = 6 /* the write was stored; printing its result failed */
-};
-
 #define DEFAULT_URL "sqlite:convo.db"
-#define MAX_OPTIONS 8
 #define THREAD_PAGE 1000
-
-typedef struct command command;
-
-/* One parsed command line: positional arguments and the options given. */
-typedef struct invocation {
-    const command *cmd;
-    char **args; /* positional arguments after the command name */
-    int nargs;
-    const char *opt_spec[MAX_OPTIONS];  /* the command's option spec, e.g. "--from=" */
-    const char *opt_value[MAX_OPTIONS]; /* "" for a flag */
-    int nopts;
-} invocation;
-
-struct command {
-    const char *name;
-    int (*run)(convo_store *s, const invocation *inv); /* s is NULL when !opens_store */
-    int (*run_raw)(const char *url, int argc, char **argv); /* argv[0] is the command */
-    int opens_store;
-    int min_args, max_args; /* positional arguments; max -1 = any number */
-    const char *options[MAX_OPTIONS]; /* "--from=" takes a value, "--with-meta" is a flag */
-    const char *usage;
-    const char *summary;
-};
 
 static const command *find_command(const char *name);
 static void print_help(FILE *f);
-
-/* ---- errors and usage ---- */
-
-static int status_for(int code)
-{
-    switch (code) {
-    case CONVO_ENOTFOUND: return STATUS_NOTFOUND;
-    case CONVO_ECONFLICT: return STATUS_CONFLICT;
-    case CONVO_ETOOLARGE: return STATUS_TOOLARGE;
-    default: return STATUS_ERROR;
-    }
-}
-
-/* Prints the library's one-line message (never holds a password) and maps the code. */
-static int fail(int code, const convo_error *err)
-{
-    const char *msg = err && err->message[0] ? err->message : convo_strerror(code);
-    fprintf(stderr, "convo: %s\n", msg);
-    return status_for(code);
-}
-
-static int fail_msg(int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("convo: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return status;
-}
-
-/* "usage: convo ..." for one command; --url only where the command uses it (not
- * copy, which takes its two URLs as arguments, nor help). */
-static void print_usage(FILE *f, const command *cmd)
-{
-    int url = cmd->opens_store || cmd->run_raw;
-    fprintf(f, "usage: convo %s%s\n", url ? "[--url URL] " : "", cmd->usage);
-}
-
-static int usage_error(const command *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("convo: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    if (cmd)
-        print_usage(stderr, cmd);
-    else
-        fputs("usage: convo [--url URL] COMMAND [ARGS ...]   (convo help: the list)\n", stderr);
-    return STATUS_USAGE;
-}
-
-/* ---- options ---- */
-
-static const char *opt_value(const invocation *inv, const char *name)
-{
-    size_t len = strlen(name);
-    for (int i = 0; i < inv->nopts; i++)
-        if (strncmp(inv->opt_spec[i], name, len) == 0 && strcspn(inv->opt_spec[i], "=") == len)
-            return inv->opt_value[i];
-    return NULL;
-}
-
-/* Reads a non-negative integer option strictly (digits only, no overflow);
- * leaves *out untouched when the option is absent. */
-static int opt_count(const invocation *inv, const char *name, int64_t *out)
-{
-    const char *v = opt_value(inv, name);
-    if (!v)
-        return STATUS_OK;
-    char *end;
-    errno = 0;
-    long long n = (*v >= '0' && *v <= '9') ? strtoll(v, &end, 10) : -1;
-    if (n < 0 || errno != 0 || *end != '\0')
-        return usage_error(inv->cmd, "%s needs a non-negative integer, not '%.40s'", name, v);
-    *out = (int64_t)n;
-    return STATUS_OK;
-}
-
-/* Finds `name` (without "=value") among the command's options; *takes_value says
- * whether it needs a value. Returns the canonical name, or NULL when unknown. */
-static const char *match_option(const command *cmd, const char *name, size_t len, int *takes_value)
-{
-    for (int i = 0; i < MAX_OPTIONS && cmd->options[i]; i++) {
-        const char *o = cmd->options[i];
-        size_t olen = strcspn(o, "=");
-        if (olen == len && strncmp(o, name, len) == 0) {
-            *takes_value = o[olen] == '=';
-            return o;
-        }
-    }
-    return NULL;
-}
-
-static int add_option(invocation *inv, const char *arg, char **argv, int argc, int *i)
-{
-    size_t len = strcspn(arg, "=");
-    int takes_value;
-    const char *spec = match_option(inv->cmd, arg, len, &takes_value);
-    if (!spec)
-        return usage_error(inv->cmd, "unknown option '%.*s' for %s", (int)(len > 40 ? 40 : len),
-                           arg, inv->cmd->name);
-    const char *value = "";
-    if (takes_value && arg[len] == '=')
-        value = arg + len + 1;
-    else if (takes_value && *i + 1 < argc)
-        value = argv[++*i];
-    else if (takes_value)
-        return usage_error(inv->cmd, "option %.*s needs a value", (int)len, arg);
-    else if (arg[len] == '=')
-        return usage_error(inv->cmd, "option %.*s takes no value", (int)len, arg);
-    for (int k = 0; k < inv->nopts; k++)
-        if (inv->opt_spec[k] == spec)
-            return usage_error(inv->cmd, "option %.*s given twice", (int)len, arg);
-    inv->opt_spec[inv->nopts] = spec;
-    inv->opt_value[inv->nopts++] = value;
-    return STATUS_OK;
-}
-
-/* Splits a command's arguments into options (anywhere, or none after "--")
- * and positional arguments. JSON arguments never start with "--". */
-static int parse_args(invocation *inv, int argc, char **argv)
-{
-    int only_positional = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int rc = STATUS_OK;
-        if (!only_positional && strcmp(a, "--") == 0)
-            only_positional = 1;
-        else if (!only_positional && strcmp(a, "--help") == 0)
-            return STATUS_HELP;
-        else if (!only_positional && strncmp(a, "--", 2) == 0)
-            rc = add_option(inv, a, argv, argc, &i);
-        else
-            inv->args[inv->nargs++] = argv[i];
-        if (rc != STATUS_OK)
-            return rc;
-    }
-    const command *c = inv->cmd;
-    if (inv->nargs < c->min_args || (c->max_args >= 0 && inv->nargs > c->max_args))
-        return usage_error(c, "%s: %s arguments", c->name,
-                           inv->nargs < c->min_args ? "missing" : "too many");
-    return STATUS_OK;
-}
-
-/* ---- reading JSON Lines from stdin ---- */
-
-typedef struct batch {
-    char *buf;          /* all of stdin */
-    const char **msgs;  /* pointers into buf */
-    size_t *lens;
-    size_t *line_no;    /* 1-based line of each message, for error messages */
-    size_t n;
-} batch;
-
-static void batch_free(batch *b)
-{
-    free(b->buf);
-    free(b->msgs);
-    free(b->lens);
-    free(b->line_no);
-}
-
-static int blank(const char *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
-            return 0;
-    return 1;
-}
-
-/* Reads standard input up to the limits of one call, so that `< /dev/zero` or a
- * runaway producer stops at the limit instead of growing the buffer until memory
- * runs out: at most max_total bytes, no line over max_line bytes, at most
- * max_lines non-blank lines (0 = no such limit). what names the input in errors. */
-static int read_limited(FILE *in, size_t max_total, size_t max_line, size_t max_lines,
-                        const char *what, char **out, size_t *len)
-{
-    size_t cap = 1 << 16, n = 0, line_start = 0, lines = 0, line = 1;
-    char *buf = malloc(cap);
-    int st = buf ? STATUS_OK : fail_msg(STATUS_ERROR, "out of memory reading standard input");
-    while (st == STATUS_OK) {
-        if (n == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (!bigger) {
-                st = fail_msg(STATUS_ERROR, "out of memory reading standard input");
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, in);
-        for (size_t i = n; i < n + got; i++)
-            if (buf[i] == '\n') {
-                lines += !blank(buf + line_start, i - line_start);
-                line_start = i + 1;
-                line++;
-            }
-        n += got;
-        if (max_total && n > max_total)
-            st = fail_msg(STATUS_TOOLARGE, "%s is over the limit of %zu bytes", what, max_total);
-        else if (max_line && n - line_start > max_line)
-            st = fail_msg(STATUS_TOOLARGE, "line %zu of %s is over the limit of %zu bytes for "
-                          "a message", line, what, max_line);
-        else if (max_lines && lines > max_lines)
-            st = fail_msg(STATUS_TOOLARGE, "%s holds more than %zu messages, the limit for one "
-                          "append", what, max_lines);
-        else if (got == 0)
-            break;
-    }
-    if (st == STATUS_OK && ferror(in))
-        st = fail_msg(STATUS_ERROR, "cannot read standard input: %s", strerror(errno));
-    if (st != STATUS_OK) {
-        free(buf);
-        return st;
-    }
-    *out = buf;
-    *len = n;
-    return STATUS_OK;
-}
-
-/* One message per non-blank line; a line's bytes (without its '\n') are stored as is. */
-static int read_lines(FILE *in, batch *b)
-{
-    size_t len = 0;
-    int st = read_limited(in, 0, CONVO_DEFAULT_MAX_MESSAGE_BYTES,
-                          CONVO_DEFAULT_MAX_BATCH_MESSAGES, "standard input", &b->buf, &len);
-    if (st != STATUS_OK)
-        return st;
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += b->buf[i] == '\n';
-    b->msgs = malloc(lines * sizeof *b->msgs);
-    b->lens = malloc(lines * sizeof *b->lens);
-    b->line_no = malloc(lines * sizeof *b->line_no);
-    if (!b->msgs || !b->lens || !b->line_no)
-        return fail_msg(STATUS_ERROR, "out of memory reading standard input");
-    size_t start = 0, line = 1;
-    while (start < len) {
-        const char *nl = memchr(b->buf + start, '\n', len - start);
-        size_t end = nl ? (size_t)(nl - b->buf) : len;
-        if (!blank(b->buf + start, end - start)) {
-            b->msgs[b->n] = b->buf + start;
-            b->lens[b->n] = end - start;
-            b->line_no[b->n++] = line;
-        }
-        start = end + 1;
-        line++;
-    }
-    if (b->n == 0)
-        return fail_msg(STATUS_ERROR, "no messages to append: standard input has no JSON lines");
-    return STATUS_OK;
-}
-
-/* The core names a rejected message of a batch "message I: ..." (0-based) or,
- * for a batch of one, "message ...". Say which line or argument it was instead. */
-static void name_rejected_message(convo_error *err, const batch *b, int from_stdin)
-{
-    size_t i = 0;
-    int skip = 0;
-    int in_batch = sscanf(err->message, "message %zu: %n", &i, &skip) == 1 && skip > 0 && i < b->n;
-    int alone = b->n == 1 && strncmp(err->message, "message ", 8) == 0 &&
-                (err->code == CONVO_EINVAL || err->code == CONVO_ETOOLARGE);
-    if (!in_batch && !alone)
-        return;
-    if (!in_batch)
-        i = 0, skip = 0;
-    char text[sizeof err->message + 64];
-    int n = snprintf(text, sizeof text, "%s %zu: %s", from_stdin ? "line" : "JSON argument",
-                     from_stdin ? b->line_no[i] : i + 1, err->message + skip);
-    size_t keep = n < 0 ? 0 : (size_t)n < sizeof err->message ? (size_t)n : sizeof err->message - 1;
-    memcpy(err->message, text, keep);
-    err->message[keep] = '\0';
-}
 
 /* ---- commands ---- */
 
@@ -340,12 +28,14 @@ static int cmd_append(convo_store *s, const invocation *inv)
     convo_append_opts opts = CONVO_APPEND_OPTS_INIT;
     opts.idempotency_key = opt_value(inv, "--idempotency-key");
     int st = opt_count(inv, "--expect-length", &opts.expected_length);
+    if (st == STATUS_OK)
+        st = opt_count(inv, "--expect-generation", &opts.expected_generation);
     if (st != STATUS_OK)
         return st;
     batch b = {0};
     int from_stdin = inv->nargs == 1;
     if (from_stdin) {
-        if ((st = read_lines(stdin, &b)) != STATUS_OK) {
+        if ((st = read_lines(stdin, &b, 0)) != STATUS_OK) {
             batch_free(&b);
             return st;
         }
@@ -374,7 +64,7 @@ static int cmd_append(convo_store *s, const invocation *inv)
     return st;
 }
 
-/* {"seq":N,"created_at":"...","role":"...","message":<stored bytes>} */
+/* {"seq":N,"generation":G,"created_at":"...","role":"...","message":<stored bytes>} */
 static int print_with_meta(const convo_history *h, size_t i)
 {
     size_t len;
@@ -387,8 +77,9 @@ static int print_with_meta(const convo_history *h, size_t i)
                         (long long)convo_history_seq(h, i));
     char when[40];
     convo_format_time(convo_history_created_at(h, i), when, sizeof when);
-    printf("{\"seq\":%lld,\"created_at\":\"%s\",\"role\":%s,\"message\":",
-           (long long)convo_history_seq(h, i), when, quoted);
+    printf("{\"seq\":%lld,\"generation\":%lld,\"created_at\":\"%s\",\"role\":%s,"
+           "\"message\":", (long long)convo_history_seq(h, i),
+           (long long)convo_history_generation(h), when, quoted);
     fwrite(msg, 1, len, stdout);
     fputs("}\n", stdout);
     free(quoted);
@@ -637,14 +328,27 @@ static int cmd_help(convo_store *s, const invocation *inv)
  * (bench) parses its own arguments and opens what it needs. */
 static const command commands[] = {
     {.name = "append", .run = cmd_append, .opens_store = 1, .min_args = 1, .max_args = -1,
-     .options = {"--idempotency-key=", "--expect-length="},
-     .usage = "append THREAD [JSON ...] [--idempotency-key K] [--expect-length N]",
+     .options = {"--idempotency-key=", "--expect-length=", "--expect-generation="},
+     .usage = "append THREAD [JSON ...] [--idempotency-key K] [--expect-length N]\n"
+              "      [--expect-generation G]",
      .summary = "append messages (the JSON arguments, else JSON Lines on stdin) as one\n"
                 "    all-or-nothing batch; prints \"FIRST_SEQ COUNT\""},
     {.name = "load", .run = cmd_load, .opens_store = 1, .min_args = 1, .max_args = 1,
      .options = {"--from=", "--limit=", "--tail=", "--with-meta"},
      .usage = "load THREAD [--from SEQ] [--limit N] [--tail N] [--with-meta]",
      .summary = "print the messages, one per line, exactly as appended"},
+    {.name = "pop", .run = convo_tool_pop, .opens_store = 1, .min_args = 1, .max_args = 1,
+     .options = {"--count=", "--expect-length=", "--drop-checkpoints"},
+     .usage = "pop THREAD [--count N] [--expect-length N] [--drop-checkpoints]",
+     .summary = "remove the last N messages (default 1) and print them, one per line"},
+    {.name = "replace-tail", .run = convo_tool_replace_tail, .opens_store = 1, .min_args = 1,
+     .max_args = -1,
+     .options = {"--keep=", "--expect-length=", "--expect-generation=", "--idempotency-key=",
+                 "--drop-checkpoints"},
+     .usage = "replace-tail THREAD --keep N [JSON ...] [--expect-length N]\n"
+              "      [--expect-generation G] [--idempotency-key K] [--drop-checkpoints]",
+     .summary = "keep messages [0, N) and store the new ones (JSON arguments, else JSON\n"
+                "    Lines on stdin) after them, atomically; prints \"FIRST_SEQ COUNT GENERATION\""},
     {.name = "extra", .run = cmd_extra, .opens_store = 1, .min_args = 1, .max_args = 1,
      .usage = "extra THREAD", .summary = "print the merged extra object"},
     {.name = "save-extra", .run = cmd_save_extra, .opens_store = 1, .min_args = 1, .max_args = 2,
