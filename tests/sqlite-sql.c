@@ -6,7 +6,9 @@
  *     a new file, at the version the driver records;
  *   - every statements/NAME.sql holds exactly one statement, which prepares
  *     (sqlite3_prepare_v2) against that final layout; the checkpoint reads give
- *     the columns in the order the driver reads them.
+ *     the columns in the order the driver reads them;
+ *   - the statements of the tail rewrite that look for checkpoints past what
+ *     it keeps search an index, never scan a table.
  * `tests/sqlite_sql SQLDIR DIR`: SQLDIR is drivers/sqlite of the source tree,
  * DIR a scratch folder. */
 #include <check.h>
@@ -284,6 +286,43 @@ START_TEST(test_statements_prepare)
 }
 END_TEST
 
+/* The statements a rewrite runs on checkpoints: each must find them through
+ * convo_checkpoints_by_log_length, whatever the number of checkpoints. */
+static const char *const rewrite_reads[] = {"cp-beyond.sql", "cp-delete-beyond.sql",
+                                            "ch-delete-beyond.sql", "write-delete-beyond.sql"};
+
+START_TEST(test_rewrite_statements_search)
+{
+    char path[600];
+    size_t version;
+    sqlite3 *db = final_layout(path, sizeof path, &version);
+    for (size_t i = 0; i < sizeof rewrite_reads / sizeof *rewrite_reads; i++) {
+        char file[1024];
+        snprintf(file, sizeof file, "%s/statements/%s", sqldir, rewrite_reads[i]);
+        char *sql = slurp(file);
+        size_t size = strlen(sql) + 32;
+        char *plan_sql = malloc(size);
+        ck_assert_ptr_nonnull(plan_sql);
+        snprintf(plan_sql, size, "EXPLAIN QUERY PLAN %s", sql);
+        sqlite3_stmt *st;
+        ck_assert_msg(sqlite3_prepare_v2(db, plan_sql, -1, &st, NULL) == SQLITE_OK, "%s: %s",
+                      rewrite_reads[i], sqlite3_errmsg(db));
+        int by_log_length = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *detail = (const char *)sqlite3_column_text(st, 3);
+            ck_assert_msg(strncmp(detail, "SCAN", 4) != 0, "%s: %s", rewrite_reads[i], detail);
+            by_log_length |= strstr(detail, "INDEX convo_checkpoints_by_log_length") != NULL;
+        }
+        ck_assert_msg(by_log_length, "%s does not use convo_checkpoints_by_log_length",
+                      rewrite_reads[i]);
+        sqlite3_finalize(st);
+        free(plan_sql);
+        free(sql);
+    }
+    sqlite3_close(db);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -297,6 +336,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_migrations_in_order);
     tcase_add_test(tc, test_statements_prepare);
+    tcase_add_test(tc, test_rewrite_statements_search);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

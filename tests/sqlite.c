@@ -1,7 +1,8 @@
 /* sqlite.c — the SQLite driver's own checks, beyond the conformance suites:
  * ttl expiry and sweep, the schema migrations on files the old layouts wrote
- * (1 -> 3, 2 -> 3), what thread_delete and prune leave in the tables, put with
- * messages failing half-way or SIGKILLed, and the modes of the -wal/-shm files.
+ * (1 -> 4, 2 -> 4, 3 -> 4), what thread_delete, prune and a rewrite leave in
+ * the tables, put with messages and a tail rewrite failing half-way, put with
+ * messages SIGKILLed, and the modes of the -wal/-shm files.
  * `tests/sqlite_extra DIR` works in DIR. */
 #include "dumpbuf.h"
 #include <check.h>
@@ -190,6 +191,25 @@ static void exec_raw(sqlite3 *db, const char *sql)
     char *msg = NULL;
     int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
+}
+
+static int64_t generation_of(convo_store *s, const char *t)
+{
+    convo_history *h = NULL;
+    convo_error err;
+    ck_assert_msg(convo_load(s, t, NULL, &h, &err) == 0, "load %s: %s", t, err.message);
+    int64_t g = convo_history_generation(h);
+    convo_history_free(h);
+    return g;
+}
+
+static int replace(convo_store *s, const char *t, int64_t keep, const char *const *msgs, size_t n,
+                   int drop, const char *key, convo_rewrite_result *r, convo_error *err)
+{
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = drop;
+    o.idempotency_key = key;
+    return convo_replace_tail(s, t, keep, msgs, NULL, n, &o, r, err);
 }
 
 /* ------------------------------------------------------------ ttl */
@@ -480,6 +500,92 @@ START_TEST(test_put_log_killed)
 }
 END_TEST
 
+/* ------------------------------------------------------------ rewrite */
+
+/* A rewrite that fails after it removed the old tail and the checkpoints past
+ * keep (a trigger the test adds refuses a message "boom") leaves everything
+ * as it was: messages, generation, checkpoints with their writes and values,
+ * and its idempotency key unrecorded. */
+START_TEST(test_rewrite_fails_whole)
+{
+    const char *path = db_path("rewrite");
+    convo_store *s = open_db(path, NULL);
+    append_n(s, "t", 2, NULL);
+    put_cp(s, "t", "c0", "1", "\"v\""); /* log_length 0 */
+    const char *one[] = {msg[0]};
+    convo_error err;
+    ck_assert_int_eq(put_log(s, "t", "c3", "m", one, 1, 2, &err), 0);
+    put_write(s, "t", "c3", 0);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_messages"
+                 " WHEN CAST(NEW.body AS TEXT) LIKE '%boom%' BEGIN"
+                 " SELECT RAISE(ABORT, 'injected'); END");
+    sqlite3_close(db);
+    long long rows = checkpoint_rows(path);
+    const char *bad[] = {msg[1], "{\"role\":\"user\",\"content\":\"boom\"}"};
+    convo_rewrite_result r;
+    ck_assert_int_eq(replace(s, "t", 1, bad, 2, 1, "op", &r, &err), CONVO_ERROR);
+    ck_assert_ptr_nonnull(strstr(err.message, "injected"));
+    ck_assert_int_eq(checkpoint_rows(path), rows);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_idempotency"), 0);
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 3);
+    ck_assert_int_eq(convo_history_generation(h), 0);
+    ck_assert_str_eq(convo_history_message(h, 2, NULL), msg[0]);
+    convo_history_free(h);
+    /* the same key with messages that pass: applied, not a replay */
+    ck_assert_int_eq(replace(s, "t", 1, bad, 1, 1, "op", &r, &err), 0);
+    ck_assert_int_eq(r.replayed, 0);
+    ck_assert_int_eq(r.removed, 2);
+    ck_assert_int_eq(r.generation, 1);
+    /* c3 and what only it used are gone; c0 and its value stay */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT generation FROM convo_threads WHERE id = 't'"), 1);
+    convo_close(s);
+}
+END_TEST
+
+/* A rewrite is a write: it moves the deadline with ttl, clears one left by a
+ * ttl store without; an expired thread is not found, and stays expired. */
+START_TEST(test_rewrite_ttl)
+{
+    const char *path = db_path("rewrite-ttl");
+    convo_store *t = open_db(path, "ttl=100"), *p = open_db(path, NULL);
+    append_n(t, "a", 2, NULL);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_threads SET expires_at = 1 + (strftime('%s', 'now') + 50)"
+                 " * 1000000 WHERE id = 'a'");
+    sqlite3_close(db);
+    long long before = sql_int(path, "SELECT expires_at FROM convo_threads WHERE id = 'a'");
+    convo_rewrite_result r;
+    convo_error err;
+    ck_assert_int_eq(replace(t, "a", 1, NULL, 0, 0, NULL, &r, &err), 0);
+    ck_assert_int_gt(sql_int(path, "SELECT expires_at FROM convo_threads WHERE id = 'a'"),
+                     before + 40 * 1000000LL);
+    ck_assert_int_eq(replace(p, "a", 1, msg, 1, 0, NULL, &r, &err), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE id = 'a'"
+                                   " AND expires_at IS NULL"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT generation FROM convo_threads WHERE id = 'a'"), 2);
+    /* expired: not found, nothing written (its remains are swept, not revived) */
+    append_n(t, "gone", 2, NULL);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_threads SET expires_at = 1 WHERE id = 'gone'");
+    sqlite3_close(db);
+    ck_assert_int_eq(replace(t, "gone", 0, msg, 1, 0, NULL, &r, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(sql_int(path, "SELECT expires_at FROM convo_threads WHERE id = 'gone'"), 1);
+    ck_assert_int_eq(load_rc(p, "gone", NULL, NULL, 0), CONVO_ENOTFOUND);
+    convo_close(t);
+    convo_close(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------ migration */
 
 /* The version 1 layout exactly as the first SQLite driver wrote it. */
@@ -522,7 +628,7 @@ START_TEST(test_migration_from_1)
     write_v1(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 1);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_threads')"
                                    " WHERE name = 'expires_at'"), 1);
     /* the old thread reads as before, keeps its idempotency key, takes checkpoints */
@@ -614,7 +720,7 @@ static const char v2_schema[] =
     "INSERT INTO convo_blobs VALUES(1, '', 'n', '2', 'json', CAST('\"v2\"' AS BLOB));"
     "COMMIT;";
 
-START_TEST(test_migration_2_to_3)
+START_TEST(test_migration_2_to_4)
 {
     const char *path = db_path("v2");
     sqlite3 *db;
@@ -622,7 +728,7 @@ START_TEST(test_migration_2_to_3)
     exec_raw(db, v2_schema);
     sqlite3_close(db);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
     /* each stored checkpoint keeps its key as its put_order */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE put_order = key"),
                      5);
@@ -664,6 +770,99 @@ START_TEST(test_migration_2_to_3)
     convo_close(s);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE put_order IS NULL"), 0);
+}
+END_TEST
+
+/* Layout 3 as the driver of that version left a layout-2 file (the text of
+ * migrate-2-3.sql then), with thread a (num 1) given 3 messages, an
+ * idempotency key, and checkpoint a-3 over all 3 with a channel value, a
+ * pending write, a put_order. */
+static const char v2_to_v3[] =
+    "BEGIN;"
+    "ALTER TABLE convo_checkpoints ADD COLUMN put_order INTEGER;"
+    "UPDATE convo_checkpoints SET put_order = key;"
+    "CREATE UNIQUE INDEX convo_checkpoints_by_put_order ON convo_checkpoints(put_order);"
+    "CREATE TRIGGER convo_checkpoints_put_order AFTER INSERT ON convo_checkpoints"
+    "  WHEN NEW.put_order IS NULL BEGIN"
+    "    UPDATE convo_checkpoints SET put_order ="
+    "      (SELECT coalesce(max(put_order), 0) + 1 FROM convo_checkpoints)"
+    "    WHERE key = NEW.key;"
+    "  END;"
+    "DROP VIEW convo_checkpoint_view;"
+    "CREATE VIEW convo_checkpoint_view AS"
+    "  SELECT t.id AS thread_id, c.ns AS checkpoint_ns, c.id AS checkpoint_id,"
+    "         c.key & 4294967295 AS position, c.put_order AS put_order,"
+    "         c.parent_id AS parent_id, c.metadata AS metadata,"
+    "         c.log_length AS log_length, c.created_at AS created_at"
+    "  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;"
+    "UPDATE convo_meta SET value = '3' WHERE key = 'schema_version';"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 0, 'user', 1, CAST('{\"role\":\"user\"}' AS BLOB));"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 1, 'user', 2, CAST('{\"role\":\"user\"}' AS BLOB));"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 2, 'user', 3, CAST('{\"role\":\"user\"}' AS BLOB));"
+    "INSERT INTO convo_idempotency VALUES(1, 'k1', 0, 3, 1700000000000000);"
+    "INSERT INTO convo_checkpoints VALUES((1 << 32) | 3, 1, '', 'a-3', 'a-2', '{}', NULL, NULL,"
+    "  3, 1700000000000005, 6);"
+    "INSERT INTO convo_checkpoint_channels VALUES((1 << 32) | 3, 'n', '3');"
+    "INSERT INTO convo_blobs VALUES(1, '', 'n', '3', 'json', CAST('\"v3\"' AS BLOB));"
+    "INSERT INTO convo_checkpoint_writes VALUES((1 << 32) | 3, 'task', 0, '', 'n', 'json',"
+    "  CAST('1' AS BLOB));"
+    "COMMIT;";
+
+START_TEST(test_migration_3_to_4)
+{
+    const char *path = db_path("v3");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, v2_schema);
+    exec_raw(db, v2_to_v3);
+    sqlite3_close(db);
+    convo_store *s = open_db(path, NULL);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE generation = 0"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
+                                   " WHERE name = 'convo_checkpoints_by_log_length'"), 1);
+    /* every stored thread is at generation 0; a-3 refers to all 3 messages */
+    ck_assert_int_eq(generation_of(s, "a"), 0);
+    ck_assert_int_eq(generation_of(s, "b"), 0);
+    convo_rewrite_result r;
+    convo_error err;
+    ck_assert_int_eq(replace(s, "a", 2, NULL, 0, 0, NULL, &r, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "a-3") != NULL, "%s", err.message);
+    ck_assert_int_eq(replace(s, "a", 2, msg, 1, 1, NULL, &r, &err), 0);
+    ck_assert_int_eq(r.generation, 1);
+    ck_assert_int_eq(r.removed, 1);
+    /* a-3 went with its channel row, its write and the value only it used; the
+     * others (log_length 0) stay, a-2 with its value */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE version = '2'"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
+    /* the old key still answers for what it stored (the messages are there) */
+    const char *three[] = {"{\"role\":\"user\"}", "{\"role\":\"user\"}", msg[0]};
+    convo_append_opts ko = CONVO_APPEND_OPTS_INIT;
+    ko.idempotency_key = "k1";
+    ko.expected_generation = 0;
+    convo_append_result ar;
+    ck_assert_int_eq(convo_append(s, "a", three, NULL, 2, &ko, &ar, &err), CONVO_ECONFLICT);
+    ko.idempotency_key = NULL;
+    ck_assert_int_eq(convo_append(s, "a", three, NULL, 1, &ko, &ar, &err), CONVO_ECONFLICT);
+    ko.expected_generation = 1;
+    ck_assert_int_eq(convo_append(s, "a", three, NULL, 1, &ko, &ar, &err), 0);
+    ck_assert_int_eq(ar.first_seq, 3);
+    /* a layout-3 libconvo that had the file open creates threads with its own
+     * statement: they are at generation 0 */
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at)"
+                 " VALUES('old-writer', 1, NULL, NULL)");
+    sqlite3_close(db);
+    ck_assert_int_eq(generation_of(s, "old-writer"), 0);
+    convo_close(s);
+    /* opening again changes nothing */
+    s = open_db(path, NULL);
+    ck_assert_int_eq(generation_of(s, "a"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 4);
+    convo_close(s);
 }
 END_TEST
 
@@ -802,8 +1001,11 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_delete_and_prune_leave_nothing);
     tcase_add_test(tc, test_put_log_fails_whole);
     tcase_add_test(tc, test_put_log_killed);
+    tcase_add_test(tc, test_rewrite_fails_whole);
+    tcase_add_test(tc, test_rewrite_ttl);
     tcase_add_test(tc, test_migration_from_1);
-    tcase_add_test(tc, test_migration_2_to_3);
+    tcase_add_test(tc, test_migration_2_to_4);
+    tcase_add_test(tc, test_migration_3_to_4);
     tcase_add_test(tc, test_schema_too_new);
     tcase_add_test(tc, test_schema_version_negative);
     tcase_add_test(tc, test_wal_shm_modes);

@@ -20,6 +20,45 @@ int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
     return rc;
 }
 
+/* A rewrite keeping keep messages of thread num: the checkpoints that refer to
+ * more are a conflict naming one of them, or with drop removed with their
+ * channel lists, pending writes and the values no other checkpoint uses. */
+int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_BEYOND, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_int64(st, 2, keep);
+    if ((rc = sq_stmt_step(c, st, "reading checkpoints", err)) <= 0)
+        return rc;
+    if (!drop) {
+        rc = convo__error(err, CONVO_ECONFLICT, NULL,
+                          "checkpoint %s (namespace '%s') refers to %lld messages; the rewrite "
+                          "keeps %lld: nothing written (drop_checkpoints removes such "
+                          "checkpoints)",
+                          (const char *)sqlite3_column_text(st, 1),
+                          (const char *)sqlite3_column_text(st, 0),
+                          (long long)sqlite3_column_int64(st, 2), (long long)keep);
+        sq_stmt_done(st);
+        return rc;
+    }
+    sq_stmt_done(st);
+    rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0, "deleting pending writes",
+                          err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CH_DELETE_BEYOND, 2, num, keep, 0,
+                              "deleting checkpoint channels", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CP_DELETE_BEYOND, 2, num, keep, 0, "deleting checkpoints",
+                              err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, num, key_of(num, 0), key_of(num, MAX_LENGTH),
+                              "deleting unused channel values", err);
+    return rc;
+}
+
 static int cp_not_found(convo_error *err)
 {
     return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint not found");
@@ -185,7 +224,7 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
 static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
 {
     const convo_checkpoint_in *cp = arg;
-    thread_row t = {0, 0, 0};
+    thread_row t;
     int found = sq_thread_get(c, cp->thread_id, VIEW_WRITE, &t, NULL, NULL, err);
     int rc = found < 0 ? found : sq_thread_ensure(c, cp->thread_id, found, &t, err);
     return rc ? rc : cp_store(c, t.num, found, cp, err);
@@ -207,12 +246,14 @@ static int put_log_tx(sq_conn *c, void *arg, convo_error *err)
 {
     const put_log_args *a = arg;
     const convo_checkpoint_in *cp = a->cp;
-    thread_row t = {0, 0, 0};
+    thread_row t;
     int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
     if (found < 0)
         return found;
     if (t.length != cp->expected_length)
         return sq_length_conflict(t.length, cp->expected_length, err);
+    if (cp->expected_generation >= 0 && cp->expected_generation != t.generation)
+        return sq_generation_conflict(t.generation, cp->expected_generation, err);
     int rc = sq_log_append(c, cp->thread_id, found, &t, a->msgs, cp->nmessages, NULL, err);
     return rc ? rc : cp_store(c, t.num, found, cp, err);
 }

@@ -207,4 +207,5 @@ const convo_driver convo_driver_sqlite = {
     .thread_import = sq_thread_import,
     .sweep = sq_sweep,
     .checkpoint_put_log = sq_checkpoint_put_log,
+    .replace_tail = sq_replace_tail,
 };

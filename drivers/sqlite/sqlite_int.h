@@ -6,6 +6,7 @@
  *   schema.c       the layout version and the migrations runner
  *   threads.c      thread rows and the log: append, load, extra, list,
  *                  delete, fork, import
+ *   rewrite.c      the tail rewrite (replace_tail)
  *   checkpoints.c  checkpoints, their channel values and pending writes
  *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
  *
@@ -22,8 +23,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-2-3.sql (schema.c). */
-#define SCHEMA_VERSION 3
+ * migrate-3-4.sql (schema.c). */
+#define SCHEMA_VERSION 4
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -39,14 +40,15 @@
 #define SQ_STATEMENTS(X)                                                                     \
     X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
     X(THREAD_GET) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)                  \
-    X(THREAD_DELETE) X(THREAD_LIST) X(THREAD_EXPIRED)                                        \
+    X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST) X(THREAD_EXPIRED)               \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_LAST) X(MSG_RANGE) X(MSG_DELETE) X(MSG_COPY)                         \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
-    X(CH_INSERT) X(CH_VALUES) X(CH_DELETE)                                                   \
+    X(CP_BEYOND) X(CP_DELETE_BEYOND)                                                         \
+    X(CH_INSERT) X(CH_VALUES) X(CH_DELETE) X(CH_DELETE_BEYOND)                               \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED)                                                \
-    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE)
+    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)
 
 enum stmt_id {
 #define SQ_STMT_ID(name) ST_##name,
@@ -108,6 +110,7 @@ int sq_migrate(sq_conn *c, convo_error *err);
 typedef struct thread_row {
     int64_t num, length;
     int64_t expires_at; /* microseconds since the epoch; 0: never */
+    int64_t generation; /* tail rewrites so far; a new thread is created with it */
 } thread_row;
 
 /* How a call treats a thread whose ttl has passed: readers do not see it,
@@ -121,8 +124,17 @@ int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row
                    convo_error *err);
 int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err);
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err);
+int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation,
+                             convo_error *err);
 int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err);
 int sq_length_conflict(int64_t length, int64_t expected, convo_error *err);
+int sq_generation_conflict(int64_t generation, int64_t expected, convo_error *err);
+int sq_idem_find(sq_conn *c, int64_t num, const char *key, convo_append_result *res,
+                 convo_error *err);
+int sq_idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t n,
+                convo_error *err);
+int sq_messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
+                       size_t n, int64_t now, const int64_t *created_at, convo_error *err);
 int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
                   const convo_message_in *msgs, size_t n, const int64_t *created_at,
                   convo_error *err);
@@ -145,6 +157,7 @@ int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
 /* ---- checkpoints.c ---- */
 
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err);
+int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo_error *err);
 
 int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
@@ -159,6 +172,12 @@ int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, vo
                        convo_checkpoint_set **out, convo_error *err);
 int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
                         convo_error *err);
+
+/* ---- rewrite.c ---- */
+
+int sq_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                    const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                    convo_rewrite_result *res, convo_error *err);
 
 /* ---- maint.c ---- */
 

@@ -52,8 +52,9 @@ static int column_copy(sqlite3_stmt *st, int i, char **out, size_t *len, convo_e
     return 0;
 }
 
-/* 1 and t->num, t->expires_at filled when the thread exists (as seen through
- * view), 0 when not, < 0 on error. With extra non-NULL, *extra gets a malloc'd
+/* 1 and t->num, t->expires_at, t->generation filled when the thread exists
+ * (as seen through view), 0 when not (t zeroed: a thread created from it starts
+ * at generation 0), < 0 on error. With extra non-NULL, *extra gets a malloc'd
  * copy of the extra text (NULL if none). t->length is not read. */
 int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
                   char **extra, size_t *extra_len, convo_error *err)
@@ -67,10 +68,12 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
     if (rc)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    *t = (thread_row){0, 0, 0, 0};
     if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
         return rc;
     t->num = sqlite3_column_int64(st, 0);
     t->expires_at = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
+    t->generation = sqlite3_column_int64(st, 3);
     t->length = 0;
     rc = extra ? column_copy(st, 2, extra, extra_len, err) : 0;
     sq_stmt_done(st);
@@ -80,7 +83,9 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
         free(*extra);
         *extra = NULL;
     }
-    return view == VIEW_WRITE && (rc = sq_thread_purge(c, t->num, err)) != 0 ? rc : 0;
+    rc = view == VIEW_WRITE ? sq_thread_purge(c, t->num, err) : 0;
+    *t = (thread_row){0, 0, 0, 0};
+    return rc;
 }
 
 /* thread_get without extra, and with the thread's length. */
@@ -103,7 +108,7 @@ static void bind_expiry(sq_conn *c, sqlite3_stmt *st, int i, int64_t now)
 }
 
 static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *extra,
-                         size_t extra_len, int64_t *num, convo_error *err)
+                         size_t extra_len, int64_t generation, int64_t *num, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_INSERT, &st, err);
@@ -114,6 +119,7 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     if (extra)
         sqlite3_bind_text64(st, 3, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
     bind_expiry(c, st, 4, now);
+    sqlite3_bind_int64(st, 5, generation);
     if ((rc = sq_stmt_run(c, st, "creating a thread", err)) != 0)
         return rc;
     *num = sqlite3_last_insert_rowid(c->db);
@@ -140,11 +146,28 @@ int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err)
     return sq_stmt_run(c, st, "recording the thread's expiry", err);
 }
 
-/* An existing thread is touched; a missing one is created with no extra. */
+/* An existing thread is touched; a missing one is created with no extra, at
+ * generation t->generation. */
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
 {
     return found ? sq_thread_touch(c, t, err)
-                 : thread_insert(c, id, convo__now_micros(), NULL, 0, &t->num, err);
+                 : thread_insert(c, id, convo__now_micros(), NULL, 0, t->generation, &t->num,
+                                 err);
+}
+
+/* Gives thread t its new generation, and touches it as sq_thread_touch does,
+ * in one update of its row. */
+int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation,
+                             convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, t->num);
+    sqlite3_bind_int64(st, 2, generation);
+    bind_expiry(c, st, 3, convo__now_micros());
+    return sq_stmt_run(c, st, "recording the thread's generation", err);
 }
 
 static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t extra_len,
@@ -160,7 +183,7 @@ static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t e
 }
 
 /* 1 and res filled when key was used on this thread, 0 when not, < 0 on error. */
-static int idem_find(sq_conn *c, int64_t num, const char *key, convo_append_result *res,
+int sq_idem_find(sq_conn *c, int64_t num, const char *key, convo_append_result *res,
                      convo_error *err)
 {
     sqlite3_stmt *st;
@@ -179,8 +202,8 @@ static int idem_find(sq_conn *c, int64_t num, const char *key, convo_append_resu
     return rc;
 }
 
-static int idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t n,
-                    int64_t now, convo_error *err)
+int sq_idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t n,
+                convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_IDEM_PUT, &st, err);
@@ -190,13 +213,13 @@ static int idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, siz
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, first);
     sqlite3_bind_int64(st, 4, (int64_t)n);
-    sqlite3_bind_int64(st, 5, now);
+    sqlite3_bind_int64(st, 5, convo__now_micros());
     return sq_stmt_run(c, st, "storing an idempotency key", err);
 }
 
-/* created_at: one time per message, or NULL to stamp them all with now. */
-static int messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
-                           size_t n, int64_t now, const int64_t *created_at, convo_error *err)
+/* Stores msgs at seqs first.. of thread num; created_at: one time per message, or NULL to stamp them all with now. */
+int sq_messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
+                       size_t n, int64_t now, const int64_t *created_at, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_MSG_INSERT, &st, err);
@@ -217,6 +240,12 @@ int sq_length_conflict(int64_t length, int64_t expected, convo_error *err)
                         (long long)length, (long long)expected);
 }
 
+int sq_generation_conflict(int64_t generation, int64_t expected, convo_error *err)
+{
+    return convo__error(err, CONVO_ECONFLICT, NULL, "thread is at generation %lld, expected %lld",
+                        (long long)generation, (long long)expected);
+}
+
 /* Appends n messages after the t->length there are, to thread t, created
  * first when not found (else touched); created_at as for messages_insert. */
 int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
@@ -227,8 +256,8 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
     int rc = sq_thread_ensure(c, thread_id, found, t, err);
-    return rc ? rc : messages_insert(c, t->num, t->length, msgs, n, convo__now_micros(),
-                                     created_at, err);
+    return rc ? rc : sq_messages_insert(c, t->num, t->length, msgs, n, convo__now_micros(),
+                                        created_at, err);
 }
 
 /* Removes thread num and everything keyed by it. */
@@ -261,18 +290,20 @@ static int append_tx(sq_conn *c, void *arg, convo_error *err)
 {
     append_args *a = arg;
     const char *key = a->opts->idempotency_key;
-    thread_row t = {0, 0, 0};
+    thread_row t;
     int found = sq_thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
     if (found < 0)
         return found;
     int rc;
-    if (found && key && (rc = idem_find(c, t.num, key, a->res, err)) != 0)
+    if (found && key && (rc = sq_idem_find(c, t.num, key, a->res, err)) != 0)
         return rc < 0 ? rc : 0; /* a retry: report the original batch */
     if (a->opts->expected_length >= 0 && a->opts->expected_length != t.length)
         return sq_length_conflict(t.length, a->opts->expected_length, err);
+    if (a->opts->expected_generation >= 0 && a->opts->expected_generation != t.generation)
+        return sq_generation_conflict(t.generation, a->opts->expected_generation, err);
     rc = sq_log_append(c, a->thread_id, found, &t, a->msgs, a->n, NULL, err);
     if (rc == 0 && key)
-        rc = idem_put(c, t.num, key, t.length, a->n, convo__now_micros(), err);
+        rc = sq_idem_put(c, t.num, key, t.length, a->n, err);
     if (rc == 0) {
         a->res->first_seq = t.length;
         a->res->count = a->n;
@@ -351,6 +382,7 @@ static int load_tx(sq_conn *c, void *arg, convo_error *err)
     int64_t from, to;
     convo__load_range(a->opts, t.length, &from, &to);
     convo__history_set_length(a->h, t.length);
+    convo__history_set_generation(a->h, t.generation);
     if (convo__history_reserve(a->h, (size_t)(to - from)) != 0)
         return no_memory(err);
     return from < to ? load_range(c, t.num, from, to, a->h, err) : 0;
@@ -384,7 +416,7 @@ typedef struct extra_args {
 static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
 {
     extra_args *a = arg;
-    thread_row t = {0, 0, 0};
+    thread_row t;
     char *current, *merged;
     size_t current_len = 0, merged_len;
     int found = sq_thread_get(c, a->thread_id, VIEW_WRITE, &t, &current, &current_len, err);
@@ -396,7 +428,7 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     if (rc)
         return rc;
     if (!found)
-        rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, &t.num,
+        rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, 0, &t.num,
                            err);
     else if ((rc = sq_thread_touch(c, &t, err)) == 0)
         rc = thread_set_extra(c, t.num, merged, merged_len, err);
@@ -490,13 +522,18 @@ int sq_thread_list(convo_backend *b, const char *after, size_t limit,
 
 typedef struct fork_args {
     const char *src, *dst;
-    int64_t upto;
+    int64_t upto, expected_generation;
 } fork_args;
 
-/* The destination must be new and upto within the source (whose length it fills). */
+/* The source must be at the expected generation, the destination new and upto
+ * within the source (whose length it fills). */
 static int fork_check(sq_conn *c, const fork_args *a, thread_row *s, convo_error *err)
 {
     thread_row d;
+    if (a->expected_generation >= 0 && a->expected_generation != s->generation)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "source thread is at generation %lld, expected %lld",
+                            (long long)s->generation, (long long)a->expected_generation);
     int rc = thread_length(c, s->num, &s->length, err);
     if (rc == 0 && (rc = sq_thread_find(c, a->dst, VIEW_WRITE, &d, err)) > 0)
         rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
@@ -506,6 +543,8 @@ static int fork_check(sq_conn *c, const fork_args *a, thread_row *s, convo_error
     return rc;
 }
 
+/* One write transaction: a rewrite of the source comes wholly before or after,
+ * so the copy is of one generation, which the destination takes. */
 static int fork_tx(sq_conn *c, void *arg, convo_error *err)
 {
     fork_args *a = arg;
@@ -519,7 +558,8 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
     rc = fork_check(c, a, &s, err);
     int64_t n = a->upto < 0 ? s.length : a->upto;
     if (rc == 0)
-        rc = thread_insert(c, a->dst, convo__now_micros(), extra, extra_len, &dst, err);
+        rc = thread_insert(c, a->dst, convo__now_micros(), extra, extra_len, s.generation, &dst,
+                           err);
     free(extra);
     if (rc == 0 && n > 0)
         rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n), key_of(dst, 0),
@@ -530,7 +570,7 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
                    int64_t expected_generation, convo_error *err)
 {
-    fork_args a = {src, dst, upto};
+    fork_args a = {src, dst, upto, expected_generation};
     return sq_run_tx(b, 1, fork_tx, &a, err);
 }
 
@@ -542,16 +582,40 @@ typedef struct import_args {
     const convo_message_in *msgs;
     const int64_t *created_at;
     size_t n;
+    int64_t generation;
     int *skipped;
 } import_args;
+
+/* A thread without messages takes the dump's generation when the dump starts
+ * at 0; any other must be at it: a dump never continues another generation. */
+static int import_generation(sq_conn *c, const import_args *a, int found, thread_row *t,
+                             convo_error *err)
+{
+    if (t->length == 0 && a->first_seq == 0) {
+        int rc = found && t->generation != a->generation
+                     ? sq_thread_set_generation(c, t, a->generation, err)
+                     : 0;
+        t->generation = a->generation; /* a missing thread is created with it */
+        return rc;
+    }
+    if (t->generation != a->generation)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "thread %s is at generation %lld, the dump at %lld: its tail was "
+                            "rewritten since it was imported",
+                            a->thread_id, (long long)t->generation, (long long)a->generation);
+    return 0;
+}
 
 static int import_tx(sq_conn *c, void *arg, convo_error *err)
 {
     import_args *a = arg;
-    thread_row t = {0, 0, 0};
+    thread_row t;
     int found = sq_thread_find(c, a->thread_id, VIEW_WRITE, &t, err);
     if (found < 0)
         return found;
+    int rc = import_generation(c, a, found, &t, err);
+    if (rc)
+        return rc;
     *a->skipped = t.length >= a->first_seq + (int64_t)a->n; /* the same dump again */
     if (*a->skipped)
         return 0;
@@ -566,7 +630,7 @@ int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                      const convo_message_in *msgs, const int64_t *created_at, size_t n,
                      int64_t generation, int *skipped, convo_error *err)
 {
-    import_args a = {thread_id, first_seq, msgs, created_at, n, skipped};
+    import_args a = {thread_id, first_seq, msgs, created_at, n, generation, skipped};
     *skipped = 0;
     return sq_run_tx(b, 1, import_tx, &a, err);
 }

@@ -1,2 +1,2 @@
--- a thread's number, deadline and extra; ?1 thread id
-SELECT num, expires_at, extra FROM convo_threads WHERE id = ?1;
+-- a thread's number, deadline, extra and generation; ?1 thread id
+SELECT num, expires_at, extra, generation FROM convo_threads WHERE id = ?1;

@@ -1,0 +1,2 @@
+-- the checkpoints of thread ?1 that refer to more than ?2 messages
+DELETE FROM convo_checkpoints WHERE thread = ?1 AND log_length > ?2;
