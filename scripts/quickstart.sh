@@ -6,6 +6,8 @@
 # --build-only), builds with SQLite as the only external driver, runs the test
 # suites that build has (unit, memory and SQLite conformance, the tool), then
 # appends a message to a thread with the convo tool and loads it back.
+# It runs no `npm ci`: the Node suite (tests/node.sh) skips unless an earlier
+# scripts/test.sh installed the binding's npm packages (README.md says why).
 #
 # Environment: CONVO_SKIP_DEPS=1 skips the install step; CONVO_CONFIGURE_FLAGS
 # adds ./configure arguments; CONVO_JOBS=N sets make -jN (default 2).
@@ -32,7 +34,7 @@ autoreconf -fi
 ./configure --with-sqlite --without-redis --without-postgres --without-mongo ${extra[@]+"${extra[@]}"}
 make -j"$JOBS"
 
-section "tests (memory and SQLite)"
+section "tests (memory and SQLite; the Node suite skips without its npm packages)"
 # Logs of suites an earlier build had (redis, postgres...) must not be counted.
 scripts/test-logs.sh clean .
 # Servers from a sourced scripts/test-servers.sh env are not for this build.
