@@ -14,7 +14,7 @@ from . import _lib
 from .errors import (ConvoError, InvalidError, NotFoundError, ConflictError, TooLargeError,
                      BackendError, TimeoutError, OutOfMemoryError, NotSupportedError,
                      CorruptError)
-from .store import Store, AppendResult, Message, History
+from .store import Store, AppendResult, Message, History, RewriteResult
 from .checkpoint import Blob, Channel, Write, Checkpoint
 from .dump import DumpStats
 
@@ -41,7 +41,7 @@ def drivers():
 # convo.TimeoutError is left out of __all__ so that `from convo import *` does not
 # shadow the built-in (which it subclasses).
 __all__ = [
-    "Store", "AppendResult", "Message", "History", "drivers", "strerror", "format_time",
+    "Store", "AppendResult", "Message", "History", "RewriteResult", "drivers", "strerror", "format_time",
     "Blob", "Channel", "Write", "Checkpoint", "DumpStats",
     "ConvoError", "InvalidError", "NotFoundError", "ConflictError", "TooLargeError",
     "BackendError", "OutOfMemoryError", "NotSupportedError", "CorruptError",

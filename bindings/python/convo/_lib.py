@@ -28,11 +28,13 @@ CODE_NAMES = {
 }
 
 STORE_OPTS_VERSION = 1
-APPEND_OPTS_VERSION = 1
+APPEND_OPTS_VERSION = 2
+REWRITE_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
-CHECKPOINT_IN_VERSION = 2
+CHECKPOINT_IN_VERSION = 3
+FORK_OPTS_VERSION = 1
 CHECKPOINT_LIST_OPTS_VERSION = 2
-DUMP_OPTS_VERSION = 1
+DUMP_OPTS_VERSION = 2
 
 
 class Error(ctypes.Structure):
@@ -66,11 +68,12 @@ class AppendOpts(ctypes.Structure):
         ("version", ctypes.c_uint),
         ("idempotency_key", ctypes.c_char_p),
         ("expected_length", ctypes.c_int64),
+        ("expected_generation", ctypes.c_int64),  # version 2
     ]
 
     @classmethod
     def init(cls):
-        return cls(APPEND_OPTS_VERSION, None, -1)
+        return cls(APPEND_OPTS_VERSION, None, -1, -1)
 
 
 class AppendResult(ctypes.Structure):
@@ -78,6 +81,35 @@ class AppendResult(ctypes.Structure):
     _fields_ = [
         ("first_seq", ctypes.c_int64),
         ("count", ctypes.c_size_t),
+        ("replayed", ctypes.c_int),
+    ]
+
+
+class RewriteOpts(ctypes.Structure):
+    """convo_rewrite_opts; CONVO_REWRITE_OPTS_INIT is RewriteOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("idempotency_key", ctypes.c_char_p),
+        ("expected_length", ctypes.c_int64),
+        ("expected_generation", ctypes.c_int64),
+        ("expected_suffix", ctypes.POINTER(ctypes.c_char_p)),
+        ("expected_suffix_lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("nexpected_suffix", ctypes.c_size_t),
+        ("drop_checkpoints", ctypes.c_int),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(REWRITE_OPTS_VERSION, None, -1, -1, None, None, 0, 0)
+
+
+class RewriteResult(ctypes.Structure):
+    """convo_rewrite_result"""
+    _fields_ = [
+        ("first_seq", ctypes.c_int64),
+        ("count", ctypes.c_size_t),
+        ("removed", ctypes.c_int64),
+        ("generation", ctypes.c_int64),
         ("replayed", ctypes.c_int),
     ]
 
@@ -95,6 +127,18 @@ class LoadOpts(ctypes.Structure):
     @classmethod
     def init(cls):
         return cls(LOAD_OPTS_VERSION, 0, 0, 0, 1)
+
+
+class ForkOpts(ctypes.Structure):
+    """convo_fork_opts; CONVO_FORK_OPTS_INIT is ForkOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("expected_generation", ctypes.c_int64),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(FORK_OPTS_VERSION, -1)
 
 
 class Blob(ctypes.Structure):
@@ -116,7 +160,7 @@ class ChannelIn(ctypes.Structure):
 
 
 class CheckpointIn(ctypes.Structure):
-    """convo_checkpoint_in (version 2); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
+    """convo_checkpoint_in (version 3); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
     _fields_ = [
         ("version", ctypes.c_uint),
         ("thread_id", ctypes.c_char_p),
@@ -132,12 +176,13 @@ class CheckpointIn(ctypes.Structure):
         ("message_lengths", ctypes.POINTER(ctypes.c_size_t)),
         ("nmessages", ctypes.c_size_t),
         ("expected_length", ctypes.c_int64),
+        ("expected_generation", ctypes.c_int64),  # version 3
     ]
 
     @classmethod
     def init(cls):
         return cls(CHECKPOINT_IN_VERSION, None, None, None, None, None, Blob(None, None, 0),
-                   None, 0, 0, None, None, 0, -1)
+                   None, 0, 0, None, None, 0, -1, -1)
 
 
 class WriteIn(ctypes.Structure):
@@ -191,11 +236,12 @@ class DumpOpts(ctypes.Structure):
         ("version", ctypes.c_uint),
         ("progress", PROGRESS_FN),
         ("progress_ctx", ctypes.c_void_p),
+        ("expected_generations", ctypes.POINTER(ctypes.c_int64)),  # version 2
     ]
 
     @classmethod
     def init(cls):
-        return cls(DUMP_OPTS_VERSION, PROGRESS_FN(), None)
+        return cls(DUMP_OPTS_VERSION, PROGRESS_FN(), None, None)
 
 
 # Opaque handles are plain void pointers.
@@ -220,6 +266,11 @@ _SIGNATURES = {
                                     ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
                                     ctypes.POINTER(AppendOpts), ctypes.POINTER(AppendResult),
                                     _err_p]),
+    "convo_replace_tail": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_int64,
+                                          ctypes.POINTER(ctypes.c_char_p),
+                                          ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                                          ctypes.POINTER(RewriteOpts),
+                                          ctypes.POINTER(RewriteResult), _err_p]),
     "convo_load": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.POINTER(LoadOpts),
                                   ctypes.POINTER(_history_p), _err_p]),
     "convo_history_free": (None, [_history_p]),
@@ -232,6 +283,7 @@ _SIGNATURES = {
     "convo_history_seq": (ctypes.c_int64, [_history_p, ctypes.c_size_t]),
     "convo_history_created_at": (ctypes.c_int64, [_history_p, ctypes.c_size_t]),
     "convo_history_extra": (ctypes.c_char_p, [_history_p]),
+    "convo_history_generation": (ctypes.c_int64, [_history_p]),
     "convo_save_extra": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p, _err_p]),
     "convo_thread_delete": (ctypes.c_int, [_store_p, ctypes.c_char_p, _err_p]),
     "convo_thread_list": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_size_t,
@@ -242,6 +294,8 @@ _SIGNATURES = {
     "convo_thread_page_free": (None, [_page_p]),
     "convo_thread_fork": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
                                          ctypes.c_int64, _err_p]),
+    "convo_thread_fork_ex": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
+                                            ctypes.c_int64, ctypes.POINTER(ForkOpts), _err_p]),
     "convo_checkpoint_put": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointIn), _err_p]),
     "convo_checkpoint_put_writes": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
                                                    ctypes.c_char_p, ctypes.c_char_p,

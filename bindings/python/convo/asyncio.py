@@ -85,10 +85,21 @@ class Checkpointer:
         found = await self._run(self._store.load, thread_id, from_seq, limit, tail)
         return None if found is None else CheckpointData(*found)
 
-    async def append(self, thread_id, messages, idempotency_key=None, expected_length=None):
+    async def append(self, thread_id, messages, idempotency_key=None, expected_length=None, *,
+                     expected_generation=None):
         """Appends a batch (all or nothing); returns convo.AppendResult."""
         return await self._run(self._store.append, thread_id, messages,
-                               idempotency_key, expected_length)
+                               idempotency_key, expected_length,
+                               expected_generation=expected_generation)
+
+    async def replace_tail(self, thread_id, keep, messages=(), **options):
+        """Keeps messages [0, keep) and stores messages after them, atomically
+        (convo.Store.replace_tail, same options); returns convo.RewriteResult."""
+        return await self._run(self._store.replace_tail, thread_id, keep, messages, **options)
+
+    async def pop(self, thread_id, count=1, **options):
+        """Removes and returns the last count messages (convo.Store.pop)."""
+        return await self._run(self._store.pop, thread_id, count, **options)
 
     async def save_extra(self, thread_id, extra):
         """Shallow merge of extra into the thread's extra object."""

@@ -161,7 +161,7 @@ class CheckpointCalls:
 
     def checkpoint_put(self, thread_id, checkpoint_id, *, ns="", parent_id=None, metadata=None,
                        body=None, channels=(), log_length=0, messages=None,
-                       expected_length=None):
+                       expected_length=None, expected_generation=None):
         """Stores a checkpoint (replacing one with the same key) and creates
         the thread if needed.
 
@@ -175,6 +175,8 @@ class CheckpointCalls:
         same atomic write as the checkpoint, only if the thread then has
         exactly expected_length messages (else ConflictError and nothing is
         written); log_length may then be at most expected_length + len(messages).
+        expected_generation (with messages): also require the thread's
+        generation (History.generation) to be this, else ConflictError.
         One atomic write: a crash never leaves the messages without the
         checkpoint or the reverse."""
         keep = _Keep()
@@ -205,8 +207,10 @@ class CheckpointCalls:
                 cp.message_lengths = keep((ctypes.c_size_t * m)(*map(len, datas)))
                 cp.nmessages = m
                 cp.expected_length = _int(expected_length, "expected_length", 0)
-        elif expected_length is not None:
-            raise invalid("expected_length applies only with messages")
+                if expected_generation is not None:
+                    cp.expected_generation = _int(expected_generation, "expected_generation", 0)
+        elif expected_length is not None or expected_generation is not None:
+            raise invalid("expected_length and expected_generation apply only with messages")
         self._call(lib.convo_checkpoint_put, ctypes.byref(cp))
 
     def checkpoint_put_writes(self, thread_id, checkpoint_id, task_id, writes, *, ns="",

@@ -32,8 +32,9 @@ class ConvoError(Exception):
                                    self.backend_code)
 
     def __reduce__(self):
-        # The default pickling passes self.args, which is only the message.
-        return (type(self), (self.code, self.message, self.backend_code))
+        # The default pickling passes self.args, which is only the message;
+        # attributes set after construction (ConflictError.length) go as state.
+        return (type(self), (self.code, self.message, self.backend_code), self.__dict__ or None)
 
 
 class InvalidError(ConvoError, ValueError):
@@ -45,7 +46,15 @@ class NotFoundError(ConvoError, LookupError):
 
 
 class ConflictError(ConvoError):
-    """CONVO_ECONFLICT: the expected length did not match, or a fork target exists."""
+    """CONVO_ECONFLICT: a condition did not hold (expected length, generation
+    or tail), an idempotency key was reused for another call, a fork target
+    exists, or a rewrite would remove messages a checkpoint refers to.
+
+    After a failed append, replace_tail or pop, length and generation are the
+    thread's state read just after the conflict (None when it could not be
+    read, and on other calls): re-read from there and decide again."""
+    length = None
+    generation = None
 
 
 class TooLargeError(ConvoError):

@@ -13,7 +13,8 @@ from . import _lib
 from ._args import _text, _json_bytes, _int, _items
 from .checkpoint import CheckpointCalls
 from .dump import DumpCalls
-from .errors import NotFoundError, CorruptError, from_struct, invalid
+from .errors import ConflictError, NotFoundError, CorruptError, from_struct, invalid
+from .rewrite import RewriteCalls, RewriteResult
 
 lib = _lib.lib
 
@@ -31,9 +32,11 @@ class Message(collections.namedtuple("Message", "seq created_at role raw")):
         """The message decoded into a new dict."""
         return json.loads(self.raw)
 
-History = collections.namedtuple("History", "messages length extra")
+History = collections.namedtuple("History", "messages length extra generation")
 History.__doc__ = """The result of Store.load_history: messages (a list of Message),
-length (messages in the whole thread, whatever was asked for) and extra (a dict)."""
+length (messages in the whole thread, whatever was asked for), extra (a dict) and
+generation (how many tail rewrites the thread has had: messages below length do
+not change while it stays; pass it as expected_generation)."""
 
 def _decode(raw, what):
     try:
@@ -54,7 +57,7 @@ def _decode_all(raws):
     return [_decode(raw, "stored message %d" % i) for i, raw in enumerate(raws)]
 
 
-class Store(CheckpointCalls, DumpCalls):
+class Store(CheckpointCalls, DumpCalls, RewriteCalls):
     """A connection to a convo store, opened by URL: "memory:", "sqlite:PATH",
     "redis://...", "postgres://...", "mongodb://..." (see README.md).
 
@@ -146,14 +149,19 @@ class Store(CheckpointCalls, DumpCalls):
 
     # ---- messages ----
 
-    def append(self, thread_id, messages, idempotency_key=None, expected_length=None):
+    def append(self, thread_id, messages, idempotency_key=None, expected_length=None, *,
+               expected_generation=None):
         """Appends a batch of messages (all or nothing) and returns an
         AppendResult(first_seq, count, replayed). Each message is a dict
         (serialized as compact JSON) or JSON text as str/bytes (stored byte
         for byte); a single message may be passed without a list.
         idempotency_key: a retry with the same key stores nothing and returns
         the original range. expected_length: store only if the thread has
-        exactly that many messages, else ConflictError."""
+        exactly that many messages, else ConflictError. expected_generation:
+        store only if the thread's generation (load_history(...).generation; 0
+        for a thread never rewritten or not yet created) is this, else
+        ConflictError. A ConflictError has .length and .generation, the
+        thread's state just after the conflict."""
         if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
             messages = [messages]
         datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(_items(messages, "messages"))]
@@ -165,9 +173,16 @@ class Store(CheckpointCalls, DumpCalls):
             opts.idempotency_key = _text(idempotency_key, "idempotency_key")
         if expected_length is not None:
             opts.expected_length = _int(expected_length, "expected_length", 0)
+        if expected_generation is not None:
+            opts.expected_generation = _int(expected_generation, "expected_generation", 0)
         res = _lib.AppendResult()
-        self._call(lib.convo_append, _text(thread_id, "thread_id"), arr, lens, n,
-                   ctypes.byref(opts), ctypes.byref(res))
+        tid = _text(thread_id, "thread_id")
+        try:
+            self._call(lib.convo_append, tid, arr, lens, n, ctypes.byref(opts),
+                       ctypes.byref(res))
+        except ConflictError as e:
+            self._explain_conflict(e, tid)
+            raise
         return AppendResult(res.first_seq, res.count, bool(res.replayed))
 
     def _history(self, thread_id, from_seq, limit, tail, with_extra, read):
@@ -222,7 +237,8 @@ class Store(CheckpointCalls, DumpCalls):
                 messages.append(Message(lib.convo_history_seq(h, i),
                                         lib.convo_history_created_at(h, i), role, raw))
             extra = _decode(lib.convo_history_extra(h), "the stored extra")
-            return History(messages, lib.convo_history_length(h), extra)
+            return History(messages, lib.convo_history_length(h), extra,
+                           lib.convo_history_generation(h))
         return self._history(thread_id, from_seq, limit, tail, with_extra, read)
 
     # ---- extra and threads ----
@@ -240,13 +256,18 @@ class Store(CheckpointCalls, DumpCalls):
         """Removes the thread entirely; NotFoundError when it does not exist."""
         self._call(lib.convo_thread_delete, _text(thread_id, "thread_id"))
 
-    def fork(self, src, dst, upto=None):
+    def fork(self, src, dst, upto=None, *, expected_generation=None):
         """Copies messages [0, upto) (all when upto is None) and the extra
-        object of src into the new thread dst. NotFoundError when src is
-        unknown, ConflictError when dst exists, InvalidError when upto is
-        past the end."""
+        object of src into the new thread dst, which starts at src's
+        generation. NotFoundError when src is unknown, ConflictError when dst
+        exists or src is not at expected_generation (when given), InvalidError
+        when upto is past the end."""
         upto = -1 if upto is None else _int(upto, "upto", 0)
-        self._call(lib.convo_thread_fork, _text(src, "src"), _text(dst, "dst"), upto)
+        opts = _lib.ForkOpts.init()
+        if expected_generation is not None:
+            opts.expected_generation = _int(expected_generation, "expected_generation", 0)
+        self._call(lib.convo_thread_fork_ex, _text(src, "src"), _text(dst, "dst"), upto,
+                   ctypes.byref(opts))
 
     def _page(self, after, size):
         """One page of thread ids strictly after `after`: (ids, next)."""
@@ -314,4 +335,4 @@ class Store(CheckpointCalls, DumpCalls):
         return seconds.value
 
 
-__all__ = ["Store", "AppendResult", "Message", "History"]
+__all__ = ["Store", "AppendResult", "Message", "History", "RewriteResult"]

@@ -20,7 +20,14 @@ STRUCTS = {
     "convo_error": (_lib.Error, ["code", "backend_code", "message"]),
     "convo_store_opts": (_lib.StoreOpts, ["version", "max_message_bytes", "max_batch_messages",
                                           "max_extra_bytes", "max_checkpoint_bytes", "roles"]),
-    "convo_append_opts": (_lib.AppendOpts, ["version", "idempotency_key", "expected_length"]),
+    "convo_append_opts": (_lib.AppendOpts, ["version", "idempotency_key", "expected_length",
+                                            "expected_generation"]),
+    "convo_rewrite_opts": (_lib.RewriteOpts, [
+        "version", "idempotency_key", "expected_length", "expected_generation",
+        "expected_suffix", "expected_suffix_lengths", "nexpected_suffix", "drop_checkpoints"]),
+    "convo_rewrite_result": (_lib.RewriteResult, ["first_seq", "count", "removed", "generation",
+                                                  "replayed"]),
+    "convo_fork_opts": (_lib.ForkOpts, ["version", "expected_generation"]),
     "convo_append_result": (_lib.AppendResult, ["first_seq", "count", "replayed"]),
     "convo_load_opts": (_lib.LoadOpts, ["version", "from_seq", "limit", "tail", "with_extra"]),
     "convo_blob": (_lib.Blob, ["type", "bytes", "len"]),
@@ -28,20 +35,23 @@ STRUCTS = {
     "convo_checkpoint_in": (_lib.CheckpointIn, [
         "version", "thread_id", "checkpoint_ns", "checkpoint_id", "parent_id", "metadata_json",
         "body", "channels", "nchannels", "log_length", "messages", "message_lengths",
-        "nmessages", "expected_length"]),
+        "nmessages", "expected_length", "expected_generation"]),
     "convo_write_in": (_lib.WriteIn, ["idx", "channel", "value"]),
     "convo_checkpoint_list_opts": (_lib.CheckpointListOpts, [
         "version", "thread_id", "checkpoint_ns", "before", "limit", "filter_json",
         "before_thread_id", "before_ns"]),
     "convo_dump_stats": (_lib.DumpStats, ["threads", "messages", "checkpoints", "writes", "bytes",
                                           "skipped"]),
-    "convo_dump_opts": (_lib.DumpOpts, ["version", "progress", "progress_ctx"]),
+    "convo_dump_opts": (_lib.DumpOpts, ["version", "progress", "progress_ctx",
+                                        "expected_generations"]),
 }
 
 # The version macros of include/convo.h, and the binding's.
 VERSIONS = {
     "CONVO_STORE_OPTS_VERSION": _lib.STORE_OPTS_VERSION,
     "CONVO_APPEND_OPTS_VERSION": _lib.APPEND_OPTS_VERSION,
+    "CONVO_REWRITE_OPTS_VERSION": _lib.REWRITE_OPTS_VERSION,
+    "CONVO_FORK_OPTS_VERSION": _lib.FORK_OPTS_VERSION,
     "CONVO_LOAD_OPTS_VERSION": _lib.LOAD_OPTS_VERSION,
     "CONVO_CHECKPOINT_IN_VERSION": _lib.CHECKPOINT_IN_VERSION,
     "CONVO_CHECKPOINT_LIST_OPTS_VERSION": _lib.CHECKPOINT_LIST_OPTS_VERSION,
@@ -97,13 +107,21 @@ class LayoutTests(unittest.TestCase):
 
     def test_init_values(self):
         o = _lib.CheckpointIn.init()
-        self.assertEqual((o.version, o.nmessages, o.expected_length, o.log_length), (2, 0, -1, 0))
+        self.assertEqual((o.version, o.nmessages, o.expected_length, o.log_length,
+                          o.expected_generation), (3, 0, -1, 0, -1))
         o = _lib.CheckpointListOpts.init()
         self.assertEqual((o.version, o.limit, o.before_thread_id), (2, 0, None))
         o = _lib.DumpOpts.init()
-        self.assertEqual((o.version, bool(o.progress)), (1, False))
+        self.assertEqual((o.version, bool(o.progress), bool(o.expected_generations)), (2, False, False))
         o = _lib.AppendOpts.init()
-        self.assertEqual((o.version, o.idempotency_key, o.expected_length), (1, None, -1))
+        self.assertEqual((o.version, o.idempotency_key, o.expected_length, o.expected_generation),
+                         (2, None, -1, -1))
+        o = _lib.RewriteOpts.init()
+        self.assertEqual((o.version, o.idempotency_key, o.expected_length, o.expected_generation,
+                          bool(o.expected_suffix), o.nexpected_suffix, o.drop_checkpoints),
+                         (1, None, -1, -1, False, 0, 0))
+        o = _lib.ForkOpts.init()
+        self.assertEqual((o.version, o.expected_generation), (1, -1))
         o = _lib.LoadOpts.init()
         self.assertEqual((o.version, o.from_seq, o.limit, o.tail, o.with_extra), (1, 0, 0, 0, 1))
         o = _lib.StoreOpts.init()
