@@ -586,6 +586,67 @@ START_TEST(test_rewrite_ttl)
 }
 END_TEST
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define COST_CHECKPOINTS 2000
+#define COST_ROUNDS 1000
+
+/* "Regenerate the last answer" (keep length - 1, one new message) on a
+ * thread with 2,000 checkpoints, timed against a one-message append, one of
+ * each in turn so that the machine's load hits both alike: the median rewrite
+ * must stay near an append (measured 1.4-1.5x; one update of the thread row
+ * for the generation), and must not grow with the checkpoints (a scan of
+ * them: ~23x). */
+START_TEST(test_rewrite_cost)
+{
+    const char *path = db_path("rewrite-cost");
+    convo_store *s = open_db(path, NULL);
+    append_n(s, "r", 2, NULL);
+    append_n(s, "a", 2, NULL);
+    convo_error err;
+    for (int i = 0; i < COST_CHECKPOINTS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "c%05d", i);
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "r";
+        cp.checkpoint_id = id;
+        cp.log_length = 1;
+        ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    }
+    static double appends[COST_ROUNDS], rewrites[COST_ROUNDS];
+    for (int i = 0; i < COST_ROUNDS; i++) {
+        convo_rewrite_result r;
+        double t0 = seconds();
+        ck_assert_int_eq(convo_append(s, "a", msg, NULL, 1, NULL, NULL, &err), 0);
+        double t1 = seconds();
+        ck_assert_int_eq(replace(s, "r", 1, &msg[1], 1, 0, NULL, &r, &err), 0);
+        double t2 = seconds();
+        appends[i] = t1 - t0;
+        rewrites[i] = t2 - t1;
+    }
+    ck_assert_int_eq(generation_of(s, "r"), COST_ROUNDS);
+    qsort(appends, COST_ROUNDS, sizeof *appends, by_value);
+    qsort(rewrites, COST_ROUNDS, sizeof *rewrites, by_value);
+    double append = appends[COST_ROUNDS / 2], rewrite = rewrites[COST_ROUNDS / 2];
+    fprintf(stderr, "sqlite: median of %d: append %.1f us, rewrite of the last message %.1f us"
+                    " (%.2f appends) with %d checkpoints\n",
+            COST_ROUNDS, append * 1e6, rewrite * 1e6, rewrite / append, COST_CHECKPOINTS);
+    ck_assert_msg(rewrite <= 3 * append, "a rewrite costs %.1f appends", rewrite / append);
+    convo_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ migration */
 
 /* The version 1 layout exactly as the first SQLite driver wrote it. */
@@ -1003,6 +1064,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_put_log_killed);
     tcase_add_test(tc, test_rewrite_fails_whole);
     tcase_add_test(tc, test_rewrite_ttl);
+    tcase_add_test(tc, test_rewrite_cost);
     tcase_add_test(tc, test_migration_from_1);
     tcase_add_test(tc, test_migration_2_to_4);
     tcase_add_test(tc, test_migration_3_to_4);

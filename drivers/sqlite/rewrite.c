@@ -49,18 +49,18 @@ static int rewrite_check(const rewrite_args *a, const thread_row *t, convo_error
     return 0;
 }
 
-/* The old tail [keep, length) goes, the new messages take seqs keep.., the
- * thread's row gets generation + 1 and its new deadline. */
+/* The new messages take seqs keep.. (over the old tail's rows there), what
+ * is left of the old tail goes, the thread's row gets generation + 1 and its
+ * new deadline. */
 static int rewrite_apply(sq_conn *c, const rewrite_args *a, const thread_row *t,
                          convo_error *err)
 {
-    int rc = 0;
-    if (a->keep < t->length)
-        rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, key_of(t->num, a->keep),
-                              key_of(t->num, MAX_LENGTH), 0, "deleting the old tail", err);
-    if (rc == 0)
-        rc = sq_messages_insert(c, t->num, a->keep, a->msgs, a->n, convo__now_micros(), NULL,
-                                err);
+    int64_t end = a->keep + (int64_t)a->n;
+    int rc = sq_messages_put(c, ST_MSG_REPLACE, t->num, a->keep, a->msgs, a->n,
+                             convo__now_micros(), NULL, err);
+    if (rc == 0 && end < t->length)
+        rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, key_of(t->num, end), key_of(t->num, MAX_LENGTH),
+                              0, "deleting the old tail", err);
     if (rc == 0)
         rc = sq_thread_set_generation(c, t, t->generation + 1, err);
     if (rc == 0 && a->opts->idempotency_key)

@@ -42,7 +42,7 @@
     X(THREAD_GET) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)                  \
     X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST) X(THREAD_EXPIRED)               \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
-    X(MSG_INSERT) X(MSG_LAST) X(MSG_RANGE) X(MSG_DELETE) X(MSG_COPY)                         \
+    X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_RANGE) X(MSG_DELETE) X(MSG_COPY)          \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND)                                                         \
@@ -133,8 +133,9 @@ int sq_idem_find(sq_conn *c, int64_t num, const char *key, convo_append_result *
                  convo_error *err);
 int sq_idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t n,
                 convo_error *err);
-int sq_messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
-                       size_t n, int64_t now, const int64_t *created_at, convo_error *err);
+int sq_messages_put(sq_conn *c, enum stmt_id id, int64_t num, int64_t first,
+                    const convo_message_in *msgs, size_t n, int64_t now,
+                    const int64_t *created_at, convo_error *err);
 int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
                   const convo_message_in *msgs, size_t n, const int64_t *created_at,
                   convo_error *err);

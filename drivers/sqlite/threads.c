@@ -217,12 +217,15 @@ int sq_idem_put(sq_conn *c, int64_t num, const char *key, int64_t first, size_t 
     return sq_stmt_run(c, st, "storing an idempotency key", err);
 }
 
-/* Stores msgs at seqs first.. of thread num; created_at: one time per message, or NULL to stamp them all with now. */
-int sq_messages_insert(sq_conn *c, int64_t num, int64_t first, const convo_message_in *msgs,
-                       size_t n, int64_t now, const int64_t *created_at, convo_error *err)
+/* Stores msgs at seqs first.. of thread num with statement id (MSG_INSERT,
+ * or MSG_REPLACE over existing rows); created_at: one time per message, or
+ * NULL to stamp them all with now. */
+int sq_messages_put(sq_conn *c, enum stmt_id id, int64_t num, int64_t first,
+                    const convo_message_in *msgs, size_t n, int64_t now,
+                    const int64_t *created_at, convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_MSG_INSERT, &st, err);
+    int rc = sq_stmt_get(c, id, &st, err);
     for (size_t i = 0; i < n && rc == 0; i++) {
         sqlite3_bind_int64(st, 1, key_of(num, first + (int64_t)i));
         sqlite3_bind_text(st, 2, msgs[i].role, -1, SQLITE_STATIC);
@@ -256,8 +259,8 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
     int rc = sq_thread_ensure(c, thread_id, found, t, err);
-    return rc ? rc : sq_messages_insert(c, t->num, t->length, msgs, n, convo__now_micros(),
-                                        created_at, err);
+    return rc ? rc : sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n,
+                                     convo__now_micros(), created_at, err);
 }
 
 /* Removes thread num and everything keyed by it. */
