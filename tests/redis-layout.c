@@ -375,9 +375,9 @@ START_TEST(test_old_layout)
     assert_hget(meta_a, "v", "1");
     /* open migrates every thread of the index, then marks the store */
     s = open_store("old", NULL, prefix, sizeof prefix);
-    assert_hget(meta_a, "v", "2");
-    assert_hget(meta_b, "v", "2");
-    assert_hget(store_key, "v", "2");
+    assert_hget(meta_a, "v", "3");
+    assert_hget(meta_b, "v", "3");
+    assert_hget(store_key, "v", "3");
     list_ids(s, a, NULL, NULL, NULL, list, sizeof list);
     ck_assert_str_eq(list, "a2 a1");
     list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
@@ -397,7 +397,7 @@ START_TEST(test_old_layout)
     ck_assert_int_eq(convo_load(s, b, NULL, &h, &err), 0);
     convo_history_free(h);
     put_ok(s, b, "", "b3");
-    assert_hget(meta_b, "v", "2");
+    assert_hget(meta_b, "v", "3");
     list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
     ck_assert_str_eq(list, "b3 s1 b2 b1 b0");
     list_ids(s, NULL, b, "", "b3", list, sizeof list);

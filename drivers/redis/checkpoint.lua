@@ -49,22 +49,29 @@ local function migrate()
 end
 
 -- Stores checkpoint NS\0ID: the record (the client's channel list and tail
--- behind the order and created_at), the two index members of a new key, the
--- values ARGV[first], ARGV[first + 1], ... each only if absent. The same key
--- again keeps its order and created_at. Returns the order.
-local function put_checkpoint(ns, id, created_at, channels, tail, first, hint)
+-- behind the order and created_at), the three index members of a new key (the
+-- "l" member of another log length replaced for an old one), the values
+-- ARGV[first], ARGV[first + 1], ... each only if absent. The same key again
+-- keeps its order and created_at. Returns the order.
+local function put_checkpoint(ns, id, created_at, log_length, channels, tail, first, hint)
   local field = ns .. '\0' .. id
   local old = redis.call('HGET', CP, field)
   local head, order
+  local lm = loglen_member(log_length, field)
   if old then
     local o1 = cmsgpack.unpack_one(old)
     head = string.sub(old, 1, (cmsgpack.unpack_one(old, o1)))
     order = rec_order(old)
+    if not redis.call('ZSCORE', CPIDX, lm) then
+      local was = loglen_members()[field]
+      if was then redis.call('ZREM', CPIDX, was) end
+      redis.call('ZADD', CPIDX, 0, lm)
+    end
   else
     order = next_order(hint)
     head = cmsgpack.pack(order) .. cmsgpack.pack(created_at)
     redis.call('ZADD', CPIDX, 0, 'o\0' .. hex(order) .. '\0' .. field,
-               0, 'n\0' .. ns .. '\0' .. hex(order) .. '\0' .. id)
+               0, 'n\0' .. ns .. '\0' .. hex(order) .. '\0' .. id, 0, lm)
   end
   redis.call('HSET', CP, field, head .. channels .. tail)
   for i = first, #ARGV, 2 do redis.call('HSETNX', BLOBS, ARGV[i], ARGV[i + 1]) end

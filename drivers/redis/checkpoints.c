@@ -117,6 +117,7 @@ static int put_build(void *ctx, cmd *c, int create)
     convo__rd_cmd_str(c, p->cp->checkpoint_id);
     convo__rd_cmd_num(c, p->created_at);
     convo__rd_cmd_num(c, atomic_load_explicit(&p->b->order_hint, memory_order_relaxed));
+    convo__rd_cmd_num(c, p->cp->log_length);
     put_parts(c, p);
     return c->failed ? CONVO_ENOMEM : S_CP_PUT;
 }
@@ -128,11 +129,13 @@ static int put_log_build(void *ctx, cmd *c, int create)
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_num(c, p->b->ttl_ms);
     convo__rd_cmd_num(c, p->cp->expected_length);
+    convo__rd_cmd_num(c, p->cp->expected_generation);
     convo__rd_cmd_num(c, (long long)p->cp->nmessages);
     convo__rd_cmd_str(c, p->cp->checkpoint_ns);
     convo__rd_cmd_str(c, p->cp->checkpoint_id);
     convo__rd_cmd_num(c, p->created_at);
     convo__rd_cmd_num(c, atomic_load_explicit(&p->b->order_hint, memory_order_relaxed));
+    convo__rd_cmd_num(c, p->cp->log_length);
     put_parts(c, p);
     return c->failed ? CONVO_ENOMEM : S_CP_PUT_LOG;
 }
@@ -140,7 +143,8 @@ static int put_log_build(void *ctx, cmd *c, int create)
 /* Runs a put (with messages when msgs). With an expected length > 0 the
  * script runs alone first, without leave to create: a thread with messages
  * exists, and a missing one conflicts before anything (index entry included)
- * is written. */
+ * is written. A thread whose checkpoints are not indexed by log length yet
+ * (CONVO_MIGRATE, nothing written) is migrated and the put sent again. */
 static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_message_in *msgs,
                    convo_error *err)
 {
@@ -160,9 +164,17 @@ static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         rc = convo__rd_run_writer_as(b, c, cp->thread_id, known, build, &p, &r, err);
+        for (int i = 0; rc == 0 && convo__rd_is_migrate(r) && i < RELAYOUT_TRIES; i++) {
+            freeReplyObject(r);
+            r = NULL;
+            if ((rc = convo__rd_thread_relayout(b, c, cp->thread_id, err)) == 0)
+                rc = convo__rd_run_writer_as(b, c, cp->thread_id, 1, build, &p, &r, err);
+        }
         convo__rd_release(b, c);
     }
-    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+    if (rc == 0 && convo__rd_is_migrate(r))
+        rc = convo__rd_relayout_gave_up(cp->thread_id, err);
+    else if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(r, err);
     else if (rc == 0 && r->type != REDIS_REPLY_INTEGER)
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a checkpoint put");
@@ -386,6 +398,24 @@ static convo_checkpoint *cp_from_tail(const char *thread_id, const char *ns, con
 }
 
 /* A record: order, created_at, channel list, tail; all four must be there. */
+static int record_unpack(const redisReply *rec, msgpack_unpacked *u, int64_t *created_at);
+
+/* The log_length in a record's tail (what layout 3 indexes, layout.c). */
+int convo__rd_record_log_length(const redisReply *rec, int64_t *log_length)
+{
+    msgpack_unpacked u[4];
+    for (int i = 0; i < 4; i++)
+        msgpack_unpacked_init(&u[i]);
+    int64_t created_at;
+    int rc = record_unpack(rec, u, &created_at) ||
+                     convo__unpack_int(&u[3].data.via.array.ptr[4], log_length) || *log_length < 0
+                 ? CONVO_ECORRUPT
+                 : 0;
+    for (int i = 0; i < 4; i++)
+        msgpack_unpacked_destroy(&u[i]);
+    return rc;
+}
+
 static int record_unpack(const redisReply *rec, msgpack_unpacked *u, int64_t *created_at)
 {
     size_t off = 0;

@@ -50,6 +50,7 @@ int convo__rd_reply_error(const redisReply *r, convo_error *err)
         int code;
     } tags[] = {{"CONVO_CONFLICT", CONVO_ECONFLICT}, {"CONVO_NOTFOUND", CONVO_ENOTFOUND},
                 {"CONVO_TOOLARGE", CONVO_ETOOLARGE}, {"CONVO_CORRUPT", CONVO_ECORRUPT},
+                {"CONVO_INVAL", CONVO_EINVAL},
                 {"WRONGTYPE", CONVO_ECORRUPT}};
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
         if (!starts_with(r, tags[i].tag))

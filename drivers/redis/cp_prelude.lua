@@ -6,8 +6,10 @@
 --   "o\0" ORDER "\0" NS "\0" ID          every checkpoint, in put order
 --   "n\0" NS "\0" ORDER "\0" ID          per namespace, in put order
 --   "w\0" NS "\0" ID "\0" TASK "\0" IDX  the pending writes of a checkpoint
+--   "l\0" LOGLEN "\0" NS "\0" ID       by the log length it refers to (layout 3)
 -- ORDER is the store-wide put order (microseconds, see checkpoint.lua and
--- docs/redis.md, "Put order") as 16 hex digits.
+-- docs/redis.md, "Put order") and LOGLEN the checkpoint's log_length, each as
+-- 16 hex digits.
 local function rec_order(rec)
   local _, o = cmsgpack.unpack_one(rec)
   return o
@@ -45,4 +47,42 @@ local function fetch(field)
   local wf = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))
   for i = 1, #wf do wf[i] = string.sub(wf[i], 3) end
   return {field, rec, hmget_all(BLOBS, bf), hmget_all(WRITES, wf)}
+end
+-- The "l" member of checkpoint field NS\0ID at log_length n.
+local function loglen_member(n, field) return 'l\0' .. hex(n) .. '\0' .. field end
+-- field -> its "l" member, for every checkpoint (one range read of the index).
+local function loglen_members()
+  local out = {}
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', CPIDX, '[l\0', '(l\1')) do
+    out[string.sub(m, 20)] = m
+  end
+  return out
+end
+-- Removes checkpoint field (put order order_hex) with its index members and
+-- its pending writes; lm is its "l" member, if known.
+local function drop_checkpoint(field, order_hex, lm)
+  local ns, id = string.match(field, '^([^%z]*)%z(.*)$')
+  redis.call('HDEL', CP, field)
+  redis.call('ZREM', CPIDX, 'o\0' .. order_hex .. '\0' .. field,
+             'n\0' .. ns .. '\0' .. order_hex .. '\0' .. id)
+  if lm then redis.call('ZREM', CPIDX, lm) end
+  local w = redis.call('ZRANGEBYLEX', CPIDX, writes_of(field))
+  for j = 1, #w do w[j] = string.sub(w[j], 3) end
+  chunked('HDEL', WRITES, w, 1, #w)
+  redis.call('ZREMRANGEBYLEX', CPIDX, writes_of(field))
+end
+-- Layout 3 finds checkpoints by log length ("l" members). A script cannot
+-- index a thread of layout 1 or 2: the log length is in the record's tail,
+-- next to bytes cmsgpack cannot decode (bin). So such a thread with
+-- checkpoints answers CONVO_MIGRATE, before any write: the client indexes it
+-- (maint.c) and sends the call again. One without checkpoints is layout 3 as
+-- it is; a write marks it (mark_layout). count: also check that every
+-- checkpoint has its member (an older convo may have put one since).
+local function needs_migration(count)
+  local v = redis.call('HGET', META, 'v')
+  if v ~= '3' then return v and redis.call('HLEN', CP) > 0 end
+  return count and redis.call('HLEN', CP) ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1')
+end
+local function mark_layout()
+  if redis.call('HGET', META, 'v') ~= '3' then redis.call('HSET', META, 'v', '3') end
 end

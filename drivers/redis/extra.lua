@@ -33,7 +33,7 @@ if size > maxb then
                            ' bytes would exceed the limit of ' .. maxb .. ' bytes')
 end
 chunked('HSET', EXTRA, vals, 1, #vals)
-if not m[1] then redis.call('HSET', META, 'v', '2') end
+if not m[1] then redis.call('HSET', META, 'v', '3') end
 redis.call('HSET', META, 'xb', string.format('%d', xb),
            'xc', string.format('%d', xc), 'xn', string.format('%d', xn))
 expire_all(ttl)

@@ -1,12 +1,13 @@
 -- fork.lua (after prelude.lua): creates the destination of a fork from what
--- was read off the source. ARGV: ttl ms, record count n, xb, xc, xn, n records,
--- extra field/value pairs.
+-- was read off the source. ARGV: ttl ms, record count n, xb, xc, xn, the
+-- source's generation, n records, extra field/value pairs.
 if redis.call('EXISTS', META) == 1 then
   return redis.error_reply('CONVO_CONFLICT destination thread already exists')
 end
 local ttl, n = tonumber(ARGV[1]), tonumber(ARGV[2])
-chunked('RPUSH', MSGS, ARGV, 6, 5 + n)
-chunked('HSET', EXTRA, ARGV, 6 + n, #ARGV)
-redis.call('HSET', META, 'v', '2', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])
+chunked('RPUSH', MSGS, ARGV, 7, 6 + n)
+chunked('HSET', EXTRA, ARGV, 7 + n, #ARGV)
+redis.call('HSET', META, 'v', '3', 'xb', ARGV[3], 'xc', ARGV[4], 'xn', ARGV[5])
+if ARGV[6] ~= '0' then redis.call('HSET', META, 'g', ARGV[6]) end
 expire_all(ttl)
 return 1

@@ -1,6 +1,6 @@
 /* maint.c — maintenance, never on a call's path: scanning the keyspace,
- * restoring a dump, the layout 1 -> 2 migration on open, and what convo bench
- * measures (the raw primitive, the bytes stored). */
+ * restoring a dump, and what convo bench measures (the raw primitive, the
+ * bytes stored). The layout migrations are in layout.c. */
 #include "redis_int.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +79,7 @@ int convo__rd_scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn
 
 static int import_send(convo_backend *b, rconn *c, const char *id, const thread_keys *tk,
                        int64_t first, const convo_message_in *msgs, const int64_t *created_at,
-                       size_t n, int *skipped, convo_error *err)
+                       size_t n, int64_t generation, int *skipped, convo_error *err)
 {
     packbuf pb = {0};
     cmd cmds[3] = {{0}};
@@ -92,6 +92,7 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
     convo__rd_cmd_script_head(&cmds[1], tk);
     convo__rd_cmd_num(&cmds[1], b->ttl_ms);
     convo__rd_cmd_num(&cmds[1], first);
+    convo__rd_cmd_num(&cmds[1], generation);
     for (size_t i = 0; i < n; i++)
         convo__rd_cmd_part(&cmds[1], &pb, i);
     convo__rd_cmd_index(&cmds[2], b, "ZADD", id);
@@ -123,121 +124,11 @@ int convo__rd_thread_import(convo_backend *b, const char *thread_id, int64_t fir
     rconn *c;
     int rc = convo__rd_acquire(b, &c, err);
     if (rc == 0) {
-        rc = import_send(b, c, thread_id, &tk, first_seq, msgs, created_at, n, skipped, err);
+        rc = import_send(b, c, thread_id, &tk, first_seq, msgs, created_at, n, generation,
+                         skipped, err);
         convo__rd_release(b, c);
     }
     free(tk.buf);
-    return rc;
-}
-
-/* ---- layout 1 -> 2 (docs/redis.md, "Put order") ---- */
-
-/* Runs the migration script on each thread of an index page, pipelined. It
- * is idempotent, so on NOSCRIPT the whole page is sent again with EVAL. */
-static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, convo_error *err)
-{
-    size_t n = ids->elements;
-    if (n == 0)
-        return 0;
-    thread_keys *tk = calloc(n, sizeof *tk);
-    cmd *cmds = calloc(n, sizeof *cmds);
-    redisReply **r = calloc(n, sizeof *r);
-    int rc = tk && cmds && r ? 0 : convo__rd_oom(err);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        const redisReply *e = ids->element[i];
-        if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
-            rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
-        else if (convo__rd_keys_make(b, e->str, &tk[i]) != 0)
-            rc = convo__rd_oom(err);
-        else
-            convo__rd_cmd_cp_head(&cmds[i], b, &tk[i]);
-        if (rc == 0 && cmds[i].failed)
-            rc = convo__rd_oom(err);
-    }
-    for (int eval = 0; rc == 0 && eval < 2; eval++) {
-        for (size_t i = 0; i < n; i++) {
-            cmds[i].argv[0] = eval ? "EVAL" : "EVALSHA";
-            cmds[i].lens[0] = eval ? 4 : 7;
-            cmds[i].argv[1] = eval ? convo__rd_scripts[S_CP_MIGRATE] : b->sha[S_CP_MIGRATE];
-            cmds[i].lens[1] = strlen(cmds[i].argv[1]);
-        }
-        if ((rc = convo__rd_pipeline(b, c, cmds, n, r, err)) != 0)
-            break;
-        int lost = 0;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            lost |= convo__rd_is_noscript(r[i]);
-            if (r[i]->type == REDIS_REPLY_ERROR && !convo__rd_is_noscript(r[i]))
-                rc = convo__rd_reply_error(r[i], err);
-        }
-        convo__rd_replies_free(r, n);
-        if (!lost)
-            break;
-    }
-    for (size_t i = 0; tk && cmds && i < n; i++) {
-        free(tk[i].buf);
-        convo__rd_cmd_free(&cmds[i]);
-    }
-    free(tk);
-    free(cmds);
-    free(r);
-    return rc;
-}
-
-/* HGET P:store v, or (with value) HSET P:store v value; *is2 = it said "2". */
-static int store_version(convo_backend *b, rconn *c, const char *value, int *is2,
-                         convo_error *err)
-{
-    cmd q = {0};
-    redisReply *r = NULL;
-    convo__rd_cmd_str(&q, value ? "HSET" : "HGET");
-    convo__rd_cmd_str(&q, b->store_key);
-    convo__rd_cmd_add(&q, "v", 1);
-    if (value)
-        convo__rd_cmd_str(&q, value);
-    int rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, &r, err);
-    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
-        rc = convo__rd_reply_error(r, err);
-    if (rc == 0 && is2)
-        *is2 = r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == '2';
-    freeReplyObject(r);
-    convo__rd_cmd_free(&q);
-    return rc;
-}
-
-/* Stores of layout 1 numbered checkpoints per thread; layout 2 orders them
- * store-wide. P:store's v = 2 says every thread is migrated; until then each
- * open migrates the threads of the index, 100 per round trip, then sets it.
- * A thread written meanwhile (or not in the index) is migrated by its next
- * checkpoint write: every script that writes a checkpoint migrates first. */
-int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err)
-{
-    convo_error mine = {0};
-    int done = 0, rc = store_version(b, c, NULL, &done, &mine);
-    char *after = NULL;
-    while (rc == 0 && !done) {
-        redisReply *r;
-        if ((rc = convo__rd_index_range(b, c, after, 100, &r, &mine)) != 0)
-            break;
-        /* a store without threads has nothing to migrate: a read-only open of a
-         * new prefix writes nothing; a later open that finds threads sets v */
-        int empty = !after && r->elements == 0;
-        rc = migrate_page(b, c, r, &mine);
-        done = r->elements < 100;
-        free(after);
-        after = rc == 0 && !done ? strdup(r->element[r->elements - 1]->str) : NULL;
-        if (rc == 0 && !done && !after)
-            rc = convo__rd_oom(&mine);
-        freeReplyObject(r);
-        if (rc == 0 && done && !empty)
-            rc = store_version(b, c, "2", NULL, &mine);
-    }
-    free(after);
-    /* ?wait=N with too few replicas: written on the master, and a later open
-     * migrates again (it changes nothing twice); the store works meanwhile */
-    if (rc == CONVO_ETIMEOUT && strcmp(mine.backend_code, "WAIT") == 0)
-        return 0;
-    if (rc != 0 && err)
-        *err = mine;
     return rc;
 }
 

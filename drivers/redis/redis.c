@@ -242,4 +242,5 @@ const convo_driver convo_driver_redis = {
     .thread_import = convo__rd_thread_import,
     .sweep = convo__rd_sweep,
     .checkpoint_put_log = convo__rd_checkpoint_put_log,
+    .replace_tail = convo__rd_replace_tail,
 };

@@ -19,11 +19,13 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define MAX_PREFIX_BYTES 128
 #define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
+#define RELAYOUT_TRIES 3  /* a thread migrated by a call that met it (CONVO_MIGRATE) */
 
 /* The scripts (scripts.c joins the .lua files that make each). */
 enum {
     S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
-    S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_COUNT
+    S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
+    S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
 
@@ -153,12 +155,23 @@ int convo__rd_scan_each(convo_backend *b, rconn *c, const char *tail, scan_fn fn
 int convo__rd_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
                             int64_t generation, int *skipped, convo_error *err);
-int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err);
 int convo__rd_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
                         double *seconds, convo_error *err);
 int convo__rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
 
+/* layout.c: the layout migrations */
+int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err);
+int convo__rd_is_migrate(const redisReply *r);
+int convo__rd_thread_relayout(convo_backend *b, rconn *c, const char *id, convo_error *err);
+int convo__rd_relayout_gave_up(const char *id, convo_error *err);
+
+/* rewrite.c: the tail rewrite */
+int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                           convo_rewrite_result *res, convo_error *err);
+
 /* checkpoints.c: checkpoints */
+int convo__rd_record_log_length(const redisReply *rec, int64_t *log_length);
 void convo__rd_cmd_cp_head(cmd *c, const convo_backend *b, const thread_keys *tk);
 int convo__rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__rd_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,

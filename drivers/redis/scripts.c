@@ -24,4 +24,6 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_CP_GET] = LUA_CP LUA_CP_GET,
     [S_CP_LIST] = LUA_CP LUA_CP_LIST,
     [S_CP_PRUNE] = LUA_CP LUA_CP_PRUNE,
+    [S_CP_RELAYOUT] = LUA_CP LUA_CP_RELAYOUT,
+    [S_REWRITE] = LUA_CP LUA_REWRITE,
 };

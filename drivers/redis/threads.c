@@ -36,18 +36,22 @@ typedef struct append_call {
 } append_call;
 
 /* Each key and argument costs the server time, so a script gets only what it
- * uses: without leave to create and without ttl it touches the list and the
- * idempotency hash only. */
+ * uses: without leave to create and without ttl it touches the list, the
+ * idempotency hash and (for an expected generation) meta only. */
 static int append_build(void *ctx, cmd *c, int create)
 {
     const append_call *a = ctx;
     const convo_append_opts *o = a->opts;
-    size_t nkeys = create || a->b->ttl_ms > 0 ? K_COUNT : o->idempotency_key ? 2 : 1;
+    size_t nkeys = create || a->b->ttl_ms > 0   ? K_COUNT
+                   : o->expected_generation >= 0 ? 3
+                   : o->idempotency_key         ? 2
+                                                : 1;
     convo__rd_cmd_script_keys(c, a->tk, nkeys);
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
     convo__rd_cmd_num(c, o->expected_length);
     convo__rd_cmd_num(c, a->b->ttl_ms);
+    convo__rd_cmd_num(c, o->expected_generation);
     for (size_t i = 0; i < a->n; i++)
         convo__rd_cmd_part(c, a->pb, i);
     return c->failed ? CONVO_ENOMEM : S_APPEND;
@@ -69,8 +73,8 @@ static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, con
     return rc;
 }
 
-/* The common append (no idempotency key, no expected length, no ttl, a thread
- * this store wrote lately) without a script, which costs the server several
+/* The common append (no idempotency key, no expected length or generation, no
+ * ttl, a thread this store wrote lately) without a script, which costs the server several
  * times a bare push: RPUSHX, which writes nothing when the list is missing,
  * and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
  * written (no list: a new thread, or one without messages), or an error.
@@ -124,7 +128,8 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     append_call a = {b, &tk, opts, &pb, n};
     uint64_t h = convo__rd_id_hash(thread_id);
     int known = convo__rd_recent_has(b, h);
-    int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0;
+    int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0 &&
+                opts->expected_generation < 0;
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
@@ -274,30 +279,53 @@ static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *e
     return rc ? convo__rd_oom(err) : 0;
 }
 
-/* The meta hash's "v" field: nil = no such thread; "2" = this layout, "1"
- * the one before (messages and extra are the same; only checkpoint orders,
- * which checkpoint writes migrate, differ). */
-static int check_layout(const redisReply *v, const char *missing, convo_error *err)
+/* The reply to HMGET meta v g: v nil = no such thread; "3" = this layout, "2"
+ * and "1" the ones before (messages and extra are the same; only checkpoint
+ * indexes, which checkpoint writes and rewrites migrate, differ). g is the
+ * generation, nil = 0. */
+static int check_layout(const redisReply *vg, const char *missing, int64_t *generation,
+                        convo_error *err)
 {
+    if (vg->type != REDIS_REPLY_ARRAY || vg->elements != 2)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply reading a thread");
+    const redisReply *v = vg->element[0], *g = vg->element[1];
     if (v->type == REDIS_REPLY_NIL)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "%s", missing);
-    if (v->type == REDIS_REPLY_STRING && v->len == 1 && (v->str[0] == '1' || v->str[0] == '2'))
+    if (!(v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] >= '1' && v->str[0] <= '3'))
+        return convo__error(err, CONVO_ENOTSUP, NULL,
+                            "redis: thread stored in an unknown layout (a newer convo?)");
+    char text[24], *end;
+    if (g->type == REDIS_REPLY_NIL) {
+        *generation = 0;
         return 0;
-    return convo__error(err, CONVO_ENOTSUP, NULL,
-                        "redis: thread stored in an unknown layout (a newer convo?)");
+    }
+    snprintf(text, sizeof text, "%.*s", g->type == REDIS_REPLY_STRING ? (int)g->len : 0,
+             g->type == REDIS_REPLY_STRING ? g->str : "");
+    long long n = strtoll(text, &end, 10);
+    if (!text[0] || *end || n < 0)
+        return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread generation");
+    *generation = n;
+    return 0;
 }
 
-/* MULTI HGET(v) LLEN LRANGE [HGETALL] EXEC: one round trip, one snapshot. A
- * tail is read as the last `tail` elements and trimmed here against LLEN. */
+/* HMGET meta v g, as check_layout() reads it. */
+static void cmd_layout(cmd *c, const thread_keys *tk)
+{
+    convo__rd_cmd_str(c, "HMGET");
+    convo__rd_cmd_add(c, tk->k[K_META], tk->len[K_META]);
+    convo__rd_cmd_add(c, "v", 1);
+    convo__rd_cmd_add(c, "g", 1);
+}
+
+/* MULTI HMGET(v, g) LLEN LRANGE [HGETALL] EXEC: one round trip, one snapshot.
+ * A tail is read as the last `tail` elements and trimmed here against LLEN. */
 static int load_send(convo_backend *b, rconn *c, const thread_keys *tk, const convo_load_opts *o,
                      convo_history *h, convo_error *err)
 {
     cmd cmds[6] = {{0}};
     size_t n = 0;
     convo__rd_cmd_str(&cmds[n++], "MULTI");
-    convo__rd_cmd_str(&cmds[n], "HGET");
-    convo__rd_cmd_add(&cmds[n], tk->k[K_META], tk->len[K_META]);
-    convo__rd_cmd_add(&cmds[n++], "v", 1);
+    cmd_layout(&cmds[n++], tk);
     convo__rd_cmd_str(&cmds[n], "LLEN");
     convo__rd_cmd_add(&cmds[n++], tk->k[K_MSGS], tk->len[K_MSGS]);
     convo__rd_cmd_str(&cmds[n], "LRANGE");
@@ -325,13 +353,15 @@ static int load_send(convo_backend *b, rconn *c, const thread_keys *tk, const co
     for (size_t i = 0; rc == 0 && i < x->elements; i++)
         if (x->element[i]->type == REDIS_REPLY_ERROR)
             rc = convo__rd_reply_error(x->element[i], err);
+    int64_t generation;
     if (rc == 0)
-        rc = check_layout(x->element[0], "thread not found", err);
+        rc = check_layout(x->element[0], "thread not found", &generation, err);
     if (rc == 0) {
         int64_t len = x->element[1]->integer, from, to;
         const redisReply *list = x->element[2];
         convo__load_range(o, len, &from, &to);
         convo__history_set_length(h, len);
+        convo__history_set_generation(h, generation);
         int64_t first = o->tail > 0 ? len - (int64_t)list->elements : o->from_seq;
         rc = add_records(list, first, from, to, h, err);
     }
@@ -489,18 +519,18 @@ int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error
 
 /* ---- fork ---- */
 
-/* Reads the source in one MULTI/EXEC (a consistent snapshot) and checks the
- * destination in the same round trip. On success *snap is the EXEC reply:
- * HGET meta v, LLEN, LRANGE, HGETALL extra, HMGET meta xb xc xn. */
+/* Reads the source in one MULTI/EXEC (a consistent snapshot: messages of one
+ * generation, which the destination takes) and checks the destination in the
+ * same round trip. On success *snap is the EXEC reply: HMGET meta v g, LLEN,
+ * LRANGE, HGETALL extra, HMGET meta xb xc xn; *generation the source's. */
 static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const thread_keys *dst,
-                     int64_t upto, redisReply **snap, convo_error *err)
+                     int64_t upto, int64_t expected_generation, redisReply **snap,
+                     int64_t *generation, convo_error *err)
 {
     cmd cmds[8] = {{0}};
     redisReply *replies[8] = {NULL};
     convo__rd_cmd_str(&cmds[0], "MULTI");
-    convo__rd_cmd_str(&cmds[1], "HGET");
-    convo__rd_cmd_add(&cmds[1], src->k[K_META], src->len[K_META]);
-    convo__rd_cmd_add(&cmds[1], "v", 1);
+    cmd_layout(&cmds[1], src);
     convo__rd_cmd_str(&cmds[2], "LLEN");
     convo__rd_cmd_add(&cmds[2], src->k[K_MSGS], src->len[K_MSGS]);
     convo__rd_cmd_str(&cmds[3], "LRANGE");
@@ -530,8 +560,12 @@ static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const t
         if (x->element[i]->type == REDIS_REPLY_ERROR)
             rc = convo__rd_reply_error(x->element[i], err);
     if (rc == 0)
-        rc = check_layout(x->element[0], "source thread not found", err);
-    if (rc == 0 && replies[7]->type == REDIS_REPLY_INTEGER && replies[7]->integer == 1)
+        rc = check_layout(x->element[0], "source thread not found", generation, err);
+    if (rc == 0 && expected_generation >= 0 && *generation != expected_generation)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL,
+                          "source thread is at generation %lld, expected %lld",
+                          (long long)*generation, (long long)expected_generation);
+    else if (rc == 0 && replies[7]->type == REDIS_REPLY_INTEGER && replies[7]->integer == 1)
         rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     else if (rc == 0 && upto > x->element[1]->integer)
         rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
@@ -555,7 +589,7 @@ static void cmd_reply_str(cmd *c, const redisReply *r)
 /* ZADD, the fork script on the destination, ZADD: records and extra fields
  * are copied verbatim, created_at included. */
 static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_keys *tk,
-                      const redisReply *snap, convo_error *err)
+                      const redisReply *snap, int64_t generation, convo_error *err)
 {
     const redisReply *list = snap->element[2], *extra = snap->element[3], *m = snap->element[4];
     cmd cmds[3] = {{0}};
@@ -566,6 +600,7 @@ static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_
     for (size_t i = 0; i < 3; i++)
         cmd_reply_str(&cmds[1], m->type == REDIS_REPLY_ARRAY && m->elements == 3 ? m->element[i]
                                                                                   : m);
+    convo__rd_cmd_num(&cmds[1], generation);
     for (size_t i = 0; i < list->elements; i++)
         cmd_reply_str(&cmds[1], list->element[i]);
     for (size_t i = 0; extra->type == REDIS_REPLY_ARRAY && i < extra->elements; i++)
@@ -582,7 +617,7 @@ static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_
 }
 
 static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst, int64_t upto,
-                    convo_error *err)
+                    int64_t expected_generation, convo_error *err)
 {
     thread_keys ks = {0}, kd = {0};
     if (convo__rd_keys_make(b, src, &ks) != 0 || convo__rd_keys_make(b, dst, &kd) != 0) {
@@ -590,14 +625,15 @@ static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst
         return convo__rd_oom(err);
     }
     redisReply *snap = NULL;
-    int rc = fork_read(b, c, &ks, &kd, upto, &snap, err);
+    int64_t generation = 0;
+    int rc = fork_read(b, c, &ks, &kd, upto, expected_generation, &snap, &generation, err);
     if (rc == 0) {
         const redisReply *list = snap->element[2];
         for (size_t i = 0; i < list->elements && rc == 0; i++)
             if (list->element[i]->type != REDIS_REPLY_STRING)
                 rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad message record");
         if (rc == 0)
-            rc = fork_write(b, c, dst, &kd, snap, err);
+            rc = fork_write(b, c, dst, &kd, snap, generation, err);
     }
     freeReplyObject(snap);
     free(ks.buf);
@@ -611,7 +647,7 @@ int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, in
     rconn *c;
     int rc = convo__rd_acquire(b, &c, err);
     if (rc == 0) {
-        rc = fork_run(b, c, src, dst, upto, err);
+        rc = fork_run(b, c, src, dst, upto, expected_generation, err);
         convo__rd_release(b, c);
     }
     return rc;

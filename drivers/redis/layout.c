@@ -1,0 +1,219 @@
+/* layout.c — the stored layout's migrations (docs/redis.md, "Layouts"): 1 -> 2
+ * (store-wide checkpoint put orders, cp_migrate.lua) and 2 -> 3 (checkpoints
+ * indexed by log length, cp_relayout.lua, from log lengths only the client can
+ * decode), for every thread when a store is opened, and for one thread when a
+ * call finds it in an older layout (CONVO_MIGRATE). */
+#include "redis_int.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define LAYOUT "3"
+
+/* Sends cmds[0..n) in one pipeline, every step-th one (from 0) a call of
+ * `script`; all again with EVAL when a node had lost it (NOSCRIPT): the
+ * migration scripts change nothing twice. */
+static int scripts_each(convo_backend *b, rconn *c, cmd *cmds, size_t n, size_t step, int script,
+                        redisReply **r, convo_error *err)
+{
+    for (int eval = 0; eval < 2; eval++) {
+        for (size_t i = 0; i < n; i += step) {
+            if (cmds[i].failed)
+                return convo__rd_oom(err);
+            cmds[i].argv[0] = eval ? "EVAL" : "EVALSHA";
+            cmds[i].lens[0] = eval ? 4 : 7;
+            cmds[i].argv[1] = eval ? convo__rd_scripts[script] : b->sha[script];
+            cmds[i].lens[1] = strlen(cmds[i].argv[1]);
+        }
+        int rc = convo__rd_pipeline(b, c, cmds, n, r, err), lost = 0;
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; i < n; i += step)
+            lost |= convo__rd_is_noscript(r[i]);
+        if (!lost || eval)
+            break;
+        convo__rd_replies_free(r, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (r[i]->type == REDIS_REPLY_ERROR)
+            return convo__rd_reply_error(r[i], err);
+    return 0;
+}
+
+/* cp_relayout's call for one thread: (field, log_length, record) of each
+ * checkpoint of the HGETALL reply all; the numbers' text goes to *nums. */
+static int relayout_call(cmd *c, const thread_keys *tk, const redisReply *all, char **nums,
+                         convo_error *err)
+{
+    if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply reading checkpoints");
+    if (all->elements && !(*nums = malloc(all->elements / 2 * 24)))
+        return convo__rd_oom(err);
+    convo__rd_cmd_script_head(c, tk);
+    for (size_t i = 0; i < all->elements; i += 2) {
+        const redisReply *field = all->element[i], *rec = all->element[i + 1];
+        int64_t log_length;
+        if (field->type != REDIS_REPLY_STRING || convo__rd_record_log_length(rec, &log_length))
+            return convo__error(err, CONVO_ECORRUPT, NULL,
+                                "redis: a stored checkpoint could not be decoded");
+        char *num = *nums + i / 2 * 24;
+        convo__rd_cmd_add(c, field->str, field->len);
+        convo__rd_cmd_add(c, num, convo__rd_fmt_num(num, log_length));
+        convo__rd_cmd_add(c, rec->str, rec->len);
+    }
+    return c->failed ? convo__rd_oom(err) : 0;
+}
+
+/* One round for threads tk[0..n): cp_migrate (layout 1 -> 2) and HGETALL cp
+ * of each in one round trip, then cp_relayout of each in another. done[i] is
+ * set for each thread in layout 3 after it. */
+static int relayout_round(convo_backend *b, rconn *c, const thread_keys *tk, size_t n, char *done,
+                          convo_error *err)
+{
+    cmd *reads = calloc(2 * n, sizeof *reads), *calls = calloc(n, sizeof *calls);
+    redisReply **r1 = calloc(2 * n, sizeof *r1), **r2 = calloc(n, sizeof *r2);
+    char **nums = calloc(n, sizeof *nums);
+    int rc = reads && calls && r1 && r2 && nums ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        convo__rd_cmd_cp_head(&reads[2 * i], b, &tk[i]);
+        convo__rd_cmd_str(&reads[2 * i + 1], "HGETALL");
+        convo__rd_cmd_add(&reads[2 * i + 1], tk[i].k[K_CP], tk[i].len[K_CP]);
+    }
+    if (rc == 0)
+        rc = scripts_each(b, c, reads, 2 * n, 2, S_CP_MIGRATE, r1, err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = relayout_call(&calls[i], &tk[i], r1[2 * i + 1], &nums[i], err);
+    if (rc == 0)
+        rc = scripts_each(b, c, calls, n, 1, S_CP_RELAYOUT, r2, err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        done[i] = r2[i]->type == REDIS_REPLY_INTEGER && r2[i]->integer == 1;
+    for (size_t i = 0; reads && i < 2 * n; i++)
+        convo__rd_cmd_free(&reads[i]);
+    for (size_t i = 0; calls && i < n; i++)
+        convo__rd_cmd_free(&calls[i]);
+    for (size_t i = 0; nums && i < n; i++)
+        free(nums[i]);
+    free(nums);
+    if (r1)
+        convo__rd_replies_free(r1, 2 * n);
+    if (r2)
+        convo__rd_replies_free(r2, n);
+    free(reads);
+    free(calls);
+    free(r1);
+    free(r2);
+    return rc;
+}
+
+int convo__rd_is_migrate(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_STATUS && r->len == 13 &&
+           memcmp(r->str, "CONVO_MIGRATE", 13) == 0;
+}
+
+int convo__rd_thread_relayout(convo_backend *b, rconn *c, const char *id, convo_error *err)
+{
+    thread_keys tk;
+    char done = 0;
+    if (convo__rd_keys_make(b, id, &tk) != 0)
+        return convo__rd_oom(err);
+    int rc = relayout_round(b, c, &tk, 1, &done, err);
+    free(tk.buf);
+    return rc;
+}
+
+int convo__rd_relayout_gave_up(const char *id, convo_error *err)
+{
+    return convo__error(err, CONVO_ECONFLICT, NULL,
+                        "thread %s: its checkpoints kept changing while they were indexed for "
+                        "layout " LAYOUT " (an older convo writing them?): nothing written", id);
+}
+
+/* Migrates the threads of an index page; *all = every one is in layout 3. */
+static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *all,
+                        convo_error *err)
+{
+    size_t n = ids->elements, left = 0;
+    thread_keys *tk = calloc(n + 1, sizeof *tk);
+    char *done = calloc(n + 1, 1);
+    int rc = tk && done ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const redisReply *e = ids->element[i];
+        if (e->type != REDIS_REPLY_STRING || memchr(e->str, '\0', e->len))
+            rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
+        else if (convo__rd_keys_make(b, e->str, &tk[i]) != 0)
+            rc = convo__rd_oom(err);
+    }
+    if (rc == 0 && n > 0)
+        rc = relayout_round(b, c, tk, n, done, err);
+    for (size_t i = 0; i < n && rc == 0; i++) /* changed meanwhile: once more, alone */
+        if (!done[i] && relayout_round(b, c, &tk[i], 1, &done[i], err) == 0 && !done[i])
+            left++;
+    *all = left == 0;
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(tk);
+    free(done);
+    return rc;
+}
+
+/* HGET P:store v, or (with value) HSET P:store v value; *current = it said LAYOUT. */
+static int store_version(convo_backend *b, rconn *c, const char *value, int *current,
+                         convo_error *err)
+{
+    cmd q = {0};
+    redisReply *r = NULL;
+    convo__rd_cmd_str(&q, value ? "HSET" : "HGET");
+    convo__rd_cmd_str(&q, b->store_key);
+    convo__rd_cmd_add(&q, "v", 1);
+    if (value)
+        convo__rd_cmd_str(&q, value);
+    int rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    if (rc == 0 && current)
+        *current = r->type == REDIS_REPLY_STRING && r->len == strlen(LAYOUT) &&
+                   memcmp(r->str, LAYOUT, r->len) == 0;
+    freeReplyObject(r);
+    convo__rd_cmd_free(&q);
+    return rc;
+}
+
+/* P:store's v = 3 says every thread of the store is in layout 3; until then
+ * each open migrates the threads of the index, 100 at a time, then sets it
+ * (unless the index is empty: an open of a new prefix writes nothing). A
+ * thread written meanwhile (or not in the index, or still changing) is
+ * migrated by its next checkpoint write or rewrite (CONVO_MIGRATE); one left
+ * behind keeps v unset, so the next open tries again. */
+int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err)
+{
+    convo_error mine = {0};
+    int done = 0, all = 1, rc = store_version(b, c, NULL, &done, &mine);
+    char *after = NULL;
+    while (rc == 0 && !done) {
+        redisReply *r;
+        int page_all = 1;
+        if ((rc = convo__rd_index_range(b, c, after, 100, &r, &mine)) != 0)
+            break;
+        /* a store without threads has nothing to migrate: a read-only open of a
+         * new prefix writes nothing; a later open that finds threads sets v */
+        int empty = !after && r->elements == 0;
+        rc = migrate_page(b, c, r, &page_all, &mine);
+        all &= page_all;
+        done = r->elements < 100;
+        free(after);
+        after = rc == 0 && !done ? strdup(r->element[r->elements - 1]->str) : NULL;
+        if (rc == 0 && !done && !after)
+            rc = convo__rd_oom(&mine);
+        freeReplyObject(r);
+        if (rc == 0 && done && all && !empty)
+            rc = store_version(b, c, LAYOUT, NULL, &mine);
+    }
+    free(after);
+    /* ?wait=N with too few replicas: written on the master, and a later open
+     * migrates again (it changes nothing twice); the store works meanwhile */
+    if (rc == CONVO_ETIMEOUT && strcmp(mine.backend_code, "WAIT") == 0)
+        return 0;
+    if (rc != 0 && err)
+        *err = mine;
+    return rc;
+}

@@ -1,0 +1,97 @@
+/* rewrite.c — the tail rewrite (convo_replace_tail): one script, rewrite.lua,
+ * on the thread's eight keys, so the removal, the new messages, the
+ * generation, the idempotency record and the checkpoints past keep change
+ * together or not at all (docs/redis.md, "The tail rewrite"). */
+#include "redis_int.h"
+#include <stdlib.h>
+
+typedef struct rewrite_call {
+    const convo_backend *b;
+    const thread_keys *tk;
+    int64_t keep;
+    const convo_rewrite_opts *o;
+    const packbuf *pb;
+    size_t n;
+} rewrite_call;
+
+static int rewrite_build(const rewrite_call *w, cmd *c)
+{
+    convo__rd_cmd_script_head(c, w->tk);
+    convo__rd_cmd_num(c, w->b->ttl_ms);
+    convo__rd_cmd_num(c, w->keep);
+    convo__rd_cmd_num(c, w->o->expected_length);
+    convo__rd_cmd_num(c, w->o->expected_generation);
+    convo__rd_cmd_str(c, w->o->idempotency_key ? w->o->idempotency_key : "");
+    convo__rd_cmd_add(c, w->o->drop_checkpoints ? "1" : "0", 1);
+    for (size_t i = 0; i < w->n; i++)
+        convo__rd_cmd_part(c, w->pb, i);
+    return c->failed ? CONVO_ENOMEM : 0;
+}
+
+/* The script's answer {replayed, first_seq, count, removed, generation}. */
+static int rewrite_result(const redisReply *r, convo_rewrite_result *res, convo_error *err)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return convo__rd_reply_error(r, err);
+    long long v[5];
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a tail rewrite");
+    for (size_t i = 0; i < 5; i++) {
+        if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0)
+            return convo__error(err, CONVO_EIO, NULL,
+                                "redis: unexpected reply to a tail rewrite");
+        v[i] = r->element[i]->integer;
+    }
+    res->replayed = (int)v[0];
+    res->first_seq = v[1];
+    res->count = (size_t)v[2];
+    res->removed = v[3];
+    res->generation = v[4];
+    return 0;
+}
+
+/* The script; a thread whose checkpoints are not indexed by log length yet
+ * (CONVO_MIGRATE, nothing written) is migrated and the script sent again. */
+static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite_call *w,
+                       redisReply **r, convo_error *err)
+{
+    cmd call = {0};
+    int rc = rewrite_build(w, &call) ? convo__rd_oom(err) : 0;
+    for (int i = 0; rc == 0; i++) {
+        rc = convo__rd_pipeline_script(b, c, &call, 1, 0, S_REWRITE, r, err);
+        if (rc != 0 || !convo__rd_is_migrate(*r))
+            break;
+        freeReplyObject(*r);
+        *r = NULL;
+        rc = i < RELAYOUT_TRIES ? convo__rd_thread_relayout(b, c, id, err)
+                                : convo__rd_relayout_gave_up(id, err);
+    }
+    convo__rd_cmd_free(&call);
+    return rc;
+}
+
+int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
+                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                           convo_rewrite_result *res, convo_error *err)
+{
+    thread_keys tk;
+    packbuf pb = {0};
+    if (convo__rd_keys_make(b, thread_id, &tk) != 0)
+        return convo__rd_oom(err);
+    int rc = n ? convo__rd_pack_records(msgs, n, NULL, convo__now_micros(), &pb) : 0;
+    if (rc != 0)
+        rc = convo__rd_pack_error(rc, err);
+    rewrite_call w = {b, &tk, keep, opts, &pb, n};
+    rconn *c;
+    redisReply *r = NULL;
+    if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
+        rc = rewrite_run(b, c, thread_id, &w, &r, err);
+        convo__rd_release(b, c);
+    }
+    if (rc == 0)
+        rc = rewrite_result(r, res, err);
+    freeReplyObject(r);
+    convo__rd_packbuf_free(&pb);
+    free(tk.buf);
+    return rc;
+}
