@@ -298,6 +298,87 @@ static void drop_store_key(const char *prefix)
     freeReplyObject(on_key(key, "DEL %s", key));
 }
 
+
+/* Layout 2, before checkpoints were indexed by log length: no "l" members,
+ * meta v = 2. Returns how many members it removed. */
+static const char downgrade2_lua[] =
+    "local n = redis.call('ZREMRANGEBYLEX', KEYS[6], '[l\\0', '(l\\1')\n"
+    "redis.call('HSET', KEYS[3], 'v', '2')\n"
+    "return n\n";
+
+/* Runs a script on the eight keys of thread id; returns its integer reply. */
+static long long eval_thread(const char *lua, const char *prefix, const char *id)
+{
+    char k[8][512];
+    for (int i = 0; i < 8; i++)
+        key_of(k[i], sizeof k[i], prefix, id, i);
+    redisReply *r = on_key(k[0], "EVAL %s 8 %s %s %s %s %s %s %s %s", lua, k[0], k[1], k[2], k[3],
+                           k[4], k[5], k[6], k[7]);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The number of "l" members (checkpoints indexed by log length) of a thread. */
+static long long loglen_members(const char *prefix, const char *id)
+{
+    char key[512];
+    key_of(key, sizeof key, prefix, id, 5);
+    redisReply *r = on_key(key, "ZLEXCOUNT %s %b %b", key, "[l\0", (size_t)3, "(l\1", (size_t)3);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+static int64_t generation_of(convo_store *s, const char *id)
+{
+    convo_history *h;
+    convo_error err;
+    int rc = convo_load(s, id, NULL, &h, &err);
+    ck_assert_msg(rc == 0, "load %s: %d %s", id, rc, err.message);
+    int64_t g = convo_history_generation(h);
+    convo_history_free(h);
+    return g;
+}
+
+static int rewrite(convo_store *s, const char *id, int64_t keep, int drop, convo_error *err)
+{
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = drop;
+    convo_rewrite_result r;
+    return convo_replace_tail(s, id, keep, msgs, NULL, 1, &o, &r, err);
+}
+
+/* A checkpoint whose channel c is at version v with value `value`. */
+static void put_value(convo_store *s, const char *id, const char *cp_id, const char *v,
+                      const char *value, int64_t log_length)
+{
+    convo_blob b = {"json", value, strlen(value)};
+    convo_channel_in ch[] = {{"c", v, &b}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = id;
+    cp.checkpoint_id = cp_id;
+    cp.channels = ch;
+    cp.nchannels = 1;
+    cp.log_length = log_length;
+    convo_error err;
+    int rc = convo_checkpoint_put(s, &cp, &err);
+    ck_assert_msg(rc == 0, "put %s: %d %s", cp_id, rc, err.message);
+    convo_write_in w = {0, "c", {"json", "1", 1}};
+    rc = convo_checkpoint_put_writes(s, id, "", cp_id, "task", "", &w, 1, &err);
+    ck_assert_msg(rc == 0, "put_writes %s: %d %s", cp_id, rc, err.message);
+}
+
+static int hexists(const char *prefix, const char *id, int kind, const char *field, size_t len)
+{
+    char key[512];
+    key_of(key, sizeof key, prefix, id, kind);
+    redisReply *r = on_key(key, "HEXISTS %s %b", key, field, len);
+    int n = (int)r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
 /* ------------------------------------------------------------ tests */
 
 START_TEST(test_put_log_conflict_writes_nothing)
@@ -411,6 +492,166 @@ START_TEST(test_old_layout)
 }
 END_TEST
 
+
+/* Layout 2 (no "l" members) is migrated on open: a rewrite then finds the
+ * checkpoints past keep. A thread put back in layout 2 afterwards (an older
+ * writer) is migrated by the rewrite that meets it, and one whose checkpoint
+ * lost its member (an older convo's put) is indexed again first. */
+START_TEST(test_layout2_migrated)
+{
+    char prefix[256], meta[512], store_key[512];
+    convo_store *s = open_store("two", NULL, prefix, sizeof prefix);
+    const char *t = "two-t", *plain = "two-plain";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    ck_assert_int_eq(put(s, t, "", "c3", 1, 2, &err), 0); /* log_length 3 */
+    put_ok(s, t, "sub", "c0");                             /* log_length 0 */
+    ck_assert_int_eq(convo_append(s, plain, msgs, NULL, 2, NULL, NULL, &err), 0);
+    convo_close(s);
+    ck_assert_int_eq(eval_thread(downgrade2_lua, prefix, t), 2);
+    eval_thread(downgrade2_lua, prefix, plain);
+    snprintf(store_key, sizeof store_key, "%s:store", prefix);
+    freeReplyObject(on_key(store_key, "HSET %s v 2", store_key));
+    key_of(meta, sizeof meta, prefix, t, 2);
+    assert_hget(meta, "v", "2");
+
+    s = open_store("two", NULL, prefix, sizeof prefix);
+    assert_hget(meta, "v", "3");
+    assert_hget(store_key, "v", "3");
+    ck_assert_int_eq(loglen_members(prefix, t), 2);
+    ck_assert_int_eq(generation_of(s, t), 0);
+    ck_assert_int_eq(generation_of(s, plain), 0);
+    char plain_meta[512];
+    key_of(plain_meta, sizeof plain_meta, prefix, plain, 2);
+    assert_hget(plain_meta, "v", "3");
+    ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+
+    /* back in layout 2 behind the store's back: the rewrite migrates it */
+    ck_assert_int_eq(eval_thread(downgrade2_lua, prefix, t), 2);
+    ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+    assert_hget(meta, "v", "3");
+    ck_assert_int_eq(loglen_members(prefix, t), 2);
+    /* a checkpoint without its member in layout 3: indexed before the rewrite */
+    char cpidx[512];
+    key_of(cpidx, sizeof cpidx, prefix, t, 5);
+    redisReply *r = on_key(cpidx, "ZREMRANGEBYLEX %s %b %b", cpidx, "[l\0000000000000000003",
+                           (size_t)19, "(l\1", (size_t)3);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_int_eq(loglen_members(prefix, t), 1);
+    ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+    /* dropped with it: record, members, writes */
+    ck_assert_int_eq(rewrite(s, t, 2, 1, &err), 0);
+    ck_assert_int_eq(loglen_members(prefix, t), 1);
+    ck_assert_int_eq(hexists(prefix, t, 4, "\0c3", 3), 0);
+    ck_assert_int_eq(hexists(prefix, t, 4, "sub\0c0", 6), 1);
+    ck_assert_int_eq(generation_of(s, t), 1);
+    delete_ok(s, t);
+    delete_ok(s, plain);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
+/* A rewrite refused (checkpoint, length, generation, keep) leaves every key as
+ * it was; one that runs sets one deadline on every key. */
+START_TEST(test_rewrite_conflict_writes_nothing)
+{
+    char prefix[256];
+    convo_store *s = open_store("rw", "ttl=3600", prefix, sizeof prefix);
+    const char *t = "rw";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    ck_assert_int_eq(put(s, t, "", "c1", 1, 2, &err), 0); /* length 3, log_length 3 */
+    bytes before = snapshot(prefix, t);
+    ck_assert_int_eq(rewrite(s, t, 1, 0, &err), CONVO_ECONFLICT);
+    same_snapshot(&before, prefix, t, "rewrite refused by a checkpoint");
+    ck_assert_int_eq(rewrite(s, t, 4, 1, &err), CONVO_EINVAL);
+    same_snapshot(&before, prefix, t, "rewrite past the end");
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.expected_generation = 1;
+    o.drop_checkpoints = 1;
+    convo_rewrite_result res;
+    ck_assert_int_eq(convo_replace_tail(s, t, 1, NULL, NULL, 0, &o, &res, &err), CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "3 messages at generation 0"));
+    same_snapshot(&before, prefix, t, "rewrite at another generation");
+    o.expected_generation = 0;
+    o.expected_length = 2;
+    ck_assert_int_eq(convo_replace_tail(s, t, 1, NULL, NULL, 0, &o, &res, &err), CONVO_ECONFLICT);
+    same_snapshot(&before, prefix, t, "rewrite at another length");
+    /* the idempotency hash, checkpoints and all: one deadline, renewed */
+    char key[512];
+    for (int k = 0; k < 8; k++) {
+        key_of(key, sizeof key, prefix, t, k);
+        freeReplyObject(on_key(key, "PEXPIRE %s 100000", key));
+    }
+    o.expected_length = 3;
+    o.idempotency_key = "k";
+    ck_assert_int_eq(convo_replace_tail(s, t, 1, msgs, NULL, 1, &o, &res, &err), 0);
+    ck_assert_int_eq(res.removed, 2);
+    ck_assert_int_eq(res.generation, 1);
+    long long at = -1;
+    for (int k = 0; k < 8; k++) {
+        key_of(key, sizeof key, prefix, t, k);
+        redisReply *r = on_key(key, "PEXPIRETIME %s", key);
+        if (r->integer != -2) { /* keys emptied by the drop are gone */
+            ck_assert_int_gt(r->integer, 0);
+            ck_assert_msg(at < 0 || at == r->integer, "two deadlines: %lld, %lld", at,
+                          r->integer);
+            at = r->integer;
+        }
+        freeReplyObject(r);
+        r = on_key(key, "PTTL %s", key);
+        ck_assert(r->integer == -2 || r->integer > 3590 * 1000LL);
+        freeReplyObject(r);
+    }
+    free(before.p);
+    delete_ok(s, t);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
+/* Dropping checkpoints removes the values only they listed: a version put
+ * again afterwards (LangGraph.js numbers versions 1, 2, 3...) stores its new
+ * value instead of finding the dropped one (values are written once). */
+START_TEST(test_rewrite_drop_values)
+{
+    char prefix[256];
+    convo_store *s = open_store("vals", NULL, prefix, sizeof prefix);
+    const char *t = "vals";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    put_value(s, t, "a", "1", "\"one\"", 1);
+    put_value(s, t, "b", "1", "\"one\"", 2); /* shares version 1 with a */
+    put_value(s, t, "c", "2", "\"two\"", 2);
+    put_value(s, t, "d", "2", "\"two\"", 2);
+    ck_assert_int_eq(rewrite(s, t, 1, 1, &err), 0); /* drops b, c, d */
+    ck_assert_int_eq(hexists(prefix, t, 4, "\0a", 2), 1);
+    ck_assert_int_eq(hexists(prefix, t, 4, "\0b", 2), 0);
+    ck_assert_int_eq(hexists(prefix, t, 6, "\0c\0" "1", 4), 1);
+    ck_assert_int_eq(hexists(prefix, t, 6, "\0c\0" "2", 4), 0);
+    ck_assert_int_eq(hexists(prefix, t, 7, "\0b\0task\0" "0", 9), 0);
+    ck_assert_int_eq(hexists(prefix, t, 7, "\0a\0task\0" "0", 9), 1);
+    ck_assert_int_eq(loglen_members(prefix, t), 1);
+    put_value(s, t, "e", "2", "\"TWO\"", 2);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, t, "", "e", &cp, &err), 0);
+    const char *version;
+    convo_blob v;
+    ck_assert_str_eq(convo_checkpoint_channel(cp, 0, &version, &v), "c");
+    ck_assert_msg(v.type && v.len == 5 && memcmp(v.bytes, "\"TWO\"", 5) == 0, "value %.*s",
+                  (int)v.len, (const char *)v.bytes);
+    convo_checkpoint_free(cp);
+    delete_ok(s, t);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -426,6 +667,9 @@ int main(int argc, char **argv)
     tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
     tcase_add_test(tc, test_put_log_conflict_writes_nothing);
     tcase_add_test(tc, test_old_layout);
+    tcase_add_test(tc, test_layout2_migrated);
+    tcase_add_test(tc, test_rewrite_conflict_writes_nothing);
+    tcase_add_test(tc, test_rewrite_drop_values);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
