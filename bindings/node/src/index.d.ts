@@ -17,7 +17,13 @@ export declare class ConvoError extends Error {
 }
 export declare class InvalidError extends ConvoError {}
 export declare class NotFoundError extends ConvoError {}
-export declare class ConflictError extends ConvoError {}
+export declare class ConflictError extends ConvoError {
+  /** After append, replaceTail or pop: the thread's length read just after the conflict
+   * (undefined when that read failed, and after other calls). */
+  length?: number;
+  /** Likewise its generation: how many tail rewrites it has had. */
+  generation?: number;
+}
 export declare class TooLargeError extends ConvoError {}
 export declare class BackendError extends ConvoError {}
 export declare class TimeoutError extends ConvoError {}
@@ -39,7 +45,49 @@ export interface LoadedMessage {
   /** The message exactly as appended. */
   json: string;
 }
-export interface History { messages: LoadedMessage[]; length: number; extra: Record<string, unknown> | null }
+export interface History {
+  messages: LoadedMessage[];
+  /** Messages in the whole thread, whatever was asked for. */
+  length: number;
+  /** How many tail rewrites the thread has had: messages below length do not change while it stays. */
+  generation: number;
+  extra: Record<string, unknown> | null;
+}
+
+export interface ReplaceTailOptions {
+  /** Messages [0, keep) stay; the new messages take seq keep, keep + 1, ... */
+  keep: number;
+  /** The new messages (none: everything from keep on is removed). */
+  messages?: MessageIn[];
+  /** ConflictError (nothing written) unless the thread has exactly this many messages. */
+  expectedLength?: number;
+  /** ConflictError unless the thread is at this generation. */
+  expectedGeneration?: number;
+  /** The messages [keep, length) as the caller saw them: loaded messages (compared by their
+   * exact json), JSON strings or objects (JSON.stringify'd); [] = nothing after keep. */
+  expectedSuffix?: (LoadedMessage | MessageIn)[] | null;
+  /** A retry with the same key applies once and resolves to the first call's result. */
+  idempotencyKey?: string | null;
+  /** Remove the checkpoints whose logLength is above keep in the same step (default: ConflictError naming one). */
+  dropCheckpoints?: boolean;
+}
+export interface ReplaceTailResult {
+  /** keep: the seq of the first new message. */
+  firstSeq: number;
+  count: number;
+  /** Messages removed (0 on a replay). */
+  removed: number;
+  /** The thread's generation after the call. */
+  generation: number;
+  replayed: boolean;
+}
+export interface PopOptions {
+  /** How many (default 1); fewer are removed when the thread has fewer. */
+  count?: number;
+  /** ConflictError unless the thread has exactly this many messages; no retry on a race. */
+  expectedLength?: number;
+  dropCheckpoints?: boolean;
+}
 
 export interface CheckpointIn {
   threadId: string;
@@ -53,6 +101,8 @@ export interface CheckpointIn {
   /** Appended to the thread's log in the same atomic write, at seq expectedLength. */
   messages?: MessageIn[];
   expectedLength?: number;
+  /** With messages: ConflictError unless the thread is at this generation. */
+  expectedGeneration?: number;
 }
 export interface StoredCheckpoint {
   threadId: string;
@@ -78,14 +128,18 @@ export declare class Store {
   /** Closes once the calls under way are done. */
   close(): Promise<void>;
   append(threadId: string, messages: MessageIn[],
-    opts?: { idempotencyKey?: string | null; expectedLength?: number }):
+    opts?: { idempotencyKey?: string | null; expectedLength?: number; expectedGeneration?: number }):
     Promise<{ firstSeq: number; count: number; replayed: boolean }>;
   load(threadId: string, opts?: { fromSeq?: number; limit?: number; tail?: number; withExtra?: boolean }):
     Promise<History>;
+  /** Keeps [0, keep) and stores messages after them, atomically; the generation goes up by one. */
+  replaceTail(threadId: string, opts: ReplaceTailOptions): Promise<ReplaceTailResult>;
+  /** Removes the last messages and resolves to them, oldest first ([] for an empty thread). */
+  pop(threadId: string, opts?: PopOptions): Promise<LoadedMessage[]>;
   saveExtra(threadId: string, patch: Record<string, unknown> | string): Promise<void>;
   threads(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
   delete(threadId: string): Promise<void>;
-  fork(src: string, dst: string, upto?: number): Promise<void>;
+  fork(src: string, dst: string, upto?: number, opts?: { expectedGeneration?: number }): Promise<void>;
   checkpointPut(cp: CheckpointIn): Promise<void>;
   checkpointPutWrites(threadId: string, ns: string, checkpointId: string, taskId: string,
     taskPath: string, writes: { idx: number; channel: string; value: Blob }[]): Promise<void>;

@@ -31,7 +31,22 @@ koffi.opaque('convo_checkpoint');
 koffi.opaque('convo_checkpoint_set');
 koffi.struct('convo_append_opts', {
   version: 'unsigned int', idempotency_key: 'const char *', expected_length: 'int64_t',
+  expected_generation: 'int64_t', // version 2
 });
+koffi.struct('convo_rewrite_opts', {
+  version: 'unsigned int',
+  idempotency_key: 'const char *',
+  expected_length: 'int64_t',
+  expected_generation: 'int64_t',
+  expected_suffix: 'const char **',
+  expected_suffix_lengths: 'size_t *',
+  nexpected_suffix: 'size_t',
+  drop_checkpoints: 'int',
+});
+koffi.struct('convo_rewrite_result', {
+  first_seq: 'int64_t', count: 'size_t', removed: 'int64_t', generation: 'int64_t', replayed: 'int',
+});
+koffi.struct('convo_fork_opts', { version: 'unsigned int', expected_generation: 'int64_t' });
 koffi.struct('convo_append_result', { first_seq: 'int64_t', count: 'size_t', replayed: 'int' });
 koffi.struct('convo_load_opts', {
   version: 'unsigned int', from_seq: 'int64_t', limit: 'int64_t', tail: 'int64_t', with_extra: 'int',
@@ -57,6 +72,7 @@ koffi.struct('convo_checkpoint_in', {
   message_lengths: 'size_t *',
   nmessages: 'size_t',
   expected_length: 'int64_t',
+  expected_generation: 'int64_t', // version 3
 });
 koffi.struct('convo_write_in', { idx: 'int64_t', channel: 'const char *', value: 'convo_blob' });
 koffi.struct('convo_checkpoint_list_opts', {
@@ -83,6 +99,7 @@ const decls = [
   'void convo_close(convo_store *s)',
   'const char *convo_store_driver(const convo_store *s)',
   'int convo_append(convo_store *s, const char *thread_id, const char **messages, const size_t *lengths, size_t n, const convo_append_opts *opts, _Out_ convo_append_result *res, _Out_ convo_error *err)',
+  'int convo_replace_tail(convo_store *s, const char *thread_id, int64_t keep, const char **messages, const size_t *lengths, size_t n, const convo_rewrite_opts *opts, _Out_ convo_rewrite_result *res, _Out_ convo_error *err)',
   'int convo_load(convo_store *s, const char *thread_id, const convo_load_opts *opts, _Out_ convo_history **out, _Out_ convo_error *err)',
   'void convo_history_free(convo_history *h)',
   'size_t convo_history_count(const convo_history *h)',
@@ -92,6 +109,7 @@ const decls = [
   'int64_t convo_history_seq(const convo_history *h, size_t i)',
   'int64_t convo_history_created_at(const convo_history *h, size_t i)',
   'const char *convo_history_extra(const convo_history *h)',
+  'int64_t convo_history_generation(const convo_history *h)',
   'int convo_save_extra(convo_store *s, const char *thread_id, const char *patch_json, _Out_ convo_error *err)',
   'int convo_thread_delete(convo_store *s, const char *thread_id, _Out_ convo_error *err)',
   'int convo_thread_list(convo_store *s, const char *after, size_t limit, _Out_ convo_thread_page **out, _Out_ convo_error *err)',
@@ -100,6 +118,7 @@ const decls = [
   'const char *convo_thread_page_next(const convo_thread_page *p)',
   'void convo_thread_page_free(convo_thread_page *p)',
   'int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto, _Out_ convo_error *err)',
+  'int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64_t upto, const convo_fork_opts *opts, _Out_ convo_error *err)',
   'int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, _Out_ convo_error *err)',
   'int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, const char *task_id, const char *task_path, const convo_write_in *writes, size_t n, _Out_ convo_error *err)',
   'int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, _Out_ convo_checkpoint **out, _Out_ convo_error *err)',

@@ -1,7 +1,7 @@
 // store.js — Store: every call of include/convo.h as a Promise. Calls that reach
 // the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
 import { C, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn } from './lib.js';
-import { fromCall, InvalidError, codes } from './errors.js';
+import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
 import { text, optText, int, list, options } from './args.js';
 
 
@@ -42,6 +42,17 @@ function messageBuffers(messages) {
     Buffer.isBuffer(m) || m instanceof Uint8Array ? toBytes(m) : Buffer.from(JSON.stringify(m))));
   return { bufs, lengths: bufs.map((b) => b.length) };
 }
+
+// A message of the caller's view of a tail: a loaded message ({ seq, json, ... }: its
+// exact text), or what append takes.
+function suffixBuffers(suffix) {
+  return messageBuffers(list(suffix, 'expectedSuffix').map((m) =>
+    (m && typeof m === 'object' && typeof m.json === 'string' && typeof m.seq === 'number' ? m.json : m)));
+}
+
+// A pop that loses a race with another writer reads the tail again, this many times
+// at most (as `convo pop` does).
+const POP_ATTEMPTS = 50;
 
 // A checkpoint read back from the library, as a plain object.
 function checkpointOut(cp) {
@@ -123,6 +134,27 @@ export class Store {
     if (rc !== 0) throw fail(rc, err);
   }
 
+  // #call for a write to threadId whose ConflictError gets the thread's length and
+  // generation read just after it (the C error carries only text); left undefined when
+  // that read fails.
+  async #write(threadId, fn, ...args) {
+    try {
+      await this.#call(fn, threadId, ...args);
+    } catch (e) {
+      if (e instanceof ConflictError && e.length === undefined) {
+        const state = await this.#state(threadId).catch(() => null);
+        if (state) Object.assign(e, state);
+      }
+      throw e;
+    }
+  }
+
+  // { length, generation } of a thread, without reading a message.
+  async #state(threadId) {
+    const h = await this.load(threadId, { fromSeq: Number.MAX_SAFE_INTEGER, withExtra: false });
+    return { length: h.length, generation: h.generation };
+  }
+
   /** Closes the store once the calls under way are done. */
   close() {
     if (this.#closing) return this.#closing;
@@ -136,13 +168,15 @@ export class Store {
   }
 
   async append(threadId, messages, opts_) {
-    const { idempotencyKey = null, expectedLength = -1 } = options(opts_, 'append options');
+    const { idempotencyKey = null, expectedLength = -1, expectedGeneration = -1 } =
+      options(opts_, 'append options');
     text(threadId, 'threadId');
     const { bufs, lengths } = messageBuffers(messages);
-    const opts = { version: 1, idempotency_key: optText(idempotencyKey, 'idempotencyKey'),
-      expected_length: int(expectedLength, 'expectedLength', -1) };
+    const opts = { version: 2, idempotency_key: optText(idempotencyKey, 'idempotencyKey'),
+      expected_length: int(expectedLength, 'expectedLength', -1),
+      expected_generation: int(expectedGeneration, 'expectedGeneration', -1) };
     const res = {};
-    await this.#call(C.convo_append, threadId, bufs, lengths, bufs.length, opts, res);
+    await this.#write(threadId, C.convo_append, bufs, lengths, bufs.length, opts, res);
     return { firstSeq: Number(res.first_seq), count: Number(res.count), replayed: !!res.replayed };
   }
 
@@ -167,6 +201,7 @@ export class Store {
         };
       }
       return { messages, length: Number(C.convo_history_length(h)),
+        generation: Number(C.convo_history_generation(h)),
         extra: withExtra ? JSON.parse(C.convo_history_extra(h)) : null };
     } finally {
       C.convo_history_free(h);
@@ -190,6 +225,72 @@ export class Store {
     } finally {
       C.convo_history_free(h);
     }
+  }
+
+  /**
+   * Keeps messages [0, keep) and stores `messages` after them, in one atomic step; the
+   * thread's generation goes up by one. Conditions: expectedLength, expectedGeneration,
+   * expectedSuffix (the messages [keep, length) as the caller saw them). Resolves to
+   * { firstSeq, count, removed, generation, replayed }.
+   */
+  async replaceTail(threadId, opts_) {
+    const { keep, messages = [], expectedLength = -1, expectedGeneration = -1,
+      expectedSuffix = null, idempotencyKey = null, dropCheckpoints = false } =
+      options(opts_, 'replaceTail options');
+    text(threadId, 'threadId');
+    int(keep, 'keep', 0);
+    if (typeof dropCheckpoints !== 'boolean') {
+      throw new InvalidError(codes.EINVAL, 'dropCheckpoints must be a boolean');
+    }
+    const { bufs, lengths } = messageBuffers(messages);
+    const suffix = expectedSuffix === null ? null : suffixBuffers(expectedSuffix);
+    const opts = {
+      version: 1,
+      idempotency_key: optText(idempotencyKey, 'idempotencyKey'),
+      expected_length: int(expectedLength, 'expectedLength', -1),
+      expected_generation: int(expectedGeneration, 'expectedGeneration', -1),
+      // an empty view is a non-NULL pointer with a count of 0
+      expected_suffix: suffix ? (suffix.bufs.length ? suffix.bufs : [Buffer.alloc(1)]) : null,
+      expected_suffix_lengths: suffix && suffix.bufs.length ? suffix.lengths : null,
+      nexpected_suffix: suffix ? suffix.bufs.length : 0,
+      drop_checkpoints: dropCheckpoints ? 1 : 0,
+    };
+    const res = {};
+    await this.#write(threadId, C.convo_replace_tail, keep, bufs.length ? bufs : null,
+      bufs.length ? lengths : null, bufs.length, opts, res);
+    return { firstSeq: Number(res.first_seq), count: Number(res.count), removed: Number(res.removed),
+      generation: Number(res.generation), replayed: !!res.replayed };
+  }
+
+  /**
+   * Removes the last `count` messages (fewer when there are fewer) and resolves to them,
+   * as load gives them, oldest first ([] and nothing written for an empty thread). Reads
+   * the tail, then removes exactly it on the (length, generation) read: a pop that loses
+   * a race reads again, unless expectedLength was given.
+   */
+  async pop(threadId, opts_) {
+    const { count = 1, expectedLength = -1, dropCheckpoints = false } = options(opts_, 'pop options');
+    text(threadId, 'threadId');
+    int(count, 'count', 1);
+    int(expectedLength, 'expectedLength', -1);
+    for (let attempt = 0; attempt < POP_ATTEMPTS; attempt++) {
+      const h = await this.load(threadId, { tail: count, withExtra: false });
+      if (expectedLength >= 0 && h.length !== expectedLength) {
+        throw Object.assign(new ConflictError(codes.ECONFLICT, `thread has ${h.length} messages, ` +
+          `not the expected ${expectedLength}: nothing removed`), { length: h.length, generation: h.generation });
+      }
+      if (h.messages.length === 0) return [];
+      try {
+        await this.replaceTail(threadId, { keep: h.length - h.messages.length, expectedLength: h.length,
+          expectedGeneration: h.generation, dropCheckpoints });
+        return h.messages;
+      } catch (e) {
+        const moved = e.length !== undefined && (e.length !== h.length || e.generation !== h.generation);
+        if (!(e instanceof ConflictError) || expectedLength >= 0 || !moved) throw e;
+      }
+    }
+    throw new ConflictError(codes.ECONFLICT,
+      `the thread changed under each of ${POP_ATTEMPTS} attempts to pop: nothing removed`);
   }
 
   async saveExtra(threadId, patch) {
@@ -216,8 +317,12 @@ export class Store {
     await this.#call(C.convo_thread_delete, text(threadId, 'threadId'));
   }
 
-  async fork(src, dst, upto = -1) {
-    await this.#call(C.convo_thread_fork, text(src, 'src'), text(dst, 'dst'), int(upto, 'upto', -1));
+  /** Copies [0, upto) of src into the new thread dst, which starts at src's generation. */
+  async fork(src, dst, upto = -1, opts_ = undefined) {
+    const { expectedGeneration = -1 } = options(opts_, 'fork options');
+    const opts = { version: 1, expected_generation: int(expectedGeneration, 'expectedGeneration', -1) };
+    await this.#call(C.convo_thread_fork_ex, text(src, 'src'), text(dst, 'dst'), int(upto, 'upto', -1),
+      opts);
   }
 
   /**
@@ -236,7 +341,7 @@ export class Store {
     const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
     const body = blobIn(cp.body, 'body') ?? { type: null, bytes: null, len: 0 };
     const input = {
-      version: 2,
+      version: 3,
       thread_id: text(cp.threadId, 'threadId'),
       checkpoint_ns: optText(cp.ns, 'ns') ?? '',
       checkpoint_id: text(cp.id, 'id'),
@@ -250,6 +355,7 @@ export class Store {
       message_lengths: msgs ? msgs.lengths : null,
       nmessages: msgs ? msgs.bufs.length : 0,
       expected_length: int(cp.expectedLength ?? -1, 'expectedLength', -1),
+      expected_generation: int(cp.expectedGeneration ?? -1, 'expectedGeneration', -1),
     };
     await this.#call(C.convo_checkpoint_put, input);
   }

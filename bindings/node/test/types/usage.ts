@@ -1,5 +1,5 @@
 // usage.ts — compiled (not run) by types.test.mjs: the package's types as a user sees them.
-import { Store, ConvoSaver, ConvoError, NotFoundError, codes } from 'convo';
+import { Store, ConvoSaver, ConvoError, ConflictError, NotFoundError, codes } from 'convo';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { StateGraph, MessagesAnnotation } from '@langchain/langgraph';
 
@@ -22,6 +22,18 @@ async function main(): Promise<void> {
   } catch (e) {
     if (e instanceof NotFoundError && e.code === codes.ENOTFOUND) console.log(e.backendCode);
     if (e instanceof ConvoError) console.log(e.codeName);
+  }
+  // the tail rewrite: typed options, results, the generation and a conflict's state
+  const rw: { firstSeq: number; removed: number; generation: number; replayed: boolean } =
+    await store.replaceTail('t', { keep: 1, messages: [{ role: 'user' }], expectedLength: h.length,
+      expectedGeneration: h.generation, expectedSuffix: h.messages, idempotencyKey: 'k', dropCheckpoints: false });
+  const popped: string[] = (await store.pop('t', { count: 1, expectedLength: 1 })).map((m) => m.json);
+  await store.append('t', ['{"role":"user"}'], { expectedGeneration: rw.generation });
+  await store.fork('t', 'u', -1, { expectedGeneration: rw.generation });
+  try {
+    await store.pop('t');
+  } catch (e) {
+    if (e instanceof ConflictError) console.log(e.length ?? 0, e.generation ?? 0, popped);
   }
   const dump: Buffer = await store.export();
   await store.import(dump);
