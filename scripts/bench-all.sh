@@ -43,5 +43,6 @@ for url in "${urls[@]}"; do
     run --scenario load --messages 10000
     run --scenario extra --messages 5000
     run --scenario checkpoint --messages 2000
+    run --scenario pop --messages 5000 --prefill 100
     run --scenario conversation --turns 1000
 done

@@ -683,6 +683,15 @@ for sc in append load extra checkpoint; do
     check "bench $sc" 0 "$CONVO" --url "$M" bench --scenario "$sc" --messages 40 --json
     bench_fields "bench $sc" scenario driver ops seconds ops_per_sec p50_us p99_us
 done
+check "bench pop" 0 "$CONVO" --url "$M" bench --scenario pop --messages 40 --json
+bench_fields "bench pop" scenario driver ops ops_per_sec p50_us p99_us append_us pop_us pop_to_append \
+    append_p50_us pop_p50_us pop_to_append_p50
+if grep -q '"scenario":"pop","driver":"memory",.*"ops":40,' "$T/out"; then ok; else bad "bench pop: $(head -c 300 "$T/out")"; fi
+if [ "$have_sqlite" = 1 ]; then
+    # every round trip left the thread as it found it: the pop removed what the append added
+    check "bench pop on sqlite" 0 "$CONVO" --url "sqlite:$T/pop.db" bench --scenario pop --messages 30 --prefill 5 --json
+    bench_fields "bench pop on sqlite" append_us pop_us pop_to_append
+fi
 check "bench conversation" 0 "$CONVO" --url "$M" bench --scenario conversation --turns 20 --json
 bench_fields "bench conversation" scenario driver turns raw_bytes stored_bytes storage_ratio
 check "bench conversation --put-log" 0 "$CONVO" --url "$M" bench --scenario conversation --turns 20 --put-log --json

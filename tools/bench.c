@@ -30,6 +30,8 @@ typedef struct client {
     int interleave;  /* measure the raw primitive in blocks between our own */
     double raw_secs;
     size_t raw_ops;
+    double append_secs, pop_secs; /* pop: the two halves of each round trip */
+    double *append_us, *pop_us;   /* pop: each half of each round trip */
 } client;
 
 #define RAW_BLOCK 250
@@ -106,10 +108,33 @@ static int prefill(convo_store *s, const char *thread, size_t n, size_t payload,
     return rc;
 }
 
+/* pop: append one message, then remove it again with convo_replace_tail on
+ * the length the append left (one round trip each); each half timed apart. */
+static int append_then_pop(client *c, size_t op, const char *msg)
+{
+    convo_append_result ar;
+    double t0 = now_s();
+    int rc = convo_append(c->store, c->thread, &msg, NULL, 1, NULL, &ar, &c->err);
+    double t1 = now_s();
+    if (rc != 0)
+        return rc;
+    convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+    ro.expected_length = ar.first_seq + 1;
+    rc = convo_replace_tail(c->store, c->thread, ar.first_seq, NULL, NULL, 0, &ro, NULL, &c->err);
+    double t2 = now_s();
+    c->append_secs += t1 - t0;
+    c->pop_secs += t2 - t1;
+    c->append_us[op] = (t1 - t0) * 1e6;
+    c->pop_us[op] = (t2 - t1) * 1e6;
+    return rc;
+}
+
 /* One op of the scenario for client c; op is its index. */
 static int one_op(client *c, size_t op, const char *msg, char *scratch)
 {
     const bench_opts *o = c->o;
+    if (strcmp(o->scenario, "pop") == 0)
+        return append_then_pop(c, op, msg);
     if (strcmp(o->scenario, "append") == 0) {
         convo_append_result r;
         return convo_append(c->store, c->thread, &msg, NULL, 1, NULL, &r, &c->err);
@@ -176,11 +201,15 @@ typedef struct result {
     double seconds, p50, p99;
     double raw_ops_per_sec; /* interleaved measurement, 0 when not taken */
     double bytes; /* message bytes moved (load) */
+    double append_secs, pop_secs; /* pop: summed over every client */
+    double append_p50, pop_p50;   /* pop: medians of each half */
 } result;
 
 static const char *scenario_ops_name(const bench_opts *o)
 {
-    return strcmp(o->scenario, "load") == 0 ? "loads" : "ops";
+    return strcmp(o->scenario, "load") == 0 ? "loads"
+           : strcmp(o->scenario, "pop") == 0 ? "append+pop round trips"
+                                             : "ops";
 }
 
 /* Opens one store per client (each client its own connections), prepares its
@@ -198,6 +227,8 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         c->id = i;
         c->ops = total / n + (i < total % n);
         c->lat_us = calloc(c->ops + 1, sizeof *c->lat_us);
+        c->append_us = calloc(c->ops + 1, sizeof *c->append_us);
+        c->pop_us = calloc(c->ops + 1, sizeof *c->pop_us);
         c->interleave = n == 1 && strcmp(o->scenario, "append") == 0;
         snprintf(c->thread, sizeof c->thread, "bench-%s-%s-%zu", run_id, o->scenario, i);
         rc = convo_open(&c->store, url, err);
@@ -214,6 +245,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
     res->seconds = now_s() - t0;
     size_t k = 0;
     double *all = calloc(total + 1, sizeof *all);
+    double *appends = calloc(total + 1, sizeof *appends), *pops = calloc(total + 1, sizeof *pops);
     if (cs[0].interleave && cs[0].raw_ops > 0 && cs[0].raw_secs > 0) {
         /* one client: its own time is the sum of its calls, raw blocks excluded */
         res->raw_ops_per_sec = (double)cs[0].raw_ops / cs[0].raw_secs;
@@ -227,7 +259,11 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
             *err = cs[i].err;
         }
         memcpy(all + k, cs[i].lat_us, cs[i].ops * sizeof *all);
+        memcpy(appends + k, cs[i].append_us, cs[i].ops * sizeof *all);
+        memcpy(pops + k, cs[i].pop_us, cs[i].ops * sizeof *all);
         k += cs[i].ops;
+        res->append_secs += cs[i].append_secs;
+        res->pop_secs += cs[i].pop_secs;
     }
     if (rc == 0 && strcmp(o->scenario, "load") == 0) {
         convo_history *h;
@@ -246,7 +282,15 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
             convo_thread_delete(cs[i].store, cs[i].thread, NULL);
         convo_close(cs[i].store);
         free(cs[i].lat_us);
+        free(cs[i].append_us);
+        free(cs[i].pop_us);
     }
+    qsort(appends, k, sizeof *appends, cmp_double);
+    qsort(pops, k, sizeof *pops, cmp_double);
+    res->append_p50 = k ? appends[k / 2] : 0;
+    res->pop_p50 = k ? pops[k / 2] : 0;
+    free(appends);
+    free(pops);
     qsort(all, k, sizeof *all, cmp_double);
     res->ops = k;
     res->p50 = k ? all[k / 2] : 0;
@@ -292,6 +336,12 @@ static void print_result(const bench_opts *o, const char *driver, const result *
                    r->bytes / r->seconds / 1e6);
         if (raw > 0)
             printf(",\"raw_ops_per_sec\":%.1f,\"ratio\":%.3f", raw, ops_per_sec / raw);
+        if (r->append_secs > 0)
+            printf(",\"append_us\":%.1f,\"pop_us\":%.1f,\"pop_to_append\":%.3f,"
+                   "\"append_p50_us\":%.1f,\"pop_p50_us\":%.1f,\"pop_to_append_p50\":%.3f",
+                   r->append_secs * 1e6 / (double)r->ops, r->pop_secs * 1e6 / (double)r->ops,
+                   r->pop_secs / r->append_secs, r->append_p50, r->pop_p50,
+                   r->append_p50 > 0 ? r->pop_p50 / r->append_p50 : 0);
         printf("}\n");
         return;
     }
@@ -301,6 +351,12 @@ static void print_result(const bench_opts *o, const char *driver, const result *
         printf("  %.1f MB/s of message bytes\n", r->bytes / r->seconds / 1e6);
     if (raw > 0)
         printf("  raw primitive %.0f/s, ratio %.2f\n", raw, ops_per_sec / raw);
+    if (r->append_secs > 0)
+        printf("  append %.1f us, pop (replace_tail) %.1f us on average: a pop costs %.2f "
+               "appends (medians %.1f and %.1f us: %.2f)\n",
+               r->append_secs * 1e6 / (double)r->ops, r->pop_secs * 1e6 / (double)r->ops,
+               r->pop_secs / r->append_secs, r->append_p50, r->pop_p50,
+               r->append_p50 > 0 ? r->pop_p50 / r->append_p50 : 0);
 }
 
 /* One message and one checkpoint per turn, the messages in the log; reports the
@@ -406,7 +462,7 @@ static int parse_size(const char *s, size_t *out)
 
 static int usage(FILE *f)
 {
-    fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|conversation "
+    fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|pop|conversation "
                "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
                "[--put-log] [--json]\n");
     return f == stdout ? 0 : 2; /* --help, as for every other command: exit 0 on stdout */
@@ -446,7 +502,7 @@ int convo_tool_bench(const char *url, int argc, char **argv)
         else
             return usage(stderr);
     }
-    static const char *const scenarios[] = {"append", "load", "extra", "checkpoint",
+    static const char *const scenarios[] = {"append", "load", "extra", "checkpoint", "pop",
                                             "conversation", NULL};
     int known = 0;
     for (size_t i = 0; scenarios[i]; i++)
