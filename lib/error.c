@@ -71,3 +71,36 @@ int convo__error(convo_error *err, int code, const char *backend_code, const cha
         err->message[--n] = '\0';
     return code;
 }
+
+/* Names the thread an error is about unless its message already says "thread ID":
+ * "thread ID: ...", or "thread ID ..." for a message that starts "thread ". A long id is cut (at a character boundary) to leave room for
+ * the message itself. */
+void convo__error_name_thread(convo_error *err, const char *thread_id)
+{
+    if (!err || err->code == 0 || !thread_id)
+        return;
+    size_t idlen = strlen(thread_id), room = 96;
+    char named[128];
+    if (idlen > room) {
+        while (room > 0 && ((unsigned char)thread_id[room] & 0xc0) == 0x80)
+            room--; /* not inside a UTF-8 character */
+        snprintf(named, sizeof named, "thread %.*s...", (int)room, thread_id);
+    } else {
+        snprintf(named, sizeof named, "thread %s", thread_id);
+    }
+    size_t nlen = strlen(named);
+    for (const char *at = err->message; idlen <= 96 && (at = strstr(at, named)); at++)
+        if (strchr(" :,;)", at[nlen])) /* "thread t exists", not "thread tx" */
+            return;
+    /* "thread not found" -> "thread ID not found"; else "thread ID: message" */
+    int inside = strncmp(err->message, "thread ", 7) == 0;
+    const char *rest = inside ? err->message + 6 : err->message;
+    const char *sep = inside ? "" : ": ";
+    size_t cap = sizeof err->message - 1, head = nlen + strlen(sep), len = strlen(rest);
+    if (len > cap - head)
+        len = cap - head; /* named is under 128 bytes: the message keeps the rest */
+    memmove(err->message + head, rest, len);
+    err->message[head + len] = '\0';
+    memcpy(err->message, named, nlen);
+    memcpy(err->message + nlen, sep, strlen(sep));
+}

@@ -395,7 +395,7 @@ static int export_checkpoints(exporter *x, const char *id, const thread_mark *m,
 }
 
 /* CONVO_ENOTFOUND, with nothing written, when the thread does not exist. */
-static int export_thread(exporter *x, const char *id, int64_t expected_generation)
+static int export_one(exporter *x, const char *id, int64_t expected_generation)
 {
     convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
     lo.limit = CHUNK_MESSAGES;
@@ -437,6 +437,15 @@ static int export_thread(exporter *x, const char *id, int64_t expected_generatio
     x->stats->threads++;
     convo__dump_report(x->opts, x->stats);
     return flush(x, 0);
+}
+
+/* export_one, with an error that names the thread (a driver's may not) */
+static int export_thread(exporter *x, const char *id, int64_t expected_generation)
+{
+    int rc = export_one(x, id, expected_generation);
+    if (rc != 0)
+        convo__error_name_thread(x->err, id);
+    return rc;
 }
 
 static int export_all(exporter *x)

@@ -719,8 +719,10 @@ int convo_import(convo_store *s, convo_read_fn read, void *read_ctx, const convo
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     int rc = read_records(&im, read, read_ctx);
     json_decref(im.seen);
-    if (rc != 0)
+    if (rc != 0) {
+        convo__error_name_thread(err, im.thread); /* a driver's message may not */
         undo_thread(&im);
+    }
     free(im.thread);
     return rc;
 }

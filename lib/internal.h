@@ -65,6 +65,8 @@ void convo__scrub(char *msg, size_t size, char *const *secrets);
 /* store.c: rc, after masking the store's secrets in err (every driver call
  * returns through it, so no driver can show a password). */
 int convo__scrubbed(const convo_store *s, int rc, convo_error *err);
+/* error.c: "thread ID: " before an error's message unless it names the thread */
+void convo__error_name_thread(convo_error *err, const char *thread_id);
 
 /* store.c */
 int convo__messages_in(const convo_store *s, const char *const *messages, const size_t *lengths,

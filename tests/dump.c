@@ -551,6 +551,47 @@ START_TEST(test_import_repeated_or_different)
 }
 END_TEST
 
+/* Every driver's error names the thread (issue 23.4: "thread has 1 messages, the
+ * dump continues at 0", "thread not found" said which by no name). */
+static void assert_names(const convo_error *err, const char *thread)
+{
+    char want[128];
+    snprintf(want, sizeof want, "thread %s", thread);
+    const char *at = strstr(err->message, want);
+    ck_assert_msg(at && strchr(" :", at[strlen(want)]), "does not name %s: %s", thread,
+                  err->message);
+}
+
+START_TEST(test_errors_name_the_thread)
+{
+    convo_store *src = open_url("memory:"), *dst = open_url(urls[_i]);
+    char thread[96], nosuch[96];
+    snprintf(thread, sizeof thread, "%s-named", prefix);
+    snprintf(nosuch, sizeof nosuch, "%s-nosuch", prefix);
+    const char *two[] = {"{\"role\":\"user\"}", "{\"role\":\"assistant\"}"};
+    const char *mine[] = {"{\"role\":\"user\",\"mine\":1}"};
+    append_ok(src, thread, two, 2);
+    append_ok(dst, thread, mine, 1);
+    membuf m = {0};
+    convo_error err;
+    ck_assert_int_eq(convo_export(src, NULL, 0, mem_write, &m, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_import(dst, mem_read, &m, NULL, NULL, &err), CONVO_ECONFLICT);
+    assert_names(&err, thread);
+    const char *missing[] = {nosuch};
+    membuf out = {0};
+    ck_assert_int_eq(convo_export(dst, missing, 1, mem_write, &out, NULL, NULL, &err),
+                     CONVO_ENOTFOUND);
+    assert_names(&err, nosuch);
+    ck_assert_int_eq(convo_copy(dst, src, missing, 1, NULL, NULL, &err), CONVO_ENOTFOUND);
+    assert_names(&err, nosuch);
+    free(m.data);
+    free(out.data);
+    convo_thread_delete(dst, thread, NULL);
+    convo_close(src);
+    convo_close(dst);
+}
+END_TEST
+
 START_TEST(test_export_named_twice)
 {
     convo_store *src = open_url(urls[_i]);
@@ -778,6 +819,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_import_other_writer, 0, nurls);
     tcase_add_loop_test(tc, test_import_repeated_or_different, 0, nurls);
     tcase_add_loop_test(tc, test_export_named_twice, 0, nurls);
+    tcase_add_loop_test(tc, test_errors_name_the_thread, 0, nurls);
     tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);

@@ -847,6 +847,40 @@ END_TEST
 
 /* -------------------------------------------------------------------- errors */
 
+/* import/export name the thread an error is about, once */
+START_TEST(test_error_name_thread)
+{
+    convo_error err;
+    convo__error_clear(&err);
+    convo__error_name_thread(&err, "t"); /* no error: nothing to name */
+    ck_assert_str_eq(err.message, "");
+    convo__error(&err, CONVO_ENOTFOUND, NULL, "thread not found");
+    convo__error_name_thread(&err, "t");
+    ck_assert_str_eq(err.message, "thread t not found");
+    convo__error_name_thread(&err, "t"); /* named already */
+    ck_assert_str_eq(err.message, "thread t not found");
+    convo__error_clear(&err);
+    convo__error(&err, CONVO_ECONFLICT, NULL, "thread tx exists");
+    convo__error_name_thread(&err, "t"); /* another thread's name is not this one's */
+    ck_assert_str_eq(err.message, "thread t tx exists");
+    convo__error_clear(&err);
+    convo__error(&err, CONVO_EIO, NULL, "connection lost");
+    convo__error_name_thread(&err, "a b");
+    ck_assert_str_eq(err.message, "thread a b: connection lost");
+    /* a long id is cut at a character boundary; the message stays one bounded line */
+    char id[513];
+    memset(id, 'x', 95);
+    strcpy(id + 95, "\xc3\xa9");
+    memset(id + 97, 'y', 415);
+    id[512] = '\0';
+    convo__error_clear(&err);
+    convo__error(&err, CONVO_EIO, NULL, "%0200d", 7);
+    convo__error_name_thread(&err, id);
+    ck_assert_int_eq(strncmp(err.message + 7 + 95, "...: 000", 8), 0);
+    ck_assert_uint_eq(strlen(err.message), sizeof err.message - 1);
+}
+END_TEST
+
 START_TEST(test_error_first_kept)
 {
     convo_error err;
@@ -1344,6 +1378,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_load_range);
     tcase_add_test(tc, test_format_time);
     tcase_add_test(tc, test_error_first_kept);
+    tcase_add_test(tc, test_error_name_thread);
     tcase_add_test(tc, test_strerror_codes);
     tcase_add_test(tc, test_history_builder);
     tcase_add_test(tc, test_memory_append_nomem_leaves_nothing);
