@@ -482,6 +482,29 @@ $R3"
     if [ "$got" = 6 ] && grep -q 'the tail is rewritten (first seq 1, 1 messages, generation 12)' "$T/err"; then ok; else
         bad "replace-tail >/dev/full: exit $got: $(head -c 300 "$T/err")"
     fi
+    # the generation travels with export/import and fork; an import into a thread
+    # rewritten since is a conflict, not a mix of two tails
+    "$CONVO" --url "$S" append g "$R1" "$R2" >/dev/null
+    "$CONVO" --url "$S" pop g >/dev/null
+    check "export a rewritten thread" 0 "$CONVO" --url "$S" export g
+    cp "$T/out" "$T/g.dump"
+    check "import a rewritten thread" 0 "$CONVO" --url "sqlite:$T/g2.db" import <"$T/g.dump"
+    check "imported generation" 0 "$CONVO" --url "sqlite:$T/g2.db" load g --with-meta
+    if grep -q '^{"seq":0,"generation":1,' "$T/out" && [ "$(wc -l <"$T/out")" = 1 ]; then ok; else
+        bad "imported generation: $(head -c 300 "$T/out")"
+    fi
+    check "import again changes nothing" 0 "$CONVO" --url "sqlite:$T/g2.db" import <"$T/g.dump"
+    check "rewrite the imported thread" 0 "$CONVO" --url "sqlite:$T/g2.db" replace-tail g --keep 0 "$R3"
+    check "import into a thread rewritten since" 4 "$CONVO" --url "sqlite:$T/g2.db" import <"$T/g.dump"
+    err_has "import into a thread rewritten since" "generation"
+    check "the rewritten thread is left as it was" 0 "$CONVO" --url "sqlite:$T/g2.db" load g
+    out_is "the rewritten thread is left as it was" "$R3"
+    check "fork keeps the generation" 0 "$CONVO" --url "$S" fork g g-fork
+    check "forked generation" 0 "$CONVO" --url "$S" load g-fork --with-meta
+    if grep -q '^{"seq":0,"generation":1,' "$T/out"; then ok; else bad "forked generation: $(head -c 300 "$T/out")"; fi
+    "$CONVO" --url "$S" delete g
+    "$CONVO" --url "$S" delete g-fork
+
     # four processes popping one thread at once: each message is popped exactly
     # once (a pop that loses the race reads the tail again), none is lost
     "$CONVO" --url "$S" delete r
