@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_NODES 16
 
@@ -652,6 +653,82 @@ START_TEST(test_rewrite_drop_values)
 }
 END_TEST
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* What regenerating the last answer (keep length - 1, one message) costs
+ * against a one-message append, each the median of 1,000 taken in turns (a
+ * shared machine's load changes all the time), on a thread without
+ * checkpoints and on one with 2,000 (a rewrite reads only those past keep).
+ * Prints the ratios; fails above 3. */
+static double rewrite_cost(convo_store *s, const char *t, const char *a, int64_t keep,
+                           double *append_us, double *rewrite_us)
+{
+    enum { N = 1000 };
+    static double ta[N], tr[N];
+    convo_rewrite_result res;
+    convo_error err;
+    for (int i = 0; i < 2 * N; i++) { /* either first in turn: what comes after a
+                                          * script waits on its after-work */
+        double t0 = seconds_now();
+        if (i % 2 == i / N) {
+            ck_assert_int_eq(convo_append(s, a, &msgs[1], NULL, 1, NULL, NULL, &err), 0);
+            ta[i / 2] = seconds_now() - t0;
+        } else {
+            int rc = convo_replace_tail(s, t, keep, &msgs[1], NULL, 1, NULL, &res, &err);
+            ck_assert_msg(rc == 0, "rewrite: %d %s", rc, err.message);
+            tr[i / 2] = seconds_now() - t0;
+        }
+    }
+    qsort(ta, N, sizeof ta[0], by_value);
+    qsort(tr, N, sizeof tr[0], by_value);
+    *append_us = ta[N / 2] * 1e6;
+    *rewrite_us = tr[N / 2] * 1e6;
+    return tr[N / 2] / ta[N / 2];
+}
+
+START_TEST(test_rewrite_cost)
+{
+    char prefix[256];
+    convo_store *s = open_store("cost", NULL, prefix, sizeof prefix);
+    const char *t = "cost-rw", *a = "cost-app";
+    convo_error err;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_append(s, a, msgs, NULL, 1, NULL, NULL, &err), 0);
+    double au, ru, plain = rewrite_cost(s, t, a, 9, &au, &ru);
+    printf("redis-layout (%s): a rewrite of the last answer costs %.2f appends (medians %.1f us "
+           "and %.1f us)", cluster ? "cluster" : "server", plain, ru, au);
+    for (int i = 0; i < 2000; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "cp-%04d", i);
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = t;
+        cp.checkpoint_id = id;
+        cp.log_length = i % 10;
+        ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    }
+    double with = rewrite_cost(s, t, a, 9, &au, &ru);
+    printf(", %.2f with 2,000 checkpoints (%.1f us and %.1f us)\n", with, ru, au);
+    ck_assert_int_eq(generation_of(s, t), 2000);
+    ck_assert_msg(plain < 3 && with < 3, "a rewrite costs %.2f / %.2f appends", plain, with);
+    delete_ok(s, t);
+    delete_ok(s, a);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -670,6 +747,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_layout2_migrated);
     tcase_add_test(tc, test_rewrite_conflict_writes_nothing);
     tcase_add_test(tc, test_rewrite_drop_values);
+    tcase_add_test(tc, test_rewrite_cost);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -75,13 +75,11 @@ end
 -- index a thread of layout 1 or 2: the log length is in the record's tail,
 -- next to bytes cmsgpack cannot decode (bin). So such a thread with
 -- checkpoints answers CONVO_MIGRATE, before any write: the client indexes it
--- (maint.c) and sends the call again. One without checkpoints is layout 3 as
--- it is; a write marks it (mark_layout). count: also check that every
--- checkpoint has its member (an older convo may have put one since).
-local function needs_migration(count)
+-- (layout.c) and sends the call again. One without checkpoints is layout 3 as
+-- it is; a write marks it (mark_layout). (rewrite.lua also counts the members.)
+local function needs_migration()
   local v = redis.call('HGET', META, 'v')
-  if v ~= '3' then return v and redis.call('HLEN', CP) > 0 end
-  return count and redis.call('HLEN', CP) ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1')
+  return v and v ~= '3' and redis.call('HLEN', CP) > 0
 end
 local function mark_layout()
   if redis.call('HGET', META, 'v') ~= '3' then redis.call('HSET', META, 'v', '3') end

@@ -7,7 +7,7 @@
 if redis.call('EXISTS', META) == 0 and ARGV[1] ~= '1' then
   return redis.status_reply('CONVO_CREATE')
 end
-if needs_migration(false) then return redis.status_reply('CONVO_MIGRATE') end
+if needs_migration() then return redis.status_reply('CONVO_MIGRATE') end
 mark_layout()
 local order = put_checkpoint(ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[7]), ARGV[8],
                              ARGV[9], 10, tonumber(ARGV[6]))

@@ -22,7 +22,7 @@ end
 if redis.call('EXISTS', META) == 0 and not create then
   return redis.status_reply('CONVO_CREATE')
 end
-if needs_migration(false) then return redis.status_reply('CONVO_MIGRATE') end
+if needs_migration() then return redis.status_reply('CONVO_MIGRATE') end
 mark_layout()
 -- Redis keeps what a script wrote before an error: a stored record of this key
 -- that put_checkpoint cannot decode fails here, before the messages go in

@@ -4,6 +4,7 @@
  * together or not at all (docs/redis.md, "The tail rewrite"). */
 #include "redis_int.h"
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct rewrite_call {
     const convo_backend *b;
@@ -50,21 +51,35 @@ static int rewrite_result(const redisReply *r, convo_rewrite_result *res, convo_
     return 0;
 }
 
-/* The script; a thread whose checkpoints are not indexed by log length yet
- * (CONVO_MIGRATE, nothing written) is migrated and the script sent again. */
+static int is_status(const redisReply *r, const char *what)
+{
+    return r->type == REDIS_REPLY_STATUS && r->len == strlen(what) &&
+           memcmp(r->str, what, r->len) == 0;
+}
+
+/* The script: the common one (no checkpoint code, the cheaper for the server),
+ * or with drop_checkpoints, or once the common one met checkpoints past keep
+ * (CONVO_CHECKPOINTS, nothing written), the one that drops or names them. A
+ * thread whose checkpoints are not indexed by log length yet (CONVO_MIGRATE,
+ * nothing written) is migrated and the script sent again. */
 static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite_call *w,
                        redisReply **r, convo_error *err)
 {
     cmd call = {0};
     int rc = rewrite_build(w, &call) ? convo__rd_oom(err) : 0;
+    int script = w->o->drop_checkpoints ? S_REWRITE_CP : S_REWRITE;
     for (int i = 0; rc == 0; i++) {
-        rc = convo__rd_pipeline_script(b, c, &call, 1, 0, S_REWRITE, r, err);
-        if (rc != 0 || !convo__rd_is_migrate(*r))
+        rc = convo__rd_pipeline_script(b, c, &call, 1, 0, script, r, err);
+        if (rc != 0 || !(convo__rd_is_migrate(*r) || is_status(*r, "CONVO_CHECKPOINTS")))
             break;
+        if (is_status(*r, "CONVO_CHECKPOINTS"))
+            script = S_REWRITE_CP;
+        else if (i >= RELAYOUT_TRIES)
+            rc = convo__rd_relayout_gave_up(id, err);
+        else
+            rc = convo__rd_thread_relayout(b, c, id, err);
         freeReplyObject(*r);
         *r = NULL;
-        rc = i < RELAYOUT_TRIES ? convo__rd_thread_relayout(b, c, id, err)
-                                : convo__rd_relayout_gave_up(id, err);
     }
     convo__rd_cmd_free(&call);
     return rc;
