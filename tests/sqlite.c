@@ -462,6 +462,12 @@ START_TEST(test_put_log_killed)
                 put_log_writer(path, w);
         }
         sleep_ms(50 + rand() % 150);
+        /* writers slowed down (valgrind) may not have stored anything yet:
+         * the first round waits for a checkpoint, so the check below has one */
+        for (int waited = 0; round == 0 && waited < 60000 &&
+                             sql_int(path, "SELECT count(*) FROM convo_checkpoints") == 0;
+             waited += 20)
+            sleep_ms(20);
         for (int w = 0; w < KILL_WRITERS; w++) {
             int status;
             kill(pids[w], SIGKILL);
