@@ -687,7 +687,7 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     "$CONVO" --url "sqlite:$T/cdst.db" append a "$U" >/dev/null
     check "copy onto a conflicting thread" 4 "$CONVO" copy "sqlite:$T/csrc.db" "sqlite:$T/cdst.db"
     one_error "copy onto a conflicting thread"
-    err_has "copy onto a conflicting thread" "thread has 1 messages, the dump continues at 0"
+    err_has "copy onto a conflicting thread" "thread a has 1 messages, the dump continues at 0"
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"
