@@ -1,9 +1,12 @@
-/* redis-layout.c — the Redis driver's checkpoint put order and layouts, seen by
- * a plain hiredis client, on one server or on a Redis Cluster: a checkpoint put
+/* redis-layout.c — the Redis driver's layouts and its tail rewrite, seen by a
+ * plain hiredis client, on one server or on a Redis Cluster: a checkpoint put
  * with messages that conflicts leaves every key as it was (index entry, deadline
  * and the store's order included); a store of layout 1 (checkpoints numbered per
  * thread) is migrated when opened, or a thread by its next checkpoint write, and
- * then lists across threads in put order.
+ * then lists across threads in put order; a store of layout 2 gets its "l"
+ * members (checkpoints by log length) on open, a thread left behind by the
+ * rewrite that meets it; a refused rewrite writes nothing, one that drops
+ * checkpoints removes the values only they listed; what a rewrite costs.
  * Usage: tests/redis_layout URL PREFIX. URL is redis://HOST:PORT or
  * redis+cluster://... (the nodes from $CONVO_TEST_REDIS_CLUSTER_PORTS); every
  * key it writes starts with PREFIX and is deleted when the checks pass. */
