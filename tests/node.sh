@@ -49,7 +49,7 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-(cd "$pkg" && node --test --test-reporter=tap test/*.test.mjs) 2>&1 | tee "$T/out"
+(cd "$pkg" && node --test --test-reporter=tap test/*.test.mjs test/*/*.test.mjs) 2>&1 | tee "$T/out"
 rc=${PIPESTATUS[0]}
 
 passed=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$T/out" | tail -n 1)

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import { StateGraph, MessagesAnnotation, START, END } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, SystemMessage } from '@langchain/core/messages';
-import { ConvoSaver } from 'convo';
+import { ConvoSaver } from 'convo/langgraph';
 
 const { values: opts, positionals } = parseArgs({
   options: {

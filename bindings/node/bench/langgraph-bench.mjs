@@ -46,12 +46,12 @@ if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
   process.exit(2);
 }
 
-// The package this folder sits in (bindings/node, its own npm ci done), loaded only
-// when a convo saver runs.
+// convo/langgraph of the package this folder sits in (bindings/node, its own npm ci done),
+// loaded only when a convo saver runs.
 function convoEntry() {
   const dir = new URL('../', import.meta.url);
   const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
-  let entry = pkg.exports?.['.'] ?? pkg.exports ?? pkg.main ?? 'index.js';
+  let entry = pkg.exports['./langgraph'];
   if (typeof entry === 'object') entry = entry.import ?? entry.default;
   return new URL(entry, dir);
 }

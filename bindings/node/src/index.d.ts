@@ -1,7 +1,14 @@
-// Types of the convo package (src/index.js).
-import type { BaseCheckpointSaver, Checkpoint, CheckpointListOptions, CheckpointMetadata,
-  CheckpointTuple, ChannelVersions, PendingWrite, SerializerProtocol } from '@langchain/langgraph-checkpoint';
-import type { RunnableConfig } from '@langchain/core/runnables';
+// Types of the convo package's root (src/index.js): no framework's types, and no Node types
+// either. Bytes read back are Buffers at run time, declared as Uint8Array (Buffer's base
+// class), so that a program type-checks without @types/node.
+
+declare global {
+  // Symbol.asyncDispose as @types/node declares it, for a program whose lib predates
+  // esnext.disposable (TypeScript's default lib without a tsconfig): Store declares it.
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
 
 export declare const codes: {
   ERROR: -1; EINVAL: -2; ENOTFOUND: -3; ECONFLICT: -4; ETOOLARGE: -5;
@@ -33,7 +40,7 @@ export declare class CorruptError extends ConvoError {}
 
 export type Bytes = Uint8Array | string;
 export interface Blob { type: string; bytes: Bytes }
-export interface StoredBlob { type: string; bytes: Buffer }
+export interface StoredBlob { type: string; bytes: Uint8Array }
 /** A message to append: a JSON string (stored byte for byte), bytes, or an object (JSON.stringify'd). */
 export type MessageIn = string | Uint8Array | { role: string; [k: string]: unknown };
 
@@ -127,6 +134,9 @@ export declare class Store {
   readonly driver: string;
   /** Closes once the calls under way are done. */
   close(): Promise<void>;
+  /** close(), for `await using store = await Store.open(url)` (where the runtime has
+   * Symbol.asyncDispose: Node 18.18+, 20.4+). */
+  [Symbol.asyncDispose](): Promise<void>;
   append(threadId: string, messages: MessageIn[],
     opts?: { idempotencyKey?: string | null; expectedLength?: number; expectedGeneration?: number }):
     Promise<{ firstSeq: number; count: number; replayed: boolean }>;
@@ -148,39 +158,8 @@ export declare class Store {
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
     filter?: Record<string, unknown> | string | null }): Promise<StoredCheckpoint[]>;
   checkpointPrune(threadId: string, keepLast: number): Promise<void>;
-  export(threadIds?: string[]): Promise<Buffer>;
+  export(threadIds?: string[]): Promise<Uint8Array>;
   import(dump: Uint8Array): Promise<DumpStats>;
   sweep(): Promise<number>;
   bytes(): Promise<number>;
-}
-
-export interface ConvoSaverOptions {
-  /** Channels kept in the thread's log instead of as blobs (default ["messages"]). */
-  messageChannels?: string[];
-  serde?: SerializerProtocol;
-  /** How long putWrites on a checkpoint not stored yet waits for this saver's put of it (ms, default 60000). */
-  writesWaitMs?: number;
-}
-
-/**
- * Channel versions are strings at run time (getNextVersion in saver.js: a zero-padded count
- * and a random part, so that a time-travel branch never reuses its sibling's version), but the
- * class is declared over the default BaseCheckpointSaver<number>, because that is the type
- * StateGraph.compile({ checkpointer }) accepts: with <string> that one line would not
- * type-check. LangGraph compares versions only through the saver and maxChannelVersion, which
- * take either kind.
- */
-export declare class ConvoSaver extends BaseCheckpointSaver {
-  constructor(urlOrStore: string | Store, options?: ConvoSaverOptions);
-  readonly messageChannels: string[];
-  /** The Store under the saver (opened by the constructor when given a URL). */
-  store(): Promise<Store>;
-  /** Closes the store when the saver opened it. */
-  close(): Promise<void>;
-  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
-  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
-  put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-    newVersions: ChannelVersions): Promise<RunnableConfig>;
-  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void>;
-  deleteThread(threadId: string): Promise<void>;
 }

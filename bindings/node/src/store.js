@@ -1,8 +1,10 @@
 // store.js — Store: every call of include/convo.h as a Promise. Calls that reach
 // the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
-import { C, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn } from './lib.js';
+import {
+  C, loadLibrary, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn,
+} from './internal/library.js';
 import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
-import { text, optText, int, list, options } from './args.js';
+import { text, optText, int, list, options } from './internal/args.js';
 
 
 function fail(rc, err) {
@@ -100,6 +102,7 @@ export class Store {
 
   /** Opens a store by URL (memory:, sqlite:PATH, redis://, postgres://, mongodb://). */
   static async open(url) {
+    loadLibrary();
     const out = [null];
     const err = newError();
     const rc = await callAsync(C.convo_open, out, text(url, 'url'), err);
@@ -112,6 +115,7 @@ export class Store {
   }
 
   static get version() {
+    loadLibrary();
     return C.convo_version();
   }
 
@@ -462,3 +466,10 @@ export class Store {
   }
 }
 
+// `await using store = await Store.open(url)` closes it at the end of the block; only where
+// the runtime has Symbol.asyncDispose (Node 18.18+, 20.4+): on an older one close() is the way.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Object.defineProperty(Store.prototype, Symbol.asyncDispose, {
+    value() { return this.close(); }, writable: true, configurable: true,
+  });
+}

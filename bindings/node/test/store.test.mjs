@@ -178,3 +178,12 @@ for (const [name, base] of drivers()) {
 test('open fails with InvalidError on a bad URL', async () => {
   await assert.rejects(Store.open('nosuch://x'), (e) => e instanceof ConvoError && e.code === codes.EINVAL);
 });
+
+test('Symbol.asyncDispose closes the store as close() does, after the calls under way', async () => {
+  const s = await Store.open('memory:');
+  const pending = s.append('d', ['{"role":"user"}']);
+  await s[Symbol.asyncDispose]();
+  assert.equal((await pending).count, 1);
+  await assert.rejects(s.load('d'), (e) => e instanceof InvalidError && /closed/.test(e.message));
+  await s[Symbol.asyncDispose](); // a second time: as close(), nothing to do
+});

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConvoSaver } from '../src/index.js';
+import { ConvoSaver } from '../src/langgraph/index.js';
 
 const base = process.env.CONVO_VALIDATE_URL || 'memory:';
 let dir = null;

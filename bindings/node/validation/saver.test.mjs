@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { HumanMessage, AIMessage, ToolMessage, SystemMessage } from '@langchain/core/messages';
-import { Store, ConvoSaver } from '../src/index.js';
+import { Store } from '../src/index.js';
+import { ConvoSaver } from '../src/langgraph/index.js';
 import { drivers, freshUrl } from '../test/support.mjs';
 
 const meta = { source: 'loop', step: 0, parents: {} };

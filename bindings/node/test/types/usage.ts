@@ -1,5 +1,6 @@
 // usage.ts — compiled (not run) by types.test.mjs: the package's types as a user sees them.
-import { Store, ConvoSaver, ConvoError, ConflictError, NotFoundError, codes } from 'convo';
+import { Store, ConvoError, ConflictError, NotFoundError, codes } from 'convo';
+import { ConvoSaver } from 'convo/langgraph';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { StateGraph, MessagesAnnotation } from '@langchain/langgraph';
 
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
   } catch (e) {
     if (e instanceof ConflictError) console.log(e.length ?? 0, e.generation ?? 0, popped);
   }
-  const dump: Buffer = await store.export();
+  const dump: Uint8Array = await store.export();
   await store.import(dump);
   console.log(r, role, n, t, graph, await store.sweep());
   await new ConvoSaver('sqlite:x.db').close();

@@ -4,8 +4,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import { ConvoSaver } from '../src/index.js';
-import { drivers, freshUrl } from './support.mjs';
+import { ConvoSaver } from '../../src/langgraph/index.js';
+import { drivers, freshUrl } from '../support.mjs';
 
 async function putAfter(saver, parent, prevVersion, x) {
   const version = saver.getNextVersion(prevVersion);

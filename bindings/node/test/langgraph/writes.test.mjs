@@ -6,8 +6,9 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import { ConvoSaver, NotFoundError } from '../src/index.js';
-import { drivers, freshUrl } from './support.mjs';
+import { NotFoundError } from '../../src/index.js';
+import { ConvoSaver } from '../../src/langgraph/index.js';
+import { drivers, freshUrl } from '../support.mjs';
 
 const meta = { source: 'loop', step: 0, parents: {} };
 const root = { configurable: { thread_id: 't', checkpoint_ns: '' } };

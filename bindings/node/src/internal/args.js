@@ -2,7 +2,7 @@
 // range. Each check throws InvalidError naming the argument: koffi would take a number for
 // a char * as an address (a crash), abort the process on a string in an integer field, and
 // turn NaN into 0.
-import { InvalidError, codes } from './errors.js';
+import { InvalidError, codes } from '../errors.js';
 
 function shown(v) {
   if (v === null || v === undefined) return String(v);

@@ -7,8 +7,9 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
-import { Store, ConvoSaver, NotFoundError, InvalidError } from '../src/index.js';
-import { drivers, freshUrl } from './support.mjs';
+import { Store, NotFoundError, InvalidError } from '../../src/index.js';
+import { ConvoSaver } from '../../src/langgraph/index.js';
+import { drivers, freshUrl } from '../support.mjs';
 
 const meta = { source: 'loop', step: 0, parents: {} };
 const root = (thread) => ({ configurable: { thread_id: thread, checkpoint_ns: '' } });

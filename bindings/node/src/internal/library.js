@@ -1,23 +1,74 @@
-// lib.js — libconvo loaded with koffi: the C declarations of include/convo.h and
-// a promise wrapper that runs a call on libuv's thread pool (koffi's async calls).
+// library.js — libconvo loaded with koffi on first use (not at import: importing the package
+// never fails for want of the library), the C declarations of include/convo.h, and a promise
+// wrapper that runs a call on libuv's thread pool (koffi's async calls). No framework here.
 import koffi from 'koffi';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const SONAME = 'libconvo.so.0';
+// configure's default prefix: where `make install` puts the library unless told otherwise
+const DEFAULT_LIBDIR = '/usr/local/lib';
 
-// CONVO_LIBRARY, else the build tree the package sits in, else the system's soname.
-function libraryPath() {
-  if (process.env.CONVO_LIBRARY) return process.env.CONVO_LIBRARY;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const built = path.resolve(here, '..', '..', '..', '.libs', 'libconvo.so');
-  if (fs.existsSync(built)) return built;
-  return SONAME;
+// The libdir that `make install` wrote into convo.pc, when pkg-config finds it (a prefix
+// outside pkg-config's path needs PKG_CONFIG_PATH, as for a C program); else null.
+function pkgConfigLibdir(env) {
+  const r = spawnSync('pkg-config', ['--variable=libdir', 'convo'], { encoding: 'utf8', timeout: 5000, env });
+  const dir = r.status === 0 ? r.stdout.trim() : '';
+  return dir || null;
 }
 
-export const path_ = libraryPath();
-const lib = koffi.load(path_);
+/** The paths libconvo is looked for at, in order (lazily: pkg-config runs only when the
+ * paths before it did not load): $CONVO_LIBRARY alone when set; else the build tree this
+ * package sits in (bindings/node of a built source tree), the libdir `make install` wrote
+ * into convo.pc, configure's default libdir, and last the soname, which the dynamic loader
+ * looks up (LD_LIBRARY_PATH, ldconfig's cache). */
+export function* candidates(env = process.env) {
+  if (env.CONVO_LIBRARY) {
+    yield env.CONVO_LIBRARY;
+    return;
+  }
+  const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+  if (path.basename(pkg) === 'node' && path.basename(path.dirname(pkg)) === 'bindings') {
+    yield path.resolve(pkg, '..', '..', '.libs', 'libconvo.so');
+  }
+  const dir = pkgConfigLibdir(env);
+  if (dir && dir !== DEFAULT_LIBDIR) yield path.join(dir, SONAME);
+  yield path.join(DEFAULT_LIBDIR, SONAME);
+  yield SONAME;
+}
+
+/** The C functions, filled by loadLibrary(). */
+export const C = {};
+let loadedPath = null;
+
+/** Loads libconvo once (the first Store.open or Store.version); returns its path. Throws an
+ * Error naming every path tried, and CONVO_LIBRARY, when none loads. */
+export function loadLibrary() {
+  if (loadedPath) return loadedPath;
+  const tried = [];
+  for (const p of candidates()) {
+    // a path that is not there is not handed to dlopen: its error would not name it
+    if (p.includes('/') && !fs.existsSync(p)) {
+      tried.push(`${p} (no such file)`);
+      continue;
+    }
+    let lib;
+    try {
+      lib = koffi.load(p);
+    } catch (e) {
+      tried.push(`${p} (${e.message})`);
+      continue;
+    }
+    for (const d of decls) C[d.match(/(convo_\w+)\(/)[1]] = lib.func(d);
+    loadedPath = p;
+    return p;
+  }
+  throw new Error(`convo: cannot load libconvo. Tried: ${tried.join('; ')}. Set CONVO_LIBRARY ` +
+    'to the path of libconvo.so, or install libconvo (`make install`; a --prefix other than ' +
+    '/usr/local is found through its convo.pc on PKG_CONFIG_PATH, or add its lib to LD_LIBRARY_PATH)');
+}
 
 export const ConvoErrorStruct = koffi.struct('convo_error', {
   code: 'int',
@@ -146,11 +197,6 @@ const decls = [
   'int convo_store_bytes(convo_store *s, _Out_ int64_t *bytes, _Out_ convo_error *err)',
 ];
 
-export const C = {};
-for (const d of decls) {
-  const fn = lib.func(d);
-  C[d.match(/(convo_\w+)\(/)[1]] = fn;
-}
 
 // Runs fn(...args) on a thread-pool thread; resolves with its return value.
 export function callAsync(fn, ...args) {

@@ -1,43 +1,9 @@
-// log.js — how a message channel's list is kept in the thread's log: each item as a
-// role-tagged JSON message (readable by `convo load`, restored exactly through the
-// saver's serde), and the channel's value as a small record pointing into the log.
+// log.js — how an item of a message channel is kept in the thread's log: a role-tagged
+// JSON message (readable by `convo load`, restored exactly through the saver's serde). The
+// channel's value, a record pointing into the log, is in ../internal/records.js.
 import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import { load } from '@langchain/core/load';
-
-export const RECORD_TYPE = 'convo-log/1';
-
-const ROLES = { human: 'user', ai: 'assistant', system: 'system', tool: 'tool',
-  developer: 'developer', function: 'function', remove: 'remove' };
-
-function isMessage(x) {
-  return x !== null && typeof x === 'object' &&
-    (typeof x.getType === 'function' || typeof x._getType === 'function');
-}
-
-function validRole(r) {
-  return typeof r === 'string' && r.length > 0 && Buffer.byteLength(r) <= 64 ? r : null;
-}
-
-function roleOf(item) {
-  if (typeof item === 'string') return 'user';
-  if (isMessage(item)) {
-    const t = typeof item.getType === 'function' ? item.getType() : item._getType();
-    if (t === 'generic') return validRole(item.role) ?? 'generic';
-    return ROLES[t] ?? validRole(t) ?? 'value';
-  }
-  if (item && typeof item === 'object' && !Array.isArray(item)) {
-    if (validRole(item.role)) return item.role;
-    if (typeof item.type === 'string' && ROLES[item.type]) return ROLES[item.type];
-  }
-  return 'value';
-}
-
-function contentOf(item) {
-  if (typeof item === 'string') return item;
-  if (item && typeof item === 'object' && 'content' in item &&
-      (typeof item.content === 'string' || Array.isArray(item.content))) return item.content;
-  return undefined;
-}
+import { isMessage, roleOf, contentOf } from '../internal/roles.js';
 
 // Items that LangGraph treats as immutable (message objects) are serialized once.
 // One cache per serde (a text is the serde's output): serde -> item -> { text, content,
@@ -238,50 +204,4 @@ async function parseOne(serde, texts, i, items, jsonAt, jsonValues) {
   } else {
     items[i] = await serde.loadsTyped(m.serde, JSON.stringify(m.value));
   }
-}
-
-/** A channel value in the log: seq ranges [start, end) then an inline tail. */
-export function encodeRecord(ranges, tail) {
-  const r = { ranges };
-  if (tail) r.tail = { type: tail[0], base64: Buffer.from(tail[1]).toString('base64') };
-  return { type: RECORD_TYPE, bytes: Buffer.from(JSON.stringify(r)) };
-}
-
-export function decodeRecord(blob) {
-  const r = JSON.parse(Buffer.from(blob.bytes).toString('utf8'));
-  return {
-    ranges: r.ranges,
-    tail: r.tail ? [r.tail.type, new Uint8Array(Buffer.from(r.tail.base64, 'base64'))] : null,
-  };
-}
-
-export function seqsOf(ranges) {
-  const out = [];
-  for (const [s, e] of ranges) for (let i = s; i < e; i++) out.push(i);
-  return out;
-}
-
-// Ranges covering the first m seqs of a range list.
-export function prefixRanges(ranges, m) {
-  const out = [];
-  for (const [s, e] of ranges) {
-    if (m <= 0) break;
-    const n = Math.min(e - s, m);
-    out.push([s, s + n]);
-    m -= n;
-  }
-  return out;
-}
-
-export function addRange(ranges, s, e) {
-  if (e <= s) return ranges;
-  const out = ranges.slice();
-  const last = out[out.length - 1];
-  if (last && last[1] === s) out[out.length - 1] = [last[0], e];
-  else out.push([s, e]);
-  return out;
-}
-
-export function rangesEnd(ranges) {
-  return ranges.reduce((m, r) => Math.max(m, r[1]), 0);
 }

@@ -15,14 +15,14 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MemorySaver } from '@langchain/langgraph';
-import { ConvoSaver } from 'convo';
+import { ConvoSaver } from 'convo/langgraph';
 import { buildGraph, runStep, SEGMENTS } from './langgraph-script.mjs';
-import { drivers, freshUrl } from './support.mjs';
+import { drivers, freshUrl } from '../support.mjs';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const self = fileURLToPath(import.meta.url);
-const builddir = process.env.top_builddir ?? join(here, '..', '..', '..');
+const builddir = process.env.top_builddir ?? join(here, '..', '..', '..', '..');
 const convoTool = join(builddir, 'tools', 'convo');
 
 // SQLite and every server: a fresh file, prefix, schema or database (memory: is one

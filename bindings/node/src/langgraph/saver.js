@@ -4,12 +4,12 @@
 import {
   BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
 } from '@langchain/langgraph-checkpoint';
-import { Store } from './store.js';
-import { NotFoundError, ConflictError, InvalidError, codes } from './errors.js';
+import { Store } from '../store.js';
+import { NotFoundError, ConflictError, InvalidError, codes } from '../errors.js';
+import { toLogMessage, logMessageCache, ownerOf, isOwner, fromLogMessages } from './log.js';
 import {
-  RECORD_TYPE, toLogMessage, logMessageCache, ownerOf, isOwner, fromLogMessages, encodeRecord, decodeRecord, seqsOf,
-  prefixRanges, addRange, rangesEnd,
-} from './log.js';
+  RECORD_TYPE, encodeRecord, decodeRecord, seqsOf, prefixRanges, addRange, rangesEnd,
+} from '../internal/records.js';
 
 const MAX_ENTRIES = 1024; // checkpoints whose message records are remembered
 const MAX_MIRRORS = 64;   // threads whose log is remembered

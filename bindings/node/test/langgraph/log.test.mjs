@@ -7,7 +7,7 @@ import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import {
   HumanMessage, AIMessage, ToolMessage, SystemMessage, ChatMessage, RemoveMessage,
 } from '@langchain/core/messages';
-import { toLogMessage, fromLogMessages, plainLangChainValue } from '../src/log.js';
+import { toLogMessage, fromLogMessages, plainLangChainValue } from '../../src/langgraph/log.js';
 
 const serde = new JsonPlusSerializer();
 

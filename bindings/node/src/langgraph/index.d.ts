@@ -1,0 +1,36 @@
+// Types of convo/langgraph (src/langgraph/index.js).
+import type { BaseCheckpointSaver, Checkpoint, CheckpointListOptions, CheckpointMetadata,
+  CheckpointTuple, ChannelVersions, PendingWrite, SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Store } from '../index.js';
+
+export interface ConvoSaverOptions {
+  /** Channels kept in the thread's log instead of as blobs (default ["messages"]). */
+  messageChannels?: string[];
+  serde?: SerializerProtocol;
+  /** How long putWrites on a checkpoint not stored yet waits for this saver's put of it (ms, default 60000). */
+  writesWaitMs?: number;
+}
+
+/**
+ * Channel versions are strings at run time (getNextVersion in saver.js: a zero-padded count
+ * and a random part, so that a time-travel branch never reuses its sibling's version), but the
+ * class is declared over the default BaseCheckpointSaver<number>, because that is the type
+ * StateGraph.compile({ checkpointer }) accepts: with <string> that one line would not
+ * type-check. LangGraph compares versions only through the saver and maxChannelVersion, which
+ * take either kind.
+ */
+export declare class ConvoSaver extends BaseCheckpointSaver {
+  constructor(urlOrStore: string | Store, options?: ConvoSaverOptions);
+  readonly messageChannels: string[];
+  /** The Store under the saver (opened by the constructor when given a URL). */
+  store(): Promise<Store>;
+  /** Closes the store when the saver opened it. */
+  close(): Promise<void>;
+  getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined>;
+  list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple>;
+  put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+    newVersions: ChannelVersions): Promise<RunnableConfig>;
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void>;
+  deleteThread(threadId: string): Promise<void>;
+}
