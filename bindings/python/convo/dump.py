@@ -6,7 +6,7 @@ import collections
 import ctypes
 
 from . import _lib
-from ._args import _text
+from ._args import _text, _int
 from .errors import ConvoError, invalid
 
 lib = _lib.lib
@@ -70,17 +70,26 @@ def _thread_ids(thread_ids):
 class DumpCalls:
     """export, import_ and copy of convo.Store (docs/dump-format.md)."""
 
-    def export(self, file, thread_ids=None, *, progress=None):
+    def export(self, file, thread_ids=None, *, progress=None, expected_generations=None):
         """Writes the threads named (None: every thread) with their messages,
         extra, checkpoints, values and pending writes to file (anything with
         a write(bytes) method) as convo's msgpack dump; returns DumpStats.
         progress(stats) is called after each thread and every few thousand
         messages. An exception raised by file.write or progress stops the
-        export and is raised again here."""
+        export and is raised again here. expected_generations: one
+        generation per thread named (None = any), ConflictError before
+        anything of a thread at another generation is written."""
         if not callable(getattr(file, "write", None)):
             raise invalid("file must have a write() method")
         run = _Run(progress)
         arr, n = _thread_ids(thread_ids)
+        if expected_generations is not None:
+            gens = list(expected_generations)
+            if len(gens) != n:
+                raise invalid("expected_generations needs one entry per thread named")
+            run.generations = (ctypes.c_int64 * n)(
+                *[-1 if g is None else _int(g, "expected generation", 0) for g in gens])
+            run.opts.expected_generations = run.generations
 
         def write(_ctx, buf, size):
             if run.exc is not None:

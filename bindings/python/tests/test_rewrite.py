@@ -157,6 +157,25 @@ class RewriteTests:
         self.store.fork(t, self.tid("f"), expected_generation=1)
         self.assertEqual(self.store.load_history(self.tid("f")).generation, 1)
 
+    def test_export_and_import_carry_the_generation(self):
+        import io
+        t = self.tid()
+        self.seed(t)
+        self.store.pop(t)
+        with self.assertRaises(convo.ConflictError):
+            self.store.export(io.BytesIO(), [t], expected_generations=[0])
+        with self.assertRaises(convo.InvalidError):
+            self.store.export(io.BytesIO(), [t], expected_generations=[1, 1])
+        buf = io.BytesIO()
+        self.store.export(buf, [t], expected_generations=[1])
+        with convo.Store("memory:") as other:
+            other.import_(io.BytesIO(buf.getvalue()))
+            self.assertEqual(other.load_history(t).generation, 1)
+            other.replace_tail(t, 0, [C])  # rewritten since the import
+            with self.assertRaises(convo.ConflictError):
+                other.import_(io.BytesIO(buf.getvalue()))
+            self.assertEqual(other.load(t)[0], [C])
+
     def test_racing_pops_take_each_message_once(self):
         t = self.tid()
         self.store.append(t, [{"role": "user", "n": i} for i in range(40)])
