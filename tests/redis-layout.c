@@ -560,6 +560,46 @@ START_TEST(test_layout2_migrated)
 }
 END_TEST
 
+/* A thread of layout 2 with a checkpoint record that does not decode: the
+ * open migrates the others and leaves it (and P:store) behind; the calls that
+ * need it migrated fail with CONVO_ECORRUPT and write nothing; it still loads. */
+START_TEST(test_layout2_corrupt_record)
+{
+    char prefix[256], store_key[512], cp_key[512], meta[512], good_meta[512];
+    convo_store *s = open_store("bad", NULL, prefix, sizeof prefix);
+    const char *t = "bad-t", *good = "bad-good";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    put_ok(s, t, "", "c1");
+    put_ok(s, good, "", "c1");
+    convo_close(s);
+    eval_thread(downgrade2_lua, prefix, t);
+    eval_thread(downgrade2_lua, prefix, good);
+    key_of(cp_key, sizeof cp_key, prefix, t, 4);
+    freeReplyObject(on_key(cp_key, "HSET %s %b %b", cp_key, "\0c1", (size_t)3, "\xc1", (size_t)1));
+    snprintf(store_key, sizeof store_key, "%s:store", prefix);
+    freeReplyObject(on_key(store_key, "HSET %s v 2", store_key));
+    s = open_store("bad", NULL, prefix, sizeof prefix);
+    key_of(meta, sizeof meta, prefix, t, 2);
+    key_of(good_meta, sizeof good_meta, prefix, good, 2);
+    assert_hget(good_meta, "v", "3");
+    assert_hget(meta, "v", "2");
+    assert_hget(store_key, "v", "2");
+    bytes before = snapshot(prefix, t);
+    ck_assert_int_eq(rewrite(s, t, 1, 1, &err), CONVO_ECORRUPT);
+    ck_assert_msg(strstr(err.message, "could not be decoded") != NULL, "%s", err.message);
+    same_snapshot(&before, prefix, t, "rewrite of a thread that cannot be migrated");
+    ck_assert_int_eq(put(s, t, "", "c2", 0, 0, &err), CONVO_ECORRUPT);
+    same_snapshot(&before, prefix, t, "put to a thread that cannot be migrated");
+    ck_assert_int_eq(generation_of(s, t), 0);
+    free(before.p);
+    delete_ok(s, t);
+    delete_ok(s, good);
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
 /* A rewrite refused (checkpoint, length, generation, keep) leaves every key as
  * it was; one that runs sets one deadline on every key. */
 START_TEST(test_rewrite_conflict_writes_nothing)
@@ -748,6 +788,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_put_log_conflict_writes_nothing);
     tcase_add_test(tc, test_old_layout);
     tcase_add_test(tc, test_layout2_migrated);
+    tcase_add_test(tc, test_layout2_corrupt_record);
     tcase_add_test(tc, test_rewrite_conflict_writes_nothing);
     tcase_add_test(tc, test_rewrite_drop_values);
     tcase_add_test(tc, test_rewrite_cost);

@@ -65,9 +65,11 @@ static int relayout_call(cmd *c, const thread_keys *tk, const redisReply *all, c
 
 /* One round for threads tk[0..n): cp_migrate (layout 1 -> 2) and HGETALL cp
  * of each in one round trip, then cp_relayout of each in another. done[i] is
- * set for each thread in layout 3 after it. */
+ * set for each thread in layout 3 after it. A thread with a record that does
+ * not decode stays as it is (cp_relayout without triples changes nothing but
+ * stale members) and counts in *corrupt: the others go on. */
 static int relayout_round(convo_backend *b, rconn *c, const thread_keys *tk, size_t n, char *done,
-                          convo_error *err)
+                          size_t *corrupt, convo_error *err)
 {
     cmd *reads = calloc(2 * n, sizeof *reads), *calls = calloc(n, sizeof *calls);
     redisReply **r1 = calloc(2 * n, sizeof *r1), **r2 = calloc(n, sizeof *r2);
@@ -80,8 +82,19 @@ static int relayout_round(convo_backend *b, rconn *c, const thread_keys *tk, siz
     }
     if (rc == 0)
         rc = scripts_each(b, c, reads, 2 * n, 2, S_CP_MIGRATE, r1, err);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = relayout_call(&calls[i], &tk[i], r1[2 * i + 1], &nums[i], err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        convo_error bad = {0};
+        rc = relayout_call(&calls[i], &tk[i], r1[2 * i + 1], &nums[i], &bad);
+        if (rc == CONVO_ECORRUPT) {
+            (*corrupt)++;
+            convo__rd_cmd_free(&calls[i]);
+            calls[i] = (cmd){0};
+            convo__rd_cmd_script_head(&calls[i], &tk[i]);
+            rc = 0;
+        } else if (rc != 0 && err) {
+            *err = bad;
+        }
+    }
     if (rc == 0)
         rc = scripts_each(b, c, calls, n, 1, S_CP_RELAYOUT, r2, err);
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -114,10 +127,15 @@ int convo__rd_thread_relayout(convo_backend *b, rconn *c, const char *id, convo_
 {
     thread_keys tk;
     char done = 0;
+    size_t corrupt = 0;
     if (convo__rd_keys_make(b, id, &tk) != 0)
         return convo__rd_oom(err);
-    int rc = relayout_round(b, c, &tk, 1, &done, err);
+    int rc = relayout_round(b, c, &tk, 1, &done, &corrupt, err);
     free(tk.buf);
+    if (rc == 0 && corrupt)
+        rc = convo__error(err, CONVO_ECORRUPT, NULL,
+                          "redis: a stored checkpoint of thread %s could not be decoded (it "
+                          "cannot be indexed for layout " LAYOUT ")", id);
     return rc;
 }
 
@@ -132,7 +150,7 @@ int convo__rd_relayout_gave_up(const char *id, convo_error *err)
 static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *all,
                         convo_error *err)
 {
-    size_t n = ids->elements, left = 0;
+    size_t n = ids->elements, left = 0, corrupt = 0;
     thread_keys *tk = calloc(n + 1, sizeof *tk);
     char *done = calloc(n + 1, 1);
     int rc = tk && done ? 0 : convo__rd_oom(err);
@@ -144,9 +162,12 @@ static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *
             rc = convo__rd_oom(err);
     }
     if (rc == 0 && n > 0)
-        rc = relayout_round(b, c, tk, n, done, err);
-    for (size_t i = 0; i < n && rc == 0; i++) /* changed meanwhile: once more, alone */
-        if (!done[i] && relayout_round(b, c, &tk[i], 1, &done[i], err) == 0 && !done[i])
+        rc = relayout_round(b, c, tk, n, done, &corrupt, err);
+    /* changed meanwhile: once more, alone; one left behind (or undecodable) is
+     * migrated by the call that meets it (CONVO_MIGRATE) */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!done[i] && (relayout_round(b, c, &tk[i], 1, &done[i], &corrupt, err) != 0 ||
+                         !done[i]))
             left++;
     *all = left == 0;
     for (size_t i = 0; tk && i < n; i++)
