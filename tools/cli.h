@@ -7,6 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#if defined(__GNUC__)
+#define TOOL_PRINTF(fmt, first) __attribute__((format(printf, fmt, first)))
+#else
+#define TOOL_PRINTF(fmt, first)
+#endif
+
 /* Exit statuses; scripts rely on them (docs/cli.md). */
 enum {
     STATUS_HELP = -1, /* internal: --help after a command; prints its usage, exits 0 */
@@ -47,10 +53,10 @@ struct command {
 /* ---- errors and usage ---- */
 /* Prints the library's one-line message and returns the exit status of its code. */
 int fail(int code, const convo_error *err);
-int fail_msg(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fail_msg(int status, const char *fmt, ...) TOOL_PRINTF(2, 3);
 void print_usage(FILE *f, const command *cmd);
 /* Prints the error and the command's usage (cmd NULL: the tool's); returns STATUS_USAGE. */
-int usage_error(const command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int usage_error(const command *cmd, const char *fmt, ...) TOOL_PRINTF(2, 3);
 
 /* ---- options ---- */
 /* The value of an option given ("" for a flag), or NULL when absent. */
