@@ -72,7 +72,7 @@ run crash "r$token" wrap "$top_builddir/tests/crash" "$(convo_url_add "$base" "p
 # the Python classes of the redis driver, on the cluster (each class empties its
 # own prefix=convo_py_PID_... at the end)
 run python "" env CONVO_TEST_REDIS_URL="$base" "$top_srcdir/tests/python.sh" \
-    test_store.StoreTests_redis test_asyncio.CheckpointerTests_redis
+    test_store.StoreTests_redis test_asyncio.CheckpointerTests_redis test_rewrite.RewriteTests_redis
 # the Node package's tests, their redis driver on the cluster (memory:, SQLite
 # and the other servers left out); every store's prefix starts n<token>
 run node "n$token" env top_builddir="$top_builddir" CONVO_TEST_REDIS_URL="$base" CONVO_TEST_DRIVERS=redis \
