@@ -76,11 +76,11 @@ end
 -- next to bytes cmsgpack cannot decode (bin). So such a thread with
 -- checkpoints answers CONVO_MIGRATE, before any write: the client indexes it
 -- (layout.c) and sends the call again. One without checkpoints is layout 3 as
--- it is; a write marks it (mark_layout). (rewrite.lua also counts the members.)
-local function needs_migration()
-  local v = redis.call('HGET', META, 'v')
+-- it is; a write marks it (mark_layout). v: meta's v, read by the caller (nil
+-- for a thread the call creates). (rewrite.lua also counts the members.)
+local function needs_migration(v)
   return v and v ~= '3' and redis.call('HLEN', CP) > 0
 end
-local function mark_layout()
-  if redis.call('HGET', META, 'v') ~= '3' then redis.call('HSET', META, 'v', '3') end
+local function mark_layout(v)
+  if v ~= '3' then redis.call('HSET', META, 'v', '3') end
 end

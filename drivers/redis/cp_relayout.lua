@@ -26,5 +26,5 @@ for i = 1, #ARGV, 3 do
   end
 end
 if redis.call('HLEN', CP) ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1') then return 0 end
-mark_layout()
+redis.call('HSET', META, 'v', '3')
 return 1

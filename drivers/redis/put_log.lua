@@ -14,20 +14,19 @@ if len ~= expect then
   return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..
                            ' messages, expected ' .. expect)
 end
-local g = tonumber(redis.call('HGET', META, 'g')) or 0
+local m = redis.call('HMGET', META, 'v', 'g')
+local g = tonumber(m[2]) or 0
 if gen >= 0 and g ~= gen then
   return redis.error_reply('CONVO_CONFLICT thread is at generation ' .. g ..
                            ', expected ' .. ARGV[4])
 end
-if redis.call('EXISTS', META) == 0 and not create then
-  return redis.status_reply('CONVO_CREATE')
-end
-if needs_migration() then return redis.status_reply('CONVO_MIGRATE') end
-mark_layout()
+if not m[1] and not create then return redis.status_reply('CONVO_CREATE') end
+if needs_migration(m[1]) then return redis.status_reply('CONVO_MIGRATE') end
 -- Redis keeps what a script wrote before an error: a stored record of this key
 -- that put_checkpoint cannot decode fails here, before the messages go in
 local old = redis.call('HGET', CP, ARGV[6] .. '\0' .. ARGV[7])
 if old then cmsgpack.unpack_one(old, (cmsgpack.unpack_one(old))) end
+mark_layout(m[1])
 chunked('RPUSH', MSGS, ARGV, 13, 12 + n)
 local order = put_checkpoint(ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[10]), ARGV[11],
                              ARGV[12], 13 + n, tonumber(ARGV[9]))
