@@ -499,7 +499,10 @@ $R3"
     err_has "import into a thread rewritten since" "generation"
     check "the rewritten thread is left as it was" 0 "$CONVO" --url "sqlite:$T/g2.db" load g
     out_is "the rewritten thread is left as it was" "$R3"
-    check "fork keeps the generation" 0 "$CONVO" --url "$S" fork g g-fork
+    check "fork --expect-generation stale" 4 "$CONVO" --url "$S" fork g g-fork --expect-generation 0
+    one_error "fork --expect-generation stale"
+    check "a stale fork created nothing" 3 "$CONVO" --url "$S" load g-fork
+    check "fork keeps the generation" 0 "$CONVO" --url "$S" fork g g-fork --expect-generation 1
     check "forked generation" 0 "$CONVO" --url "$S" load g-fork --with-meta
     if grep -q '^{"seq":0,"generation":1,' "$T/out"; then ok; else bad "forked generation: $(head -c 300 "$T/out")"; fi
     "$CONVO" --url "$S" delete g

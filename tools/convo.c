@@ -207,11 +207,14 @@ static int cmd_delete(convo_store *s, const invocation *inv)
 static int cmd_fork(convo_store *s, const invocation *inv)
 {
     int64_t upto = -1; /* all messages */
+    convo_fork_opts fo = CONVO_FORK_OPTS_INIT;
     int st = opt_count(inv, "--upto", &upto);
+    if (st == STATUS_OK)
+        st = opt_count(inv, "--expect-generation", &fo.expected_generation);
     if (st != STATUS_OK)
         return st;
     convo_error err;
-    int rc = convo_thread_fork(s, inv->args[0], inv->args[1], upto, &err);
+    int rc = convo_thread_fork_ex(s, inv->args[0], inv->args[1], upto, &fo, &err);
     return rc ? fail(rc, &err) : STATUS_OK;
 }
 
@@ -360,7 +363,8 @@ static const command commands[] = {
     {.name = "delete", .run = cmd_delete, .opens_store = 1, .min_args = 1, .max_args = 1,
      .usage = "delete THREAD", .summary = "delete a thread and all it holds"},
     {.name = "fork", .run = cmd_fork, .opens_store = 1, .min_args = 2, .max_args = 2,
-     .options = {"--upto="}, .usage = "fork SRC DST [--upto N]",
+     .options = {"--upto=", "--expect-generation="},
+     .usage = "fork SRC DST [--upto N] [--expect-generation G]",
      .summary = "copy messages [0, N) and the extra object of SRC into the new thread DST"},
     {.name = "checkpoints", .run = cmd_checkpoints, .opens_store = 1, .min_args = 1,
      .max_args = 1, .options = {"--ns=", "--limit="},
