@@ -3,8 +3,10 @@
  * from version 3, 4 and 5 layouts), put with messages in one transaction, ttl and
  * sweep, HOT appends, reconnecting after a restart, error mapping, races across
  * processes, the cost of an append next to a raw INSERT, and each of the
- * driver's .sql files loaded on its own. Run by tests/postgres-extra.sh. */
+ * driver's .sql files loaded on its own; the tail rewrite in
+ * postgres_rewrite.c. Run by tests/postgres-extra.sh. */
 #include "dumpbuf.h"
+#include "postgres.h"
 #include <check.h>
 #include <convo.h>
 #include <dirent.h>
@@ -17,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *base_url;
-static unsigned run_id;
+const char *base_url;
+unsigned run_id;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -33,7 +35,7 @@ static const char *url_with(const char *params)
 }
 
 /* A schema name unique to this run. */
-static const char *schema_name(const char *name)
+const char *schema_name(const char *name)
 {
     static char buf[4][64];
     static int n;
@@ -42,7 +44,7 @@ static const char *schema_name(const char *name)
     return b;
 }
 
-static const char *schema_url(const char *name, const char *more)
+const char *schema_url(const char *name, const char *more)
 {
     char params[512];
     snprintf(params, sizeof params, "schema=%s%s%s", schema_name(name), more ? "&" : "",
@@ -50,7 +52,7 @@ static const char *schema_url(const char *name, const char *more)
     return url_with(params);
 }
 
-static convo_store *open_ok(const char *url)
+convo_store *open_ok(const char *url)
 {
     convo_store *s = NULL;
     convo_error err;
@@ -60,7 +62,7 @@ static convo_store *open_ok(const char *url)
 }
 
 /* A plain libpq connection to the test server, for looking behind the driver. */
-static PGconn *admin(void)
+PGconn *admin(void)
 {
     PGconn *pg = PQconnectdb(base_url);
     ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "admin connection: %s", PQerrorMessage(pg));
@@ -68,7 +70,7 @@ static PGconn *admin(void)
 }
 
 /* Runs sql; returns the first value of the first row as a malloc'd string (or NULL). */
-static char *query1(PGconn *pg, const char *sql)
+char *query1(PGconn *pg, const char *sql)
 {
     PGresult *r = PQexec(pg, sql);
     ExecStatusType st = PQresultStatus(r);
@@ -81,7 +83,7 @@ static char *query1(PGconn *pg, const char *sql)
     return v;
 }
 
-static long query_long(PGconn *pg, const char *sql)
+long query_long(PGconn *pg, const char *sql)
 {
     char *v = query1(pg, sql);
     ck_assert_msg(v != NULL, "%s returned nothing", sql);
@@ -90,7 +92,7 @@ static long query_long(PGconn *pg, const char *sql)
     return n;
 }
 
-static void drop_schema(const char *name)
+void drop_schema(const char *name)
 {
     PGconn *pg = admin();
     char sql[160];
@@ -100,14 +102,14 @@ static void drop_schema(const char *name)
     PQfinish(pg);
 }
 
-static const char *msg1 = "{\"role\":\"user\",\"content\":\"hello\"}";
+const char *msg1 = "{\"role\":\"user\",\"content\":\"hello\"}";
 
-static int append1(convo_store *s, const char *thread, convo_error *err)
+int append1(convo_store *s, const char *thread, convo_error *err)
 {
     return convo_append(s, thread, &msg1, NULL, 1, NULL, NULL, err);
 }
 
-static int64_t length_of(convo_store *s, const char *thread)
+int64_t length_of(convo_store *s, const char *thread)
 {
     convo_history *h;
     convo_error err;
@@ -393,7 +395,7 @@ START_TEST(test_schemas_are_separate)
 END_TEST
 
 /* Runs sql (one or more statements) with every @S replaced by schema's quoted name. */
-static void exec_in_schema(PGconn *pg, const char *schema, const char *sql)
+void exec_in_schema(PGconn *pg, const char *schema, const char *sql)
 {
     size_t n = strlen(sql) + 1;
     for (const char *p = sql; (p = strstr(p, "@S")) != NULL; p += 2)
@@ -604,7 +606,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ ttl */
 
-static void put_checkpoint(convo_store *s, const char *thread, const char *id)
+void put_checkpoint(convo_store *s, const char *thread, const char *id)
 {
     convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
     convo_blob value = {"json", "1", 1};
@@ -618,7 +620,7 @@ static void put_checkpoint(convo_store *s, const char *thread, const char *id)
 }
 
 /* Rows left in any table for thread in schema `name`. */
-static long rows_of(PGconn *pg, const char *name, const char *thread)
+long rows_of(PGconn *pg, const char *name, const char *thread)
 {
     static const char *const tables[] = {"threads", "thread_extra", "messages",
                                          "idempotency_keys", "checkpoints",
@@ -696,7 +698,6 @@ END_TEST
 
 /* Schema `name` as a libconvo of that version left it (defined below, with
  * the other readers of the driver's .sql files). */
-static void schema_at_version(const char *name, int version);
 
 /* Checkpoints put by version 4's checkpoint_put, so put_seq counts per
  * thread: a1 1, a2 2; b1 1, b2 4 (2 and 3 deleted); thread c's counter is
@@ -1336,7 +1337,7 @@ static PGconn *lock_thread_row(const char *name)
     return pg;
 }
 
-static void wait_for_lock_wait(const char *app)
+void wait_for_lock_wait(const char *app)
 {
     PGconn *pg = admin();
     char sql[256];
@@ -1472,7 +1473,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ cost */
 
-static double seconds_now(void)
+double seconds_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1672,7 +1673,7 @@ static void sql_exec(PGconn *pg, sql_file *f)
     f->used++;
 }
 
-static void schema_at_version(const char *name, int version)
+void schema_at_version(const char *name, int version)
 {
     static sql_file files[128];
     drop_schema(name);
@@ -1708,7 +1709,7 @@ static void schema_at_version(const char *name, int version)
  * pending writes; "b" with an extra only; "live" with a deadline an hour
  * ahead and a checkpoint; "dead" with messages, an extra and a checkpoint, its
  * deadline passed. */
-static const char v5_data[] =
+const char v5_data[] =
     "SELECT @S.append('a', ARRAY[convert_to('{\"role\":\"user\",\"n\":0}', 'UTF8'),\n"
     "    convert_to('{\"role\":\"assistant\",\"n\":1}', 'UTF8')], ARRAY['user', 'assistant'],\n"
     "    '2026-01-02 03:04:05.123456+00', 'k1', -1, NULL);\n"
@@ -1793,7 +1794,7 @@ static const char *const v5_rows[][3] = {
 
 /* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7),
  * one table a line. */
-static char *rows_as_text(PGconn *pg, const char *name, int layout)
+char *rows_as_text(PGconn *pg, const char *name, int layout)
 {
     char *out = strdup("");
     for (size_t i = 0; i < sizeof v5_rows / sizeof *v5_rows; i++) {
@@ -2191,6 +2192,7 @@ static Suite *postgres_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_restart_in_the_middle);
     suite_add_tcase(s, tc);
+    postgres_add_rewrite_tests(s);
     tc = tcase_create("cost");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_append_cost_against_raw_insert);

@@ -1,6 +1,7 @@
-/* threads.c — the PostgreSQL driver's thread calls: append (one statement, or
- * @S.append() for idempotency keys and what that statement cannot decide), load,
- * save_extra, delete, list, fork and the tail rewrite (@S.replace_tail()). */
+/* threads.c — the PostgreSQL driver's thread calls: append and the tail
+ * rewrite (each one statement, or a function of the schema for idempotency
+ * keys and what that statement cannot decide), load, save_extra, delete, list
+ * and fork. */
 #include "config.h"
 #include "pg_int.h"
 #include <stdlib.h>
@@ -227,31 +228,82 @@ int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, in
     return rc;
 }
 
-/* @S.replace_tail(): one statement, one transaction under the thread's row
- * lock (migrate-8.sql says what it checks, in the order of driver.h). */
+/* The rewrite's parameters: those of replace_tail.sql; replace_tail_fast.sql
+ * takes a subset. */
+typedef struct rewrite_params {
+    char keep[8], at[8], expected[8], generation[8], drop;
+    char *bodies, *roles;
+    const char *values[10];
+    int lens[10];
+} rewrite_params;
+
+static int rewrite_params_init(convo_backend *b, rewrite_params *p, const char *thread_id,
+                               int64_t keep, const convo_message_in *msgs, size_t n,
+                               const convo_rewrite_opts *opts)
+{
+    const char *key = opts->idempotency_key;
+    put64(p->keep, (uint64_t)keep);
+    put64(p->at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    put64(p->expected, (uint64_t)opts->expected_length);
+    put64(p->generation, (uint64_t)opts->expected_generation);
+    p->drop = opts->drop_checkpoints ? 1 : 0;
+    const int lens[10] = {(int)strlen(thread_id), 8, 0, 0, 8, key ? (int)strlen(key) : 0, 8, 8,
+                          1, TTL_LEN};
+    memcpy(p->lens, lens, sizeof lens);
+    int rc = convo__pg_encode_batch(msgs, n, &p->bodies, &p->lens[2], &p->roles, &p->lens[3]);
+    if (rc != 0)
+        return rc;
+    const char *values[10] = {thread_id, p->keep,     p->bodies, p->roles, p->at,
+                              key,       p->expected, p->generation, &p->drop, b->ttl};
+    memcpy(p->values, values, sizeof values);
+    return 0;
+}
+
+/* replace_tail_fast.sql: *done is 0 when it matched nothing (replace_tail.sql
+ * then says why, or does it). */
+static int rewrite_fast(convo_backend *b, const rewrite_params *p, int64_t keep, size_t n,
+                        int *done, convo_rewrite_result *res, convo_error *err)
+{
+    const char *values[8] = {p->values[0], p->values[1], p->values[2], p->values[3],
+                             p->values[4], p->values[6], p->values[7], p->values[9]};
+    const int lens[8] = {p->lens[0], p->lens[1], p->lens[2], p->lens[3],
+                         p->lens[4], p->lens[6], p->lens[7], p->lens[9]};
+    PGresult *r;
+    int rc = convo__pg_run(b, ST_REPLACE_TAIL_FAST, values, lens, &r, err);
+    if (rc != 0)
+        return rc;
+    *done = PQntuples(r) == 1;
+    if (*done) {
+        res->first_seq = keep;
+        res->count = n;
+        res->removed = convo__pg_get_int(r, 0, 0);
+        res->generation = convo__pg_get_int(r, 0, 1);
+        res->replayed = 0;
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* The tail rewrite: without an idempotency key replace_tail_fast.sql, one
+ * statement; with one, or when that statement matched nothing,
+ * @S.replace_tail(), one transaction under the thread's row lock
+ * (migrate-8.sql says what it checks, in the order of driver.h). */
 int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
                            convo_rewrite_result *res, convo_error *err)
 {
-    const char *key = opts->idempotency_key;
-    char kept[8], at[8], expected[8], generation[8], drop = opts->drop_checkpoints ? 1 : 0;
-    put64(kept, (uint64_t)keep);
-    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
-    put64(expected, (uint64_t)opts->expected_length);
-    put64(generation, (uint64_t)opts->expected_generation);
-    int lens[10] = {(int)strlen(thread_id), 8, 0, 0, 8, key ? (int)strlen(key) : 0, 8, 8, 1,
-                    TTL_LEN};
-    char *bodies, *roles;
-    int rc = convo__pg_encode_batch(msgs, n, &bodies, &lens[2], &roles, &lens[3]);
+    rewrite_params p;
+    int rc = rewrite_params_init(b, &p, thread_id, keep, msgs, n, opts), done = 0;
     if (rc != 0)
         return convo__pg_too_large(rc, err);
-    const char *values[10] = {thread_id, kept,     bodies,     roles, at,
-                              key,       expected, generation, &drop, b->ttl};
-    PGresult *r;
-    rc = convo__pg_run(b, ST_REPLACE_TAIL, values, lens, &r, err);
-    free(bodies);
-    free(roles);
-    if (rc != 0)
+    if (!opts->idempotency_key)
+        rc = rewrite_fast(b, &p, keep, n, &done, res, err);
+    PGresult *r = NULL;
+    if (rc == 0 && !done)
+        rc = convo__pg_run(b, ST_REPLACE_TAIL, p.values, p.lens, &r, err);
+    free(p.bodies);
+    free(p.roles);
+    if (rc != 0 || done)
         return rc;
     res->first_seq = convo__pg_get_int(r, 0, 0);
     res->count = (size_t)convo__pg_get_int(r, 0, 1);

@@ -1,0 +1,51 @@
+/* postgres.h — what the files of tests/postgres_extra share (defined in
+ * tests/postgres.c): the test server, schemas unique to a run, a libpq
+ * connection behind the driver's back, and the data of old layouts. */
+#ifndef CONVO_TESTS_POSTGRES_H
+#define CONVO_TESTS_POSTGRES_H
+
+#include <check.h>
+#include <convo.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
+extern unsigned run_id;
+extern const char *msg1;     /* a user message */
+/* What a version 5 store held, written with its own functions (postgres.c). */
+extern const char v5_data[];
+
+/* A schema name unique to this run ("pgx_RUN_name"); a static buffer of 4. */
+const char *schema_name(const char *name);
+/* base_url with schema=schema_name(name) and more parameters (or NULL). */
+const char *schema_url(const char *name, const char *more);
+convo_store *open_ok(const char *url);
+/* A plain libpq connection to the test server, for looking behind the driver. */
+PGconn *admin(void);
+/* Runs sql; the first value of the first row as a malloc'd string, or NULL. */
+char *query1(PGconn *pg, const char *sql);
+long query_long(PGconn *pg, const char *sql);
+void drop_schema(const char *name);
+/* sql with @S replaced by the quoted schema, run on pg (or the test fails). */
+void exec_in_schema(PGconn *pg, const char *schema, const char *sql);
+/* An empty schema brought to `version` by the migrations' .sql files. */
+void schema_at_version(const char *name, int version);
+/* Every row of every table of schema `name` as text, one table a line, in the
+ * columns of version 5 (layout 0), 6 (1) or 7 and later (2). */
+char *rows_as_text(PGconn *pg, const char *name, int layout);
+/* Rows left in any table for thread in schema `name`. */
+long rows_of(PGconn *pg, const char *name, const char *thread);
+
+int append1(convo_store *s, const char *thread, convo_error *err);
+/* The thread's length, its seqs checked dense. */
+int64_t length_of(convo_store *s, const char *thread);
+/* A checkpoint with one channel value ("ch" version "v1"). */
+void put_checkpoint(convo_store *s, const char *thread, const char *id);
+/* Waits (up to 5 s) until a session of application `app` waits for a lock. */
+void wait_for_lock_wait(const char *app);
+double seconds_now(void);
+
+/* tests/postgres_rewrite.c: the tail rewrite and the generation (v8). */
+void postgres_add_rewrite_tests(Suite *s);
+
+#endif

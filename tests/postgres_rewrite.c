@@ -1,0 +1,483 @@
+/* postgres_rewrite.c — the PostgreSQL driver's tail rewrite and thread
+ * generation (schema version 8), beyond the conformance cases: migration from
+ * version 7, one transaction (a failure after the delete undoes it all), the
+ * row lock against a fork and pending writes running beside it, ttl, the
+ * generation in every append path, and what a rewrite costs next to an append. */
+#include "postgres.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const THREE[] = {"{\"role\":\"user\",\"n\":0}",
+                                    "{\"role\":\"assistant\",\"n\":1}",
+                                    "{\"role\":\"user\",\"n\":2}"};
+static const char *const AGAIN = "{\"role\":\"assistant\",\"n\":\"again\"}";
+
+static int64_t generation_of(convo_store *s, const char *thread)
+{
+    convo_history *h;
+    convo_error err;
+    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+    lo.tail = 1;
+    ck_assert_msg(convo_load(s, thread, &lo, &h, &err) == 0, "load %s: %s", thread,
+                  err.message);
+    int64_t g = convo_history_generation(h);
+    convo_history_free(h);
+    return g;
+}
+
+static void append3(convo_store *s, const char *thread)
+{
+    convo_error err;
+    ck_assert_msg(convo_append(s, thread, THREE, NULL, 3, NULL, NULL, &err) == 0, "append: %s",
+                  err.message);
+}
+
+/* The first value of sql (with @S the schema of `name`) as a number. */
+static long schema_long(PGconn *pg, const char *name, const char *sql)
+{
+    char buf[1024], *o = buf;
+    for (const char *p = sql; *p;)
+        if (p[0] == '@' && p[1] == 'S') {
+            o += snprintf(o, sizeof buf - (size_t)(o - buf), "\"%s\"", schema_name(name));
+            p += 2;
+        } else {
+            *o++ = *p++;
+        }
+    *o = '\0';
+    return query_long(pg, buf);
+}
+
+/* A version 7 schema with data (written by the functions it had) is migrated
+ * on open: no row changes, every thread is at generation 0; then a rewrite
+ * that drops checkpoints removes them, their writes and the values only they
+ * referred to, and keeps the rest. */
+START_TEST(test_migration_from_version_7)
+{
+    schema_at_version("v7", 7);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("v7"), v5_data);
+    /* version 7 stores bodies behind a byte saying how: 0, as given */
+    exec_in_schema(pg, schema_name("v7"),
+                   "UPDATE @S.checkpoints SET body = '\\x00'::bytea || body WHERE body IS NOT NULL");
+    char *before = rows_as_text(pg, "v7", 2);
+    convo_store *s = open_ok(schema_url("v7", NULL));
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema_name("v7"));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
+    free(v);
+    char *after = rows_as_text(pg, "v7", 2);
+    ck_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    snprintf(sql, sizeof sql, "SELECT string_agg(thread_id || '=' || generation, ' '"
+             " ORDER BY thread_id) FROM \"%s\".threads", schema_name("v7"));
+    v = query1(pg, sql);
+    ck_assert_str_eq(v, "a=0 b=0 dead=0 live=0");
+    free(v);
+    ck_assert_int_eq(generation_of(s, "a"), 0);
+    ck_assert_int_eq(generation_of(s, "b"), 0);
+
+    /* "a": c1 (log 2: ch v1, x v1), c2 (log 3: ch v2, x v1; two writes), sub/c3 (log 3) */
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    convo_rewrite_result r;
+    convo_error err;
+    o.expected_generation = 0;
+    ck_assert_int_eq(convo_replace_tail(s, "a", 2, &AGAIN, NULL, 1, &o, &r, &err),
+                     CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "checkpoint c2 (namespace '')") != NULL, "%s",
+                  err.message);
+    o.drop_checkpoints = 1;
+    ck_assert_msg(convo_replace_tail(s, "a", 2, &AGAIN, NULL, 1, &o, &r, &err) == 0,
+                  "rewrite: %s", err.message);
+    ck_assert(r.first_seq == 2 && r.count == 1 && r.removed == 1 && r.generation == 1);
+    ck_assert_int_eq(schema_long(pg, "v7", "SELECT count(*) FROM @S.checkpoints c JOIN"
+                                 " @S.threads t ON t.tid = c.tid WHERE t.thread_id = 'a'"), 1);
+    ck_assert_int_eq(schema_long(pg, "v7", "SELECT count(*) FROM @S.checkpoint_writes w JOIN"
+                                 " @S.threads t ON t.tid = w.tid WHERE t.thread_id = 'a'"), 0);
+    /* ch v2 was c2's alone; ch v1 and x v1 are c1's */
+    snprintf(sql, sizeof sql, "SELECT string_agg(b.channel || '/' || b.version, ' '"
+             " ORDER BY b.channel, b.version) FROM \"%s\".checkpoint_blobs b JOIN \"%s\".threads"
+             " t ON t.tid = b.tid WHERE t.thread_id = 'a'", schema_name("v7"), schema_name("v7"));
+    v = query1(pg, sql);
+    ck_assert_str_eq(v, "ch/v1 x/v1");
+    free(v);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "a", "", NULL, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c1");
+    for (size_t i = 0; i < convo_checkpoint_channel_count(cp); i++) {
+        const char *version;
+        convo_blob value;
+        convo_checkpoint_channel(cp, i, &version, &value);
+        ck_assert_ptr_nonnull(value.type);
+    }
+    convo_checkpoint_free(cp);
+    /* the key of the append that stored seqs 0 and 1 still replays: they are kept */
+    convo_append_opts ao = CONVO_APPEND_OPTS_INIT;
+    ao.idempotency_key = "k1";
+    convo_append_result ar;
+    ck_assert_int_eq(convo_append(s, "a", THREE, NULL, 2, &ao, &ar, &err), 0);
+    ck_assert(ar.replayed && ar.first_seq == 0);
+    ck_assert_int_eq(length_of(s, "a"), 3);
+    /* a fork carries the generation; the untouched threads stay at 0 */
+    ck_assert_int_eq(convo_thread_fork(s, "a", "f", -1, &err), 0);
+    ck_assert_int_eq(generation_of(s, "f"), 1);
+    ck_assert_int_eq(generation_of(s, "live"), 0);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("v7");
+}
+END_TEST
+
+/* The rewrite is one transaction: a failure after the old tail and the
+ * checkpoints were deleted (a constraint added behind the driver's back
+ * refuses the second new message) leaves all of it as it was. */
+START_TEST(test_rewrite_one_transaction)
+{
+    convo_store *s = open_ok(schema_url("rwtx", NULL));
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("rwtx"),
+                   "ALTER TABLE @S.messages ADD CONSTRAINT no_boom"
+                   " CHECK (body <> convert_to('{\"role\":\"tool\",\"boom\":1}', 'UTF8'))");
+    append3(s, "t");
+    put_checkpoint(s, "t", "cp");
+    convo_error err;
+    convo_write_in w = {0, "ch", {"json", "1", 1}};
+    ck_assert_int_eq(convo_checkpoint_put_writes(s, "t", "", "cp", "task", "", &w, 1, &err), 0);
+    /* put_checkpoint stores log_length 0: make it refer to all three */
+    exec_in_schema(pg, schema_name("rwtx"), "UPDATE @S.checkpoints SET log_length = 3");
+    const char *fresh[] = {AGAIN, "{\"role\":\"tool\",\"boom\":1}"};
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = 1;
+    o.idempotency_key = "rw";
+    convo_rewrite_result r;
+    int rc = convo_replace_tail(s, "t", 1, fresh, NULL, 2, &o, &r, &err);
+    ck_assert_msg(rc != 0 && strcmp(err.backend_code, "23514") == 0, "rc %d %s %s", rc,
+                  err.backend_code, err.message);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 3);
+    ck_assert_int_eq(convo_history_generation(h), 0);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_str_eq(convo_history_message(h, i, NULL), THREE[i]);
+    convo_history_free(h);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "cp", &cp, &err), 0);
+    ck_assert_uint_eq(convo_checkpoint_write_count(cp), 1);
+    convo_checkpoint_free(cp);
+    ck_assert_int_eq(schema_long(pg, "rwtx", "SELECT count(*) FROM @S.idempotency_keys"), 0);
+    /* without the refused message it goes through, under the same key */
+    ck_assert_msg(convo_replace_tail(s, "t", 1, fresh, NULL, 1, &o, &r, &err) == 0, "%s",
+                  err.message);
+    ck_assert(r.generation == 1 && r.removed == 2 && !r.replayed);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "cp", &cp, &err), CONVO_ENOTFOUND);
+    ck_assert_int_eq(schema_long(pg, "rwtx", "SELECT count(*) FROM @S.checkpoint_writes"), 0);
+    ck_assert_int_eq(schema_long(pg, "rwtx", "SELECT count(*) FROM @S.checkpoint_blobs"), 0);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("rwtx");
+}
+END_TEST
+
+/* ---- the row lock: a rewrite held open in another session (its function
+ * run in a transaction not yet committed), and calls that must wait for it */
+
+typedef struct blocked {
+    convo_store *s;
+    int what; /* 0 fork, 1 put_writes, 2 rewrite */
+    int rc;
+    convo_error err;
+} blocked;
+
+static void *blocked_call(void *arg)
+{
+    blocked *c = arg;
+    convo_fork_opts fo = CONVO_FORK_OPTS_INIT;
+    convo_write_in w = {0, "ch", {"json", "2", 1}};
+    if (c->what == 0)
+        c->rc = convo_thread_fork_ex(c->s, "locked", "copy", -1, &fo, &c->err);
+    else if (c->what == 1)
+        c->rc = convo_checkpoint_put_writes(c->s, "locked", "", "cp", "late", "", &w, 1, &c->err);
+    else
+        c->rc = convo_replace_tail(c->s, "locked", 0, NULL, NULL, 0, NULL, NULL, &c->err);
+    return NULL;
+}
+
+/* Opens a transaction on a new connection and runs sql (@S the schema) in it. */
+static PGconn *hold(const char *name, const char *sql)
+{
+    PGconn *pg = admin();
+    free(query1(pg, "BEGIN"));
+    exec_in_schema(pg, schema_name(name), sql);
+    return pg;
+}
+
+static const char held_rewrite[] =
+    "SELECT * FROM @S.replace_tail('locked', 1, ARRAY[convert_to('{\"role\":\"assistant\","
+    "\"n\":\"held\"}', 'UTF8')], ARRAY['assistant'], now(), NULL, -1, -1, true, NULL)";
+
+/* A fork that comes while a rewrite is under way waits for it and copies the
+ * new tail with the new generation; a rewrite that comes while a fork is
+ * under way waits, and the copy is the old tail with the old generation.
+ * Pending writes to a checkpoint the rewrite drops wait, then find it gone. */
+START_TEST(test_rewrite_and_fork_never_mix)
+{
+    char app[64], more[128];
+    snprintf(app, sizeof app, "pgx_rwlock_%08x", run_id);
+    snprintf(more, sizeof more, "application_name=%s&pool=1", app);
+    convo_store *s = open_ok(schema_url("rwlock", more));
+    append3(s, "locked");
+    convo_error err;
+    pthread_t th;
+
+    PGconn *holder = hold("rwlock", held_rewrite);
+    blocked fork = {s, 0, 0, {0}};
+    pthread_create(&th, NULL, blocked_call, &fork);
+    wait_for_lock_wait(app);
+    free(query1(holder, "COMMIT"));
+    pthread_join(th, NULL);
+    PQfinish(holder);
+    ck_assert_msg(fork.rc == 0, "fork: %s", fork.err.message);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "copy", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    ck_assert_ptr_nonnull(strstr(convo_history_message(h, 1, NULL), "held"));
+    convo_history_free(h);
+
+    ck_assert_int_eq(convo_thread_delete(s, "copy", &err), 0);
+    holder = hold("rwlock", "SELECT @S.thread_fork('locked', 'copy', -1, -1, NULL)");
+    blocked rewrite = {s, 2, 0, {0}};
+    pthread_create(&th, NULL, blocked_call, &rewrite);
+    wait_for_lock_wait(app);
+    free(query1(holder, "COMMIT"));
+    pthread_join(th, NULL);
+    PQfinish(holder);
+    ck_assert_msg(rewrite.rc == 0, "rewrite: %s", rewrite.err.message);
+    ck_assert_int_eq(length_of(s, "locked"), 0);
+    ck_assert_int_eq(generation_of(s, "locked"), 2);
+    ck_assert_int_eq(length_of(s, "copy"), 2);
+    ck_assert_int_eq(generation_of(s, "copy"), 1);
+
+    append3(s, "locked");
+    put_checkpoint(s, "locked", "cp");
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name("rwlock"), "UPDATE @S.checkpoints SET log_length = 3");
+    holder = hold("rwlock", held_rewrite);
+    blocked writes = {s, 1, 0, {0}};
+    pthread_create(&th, NULL, blocked_call, &writes);
+    wait_for_lock_wait(app);
+    free(query1(holder, "COMMIT"));
+    pthread_join(th, NULL);
+    PQfinish(holder);
+    ck_assert_msg(writes.rc == CONVO_ENOTFOUND, "put_writes: %d %s", writes.rc,
+                  writes.err.message);
+    ck_assert_int_eq(schema_long(pg, "rwlock", "SELECT count(*) FROM @S.checkpoint_writes"), 0);
+    ck_assert_int_eq(generation_of(s, "locked"), 3);
+
+    /* a rewrite without a key (one statement) that waited for an append
+     * works on what the append left: the appended message goes too */
+    holder = hold("rwlock", "SELECT @S.append('locked', ARRAY[convert_to('{\"n\":3}', 'UTF8')],"
+                            " ARRAY['user'], now(), NULL, -1, -1, NULL)");
+    blocked pop = {s, 2, 0, {0}};
+    pthread_create(&th, NULL, blocked_call, &pop);
+    wait_for_lock_wait(app);
+    free(query1(holder, "COMMIT"));
+    pthread_join(th, NULL);
+    PQfinish(holder);
+    ck_assert_msg(pop.rc == 0, "rewrite: %s", pop.err.message);
+    ck_assert_int_eq(length_of(s, "locked"), 0);
+    ck_assert_int_eq(schema_long(pg, "rwlock", "SELECT count(*) FROM @S.messages m JOIN"
+                                 " @S.threads t ON t.tid = m.tid WHERE t.thread_id = 'locked'"),
+                     0);
+    ck_assert_int_eq(generation_of(s, "locked"), 4);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema("rwlock");
+}
+END_TEST
+
+/* With ttl a rewrite moves the deadline; without, it clears one; a thread
+ * whose deadline has passed is not there (CONVO_ENOTFOUND, nothing written). */
+START_TEST(test_rewrite_ttl)
+{
+    convo_store *s = open_ok(schema_url("rwttl", "ttl=3600"));
+    convo_store *plain = open_ok(schema_url("rwttl", NULL));
+    PGconn *pg = admin();
+    append3(s, "t");
+    exec_in_schema(pg, schema_name("rwttl"),
+                   "UPDATE @S.threads SET expires_at = now() + interval '10 s'");
+    convo_error err;
+    convo_rewrite_result r;
+    ck_assert_int_eq(convo_replace_tail(s, "t", 2, NULL, NULL, 0, NULL, &r, &err), 0);
+    ck_assert_int_eq(schema_long(pg, "rwttl", "SELECT count(*) FROM @S.threads"
+                                 " WHERE expires_at > now() + interval '50 minutes'"), 1);
+    ck_assert_int_eq(convo_replace_tail(plain, "t", 1, NULL, NULL, 0, NULL, &r, &err), 0);
+    ck_assert_int_eq(schema_long(pg, "rwttl", "SELECT count(*) FROM @S.threads"
+                                 " WHERE expires_at IS NULL"), 1);
+    exec_in_schema(pg, schema_name("rwttl"),
+                   "UPDATE @S.threads SET expires_at = now() - interval '1 s'");
+    ck_assert_int_eq(convo_replace_tail(s, "t", 0, &AGAIN, NULL, 1, NULL, &r, &err),
+                     CONVO_ENOTFOUND);
+    ck_assert_int_eq(schema_long(pg, "rwttl", "SELECT length * 10 + generation FROM"
+                                 " @S.threads"), 12);
+    /* an append starts it afresh, at generation 0 */
+    ck_assert_int_eq(append1(s, "t", &err), 0);
+    ck_assert_int_eq(generation_of(s, "t"), 0);
+    ck_assert_int_eq(length_of(s, "t"), 1);
+    PQfinish(pg);
+    convo_close(plain);
+    convo_close(s);
+    drop_schema("rwttl");
+}
+END_TEST
+
+/* The generation is a condition in each form of the append: the one-statement
+ * upsert and update (one message, a batch) and @S.append() (a key); a
+ * missing thread is at 0 and is not created by a failed condition. */
+START_TEST(test_append_generation_paths)
+{
+    convo_store *s = open_ok(schema_url("rwgen", NULL));
+    PGconn *pg = admin();
+    convo_error err;
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    convo_append_result ar;
+    for (size_t n = 1; n <= 2; n++) {
+        o.expected_generation = 1;
+        o.expected_length = -1;
+        o.idempotency_key = n == 1 ? NULL : "k";
+        ck_assert_int_eq(convo_append(s, "new", THREE, NULL, n, &o, &ar, &err),
+                         CONVO_ECONFLICT);
+        ck_assert_int_eq(rows_of(pg, "rwgen", "new"), 0);
+    }
+    append3(s, "t");
+    convo_rewrite_result r;
+    ck_assert_int_eq(convo_replace_tail(s, "t", 0, NULL, NULL, 0, NULL, &r, &err), 0);
+    /* empty at generation 1: each form, each condition */
+    const struct { int64_t length, generation; const char *key; size_t n; int rc; } cases[] = {
+        {0, 0, NULL, 1, CONVO_ECONFLICT}, {-1, 0, NULL, 2, CONVO_ECONFLICT},
+        {-1, 0, "k1", 1, CONVO_ECONFLICT}, {0, 1, NULL, 1, 0},
+        {1, 1, NULL, 2, 0},               {3, 1, "k2", 1, 0},
+        {-1, 1, "k2", 1, 0} /* replayed: the key answers first */,
+        {-1, 0, "k2", 1, 0} /* replayed, even though the generation is stale */,
+    };
+    int64_t length = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        o.expected_length = cases[i].length;
+        o.expected_generation = cases[i].generation;
+        o.idempotency_key = cases[i].key;
+        int rc = convo_append(s, "t", THREE, NULL, cases[i].n, &o, &ar, &err);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: %d %s", i, rc, err.message);
+        if (rc == 0 && !ar.replayed)
+            length += (int64_t)cases[i].n;
+        ck_assert_int_eq(length_of(s, "t"), length);
+    }
+    ck_assert_int_eq(length, 4);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema("rwgen");
+}
+END_TEST
+
+/* ---- cost: a rewrite of the last message ("regenerate the answer") next to
+ * a one-message append, on one connection, in alternating blocks. Reported,
+ * not asserted (wall time on a shared machine); every call must succeed and
+ * each rewrite must count one generation. */
+
+static double block_of_appends(convo_store *s, size_t n)
+{
+    convo_error err;
+    double t0 = seconds_now();
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += append1(s, "cost", &err) != 0;
+    double t = seconds_now() - t0;
+    ck_assert_msg(failed == 0, "%zu appends failed: %s", failed, err.message);
+    return t;
+}
+
+static double block_of_rewrites(convo_store *s, size_t n, int conditional, int64_t *length,
+                                int64_t *generation)
+{
+    convo_error err;
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    convo_rewrite_result r = {0};
+    double t0 = seconds_now();
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (conditional) {
+            o.expected_length = *length;
+            o.expected_generation = *generation;
+        }
+        failed += convo_replace_tail(s, "cost", *length - 1, &AGAIN, NULL, 1, &o, &r, &err) != 0;
+        *generation = r.generation;
+    }
+    double t = seconds_now() - t0;
+    ck_assert_msg(failed == 0, "%zu rewrites failed: %s", failed, err.message);
+    return t;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_rewrite_cost_against_append)
+{
+    const char *env = getenv("CONVO_PG_BENCH_N");
+    size_t total = env ? (size_t)atol(env) : 2000, block = 200;
+    size_t rounds = total / block < 3 ? 3 : total / block;
+    convo_store *s = open_ok(schema_url("rwcost", "pool=1"));
+    convo_error err;
+    for (int i = 0; i < 10; i++) /* a history, and every statement prepared */
+        ck_assert_int_eq(append1(s, "cost", &err), 0);
+    int64_t length = 10, generation = 0;
+    block_of_rewrites(s, 5, 1, &length, &generation);
+    block_of_rewrites(s, 5, 0, &length, &generation);
+    double *ta = calloc(rounds, sizeof *ta), *tr = calloc(rounds, sizeof *tr),
+           *tc = calloc(rounds, sizeof *tc);
+    ck_assert(ta && tr && tc);
+    for (size_t i = 0; i < rounds; i++) {
+        ta[i] = block_of_appends(s, block) / (double)block;
+        length = length_of(s, "cost");
+        tr[i] = block_of_rewrites(s, block, 0, &length, &generation) / (double)block;
+        tc[i] = block_of_rewrites(s, block, 1, &length, &generation) / (double)block;
+    }
+    ck_assert_int_eq(generation, (int64_t)(10 + 2 * rounds * block));
+    ck_assert_int_eq(generation_of(s, "cost"), generation);
+    qsort(ta, rounds, sizeof *ta, by_value);
+    qsort(tr, rounds, sizeof *tr, by_value);
+    qsort(tc, rounds, sizeof *tc, by_value);
+    double a = ta[rounds / 2], r = tr[rounds / 2], c = tc[rounds / 2];
+    fprintf(stderr,
+            "postgres: %zu rounds of %zu calls, median per call: append %.1f us, rewrite of"
+            " the last message %.1f us (%.2f appends), the same on (length, generation)"
+            " %.1f us (%.2f appends)\n",
+            rounds, block, a * 1e6, r * 1e6, r / a, c * 1e6, c / a);
+    free(ta);
+    free(tr);
+    free(tc);
+    convo_close(s);
+    drop_schema("rwcost");
+}
+END_TEST
+
+void postgres_add_rewrite_tests(Suite *s)
+{
+    TCase *tc = tcase_create("rewrite");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_migration_from_version_7);
+    tcase_add_test(tc, test_rewrite_one_transaction);
+    tcase_add_test(tc, test_rewrite_and_fork_never_mix);
+    tcase_add_test(tc, test_rewrite_ttl);
+    tcase_add_test(tc, test_append_generation_paths);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rewrite-cost");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_rewrite_cost_against_append);
+    suite_add_tcase(s, tc);
+}
