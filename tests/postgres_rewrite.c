@@ -383,42 +383,11 @@ START_TEST(test_append_generation_paths)
 END_TEST
 
 /* ---- cost: a rewrite of the last message ("regenerate the answer") next to
- * a one-message append, on one connection, in alternating blocks. Reported,
- * not asserted (wall time on a shared machine); every call must succeed and
- * each rewrite must count one generation. */
-
-static double block_of_appends(convo_store *s, size_t n)
-{
-    convo_error err;
-    double t0 = seconds_now();
-    size_t failed = 0;
-    for (size_t i = 0; i < n; i++)
-        failed += append1(s, "cost", &err) != 0;
-    double t = seconds_now() - t0;
-    ck_assert_msg(failed == 0, "%zu appends failed: %s", failed, err.message);
-    return t;
-}
-
-static double block_of_rewrites(convo_store *s, size_t n, int conditional, int64_t *length,
-                                int64_t *generation)
-{
-    convo_error err;
-    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
-    convo_rewrite_result r = {0};
-    double t0 = seconds_now();
-    size_t failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (conditional) {
-            o.expected_length = *length;
-            o.expected_generation = *generation;
-        }
-        failed += convo_replace_tail(s, "cost", *length - 1, &AGAIN, NULL, 1, &o, &r, &err) != 0;
-        *generation = r.generation;
-    }
-    double t = seconds_now() - t0;
-    ck_assert_msg(failed == 0, "%zu rewrites failed: %s", failed, err.message);
-    return t;
-}
+ * a one-message append, on one connection, one call of each in turn (so that
+ * the machine's load falls on both alike), the median of each; the rewrite
+ * with a key (the function) in rounds of its own. Reported, not asserted
+ * (wall time on a shared machine); every call must succeed and each rewrite
+ * must count one generation. */
 
 static int by_value(const void *a, const void *b)
 {
@@ -426,41 +395,94 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return v[n / 2];
+}
+
+/* One round: an append, then the kinds of rewrite asked for (bit 0 without
+ * conditions, 1 on (length, generation), 2 with an idempotency key: then the
+ * append has one too), each of the last message, timed; t[0] the append,
+ * t[k + 1] the rewrites. */
+static size_t cost_round(convo_store *s, int kinds, size_t i, int64_t *length,
+                         int64_t *generation, double t[4])
+{
+    convo_error err;
+    size_t failed = 0;
+    convo_append_opts ao = CONVO_APPEND_OPTS_INIT;
+    char append_key[32];
+    snprintf(append_key, sizeof append_key, "a%zu", i);
+    ao.idempotency_key = kinds & 4 ? append_key : NULL;
+    double t0 = seconds_now();
+    failed += convo_append(s, "cost", &msg1, NULL, 1, &ao, NULL, &err) != 0;
+    ++*length;
+    t[0] = seconds_now() - t0;
+    for (int k = 0; k < 3; k++) {
+        if (!(kinds & (1 << k)))
+            continue;
+        convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+        convo_rewrite_result r = {0};
+        char key[32];
+        snprintf(key, sizeof key, "k%zu", i);
+        if (k == 1) {
+            o.expected_length = *length;
+            o.expected_generation = *generation;
+        } else if (k == 2) {
+            o.idempotency_key = key;
+        }
+        t0 = seconds_now();
+        failed += convo_replace_tail(s, "cost", *length - 1, &AGAIN, NULL, 1, &o, &r, &err) != 0;
+        t[k + 1] = seconds_now() - t0;
+        *generation = r.generation;
+    }
+    ck_assert_msg(failed == 0, "%zu calls failed: %s", failed, err.message);
+    return failed;
+}
+
+/* n rounds of cost_round(kinds), the first 10 not counted (statements being
+ * prepared); the medians into median_of[]. */
+static void cost_rounds(convo_store *s, int kinds, size_t n, int64_t *length,
+                        int64_t *generation, double median_of[4])
+{
+    double *t[4];
+    for (int k = 0; k < 4; k++)
+        ck_assert_ptr_nonnull(t[k] = calloc(n + 10, sizeof *t[k]));
+    for (size_t i = 0; i < n + 10; i++) {
+        double one[4] = {0};
+        int64_t before = *generation;
+        cost_round(s, kinds, i, length, generation, one);
+        ck_assert_int_eq(*generation - before, __builtin_popcount((unsigned)kinds));
+        for (int k = 0; k < 4; k++)
+            t[k][i] = one[k];
+    }
+    for (int k = 0; k < 4; k++) {
+        median_of[k] = median(t[k] + 10, n);
+        free(t[k]);
+    }
+}
+
 START_TEST(test_rewrite_cost_against_append)
 {
     const char *env = getenv("CONVO_PG_BENCH_N");
-    size_t total = env ? (size_t)atol(env) : 2000, block = 200;
-    size_t rounds = total / block < 3 ? 3 : total / block;
+    size_t n = env ? (size_t)atol(env) : 2000;
     convo_store *s = open_ok(schema_url("rwcost", "pool=1"));
     convo_error err;
-    for (int i = 0; i < 10; i++) /* a history, and every statement prepared */
+    for (int i = 0; i < 10; i++) /* a history */
         ck_assert_int_eq(append1(s, "cost", &err), 0);
     int64_t length = 10, generation = 0;
-    block_of_rewrites(s, 5, 1, &length, &generation);
-    block_of_rewrites(s, 5, 0, &length, &generation);
-    double *ta = calloc(rounds, sizeof *ta), *tr = calloc(rounds, sizeof *tr),
-           *tc = calloc(rounds, sizeof *tc);
-    ck_assert(ta && tr && tc);
-    for (size_t i = 0; i < rounds; i++) {
-        ta[i] = block_of_appends(s, block) / (double)block;
-        length = length_of(s, "cost");
-        tr[i] = block_of_rewrites(s, block, 0, &length, &generation) / (double)block;
-        tc[i] = block_of_rewrites(s, block, 1, &length, &generation) / (double)block;
-    }
-    ck_assert_int_eq(generation, (int64_t)(10 + 2 * rounds * block));
+    double m[4], keyed[4];
+    cost_rounds(s, 3, n, &length, &generation, m);
+    cost_rounds(s, 4, n, &length, &generation, keyed);
     ck_assert_int_eq(generation_of(s, "cost"), generation);
-    qsort(ta, rounds, sizeof *ta, by_value);
-    qsort(tr, rounds, sizeof *tr, by_value);
-    qsort(tc, rounds, sizeof *tc, by_value);
-    double a = ta[rounds / 2], r = tr[rounds / 2], c = tc[rounds / 2];
+    ck_assert_int_eq(length_of(s, "cost"), length);
     fprintf(stderr,
-            "postgres: %zu rounds of %zu calls, median per call: append %.1f us, rewrite of"
-            " the last message %.1f us (%.2f appends), the same on (length, generation)"
-            " %.1f us (%.2f appends)\n",
-            rounds, block, a * 1e6, r * 1e6, r / a, c * 1e6, c / a);
-    free(ta);
-    free(tr);
-    free(tc);
+            "postgres: %zu rounds, median per call: append %.1f us, rewrite of the last"
+            " message %.1f us (%.2f appends), the same on (length, generation) %.1f us (%.2f"
+            " appends); with idempotency keys (@S.append(), @S.replace_tail()), %zu rounds:"
+            " append %.1f us, rewrite %.1f us (%.2f appends)\n",
+            n, m[0] * 1e6, m[1] * 1e6, m[1] / m[0], m[2] * 1e6, m[2] / m[0], n,
+            keyed[0] * 1e6, keyed[3] * 1e6, keyed[3] / keyed[0]);
     convo_close(s);
     drop_schema("rwcost");
 }

@@ -245,13 +245,20 @@ BEGIN
                 cp_id, cp_ns, cp_len, p_keep);
         END IF;
     END IF;
-    IF p_keep < len THEN
-        DELETE FROM @S.messages m WHERE m.tid = v_tid AND m.seq >= p_keep;
+    -- the new messages over [p_keep, p_keep + n), replacing a row where there
+    -- is one (an update, kept on its page when there is room: no index entry),
+    -- and what is left past them deleted (both ends given: a plan cached for
+    -- any values still takes the index)
+    IF p_keep + n < len THEN
+        DELETE FROM @S.messages m WHERE m.tid = v_tid AND m.seq >= p_keep + n
+           AND m.seq < len;
     END IF;
     IF n > 0 THEN
-        INSERT INTO @S.messages (tid, seq, created_at, role, body)
+        INSERT INTO @S.messages AS m (tid, seq, created_at, role, body)
         SELECT v_tid, p_keep + u.o - 1, p_at, u.r, u.b
-          FROM unnest(p_bodies, p_roles) WITH ORDINALITY AS u(b, r, o);
+          FROM unnest(p_bodies, p_roles) WITH ORDINALITY AS u(b, r, o)
+        ON CONFLICT (tid, seq) DO UPDATE SET created_at = excluded.created_at,
+            role = excluded.role, body = excluded.body;
     END IF;
     UPDATE @S.threads t SET length = p_keep + n, generation = gen + 1, updated_at = p_at,
         expires_at = now() + p_ttl WHERE t.tid = v_tid;

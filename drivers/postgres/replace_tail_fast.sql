@@ -14,7 +14,10 @@
 -- trust it: the new messages go over seqs [keep, keep + n) (an upsert:
 -- replaced where they were, inserted past the old end), and those past keep +
 -- n go. The xmin test is a plain condition (a ctid one would become a TID
--- scan's, which the recheck skips).
+-- scan's, which the recheck skips). The seqs to delete are a range with both
+-- ends, of one tid, each a value: the planner's estimate for that stays small
+-- whatever the statistics (one end and a join made it choose a sequential
+-- scan of every message of the store once a long thread was analyzed).
 WITH cur AS (
     SELECT s.xmin AS version, s.length FROM @S.threads s WHERE s.thread_id = $1::text),
 upd AS (
@@ -36,6 +39,8 @@ put AS (
     ON CONFLICT (tid, seq) DO UPDATE SET created_at = excluded.created_at,
         role = excluded.role, body = excluded.body),
 cut AS (
-    DELETE FROM @S.messages m USING upd
-     WHERE m.tid = upd.tid AND m.seq >= $2::int8 + cardinality($3::bytea[]))
+    DELETE FROM @S.messages m
+     WHERE m.tid = (SELECT upd.tid FROM upd)
+       AND m.seq >= $2::int8 + cardinality($3::bytea[])
+       AND m.seq < (SELECT upd.old_length FROM upd))
 SELECT old_length - $2::int8, generation FROM upd
