@@ -119,19 +119,48 @@ START_TEST(test_layout)
     ck_assert(memcmp(data, msgs[0], len) == 0);
     bson_destroy(t);
     bson_destroy(b);
+    /* without a key, k is the batch's position: unique in its generation */
+    ck_assert_int_eq(convo_append(s, "lay", msgs, NULL, 1, NULL, NULL, &err), 0);
+    b = raw_find("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(2)));
+    ck_assert_ptr_nonnull(b);
+    ck_assert(bson_iter_init_find(&it, b, "k") && BSON_ITER_HOLDS_INT64(&it) &&
+              bson_iter_int64(&it) == 2);
+    ck_assert(!bson_iter_init_find(&it, b, "u"));
+    bson_destroy(b);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
     ck_assert_ptr_nonnull(meta);
-    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 3);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 4);
     bson_destroy(meta);
     convo_close(s);
 }
 END_TEST
 
+/* Indexes with a partialFilterExpression in the store's collections. */
+static int partial_indexes(void)
+{
+    static const char *const kinds[] = {"threads", "batches", "checkpoints", "values", "writes",
+                                        "meta"};
+    int n = 0;
+    for (int k = 0; k < 6; k++) {
+        mongoc_collection_t *c = coll(kinds[k]);
+        mongoc_cursor_t *cur = mongoc_collection_find_indexes_with_opts(c, NULL);
+        const bson_t *doc;
+        bson_iter_t it;
+        while (mongoc_cursor_next(cur, &doc))
+            n += bson_iter_init_find(&it, doc, "partialFilterExpression");
+        mongoc_cursor_destroy(cur);
+        mongoc_collection_destroy(c);
+    }
+    return n;
+}
+
 START_TEST(test_indexes)
 {
     convo_store *s = open_store(NULL);
+    /* none is partial: servers without partial indexes ignore or refuse them */
+    ck_assert_int_eq(partial_indexes(), 0);
     bson_t *chain = index_named("batches", "convo_chain_v2");
-    bson_t *idem = index_named("batches", "convo_idempotency_v2");
+    bson_t *idem = index_named("batches", "convo_idempotency_v4");
     bson_t *gen = index_named("threads", "convo_generation");
     ck_assert_ptr_nonnull(chain);
     ck_assert_ptr_nonnull(idem);
@@ -144,7 +173,8 @@ START_TEST(test_indexes)
               bson_iter_next(&key) && strcmp(bson_iter_key(&key), "s") == 0 &&
               !bson_iter_next(&key));
     ck_assert(bson_iter_init_find(&it, idem, "unique") && bson_iter_as_bool(&it));
-    ck_assert(bson_iter_init_find(&it, idem, "partialFilterExpression"));
+    ck_assert(!bson_iter_init_find(&it, idem, "partialFilterExpression")); /* see Servers */
+    ck_assert_ptr_null(index_named("batches", "convo_idempotency_v2"));
     ck_assert_ptr_null(index_named("batches", "convo_expiry"));
     bson_destroy(chain);
     bson_destroy(idem);
@@ -580,7 +610,7 @@ START_TEST(test_upgrade_from_v1)
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
     bson_iter_t it;
-    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 3);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 4);
     bson_destroy(meta);
     static const char *const kinds[] = {"batches", "checkpoints", "values", "writes"};
     for (int k = 0; k < 4; k++)

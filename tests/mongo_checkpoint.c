@@ -2,7 +2,8 @@
  * tests/mongo_extra): the stored layout, a put with messages (one insert
  * carrying the checkpoint, settled afterwards), every point where such a put
  * can be killed re-created document by document, conflicts that write nothing,
- * the 16 MiB document, the store-wide order and a layout 2 store moved up, and
+ * the 16 MiB document, the store-wide order, a layout 2 and a layout 3 store
+ * moved up, and
  * threads racing puts with messages. */
 #include "mongo_util.h"
 #include <pthread.h>
@@ -58,7 +59,7 @@ static void forge_pending(const char *thread, int64_t s, const char *id, int64_t
     forge_batch(&g, s, 1, 9);
     snprintf(value, sizeof value, "\"%s\"", id);
     raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(s)),
-               BCON_NEW("$set", "{", "cp", "{", "ns", BCON_UTF8(""), "id", BCON_UTF8(id), "o",
+               BCON_NEW("$set", "{", "u", BCON_BOOL(true), "cp", "{", "ns", BCON_UTF8(""), "id", BCON_UTF8(id), "o",
                         BCON_INT64(order), "at", BCON_INT64(now_ms() * 1000), "p", BCON_NULL,
                         "meta", BCON_UTF8(meta), "bt", BCON_UTF8("json"), "bb",
                         BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)"{}", 2), "ch", "[", "{",
@@ -183,8 +184,8 @@ START_TEST(test_crash_checkpoint_put)
 END_TEST
 
 /* A put with messages: one batch document, settled before the put returns (no
- * cp left), the checkpoint numbered from the counter, the pending index
- * partial on cp. */
+ * cp left), the checkpoint numbered from the counter, the pending index on the
+ * mark u (not partial). */
 START_TEST(test_put_log_layout)
 {
     convo_store *s = open_store(NULL);
@@ -214,9 +215,10 @@ START_TEST(test_put_log_layout)
     bson_destroy(doc);
     ck_assert_int_eq(thread_docs("checkpoints", "pl"), 2);
     ck_assert_int_eq(thread_docs("values", "pl"), 2);
-    bson_t *ix = index_named("batches", "convo_pending_v3");
+    ck_assert_ptr_null(index_named("batches", "convo_pending_v3"));
+    bson_t *ix = index_named("batches", "convo_pending_v4"); /* sparse, never partial */
     ck_assert_ptr_nonnull(ix);
-    ck_assert(bson_iter_init_find(&it, ix, "partialFilterExpression"));
+    ck_assert(!bson_iter_init_find(&it, ix, "partialFilterExpression"));
     bson_destroy(ix);
     convo_close(s);
 }
@@ -324,7 +326,7 @@ START_TEST(test_crash_put_log_unsettled)
     bson_iter_t it;
     ck_assert(bson_iter_init_find(&it, first, "ch"));
     raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(2)),
-               BCON_NEW("$set", "{", "cp", "{", "ns", BCON_UTF8(""), "id", BCON_UTF8("c2"), "o",
+               BCON_NEW("$set", "{", "u", BCON_BOOL(true), "cp", "{", "ns", BCON_UTF8(""), "id", BCON_UTF8("c2"), "o",
                         BCON_INT64(field_int(first, "o")), "at", BCON_INT64(1), "p", BCON_NULL,
                         "meta", BCON_UTF8("{}"), "bt", BCON_NULL, "bb", BCON_NULL, "ch", "[",
                         "{", "c", BCON_UTF8("a"), "v", BCON_UTF8("c2"), "}", "]", "ll",
@@ -395,7 +397,7 @@ START_TEST(test_upgrade_from_v2)
     }
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
-    ck_assert_int_eq(field_int(meta, "version"), 3);
+    ck_assert_int_eq(field_int(meta, "version"), 4);
     bson_destroy(meta);
     ck_assert_int_eq(counter(), 3);
     ck_assert_str_eq(list_ids(s, "va", NULL, NULL, NULL), "a3 a2 a1");
@@ -419,6 +421,107 @@ START_TEST(test_upgrade_from_v2)
     convo_close(s);
     s = open_store(NULL); /* once moved up, opening changes nothing */
     ck_assert_int_eq(counter(), 5);
+    convo_close(s);
+}
+END_TEST
+
+/* Layout 3's indexes on the batches: the two partial ones layout 4 replaced. */
+static void layout_3_indexes(void)
+{
+    mongoc_collection_t *c = coll("batches");
+    bson_t *cmd = BCON_NEW(
+        "createIndexes", BCON_UTF8(mongoc_collection_get_name(c)), "indexes", "[", "{", "key", "{",
+        "g", BCON_INT32(1), "s", BCON_INT32(1), "}", "name", BCON_UTF8("convo_chain_v2"), "unique",
+        BCON_BOOL(true), "}", "{", "key", "{", "g", BCON_INT32(1), "k", BCON_INT32(1), "}", "name",
+        BCON_UTF8("convo_idempotency_v2"), "unique", BCON_BOOL(true), "partialFilterExpression",
+        "{", "k", "{", "$type", BCON_UTF8("string"), "}", "}", "}", "{", "key", "{", "g",
+        BCON_INT32(1), "}", "name", BCON_UTF8("convo_pending_v3"), "partialFilterExpression", "{",
+        "cp", "{", "$exists", BCON_BOOL(true), "}", "}", "}", "]");
+    bson_error_t e;
+    ck_assert_msg(mongoc_collection_write_command_with_opts(c, cmd, NULL, NULL, &e), "%s",
+                  e.message);
+    bson_destroy(cmd);
+    mongoc_collection_destroy(c);
+}
+
+/* The k of the batch of generation g at s: its int64, or -1 for a string. */
+static int64_t stored_k(const bson_oid_t *g, int64_t s)
+{
+    bson_t *b = raw_find("batches", BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s)));
+    bson_iter_t it;
+    ck_assert_ptr_nonnull(b);
+    ck_assert_msg(bson_iter_init_find(&it, b, "k"), "batch at %lld has no k", (long long)s);
+    int64_t k = BSON_ITER_HOLDS_UTF8(&it) ? -1 : BSON_ITER_HOLDS_INT64(&it) ? bson_iter_int64(&it)
+                                                                           : -2;
+    bson_destroy(b);
+    return k;
+}
+
+/* A store written by layout 3 (k only on keyed batches, a partial unique index
+ * on it, a partial index on cp) moves up at open: every batch gets k (its
+ * position when it had no key), a batch still carrying a checkpoint is marked
+ * u and settles, the partial indexes are gone, keys replay, and batches without
+ * a key no longer collide (they did on a server ignoring partial filters). */
+START_TEST(test_upgrade_from_v3)
+{
+    bson_oid_t g;
+    new_generation("v3", &g);
+    layout_3_indexes();
+    raw_insert("meta", BCON_NEW("_id", BCON_UTF8("schema"), "version", BCON_INT32(3)));
+    raw_insert("threads", BCON_NEW("_id", BCON_UTF8("v3"), "g", BCON_OID(&g), "live",
+                                   BCON_BOOL(true), "v", BCON_INT64(0), "extra", "{", "}"));
+    forge_batch(&g, 0, 2, 1);
+    forge_batch(&g, 2, 1, 1);
+    raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(2)),
+               BCON_NEW("$set", "{", "k", BCON_UTF8("key-a"), "}"));
+    forge_pending("v3", 3, "c1", take_number(), "{}");
+    /* as layout 3 wrote them: no k without a key, cp without the mark */
+    raw_update("batches", BCON_NEW("g", BCON_OID(&g), "k", "{", "$type", BCON_UTF8("long"), "}"),
+               BCON_NEW("$unset", "{", "k", BCON_UTF8(""), "}"));
+    raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(0)),
+               BCON_NEW("$unset", "{", "k", BCON_UTF8(""), "}"));
+    raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(3)),
+               BCON_NEW("$unset", "{", "k", BCON_UTF8(""), "u", BCON_UTF8(""), "}"));
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("k", "{", "$exists", BCON_BOOL(false), "}")), 2);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("u", "{", "$exists", BCON_BOOL(true), "}")), 0);
+
+    convo_store *s = open_store(NULL);
+    bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
+    ck_assert_int_eq(field_int(meta, "version"), 4);
+    bson_destroy(meta);
+    ck_assert_int_eq(stored_k(&g, 0), 0);
+    ck_assert_int_eq(stored_k(&g, 2), -1);
+    ck_assert_int_eq(stored_k(&g, 3), 3);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(3), "u",
+                                                   BCON_BOOL(true))),
+                     1);
+    ck_assert_ptr_null(index_named("batches", "convo_idempotency_v2"));
+    ck_assert_ptr_null(index_named("batches", "convo_pending_v3"));
+    bson_t *ix = index_named("batches", "convo_idempotency_v4");
+    ck_assert_ptr_nonnull(ix);
+    bson_destroy(ix);
+    /* the checkpoint the batch carried is found and settled */
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "v3", NULL, NULL, &cp, &err), 0);
+    assert_checkpoint(cp, "c1", 4);
+    convo_checkpoint_free(cp);
+    ck_assert_int_eq(unsettled("v3"), 0);
+    /* the key replays; appends without a key take the next positions */
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    convo_append_result r;
+    const char *msg = "{\"role\":\"user\",\"w\":1,\"b\":2,\"i\":0,\"n\":1}"; /* forge_batch's */
+    o.idempotency_key = "key-a";
+    ck_assert_int_eq(convo_append(s, "v3", &msg, NULL, 1, &o, &r, &err), 0);
+    ck_assert(r.replayed && r.first_seq == 2 && r.count == 1);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(append_batch(s, "v3", 2, i, 1), 4 + i);
+        ck_assert_int_eq(stored_k(&g, 4 + i), 4 + i);
+    }
+    ck_assert_int_eq(verify_thread(s, "v3"), 7);
+    convo_close(s);
+    s = open_store(NULL); /* once moved up, opening changes nothing */
+    ck_assert_int_eq(verify_thread(s, "v3"), 7);
+    ck_assert_int_eq(raw_count("batches", BCON_NEW("k", "{", "$exists", BCON_BOOL(false), "}")), 0);
     convo_close(s);
 }
 END_TEST
@@ -545,7 +648,7 @@ void add_checkpoint_cases(Suite *s)
         {"checkpoints", {test_checkpoint_layout, test_crash_checkpoint_put, test_put_log_layout,
                          test_crash_put_log_unsettled}, 30},
         {"checkpoint_size", {test_put_log_writes_nothing}, 120},
-        {"checkpoint_upgrade", {test_upgrade_from_v2}, 30},
+        {"checkpoint_upgrade", {test_upgrade_from_v2, test_upgrade_from_v3}, 30},
         {"checkpoint_ttl", {test_put_log_ttl}, 30},
         {"checkpoint_race", {test_put_log_race}, 120},
     };

@@ -412,7 +412,7 @@ void forge_thread(const char *id, const bson_oid_t *g, bool live, bool forking,
 void forge_batch(const bson_oid_t *g, int64_t s, int n, int w)
 {
     bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s), "e",
-                           BCON_INT64(s + n), "n", BCON_INT64(n), "at",
+                           BCON_INT64(s + n), "n", BCON_INT64(n), "k", BCON_INT64(s), "at",
                            BCON_INT64(now_ms() * 1000));
     bson_t arr, item;
     BSON_APPEND_ARRAY_BEGIN(doc, "m", &arr);
@@ -434,7 +434,7 @@ void forge_batch(const bson_oid_t *g, int64_t s, int n, int w)
 void forge_fence(const bson_oid_t *g, int64_t at)
 {
     raw_insert("batches", BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(at), "e", BCON_INT64(at), "n",
-                                   BCON_INT64(0), "f", BCON_BOOL(true)));
+                                   BCON_INT64(0), "k", BCON_INT64(at), "f", BCON_BOOL(true)));
 }
 
 int64_t generation_batches(const bson_oid_t *g)
@@ -485,8 +485,11 @@ int64_t unsettled(const char *thread)
     if (!doc)
         return 0;
     ck_assert(bson_iter_init_find(&it, doc, "g") && BSON_ITER_HOLDS_OID(&it));
-    int64_t n = raw_count("batches", BCON_NEW("g", BCON_OID(bson_iter_oid(&it)), "cp", "{",
-                                              "$exists", BCON_BOOL(true), "}"));
+    /* carrying cp or marked u: settling removes both */
+    int64_t n = raw_count("batches", BCON_NEW("g", BCON_OID(bson_iter_oid(&it)), "$or", "[", "{",
+                                              "cp", "{", "$exists", BCON_BOOL(true), "}", "}", "{",
+                                              "u", "{", "$exists", BCON_BOOL(true), "}", "}",
+                                              "]"));
     bson_destroy(doc);
     return n;
 }

@@ -332,13 +332,15 @@ int convo__mg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
  * insert leaves nothing half done. docs/mongo.md says why this takes three
  * round trips and not one. */
 
-/* Adds cp: {ns, id, o, at, p, meta, bt, bb, ch, ll, vs: [{c, v, ty, b}, ...]} to
- * a batch document; false when the document grows past 16 MiB. */
+/* Adds u: true (the mark index convo_pending_v4 finds) and cp: {ns, id, o, at,
+ * p, meta, bt, bb, ch, ll, vs: [{c, v, ty, b}, ...]} to a batch document; false
+ * when the document grows past 16 MiB. */
 static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at, bson_t *doc)
 {
     bson_t sub, fields, vs, item;
     uint32_t n = 0;
     checkpoint_fields(cp, &fields);
+    BSON_APPEND_BOOL(doc, "u", true);
     BSON_APPEND_DOCUMENT_BEGIN(doc, "cp", &sub);
     BSON_APPEND_UTF8(&sub, "ns", cp->checkpoint_ns);
     BSON_APPEND_UTF8(&sub, "id", cp->checkpoint_id);
@@ -377,6 +379,22 @@ static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at
  * the last write: a connection's operations run in order, so that one round
  * trip covers them all, and a put with messages returns settled. Whatever it
  * misses (a lost connection, a process killed) the next reader does. */
+/* Removes the pending mark u and cp from a batch, found by its _id. */
+static int unmark(call *c, const bson_oid_t *g, const bson_t *batch)
+{
+    bson_iter_t it;
+    bson_t *filter = bson_new();
+    if (bson_iter_init_find(&it, batch, "_id"))
+        bson_append_iter(filter, "_id", 3, &it);
+    else
+        BCON_APPEND(filter, "g", BCON_OID(g), "s", BCON_INT64(convo__mg_get_int(batch, "s", -1)));
+    bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "u", BCON_UTF8(""), "}");
+    int rc = convo__mg_update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
+    bson_destroy(filter);
+    bson_destroy(unset);
+    return rc;
+}
+
 static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
 {
     static const char *const names[] = {"p", "meta", "bt", "bb", "ch", "ll", NULL};
@@ -384,7 +402,9 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
     bson_t cp, fields = BSON_INITIALIZER;
     uint32_t len = 0;
     const uint8_t *data = NULL;
-    if (bson_iter_init_find(&it, batch, "cp") && BSON_ITER_HOLDS_DOCUMENT(&it))
+    if (!bson_iter_init_find(&it, batch, "cp"))
+        return unmark(c, g, batch); /* a mark whose cp another settle removed (layout 3) */
+    if (BSON_ITER_HOLDS_DOCUMENT(&it))
         bson_iter_document(&it, &len, &data);
     if (!data || !bson_init_static(&cp, data, len))
         return convo__mg_corrupt(c, "checkpoint of a batch is not a document");
@@ -438,17 +458,8 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
             bson_append_iter(&fields, names[i], -1, &it);
     if (rc == 0)
         rc = store_checkpoint(c, g, ns, id, &fields, order, at, now, wait);
-    if (rc == 0) {
-        bson_t *filter = bson_new();
-        if (bson_iter_init_find(&it, batch, "_id"))
-            bson_append_iter(filter, "_id", 3, &it);
-        else
-            BCON_APPEND(filter, "g", BCON_OID(g), "s", BCON_INT64(s));
-        bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "}");
-        rc = convo__mg_update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
-        bson_destroy(filter);
-        bson_destroy(unset);
-    }
+    if (rc == 0)
+        rc = unmark(c, g, batch);
     bson_destroy(&fields);
     return rc;
 }
@@ -475,10 +486,11 @@ int convo__mg_settle_found(call *c, const bson_oid_t *g, const bson_t *doc)
 }
 
 /* A stage {$lookup: ... as: "pc"}: the batches of the thread doc's generation
- * still carrying a checkpoint (index convo_pending_v3), without their messages. */
+ * still carrying a checkpoint (marked u, index convo_pending_v4), without their
+ * messages. */
 void convo__mg_lookup_pending(call *c, bson_t *stages, const char *pos)
 {
-    bson_t *cond = BCON_NEW("cp", "{", "$exists", BCON_BOOL(true), "}");
+    bson_t *cond = BCON_NEW("u", BCON_BOOL(true));
     bson_t *pending = BCON_NEW("0", "{", "$sort", "{", "s", BCON_INT32(1), "}", "}", "1", "{",
                                "$project", "{", "m", BCON_INT32(0), "}", "}");
     convo__mg_lookup_batches(c, stages, pos, cond, pending, "pc");

@@ -57,6 +57,7 @@ static bool copy_batch(const convo_backend *b, const bson_t *src, const batch_he
     BSON_APPEND_INT64(doc, "s", h->s);
     BSON_APPEND_INT64(doc, "e", e);
     BSON_APPEND_INT64(doc, "n", e - h->s);
+    BSON_APPEND_INT64(doc, "k", h->s); /* the source's key is not copied */
     BSON_APPEND_INT64(doc, "at", convo__mg_get_int(src, "at", 0));
     if (b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);

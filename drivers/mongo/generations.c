@@ -111,8 +111,8 @@ int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h)
 /* A fence ends generation g at length: no batch can be inserted there any more. */
 int convo__mg_insert_fence(call *c, const bson_oid_t *g, int64_t length, bool *dup)
 {
-    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(length), "e",
-                           BCON_INT64(length), "n", BCON_INT64(0), "f", BCON_BOOL(true));
+    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(length), "e", BCON_INT64(length),
+                           "n", BCON_INT64(0), "k", BCON_INT64(length), "f", BCON_BOOL(true));
     if (c->b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", convo__mg_now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
     int rc = convo__mg_insert_doc(c, c->batches, doc, dup, "fencing a thread");

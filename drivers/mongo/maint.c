@@ -29,7 +29,9 @@ static int check_version(call *c, mongoc_collection_t *meta, const bson_t *filte
     return rc;
 }
 
-/* {key: {g: 1, <fields>: 1}, name, unique?} for createIndexes. */
+/* {key: {g: 1, <fields>: 1}, name, unique?} for createIndexes. No index is
+ * partial: servers that speak MongoDB's protocol without partial indexes ignore
+ * or refuse partialFilterExpression (see Servers in docs/mongo.md). */
 static void index_spec(bson_t *list, const char *pos, const char *name, bool unique,
                        const char *const *fields)
 {
@@ -43,12 +45,6 @@ static void index_spec(bson_t *list, const char *pos, const char *name, bool uni
     BSON_APPEND_UTF8(&spec, "name", name);
     if (unique)
         BSON_APPEND_BOOL(&spec, "unique", true);
-    if (strcmp(name, "convo_idempotency_v2") == 0)
-        BCON_APPEND(&spec, "partialFilterExpression", "{", "k", "{", "$type", BCON_UTF8("string"),
-                    "}", "}");
-    else if (strcmp(name, "convo_pending_v3") == 0) /* batches carrying a checkpoint */
-        BCON_APPEND(&spec, "partialFilterExpression", "{", "cp", "{", "$exists", BCON_BOOL(true),
-                    "}", "}");
     bson_append_document_end(list, &spec);
 }
 
@@ -66,8 +62,11 @@ static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
     switch (k) {
     case BATCHES:
         index_spec(&list, "0", "convo_chain_v2", true, chain);
-        index_spec(&list, "1", "convo_idempotency_v2", true, idem);
-        index_spec(&list, "2", "convo_pending_v3", false, none);
+        index_spec(&list, "1", "convo_idempotency_v4", true, idem);
+        /* the batches marked u (carrying a checkpoint): sparse only saves room, a
+         * server that ignores sparse indexes every batch under null */
+        BCON_APPEND(&list, "2", "{", "key", "{", "u", BCON_INT32(1), "}", "name",
+                    BCON_UTF8("convo_pending_v4"), "sparse", BCON_BOOL(true), "}");
         next = "3";
         break;
     case CHECKPOINTS:
@@ -139,13 +138,13 @@ static int drop_dead_v1_generations(call *c, int k)
     return rc;
 }
 
-static int drop_index(call *c, mongoc_collection_t *coll, const char *name)
+static int drop_index(call *c, mongoc_collection_t *coll, const char *name, const char *what)
 {
     bson_error_t e;
     if (mongoc_collection_drop_index_with_opts(coll, name, NULL, &e) ||
         e.code == 26 || e.code == 27) /* NamespaceNotFound, IndexNotFound: gone already */
         return 0;
-    return convo__mg_fail(c, &e, "moving to layout 2");
+    return convo__mg_fail(c, &e, what);
 }
 
 static int upgrade_from_v1(call *c)
@@ -163,7 +162,7 @@ static int upgrade_from_v1(call *c)
         rc = convo__mg_update_many(c, convo__mg_kind(c, k), with_t, unset, "moving to layout 2");
     for (int k = 0; k < KINDS; k++)
         for (int i = 0; rc == 0 && old[k][i]; i++)
-            rc = drop_index(c, convo__mg_kind(c, k), old[k][i]);
+            rc = drop_index(c, convo__mg_kind(c, k), old[k][i], "moving to layout 2");
     bson_destroy(with_t);
     bson_destroy(unset);
     return rc;
@@ -213,8 +212,80 @@ static int upgrade_from_v2(call *c)
     return rc;
 }
 
+/* ---- layout 3 -> 4 ----
+ * Layout 3 kept the idempotency key k only on batches that had one, unique
+ * through a partial index, and found batches carrying a checkpoint through a
+ * partial index on cp. Layout 4 has no partial index: every batch has k (its
+ * position s when it has no key: unique by construction, since the chain index
+ * makes s unique in a generation), and a batch carrying a checkpoint is marked
+ * u: true. Moving up gives every batch its k, marks what carries cp, then (in
+ * ensure_schema) creates the layout 4 indexes and drops the partial ones. Each
+ * step can run again. */
+
+#define BACKFILL_BULK 1000 /* updates per round trip */
+
+/* $set k: s on every batch without k, by _id, in unordered bulks. */
+static int backfill_keys(call *c)
+{
+    bson_t *filter = BCON_NEW("k", "{", "$exists", BCON_BOOL(false), "}");
+    bson_t *opts = BCON_NEW("projection", "{", "s", BCON_INT32(1), "}");
+    bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
+    mongoc_cursor_t *cur =
+        mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    mongoc_bulk_operation_t *bulk = NULL;
+    const bson_t *doc;
+    bson_error_t e;
+    size_t queued = 0;
+    int rc = 0;
+    while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it;
+        if (!bson_iter_init_find(&it, doc, "_id"))
+            continue;
+        bson_t *sel = bson_new();
+        bson_append_iter(sel, "_id", 3, &it);
+        BCON_APPEND(sel, "k", "{", "$exists", BCON_BOOL(false), "}");
+        bson_t *set = BCON_NEW("$set", "{", "k", BCON_INT64(convo__mg_get_int(doc, "s", 0)), "}");
+        if (!bulk)
+            bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, bulk_opts);
+        if (!mongoc_bulk_operation_update_one_with_opts(bulk, sel, set, NULL, &e))
+            rc = convo__mg_fail(c, &e, "moving to layout 4");
+        bson_destroy(sel);
+        bson_destroy(set);
+        if (rc == 0 && ++queued == BACKFILL_BULK) {
+            if (!mongoc_bulk_operation_execute(bulk, NULL, &e))
+                rc = convo__mg_fail(c, &e, "moving to layout 4");
+            mongoc_bulk_operation_destroy(bulk);
+            bulk = NULL;
+            queued = 0;
+        }
+    }
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = convo__mg_fail(c, &e, "moving to layout 4");
+    if (rc == 0 && bulk && !mongoc_bulk_operation_execute(bulk, NULL, &e))
+        rc = convo__mg_fail(c, &e, "moving to layout 4");
+    mongoc_bulk_operation_destroy(bulk);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    bson_destroy(bulk_opts);
+    return rc;
+}
+
+static int upgrade_to_v4(call *c)
+{
+    bson_t *carrying = BCON_NEW("cp", "{", "$exists", BCON_BOOL(true), "}", "u", "{", "$exists",
+                                BCON_BOOL(false), "}");
+    bson_t *mark = BCON_NEW("$set", "{", "u", BCON_BOOL(true), "}");
+    int rc = backfill_keys(c);
+    if (rc == 0)
+        rc = convo__mg_update_many(c, c->batches, carrying, mark, "moving to layout 4");
+    bson_destroy(carrying);
+    bson_destroy(mark);
+    return rc;
+}
+
 /* Checks the stored schema version, creates the indexes (a no-op when they
- * exist), moves a layout 1 or 2 store up, and records the version. */
+ * exist), moves a layout 1, 2 or 3 store up, and records the version. */
 int convo__mg_ensure_schema(call *c)
 {
     mongoc_collection_t *meta =
@@ -225,12 +296,18 @@ int convo__mg_ensure_schema(call *c)
     bson_error_t e;
     int64_t version = 0;
     int rc = check_version(c, meta, filter, &version);
+    if (rc == 0 && version >= 1 && version < 4) /* before the unique index on k */
+        rc = upgrade_to_v4(c);
     if (rc == 0)
         rc = create_all_indexes(c);
     if (rc == 0 && version == 1)
         rc = upgrade_from_v1(c);
     if (rc == 0 && version >= 1 && version < 3)
         rc = upgrade_from_v2(c);
+    if (rc == 0 && version >= 1 && version < 4)
+        rc = drop_index(c, c->batches, "convo_idempotency_v2", "moving to layout 4");
+    if (rc == 0 && version >= 1 && version < 4)
+        rc = drop_index(c, c->batches, "convo_pending_v3", "moving to layout 4");
     /* two stores opening at once may race on the upsert: the loser's dup key is fine */
     if (rc == 0 && !mongoc_collection_update_one(meta, filter, update, opts, NULL, &e) &&
         !convo__mg_is_duplicate(&e))

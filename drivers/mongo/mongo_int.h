@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
 #define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */

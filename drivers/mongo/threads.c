@@ -42,8 +42,10 @@ bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, int64_t 
     BSON_APPEND_INT64(doc, "e", s + (int64_t)n);
     BSON_APPEND_INT64(doc, "n", (int64_t)n);
     BSON_APPEND_INT64(doc, "at", at);
-    if (key)
+    if (key) /* k is unique per generation: the caller's key, or else the position */
         BSON_APPEND_UTF8(doc, "k", key);
+    else
+        BSON_APPEND_INT64(doc, "k", s);
     if (b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
     return BSON_APPEND_ARRAY(doc, "m", m) && doc->len <= DOC_LIMIT;
@@ -120,8 +122,8 @@ int convo__mg_read_for_append(call *c, const char *id, const char *key, thread_d
     BSON_APPEND_DOCUMENT(&stages, "0", match);
     BSON_APPEND_DOCUMENT(&stages, "1", project);
     convo__mg_lookup_batches(c, &stages, "2", NULL, highest, "top");
-    if (key) { /* $type makes the partial index convo_idempotency_v2 usable */
-        bson_t *cond = BCON_NEW("k", "{", "$eq", BCON_UTF8(key), "$type", BCON_UTF8("string"), "}");
+    if (key) { /* a string: never the position a batch without a key has in k */
+        bson_t *cond = BCON_NEW("k", "{", "$eq", BCON_UTF8(key), "}");
         bson_t *keyed = BCON_NEW("0", "{", "$limit", BCON_INT32(1), "}", "1", "{", "$project",
                                  "{", "s", BCON_INT32(1), "n", BCON_INT32(1), "}", "}");
         convo__mg_lookup_batches(c, &stages, "3", cond, keyed, "kb");

@@ -4,7 +4,14 @@
 // MongoDB wire protocol for libmongoc-based tests.
 //
 //   node tests/mongo-server/server.js --port N [--host 127.0.0.1] [--verbose]
+//        [--partial-indexes=ignore|refuse] [--sparse-indexes=ignore]
 //
+// --partial-indexes / --sparse-indexes (or CONVO_MONGO_STANDIN_PARTIAL /
+// CONVO_MONGO_STANDIN_SPARSE) make it behave like servers that speak the
+// protocol without those index options: `ignore` builds the index over every
+// document as if the option had not been given (so a partial unique index is
+// unique over all documents), `refuse` fails createIndexes with 67
+// CannotCreateIndex.  See README.md.
 // Prints "listening PORT" on stdout once ready (port 0 picks a free port) and
 // serves until SIGTERM / SIGINT.  See README.md for what is supported.
 
@@ -16,7 +23,13 @@ const { runCommand, Cursors } = require('./lib/commands');
 const MAX_MESSAGE = 48000000;
 
 function parseArgs(argv) {
-  const opts = { port: 27017, host: '127.0.0.1', verbose: !!process.env.CONVO_MONGO_STANDIN_VERBOSE };
+  const opts = {
+    port: 27017,
+    host: '127.0.0.1',
+    verbose: !!process.env.CONVO_MONGO_STANDIN_VERBOSE,
+    partial: process.env.CONVO_MONGO_STANDIN_PARTIAL || 'keep',
+    sparse: process.env.CONVO_MONGO_STANDIN_SPARSE || 'keep',
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--port') opts.port = Number(argv[++i]);
@@ -24,8 +37,11 @@ function parseArgs(argv) {
     else if (a === '--host') opts.host = argv[++i];
     else if (a.startsWith('--host=')) opts.host = a.slice(7);
     else if (a === '--verbose' || a === '-v') opts.verbose = true;
+    else if (a.startsWith('--partial-indexes=')) opts.partial = a.slice(18);
+    else if (a.startsWith('--sparse-indexes=')) opts.sparse = a.slice(17);
     else if (a === '--help' || a === '-h') {
-      process.stdout.write('usage: node server.js --port N [--host 127.0.0.1] [--verbose]\n');
+      process.stdout.write('usage: node server.js --port N [--host 127.0.0.1] [--verbose]\n'
+        + '         [--partial-indexes=keep|ignore|refuse] [--sparse-indexes=keep|ignore]\n');
       process.exit(0);
     } else {
       process.stderr.write(`unknown argument: ${a}\n`);
@@ -36,12 +52,20 @@ function parseArgs(argv) {
     process.stderr.write('--port must be an integer in 0..65535\n');
     process.exit(2);
   }
+  if (!['keep', 'ignore', 'refuse'].includes(opts.partial)) {
+    process.stderr.write('--partial-indexes must be keep, ignore or refuse\n');
+    process.exit(2);
+  }
+  if (!['keep', 'ignore'].includes(opts.sparse)) {
+    process.stderr.write('--sparse-indexes must be keep or ignore\n');
+    process.exit(2);
+  }
   return opts;
 }
 
 const opts = parseArgs(process.argv.slice(2));
 const log = (msg) => process.stderr.write(`[mongo-standin] ${msg}\n`);
-const store = new Store();
+const store = new Store({ partial: opts.partial, sparse: opts.sparse });
 const cursors = new Cursors();
 const sockets = new Set();
 let nextConnId = 1;

@@ -872,10 +872,16 @@ function cmdCreateIndexes(cmd, ctx) {
       throw new CommandError(67, 'The index spec must contain a non-empty key document', 'CannotCreateIndex');
     }
     const spec = { v: 2, key: raw.key, name: raw.name || defaultIndexName(raw.key) };
+    const modes = ctx.store.indexModes;
     if (truthy(raw.unique)) spec.unique = true;
-    if (truthy(raw.sparse)) spec.sparse = true;
+    // --sparse-indexes=ignore / --partial-indexes=ignore: like servers that accept the
+    // option and build the index over every document anyway
+    if (truthy(raw.sparse) && modes.sparse !== 'ignore') spec.sparse = true;
     if (raw.expireAfterSeconds !== undefined) spec.expireAfterSeconds = raw.expireAfterSeconds;
-    if (raw.partialFilterExpression !== undefined) spec.partialFilterExpression = raw.partialFilterExpression;
+    if (raw.partialFilterExpression !== undefined && modes.partial === 'refuse') {
+      throw new CommandError(67, 'partialFilterExpression is not supported by this server', 'CannotCreateIndex');
+    }
+    if (raw.partialFilterExpression !== undefined && modes.partial !== 'ignore') spec.partialFilterExpression = raw.partialFilterExpression;
     const sameKey = (ix) => V.valuesEqual(ix.keyDoc, spec.key) && V.keysOf(ix.keyDoc).join('\0') === V.keysOf(spec.key).join('\0');
     const byName = coll.indexes.get(spec.name);
     if (byName) {

@@ -530,8 +530,13 @@ class Database {
 }
 
 class Store {
-  constructor() {
+  /**
+   * indexModes: {partial: 'keep' | 'ignore' | 'refuse', sparse: 'keep' | 'ignore'},
+   * what createIndexes does with those options (server.js --partial-indexes).
+   */
+  constructor(indexModes = {}) {
     this.dbs = new Map();
+    this.indexModes = { partial: indexModes.partial || 'keep', sparse: indexModes.sparse || 'keep' };
   }
 
   db(name) {

@@ -35,9 +35,9 @@ class Client {
     });
   }
 
-  static connect() {
+  static connect(to = port) {
     return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => resolve(new Client(s)));
+      const s = net.connect(to, '127.0.0.1', () => resolve(new Client(s)));
       s.on('error', reject);
     });
   }
@@ -80,17 +80,23 @@ class Client {
   close() { this.sock.destroy(); }
 }
 
-test.before(async () => {
-  server = spawn(process.execPath, [path.join(__dirname, '..', 'server.js'), '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  port = await new Promise((resolve, reject) => {
+/** Starts a stand-in with extra arguments: {proc, port}. */
+async function startServer(args = []) {
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'server.js'), '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = await new Promise((resolve, reject) => {
     let out = '';
-    server.stdout.on('data', (d) => {
+    proc.stdout.on('data', (d) => {
       out += d;
       const m = /^listening (\d+)\n/.exec(out);
       if (m) resolve(Number(m[1]));
     });
-    server.on('exit', (c) => reject(new Error(`server exited ${c}`)));
+    proc.on('exit', (c) => reject(new Error(`server exited ${c}`)));
   });
+  return { proc, port: p };
+}
+
+test.before(async () => {
+  ({ proc: server, port } = await startServer());
 });
 
 test.after(() => { server.kill('SIGTERM'); });
@@ -601,4 +607,50 @@ test('$lookup joined by $expr: aggregation equality, not query equality', async 
     assert.deepEqual(got, want, JSON.stringify(tail));
   }
   c.close();
+});
+
+test('--partial-indexes and --sparse-indexes: servers without those index options', async () => {
+  const partialKey = { key: { g: 1, k: 1 }, name: 'gk', unique: true, partialFilterExpression: { k: { $type: 'string' } } };
+  const sparseKey = { key: { s: 1 }, name: 's_1', unique: true, sparse: true };
+  const docs = [{ _id: 1, g: 1 }, { _id: 2, g: 1 }]; // neither has k nor s
+  // by default, as mongod: both documents are left out of both indexes
+  let c = await Client.connect();
+  let r = await c.cmd('t_modes', { createIndexes: 'c', indexes: [partialKey, sparseKey] });
+  assert.equal(r.ok, 1);
+  r = await c.cmd('t_modes', { insert: 'c', documents: docs });
+  assert.equal(r.n, 2);
+  c.close();
+  // ignore: accepted, listed without the option, and unique over every document
+  const plain = await startServer(['--partial-indexes=ignore', '--sparse-indexes=ignore']);
+  try {
+    c = await Client.connect(plain.port);
+    r = await c.cmd('t_modes', { createIndexes: 'c', indexes: [partialKey, sparseKey] });
+    assert.equal(r.ok, 1);
+    r = await c.cmd('t_modes', { listIndexes: 'c' });
+    for (const ix of r.cursor.firstBatch) {
+      assert.equal(ix.partialFilterExpression, undefined);
+      assert.equal(ix.sparse, undefined);
+    }
+    r = await c.cmd('t_modes', { insert: 'c', documents: docs, ordered: false });
+    assert.equal(r.n, 1);
+    assert.equal(r.writeErrors.length, 1);
+    assert.equal(r.writeErrors[0].code, 11000);
+    c.close();
+  } finally {
+    plain.proc.kill('SIGTERM');
+  }
+  // refuse: createIndexes fails with 67 CannotCreateIndex; a sparse index is still made
+  const strict = await startServer(['--partial-indexes=refuse']);
+  try {
+    c = await Client.connect(strict.port);
+    r = await c.cmd('t_modes', { createIndexes: 'c', indexes: [partialKey] });
+    assert.deepEqual([r.ok, r.code, r.codeName], [0, 67, 'CannotCreateIndex']);
+    r = await c.cmd('t_modes', { createIndexes: 'c', indexes: [sparseKey] });
+    assert.equal(r.ok, 1);
+    r = await c.cmd('t_modes', { listIndexes: 'c' });
+    assert.deepEqual(r.cursor.firstBatch.map((i) => [i.name, !!i.sparse]), [['_id_', false], ['s_1', true]]);
+    c.close();
+  } finally {
+    strict.proc.kill('SIGTERM');
+  }
 });
