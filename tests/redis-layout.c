@@ -13,6 +13,7 @@
 #include <check.h>
 #include <convo.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -696,6 +697,89 @@ START_TEST(test_rewrite_drop_values)
 }
 END_TEST
 
+/* A fork racing rewrites: the source's messages and generation are read in
+ * one snapshot, so every fork holds the messages of exactly the generation it
+ * got (here each rewrite writes its generation into its messages), never a
+ * mix. On a cluster source and copies live in other slots (two steps). */
+typedef struct fork_race {
+    convo_store *s;
+    const char *src;
+    int rounds;
+    volatile int done;
+} fork_race;
+
+static void *rewriter(void *arg)
+{
+    fork_race *f = arg;
+    for (int g = 1; g <= f->rounds; g++) {
+        char m[3][64];
+        const char *mp[3];
+        for (int i = 0; i < 3; i++) {
+            snprintf(m[i], sizeof m[i], "{\"role\":\"assistant\",\"content\":\"g%d\"}", g);
+            mp[i] = m[i];
+        }
+        convo_error err;
+        int rc = convo_replace_tail(f->s, f->src, 1, mp, NULL, 3, NULL, NULL, &err);
+        ck_assert_msg(rc == 0, "rewrite: %d %s", rc, err.message);
+    }
+    f->done = 1;
+    return NULL;
+}
+
+START_TEST(test_fork_races_rewrites)
+{
+    char prefix[256];
+    convo_store *s = open_store("fork", NULL, prefix, sizeof prefix);
+    convo_store *s2 = open_store("fork", NULL, prefix, sizeof prefix);
+    const char *first[] = {"{\"role\":\"user\",\"content\":\"q\"}",
+                           "{\"role\":\"assistant\",\"content\":\"g0\"}",
+                           "{\"role\":\"assistant\",\"content\":\"g0\"}",
+                           "{\"role\":\"assistant\",\"content\":\"g0\"}"};
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "fork-src", first, NULL, 4, NULL, NULL, &err), 0);
+    fork_race f = {s2, "fork-src", 150, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, rewriter, &f), 0);
+    int forks = 0, generations_seen = 0, joined = 0;
+    int64_t last = -1;
+    for (;;) {
+        if (f.done && forks >= 10 && !joined) { /* one more after the last rewrite */
+            pthread_join(th, NULL);
+            joined = 1;
+        } else if (joined) {
+            break;
+        }
+        char dst[32];
+        snprintf(dst, sizeof dst, "fork-dst-%d", forks++);
+        ck_assert_int_eq(convo_thread_fork(s, "fork-src", dst, -1, &err), 0);
+        convo_history *h;
+        ck_assert_int_eq(convo_load(s, dst, NULL, &h, &err), 0);
+        int64_t g = convo_history_generation(h);
+        char want[64];
+        snprintf(want, sizeof want, "{\"role\":\"assistant\",\"content\":\"g%lld\"}", (long long)g);
+        ck_assert_uint_eq(convo_history_count(h), 4);
+        for (size_t i = 1; i < 4; i++) {
+            size_t len;
+            const char *got = convo_history_message(h, i, &len);
+            ck_assert_msg(len == strlen(want) && memcmp(got, want, len) == 0,
+                          "fork %s at generation %lld holds %.*s", dst, (long long)g, (int)len,
+                          got);
+        }
+        generations_seen += g != last;
+        last = g;
+        convo_history_free(h);
+        ck_assert_int_eq(convo_thread_delete(s, dst, NULL), 0);
+    }
+    ck_assert_int_eq(last, 150);
+    ck_assert_msg(generations_seen > 2, "only %d generations seen in %d forks", generations_seen,
+                  forks);
+    delete_ok(s, "fork-src");
+    drop_store_key(prefix);
+    convo_close(s2);
+    convo_close(s);
+}
+END_TEST
+
 static double seconds_now(void)
 {
     struct timespec ts;
@@ -791,6 +875,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_layout2_corrupt_record);
     tcase_add_test(tc, test_rewrite_conflict_writes_nothing);
     tcase_add_test(tc, test_rewrite_drop_values);
+    tcase_add_test(tc, test_fork_races_rewrites);
     tcase_add_test(tc, test_rewrite_cost);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
