@@ -691,6 +691,51 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     check "copy onto a conflicting thread" 4 "$CONVO" copy "sqlite:$T/csrc.db" "sqlite:$T/cdst.db"
     one_error "copy onto a conflicting thread"
     err_has "copy onto a conflicting thread" "thread a has 1 messages, the dump continues at 0"
+    # issue 23.4: a summary line on stderr after export, import and copy (--quiet: none);
+    # errors name the thread; a failed command leaves no new database behind
+    "$CONVO" --url "sqlite:$T/sum.db" append s "$U" "$U" >/dev/null
+    check "export with a summary" 0 "$CONVO" --url "sqlite:$T/sum.db" export
+    mv "$T/out" "$T/sum.bin"
+    if grep -qE "^export: 1 thread, 2 messages, 0 checkpoints, $(wc -c <"$T/sum.bin") bytes in [0-9.]+ s$" "$T/err" &&
+        [ "$(wc -l <"$T/err")" = 1 ]; then ok; else bad "export summary: [$(head -c 300 "$T/err")]"; fi
+    check "import with a summary" 0 "$CONVO" --url "sqlite:$T/sum2.db" import <"$T/sum.bin"
+    if grep -qE '^import: 1 thread, 2 messages, 0 checkpoints, [0-9]+ bytes in [0-9.]+ s$' "$T/err"; then ok; else
+        bad "import summary: [$(head -c 300 "$T/err")]"
+    fi
+    check "import again" 0 "$CONVO" --url "sqlite:$T/sum2.db" import <"$T/sum.bin"
+    err_has "import again" "import: 1 thread, 2 messages (2 there already), 0 checkpoints"
+    check "copy with a summary" 0 "$CONVO" copy "sqlite:$T/sum.db" memory:
+    if grep -qE '^copy: 1 thread, 2 messages, 0 checkpoints, [0-9]+ bytes in [0-9.]+ s$' "$T/err"; then ok; else
+        bad "copy summary: [$(head -c 300 "$T/err")]"
+    fi
+    for c in "export" "import" "copy"; do
+        case $c in
+            export) check "export --quiet" 0 "$CONVO" --url "sqlite:$T/sum.db" export --quiet ;;
+            import) check "import --quiet" 0 "$CONVO" --url "sqlite:$T/sum2.db" import --quiet <"$T/sum.bin" ;;
+            copy) check "copy --quiet" 0 "$CONVO" copy "sqlite:$T/sum.db" memory: --quiet ;;
+        esac
+        if [ ! -s "$T/err" ]; then ok; else bad "$c --quiet: stderr [$(head -c 200 "$T/err")]"; fi
+    done
+    check "copy of a missing thread" 3 "$CONVO" copy "sqlite:$T/sum.db" "sqlite:$T/new-copy.db" nosuch
+    one_error "copy of a missing thread"
+    err_has "copy of a missing thread" "convo: thread nosuch not found"
+    check "export of a missing thread" 3 "$CONVO" --url "sqlite:$T/sum.db" export s nosuch
+    err_has "export of a missing thread" "convo: thread nosuch not found"
+    printf 'not a dump' >"$T/junk.bin"
+    check "import of junk into a new file" 1 "$CONVO" --url "sqlite:$T/new-import.db" import <"$T/junk.bin"
+    one_error "import of junk into a new file"
+    check "import of junk into a new sqlite:/// file" 1 "$CONVO" --url "sqlite://$T/new%2Dpct.db" \
+        import <"$T/junk.bin"
+    for f in new-import.db new-copy.db new-pct.db; do
+        if [ -z "$(find "$T" -maxdepth 1 -name "$f*")" ]; then ok; else
+            bad "a failed command left $f behind: $(cd "$T" && ls "$f"*)"
+        fi
+    done
+    # ...but a file that was there, even without a thread, is kept
+    "$CONVO" --url "sqlite:$T/kept.db" append k "$U" >/dev/null
+    "$CONVO" --url "sqlite:$T/kept.db" delete k
+    check "import of junk into an existing file" 1 "$CONVO" --url "sqlite:$T/kept.db" import <"$T/junk.bin"
+    if [ -f "$T/kept.db" ]; then ok; else bad "a failed import removed a database that was there"; fi
     check "--url after append" 0 "$CONVO" append after "$U" --url "sqlite:$T/after.db"
     check "--url= after load" 0 "$CONVO" load after --url="sqlite:$T/after.db"
     out_is "--url= after load" "$U"
@@ -741,7 +786,7 @@ if command -v script >/dev/null 2>&1; then
         bad "bench on a terminal: stdout is not the JSON alone: [$(head -c 300 "$T/bench.json")]"
     fi
     check "copy on a terminal" 0 script -qec "'$CONVO' copy memory: memory: </dev/null" "$T/typescript"
-    if grep -q 'copy: 0 threads, 0 messages, 0 checkpoints in' "$T/typescript"; then ok; else
+    if grep -q 'copy: 0 threads, 0 messages, 0 checkpoints, [0-9]* bytes in' "$T/typescript"; then ok; else
         bad "copy on a terminal: no progress line: [$(head -c 300 "$T/typescript")]"
     fi
 else

@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "dump.h"
+#include "newdb.h"
 #include "rewrite.h"
 #include <convo.h>
 #include <errno.h>
@@ -220,13 +221,12 @@ static int cmd_fork(convo_store *s, const invocation *inv)
 
 static int cmd_export(convo_store *s, const invocation *inv)
 {
-    return convo_tool_export(s, inv->nargs, inv->args);
+    return convo_tool_export(s, inv->nargs, inv->args, opt_value(inv, "--quiet") != NULL);
 }
 
 static int cmd_import(convo_store *s, const invocation *inv)
 {
-    (void)inv;
-    return convo_tool_import(s);
+    return convo_tool_import(s, opt_value(inv, "--quiet") != NULL);
 }
 
 /* One checkpoint as a JSON object on one line (values are not printed). */
@@ -308,7 +308,8 @@ static int cmd_sweep(convo_store *s, const invocation *inv)
 static int cmd_copy(convo_store *s, const invocation *inv)
 {
     (void)s; /* opens its own two stores */
-    return convo_tool_copy(inv->args[0], inv->args[1], inv->nargs - 2, inv->args + 2);
+    return convo_tool_copy(inv->args[0], inv->args[1], inv->nargs - 2, inv->args + 2,
+                           opt_value(inv, "--quiet") != NULL);
 }
 
 static int cmd_help(convo_store *s, const invocation *inv)
@@ -373,13 +374,15 @@ static const command commands[] = {
     {.name = "sweep", .run = cmd_sweep, .opens_store = 1, .min_args = 0, .max_args = 0,
      .usage = "sweep", .summary = "remove threads whose ttl has passed; prints how many"},
     {.name = "export", .run = cmd_export, .opens_store = 1, .min_args = 0, .max_args = -1,
-     .usage = "export [THREAD ...] > FILE",
-     .summary = "write the threads (all by default) as a msgpack dump to stdout"},
+     .options = {"--quiet"}, .usage = "export [THREAD ...] [--quiet] > FILE",
+     .summary = "write the threads (all by default) as a msgpack dump to stdout; a summary\n"
+                "    line on stderr (--quiet: none)"},
     {.name = "import", .run = cmd_import, .opens_store = 1, .min_args = 0, .max_args = 0,
-     .usage = "import < FILE", .summary = "store a dump read from stdin (idempotent)"},
-    {.name = "copy", .run = cmd_copy, .min_args = 2, .max_args = -1,
-     .usage = "copy SRC_URL DST_URL [THREAD ...]",
-     .summary = "stream threads from one store into another"},
+     .options = {"--quiet"}, .usage = "import [--quiet] < FILE",
+     .summary = "store a dump read from stdin (idempotent); a summary line on stderr"},
+    {.name = "copy", .run = cmd_copy, .min_args = 2, .max_args = -1, .options = {"--quiet"},
+     .usage = "copy SRC_URL DST_URL [THREAD ...] [--quiet]",
+     .summary = "stream threads from one store into another; a summary line on stderr"},
     {.name = "bench", .run_raw = convo_tool_bench,
      .usage = "bench --scenario append|load|extra|checkpoint|pop|conversation [OPTIONS]",
      .summary = "measure convo against the backend's raw speed (see docs/cli.md)"},
@@ -430,13 +433,18 @@ static int run(const char *url, const command *cmd, int argc, char **argv)
     }
     convo_store *s = NULL;
     convo_error err;
+    char *created = NULL; /* a SQLite file this open creates */
     if (st == STATUS_OK && cmd && cmd->opens_store) {
+        created = newdb_path(url);
         int rc = convo_open(&s, url, &err);
         if (rc != 0)
             st = fail(rc, &err);
     }
     if (st == STATUS_OK && cmd)
         st = cmd->run(s, &inv);
+    if (st != STATUS_OK && st != STATUS_STORED_NO_OUTPUT)
+        newdb_discard(created, &s);
+    free(created);
     convo_close(s);
     free(inv.args);
     return st;

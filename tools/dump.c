@@ -2,8 +2,11 @@
  * between stores as a msgpack stream (docs/dump-format.md), with progress on
  * stderr when it is a terminal. */
 #include "dump.h"
+#include "newdb.h"
 #include <convo.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +14,7 @@
 
 typedef struct progress_state {
     const char *verb;
+    int quiet; /* --quiet: no progress, no summary */
     double start, last;
 } progress_state;
 
@@ -34,21 +38,36 @@ static void show_progress(void *ctx, const convo_dump_stats *st)
             secs > 0 ? (double)st->messages / secs : 0.0);
 }
 
-static void done(const progress_state *p, const convo_dump_stats *st, int rc)
+/* "1 thread" / "2 threads" */
+static const char *plural(uint64_t n, const char *one, const char *many)
 {
-    if (!isatty(2))
-        return;
-    double secs = now_s() - p->start;
-    fprintf(stderr, "\r%s: %llu threads, %llu messages, %llu checkpoints in %.1f s%s\n", p->verb,
-            (unsigned long long)st->threads, (unsigned long long)st->messages,
-            (unsigned long long)st->checkpoints, secs, rc ? " (stopped by an error)" : "");
+    return n == 1 ? one : many;
 }
 
-static void set_progress(convo_dump_opts *o, progress_state *p, const char *verb)
+/* The summary line on stderr (issue 23: the commands printed nothing on success):
+ * "export: 2 threads, 5 messages, 1 checkpoint, 1234 bytes in 0.1 s". After an
+ * error only a terminal gets it, to end the progress line. */
+static void done(const progress_state *p, const convo_dump_stats *st, int rc)
+{
+    if (p->quiet || (rc != 0 && !isatty(2)))
+        return;
+    double secs = now_s() - p->start;
+    fprintf(stderr, "%s%s: %llu %s, %llu %s", isatty(2) ? "\r" : "", p->verb,
+            (unsigned long long)st->threads, plural(st->threads, "thread", "threads"),
+            (unsigned long long)st->messages, plural(st->messages, "message", "messages"));
+    if (st->skipped)
+        fprintf(stderr, " (%llu there already)", (unsigned long long)st->skipped);
+    fprintf(stderr, ", %llu %s, %llu %s in %.1f s%s\n", (unsigned long long)st->checkpoints,
+            plural(st->checkpoints, "checkpoint", "checkpoints"), (unsigned long long)st->bytes,
+            plural(st->bytes, "byte", "bytes"), secs, rc ? " (stopped by an error)" : "");
+}
+
+static void set_progress(convo_dump_opts *o, progress_state *p, const char *verb, int quiet)
 {
     p->verb = verb;
+    p->quiet = quiet;
     p->start = p->last = now_s();
-    if (isatty(2)) {
+    if (isatty(2) && !quiet) {
         o->progress = show_progress;
         o->progress_ctx = p;
     }
@@ -86,7 +105,7 @@ static int status(int rc, const convo_error *err)
     return rc == CONVO_ENOTFOUND ? 3 : rc == CONVO_ECONFLICT ? 4 : rc == CONVO_ETOOLARGE ? 5 : 1;
 }
 
-int convo_tool_export(convo_store *s, int nthreads, char **threads)
+int convo_tool_export(convo_store *s, int nthreads, char **threads, int quiet)
 {
     if (isatty(1)) {
         fprintf(stderr, "convo: export writes binary data; redirect it to a file\n");
@@ -94,7 +113,7 @@ int convo_tool_export(convo_store *s, int nthreads, char **threads)
     }
     convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
     progress_state p;
-    set_progress(&o, &p, "export");
+    set_progress(&o, &p, "export", quiet);
     convo_dump_stats st;
     convo_error err;
     int rc = convo_export(s, (const char *const *)threads, (size_t)nthreads, file_write, stdout,
@@ -114,11 +133,11 @@ int convo_tool_export(convo_store *s, int nthreads, char **threads)
     return status(rc, &err);
 }
 
-int convo_tool_import(convo_store *s)
+int convo_tool_import(convo_store *s, int quiet)
 {
     convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
     progress_state p;
-    set_progress(&o, &p, "import");
+    set_progress(&o, &p, "import", quiet);
     convo_dump_stats st = {0};
     convo_error err;
     int rc = convo_import(s, file_read, stdin, &o, &st, &err);
@@ -131,21 +150,28 @@ int convo_tool_import(convo_store *s)
     return status(rc, &err);
 }
 
-int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads)
+int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads,
+                    int quiet)
 {
     convo_store *src = NULL, *dst = NULL;
     convo_error err;
+    char *created = NULL; /* the destination's SQLite file, when this open creates it */
     int rc = convo_open(&src, src_url, &err);
-    if (rc == 0)
+    if (rc == 0) {
+        created = newdb_path(dst_url);
         rc = convo_open(&dst, dst_url, &err);
+    }
     convo_dump_stats st = {0};
     progress_state p;
     if (rc == 0) {
         convo_dump_opts o = CONVO_DUMP_OPTS_INIT;
-        set_progress(&o, &p, "copy");
+        set_progress(&o, &p, "copy", quiet);
         rc = convo_copy(src, dst, (const char *const *)threads, (size_t)nthreads, &o, &st, &err);
         done(&p, &st, rc);
     }
+    if (rc != 0)
+        newdb_discard(created, &dst);
+    free(created);
     convo_close(src);
     convo_close(dst);
     return status(rc, &err);

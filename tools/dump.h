@@ -4,8 +4,10 @@
 
 #include <convo.h>
 
-int convo_tool_export(convo_store *s, int nthreads, char **threads);
-int convo_tool_import(convo_store *s);
-int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads);
+/* quiet (--quiet): no progress on a terminal, no summary line on stderr */
+int convo_tool_export(convo_store *s, int nthreads, char **threads, int quiet);
+int convo_tool_import(convo_store *s, int quiet);
+int convo_tool_copy(const char *src_url, const char *dst_url, int nthreads, char **threads,
+                    int quiet);
 
 #endif
