@@ -482,6 +482,26 @@ $R3"
     if [ "$got" = 6 ] && grep -q 'the tail is rewritten (first seq 1, 1 messages, generation 12)' "$T/err"; then ok; else
         bad "replace-tail >/dev/full: exit $got: $(head -c 300 "$T/err")"
     fi
+    # a checkpoint in the way (put through the Python binding on the same file): pop
+    # reports it at once, naming it, rather than retrying as after a race
+    if CONVO_LIBRARY="$top_builddir/.libs/libconvo.so" PYTHONPATH="$top_srcdir/bindings/python" \
+        PYTHONDONTWRITEBYTECODE=1 python3 -c 'import convo, sys
+with convo.Store(sys.argv[1]) as s:
+    s.append("cp", [{"role": "user", "n": i} for i in range(3)])
+    s.checkpoint_put("cp", "cp-1", log_length=3)' "$S"; then
+        check "pop with a checkpoint in the way" 4 "$CONVO" --url "$S" pop cp
+        one_error "pop with a checkpoint in the way"
+        err_has "pop with a checkpoint in the way" "cp-1"
+        out_empty "pop with a checkpoint in the way"
+        check "pop --drop-checkpoints" 0 "$CONVO" --url "$S" pop cp --drop-checkpoints
+        out_is "pop --drop-checkpoints" '{"role":"user","n":2}'
+        check "the checkpoint went with it" 0 "$CONVO" --url "$S" checkpoints cp
+        out_empty "the checkpoint went with it"
+        "$CONVO" --url "$S" delete cp
+    else
+        bad "could not put a checkpoint through the Python binding"
+    fi
+
     # the generation travels with export/import and fork; an import into a thread
     # rewritten since is a conflict, not a mix of two tails
     "$CONVO" --url "$S" append g "$R1" "$R2" >/dev/null
