@@ -548,6 +548,14 @@ START_TEST(test_layout2_migrated)
     ck_assert_int_eq(loglen_members(prefix, t), 1);
     ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
     ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+    /* a second member for a checkpoint (with a wrong length) and one for none */
+    r = on_key(cpidx, "ZADD %s 0 %b 0 %b", cpidx, "l\0000000000000000001\0\0c3", (size_t)22,
+               "l\0000000000000000009\0\0gone", (size_t)24);
+    ck_assert_int_eq(r->integer, 2);
+    freeReplyObject(r);
+    ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+    ck_assert_int_eq(loglen_members(prefix, t), 2);
     /* dropped with it: record, members, writes */
     ck_assert_int_eq(rewrite(s, t, 2, 1, &err), 0);
     ck_assert_int_eq(loglen_members(prefix, t), 1);

@@ -5,16 +5,18 @@
 -- ARGV: (field, log_length, record) triples, from the client's HGETALL of cp.
 -- A record changed since it was read is left alone, and the thread stays in
 -- its layout: the client reads it again. "l" members of checkpoints that are
--- gone (pruned by an older convo) are removed. Returns 1 when the thread is
+-- gone (pruned by an older convo), and a second member of one, are removed. Returns 1 when the thread is
 -- in layout 3 now (or missing), 0 when it must be read again (a change, or a
 -- thread of layout 1, which cp_migrate.lua takes to layout 2 first).
 if redis.call('EXISTS', META) == 0 then return 1 end
 if redis.call('HGET', META, 'v') == '1' then return 0 end
-local lms = loglen_members()
-for field, lm in pairs(lms) do
-  if redis.call('HEXISTS', CP, field) == 0 then
-    redis.call('ZREM', CPIDX, lm)
-    lms[field] = nil
+local lms = {}
+for _, lm in ipairs(redis.call('ZRANGEBYLEX', CPIDX, '[l\0', '(l\1')) do
+  local field = string.sub(lm, 20)
+  if lms[field] or redis.call('HEXISTS', CP, field) == 0 then
+    redis.call('ZREM', CPIDX, lm) -- a second one, or a checkpoint gone
+  else
+    lms[field] = lm
   end
 end
 for i = 1, #ARGV, 3 do
