@@ -61,7 +61,8 @@ trap 'exit 130' INT TERM
 
 run conformance "k$token" convo_conformance "$(convo_url_add "$base" "prefix=k$token")"
 run checkpoints "c$token" wrap "$top_builddir/tests/checkpoints" "$(convo_url_add "$base" "prefix=c$token")"
-# a put with messages that conflicts writes nothing; layout 1 is migrated (tests/redis-layout.c)
+# a put with messages that conflicts writes nothing; layouts 1 and 2 are migrated; the tail
+# rewrite: checkpoints, values, deadline, forks racing it, its cost (tests/redis-layout.c)
 run layout "l$token" wrap "$top_builddir/tests/redis_layout" "$base" "l$token"
 first=memory: last=memory:
 case $("$CONVO" --version 2>/dev/null) in *sqlite*) first=sqlite:$tmp/a.db last=sqlite:$tmp/b.db ;; esac

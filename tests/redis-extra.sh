@@ -20,7 +20,7 @@ wrap() {
 }
 status=0
 wrap "$top_builddir/tests/redis_extra" || status=1
-# put order and layout migration (tests/redis-layout.c), in a fresh prefix
+# put order, layout migrations and the tail rewrite (tests/redis-layout.c), in a fresh prefix
 wrap "$top_builddir/tests/redis_layout" "$CONVO_TEST_REDIS_URL" "convo-layout-$(convo_random)" ||
     status=1
 exit $status
