@@ -50,9 +50,10 @@ static long schema_long(PGconn *pg, const char *name, const char *sql)
 }
 
 /* A version 7 schema with data (written by the functions it had) is migrated
- * on open: no row changes, every thread is at generation 0; then a rewrite
- * that drops checkpoints removes them, their writes and the values only they
- * referred to, and keeps the rest. */
+ * on open (to 8, then 9): no row changes, every thread is at generation 0,
+ * the checkpoints have their log length index; then a rewrite that drops
+ * checkpoints removes them, their writes and the values only they referred
+ * to, and keeps the rest. */
 START_TEST(test_migration_from_version_7)
 {
     schema_at_version("v7", 7);
@@ -67,7 +68,7 @@ START_TEST(test_migration_from_version_7)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v7"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9");
     free(v);
     char *after = rows_as_text(pg, "v7", 2);
     ck_assert_str_eq(after, before);
@@ -80,6 +81,13 @@ START_TEST(test_migration_from_version_7)
     free(v);
     ck_assert_int_eq(generation_of(s, "a"), 0);
     ck_assert_int_eq(generation_of(s, "b"), 0);
+    /* (v9) the checkpoints past a keep are found by an index */
+    snprintf(sql, sizeof sql, "SELECT indexdef FROM pg_indexes WHERE schemaname = '%s'"
+             " AND indexname = 'checkpoints_by_log'", schema_name("v7"));
+    v = query1(pg, sql);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(strstr(v, "(tid, log_length)"));
+    free(v);
 
     /* "a": c1 (log 2: ch v1, x v1), c2 (log 3: ch v2, x v1; two writes), sub/c3 (log 3) */
     convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;

@@ -1,0 +1,11 @@
+-- migrate-9.sql: schema version 9 — checkpoints_by_log, an index on
+-- (tid, log_length): a tail rewrite (version 8) finds the checkpoints that
+-- refer to a message past the messages it keeps (to refuse the rewrite, or
+-- to drop them) in that index, not by reading every checkpoint of the
+-- thread (a rewrite of a thread with 2,000 checkpoints took 3.5 times the
+-- server time of one without). Built over the checkpoints already stored.
+--
+-- Run by the driver (schema.c) in order, each in the transaction that records
+-- its version; @S is the schema's quoted name. Never edit a released migration:
+-- a change is a new one (docs/postgres.md).
+CREATE INDEX checkpoints_by_log ON @S.checkpoints (tid, log_length);
