@@ -601,6 +601,14 @@ START_TEST(test_layout2_corrupt_record)
     ck_assert_int_eq(put(s, t, "", "c2", 0, 0, &err), CONVO_ECORRUPT);
     same_snapshot(&before, prefix, t, "put to a thread that cannot be migrated");
     ck_assert_int_eq(generation_of(s, t), 0);
+    /* a generation that is not a number */
+    convo_history *h;
+    freeReplyObject(on_key(good_meta, "HSET %s g x1", good_meta));
+    ck_assert_int_eq(convo_load(s, good, NULL, &h, &err), CONVO_ECORRUPT);
+    freeReplyObject(on_key(good_meta, "HSET %s g 123456789012345678901234", good_meta));
+    ck_assert_int_eq(convo_load(s, good, NULL, &h, &err), CONVO_ECORRUPT);
+    freeReplyObject(on_key(good_meta, "HSET %s g 7", good_meta));
+    ck_assert_int_eq(generation_of(s, good), 7);
     free(before.p);
     delete_ok(s, t);
     delete_ok(s, good);

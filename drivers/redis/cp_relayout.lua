@@ -5,9 +5,10 @@
 -- ARGV: (field, log_length, record) triples, from the client's HGETALL of cp.
 -- A record changed since it was read is left alone, and the thread stays in
 -- its layout: the client reads it again. "l" members of checkpoints that are
--- gone (pruned by an older convo), and a second member of one, are removed. Returns 1 when the thread is
--- in layout 3 now (or missing), 0 when it must be read again (a change, or a
--- thread of layout 1, which cp_migrate.lua takes to layout 2 first).
+-- gone (pruned by an older convo), and a second member of one, are removed.
+-- Returns 1 when the thread is in layout 3 now (or missing), 0 when it must be
+-- read again (a change, or a thread of layout 1, which cp_migrate.lua takes to
+-- layout 2 first).
 if redis.call('EXISTS', META) == 0 then return 1 end
 if redis.call('HGET', META, 'v') == '1' then return 0 end
 local lms = {}

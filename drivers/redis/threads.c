@@ -1,6 +1,7 @@
 /* threads.c — threads and their messages: append (RPUSHX or the append
  * script), load, save_extra, delete and fork. */
 #include "redis_int.h"
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <msgpack.h>
@@ -73,10 +74,10 @@ static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, con
     return rc;
 }
 
-/* The common append (no idempotency key, no expected length or generation, no
- * ttl, a thread this store wrote lately) without a script, which costs the server several
- * times a bare push: RPUSHX, which writes nothing when the list is missing,
- * and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
+/* The common append (no idempotency key, no expected length or generation,
+ * no ttl, a thread this store wrote lately) without a script, which costs the
+ * server several times a bare push: RPUSHX, which writes nothing when the
+ * list is missing, and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
  * written (no list: a new thread, or one without messages), or an error.
  * Once RPUSHX stored the batch the append has succeeded, whatever follows:
  * an error would make the caller, who has no idempotency key, store it
@@ -294,15 +295,17 @@ static int check_layout(const redisReply *vg, const char *missing, int64_t *gene
     if (!(v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] >= '1' && v->str[0] <= '3'))
         return convo__error(err, CONVO_ENOTSUP, NULL,
                             "redis: thread stored in an unknown layout (a newer convo?)");
-    char text[24], *end;
-    if (g->type == REDIS_REPLY_NIL) {
-        *generation = 0;
+    *generation = 0;
+    if (g->type == REDIS_REPLY_NIL)
         return 0;
-    }
-    snprintf(text, sizeof text, "%.*s", g->type == REDIS_REPLY_STRING ? (int)g->len : 0,
-             g->type == REDIS_REPLY_STRING ? g->str : "");
+    char text[24], *end;
+    if (g->type != REDIS_REPLY_STRING || g->len == 0 || g->len >= sizeof text)
+        return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread generation");
+    memcpy(text, g->str, g->len);
+    text[g->len] = '\0';
+    errno = 0;
     long long n = strtoll(text, &end, 10);
-    if (!text[0] || *end || n < 0)
+    if (*end || n < 0 || errno)
         return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread generation");
     *generation = n;
     return 0;
