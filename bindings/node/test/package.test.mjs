@@ -6,7 +6,9 @@
 //    imports and works, convo/langgraph fails for want of @langchain/*, and without
 //    CONVO_LIBRARY the library error names every path tried;
 //  - a project with the tarball, @langchain/langgraph and @langchain/core: a StateGraph
-//    over MessagesAnnotation on ConvoSaver, run twice (the second run goes on with the thread).
+//    over MessagesAnnotation on ConvoSaver, run twice (the second run goes on with the thread);
+//  - a project with the tarball and @langchain/core alone: RunnableWithMessageHistory on
+//    ConvoChatMessageHistory (convo/langchain), run twice likewise.
 // The framework versions are the ones of package-lock.json; npm's cache makes it quick.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,17 +81,18 @@ function withoutLibrary() {
   return env;
 }
 
-let rootProject, graphProject;
+let rootProject, graphProject, historyProject;
 
 before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'convo-package-'));
   assert.ok(!path.relative(srcdir, tmp).match(/^[^.]/), `${tmp} is inside the source tree`);
   const packed = await ok('npm pack', run('npm', ['pack', '--pack-destination', tmp], { cwd: pkg }));
   tarball = path.join(tmp, packed.stdout.trim().split('\n').pop());
-  [rootProject, graphProject] = await Promise.all([
+  [rootProject, graphProject, historyProject] = await Promise.all([
     project('root', [], ['root.ts']),
     project('langgraph', ['@langchain/langgraph', '@langchain/core'].map((n) => `${n}@${versionOf(n)}`),
       ['graph.ts']),
+    project('langchain', [`@langchain/core@${versionOf('@langchain/core')}`], ['history.ts']),
   ]);
 });
 
@@ -118,11 +121,13 @@ test('the root works with no framework package resolvable', async () => {
   const r = await ok('root.js', run(process.execPath, ['root.js'], { cwd: rootProject, env: withLibrary() }));
   assert.equal(r.stdout, 'append 0 2 false\nreplayed true\nuser,assistant\nCONVO_ECONFLICT\n' +
     'dump true\nclosed CONVO_EINVAL\n');
-  // convo/langgraph is the module that needs LangChain
-  const lg = await run(process.execPath, ['--input-type=module', '-e', "await import('convo/langgraph')"],
-    { cwd: rootProject, env: withLibrary() });
-  assert.notEqual(lg.code, 0);
-  assert.match(lg.stderr, /Cannot find package '@langchain\//);
+  // convo/langgraph and convo/langchain are the modules that need LangChain
+  for (const sub of ['convo/langgraph', 'convo/langchain']) {
+    const lg = await run(process.execPath, ['--input-type=module', '-e', `await import('${sub}')`],
+      { cwd: rootProject, env: withLibrary() });
+    assert.notEqual(lg.code, 0, sub);
+    assert.match(lg.stderr, /Cannot find package '@langchain\//);
+  }
 });
 
 test('without CONVO_LIBRARY the import works and the first open names every path tried', async () => {
@@ -162,4 +167,19 @@ test('a LangGraph graph on ConvoSaver in a project with the framework', async ()
   assert.equal(second.stdout, '8 bot#7: hello\n10 bot#9: how are you\n12 bot#11: bye\n' +
     'log 12: user,assistant,user,assistant,user,assistant,user,assistant,user,assistant,user,assistant\n' +
     'extra {"title":"demo"}\n');
+});
+
+test('a LangChain.js chain on ConvoChatMessageHistory in a project with @langchain/core alone', async () => {
+  assert.ok(!existsSync(path.join(historyProject, 'node_modules', '@langchain', 'langgraph')));
+  await ok('tsc (tsc --init)', tscRun(historyProject, 'history.ts', 'init'));
+  const bare = await tscRun(historyProject, 'history.ts', 'bare', '--noEmit');
+  const ours = bare.out.split('\n').filter((l) => /(^| )error TS\d+/.test(l) &&
+    (!l.startsWith('node_modules/') || l.startsWith('node_modules/convo/')));
+  assert.deepEqual(ours, [], `tsc (bare tsconfig):\n${bare.out}`);
+  const first = await ok('history.js', run(process.execPath, ['history.js'], { cwd: historyProject, env: withLibrary() }));
+  assert.equal(first.stdout, 'hello\nfine\nbye\nlog 6: human,ai,human,ai,human,ai\nextra {"userId":"u1"}\n');
+  // a new process goes on with the session (the fake model starts its answers again)
+  const second = await ok('history.js', run(process.execPath, ['history.js'], { cwd: historyProject, env: withLibrary() }));
+  assert.equal(second.stdout, 'hello\nfine\nbye\nlog 12: ' + Array(6).fill('human,ai').join(',') +
+    '\nextra {"userId":"u1"}\n');
 });
