@@ -2,7 +2,8 @@
  * generation (schema version 8), beyond the conformance cases: migration from
  * version 7, one transaction (a failure after the delete undoes it all), the
  * row lock against a fork and pending writes running beside it, ttl, the
- * generation in every append path, and what a rewrite costs next to an append. */
+ * generation in every append path, many writers and forks at once on one thread,
+ * and what a rewrite costs next to an append. */
 #include "postgres.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -390,6 +391,136 @@ START_TEST(test_append_generation_paths)
 }
 END_TEST
 
+/* ---- many writers at once on one thread, on a store's pool of 4: appenders,
+ * rewriters without conditions (the one statement, and the function when a
+ * writer came first) that keep the seed and put one message after it, and
+ * forks. Every state is [seed, R, A...] where R is the message of the rewrite
+ * that made the generation (any A at seq 1 only at generation 0): the thread
+ * and every copy must be one such state, with no message row past its length. */
+
+enum { STRESS_APPENDS = 150, STRESS_REWRITES = 100, STRESS_FORKS = 25 };
+
+typedef struct stress {
+    convo_store *s;
+    int id, rc;
+    convo_error err;
+    int64_t made[STRESS_REWRITES]; /* rewriters: the generation each call made */
+} stress;
+
+static void *stress_append(void *arg)
+{
+    stress *w = arg;
+    for (int i = 0; i < STRESS_APPENDS && w->rc == 0; i++) {
+        char m[64];
+        snprintf(m, sizeof m, "{\"role\":\"user\",\"a\":\"%d-%d\"}", w->id, i);
+        const char *msgs[] = {m};
+        w->rc = convo_append(w->s, "hot", msgs, NULL, 1, NULL, NULL, &w->err);
+    }
+    return NULL;
+}
+
+static void *stress_rewrite(void *arg)
+{
+    stress *w = arg;
+    for (int i = 0; i < STRESS_REWRITES && w->rc == 0; i++) {
+        char m[64];
+        snprintf(m, sizeof m, "{\"role\":\"assistant\",\"r\":\"%d-%d\"}", w->id, i);
+        const char *msgs[] = {m};
+        convo_rewrite_result r;
+        w->rc = convo_replace_tail(w->s, "hot", 1, msgs, NULL, 1, NULL, &r, &w->err);
+        w->made[i] = r.generation;
+    }
+    return NULL;
+}
+
+static void *stress_fork(void *arg)
+{
+    stress *w = arg;
+    for (int i = 0; i < STRESS_FORKS && w->rc == 0; i++) {
+        char dst[32];
+        snprintf(dst, sizeof dst, "copy-%d", i);
+        w->rc = convo_thread_fork(w->s, "hot", dst, -1, &w->err);
+    }
+    return NULL;
+}
+
+/* Checks that thread is one whole state; rewrite_of[g] is the "r" token of
+ * the rewrite that made generation g. */
+static void assert_one_state(convo_store *s, PGconn *pg, const char *thread,
+                             char (*rewrite_of)[16], int64_t generations)
+{
+    convo_history *h;
+    convo_error err;
+    ck_assert_msg(convo_load(s, thread, NULL, &h, &err) == 0, "%s: %s", thread, err.message);
+    int64_t g = convo_history_generation(h), length = convo_history_length(h);
+    ck_assert_int_le(g, generations);
+    ck_assert_str_eq(convo_history_message(h, 0, NULL), THREE[0]);
+    for (int64_t i = 1; i < length; i++) {
+        const char *m = convo_history_message(h, (size_t)i, NULL);
+        int rewrite = strstr(m, "\"r\"") != NULL;
+        if (i == 1 && g > 0) {
+            char want[64];
+            snprintf(want, sizeof want, "{\"role\":\"assistant\",\"r\":\"%s\"}", rewrite_of[g]);
+            ck_assert_msg(strcmp(m, want) == 0, "%s at generation %lld: seq 1 is %s, not %s",
+                          thread, (long long)g, m, want);
+        } else {
+            ck_assert_msg(!rewrite, "%s at generation %lld: seq %lld is %s", thread,
+                          (long long)g, (long long)i, m);
+        }
+    }
+    convo_history_free(h);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".messages m JOIN \"%s\".threads t"
+             " ON t.tid = m.tid WHERE t.thread_id = '%s'", schema_name("rwstress"),
+             schema_name("rwstress"), thread);
+    ck_assert_int_eq(query_long(pg, sql), length);
+}
+
+START_TEST(test_rewrite_stress)
+{
+    convo_store *s = open_ok(schema_url("rwstress", "pool=4"));
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "hot", THREE, NULL, 1, NULL, NULL, &err), 0);
+    enum { APPENDERS = 3, REWRITERS = 2 };
+    stress w[APPENDERS + REWRITERS + 1];
+    pthread_t th[APPENDERS + REWRITERS + 1];
+    for (int i = 0; i < APPENDERS + REWRITERS + 1; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].s = s;
+        w[i].id = i;
+        pthread_create(&th[i], NULL,
+                       i < APPENDERS ? stress_append
+                       : i < APPENDERS + REWRITERS ? stress_rewrite : stress_fork,
+                       &w[i]);
+    }
+    for (int i = 0; i < APPENDERS + REWRITERS + 1; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(w[i].rc == 0, "writer %d: %s", i, w[i].err.message);
+    }
+    /* every rewrite made one generation of its own */
+    int64_t generations = REWRITERS * STRESS_REWRITES;
+    static char rewrite_of[REWRITERS * STRESS_REWRITES + 1][16];
+    memset(rewrite_of, 0, sizeof rewrite_of);
+    for (int k = APPENDERS; k < APPENDERS + REWRITERS; k++)
+        for (int i = 0; i < STRESS_REWRITES; i++) {
+            int64_t g = w[k].made[i];
+            ck_assert(g >= 1 && g <= generations && rewrite_of[g][0] == '\0');
+            snprintf(rewrite_of[g], sizeof rewrite_of[g], "%d-%d", k, i);
+        }
+    ck_assert_int_eq(generation_of(s, "hot"), generations);
+    PGconn *pg = admin();
+    assert_one_state(s, pg, "hot", rewrite_of, generations);
+    for (int i = 0; i < STRESS_FORKS; i++) {
+        char dst[32];
+        snprintf(dst, sizeof dst, "copy-%d", i);
+        assert_one_state(s, pg, dst, rewrite_of, generations);
+    }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema("rwstress");
+}
+END_TEST
+
 /* ---- cost: a rewrite of the last message ("regenerate the answer") next to
  * a one-message append, on one connection, one call of each in turn (so that
  * the machine's load falls on both alike), the median of each; the rewrite
@@ -505,6 +636,7 @@ void postgres_add_rewrite_tests(Suite *s)
     tcase_add_test(tc, test_rewrite_and_fork_never_mix);
     tcase_add_test(tc, test_rewrite_ttl);
     tcase_add_test(tc, test_append_generation_paths);
+    tcase_add_test(tc, test_rewrite_stress);
     suite_add_tcase(s, tc);
     tc = tcase_create("rewrite-cost");
     tcase_set_timeout(tc, 300);
