@@ -1,6 +1,7 @@
-/* postgres.h — what the files of tests/postgres_extra share (defined in
- * tests/postgres.c): the test server, schemas unique to a run, a libpq
- * connection behind the driver's back, and the data of old layouts. */
+/* postgres.h — what the files of tests/postgres_extra share: the test server,
+ * schemas unique to a run, a libpq connection behind the driver's back
+ * (tests/postgres.c), and old layouts with their data
+ * (tests/postgres_schema.c). */
 #ifndef CONVO_TESTS_POSTGRES_H
 #define CONVO_TESTS_POSTGRES_H
 
@@ -12,7 +13,7 @@
 extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
 extern unsigned run_id;
 extern const char *msg1;     /* a user message */
-/* What a version 5 store held, written with its own functions (postgres.c). */
+/* What a version 5 store held, written with its own functions. */
 extern const char v5_data[];
 
 /* A schema name unique to this run ("pgx_RUN_name"); a static buffer of 4. */
@@ -35,6 +36,8 @@ void schema_at_version(const char *name, int version);
 char *rows_as_text(PGconn *pg, const char *name, int layout);
 /* Rows left in any table for thread in schema `name`. */
 long rows_of(PGconn *pg, const char *name, const char *thread);
+/* 1 when thread_list shows thread. */
+int list_has(convo_store *s, const char *thread);
 
 int append1(convo_store *s, const char *thread, convo_error *err);
 /* The thread's length, its seqs checked dense. */
@@ -45,6 +48,8 @@ void put_checkpoint(convo_store *s, const char *thread, const char *id);
 void wait_for_lock_wait(const char *app);
 double seconds_now(void);
 
+/* tests/postgres_schema.c: schema versions, migrations, the .sql files. */
+void postgres_add_schema_tests(Suite *s);
 /* tests/postgres_rewrite.c: the tail rewrite and the generation (v8). */
 void postgres_add_rewrite_tests(Suite *s);
 
