@@ -221,8 +221,8 @@ static int import_messages(importer *im, const msgpack_object *rec)
         char *parsed_role;
         msgs[i].bytes = bytes->via.bin.ptr;
         msgs[i].len = bytes->via.bin.size;
-        rc = convo__check_message(msgs[i].bytes, msgs[i].len, &im->s->limits, im->s->roles,
-                                  &parsed_role, im->err);
+        rc = convo__check_message_ex(msgs[i].bytes, msgs[i].len, &im->s->limits,
+                                     im->s->roles, 1, &parsed_role, im->err);
         msgs[i].role = parsed_role;
         if (rc == 0 && (strlen(parsed_role) != role->via.str.size ||
                         memcmp(parsed_role, role->via.str.ptr, role->via.str.size) != 0))

@@ -95,6 +95,10 @@ int convo__check_key(const char *what, const char *s, int may_be_empty, convo_er
 /* Validates one message; fills *role (malloc'd) on success. */
 int convo__check_message(const char *bytes, size_t len, const convo_limits *limits,
                          char *const *roles, char **role, convo_error *err);
+/* The same; restoring (import) also keeps integers outside 64 bits, which a store
+ * may hold from before they were refused. */
+int convo__check_message_ex(const char *bytes, size_t len, const convo_limits *limits,
+                            char *const *roles, int restoring, char **role, convo_error *err);
 /* Parses and checks an extra patch; *compact gets the compact text, *obj the json_t. */
 int convo__check_extra_patch(const char *json, const convo_limits *limits, char **compact,
                              void **obj, convo_error *err);

@@ -89,8 +89,8 @@ static int role_allowed(const char *role, char *const *roles)
  * flags convo__check_message uses, accepts, and its top-level "role" is a
  * plain string of 1..CONVO_MAX_ROLE_BYTES bytes. Anything it is not sure of
  * (every error, escapes in keys or in the role, exponents, numbers over 300
- * characters, nesting deeper than SCAN_MAX_DEPTH, objects with more than
- * SCAN_MAX_KEYS keys) goes to jansson, which decides and words the error.
+ * characters, integers of 19 digits or more, nesting deeper than SCAN_MAX_DEPTH,
+ * objects with more than SCAN_MAX_KEYS keys) goes to jansson, which decides and words the error.
  * tests/unit.c and tests/fuzz/fuzz_message.c hold it to jansson's answers. */
 
 #define SCAN_MAX_DEPTH 16
@@ -181,6 +181,10 @@ static int scan_number(scanner *s)
         while (p < end && *p >= '0' && *p <= '9')
             p++;
     else
+        return 0;
+    /* an integer of 19 digits or more may not fit in 64 bits: jansson decides */
+    int integer = !(p < end && (*p == '.' || *p == 'e' || *p == 'E'));
+    if (integer && p - s->p - (*s->p == '-') >= 19)
         return 0;
     if (p < end && *p == '.') {
         if (++p == end || *p < '0' || *p > '9')
@@ -321,8 +325,20 @@ int convo__scan_message(const char *bytes, size_t len, const char **role, size_t
     return 1;
 }
 
+/* jansson's "too big integer" / "too big negative integer" (not a real's overflow) */
+static int too_big_integer(const json_error_t *jerr)
+{
+    return json_error_code(jerr) == json_error_numeric_overflow && strstr(jerr->text, "integer");
+}
+
 int convo__check_message(const char *bytes, size_t len, const convo_limits *limits,
                          char *const *roles, char **role, convo_error *err)
+{
+    return convo__check_message_ex(bytes, len, limits, roles, 0, role, err);
+}
+
+int convo__check_message_ex(const char *bytes, size_t len, const convo_limits *limits,
+                            char *const *roles, int restoring, char **role, convo_error *err)
 {
     *role = NULL;
     if (!bytes)
@@ -345,13 +361,19 @@ int convo__check_message(const char *bytes, size_t len, const convo_limits *limi
         return rc;
     }
     json_error_t jerr;
-    /* integers past 64 bits are valid JSON; the bytes are kept, so only parse them */
-    json_t *msg = json_loadb(bytes, len,
-                             JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+    /* One rule for messages and extra: integers fit in signed 64 bits (extra is
+     * stored as parsed values; jansson and BSON hold no more). A message restored
+     * by import was accepted once: it is kept as it was. */
+    size_t flags = JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
+    json_t *msg = json_loadb(bytes, len, restoring ? flags | JSON_DECODE_INT_AS_REAL : flags,
                              &jerr);
     if (!msg)
-        return convo__error(err, CONVO_EINVAL, NULL, "message is not valid JSON: %s at byte %d",
-                            jerr.text, jerr.position);
+        return too_big_integer(&jerr)
+                   ? convo__error(err, CONVO_EINVAL, NULL, "message holds an integer outside the "
+                                  "signed 64-bit range at byte %d: send it as a string",
+                                  jerr.position)
+                   : convo__error(err, CONVO_EINVAL, NULL, "message is not valid JSON: %s at "
+                                  "byte %d", jerr.text, jerr.position);
     int rc = 0;
     json_t *r = json_object_get(msg, "role");
     if (!json_is_object(msg))
@@ -391,8 +413,12 @@ int convo__check_extra_patch(const char *json, const convo_limits *limits, char 
     json_error_t jerr;
     json_t *patch = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
     if (!patch)
-        return convo__error(err, CONVO_EINVAL, NULL, "extra is not valid JSON: %s at byte %d",
-                            jerr.text, jerr.position);
+        return too_big_integer(&jerr)
+                   ? convo__error(err, CONVO_EINVAL, NULL, "extra holds an integer outside the "
+                                  "signed 64-bit range at byte %d: send it as a string",
+                                  jerr.position)
+                   : convo__error(err, CONVO_EINVAL, NULL, "extra is not valid JSON: %s at "
+                                  "byte %d", jerr.text, jerr.position);
     if (!json_is_object(patch)) {
         json_decref(patch);
         return convo__error(err, CONVO_EINVAL, NULL, "extra is not a JSON object");

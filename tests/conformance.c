@@ -332,15 +332,27 @@ START_TEST(test_roundtrip_one_by_one)
 }
 END_TEST
 
-/* Integers beyond 64 bits are valid JSON and must be kept as written. */
+/* One rule for messages and extra (issue 23.4): integers fit in signed 64 bits,
+ * else CONVO_EINVAL and nothing stored; numbers that pass are kept as written. */
 START_TEST(test_roundtrip_big_numbers)
 {
     char t[256];
     TID(t, "big");
-    const char *m[] = {"{\"role\":\"user\",\"big\":123456789012345678901234567890,"
-                       "\"neg\":-98765432109876543210,\"f\":3.141592653589793238462643383279}"};
+    const char *m[] = {"{\"role\":\"user\",\"max\":9223372036854775807,"
+                       "\"min\":-9223372036854775808,\"f\":3.141592653589793238462643383279,"
+                       "\"r\":123456789012345678901234567890.0}"};
+    const char *big[] = {"{\"role\":\"user\",\"big\":123456789012345678901234567890}",
+                         "{\"role\":\"user\",\"neg\":-9223372036854775809}"};
+    convo_error err;
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_int_eq(convo_append(conf_store, t, big + i, NULL, 1, NULL, NULL, &err),
+                         CONVO_EINVAL);
+    ck_assert_int_eq(convo_save_extra(conf_store, t, "{\"big\":18446744073709551616}", &err),
+                     CONVO_EINVAL);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(conf_store, t, NULL, &h, &err), CONVO_ENOTFOUND);
     ck_assert_int_eq(conf_append(conf_store, t, m, 1), 0);
-    convo_history *h = conf_load(conf_store, t, NULL);
+    h = conf_load(conf_store, t, NULL);
     conf_assert_message(h, 0, m[0], strlen(m[0]), "user", 0);
     convo_history_free(h);
 }

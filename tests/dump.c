@@ -85,7 +85,7 @@ static void populate(convo_store *s)
     put_cp(s, ids[3], "sub", "s1", NULL, "1", "30", 0);
     convo_write_in w[] = {{0, "counter", {"json", "1", 1}}, {-3, "__interrupt__", {"json", "{}", 2}}};
     ck_assert_int_eq(convo_checkpoint_put_writes(s, ids[3], "", "c2", "task", "p", w, 2, &err), 0);
-    const char *odd[] = {"{\"role\":\"tool_result\",\"x\":\"\\u0000\",\"big\":123456789012345678901234567890}"};
+    const char *odd[] = {"{\"role\":\"tool_result\",\"x\":\"\\u0000\",\"big\":123456789012345678901234567890.0}"};
     append_ok(s, ids[4], odd, 1);
 }
 
@@ -592,6 +592,28 @@ START_TEST(test_errors_name_the_thread)
 }
 END_TEST
 
+/* A store may hold messages with integers past 64 bits from before they were
+ * refused (issue 23.4): import restores them as they were. */
+START_TEST(test_import_keeps_old_big_integers)
+{
+    convo_store *dst = open_url(urls[_i]);
+    char thread[96];
+    snprintf(thread, sizeof thread, "%s-old-big", prefix);
+    const char *one[] = {thread};
+    const char *msg = "{\"role\":\"user\",\"big\":123456789012345678901234567890}";
+    membuf m = dump_of(one, 1, 1732500000000000, msg);
+    convo_error err;
+    ck_assert_msg(convo_import(dst, mem_read, &m, NULL, NULL, &err) == 0, "%s", err.message);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(dst, thread, NULL, &h, &err), 0);
+    ck_assert_str_eq(convo_history_message(h, 0, NULL), msg);
+    convo_history_free(h);
+    free(m.data);
+    convo_thread_delete(dst, thread, NULL);
+    convo_close(dst);
+}
+END_TEST
+
 START_TEST(test_export_named_twice)
 {
     convo_store *src = open_url(urls[_i]);
@@ -820,6 +842,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_import_repeated_or_different, 0, nurls);
     tcase_add_loop_test(tc, test_export_named_twice, 0, nurls);
     tcase_add_loop_test(tc, test_errors_name_the_thread, 0, nurls);
+    tcase_add_loop_test(tc, test_import_keeps_old_big_integers, 0, nurls);
     tcase_add_loop_test(tc, test_export_appended_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_replaced_meanwhile, 0, nurls);
     tcase_add_loop_test(tc, test_export_all_deleted_meanwhile, 0, nurls);

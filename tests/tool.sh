@@ -768,6 +768,14 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     out_is "agent messages" '{"role":"tool_result","tool_call_id":"call_3","content":"6"}'
 fi
 
+# ---- one rule for integers in messages and extra (issue 23.4) ----
+check "append of an integer past 64 bits" 1 "$CONVO" --url "$M" append big '{"role":"u","n":9223372036854775808}'
+one_error "append of an integer past 64 bits"
+err_has "append of an integer past 64 bits" "message holds an integer outside the signed 64-bit range"
+check "save-extra of an integer past 64 bits" 1 "$CONVO" --url "$M" save-extra big '{"n":-9223372036854775809}'
+err_has "save-extra of an integer past 64 bits" "extra holds an integer outside the signed 64-bit range"
+check "append of 64-bit integers" 0 "$CONVO" --url "$M" append big '{"role":"u","n":[9223372036854775807,-9223372036854775808]}'
+
 # ---- bench: every scenario prints one JSON object with the documented fields ----
 # (speed is never asserted: only that the figures are there and make sense)
 for sc in append load extra checkpoint; do

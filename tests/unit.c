@@ -455,9 +455,24 @@ START_TEST(test_messages)
     ck_assert_int_eq(check_message(" {\"x\":[1],\"role\":\"\\u00e9\"} ", -1, NULL, &role), 0);
     ck_assert_str_eq(role, "\xc3\xa9");
     free(role);
+    /* one rule with extra: integers fit in signed 64 bits (issue 23.4) */
     ck_assert_int_eq(check_message("{\"role\":\"u\",\"big\":123456789012345678901234567890}", -1,
                                    NULL, &role),
+                     CONVO_EINVAL);
+    ck_assert_int_eq(check_message("{\"role\":\"u\",\"n\":[9223372036854775808]}", -1, NULL, &role),
+                     CONVO_EINVAL);
+    ck_assert_int_eq(check_message("{\"role\":\"u\",\"n\":-9223372036854775809}", -1, NULL, &role),
+                     CONVO_EINVAL);
+    ck_assert_int_eq(check_message("{\"role\":\"u\",\"n\":[9223372036854775807,-9223372036854775808,"
+                                   "123456789012345678901234567890.5,1e300]}", -1, NULL, &role),
                      0);
+    free(role);
+    /* ...but import restores what a store held from before the rule */
+    const char *old_big = "{\"role\":\"u\",\"big\":123456789012345678901234567890}";
+    ck_assert_int_eq(convo__check_message_ex(old_big, strlen(old_big), &limits, NULL, 1, &role,
+                                             NULL),
+                     0);
+    ck_assert_str_eq(role, "u");
     free(role);
     ck_assert_int_eq(check_message("{\"role\":\"u\",\"s\":\"a\\u0000b\"}", -1, NULL, &role), 0);
     free(role);
@@ -500,8 +515,7 @@ END_TEST
  * the bytes as an object with a plain "role" of 1..64 bytes, copied to role. */
 static int jansson_role(const char *m, size_t len, char *role, size_t cap)
 {
-    json_t *j = json_loadb(m, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
-                           NULL);
+    json_t *j = json_loadb(m, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
     json_t *r = json_object_get(j, "role");
     int ok = json_is_object(j) && json_is_string(r) && json_string_length(r) > 0 &&
              json_string_length(r) <= CONVO_MAX_ROLE_BYTES && json_string_length(r) < cap &&
@@ -537,7 +551,7 @@ static const char *const common_messages[] = {
     " \t\r\n{ \"role\" : \"assistant\" , \"content\" : \"line\\nbreak \\\"quoted\\\" \\u00e9\\ud83d\\ude00 \\/\\\\\\b\\f\\r\\t\" } \n",
     "{\"content\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\",\"role\":\"r\xc3\xb4le\"}",
     "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
-    "\"n\":[0,-0,1,-1,12.5,-0.25,123456789012345678901234567890,0.000001],\"t\":true,\"f\":false,"
+    "\"n\":[0,-0,1,-1,12.5,-0.25,123456789012345678,-123456789012345678,0.000001],\"t\":true,\"f\":false,"
     "\"z\":null,\"e\":{},\"a\":[],\"nested\":{\"role\":1,\"role \":2,\"x\":{\"y\":[[[{\"z\":[]}]]]}}}",
     "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","
     "\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}],\"additional_kwargs\":{},"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL)
+#define FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
 #define FAIL(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
 
 /* Unicode 15, table 3-7: the well-formed UTF-8 byte sequences. */
