@@ -127,9 +127,55 @@ export interface DumpStats {
   threads: number; messages: number; checkpoints: number; writes: number; bytes: number; skipped: number;
 }
 
+export interface OpenOptions {
+  /** Top-level extra keys the thread index keeps an index for (listThreads with a `where` on
+   * them reads only matching threads). Recorded in the store by the first opener naming them;
+   * an opener naming others is an InvalidError; omitted = whatever the store recorded. */
+  indexedKeys?: string[] | null;
+}
+
+export type ThreadOrder = 'recent' | 'created' | 'id';
+export interface ListThreadsOptions {
+  /** Threads whose extra contains this object (objects by key, arrays by element, scalars
+   * equal); null or {} = every thread. */
+  where?: Record<string, unknown> | null;
+  /** 'recent': last activity, newest first (default); 'created': newest first; 'id': byte order. */
+  order?: ThreadOrder;
+  /** The other direction (oldest first; ids descending). */
+  reverse?: boolean;
+  /** A cursor (a row's `cursor` or a page's `next`) of the same order and direction. */
+  after?: string | null;
+  /** Rows per page, 1..10,000 (default 100). */
+  limit?: number;
+  /** Each row carries the thread's extra object. */
+  withExtra?: boolean;
+  /** Each row carries the thread's last message (its JSON text; null for an empty thread). */
+  withLastMessage?: boolean;
+}
+export interface ThreadInfo {
+  id: string;
+  /** Microseconds since the epoch: the thread's first write. */
+  createdAt: number;
+  /** Microseconds since the epoch: its last append, saveExtra, tail rewrite or checkpoint put. */
+  updatedAt: number;
+  /** Messages in the thread. */
+  length: number;
+  /** With withExtra. */
+  extra?: Record<string, unknown>;
+  /** With withLastMessage: the last message exactly as appended, null when there is none. */
+  lastMessage?: string | null;
+  /** The `after` that continues after this row. */
+  cursor: string;
+}
+export interface ThreadPage {
+  threads: ThreadInfo[];
+  /** The `after` of the next page; null on the last page. */
+  next: string | null;
+}
+
 export declare class Store {
   /** memory:, sqlite:PATH, redis://..., postgres://..., mongodb://... */
-  static open(url: string): Promise<Store>;
+  static open(url: string, opts?: OpenOptions): Promise<Store>;
   static readonly version: string;
   readonly driver: string;
   /** Closes once the calls under way are done. */
@@ -147,7 +193,12 @@ export declare class Store {
   /** Removes the last messages and resolves to them, oldest first ([] for an empty thread). */
   pop(threadId: string, opts?: PopOptions): Promise<LoadedMessage[]>;
   saveExtra(threadId: string, patch: Record<string, unknown> | string): Promise<void>;
-  threads(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
+  /** One page of the thread index. */
+  listThreads(opts?: ListThreadsOptions): Promise<ThreadPage>;
+  /** Every thread listThreads(opts) gives, page after page (limit: the page size). */
+  threads(opts?: ListThreadsOptions): AsyncIterableIterator<ThreadInfo>;
+  /** One page of thread ids in byte order (convo_thread_list, every driver). */
+  threadIds(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
   delete(threadId: string): Promise<void>;
   fork(src: string, dst: string, upto?: number, opts?: { expectedGeneration?: number }): Promise<void>;
   checkpointPut(cp: CheckpointIn): Promise<void>;

@@ -4,7 +4,8 @@ import {
   C, loadLibrary, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn,
 } from './internal/library.js';
 import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
-import { text, optText, int, list, options } from './internal/args.js';
+import { text, optText, int, list, options, known } from './internal/args.js';
+import { listOptions, readPage } from './internal/threads.js';
 
 
 function fail(rc, err) {
@@ -100,12 +101,24 @@ export class Store {
     this.#handle = handle;
   }
 
-  /** Opens a store by URL (memory:, sqlite:PATH, redis://, postgres://, mongodb://). */
-  static async open(url) {
+  /**
+   * Opens a store by URL (memory:, sqlite:PATH, redis://, postgres://, mongodb://).
+   * opts.indexedKeys: the top-level extra keys the thread index keeps an index for
+   * (recorded in the store by the first opener that names them; an opener naming
+   * others is an InvalidError; omitted = whatever the store recorded).
+   */
+  static async open(url, opts) {
+    const { indexedKeys = null } = known(opts, ['indexedKeys'], 'open options');
+    text(url, 'url');
+    const keys = indexedKeys === null ? null :
+      list(indexedKeys, 'indexedKeys').map((k, i) => text(k, `indexedKeys[${i}]`));
     loadLibrary();
     const out = [null];
     const err = newError();
-    const rc = await callAsync(C.convo_open, out, text(url, 'url'), err);
+    const rc = keys === null ? await callAsync(C.convo_open, out, url, err) :
+      await callAsync(C.convo_open_ex, out, url, { version: 2, max_message_bytes: 0,
+        max_batch_messages: 0, max_extra_bytes: 0, max_checkpoint_bytes: 0, roles: null,
+        indexed_keys: [...keys, null] }, err);
     if (rc !== 0) throw fail(rc, err);
     return new Store(out[0]);
   }
@@ -301,9 +314,45 @@ export class Store {
     await this.#call(C.convo_save_extra, text(threadId, 'threadId'), json(patch, 'patch'));
   }
 
-  /** One page of thread ids after `after`: { ids, next } (next null on the last page). */
-  async threads(opts) {
-    const { after = null, limit = 0 } = options(opts, 'threads options');
+  /**
+   * One page of the thread index: threads whose extra contains `where` (an object; null =
+   * every thread), by order 'recent' (last activity, newest first; the default), 'created'
+   * (newest first) or 'id' (byte order); reverse: the other direction; after: a cursor
+   * (a row's or `next`) of the same order and direction. Resolves to { threads: [{ id,
+   * createdAt, updatedAt, length, extra?, lastMessage?, cursor }], next } (times in
+   * microseconds since the epoch; extra with withExtra, lastMessage (its JSON text, null for
+   * an empty thread) with withLastMessage; next null on the last page).
+   */
+  async listThreads(opts) {
+    const o = listOptions(opts);
+    const out = [null];
+    await this.#call(C.convo_thread_list_ex, o, out);
+    try {
+      return readPage(out[0], o);
+    } finally {
+      C.convo_thread_page_free(out[0]);
+    }
+  }
+
+  /** Every thread listThreads(opts) gives, page after page (limit: the page size). */
+  threads(opts) {
+    listOptions(opts); // bad options throw here, not at the first next()
+    const self = this;
+    return (async function* walk() {
+      let after = opts?.after ?? null;
+      for (;;) {
+        const page = await self.listThreads({ ...opts, after });
+        yield* page.threads;
+        if (page.next === null) return;
+        after = page.next;
+      }
+    })();
+  }
+
+  /** One page of thread ids in byte order after `after`: { ids, next } (convo_thread_list:
+   * every driver, also one without the thread index). */
+  async threadIds(opts) {
+    const { after = null, limit = 0 } = options(opts, 'threadIds options');
     const out = [null];
     await this.#call(C.convo_thread_list, optText(after, 'after'), int(limit, 'limit', 0), out);
     const p = out[0];

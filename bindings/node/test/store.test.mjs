@@ -70,8 +70,8 @@ for (const [name, base] of drivers()) {
       await assert.rejects(s.load('t', { limit: -1 }), bad('limit must be an integer from 0'));
       await assert.rejects(s.load('t', { fromSeq: 1.5 }), bad('fromSeq'));
       await assert.rejects(s.load('t', 3), bad('load options must be an object'));
-      await assert.rejects(s.threads({ after: 5 }), bad('after'));
-      await assert.rejects(s.threads({ limit: NaN }), bad('limit'));
+      await assert.rejects(s.threadIds({ after: 5 }), bad('after'));
+      await assert.rejects(s.threadIds({ limit: NaN }), bad('limit'));
       await assert.rejects(s.fork('t', 'u', NaN), bad('upto'));
       await assert.rejects(s.fork('t', null), bad('dst'));
       await assert.rejects(s.delete(5), bad('threadId'));
@@ -90,17 +90,17 @@ for (const [name, base] of drivers()) {
       await assert.rejects(Store.open(5), bad('url must be a string'));
       // nothing was written
       assert.equal((await s.load('t')).length, 1);
-      assert.deepEqual((await s.threads()).ids, ['t']);
+      assert.deepEqual((await s.threadIds()).ids, ['t']);
       assert.deepEqual((await s.checkpointList({ threadId: 't' })).map((c) => c.id), ['c1']);
       await s.close();
     });
 
-    test('threads, fork, delete', async () => {
+    test('threadIds, fork, delete', async () => {
       const s = await Store.open(freshUrl(base));
       for (const t of ['a', 'b', 'c']) await s.append(t, ['{"role":"user"}', '{"role":"assistant"}']);
-      const p1 = await s.threads({ limit: 2 });
+      const p1 = await s.threadIds({ limit: 2 });
       assert.deepEqual(p1.ids, ['a', 'b']);
-      const p2 = await s.threads({ after: p1.next, limit: 2 });
+      const p2 = await s.threadIds({ after: p1.next, limit: 2 });
       assert.deepEqual(p2, { ids: ['c'], next: null });
       await s.fork('a', 'a2', 1);
       assert.equal((await s.load('a2')).length, 1);

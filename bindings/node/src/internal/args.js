@@ -50,3 +50,19 @@ export function options(v, what) {
   if (typeof v !== 'object' || Array.isArray(v)) throw invalid(`${what} must be an object, not ${shown(v)}`);
   return v;
 }
+
+/** An options object whose keys are all among `names` (a misspelt option is an error, not
+ * silently ignored). */
+export function known(v, names, what) {
+  const o = options(v, what);
+  for (const k of Object.keys(o)) {
+    if (!names.includes(k)) throw invalid(`${what}: unknown option ${JSON.stringify(k)} (known: ${names.join(', ')})`);
+  }
+  return o;
+}
+
+/** A boolean argument. */
+export function bool(v, what) {
+  if (typeof v !== 'boolean') throw invalid(`${what} must be a boolean, not ${shown(v)}`);
+  return v;
+}

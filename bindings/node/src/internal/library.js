@@ -97,6 +97,15 @@ koffi.struct('convo_rewrite_opts', {
 koffi.struct('convo_rewrite_result', {
   first_seq: 'int64_t', count: 'size_t', removed: 'int64_t', generation: 'int64_t', replayed: 'int',
 });
+koffi.struct('convo_store_opts', {
+  version: 'unsigned int', max_message_bytes: 'size_t', max_batch_messages: 'size_t',
+  max_extra_bytes: 'size_t', max_checkpoint_bytes: 'size_t', roles: 'const char **',
+  indexed_keys: 'const char **', // version 2
+});
+koffi.struct('convo_thread_list_opts', {
+  version: 'unsigned int', where_json: 'const char *', order: 'int', reverse: 'int',
+  after: 'const char *', limit: 'size_t', with_extra: 'int', with_last_message: 'int',
+});
 koffi.struct('convo_fork_opts', { version: 'unsigned int', expected_generation: 'int64_t' });
 koffi.struct('convo_append_result', { first_seq: 'int64_t', count: 'size_t', replayed: 'int' });
 koffi.struct('convo_load_opts', {
@@ -147,6 +156,7 @@ const decls = [
   'const char *convo_strerror(int code)',
   'const char *convo_version(void)',
   'int convo_open(_Out_ convo_store **out, const char *url, _Out_ convo_error *err)',
+  'int convo_open_ex(_Out_ convo_store **out, const char *url, const convo_store_opts *opts, _Out_ convo_error *err)',
   'void convo_close(convo_store *s)',
   'const char *convo_store_driver(const convo_store *s)',
   'int convo_append(convo_store *s, const char *thread_id, const char **messages, const size_t *lengths, size_t n, const convo_append_opts *opts, _Out_ convo_append_result *res, _Out_ convo_error *err)',
@@ -168,6 +178,13 @@ const decls = [
   'const char *convo_thread_page_id(const convo_thread_page *p, size_t i)',
   'const char *convo_thread_page_next(const convo_thread_page *p)',
   'void convo_thread_page_free(convo_thread_page *p)',
+  'int convo_thread_list_ex(convo_store *s, const convo_thread_list_opts *opts, _Out_ convo_thread_page **out, _Out_ convo_error *err)',
+  'int64_t convo_thread_page_created_at(const convo_thread_page *p, size_t i)',
+  'int64_t convo_thread_page_updated_at(const convo_thread_page *p, size_t i)',
+  'int64_t convo_thread_page_length(const convo_thread_page *p, size_t i)',
+  'const char *convo_thread_page_extra(const convo_thread_page *p, size_t i)',
+  'const uint8_t *convo_thread_page_last_message(const convo_thread_page *p, size_t i, _Out_ size_t *len)',
+  'const char *convo_thread_page_cursor(const convo_thread_page *p, size_t i)',
   'int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto, _Out_ convo_error *err)',
   'int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64_t upto, const convo_fork_opts *opts, _Out_ convo_error *err)',
   'int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, _Out_ convo_error *err)',

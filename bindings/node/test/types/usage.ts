@@ -1,5 +1,6 @@
 // usage.ts — compiled (not run) by types.test.mjs: the package's types as a user sees them.
 import { Store, ConvoError, ConflictError, NotFoundError, codes } from 'convo';
+import type { ThreadInfo, ThreadPage, ListThreadsOptions } from 'convo';
 import { ConvoSaver } from 'convo/langgraph';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { StateGraph, MessagesAnnotation } from '@langchain/langgraph';
@@ -36,6 +37,19 @@ async function main(): Promise<void> {
   } catch (e) {
     if (e instanceof ConflictError) console.log(e.length ?? 0, e.generation ?? 0, popped);
   }
+  // the thread index: a user's conversations, newest first, with a preview
+  const indexed: Store = await Store.open('memory:', { indexedKeys: ['user_id'] });
+  const q: ListThreadsOptions = { where: { user_id: 'u1' }, order: 'recent', limit: 20, withLastMessage: true };
+  const page: ThreadPage = await indexed.listThreads(q);
+  const row: ThreadInfo | undefined = page.threads[0];
+  const preview: string | null | undefined = row?.lastMessage;
+  const more: ThreadPage = await indexed.listThreads({ ...q, after: page.next, reverse: false, withExtra: true });
+  for await (const th of indexed.threads({ order: 'created' })) {
+    const when: number = th.updatedAt - th.createdAt;
+    console.log(th.id, th.length, th.cursor, th.extra?.user_id, when);
+  }
+  const ids: string[] = (await indexed.threadIds({ limit: 10 })).ids;
+  console.log(preview, more.next, ids);
   const dump: Uint8Array = await store.export();
   await store.import(dump);
   console.log(r, role, n, t, graph, await store.sweep());
