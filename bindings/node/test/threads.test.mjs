@@ -135,6 +135,7 @@ for (const [name, base] of drivers()) {
       await assert.rejects(s.listThreads({ after: c }), bad('cursor'));
       await assert.rejects(s.listThreads({ order: 'created', reverse: true, after: c }), bad('cursor'));
       assert.throws(() => s.threads({ order: 'oldest' }), bad('order must be'));
+      assert.throws(() => s.threads({ limit: 10001 }), bad('limit must be at most 10000'));
       await assert.rejects(Store.open('memory:', { indexedKeys: 'user_id' }), bad('indexedKeys must be an array'));
       await assert.rejects(Store.open('memory:', { indexedKeys: [1] }), bad('indexedKeys[0] must be a string'));
       await assert.rejects(Store.open('memory:', { indexedKeys: ['k', 'k'] }), bad('named twice'));

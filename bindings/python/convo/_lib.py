@@ -27,7 +27,8 @@ CODE_NAMES = {
     ECORRUPT: "CONVO_ECORRUPT",
 }
 
-STORE_OPTS_VERSION = 1
+STORE_OPTS_VERSION = 2
+THREAD_LIST_OPTS_VERSION = 1
 APPEND_OPTS_VERSION = 2
 REWRITE_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
@@ -55,11 +56,30 @@ class StoreOpts(ctypes.Structure):
         ("max_extra_bytes", ctypes.c_size_t),
         ("max_checkpoint_bytes", ctypes.c_size_t),
         ("roles", ctypes.POINTER(ctypes.c_char_p)),
+        ("indexed_keys", ctypes.POINTER(ctypes.c_char_p)),  # version 2
     ]
 
     @classmethod
     def init(cls):
-        return cls(STORE_OPTS_VERSION, 0, 0, 0, 0, None)
+        return cls(STORE_OPTS_VERSION, 0, 0, 0, 0, None, None)
+
+
+class ThreadListOpts(ctypes.Structure):
+    """convo_thread_list_opts; CONVO_THREAD_LIST_OPTS_INIT is ThreadListOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("where_json", ctypes.c_char_p),
+        ("order", ctypes.c_int),
+        ("reverse", ctypes.c_int),
+        ("after", ctypes.c_char_p),
+        ("limit", ctypes.c_size_t),
+        ("with_extra", ctypes.c_int),
+        ("with_last_message", ctypes.c_int),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(THREAD_LIST_OPTS_VERSION, None, 0, 0, None, 0, 0, 0)
 
 
 class AppendOpts(ctypes.Structure):
@@ -292,6 +312,15 @@ _SIGNATURES = {
     "convo_thread_page_id": (ctypes.c_char_p, [_page_p, ctypes.c_size_t]),
     "convo_thread_page_next": (ctypes.c_char_p, [_page_p]),
     "convo_thread_page_free": (None, [_page_p]),
+    "convo_thread_list_ex": (ctypes.c_int, [_store_p, ctypes.POINTER(ThreadListOpts),
+                                            ctypes.POINTER(_page_p), _err_p]),
+    "convo_thread_page_created_at": (ctypes.c_int64, [_page_p, ctypes.c_size_t]),
+    "convo_thread_page_updated_at": (ctypes.c_int64, [_page_p, ctypes.c_size_t]),
+    "convo_thread_page_length": (ctypes.c_int64, [_page_p, ctypes.c_size_t]),
+    "convo_thread_page_extra": (ctypes.c_char_p, [_page_p, ctypes.c_size_t]),
+    "convo_thread_page_last_message": (ctypes.c_void_p, [_page_p, ctypes.c_size_t,
+                                                         ctypes.POINTER(ctypes.c_size_t)]),
+    "convo_thread_page_cursor": (ctypes.c_char_p, [_page_p, ctypes.c_size_t]),
     "convo_thread_fork": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
                                          ctypes.c_int64, _err_p]),
     "convo_thread_fork_ex": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,

@@ -11,6 +11,7 @@ import os
 
 from .errors import invalid
 from .store import Store
+from .threads import _list_opts
 
 __all__ = ["Checkpointer", "CheckpointData"]
 
@@ -111,8 +112,34 @@ class Checkpointer:
     async def fork(self, src, dst, upto=None):
         await self._run(self._store.fork, src, dst, upto)
 
-    async def threads(self, after=None, limit=None):
-        return await self._run(self._store.threads, after, limit)
+    async def thread_ids(self, after=None, limit=None):
+        """Store.thread_ids: thread ids in byte order, as a list."""
+        return await self._run(self._store.thread_ids, after, limit)
+
+    async def list_threads(self, where=None, order="recent", reverse=False, after=None,
+                           limit=100, with_extra=False, with_last_message=False):
+        """Store.list_threads off the event loop: one convo.ThreadPage."""
+        return await self._run(self._store.list_threads, where, order, reverse, after, limit,
+                               with_extra, with_last_message)
+
+    def threads(self, where=None, order="recent", reverse=False, after=None, limit=100,
+                with_extra=False, with_last_message=False):
+        """An async iterator over every convo.ThreadInfo of Store.threads (same
+        arguments, checked at the call); each page is fetched off the event loop."""
+        _list_opts(where, order, reverse, after, limit, with_extra, with_last_message)
+        return self._walk_threads(where, order, reverse, after, limit, with_extra,
+                                  with_last_message)
+
+    async def _walk_threads(self, where, order, reverse, after, limit, with_extra,
+                            with_last_message):
+        while True:
+            page = await self.list_threads(where, order, reverse, after, limit, with_extra,
+                                           with_last_message)
+            for info in page.threads:
+                yield info
+            if page.next is None:
+                return
+            after = page.next
 
     # ---- graph checkpoints (convo.Store's calls, each off the event loop) ----
 

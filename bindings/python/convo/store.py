@@ -15,6 +15,7 @@ from .checkpoint import CheckpointCalls
 from .dump import DumpCalls
 from .errors import ConflictError, NotFoundError, CorruptError, from_struct, invalid
 from .rewrite import RewriteCalls, RewriteResult
+from .threads import ThreadCalls, ThreadInfo, ThreadPage
 
 lib = _lib.lib
 
@@ -57,18 +58,22 @@ def _decode_all(raws):
     return [_decode(raw, "stored message %d" % i) for i, raw in enumerate(raws)]
 
 
-class Store(CheckpointCalls, DumpCalls, RewriteCalls):
+class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
     """A connection to a convo store, opened by URL: "memory:", "sqlite:PATH",
     "redis://...", "postgres://...", "mongodb://..." (see README.md).
 
     Limits default to the library's (message 1 MiB, batch 10,000 messages,
     extra 1 MiB); 0 keeps the default. roles, when given, is the list of
-    allowed roles. Every failure raises a subclass of convo.ConvoError.
+    allowed roles. indexed_keys, when given, names the top-level extra keys
+    the thread index keeps an index for (list_threads with a `where` on them
+    reads only matching threads): recorded in the store by the first opener
+    naming them; an opener without them keeps them; one naming others is an
+    InvalidError. Every failure raises a subclass of convo.ConvoError.
     A Store may be used from many threads at once; close() waits for calls
     in progress, and it is also a context manager."""
 
     def __init__(self, url, *, max_message_bytes=0, max_batch_messages=0, max_extra_bytes=0,
-                 max_checkpoint_bytes=0, roles=None):
+                 max_checkpoint_bytes=0, roles=None, indexed_keys=None):
         self._handle = None
         self._cond = threading.Condition()
         self._busy = 0
@@ -82,6 +87,11 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls):
                 raise invalid("roles must be a list of strings")
             encoded = [_text(r, "role") for r in roles]
             opts.roles = (ctypes.c_char_p * (len(encoded) + 1))(*encoded, None)
+        if indexed_keys is not None:
+            if isinstance(indexed_keys, (str, bytes)):
+                raise invalid("indexed_keys must be a list of strings")
+            keys = [_text(k, "indexed key") for k in indexed_keys]
+            opts.indexed_keys = (ctypes.c_char_p * (len(keys) + 1))(*keys, None)
         handle = ctypes.c_void_p()
         err = _lib.Error()
         rc = lib.convo_open_ex(ctypes.byref(handle), _text(url, "url"), ctypes.byref(opts),
@@ -292,9 +302,10 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls):
             if after is None:
                 return
 
-    def threads(self, after=None, limit=None):
+    def thread_ids(self, after=None, limit=None):
         """Thread ids in byte order strictly after `after`, as a list: all of
-        them when limit is None (every page is fetched), else at most limit."""
+        them when limit is None (every page is fetched), else at most limit
+        (convo_thread_list: every driver, also one without the thread index)."""
         if limit is None:
             return list(self.iter_threads(after))
         out = []
@@ -335,4 +346,4 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls):
         return seconds.value
 
 
-__all__ = ["Store", "AppendResult", "Message", "History", "RewriteResult"]
+__all__ = ["Store", "AppendResult", "Message", "History", "RewriteResult", "ThreadInfo", "ThreadPage"]

@@ -85,7 +85,7 @@ class DriverCase(unittest.TestCase):
     def _empty_namespace(cls):
         try:
             with convo.Store(cls.url) as s:
-                for t in s.threads():
+                for t in s.thread_ids():
                     s.delete(t)
         except convo.ConvoError:
             pass  # the server may be gone; the namespace is unique anyway

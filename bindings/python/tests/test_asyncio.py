@@ -143,7 +143,7 @@ class CheckpointerTests:
         async def go():
             await self.cp.append(t, [{"role": "user", "i": 0}, {"role": "user", "i": 1}])
             await self.cp.fork(t, self.tid("copy"), upto=1)
-            ids = await self.cp.threads(after=self.tid(""))
+            ids = await self.cp.thread_ids(after=self.tid(""))
             await self.cp.delete(t)
             return ids, await self.cp.load(t), await self.cp.load(self.tid("copy"))
         ids, gone, copy = self.run_async(go())

@@ -161,7 +161,7 @@ class DumpTests:
         # Redis expires the keys too, but sweep counts the index entries it removes.
         self.assertEqual(s.sweep(), 0 if self.driver == "mongo" else 2)
         self.assertEqual(s.sweep(), 0)
-        self.assertNotIn(a, s.threads())
+        self.assertNotIn(a, s.thread_ids())
 
     def open_store_at(self, url):
         s = convo.Store(url)

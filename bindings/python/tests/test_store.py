@@ -264,12 +264,12 @@ class StoreTests:
                 self.store.save_extra(n, {})
         def mine(ids):
             return [i for i in ids if i.startswith(p)]
-        self.assertEqual(mine(self.store.threads()), names)
-        self.assertEqual(mine(self.store.threads(after=p)), names)
-        self.assertEqual(self.store.threads(after=p, limit=5), names[:5])
-        self.assertEqual(mine(self.store.threads(after=names[19])), names[20:])
+        self.assertEqual(mine(self.store.thread_ids()), names)
+        self.assertEqual(mine(self.store.thread_ids(after=p)), names)
+        self.assertEqual(self.store.thread_ids(after=p, limit=5), names[:5])
+        self.assertEqual(mine(self.store.thread_ids(after=names[19])), names[20:])
         self.assertEqual(mine(self.store.iter_threads(after=p, page_size=4)), names)
-        self.assertEqual(self.store.threads(after=p, limit=0), [])
+        self.assertEqual(self.store.thread_ids(after=p, limit=0), [])
         self.assertConvoError(convo.InvalidError, convo.EINVAL, self.store.threads, limit=-1)
         it = self.store.iter_threads(page_size=2)
         self.assertEqual(len(mine(it)), 23)
@@ -279,7 +279,7 @@ class StoreTests:
         names = ["%s%04d" % (p, i) for i in range(230)]
         for n in names:
             self.store.save_extra(n, {})
-        listed = [i for i in self.store.threads(after=p) if i.startswith(p)]
+        listed = [i for i in self.store.thread_ids(after=p) if i.startswith(p)]
         self.assertEqual(listed, names)  # more than one page of 100 and of the C default
 
     def test_fork(self):

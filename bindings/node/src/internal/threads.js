@@ -5,7 +5,13 @@ import { InvalidError, codes } from '../errors.js';
 import { optText, int, known, bool } from './args.js';
 
 const ORDERS = { recent: 0, created: 1, id: 2 };
+const MAX_LIMIT = 10000; // rows per page (lib/threads.c)
 const NAMES = ['where', 'order', 'reverse', 'after', 'limit', 'withExtra', 'withLastMessage'];
+
+function upTo(v, max, what) {
+  if (v > max) throw new InvalidError(codes.EINVAL, `${what} must be at most ${max}, not ${v}`);
+  return v;
+}
 
 /** listThreads' options -> convo_thread_list_opts (and what to read back per row). */
 export function listOptions(opts) {
@@ -29,7 +35,7 @@ export function listOptions(opts) {
   }
   return {
     version: 1, where_json: whereJson, order: ORDERS[order], reverse: bool(reverse, 'reverse') ? 1 : 0,
-    after: optText(after, 'after'), limit: int(limit, 'limit', 1),
+    after: optText(after, 'after'), limit: upTo(int(limit, 'limit', 1), MAX_LIMIT, 'limit'),
     with_extra: bool(withExtra, 'withExtra') ? 1 : 0,
     with_last_message: bool(withLastMessage, 'withLastMessage') ? 1 : 0,
   };
