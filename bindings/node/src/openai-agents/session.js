@@ -245,26 +245,29 @@ export class ConvoSession {
     const tail = h.messages.map((m) => decodeItem(m.json));
     const ends = (want) => want.length <= tail.length &&
       isDeepStrictEqual(tail.slice(tail.length - want.length), want);
-    let keep, view;
+    // where the transaction applies: over the suffix the caller expects, as this read saw
+    // it (byte for byte); or, when the history ends with the replacement, perhaps a retry of
+    // this very transaction: the store answers it as a replay (the key and these messages
+    // at that keep) or refuses it (the suffix there is not the expected one)
+    const tries = [];
     if (ends(expectedSuffix)) {
-      // the suffix the caller expects, as this read saw it, byte for byte
-      keep = h.length - expectedSuffix.length;
-      view = h.messages.slice(h.messages.length - expectedSuffix.length);
-    } else if (items.length && ends(items)) {
-      // perhaps a retry of this very transaction: the store answers it as a replay (the
-      // key and these messages at keep) or refuses it (the suffix is not `expected`)
-      keep = h.length - items.length;
-      view = expected;
-    } else {
-      throw conflict('the session history suffix no longer matches the transaction');
+      tries.push({ keep: h.length - expectedSuffix.length,
+        view: h.messages.slice(h.messages.length - expectedSuffix.length) });
     }
-    try {
-      await store.replaceTail(this.#sessionId, { keep, messages: replacement, expectedSuffix: view,
-        idempotencyKey: key });
-    } catch (e) {
-      if (e instanceof ConflictError) throw conflict(`operation ${operationId}: ${e.message}`, e);
-      throw e;
+    if (items.length && ends(items)) tries.push({ keep: h.length - items.length, view: expected });
+    if (!tries.length) throw conflict('the session history suffix no longer matches the transaction');
+    let first;
+    for (const { keep, view } of tries) {
+      try {
+        await store.replaceTail(this.#sessionId, { keep, messages: replacement, expectedSuffix: view,
+          idempotencyKey: key });
+        return;
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+        first ??= e;
+      }
     }
+    throw conflict(`operation ${operationId}: ${first.message}`, first);
   }
 
   // replace_suffix of [] on a thread that does not exist yet: an append to an empty thread.
