@@ -26,18 +26,22 @@ export interface ConvoSessionSummary {
   /** Items in the session. */
   length: number;
   extra: Record<string, unknown>;
+  /** With withLastItem: the session's last item (null when it has none). */
+  lastItem?: AgentInputItem | null;
 }
 
 export interface ConvoSessionListOptions {
   /** Extra-containment filter: { userId: 'u1' } lists the sessions whose extra has userId 'u1'. */
   where?: Record<string, unknown> | null;
-  /** Sessions per page (0: the store's default). */
+  /** Sessions per page (default 100). */
   limit?: number;
   /** The `next` of the previous page. */
   after?: string | null;
   /** 'recent' (default: newest activity first), 'created' or 'id'. */
   order?: 'recent' | 'created' | 'id';
   reverse?: boolean;
+  /** Read each session's last item too. */
+  withLastItem?: boolean;
 }
 
 export declare class ConvoSession implements SessionHistoryTransactionAwareSession {

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { Store } from '../store.js';
 import { ConflictError, InvalidError, NotFoundError, codes } from '../errors.js';
-import { text, options, int, list } from '../internal/args.js';
+import { text, options, list } from '../internal/args.js';
 import { encodeItem, decodeItem, digest } from './items.js';
 
 // Idempotency keys share a namespace per thread with every other writer's: ours are prefixed.
@@ -309,17 +309,21 @@ export class ConvoSession {
 
   /**
    * One page of the sessions of a store, newest activity first: { sessions: [{ sessionId,
-   * createdAt, updatedAt, length, extra }], next } (next: the `after` of the next page, null
-   * on the last). where: an extra-containment filter, e.g. { userId: 'u1' }.
+   * createdAt, updatedAt, length, extra, lastItem? }], next } (times in microseconds since
+   * the epoch; next: the `after` of the next page, null on the last). Options: where (an
+   * extra-containment filter, e.g. { userId: 'u1' }), limit (default 100), after, order
+   * ('recent', 'created' or 'id'), reverse, withLastItem (the session's last item, or null).
    */
   static async list(store, opts) {
     if (!(store instanceof Store)) throw invalid('list takes a convo Store');
-    const { where = null, limit = 0, after = null, order = 'recent', reverse = false } = options(opts, 'list options');
-    int(limit, 'limit', 0);
-    const page = await store.listThreads({ where, order, reverse, after, limit, withExtra: true });
+    const { withLastItem = false, ...rest } = options(opts, 'list options');
+    const page = await store.listThreads({ ...rest, withExtra: true, withLastMessage: withLastItem === true });
     return {
-      sessions: page.threads.map((t) => ({ sessionId: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt,
-        length: t.length, extra: t.extra ?? {} })),
+      sessions: page.threads.map((t) => {
+        const s = { sessionId: t.id, createdAt: t.createdAt, updatedAt: t.updatedAt, length: t.length, extra: t.extra };
+        if (withLastItem === true) s.lastItem = t.lastMessage === null ? null : decodeItem(t.lastMessage);
+        return s;
+      }),
       next: page.next,
     };
   }

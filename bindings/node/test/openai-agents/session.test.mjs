@@ -208,7 +208,7 @@ for (const [name, base] of drivers()) {
       const fresh = new ConvoSession({ store, sessionId: 'd' });
       await fresh.replaceHistoryWithCompaction([{ type: 'compaction', encrypted_content: 'e' }]);
       assert.equal((await fresh.getItems()).length, 1);
-      if (typeof store.listThreads === 'function') {
+      {
         const page = await ConvoSession.list(store, { where: { userId: 'u1' } });
         assert.deepEqual(page.sessions.map((s) => [s.sessionId, s.length, s.extra]),
           [['c', 2, { userId: 'u1' }], ['a', 0, { userId: 'u1', title: 'renamed' }]]);
@@ -218,6 +218,11 @@ for (const [name, base] of drivers()) {
         const second = await ConvoSession.list(store, { where: { userId: 'u1' }, limit: 1, after: first.next });
         assert.deepEqual(second.sessions.map((s) => s.sessionId), ['a']);
         assert.ok(second.sessions[0].createdAt < second.sessions[0].updatedAt);
+        const withLast = await ConvoSession.list(store, { where: { userId: 'u1' }, withLastItem: true });
+        assert.deepEqual(withLast.sessions.map((s) => s.lastItem), [user('kept'), null]);
+        assert.deepEqual((await ConvoSession.list(store, { order: 'id' })).sessions.map((s) => s.sessionId),
+          ['a', 'b', 'c', 'd']);
+        await assert.rejects(ConvoSession.list(store, { limit: 0 }), InvalidError);
       }
       await assert.rejects(ConvoSession.list('memory:'), InvalidError);
     } finally {
