@@ -256,7 +256,10 @@ int64_t verify_thread(convo_store *s, const char *id)
     return (int64_t)n;
 }
 
-/* Every thread doc's batches form one chain from 0 with at most a fence on top. */
+/* Every thread doc's batches form one chain from 0 with at most a fence on top:
+ * walked down by slot as the driver reads them, a batch whose messages start at
+ * or above where those of the batches above it start was replaced by a
+ * rewrite; every other one reaches that point. */
 void verify_raw_chains(void)
 {
     mongoc_collection_t *threads = coll("threads"), *batches = coll("batches");
@@ -269,20 +272,31 @@ void verify_raw_chains(void)
             continue;
         ck_assert(bson_iter_init_find(&it, t, "g"));
         bson_t *f = BCON_NEW("g", BCON_OID(bson_iter_oid(&it)));
-        bson_t *o = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}", "projection", "{", "m",
+        bson_t *o = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "projection", "{", "m",
                              BCON_INT32(0), "}");
         mongoc_cursor_t *bc = mongoc_collection_find_with_opts(batches, f, o, NULL);
         const bson_t *b;
-        int64_t next = 0;
-        bool fenced = false;
+        int64_t lim = INT64_MAX, slot = INT64_MAX;
+        bool top = true;
         while (mongoc_cursor_next(bc, &b)) {
-            bson_iter_t s, e;
-            ck_assert_msg(!fenced, "a batch above a fence");
-            ck_assert(bson_iter_init_find(&s, b, "s") && bson_iter_init_find(&e, b, "e"));
-            ck_assert_int_eq(bson_iter_as_int64(&s), next);
-            next = bson_iter_as_int64(&e);
-            fenced = bson_iter_init_find(&s, b, "f");
+            bson_iter_t s, e, n, fence;
+            ck_assert(bson_iter_init_find(&s, b, "s") && bson_iter_init_find(&e, b, "e") &&
+                      bson_iter_init_find(&n, b, "n"));
+            int64_t end = bson_iter_as_int64(&e), start = end - bson_iter_as_int64(&n);
+            bool fenced = bson_iter_init_find(&fence, b, "f");
+            ck_assert_msg(!fenced || top, "a batch above a fence");
+            ck_assert_int_le(start, bson_iter_as_int64(&s)); /* a slot is never below its seq */
+            ck_assert_int_lt(bson_iter_as_int64(&s), slot);
+            slot = bson_iter_as_int64(&s);
+            if (top)
+                lim = end;
+            top = false;
+            if (start >= lim && !(fenced && start == lim))
+                continue; /* replaced */
+            ck_assert_msg(end >= lim, "a gap below seq %lld", (long long)lim);
+            lim = start;
         }
+        ck_assert_msg(lim == 0 || lim == INT64_MAX, "the chain stops at seq %lld", (long long)lim);
         mongoc_cursor_destroy(bc);
         bson_destroy(f);
         bson_destroy(o);

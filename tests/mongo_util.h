@@ -58,7 +58,9 @@ int put_log(convo_store *s, const char *thread, const char *id, int w, int b, in
 int64_t unsettled(const char *thread);
 int verify_log_lengths(convo_store *s, const char *id);
 
-/* tests/mongo_checkpoint.c: its test cases, each with setup and teardown. */
+/* tests/mongo_checkpoint.c, tests/mongo_rewrite.c: their test cases, each with
+ * setup and teardown. */
 void add_checkpoint_cases(Suite *s);
+void add_rewrite_cases(Suite *s);
 
 #endif

@@ -53,7 +53,7 @@ static int add_channels(call *c, convo_checkpoint *cp, const bson_oid_t *g,
                         const char *ns, const bson_t *doc)
 {
     bson_iter_t it, ch;
-    walk values = {NULL, 0, 0};
+    walk values = {NULL, NULL, 0, 0};
     int rc = read_values(c, g, ns, doc, &values);
     if (rc == 0 && bson_iter_init_find(&it, doc, "ch") && bson_iter_recurse(&it, &ch)) {
         while (rc == 0 && bson_iter_next(&ch)) {

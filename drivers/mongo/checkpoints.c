@@ -379,8 +379,8 @@ static bool add_pending(const convo_checkpoint_in *cp, int64_t order, int64_t at
  * the last write: a connection's operations run in order, so that one round
  * trip covers them all, and a put with messages returns settled. Whatever it
  * misses (a lost connection, a process killed) the next reader does. */
-/* Removes the pending mark u and cp from a batch, found by its _id. */
-static int unmark(call *c, const bson_oid_t *g, const bson_t *batch)
+/* Removes the pending mark u and cp (or dc) from a batch, found by its _id. */
+int convo__mg_unmark(call *c, const bson_oid_t *g, const bson_t *batch)
 {
     bson_iter_t it;
     bson_t *filter = bson_new();
@@ -388,7 +388,8 @@ static int unmark(call *c, const bson_oid_t *g, const bson_t *batch)
         bson_append_iter(filter, "_id", 3, &it);
     else
         BCON_APPEND(filter, "g", BCON_OID(g), "s", BCON_INT64(convo__mg_get_int(batch, "s", -1)));
-    bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "u", BCON_UTF8(""), "}");
+    bson_t *unset = BCON_NEW("$unset", "{", "cp", BCON_UTF8(""), "dc", BCON_UTF8(""), "u",
+                             BCON_UTF8(""), "}");
     int rc = convo__mg_update_one(c, c->batches, filter, unset, NULL, "storing a checkpoint");
     bson_destroy(filter);
     bson_destroy(unset);
@@ -402,8 +403,10 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
     bson_t cp, fields = BSON_INITIALIZER;
     uint32_t len = 0;
     const uint8_t *data = NULL;
+    if (bson_iter_init_find(&it, batch, "dc")) /* a rewrite dropping checkpoints */
+        return convo__mg_settle_drop(c, g, batch, wait);
     if (!bson_iter_init_find(&it, batch, "cp"))
-        return unmark(c, g, batch); /* a mark whose cp another settle removed (layout 3) */
+        return convo__mg_unmark(c, g, batch); /* a mark whose cp another settle removed (layout 3) */
     if (BSON_ITER_HOLDS_DOCUMENT(&it))
         bson_iter_document(&it, &len, &data);
     if (!data || !bson_init_static(&cp, data, len))
@@ -459,7 +462,7 @@ static int settle(call *c, const bson_oid_t *g, const bson_t *batch, bool wait)
     if (rc == 0)
         rc = store_checkpoint(c, g, ns, id, &fields, order, at, now, wait);
     if (rc == 0)
-        rc = unmark(c, g, batch);
+        rc = convo__mg_unmark(c, g, batch);
     bson_destroy(&fields);
     return rc;
 }
@@ -578,11 +581,15 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
         *again = true;
         goto out;
     }
-    int64_t length = top.found ? top.e : 0;
+    batch_pos pos;
+    convo__mg_next_pos(&top, &pos);
+    int64_t length = pos.start;
     if (length != cp->expected_length) {
         rc = conflict(c, length, cp->expected_length);
         goto out;
     }
+    if ((rc = convo__mg_generation_conflict(c, length, pos.r, cp->expected_generation)) != 0)
+        goto out;
     if ((rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 || *again)
         goto out;
     if ((rc = next_order(c, &order)) != 0)
@@ -591,7 +598,7 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
     bson_oid_t bid; /* settle finds the batch by it */
     int64_t at = convo__now_micros();
     bson_oid_init(&bid, NULL);
-    convo__mg_build_batch(c->b, &t.g, length, cp->nmessages, NULL, at, now, m, &doc);
+    convo__mg_build_batch(c->b, &t.g, &pos, cp->nmessages, NULL, at, now, m, &doc);
     BSON_APPEND_OID(&doc, "_id", &bid);
     add_pending(cp, order, at, &doc);
     rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "storing a checkpoint with messages");
@@ -613,11 +620,12 @@ int convo__mg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
     call c;
     bson_t m, probe;
     bson_oid_t zero;
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX}; /* the largest s, e and r can take */
     convo__mg_call_begin(&c, b, err);
     int rc = convo__mg_build_messages(&c, msgs, cp->nmessages, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");
     if (rc == 0) { /* the same size whatever g, number and times it gets */
-        bool fits = convo__mg_build_batch(b, &zero, 0, cp->nmessages, NULL, 0, 0, &m, &probe) &&
+        bool fits = convo__mg_build_batch(b, &zero, &far, cp->nmessages, NULL, 0, 0, &m, &probe) &&
                     BSON_APPEND_OID(&probe, "_id", &zero) && add_pending(cp, 0, 0, &probe);
         bson_destroy(&probe);
         if (!fits)

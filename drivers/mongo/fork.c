@@ -10,7 +10,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
         bson_t doc;
         thread_doc d;
-        batch_head top = {false, false, 0, 0};
+        batch_head top = {false, false, 0, 0, 0, 0};
         bool dup, again = false;
         int64_t now = convo__mg_now_ms();
         convo__mg_backoff(attempt);
@@ -46,29 +46,103 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
     return convo__mg_contention(c);
 }
 
-/* A copy of a source batch for dst, cut at upto. */
-static bool copy_batch(const convo_backend *b, const bson_t *src, const batch_head *h,
-                       const bson_oid_t *gd, int64_t upto, int64_t now, bson_t *doc)
+/* A piece of the source to copy: the batch at slot, its messages [start, hi). */
+typedef struct piece {
+    int64_t slot, start, hi;
+} piece;
+
+typedef struct pieces {
+    piece *p;
+    size_t count, cap;
+} pieces;
+
+static int pieces_add(call *c, pieces *ps, int64_t slot, int64_t start, int64_t hi)
 {
-    int64_t e = h->e < upto ? h->e : upto;
+    if (ps->count == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 64;
+        piece *grown = realloc(ps->p, cap * sizeof *grown);
+        if (!grown)
+            return convo__mg_no_memory(c);
+        ps->p = grown;
+        ps->cap = cap;
+    }
+    ps->p[ps->count++] = (piece){slot, start, hi};
+    return 0;
+}
+
+/* The source's batches at or below the top slot whose messages may lie below upto
+ * (the top's drift bounds every batch's), highest (dir -1) or lowest first. */
+static mongoc_cursor_t *source_batches(call *c, const bson_oid_t *gs, const batch_head *top,
+                                       int64_t upto, int dir, bool heads)
+{
+    int64_t bound = upto + (top->s - (top->e - top->n));
+    bson_t *filter = BCON_NEW("g", BCON_OID(gs), "s", "{", "$lte", BCON_INT64(top->s), "$lt",
+                              BCON_INT64(bound), "}");
+    bson_t *opts = heads ? BCON_NEW("sort", "{", "s", BCON_INT32(dir), "}", "projection", "{",
+                                    "m", BCON_INT32(0), "cp", BCON_INT32(0), "}")
+                         : BCON_NEW("sort", "{", "s", BCON_INT32(dir), "}", "projection", "{",
+                                    "cp", BCON_INT32(0), "}");
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return cur;
+}
+
+/* Pass 1: which batches hold src's messages [0, upto) as of its top batch, walked
+ * down as a load walks (a batch whose messages start at or above lim was
+ * replaced by a rewrite); *complete false when the chain has a gap (a delete,
+ * or the garbage collection of a rewrite after top, removed some). */
+static int plan_copy(call *c, const bson_oid_t *gs, const batch_head *top, int64_t upto,
+                     pieces *ps, bool *complete)
+{
+    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, -1, true);
+    const bson_t *doc;
+    int64_t lim = upto;
+    int rc = 0;
+    *complete = upto == 0;
+    while (rc == 0 && lim > 0 && mongoc_cursor_next(cur, &doc)) {
+        batch_head h;
+        convo__mg_parse_head(doc, &h);
+        int64_t start = h.e - h.n;
+        if (!h.fence && start >= lim)
+            continue;
+        if (h.fence || h.e < lim)
+            break;
+        rc = pieces_add(c, ps, h.s, start, lim);
+        lim = start;
+        *complete = lim == 0;
+    }
+    bson_error_t e;
+    if (rc == 0 && mongoc_cursor_error(cur, &e))
+        rc = convo__mg_fail(c, &e, "reading messages to copy");
+    mongoc_cursor_destroy(cur);
+    return rc;
+}
+
+/* A copy for dst of the messages [p->start, p->hi) of source batch src: at the
+ * slot of its first message (dst's chain has no rewrite in it), generation r. */
+static bool copy_batch(const convo_backend *b, const bson_t *src, const piece *p,
+                       const bson_oid_t *gd, int64_t r, int64_t now, bson_t *doc)
+{
     bson_iter_t it, item;
+    int64_t n = p->hi - p->start;
     bson_init(doc);
     BSON_APPEND_OID(doc, "g", gd);
-    BSON_APPEND_INT64(doc, "s", h->s);
-    BSON_APPEND_INT64(doc, "e", e);
-    BSON_APPEND_INT64(doc, "n", e - h->s);
-    BSON_APPEND_INT64(doc, "k", h->s); /* the source's key is not copied */
+    BSON_APPEND_INT64(doc, "s", p->start);
+    BSON_APPEND_INT64(doc, "e", p->hi);
+    BSON_APPEND_INT64(doc, "n", n);
+    if (r)
+        BSON_APPEND_INT64(doc, "r", r);
+    BSON_APPEND_INT64(doc, "k", p->start); /* the source's key is not copied */
     BSON_APPEND_INT64(doc, "at", convo__mg_get_int(src, "at", 0));
     if (b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
     if (!bson_iter_init_find(&it, src, "m") || !BSON_ITER_HOLDS_ARRAY(&it))
         return false;
-    if (e == h->e)
-        return bson_append_iter(doc, "m", 1, &it);
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(doc, "m", &arr);
     bson_iter_recurse(&it, &item);
-    for (int64_t i = 0; i < e - h->s && bson_iter_next(&item); i++)
+    for (int64_t i = 0; i < n && bson_iter_next(&item); i++)
         bson_append_iter(&arr, NULL, 0, &item);
     return bson_append_array_end(doc, &arr);
 }
@@ -84,37 +158,57 @@ static int flush(call *c, mongoc_bulk_operation_t **bulk)
     return rc;
 }
 
-/* Copies src's batches [0, upto) into generation gd of dst; *complete is false
- * when src lost batches on the way (it was deleted meanwhile). */
-static int copy_batches(call *c, const bson_oid_t *gs, const bson_oid_t *gd, int64_t upto,
-                        bool *complete)
+/* Copies src's messages [0, upto) as of its top batch into generation gd of dst,
+ * in two passes (which batches, then their messages, lowest first); *complete
+ * is false when src lost batches on the way (deleted, or rewritten and
+ * collected). Every batch at or below top is as it was when top was read, or
+ * gone: the copy is all of one generation of src. */
+static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, const bson_oid_t *gd,
+                        int64_t upto, bool *complete)
 {
-    bson_t *filter = BCON_NEW("g", BCON_OID(gs), "s", "{", "$lt", BCON_INT64(upto), "}");
-    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(1), "}");
+    pieces ps = {NULL, 0, 0};
+    int rc = plan_copy(c, gs, top, upto, &ps, complete);
+    if (rc == 0 && *complete && ps.count == 0 && top->r) {
+        /* no message to copy: an empty batch alone carries the generation, as a
+         * rewrite that removed everything leaves one */
+        bool dup;
+        bson_t *doc = BCON_NEW("g", BCON_OID(gd), "s", BCON_INT64(0), "e", BCON_INT64(0), "n",
+                               BCON_INT64(0), "r", BCON_INT64(top->r), "k", BCON_INT64(0), "at",
+                               BCON_INT64(convo__now_micros()), "m", "[", "]");
+        if (c->b->ttl_ms)
+            BSON_APPEND_DATE_TIME(doc, "exp",
+                                  convo__mg_now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
+        rc = convo__mg_insert_doc(c, c->batches, doc, &dup, "copying messages");
+        bson_destroy(doc);
+    }
+    if (rc != 0 || !*complete || ps.count == 0) {
+        free(ps.p);
+        return rc;
+    }
     bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
-    mongoc_cursor_t *cur =
-        mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
+    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, 1, false);
     mongoc_bulk_operation_t *bulk = NULL;
     const bson_t *doc;
-    size_t pending = 0;
-    int64_t next = 0, now = convo__mg_now_ms();
+    size_t pending = 0, next = ps.count; /* the pieces were found highest first */
+    int64_t now = convo__mg_now_ms();
     bson_error_t e;
-    int rc = 0;
-    while (rc == 0 && next < upto && mongoc_cursor_next(cur, &doc)) {
-        batch_head h;
+    while (rc == 0 && next > 0 && mongoc_cursor_next(cur, &doc)) {
+        const piece *p = &ps.p[next - 1];
+        int64_t slot = convo__mg_get_int(doc, "s", -1);
         bson_t copy;
-        convo__mg_parse_head(doc, &h);
-        if (h.fence || h.s != next)
-            break;
+        if (slot < p->slot)
+            continue; /* replaced by a rewrite */
+        if (slot > p->slot)
+            break; /* p's batch is gone */
         if (!bulk)
             bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, bulk_opts);
-        if (!copy_batch(c->b, doc, &h, gd, upto, now, &copy))
+        if (!copy_batch(c->b, doc, p, gd, top->r, now, &copy))
             rc = convo__mg_corrupt(c, "batch without messages");
         else if (!mongoc_bulk_operation_insert_with_opts(bulk, &copy, NULL, &e))
             rc = convo__mg_fail(c, &e, "copying messages");
         pending += copy.len;
         bson_destroy(&copy);
-        next = h.e < upto ? h.e : upto;
+        next--;
         if (rc == 0 && pending >= COPY_FLUSH_BYTES) {
             rc = flush(c, &bulk);
             pending = 0;
@@ -126,10 +220,9 @@ static int copy_batches(call *c, const bson_oid_t *gs, const bson_oid_t *gd, int
         rc = flush(c, &bulk);
     mongoc_bulk_operation_destroy(bulk);
     mongoc_cursor_destroy(cur);
-    bson_destroy(filter);
-    bson_destroy(opts);
     bson_destroy(bulk_opts);
-    *complete = next == upto;
+    free(ps.p);
+    *complete = next == 0;
     return rc;
 }
 
@@ -163,10 +256,12 @@ static int cancel_own_fork(call *c, const char *dst, const bson_oid_t *gd)
     return rc;
 }
 
-static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
+/* One try at a fork; *again when src was rewritten while being copied. */
+static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
+                        int64_t expected_generation, bool *again)
 {
     thread_doc s;
-    batch_head top = {false, false, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0};
     bson_oid_t gd;
     bool complete = false, committed = false;
     int rc = convo__mg_read_thread(c, src, true, &s);
@@ -175,8 +270,10 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
     else if (rc == 0)
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "source thread not found");
     int64_t length = top.found ? top.e : 0;
-    if (rc == 0 && ((top.found && top.fence) || (!s.live && length == 0)))
+    if (rc == 0 && ((top.found && top.fence) || (!s.live && !top.found)))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "source thread not found");
+    if (rc == 0 && expected_generation >= 0 && expected_generation != top.r)
+        rc = convo__mg_generation_conflict(c, length, top.r, expected_generation);
     if (rc == 0 && upto > length)
         rc = convo__error(c->err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
                           (long long)upto, (long long)length);
@@ -186,15 +283,25 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
         convo__mg_thread_free(&s);
         return rc;
     }
-    rc = copy_batches(c, &s.g, &gd, upto < 0 ? length : upto, &complete);
+    rc = copy_batches(c, &s.g, &top, &gd, upto < 0 ? length : upto, &complete);
     if (rc == 0 && complete)
         rc = commit_fork(c, dst, &gd, &committed);
-    if (rc == 0 && !complete)
-        rc = convo__error(c->err, CONVO_ENOTFOUND, NULL,
-                          "source thread was deleted while being forked");
-    else if (rc == 0 && !committed)
+    if (rc == 0 && !complete) { /* deleted, or rewritten and collected meanwhile */
+        thread_doc now;
+        batch_head now_top = {false, false, 0, 0, 0, 0};
+        rc = convo__mg_read_thread(c, src, false, &now);
+        if (rc == 0 && now.found && bson_oid_equal(&now.g, &s.g))
+            rc = convo__mg_top_batch(c, &s.g, &now_top);
+        if (rc == 0 && now_top.found && !now_top.fence && now_top.s != top.s)
+            *again = true;
+        else if (rc == 0)
+            rc = convo__error(c->err, CONVO_ENOTFOUND, NULL,
+                              "source thread was deleted while being forked");
+        convo__mg_thread_free(&now);
+    } else if (rc == 0 && !committed) {
         rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
                           "destination thread was written to while being forked");
+    }
     if (!committed)
         quietly(c, cancel_own_fork, dst, &gd);
     convo__mg_thread_free(&s);
@@ -202,11 +309,22 @@ static int fork_thread(call *c, const char *src, const char *dst, int64_t upto)
 }
 
 int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                             int64_t expected_generation, convo_error *err)
+                          int64_t expected_generation, convo_error *err)
 {
     call c;
     convo__mg_call_begin(&c, b, err);
-    int rc = fork_thread(&c, src, dst, upto);
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        bool again = false;
+        if (attempt == LOAD_ATTEMPTS) {
+            rc = convo__error(err, CONVO_EIO, NULL,
+                              "MongoDB: the source thread kept being rewritten under the fork");
+            break;
+        }
+        rc = fork_attempt(&c, src, dst, upto, expected_generation, &again);
+        if (rc != 0 || !again)
+            break;
+    }
     convo__mg_call_end(&c);
     return rc;
 }

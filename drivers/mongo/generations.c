@@ -86,7 +86,20 @@ void convo__mg_parse_head(const bson_t *doc, batch_head *h)
     h->found = true;
     h->s = convo__mg_get_int(doc, "s", 0);
     h->e = convo__mg_get_int(doc, "e", h->s);
+    h->n = convo__mg_get_int(doc, "n", h->e - h->s);
+    h->r = convo__mg_get_int(doc, "r", 0);
     h->fence = convo__mg_get_bool(doc, "f");
+}
+
+/* The batch after top (NULL or not found: the first): the next slot, at the
+ * thread's length, in its generation. A batch takes max(n, 1) slots, so a
+ * thread never rewritten has each batch at the seq of its first message. */
+void convo__mg_next_pos(const batch_head *top, batch_pos *p)
+{
+    bool any = top && top->found;
+    p->slot = any ? top->s + (top->n > 0 ? top->n : 1) : 0;
+    p->start = any ? top->e : 0;
+    p->r = any ? top->r : 0;
 }
 
 /* The batch with the highest s of generation g: its end is the thread's length. */
@@ -94,7 +107,8 @@ int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h)
 {
     bson_t *filter = convo__mg_generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
-                            "projection", "{", "m", BCON_INT32(0), "cp", BCON_INT32(0), "}");
+                            "projection", "{", "m", BCON_INT32(0), "cp", BCON_INT32(0), "dc",
+                            BCON_INT32(0), "}");
     bson_t doc;
     memset(h, 0, sizeof *h);
     bool found;
@@ -108,11 +122,14 @@ int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h)
     return rc;
 }
 
-/* A fence ends generation g at length: no batch can be inserted there any more. */
-int convo__mg_insert_fence(call *c, const bson_oid_t *g, int64_t length, bool *dup)
+/* A fence ends generation g after top (NULL: none): no batch can be inserted
+ * there any more. */
+int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, bool *dup)
 {
-    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(length), "e", BCON_INT64(length),
-                           "n", BCON_INT64(0), "k", BCON_INT64(length), "f", BCON_BOOL(true));
+    batch_pos p;
+    convo__mg_next_pos(top, &p);
+    bson_t *doc = BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(p.slot), "e", BCON_INT64(p.start),
+                           "n", BCON_INT64(0), "k", BCON_INT64(p.slot), "f", BCON_BOOL(true));
     if (c->b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", convo__mg_now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
     int rc = convo__mg_insert_doc(c, c->batches, doc, dup, "fencing a thread");
@@ -178,7 +195,7 @@ int convo__mg_finish_delete(call *c, const char *id, const bson_oid_t *g, bool m
         bool dup = false;
         rc = convo__mg_top_batch(c, g, &top);
         if (rc == 0 && !(top.found && top.fence))
-            rc = convo__mg_insert_fence(c, g, top.found ? top.e : 0, &dup);
+            rc = convo__mg_insert_fence(c, g, &top, &dup);
         if (rc == 0 && !dup)
             return convo__mg_retire(c, id, g);
     }

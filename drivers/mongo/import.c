@@ -72,7 +72,7 @@ static void pieces_free(piece *p, size_t n)
 /* One try at storing a chunk at first_seq; resumes at a piece boundary a killed
  * import of the same chunk reached. */
 static int import_attempt(call *c, const char *id, int64_t first_seq, const piece *p, size_t np,
-                          const int64_t *at, int *skipped, bool *again)
+                          const int64_t *at, int64_t generation, int *skipped, bool *again)
 {
     thread_doc t;
     batch_head top;
@@ -88,7 +88,17 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         *again = true;
         goto out;
     }
-    int64_t length = top.found ? top.e : 0;
+    batch_pos pos;
+    convo__mg_next_pos(&top, &pos);
+    int64_t length = pos.start;
+    if (!top.found && first_seq == 0) /* the thread's first batch carries its generation */
+        pos.r = generation;
+    else if (pos.r != generation) {
+        rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
+                          "thread is at generation %lld, the dump at %lld: its tail was rewritten",
+                          (long long)pos.r, (long long)generation);
+        goto out;
+    }
     if ((*skipped = length >= end))
         goto out;
     while (j < np && first_seq + (int64_t)p[j].from != length)
@@ -103,11 +113,12 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         goto out;
     for (; j < np && rc == 0 && !*again; j++) {
         bson_t doc;
-        int64_t s = first_seq + (int64_t)p[j].from;
-        convo__mg_build_batch(c->b, &t.g, s, p[j].to - p[j].from, NULL, at[p[j].from], now, p[j].m,
-                    &doc);
+        size_t n = p[j].to - p[j].from;
+        pos.start = first_seq + (int64_t)p[j].from;
+        convo__mg_build_batch(c->b, &t.g, &pos, n, NULL, at[p[j].from], now, p[j].m, &doc);
         rc = convo__mg_insert_doc(c, c->batches, &doc, again, "importing messages");
         bson_destroy(&doc);
+        pos.slot += (int64_t)n;
     }
     if (rc == 0 && !*again && !t.live)
         quietly(c, convo__mg_mark_live, id, &t.g, NULL);
@@ -133,7 +144,7 @@ int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
             break;
         }
         convo__mg_backoff(attempt);
-        rc = import_attempt(&c, id, first_seq, p, np, created_at, skipped, &again);
+        rc = import_attempt(&c, id, first_seq, p, np, created_at, generation, skipped, &again);
         if (!again)
             break;
     }

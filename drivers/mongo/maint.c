@@ -284,8 +284,15 @@ static int upgrade_to_v4(call *c)
     return rc;
 }
 
+/* ---- layout 4 -> 5 ----
+ * Layout 5 has the tail rewrite: a batch's slot s may lie above the seq of its
+ * first message (e - n), and r is the thread's generation from that batch on.
+ * Every layout 4 batch reads the same in layout 5 (s == e - n, no r: generation
+ * 0), so moving up only records the version, which keeps a layout 4 process
+ * (that would take s for the seq of the first message) from opening the store. */
+
 /* Checks the stored schema version, creates the indexes (a no-op when they
- * exist), moves a layout 1, 2 or 3 store up, and records the version. */
+ * exist), moves a layout 1, 2, 3 or 4 store up, and records the version. */
 int convo__mg_ensure_schema(call *c)
 {
     mongoc_collection_t *meta =

@@ -290,4 +290,5 @@ const convo_driver convo_driver_mongo = {
     .bench_raw = convo__mg_bench_raw,
     .stored_bytes = convo__mg_stored_bytes,
     .thread_import = convo__mg_thread_import,
+    .replace_tail = convo__mg_replace_tail,
 };

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
 #define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
@@ -64,15 +64,25 @@ typedef struct thread_doc {
     bson_t extra;      /* as stored (escaped keys); empty when not read */
 } thread_doc;
 
-/* The head of a <prefix>_batches document: messages [s, e); a fence has s == e. */
+/* The head of a <prefix>_batches document: its slot s in the chain, messages
+ * [e - n, e) (s == e - n unless a rewrite came before it), the thread's
+ * generation r from it on; a fence has n == 0. */
 typedef struct batch_head {
     bool found, fence;
-    int64_t s, e;
+    int64_t s, e, n, r;
 } batch_head;
 
-/* Batch documents collected while walking down a thread, highest first. */
+/* Where a new batch goes: its slot, the seq of its first message, and the
+ * generation it carries. */
+typedef struct batch_pos {
+    int64_t slot, start, r;
+} batch_pos;
+
+/* Batch documents collected while walking down a thread, highest first, each
+ * with hi: its messages from there on were replaced by a rewrite. */
 typedef struct walk {
     bson_t **docs;
+    int64_t *hi;
     size_t count, cap;
 } walk;
 
@@ -132,7 +142,8 @@ bool convo__mg_build_thread(const convo_backend *b, const char *id, const bson_o
                             bool forking, int64_t v, const bson_t *extra, int64_t now, bson_t *doc);
 void convo__mg_parse_head(const bson_t *doc, batch_head *h);
 int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h);
-int convo__mg_insert_fence(call *c, const bson_oid_t *g, int64_t length, bool *dup);
+void convo__mg_next_pos(const batch_head *top, batch_pos *p);
+int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, bool *dup);
 int convo__mg_retire(call *c, const char *id, const bson_oid_t *g);
 int convo__mg_delete_generation(call *c, const bson_oid_t *g, const char *what);
 int convo__mg_mark_dying(call *c, const char *id, const bson_oid_t *g, bool only_first,
@@ -152,8 +163,12 @@ int convo__mg_writable_thread(call *c, const char *id, bool with_extra, bool cre
 bool convo__mg_add_message(bson_t *arr, uint32_t i, const convo_message_in *msg, bool own_at,
                            int64_t at, size_t limit);
 int convo__mg_build_messages(call *c, const convo_message_in *msgs, size_t n, bson_t *arr);
-bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, int64_t s, size_t n,
-                           const char *key, int64_t at, int64_t now, const bson_t *m, bson_t *doc);
+bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, const batch_pos *p,
+                           size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
+                           bson_t *doc);
+bool convo__mg_first_of(const bson_t *doc, const char *name, bson_t *out);
+void convo__mg_lookup(bson_t *stages, const char *pos, const char *from, const bson_t *match,
+                      const bson_t *rest, const char *as);
 void convo__mg_lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *match,
                               const bson_t *rest, const char *as);
 int convo__mg_read_for_append(call *c, const char *id, const char *key, thread_doc *t,
@@ -175,6 +190,14 @@ int convo__mg_visible(call *c, const thread_doc *t, int64_t now, bool *yes);
 int convo__mg_thread_list(convo_backend *b, const char *after, size_t limit,
                           convo_thread_page **out, convo_error *err);
 
+/* rewrite.c: the tail rewrite, and what a reader does for it */
+int convo__mg_replace_tail(convo_backend *b, const char *id, int64_t keep,
+                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
+                           convo_rewrite_result *res, convo_error *err);
+int convo__mg_settle_drop(call *c, const bson_oid_t *g, const bson_t *batch, bool wait);
+int convo__mg_generation_conflict(call *c, int64_t length, int64_t generation,
+                                  int64_t expected_generation);
+
 /* fork.c: thread fork */
 int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err);
@@ -185,6 +208,7 @@ const char *convo__mg_get_utf8(const bson_t *doc, const char *key);
 const uint8_t *convo__mg_get_binary(const bson_t *doc, const char *key, uint32_t *len);
 int convo__mg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__mg_settle_found(call *c, const bson_oid_t *g, const bson_t *doc);
+int convo__mg_unmark(call *c, const bson_oid_t *g, const bson_t *batch);
 void convo__mg_lookup_pending(call *c, bson_t *stages, const char *pos);
 int convo__mg_read_settled(call *c, const char *id, thread_doc *t, bool *yes);
 int convo__mg_read_visible(call *c, const char *id, thread_doc *t);

@@ -32,36 +32,41 @@ int convo__mg_build_messages(call *c, const convo_message_in *msgs, size_t n, bs
     return 0;
 }
 
-bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, int64_t s,
-                        size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
-                        bson_t *doc)
+/* A batch document at p: slot s, messages [start, start + n), generation r
+ * (left out while 0). */
+bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, const batch_pos *p,
+                           size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
+                           bson_t *doc)
 {
     bson_init(doc);
     BSON_APPEND_OID(doc, "g", g);
-    BSON_APPEND_INT64(doc, "s", s);
-    BSON_APPEND_INT64(doc, "e", s + (int64_t)n);
+    BSON_APPEND_INT64(doc, "s", p->slot);
+    BSON_APPEND_INT64(doc, "e", p->start + (int64_t)n);
     BSON_APPEND_INT64(doc, "n", (int64_t)n);
+    if (p->r)
+        BSON_APPEND_INT64(doc, "r", p->r);
     BSON_APPEND_INT64(doc, "at", at);
-    if (key) /* k is unique per generation: the caller's key, or else the position */
+    if (key) /* k is unique per generation: the caller's key, or else the slot */
         BSON_APPEND_UTF8(doc, "k", key);
     else
-        BSON_APPEND_INT64(doc, "k", s);
+        BSON_APPEND_INT64(doc, "k", p->slot);
     if (b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * b->ttl_ms + TTL_MARGIN_MS);
     return BSON_APPEND_ARRAY(doc, "m", m) && doc->len <= DOC_LIMIT;
 }
 
-/* A stage {$lookup: {from: batches, let: {g: "$g"}, pipeline, as}}: batches of
- * the thread doc's generation. The join is the pipeline's first $match, an $expr
- * equality that MongoDB 4.4 answers from an index (no localField with a pipeline:
- * that is MongoDB 5.0's form), with the conditions of match, if any, beside it. */
-void convo__mg_lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *match,
-                           const bson_t *rest, const char *as)
+/* A stage {$lookup: {from, let: {g: "$g"}, pipeline, as}}: documents of the
+ * thread doc's generation in collection from. The join is the pipeline's first
+ * $match, an $expr equality that MongoDB 4.4 answers from an index (no
+ * localField with a pipeline: that is MongoDB 5.0's form), with the conditions
+ * of match, if any, beside it. */
+void convo__mg_lookup(bson_t *stages, const char *pos, const char *from, const bson_t *match,
+                      const bson_t *rest, const char *as)
 {
     bson_t stage, lookup, let, pipeline, first, cond, expr, eq;
     BSON_APPEND_DOCUMENT_BEGIN(stages, pos, &stage);
     BSON_APPEND_DOCUMENT_BEGIN(&stage, "$lookup", &lookup);
-    BSON_APPEND_UTF8(&lookup, "from", c->b->batches_name);
+    BSON_APPEND_UTF8(&lookup, "from", from);
     BSON_APPEND_DOCUMENT_BEGIN(&lookup, "let", &let);
     BSON_APPEND_UTF8(&let, "g", "$g");
     bson_append_document_end(&lookup, &let);
@@ -94,8 +99,15 @@ void convo__mg_lookup_batches(call *c, bson_t *stages, const char *pos, const bs
     bson_append_document_end(stages, &stage);
 }
 
+/* convo__mg_lookup on the batches. */
+void convo__mg_lookup_batches(call *c, bson_t *stages, const char *pos, const bson_t *match,
+                              const bson_t *rest, const char *as)
+{
+    convo__mg_lookup(stages, pos, c->b->batches_name, match, rest, as);
+}
+
 /* The first document of array field name of doc, if any. */
-static bool first_of(const bson_t *doc, const char *name, bson_t *out)
+bool convo__mg_first_of(const bson_t *doc, const char *name, bson_t *out)
 {
     bson_iter_t it, arr;
     uint32_t len;
@@ -118,14 +130,14 @@ int convo__mg_read_for_append(call *c, const char *id, const char *key, thread_d
     bson_t *project = BCON_NEW("$project", "{", "extra", BCON_INT32(0), "}");
     bson_t *highest = BCON_NEW("0", "{", "$sort", "{", "s", BCON_INT32(-1), "}", "}", "1", "{",
                                "$limit", BCON_INT32(1), "}", "2", "{", "$project", "{", "m",
-                               BCON_INT32(0), "cp", BCON_INT32(0), "}", "}");
+                               BCON_INT32(0), "cp", BCON_INT32(0), "dc", BCON_INT32(0), "}", "}");
     BSON_APPEND_DOCUMENT(&stages, "0", match);
     BSON_APPEND_DOCUMENT(&stages, "1", project);
     convo__mg_lookup_batches(c, &stages, "2", NULL, highest, "top");
     if (key) { /* a string: never the position a batch without a key has in k */
         bson_t *cond = BCON_NEW("k", "{", "$eq", BCON_UTF8(key), "}");
         bson_t *keyed = BCON_NEW("0", "{", "$limit", BCON_INT32(1), "}", "1", "{", "$project",
-                                 "{", "s", BCON_INT32(1), "n", BCON_INT32(1), "}", "}");
+                                 "{", "e", BCON_INT32(1), "n", BCON_INT32(1), "}", "}");
         convo__mg_lookup_batches(c, &stages, "3", cond, keyed, "kb");
         bson_destroy(cond);
         bson_destroy(keyed);
@@ -143,12 +155,12 @@ int convo__mg_read_for_append(call *c, const char *id, const char *key, thread_d
     if (mongoc_cursor_next(cur, &doc)) {
         t->found = true;
         rc = convo__mg_parse_thread(c, doc, t);
-        if (first_of(doc, "top", &item))
+        if (convo__mg_first_of(doc, "top", &item))
             convo__mg_parse_head(&item, top);
-        if (first_of(doc, "kb", &item)) {
+        if (convo__mg_first_of(doc, "kb", &item)) { /* its messages are [e - n, e) */
             *replayed = true;
-            res->first_seq = convo__mg_get_int(&item, "s", 0);
             res->count = (size_t)convo__mg_get_int(&item, "n", 0);
+            res->first_seq = convo__mg_get_int(&item, "e", 0) - (int64_t)res->count;
             res->replayed = 1;
         }
     } else if (mongoc_cursor_error(cur, &e)) {
@@ -221,16 +233,20 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
         *again = true;
         goto out;
     }
-    int64_t length = top.found ? top.e : 0;
+    batch_pos pos;
+    convo__mg_next_pos(&top, &pos);
+    int64_t length = pos.start;
     if (o->expected_length >= 0 && o->expected_length != length) {
         rc = convo__error(c->err, CONVO_ECONFLICT, NULL, "thread has %lld messages, expected %lld",
                           (long long)length, (long long)o->expected_length);
         goto out;
     }
+    if ((rc = convo__mg_generation_conflict(c, length, pos.r, o->expected_generation)) != 0)
+        goto out;
     if ((rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 || *again)
         goto out;
     bson_t doc;
-    convo__mg_build_batch(c->b, &t.g, length, n, o->idempotency_key, convo__now_micros(), now, m,
+    convo__mg_build_batch(c->b, &t.g, &pos, n, o->idempotency_key, convo__now_micros(), now, m,
                           &doc);
     rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "appending");
     bson_destroy(&doc);
@@ -253,11 +269,12 @@ int convo__mg_append(convo_backend *b, const char *id, const convo_message_in *m
     call c;
     bson_t m, probe;
     bson_oid_t zero;
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX}; /* the largest s, e and r can take */
     convo__mg_call_begin(&c, b, err);
     int rc = convo__mg_build_messages(&c, msgs, n, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");
     if (rc == 0) { /* the same size whatever s and times it gets */
-        if (!convo__mg_build_batch(b, &zero, 0, n, opts->idempotency_key, 0, 0, &m, &probe))
+        if (!convo__mg_build_batch(b, &zero, &far, n, opts->idempotency_key, 0, 0, &m, &probe))
             rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                               "batch is larger than a MongoDB document (16 MiB); split it");
         bson_destroy(&probe);
@@ -285,8 +302,11 @@ void convo__mg_walk_free(walk *w)
     for (size_t i = 0; i < w->count; i++)
         bson_destroy(w->docs[i]);
     free(w->docs);
+    free(w->hi);
 }
 
+/* Keeps a copy of doc; its hi (where a later batch replaced its messages) is
+ * INT64_MAX until the caller sets it. */
 int convo__mg_walk_keep(walk *w, const bson_t *doc)
 {
     if (w->count == w->cap) {
@@ -295,8 +315,13 @@ int convo__mg_walk_keep(walk *w, const bson_t *doc)
         if (!grown)
             return CONVO_ENOMEM;
         w->docs = grown;
+        int64_t *hi = realloc(w->hi, cap * sizeof *hi);
+        if (!hi)
+            return CONVO_ENOMEM;
+        w->hi = hi;
         w->cap = cap;
     }
+    w->hi[w->count] = INT64_MAX;
     w->docs[w->count++] = bson_copy(doc);
     return 0;
 }
@@ -304,8 +329,8 @@ int convo__mg_walk_keep(walk *w, const bson_t *doc)
 /* Adds the messages of one batch document that fall in [from, to). */
 static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t from, int64_t to)
 {
-    int64_t s = convo__mg_get_int(doc, "s", 0), n = convo__mg_get_int(doc, "n", -1),
-            at = convo__mg_get_int(doc, "at", 0);
+    int64_t n = convo__mg_get_int(doc, "n", -1), at = convo__mg_get_int(doc, "at", 0);
+    int64_t s = convo__mg_get_int(doc, "e", 0) - n; /* its first message */
     bson_iter_t it, arr;
     if (!bson_iter_init_find(&it, doc, "m") || !BSON_ITER_HOLDS_ARRAY(&it) ||
         !bson_iter_recurse(&it, &arr))
@@ -337,51 +362,68 @@ static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t fr
                   : convo__mg_corrupt(c, "batch holds a different number of messages than it says");
 }
 
-/* Walks generation g downwards from below `to` (INT64_MAX: from the top, which
- * also gives the length) and keeps the batches covering [from, to). Each batch
- * must end where the one above starts: a gap means a delete is removing the
- * thread (*again). A fence at the top means it was deleted. */
-static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int64_t *length,
-                     int64_t *from, int64_t *to, walk *w, bool *again, bool *deleted)
+/* Walks generation g downwards by slot, from the top (*length < 0, which also
+ * gives the length and *generation) or from the batches below `to` (top: the
+ * top batch, whose drift s - (e - n) bounds every batch's), and keeps the
+ * batches covering [from, to). lim is where the messages of the batches above
+ * start: a batch whose messages start at or above it was replaced by a rewrite
+ * and is skipped; any other must reach lim (it is cut there, hi): a gap means a
+ * delete is removing the thread (*again). A fence at the top means it was
+ * deleted. *any: some batch was seen. */
+static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o,
+                     const batch_head *top, int64_t *length, int64_t *generation, int64_t *from,
+                     int64_t *to, walk *w, bool *any, bool *again, bool *deleted)
 {
     bool from_top = *length < 0;
     bson_t *filter = convo__mg_generation_filter(&t->g);
-    if (!from_top)
-        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to), "}");
+    if (!from_top) /* a batch starting below `to` has its slot below to + drift */
+        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to + (top->s - (top->e - top->n))),
+                    "}");
     int64_t most = from_top ? (o->tail > 0 ? o->tail + 1 : 0) : *to - *from;
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "projection", "{", "cp",
                             BCON_INT32(0), "}"); /* a checkpoint being settled */
-    if (most > 0)
-        BCON_APPEND(opts, "limit", BCON_INT64(most));
+    if (most > 0) /* not a limit: replaced batches may come between */
+        BCON_APPEND(opts, "batchSize", BCON_INT64(most < 1000 ? most : 1000));
     mongoc_cursor_t *cur =
         mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
     const bson_t *doc;
-    int64_t below = -1; /* where the last batch seen starts */
+    int64_t lim = *to;
     bool covered = false;
     int rc = 0;
+    *any = false;
     while (rc == 0 && !covered && mongoc_cursor_next(cur, &doc)) {
         batch_head h;
         convo__mg_parse_head(doc, &h);
-        if (below < 0 && from_top) {
+        if (!*any && from_top) {
             if ((*deleted = h.fence))
                 break;
-            *length = h.e;
+            *length = lim = h.e;
+            *generation = h.r;
             convo__load_range(o, *length, from, to);
         }
-        bool fits = below < 0 ? (h.s < *to && h.e >= *to) : h.e == below;
-        if (h.fence || !fits) {
+        *any = true;
+        int64_t start = h.e - h.n;
+        if (!h.fence && start >= lim) { /* replaced by a rewrite (or the empty tail of one) */
+            covered = lim <= *from;
+            continue;
+        }
+        if (h.fence || h.e < lim) {
             *again = true;
             break;
         }
-        if (*from < *to && (rc = convo__mg_walk_keep(w, doc)) != 0)
-            rc = convo__mg_no_memory(c);
-        below = h.s;
-        covered = h.s <= *from;
+        if (start < *to && *from < *to) {
+            if ((rc = convo__mg_walk_keep(w, doc)) != 0)
+                rc = convo__mg_no_memory(c);
+            else
+                w->hi[w->count - 1] = lim;
+        }
+        lim = start;
+        covered = lim <= *from;
     }
     bson_error_t e;
     if (rc == 0 && mongoc_cursor_error(cur, &e))
         rc = convo__mg_fail(c, &e, "loading messages");
-    if (rc == 0 && below < 0 && from_top && !*deleted) {
+    if (rc == 0 && !*any && from_top && !*deleted) {
         *length = 0; /* no batch at all */
         *from = *to = 0;
     } else if (rc == 0 && !covered && !*deleted && *from < *to) {
@@ -409,30 +451,34 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
                         bool *again)
 {
     thread_doc t;
-    walk w = {NULL, 0, 0};
-    bool deleted = false;
-    int64_t length = -1, from = 0, to = 0;
+    walk w = {NULL, NULL, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0};
+    bool deleted = false, any = false;
+    int64_t length = -1, generation = 0, from = 0, to = 0;
     int rc = convo__mg_read_thread(c, id, o->with_extra, &t);
     if (rc == 0 && (!t.found || t.forking || convo__mg_expired(&t, convo__mg_now_ms())))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
     if (rc == 0 && o->limit > 0) { /* the window depends on the length: read it first */
-        batch_head top;
         rc = convo__mg_top_batch(c, &t.g, &top);
         deleted = top.found && top.fence;
         length = top.found ? top.e : 0;
+        generation = top.r;
+        any = top.found;
         convo__load_range(o, length, &from, &to);
     }
     if (rc == 0 && !deleted && (length < 0 || from < to))
-        rc = walk_down(c, &t, o, &length, &from, &to, &w, again, &deleted);
-    if (rc == 0 && !*again && (deleted || (length == 0 && !t.live)))
+        rc = walk_down(c, &t, o, &top, &length, &generation, &from, &to, &w,
+                       length < 0 ? &any : &(bool){false}, again, &deleted);
+    if (rc == 0 && !*again && (deleted || (!any && !t.live)))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
-    if (rc == 0 && !*again && length == 0)
+    if (rc == 0 && !*again && !any)
         rc = still_there(c, id, &t, again);
     if (rc == 0 && !*again && convo__history_reserve(h, (size_t)(to - from)) != 0)
         rc = convo__mg_no_memory(c);
     for (size_t i = w.count; rc == 0 && !*again && i-- > 0;)
-        rc = add_messages(c, h, w.docs[i], from, to);
+        rc = add_messages(c, h, w.docs[i], from, to < w.hi[i] ? to : w.hi[i]);
     convo__history_set_length(h, length);
+    convo__history_set_generation(h, generation);
     char *extra = NULL;
     if (rc == 0 && !*again && o->with_extra &&
         (rc = convo__mg_extra_to_json(c, &t.extra, &extra)) == 0 &&
@@ -608,7 +654,7 @@ int convo__mg_not_found(call *c)
 int convo__mg_drop_placeholder(call *c, const char *id, const bson_oid_t *g, bool *again)
 {
     bool dup;
-    int rc = convo__mg_insert_fence(c, g, 0, &dup);
+    int rc = convo__mg_insert_fence(c, g, NULL, &dup);
     if (rc == 0 && dup)
         *again = true; /* a first batch landed: it is a thread after all */
     else if (rc == 0)
@@ -619,7 +665,7 @@ int convo__mg_drop_placeholder(call *c, const char *id, const bson_oid_t *g, boo
 static int delete_attempt(call *c, const char *id, bool *again)
 {
     thread_doc t;
-    batch_head top = {false, false, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0};
     int64_t matched = 0, now = convo__mg_now_ms();
     int rc = convo__mg_read_thread(c, id, false, &t);
     if (rc == 0 && t.found && !t.forking && !convo__mg_expired(&t, now))

@@ -1,0 +1,404 @@
+/* mongo_rewrite.c — the MongoDB driver's tail rewrite checks (part of
+ * tests/mongo_extra): the stored layout of a rewrite (one batch at the next
+ * slot, generation r), the replaced batches collected, every read (loads with
+ * windows and tails, forks, lists) right while replaced batches are still there
+ * (a process killed before collecting them), a second rewrite on top of such
+ * leftovers, dropping checkpoints finished by a reader when the writer was
+ * killed, and a layout 4 store moved up. */
+#include "mongo_util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A message as forge_batch and append_batch make them. */
+static char *message(int w, int64_t b, int i, int n)
+{
+    char *m = malloc(96);
+    snprintf(m, 96, "{\"role\":\"user\",\"w\":%d,\"b\":%lld,\"i\":%d,\"n\":%d}", w, (long long)b,
+             i, n);
+    return m;
+}
+
+/* Replaces [keep, length) of id with n messages of group (w, b). */
+static int rewrite(convo_store *s, const char *id, int64_t keep, int w, int b, int n,
+                   const convo_rewrite_opts *o, convo_rewrite_result *r)
+{
+    char *msgs[8];
+    ck_assert_int_le(n, 8);
+    for (int i = 0; i < n; i++)
+        msgs[i] = message(w, b, i, n);
+    convo_rewrite_result unused;
+    int rc = convo_replace_tail(s, id, keep, (const char *const *)msgs, NULL, (size_t)n, o,
+                                r ? r : &unused, &err);
+    for (int i = 0; i < n; i++)
+        free(msgs[i]);
+    return rc;
+}
+
+/* The history of id (all, or the window opts gives); asserts it loads. */
+static convo_history *load(convo_store *s, const char *id, const convo_load_opts *o)
+{
+    convo_history *h;
+    ck_assert_msg(convo_load(s, id, o, &h, &err) == 0, "load %s: %s", id, err.message);
+    return h;
+}
+
+/* Message i of h is group (w, b), item j. */
+static void assert_message(const convo_history *h, size_t i, int64_t seq, int w, int b, int j)
+{
+    json_t *m = json_loads(convo_history_message(h, i, NULL), 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(convo_history_seq(h, i), seq);
+    ck_assert_msg(json_integer_value(json_object_get(m, "w")) == w &&
+                      json_integer_value(json_object_get(m, "b")) == b &&
+                      json_integer_value(json_object_get(m, "i")) == j,
+                  "seq %lld is %s, expected w %d b %d i %d", (long long)seq,
+                  convo_history_message(h, i, NULL), w, b, j);
+    json_decref(m);
+}
+
+/* The batch of generation g at slot s, or NULL. */
+static bson_t *batch_at(const bson_oid_t *g, int64_t s)
+{
+    return raw_find("batches", BCON_NEW("g", BCON_OID(g), "s", BCON_INT64(s)));
+}
+
+static int64_t get_int(const bson_t *doc, const char *key, int64_t def)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, doc, key) ? bson_iter_as_int64(&it) : def;
+}
+
+/* Waits (at most 2 s) until generation g has n batch documents: the writer
+ * collects replaced batches without waiting for the server's answer. */
+static int64_t settle_count(const bson_oid_t *g, int64_t n)
+{
+    int64_t got = generation_batches(g);
+    for (int i = 0; i < 200 && got != n; i++) {
+        sleep_ms(10);
+        got = generation_batches(g);
+    }
+    return got;
+}
+
+/* A rewrite is one batch at the next slot: messages [keep, keep + n), r = the
+ * new generation, k = its slot; the replaced batches without a key are
+ * collected, the one with a key stays (its key must still answer); loads,
+ * windows, tails and appends read the new tail. */
+START_TEST(test_rewrite_layout)
+{
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    append_batch(s, "rw", 1, 0, 2); /* slot 0: [0, 2) */
+    convo_append_opts ao = CONVO_APPEND_OPTS_INIT;
+    ao.idempotency_key = "ka";
+    char *keyed = message(1, 1, 0, 1);
+    ck_assert_int_eq(convo_append(s, "rw", (const char *const *)&keyed, NULL, 1, &ao, NULL, &err),
+                     0); /* slot 2: [2, 3) */
+    append_batch(s, "rw", 1, 2, 2); /* slot 3: [3, 5) */
+    thread_generation("rw", &g);
+    convo_rewrite_result r;
+    ck_assert_msg(rewrite(s, "rw", 1, 2, 0, 1, NULL, &r) == 0, "%s", err.message);
+    ck_assert(r.first_seq == 1 && r.count == 1 && r.removed == 4 && r.generation == 1 &&
+              !r.replayed);
+    bson_t *b = batch_at(&g, 5);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(get_int(b, "e", -1), 2);
+    ck_assert_int_eq(get_int(b, "n", -1), 1);
+    ck_assert_int_eq(get_int(b, "r", -1), 1);
+    ck_assert_int_eq(get_int(b, "k", -1), 5);
+    bson_iter_t it;
+    ck_assert(!bson_iter_init_find(&it, b, "u")); /* nothing to drop: not pending */
+    bson_destroy(b);
+    ck_assert_int_eq(settle_count(&g, 3), 3); /* slot 3 collected; 0, 2 (keyed) and 5 stay */
+    b = batch_at(&g, 3);
+    ck_assert_ptr_null(b);
+    b = batch_at(&g, 2);
+    ck_assert_ptr_nonnull(b);
+    bson_destroy(b);
+
+    convo_history *h = load(s, "rw", NULL);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_int_eq(convo_history_length(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    assert_message(h, 0, 0, 1, 0, 0);
+    assert_message(h, 1, 1, 2, 0, 0);
+    convo_history_free(h);
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.from_seq = 1;
+    o.limit = 1;
+    h = load(s, "rw", &o);
+    ck_assert_int_eq(convo_history_count(h), 1);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    assert_message(h, 0, 1, 2, 0, 0);
+    convo_history_free(h);
+    o = (convo_load_opts)CONVO_LOAD_OPTS_INIT;
+    o.limit = 1;
+    h = load(s, "rw", &o);
+    ck_assert_int_eq(convo_history_count(h), 1);
+    assert_message(h, 0, 0, 1, 0, 0);
+    convo_history_free(h);
+    /* appends go after the rewrite, at the next slot, in its generation */
+    ao = (convo_append_opts)CONVO_APPEND_OPTS_INIT;
+    ao.expected_generation = 0;
+    char *next = message(3, 0, 0, 1);
+    ck_assert_int_eq(convo_append(s, "rw", (const char *const *)&next, NULL, 1, &ao, NULL, &err),
+                     CONVO_ECONFLICT);
+    ao.expected_generation = 1;
+    convo_append_result ar;
+    ck_assert_int_eq(convo_append(s, "rw", (const char *const *)&next, NULL, 1, &ao, &ar, &err),
+                     0);
+    ck_assert_int_eq(ar.first_seq, 2);
+    b = batch_at(&g, 6);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(get_int(b, "e", -1), 3);
+    ck_assert_int_eq(get_int(b, "r", -1), 1);
+    bson_destroy(b);
+    o = (convo_load_opts)CONVO_LOAD_OPTS_INIT;
+    o.tail = 2;
+    h = load(s, "rw", &o);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    assert_message(h, 0, 1, 2, 0, 0);
+    assert_message(h, 1, 2, 3, 0, 0);
+    convo_history_free(h);
+    verify_raw_chains();
+    /* the replaced append's key: found, and its messages are not there any more */
+    ao = (convo_append_opts)CONVO_APPEND_OPTS_INIT;
+    ao.idempotency_key = "ka";
+    ck_assert_int_eq(convo_append(s, "rw", (const char *const *)&keyed, NULL, 1, &ao, NULL, &err),
+                     CONVO_ECONFLICT);
+    free(keyed);
+    free(next);
+    /* a pop to nothing: one empty batch carries the generation */
+    ck_assert_int_eq(rewrite(s, "rw", 0, 0, 0, 0, NULL, &r), 0);
+    ck_assert_int_eq(r.generation, 2);
+    h = load(s, "rw", NULL);
+    ck_assert_int_eq(convo_history_length(h), 0);
+    ck_assert_int_eq(convo_history_generation(h), 2);
+    convo_history_free(h);
+    ck_assert_int_eq(listed(s, "rw"), 1);
+    ck_assert_int_eq(append_batch(s, "rw", 4, 0, 1), 0);
+    ck_assert_int_eq(verify_thread(s, "rw"), 1);
+    ck_assert_int_eq(convo_thread_delete(s, "rw", &err), 0);
+    ck_assert_int_eq(generation_batches(&g), 0);
+    convo_close(s);
+}
+END_TEST
+
+/* A rewrite inserted, its writer killed before collecting what it replaced:
+ * every reader already sees the new tail; a second rewrite on top keeps the
+ * leftovers hidden and collects them; forks copy one generation. */
+START_TEST(test_crash_rewrite_not_collected)
+{
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    append_batch(s, "rc", 1, 0, 2); /* slot 0: [0, 2) */
+    append_batch(s, "rc", 1, 1, 1); /* slot 2: [2, 3) */
+    append_batch(s, "rc", 1, 2, 2); /* slot 3: [3, 5) */
+    thread_generation("rc", &g);
+    /* what the rewrite's insert leaves: keep 1, one message, at slot 5 */
+    char *text = message(2, 0, 0, 1);
+    raw_insert("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(5), "e", BCON_INT64(2), "n",
+                                   BCON_INT64(1), "r", BCON_INT64(1), "at",
+                                   BCON_INT64(now_ms() * 1000), "k", BCON_INT64(5), "m", "[",
+                                   "{", "r", BCON_UTF8("user"), "b",
+                                   BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)text,
+                                            (uint32_t)strlen(text)),
+                                   "}", "]"));
+    free(text);
+    ck_assert_int_eq(generation_batches(&g), 4);
+    convo_history *h = load(s, "rc", NULL);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    assert_message(h, 0, 0, 1, 0, 0);
+    assert_message(h, 1, 1, 2, 0, 0);
+    convo_history_free(h);
+    for (int64_t from = 0; from < 2; from++) {
+        convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+        o.from_seq = from;
+        o.limit = 1;
+        h = load(s, "rc", &o);
+        ck_assert_int_eq(convo_history_count(h), 1);
+        ck_assert_int_eq(convo_history_length(h), 2);
+        if (from == 0)
+            assert_message(h, 0, 0, 1, 0, 0);
+        else
+            assert_message(h, 0, 1, 2, 0, 0);
+        convo_history_free(h);
+    }
+    /* a fork copies the new tail, not the leftovers, and takes the generation */
+    convo_fork_opts fo = CONVO_FORK_OPTS_INIT;
+    fo.expected_generation = 0;
+    ck_assert_int_eq(convo_thread_fork_ex(s, "rc", "rc-f", -1, &fo, &err), CONVO_ECONFLICT);
+    fo.expected_generation = 1;
+    ck_assert_msg(convo_thread_fork_ex(s, "rc", "rc-f", -1, &fo, &err) == 0, "%s", err.message);
+    h = load(s, "rc-f", NULL);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    assert_message(h, 1, 1, 2, 0, 0);
+    convo_history_free(h);
+    ck_assert_int_eq(convo_thread_fork(s, "rc", "rc-0", 0, &err), 0);
+    h = load(s, "rc-0", NULL);
+    ck_assert_int_eq(convo_history_count(h), 0);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    convo_history_free(h);
+    /* a second rewrite on top: keep 2 */
+    convo_rewrite_result r;
+    ck_assert_msg(rewrite(s, "rc", 2, 3, 0, 2, NULL, &r) == 0, "%s", err.message);
+    ck_assert_int_eq(r.generation, 2);
+    ck_assert_int_eq(r.removed, 0);
+    h = load(s, "rc", NULL);
+    ck_assert_int_eq(convo_history_count(h), 4);
+    ck_assert_int_eq(convo_history_generation(h), 2);
+    assert_message(h, 0, 0, 1, 0, 0);
+    assert_message(h, 1, 1, 2, 0, 0);
+    assert_message(h, 2, 2, 3, 0, 0);
+    assert_message(h, 3, 3, 3, 0, 1);
+    convo_history_free(h);
+    /* it collected the first one's leftovers (slots 2 and 3, from seq 2 and 3) */
+    ck_assert_int_eq(settle_count(&g, 3), 3);
+    verify_raw_chains();
+    convo_close(s);
+}
+END_TEST
+
+/* A checkpoint put with log_length ll. */
+static void put_ll(convo_store *s, const char *thread, const char *id, int64_t ll)
+{
+    convo_blob v = {"json", "1", 1};
+    convo_channel_in ch[] = {{"a", id, &v}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread;
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{}";
+    cp.body = (convo_blob){"json", "{}", 2};
+    cp.channels = ch;
+    cp.nchannels = 1;
+    cp.log_length = ll;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+    convo_write_in w = {0, "a", {"json", "2", 1}};
+    ck_assert_int_eq(convo_checkpoint_put_writes(s, thread, "", id, "task", "", &w, 1, &err), 0);
+}
+
+/* The ids of the thread's checkpoints, newest first, space-separated (static). */
+static const char *listed_ids(convo_store *s, const char *thread)
+{
+    static char out[256];
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    convo_checkpoint_set *set;
+    o.thread_id = thread;
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_checkpoint_set_count(set); i++) {
+        if (i)
+            strcat(out, " ");
+        strcat(out, convo_checkpoint_id(convo_checkpoint_set_get(set, i)));
+    }
+    convo_checkpoint_set_free(set);
+    return out;
+}
+
+/* A rewrite dropping checkpoints carries their keys (dc, marked u); killed
+ * before it dropped them, the next reader of checkpoints does, so no reader
+ * ever sees one of them with the new tail. */
+START_TEST(test_crash_rewrite_drop)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "rd", 1, 0, 3);
+    put_ll(s, "rd", "c1", 1);
+    put_ll(s, "rd", "c3", 3);
+    bson_oid_t g;
+    thread_generation("rd", &g);
+    /* refused without drop_checkpoints, naming the checkpoint */
+    ck_assert_int_eq(rewrite(s, "rd", 2, 2, 0, 1, NULL, NULL), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
+    /* the rewrite's insert, then the writer killed */
+    bson_t *cp = raw_find("checkpoints", BCON_NEW("g", BCON_OID(&g), "id", BCON_UTF8("c3")));
+    ck_assert_ptr_nonnull(cp);
+    int64_t w = get_int(cp, "w", -1);
+    bson_destroy(cp);
+    char *text = message(2, 0, 0, 1);
+    raw_insert("batches",
+               BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(3), "e", BCON_INT64(3), "n",
+                        BCON_INT64(1), "r", BCON_INT64(1), "at", BCON_INT64(now_ms() * 1000), "k",
+                        BCON_INT64(3), "m", "[", "{", "r", BCON_UTF8("user"), "b",
+                        BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)text,
+                                 (uint32_t)strlen(text)),
+                        "}", "]", "u", BCON_BOOL(true), "dc", "{", "c", BCON_INT64(2), "l", "[",
+                        "{", "ns", BCON_UTF8(""), "id", BCON_UTF8("c3"), "w", BCON_INT64(w), "}",
+                        "]", "}"));
+    free(text);
+    ck_assert_int_eq(thread_docs("checkpoints", "rd"), 2);
+    convo_checkpoint *got;
+    ck_assert_int_eq(convo_checkpoint_get(s, "rd", "", NULL, &got, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_id(got), "c1");
+    convo_checkpoint_free(got);
+    ck_assert_int_eq(convo_checkpoint_get(s, "rd", "", "c3", &got, &err), CONVO_ENOTFOUND);
+    ck_assert_str_eq(listed_ids(s, "rd"), "c1");
+    ck_assert_int_eq(thread_docs("checkpoints", "rd"), 1);
+    ck_assert_int_eq(thread_docs("writes", "rd"), 1);
+    ck_assert_int_eq(unsettled("rd"), 0);
+    /* through the API: dropped before the call returns; a later put with a
+     * log_length past keep is the new tail's and stays */
+    put_ll(s, "rd", "c4", 3);
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = 1;
+    convo_rewrite_result r;
+    ck_assert_msg(rewrite(s, "rd", 1, 3, 0, 2, &o, &r) == 0, "%s", err.message);
+    ck_assert_int_eq(r.generation, 2);
+    ck_assert_int_eq(thread_docs("checkpoints", "rd"), 1);
+    ck_assert_int_eq(thread_docs("writes", "rd"), 1);
+    ck_assert_int_eq(unsettled("rd"), 0);
+    put_ll(s, "rd", "c5", 3);
+    ck_assert_str_eq(listed_ids(s, "rd"), "c5 c1");
+    ck_assert_int_eq(length_of(s, "rd"), 3);
+    verify_raw_chains();
+    convo_close(s);
+}
+END_TEST
+
+/* A store written by layout 4 (no generation anywhere, every batch at the slot
+ * of its first message) moves up to 5: nothing to rewrite, the version is
+ * recorded, threads read at generation 0 and take rewrites. */
+START_TEST(test_upgrade_from_v4)
+{
+    bson_oid_t g;
+    new_generation("v4", &g);
+    raw_insert("meta", BCON_NEW("_id", BCON_UTF8("schema"), "version", BCON_INT32(4)));
+    forge_thread("v4", &g, true, false, 0);
+    forge_batch(&g, 0, 2, 1);
+    forge_batch(&g, 2, 1, 1);
+    convo_store *s = open_store(NULL);
+    bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
+    ck_assert_int_eq(get_int(meta, "version", -1), 5);
+    bson_destroy(meta);
+    convo_history *h = load(s, "v4", NULL);
+    ck_assert_int_eq(convo_history_count(h), 3);
+    ck_assert_int_eq(convo_history_generation(h), 0);
+    convo_history_free(h);
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.expected_generation = 0;
+    o.expected_length = 3;
+    ck_assert_msg(rewrite(s, "v4", 2, 2, 0, 1, &o, NULL) == 0, "%s", err.message);
+    ck_assert_int_eq(verify_thread(s, "v4"), 3);
+    convo_close(s);
+    s = open_store(NULL); /* once moved up, opening changes nothing */
+    h = load(s, "v4", NULL);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    assert_message(h, 2, 2, 2, 0, 0);
+    convo_history_free(h);
+    convo_close(s);
+}
+END_TEST
+
+void add_rewrite_cases(Suite *s)
+{
+    TCase *tc = tcase_create("rewrite");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_rewrite_layout);
+    tcase_add_test(tc, test_crash_rewrite_not_collected);
+    tcase_add_test(tc, test_crash_rewrite_drop);
+    tcase_add_test(tc, test_upgrade_from_v4);
+    suite_add_tcase(s, tc);
+}
