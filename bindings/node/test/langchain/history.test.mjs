@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InMemoryChatMessageHistory } from '@langchain/core/chat_history';
 import {
-  AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage,
+  AIMessage, AIMessageChunk, ChatMessage, FunctionMessage, HumanMessage, HumanMessageChunk, RemoveMessage,
+  SystemMessage, ToolMessage, ToolMessageChunk,
 } from '@langchain/core/messages';
 import { Store, InvalidError, TooLargeError } from 'convo';
 import { ConvoChatMessageHistory } from 'convo/langchain';
@@ -103,34 +104,62 @@ for (const [name, base] of drivers()) {
     await proc.store.close();
   });
 
+  // Another writer: a second Store on the same URL, as another process has (memory:
+  // cannot be shared: there, histories on the same Store, which share what they read).
+  const second = async (url, store) => (persistent ? Store.open(url) : store);
+
   test(`${name}: getMessages reads only the messages past those it has read`, async () => {
-    const store = await Store.open(freshUrl(base));
+    const url = freshUrl(base);
+    const store = await Store.open(url);
     const loads = spyLoads(store);
     const cur = { model: null };
-    const h = new ConvoChatMessageHistory({ store, sessionId: 's' });
-    const c = chain(() => h, cur);
-    await runTurns(c, cur, 's', 0, 60, async () => {
+    // a new history per turn, as LangChain's examples make them: those of one Store share
+    // what they have read
+    const c = chain((sessionId) => new ConvoChatMessageHistory({ store, sessionId }), cur);
+    await runTurns(c, cur, 's', 0, 60, async (i) => {
       // each read of a turn: the last message already read and what is new (2 a turn)
-      for (const l of loads) assert.ok(l.rows <= 3, `a read of turn ${loads.length} loaded ${l.rows} rows`);
+      for (const l of loads) assert.ok(l.rows <= 3, `a read of turn ${i} loaded ${l.rows} rows`);
       loads.length = 0;
     });
+    const h = new ConvoChatMessageHistory({ store, sessionId: 's' });
     const messages = await h.getMessages();
     assert.equal(messages.length, 120);
-    assert.deepEqual(loads.at(-1), { fromSeq: 119, rows: 1 });
-    // another writer's append: read from where this instance stopped
-    const other = new ConvoChatMessageHistory({ store, sessionId: 's' });
+    assert.deepEqual(loads, [{ fromSeq: 119, rows: 1 }]);
+    // another writer's append: read from where this process stopped
     loads.length = 0;
-    await other.addMessages([new HumanMessage('from elsewhere'), new AIMessage('noted')]);
+    await store.append('s', [{ role: 'user', content: 'from elsewhere' }, { role: 'assistant', content: 'noted' }]);
+    await h.addMessages([new HumanMessage('mine')]);
     assert.deepEqual(loads, [], 'an append reads nothing');
     const after = await h.getMessages();
-    assert.deepEqual(loads, [{ fromSeq: 119, rows: 3 }]);
-    assert.deepEqual(after.slice(-2).map((m) => m.content), ['from elsewhere', 'noted']);
-    assert.deepEqual(shape(after), shape(await new ConvoChatMessageHistory({ store, sessionId: 's' }).getMessages()));
+    assert.deepEqual(loads, [{ fromSeq: 119, rows: 4 }]);
+    assert.deepEqual(after.slice(-3).map((m) => m.content), ['from elsewhere', 'noted', 'mine']);
+    // what a process that never read the session reads
+    const fresh = await second(url, store);
+    assert.deepEqual(shape(after), shape(await new ConvoChatMessageHistory({ store: fresh, sessionId: 's' })
+      .getMessages()));
+    if (fresh !== store) await fresh.close();
+    await store.close();
+  });
+
+  test(`${name}: the histories of a Store remember at most 64 sessions`, async () => {
+    const store = await Store.open(freshUrl(base));
+    for (let i = 0; i < 66; i++) {
+      const h = new ConvoChatMessageHistory({ store, sessionId: `s${i}` });
+      await h.addMessages([new HumanMessage(`q${i}`), new AIMessage(`a${i}`)]);
+      await h.getMessages();
+    }
+    const loads = spyLoads(store);
+    await new ConvoChatMessageHistory({ store, sessionId: 's65' }).getMessages();
+    await new ConvoChatMessageHistory({ store, sessionId: 's2' }).getMessages();
+    await new ConvoChatMessageHistory({ store, sessionId: 's0' }).getMessages();
+    assert.deepEqual(loads, [{ fromSeq: 1, rows: 1 }, { fromSeq: 1, rows: 1 }, { fromSeq: 0, rows: 2 }],
+      's0 and s1 forgotten, s2 remembered');
     await store.close();
   });
 
   test(`${name}: a tail rewritten by another writer is noticed and read again`, async () => {
-    const store = await Store.open(freshUrl(base));
+    const url = freshUrl(base);
+    const store = await Store.open(url);
     const h = new ConvoChatMessageHistory({ store, sessionId: 's' });
     const ms = [0, 1, 2, 3, 4, 5].map((i) => (i % 2 ? new AIMessage(`a${i}`) : new HumanMessage(`h${i}`)));
     await h.addMessages(ms);
@@ -142,8 +171,9 @@ for (const [name, base] of drivers()) {
     await store.replaceTail('s', { keep: 4, messages: [JSON.stringify({ role: 'user', content: 'changed' }), tail] });
     assert.deepEqual((await h.getMessages()).map((m) => m.content), ['h0', 'a1', 'h2', 'a3', 'changed', 'a5']);
     assert.deepEqual(loads.map((l) => l.fromSeq), [5, 0], 'one read past the last, then the whole thread');
-    // a rewrite to fewer messages by another history (clear) and new ones after it
-    const other = new ConvoChatMessageHistory({ store, sessionId: 's' });
+    // a rewrite to fewer messages by another process's history (clear) and new ones after it
+    const store2 = await second(url, store);
+    const other = new ConvoChatMessageHistory({ store: store2, sessionId: 's' });
     await other.clear();
     await other.addMessages([new HumanMessage('new start')]);
     assert.deepEqual((await h.getMessages()).map((m) => m.content), ['new start']);
@@ -164,13 +194,16 @@ for (const [name, base] of drivers()) {
     await store.append('s', ['P', 'Q', 'R'].map((c) => ({ role: 'user', content: c })));
     assert.deepEqual((await h.getMessages()).map((m) => m.content), ['p', 'q', 'R'],
       'the same length, generation and last message: nothing to notice (documented)');
+    if (store2 !== store) await store2.close();
     await store.close();
   });
 
-  test(`${name}: two histories appending to one session at once`, async () => {
-    const store = await Store.open(freshUrl(base));
+  test(`${name}: two processes' histories appending to one session at once`, async () => {
+    const url = freshUrl(base);
+    const store = await Store.open(url);
+    const store2 = await second(url, store);
     const a = new ConvoChatMessageHistory({ store, sessionId: 's' });
-    const b = new ConvoChatMessageHistory({ store, sessionId: 's' });
+    const b = new ConvoChatMessageHistory({ store: store2, sessionId: 's' });
     const batch = (who, i) => [new HumanMessage(`${who}${i} q`), new AIMessage(`${who}${i} a`)];
     await Promise.all([a, b].map(async (h, k) => {
       for (let i = 0; i < 15; i++) {
@@ -178,11 +211,12 @@ for (const [name, base] of drivers()) {
         if (i % 4 === 0) await h.getMessages();
       }
     }));
-    const all = (await new ConvoChatMessageHistory({ store, sessionId: 's' }).getMessages()).map((m) => m.content);
+    const all = (await store.load('s')).messages.map((m) => JSON.parse(m.json).content);
     assert.equal(all.length, 60);
     for (let i = 0; i < 60; i += 2) assert.equal(all[i + 1], all[i].replace(/ q$/, ' a'), 'a batch is never split');
     assert.deepEqual((await a.getMessages()).map((m) => m.content), all);
     assert.deepEqual((await b.getMessages()).map((m) => m.content), all);
+    if (store2 !== store) await store2.close();
     await store.close();
   });
 
@@ -210,9 +244,11 @@ for (const [name, base] of drivers()) {
   });
 
   test(`${name}: clear keeps the session's extra and creation, and others see it empty`, async () => {
-    const store = await Store.open(freshUrl(base));
+    const url = freshUrl(base);
+    const store = await Store.open(url);
+    const store2 = await second(url, store);
     const h = new ConvoChatMessageHistory({ store, sessionId: 's' });
-    const other = new ConvoChatMessageHistory({ store, sessionId: 's' });
+    const other = new ConvoChatMessageHistory({ store: store2, sessionId: 's' });
     await h.clear(); // an unknown session: nothing written
     await assert.rejects(store.load('s'), (e) => e.constructor.name === 'NotFoundError');
     await h.addMessages([new HumanMessage('q'), new AIMessage('a')]);
@@ -229,6 +265,7 @@ for (const [name, base] of drivers()) {
     await other.addMessages([new HumanMessage('again')]);
     assert.deepEqual((await h.getMessages()).map((m) => m.content), ['again']);
     assert.deepEqual(await new ConvoChatMessageHistory({ store, sessionId: 'none' }).getExtra(), {});
+    if (store2 !== store) await store2.close();
     await store.close();
   });
 
@@ -254,6 +291,13 @@ for (const [name, base] of drivers()) {
       new AIMessageChunk({ content: 'partial', id: 'k1' }),
       new ChatMessage({ content: 'a note', role: 'critic' }),
       new HumanMessage('quotes " \\ and 🦜 and \u2028'),
+      new ToolMessageChunk({ content: 'part', tool_call_id: 'c1' }),
+      new HumanMessageChunk({ content: 'typing' }),
+      new FunctionMessage({ content: '{}', name: 'legacy' }),
+      new RemoveMessage({ id: 'h1' }),
+      // revived by load(): a LangChain object inside, a dict of the caller's with an "lc" key
+      new AIMessage({ content: 'quoting', additional_kwargs: { quoted: new HumanMessage('inner') } }),
+      new AIMessage({ content: 'odd keys', additional_kwargs: { lc: 1, type: 'constructor', id: ['x'] } }),
     ];
     const h = new ConvoChatMessageHistory({ store, sessionId: 'kinds' });
     await h.addMessages(messages);
