@@ -110,6 +110,12 @@ START_TEST(test_rewrite_layout)
     bson_iter_t it;
     ck_assert(!bson_iter_init_find(&it, b, "u")); /* nothing to drop: not pending */
     bson_destroy(b);
+    b = index_named("checkpoints", "convo_checkpoint_log_v5"); /* checkpoints past keep */
+    ck_assert_ptr_nonnull(b);
+    ck_assert(bson_iter_init_find(&it, b, "key") && bson_iter_recurse(&it, &it) &&
+              bson_iter_next(&it) && strcmp(bson_iter_key(&it), "g") == 0 &&
+              bson_iter_next(&it) && strcmp(bson_iter_key(&it), "ll") == 0);
+    bson_destroy(b);
     ck_assert_int_eq(settle_count(&g, 3), 3); /* slot 3 collected; 0, 2 (keyed) and 5 stay */
     b = batch_at(&g, 3);
     ck_assert_ptr_null(b);

@@ -54,7 +54,7 @@ static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
 {
     static const char *const none[] = {NULL}, *const chain[] = {"s", NULL},
                              *const idem[] = {"k", NULL}, *const key[] = {"ns", "id", NULL},
-                             *const order[] = {"o", NULL},
+                             *const order[] = {"o", NULL}, *const log[] = {"ll", NULL},
                              *const value[] = {"ns", "c", "v", NULL},
                              *const write[] = {"ns", "cp", "task", "idx", NULL};
     bson_t list = BSON_INITIALIZER;
@@ -72,7 +72,9 @@ static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
     case CHECKPOINTS:
         index_spec(&list, "0", "convo_checkpoint_v2", true, key);
         index_spec(&list, "1", "convo_checkpoint_order_v2", false, order);
-        next = "2";
+        /* a rewrite finds the checkpoints past its keep without reading the others */
+        index_spec(&list, "2", "convo_checkpoint_log_v5", false, log);
+        next = "3";
         break;
     case VALUES:
         index_spec(&list, "0", "convo_value_v2", true, value);
