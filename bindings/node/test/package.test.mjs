@@ -8,7 +8,10 @@
 //  - a project with the tarball, @langchain/langgraph and @langchain/core: a StateGraph
 //    over MessagesAnnotation on ConvoSaver, run twice (the second run goes on with the thread);
 //  - a project with the tarball and @langchain/core alone: RunnableWithMessageHistory on
-//    ConvoChatMessageHistory (convo/langchain), run twice likewise.
+//    ConvoChatMessageHistory (convo/langchain), run twice likewise;
+//  - a project with the tarball, @openai/agents and zod: the SDK's Runner on ConvoSession
+//    (convo/openai-agents), run twice likewise. convo/openai-agents imports nothing of the
+//    SDK at run time (its types do): it also loads in the project without it.
 // The framework versions are the ones of package-lock.json; npm's cache makes it quick.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -81,18 +84,19 @@ function withoutLibrary() {
   return env;
 }
 
-let rootProject, graphProject, historyProject;
+let rootProject, graphProject, historyProject, agentsProject;
 
 before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'convo-package-'));
   assert.ok(!path.relative(srcdir, tmp).match(/^[^.]/), `${tmp} is inside the source tree`);
   const packed = await ok('npm pack', run('npm', ['pack', '--pack-destination', tmp], { cwd: pkg }));
   tarball = path.join(tmp, packed.stdout.trim().split('\n').pop());
-  [rootProject, graphProject, historyProject] = await Promise.all([
+  [rootProject, graphProject, historyProject, agentsProject] = await Promise.all([
     project('root', [], ['root.ts']),
     project('langgraph', ['@langchain/langgraph', '@langchain/core'].map((n) => `${n}@${versionOf(n)}`),
       ['graph.ts']),
     project('langchain', [`@langchain/core@${versionOf('@langchain/core')}`], ['history.ts']),
+    project('agents', ['@openai/agents', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['agents.ts']),
   ]);
 });
 
@@ -182,4 +186,32 @@ test('a LangChain.js chain on ConvoChatMessageHistory in a project with @langcha
   const second = await ok('history.js', run(process.execPath, ['history.js'], { cwd: historyProject, env: withLibrary() }));
   assert.equal(second.stdout, 'hello\nfine\nbye\nlog 12: ' + Array(6).fill('human,ai').join(',') +
     '\nextra {"userId":"u1"}\n');
+});
+
+test('the OpenAI Agents SDK Runner on ConvoSession in a project with @openai/agents', async () => {
+  await ok('tsc (tsc --init)', tscRun(agentsProject, 'agents.ts', 'init'));
+  const bare = await tscRun(agentsProject, 'agents.ts', 'bare', '--noEmit');
+  const ours = bare.out.split('\n').filter((l) => /(^| )error TS\d+/.test(l) &&
+    (!l.startsWith('node_modules/') || l.startsWith('node_modules/convo/')));
+  assert.deepEqual(ours, [], `tsc (bare tsconfig):\n${bare.out}`);
+  const first = await ok('agents.js', run(process.execPath, ['agents.js'], { cwd: agentsProject, env: withLibrary() }));
+  const roles = 'user,assistant,user,function_call,function_call_result,assistant';
+  assert.equal(first.stdout, '1 items in\nit is {"type":"text","text":"sunny in Paris"}\n' +
+    `items 6: ${roles}\nlog: ${roles}\nextra {"userId":"u1"}\n`);
+  // a new process goes on with the session
+  const second = await ok('agents.js', run(process.execPath, ['agents.js'], { cwd: agentsProject, env: withLibrary() }));
+  assert.equal(second.stdout, '7 items in\nit is {"type":"text","text":"sunny in Paris"}\n' +
+    `items 12: ${roles},${roles}\nlog: ${roles},${roles}\nextra {"userId":"u1"}\n`);
+});
+
+test('convo/openai-agents loads without the SDK installed (it imports none of it at run time)', async () => {
+  assert.ok(!existsSync(path.join(rootProject, 'node_modules', '@openai')));
+  const script = `import { Store } from 'convo'; import { ConvoSession } from 'convo/openai-agents';
+    const store = await Store.open('memory:');
+    const s = new ConvoSession({ store, sessionId: 'x' });
+    await s.addItems([{ role: 'user', content: 'hi' }, { type: 'function_call', callId: 'c', name: 'f', arguments: '{}' }]);
+    console.log(JSON.stringify(await s.getItems(1)), (await store.load('x')).messages.map((m) => m.role).join());`;
+  const r = await ok('import', run(process.execPath, ['--input-type=module', '-e', script],
+    { cwd: rootProject, env: withLibrary() }));
+  assert.equal(r.stdout, '[{"type":"function_call","callId":"c","name":"f","arguments":"{}"}] user,function_call\n');
 });
