@@ -238,6 +238,8 @@ export class Store {
       const texts = new Array(n);
       const len = [0];
       for (let i = 0; i < n; i++) texts[i] = copyText(C.convo_history_message(h, i, len), len[0]);
+      // read with the messages: they stay as they are while the generation does
+      texts.generation = Number(C.convo_history_generation(h));
       return texts;
     } finally {
       C.convo_history_free(h);

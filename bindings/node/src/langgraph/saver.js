@@ -237,6 +237,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
           metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes },
           channels: plain.concat(channels), logLength: plan.logLength,
           messages: plan.messages, expectedLength: plan.messages.length ? plan.base : -1,
+          // the mirror's messages were compared with the list: they must still be the log's
+          expectedGeneration: plan.messages.length ? plan.generation : -1,
         });
       } catch (e) {
         // another writer grew the log since it was read: read it again and redo the plan
@@ -350,7 +352,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
         if (Array.isArray(values[ch])) unknown.push(ch);
       }
     }
-    const plan = { channels: [], messages: [], owners: [], base: 0, records, logLength: 0 };
+    const plan = { channels: [], messages: [], owners: [], base: 0, generation: 0, records,
+      logLength: 0 };
     if (unknown.length) {
       let mirror = await this.#mirror(store, threadId);
       if (unknown.some((ch) => values[ch].length > mirror.length)) {
@@ -374,6 +377,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         mirror = await this.#mirror(store, threadId);
       }
       plan.base = mirror.length;
+      plan.generation = mirror.generation;
       let next = plan.base;
       // Every item of the list is compared with the log on every put (a thousand at turn
       // 1,000). An item this saver appended is known again by identity (mirror.owners, by
@@ -458,6 +462,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const hit = this.#mirrors.get(threadId);
     if (hit) return hit;
     let texts = [];
+    texts.generation = 0; // a thread not there yet
     try {
       texts = await store.loadTexts(threadId);
     } catch (e) {

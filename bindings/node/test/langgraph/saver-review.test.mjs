@@ -141,6 +141,33 @@ for (const [name, base] of drivers()) {
       await saver.close();
     });
 
+    test('a tail rewritten by another writer is not mixed into the next put', async () => {
+      // The saver's mirror of the log was checked by length only: a rewrite that kept the
+      // length let its next put take the other writer's message for its own.
+      const saver = new ConvoSaver(freshUrl(base));
+      const store = await saver.store();
+      const h1 = new HumanMessage({ content: 'hello', id: 'h1' });
+      const a1 = new AIMessage({ content: 'first answer', id: 'a1' });
+      const c1 = await putValues(saver, root('rw'), { messages: [h1, a1] });
+      const before = await store.load('rw');
+      assert.equal(before.length, 2);
+      // another writer regenerates the answer in place (same length, next generation)
+      const other = JSON.stringify({ role: 'assistant', content: 'regenerated', id: 'a1x' });
+      const r = await store.replaceTail('rw', { keep: 1, messages: [other], dropCheckpoints: true });
+      assert.equal(r.generation, before.generation + 1);
+      const h2 = new HumanMessage({ content: 'and then?', id: 'h2' });
+      const c2 = await putValues(saver, c1, { messages: [h1, a1, h2] });
+      for (const s of [saver, new ConvoSaver(store)]) {
+        const got = (await s.getTuple(c2)).checkpoint.channel_values.messages;
+        assert.deepEqual(got.map((m) => [m.id, m.content]),
+          [['h1', 'hello'], ['a1', 'first answer'], ['h2', 'and then?']]);
+      }
+      // the other writer's message is still the log's
+      const log = await store.load('rw');
+      assert.equal(JSON.parse(log.messages[1].json).content, 'regenerated');
+      await saver.close();
+    });
+
     test('close ends the putWrites calls waiting for a put', async () => {
       const saver = new ConvoSaver(freshUrl(base));
       const t0 = Date.now();
