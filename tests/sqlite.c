@@ -21,6 +21,9 @@
 
 static const char *dir;
 
+/* The layout version this libconvo writes (drivers/sqlite/migrate-4-5.sql). */
+#define LAYOUT 5
+
 /* ------------------------------------------------------------ helpers */
 
 static void sleep_ms(long ms)
@@ -705,7 +708,7 @@ START_TEST(test_migration_from_1)
     write_v1(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 1);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_threads')"
                                    " WHERE name = 'expires_at'"), 1);
     /* the old thread reads as before, keeps its idempotency key, takes checkpoints */
@@ -805,7 +808,7 @@ START_TEST(test_migration_2_to_4)
     exec_raw(db, v2_schema);
     sqlite3_close(db);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
     /* each stored checkpoint keeps its key as its put_order */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE put_order = key"),
                      5);
@@ -894,7 +897,7 @@ START_TEST(test_migration_3_to_4)
     exec_raw(db, v2_to_v3);
     sqlite3_close(db);
     convo_store *s = open_db(path, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE generation = 0"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_log_length'"), 1);

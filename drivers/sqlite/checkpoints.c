@@ -305,7 +305,7 @@ static int writes_tx(sq_conn *c, void *arg, convo_error *err)
     rc = 0;
     for (size_t i = 0; i < a->n && rc == 0; i++)
         rc = write_put(c, at.key, a, &a->writes[i], err);
-    return rc ? rc : sq_thread_touch(c, &t, err);
+    return rc ? rc : sq_thread_extend(c, &t, err);
 }
 
 int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
@@ -647,7 +647,7 @@ static int prune_tx(sq_conn *c, void *arg, convo_error *err)
         rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, t.num, key_of(t.num, 0),
                               key_of(t.num, MAX_LENGTH), "deleting unused channel values", err);
     prune_plan_free(&p);
-    return rc ? rc : sq_thread_touch(c, &t, err);
+    return rc ? rc : sq_thread_extend(c, &t, err);
 }
 
 int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,

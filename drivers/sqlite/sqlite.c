@@ -175,10 +175,14 @@ static int sq_open(convo_backend **out, convo_url *url, const convo_limits *limi
     else if (rc && first_err.code)
         convo__error(err, first_err.code, first_err.backend_code, "%s (%s)", first_err.message,
                      b->path);
+    /* the declared index keys: recorded by the first open that has them, the same ever after */
+    if (rc == 0 && limits->indexed_keys)
+        rc = sq_index_declare(b, limits->indexed_keys, err);
     if (rc) {
         sq_close(b);
         return rc;
     }
+    b->limits.indexed_keys = NULL; /* the core's; the recorded ones rule from here on */
     *out = b;
     return 0;
 }
@@ -208,4 +212,5 @@ const convo_driver convo_driver_sqlite = {
     .sweep = sq_sweep,
     .checkpoint_put_log = sq_checkpoint_put_log,
     .replace_tail = sq_replace_tail,
+    .thread_list_ex = sq_thread_list_ex,
 };

@@ -7,6 +7,9 @@
  *   threads.c      thread rows and the log: append, load, extra, list,
  *                  delete, fork, import
  *   rewrite.c      the tail rewrite (replace_tail)
+ *   index.c        the thread index's upkeep: the declared extra keys and the
+ *                  rows of convo_thread_index kept with each thread's extra
+ *   list.c         the thread index's listing (thread_list_ex)
  *   checkpoints.c  checkpoints, their channel values and pending writes
  *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
  *
@@ -23,8 +26,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-3-4.sql (schema.c). */
-#define SCHEMA_VERSION 4
+ * migrate-4-5.sql (schema.c). */
+#define SCHEMA_VERSION 5
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -40,9 +43,16 @@
 #define SQ_STATEMENTS(X)                                                                     \
     X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
     X(THREAD_GET) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)                  \
-    X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST) X(THREAD_EXPIRED)               \
+    X(THREAD_TOUCH) X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST)                 \
+    X(THREAD_EXPIRED)                                                                        \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
-    X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_RANGE) X(MSG_DELETE) X(MSG_COPY)          \
+    X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
+    X(MSG_COPY)                                                                              \
+    X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_PUT) X(INDEX_DROP) X(INDEX_DELETE) X(INDEX_COPY)  \
+    X(INDEX_BACKFILL)                                                                        \
+    X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
+    X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
+    X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND)                                                         \
@@ -123,6 +133,7 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
 int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
                    convo_error *err);
 int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err);
+int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err);
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err);
 int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation,
                              convo_error *err);
@@ -154,6 +165,26 @@ int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t u
 int sq_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                      const convo_message_in *msgs, const int64_t *created_at, size_t n,
                      int64_t generation, int *skipped, convo_error *err);
+
+/* ---- index.c: the declared extra keys and the rows kept with the extra ---- */
+
+struct json_t; /* jansson's */
+
+/* Longest canonical JSON value the index keeps (longer ones are listed by scan). */
+#define INDEX_VALUE_MAX 512
+
+int sq_index_value(const struct json_t *v, char **out, convo_error *err);
+int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
+void sq_index_keys_free(char **keys);
+int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
+int sq_index_extra(sq_conn *c, int64_t num, const struct json_t *patch, convo_error *err);
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, convo_error *err);
+
+/* ---- list.c ---- */
+
+int sq_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void *where,
+                      const convo_thread_cursor *after, convo_thread_page **out,
+                      convo_error *err);
 
 /* ---- checkpoints.c ---- */
 

@@ -2,7 +2,8 @@
  * deadline), its log of messages and idempotency keys, and the calls over
  * them: append, load, save_extra, delete, list, fork and import. Every call is
  * one transaction (sq_run_tx); the statements are statements/thread-*.sql,
- * idem-*.sql and msg-*.sql. */
+ * idem-*.sql and msg-*.sql. Every write that changes a thread sets its
+ * updated_at in the same update of its row (the thread index, list.c). */
 #include "config.h"
 #include "sqlite_int.h"
 #include <stdlib.h>
@@ -130,10 +131,27 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     return 0;
 }
 
-/* Records a write to an existing thread: with ttl its deadline moves to now +
- * ttl; without, a deadline left by a store with ttl is cleared (the thread is
- * permanent again), so that a row is only rewritten when it has to be. */
+/* Records a write to an existing thread: its updated_at becomes now (the
+ * trigger convo_thread_index_activity moves its index rows along) and, with
+ * ttl, its deadline now + ttl; without, a deadline left by a store with ttl is
+ * cleared (the thread is permanent again). */
 int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_TOUCH, &st, err);
+    if (rc)
+        return rc;
+    int64_t now = convo__now_micros();
+    sqlite3_bind_int64(st, 1, t->num);
+    sqlite3_bind_int64(st, 2, now);
+    bind_expiry(c, st, 3, now);
+    return sq_stmt_run(c, st, "recording a write to the thread", err);
+}
+
+/* What a pending write or a prune does to a thread: not activity (updated_at
+ * stays), but with ttl it keeps the thread alive as any write does; the row
+ * is only rewritten when its deadline has to change. */
+int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
 {
     if (!c->ttl_us && !t->expires_at)
         return 0;
@@ -164,12 +182,15 @@ int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation
     int rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
     if (rc)
         return rc;
+    int64_t now = convo__now_micros();
     sqlite3_bind_int64(st, 1, t->num);
     sqlite3_bind_int64(st, 2, generation);
-    bind_expiry(c, st, 3, convo__now_micros());
+    bind_expiry(c, st, 3, now);
+    sqlite3_bind_int64(st, 4, now);
     return sq_stmt_run(c, st, "recording the thread's generation", err);
 }
 
+/* The merged extra, and the touch of the thread, in one update of its row. */
 static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t extra_len,
                             convo_error *err)
 {
@@ -177,8 +198,11 @@ static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t e
     int rc = sq_stmt_get(c, ST_THREAD_SET_EXTRA, &st, err);
     if (rc)
         return rc;
+    int64_t now = convo__now_micros();
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text64(st, 2, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_int64(st, 3, now);
+    bind_expiry(c, st, 4, now);
     return sq_stmt_run(c, st, "saving extra", err);
 }
 
@@ -274,6 +298,8 @@ int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err)
         rc = sq_checkpoints_delete(c, lo, hi, err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_BLOB_DELETE, 1, num, 0, 0, "deleting channel values", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_INDEX_DELETE, 1, num, 0, 0, "deleting index rows", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_THREAD_DELETE, 1, num, 0, 0, "deleting a thread", err);
     return rc;
@@ -412,10 +438,12 @@ typedef struct extra_args {
     convo_backend *b;
     const char *thread_id;
     const char *patch;
+    const struct json_t *patch_obj;
 } extra_args;
 
 /* Reads, merges and writes back in one write transaction, so concurrent
- * patches with different keys all survive. */
+ * patches with different keys all survive; the index rows of the keys the
+ * patch sets follow in the same transaction. */
 static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
 {
     extra_args *a = arg;
@@ -433,17 +461,16 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     if (!found)
         rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, 0, &t.num,
                            err);
-    else if ((rc = sq_thread_touch(c, &t, err)) == 0)
+    else
         rc = thread_set_extra(c, t.num, merged, merged_len, err);
     free(merged);
-    return rc;
+    return rc ? rc : sq_index_extra(c, t.num, a->patch_obj, err);
 }
 
 int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
                   void *patch_obj, convo_error *err)
 {
-    (void)patch_obj;
-    extra_args a = {b, thread_id, patch};
+    extra_args a = {b, thread_id, patch, patch_obj};
     return sq_run_tx(b, 1, save_extra_tx, &a, err);
 }
 
@@ -564,6 +591,8 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
         rc = thread_insert(c, a->dst, convo__now_micros(), extra, extra_len, s.generation, &dst,
                            err);
     free(extra);
+    if (rc == 0)
+        rc = sq_index_copy(c, s.num, dst, err);
     if (rc == 0 && n > 0)
         rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n), key_of(dst, 0),
                               "copying messages", err);

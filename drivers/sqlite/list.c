@@ -1,0 +1,170 @@
+/* list.c — the SQLite driver's thread listing (convo_thread_list_ex): one
+ * read transaction walks one index in the order asked, from the cursor on,
+ * and stops at limit + 1 matching rows. A where naming an indexed extra key
+ * with a value the index keeps walks that value's range of convo_thread_index
+ * (statements/list-key-*.sql); any other listing walks convo_threads by
+ * updated_at, created_at or id (statements/list-*.sql). Every row is checked
+ * against the whole where on its extra, so the index only narrows the walk.
+ * docs/sqlite.md, The thread index, says which index serves which query. */
+#include "config.h"
+#include "sqlite_int.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* [filtered by an indexed key][order][reverse] */
+static const enum stmt_id list_stmt[2][3][2] = {
+    {{ST_LIST_RECENT, ST_LIST_RECENT_REVERSE},
+     {ST_LIST_CREATED, ST_LIST_CREATED_REVERSE},
+     {ST_LIST_ID, ST_LIST_ID_REVERSE}},
+    {{ST_LIST_KEY_RECENT, ST_LIST_KEY_RECENT_REVERSE},
+     {ST_LIST_KEY_CREATED, ST_LIST_KEY_CREATED_REVERSE},
+     {ST_LIST_KEY_ID, ST_LIST_KEY_ID_REVERSE}},
+};
+
+/* Sorts after every valid UTF-8 id (no lead byte is over 0xF4). */
+static const char past_every_id[] = "\xF5";
+
+typedef struct list_args {
+    const convo_thread_list_opts *o;
+    json_t *where;
+    const convo_thread_cursor *after;
+    convo_thread_page *p;
+    size_t rows;
+} list_args;
+
+/* The indexed key of where to walk by, and its value as the index keeps it:
+ * the first declared key (in byte order) that where names with such a value.
+ * *key stays NULL when there is none: the listing walks every thread. */
+static int pick_key(sq_conn *c, json_t *where, char **key, char **value, convo_error *err)
+{
+    *key = *value = NULL;
+    if (!where)
+        return 0;
+    char **keys;
+    int rc = sq_index_keys(c, &keys, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; rc == 0 && keys[i] && !*value; i++)
+        if ((rc = sq_index_value(json_object_get(where, keys[i]), value, err)) == 0 && *value &&
+            !(*key = strdup(keys[i]))) {
+            free(*value);
+            *value = NULL;
+            rc = no_memory(err);
+        }
+    sq_index_keys_free(keys);
+    return rc;
+}
+
+/* The position to continue after: the cursor's, or one before every thread. */
+static void bind_position(sqlite3_stmt *st, const list_args *a)
+{
+    int descending = (a->o->order != CONVO_ORDER_ID) != (a->o->reverse != 0);
+    if (a->after) {
+        sqlite3_bind_int64(st, 3, a->after->time);
+        sqlite3_bind_text(st, 4, a->after->id, -1, SQLITE_STATIC);
+    } else if (a->o->order == CONVO_ORDER_ID) {
+        sqlite3_bind_text(st, 4, descending ? past_every_id : "", -1, SQLITE_STATIC);
+    } else { /* every id is non-empty: (MAX, "") is after them all, (MIN, "") before */
+        sqlite3_bind_int64(st, 3, descending ? INT64_MAX : INT64_MIN);
+        sqlite3_bind_text(st, 4, "", -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 5, convo__now_micros());
+}
+
+/* The length of thread num and, when asked, its last message (*last NULL
+ * when it has none), through one seek to the end of its key range; *last
+ * stays valid until *tail is reset. */
+static int last_message(sq_conn *c, int64_t num, int with_body, int64_t *length,
+                        const void **last, size_t *last_len, sqlite3_stmt **tail,
+                        convo_error *err)
+{
+    int rc = sq_stmt_get(c, with_body ? ST_MSG_LAST_BODY : ST_MSG_LAST, tail, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(*tail, 1, key_of(num, 0));
+    sqlite3_bind_int64(*tail, 2, key_of(num, MAX_LENGTH));
+    *length = 0;
+    *last = NULL;
+    *last_len = 0;
+    if ((rc = sq_stmt_step(c, *tail, "reading a thread's last message", err)) != 1)
+        return rc;
+    *length = sqlite3_column_int64(*tail, 0) - key_of(num, 0) + 1;
+    if (with_body) {
+        *last_len = (size_t)sqlite3_column_bytes(*tail, 1);
+        *last = *last_len ? sqlite3_column_blob(*tail, 1) : "";
+    }
+    return 0;
+}
+
+/* Adds the thread of the current row of st to the page. */
+static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
+{
+    const char *id = (const char *)sqlite3_column_text(st, 1);
+    size_t id_len = (size_t)sqlite3_column_bytes(st, 1);
+    const char *extra = (const char *)sqlite3_column_text(st, 4);
+    size_t extra_len = extra ? (size_t)sqlite3_column_bytes(st, 4) : 2;
+    if (!extra)
+        extra = "{}";
+    if (a->where && !convo__json_contains(extra, extra_len, a->where))
+        return 0;
+    int64_t length;
+    const void *last;
+    size_t last_len;
+    sqlite3_stmt *tail;
+    int rc = last_message(c, sqlite3_column_int64(st, 0), a->o->with_last_message, &length,
+                          &last, &last_len, &tail, err);
+    if (rc)
+        return rc;
+    if (!id || convo__thread_page_add_row(a->p, id, id_len, sqlite3_column_int64(st, 2),
+                                          sqlite3_column_int64(st, 3), length,
+                                          a->o->with_extra ? extra : NULL, extra_len, last,
+                                          last_len) != 0)
+        rc = no_memory(err);
+    sq_stmt_done(tail);
+    a->rows += rc == 0;
+    return rc;
+}
+
+static int list_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    list_args *a = arg;
+    char *key, *value;
+    int rc = pick_key(c, a->where, &key, &value, err);
+    sqlite3_stmt *st;
+    if (rc == 0)
+        rc = sq_stmt_get(c, list_stmt[key != NULL][a->o->order][a->o->reverse != 0], &st, err);
+    if (rc == 0) {
+        if (key) {
+            sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+        }
+        bind_position(st, a);
+        while (rc == 0 && a->rows <= a->o->limit) {
+            rc = sq_stmt_step(c, st, "listing threads", err);
+            if (rc != 1)
+                break;
+            rc = add_row(c, st, a, err);
+        }
+        sq_stmt_done(st);
+    }
+    free(key);
+    free(value);
+    return rc;
+}
+
+int sq_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void *where,
+                      const convo_thread_cursor *after, convo_thread_page **out,
+                      convo_error *err)
+{
+    list_args a = {opts, where, after, convo__thread_page_new(), 0};
+    if (!a.p)
+        return no_memory(err);
+    int rc = sq_run_tx(b, 0, list_tx, &a, err);
+    if (rc) {
+        convo_thread_page_free(a.p);
+        return rc;
+    }
+    *out = a.p;
+    return 0;
+}
