@@ -3,8 +3,9 @@
  * and stops at limit + 1 matching rows. A where naming an indexed extra key
  * with a value the index keeps walks that value's range of convo_thread_index
  * (statements/list-key-*.sql); any other listing walks convo_threads by
- * updated_at, created_at or id (statements/list-*.sql). Every row is checked
- * against the whole where on its extra, so the index only narrows the walk.
+ * updated_at, created_at or id (statements/list-*.sql). Each row is checked
+ * against the where on its extra, unless the where is that one key and value,
+ * whose range holds the matches exactly.
  * docs/sqlite.md, The thread index, says which index serves which query. */
 #include "config.h"
 #include "sqlite_int.h"
@@ -27,7 +28,7 @@ static const char past_every_id[] = "\xF5";
 
 typedef struct list_args {
     const convo_thread_list_opts *o;
-    json_t *where;
+    json_t *where; /* NULL when the rows walked are exactly the matches */
     const convo_thread_cursor *after;
     convo_thread_page *p;
     size_t rows;
@@ -138,6 +139,10 @@ static int list_tx(sq_conn *c, void *arg, convo_error *err)
         if (key) {
             sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+            /* one scalar at one key: the index range holds exactly the threads
+             * whose extra has it (sq_index_value), no need to parse each extra */
+            if (json_object_size(a->where) == 1)
+                a->where = NULL;
         }
         bind_position(st, a);
         while (rc == 0 && a->rows <= a->o->limit) {

@@ -43,3 +43,14 @@ CREATE INDEX convo_thread_index_by_id ON convo_thread_index(key, value, id);
 CREATE TRIGGER convo_thread_index_activity AFTER UPDATE OF updated_at ON convo_threads BEGIN
     UPDATE convo_thread_index SET updated_at = NEW.updated_at WHERE thread = NEW.num;
   END;
+
+-- this layout's writes change extra and updated_at together (updated_at grows
+-- with every write); an extra changed alone was written by a layout-4 libconvo
+-- that had the file open before it was migrated: the thread's index rows may
+-- no longer say what its extra holds, so they go (the thread is left out of
+-- listings by an indexed key until its next save_extra of that key, never
+-- listed under a value it no longer has)
+CREATE TRIGGER convo_thread_index_stale AFTER UPDATE OF extra ON convo_threads
+  WHEN NEW.updated_at = OLD.updated_at BEGIN
+    DELETE FROM convo_thread_index WHERE thread = NEW.num;
+  END;
