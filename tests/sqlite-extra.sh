@@ -2,6 +2,7 @@
 # sqlite-extra.sh — the SQLite driver's own checks (tests/sqlite.c: ttl and
 # sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
 # in a temporary folder, each of its .sql files on its own (tests/sqlite-sql.c),
+# the thread index (tests/sqlite-index.c: page cost, migration 4 -> 5, ttl),
 # the checkpoint suite (tests/checkpoints) with and without ttl, then
 # `convo sweep` through the tool.
 set -eu
@@ -19,6 +20,7 @@ run() {
 }
 run "$top_builddir/tests/sqlite_extra" "$dir"
 run "$top_builddir/tests/sqlite_sql" "$top_srcdir/drivers/sqlite" "$dir"
+run "$top_builddir/tests/sqlite_index" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
 

@@ -8,7 +8,10 @@
  *     (sqlite3_prepare_v2) against that final layout; the checkpoint reads give
  *     the columns in the order the driver reads them;
  *   - the statements of the tail rewrite that look for checkpoints past what
- *     it keeps search an index, never scan a table.
+ *     it keeps search an index, never scan a table;
+ *   - each listing of the thread index (list-*.sql) walks the one index that
+ *     gives its order, from the cursor on, without a sort, and the upkeep of
+ *     the index rows (index-*.sql) searches, never scans.
  * `tests/sqlite_sql SQLDIR DIR`: SQLDIR is drivers/sqlite of the source tree,
  * DIR a scratch folder. */
 #include <check.h>
@@ -323,6 +326,95 @@ START_TEST(test_rewrite_statements_search)
 }
 END_TEST
 
+/* The query plan of statements/name on db, one line per step. */
+static char *plan_of(sqlite3 *db, const char *name)
+{
+    char file[1024];
+    snprintf(file, sizeof file, "%s/statements/%s", sqldir, name);
+    char *sql = slurp(file);
+    size_t size = strlen(sql) + 32;
+    char *plan_sql = malloc(size);
+    ck_assert_ptr_nonnull(plan_sql);
+    snprintf(plan_sql, size, "EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *st;
+    ck_assert_msg(sqlite3_prepare_v2(db, plan_sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", name,
+                  sqlite3_errmsg(db));
+    char *plan = calloc(1, 1);
+    size_t len = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *detail = (const char *)sqlite3_column_text(st, 3);
+        plan = realloc(plan, len + strlen(detail) + 2);
+        ck_assert_ptr_nonnull(plan);
+        len += (size_t)sprintf(plan + len, "%s\n", detail);
+    }
+    sqlite3_finalize(st);
+    free(plan_sql);
+    free(sql);
+    return plan;
+}
+
+/* Each listing and the index that must serve it: a search from the cursor,
+ * covering for the extra-key index (the thread row is then one rowid seek). */
+static const struct {
+    const char *file, *uses;
+} listings[] = {
+    {"list-recent.sql", "USING INDEX convo_threads_by_updated ((updated_at,id)<(?,?))"},
+    {"list-recent-reverse.sql", "USING INDEX convo_threads_by_updated ((updated_at,id)>(?,?))"},
+    {"list-created.sql", "USING INDEX convo_threads_by_created ((created_at,id)<(?,?))"},
+    {"list-created-reverse.sql", "USING INDEX convo_threads_by_created ((created_at,id)>(?,?))"},
+    {"list-id.sql", "USING INDEX sqlite_autoindex_convo_threads_1 (id>?)"},
+    {"list-id-reverse.sql", "USING INDEX sqlite_autoindex_convo_threads_1 (id<?)"},
+    {"list-key-recent.sql", "USING COVERING INDEX convo_thread_index_by_updated (key=? AND"
+                            " value=? AND (updated_at,id)<(?,?))"},
+    {"list-key-recent-reverse.sql", "USING COVERING INDEX convo_thread_index_by_updated (key=?"
+                                    " AND value=? AND (updated_at,id)>(?,?))"},
+    {"list-key-created.sql", "USING COVERING INDEX convo_thread_index_by_created (key=? AND"
+                             " value=? AND (created_at,id)<(?,?))"},
+    {"list-key-created-reverse.sql", "USING COVERING INDEX convo_thread_index_by_created (key=?"
+                                     " AND value=? AND (created_at,id)>(?,?))"},
+    {"list-key-id.sql", "USING COVERING INDEX convo_thread_index_by_id (key=? AND value=? AND"
+                        " id>?)"},
+    {"list-key-id-reverse.sql", "USING COVERING INDEX convo_thread_index_by_id (key=? AND"
+                                " value=? AND id<?)"},
+};
+
+static const char *const index_upkeep[] = {"index-put.sql",  "index-drop.sql", "index-delete.sql",
+                                           "index-copy.sql", "thread-touch.sql",
+                                           "msg-last-body.sql"};
+
+START_TEST(test_list_statements_search)
+{
+    char path[600];
+    size_t version;
+    sqlite3 *db = final_layout(path, sizeof path, &version);
+    size_t n, seen = 0;
+    char **names = sql_files("statements", &n);
+    for (size_t i = 0; i < n; i++)
+        seen += strncmp(names[i], "list-", 5) == 0;
+    free_names(names, n);
+    ck_assert_msg(seen == sizeof listings / sizeof *listings,
+                  "%zu list-*.sql files, %zu checked here", seen,
+                  sizeof listings / sizeof *listings);
+    for (size_t i = 0; i < sizeof listings / sizeof *listings; i++) {
+        char *plan = plan_of(db, listings[i].file);
+        ck_assert_msg(strstr(plan, listings[i].uses) != NULL, "%s does not search %s: %s",
+                      listings[i].file, listings[i].uses, plan);
+        ck_assert_msg(strstr(plan, "SCAN") == NULL && strstr(plan, "TEMP B-TREE") == NULL,
+                      "%s scans or sorts: %s", listings[i].file, plan);
+        if (strncmp(listings[i].file, "list-key-", 9) == 0)
+            ck_assert_msg(strstr(plan, "SEARCH t USING INTEGER PRIMARY KEY (rowid=?)") != NULL,
+                          "%s: %s", listings[i].file, plan);
+        free(plan);
+    }
+    for (size_t i = 0; i < sizeof index_upkeep / sizeof *index_upkeep; i++) {
+        char *plan = plan_of(db, index_upkeep[i]);
+        ck_assert_msg(strstr(plan, "SCAN") == NULL, "%s scans: %s", index_upkeep[i], plan);
+        free(plan);
+    }
+    sqlite3_close(db);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -337,6 +429,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_migrations_in_order);
     tcase_add_test(tc, test_statements_prepare);
     tcase_add_test(tc, test_rewrite_statements_search);
+    tcase_add_test(tc, test_list_statements_search);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,484 @@
+/* sqlite-index.c — the SQLite driver's thread index, beyond the conformance
+ * cases: a page reads the same number of rows however many threads do not
+ * match (the driver's own statements stepped on a file the driver wrote,
+ * counting SQLite's virtual machine steps), the migration from layout 4
+ * (updated_at from the last message or checkpoint, the declared keys indexed
+ * for threads stored before), what ttl, delete and a staged import leave
+ * listed, the values the index keeps (numbers as doubles, objects not) and
+ * the rows a layout-4 writer leaves stale.
+ * `tests/sqlite_index SQLDIR DIR`: SQLDIR is drivers/sqlite of the source
+ * tree, DIR a scratch folder. */
+#include <check.h>
+#include <convo.h>
+#include <sqlite3.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *sqldir, *dir;
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
+
+/* A fresh file name in dir for this test; the file does not exist. */
+static const char *db_path(const char *name)
+{
+    static char buf[2][512];
+    static int n;
+    char *b = buf[n++ % 2];
+    snprintf(b, 512, "%s/%s-%ld.db", dir, name, (long)getpid());
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char f[600];
+        snprintf(f, sizeof f, "%s%s", b, suffix[i]);
+        unlink(f);
+    }
+    return b;
+}
+
+/* Opens path (params after '?' when non-NULL) declaring keys (NULL: none). */
+static convo_store *open_keys(const char *path, const char *params, const char *const *keys)
+{
+    char url[640];
+    snprintf(url, sizeof url, "sqlite:%s%s%s", path, params ? "?" : "", params ? params : "");
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = keys;
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open_ex(&s, url, &so, &err);
+    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
+    return s;
+}
+
+static const char *const USER_ID[] = {"user_id", NULL};
+
+static void save(convo_store *s, const char *tid, const char *patch)
+{
+    convo_error err;
+    int rc = convo_save_extra(s, tid, patch, &err);
+    ck_assert_msg(rc == 0, "save_extra %s: %d %s", tid, rc, err.message);
+}
+
+static void append1(convo_store *s, const char *tid)
+{
+    convo_error err;
+    int rc = convo_append(s, tid, &MSG, NULL, 1, NULL, NULL, &err);
+    ck_assert_msg(rc == 0, "append %s: %d %s", tid, rc, err.message);
+}
+
+/* The ids of the first page (up to 100) of the listing, joined by spaces. */
+static char *ids_of(convo_store *s, const char *where, int order)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = where;
+    o.order = order;
+    convo_thread_page *p;
+    convo_error err;
+    int rc = convo_thread_list_ex(s, &o, &p, &err);
+    ck_assert_msg(rc == 0, "list %s: %d %s", where ? where : "-", rc, err.message);
+    static char out[4096];
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_thread_page_count(p) && used < sizeof out; i++)
+        used += (size_t)snprintf(out + used, sizeof out - used, "%s%s", i ? " " : "",
+                                 convo_thread_page_id(p, i));
+    convo_thread_page_free(p);
+    return out;
+}
+
+static void assert_ids(convo_store *s, const char *where, int order, const char *want)
+{
+    const char *got = ids_of(s, where, order);
+    ck_assert_msg(strcmp(got, want) == 0, "where %s order %d: got [%s], want [%s]",
+                  where ? where : "-", order, got, want);
+}
+
+/* The number the query (one integer) gives on the file, read with SQLite itself. */
+static long long sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void exec_raw(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
+}
+
+/* The whole of file sub/name of sqldir (NUL-terminated, malloc'd). */
+static char *slurp(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", sqldir, name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    ck_assert(size >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    buf[size] = '\0';
+    return buf;
+}
+
+/* ------------------------------------------------------------ the index is used */
+
+/* Steps statements/NAME of the driver, as the driver binds it for the first
+ * page of one value's newest threads, 21 rows (a page of 20 and the one that
+ * says more exist); the number of virtual machine steps that took. */
+static int page_steps(const char *path, const char *name, const char *value)
+{
+    char file[256];
+    snprintf(file, sizeof file, "statements/%s", name);
+    char *sql = slurp(file);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", name,
+                  sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, "user_id", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, INT64_MAX);
+    sqlite3_bind_text(st, 4, "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, 0);
+    int rows = 0;
+    while (rows < 21 && sqlite3_step(st) == SQLITE_ROW)
+        rows++;
+    ck_assert_int_eq(rows, 21);
+    ck_assert_int_eq(sqlite3_stmt_status(st, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0), 0);
+    ck_assert_int_eq(sqlite3_stmt_status(st, SQLITE_STMTSTATUS_SORT, 0), 0);
+    int steps = sqlite3_stmt_status(st, SQLITE_STMTSTATUS_VM_STEP, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(sql);
+    return steps;
+}
+
+/* Threads t<from>..t<to - 1>, each of user u<i % users>. */
+static void fill(convo_store *s, int from, int to, int users)
+{
+    for (int i = from; i < to; i++) {
+        char tid[32], patch[64];
+        snprintf(tid, sizeof tid, "t%05d", i);
+        snprintf(patch, sizeof patch, "{\"user_id\":\"u%d\",\"n\":%d}", i % users, i);
+        save(s, tid, patch);
+    }
+}
+
+/* The statements a page runs, each bound for user u0's first page. */
+static const char *const page_statements[] = {
+    "list-key-recent.sql", "list-key-created.sql", "list-key-id.sql",
+    "list-recent.sql",     "list-created.sql",     "list-id.sql"};
+enum { NPAGE = sizeof page_statements / sizeof *page_statements };
+
+START_TEST(test_page_cost_flat)
+{
+    const char *path = db_path("cost");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    fill(s, 0, 300, 10); /* u0 has 30 threads among 300 */
+    int before[NPAGE];
+    for (int i = 0; i < NPAGE; i++)
+        before[i] = page_steps(path, page_statements[i], "\"u0\"");
+    fill(s, 300, 3300, 10); /* 2,700 more of other users, and 300 more of u0 */
+    for (int i = 0; i < NPAGE; i++) {
+        int after = page_steps(path, page_statements[i], "\"u0\"");
+        ck_assert_msg(after == before[i], "%s: %d steps at 300 threads, %d at 3,300",
+                      page_statements[i], before[i], after);
+    }
+    /* and what the driver lists with them: u0's 20 newest, t03290 first */
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = "{\"user_id\":\"u0\"}";
+    o.limit = 20;
+    convo_thread_page *p;
+    convo_error err;
+    ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+    ck_assert_uint_eq(convo_thread_page_count(p), 20);
+    ck_assert_str_eq(convo_thread_page_id(p, 0), "t03290");
+    ck_assert_str_eq(convo_thread_page_id(p, 19), "t03100");
+    ck_assert_ptr_nonnull(convo_thread_page_next(p));
+    convo_thread_page_free(p);
+    convo_close(s);
+}
+END_TEST
+
+/* A filter on a key the store does not index is answered by walking every
+ * thread: right, at a cost that grows with the store (docs/sqlite.md). */
+START_TEST(test_unindexed_filter_scans)
+{
+    const char *path = db_path("scan");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    fill(s, 0, 50, 5);
+    assert_ids(s, "{\"n\":7}", CONVO_ORDER_ID, "t00007");
+    assert_ids(s, "{\"n\":7,\"user_id\":\"u2\"}", CONVO_ORDER_ID, "t00007");
+    assert_ids(s, "{\"n\":7,\"user_id\":\"u3\"}", CONVO_ORDER_ID, "");
+    assert_ids(s, "{\"user_id\":\"u4\",\"n\":49}", CONVO_ORDER_RECENT, "t00049");
+    convo_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ migration */
+
+/* Layout 4 as migrate-0-1.sql .. migrate-3-4.sql make it, with: thread a
+ * (created 50, messages at 100, 200, 300), b (created 70, extra, no message),
+ * c (created 60, a message at 100 and a checkpoint put at 400), d (created 80,
+ * expired), and a staged import. */
+static const char v4_data[] =
+    "BEGIN;"
+    "INSERT INTO convo_meta(key, value) VALUES('schema_version', '4');"
+    "INSERT INTO convo_threads(num, id, created_at, extra, expires_at, generation) VALUES"
+    "  (1, 'a', 50, '{\"user_id\":\"u1\"}', NULL, 0),"
+    "  (2, 'b', 70, '{\"user_id\":\"u1\",\"title\":\"x\"}', NULL, 2),"
+    "  (3, 'c', 60, '{\"user_id\":\"u2\"}', NULL, 0),"
+    "  (4, 'd', 80, '{\"user_id\":\"u1\"}', 1, 0),"
+    "  (5, '.convo-import-00000000000000aa', 90, '{\"user_id\":\"u1\"}', NULL, 0);"
+    "INSERT INTO convo_messages VALUES((1 << 32) | 0, 'user', 100, CAST('{\"role\":\"user\"}' AS BLOB)),"
+    "  ((1 << 32) | 1, 'user', 200, CAST('{\"role\":\"user\"}' AS BLOB)),"
+    "  ((1 << 32) | 2, 'user', 300, CAST('{\"role\":\"user\",\"n\":2}' AS BLOB)),"
+    "  ((3 << 32) | 0, 'user', 100, CAST('{\"role\":\"user\"}' AS BLOB));"
+    "INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, metadata, body_type, body,"
+    "  log_length, created_at, put_order) VALUES((3 << 32) | 1, 3, '', 'k', NULL, '{}', NULL,"
+    "  NULL, 1, 400, 1);"
+    "COMMIT;";
+
+static void make_v4(const char *path)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    for (int v = 0; v < 4; v++) {
+        char name[64];
+        snprintf(name, sizeof name, "migrate-%d-%d.sql", v, v + 1);
+        char *sql = slurp(name);
+        exec_raw(db, sql);
+        free(sql);
+    }
+    exec_raw(db, v4_data);
+    sqlite3_close(db);
+}
+
+START_TEST(test_migration_4_to_5)
+{
+    const char *path = db_path("v4");
+    make_v4(path);
+    convo_store *s = open_keys(path, NULL, NULL);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 5);
+    /* updated_at: the last message, the last checkpoint, else created_at */
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 300);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'b'"), 70);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'c'"), 400);
+    ck_assert_int_eq(sql_int(path, "SELECT created_at FROM convo_threads WHERE id = 'c'"), 60);
+    /* the expired d and the staged import are not listed */
+    assert_ids(s, NULL, CONVO_ORDER_RECENT, "c a b");
+    assert_ids(s, NULL, CONVO_ORDER_CREATED, "b c a");
+    assert_ids(s, NULL, CONVO_ORDER_ID, "a b c");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a b");
+    /* rows: created_at, updated_at, length, the last message */
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.with_last_message = 1;
+    o.with_extra = 1;
+    convo_thread_page *p;
+    convo_error err;
+    ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+    ck_assert_uint_eq(convo_thread_page_count(p), 3);
+    ck_assert_str_eq(convo_thread_page_id(p, 1), "a");
+    ck_assert_int_eq(convo_thread_page_created_at(p, 1), 50);
+    ck_assert_int_eq(convo_thread_page_updated_at(p, 1), 300);
+    ck_assert_int_eq(convo_thread_page_length(p, 1), 3);
+    size_t len;
+    ck_assert_str_eq(convo_thread_page_last_message(p, 1, &len), "{\"role\":\"user\",\"n\":2}");
+    ck_assert_int_eq(convo_thread_page_length(p, 2), 0);
+    ck_assert_ptr_null(convo_thread_page_last_message(p, 2, &len));
+    ck_assert_str_eq(convo_thread_page_extra(p, 2), "{\"user_id\":\"u1\",\"title\":\"x\"}");
+    convo_thread_page_free(p);
+    convo_close(s);
+    /* keys declared on the migrated store: its threads are indexed, the
+     * expired and staged ones too (never listed all the same) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 0);
+    s = open_keys(path, NULL, USER_ID);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index WHERE key = 'user_id'"
+                                   " AND value = '\"u1\"' AND updated_at = 300 AND id = 'a'"),
+                     1);
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a b");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_CREATED, "b a");
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_ID, "c");
+    /* a write moves a thread ahead; its index row moves with it */
+    append1(s, "b");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index AS i JOIN"
+                                   " convo_threads AS t ON t.num = i.thread"
+                                   " WHERE i.updated_at <> t.updated_at"),
+                     0);
+    convo_close(s);
+    /* opening again, with the keys or without, changes nothing */
+    s = open_keys(path, NULL, NULL);
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
+    convo_close(s);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+}
+END_TEST
+
+/* A layout-4 libconvo that had the file open goes on writing with its own
+ * statements: a thread it creates starts at its created_at; an extra it
+ * changes takes the thread out of the index (never listed under the old value). */
+START_TEST(test_layout4_writer)
+{
+    const char *path = db_path("old");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, "x", "{\"user_id\":\"u1\"}");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "x");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_threads SET extra = '{\"user_id\":\"u2\"}' WHERE id = 'x'");
+    exec_raw(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at, generation)"
+                 " VALUES('y', 1234, NULL, NULL, 0)");
+    sqlite3_close(db);
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "");
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "");
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'y'"), 1234);
+    /* the next save_extra of the key puts it back */
+    save(s, "x", "{\"user_id\":\"u2\"}");
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "x");
+    convo_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ what is listed */
+
+START_TEST(test_ttl_and_delete)
+{
+    const char *path = db_path("ttl");
+    convo_store *s = open_keys(path, "ttl=1", USER_ID);
+    save(s, "old", "{\"user_id\":\"u1\"}");
+    save(s, "gone", "{\"user_id\":\"u1\"}");
+    struct timespec nap = {1, 200000000};
+    nanosleep(&nap, NULL);
+    save(s, "new", "{\"user_id\":\"u1\"}");
+    /* old expired: listed nowhere, before any sweep */
+    for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
+        assert_ids(s, "{\"user_id\":\"u1\"}", order, "new");
+        assert_ids(s, NULL, order, "new");
+    }
+    convo_error err;
+    ck_assert_int_eq(convo_thread_delete(s, "new", &err), 0);
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "");
+    assert_ids(s, NULL, CONVO_ORDER_ID, "");
+    uint64_t removed;
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
+    ck_assert_int_eq(removed, 2);
+    /* delete and sweep leave no index row behind */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 0);
+    /* a write to an expired thread starts it afresh: new times */
+    save(s, "again", "{\"user_id\":\"u1\"}");
+    nanosleep(&nap, NULL);
+    save(s, "again", "{\"user_id\":\"u3\"}");
+    assert_ids(s, "{\"user_id\":\"u3\"}", CONVO_ORDER_CREATED, "again");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_CREATED, "");
+    convo_close(s);
+}
+END_TEST
+
+START_TEST(test_staged_import_not_listed)
+{
+    const char *path = db_path("staged");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, ".convo-import-0123456789abcdef", "{\"user_id\":\"u1\"}");
+    save(s, ".convo-importer", "{\"user_id\":\"u1\"}");
+    for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
+        assert_ids(s, "{\"user_id\":\"u1\"}", order, ".convo-importer");
+        assert_ids(s, NULL, order, ".convo-importer");
+    }
+    convo_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the values kept */
+
+START_TEST(test_index_values)
+{
+    const char *path = db_path("values");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, "n3", "{\"user_id\":3}");
+    save(s, "s3", "{\"user_id\":\"3\"}");
+    save(s, "z", "{\"user_id\":-0.0}");
+    save(s, "t", "{\"user_id\":true}");
+    save(s, "nul", "{\"user_id\":null}");
+    save(s, "obj", "{\"user_id\":{\"a\":1,\"b\":2}}");
+    /* numbers are one value whatever their spelling, as containment has them */
+    assert_ids(s, "{\"user_id\":3.0}", CONVO_ORDER_ID, "n3");
+    assert_ids(s, "{\"user_id\":3}", CONVO_ORDER_ID, "n3");
+    assert_ids(s, "{\"user_id\":0}", CONVO_ORDER_ID, "z");
+    assert_ids(s, "{\"user_id\":\"3\"}", CONVO_ORDER_ID, "s3");
+    assert_ids(s, "{\"user_id\":true}", CONVO_ORDER_ID, "t");
+    assert_ids(s, "{\"user_id\":null}", CONVO_ORDER_ID, "nul");
+    /* an object is not kept in the index (containment is not equality) and
+     * is found by a walk */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    assert_ids(s, "{\"user_id\":{\"a\":1}}", CONVO_ORDER_ID, "obj");
+    /* a value replaced by an object loses its row, and comes back */
+    save(s, "n3", "{\"user_id\":[3]}");
+    assert_ids(s, "{\"user_id\":3}", CONVO_ORDER_ID, "");
+    assert_ids(s, "{\"user_id\":[3]}", CONVO_ORDER_ID, "n3");
+    save(s, "n3", "{\"other\":1}");
+    assert_ids(s, "{\"user_id\":[3]}", CONVO_ORDER_ID, "n3");
+    save(s, "n3", "{\"user_id\":4}");
+    assert_ids(s, "{\"user_id\":4}", CONVO_ORDER_ID, "n3");
+    /* a text past INDEX_VALUE_MAX is walked to, not indexed */
+    char patch[1200], where[1200];
+    char long_text[600];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", long_text);
+    save(s, "long", patch);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    snprintf(where, sizeof where, "{\"user_id\":\"%s\"}", long_text);
+    assert_ids(s, where, CONVO_ORDER_ID, "long");
+    /* a fork has the source's rows, with its own id and times */
+    convo_error err;
+    ck_assert_int_eq(convo_thread_fork(s, "t", "t2", -1, &err), 0);
+    assert_ids(s, "{\"user_id\":true}", CONVO_ORDER_CREATED, "t2 t");
+    convo_close(s);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s SQLDIR DIR\n", argv[0]);
+        return 2;
+    }
+    sqldir = argv[1];
+    dir = argv[2];
+    Suite *suite = suite_create("sqlite-index");
+    TCase *tc = tcase_create("sqlite-index");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_page_cost_flat);
+    tcase_add_test(tc, test_unindexed_filter_scans);
+    tcase_add_test(tc, test_migration_4_to_5);
+    tcase_add_test(tc, test_layout4_writer);
+    tcase_add_test(tc, test_ttl_and_delete);
+    tcase_add_test(tc, test_staged_import_not_listed);
+    tcase_add_test(tc, test_index_values);
+    suite_add_tcase(suite, tc);
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
