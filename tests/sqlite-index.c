@@ -138,6 +138,35 @@ static char *slurp(const char *name)
     return buf;
 }
 
+/* The index says what the tables say: each thread has one entry in the
+ * activity order, at the later of its row's updated_at and its last message's
+ * created_at; each key row has its row in the key's activity order at the
+ * same time; nothing is left of a removed thread. */
+static void assert_index_consistent(const char *path)
+{
+    static const char *const checks[] = {
+        "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
+        " WHERE t.num IS NULL OR t.id <> a.id",
+        "SELECT count(*) FROM convo_threads AS t"
+        " WHERE (SELECT count(*) FROM convo_activity AS a WHERE a.num = t.num) <> 1",
+        "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
+        " WHERE a.updated_at <> max(t.updated_at, coalesce((SELECT m.created_at"
+        " FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32 AND (t.num << 32) + 4294967295"
+        " ORDER BY m.key DESC LIMIT 1), 0))",
+        "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
+        " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
+        "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
+        " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
+        " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
+        " AND r.thread = k.thread)",
+        "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        long long bad = sql_int(path, checks[i]);
+        ck_assert_msg(bad == 0, "%lld rows: %s", bad, checks[i]);
+    }
+}
+
 /* ------------------------------------------------------------ the index is used */
 
 /* Steps statements/NAME of the driver, as the driver binds it for the first
@@ -215,6 +244,7 @@ START_TEST(test_page_cost_flat)
     ck_assert_ptr_nonnull(convo_thread_page_next(p));
     convo_thread_page_free(p);
     convo_close(s);
+    assert_index_consistent(path);
 }
 END_TEST
 
@@ -278,11 +308,14 @@ START_TEST(test_migration_4_to_5)
     make_v4(path);
     convo_store *s = open_keys(path, NULL, NULL);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 5);
-    /* updated_at: the last message, the last checkpoint, else created_at */
-    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 300);
-    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'b'"), 70);
+    /* the activity time: the last message, the last checkpoint, else created_at */
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 50);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'b'"), 70);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'c'"), 400);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'c'"), 400);
     ck_assert_int_eq(sql_int(path, "SELECT created_at FROM convo_threads WHERE id = 'c'"), 60);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity"), 5);
     /* the expired d and the staged import are not listed */
     assert_ids(s, NULL, CONVO_ORDER_RECENT, "c a b");
     assert_ids(s, NULL, CONVO_ORDER_CREATED, "b c a");
@@ -309,28 +342,34 @@ START_TEST(test_migration_4_to_5)
     convo_close(s);
     /* keys declared on the migrated store: its threads are indexed, the
      * expired and staged ones too (never listed all the same) */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 0);
     s = open_keys(path, NULL, USER_ID);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index WHERE key = 'user_id'"
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE key = 'user_id'"
                                    " AND value = '\"u1\"' AND updated_at = 300 AND id = 'a'"),
                      1);
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a b");
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_CREATED, "b a");
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_ID, "c");
-    /* a write moves a thread ahead; its index row moves with it */
+    /* a write moves a thread ahead; its entry and key row move with it, and
+     * the append leaves its row's updated_at alone */
     append1(s, "b");
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index AS i JOIN"
-                                   " convo_threads AS t ON t.num = i.thread"
-                                   " WHERE i.updated_at <> t.updated_at"),
-                     0);
+    assert_ids(s, NULL, CONVO_ORDER_RECENT, "b c a");
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'b'"), 70);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent AS r"
+                                   " JOIN convo_activity AS a ON a.id = r.id"
+                                   " WHERE r.updated_at = a.updated_at"),
+                     5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity"), 5);
     convo_close(s);
     /* opening again, with the keys or without, changes nothing */
     s = open_keys(path, NULL, NULL);
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
     convo_close(s);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    assert_index_consistent(path);
 }
 END_TEST
 
@@ -355,6 +394,23 @@ START_TEST(test_layout4_writer)
     /* the next save_extra of the key puts it back */
     save(s, "x", "{\"user_id\":\"u2\"}");
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "x");
+    assert_index_consistent(path);
+    /* an append of its: the thread's entry is left behind, and the next write
+     * repairs it */
+    save(s, "z", "{\"user_id\":\"u2\"}");
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "z x");
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "INSERT INTO convo_messages SELECT (num << 32) | 0, 'user', 9000000000000000,"
+                 " CAST('{\"role\":\"user\"}' AS BLOB) FROM convo_threads WHERE id = 'x'");
+    sqlite3_close(db);
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "z x");
+    append1(s, "x");
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "x z");
+    assert_ids(s, NULL, CONVO_ORDER_RECENT, "x z y");
+    assert_index_consistent(path);
+    convo_error err;
+    ck_assert_int_eq(convo_thread_delete(s, "x", &err), 0);
+    assert_index_consistent(path);
     convo_close(s);
 }
 END_TEST
@@ -383,7 +439,10 @@ START_TEST(test_ttl_and_delete)
     ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
     ck_assert_int_eq(removed, 2);
     /* delete and sweep leave no index row behind */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT (SELECT count(*) FROM convo_activity)"
+                                   " + (SELECT count(*) FROM convo_thread_keys)"
+                                   " + (SELECT count(*) FROM convo_thread_recent)"),
+                     0);
     /* a write to an expired thread starts it afresh: new times */
     save(s, "again", "{\"user_id\":\"u1\"}");
     nanosleep(&nap, NULL);
@@ -391,6 +450,7 @@ START_TEST(test_ttl_and_delete)
     assert_ids(s, "{\"user_id\":\"u3\"}", CONVO_ORDER_CREATED, "again");
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_CREATED, "");
     convo_close(s);
+    assert_index_consistent(path);
 }
 END_TEST
 
@@ -429,7 +489,8 @@ START_TEST(test_index_values)
     assert_ids(s, "{\"user_id\":null}", CONVO_ORDER_ID, "nul");
     /* an object is not kept in the index (containment is not equality) and
      * is found by a walk */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
     assert_ids(s, "{\"user_id\":{\"a\":1}}", CONVO_ORDER_ID, "obj");
     /* a value replaced by an object loses its row, and comes back */
     save(s, "n3", "{\"user_id\":[3]}");
@@ -446,7 +507,8 @@ START_TEST(test_index_values)
     long_text[sizeof long_text - 1] = '\0';
     snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", long_text);
     save(s, "long", patch);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_index"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
     snprintf(where, sizeof where, "{\"user_id\":\"%s\"}", long_text);
     assert_ids(s, where, CONVO_ORDER_ID, "long");
     /* a fork has the source's rows, with its own id and times */
@@ -454,7 +516,45 @@ START_TEST(test_index_values)
     ck_assert_int_eq(convo_thread_fork(s, "t", "t2", -1, &err), 0);
     assert_ids(s, "{\"user_id\":true}", CONVO_ORDER_CREATED, "t2 t");
     convo_close(s);
+    assert_index_consistent(path);
 }
+
+/* Every kind of write keeps the index in step, and in the activity order the
+ * thread written last comes first. */
+START_TEST(test_every_write)
+{
+    const char *path = db_path("writes");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    const char *const order[] = {"appended", "extra", "put", "put-log", "rewritten", "forked",
+                                 "imported"};
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        save(s, order[i], "{\"user_id\":\"u\"}");
+    append1(s, "appended");
+    append1(s, "rewritten");
+    save(s, "extra", "{\"more\":1}");
+    convo_error err;
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "put";
+    cp.checkpoint_id = "c1";
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    cp.thread_id = "put-log";
+    cp.messages = &MSG;
+    cp.nmessages = 1;
+    cp.expected_length = 0;
+    cp.log_length = 1;
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+    ck_assert_int_eq(convo_replace_tail(s, "rewritten", 0, &MSG, NULL, 1, &ro, NULL, &err), 0);
+    ck_assert_int_eq(convo_thread_fork(s, "appended", "forked-2", -1, &err), 0);
+    ck_assert_int_eq(convo_thread_delete(s, "forked", &err), 0);
+    ck_assert_int_eq(convo_thread_delete(s, "imported", &err), 0);
+    assert_ids(s, "{\"user_id\":\"u\"}", CONVO_ORDER_RECENT,
+               "forked-2 rewritten put-log put extra appended");
+    assert_ids(s, NULL, CONVO_ORDER_CREATED, "forked-2 rewritten put-log put extra appended");
+    assert_index_consistent(path);
+    convo_close(s);
+}
+END_TEST
 END_TEST
 
 int main(int argc, char **argv)
@@ -475,6 +575,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_ttl_and_delete);
     tcase_add_test(tc, test_staged_import_not_listed);
     tcase_add_test(tc, test_index_values);
+    tcase_add_test(tc, test_every_write);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

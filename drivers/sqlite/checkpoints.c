@@ -225,7 +225,7 @@ static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
 {
     const convo_checkpoint_in *cp = arg;
     thread_row t;
-    int found = sq_thread_get(c, cp->thread_id, VIEW_WRITE, &t, NULL, NULL, err);
+    int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
     int rc = found < 0 ? found : sq_thread_ensure(c, cp->thread_id, found, &t, err);
     return rc ? rc : cp_store(c, t.num, found, cp, err);
 }

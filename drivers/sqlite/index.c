@@ -1,9 +1,10 @@
-/* index.c — the upkeep of the SQLite driver's thread index: the extra keys a
- * store indexes (declared once, recorded in convo_indexed_keys, checked at
- * every open that declares some) and the rows of convo_thread_index that
- * save_extra, fork and delete keep in step with each thread's extra, in their
- * own transaction. The listing that reads them is list.c; the layout is
- * migrate-4-5.sql (docs/sqlite.md, The thread index). */
+/* index.c — the upkeep of the SQLite driver's thread index, in the
+ * transaction of the write that calls for it: each thread's entry in the
+ * activity order (convo_activity), the extra keys a store indexes (declared
+ * once, recorded in convo_indexed_keys, checked at every open that declares
+ * some), and each thread's rows for them (convo_thread_keys, and
+ * convo_thread_recent at its activity time). The listing that reads them is
+ * list.c; the layout is migrate-4-5.sql (docs/sqlite.md, The thread index). */
 #include "config.h"
 #include "sqlite_int.h"
 #include <jansson.h>
@@ -79,16 +80,153 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
     return 0;
 }
 
-/* The row of indexed key `key` of thread num for value v (NULL: the patch
- * does not set it), written or removed. */
-static int index_set(sq_conn *c, int64_t num, const char *key, const json_t *v,
+/* Runs statement id with ?1 = num, ?2 = at and ?3 = key (NULL: unbound). */
+static int run_num_at_key(sq_conn *c, enum stmt_id id, int64_t num, int64_t at, const char *key,
+                          const char *what, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, id, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_int64(st, 2, at);
+    if (key)
+        sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+    return sq_stmt_run(c, st, what, err);
+}
+
+/* For each indexed key row of thread num (of `key` only, unless NULL), its
+ * row in the key's activity order at `from` is moved to `to` (op
+ * ST_RECENT_MOVE) or removed (ST_RECENT_DELETE): a seek for the thread's key
+ * rows, then one for each. */
+static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op, int64_t from,
+                       int64_t to, convo_error *err)
+{
+    sqlite3_stmt *keys, *st;
+    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
+    if (rc == 0)
+        rc = sq_stmt_get(c, op, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(keys, 1, num);
+    if (key)
+        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
+    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
+        for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
+            sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
+        sqlite3_bind_int64(st, 3, from);
+        if (op == ST_RECENT_MOVE)
+            sqlite3_bind_int64(st, 5, to);
+        if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
+            sq_stmt_done(keys);
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* ---- the activity order ---- */
+
+/* The activity time of a write to thread t: now, or one microsecond past its
+ * activity should the clock have stepped back, so it grows with every write
+ * and a thread's entries never collide. */
+int64_t sq_activity_next(const thread_row *t)
+{
+    int64_t now = convo__now_micros(), last = activity_of(t);
+    return now > last ? now : last + 1;
+}
+
+/* A layout-4 libconvo wrote thread num without moving its entries: the ones
+ * it has go, found by walks (rare), and it is entered again as of at. */
+static int activity_repair(sq_conn *c, const char *id, int64_t num, int64_t at,
+                           convo_error *err)
+{
+    int rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0, "repairing the activity order",
+                              err);
+    sqlite3_stmt *st;
+    if (rc == 0 && (rc = sq_stmt_get(c, ST_ACTIVITY_ADD, &st, err)) == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, at);
+        sqlite3_bind_int64(st, 3, num);
+        rc = sq_stmt_run(c, st, "repairing the activity order", err);
+    }
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "repairing the key index", err);
+    return rc ? rc : run_num_at_key(c, ST_RECENT_ADD, num, at, NULL, "repairing the key index", err);
+}
+
+/* Thread t (id), whose last message and row were read, is active as of to:
+ * its entry in the activity order and its rows in its keys' orders move
+ * there (one seek each). */
+int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
+                     convo_error *err)
+{
+    int64_t from = activity_of(t);
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_ACTIVITY_MOVE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    if ((rc = sq_stmt_run(c, st, "moving the thread in the activity order", err)) != 0)
+        return rc;
+    if (sqlite3_changes(c->db) == 0)
+        return activity_repair(c, id, t->num, to, err);
+    return recent_each(c, t->num, NULL, ST_RECENT_MOVE, from, to, err);
+}
+
+/* Before thread num is removed: its entry in the activity order and its key
+ * rows go. Reads its row and its last message, so it runs first. */
+int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_BY_NUM, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
+                                          "sqlite: thread number %lld is gone", (long long)num);
+    thread_row t = {.num = num, .updated_at = sqlite3_column_int64(st, 1)};
+    char *id = strdup((const char *)sqlite3_column_text(st, 0));
+    sq_stmt_done(st);
+    if (!id)
+        return no_memory(err);
+    rc = sq_thread_last(c, num, &t.length, &t.last_at, err);
+    if (rc == 0 && (rc = sq_stmt_get(c, ST_ACTIVITY_DELETE, &st, err)) == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, activity_of(&t));
+        rc = sq_stmt_run(c, st, "removing the thread from the activity order", err);
+    }
+    free(id);
+    if (rc == 0 && sqlite3_changes(c->db) == 0) { /* a layout-4 writer's: walk */
+        rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0,
+                              "removing the thread from the activity order", err);
+        if (rc == 0)
+            rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "removing key index rows",
+                                  err);
+    } else if (rc == 0)
+        rc = recent_each(c, num, NULL, ST_RECENT_DELETE, activity_of(&t), 0, err);
+    return rc ? rc : sq_run_with_ints(c, ST_KEYS_DELETE, 1, num, 0, 0, "removing key index rows",
+                                      err);
+}
+
+/* ---- key rows ---- */
+
+/* Thread num, active as of at, holds v at indexed key `key` (v NULL: the
+ * index keeps no row for its value): its old rows for the key go, new ones
+ * come when the value is one the index keeps. */
+static int index_set(sq_conn *c, int64_t num, int64_t at, const char *key, const json_t *v,
                      convo_error *err)
 {
     char *value;
     int rc = sq_index_value(v, &value, err);
+    if (rc == 0)
+        rc = recent_each(c, num, key, ST_RECENT_DELETE, at, 0, err);
     sqlite3_stmt *st;
     if (rc == 0)
-        rc = sq_stmt_get(c, value ? ST_INDEX_PUT : ST_INDEX_DROP, &st, err);
+        rc = sq_stmt_get(c, value ? ST_KEYS_PUT : ST_KEYS_DROP, &st, err);
     if (rc == 0) {
         sqlite3_bind_int64(st, 1, num);
         sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
@@ -96,14 +234,17 @@ static int index_set(sq_conn *c, int64_t num, const char *key, const json_t *v,
             sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
         rc = sq_stmt_run(c, st, "indexing the extra", err);
     }
+    if (rc == 0 && value)
+        rc = run_num_at_key(c, ST_RECENT_ADD, num, at, key, "indexing the extra", err);
     free(value);
     return rc;
 }
 
-/* After a save_extra of patch on thread num (its row already written): each
- * indexed key the patch sets gets its new row, or loses its row when the new
- * value is not one the index keeps. Keys the patch does not name keep theirs. */
-int sq_index_extra(sq_conn *c, int64_t num, const json_t *patch, convo_error *err)
+/* After a save_extra of patch on thread num (its row already written, active
+ * as of at): each indexed key the patch sets gets its new rows, or loses
+ * them when the new value is not one the index keeps. Keys the patch does not
+ * name keep theirs. */
+int sq_index_extra(sq_conn *c, int64_t num, int64_t at, const json_t *patch, convo_error *err)
 {
     char **keys;
     int rc = sq_index_keys(c, &keys, err);
@@ -112,16 +253,19 @@ int sq_index_extra(sq_conn *c, int64_t num, const json_t *patch, convo_error *er
     for (size_t i = 0; rc == 0 && keys[i]; i++) {
         json_t *v = json_object_get(patch, keys[i]);
         if (v)
-            rc = index_set(c, num, keys[i], v, err);
+            rc = index_set(c, num, at, keys[i], v, err);
     }
     sq_index_keys_free(keys);
     return rc;
 }
 
-/* A fork: thread dst, created with src's extra, gets src's rows. */
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, convo_error *err)
+/* A fork: thread dst, created with src's extra and active as of at, gets
+ * src's key rows. */
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, convo_error *err)
 {
-    return sq_run_with_ints(c, ST_INDEX_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
+    int rc = sq_run_with_ints(c, ST_KEYS_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
+    return rc ? rc : run_num_at_key(c, ST_RECENT_ADD, dst, at, NULL, "indexing the fork's extra",
+                                    err);
 }
 
 /* ---- declaring the keys (at open) ---- */
@@ -132,15 +276,16 @@ static int backfill(sq_conn *c, char *const *keys, convo_error *err)
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_INDEX_BACKFILL, &st, err);
     while (rc == 0 && (rc = sq_stmt_step(c, st, "indexing stored threads", err)) == 1) {
-        const char *extra = (const char *)sqlite3_column_text(st, 4);
-        json_t *obj = extra ? json_loadb(extra, (size_t)sqlite3_column_bytes(st, 4), 0, NULL)
+        const char *extra = (const char *)sqlite3_column_text(st, 1);
+        json_t *obj = extra ? json_loadb(extra, (size_t)sqlite3_column_bytes(st, 1), 0, NULL)
                             : NULL;
-        int64_t num = sqlite3_column_int64(st, 0);
-        rc = 0;
+        thread_row t = {.num = sqlite3_column_int64(st, 0),
+                        .updated_at = sqlite3_column_int64(st, 2)};
+        rc = sq_thread_last(c, t.num, &t.length, &t.last_at, err);
         for (size_t i = 0; rc == 0 && json_is_object(obj) && keys[i]; i++) {
             json_t *v = json_object_get(obj, keys[i]);
             if (v)
-                rc = index_set(c, num, keys[i], v, err);
+                rc = index_set(c, t.num, activity_of(&t), keys[i], v, err);
         }
         json_decref(obj);
         if (rc)

@@ -1,9 +1,9 @@
 /* list.c — the SQLite driver's thread listing (convo_thread_list_ex): one
  * read transaction walks one index in the order asked, from the cursor on,
  * and stops at limit + 1 matching rows. A where naming an indexed extra key
- * with a value the index keeps walks that value's range of convo_thread_index
- * (statements/list-key-*.sql); any other listing walks convo_threads by
- * updated_at, created_at or id (statements/list-*.sql). Each row is checked
+ * with a value the index keeps walks that value's range of convo_thread_recent
+ * or convo_thread_keys (statements/list-key-*.sql); any other listing walks
+ * convo_activity, or convo_threads by created_at or id (statements/list-*.sql). Each row is checked
  * against the where on its extra, unless the where is that one key and value,
  * whose range holds the matches exactly.
  * docs/sqlite.md, The thread index, says which index serves which query. */
@@ -73,32 +73,34 @@ static void bind_position(sqlite3_stmt *st, const list_args *a)
     sqlite3_bind_int64(st, 5, convo__now_micros());
 }
 
-/* The length of thread num and, when asked, its last message (*last NULL
- * when it has none), through one seek to the end of its key range; *last
- * stays valid until *tail is reset. */
+/* The length of thread num, its last message's created_at and, when asked,
+ * the message itself (*last NULL when it has none), through one seek to the
+ * end of its key range; *last stays valid until *tail is reset. */
 static int last_message(sq_conn *c, int64_t num, int with_body, int64_t *length,
-                        const void **last, size_t *last_len, sqlite3_stmt **tail,
-                        convo_error *err)
+                        int64_t *last_at, const void **last, size_t *last_len,
+                        sqlite3_stmt **tail, convo_error *err)
 {
     int rc = sq_stmt_get(c, with_body ? ST_MSG_LAST_BODY : ST_MSG_LAST, tail, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(*tail, 1, key_of(num, 0));
     sqlite3_bind_int64(*tail, 2, key_of(num, MAX_LENGTH));
-    *length = 0;
+    *length = *last_at = 0;
     *last = NULL;
     *last_len = 0;
     if ((rc = sq_stmt_step(c, *tail, "reading a thread's last message", err)) != 1)
         return rc;
     *length = sqlite3_column_int64(*tail, 0) - key_of(num, 0) + 1;
+    *last_at = sqlite3_column_int64(*tail, 1);
     if (with_body) {
-        *last_len = (size_t)sqlite3_column_bytes(*tail, 1);
-        *last = *last_len ? sqlite3_column_blob(*tail, 1) : "";
+        *last_len = (size_t)sqlite3_column_bytes(*tail, 2);
+        *last = *last_len ? sqlite3_column_blob(*tail, 2) : "";
     }
     return 0;
 }
 
-/* Adds the thread of the current row of st to the page. */
+/* Adds the thread of the current row of st to the page, with its activity
+ * time: the later of its row's updated_at and its last message's created_at. */
 static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
 {
     const char *id = (const char *)sqlite3_column_text(st, 1);
@@ -109,18 +111,19 @@ static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
         extra = "{}";
     if (a->where && !convo__json_contains(extra, extra_len, a->where))
         return 0;
-    int64_t length;
+    int64_t length, last_at, updated_at = sqlite3_column_int64(st, 3);
     const void *last;
     size_t last_len;
     sqlite3_stmt *tail;
     int rc = last_message(c, sqlite3_column_int64(st, 0), a->o->with_last_message, &length,
-                          &last, &last_len, &tail, err);
+                          &last_at, &last, &last_len, &tail, err);
     if (rc)
         return rc;
+    if (last_at > updated_at)
+        updated_at = last_at;
     if (!id || convo__thread_page_add_row(a->p, id, id_len, sqlite3_column_int64(st, 2),
-                                          sqlite3_column_int64(st, 3), length,
-                                          a->o->with_extra ? extra : NULL, extra_len, last,
-                                          last_len) != 0)
+                                          updated_at, length, a->o->with_extra ? extra : NULL,
+                                          extra_len, last, last_len) != 0)
         rc = no_memory(err);
     sq_stmt_done(tail);
     a->rows += rc == 0;

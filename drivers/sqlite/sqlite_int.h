@@ -42,14 +42,16 @@
  * SQL_NAME and whose slot in the cache ST_NAME. */
 #define SQ_STATEMENTS(X)                                                                     \
     X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
-    X(THREAD_GET) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)                  \
+    X(THREAD_GET) X(THREAD_BY_NUM) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)   \
     X(THREAD_TOUCH) X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST)                 \
     X(THREAD_EXPIRED)                                                                        \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
     X(MSG_COPY)                                                                              \
-    X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_PUT) X(INDEX_DROP) X(INDEX_DELETE) X(INDEX_COPY)  \
-    X(INDEX_BACKFILL)                                                                        \
+    X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET)                   \
+    X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
+    X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
+    X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_BACKFILL)                                         \
     X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
     X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
     X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
@@ -121,7 +123,17 @@ typedef struct thread_row {
     int64_t num, length;
     int64_t expires_at; /* microseconds since the epoch; 0: never */
     int64_t generation; /* tail rewrites so far; a new thread is created with it */
+    int64_t updated_at; /* the last write that rewrote the row */
+    int64_t last_at;    /* created_at of the last message (0: none), read with length */
 } thread_row;
+
+/* A thread's activity time, its place in the activity order (convo_activity):
+ * the later of its row's updated_at and its last message's created_at, since
+ * an append writes the one and not the other. Needs length read. */
+static inline int64_t activity_of(const thread_row *t)
+{
+    return t->updated_at > t->last_at ? t->updated_at : t->last_at;
+}
 
 /* How a call treats a thread whose ttl has passed: readers do not see it,
  * writers remove what is left of it first (in their own transaction) and then
@@ -132,10 +144,15 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
                   size_t *extra_len, convo_error *err);
 int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
                    convo_error *err);
-int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err);
+int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
+                   convo_error *err);
+int64_t sq_activity_next(const thread_row *t);
+int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
+                     convo_error *err);
+int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, convo_error *err);
 int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err);
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err);
-int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation,
+int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t generation,
                              convo_error *err);
 int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err);
 int sq_length_conflict(int64_t length, int64_t expected, convo_error *err);
@@ -177,8 +194,10 @@ int sq_index_value(const struct json_t *v, char **out, convo_error *err);
 int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
 void sq_index_keys_free(char **keys);
 int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
-int sq_index_extra(sq_conn *c, int64_t num, const struct json_t *patch, convo_error *err);
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, convo_error *err);
+int sq_index_extra(sq_conn *c, int64_t num, int64_t active, const struct json_t *patch,
+                   convo_error *err);
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t active, convo_error *err);
+int sq_index_forget(sq_conn *c, int64_t num, convo_error *err);
 
 /* ---- list.c ---- */
 

@@ -16,9 +16,11 @@ static int expired(const thread_row *t, int64_t now)
     return t->expires_at != 0 && t->expires_at <= now;
 }
 
-/* The length of thread num: one past the seq of its last message, found by
- * one seek to the end of its key range, so it costs the same at any length. */
-static int thread_length(sq_conn *c, int64_t num, int64_t *length, convo_error *err)
+/* The length of thread num (one past the seq of its last message) and the
+ * created_at of its last message (0 when it has none), found by one seek to
+ * the end of its key range, so it costs the same at any length. */
+int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
+                   convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_MSG_LAST, &st, err);
@@ -27,13 +29,19 @@ static int thread_length(sq_conn *c, int64_t num, int64_t *length, convo_error *
     sqlite3_bind_int64(st, 1, key_of(num, 0));
     sqlite3_bind_int64(st, 2, key_of(num, MAX_LENGTH));
     rc = sq_stmt_step(c, st, "reading a thread's length", err);
-    *length = 0;
+    *length = *last_at = 0;
     if (rc == 1) {
         *length = sqlite3_column_int64(st, 0) - key_of(num, 0) + 1;
+        *last_at = sqlite3_column_int64(st, 1);
         sq_stmt_done(st);
         rc = 0;
     }
     return rc;
+}
+
+static int thread_length(sq_conn *c, thread_row *t, convo_error *err)
+{
+    return sq_thread_last(c, t->num, &t->length, &t->last_at, err);
 }
 
 /* Copies text column i of st into *out (malloc'd; NULL for SQL NULL). */
@@ -53,10 +61,11 @@ static int column_copy(sqlite3_stmt *st, int i, char **out, size_t *len, convo_e
     return 0;
 }
 
-/* 1 and t->num, t->expires_at, t->generation filled when the thread exists
- * (as seen through view), 0 when not (t zeroed: a thread created from it starts
- * at generation 0), < 0 on error. With extra non-NULL, *extra gets a malloc'd
- * copy of the extra text (NULL if none). t->length is not read. */
+/* 1 and t->num, t->expires_at, t->generation, t->updated_at filled when the
+ * thread exists (as seen through view), 0 when not (t zeroed: a thread created
+ * from it starts at generation 0), < 0 on error. With extra non-NULL, *extra
+ * gets a malloc'd copy of the extra text (NULL if none). t->length and
+ * t->last_at are not read. */
 int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
                   char **extra, size_t *extra_len, convo_error *err)
 {
@@ -69,13 +78,13 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
     if (rc)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    *t = (thread_row){0, 0, 0, 0};
+    *t = (thread_row){0};
     if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
         return rc;
     t->num = sqlite3_column_int64(st, 0);
     t->expires_at = sqlite3_column_int64(st, 1); /* NULL reads as 0 */
     t->generation = sqlite3_column_int64(st, 3);
-    t->length = 0;
+    t->updated_at = sqlite3_column_int64(st, 4);
     rc = extra ? column_copy(st, 2, extra, extra_len, err) : 0;
     sq_stmt_done(st);
     if (rc || view == VIEW_RAW || !expired(t, convo__now_micros()))
@@ -85,16 +94,16 @@ int sq_thread_get(sq_conn *c, const char *id, enum thread_view view, thread_row 
         *extra = NULL;
     }
     rc = view == VIEW_WRITE ? sq_thread_purge(c, t->num, err) : 0;
-    *t = (thread_row){0, 0, 0, 0};
+    *t = (thread_row){0};
     return rc;
 }
 
-/* thread_get without extra, and with the thread's length. */
+/* thread_get without extra, and with the thread's length and last message time. */
 int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row *t,
                    convo_error *err)
 {
     int rc = sq_thread_get(c, id, view, t, NULL, NULL, err);
-    if (rc == 1 && (rc = thread_length(c, t->num, &t->length, err)) == 0)
+    if (rc == 1 && (rc = thread_length(c, t, err)) == 0)
         rc = 1;
     return rc;
 }
@@ -131,26 +140,55 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     return 0;
 }
 
-/* Records a write to an existing thread: its updated_at becomes now (the
- * trigger convo_thread_index_activity moves its index rows along) and, with
- * ttl, its deadline now + ttl; without, a deadline left by a store with ttl is
- * cleared (the thread is permanent again). */
-int sq_thread_touch(sq_conn *c, const thread_row *t, convo_error *err)
+/* Enters thread num (id) in the activity order as of at. */
+static int activity_add(sq_conn *c, const char *id, int64_t num, int64_t at, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_ACTIVITY_ADD, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, at);
+    sqlite3_bind_int64(st, 3, num);
+    return sq_stmt_run(c, st, "entering the thread in the activity order", err);
+}
+
+/* A new thread without messages, created and active now, at generation
+ * t->generation; t gets its number and times. */
+static int thread_create(sq_conn *c, const char *id, const char *extra, size_t extra_len,
+                         thread_row *t, convo_error *err)
+{
+    int64_t now = convo__now_micros();
+    int rc = thread_insert(c, id, now, extra, extra_len, t->generation, &t->num, err);
+    t->updated_at = now;
+    t->last_at = t->length = 0;
+    return rc ? rc : activity_add(c, id, t->num, now, err);
+}
+
+/* A write that rewrites the row of thread t (id), at time at (from
+ * sq_activity_next): updated_at becomes at and, with ttl, the deadline now +
+ * ttl; without, a deadline left by a store with ttl is cleared (the thread is
+ * permanent again). The thread moves in the activity order. t->last_at must
+ * have been read. */
+int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_TOUCH, &st, err);
     if (rc)
         return rc;
-    int64_t now = convo__now_micros();
     sqlite3_bind_int64(st, 1, t->num);
-    sqlite3_bind_int64(st, 2, now);
-    bind_expiry(c, st, 3, now);
-    return sq_stmt_run(c, st, "recording a write to the thread", err);
+    sqlite3_bind_int64(st, 2, at);
+    bind_expiry(c, st, 3, convo__now_micros());
+    if ((rc = sq_stmt_run(c, st, "recording a write to the thread", err)) == 0)
+        rc = sq_activity_move(c, id, t, at, err);
+    t->updated_at = at;
+    return rc;
 }
 
-/* What a pending write or a prune does to a thread: not activity (updated_at
- * stays), but with ttl it keeps the thread alive as any write does; the row
- * is only rewritten when its deadline has to change. */
+/* The deadline of a write that leaves the rest of the row alone (an append,
+ * a pending write, a prune): with ttl it moves to now + ttl, without a
+ * deadline left by a store with ttl is cleared; the row is only rewritten
+ * when its deadline has to change. */
 int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
 {
     if (!c->ttl_us && !t->expires_at)
@@ -164,46 +202,50 @@ int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
     return sq_stmt_run(c, st, "recording the thread's expiry", err);
 }
 
-/* An existing thread is touched; a missing one is created with no extra, at
- * generation t->generation. */
+/* An existing thread is touched (its row rewritten); a missing one is created
+ * with no extra, at generation t->generation. */
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
 {
-    return found ? sq_thread_touch(c, t, err)
-                 : thread_insert(c, id, convo__now_micros(), NULL, 0, t->generation, &t->num,
-                                 err);
+    return found ? sq_thread_touch(c, id, t, sq_activity_next(t), err)
+                 : thread_create(c, id, NULL, 0, t, err);
 }
 
-/* Gives thread t its new generation, and touches it as sq_thread_touch does,
- * in one update of its row. */
-int sq_thread_set_generation(sq_conn *c, const thread_row *t, int64_t generation,
+/* Gives thread t (id) its new generation, and touches it as sq_thread_touch
+ * does, in one update of its row. */
+int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t generation,
                              convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
     if (rc)
         return rc;
-    int64_t now = convo__now_micros();
+    int64_t at = sq_activity_next(t);
     sqlite3_bind_int64(st, 1, t->num);
     sqlite3_bind_int64(st, 2, generation);
-    bind_expiry(c, st, 3, now);
-    sqlite3_bind_int64(st, 4, now);
-    return sq_stmt_run(c, st, "recording the thread's generation", err);
+    bind_expiry(c, st, 3, convo__now_micros());
+    sqlite3_bind_int64(st, 4, at);
+    if ((rc = sq_stmt_run(c, st, "recording the thread's generation", err)) == 0)
+        rc = sq_activity_move(c, id, t, at, err);
+    t->updated_at = at;
+    return rc;
 }
 
 /* The merged extra, and the touch of the thread, in one update of its row. */
-static int thread_set_extra(sq_conn *c, int64_t num, const char *extra, size_t extra_len,
-                            convo_error *err)
+static int thread_set_extra(sq_conn *c, const char *id, thread_row *t, const char *extra,
+                            size_t extra_len, int64_t at, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_SET_EXTRA, &st, err);
     if (rc)
         return rc;
-    int64_t now = convo__now_micros();
-    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_int64(st, 1, t->num);
     sqlite3_bind_text64(st, 2, extra, extra_len, SQLITE_STATIC, SQLITE_UTF8);
-    sqlite3_bind_int64(st, 3, now);
-    bind_expiry(c, st, 4, now);
-    return sq_stmt_run(c, st, "saving extra", err);
+    sqlite3_bind_int64(st, 3, at);
+    bind_expiry(c, st, 4, convo__now_micros());
+    if ((rc = sq_stmt_run(c, st, "saving extra", err)) == 0)
+        rc = sq_activity_move(c, id, t, at, err);
+    t->updated_at = at;
+    return rc;
 }
 
 /* 1 and res filled when key was used on this thread, 0 when not, < 0 on error. */
@@ -274,7 +316,12 @@ int sq_generation_conflict(int64_t generation, int64_t expected, convo_error *er
 }
 
 /* Appends n messages after the t->length there are, to thread t, created
- * first when not found (else touched); created_at as for messages_insert. */
+ * first when not found. They are stamped with the thread's next activity
+ * time, and an append rewrites no more of the row than its deadline: the
+ * activity order finds the thread by its last message's time. Restored
+ * messages (created_at non-NULL: one time each, a dump's) keep their times and
+ * the thread's row is touched, so its activity is this write's. t->length is
+ * left as it was (the first new seq). */
 int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
                   const convo_message_in *msgs, size_t n, const int64_t *created_at,
                   convo_error *err)
@@ -282,24 +329,35 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
     if (t->length + (int64_t)n > MAX_LENGTH)
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
-    int rc = sq_thread_ensure(c, thread_id, found, t, err);
-    return rc ? rc : sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n,
-                                     convo__now_micros(), created_at, err);
+    int rc = found ? 0 : thread_create(c, thread_id, NULL, 0, t, err);
+    int64_t at = found ? sq_activity_next(t) : t->updated_at;
+    if (rc == 0)
+        rc = sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n, at, created_at, err);
+    if (rc == 0 && created_at) {
+        int64_t last = created_at[n - 1];
+        rc = sq_thread_touch(c, thread_id, t, last > at ? last : at, err);
+        t->last_at = last;
+    } else if (rc == 0 && found) {
+        if ((rc = sq_thread_extend(c, t, err)) == 0)
+            rc = sq_activity_move(c, thread_id, t, at, err);
+        t->last_at = at;
+    }
+    return rc;
 }
 
 /* Removes thread num and everything keyed by it. */
 int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err)
 {
     int64_t lo = key_of(num, 0), hi = key_of(num, MAX_LENGTH);
-    int rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, lo, hi, 0, "deleting messages", err);
+    int rc = sq_index_forget(c, num, err); /* first: it reads the row and the last message */
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, lo, hi, 0, "deleting messages", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_IDEM_DELETE, 1, num, 0, 0, "deleting idempotency keys", err);
     if (rc == 0)
         rc = sq_checkpoints_delete(c, lo, hi, err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_BLOB_DELETE, 1, num, 0, 0, "deleting channel values", err);
-    if (rc == 0)
-        rc = sq_run_with_ints(c, ST_INDEX_DELETE, 1, num, 0, 0, "deleting index rows", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_THREAD_DELETE, 1, num, 0, 0, "deleting a thread", err);
     return rc;
@@ -405,7 +463,7 @@ static int load_tx(sq_conn *c, void *arg, convo_error *err)
     rc = extra && convo__history_set_extra(a->h, extra, extra_len) != 0 ? no_memory(err) : 0;
     free(extra);
     if (rc == 0)
-        rc = thread_length(c, t.num, &t.length, err);
+        rc = thread_length(c, &t, err);
     if (rc)
         return rc;
     int64_t from, to;
@@ -459,12 +517,11 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     if (rc)
         return rc;
     if (!found)
-        rc = thread_insert(c, a->thread_id, convo__now_micros(), merged, merged_len, 0, &t.num,
-                           err);
-    else
-        rc = thread_set_extra(c, t.num, merged, merged_len, err);
+        rc = thread_create(c, a->thread_id, merged, merged_len, &t, err);
+    else if ((rc = thread_length(c, &t, err)) == 0)
+        rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, sq_activity_next(&t), err);
     free(merged);
-    return rc ? rc : sq_index_extra(c, t.num, a->patch_obj, err);
+    return rc ? rc : sq_index_extra(c, t.num, t.updated_at, a->patch_obj, err);
 }
 
 int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
@@ -564,7 +621,7 @@ static int fork_check(sq_conn *c, const fork_args *a, thread_row *s, convo_error
         return convo__error(err, CONVO_ECONFLICT, NULL,
                             "source thread is at generation %lld, expected %lld",
                             (long long)s->generation, (long long)a->expected_generation);
-    int rc = thread_length(c, s->num, &s->length, err);
+    int rc = thread_length(c, s, err);
     if (rc == 0 && (rc = sq_thread_find(c, a->dst, VIEW_WRITE, &d, err)) > 0)
         rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     if (rc == 0 && a->upto > s->length)
@@ -587,16 +644,20 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
     rc = fork_check(c, a, &s, err);
     int64_t n = a->upto < 0 ? s.length : a->upto;
+    int64_t now = convo__now_micros(), length, last_at = 0;
     if (rc == 0)
-        rc = thread_insert(c, a->dst, convo__now_micros(), extra, extra_len, s.generation, &dst,
-                           err);
+        rc = thread_insert(c, a->dst, now, extra, extra_len, s.generation, &dst, err);
     free(extra);
-    if (rc == 0)
-        rc = sq_index_copy(c, s.num, dst, err);
     if (rc == 0 && n > 0)
         rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n), key_of(dst, 0),
                               "copying messages", err);
-    return rc;
+    /* active now, or at its last message should that be later (a clock set back) */
+    if (rc == 0 && n > 0)
+        rc = sq_thread_last(c, dst, &length, &last_at, err);
+    int64_t at = last_at > now ? last_at : now;
+    if (rc == 0)
+        rc = activity_add(c, a->dst, dst, at, err);
+    return rc ? rc : sq_index_copy(c, s.num, dst, at, err);
 }
 
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
@@ -625,7 +686,7 @@ static int import_generation(sq_conn *c, const import_args *a, int found, thread
 {
     if (t->length == 0 && a->first_seq == 0) {
         int rc = found && t->generation != a->generation
-                     ? sq_thread_set_generation(c, t, a->generation, err)
+                     ? sq_thread_set_generation(c, a->thread_id, t, a->generation, err)
                      : 0;
         t->generation = a->generation; /* a missing thread is created with it */
         return rc;

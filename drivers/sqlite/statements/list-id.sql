@@ -1,7 +1,6 @@
 -- every thread in id order (ascending), after id ?4, along the unique index on
 -- id. Expired threads (deadline at or before ?5, now) and staged imports are
--- left out. ?1, ?2, ?3 are unused (list-key-*.sql's key and value, and the
--- time).
+-- left out. ?1, ?2, ?3 are unused (the statements share their parameters).
 SELECT num, id, created_at, updated_at, extra FROM convo_threads
   WHERE id > ?4 AND (expires_at IS NULL OR expires_at > ?5)
     AND id NOT GLOB '.convo-import-*'

@@ -1,8 +1,9 @@
 -- every thread in activity order (newest first), after the position (?3
--- updated_at, ?4 id), along convo_threads_by_updated. Expired threads (deadline
--- at or before ?5, now) and staged imports are left out. ?1, ?2 are unused
--- (list-key-*.sql's key and value).
-SELECT num, id, created_at, updated_at, extra FROM convo_threads
-  WHERE (updated_at, id) < (?3, ?4) AND (expires_at IS NULL OR expires_at > ?5)
-    AND id NOT GLOB '.convo-import-*'
-  ORDER BY updated_at DESC, id DESC;
+-- activity time, ?4 id), along convo_activity, each joined to its row by
+-- number. Expired threads (deadline at or before ?5, now) and staged imports
+-- are left out. ?1, ?2 are unused (the statements share their parameters).
+SELECT t.num, t.id, t.created_at, t.updated_at, t.extra
+  FROM convo_activity AS i JOIN convo_threads AS t ON t.num = i.num
+  WHERE (i.updated_at, i.id) < (?3, ?4)
+    AND (t.expires_at IS NULL OR t.expires_at > ?5) AND i.id NOT GLOB '.convo-import-*'
+  ORDER BY i.updated_at DESC, i.id DESC;
