@@ -4,8 +4,9 @@
  * windows and tails, forks, lists) right while replaced batches are still there
  * (a process killed before collecting them), a second rewrite on top of such
  * leftovers, dropping checkpoints finished by a reader when the writer was
- * killed, and a layout 4 store moved up. */
+ * killed, a layout 4 store moved up, and forks and loads racing rewrites. */
 #include "mongo_util.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,7 +206,7 @@ START_TEST(test_crash_rewrite_not_collected)
     /* what the rewrite's insert leaves: keep 1, one message, at slot 5 */
     char *text = message(2, 0, 0, 1);
     raw_insert("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(5), "e", BCON_INT64(2), "n",
-                                   BCON_INT64(1), "r", BCON_INT64(1), "at",
+                                   BCON_INT64(1), "r", BCON_INT64(1), "pb", BCON_INT64(0), "at",
                                    BCON_INT64(now_ms() * 1000), "k", BCON_INT64(5), "m", "[",
                                    "{", "r", BCON_UTF8("user"), "b",
                                    BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)text,
@@ -326,7 +327,8 @@ START_TEST(test_crash_rewrite_drop)
     char *text = message(2, 0, 0, 1);
     raw_insert("batches",
                BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(3), "e", BCON_INT64(3), "n",
-                        BCON_INT64(1), "r", BCON_INT64(1), "at", BCON_INT64(now_ms() * 1000), "k",
+                        BCON_INT64(1), "r", BCON_INT64(1), "pb", BCON_INT64(0), "at",
+                        BCON_INT64(now_ms() * 1000), "k",
                         BCON_INT64(3), "m", "[", "{", "r", BCON_UTF8("user"), "b",
                         BCON_BIN(BSON_SUBTYPE_BINARY, (const uint8_t *)text,
                                  (uint32_t)strlen(text)),
@@ -397,6 +399,174 @@ START_TEST(test_upgrade_from_v4)
 }
 END_TEST
 
+/* A fork of a rewritten thread larger than what a fork keeps from its first
+ * walk (8 MiB) reads the batches it chose a second time: the same messages. */
+START_TEST(test_rewrite_fork_large)
+{
+    convo_store *s = open_store(NULL);
+    char *big[12];
+    for (int i = 0; i < 12; i++)
+        big[i] = big_message((size_t)900 * 1024 + (size_t)i);
+    for (int i = 0; i < 12; i += 4) /* three batches of 3.6 MB */
+        ck_assert_msg(convo_append(s, "rl", (const char *const *)&big[i], NULL, 4, NULL, NULL,
+                                   &err) == 0,
+                      "%s", err.message);
+    /* keep 10: the last batch is cut inside */
+    ck_assert_msg(rewrite(s, "rl", 10, 2, 0, 1, NULL, NULL) == 0, "%s", err.message);
+    ck_assert_msg(convo_thread_fork(s, "rl", "rl-f", -1, &err) == 0, "%s", err.message);
+    ck_assert_msg(convo_thread_fork(s, "rl", "rl-g", 6, &err) == 0, "%s", err.message);
+    convo_history *h = load(s, "rl-f", NULL), *g = load(s, "rl-g", NULL);
+    ck_assert_int_eq(convo_history_count(h), 11);
+    ck_assert_int_eq(convo_history_generation(h), 1);
+    ck_assert_int_eq(convo_history_count(g), 6);
+    ck_assert_int_eq(convo_history_generation(g), 1);
+    for (int i = 0; i < 10; i++) {
+        size_t len;
+        const char *m = convo_history_message(h, (size_t)i, &len);
+        ck_assert_msg(len == strlen(big[i]) && memcmp(m, big[i], len) == 0, "message %d", i);
+        if (i < 6) {
+            m = convo_history_message(g, (size_t)i, &len);
+            ck_assert(len == strlen(big[i]) && memcmp(m, big[i], len) == 0);
+        }
+    }
+    assert_message(h, 10, 10, 2, 0, 0);
+    convo_history_free(h);
+    convo_history_free(g);
+    for (int i = 0; i < 12; i++)
+        free(big[i]);
+    verify_raw_chains();
+    convo_close(s);
+}
+END_TEST
+
+/* ---- forks and loads racing rewrites ---- */
+
+#define RACE_MIN 30    /* forks and loads each racer must have done */
+#define RACE_MAX 3000  /* rewrites at most */
+
+typedef struct racer {
+    convo_store *s;
+    int id, done, bad;
+    char why[400];
+} racer;
+
+static volatile int racing;
+
+/* A thread (or fork) state must be one rewrite's whole result: at generation
+ * G > 0, the seed's first message then the G - 1th rewrite's group (w 2, b G - 1,
+ * 1 + (G - 1) % 3 messages); at 0, the seed (w 1, b 0, 3 messages). */
+static int check_state(const convo_history *h, char *why, size_t len)
+{
+    int64_t gen = convo_history_generation(h);
+    size_t want = gen == 0 ? 3 : 1 + 1 + (size_t)((gen - 1) % 3);
+    if (convo_history_count(h) != want || convo_history_length(h) != (int64_t)want) {
+        snprintf(why, len, "generation %lld with %zu messages", (long long)gen,
+                 convo_history_count(h));
+        return 1;
+    }
+    for (size_t i = 0; i < want; i++) {
+        json_t *m = json_loads(convo_history_message(h, i, NULL), 0, NULL);
+        int w = (int)json_integer_value(json_object_get(m, "w"));
+        int64_t b = json_integer_value(json_object_get(m, "b"));
+        int j = (int)json_integer_value(json_object_get(m, "i"));
+        json_decref(m);
+        bool ok = gen == 0 || i == 0 ? (w == 1 && b == 0 && j == (int)i)
+                                     : (w == 2 && b == gen - 1 && j == (int)i - 1);
+        if (!ok || convo_history_seq(h, i) != (int64_t)i) {
+            snprintf(why, len, "generation %lld: seq %zu is w %d b %lld i %d", (long long)gen, i,
+                     w, (long long)b, j);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void *forker(void *arg)
+{
+    racer *r = arg;
+    convo_error e;
+    for (int k = 0; racing && !r->bad; k++) {
+        char dst[48];
+        convo_history *h;
+        snprintf(dst, sizeof dst, "race-f%d-%d", r->id, k % 100000);
+        int rc = convo_thread_fork(r->s, "race", dst, -1, &e);
+        if (rc == 0 && (rc = convo_load(r->s, dst, NULL, &h, &e)) == 0) {
+            r->bad = check_state(h, r->why, sizeof r->why);
+            convo_history_free(h);
+            r->done++;
+        }
+        if (rc != 0 && !r->bad) {
+            snprintf(r->why, sizeof r->why, "fork %s: %d %s", dst, rc, e.message);
+            r->bad = 1;
+        }
+    }
+    return NULL;
+}
+
+static void *loader(void *arg)
+{
+    racer *r = arg;
+    convo_error e;
+    while (racing && !r->bad) {
+        convo_history *h;
+        convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+        o.limit = r->done % 2 ? 0 : 10; /* windowed and not */
+        int rc = convo_load(r->s, "race", &o, &h, &e);
+        if (rc == 0) {
+            r->bad = check_state(h, r->why, sizeof r->why);
+            convo_history_free(h);
+            r->done++;
+        } else {
+            snprintf(r->why, sizeof r->why, "load: %d %s", rc, e.message);
+            r->bad = 1;
+        }
+    }
+    return NULL;
+}
+
+/* One thread rewrites the tail after the seed's first message again and again
+ * (collecting what each replaced) while others fork and load it: every fork
+ * and every load is one rewrite's whole state, never a mix. */
+START_TEST(test_rewrite_race_forks)
+{
+    convo_store *s = open_store(NULL);
+    append_batch(s, "race", 1, 0, 3);
+    racer r[3] = {{s, 0, 0, 0, ""}, {s, 1, 0, 0, ""}, {s, 2, 0, 0, ""}};
+    pthread_t th[3];
+    racing = 1;
+    ck_assert_int_eq(pthread_create(&th[0], NULL, forker, &r[0]), 0);
+    ck_assert_int_eq(pthread_create(&th[1], NULL, forker, &r[1]), 0);
+    ck_assert_int_eq(pthread_create(&th[2], NULL, loader, &r[2]), 0);
+    int rc = 0, done = 0;
+    for (; done < RACE_MAX && rc == 0; done++) {
+        if (r[0].done + r[1].done >= RACE_MIN && r[2].done >= RACE_MIN)
+            break;
+        if (r[0].bad || r[1].bad || r[2].bad)
+            break;
+        convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+        o.expected_generation = done;
+        rc = rewrite(s, "race", 1, 2, done, 1 + done % 3, &o, NULL);
+    }
+    racing = 0;
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_msg(rc == 0, "rewrite: %s", err.message);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(!r[i].bad, "racer %d: %s", i, r[i].why);
+    ck_assert_int_gt(r[0].done + r[1].done, 0);
+    ck_assert_int_gt(r[2].done, 0);
+    convo_history *h = load(s, "race", NULL);
+    ck_assert_int_eq(convo_history_generation(h), done);
+    char why[400];
+    ck_assert_msg(!check_state(h, why, sizeof why), "%s", why);
+    convo_history_free(h);
+    verify_raw_chains();
+    fprintf(stderr, "mongo_extra: %d rewrites raced by %d forks and %d loads\n", done,
+            r[0].done + r[1].done, r[2].done);
+    convo_close(s);
+}
+END_TEST
+
 void add_rewrite_cases(Suite *s)
 {
     TCase *tc = tcase_create("rewrite");
@@ -406,5 +576,11 @@ void add_rewrite_cases(Suite *s)
     tcase_add_test(tc, test_crash_rewrite_not_collected);
     tcase_add_test(tc, test_crash_rewrite_drop);
     tcase_add_test(tc, test_upgrade_from_v4);
+    tcase_add_test(tc, test_rewrite_fork_large);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rewrite_race");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_rewrite_race_forks);
     suite_add_tcase(s, tc);
 }

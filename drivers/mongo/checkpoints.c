@@ -620,7 +620,7 @@ int convo__mg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
     call c;
     bson_t m, probe;
     bson_oid_t zero;
-    const batch_pos far = {INT64_MAX, 0, INT64_MAX}; /* the largest s, e and r can take */
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
     convo__mg_call_begin(&c, b, err);
     int rc = convo__mg_build_messages(&c, msgs, cp->nmessages, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");

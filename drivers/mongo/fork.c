@@ -10,7 +10,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
         bson_t doc;
         thread_doc d;
-        batch_head top = {false, false, 0, 0, 0, 0};
+        batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
         bool dup, again = false;
         int64_t now = convo__mg_now_ms();
         convo__mg_backoff(attempt);
@@ -46,71 +46,91 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
     return convo__mg_contention(c);
 }
 
+/* Whether the source was never rewritten up to top: every batch then sits at
+ * the seq of its first message (no drift anywhere below a top without one). */
+static bool never_rewritten(const batch_head *top)
+{
+    return top->s == top->e - top->n;
+}
+
 /* A piece of the source to copy: the batch at slot, its messages [start, hi). */
 typedef struct piece {
     int64_t slot, start, hi;
 } piece;
 
-typedef struct pieces {
+/* What the walk over the source found: the pieces, highest first, and while
+ * they fit in COPY_FLUSH_BYTES their batches too (w, in the same order). */
+typedef struct source {
     piece *p;
-    size_t count, cap;
-} pieces;
+    size_t count, cap, bytes;
+    bool kept;
+    walk w;
+} source;
 
-static int pieces_add(call *c, pieces *ps, int64_t slot, int64_t start, int64_t hi)
+static int source_add(call *c, source *src, const bson_t *doc, const batch_head *h, int64_t hi)
 {
-    if (ps->count == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 64;
-        piece *grown = realloc(ps->p, cap * sizeof *grown);
+    if (src->count == src->cap) {
+        size_t cap = src->cap ? src->cap * 2 : 64;
+        piece *grown = realloc(src->p, cap * sizeof *grown);
         if (!grown)
             return convo__mg_no_memory(c);
-        ps->p = grown;
-        ps->cap = cap;
+        src->p = grown;
+        src->cap = cap;
     }
-    ps->p[ps->count++] = (piece){slot, start, hi};
+    src->p[src->count++] = (piece){h->s, h->e - h->n, hi};
+    src->bytes += doc->len;
+    if (src->kept && src->bytes > COPY_FLUSH_BYTES) { /* large: copy it in a second pass */
+        convo__mg_walk_free(&src->w);
+        src->w = (walk){NULL, NULL, 0, 0};
+        src->kept = false;
+    }
+    if (src->kept && convo__mg_walk_keep(&src->w, doc) != 0)
+        return convo__mg_no_memory(c);
     return 0;
 }
 
-/* The source's batches at or below the top slot whose messages may lie below upto
- * (the top's drift bounds every batch's), highest (dir -1) or lowest first. */
+/* The source's batches at or below the top slot (and, never rewritten, below
+ * upto), highest (dir -1) or lowest first. */
 static mongoc_cursor_t *source_batches(call *c, const bson_oid_t *gs, const batch_head *top,
-                                       int64_t upto, int dir, bool heads)
+                                       int64_t upto, int dir)
 {
-    int64_t bound = upto + (top->s - (top->e - top->n));
-    bson_t *filter = BCON_NEW("g", BCON_OID(gs), "s", "{", "$lte", BCON_INT64(top->s), "$lt",
-                              BCON_INT64(bound), "}");
-    bson_t *opts = heads ? BCON_NEW("sort", "{", "s", BCON_INT32(dir), "}", "projection", "{",
-                                    "m", BCON_INT32(0), "cp", BCON_INT32(0), "}")
-                         : BCON_NEW("sort", "{", "s", BCON_INT32(dir), "}", "projection", "{",
-                                    "cp", BCON_INT32(0), "}");
+    bson_t *filter = BCON_NEW("g", BCON_OID(gs), "s", "{", "$lte", BCON_INT64(top->s), "}");
+    if (never_rewritten(top))
+        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(upto), "}");
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(dir), "}", "projection", "{", "cp",
+                            BCON_INT32(0), "dc", BCON_INT32(0), "}");
     mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
     bson_destroy(filter);
     bson_destroy(opts);
     return cur;
 }
 
-/* Pass 1: which batches hold src's messages [0, upto) as of its top batch, walked
- * down as a load walks (a batch whose messages start at or above lim was
- * replaced by a rewrite); *complete false when the chain has a gap (a delete,
- * or the garbage collection of a rewrite after top, removed some). */
-static int plan_copy(call *c, const bson_oid_t *gs, const batch_head *top, int64_t upto,
-                     pieces *ps, bool *complete)
+/* The batches holding src's messages [0, upto) as of its top batch, walked down
+ * as a load walks them (convo__mg_walk_step), in one cursor: from top itself
+ * when the source was rewritten, else from the batches below upto. *complete is
+ * false when the chain has a gap: a delete, or the collection after a rewrite
+ * newer than top, removed batches this walk needs. */
+static int read_source(call *c, const bson_oid_t *gs, const batch_head *top, int64_t upto,
+                       source *src, bool *complete)
 {
-    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, -1, true);
+    bool jump = never_rewritten(top);
+    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, -1);
     const bson_t *doc;
-    int64_t lim = upto;
+    chain_walk cw = {jump ? upto : top->e, NO_BELOW, false};
     int rc = 0;
     *complete = upto == 0;
-    while (rc == 0 && lim > 0 && mongoc_cursor_next(cur, &doc)) {
+    while (rc == 0 && !*complete && mongoc_cursor_next(cur, &doc)) {
         batch_head h;
+        int64_t hi = 0;
         convo__mg_parse_head(doc, &h);
-        int64_t start = h.e - h.n;
-        if (!h.fence && start >= lim)
-            continue;
-        if (h.fence || h.e < lim)
+        if (!cw.started && !jump && h.s != top->s)
+            break; /* top itself is gone */
+        int step = convo__mg_walk_step(&cw, &h, &hi);
+        if (step == STEP_GAP)
             break;
-        rc = pieces_add(c, ps, h.s, start, lim);
-        lim = start;
-        *complete = lim == 0;
+        if (step == STEP_TAKE && h.e - h.n < upto)
+            rc = source_add(c, src, doc, &h, hi < upto ? hi : upto);
+        *complete = cw.lim <= 0;
     }
     bson_error_t e;
     if (rc == 0 && mongoc_cursor_error(cur, &e))
@@ -120,7 +140,7 @@ static int plan_copy(call *c, const bson_oid_t *gs, const batch_head *top, int64
 }
 
 /* A copy for dst of the messages [p->start, p->hi) of source batch src: at the
- * slot of its first message (dst's chain has no rewrite in it), generation r. */
+ * slot of its first message (dst's chain has no rewrite in it), rewrite count r. */
 static bool copy_batch(const convo_backend *b, const bson_t *src, const piece *p,
                        const bson_oid_t *gd, int64_t r, int64_t now, bson_t *doc)
 {
@@ -147,82 +167,100 @@ static bool copy_batch(const convo_backend *b, const bson_t *src, const piece *p
     return bson_append_array_end(doc, &arr);
 }
 
-static int flush(call *c, mongoc_bulk_operation_t **bulk)
+/* Copies one piece into the bulk (made on first use), flushing every 8 MiB. */
+static int copy_piece(call *c, mongoc_bulk_operation_t **bulk, size_t *pending,
+                      const bson_t *src, const piece *p, const bson_oid_t *gd, int64_t r,
+                      int64_t now)
 {
     bson_error_t e;
+    bson_t copy;
     int rc = 0;
-    if (*bulk && !mongoc_bulk_operation_execute(*bulk, NULL, &e))
+    if (!*bulk) {
+        bson_t *opts = BCON_NEW("ordered", BCON_BOOL(false));
+        *bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, opts);
+        bson_destroy(opts);
+    }
+    if (!copy_batch(c->b, src, p, gd, r, now, &copy))
+        rc = convo__mg_corrupt(c, "batch without messages");
+    else if (!mongoc_bulk_operation_insert_with_opts(*bulk, &copy, NULL, &e))
         rc = convo__mg_fail(c, &e, "copying messages");
-    mongoc_bulk_operation_destroy(*bulk);
-    *bulk = NULL;
+    *pending += copy.len;
+    bson_destroy(&copy);
+    if (rc == 0 && *pending >= COPY_FLUSH_BYTES) {
+        if (!mongoc_bulk_operation_execute(*bulk, NULL, &e))
+            rc = convo__mg_fail(c, &e, "copying messages");
+        mongoc_bulk_operation_destroy(*bulk);
+        *bulk = NULL;
+        *pending = 0;
+    }
     return rc;
 }
 
-/* Copies src's messages [0, upto) as of its top batch into generation gd of dst,
- * in two passes (which batches, then their messages, lowest first); *complete
- * is false when src lost batches on the way (deleted, or rewritten and
- * collected). Every batch at or below top is as it was when top was read, or
- * gone: the copy is all of one generation of src. */
-static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, const bson_oid_t *gd,
-                        int64_t upto, bool *complete)
+/* A source larger than COPY_FLUSH_BYTES: its pieces' batches read again, lowest
+ * slot first; *complete false when one of them is gone meanwhile. */
+static int copy_second_pass(call *c, const bson_oid_t *gs, const batch_head *top, int64_t upto,
+                            const source *src, mongoc_bulk_operation_t **bulk, size_t *pending,
+                            const bson_oid_t *gd, int64_t now, bool *complete)
 {
-    pieces ps = {NULL, 0, 0};
-    int rc = plan_copy(c, gs, top, upto, &ps, complete);
-    if (rc == 0 && *complete && ps.count == 0 && top->r) {
-        /* no message to copy: an empty batch alone carries the generation, as a
-         * rewrite that removed everything leaves one */
-        bool dup;
-        bson_t *doc = BCON_NEW("g", BCON_OID(gd), "s", BCON_INT64(0), "e", BCON_INT64(0), "n",
-                               BCON_INT64(0), "r", BCON_INT64(top->r), "k", BCON_INT64(0), "at",
-                               BCON_INT64(convo__now_micros()), "m", "[", "]");
-        if (c->b->ttl_ms)
-            BSON_APPEND_DATE_TIME(doc, "exp",
-                                  convo__mg_now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
-        rc = convo__mg_insert_doc(c, c->batches, doc, &dup, "copying messages");
-        bson_destroy(doc);
-    }
-    if (rc != 0 || !*complete || ps.count == 0) {
-        free(ps.p);
-        return rc;
-    }
-    bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(false));
-    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, 1, false);
-    mongoc_bulk_operation_t *bulk = NULL;
+    mongoc_cursor_t *cur = source_batches(c, gs, top, upto, 1);
     const bson_t *doc;
-    size_t pending = 0, next = ps.count; /* the pieces were found highest first */
-    int64_t now = convo__mg_now_ms();
+    size_t next = src->count;
     bson_error_t e;
+    int rc = 0;
     while (rc == 0 && next > 0 && mongoc_cursor_next(cur, &doc)) {
-        const piece *p = &ps.p[next - 1];
+        const piece *p = &src->p[next - 1];
         int64_t slot = convo__mg_get_int(doc, "s", -1);
-        bson_t copy;
         if (slot < p->slot)
             continue; /* replaced by a rewrite */
         if (slot > p->slot)
             break; /* p's batch is gone */
-        if (!bulk)
-            bulk = mongoc_collection_create_bulk_operation_with_opts(c->batches, bulk_opts);
-        if (!copy_batch(c->b, doc, p, gd, top->r, now, &copy))
-            rc = convo__mg_corrupt(c, "batch without messages");
-        else if (!mongoc_bulk_operation_insert_with_opts(bulk, &copy, NULL, &e))
-            rc = convo__mg_fail(c, &e, "copying messages");
-        pending += copy.len;
-        bson_destroy(&copy);
+        rc = copy_piece(c, bulk, pending, doc, p, gd, top->r, now);
         next--;
-        if (rc == 0 && pending >= COPY_FLUSH_BYTES) {
-            rc = flush(c, &bulk);
-            pending = 0;
-        }
     }
     if (rc == 0 && mongoc_cursor_error(cur, &e))
         rc = convo__mg_fail(c, &e, "reading messages to copy");
-    if (rc == 0)
-        rc = flush(c, &bulk);
-    mongoc_bulk_operation_destroy(bulk);
     mongoc_cursor_destroy(cur);
-    bson_destroy(bulk_opts);
-    free(ps.p);
     *complete = next == 0;
+    return rc;
+}
+
+/* Copies src's messages [0, upto) as of its top batch into generation gd of dst,
+ * lowest first, in unordered bulks of 8 MiB; *complete is false when src lost
+ * batches on the way (deleted, or rewritten and collected). Every batch at or
+ * below top is as it was when top was read, or gone: the copy is all of one
+ * rewrite count of src. Up to 8 MiB is copied from the one walk that found the
+ * batches; a larger source is read a second time. */
+static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, const bson_oid_t *gd,
+                        int64_t upto, bool *complete)
+{
+    source src = {NULL, 0, 0, 0, true, {NULL, NULL, 0, 0}};
+    mongoc_bulk_operation_t *bulk = NULL;
+    size_t pending = 0;
+    int64_t now = convo__mg_now_ms();
+    bson_error_t e;
+    int rc = read_source(c, gs, top, upto, &src, complete);
+    if (rc == 0 && *complete && src.count == 0 && top->r) {
+        /* no message to copy: an empty batch alone carries the rewrite count, as
+         * a rewrite that removed everything leaves one */
+        bool dup;
+        bson_t *doc = BCON_NEW("g", BCON_OID(gd), "s", BCON_INT64(0), "e", BCON_INT64(0), "n",
+                               BCON_INT64(0), "r", BCON_INT64(top->r), "pb", BCON_INT64(-1),
+                               "k", BCON_INT64(0), "at", BCON_INT64(convo__now_micros()), "m",
+                               "[", "]");
+        if (c->b->ttl_ms)
+            BSON_APPEND_DATE_TIME(doc, "exp", now + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
+        rc = convo__mg_insert_doc(c, c->batches, doc, &dup, "copying messages");
+        bson_destroy(doc);
+    }
+    if (rc == 0 && *complete && !src.kept)
+        rc = copy_second_pass(c, gs, top, upto, &src, &bulk, &pending, gd, now, complete);
+    for (size_t i = src.w.count; rc == 0 && *complete && src.kept && i-- > 0;)
+        rc = copy_piece(c, &bulk, &pending, src.w.docs[i], &src.p[i], gd, top->r, now);
+    if (rc == 0 && bulk && !mongoc_bulk_operation_execute(bulk, NULL, &e))
+        rc = convo__mg_fail(c, &e, "copying messages");
+    mongoc_bulk_operation_destroy(bulk);
+    convo__mg_walk_free(&src.w);
+    free(src.p);
     return rc;
 }
 
@@ -261,7 +299,7 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
                         int64_t expected_generation, bool *again)
 {
     thread_doc s;
-    batch_head top = {false, false, 0, 0, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
     bson_oid_t gd;
     bool complete = false, committed = false;
     int rc = convo__mg_read_thread(c, src, true, &s);
@@ -288,7 +326,7 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
         rc = commit_fork(c, dst, &gd, &committed);
     if (rc == 0 && !complete) { /* deleted, or rewritten and collected meanwhile */
         thread_doc now;
-        batch_head now_top = {false, false, 0, 0, 0, 0};
+        batch_head now_top = {false, false, 0, 0, 0, 0, NO_BELOW};
         rc = convo__mg_read_thread(c, src, false, &now);
         if (rc == 0 && now.found && bson_oid_equal(&now.g, &s.g))
             rc = convo__mg_top_batch(c, &s.g, &now_top);
@@ -316,11 +354,12 @@ int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, in
     int rc = 0;
     for (int attempt = 0;; attempt++) {
         bool again = false;
-        if (attempt == LOAD_ATTEMPTS) {
+        if (attempt == ATTEMPTS) {
             rc = convo__error(err, CONVO_EIO, NULL,
                               "MongoDB: the source thread kept being rewritten under the fork");
             break;
         }
+        convo__mg_backoff(attempt);
         rc = fork_attempt(&c, src, dst, upto, expected_generation, &again);
         if (rc != 0 || !again)
             break;

@@ -88,18 +88,22 @@ void convo__mg_parse_head(const bson_t *doc, batch_head *h)
     h->e = convo__mg_get_int(doc, "e", h->s);
     h->n = convo__mg_get_int(doc, "n", h->e - h->s);
     h->r = convo__mg_get_int(doc, "r", 0);
+    h->pb = convo__mg_get_int(doc, "pb", NO_BELOW);
     h->fence = convo__mg_get_bool(doc, "f");
 }
 
 /* The batch after top (NULL or not found: the first): the next slot, at the
- * thread's length, in its generation. A batch takes max(n, 1) slots, so a
- * thread never rewritten has each batch at the seq of its first message. */
+ * thread's length, with its rewrite count. A batch takes max(n, 1) slots, so a
+ * thread never rewritten has each batch at the seq of its first message. The
+ * batch below it ends at its first message (no pb needed), unless top is empty
+ * (a rewrite that removed and added nothing): then top's pb is its too. */
 void convo__mg_next_pos(const batch_head *top, batch_pos *p)
 {
     bool any = top && top->found;
     p->slot = any ? top->s + (top->n > 0 ? top->n : 1) : 0;
     p->start = any ? top->e : 0;
     p->r = any ? top->r : 0;
+    p->pb = any && top->n == 0 ? top->pb : NO_BELOW;
 }
 
 /* The batch with the highest s of generation g: its end is the thread's length. */
@@ -120,6 +124,37 @@ int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h)
     bson_destroy(filter);
     bson_destroy(opts);
     return rc;
+}
+
+/* One batch of a walk down by slot: STEP_SKIP when a rewrite above replaced its
+ * messages (they start at or above lim), STEP_TAKE when the walk reads its
+ * messages [e - n, *hi), STEP_GAP when the chain is not whole: a fence, or
+ * not the batch the one above names (pb) or ends at (a delete removing the
+ * thread, or the collection after a newer rewrite removing batches this walk
+ * still needs: without the check a longer batch below could stand in for
+ * them). The caller starts with lim: the length (the top batch's e), or the
+ * end of a window in a thread never rewritten. */
+int convo__mg_walk_step(chain_walk *w, const batch_head *h, int64_t *hi)
+{
+    int64_t start = h->e - h->n;
+    if (h->fence)
+        return STEP_GAP;
+    if (start >= w->lim) {
+        if (!w->started) { /* an empty top batch: it names the batch below it */
+            w->want = h->pb;
+            w->started = true;
+        }
+        return STEP_SKIP;
+    }
+    if (w->started && (w->want != NO_BELOW ? h->s != w->want : h->e != w->lim))
+        return STEP_GAP;
+    if (h->e < w->lim)
+        return STEP_GAP;
+    *hi = w->lim;
+    w->lim = start;
+    w->want = h->pb;
+    w->started = true;
+    return STEP_TAKE;
 }
 
 /* A fence ends generation g after top (NULL: none): no batch can be inserted

@@ -119,6 +119,7 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         rc = convo__mg_insert_doc(c, c->batches, &doc, again, "importing messages");
         bson_destroy(&doc);
         pos.slot += (int64_t)n;
+        pos.pb = NO_BELOW; /* the next piece starts where this one ends */
     }
     if (rc == 0 && !*again && !t.live)
         quietly(c, convo__mg_mark_live, id, &t.g, NULL);

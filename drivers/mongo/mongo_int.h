@@ -22,7 +22,7 @@
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
 #define SCHEMA_VERSION 5
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
-#define LOAD_ATTEMPTS 8                       /* tries when a delete cut a load short */
+#define LOAD_ATTEMPTS 32 /* tries when a delete, or collecting after a rewrite, cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
 #define FORK_STALE_MS ((int64_t)600000)       /* a fork placeholder this old was abandoned */
 #define MAX_DEPTH 95                          /* MongoDB nests documents at most 100 deep */
@@ -66,16 +66,30 @@ typedef struct thread_doc {
 
 /* The head of a <prefix>_batches document: its slot s in the chain, messages
  * [e - n, e) (s == e - n unless a rewrite came before it), the thread's
- * generation r from it on; a fence has n == 0. */
+ * rewrite count r from it on, and pb, the slot of the batch holding message
+ * e - n - 1 (NO_BELOW when not stored: then that batch ends at e - n); a fence
+ * has n == 0. */
 typedef struct batch_head {
     bool found, fence;
-    int64_t s, e, n, r;
+    int64_t s, e, n, r, pb;
 } batch_head;
 
-/* Where a new batch goes: its slot, the seq of its first message, and the
- * generation it carries. */
+#define NO_BELOW INT64_MIN
+
+/* A walk down a chain by slot (see Load in docs/mongo.md): lim, where the
+ * messages of the batches taken so far start; want, the slot of the next batch
+ * to take (NO_BELOW: the next one must end exactly at lim). */
+typedef struct chain_walk {
+    int64_t lim, want;
+    bool started;
+} chain_walk;
+
+enum { STEP_SKIP, STEP_TAKE, STEP_GAP };
+
+/* Where a new batch goes: its slot, the seq of its first message, the rewrite
+ * count it carries, and its pb (NO_BELOW: not stored). */
 typedef struct batch_pos {
-    int64_t slot, start, r;
+    int64_t slot, start, r, pb;
 } batch_pos;
 
 /* Batch documents collected while walking down a thread, highest first, each
@@ -143,6 +157,7 @@ bool convo__mg_build_thread(const convo_backend *b, const char *id, const bson_o
 void convo__mg_parse_head(const bson_t *doc, batch_head *h);
 int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h);
 void convo__mg_next_pos(const batch_head *top, batch_pos *p);
+int convo__mg_walk_step(chain_walk *w, const batch_head *h, int64_t *hi);
 int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, bool *dup);
 int convo__mg_retire(call *c, const char *id, const bson_oid_t *g);
 int convo__mg_delete_generation(call *c, const bson_oid_t *g, const char *what);

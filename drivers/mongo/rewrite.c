@@ -107,9 +107,27 @@ int convo__mg_settle_drop(call *c, const bson_oid_t *g, const bson_t *batch, boo
 
 /* ---- the rewrite ---- */
 
+/* A stage {$lookup: ... as: "vb"}: the batch holding message keep - 1, the one
+ * with the highest slot whose messages [e - n, e) hold it (a batch above it
+ * holding that seq would be the one a load reads it from). */
+static void lookup_below(call *c, bson_t *stages, const char *pos, int64_t keep)
+{
+    bson_t *stage = BCON_NEW(
+        "$lookup", "{", "from", BCON_UTF8(c->b->batches_name), "let", "{", "g", BCON_UTF8("$g"),
+        "}", "pipeline", "[", "{", "$match", "{", "$expr", "{", "$and", "[", "{", "$eq", "[",
+        BCON_UTF8("$g"), BCON_UTF8("$$g"), "]", "}", "{", "$lte", "[", "{", "$subtract", "[",
+        BCON_UTF8("$e"), BCON_UTF8("$n"), "]", "}", BCON_INT64(keep - 1), "]", "}", "]", "}",
+        "e", "{", "$gt", BCON_INT64(keep - 1), "}", "}", "}", "{", "$sort", "{", "s",
+        BCON_INT32(-1), "}", "}", "{", "$limit", BCON_INT32(1), "}", "{", "$project", "{", "s",
+        BCON_INT32(1), "}", "}", "]", "as", BCON_UTF8("vb"), "}");
+    BSON_APPEND_DOCUMENT(stages, pos, stage);
+    bson_destroy(stage);
+}
+
 /* What a rewrite reads, in one aggregate on the thread doc: the doc (no extra),
  * its top batch (top), the batch of the key (kb), the batches still carrying
- * a checkpoint or a drop (pc), and the checkpoints past keep (cl). */
+ * a checkpoint or a drop (pc), the checkpoints past keep (cl), and the batch
+ * holding message keep - 1 (vb, when keep > 0). */
 static int read_for_rewrite(call *c, const char *id, const char *key, int64_t keep, thread_doc *t,
                             bson_t *out)
 {
@@ -130,8 +148,10 @@ static int read_for_rewrite(call *c, const char *id, const char *key, int64_t ke
     convo__mg_lookup_batches(c, &stages, "2", NULL, highest, "top");
     convo__mg_lookup_pending(c, &stages, "3");
     convo__mg_lookup(&stages, "4", c->b->kinds_name[CHECKPOINTS], past, past_rest, "cl");
+    if (keep > 0)
+        lookup_below(c, &stages, "5", keep);
     if (key)
-        convo__mg_lookup_batches(c, &stages, "5", keyed_cond, keyed, "kb");
+        convo__mg_lookup_batches(c, &stages, keep > 0 ? "6" : "5", keyed_cond, keyed, "kb");
     mongoc_cursor_t *cur =
         mongoc_collection_aggregate(c->threads, MONGOC_QUERY_NONE, &stages, NULL, c->b->primary);
     const bson_t *doc;
@@ -215,7 +235,7 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
 {
     thread_doc t;
     bson_t read, item;
-    batch_head top = {false, false, 0, 0, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
     int64_t now = convo__mg_now_ms();
     int rc = read_for_rewrite(c, id, o->idempotency_key, keep, &t, &read);
     if (rc == 0 && convo__mg_first_of(&read, "top", &item))
@@ -260,12 +280,20 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
                           convo__mg_get_utf8(&item, "id") ? convo__mg_get_utf8(&item, "id") : "?",
                           convo__mg_get_utf8(&item, "ns") ? convo__mg_get_utf8(&item, "ns") : "?",
                           (long long)convo__mg_get_int(&item, "ll", 0), (long long)keep);
-    if (rc != 0 || (rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 || *again)
+    int64_t below = -1; /* the batch a load reads message keep - 1 from */
+    if (rc == 0 && keep > 0) {
+        if (convo__mg_first_of(&read, "vb", &item))
+            below = convo__mg_get_int(&item, "s", -1);
+        else /* a delete took the batches meanwhile */
+            *again = true;
+    }
+    if (rc != 0 || *again || (rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 ||
+        *again)
         goto out;
     bson_t doc;
     bool dup = false;
     bson_oid_t bid; /* a drop is unmarked by it */
-    batch_pos at = {pos.slot, keep, pos.r + 1};
+    batch_pos at = {pos.slot, keep, pos.r + 1, below};
     convo__mg_build_batch(c->b, &t.g, &at, n, o->idempotency_key, convo__now_micros(), now, m,
                           &doc);
     if (drops) {
@@ -304,7 +332,7 @@ int convo__mg_replace_tail(convo_backend *b, const char *id, int64_t keep,
     call c;
     bson_t m, probe;
     bson_oid_t zero;
-    const batch_pos far = {INT64_MAX, 0, INT64_MAX}; /* the largest s, e and r can take */
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
     convo__mg_call_begin(&c, b, err);
     int rc = convo__mg_build_messages(&c, msgs, n, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");

@@ -45,6 +45,8 @@ bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, const ba
     BSON_APPEND_INT64(doc, "n", (int64_t)n);
     if (p->r)
         BSON_APPEND_INT64(doc, "r", p->r);
+    if (p->pb != NO_BELOW)
+        BSON_APPEND_INT64(doc, "pb", p->pb);
     BSON_APPEND_INT64(doc, "at", at);
     if (key) /* k is unique per generation: the caller's key, or else the slot */
         BSON_APPEND_UTF8(doc, "k", key);
@@ -269,7 +271,7 @@ int convo__mg_append(convo_backend *b, const char *id, const convo_message_in *m
     call c;
     bson_t m, probe;
     bson_oid_t zero;
-    const batch_pos far = {INT64_MAX, 0, INT64_MAX}; /* the largest s, e and r can take */
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
     convo__mg_call_begin(&c, b, err);
     int rc = convo__mg_build_messages(&c, msgs, n, &m);
     bson_oid_init_from_string(&zero, "000000000000000000000000");
@@ -362,63 +364,58 @@ static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t fr
                   : convo__mg_corrupt(c, "batch holds a different number of messages than it says");
 }
 
-/* Walks generation g downwards by slot, from the top (*length < 0, which also
- * gives the length and *generation) or from the batches below `to` (top: the
- * top batch, whose drift s - (e - n) bounds every batch's), and keeps the
- * batches covering [from, to). lim is where the messages of the batches above
- * start: a batch whose messages start at or above it was replaced by a rewrite
- * and is skipped; any other must reach lim (it is cut there, hi): a gap means a
- * delete is removing the thread (*again). A fence at the top means it was
- * deleted. *any: some batch was seen. */
-static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o,
-                     const batch_head *top, int64_t *length, int64_t *generation, int64_t *from,
-                     int64_t *to, walk *w, bool *any, bool *again, bool *deleted)
+/* Walks generation g downwards by slot (convo__mg_walk_step) and keeps the
+ * batches covering [from, to), each with hi, where its messages stop counting.
+ * From the top (*length < 0), the first batch gives the length and
+ * *generation; else (a window of a thread whose top batch has no drift: never
+ * rewritten, so every batch sits at the seq of its first message) it starts
+ * with the batches below `to`. A gap means a delete (or the collection after a
+ * rewrite newer than the top read) is removing batches: *again. A fence at the
+ * top means the thread was deleted. *any: some batch was seen. */
+static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int64_t *length,
+                     int64_t *generation, int64_t *from, int64_t *to, walk *w, bool *any,
+                     bool *again, bool *deleted)
 {
     bool from_top = *length < 0;
     bson_t *filter = convo__mg_generation_filter(&t->g);
-    if (!from_top) /* a batch starting below `to` has its slot below to + drift */
-        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to + (top->s - (top->e - top->n))),
-                    "}");
+    if (!from_top)
+        BCON_APPEND(filter, "s", "{", "$lt", BCON_INT64(*to), "}");
     int64_t most = from_top ? (o->tail > 0 ? o->tail + 1 : 0) : *to - *from;
     bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "projection", "{", "cp",
-                            BCON_INT32(0), "}"); /* a checkpoint being settled */
+                            BCON_INT32(0), "dc", BCON_INT32(0), "}");
     if (most > 0) /* not a limit: replaced batches may come between */
         BCON_APPEND(opts, "batchSize", BCON_INT64(most < 1000 ? most : 1000));
     mongoc_cursor_t *cur =
         mongoc_collection_find_with_opts(c->batches, filter, opts, c->b->primary);
     const bson_t *doc;
-    int64_t lim = *to;
+    chain_walk cw = {*to, NO_BELOW, false};
     bool covered = false;
     int rc = 0;
     *any = false;
     while (rc == 0 && !covered && mongoc_cursor_next(cur, &doc)) {
         batch_head h;
+        int64_t hi = 0;
         convo__mg_parse_head(doc, &h);
         if (!*any && from_top) {
             if ((*deleted = h.fence))
                 break;
-            *length = lim = h.e;
+            *length = cw.lim = h.e;
             *generation = h.r;
             convo__load_range(o, *length, from, to);
         }
         *any = true;
-        int64_t start = h.e - h.n;
-        if (!h.fence && start >= lim) { /* replaced by a rewrite (or the empty tail of one) */
-            covered = lim <= *from;
-            continue;
-        }
-        if (h.fence || h.e < lim) {
+        int step = convo__mg_walk_step(&cw, &h, &hi);
+        if (step == STEP_GAP) {
             *again = true;
             break;
         }
-        if (start < *to && *from < *to) {
+        if (step == STEP_TAKE && h.e - h.n < *to && hi > *from) {
             if ((rc = convo__mg_walk_keep(w, doc)) != 0)
                 rc = convo__mg_no_memory(c);
             else
-                w->hi[w->count - 1] = lim;
+                w->hi[w->count - 1] = hi;
         }
-        lim = start;
-        covered = lim <= *from;
+        covered = cw.lim <= *from;
     }
     bson_error_t e;
     if (rc == 0 && mongoc_cursor_error(cur, &e))
@@ -452,7 +449,7 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
 {
     thread_doc t;
     walk w = {NULL, NULL, 0, 0};
-    batch_head top = {false, false, 0, 0, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
     bool deleted = false, any = false;
     int64_t length = -1, generation = 0, from = 0, to = 0;
     int rc = convo__mg_read_thread(c, id, o->with_extra, &t);
@@ -465,9 +462,11 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
         generation = top.r;
         any = top.found;
         convo__load_range(o, length, &from, &to);
+        if (top.found && top.s != top.e - top.n) /* rewritten: walk from the top */
+            length = -1;
     }
     if (rc == 0 && !deleted && (length < 0 || from < to))
-        rc = walk_down(c, &t, o, &top, &length, &generation, &from, &to, &w,
+        rc = walk_down(c, &t, o, &length, &generation, &from, &to, &w,
                        length < 0 ? &any : &(bool){false}, again, &deleted);
     if (rc == 0 && !*again && (deleted || (!any && !t.live)))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
@@ -500,6 +499,7 @@ int convo__mg_load(convo_backend *b, const char *id, const convo_load_opts *opts
     for (int attempt = 0; rc == 0; attempt++) {
         bool again = false;
         convo_history_free(h);
+        convo__mg_backoff(attempt);
         if (attempt == LOAD_ATTEMPTS) {
             h = NULL;
             rc = convo__error(err, CONVO_EIO, NULL,
@@ -665,7 +665,7 @@ int convo__mg_drop_placeholder(call *c, const char *id, const bson_oid_t *g, boo
 static int delete_attempt(call *c, const char *id, bool *again)
 {
     thread_doc t;
-    batch_head top = {false, false, 0, 0, 0, 0};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
     int64_t matched = 0, now = convo__mg_now_ms();
     int rc = convo__mg_read_thread(c, id, false, &t);
     if (rc == 0 && t.found && !t.forking && !convo__mg_expired(&t, now))
