@@ -153,6 +153,32 @@ suite() {
         bad "$name: append <&-: [$(head -c 300 "$T/err")]"
     fi
     refused "$name: save-extra with stdin closed" 1 --url "$url" save-extra t <&-
+    # the thread index: a filter that is not a JSON object and a bad cursor are
+    # refused (1), an unknown order or a misplaced flag is a usage error (2)
+    local w
+    for w in '[1]' '"u1"' 'null' '{"user_id":' '{"a":1,"a":2}' "$(printf '{"a":"\xff"}')"; do
+        refused "$name: threads --where $w" 1 --url "$url" threads --where "$w"
+        if grep -q 'where must be a JSON object' "$T/err"; then ok; else
+            bad "$name: threads --where $w: [$(head -c 200 "$T/err")]"
+        fi
+    done
+    local c
+    for c in nonsense 'r0:zz:abc' 'r0:0000000000000001:' 'c0:0000000000000001:t' 'r1:0000000000000001:t'; do
+        refused "$name: threads --after $c" 1 --url "$url" threads --order recent --after "$c"
+        if grep -q 'cursor' "$T/err"; then ok; else bad "$name: threads --after $c: [$(head -c 200 "$T/err")]"; fi
+    done
+    for opts in "--order newest" "--order=" "--extra" "--last-message" "--reverse=1" "--where"; do
+        # shellcheck disable=SC2086
+        got=0; convo --url "$url" threads $opts >"$T/out" 2>"$T/err" || got=$?
+        if [ "$got" = 2 ] && grep -q '^usage: convo' "$T/err" && [ ! -s "$T/out" ]; then ok; else
+            bad "$name: threads $opts: exit $got, want 2 and the usage: [$(head -c 200 "$T/err")]"
+        fi
+    done
+    refused "$name: --index-key named twice" 1 --url "$url" --index-key k --index-key k threads
+    got=0; convo --url "$url" --index-key= threads >"$T/out" 2>"$T/err" || got=$?
+    if [ "$got" = 2 ] && grep -q 'index-key needs a value' "$T/err"; then ok; else
+        bad "$name: --index-key=: exit $got: [$(head -c 200 "$T/err")]"
+    fi
     nothing_written "$url" "$name"
 
     # a closed stdout: exit 6, the result not printed into the server's connection

@@ -119,6 +119,14 @@ check "bad upto" 2 "$CONVO" --url "$M" fork a b --upto x
 check "save-extra with two JSON" 2 "$CONVO" --url "$M" save-extra t "{}" "{}"
 check "save-extra of an empty stdin" 1 "$CONVO" --url "$M" save-extra t </dev/null
 check "threads with argument" 2 "$CONVO" --url "$M" threads x
+check "threads --order unknown" 2 "$CONVO" --url "$M" threads --order newest
+usage_shown "threads --order unknown"
+check "threads --extra without --with-meta" 2 "$CONVO" --url "$M" threads --extra
+usage_shown "threads --extra without --with-meta"
+check "threads --last-message without --with-meta" 2 "$CONVO" --url "$M" threads --last-message
+check "--index-key without a value" 2 "$CONVO" --url "$M" threads --index-key
+check "--index-key empty" 2 "$CONVO" --url "$M" --index-key= threads
+check "--index-key for bench" 2 "$CONVO" --url "$M" --index-key k bench --scenario append
 check "help of unknown command" 2 "$CONVO" help frobnicate
 check "usage error opens no store" 2 env -C "$T" "$CONVO" load
 if [ ! -e "$T/convo.db" ]; then ok; else bad "a usage error created convo.db"; fi
@@ -378,6 +386,100 @@ e"
 th-c"
     check "threads --after the last" 0 "$CONVO" --url "$S" threads --after th-d
     out_empty "threads --after the last"
+
+    # the thread index: --where, --order, --reverse, --with-meta, cursors, --index-key
+    I="sqlite:$T/index.db"
+    check "index: declare the key" 0 "$CONVO" --url "$I" --index-key user_id save-extra ia '{"user_id":"u1","title":"A"}'
+    "$CONVO" --url "$I" append ia "$U" >/dev/null
+    "$CONVO" --url "$I" save-extra ib '{"user_id":"u2"}'
+    "$CONVO" --url "$I" append ib "$U" >/dev/null
+    "$CONVO" --url "$I" save-extra ic '{"user_id":"u1"}'
+    "$CONVO" --url "$I" append ic "$U" >/dev/null
+    "$CONVO" --url "$I" append ia '{"role":"assistant","content":"l\u00e4st"}' >/dev/null
+    check "threads of an index store, byte order" 0 "$CONVO" --url "$I" threads
+    out_is "threads of an index store, byte order" "ia
+ib
+ic"
+    check "threads --where" 0 "$CONVO" --url "$I" threads --where '{"user_id":"u1"}'
+    out_is "threads --where" "ia
+ic"
+    check "threads --order recent" 0 "$CONVO" --url "$I" threads --order recent
+    out_is "threads --order recent" "ia
+ic
+ib"
+    check "threads --reverse" 0 "$CONVO" --url "$I" threads --reverse
+    out_is "threads --reverse" "ib
+ic
+ia"
+    check "threads --order created" 0 "$CONVO" --url "$I" threads --order created
+    out_is "threads --order created" "ic
+ib
+ia"
+    check "threads --order created --reverse" 0 "$CONVO" --url "$I" threads --order created --reverse
+    out_is "threads --order created --reverse" "ia
+ib
+ic"
+    check "threads --order id --reverse" 0 "$CONVO" --url "$I" threads --order=id --reverse
+    out_is "threads --order id --reverse" "ic
+ib
+ia"
+    check "threads --where matching none" 0 "$CONVO" --url "$I" threads --where '{"user_id":"u9"}'
+    out_empty "threads --where matching none"
+    check "threads --with-meta" 0 "$CONVO" --url "$I" threads --with-meta --extra --last-message --where '{"user_id":"u1"}'
+    if python3 - "$T/out" <<'EOF'; then ok; else bad "threads --with-meta output: [$(head -c 600 "$T/out")]"; fi
+import json, re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+assert lines[-1] == "", "no final newline"
+rows = [json.loads(l) for l in lines[:-1]]
+assert [r["id"] for r in rows] == ["ia", "ic"], rows
+for r in rows:
+    assert list(r) == ["id", "created_at", "updated_at", "length", "extra", "last_message", "cursor"], r
+    for k in ("created_at", "updated_at"):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", r[k]), r
+    assert r["created_at"] < r["updated_at"], r
+assert rows[0]["length"] == 2 and rows[1]["length"] == 1, rows
+assert rows[0]["extra"] == {"user_id": "u1", "title": "A"}, rows
+assert rows[1]["last_message"] == {"role": "user", "content": "hi"}, rows
+# the last message's bytes as appended (the \u00e4 escape kept)
+assert '"last_message":{"role":"assistant","content":"l\\u00e4st"},"cursor":' in lines[0], lines[0]
+EOF
+    check "threads --with-meta, no extras" 0 "$CONVO" --url "$I" threads --with-meta --limit 1
+    if python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert list(r)==["id","created_at","updated_at","length","cursor"] and r["id"]=="ia", r' "$T/out"; then ok; else
+        bad "threads --with-meta --limit 1: [$(head -c 300 "$T/out")]"
+    fi
+    # --after takes the cursor of a row: the listing goes on after it
+    cursor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cursor"])' "$T/out" 2>/dev/null) || cursor=none
+    check "threads --after a cursor" 0 "$CONVO" --url "$I" threads --with-meta --after "$cursor"
+    if [ "$(python3 -c 'import json,sys; print(" ".join(json.loads(l)["id"] for l in open(sys.argv[1])))' "$T/out")" = "ic ib" ]; then ok; else
+        bad "threads --after a cursor: [$(head -c 300 "$T/out")]"
+    fi
+    check "threads --after a cursor, ids" 0 "$CONVO" --url "$I" threads --order recent --after "$cursor" --limit 1
+    out_is "threads --after a cursor, ids" "ic"
+    check "threads --after a cursor of another order" 1 "$CONVO" --url "$I" threads --order created --after "$cursor"
+    one_error "threads --after a cursor of another order"
+    err_has "threads --after a cursor of another order" "cursor"
+    # the key is recorded in the store: an open naming another is refused, one naming none keeps it
+    check "--index-key another key" 1 "$CONVO" --url "$I" --index-key tenant threads
+    one_error "--index-key another key"
+    out_empty "--index-key another key"
+    check "--index-key the same key, after the command" 0 "$CONVO" --url "$I" threads --index-key=user_id --where '{"user_id":"u2"}'
+    out_is "--index-key the same key, after the command" "ib"
+    check "--index-key for copy" 2 "$CONVO" --index-key user_id copy "$I" memory:
+    usage_shown "--index-key for copy"
+    # more than a page (the tool reads 1,000 rows a page): every thread once, newest first
+    if CONVO_LIBRARY="$top_builddir/.libs/libconvo.so" PYTHONPATH="$top_srcdir/bindings/python" \
+        PYTHONDONTWRITEBYTECODE=1 python3 -c 'import convo, sys
+with convo.Store(sys.argv[1]) as s:
+    for i in range(1005):
+        s.save_extra("many-%04d" % i, {"user_id": "u3"})' "$I"; then ok; else bad "index: seeding 1,005 threads"; fi
+    check "threads --where over two pages" 0 "$CONVO" --url "$I" threads --where '{"user_id":"u3"}'
+    if python3 -c 'import sys; ids = open(sys.argv[1]).read().split(); assert ids == ["many-%04d" % i for i in reversed(range(1005))], ids[:3]' "$T/out"; then ok; else
+        bad "threads --where over two pages: $(wc -l <"$T/out") lines: $(head -c 100 "$T/out")"
+    fi
+    check "threads --where --limit 1003" 0 "$CONVO" --url "$I" threads --where '{"user_id":"u3"}' --order id --limit 1003
+    if [ "$(wc -l <"$T/out")" = 1003 ] && [ "$(tail -n 1 "$T/out")" = many-1002 ]; then ok; else
+        bad "threads --limit 1003: $(wc -l <"$T/out") lines, last $(tail -n 1 "$T/out")"
+    fi
 
     # fork
     check "fork" 0 "$CONVO" --url "$S" fork t t2 --upto 2

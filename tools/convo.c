@@ -6,6 +6,7 @@
 #include "dump.h"
 #include "newdb.h"
 #include "rewrite.h"
+#include "threads.h"
 #include <convo.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,12 @@
 #include <unistd.h>
 
 #define DEFAULT_URL "sqlite:convo.db"
-#define THREAD_PAGE 1000
+
+/* The extra keys the store indexes, from --index-key K (repeatable): handed to
+ * convo_open_ex, which records them in the store the first time. */
+#define MAX_INDEX_KEYS 32
+static const char *index_keys[MAX_INDEX_KEYS + 1];
+static int nindex_keys;
 
 static const command *find_command(const char *name);
 static void print_help(FILE *f);
@@ -152,50 +158,6 @@ static int cmd_save_extra(convo_store *s, const invocation *inv)
     int rc = convo_save_extra(s, inv->args[0], patch ? patch : inv->args[1], &err);
     free(patch);
     return rc ? fail(rc, &err) : STATUS_OK;
-}
-
-/* Prints one page of ids; *printed gets their number, *next the cursor or NULL. */
-static int print_thread_page(convo_store *s, const char *after, size_t limit, size_t *printed,
-                             char **next)
-{
-    convo_thread_page *p;
-    convo_error err;
-    *printed = 0;
-    *next = NULL; /* the caller frees it, error or not */
-    int rc = convo_thread_list(s, after, limit, &p, &err);
-    if (rc != 0)
-        return fail(rc, &err);
-    *printed = convo_thread_page_count(p);
-    for (size_t i = 0; i < *printed; i++)
-        puts(convo_thread_page_id(p, i));
-    const char *n = convo_thread_page_next(p);
-    *next = n ? strdup(n) : NULL;
-    convo_thread_page_free(p);
-    if (n && !*next)
-        return fail_msg(STATUS_ERROR, "out of memory");
-    return STATUS_OK;
-}
-
-static int cmd_threads(convo_store *s, const invocation *inv)
-{
-    int64_t limit = 0; /* 0: every thread, page by page */
-    int st = opt_count(inv, "--limit", &limit);
-    const char *after = opt_value(inv, "--after");
-    char *cursor = NULL;
-    while (st == STATUS_OK) {
-        size_t page = limit > 0 && limit < THREAD_PAGE ? (size_t)limit : THREAD_PAGE;
-        size_t printed;
-        char *next;
-        st = print_thread_page(s, cursor ? cursor : after, page, &printed, &next);
-        free(cursor);
-        cursor = next;
-        if (limit > 0 && (limit -= (int64_t)printed) == 0)
-            break;
-        if (!cursor)
-            break;
-    }
-    free(cursor);
-    return st;
 }
 
 static int cmd_delete(convo_store *s, const invocation *inv)
@@ -358,9 +320,16 @@ static const command commands[] = {
     {.name = "save-extra", .run = cmd_save_extra, .opens_store = 1, .min_args = 1, .max_args = 2,
      .usage = "save-extra THREAD [JSON]",
      .summary = "merge the keys of a JSON object (argument, or stdin) into the extra object"},
-    {.name = "threads", .run = cmd_threads, .opens_store = 1, .min_args = 0, .max_args = 0,
-     .options = {"--after=", "--limit="}, .usage = "threads [--after ID] [--limit N]",
-     .summary = "print thread ids in byte order, one per line"},
+    {.name = "threads", .run = convo_tool_threads, .opens_store = 1, .min_args = 0,
+     .max_args = 0,
+     .options = {"--after=", "--limit=", "--where=", "--order=", "--reverse", "--with-meta",
+                 "--extra", "--last-message"},
+     .usage = "threads [--after ID] [--limit N]\n"
+              "      threads [--where JSON] [--order recent|created|id] [--reverse] [--with-meta\n"
+              "      [--extra] [--last-message]] [--after CURSOR] [--limit N]",
+     .summary = "print thread ids in byte order, one per line; with the index options, the\n"
+                "    threads whose extra contains JSON, newest activity first (--with-meta: one\n"
+                "    JSON object per thread: id, times, length, cursor, extra, last message)"},
     {.name = "delete", .run = cmd_delete, .opens_store = 1, .min_args = 1, .max_args = 1,
      .usage = "delete THREAD", .summary = "delete a thread and all it holds"},
     {.name = "fork", .run = cmd_fork, .opens_store = 1, .min_args = 2, .max_args = 2,
@@ -400,11 +369,13 @@ static const command *find_command(const char *name)
 
 static void print_help(FILE *f)
 {
-    fputs("usage: convo [--url URL] COMMAND [ARGS ...]\n"
+    fputs("usage: convo [--url URL] [--index-key KEY ...] COMMAND [ARGS ...]\n"
           "       convo --help | --version\n\ncommands:\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %s\n    %s\n", commands[i].usage, commands[i].summary);
     fputs("\nURL defaults to $CONVO_URL, else " DEFAULT_URL ".\n"
+          "--index-key KEY (repeatable): an extra key the thread index keeps an index for,\n"
+          "  recorded in the store by the first command that names it.\n"
           "exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict, 5 too large,\n"
           "  6 stored but the output could not be written\n", f);
 }
@@ -436,7 +407,9 @@ static int run(const char *url, const command *cmd, int argc, char **argv)
     char *created = NULL; /* a SQLite file this open creates */
     if (st == STATUS_OK && cmd && cmd->opens_store) {
         created = newdb_path(url);
-        int rc = convo_open(&s, url, &err);
+        convo_store_opts opts = CONVO_STORE_OPTS_INIT;
+        opts.indexed_keys = nindex_keys > 0 ? index_keys : NULL;
+        int rc = convo_open_ex(&s, url, &opts, &err);
         if (rc != 0)
             st = fail(rc, &err);
     }
@@ -488,6 +461,34 @@ static int url_option(int argc, char **argv, int *k, const char **url)
     return 1;
 }
 
+/* As url_option, for --index-key KEY / --index-key=KEY. */
+static int index_key_option(int argc, char **argv, int *k)
+{
+    const char *a = argv[*k], *value;
+    if (strcmp(a, "--index-key") == 0) {
+        if (*k + 1 >= argc)
+            return usage_error(NULL, "option --index-key needs a value");
+        value = argv[++*k];
+    } else if (strncmp(a, "--index-key=", 12) == 0) {
+        value = a + 12;
+    } else {
+        return 0;
+    }
+    if (!*value)
+        return usage_error(NULL, "option --index-key needs a value");
+    if (nindex_keys == MAX_INDEX_KEYS)
+        return usage_error(NULL, "at most %d --index-key options", MAX_INDEX_KEYS);
+    index_keys[nindex_keys++] = value;
+    return 1;
+}
+
+/* --url or --index-key at argv[*k]: 1 when taken, 0 when something else, or a usage error. */
+static int global_option(int argc, char **argv, int *k, const char **url)
+{
+    int taken = url_option(argc, argv, k, url);
+    return taken ? taken : index_key_option(argc, argv, k);
+}
+
 /* --url may also follow the command (`convo bench --url URL ...`): it is taken
  * out of argv[from..argc) before the command reads its arguments; "--" ends
  * the search. Returns STATUS_OK or a usage error. */
@@ -500,7 +501,7 @@ static int take_url_after_command(int *argc, char **argv, int from, const char *
                 argv[out++] = argv[k++];
             break;
         }
-        int taken = url_option(*argc, argv, &k, url);
+        int taken = global_option(*argc, argv, &k, url);
         if (taken == STATUS_USAGE)
             return taken;
         if (!taken)
@@ -545,7 +546,7 @@ int main(int argc, char **argv)
             i++;
             break;
         } else {
-            int taken = url_option(argc, argv, &i, &url);
+            int taken = global_option(argc, argv, &i, &url);
             if (taken == STATUS_USAGE)
                 return taken;
             if (!taken)
@@ -564,6 +565,9 @@ int main(int argc, char **argv)
         url = getenv("CONVO_URL");
     if (!url || !*url)
         url = DEFAULT_URL;
+    if (nindex_keys > 0 && !cmd->opens_store)
+        return usage_error(cmd, "--index-key applies to the commands that open one store, "
+                           "not %s", cmd->name);
     if (cmd->run_raw)
         return finish(cmd->run_raw(url, argc - i, argv + i));
     return finish(run(url, cmd, argc - i - 1, argv + i + 1));
