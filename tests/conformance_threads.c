@@ -5,6 +5,7 @@
  * threads with a "suite" value of its own, so runs sharing a server never see
  * each other's threads. */
 #include "conformance.h"
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,11 @@ static void make_thread(const char *tid, const char *tag, const char *more)
 static char *list_ids(const char *tag, const char *more, int order, int reverse, size_t limit)
 {
     char where[1024];
-    snprintf(where, sizeof where, "{\"suite\":\"%s\"%s%s}", tag, more ? "," : "",
-             more ? more : "");
+    if (tag) /* NULL: the filter is more alone */
+        snprintf(where, sizeof where, "{\"suite\":\"%s\"%s%s}", tag, more ? "," : "",
+                 more ? more : "");
+    else
+        snprintf(where, sizeof where, "{%s}", more);
     char *out = calloc(1, 1);
     char *after = NULL;
     for (int pages = 0;; pages++) {
@@ -451,6 +455,121 @@ START_TEST(test_index_declared_keys)
 }
 END_TEST
 
+/* "a b c" -> "c b a" */
+static char *reverse_words(const char *words)
+{
+    size_t len = strlen(words);
+    char *out = calloc(1, len + 1);
+    const char *end = words + len;
+    while (end > words) {
+        const char *start = end;
+        while (start > words && start[-1] != ' ')
+            start--;
+        strncat(out, start, (size_t)(end - start));
+        if (start > words)
+            strcat(out, " ");
+        end = start > words ? start - 1 : words;
+    }
+    return out;
+}
+
+/* The ids, in recent order, of the test's threads whose extra's user_id is
+ * `want` (a JSON scalar; numbers by value), read from the whole listing. */
+static char *expected_ids(convo_store *s, const char *tag, json_t *want)
+{
+    char where[256];
+    snprintf(where, sizeof where, "{\"suite\":\"%s\"}", tag);
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = where;
+    o.limit = 10000;
+    o.with_extra = 1;
+    convo_thread_page *p;
+    convo_error err;
+    ASSERT_OK(convo_thread_list_ex(s, &o, &p, &err), err);
+    char *out = calloc(1, 1);
+    for (size_t i = 0; i < convo_thread_page_count(p); i++) {
+        json_t *extra = json_loads(convo_thread_page_extra(p, i), 0, NULL);
+        json_t *v = json_object_get(extra, "user_id");
+        int match = v && (json_is_number(v) && json_is_number(want)
+                              ? json_number_value(v) == json_number_value(want)
+                              : json_equal(v, want));
+        json_decref(extra);
+        if (!match)
+            continue;
+        const char *id = strrchr(convo_thread_page_id(p, i), '/') + 1;
+        size_t len = strlen(out);
+        out = realloc(out, len + strlen(id) + 2);
+        sprintf(out + len, "%s%s", len ? " " : "", id);
+    }
+    convo_thread_page_free(p);
+    return out;
+}
+
+/* With user_id declared indexed, a random mix of writes that move threads
+ * between users (strings, numbers as 3 and 3.0, null, arrays and objects that a
+ * scalar filter never matches), append to them, rewrite their tails, fork and
+ * delete them: after every few steps each user's listing, page by page, is the
+ * whole listing filtered by hand. */
+START_TEST(test_index_random_writes)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    const char *keys[] = {"user_id", "project", NULL};
+    so.indexed_keys = keys;
+    convo_store *saved = conf_store;
+    conf_store = conf_open_ex(&so);
+    char tag[256];
+    TID(tag, "tag");
+    const char *values[] = {"\"a\"", "\"b\"", "\"c\"", "3", "3.0", "null", "[\"a\"]",
+                            "{\"id\":\"a\"}", "\"\""};
+    const char *probes[] = {"\"a\"", "\"b\"", "\"c\"", "3", "null", "\"\""};
+    enum { N = 24, STEPS = 160 };
+    unsigned seed = 25;
+    convo_error err;
+    for (int step = 1; step <= STEPS; step++) {
+        char tid[300], src[300], patch[512];
+        int k = (int)(rand_r(&seed) % N), op = (int)(rand_r(&seed) % 10);
+        snprintf(tid, sizeof tid, "%s/t%02d", tag, k);
+        if (op < 4) {
+            snprintf(patch, sizeof patch, "{\"suite\":\"%s\",\"user_id\":%s}", tag,
+                     values[rand_r(&seed) % (sizeof values / sizeof values[0])]);
+            ASSERT_OK(convo_save_extra(conf_store, tid, patch, &err), err);
+        } else if (op < 5) {
+            snprintf(patch, sizeof patch, "{\"suite\":\"%s\",\"other\":%d}", tag, step);
+            ASSERT_OK(convo_save_extra(conf_store, tid, patch, &err), err);
+        } else if (op < 8) {
+            ASSERT_OK(convo_append(conf_store, tid, &MSG, NULL, 1, NULL, NULL, &err), err);
+        } else if (op < 9) {
+            int rc = convo_thread_delete(conf_store, tid, &err);
+            ck_assert_msg(rc == 0 || rc == CONVO_ENOTFOUND, "delete: %s", err.message);
+        } else {
+            snprintf(src, sizeof src, "%s/t%02d", tag, (int)(rand_r(&seed) % N));
+            convo_thread_delete(conf_store, tid, NULL);
+            int rc = convo_thread_fork(conf_store, src, tid, -1, &err);
+            ck_assert_msg(rc == 0 || rc == CONVO_ENOTFOUND || rc == CONVO_ECONFLICT, "fork: %s",
+                          err.message);
+        }
+        if (step % 20 != 0)
+            continue;
+        for (size_t v = 0; v < sizeof probes / sizeof probes[0]; v++) {
+            json_t *want = json_loads(probes[v], JSON_DECODE_ANY, NULL);
+            char *expected = expected_ids(conf_store, tag, want);
+            json_decref(want);
+            char more[64];
+            snprintf(more, sizeof more, "\"user_id\":%s", probes[v]);
+            assert_listing(tag, more, CONVO_ORDER_RECENT, 0, 3, expected);
+            if (conf_private) /* no other test's threads: the indexed key alone */
+                assert_listing(NULL, more, CONVO_ORDER_RECENT, 0, 3, expected);
+            char *reversed = reverse_words(expected);
+            assert_listing(tag, more, CONVO_ORDER_RECENT, 1, 2, reversed);
+            free(reversed);
+            free(expected);
+        }
+    }
+    convo_close(conf_store);
+    conf_store = saved;
+}
+END_TEST
+
 void conf_add_thread_index_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "thread index");
@@ -462,4 +581,5 @@ void conf_add_thread_index_tests(Suite *s)
     tcase_add_test(tc, test_index_paging_while_writing);
     tcase_add_test(tc, test_index_bad_input);
     tcase_add_test(tc, test_index_declared_keys);
+    tcase_add_test(tc, test_index_random_writes);
 }

@@ -15,6 +15,7 @@
 typedef struct bench_opts {
     const char *scenario;
     size_t threads, messages, turns, prefill, payload;
+    size_t count, users, pages; /* the threads scenario */
     int json;
     int put_log; /* conversation: each turn is one checkpoint put with its message */
 } bench_opts;
@@ -37,21 +38,26 @@ typedef struct client {
 #define RAW_BLOCK 250
 
 static char run_id[32];
+
+const char *bench_run_id(void)
+{
+    return run_id;
+}
 static volatile size_t progress_done;
 
-static double now_s(void)
+double bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void progress(const char *what, size_t done, size_t total)
+void bench_progress(const char *what, size_t done, size_t total)
 {
     static double last;
     if (!isatty(2))
         return;
-    double t = now_s();
+    double t = bench_now();
     if (done < total && t - last < 0.2)
         return;
     last = t;
@@ -73,7 +79,7 @@ static void realistic_text(char *buf, size_t len, unsigned *seed)
     buf[i] = '\0';
 }
 
-static char *make_message(const char *role, size_t payload, unsigned *seed)
+char *bench_message(const char *role, size_t payload, unsigned *seed)
 {
     char *text = malloc(payload + 1);
     char *msg = malloc(payload + 64);
@@ -96,11 +102,11 @@ static int prefill(convo_store *s, const char *thread, size_t n, size_t payload,
     char **msgs = calloc(batch, sizeof *msgs);
     int rc = 0;
     for (size_t i = 0; i < batch; i++)
-        msgs[i] = make_message(i % 2 ? "assistant" : "user", payload, &seed);
+        msgs[i] = bench_message(i % 2 ? "assistant" : "user", payload, &seed);
     for (size_t done = 0; done < n && rc == 0; done += batch) {
         size_t k = n - done < batch ? n - done : batch;
         rc = convo_append(s, thread, (const char *const *)msgs, NULL, k, NULL, NULL, err);
-        progress("prefill", done + k, n);
+        bench_progress("prefill", done + k, n);
     }
     for (size_t i = 0; i < batch; i++)
         free(msgs[i]);
@@ -113,15 +119,15 @@ static int prefill(convo_store *s, const char *thread, size_t n, size_t payload,
 static int append_then_pop(client *c, size_t op, const char *msg)
 {
     convo_append_result ar;
-    double t0 = now_s();
+    double t0 = bench_now();
     int rc = convo_append(c->store, c->thread, &msg, NULL, 1, NULL, &ar, &c->err);
-    double t1 = now_s();
+    double t1 = bench_now();
     if (rc != 0)
         return rc;
     convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
     ro.expected_length = ar.first_seq + 1;
     rc = convo_replace_tail(c->store, c->thread, ar.first_seq, NULL, NULL, 0, &ro, NULL, &c->err);
-    double t2 = now_s();
+    double t2 = bench_now();
     c->append_secs += t1 - t0;
     c->pop_secs += t2 - t1;
     c->append_us[op] = (t1 - t0) * 1e6;
@@ -170,7 +176,7 @@ static void *client_run(void *arg)
 {
     client *c = arg;
     unsigned seed = (unsigned)c->id + 1;
-    char *msg = make_message("user", c->o->payload, &seed);
+    char *msg = bench_message("user", c->o->payload, &seed);
     char scratch[256];
     for (size_t i = 0; i < c->ops && c->rc == 0; i++) {
         if (c->interleave && i % RAW_BLOCK == 0) {
@@ -184,12 +190,12 @@ static void *client_run(void *arg)
                 c->interleave = 0; /* ENOTSUP: this driver has no raw primitive */
             }
         }
-        double t0 = now_s();
+        double t0 = bench_now();
         c->rc = one_op(c, i, msg, scratch);
-        c->lat_us[i] = (now_s() - t0) * 1e6;
+        c->lat_us[i] = (bench_now() - t0) * 1e6;
         __atomic_add_fetch(&progress_done, 1, __ATOMIC_RELAXED);
         if (c->id == 0)
-            progress(c->o->scenario, __atomic_load_n(&progress_done, __ATOMIC_RELAXED),
+            bench_progress(c->o->scenario, __atomic_load_n(&progress_done, __ATOMIC_RELAXED),
                      c->ops * c->o->threads);
     }
     free(msg);
@@ -237,12 +243,12 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         else if (rc == 0 && o->prefill)
             rc = prefill(c->store, c->thread, o->prefill, o->payload, err);
     }
-    double t0 = now_s();
+    double t0 = bench_now();
     for (size_t i = 0; i < n && rc == 0; i++)
         pthread_create(&tids[i], NULL, client_run, &cs[i]);
     for (size_t i = 0; i < n && rc == 0; i++)
         pthread_join(tids[i], NULL);
-    res->seconds = now_s() - t0;
+    res->seconds = bench_now() - t0;
     size_t k = 0;
     double *all = calloc(total + 1, sizeof *all);
     double *appends = calloc(total + 1, sizeof *appends), *pops = calloc(total + 1, sizeof *pops);
@@ -309,7 +315,7 @@ static int raw_rate(const char *url, const bench_opts *o, double *rate, convo_er
     if (rc != 0)
         return rc;
     unsigned seed = 99;
-    char *msg = make_message("user", o->payload, &seed);
+    char *msg = bench_message("user", o->payload, &seed);
     size_t n = o->messages < 20000 ? o->messages : 20000;
     double secs;
     rc = convo_bench_raw(s, msg, strlen(msg), n, &secs, err);
@@ -374,9 +380,9 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
     int64_t before = 0;
     int have_bytes = convo_store_bytes(s, &before, NULL) == 0;
     unsigned seed = 5;
-    double raw = 0, t0 = now_s();
+    double raw = 0, t0 = bench_now();
     for (size_t turn = 0; turn < o->turns && rc == 0; turn++) {
-        char *msg = make_message(turn % 2 ? "assistant" : "user", o->payload, &seed);
+        char *msg = bench_message(turn % 2 ? "assistant" : "user", o->payload, &seed);
         convo_append_result ar = {(int64_t)turn, 1, 0};
         if (!o->put_log)
             rc = convo_append(s, thread, (const char *const *)&msg, NULL, 1, NULL, &ar, err);
@@ -423,9 +429,9 @@ static int conversation(const char *url, const bench_opts *o, convo_error *err)
             rc = convo_checkpoint_put(s, &cp, err);
         free(msg);
         raw += (double)bl + (double)strlen(meta) + (double)sl;
-        progress("conversation", turn + 1, o->turns);
+        bench_progress("conversation", turn + 1, o->turns);
     }
-    double secs = now_s() - t0;
+    double secs = bench_now() - t0;
     int64_t after = 0;
     if (rc == 0 && have_bytes)
         rc = convo_store_bytes(s, &after, err);
@@ -464,7 +470,9 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|pop|conversation "
                "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
-               "[--put-log] [--json]\n");
+               "[--put-log] [--json]\n"
+               "       convo bench --scenario threads [--count N] [--users N] [--messages N] "
+               "[--pages N] [--payload BYTES] [--json]\n");
     return f == stdout ? 0 : 2; /* --help, as for every other command: exit 0 on stdout */
 }
 
@@ -480,7 +488,7 @@ static int exit_code(int rc)
 
 int convo_tool_bench(const char *url, int argc, char **argv)
 {
-    bench_opts o = {"append", 1, 0, 1000, 0, 200, 0, 0};
+    bench_opts o = {"append", 1, 0, 1000, 0, 200, 100000, 1000, 200, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         size_t *target = !strcmp(a, "--threads")    ? &o.threads
@@ -488,6 +496,9 @@ int convo_tool_bench(const char *url, int argc, char **argv)
                          : !strcmp(a, "--turns")    ? &o.turns
                          : !strcmp(a, "--prefill")  ? &o.prefill
                          : !strcmp(a, "--payload")  ? &o.payload
+                         : !strcmp(a, "--count")    ? &o.count
+                         : !strcmp(a, "--users")    ? &o.users
+                         : !strcmp(a, "--pages")    ? &o.pages
                                                     : NULL;
         if (!strcmp(a, "--help"))
             return usage(stdout);
@@ -503,12 +514,17 @@ int convo_tool_bench(const char *url, int argc, char **argv)
             return usage(stderr);
     }
     static const char *const scenarios[] = {"append", "load", "extra", "checkpoint", "pop",
-                                            "conversation", NULL};
+                                            "conversation", "threads", NULL};
     int known = 0;
     for (size_t i = 0; scenarios[i]; i++)
         known |= !strcmp(scenarios[i], o.scenario);
     if (!known || o.threads == 0 || o.threads > 256 || o.payload > (1 << 20) || o.turns == 0)
         return usage(stderr);
+    /* threads: at least 10 users and 10 threads a user, so that a tenth of each is one */
+    if (o.users < 10 || o.count < 10 * o.users || o.pages == 0 || o.count > 100000000)
+        return usage(stderr);
+    if (o.messages == 0 && !strcmp(o.scenario, "threads"))
+        o.messages = 3;
     if (o.messages == 0)
         o.messages = !strcmp(o.scenario, "append") ? 10000
                      : !strcmp(o.scenario, "load") ? 10000
@@ -518,6 +534,9 @@ int convo_tool_bench(const char *url, int argc, char **argv)
     int rc;
     if (!strcmp(o.scenario, "conversation")) {
         rc = conversation(url, &o, &err);
+    } else if (!strcmp(o.scenario, "threads")) {
+        bench_threads_opts to = {o.count, o.users, o.messages, o.pages, o.payload, o.json};
+        rc = bench_threads(url, &to, &err);
     } else {
         double raw1 = 0, raw2 = 0;
         /* one client measures the raw primitive interleaved with its own calls;

@@ -353,7 +353,7 @@ static const command commands[] = {
      .usage = "copy SRC_URL DST_URL [THREAD ...] [--quiet]",
      .summary = "stream threads from one store into another; a summary line on stderr"},
     {.name = "bench", .run_raw = convo_tool_bench,
-     .usage = "bench --scenario append|load|extra|checkpoint|pop|conversation [OPTIONS]",
+     .usage = "bench --scenario append|load|extra|checkpoint|pop|conversation|threads [OPTIONS]",
      .summary = "measure convo against the backend's raw speed (see docs/cli.md)"},
     {.name = "help", .run = cmd_help, .min_args = 0, .max_args = 1, .usage = "help [COMMAND]",
      .summary = "print this help"},

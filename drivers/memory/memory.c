@@ -2,6 +2,7 @@
  * Each convo_open("memory:") is a separate, empty store that lives until
  * convo_close. Used for tests and for applications that need no persistence. */
 #include "config.h"
+#include "index.h"
 #include <convo/driver.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -51,6 +52,7 @@ typedef struct mem_thread {
     json_t *idem;      /* idempotency key -> [first_seq, count] */
     int64_t generation; /* tail rewrites so far */
     int64_t created_at, updated_at; /* first and last write */
+    mem_index_slot *index_slots;    /* its places in the index (index.h) */
 } mem_thread;
 
 struct convo_backend {
@@ -59,6 +61,7 @@ struct convo_backend {
     size_t count, cap;
     uint64_t put_seq; /* the last checkpoint put's number, across threads */
     convo_limits limits;
+    mem_index *index; /* NULL without indexed keys */
 };
 
 static void write_clear(mem_write *w)
@@ -113,6 +116,7 @@ static void thread_free(mem_thread *t)
         free(t->msgs[i].bytes);
     free(t->msgs);
     free(t->extra);
+    free(t->index_slots);
     json_decref(t->idem);
     free(t->id);
     free(t);
@@ -176,9 +180,16 @@ static void remove_thread(convo_backend *b, const char *id)
     size_t at = find(b, id, &found);
     if (!found)
         return;
+    mem_index_remove(b->index, &b->threads[at]->index_slots, id);
     thread_free(b->threads[at]);
     memmove(&b->threads[at], &b->threads[at + 1], (b->count - at - 1) * sizeof *b->threads);
     b->count--;
+}
+
+/* After a write that set t's updated_at; changed: as mem_index_touch. */
+static void reindex(convo_backend *b, mem_thread *t, json_t *changed)
+{
+    mem_index_touch(b->index, &t->index_slots, t, t->id, changed, t->updated_at);
 }
 
 static int reserve(mem_thread *t, size_t n)
@@ -221,6 +232,10 @@ static int mem_open(convo_backend **out, convo_url *url, const convo_limits *lim
     convo_backend *b = calloc(1, sizeof *b);
     if (!b)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    if (mem_index_new(&b->index, limits->indexed_keys) != 0) {
+        free(b);
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    }
     pthread_mutex_init(&b->lock, NULL);
     b->limits = *limits;
     *out = b;
@@ -232,6 +247,7 @@ static void mem_close(convo_backend *b)
     for (size_t i = 0; i < b->count; i++)
         thread_free(b->threads[i]);
     free(b->threads);
+    mem_index_free(b->index);
     pthread_mutex_destroy(&b->lock);
     free(b);
 }
@@ -277,6 +293,7 @@ static int append_locked(convo_backend *b, const char *thread_id, const convo_me
         goto nomem;
     t->count += n;
     t->updated_at = now;
+    reindex(b, t, NULL);
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
@@ -356,6 +373,7 @@ static int mem_save_extra(convo_backend *b, const char *thread_id, const char *p
         free(t->extra);
         t->extra = merged;
         t->updated_at = convo__now_micros();
+        reindex(b, t, patch_obj);
     }
     pthread_mutex_unlock(&b->lock);
     return rc;
@@ -428,6 +446,14 @@ static int fork_locked(convo_backend *b, const char *src, const char *dst, int64
         d->count++;
     }
     d->generation = s->generation;
+    if (b->index && d->extra) {
+        json_t *extra = json_loads(d->extra, 0, NULL);
+        if (extra)
+            reindex(b, d, extra);
+        else
+            mem_index_break(b->index); /* out of memory: pages scan from now on */
+        json_decref(extra);
+    }
     return 0;
 }
 
@@ -563,10 +589,12 @@ static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
             rc = CONVO_ENOMEM;
         }
     }
-    if (rc != 0)
+    if (rc != 0) {
         checkpoint_clear(&fresh);
-    else
+    } else {
         t->updated_at = convo__now_micros();
+        reindex(b, t, NULL);
+    }
     return rc;
 }
 
@@ -969,6 +997,7 @@ static int rewrite_locked(convo_backend *b, const char *thread_id, int64_t keep,
     t->count = (size_t)keep + n;
     t->generation++;
     t->updated_at = now;
+    reindex(b, t, NULL);
     res->first_seq = keep;
     res->count = n;
     res->removed = length - keep;
@@ -1034,13 +1063,54 @@ static int add_thread_row(convo_thread_page *p, const mem_thread *t,
                                       last ? last->bytes : NULL, last ? last->len : 0);
 }
 
+/* A page from the index's candidates, which come oldest updated_at first: in
+ * activity order walked from the right end, in the others sorted like a scan. */
+static int list_indexed(const convo_thread_list_opts *o, void *where,
+                        const convo_thread_cursor *after, const mem_index_item *items, size_t n,
+                        int exact, convo_thread_page *p)
+{
+    int recent = o->order == CONVO_ORDER_RECENT;
+    mem_thread **match = recent ? NULL : malloc((n + 1) * sizeof *match);
+    if (!recent && !match)
+        return CONVO_ENOMEM;
+    size_t m = 0;
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0 && (!recent || m <= o->limit); k++) {
+        mem_thread *t = items[recent && !o->reverse ? n - 1 - k : k].thread;
+        if (after && compare_position(o->order, o->reverse, sort_time(t, o->order), t->id,
+                                      after->time, after->id) <= 0)
+            continue;
+        if (!exact && !convo__json_contains(t->extra ? t->extra : "{}",
+                                            t->extra ? strlen(t->extra) : 2, where))
+            continue;
+        if (recent)
+            rc = add_thread_row(p, t, o);
+        else
+            match[m] = t;
+        m++;
+    }
+    if (!recent) {
+        sorting = (list_order){o->order, o->reverse};
+        qsort(match, m, sizeof *match, compare_threads);
+        for (size_t i = 0; i < m && i <= o->limit && rc == 0; i++)
+            rc = add_thread_row(p, match[i], o);
+        free(match);
+    }
+    return rc;
+}
+
 static int list_ex_locked(convo_backend *b, const convo_thread_list_opts *o, void *where,
                           const convo_thread_cursor *after, convo_thread_page *p)
 {
+    const mem_index_item *items;
+    size_t n;
+    int exact;
+    if (where && mem_index_lookup(b->index, where, &items, &n, &exact))
+        return list_indexed(o, where, after, items, n, exact, p);
     mem_thread **match = malloc((b->count + 1) * sizeof *match);
     if (!match)
         return CONVO_ENOMEM;
-    size_t n = 0;
+    n = 0;
     for (size_t i = 0; i < b->count; i++) {
         mem_thread *t = b->threads[i];
         if (where && !convo__json_contains(t->extra ? t->extra : "{}",

@@ -1,0 +1,304 @@
+/* bench_threads.c — `convo bench --scenario threads`: the thread index at scale.
+ * Seeds threads of many users (each thread's extra holds its user_id, declared
+ * indexed) into a fresh store, and the same writes into a second fresh store
+ * opened without index keys; reads the newest 20 threads of one user, repeated,
+ * at a tenth of the threads and at all of them; reports ms per page, the ratio
+ * to loading one 20-message thread, and the write rates with and without the
+ * index. Public API only. */
+#include "bench.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BLOCK 250  /* threads seeded into one store before the other takes its turn */
+#define PAGE 20
+#define SCAN_PAGES 5 /* page reads without the index: each may read every thread */
+
+typedef struct store_run {
+    convo_store *s;
+    char url[1024];
+    char *file; /* a SQLite file this run made, removed at the end */
+    double append_secs, extra_secs;
+    size_t appends, extras;
+} store_run;
+
+typedef struct size_point {
+    size_t threads;
+    double page_p50, page_mean, load_p50, scan_p50; /* ms */
+} size_point;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The user of thread i: the first tenth of the threads belongs to the first tenth
+ * of the users, the rest to the others, so that at both sizes measured every user
+ * has threads/users of them: only the threads of others grow. */
+static size_t user_of(const bench_threads_opts *o, size_t i)
+{
+    size_t small = o->threads / 10, small_users = o->users / 10 ? o->users / 10 : 1;
+    if (i < small)
+        return i % small_users;
+    return small_users + (i - small) % (o->users - small_users ? o->users - small_users : 1);
+}
+
+/* url with its namespace made unique by tag: another SQLite file, or the
+ * prefix / schema / database parameter of a server extended (added when absent). */
+static int fresh_url(const char *url, const char *tag, store_run *r)
+{
+    static const struct { const char *scheme, *param; } ns[] = {
+        {"redis://", "prefix"}, {"rediss://", "prefix"}, {"postgres://", "schema"},
+        {"postgresql://", "schema"}, {"mongodb://", "database"}};
+    if (strcmp(url, "memory:") == 0 || strcmp(url, "sqlite::memory:") == 0) {
+        snprintf(r->url, sizeof r->url, "%s", url); /* every open is a new store */
+        return 0;
+    }
+    if (strncmp(url, "sqlite:", 7) == 0) {
+        if (strchr(url, '?')) /* a parameter would follow the file name */
+            return -1;
+        snprintf(r->url, sizeof r->url, "%s.%s", url, tag);
+        r->file = strdup(r->url + 7);
+        return r->file ? 0 : -1;
+    }
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        if (strncmp(url, ns[i].scheme, strlen(ns[i].scheme)) != 0)
+            continue;
+        char key[32];
+        const char *q = strchr(url, '?');
+        for (const char *p = q; p; p = strchr(p + 1, '&')) {
+            snprintf(key, sizeof key, "%s=", ns[i].param);
+            if (strncmp(p + 1, key, strlen(key)) != 0)
+                continue;
+            size_t end = (size_t)(p + 1 + strcspn(p + 1, "&") - url);
+            snprintf(r->url, sizeof r->url, "%.*s_%s%s", (int)end, url, tag, url + end);
+            return 0;
+        }
+        snprintf(r->url, sizeof r->url, "%s%c%s=%s", url, q ? '&' : '?', ns[i].param, tag);
+        return 0;
+    }
+    return -1;
+}
+
+static int open_run(store_run *r, const char *const *keys, convo_error *err)
+{
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = keys;
+    return convo_open_ex(&r->s, r->url, &so, err);
+}
+
+/* Thread i as a user writes it: its extra (user_id, title), then one append a message. */
+static int seed_thread(store_run *r, const bench_threads_opts *o, size_t i, char *const *msgs,
+                       convo_error *err)
+{
+    char tid[64], patch[128];
+    snprintf(tid, sizeof tid, "t%08zu", i);
+    snprintf(patch, sizeof patch, "{\"user_id\":\"u%05zu\",\"title\":\"conversation %zu\"}",
+             user_of(o, i), i);
+    double t0 = bench_now();
+    int rc = convo_save_extra(r->s, tid, patch, err);
+    double t1 = bench_now();
+    r->extra_secs += t1 - t0;
+    r->extras++;
+    for (size_t m = 0; m < o->messages && rc == 0; m++) {
+        const char *msg = msgs[m % 2];
+        t0 = bench_now();
+        rc = convo_append(r->s, tid, &msg, NULL, 1, NULL, NULL, err);
+        r->append_secs += bench_now() - t0;
+        r->appends++;
+    }
+    return rc;
+}
+
+/* Seeds threads [from, to) into both stores, a block into each in turn, so that
+ * both see the same load of a shared machine. */
+static int seed_both(store_run *indexed, store_run *bare, const bench_threads_opts *o, size_t from,
+                size_t to, char *const *msgs, convo_error *err)
+{
+    int rc = 0;
+    for (size_t b = from; b < to && rc == 0; b += BLOCK) {
+        size_t e = b + BLOCK < to ? b + BLOCK : to;
+        for (size_t i = b; i < e && rc == 0; i++)
+            rc = seed_thread(indexed, o, i, msgs, err);
+        for (size_t i = b; i < e && rc == 0; i++)
+            rc = seed_thread(bare, o, i, msgs, err);
+        bench_progress("threads: seeding", e, o->threads);
+    }
+    return rc;
+}
+
+static int read_page(convo_store *s, const char *where, size_t expect, double *ms,
+                     convo_error *err)
+{
+    convo_thread_list_opts lo = CONVO_THREAD_LIST_OPTS_INIT;
+    lo.where_json = where;
+    lo.limit = PAGE;
+    lo.with_extra = 1;
+    lo.with_last_message = 1;
+    convo_thread_page *p;
+    double t0 = bench_now();
+    int rc = convo_thread_list_ex(s, &lo, &p, err);
+    *ms = (bench_now() - t0) * 1e3;
+    if (rc == 0 && convo_thread_page_count(p) != expect) {
+        snprintf(err->message, sizeof err->message, "a page of user 0 had %zu threads, not %zu",
+                 convo_thread_page_count(p), expect);
+        rc = CONVO_ERROR;
+    }
+    convo_thread_page_free(p);
+    return rc;
+}
+
+/* The page of user 0 and the load of a 20-message thread, alternately, o->pages
+ * times each; a few pages of the store without the index. */
+static int measure(store_run *indexed, store_run *bare, const bench_threads_opts *o, size_t n,
+                   size_point *pt, convo_error *err)
+{
+    double *page = calloc(o->pages, sizeof *page), *load = calloc(o->pages, sizeof *load);
+    double scan[SCAN_PAGES];
+    /* user 0 has its threads among the first tenth: as many at both sizes */
+    size_t per_user = o->threads / 10 / (o->users / 10 ? o->users / 10 : 1);
+    size_t expect = per_user < PAGE ? per_user : PAGE;
+    const char *where = "{\"user_id\":\"u00000\"}";
+    int rc = page && load ? 0 : CONVO_ENOMEM;
+    pt->threads = n;
+    pt->page_mean = 0;
+    for (size_t k = 0; k < o->pages && rc == 0; k++) {
+        rc = read_page(indexed->s, where, expect, &page[k], err);
+        convo_history *h;
+        double t0 = bench_now();
+        if (rc == 0 && (rc = convo_load(indexed->s, "load-20", NULL, &h, err)) == 0)
+            convo_history_free(h);
+        load[k] = (bench_now() - t0) * 1e3;
+        pt->page_mean += page[k] / (double)o->pages;
+        bench_progress("threads: pages", k + 1, o->pages);
+    }
+    for (size_t k = 0; k < SCAN_PAGES && rc == 0; k++)
+        rc = read_page(bare->s, where, expect, &scan[k], err);
+    if (rc == 0) {
+        qsort(page, o->pages, sizeof *page, cmp_double);
+        qsort(load, o->pages, sizeof *load, cmp_double);
+        qsort(scan, SCAN_PAGES, sizeof *scan, cmp_double);
+        pt->page_p50 = page[o->pages / 2];
+        pt->load_p50 = load[o->pages / 2];
+        pt->scan_p50 = scan[SCAN_PAGES / 2];
+    }
+    free(page);
+    free(load);
+    return rc;
+}
+
+static void report(const bench_threads_opts *o, const char *driver, const size_point *pts,
+                   const store_run *indexed, const store_run *bare)
+{
+    double ai = (double)indexed->appends / indexed->append_secs;
+    double ab = (double)bare->appends / bare->append_secs;
+    double ei = (double)indexed->extras / indexed->extra_secs;
+    double eb = (double)bare->extras / bare->extra_secs;
+    if (o->json) {
+        printf("{\"scenario\":\"threads\",\"driver\":\"%s\",\"threads\":%zu,\"users\":%zu,"
+               "\"messages_per_thread\":%zu,\"pages\":%zu,\"payload_bytes\":%zu,\"sizes\":[",
+               driver, o->threads, o->users, o->messages, o->pages, o->payload);
+        for (int i = 0; i < 2; i++)
+            printf("%s{\"threads\":%zu,\"page_ms_p50\":%.4f,\"page_ms_mean\":%.4f,"
+                   "\"load_ms_p50\":%.4f,\"page_to_load\":%.3f,\"unindexed_page_ms_p50\":%.4f}",
+                   i ? "," : "", pts[i].threads, pts[i].page_p50, pts[i].page_mean,
+                   pts[i].load_p50, pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
+        printf("],\"page_growth\":%.3f,\"appends_per_sec_indexed\":%.1f,"
+               "\"appends_per_sec_unindexed\":%.1f,\"append_ratio\":%.3f,"
+               "\"save_extra_per_sec_indexed\":%.1f,\"save_extra_per_sec_unindexed\":%.1f,"
+               "\"save_extra_ratio\":%.3f}\n",
+               pts[1].page_p50 / pts[0].page_p50, ai, ab, ai / ab, ei, eb, ei / eb);
+        return;
+    }
+    printf("threads on %s: %zu threads of %zu users, %zu messages each\n", driver, o->threads,
+           o->users, o->messages);
+    for (int i = 0; i < 2; i++)
+        printf("  at %zu threads: the newest %d of one user (extra, last message) p50 %.3f ms "
+               "(mean %.3f), loading a %d-message thread p50 %.3f ms: ratio %.2f; "
+               "without the index %.3f ms\n",
+               pts[i].threads, PAGE, pts[i].page_p50, pts[i].page_mean, PAGE, pts[i].load_p50,
+               pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
+    printf("  page at %zu / at %zu threads: %.2f\n", pts[1].threads, pts[0].threads,
+           pts[1].page_p50 / pts[0].page_p50);
+    printf("  appends %.0f/s with the index, %.0f/s without: ratio %.2f (save_extra %.0f/s, "
+           "%.0f/s: %.2f)\n", ai, ab, ai / ab, ei, eb, ei / eb);
+}
+
+/* Every thread the run wrote, removed; SQLite files unlinked. */
+static void clean(store_run *r, const bench_threads_opts *o)
+{
+    if (r->file) {
+        convo_close(r->s);
+        r->s = NULL;
+        const char *suffix[] = {"", "-wal", "-shm"};
+        char path[1100];
+        for (int i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s%s", r->file, suffix[i]);
+            unlink(path);
+        }
+        free(r->file);
+        return;
+    }
+    if (!r->s || strcmp(r->url, "memory:") == 0 || strcmp(r->url, "sqlite::memory:") == 0) {
+        convo_close(r->s);
+        return;
+    }
+    char tid[64];
+    for (size_t i = 0; i < o->threads; i++) {
+        snprintf(tid, sizeof tid, "t%08zu", i);
+        convo_thread_delete(r->s, tid, NULL);
+        bench_progress("threads: cleaning up", i + 1, o->threads);
+    }
+    convo_thread_delete(r->s, "load-20", NULL);
+    convo_close(r->s);
+}
+
+int bench_threads(const char *url, const bench_threads_opts *o, convo_error *err)
+{
+    store_run indexed = {0}, bare = {0};
+    char tag[64];
+    snprintf(tag, sizeof tag, "cbi%s", bench_run_id());
+    int rc = fresh_url(url, tag, &indexed);
+    snprintf(tag, sizeof tag, "cbn%s", bench_run_id());
+    if (rc == 0)
+        rc = fresh_url(url, tag, &bare);
+    if (rc != 0) {
+        snprintf(err->message, sizeof err->message,
+                 "bench threads needs memory:, sqlite:PATH (no parameters) or a server URL");
+        free(indexed.file);
+        free(bare.file);
+        return CONVO_EINVAL;
+    }
+    const char *const keys[] = {"user_id", NULL};
+    rc = open_run(&indexed, keys, err);
+    if (rc == 0)
+        rc = open_run(&bare, NULL, err);
+    unsigned seed = 3;
+    char *msgs[2] = {bench_message("user", o->payload, &seed),
+                     bench_message("assistant", o->payload, &seed)};
+    char *load20[PAGE];
+    for (size_t i = 0; i < PAGE; i++)
+        load20[i] = msgs[i % 2];
+    if (rc == 0)
+        rc = convo_append(indexed.s, "load-20", (const char *const *)load20, NULL, PAGE, NULL,
+                          NULL, err);
+    size_point pts[2];
+    size_t small = o->threads / 10;
+    if (rc == 0)
+        rc = seed_both(&indexed, &bare, o, 0, small, msgs, err);
+    if (rc == 0)
+        rc = measure(&indexed, &bare, o, small, &pts[0], err);
+    if (rc == 0)
+        rc = seed_both(&indexed, &bare, o, small, o->threads, msgs, err);
+    if (rc == 0)
+        rc = measure(&indexed, &bare, o, o->threads, &pts[1], err);
+    if (rc == 0)
+        report(o, convo_store_driver(indexed.s), pts, &indexed, &bare);
+    free(msgs[0]);
+    free(msgs[1]);
+    clean(&indexed, o);
+    clean(&bare, o);
+    return rc;
+}
