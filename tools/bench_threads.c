@@ -21,6 +21,7 @@ typedef struct store_run {
     char *file; /* a SQLite file this run made, removed at the end */
     double append_secs, extra_secs;
     size_t appends, extras;
+    double *append_us; /* each append's time, for the median */
 } store_run;
 
 typedef struct size_point {
@@ -106,8 +107,9 @@ static int seed_thread(store_run *r, const bench_threads_opts *o, size_t i, char
         const char *msg = msgs[m % 2];
         t0 = bench_now();
         rc = convo_append(r->s, tid, &msg, NULL, 1, NULL, NULL, err);
-        r->append_secs += bench_now() - t0;
-        r->appends++;
+        double secs = bench_now() - t0;
+        r->append_secs += secs;
+        r->append_us[r->appends++] = secs * 1e6;
     }
     return rc;
 }
@@ -189,11 +191,19 @@ static int measure(store_run *indexed, store_run *bare, const bench_threads_opts
     return rc;
 }
 
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n ? v[n / 2] : 0;
+}
+
 static void report(const bench_threads_opts *o, const char *driver, const size_point *pts,
                    const store_run *indexed, const store_run *bare)
 {
     double ai = (double)indexed->appends / indexed->append_secs;
     double ab = (double)bare->appends / bare->append_secs;
+    double mi = median(indexed->append_us, indexed->appends);
+    double mb = median(bare->append_us, bare->appends);
     double ei = (double)indexed->extras / indexed->extra_secs;
     double eb = (double)bare->extras / bare->extra_secs;
     if (o->json) {
@@ -207,9 +217,12 @@ static void report(const bench_threads_opts *o, const char *driver, const size_p
                    pts[i].load_p50, pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
         printf("],\"page_growth\":%.3f,\"appends_per_sec_indexed\":%.1f,"
                "\"appends_per_sec_unindexed\":%.1f,\"append_ratio\":%.3f,"
+               "\"append_p50_us_indexed\":%.2f,\"append_p50_us_unindexed\":%.2f,"
+               "\"append_ratio_p50\":%.3f,"
                "\"save_extra_per_sec_indexed\":%.1f,\"save_extra_per_sec_unindexed\":%.1f,"
                "\"save_extra_ratio\":%.3f}\n",
-               pts[1].page_p50 / pts[0].page_p50, ai, ab, ai / ab, ei, eb, ei / eb);
+               pts[1].page_p50 / pts[0].page_p50, ai, ab, ai / ab, mi, mb, mb / mi, ei, eb,
+               ei / eb);
         return;
     }
     printf("threads on %s: %zu threads of %zu users, %zu messages each\n", driver, o->threads,
@@ -222,8 +235,9 @@ static void report(const bench_threads_opts *o, const char *driver, const size_p
                pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
     printf("  page at %zu / at %zu threads: %.2f\n", pts[1].threads, pts[0].threads,
            pts[1].page_p50 / pts[0].page_p50);
-    printf("  appends %.0f/s with the index, %.0f/s without: ratio %.2f (save_extra %.0f/s, "
-           "%.0f/s: %.2f)\n", ai, ab, ai / ab, ei, eb, ei / eb);
+    printf("  appends %.0f/s with the index, %.0f/s without: ratio %.2f (medians %.1f and %.1f "
+           "us: %.2f); save_extra %.0f/s, %.0f/s: %.2f\n", ai, ab, ai / ab, mi, mb, mb / mi, ei,
+           eb, ei / eb);
 }
 
 /* Every thread the run wrote, removed; SQLite files unlinked. */
@@ -272,7 +286,12 @@ int bench_threads(const char *url, const bench_threads_opts *o, convo_error *err
         return CONVO_EINVAL;
     }
     const char *const keys[] = {"user_id", NULL};
-    rc = open_run(&indexed, keys, err);
+    indexed.append_us = calloc(o->threads * o->messages + 1, sizeof(double));
+    bare.append_us = calloc(o->threads * o->messages + 1, sizeof(double));
+    if (!indexed.append_us || !bare.append_us)
+        rc = CONVO_ENOMEM;
+    if (rc == 0)
+        rc = open_run(&indexed, keys, err);
     if (rc == 0)
         rc = open_run(&bare, NULL, err);
     unsigned seed = 3;
@@ -300,5 +319,7 @@ int bench_threads(const char *url, const bench_threads_opts *o, convo_error *err
     free(msgs[1]);
     clean(&indexed, o);
     clean(&bare, o);
+    free(indexed.append_us);
+    free(bare.append_us);
     return rc;
 }
