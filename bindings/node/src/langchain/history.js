@@ -238,23 +238,20 @@ export class ConvoChatMessageHistory extends BaseListChatMessageHistory {
 
   /**
    * One page of the sessions of a store, most recently active first: those whose extra
-   * contains `where` (e.g. { userId }). Options as store.listThreads (order, reverse,
-   * after, limit, withExtra, withLastMessage); resolves to { sessions: [{ sessionId,
-   * createdAt, updatedAt, length, extra?, lastMessage?, cursor }], next } (next: the
-   * `after` of the next page, null on the last). lastMessage is a LangChain message.
+   * contains `where` (e.g. { userId }). Options as store.listThreads (where, order,
+   * reverse, after, limit, withExtra: default true here, withLastMessage); resolves to
+   * { sessions: [{ sessionId, createdAt, updatedAt, length, extra, lastMessage?, cursor }],
+   * next } (next: the `after` of the next page, null on the last). lastMessage is a
+   * LangChain message (null for a session without messages).
    */
   static async list(store, opts) {
     if (!(store instanceof Store)) {
       throw new InvalidError(codes.EINVAL, 'ConvoChatMessageHistory.list takes a convo Store');
     }
-    const { where = null, ...rest } = options(opts, 'list options');
-    const page = await store.listThreads({ ...rest, where });
+    const page = await store.listThreads({ withExtra: true, ...options(opts, 'list options') });
     const sessions = await Promise.all(page.threads.map(async ({ id, lastMessage, ...row }) => {
       const s = { sessionId: id, ...row };
-      if (lastMessage !== undefined) {
-        const t = lastMessage === null || typeof lastMessage === 'string' ? lastMessage : lastMessage.json;
-        s.lastMessage = t === null ? null : await fromLogText(t);
-      }
+      if (lastMessage !== undefined) s.lastMessage = lastMessage === null ? null : await fromLogText(lastMessage);
       return s;
     }));
     return { sessions, next: page.next };

@@ -20,8 +20,11 @@ export interface ConvoChatSessionListOptions {
   reverse?: boolean;
   /** The `next` (or a row's `cursor`) of a page of the same order and direction. */
   after?: string | null;
+  /** Rows per page, 1..10,000 (default 100). */
   limit?: number;
+  /** Each row carries the session's extra (default true). */
   withExtra?: boolean;
+  /** Each row carries the session's last message as a LangChain message. */
   withLastMessage?: boolean;
 }
 
@@ -40,7 +43,7 @@ export declare class ConvoChatMessageHistory extends BaseListChatMessageHistory 
   constructor(options: ConvoChatMessageHistoryOptions);
   lc_namespace: string[];
   readonly sessionId: string;
-  /** One page of a store's sessions, most recently active first. */
+  /** One page of a store's sessions (those whose extra contains `where`), most recently active first. */
   static list(store: Store, options?: ConvoChatSessionListOptions):
     Promise<{ sessions: ConvoChatSession[]; next: string | null }>;
   /** The Store under this history (opened by the constructor when given a URL). */

@@ -269,6 +269,42 @@ for (const [name, base] of drivers()) {
     await store.close();
   });
 
+  test(`${name}: list a user's sessions by extra, most recently active first`, async () => {
+    const store = await Store.open(freshUrl(base));
+    const say = async (sessionId, text, extra) => {
+      const h = new ConvoChatMessageHistory({ store, sessionId });
+      if (extra) await h.saveExtra(extra);
+      if (text) await h.addMessages([new HumanMessage(text), new AIMessage({ content: `re: ${text}`, id: `a-${text}` })]);
+    };
+    await say('c1', 'first', { userId: 'u1', title: 'One' });
+    await say('c2', 'second', { userId: 'u2' });
+    await say('c3', 'third', { userId: 'u1', title: 'Three' });
+    await say('c4', null, { userId: 'u1', title: 'Empty' });
+    await say('c1', 'later'); // c1 is now the most recent
+    const page = await ConvoChatMessageHistory.list(store, { where: { userId: 'u1' } });
+    assert.deepEqual(page.sessions.map((s) => [s.sessionId, s.extra.title, s.length]),
+      [['c1', 'One', 4], ['c4', 'Empty', 0], ['c3', 'Three', 2]]);
+    assert.equal(page.next, null);
+    assert.ok(page.sessions.every((s) => s.updatedAt >= s.createdAt && typeof s.cursor === 'string'));
+    // pages, the last message as a LangChain message, other orders
+    const first = await ConvoChatMessageHistory.list(store, { where: { userId: 'u1' }, limit: 2, withLastMessage: true });
+    assert.deepEqual(first.sessions.map((s) => s.sessionId), ['c1', 'c4']);
+    assert.deepEqual(shape([first.sessions[0].lastMessage]), shape([new AIMessage({ content: 're: later', id: 'a-later' })]));
+    assert.equal(first.sessions[1].lastMessage, null);
+    const rest = await ConvoChatMessageHistory.list(store, { where: { userId: 'u1' }, limit: 2, after: first.next });
+    assert.deepEqual(rest.sessions.map((s) => s.sessionId), ['c3']);
+    assert.deepEqual((await ConvoChatMessageHistory.list(store, { order: 'id', withExtra: false })).sessions
+      .map((s) => [s.sessionId, s.extra]), [['c1', undefined], ['c2', undefined], ['c3', undefined], ['c4', undefined]]);
+    // clear keeps a session in the list, with its extra
+    await new ConvoChatMessageHistory({ store, sessionId: 'c3' }).clear();
+    assert.deepEqual((await ConvoChatMessageHistory.list(store, { where: { userId: 'u1' } })).sessions
+      .map((s) => [s.sessionId, s.extra.title, s.length]), [['c3', 'Three', 0], ['c1', 'One', 4], ['c4', 'Empty', 0]]);
+    await assert.rejects(ConvoChatMessageHistory.list(store, { limit: 0 }), InvalidError);
+    await assert.rejects(ConvoChatMessageHistory.list(store, { userId: 'u1' }), InvalidError);
+    await assert.rejects(ConvoChatMessageHistory.list('memory:'), InvalidError);
+    await store.close();
+  });
+
   test(`${name}: every message kind comes back as the same class with the same fields`, async () => {
     const url = freshUrl(base);
     const store = await Store.open(url);
