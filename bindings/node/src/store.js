@@ -225,9 +225,21 @@ export class Store {
     }
   }
 
-  /** The texts of `limit` messages from `fromSeq` (0 = to the end), nothing else: what
-   * ConvoSaver reads its message channels from. */
+  /** The texts of `limit` messages from `fromSeq` (0 = to the end), with the thread's
+   * generation as texts.generation: what ConvoSaver reads its message channels from. */
   async loadTexts(threadId, fromSeq = 0, limit = 0) {
+    const log = await this.loadLog(threadId, { fromSeq, limit });
+    // read with the messages: they stay as they are while the generation does
+    log.texts.generation = log.generation;
+    return log.texts;
+  }
+
+  /** { texts, length, generation }: the texts of the messages from `fromSeq` (`limit` 0 =
+   * to the end; seqs are dense: texts[i] is seq fromSeq + i) and the thread's length and
+   * generation, without the seq, role and time of each message: what an adapter keeping its
+   * own copy of the log reads (a third of load's time on 2,000 messages). */
+  async loadLog(threadId, opts_) {
+    const { fromSeq = 0, limit = 0 } = options(opts_, 'loadLog options');
     const out = [null];
     const opts = { version: 1, from_seq: int(fromSeq, 'fromSeq', 0), limit: int(limit, 'limit', 0),
       tail: 0, with_extra: 0 };
@@ -238,9 +250,7 @@ export class Store {
       const texts = new Array(n);
       const len = [0];
       for (let i = 0; i < n; i++) texts[i] = copyText(C.convo_history_message(h, i, len), len[0]);
-      // read with the messages: they stay as they are while the generation does
-      texts.generation = Number(C.convo_history_generation(h));
-      return texts;
+      return { texts, length: Number(C.convo_history_length(h)), generation: Number(C.convo_history_generation(h)) };
     } finally {
       C.convo_history_free(h);
     }

@@ -36,6 +36,24 @@ for (const [name, base] of drivers()) {
       await s.close();
     });
 
+    test('loadLog and loadTexts: the texts with the length and generation', async () => {
+      const s = await Store.open(freshUrl(base));
+      await assert.rejects(s.loadLog('t'), NotFoundError);
+      const texts = ['{"role":"user","content":"a"}', '{"role":"assistant","content":"b"}', '{"role":"user","content":"c"}'];
+      await s.append('t', texts);
+      assert.deepEqual(await s.loadLog('t'), { texts, length: 3, generation: 0 });
+      assert.deepEqual(await s.loadLog('t', { fromSeq: 1, limit: 1 }), { texts: texts.slice(1, 2), length: 3, generation: 0 });
+      assert.deepEqual(await s.loadLog('t', { fromSeq: 3 }), { texts: [], length: 3, generation: 0 });
+      const some = await s.loadTexts('t', 2);
+      assert.deepEqual([...some], texts.slice(2));
+      assert.equal(some.generation, 0);
+      await s.replaceTail('t', { keep: 1 });
+      assert.deepEqual(await s.loadLog('t'), { texts: texts.slice(0, 1), length: 1, generation: 1 });
+      await assert.rejects(s.loadLog('t', { fromSeq: -1 }), InvalidError);
+      await assert.rejects(s.loadLog('t', 5), InvalidError);
+      await s.close();
+    });
+
     test('errors carry their code', async () => {
       const s = await Store.open(freshUrl(base));
       await assert.rejects(s.load('nobody'), (e) => e instanceof NotFoundError &&

@@ -53,21 +53,34 @@ function messageClass(v) {
   return typeof cls === 'function' && typeof cls.prototype?.getType === 'function' ? cls : null;
 }
 
-// A value with nothing inside to revive (plainLangChainValue) of a message class of
-// @langchain/core: its constructor on the stored fields, as load() calls it, without
-// load()'s walk of every field (an await per key: 7x slower on a thousand messages).
-function reviveQuickly(valueJson) {
-  const v = JSON.parse(valueJson);
+// The message a log message stores when it is one of @langchain/core's message classes
+// with nothing inside to revive (no other "lc" key in the text: no nested LangChain
+// object, no escaped dict), else null: its class's constructor on the stored fields, as
+// load() calls it, without load()'s walk of every field (an await per key: 7x slower on a
+// thousand messages). The text is parsed once: in a "json/c" message the value's content
+// is the number 0 exactly where the content was cut out (a message's content is never 0,
+// and one cut elsewhere leaves kwargs.content whole: then load() below).
+function quickMessage(t) {
+  const k = t.indexOf('"lc":');
+  if (k < 0 || t.indexOf('"lc":', k + 5) !== -1) return null;
+  const m = JSON.parse(t);
+  const v = m?.value;
+  if (m?.serde === 'json/c') {
+    if (v?.kwargs?.content !== 0 || m.content === undefined) return null;
+    v.kwargs.content = m.content;
+  } else if (m?.serde !== 'json') {
+    return null;
+  }
   const cls = messageClass(v);
   return cls && v.kwargs && typeof v.kwargs === 'object' ? new cls(v.kwargs) : null;
 }
 
 /** The LangChain message a log message stores. */
 export async function fromLogText(t) {
+  const quick = quickMessage(t);
+  if (quick) return quick;
   const v = plainLangChainValue(t);
   if (v !== null) {
-    const m = reviveQuickly(v);
-    if (m) return m;
     try {
       return await revive(v);
     } catch {
@@ -90,18 +103,28 @@ export async function fromLogText(t) {
   return fromPlain(m);
 }
 
-// The messages of loaded log messages, in order: those revived quickly without an await.
-async function fromLogTexts(loaded) {
-  const out = new Array(loaded.length);
+// The messages of log message texts, in order: those revived quickly without an await.
+async function fromLogTexts(texts) {
+  const out = new Array(texts.length);
   const slow = [];
-  for (let i = 0; i < loaded.length; i++) {
-    const v = plainLangChainValue(loaded[i].json);
-    const m = v === null ? null : reviveQuickly(v);
+  for (let i = 0; i < texts.length; i++) {
+    const m = quickMessage(texts[i]);
     if (m) out[i] = m;
-    else slow.push(fromLogText(loaded[i].json).then((x) => { out[i] = x; }));
+    else slow.push(fromLogText(texts[i]).then((x) => { out[i] = x; }));
   }
   if (slow.length) await Promise.all(slow);
   return out;
+}
+
+// The log of a thread from seq `from` ({ texts, length, generation }); an unknown thread is
+// an empty one at generation 0.
+async function loadLog(store, id, from) {
+  try {
+    return await store.loadLog(id, { fromSeq: from });
+  } catch (e) {
+    if (!(e instanceof NotFoundError)) throw e;
+    return { texts: [], length: 0, generation: 0 };
+  }
 }
 
 // What this process has read of a session, shared by the histories of one Store (an app
@@ -140,38 +163,22 @@ class Session {
   // deleted the thread) the whole thread is read again.
   async catchUp(store) {
     const n = this.messages.length;
-    let h;
-    try {
-      h = await store.load(this.id, { fromSeq: n > 0 ? n - 1 : 0, withExtra: false });
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
-      this.reset([], 0);
-      return;
-    }
-    const first = h.messages[0];
-    if (n > 0 && !(h.generation === this.generation && h.length >= n && first?.seq === n - 1 &&
-        first.json === this.lastText)) {
+    const from = n > 0 ? n - 1 : 0;
+    const log = await loadLog(store, this.id, from);
+    if (n > 0 && !(log.generation === this.generation && log.length >= n && log.texts[0] === this.lastText)) {
       return this.#readAll(store);
     }
-    const fresh = n > 0 ? h.messages.slice(1) : h.messages;
+    const fresh = n > 0 ? log.texts.slice(1) : log.texts;
     const decoded = await fromLogTexts(fresh);
     if (n === 0) this.messages = decoded;
     else for (const m of decoded) this.messages.push(m);
-    this.generation = h.generation;
-    if (fresh.length) this.lastText = fresh[fresh.length - 1].json;
+    this.generation = log.generation;
+    if (fresh.length) this.lastText = fresh[fresh.length - 1];
   }
 
   async #readAll(store) {
-    let h;
-    try {
-      h = await store.load(this.id, { withExtra: false });
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
-      this.reset([], 0);
-      return;
-    }
-    const decoded = await fromLogTexts(h.messages);
-    this.reset(decoded, h.generation, h.messages.length ? h.messages[h.messages.length - 1].json : null);
+    const log = await loadLog(store, this.id, 0);
+    this.reset(await fromLogTexts(log.texts), log.generation, log.texts.length ? log.texts.at(-1) : null);
   }
 
   // After an append of `texts` (the messages `added`) that landed at firstSeq: right after

@@ -1,7 +1,7 @@
 // ConvoChatMessageHistory (convo/langchain) through LangChain's own runtime
 // (RunnableWithMessageHistory, fake chat models): the history after every turn equal to the
 // same script on InMemoryChatMessageHistory, across a restart (a new Store on the same
-// URL); getMessages reading only what is new (store.load spied on), a tail rewritten by
+// URL); getMessages reading only what is new (store.loadLog spied on), a tail rewritten by
 // another writer noticed, addMessages one atomic append, clear keeping the extra, and
 // every message kind restored as the same class with the same fields. On every driver.
 import { test } from 'node:test';
@@ -28,14 +28,14 @@ function runShape(messages) {
     ...JSON.parse(JSON.stringify(m).replace(/"run-[0-9a-f-]{36}"/g, '"run-*"')) }));
 }
 
-// Counts what store.load reads: [{ fromSeq, rows }] per call.
+// Counts what the history reads (store.loadLog): [{ fromSeq, rows }] per call.
 function spyLoads(store) {
   const calls = [];
-  const load = store.load.bind(store);
-  store.load = async (thread, opts) => {
-    const h = await load(thread, opts);
-    calls.push({ fromSeq: opts?.fromSeq ?? 0, rows: h.messages.length });
-    return h;
+  const loadLog = store.loadLog.bind(store);
+  store.loadLog = async (thread, opts) => {
+    const log = await loadLog(thread, opts);
+    calls.push({ fromSeq: opts?.fromSeq ?? 0, rows: log.texts.length });
+    return log;
   };
   return calls;
 }
@@ -334,9 +334,14 @@ for (const [name, base] of drivers()) {
       // revived by load(): a LangChain object inside, a dict of the caller's with an "lc" key
       new AIMessage({ content: 'quoting', additional_kwargs: { quoted: new HumanMessage('inner') } }),
       new AIMessage({ content: 'odd keys', additional_kwargs: { lc: 1, type: 'constructor', id: ['x'] } }),
+      // the content's first copy in the value is not kwargs.content: cut out there instead
+      new ToolMessage({ tool_call_id: 'c3', artifact: { content: 'a content cut out elsewhere' },
+        content: 'a content cut out elsewhere' }),
     ];
     const h = new ConvoChatMessageHistory({ store, sessionId: 'kinds' });
     await h.addMessages(messages);
+    const cut = JSON.parse((await store.load('kinds', { tail: 1 })).messages[0].json);
+    assert.deepEqual([cut.serde, cut.value.kwargs.artifact.content], ['json/c', 0]);
     if (persistent) await store.close();
     const back = persistent ? new ConvoChatMessageHistory({ url, sessionId: 'kinds' }) :
       new ConvoChatMessageHistory({ store, sessionId: 'kinds' });
