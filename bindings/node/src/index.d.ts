@@ -188,6 +188,10 @@ export declare class Store {
     Promise<{ firstSeq: number; count: number; replayed: boolean }>;
   load(threadId: string, opts?: { fromSeq?: number; limit?: number; tail?: number; withExtra?: boolean }):
     Promise<History>;
+  /** The texts of the messages from fromSeq (seqs are dense: texts[i] is seq fromSeq + i), with
+   * the thread's length and generation: load without each message's seq, role and time. */
+  loadLog(threadId: string, opts?: { fromSeq?: number; limit?: number }):
+    Promise<{ texts: string[]; length: number; generation: number }>;
   /** Keeps [0, keep) and stores messages after them, atomically; the generation goes up by one. */
   replaceTail(threadId: string, opts: ReplaceTailOptions): Promise<ReplaceTailResult>;
   /** Removes the last messages and resolves to them, oldest first ([] for an empty thread). */

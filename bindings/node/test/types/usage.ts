@@ -10,6 +10,8 @@ async function main(): Promise<void> {
   const r: { firstSeq: number; count: number; replayed: boolean } =
     await store.append('t', ['{"role":"user"}', { role: 'assistant', content: 'x' }], { expectedLength: 0 });
   const h = await store.load('t', { tail: 1 });
+  const log: { texts: string[]; length: number; generation: number } = await store.loadLog('t', { fromSeq: 1 });
+  void log;
   const role: string = h.messages[0].role;
   const cp = await store.checkpointGet('t');
   const n: number = cp.logLength;
