@@ -221,17 +221,17 @@ START_TEST(test_page_cost_flat)
 {
     const char *path = db_path("cost");
     convo_store *s = open_keys(path, NULL, USER_ID);
-    fill(s, 0, 300, 10); /* u0 has 30 threads among 300 */
+    fill(s, 0, 150, 5); /* u0 has 30 threads among 150 */
     int before[NPAGE];
     for (int i = 0; i < NPAGE; i++)
         before[i] = page_steps(path, page_statements[i], "\"u0\"");
-    fill(s, 300, 3300, 10); /* 2,700 more of other users, and 300 more of u0 */
+    fill(s, 150, 1500, 5); /* 1,080 more of other users, and 270 more of u0 */
     for (int i = 0; i < NPAGE; i++) {
         int after = page_steps(path, page_statements[i], "\"u0\"");
-        ck_assert_msg(after == before[i], "%s: %d steps at 300 threads, %d at 3,300",
+        ck_assert_msg(after == before[i], "%s: %d steps at 150 threads, %d at 1,500",
                       page_statements[i], before[i], after);
     }
-    /* and what the driver lists with them: u0's 20 newest, t03290 first */
+    /* and what the driver lists with them: u0's 20 newest, t01495 first */
     convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
     o.where_json = "{\"user_id\":\"u0\"}";
     o.limit = 20;
@@ -239,8 +239,8 @@ START_TEST(test_page_cost_flat)
     convo_error err;
     ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
     ck_assert_uint_eq(convo_thread_page_count(p), 20);
-    ck_assert_str_eq(convo_thread_page_id(p, 0), "t03290");
-    ck_assert_str_eq(convo_thread_page_id(p, 19), "t03100");
+    ck_assert_str_eq(convo_thread_page_id(p, 0), "t01495");
+    ck_assert_str_eq(convo_thread_page_id(p, 19), "t01400");
     ck_assert_ptr_nonnull(convo_thread_page_next(p));
     convo_thread_page_free(p);
     convo_close(s);
