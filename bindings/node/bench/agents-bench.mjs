@@ -1,0 +1,317 @@
+// The 1,000-turn OpenAI Agents SDK chat on convo's ConvoSession (convo/openai-agents) and on
+// the SDK's own MemorySession (it has no other local store). A turn is the SDK's Runner
+// running an agent on a scripted model (no network) with the session: the Runner reads the
+// whole history (getItems()), then adds the turn's items in one addItems; every 10th turn
+// the model calls a tool first (4 items: user, function_call, function_call_result,
+// assistant; else 2). Then the same conversation again without the Runner ("session" mode:
+// per turn exactly the session calls the Runner made, getItems() and addItems), which is the
+// session's own cost, and "tail" mode: getItems(20) and addItems, a bounded read per turn.
+// Reports turns/s, the turn rate at turn 100 and at the last turn (from the median of the 50
+// turns ending there), getItems() at the end (the session that ran the turns; a new
+// process: a new Store on the same URL; medians of 30), getItems(20) in a new process,
+// bytes stored (Store.bytes(); SQLite: the file and its WAL) next to the items' JSON bytes.
+// Every session must give the conversation back whole. The sessions run one after the other
+// in ROUNDS rounds (3 by default, the order turned each round); each figure is the median
+// over the rounds. A bench, not a test.
+//
+//   node --expose-gc agents-bench.mjs [--turns N] [--payload BYTES] [--rounds R] [--only NAME,...]
+//                                     [--modes runner,session,tail] [--json]
+//
+// Redis and PostgreSQL come from CONVO_BENCH_{REDIS,POSTGRES}_URL or CONVO_TEST_{...}_URL
+// (skipped, with a note, when unset); each run has a prefix or schema of its own. SQLite
+// files go to a temporary folder. libconvo: CONVO_LIBRARY or the build tree.
+import { parseArgs, isDeepStrictEqual } from 'node:util';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Agent, Runner, MemorySession, Usage, tool, setTracingDisabled } from '@openai/agents';
+import { z } from 'zod';
+
+setTracingDisabled(true);
+
+const { values: opts } = parseArgs({
+  options: {
+    turns: { type: 'string', default: '1000' },
+    payload: { type: 'string', default: '200' },
+    only: { type: 'string' },
+    modes: { type: 'string', default: 'runner,session,tail' },
+    rounds: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const TURNS = Number(opts.turns);
+const PAYLOAD = Number(opts.payload);
+const ROUNDS = Number(opts.rounds);
+const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
+const EARLY = Math.min(100, TURNS);
+const GETS = 30;
+if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
+  console.error('agents-bench: --turns must be >= 4, --payload and --rounds >= 1');
+  process.exit(2);
+}
+
+// convo and convo/openai-agents of the package this folder sits in (bindings/node).
+async function convoModules() {
+  const dir = new URL('../', import.meta.url);
+  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
+  const entry = (name) => {
+    const e = pkg.exports[name];
+    return new URL(typeof e === 'object' ? (e.import ?? e.default) : e, dir);
+  };
+  const [{ Store }, { ConvoSession }] = await Promise.all([import(entry('.')), import(entry('./openai-agents'))]);
+  return { Store, ConvoSession };
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'convo-agents-bench-'));
+const redisUrl = process.env.CONVO_BENCH_REDIS_URL ?? process.env.CONVO_TEST_REDIS_URL;
+const postgresUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
+const tag = `agb${process.pid}`;
+
+// Random words from a fixed seed: poorly compressible text, the same in every run.
+let seed = 42;
+function rand() {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed / 2147483648;
+}
+function words(bytes) {
+  let s = '';
+  while (s.length < bytes) {
+    const len = 2 + Math.floor(rand() * 8);
+    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
+    s += ' ';
+  }
+  return s.slice(0, bytes);
+}
+
+// The conversation, the same for every session: what the user says and the model answers.
+const said = Array.from({ length: TURNS }, (_, t) => (t % 10 === 9 ? `lookup ${t}` : words(PAYLOAD)));
+const answers = Array.from({ length: TURNS }, () => words(PAYLOAD));
+
+function scriptedAgent() {
+  let turn = 0;
+  const model = {
+    async getResponse({ input }) {
+      const last = input[input.length - 1];
+      const n = input.length;
+      if (last.type !== 'function_call_result' && said[turn].startsWith('lookup')) {
+        return { usage: new Usage(), output: [{ type: 'function_call', id: `fc_${n}`, callId: `call_${n}`,
+          name: 'lookup', arguments: JSON.stringify({ q: said[turn] }), status: 'completed' }] };
+      }
+      return { usage: new Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', id: `msg_${n}`,
+        content: [{ type: 'output_text', text: answers[turn++], annotations: [] }] }] };
+    },
+    async *getStreamedResponse() {
+      throw new Error('not streamed');
+    },
+  };
+  const lookup = tool({ name: 'lookup', description: 'Looks a thing up', parameters: z.object({ q: z.string() }),
+    execute: async ({ q }) => `found ${q}: ${'x'.repeat(PAYLOAD / 2)}` });
+  return new Agent({ name: 'bench', instructions: 'Answer.', model, tools: [lookup] });
+}
+
+function withParam(url, name, value) {
+  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
+}
+
+let convo;
+let round = 0;
+async function convoSession(spec, url) {
+  convo ??= await convoModules();
+  spec.url = url;
+  spec.store = await convo.Store.open(url);
+  spec.restart = url === 'memory:' ? null : async () => {
+    const store = await convo.Store.open(url);
+    return { session: new convo.ConvoSession({ store, sessionId: 'chat' }), close: () => store.close() };
+  };
+  return new convo.ConvoSession({ store: spec.store, sessionId: 'chat' });
+}
+
+const SESSIONS = [
+  {
+    name: 'agents-memory', backend: 'memory',
+    async open() {
+      this.restart = null;
+      return new MemorySession({ sessionId: 'chat' });
+    },
+    async close() {},
+    async size() { return null; },
+  },
+  {
+    name: 'convo-memory', backend: 'memory',
+    async open() { return convoSession(this, 'memory:'); },
+    async close() { await this.store.close(); },
+    async size() { return this.store.bytes(); },
+  },
+  {
+    name: 'convo-sqlite', backend: 'sqlite',
+    async open() {
+      this.path = join(tmp, `convo-${randomUUID()}.db`);
+      return convoSession(this, `sqlite:${this.path}`);
+    },
+    async close() { await this.store.close(); },
+    async size() {
+      return [this.path, `${this.path}-wal`].reduce((n, f) => n + (existsSync(f) ? statSync(f).size : 0), 0);
+    },
+    sizeAfterClose: true,
+  },
+  {
+    name: 'convo-redis', backend: 'redis', needs: () => redisUrl,
+    async open() { return convoSession(this, withParam(redisUrl, 'prefix', `${tag}r${round}${this.mode}`)); },
+    async close() {
+      await this.store.delete('chat');
+      await this.store.close();
+    },
+    async size() { return this.store.bytes(); },
+  },
+  {
+    name: 'convo-postgres', backend: 'postgres', needs: () => postgresUrl,
+    async open() { return convoSession(this, withParam(postgresUrl, 'schema', `${tag}p${round}${this.mode}`)); },
+    async close() {
+      await this.store.delete('chat');
+      await this.store.close();
+    },
+    async size() { return this.store.bytes(); },
+  },
+];
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
+const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
+const since = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+
+async function timed(n, make, call) {
+  const ms = [];
+  let got;
+  for (let i = 0; i < n; i++) {
+    const made = await make();
+    const start = process.hrtime.bigint();
+    got = await call(made.session);
+    ms.push(since(start));
+    await made.close?.();
+  }
+  return { ms, got };
+}
+
+// runner mode: the Runner; session mode: per turn the calls the Runner made in runner mode;
+// tail mode: the same with getItems(20)
+async function play(spec, session, mode, script) {
+  const turnMs = [];
+  const runner = new Runner();
+  const agent = scriptedAgent();
+  for (let t = 0; t < TURNS; t++) {
+    const start = process.hrtime.bigint();
+    if (mode === 'runner') {
+      await runner.run(agent, said[t], { session });
+    } else {
+      await session.getItems(mode === 'tail' ? 20 : undefined);
+      await session.addItems(structuredClone(script[t]));
+    }
+    turnMs.push(since(start));
+  }
+  return turnMs;
+}
+
+async function runOne(spec, mode, script) {
+  globalThis.gc?.();
+  spec.mode = mode[0];
+  const session = await spec.open();
+  let warm, cold = null, tail = null, stored, items;
+  let turnMs;
+  try {
+    turnMs = await play(spec, session, mode, script);
+    warm = await timed(GETS, () => ({ session }), (s) => s.getItems());
+    items = warm.got;
+    if (spec.restart) {
+      cold = await timed(GETS, spec.restart, (s) => s.getItems());
+      tail = await timed(GETS, spec.restart, (s) => s.getItems(20));
+      if (!isDeepStrictEqual(cold.got, items) || !isDeepStrictEqual(tail.got, items.slice(-20))) {
+        throw new Error(`${spec.name}: a new process read another conversation`);
+      }
+    }
+    if (!spec.sizeAfterClose) stored = await spec.size();
+  } finally {
+    await spec.close();
+  }
+  if (spec.sizeAfterClose) stored = await spec.size();
+  return { turnMs, warmMs: warm.ms, coldMs: cold?.ms ?? null, tailMs: tail?.ms ?? null, stored, items };
+}
+
+function summarize(spec, mode, rounds, rawBytes) {
+  const m = (f) => median(rounds.map(f));
+  const orNull = (k, f) => (rounds[0][k] === null ? null : f());
+  return {
+    session: spec.name, backend: spec.backend, mode, turns: TURNS, items: rounds[0].items.length, payload: PAYLOAD,
+    rounds: rounds.length,
+    turns_per_sec: Math.round(m((r) => rate(r.turnMs))),
+    [`turns_per_sec_at_turn_${EARLY}`]: Math.round(m((r) => rateAt(r.turnMs, EARLY))),
+    [`turns_per_sec_at_turn_${TURNS}`]: Math.round(m((r) => rateAt(r.turnMs, TURNS))),
+    late_vs_early: +m((r) => rateAt(r.turnMs, TURNS) / rateAt(r.turnMs, EARLY)).toFixed(3),
+    get_items_ms: +m((r) => median(r.warmMs)).toFixed(3),
+    new_process_get_items_ms: orNull('coldMs', () => +m((r) => median(r.coldMs)).toFixed(3)),
+    new_process_get_items_20_ms: orNull('tailMs', () => +m((r) => median(r.tailMs)).toFixed(3)),
+    stored_bytes: orNull('stored', () => m((r) => r.stored)),
+    item_json_bytes: rawBytes,
+    stored_per_raw: orNull('stored', () => +(m((r) => r.stored) / rawBytes).toFixed(2)),
+  };
+}
+
+const only = opts.only ? new Set(opts.only.split(',')) : null;
+const specs = SESSIONS.filter((spec) => {
+  if (only && !only.has(spec.name)) return false;
+  if (spec.needs && !spec.needs()) {
+    console.error(`agents-bench: ${spec.name} skipped: set CONVO_BENCH_${spec.backend.toUpperCase()}_URL or CONVO_TEST_${spec.backend.toUpperCase()}_URL`);
+    return false;
+  }
+  return true;
+});
+
+// The script of session mode: the items each turn added, as the Runner gave them to
+// MemorySession (the reference run)
+async function referenceScript() {
+  const session = new MemorySession();
+  const added = [];
+  const add = session.addItems.bind(session);
+  session.addItems = async (items) => {
+    added[added.length - 1].push(...structuredClone(items));
+    return add(items);
+  };
+  const runner = new Runner();
+  const agent = scriptedAgent();
+  for (let t = 0; t < TURNS; t++) {
+    added.push([]);
+    await runner.run(agent, said[t], { session });
+  }
+  return { script: added, items: await session.getItems() };
+}
+
+const results = [];
+try {
+  const reference = await referenceScript();
+  const rawBytes = reference.items.reduce((n, i) => n + Buffer.byteLength(JSON.stringify(i)), 0);
+  const modes = opts.modes.split(',');
+  if (modes.some((m) => !['runner', 'session', 'tail'].includes(m))) throw new Error(`--modes: ${opts.modes}`);
+  for (const mode of modes) {
+    const per = new Map(specs.map((spec) => [spec, []]));
+    for (round = 0; round < ROUNDS; round++) {
+      for (const spec of specs.map((_, i) => specs[(i + round) % specs.length])) {
+        console.error(`agents-bench: ${mode} round ${round + 1}/${ROUNDS}: ${spec.name}, ${TURNS} turns...`);
+        const r = await runOne(spec, mode, reference.script);
+        if (!isDeepStrictEqual(r.items, reference.items)) throw new Error(`${spec.name}: not the conversation`);
+        per.get(spec).push(r);
+      }
+    }
+    for (const spec of specs) results.push(summarize(spec, mode, per.get(spec), rawBytes));
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+if (opts.json) {
+  console.log(JSON.stringify(results, null, 2));
+} else {
+  const cols = Object.keys(results[0]).filter((k) => !['turns', 'payload', 'rounds'].includes(k));
+  console.log(`${TURNS} turns, ${PAYLOAD}-byte texts, median of ${ROUNDS} rounds`);
+  console.log(cols.join('\t'));
+  for (const r of results) console.log(cols.map((k) => r[k] ?? '-').join('\t'));
+}
