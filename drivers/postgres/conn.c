@@ -6,6 +6,7 @@
 #include "pg_int.h"
 #include "drivers/postgres/sql.h"
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,10 +27,10 @@ static const struct {
     [ST_APPEND_MANY_IF] = {"convo_append_many_if", 7, SQL_APPEND_MANY_IF},
     [ST_APPEND] = {"convo_append", 8, SQL_APPEND},
     [ST_LOAD] = {"convo_load", 5, SQL_LOAD},
-    [ST_SAVE_EXTRA] = {"convo_save_extra", 4, SQL_SAVE_EXTRA},
+    [ST_SAVE_EXTRA] = {"convo_save_extra", 5, SQL_SAVE_EXTRA},
     [ST_DELETE] = {"convo_delete", 1, SQL_THREAD_DELETE},
     [ST_LIST] = {"convo_list", 2, SQL_THREAD_LIST},
-    [ST_FORK] = {"convo_fork", 5, SQL_THREAD_FORK},
+    [ST_FORK] = {"convo_fork", 6, SQL_THREAD_FORK},
     [ST_CP_PUT] = {"convo_cp_put", 14, SQL_CHECKPOINT_PUT},
     [ST_CP_WRITES] = {"convo_cp_writes", 10, SQL_CHECKPOINT_PUT_WRITES},
     [ST_CP_GET] = {"convo_cp_get", 3, SQL_CHECKPOINT_GET},
@@ -220,7 +221,7 @@ int convo__pg_conn_get(convo_backend *b, pg_conn **out, convo_error *err)
                 PQstatus(c->pg) == CONNECTION_OK;
     if (!fresh && !conn_alive(c)) {
         PQreset(c->pg);
-        c->prepared = 0;
+        memset(c->prepared, 0, sizeof c->prepared);
         c->fatal = 0;
         rc = PQstatus(c->pg) == CONNECTION_OK ? session_setup(b, c->pg, err)
                                               : convo__pg_fail(b, c->pg, NULL, err);
@@ -260,21 +261,44 @@ static void drain(PGconn *pg)
         PQclear(r);
 }
 
-/* The first run of st on a connection: Parse, Bind, Execute and one Sync in
- * one round trip (libpq pipeline mode) instead of a PQprepare round trip
- * first. Returns the Execute's result, or the Parse's when that failed (the
- * Execute is then skipped by the server); NULL when the connection broke or
- * could not leave pipeline mode (then c->fatal is set: it is not reused). */
-static PGresult *exec_first(convo_backend *b, pg_conn *c, int st, const char *const *values,
+/* What a run needs to know of a statement: its name on the connection, its
+ * text, its parameters (types NULL: the server infers them) and its bit in
+ * pg_conn.prepared (slot). */
+typedef struct statement {
+    const char *name;
+    const char *sql;
+    int nparams;
+    const Oid *types;
+    int slot;
+} statement;
+
+static int is_prepared(const pg_conn *c, int slot)
+{
+    return (c->prepared[slot / 32] >> (slot % 32)) & 1u;
+}
+
+static void set_prepared(pg_conn *c, int slot, int on)
+{
+    if (on)
+        c->prepared[slot / 32] |= 1u << (slot % 32);
+    else
+        c->prepared[slot / 32] &= ~(1u << (slot % 32));
+}
+
+/* The first run of a statement on a connection: Parse, Bind, Execute and one
+ * Sync in one round trip (libpq pipeline mode) instead of a PQprepare round
+ * trip first. Returns the Execute's result, or the Parse's when that failed
+ * (the Execute is then skipped by the server); NULL when the connection broke
+ * or could not leave pipeline mode (then c->fatal is set: it is not reused). */
+static PGresult *exec_first(pg_conn *c, const statement *st, const char *const *values,
                             const int *lengths)
 {
     PGconn *pg = c->pg;
-    const char *name = statements[st].name;
     if (!PQenterPipelineMode(pg))
         return NULL;
     PGresult *parse = NULL, *exec = NULL, *sync = NULL;
-    if (PQsendPrepare(pg, name, b->sql[st], 0, NULL) &&
-        PQsendQueryPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1) &&
+    if (PQsendPrepare(pg, st->name, st->sql, st->nparams, st->types) &&
+        PQsendQueryPrepared(pg, st->name, st->nparams, values, lengths, binary, 1) &&
         PQpipelineSync(pg)) {
         if ((parse = PQgetResult(pg)) != NULL)
             drain(pg);
@@ -293,33 +317,32 @@ static PGresult *exec_first(convo_backend *b, pg_conn *c, int st, const char *co
     ExecStatusType ps = parse ? PQresultStatus(parse) : PGRES_FATAL_ERROR;
     /* 42P05: it exists already */
     if (ps == PGRES_COMMAND_OK || convo__pg_is_state(parse, "42P05")) {
-        c->prepared |= 1u << st;
+        set_prepared(c, st->slot, 1);
         PQclear(parse);
         if (ps == PGRES_COMMAND_OK)
             return exec;
         PQclear(exec); /* skipped: run it now */
-        return PQexecPrepared(pg, name, statements[st].nparams, values, lengths, binary, 1);
+        return PQexecPrepared(pg, st->name, st->nparams, values, lengths, binary, 1);
     }
     PQclear(exec);
     return parse;
 }
 
-/* Runs prepared statement st with binary parameters and a binary result.
+/* Runs a prepared statement with binary parameters and a binary result.
  * Serialization failures and deadlocks are retried: every statement is one
  * transaction, so a retry is safe. A dead connection is dropped. */
-int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
-                  PGresult **out, convo_error *err)
+static int run(convo_backend *b, const statement *st, const char *const *values,
+               const int *lengths, PGresult **out, convo_error *err)
 {
-    _Static_assert(ST_COUNT <= 32, "one bit per statement in pg_conn.prepared");
     for (int attempt = 0;; attempt++) {
         pg_conn *c;
         int rc = convo__pg_conn_get(b, &c, err);
         if (rc != 0)
             return rc;
-        PGresult *r = c->prepared & (1u << st)
-                          ? PQexecPrepared(c->pg, statements[st].name, statements[st].nparams,
-                                           values, lengths, binary, 1)
-                          : exec_first(b, c, st, values, lengths);
+        PGresult *r = is_prepared(c, st->slot)
+                          ? PQexecPrepared(c->pg, st->name, st->nparams, values, lengths,
+                                           binary, 1)
+                          : exec_first(c, st, values, lengths);
         ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
         if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
             c->done_at = monotonic_micros();
@@ -332,7 +355,7 @@ int convo__pg_run(convo_backend *b, int st, const char *const *values, const int
                     (convo__pg_is_state(r, "40001") || convo__pg_is_state(r, "40P01") ||
                      convo__pg_is_state(r, "26000"));
         if (convo__pg_is_state(r, "26000")) /* prepared statement gone (DISCARD ALL, a pooler) */
-            c->prepared &= ~(1u << st);
+            set_prepared(c, st->slot, 0);
         if (!retry)
             rc = convo__pg_fail(b, c->pg, r, err);
         PQclear(r);
@@ -340,4 +363,24 @@ int convo__pg_run(convo_backend *b, int st, const char *const *values, const int
         if (!retry)
             return rc;
     }
+}
+
+int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
+                  PGresult **out, convo_error *err)
+{
+    const statement s = {statements[st].name, b->sql[st], statements[st].nparams, NULL, st};
+    return run(b, &s, values, lengths, out, err);
+}
+
+/* The parameters of the thread_list_*.sql shapes, typed: a shape uses some. */
+static const Oid list_types[LIST_NPARAMS] = {OID_TEXT, OID_TIMESTAMPTZ, OID_INT8, OID_BOOL,
+                                             OID_BOOL, OID_TEXT, OID_BOOL};
+
+int convo__pg_run_list(convo_backend *b, int shape, const char *const *values,
+                       const int *lengths, PGresult **out, convo_error *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "convo_list_%d", shape);
+    const statement s = {name, b->list_sql[shape], LIST_NPARAMS, list_types, ST_COUNT + shape};
+    return run(b, &s, values, lengths, out, err);
 }

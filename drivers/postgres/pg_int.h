@@ -10,9 +10,11 @@
 
 /* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
 #define PG_EPOCH_MICROS INT64_C(946684800000000)
+#define OID_BOOL 16
 #define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
+#define OID_TEXT_ARRAY 1009
 #define OID_TIMESTAMPTZ 1184
 #define TTL_LEN 16 /* an interval in binary: microseconds, days, months */
 
@@ -25,9 +27,19 @@ enum {
     ST_COUNT
 };
 
+/* The thread index's statements (index.c), thread_list_*.sql filled in for
+ * each shape: without a filter and with a where served by the GIN index, for
+ * each order and direction (6 each), then with a where on declared key k in
+ * activity order, both directions (LIST_KEY_SHAPE). At most 32 keys. */
+#define LIST_NPARAMS 7
+#define LIST_MAX_KEYS 32
+#define LIST_KEY_SHAPE(k, reverse) (12 + 2 * (k) + (reverse))
+#define LIST_SHAPES LIST_KEY_SHAPE(LIST_MAX_KEYS, 0)
+
 typedef struct pg_conn {
     PGconn *pg;
-    unsigned prepared; /* bit i: statement i is prepared on this connection */
+    /* bit i: statement i (ST_*, then ST_COUNT + list shape) is prepared here */
+    uint32_t prepared[(ST_COUNT + LIST_SHAPES + 31) / 32];
     int fatal;         /* the server said FATAL while the connection was idle */
     int64_t done_at;   /* monotonic microseconds when its last call succeeded; 0: never */
 } pg_conn;
@@ -38,6 +50,9 @@ struct convo_backend {
     char qschema[70];   /* "name", quoted */
     char schema[64];
     char *sql[ST_COUNT];
+    char *list_sql[LIST_SHAPES]; /* NULL: a shape this store has not (no such key) */
+    char **keys;                 /* the recorded index keys, sorted; NULL-terminated */
+    size_t nkeys;
     convo_limits limits;
     char ttl_interval[16]; /* ttl=S as a binary interval parameter */
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
@@ -64,6 +79,9 @@ int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_er
  * retried on serialization failures and deadlocks; *out is the caller's. */
 int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
                   PGresult **out, convo_error *err);
+/* The same for list shape `shape` (b->list_sql, LIST_NPARAMS typed parameters). */
+int convo__pg_run_list(convo_backend *b, int shape, const char *const *values,
+                       const int *lengths, PGresult **out, convo_error *err);
 
 /* ---- values.c: binary values, compact JSON */
 
@@ -115,6 +133,13 @@ int convo__pg_too_large(int rc, convo_error *err);
  * is newer). */
 int convo__pg_migrate(convo_backend *b, convo_error *err);
 
+/* ---- index.c: the thread index */
+
+/* After the migrations: records the opener's declared keys (limits.indexed_keys)
+ * or reads the recorded ones into b->keys, and fills b->list_sql. */
+int convo__pg_index_open(convo_backend *b, convo_error *err);
+void convo__pg_index_close(convo_backend *b);
+
 /* ---- the driver's calls (postgres.c lists them in convo_driver_postgres) */
 
 /* threads.c */
@@ -133,6 +158,10 @@ int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, in
 int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
                            convo_rewrite_result *res, convo_error *err);
+/* index.c */
+int convo__pg_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void *where,
+                             const convo_thread_cursor *after, convo_thread_page **out,
+                             convo_error *err);
 /* checkpoints.c */
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,

@@ -4,7 +4,8 @@
  * with ttl=S, gives the thread a deadline after which it is gone. This file:
  * the driver table, open and close, the URL's parameters. The others:
  * conn.c (connections, errors, statements), schema.c (migrations), threads.c,
- * checkpoints.c, maint.c (import, sweep, bench), values.c (binary values), and
+ * index.c (the thread index), checkpoints.c, maint.c (import, sweep, bench),
+ * values.c (binary values), and
  * the SQL, one statement or migration per .sql file (docs/postgres.md). */
 #include "config.h"
 #include "pg_int.h"
@@ -78,6 +79,7 @@ static void pg_close(convo_backend *b)
     if (!b)
         return;
     convo__pool_free(b->pool);
+    convo__pg_index_close(b);
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
     free(b->conninfo);
@@ -129,6 +131,8 @@ static int pg_open(convo_backend **out, convo_url *url, const convo_limits *limi
     int rc = setup(b, url, err);
     if (rc == 0)
         rc = convo__pg_migrate(b, err);
+    if (rc == 0)
+        rc = convo__pg_index_open(b, err);
     if (rc != 0) {
         pg_close(b);
         return rc;
@@ -162,4 +166,5 @@ const convo_driver convo_driver_postgres = {
     .sweep = convo__pg_sweep,
     .checkpoint_put_log = convo__pg_checkpoint_put_log,
     .replace_tail = convo__pg_replace_tail,
+    .thread_list_ex = convo__pg_thread_list_ex,
 };

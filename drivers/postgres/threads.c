@@ -162,10 +162,11 @@ int convo__pg_save_extra(convo_backend *b, const char *thread_id, const char *pa
                          void *patch_obj, convo_error *err)
 {
     (void)patch_obj;
-    char max[8];
+    char max[8], at[8];
     put64(max, (uint64_t)b->limits.max_extra_bytes);
-    const char *values[4] = {thread_id, patch, max, b->ttl};
-    const int lens[4] = {(int)strlen(thread_id), (int)strlen(patch), 8, TTL_LEN};
+    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    const char *values[5] = {thread_id, patch, max, at, b->ttl};
+    const int lens[5] = {(int)strlen(thread_id), (int)strlen(patch), 8, 8, TTL_LEN};
     PGresult *r;
     int rc = convo__pg_run(b, ST_SAVE_EXTRA, values, lens, &r, err);
     if (rc == 0)
@@ -216,11 +217,12 @@ int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err)
 {
-    char up[8], generation[8];
+    char up[8], generation[8], at[8];
     put64(up, (uint64_t)upto);
     put64(generation, (uint64_t)expected_generation);
-    const char *values[5] = {src, dst, up, generation, b->ttl};
-    const int lens[5] = {(int)strlen(src), (int)strlen(dst), 8, 8, TTL_LEN};
+    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    const char *values[6] = {src, dst, up, generation, at, b->ttl};
+    const int lens[6] = {(int)strlen(src), (int)strlen(dst), 8, 8, 8, TTL_LEN};
     PGresult *r;
     int rc = convo__pg_run(b, ST_FORK, values, lens, &r, err);
     if (rc == 0)
