@@ -69,7 +69,7 @@ START_TEST(test_migration_from_version_7)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v7"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11");
     free(v);
     char *after = rows_as_text(pg, "v7", 2);
     ck_assert_str_eq(after, before);
@@ -258,7 +258,7 @@ START_TEST(test_rewrite_and_fork_never_mix)
     convo_history_free(h);
 
     ck_assert_int_eq(convo_thread_delete(s, "copy", &err), 0);
-    holder = hold("rwlock", "SELECT @S.thread_fork('locked', 'copy', -1, -1, NULL)");
+    holder = hold("rwlock", "SELECT @S.thread_fork('locked', 'copy', -1, -1, now(), NULL)");
     blocked rewrite = {s, 2, 0, {0}};
     pthread_create(&th, NULL, blocked_call, &rewrite);
     wait_for_lock_wait(app);

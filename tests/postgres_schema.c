@@ -24,7 +24,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8,9,10,11");
     free(versions);
     /* (v6) the thread table's primary key is the thread id; every other data
      * table's starts with the thread's numeric key */
@@ -37,7 +37,7 @@ START_TEST(test_schema_created_and_versioned)
              schema_name("layout"));
     char *keys = query1(pg, sql);
     ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_writes:tid checkpoints:tid "
-                           "idempotency_keys:tid messages:tid thread_extra:tid "
+                           "idempotency_keys:tid indexed_keys:key messages:tid thread_extra:tid "
                            "threads:thread_id");
     free(keys);
     /* reopening changes nothing */
@@ -45,7 +45,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 10);
+    ck_assert_int_eq(query_long(pg, sql), 11);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -120,7 +120,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 10);
+    ck_assert_int_eq(query_long(pg, sql), 11);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -306,7 +306,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -314,8 +314,8 @@ START_TEST(test_migration_from_version_3)
     ck_assert_int_eq(query_long(pg, sql), 0);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_proc WHERE pronamespace = '\"%s\"'::regnamespace"
-             " AND pronargs = CASE proname WHEN 'append' THEN 8 WHEN 'save_extra' THEN 4"
-             " WHEN 'thread_fork' THEN 5 WHEN 'checkpoint_put' THEN 14"
+             " AND pronargs = CASE proname WHEN 'append' THEN 8 WHEN 'save_extra' THEN 5"
+             " WHEN 'thread_fork' THEN 6 WHEN 'checkpoint_put' THEN 14"
              " WHEN 'checkpoint_put_writes' THEN 10 WHEN 'checkpoint_prune' THEN 3"
              " WHEN 'thread_import' THEN 7 ELSE pronargs END", schema_name("v3"));
     long current = query_long(pg, sql);
@@ -382,7 +382,7 @@ START_TEST(test_migration_from_version_4)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11");
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -429,7 +429,9 @@ typedef struct sql_file {
     int used;
 } sql_file;
 
-/* Replaces each @X placeholder with its value (see drivers/postgres/conn.c). */
+/* Replaces each @X placeholder with its value (see drivers/postgres/conn.c;
+ * @C, @D, @R and @K of thread_list_*.sql as drivers/postgres/index.c fills
+ * them for the activity order on a key "user_id"). */
 static char *sql_fill(const char *text, const char *schema)
 {
     char quoted[80];
@@ -441,7 +443,9 @@ static char *sql_fill(const char *text, const char *schema)
         const char *with = NULL;
         if (text[i] == '@' && i + 1 < n)
             with = text[i + 1] == 'S' ? quoted : text[i + 1] == 'N' ? schema
-                 : text[i + 1] == 'T' ? "\"bench_raw_sqlfiles\"" : NULL;
+                 : text[i + 1] == 'T' ? "\"bench_raw_sqlfiles\""
+                 : text[i + 1] == 'C' ? "updated_at" : text[i + 1] == 'D' ? "DESC"
+                 : text[i + 1] == 'R' ? "<" : text[i + 1] == 'K' ? "'user_id'" : NULL;
         size_t w = with ? strlen(with) : 1;
         if (o + w + 1 > cap) {
             cap = cap * 2 + w;
@@ -700,7 +704,7 @@ START_TEST(test_migration_from_version_5)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v5"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11");
     free(v);
     char *after = rows_as_text(pg, "v5", 2);
     ck_assert_str_eq(after, before);
@@ -825,7 +829,7 @@ START_TEST(test_migration_from_version_6)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v6"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11");
     free(v);
     char *after = rows_as_text(pg, "v6", 2);
     ck_assert_str_eq(after, before);
@@ -975,7 +979,12 @@ START_TEST(test_sql_files_load_on_their_own)
                           files[i].name, word);
             char name[80];
             snprintf(name, sizeof name, "sqlfiles_%zu", i);
-            PGresult *r = PQprepare(pg, name, files[i].text, 0, NULL);
+            /* the thread list shapes' parameters are typed by the driver (a
+             * shape uses some): text, timestamptz, int8, bool, bool, text, bool */
+            static const Oid list_types[] = {25, 1184, 20, 16, 16, 25, 16};
+            int list = strncmp(files[i].name, "thread_list_", 12) == 0;
+            PGresult *r = PQprepare(pg, name, files[i].text, list ? 7 : 0,
+                                    list ? list_types : NULL);
             ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "PREPARE %s: %s",
                           files[i].name, PQresultErrorMessage(r));
             PQclear(r);
