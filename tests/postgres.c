@@ -1193,6 +1193,7 @@ static Suite *postgres_suite(void)
     tcase_add_test(tc, test_restart_in_the_middle);
     suite_add_tcase(s, tc);
     postgres_add_rewrite_tests(s);
+    postgres_add_index_tests(s);
     tc = tcase_create("cost");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_append_cost_against_raw_insert);

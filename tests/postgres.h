@@ -52,5 +52,7 @@ double seconds_now(void);
 void postgres_add_schema_tests(Suite *s);
 /* tests/postgres_rewrite.c: the tail rewrite and the generation (v8). */
 void postgres_add_rewrite_tests(Suite *s);
+/* tests/postgres_index.c: the thread index (v11). */
+void postgres_add_index_tests(Suite *s);
 
 #endif

@@ -11,7 +11,7 @@ SELECT t.thread_id, t.created_at, t.updated_at, t.length,
        CASE WHEN $5::bool AND t.length > 0 THEN (SELECT m.body FROM @S.messages m
                                                WHERE m.tid = t.tid AND m.seq = t.length - 1) END
   FROM @S.threads t
- WHERE t.keyvals ? @K AND (t.keyvals -> @K) = ($6::text::jsonb -> @K)
+ WHERE (t.keyvals -> @K) = ($6::text::jsonb -> @K)
    AND (t.updated_at, t.thread_id) @R ($2::timestamptz, $1::text)
    AND (t.expires_at IS NULL OR t.expires_at > now())
    AND t.thread_id NOT LIKE '.convo-import-%'
