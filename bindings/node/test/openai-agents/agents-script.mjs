@@ -7,6 +7,7 @@
 import { Agent, Runner, RunState, tool, setTracingDisabled, Usage } from '@openai/agents';
 import { z } from 'zod';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
 
 setTracingDisabled(true);
 
@@ -111,6 +112,12 @@ async function main(args) {
   const [url, sessionId, ...turns] = args;
   const session = new ConvoSession({ url, sessionId });
   const { agent, guard } = scriptedAgent();
+  // CONVO_AGENTS_WAIT=1: say "ready" once loaded and play on the first line of stdin (so that
+  // processes started together play at once)
+  if (process.env.CONVO_AGENTS_WAIT === '1') {
+    console.log('"ready"');
+    for await (const line of createInterface({ input: process.stdin })) if (line) break;
+  }
   try {
     if (resume) {
       let text = '';

@@ -214,7 +214,22 @@ for (const [name, base] of drivers()) {
   test(`${name}: two processes playing turns on one session at once`, async () => {
     const url = freshUrl(base);
     const turnsOf = (p) => Array.from({ length: 8 }, (_, i) => (i % 2 ? `weather T${p}x${i}` : `${p}:${i}`));
-    const [a, b] = await Promise.all([childTurns(url, 'shared', turnsOf('a')), childTurns(url, 'shared', turnsOf('b'))]);
+    // both loaded, then told to go at the same moment
+    const children = ['a', 'b'].map((p) => {
+      const child = spawn(process.execPath, [script, url, 'shared', ...turnsOf(p)],
+        { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, CONVO_AGENTS_WAIT: '1' } });
+      let out = '';
+      const ready = new Promise((resolve) => child.stdout.on('data', (d) => {
+        out += d;
+        if (out.includes('\n')) resolve();
+      }));
+      const done = new Promise((resolve, reject) => child.on('close', (code) => (code === 0
+        ? resolve(out.trim().split('\n').slice(1).map((l) => JSON.parse(l))) : reject(new Error(`${p} exited ${code}`)))));
+      return { child, ready, done };
+    });
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.child.stdin.end('go\n');
+    const [a, b] = await Promise.all(children.map((c) => c.done));
     assert.equal(a.length, 8);
     assert.equal(b.length, 8);
     const session = new ConvoSession({ url, sessionId: 'shared' });
@@ -223,6 +238,7 @@ for (const [name, base] of drivers()) {
       // each turn's items are one batch, whole and in order: its user message, then the
       // reasoning, call and result of a weather turn, then the answer
       const seen = { a: [], b: [] };
+      const order = [];
       let i = 0;
       while (i < items.length) {
         const user = items[i++];
@@ -231,6 +247,7 @@ for (const [name, base] of drivers()) {
         assert.ok(m, user.content);
         const p = m[1] ?? m[3];
         seen[p].push(Number(m[2] ?? m[4]));
+        order.push(p);
         if (m[1]) {
           assert.deepEqual(items.slice(i, i + 3).map((x) => x.type), ['reasoning', 'function_call', 'function_call_result']);
           assert.equal(items[i + 1].callId, items[i + 2].callId);
@@ -241,6 +258,8 @@ for (const [name, base] of drivers()) {
         i++;
       }
       assert.deepEqual(seen, { a: [0, 1, 2, 3, 4, 5, 6, 7], b: [0, 1, 2, 3, 4, 5, 6, 7] });
+      // the two played at once: their turns alternate somewhere (a b a, or b a b)
+      assert.ok(/ab+a|ba+b/.test(order.join('')), `turns did not interleave: ${order.join('')}`);
     } finally {
       await session.close();
     }
