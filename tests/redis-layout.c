@@ -461,9 +461,9 @@ START_TEST(test_old_layout)
     assert_hget(meta_a, "v", "1");
     /* open migrates every thread of the index, then marks the store */
     s = open_store("old", NULL, prefix, sizeof prefix);
-    assert_hget(meta_a, "v", "3");
-    assert_hget(meta_b, "v", "3");
-    assert_hget(store_key, "v", "3");
+    assert_hget(meta_a, "v", "4");
+    assert_hget(meta_b, "v", "4");
+    assert_hget(store_key, "v", "4");
     list_ids(s, a, NULL, NULL, NULL, list, sizeof list);
     ck_assert_str_eq(list, "a2 a1");
     list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
@@ -483,7 +483,7 @@ START_TEST(test_old_layout)
     ck_assert_int_eq(convo_load(s, b, NULL, &h, &err), 0);
     convo_history_free(h);
     put_ok(s, b, "", "b3");
-    assert_hget(meta_b, "v", "3");
+    assert_hget(meta_b, "v", "4");
     list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
     ck_assert_str_eq(list, "b3 s1 b2 b1 b0");
     list_ids(s, NULL, b, "", "b3", list, sizeof list);
@@ -521,14 +521,14 @@ START_TEST(test_layout2_migrated)
     assert_hget(meta, "v", "2");
 
     s = open_store("two", NULL, prefix, sizeof prefix);
-    assert_hget(meta, "v", "3");
-    assert_hget(store_key, "v", "3");
+    assert_hget(meta, "v", "4");
+    assert_hget(store_key, "v", "4");
     ck_assert_int_eq(loglen_members(prefix, t), 2);
     ck_assert_int_eq(generation_of(s, t), 0);
     ck_assert_int_eq(generation_of(s, plain), 0);
     char plain_meta[512];
     key_of(plain_meta, sizeof plain_meta, prefix, plain, 2);
-    assert_hget(plain_meta, "v", "3");
+    assert_hget(plain_meta, "v", "4");
     ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
     ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
 
@@ -536,7 +536,7 @@ START_TEST(test_layout2_migrated)
     ck_assert_int_eq(eval_thread(downgrade2_lua, prefix, t), 2);
     ck_assert_int_eq(rewrite(s, t, 2, 0, &err), CONVO_ECONFLICT);
     ck_assert_msg(strstr(err.message, "c3") != NULL, "%s", err.message);
-    assert_hget(meta, "v", "3");
+    assert_hget(meta, "v", "4");
     ck_assert_int_eq(loglen_members(prefix, t), 2);
     /* a checkpoint without its member in layout 3: indexed before the rewrite */
     char cpidx[512];
@@ -591,7 +591,7 @@ START_TEST(test_layout2_corrupt_record)
     s = open_store("bad", NULL, prefix, sizeof prefix);
     key_of(meta, sizeof meta, prefix, t, 2);
     key_of(good_meta, sizeof good_meta, prefix, good, 2);
-    assert_hget(good_meta, "v", "3");
+    assert_hget(good_meta, "v", "4");
     assert_hget(meta, "v", "2");
     assert_hget(store_key, "v", "2");
     bytes before = snapshot(prefix, t);

@@ -1,8 +1,8 @@
--- append.lua: the hot path, so no prelude and nothing the client can do instead:
--- the client packs whole records [created_at, role, bytes], the script pushes
--- them as they came (a Lua string built here would cost more than the push).
--- KEYS: msgs, or msgs and idem, or msgs, idem and meta (an expected
--- generation), or all eight (with leave to create or a ttl).
+-- append.lua (after index.lua): the hot path, so no prelude and nothing the
+-- client can do instead: the client packs whole records [created_at, role,
+-- bytes], the script pushes them as they came (a Lua string built here would
+-- cost more than the push), and keeps updated_at and the index (index.lua).
+-- KEYS: msgs, idem, meta and extra, or all eight (with leave to create or a ttl).
 -- ARGV: may create ('1'/'0'), idempotency key ('' = none), expected length
 -- (-1 = none), ttl ms, expected generation (-1 = none; meta's g, a missing
 -- field or thread being 0), then the records. Without leave to create, a thread
@@ -42,13 +42,14 @@ if not create then
     return redis.status_reply('CONVO_CREATE')
   end
 end
+local st = ix_begin(false)
 local len
 for i = 6, #ARGV, 1000 do
   len = redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 local n = #ARGV - 5
 local first = len - n
-if create and first == 0 then redis.call('HSETNX', KEYS[3], 'v', '3') end
+ix_end(st)
 if key ~= '' then redis.call('HSET', KEYS[2], key, first .. ' ' .. n) end
 if ttl > 0 then
   local t = redis.call('TIME')

@@ -111,6 +111,7 @@ static int put_build(void *ctx, cmd *c, int create)
 {
     const put_call *p = ctx;
     convo__rd_cmd_cp_head(c, p->b, p->tk);
+    convo__rd_cmd_spec(c, p->tk);
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_num(c, p->b->ttl_ms);
     convo__rd_cmd_str(c, p->cp->checkpoint_ns);
@@ -126,6 +127,7 @@ static int put_log_build(void *ctx, cmd *c, int create)
 {
     const put_call *p = ctx;
     convo__rd_cmd_cp_head(c, p->b, p->tk);
+    convo__rd_cmd_spec(c, p->tk);
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_num(c, p->b->ttl_ms);
     convo__rd_cmd_num(c, p->cp->expected_length);

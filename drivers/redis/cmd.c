@@ -102,12 +102,38 @@ static size_t encode_tag(char *out, const char *id)
     return n;
 }
 
+/* The index argument of the scripts that write (index.lua): "NOW", and on
+ * one server "\0P:ix:\0ID" and the declared fields, at out (or its length). */
+static size_t spec_make(char *out, const convo_backend *b, const char *id)
+{
+    char now[24];
+    size_t n = convo__rd_fmt_num(now, convo__now_micros()), idlen = strlen(id);
+    if (b->cluster)
+        return out ? (memcpy(out, now, n), n) : n;
+    size_t plen = strlen(b->ix_prefix), len = n + 1 + plen + 1 + idlen + b->ix_fields_len;
+    if (!out)
+        return len + 24; /* room for any clock value */
+    char *p = out;
+    memcpy(p, now, n);
+    p += n;
+    *p++ = '\0';
+    memcpy(p, b->ix_prefix, plen);
+    p += plen;
+    *p++ = '\0';
+    memcpy(p, id, idlen);
+    p += idlen;
+    if (b->ix_fields_len)
+        memcpy(p, b->ix_fields, b->ix_fields_len);
+    return len;
+}
+
 /* Builds the keys with memcpy: this runs on every call. */
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
 {
     size_t plen = strlen(b->prefix), tlen = encode_tag(NULL, id);
     size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
-    if (!(tk->buf = malloc(each * K_COUNT)))
+    size_t spec_room = spec_make(NULL, b, id) + 24;
+    if (!(tk->buf = malloc(each * K_COUNT + spec_room)))
         return CONVO_ENOMEM;
     char *first = tk->buf;
     memcpy(first, b->prefix, plen);
@@ -124,6 +150,10 @@ int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
         tk->k[i] = k;
         tk->len[i] = head + slen;
     }
+    char *spec = tk->buf + each * K_COUNT;
+    tk->spec = spec;
+    tk->spec_len = spec_make(spec, b, id);
+    tk->id = id;
     return 0;
 }
 
@@ -143,6 +173,12 @@ void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n)
 void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk)
 {
     convo__rd_cmd_script_keys(c, tk, K_COUNT);
+}
+
+/* The first argument of a script that starts with index.lua. */
+void convo__rd_cmd_spec(cmd *c, const thread_keys *tk)
+{
+    convo__rd_cmd_add(c, tk->spec, tk->spec_len);
 }
 
 /* The thread index key of id: one key, or in a cluster the one of id's slot. */

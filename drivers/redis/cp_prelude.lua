@@ -76,11 +76,12 @@ end
 -- next to bytes cmsgpack cannot decode (bin). So such a thread with
 -- checkpoints answers CONVO_MIGRATE, before any write: the client indexes it
 -- (layout.c) and sends the call again. One without checkpoints is layout 3 as
--- it is; a write marks it (mark_layout). v: meta's v, read by the caller (nil
+-- it is; a write marks it (mark_layout; index.lua's ix_end then takes it to
+-- layout 4). v: meta's v, read by the caller (nil
 -- for a thread the call creates). (rewrite.lua also counts the members.)
 local function needs_migration(v)
-  return v and v ~= '3' and redis.call('HLEN', CP) > 0
+  return v and v ~= '3' and v ~= '4' and redis.call('HLEN', CP) > 0
 end
 local function mark_layout(v)
-  if v ~= '3' then redis.call('HSET', META, 'v', '3') end
+  if v ~= '3' and v ~= '4' then redis.call('HSET', META, 'v', '3') end
 end

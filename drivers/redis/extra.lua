@@ -1,4 +1,4 @@
--- extra.lua (after prelude.lua): save_extra.
+-- extra.lua (after prelude.lua, index.lua): save_extra.
 -- ARGV: may create, max merged bytes, ttl ms, then field/value pairs (field =
 -- the key as JSON text, value = the value as compact JSON). Hash values are
 -- stored as "<insertion ordinal> <json>"; meta keeps xb (sum of #field + 1 +
@@ -32,9 +32,10 @@ if size > maxb then
   return redis.error_reply('CONVO_TOOLARGE merged extra of ' .. size ..
                            ' bytes would exceed the limit of ' .. maxb .. ' bytes')
 end
+local st = ix_begin(true)
 chunked('HSET', EXTRA, vals, 1, #vals)
-if not m[1] then redis.call('HSET', META, 'v', '3') end
 redis.call('HSET', META, 'xb', string.format('%d', xb),
            'xc', string.format('%d', xc), 'xn', string.format('%d', xn))
+ix_end(st)
 expire_all(ttl)
 return 1

@@ -1,4 +1,4 @@
--- import.lua (after prelude.lua): restores messages [first, first + n) of a
+-- import.lua (after prelude.lua, index.lua): restores messages [first, first + n) of a
 -- dump: whole records (created_at included) from the client. ARGV: ttl ms,
 -- first seq, the dumped thread's generation, records. A thread without
 -- messages takes the generation when first is 0; any other must have it
@@ -17,8 +17,9 @@ if len ~= first then
   return redis.error_reply('CONVO_CONFLICT thread has ' .. len ..
                            ' messages, the dump continues at ' .. first)
 end
+local st = ix_begin(false)
 chunked('RPUSH', MSGS, ARGV, 4, #ARGV)
-redis.call('HSETNX', META, 'v', '3')
 if g ~= gen then redis.call('HSET', META, 'g', gen) end
+ix_end(st)
 expire_all(ttl)
 return 0

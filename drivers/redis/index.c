@@ -55,8 +55,26 @@ static int is_create(const redisReply *r)
  * index protocol runs: ZADD, the script allowed to create, ZADD, pipelined
  * (docs/redis.md, "The thread index"). So only a call inside the protocol
  * ever creates a thread. */
+static int writer_run(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                      void *ctx, redisReply **reply, convo_error *err);
+
+static int is_written(const redisReply *r)
+{
+    return r->type != REDIS_REPLY_ERROR && !is_create(r) && !convo__rd_is_migrate(r) &&
+           !(r->type == REDIS_REPLY_STATUS && r->len > 6 && memcmp(r->str, "CONVO_", 6) == 0);
+}
+
 int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
                             void *ctx, redisReply **reply, convo_error *err)
+{
+    int rc = writer_run(b, c, id, known, build, ctx, reply, err);
+    if (rc == 0 && b->cluster && is_written(*reply))
+        convo__rd_ix_after(b, c, id);
+    return rc;
+}
+
+static int writer_run(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                      void *ctx, redisReply **reply, convo_error *err)
 {
     uint64_t h = convo__rd_id_hash(id);
     int rc;

@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LAYOUT "3"
+#define LAYOUT "4"
+#define CP_LAYOUT "3" /* checkpoints indexed by log length */
 
 /* Sends cmds[0..n) in one pipeline, every step-th one (from 0) a call of
  * `script`; all again with EVAL when a node had lost it (NOSCRIPT): the
  * migration scripts change nothing twice. */
-static int scripts_each(convo_backend *b, rconn *c, cmd *cmds, size_t n, size_t step, int script,
-                        redisReply **r, convo_error *err)
+int convo__rd_scripts_each(convo_backend *b, rconn *c, cmd *cmds, size_t n, size_t step,
+                           int script, redisReply **r, convo_error *err)
 {
     for (int eval = 0; eval < 2; eval++) {
         for (size_t i = 0; i < n; i += step) {
@@ -81,7 +82,7 @@ static int relayout_round(convo_backend *b, rconn *c, const thread_keys *tk, siz
         convo__rd_cmd_add(&reads[2 * i + 1], tk[i].k[K_CP], tk[i].len[K_CP]);
     }
     if (rc == 0)
-        rc = scripts_each(b, c, reads, 2 * n, 2, S_CP_MIGRATE, r1, err);
+        rc = convo__rd_scripts_each(b, c, reads, 2 * n, 2, S_CP_MIGRATE, r1, err);
     for (size_t i = 0; i < n && rc == 0; i++) {
         convo_error bad = {0};
         rc = relayout_call(&calls[i], &tk[i], r1[2 * i + 1], &nums[i], &bad);
@@ -96,7 +97,7 @@ static int relayout_round(convo_backend *b, rconn *c, const thread_keys *tk, siz
         }
     }
     if (rc == 0)
-        rc = scripts_each(b, c, calls, n, 1, S_CP_RELAYOUT, r2, err);
+        rc = convo__rd_scripts_each(b, c, calls, n, 1, S_CP_RELAYOUT, r2, err);
     for (size_t i = 0; i < n && rc == 0; i++)
         done[i] = r2[i]->type == REDIS_REPLY_INTEGER && r2[i]->integer == 1;
     for (size_t i = 0; reads && i < 2 * n; i++)
@@ -135,7 +136,7 @@ int convo__rd_thread_relayout(convo_backend *b, rconn *c, const char *id, convo_
     if (rc == 0 && corrupt)
         rc = convo__error(err, CONVO_ECORRUPT, NULL,
                           "redis: a stored checkpoint of thread %s could not be decoded (it "
-                          "cannot be indexed for layout " LAYOUT ")", id);
+                          "cannot be indexed for layout " CP_LAYOUT ")", id);
     return rc;
 }
 
@@ -143,10 +144,12 @@ int convo__rd_relayout_gave_up(const char *id, convo_error *err)
 {
     return convo__error(err, CONVO_ECONFLICT, NULL,
                         "thread %s: its checkpoints kept changing while they were indexed for "
-                        "layout " LAYOUT " (an older convo writing them?): nothing written", id);
+                        "layout " CP_LAYOUT " (an older convo writing them?): nothing written", id);
 }
 
-/* Migrates the threads of an index page; *all = every one is in layout 3. */
+/* Migrates the threads of an index page: their checkpoints to layout 3, then
+ * created_at, updated_at and the index entries of layout 4 (reindex.lua);
+ * *all = every one's checkpoints are in layout 3. */
 static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *all,
                         convo_error *err)
 {
@@ -170,6 +173,14 @@ static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *
                          !done[i]))
             left++;
     *all = left == 0;
+    const char **names = rc == 0 ? calloc(n + 1, sizeof *names) : NULL;
+    if (rc == 0 && !names)
+        rc = convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        names[i] = ids->element[i]->str;
+    if (rc == 0)
+        rc = convo__rd_ix_reindex(b, c, names, n, err);
+    free(names);
     for (size_t i = 0; tk && i < n; i++)
         free(tk[i].buf);
     free(tk);
@@ -205,10 +216,12 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *cur
  * thread written meanwhile (or not in the index, or still changing) is
  * migrated by its next checkpoint write or rewrite (CONVO_MIGRATE); one left
  * behind keeps v unset, so the next open tries again. */
-int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err)
+int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_error *err)
 {
     convo_error mine = {0};
     int done = 0, all = 1, rc = store_version(b, c, NULL, &done, &mine);
+    if (reindex) /* index keys declared for the first time: every thread again */
+        done = 0;
     char *after = NULL;
     while (rc == 0 && !done) {
         redisReply *r;

@@ -90,6 +90,7 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
     }
     convo__rd_cmd_index(&cmds[0], b, "ZADD", id);
     convo__rd_cmd_script_head(&cmds[1], tk);
+    convo__rd_cmd_spec(&cmds[1], tk);
     convo__rd_cmd_num(&cmds[1], b->ttl_ms);
     convo__rd_cmd_num(&cmds[1], first);
     convo__rd_cmd_num(&cmds[1], generation);
@@ -104,6 +105,8 @@ static int import_send(convo_backend *b, rconn *c, const char *id, const thread_
             rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to an import");
         else
             *skipped = replies[1]->integer == 1;
+        if (rc == 0 && !*skipped)
+            convo__rd_ix_after(b, c, id);
     }
     convo__rd_replies_free(replies, 3);
 done:

@@ -1,5 +1,5 @@
 -- put_log.lua: a checkpoint put with messages (convo_checkpoint_in version 2),
--- after prelude.lua, cp_prelude.lua and checkpoint.lua. One script, so the
+-- after prelude.lua, index.lua, cp_prelude.lua and checkpoint.lua. One script, so the
 -- messages and the checkpoint are stored together or not at all. Everything is
 -- checked before the first write.
 -- ARGV: may create ('1'/'0'), ttl ms, expected length, expected generation
@@ -27,8 +27,10 @@ if needs_migration(m[1]) then return redis.status_reply('CONVO_MIGRATE') end
 local old = redis.call('HGET', CP, ARGV[6] .. '\0' .. ARGV[7])
 if old then cmsgpack.unpack_one(old, (cmsgpack.unpack_one(old))) end
 mark_layout(m[1])
+local st = ix_begin(false)
 chunked('RPUSH', MSGS, ARGV, 13, 12 + n)
 local order = put_checkpoint(ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[10]), ARGV[11],
                              ARGV[12], 13 + n, tonumber(ARGV[9]))
+ix_end(st)
 expire_all(ttl)
 return order

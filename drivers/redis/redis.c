@@ -1,7 +1,7 @@
 /* redis.c — the Redis driver (hiredis): threads, their messages, extra and
  * checkpoints. Every mutating call is one Lua script run with EVALSHA on the
- * keys of a single thread, which all share one {hash tag}, but the common
- * append (a bare RPUSHX); the thread index is a separate sorted set. See
+ * keys of a single thread, which all share one {hash tag}; on one server the
+ * scripts also keep the thread index (sorted sets of their own). See
  * docs/redis.md. This file: the driver's table, open and close, the URL's
  * options. The rest, by concern: conn.c, cmd.c, index.c, threads.c,
  * checkpoints.c, maint.c, scripts.c (the *.lua files), cluster.c. */
@@ -173,6 +173,7 @@ static void rd_close(convo_backend *b)
     free(b->prefix);
     free(b->index_key);
     free(b->store_key);
+    convo__rd_ix_free(b);
     free(b);
 }
 
@@ -204,8 +205,11 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         if (b->cluster) /* a first node connection: the map, the SHAs */
             rc = cluster_ping(b, c, err);
+        int reindex = 0;
         if (rc == 0)
-            rc = convo__rd_layout_migrate(b, c, err);
+            rc = convo__rd_ix_open(b, c, &reindex, err);
+        if (rc == 0)
+            rc = convo__rd_layout_migrate(b, c, reindex, err);
         convo__rd_release(b, c);
     }
     if (rc != 0) {
@@ -243,4 +247,5 @@ const convo_driver convo_driver_redis = {
     .sweep = convo__rd_sweep,
     .checkpoint_put_log = convo__rd_checkpoint_put_log,
     .replace_tail = convo__rd_replace_tail,
+    .thread_list_ex = convo__rd_thread_list_ex,
 };

@@ -19,13 +19,14 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define MAX_PREFIX_BYTES 128
 #define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
+#define IX_SHARDS 16     /* cluster: the global index sets are split in 16, over the masters */
 #define RELAYOUT_TRIES 3  /* a thread migrated by a call that met it (CONVO_MIGRATE) */
 
 /* The scripts (scripts.c joins the .lua files that make each). */
 enum {
-    S_APPEND, S_PERSIST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
+    S_APPEND, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
-    S_REWRITE_CP,
+    S_REWRITE_CP, S_REINDEX,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
@@ -53,6 +54,15 @@ struct convo_backend {
     atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
     rcl *cluster;                       /* redis+cluster: routing (cluster.c) */
     int wait_replicas, wait_timeout_ms; /* ?wait=N&wait_timeout=MS */
+    /* the thread index (ix.c): the declared extra keys (recorded in P:store),
+     * each as JSON text, the fields of the extra hash; ix_fields holds
+     * "\0F1\0F2..." as index.lua takes them */
+    char **ix_keys, **ix_field;
+    size_t ix_nkeys;
+    char *ix_fields;
+    size_t ix_fields_len;
+    char *ix_prefix;              /* "P:ix:" */
+    char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:", the global sets' shards */
 };
 
 /* Runs on each batch of keys SCAN finds (convo__rd_scan_each). */
@@ -76,6 +86,9 @@ typedef struct thread_keys {
     char *buf;
     const char *k[K_COUNT];
     size_t len[K_COUNT];
+    const char *id;   /* the thread id given to convo__rd_keys_make (not a copy) */
+    const char *spec; /* index.lua's argument (in buf): the time of the call, the index */
+    size_t spec_len;
 } thread_keys;
 
 /* A growable msgpack output buffer; marks[] remember where parts start. */
@@ -100,6 +113,7 @@ void convo__rd_cmd_free(cmd *c);
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk);
 void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n);
 void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk);
+void convo__rd_cmd_spec(cmd *c, const thread_keys *tk);
 void convo__rd_cmd_index_key(cmd *c, const convo_backend *b, const char *id);
 void convo__rd_cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id);
 int convo__rd_packbuf_write(void *data, const char *buf, size_t len);
@@ -161,10 +175,30 @@ int convo__rd_bench_raw(convo_backend *b, const char *payload, size_t payload_le
 int convo__rd_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
 
 /* layout.c: the layout migrations */
-int convo__rd_layout_migrate(convo_backend *b, rconn *c, convo_error *err);
+int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_error *err);
+int convo__rd_scripts_each(convo_backend *b, rconn *c, cmd *cmds, size_t n, size_t step,
+                           int script, redisReply **r, convo_error *err);
 int convo__rd_is_migrate(const redisReply *r);
 int convo__rd_thread_relayout(convo_backend *b, rconn *c, const char *id, convo_error *err);
 int convo__rd_relayout_gave_up(const char *id, convo_error *err);
+
+/* ix.c: the thread index of layout 4 (index.lua's keys, the cluster's writes) */
+int convo__rd_ix_open(convo_backend *b, rconn *c, int *reindex, convo_error *err);
+void convo__rd_ix_free(convo_backend *b);
+char *convo__rd_ix_kv(const convo_backend *b, const char *field, const char *json, size_t len);
+int convo__rd_ix_field_of(const convo_backend *b, const char *key);
+int convo__rd_ix_shard(const char *id);
+int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                      convo_error *err);
+void convo__rd_ix_after(convo_backend *b, rconn *c, const char *id);
+int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                         convo_error *err);
+int convo__rd_extra_text(const redisReply *all, char **out, size_t *len);
+
+/* list.c: convo_thread_list_ex */
+int convo__rd_thread_list_ex(convo_backend *b, const convo_thread_list_opts *o, void *where,
+                             const convo_thread_cursor *after, convo_thread_page **out,
+                             convo_error *err);
 
 /* rewrite.c: the tail rewrite */
 int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,

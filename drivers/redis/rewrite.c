@@ -18,6 +18,7 @@ typedef struct rewrite_call {
 static int rewrite_build(const rewrite_call *w, cmd *c)
 {
     convo__rd_cmd_script_head(c, w->tk);
+    convo__rd_cmd_spec(c, w->tk);
     convo__rd_cmd_num(c, w->b->ttl_ms);
     convo__rd_cmd_num(c, w->keep);
     convo__rd_cmd_num(c, w->o->expected_length);
@@ -101,6 +102,8 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         rc = rewrite_run(b, c, thread_id, &w, &r, err);
+        if (rc == 0 && r->type == REDIS_REPLY_ARRAY)
+            convo__rd_ix_after(b, c, thread_id);
         convo__rd_release(b, c);
     }
     if (rc == 0)

@@ -1,7 +1,7 @@
 -- rewrite.lua: the tail rewrite (convo_replace_tail) in one script: everything
 -- is read and checked before the first write (Redis keeps what a script wrote
 -- before an error), in the order of include/convo/driver.h (docs/redis.md,
--- "The tail rewrite"). It follows prelude.lua and one of two definitions of
+-- "The tail rewrite"). It follows prelude.lua, index.lua and one of two definitions of
 -- past_keep(beyond, keep, drop), for the checkpoints past keep ("l" members):
 -- rewrite_fast.lua (the script for a tail no checkpoint refers to, without
 -- the checkpoint code, which costs the server time on every call) or
@@ -38,7 +38,7 @@ if keep > len then
                            ' messages')
 end
 local ncp = redis.call('HLEN', CP)
-if ncp > 0 and (m[1] ~= '3' or ncp ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1')) then
+if ncp > 0 and ((m[1] ~= '3' and m[1] ~= '4') or ncp ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1')) then
   return redis.status_reply('CONVO_MIGRATE') -- see needs_migration (cp_prelude.lua)
 end
 
@@ -52,6 +52,8 @@ if #beyond > 0 then
   if reply then return reply end
   drop_them()
 end
+if m[1] ~= '3' and m[1] ~= '4' then redis.call('HSET', META, 'v', '3') end
+local st = ix_begin(false)
 local n, first = #ARGV - 6, 7
 if keep == len - 1 and n > 0 then -- the last answer again: one LSET
   redis.call('LSET', MSGS, -1, ARGV[7])
@@ -64,6 +66,6 @@ end
 chunked('RPUSH', MSGS, ARGV, first, #ARGV)
 redis.call('HSET', META, 'g', string.format('%d', g + 1))
 if key ~= '' then redis.call('HSET', IDEM, key, string.format('%d %d', keep, n)) end
-if m[1] ~= '3' then redis.call('HSET', META, 'v', '3') end
+ix_end(st)
 expire_all(ttl)
 return {0, keep, n, len - keep, g + 1}

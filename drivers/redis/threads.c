@@ -10,6 +10,9 @@
 #include <string.h>
 
 /* ---- append ---- */
+/* Since layout 4 every append is the append script (index.lua + append.lua):
+ * updated_at and the index change in the same atomic write. Until layout 3 the
+ * common append was RPUSHX and PTTL, no script (docs/redis.md, "Measuring"). */
 
 /* The script's answer: first_seq, or {first_seq, count} for a replay. */
 static int append_result(const redisReply *r, size_t n, convo_append_result *res,
@@ -37,17 +40,15 @@ typedef struct append_call {
 } append_call;
 
 /* Each key and argument costs the server time, so a script gets only what it
- * uses: without leave to create and without ttl it touches the list, the
- * idempotency hash and (for an expected generation) meta only. */
+ * uses: without leave to create and without ttl, the list, the idempotency
+ * hash, meta and extra (updated_at and the index values, index.lua). */
 static int append_build(void *ctx, cmd *c, int create)
 {
     const append_call *a = ctx;
     const convo_append_opts *o = a->opts;
-    size_t nkeys = create || a->b->ttl_ms > 0   ? K_COUNT
-                   : o->expected_generation >= 0 ? 3
-                   : o->idempotency_key         ? 2
-                                                : 1;
+    size_t nkeys = create || a->b->ttl_ms > 0 ? K_COUNT : 4;
     convo__rd_cmd_script_keys(c, a->tk, nkeys);
+    convo__rd_cmd_spec(c, a->tk);
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_str(c, o->idempotency_key ? o->idempotency_key : "");
     convo__rd_cmd_num(c, o->expected_length);
@@ -56,63 +57,6 @@ static int append_build(void *ctx, cmd *c, int create)
     for (size_t i = 0; i < a->n; i++)
         convo__rd_cmd_part(c, a->pb, i);
     return c->failed ? CONVO_ENOMEM : S_APPEND;
-}
-
-/* A deadline found on the list by append_plain(): make every key permanent
- * again. The list gone meanwhile means the thread expired or was deleted
- * after the push, which then counts as made before that. */
-static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, convo_error *err)
-{
-    cmd call = {0};
-    redisReply *r = NULL;
-    convo__rd_cmd_script_head(&call, tk);
-    int rc = convo__rd_pipeline_script(b, c, &call, 1, 0, S_PERSIST, &r, err);
-    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
-        rc = convo__rd_reply_error(r, err);
-    freeReplyObject(r);
-    convo__rd_cmd_free(&call);
-    return rc;
-}
-
-/* The common append (no idempotency key, no expected length or generation,
- * no ttl, a thread this store wrote lately) without a script, which costs the
- * server several times a bare push: RPUSHX, which writes nothing when the
- * list is missing, and the list's PTTL, pipelined. Returns 1 when done, 0 when nothing was
- * written (no list: a new thread, or one without messages), or an error.
- * Once RPUSHX stored the batch the append has succeeded, whatever follows:
- * an error would make the caller, who has no idempotency key, store it
- * again. A deadline that append_persist() could not remove then is removed
- * by this store's next write to the thread, as it is forgotten (h) and so
- * takes the script, which makes the keys of a store without ttl permanent. */
-static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
-                        const packbuf *pb, size_t n, convo_append_result *res, convo_error *err)
-{
-    cmd cmds[2] = {{0}};
-    redisReply *r[2] = {NULL};
-    convo__rd_cmd_add(&cmds[0], "RPUSHX", 6);
-    convo__rd_cmd_add(&cmds[0], tk->k[K_MSGS], tk->len[K_MSGS]);
-    for (size_t i = 0; i < n; i++)
-        convo__rd_cmd_part(&cmds[0], pb, i);
-    convo__rd_cmd_add(&cmds[1], "PTTL", 4);
-    convo__rd_cmd_add(&cmds[1], tk->k[K_MSGS], tk->len[K_MSGS]);
-    int rc = cmds[0].failed || cmds[1].failed ? convo__rd_oom(err)
-                                              : convo__rd_pipeline(b, c, cmds, 2, r, err);
-    if (rc == 0 && r[0]->type == REDIS_REPLY_ERROR)
-        rc = convo__rd_reply_error(r[0], err);
-    else if (rc == 0 && (r[0]->type != REDIS_REPLY_INTEGER || r[1]->type != REDIS_REPLY_INTEGER))
-        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
-    else if (rc == 0 && r[0]->integer > 0) {
-        *res = (convo_append_result){r[0]->integer - (long long)n, n, 0};
-        if (r[1]->integer >= 0 && append_persist(b, c, tk, err) != 0) { /* -2: gone since */
-            convo__rd_recent_forget(b, h);
-            convo__error_clear(err);
-        }
-        rc = 1;
-    }
-    convo__rd_replies_free(r, 2);
-    convo__rd_cmd_free(&cmds[0]);
-    convo__rd_cmd_free(&cmds[1]);
-    return rc;
 }
 
 int convo__rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
@@ -127,19 +71,10 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     if (rc != 0)
         rc = convo__rd_pack_error(rc, err);
     append_call a = {b, &tk, opts, &pb, n};
-    uint64_t h = convo__rd_id_hash(thread_id);
-    int known = convo__rd_recent_has(b, h);
-    int plain = known && b->ttl_ms == 0 && !opts->idempotency_key && opts->expected_length < 0 &&
-                opts->expected_generation < 0;
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
-        rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
-        if (rc == 0) /* not plain, or nothing written: a script (may create) */
-            rc = convo__rd_run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r,
-                                         err);
-        else if (rc == 1)
-            rc = 0;
+        rc = convo__rd_run_writer(b, c, thread_id, append_build, &a, &r, err);
         convo__rd_release(b, c);
     }
     if (rc == 0 && r)
@@ -245,14 +180,18 @@ static int extra_fill(json_t *obj, extra_field *f, size_t n)
     return 0;
 }
 
-/* Rebuilds the extra object from the HGETALL reply of the extra hash. */
-static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *err)
+/* The extra object as compact JSON text from the HGETALL reply of the extra
+ * hash ("{}" when empty): 0, CONVO_ECORRUPT or CONVO_ENOMEM. */
+int convo__rd_extra_text(const redisReply *all, char **out, size_t *len)
 {
+    *out = NULL;
     if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
-        return convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad extra hash");
+        return CONVO_ECORRUPT;
     size_t n = all->elements / 2;
-    if (n == 0)
-        return 0;
+    if (n == 0) {
+        *len = 2;
+        return (*out = strdup("{}")) ? 0 : CONVO_ENOMEM;
+    }
     extra_field *f = calloc(n, sizeof *f);
     json_t *obj = json_object();
     int rc = f && obj ? 0 : CONVO_ENOMEM;
@@ -270,18 +209,33 @@ static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *e
     if (rc == 0)
         rc = extra_fill(obj, f, n);
     char *text = rc == 0 ? json_dumps(obj, JSON_COMPACT) : NULL;
-    if (rc == 0 && (!text || convo__history_set_extra(h, text, strlen(text)) != 0))
+    if (rc == 0 && !text)
         rc = CONVO_ENOMEM;
-    free(text);
     json_decref(obj);
     free(f);
+    *out = text;
+    *len = text ? strlen(text) : 0;
+    return rc;
+}
+
+/* Rebuilds the extra object from the HGETALL reply of the extra hash. */
+static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *err)
+{
+    if (all->type == REDIS_REPLY_ARRAY && all->elements == 0)
+        return 0;
+    char *text;
+    size_t len;
+    int rc = convo__rd_extra_text(all, &text, &len);
+    if (rc == 0 && convo__history_set_extra(h, text, len) != 0)
+        rc = CONVO_ENOMEM;
+    free(text);
     if (rc == CONVO_ECORRUPT)
         return convo__error(err, rc, NULL, "redis: the stored extra object could not be decoded");
     return rc ? convo__rd_oom(err) : 0;
 }
 
-/* The reply to HMGET meta v g: v nil = no such thread; "3" = this layout, "2"
- * and "1" the ones before (messages and extra are the same; only checkpoint
+/* The reply to HMGET meta v g: v nil = no such thread; "4" = this layout, "3",
+ * "2" and "1" the ones before (messages and extra are the same; only checkpoint
  * indexes, which checkpoint writes and rewrites migrate, differ). g is the
  * generation, nil = 0. */
 static int check_layout(const redisReply *vg, const char *missing, int64_t *generation,
@@ -292,7 +246,7 @@ static int check_layout(const redisReply *vg, const char *missing, int64_t *gene
     const redisReply *v = vg->element[0], *g = vg->element[1];
     if (v->type == REDIS_REPLY_NIL)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "%s", missing);
-    if (!(v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] >= '1' && v->str[0] <= '3'))
+    if (!(v->type == REDIS_REPLY_STRING && v->len == 1 && v->str[0] >= '1' && v->str[0] <= '4'))
         return convo__error(err, CONVO_ENOTSUP, NULL,
                             "redis: thread stored in an unknown layout (a newer convo?)");
     *generation = 0;
@@ -435,6 +389,7 @@ static int extra_build(void *ctx, cmd *c, int create)
 {
     const extra_call *x = ctx;
     convo__rd_cmd_script_head(c, x->tk);
+    convo__rd_cmd_spec(c, x->tk);
     convo__rd_cmd_add(c, create ? "1" : "0", 1);
     convo__rd_cmd_num(c, (long long)x->b->limits.max_extra_bytes);
     convo__rd_cmd_num(c, x->b->ttl_ms);
@@ -477,6 +432,7 @@ static int delete_send(convo_backend *b, rconn *c, const char *id, const thread_
 {
     cmd cmds[3] = {{0}};
     convo__rd_cmd_script_head(&cmds[0], tk);
+    convo__rd_cmd_spec(&cmds[0], tk);
     convo__rd_cmd_index(&cmds[1], b, "ZREM", id);
     convo__rd_cmd_str(&cmds[2], "EXISTS");
     convo__rd_cmd_add(&cmds[2], tk->k[K_META], tk->len[K_META]);
@@ -598,6 +554,7 @@ static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_
     cmd cmds[3] = {{0}};
     convo__rd_cmd_index(&cmds[0], b, "ZADD", dst);
     convo__rd_cmd_script_head(&cmds[1], tk);
+    convo__rd_cmd_spec(&cmds[1], tk);
     convo__rd_cmd_num(&cmds[1], b->ttl_ms);
     convo__rd_cmd_num(&cmds[1], (long long)list->elements);
     for (size_t i = 0; i < 3; i++)
@@ -637,6 +594,8 @@ static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst
                 rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad message record");
         if (rc == 0)
             rc = fork_write(b, c, dst, &kd, snap, generation, err);
+        if (rc == 0)
+            convo__rd_ix_after(b, c, dst);
     }
     freeReplyObject(snap);
     free(ks.buf);

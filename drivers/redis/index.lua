@@ -1,0 +1,143 @@
+-- index.lua: the thread index of layout 4 (docs/redis.md, "The thread index"),
+-- before every script that writes a thread (after prelude.lua where there is
+-- one). KEYS[1], KEYS[3], KEYS[4] are the thread's msgs, meta and extra.
+-- The client puts one argument in front of the script's own: "NOW" (its clock,
+-- µs) on a cluster, where the index lives in other slots and the client writes
+-- it after the script; on one server "NOW\0P:ix:\0ID\0F1\0F2...", the index
+-- prefix, the thread id and the declared extra keys as JSON text (the extra
+-- hash's fields), and the script keeps the index in the same atomic write:
+--   P:ix:r, P:ix:c          every thread by updated_at / created_at (score µs)
+--   P:ix:{F V}:r, :c, :i    the threads whose extra has key F = V (V: the
+--                           value's JSON text, a number as %.17g, cut at 200
+--                           bytes + "\n"), by updated_at, created_at, id (score 0)
+-- meta keeps c (created_at) and u (updated_at), µs as decimal text.
+local IX_NOW, IX_P, IX_ID, IX_F = nil, nil, nil, {}
+do
+  local spec, at, parts = table.remove(ARGV, 1), 1, {}
+  while true do
+    local z = string.find(spec, '\0', at, true)
+    parts[#parts + 1] = string.sub(spec, at, (z or 0) - 1)
+    if not z then break end
+    at = z + 1
+  end
+  IX_NOW, IX_P, IX_ID = parts[1], parts[2], parts[3]
+  for i = 4, #parts do IX_F[#IX_F + 1] = parts[i] end
+end
+
+local IX_WIDTH = {[0xcc] = 1, [0xcd] = 2, [0xce] = 4, [0xcf] = 8,
+                  [0xd0] = 1, [0xd1] = 2, [0xd2] = 4, [0xd3] = 8}
+-- created_at of a message record (msgpack [created_at, role, bytes]), or nil
+local function ix_rec_time(rec)
+  local t = rec and string.byte(rec, 2)
+  if not t then return nil end
+  if t < 0x80 then return t end
+  local w = IX_WIDTH[t]
+  if not w or (t >= 0xd0 and string.byte(rec, 3) >= 0x80) then return nil end
+  local v = 0
+  for i = 3, 2 + w do v = v * 256 + string.byte(rec, i) end
+  return string.format('%.0f', v)
+end
+
+-- The index key prefix "P:ix:{F V}:" of a stored extra value ("ORD JSON"), or
+-- nil: objects and arrays are not indexed.
+local function ix_kv(f, stored)
+  local sp = stored and string.find(stored, ' ', 1, true)
+  if not sp then return nil end
+  local v = string.sub(stored, sp + 1)
+  local c = string.byte(v, 1)
+  if c == 123 or c == 91 then return nil end
+  if c == 45 or (c and c >= 48 and c <= 57) then
+    local x = tonumber(v)
+    if not x then return nil end
+    if x == 0 then x = 0 end
+    v = string.format('%.17g', x)
+  end
+  if #v > 200 then v = string.sub(v, 1, 200) .. '\n' end
+  return IX_P .. '{' .. f .. v .. '}:'
+end
+
+-- The "P:ix:{F V}:" prefixes of the thread's declared extra keys now.
+local function ix_values()
+  local out = {}
+  if not IX_P or #IX_F == 0 then return out end
+  local got = redis.call('HMGET', KEYS[4], unpack(IX_F))
+  for i = 1, #IX_F do
+    local kv = ix_kv(IX_F[i], got[i])
+    if kv then out[#out + 1] = kv end
+  end
+  return out
+end
+
+-- What a write needs to know before it writes: meta's v and c, and (for a
+-- write that changes the extra) the thread's index values.
+local function ix_begin(extra_changes)
+  local m = redis.call('HMGET', KEYS[3], 'v', 'c')
+  return {v = m[1], c = m[2], before = extra_changes and ix_values() or nil}
+end
+
+local function ix_add_kv(kv, c, u)
+  redis.call('ZADD', kv .. 'r', u, IX_ID)
+  redis.call('ZADD', kv .. 'c', c, IX_ID)
+  redis.call('ZADD', kv .. 'i', 0, IX_ID)
+end
+
+local function ix_drop_kv(kv)
+  redis.call('ZREM', kv .. 'r', IX_ID)
+  redis.call('ZREM', kv .. 'c', IX_ID)
+  redis.call('ZREM', kv .. 'i', IX_ID)
+end
+
+-- Every entry of the thread, created_at c and updated_at u.
+local function ix_add(c, u)
+  if not IX_P then return end
+  redis.call('ZADD', IX_P .. 'r', u, IX_ID)
+  redis.call('ZADD', IX_P .. 'c', c, IX_ID)
+  for _, kv in ipairs(ix_values()) do ix_add_kv(kv, c, u) end
+end
+
+-- After a write (st from ix_begin): updated_at = NOW; a thread created now gets
+-- created_at NOW, one of an older layout the time of its first message (NOW
+-- when it has none). Then its entries: the activity order moves; a new thread,
+-- or changed extra values, add and remove the others.
+local function ix_end(st)
+  local created, c = not st.v, st.c
+  if not c then
+    c = (not created and ix_rec_time(redis.call('LINDEX', KEYS[1], 0))) or IX_NOW
+  end
+  if st.c and st.v == '3' then -- back from an older writer's layout
+    redis.call('HSET', KEYS[3], 'v', '4', 'u', IX_NOW)
+  elseif st.c then
+    redis.call('HSET', KEYS[3], 'u', IX_NOW)
+  elseif created or st.v == '3' then
+    redis.call('HSET', KEYS[3], 'v', '4', 'c', c, 'u', IX_NOW)
+  else -- layout 1 or 2: its checkpoints are migrated by their own scripts
+    redis.call('HSET', KEYS[3], 'c', c, 'u', IX_NOW)
+  end
+  if not IX_P then return end
+  if not st.c then return ix_add(c, IX_NOW) end
+  redis.call('ZADD', IX_P .. 'r', IX_NOW, IX_ID)
+  local now = ix_values()
+  if not st.before then
+    for _, kv in ipairs(now) do redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID) end
+    return
+  end
+  local had = {}
+  for _, kv in ipairs(st.before) do had[kv] = true end
+  for _, kv in ipairs(now) do
+    if had[kv] then
+      redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID)
+      had[kv] = nil
+    else
+      ix_add_kv(kv, c, IX_NOW)
+    end
+  end
+  for kv in pairs(had) do ix_drop_kv(kv) end
+end
+
+-- Before a delete: every entry of the thread.
+local function ix_drop()
+  if not IX_P then return end
+  redis.call('ZREM', IX_P .. 'r', IX_ID)
+  redis.call('ZREM', IX_P .. 'c', IX_ID)
+  for _, kv in ipairs(ix_values()) do ix_drop_kv(kv) end
+end

@@ -1,0 +1,415 @@
+/* ix.c — the thread index of layout 4 (docs/redis.md, "The thread index"): the
+ * declared extra keys (recorded in P:store), the index key of a value, and the
+ * index writes the client makes itself: on a cluster after each write (the
+ * index lives in other slots than the thread), and the reindexing of threads
+ * (migration, first declaration of keys, repairs found by a listing). */
+#include "redis_int.h"
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IX_VALUE_MAX 200 /* longer value texts are cut, with "\n" after (index.lua) */
+
+void convo__rd_ix_free(convo_backend *b)
+{
+    for (size_t i = 0; i < b->ix_nkeys; i++) {
+        free(b->ix_keys[i]);
+        free(b->ix_field[i]);
+    }
+    free(b->ix_keys);
+    free(b->ix_field);
+    free(b->ix_fields);
+    free(b->ix_prefix);
+    for (int i = 0; i < IX_SHARDS; i++)
+        free(b->ix_shard[i]);
+}
+
+/* A key as JSON text: the field of the extra hash that holds it (threads.c). */
+static char *field_text(const char *key)
+{
+    json_t *s = json_string(key);
+    char *t = s ? json_dumps(s, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    json_decref(s);
+    return t;
+}
+
+/* b->ix_keys and the fields from a JSON array of key names. */
+static int keys_set(convo_backend *b, const char *text, size_t len)
+{
+    json_t *a = json_loadb(text, len, 0, NULL);
+    size_t n = json_is_array(a) ? json_array_size(a) : 0, total = 0;
+    int rc = json_is_array(a) ? 0 : CONVO_ECORRUPT;
+    b->ix_keys = calloc(n + 1, sizeof *b->ix_keys);
+    b->ix_field = calloc(n + 1, sizeof *b->ix_field);
+    if (rc == 0 && (!b->ix_keys || !b->ix_field))
+        rc = CONVO_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *k = json_string_value(json_array_get(a, i));
+        if (!k) {
+            rc = CONVO_ECORRUPT;
+            break;
+        }
+        b->ix_keys[i] = strdup(k);
+        b->ix_field[i] = field_text(k);
+        b->ix_nkeys = i + 1;
+        if (!b->ix_keys[i] || !b->ix_field[i])
+            rc = CONVO_ENOMEM;
+        else
+            total += strlen(b->ix_field[i]) + 1;
+    }
+    json_decref(a);
+    if (rc == 0 && total > 0 && !(b->ix_fields = malloc(total)))
+        rc = CONVO_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) { /* "\0F1\0F2..." */
+        size_t flen = strlen(b->ix_field[i]);
+        b->ix_fields[b->ix_fields_len++] = '\0';
+        memcpy(b->ix_fields + b->ix_fields_len, b->ix_field[i], flen);
+        b->ix_fields_len += flen;
+    }
+    return rc;
+}
+
+static char *keys_json(char *const *keys)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && keys[i]; i++)
+        if (json_array_append_new(a, json_string(keys[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return t;
+}
+
+/* HGET P:store ik, or HSETNX P:store ik value; the reply in *out. */
+static int store_ik(convo_backend *b, rconn *c, const char *value, redisReply **out,
+                    convo_error *err)
+{
+    cmd q = {0};
+    convo__rd_cmd_str(&q, value ? "HSETNX" : "HGET");
+    convo__rd_cmd_str(&q, b->store_key);
+    convo__rd_cmd_add(&q, "ik", 2);
+    if (value)
+        convo__rd_cmd_str(&q, value);
+    int rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, out, err);
+    convo__rd_cmd_free(&q);
+    if (rc == 0 && (*out)->type == REDIS_REPLY_ERROR) {
+        rc = convo__rd_reply_error(*out, err);
+        freeReplyObject(*out);
+    }
+    return rc;
+}
+
+/* The shards of the global sets on a cluster: "P:ix:{T}:", T a tag of slot
+ * 1024 * i + 512, so the 16 spread over the masters as the slots do. */
+static int shards_make(convo_backend *b)
+{
+    for (int i = 0; b->cluster && i < IX_SHARDS; i++) {
+        size_t len;
+        const char *k = convo__rcl_index_key(b->cluster, 1024u * (unsigned)i + 512u, &len);
+        const char *tag = strchr(k, '{');
+        if (!tag || !(b->ix_shard[i] = malloc(strlen(b->ix_prefix) + strlen(tag) + 2)))
+            return CONVO_ENOMEM;
+        sprintf(b->ix_shard[i], "%s%s:", b->ix_prefix, tag);
+    }
+    return 0;
+}
+
+/* The declared keys: recorded in P:store's ik (a JSON array, sorted) by the
+ * first opener that declares some; later openers use them, and one declaring
+ * others is refused. *reindex: recorded now, so the threads already stored
+ * must be indexed by them. */
+int convo__rd_ix_open(convo_backend *b, rconn *c, int *reindex, convo_error *err)
+{
+    *reindex = 0;
+    if (!(b->ix_prefix = malloc(strlen(b->prefix) + 5)))
+        return convo__rd_oom(err);
+    sprintf(b->ix_prefix, "%s:ix:", b->prefix);
+    if (shards_make(b) != 0)
+        return convo__rd_oom(err);
+    char *declared = b->limits.indexed_keys ? keys_json(b->limits.indexed_keys) : NULL;
+    if (b->limits.indexed_keys && !declared)
+        return convo__rd_oom(err);
+    redisReply *r = NULL;
+    int rc = store_ik(b, c, NULL, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_NIL && declared) {
+        freeReplyObject(r);
+        r = NULL;
+        if ((rc = store_ik(b, c, declared, &r, err)) == 0 && r->type == REDIS_REPLY_INTEGER &&
+            r->integer == 1)
+            *reindex = 1;
+        freeReplyObject(r);
+        r = NULL;
+        if (rc == 0) /* another opener may have recorded others first */
+            rc = store_ik(b, c, NULL, &r, err);
+    }
+    if (rc == 0 && r->type == REDIS_REPLY_STRING) {
+        if (declared && (strlen(declared) != r->len || memcmp(declared, r->str, r->len) != 0))
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "redis: the store indexes the extra keys %.*s; this opener declares "
+                              "%s (the keys are declared once for a store)",
+                              (int)(r->len > 2000 ? 2000 : r->len), r->str, declared);
+        else if ((rc = keys_set(b, r->str, r->len)) != 0)
+            rc = rc == CONVO_ENOMEM
+                     ? convo__rd_oom(err)
+                     : convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad index keys in the store");
+    }
+    freeReplyObject(r);
+    free(declared);
+    return rc;
+}
+
+int convo__rd_ix_field_of(const convo_backend *b, const char *key)
+{
+    for (size_t i = 0; i < b->ix_nkeys; i++)
+        if (strcmp(b->ix_keys[i], key) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* "P:ix:{F V}:" for field text F and a value's JSON text, as index.lua makes
+ * it (numbers as %.17g, texts over 200 bytes cut), or NULL when such a value
+ * is not indexed (an object or an array) or out of memory. */
+char *convo__rd_ix_kv(const convo_backend *b, const char *field, const char *json, size_t len)
+{
+    if (len == 0 || json[0] == '{' || json[0] == '[')
+        return NULL;
+    char num[40];
+    if (json[0] == '-' || (json[0] >= '0' && json[0] <= '9')) {
+        char text[64];
+        if (len >= sizeof text)
+            len = sizeof text - 1; /* a JSON number is never that long from jansson */
+        memcpy(text, json, len);
+        text[len] = '\0';
+        double x = strtod(text, NULL);
+        if (x == 0)
+            x = 0; /* -0 */
+        len = (size_t)snprintf(num, sizeof num, "%.17g", x);
+        json = num;
+    }
+    int cut = len > IX_VALUE_MAX;
+    size_t vlen = cut ? IX_VALUE_MAX : len, plen = strlen(b->ix_prefix), flen = strlen(field);
+    char *k = malloc(plen + flen + vlen + 5);
+    if (!k)
+        return NULL;
+    char *p = k;
+    memcpy(p, b->ix_prefix, plen);
+    p += plen;
+    *p++ = '{';
+    memcpy(p, field, flen);
+    p += flen;
+    memcpy(p, json, vlen);
+    p += vlen;
+    if (cut)
+        *p++ = '\n';
+    memcpy(p, "}:", 3);
+    return k;
+}
+
+/* FNV-1a of the id: its shard of the global sets on a cluster. */
+int convo__rd_ix_shard(const char *id)
+{
+    return (int)(convo__rd_id_hash(id) >> 40) % IX_SHARDS;
+}
+
+/* ---- the cluster's index writes ---- */
+
+typedef struct owned {
+    char **s;
+    size_t n, cap;
+} owned;
+
+static const char *keep(owned *o, char *s)
+{
+    if (!s)
+        return NULL;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        char **g = realloc(o->s, cap * sizeof *g);
+        if (!g) {
+            free(s);
+            return NULL;
+        }
+        o->s = g;
+        o->cap = cap;
+    }
+    return o->s[o->n++] = s;
+}
+
+static void owned_free(owned *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->s[i]);
+    free(o->s);
+}
+
+static char *concat(const char *a, const char *b)
+{
+    char *s = malloc(strlen(a) + strlen(b) + 1);
+    if (s)
+        sprintf(s, "%s%s", a, b);
+    return s;
+}
+
+static void zadd(cmd *q, const char *key, const char *score, size_t slen, const char *id)
+{
+    convo__rd_cmd_str(q, "ZADD");
+    convo__rd_cmd_str(q, key);
+    convo__rd_cmd_add(q, score, slen);
+    convo__rd_cmd_str(q, id);
+}
+
+/* The ZADDs of one thread from what was read of it: meta's c and u (m), the
+ * declared extra values (x, HMGET of the fields). Adds to cmds (room for 3 +
+ * 3 * nkeys); returns how many, or -1 (out of memory). */
+static long sync_cmds(convo_backend *b, const char *id, const redisReply *m, const redisReply *x,
+                      cmd *cmds, owned *o)
+{
+    if (m->type != REDIS_REPLY_ARRAY || m->elements != 2 ||
+        m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_STRING)
+        return 0; /* gone, or not in layout 4 yet: nothing to index */
+    const redisReply *c = m->element[0], *u = m->element[1];
+    const char *shard = b->ix_shard[convo__rd_ix_shard(id)];
+    const char *kr = keep(o, concat(shard, "r")), *kc = keep(o, concat(shard, "c")),
+               *ki = keep(o, concat(shard, "i"));
+    if (!kr || !kc || !ki)
+        return -1;
+    long n = 0;
+    zadd(&cmds[n++], kr, u->str, u->len, id);
+    zadd(&cmds[n++], kc, c->str, c->len, id);
+    zadd(&cmds[n++], ki, "0", 1, id);
+    for (size_t i = 0; x && x->type == REDIS_REPLY_ARRAY && i < x->elements; i++) {
+        const redisReply *v = x->element[i];
+        const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
+        if (!sp || i >= b->ix_nkeys)
+            continue;
+        char *kv = convo__rd_ix_kv(b, b->ix_field[i], sp + 1, v->len - (size_t)(sp + 1 - v->str));
+        if (!kv)
+            continue; /* not an indexed value (or no memory: repaired on read) */
+        const char *k1 = keep(o, concat(kv, "r")), *k2 = keep(o, concat(kv, "c")),
+                   *k3 = keep(o, concat(kv, "i"));
+        free(kv);
+        if (!k1 || !k2 || !k3)
+            return -1;
+        zadd(&cmds[n++], k1, u->str, u->len, id);
+        zadd(&cmds[n++], k2, c->str, c->len, id);
+        zadd(&cmds[n++], k3, "0", 1, id);
+    }
+    return n;
+}
+
+/* Reads each thread's c, u and declared values (one round trip), then writes
+ * its entries (one more, pipelined over the masters). A cluster only: on one
+ * server the scripts keep the index. */
+int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                      convo_error *err)
+{
+    if (!b->cluster || n == 0)
+        return 0;
+    size_t per = 3 + 3 * b->ix_nkeys;
+    cmd *reads = calloc(2 * n, sizeof *reads), *writes = calloc(n * per, sizeof *writes);
+    redisReply **r1 = calloc(2 * n, sizeof *r1), **r2 = calloc(n * per, sizeof *r2);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    owned o = {0};
+    int rc = reads && writes && r1 && r2 && tk ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (convo__rd_keys_make(b, ids[i], &tk[i]) != 0) {
+            rc = convo__rd_oom(err);
+            break;
+        }
+        convo__rd_cmd_str(&reads[2 * i], "HMGET");
+        convo__rd_cmd_add(&reads[2 * i], tk[i].k[K_META], tk[i].len[K_META]);
+        convo__rd_cmd_add(&reads[2 * i], "c", 1);
+        convo__rd_cmd_add(&reads[2 * i], "u", 1);
+        convo__rd_cmd_str(&reads[2 * i + 1], b->ix_nkeys ? "HMGET" : "EXISTS");
+        convo__rd_cmd_add(&reads[2 * i + 1], tk[i].k[K_EXTRA], tk[i].len[K_EXTRA]);
+        for (size_t k = 0; k < b->ix_nkeys; k++)
+            convo__rd_cmd_str(&reads[2 * i + 1], b->ix_field[k]);
+        if (reads[2 * i].failed || reads[2 * i + 1].failed)
+            rc = convo__rd_oom(err);
+    }
+    if (rc == 0)
+        rc = convo__rd_pipeline(b, c, reads, 2 * n, r1, err);
+    size_t nw = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        long got = sync_cmds(b, ids[i], r1[2 * i], b->ix_nkeys ? r1[2 * i + 1] : NULL,
+                             &writes[nw], &o);
+        if (got < 0)
+            rc = convo__rd_oom(err);
+        else
+            nw += (size_t)got;
+    }
+    for (size_t i = 0; i < nw && rc == 0; i++)
+        if (writes[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0 && nw > 0)
+        rc = convo__rd_pipeline(b, c, writes, nw, r2, err);
+    for (size_t i = 0; i < nw && rc == 0; i++)
+        if (r2[i]->type == REDIS_REPLY_ERROR)
+            rc = convo__rd_reply_error(r2[i], err);
+    if (r1 && reads)
+        for (size_t i = 0; i < 2 * n; i++) {
+            freeReplyObject(r1[i]);
+            convo__rd_cmd_free(&reads[i]);
+        }
+    for (size_t i = 0; writes && i < n * per; i++) {
+        if (i < nw)
+            freeReplyObject(r2[i]);
+        convo__rd_cmd_free(&writes[i]);
+    }
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    owned_free(&o);
+    free(reads);
+    free(writes);
+    free(r1);
+    free(r2);
+    free(tk);
+    return rc;
+}
+
+/* After a write to a thread on a cluster: its entries. A failure here leaves
+ * the write made (an error would make a caller store it again): the entries
+ * are then repaired by a listing that meets them or by convo_sweep. */
+void convo__rd_ix_after(convo_backend *b, rconn *c, const char *id)
+{
+    if (b->cluster)
+        (void)convo__rd_ix_sync(b, c, &id, 1, NULL);
+}
+
+/* The reindex script on each thread (layout 4, its entries again), then on a
+ * cluster its entries from the client. */
+int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                         convo_error *err)
+{
+    if (n == 0)
+        return 0;
+    cmd *calls = calloc(n, sizeof *calls);
+    redisReply **r = calloc(n, sizeof *r);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    int rc = calls && r && tk ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (convo__rd_keys_make(b, ids[i], &tk[i]) != 0) {
+            rc = convo__rd_oom(err);
+            break;
+        }
+        convo__rd_cmd_script_head(&calls[i], &tk[i]);
+        convo__rd_cmd_spec(&calls[i], &tk[i]);
+    }
+    if (rc == 0)
+        rc = convo__rd_scripts_each(b, c, calls, n, 1, S_REINDEX, r, err);
+    if (rc == 0)
+        rc = convo__rd_ix_sync(b, c, ids, n, err);
+    for (size_t i = 0; calls && r && i < n; i++) {
+        freeReplyObject(r[i]);
+        convo__rd_cmd_free(&calls[i]);
+    }
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(calls);
+    free(r);
+    free(tk);
+    return rc;
+}

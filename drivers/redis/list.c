@@ -1,0 +1,593 @@
+/* list.c — convo_thread_list_ex on the index of layout 4 (docs/redis.md, "The
+ * thread index"). Candidates come in order from one sorted set: the set of a
+ * declared key's value when the filter names one, else the set of every
+ * thread (on a cluster its 16 shards, merged); each batch's rows are read in
+ * one pipelined round trip and checked against the thread's own keys. An
+ * entry whose thread is gone (deleted, expired) or, on a cluster, says
+ * otherwise (a write whose index update was lost) is skipped and repaired. */
+#include "redis_int.h"
+#include <jansson.h>
+#include <math.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STAGING_PREFIX ".convo-import-" /* lib/import.c: never listed */
+
+typedef struct cand {
+    char *id;
+    long long score;
+} cand;
+
+typedef struct source {
+    char *keys[IX_SHARDS];
+    size_t nkeys;
+    int lex;        /* id order: every score 0, read by ZRANGEBYLEX */
+    int desc;       /* (time, id) or id descending */
+    int order;      /* CONVO_ORDER_* */
+    char *kv;       /* "P:ix:{F V}:" when the filter's value is indexed, else NULL */
+    int threads;    /* P:threads (one server, id order, no indexed value) */
+} source;
+
+typedef struct position {
+    int set;
+    long long time;
+    char *id;
+} position;
+
+static void source_free(source *s)
+{
+    for (size_t i = 0; i < s->nkeys; i++)
+        free(s->keys[i]);
+    free(s->kv);
+}
+
+static char *concat(const char *a, const char *b)
+{
+    char *s = malloc(strlen(a) + strlen(b) + 1);
+    if (s)
+        sprintf(s, "%s%s", a, b);
+    return s;
+}
+
+/* The index value of the filter's first declared key with an indexed value. */
+static int kv_of_where(const convo_backend *b, json_t *where, char **kv)
+{
+    *kv = NULL;
+    const char *key;
+    json_t *value;
+    json_object_foreach(where, key, value) {
+        int f = convo__rd_ix_field_of(b, key);
+        if (f < 0 || json_is_object(value) || json_is_array(value))
+            continue;
+        char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        if (!text)
+            return CONVO_ENOMEM;
+        *kv = convo__rd_ix_kv(b, b->ix_field[f], text, strlen(text));
+        free(text);
+        return *kv ? 0 : CONVO_ENOMEM;
+    }
+    return 0;
+}
+
+static int source_pick(const convo_backend *b, const convo_thread_list_opts *o, json_t *where,
+                       source *s)
+{
+    memset(s, 0, sizeof *s);
+    s->order = o->order;
+    s->lex = o->order == CONVO_ORDER_ID;
+    s->desc = s->lex ? o->reverse : !o->reverse;
+    const char *kind = o->order == CONVO_ORDER_RECENT ? "r" : o->order == CONVO_ORDER_CREATED ? "c"
+                                                                                           : "i";
+    if (where && kv_of_where(b, where, &s->kv) != 0)
+        return CONVO_ENOMEM;
+    if (s->kv) {
+        s->nkeys = 1;
+        return (s->keys[0] = concat(s->kv, kind)) ? 0 : CONVO_ENOMEM;
+    }
+    if (b->cluster) {
+        for (int i = 0; i < IX_SHARDS; i++, s->nkeys++)
+            if (!(s->keys[i] = concat(b->ix_shard[i], kind)))
+                return CONVO_ENOMEM;
+        return 0;
+    }
+    s->threads = s->lex;
+    s->nkeys = 1;
+    s->keys[0] = s->lex ? strdup(b->index_key) : concat(b->ix_prefix, kind);
+    return s->keys[0] ? 0 : CONVO_ENOMEM;
+}
+
+/* < 0 when a comes before b in the listing. */
+static int cand_cmp(const source *s, const cand *a, const cand *b)
+{
+    int c = a->score < b->score ? -1 : a->score > b->score ? 1 : strcmp(a->id, b->id);
+    return s->desc ? -c : c;
+}
+
+static _Thread_local const source *sorting;
+
+static int cand_sort(const void *a, const void *b)
+{
+    return cand_cmp(sorting, a, b);
+}
+
+typedef struct cand_list {
+    cand *c;
+    size_t n, cap;
+} cand_list;
+
+static void cands_free(cand_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->c[i].id);
+    free(l->c);
+    *l = (cand_list){0};
+}
+
+static int cand_push(cand_list *l, const redisReply *id, long long score)
+{
+    if (id->type != REDIS_REPLY_STRING || id->len == 0 || memchr(id->str, '\0', id->len))
+        return CONVO_ECORRUPT;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        cand *g = realloc(l->c, cap * sizeof *g);
+        if (!g)
+            return CONVO_ENOMEM;
+        l->c = g;
+        l->cap = cap;
+    }
+    if (!(l->c[l->n].id = strndup(id->str, id->len)))
+        return CONVO_ENOMEM;
+    l->c[l->n++].score = score;
+    return 0;
+}
+
+/* The range commands of one key: [ties at the position's time,] the range. */
+static size_t range_cmds(const source *s, const char *key, const position *p, size_t k,
+                         cmd *cmds, char *buf)
+{
+    size_t n = 0;
+    if (s->lex) {
+        sprintf(buf, "(%s", p->set ? p->id : "");
+        convo__rd_cmd_str(&cmds[0], s->desc ? "ZREVRANGEBYLEX" : "ZRANGEBYLEX");
+        convo__rd_cmd_str(&cmds[0], key);
+        convo__rd_cmd_str(&cmds[0], p->set ? buf : s->desc ? "+" : "-");
+        convo__rd_cmd_str(&cmds[0], s->desc ? "-" : "+");
+        convo__rd_cmd_str(&cmds[0], "LIMIT");
+        convo__rd_cmd_num(&cmds[0], 0);
+        convo__rd_cmd_num(&cmds[0], (long long)k);
+        return 1;
+    }
+    const char *verb = s->desc ? "ZREVRANGEBYSCORE" : "ZRANGEBYSCORE";
+    if (p->set) {
+        convo__rd_cmd_str(&cmds[n], verb);
+        convo__rd_cmd_str(&cmds[n], key);
+        convo__rd_cmd_num(&cmds[n], p->time);
+        convo__rd_cmd_num(&cmds[n], p->time);
+        convo__rd_cmd_str(&cmds[n++], "WITHSCORES");
+        sprintf(buf, "(%lld", p->time);
+    }
+    convo__rd_cmd_str(&cmds[n], verb);
+    convo__rd_cmd_str(&cmds[n], key);
+    convo__rd_cmd_str(&cmds[n], p->set ? buf : s->desc ? "+inf" : "-inf");
+    convo__rd_cmd_str(&cmds[n], s->desc ? "-inf" : "+inf");
+    convo__rd_cmd_str(&cmds[n], "WITHSCORES");
+    convo__rd_cmd_str(&cmds[n], "LIMIT");
+    convo__rd_cmd_num(&cmds[n], 0);
+    convo__rd_cmd_num(&cmds[n++], (long long)k);
+    return n;
+}
+
+/* Adds the members of a range reply (with scores unless lex); ties: only those
+ * after the position. *got = how many the range gave. */
+static int take_range(const source *s, const redisReply *r, const position *p, int ties,
+                      cand_list *out, size_t *got)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return CONVO_EIO;
+    if (r->type != REDIS_REPLY_ARRAY || (!s->lex && r->elements % 2))
+        return CONVO_ECORRUPT;
+    size_t step = s->lex ? 1 : 2;
+    *got = r->elements / step;
+    for (size_t i = 0; i < r->elements; i += step) {
+        long long score = 0;
+        if (!s->lex) {
+            const redisReply *sc = r->element[i + 1];
+            if (sc->type != REDIS_REPLY_STRING)
+                return CONVO_ECORRUPT;
+            score = llround(strtod(sc->str, NULL));
+        }
+        const redisReply *m = r->element[i];
+        if (ties && m->type == REDIS_REPLY_STRING) {
+            size_t idlen = strlen(p->id), min = m->len < idlen ? m->len : idlen;
+            int c = memcmp(m->str, p->id, min);
+            c = c ? c : m->len < idlen ? -1 : m->len > idlen ? 1 : 0;
+            if (s->desc ? c >= 0 : c <= 0)
+                continue;
+        }
+        int rc = cand_push(out, m, score);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The next k candidates after the position, in order, merged over the keys;
+ * *more = some key may hold more after them. */
+static int fetch(convo_backend *b, rconn *c, const source *s, const position *p, size_t k,
+                 cand_list *out, int *more, convo_error *err)
+{
+    size_t idlen = p->set && p->id ? strlen(p->id) : 0;
+    cmd cmds[2 * IX_SHARDS] = {{0}};
+    redisReply *r[2 * IX_SHARDS] = {NULL};
+    size_t per[IX_SHARDS], n = 0;
+    char *bufs = malloc(s->nkeys * (idlen + 32));
+    int rc = bufs ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < s->nkeys && rc == 0; i++) {
+        per[i] = range_cmds(s, s->keys[i], p, k, &cmds[n], bufs + i * (idlen + 32));
+        n += per[i];
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (cmds[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0)
+        rc = convo__rd_pipeline(b, c, cmds, n, r, err);
+    *more = 0;
+    cand_list all = {0};
+    for (size_t i = 0, at = 0; i < s->nkeys && rc == 0; at += per[i], i++) {
+        size_t got = 0;
+        if (per[i] == 2)
+            rc = take_range(s, r[at], p, 1, &all, &got);
+        if (rc == 0)
+            rc = take_range(s, r[at + per[i] - 1], p, 0, &all, &got);
+        if (rc == CONVO_EIO)
+            rc = convo__rd_reply_error(r[at + per[i] - 1]->type == REDIS_REPLY_ERROR
+                                           ? r[at + per[i] - 1] : r[at], err);
+        else if (rc == CONVO_ECORRUPT)
+            rc = convo__error(err, rc, NULL, "redis: bad thread index entry");
+        else if (rc == CONVO_ENOMEM)
+            rc = convo__rd_oom(err);
+        if (got >= k)
+            *more = 1;
+    }
+    if (rc == 0) {
+        sorting = s;
+        qsort(all.c, all.n, sizeof *all.c, cand_sort);
+        if (all.n > k) {
+            *more = 1;
+            for (size_t i = k; i < all.n; i++)
+                free(all.c[i].id);
+            all.n = k;
+        }
+        *out = all;
+    } else {
+        cands_free(&all);
+    }
+    convo__rd_replies_free(r, n);
+    for (size_t i = 0; i < n; i++)
+        convo__rd_cmd_free(&cmds[i]);
+    free(bufs);
+    return rc;
+}
+
+/* ---- rows ---- */
+
+enum { R_META, R_LEN, R_EXTRA, R_LAST, R_PER };
+
+typedef struct repair {
+    const char *id;
+    int gone;     /* no thread (or no times): its entries go, then reindexed */
+    int kv_stale; /* its value is not the source's any more */
+} repair;
+
+/* The bytes of a message record [created_at, role, bytes]. */
+static int record_bytes(const redisReply *rec, msgpack_unpacked *u, const char **bytes,
+                        size_t *len)
+{
+    size_t off = 0;
+    if (rec->type != REDIS_REPLY_STRING ||
+        msgpack_unpack_next(u, rec->str, rec->len, &off) != MSGPACK_UNPACK_SUCCESS)
+        return CONVO_ECORRUPT;
+    msgpack_object o = u->data;
+    if (o.type != MSGPACK_OBJECT_ARRAY || o.via.array.size != 3)
+        return CONVO_ECORRUPT;
+    msgpack_object *f = &o.via.array.ptr[2];
+    if (f->type == MSGPACK_OBJECT_BIN) {
+        *bytes = f->via.bin.ptr;
+        *len = f->via.bin.size;
+    } else if (f->type == MSGPACK_OBJECT_STR) {
+        *bytes = f->via.str.ptr;
+        *len = f->via.str.size;
+    } else {
+        return CONVO_ECORRUPT;
+    }
+    return 0;
+}
+
+static int parse_time(const redisReply *r, long long *out)
+{
+    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 20)
+        return -1;
+    char t[24], *end;
+    memcpy(t, r->str, r->len);
+    t[r->len] = '\0';
+    *out = strtoll(t, &end, 10);
+    return *end ? -1 : 0;
+}
+
+/* The stored value of the source's key in an HGETALL reply of the extra hash
+ * is not the source's value (a stale entry of a cluster). */
+static int kv_differs(const convo_backend *b, const source *s, const redisReply *all)
+{
+    for (size_t i = 0; all->type == REDIS_REPLY_ARRAY && i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i], *v = all->element[i + 1];
+        size_t plen = strlen(b->ix_prefix) + 1;
+        if (f->type != REDIS_REPLY_STRING || strncmp(s->kv + plen, f->str, f->len) != 0)
+            continue;
+        const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
+        if (!sp)
+            return 1;
+        for (size_t k = 0; k < b->ix_nkeys; k++) {
+            if (strlen(b->ix_field[k]) != f->len || memcmp(b->ix_field[k], f->str, f->len))
+                continue;
+            char *kv = convo__rd_ix_kv(b, b->ix_field[k], sp + 1,
+                                       v->len - (size_t)(sp + 1 - v->str));
+            int differs = !kv || strcmp(kv, s->kv) != 0;
+            free(kv);
+            if (!differs)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct list_state {
+    convo_backend *b;
+    rconn *c;
+    const convo_thread_list_opts *o;
+    json_t *where;
+    const source *s;
+    convo_thread_page *p;
+    repair *fix;
+    size_t nfix;
+} list_state;
+
+/* Checks one candidate against its rows (r[R_*]) and adds it to the page. */
+static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpacked *u)
+{
+    const source *s = st->s;
+    const redisReply *m = r[R_META];
+    long long created, updated;
+    if (strncmp(cd->id, STAGING_PREFIX, strlen(STAGING_PREFIX)) == 0)
+        return 0;
+    if (m->type == REDIS_REPLY_ERROR || r[R_LEN]->type == REDIS_REPLY_ERROR)
+        return convo__rd_reply_error(m->type == REDIS_REPLY_ERROR ? m : r[R_LEN], NULL);
+    if (m->type != REDIS_REPLY_ARRAY || m->elements != 2 ||
+        parse_time(m->element[0], &created) || parse_time(m->element[1], &updated)) {
+        if (!s->threads)
+            st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
+        return 0;
+    }
+    long long t = s->order == CONVO_ORDER_RECENT ? updated : created;
+    if (!s->lex && t != cd->score) { /* written since the range was read, or stale */
+        if (st->b->cluster)
+            st->fix[st->nfix++] = (repair){cd->id, 0, 0};
+        return 0;
+    }
+    char *extra = NULL;
+    size_t extra_len = 0;
+    int rc = 0;
+    if (r[R_EXTRA] && (rc = convo__rd_extra_text(r[R_EXTRA], &extra, &extra_len)) != 0)
+        return rc;
+    if (st->where && !convo__json_contains(extra, extra_len, st->where)) {
+        if (s->kv && kv_differs(st->b, s, r[R_EXTRA]))
+            st->fix[st->nfix++] = (repair){cd->id, 0, 1};
+        free(extra);
+        return 0;
+    }
+    const char *last = NULL;
+    size_t last_len = 0;
+    if (r[R_LAST] && r[R_LAST]->type != REDIS_REPLY_NIL)
+        rc = record_bytes(r[R_LAST], u, &last, &last_len);
+    if (rc == 0 && convo__thread_page_add_row(st->p, cd->id, strlen(cd->id), created, updated,
+                                              r[R_LEN]->integer, st->o->with_extra ? extra : NULL,
+                                              extra_len, last, last_len) != 0)
+        rc = CONVO_ENOMEM;
+    free(extra);
+    return rc;
+}
+
+static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
+{
+    convo__rd_cmd_str(&q[R_META], "HMGET");
+    convo__rd_cmd_add(&q[R_META], tk->k[K_META], tk->len[K_META]);
+    convo__rd_cmd_add(&q[R_META], "c", 1);
+    convo__rd_cmd_add(&q[R_META], "u", 1);
+    convo__rd_cmd_str(&q[R_LEN], "LLEN");
+    convo__rd_cmd_add(&q[R_LEN], tk->k[K_MSGS], tk->len[K_MSGS]);
+    if (st->where || st->o->with_extra) {
+        convo__rd_cmd_str(&q[R_EXTRA], "HGETALL");
+        convo__rd_cmd_add(&q[R_EXTRA], tk->k[K_EXTRA], tk->len[K_EXTRA]);
+    }
+    if (st->o->with_last_message) {
+        convo__rd_cmd_str(&q[R_LAST], "LINDEX");
+        convo__rd_cmd_add(&q[R_LAST], tk->k[K_MSGS], tk->len[K_MSGS]);
+        convo__rd_cmd_add(&q[R_LAST], "-1", 2);
+    }
+}
+
+/* Reads the rows of a batch in one round trip and adds those that belong. */
+static int read_rows(list_state *st, const cand_list *l, size_t want, convo_error *err)
+{
+    size_t n = l->n, per = R_PER;
+    cmd *q = calloc(n * per, sizeof *q), *flat = calloc(n * per, sizeof *flat);
+    redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    int rc = q && flat && r && rr && tk ? 0 : convo__rd_oom(err);
+    size_t nf = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (convo__rd_keys_make(st->b, l->c[i].id, &tk[i]) != 0) {
+            rc = convo__rd_oom(err);
+            break;
+        }
+        row_cmds(st, &tk[i], &q[i * per]);
+        for (size_t j = 0; j < per; j++)
+            if (q[i * per + j].n)
+                flat[nf++] = q[i * per + j];
+            else if (q[i * per + j].failed)
+                rc = convo__rd_oom(err);
+    }
+    if (rc == 0)
+        rc = convo__rd_pipeline(st->b, st->c, flat, nf, rr, err);
+    for (size_t i = 0, at = 0; i < n * per && rc == 0; i++)
+        if (q[i].n)
+            r[i] = rr[at++];
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    for (size_t i = 0; i < n && rc == 0 && convo_thread_page_count(st->p) < want; i++) {
+        rc = take_row(st, &l->c[i], &r[i * per], &u);
+        if (rc == CONVO_ECORRUPT)
+            rc = convo__error(err, rc, NULL, "redis: thread %s could not be decoded",
+                              l->c[i].id);
+        else if (rc == CONVO_ENOMEM)
+            rc = convo__rd_oom(err);
+        else if (rc != 0)
+            rc = convo__error(err, rc, NULL, "redis: reading thread %s failed", l->c[i].id);
+    }
+    msgpack_unpacked_destroy(&u);
+    if (rr)
+        convo__rd_replies_free(rr, nf);
+    for (size_t i = 0; q && i < n * per; i++)
+        convo__rd_cmd_free(&q[i]);
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(q);
+    free(flat);
+    free(r);
+    free(rr);
+    free(tk);
+    return rc;
+}
+
+/* ---- repairs ---- */
+
+static void zrem(cmd *q, const char *key, const char *id)
+{
+    convo__rd_cmd_str(q, "ZREM");
+    convo__rd_cmd_str(q, key);
+    convo__rd_cmd_str(q, id);
+}
+
+/* Entries found wrong: those of a thread that is gone, or of a value that is
+ * not its value any more, are removed; then each such thread is indexed again
+ * from its own keys (nothing when it is gone), so a thread re-created between
+ * our read and our ZREM gets its entries back. Best effort: a failure leaves
+ * them to the next listing or sweep. */
+static void repair_run(list_state *st)
+{
+    convo_backend *b = st->b;
+    if (st->nfix == 0)
+        return;
+    cmd *q = calloc(st->nfix * 6, sizeof *q);
+    redisReply **r = calloc(st->nfix * 6, sizeof *r);
+    const char **ids = calloc(st->nfix, sizeof *ids);
+    char *keys[6] = {NULL};
+    size_t n = 0;
+    if (!q || !r || !ids)
+        goto done;
+    const char *shard_or_global = b->cluster ? NULL : b->ix_prefix;
+    for (size_t i = 0; i < st->nfix; i++) {
+        const repair *f = &st->fix[i];
+        ids[i] = f->id;
+        const char *base = shard_or_global ? shard_or_global
+                                           : b->ix_shard[convo__rd_ix_shard(f->id)];
+        for (int k = 0; k < 6; k++) {
+            free(keys[k]);
+            keys[k] = NULL;
+        }
+        keys[0] = concat(base, "r");
+        keys[1] = concat(base, "c");
+        keys[2] = b->cluster ? concat(base, "i") : NULL;
+        if (st->s->kv) {
+            keys[3] = concat(st->s->kv, "r");
+            keys[4] = concat(st->s->kv, "c");
+            keys[5] = concat(st->s->kv, "i");
+        }
+        for (int k = 0; k < 6; k++)
+            if (keys[k] && ((k < 3 && f->gone) || (k >= 3 && f->kv_stale)))
+                zrem(&q[n++], keys[k], f->id);
+        if (n > 0 && convo__rd_pipeline(b, st->c, q, n, r, NULL) == 0)
+            convo__rd_replies_free(r, n);
+        for (size_t k = 0; k < n; k++) {
+            convo__rd_cmd_free(&q[k]);
+            q[k] = (cmd){0};
+        }
+        n = 0;
+    }
+    (void)convo__rd_ix_reindex(b, st->c, ids, st->nfix, NULL);
+done:
+    for (int k = 0; k < 6; k++)
+        free(keys[k]);
+    free(q);
+    free(r);
+    free(ids);
+}
+
+/* ---- the call ---- */
+
+static int list_run(list_state *st, const convo_thread_cursor *after, convo_error *err)
+{
+    size_t want = st->o->limit + 1;
+    position pos = {after != NULL, after ? after->time : 0, after ? strdup(after->id) : NULL};
+    int rc = after && !pos.id ? convo__rd_oom(err) : 0, more = 1;
+    int scan = st->where && !st->s->kv; /* a filter the index cannot serve */
+    while (rc == 0 && more && convo_thread_page_count(st->p) < want) {
+        size_t need = want - convo_thread_page_count(st->p);
+        size_t k = scan ? (need * 4 < 200 ? 200 : need * 4) : need < 8 ? 8 : need;
+        cand_list l = {0};
+        rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
+        if (rc == 0 && l.n > 0 && !(st->fix = calloc(l.n, sizeof *st->fix)))
+            rc = convo__rd_oom(err);
+        st->nfix = 0;
+        if (rc == 0 && l.n > 0)
+            rc = read_rows(st, &l, want, err);
+        if (rc == 0)
+            repair_run(st);
+        if (rc == 0 && l.n > 0) {
+            free(pos.id);
+            pos = (position){1, l.c[l.n - 1].score, l.c[l.n - 1].id};
+            l.c[l.n - 1].id = NULL;
+        }
+        if (l.n == 0)
+            more = 0;
+        free(st->fix);
+        st->fix = NULL;
+        cands_free(&l);
+    }
+    free(pos.id);
+    return rc;
+}
+
+int convo__rd_thread_list_ex(convo_backend *b, const convo_thread_list_opts *o, void *where,
+                             const convo_thread_cursor *after, convo_thread_page **out,
+                             convo_error *err)
+{
+    source s;
+    convo_thread_page *p = convo__thread_page_new();
+    int rc = p && source_pick(b, o, where, &s) == 0 ? 0 : convo__rd_oom(err);
+    rconn *c;
+    if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
+        list_state st = {b, c, o, where, &s, p, NULL, 0};
+        rc = list_run(&st, after, err);
+        convo__rd_release(b, c);
+    }
+    if (p)
+        source_free(&s);
+    if (rc != 0) {
+        convo_thread_page_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
