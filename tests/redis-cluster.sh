@@ -64,6 +64,8 @@ run checkpoints "c$token" wrap "$top_builddir/tests/checkpoints" "$(convo_url_ad
 # a put with messages that conflicts writes nothing; layouts 1 and 2 are migrated; the tail
 # rewrite: checkpoints, values, deadline, forks racing it, its cost (tests/redis-layout.c)
 run layout "l$token" wrap "$top_builddir/tests/redis_layout" "$base" "l$token"
+# the thread index on the cluster: shards, the client's index writes, repairs (tests/redis-index.c)
+run index "x$token" wrap "$top_builddir/tests/redis_index" "$base" "x$token"
 first=memory: last=memory:
 case $("$CONVO" --version 2>/dev/null) in *sqlite*) first=sqlite:$tmp/a.db last=sqlite:$tmp/b.db ;; esac
 run dump "d$token" wrap "$top_builddir/tests/dump" "$first" \

@@ -23,4 +23,7 @@ wrap "$top_builddir/tests/redis_extra" || status=1
 # put order, layout migrations and the tail rewrite (tests/redis-layout.c), in a fresh prefix
 wrap "$top_builddir/tests/redis_layout" "$CONVO_TEST_REDIS_URL" "convo-layout-$(convo_random)" ||
     status=1
+# the thread index: pages read only what matches, ttl, delete, repairs, layout 3 migrated
+wrap "$top_builddir/tests/redis_index" "$CONVO_TEST_REDIS_URL" "convo-index-$(convo_random)" ||
+    status=1
 exit $status

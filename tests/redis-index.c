@@ -1,0 +1,521 @@
+/* redis-index.c — the Redis driver's thread index (layout 4) seen by a plain
+ * hiredis client, on one server or on a Redis Cluster: a filtered page reads
+ * none of the threads that do not match (their keys are removed behind the
+ * store's back, which a listing that read them would notice and clean), the
+ * unfiltered one reads them (so the check can fail); expired (ttl) and
+ * deleted threads are not listed and their entries go; entries that say
+ * otherwise than their thread (a lost index write) are skipped and repaired;
+ * a store of layout 3 is migrated on open (created_at / updated_at from its
+ * first / last message) and keys declared later index the threads stored.
+ * Usage: tests/redis_index URL PREFIX (as tests/redis_layout); every key it
+ * writes starts with PREFIX. */
+#include <check.h>
+#include <convo.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_NODES 16
+#define SHARDS 16 /* the cluster's global sets (drivers/redis/ix.c) */
+
+static const char *base_url, *base_prefix;
+static int cluster;
+static redisContext *nodes[MAX_NODES];
+static int nnodes;
+static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
+static const char *const user_keys[] = {"user_id", NULL};
+
+/* ------------------------------------------------------------ helpers */
+
+static void connect_nodes(void)
+{
+    char hosts[512];
+    if (cluster) {
+        const char *ports = getenv("CONVO_TEST_REDIS_CLUSTER_PORTS");
+        ck_assert_msg(ports && *ports, "CONVO_TEST_REDIS_CLUSTER_PORTS is not set");
+        snprintf(hosts, sizeof hosts, "%s", ports);
+    } else {
+        const char *hp = base_url + strlen("redis://");
+        const char *colon = strchr(hp, ':');
+        ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
+        snprintf(hosts, sizeof hosts, "%d", atoi(colon + 1));
+    }
+    for (char *p = strtok(hosts, " "); p && nnodes < MAX_NODES; p = strtok(NULL, " ")) {
+        redisContext *c = redisConnect("127.0.0.1", atoi(p));
+        ck_assert_msg(c && !c->err, "connect to port %s: %s", p, c ? c->errstr : "oom");
+        nodes[nnodes++] = c;
+    }
+}
+
+static void disconnect_nodes(void)
+{
+    while (nnodes > 0)
+        redisFree(nodes[--nnodes]);
+}
+
+/* The node that serves key: the one node, or the master that does not answer MOVED. */
+static redisContext *node_for(const char *key)
+{
+    for (int i = 0; i < nnodes; i++) {
+        redisReply *r = redisCommand(nodes[i], "EXISTS %s", key);
+        ck_assert_msg(r != NULL, "EXISTS %s: %s", key, nodes[i]->errstr);
+        int moved = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED", 5) == 0;
+        freeReplyObject(r);
+        if (!moved)
+            return nodes[i];
+    }
+    ck_abort_msg("no node serves %s", key);
+    return NULL;
+}
+
+/* A command whose first key is key, on its node. */
+static redisReply *on_key(const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisContext *c = node_for(key);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "%s on %s: %s", fmt, key, c->errstr);
+    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s on %s: %s", fmt, key, r->str);
+    return r;
+}
+
+static long long int_on(const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisContext *c = node_for(key);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r && r->type == REDIS_REPLY_INTEGER, "%s on %s: not an integer", fmt, key);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+static unsigned crc16(const char *p, size_t n)
+{
+    unsigned crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (unsigned)(unsigned char)p[i] << 8;
+        for (int b = 0; b < 8; b++)
+            crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+        crc &= 0xffff;
+    }
+    return crc;
+}
+
+/* The keys of every thread's set of a kind ('r', 'c', 'i'): P:ix:r on one
+ * server; on a cluster the 16 shards P:ix:{N}:r, N the smallest number of
+ * slot 1024 * i + 512. Returns how many. */
+static int global_keys(const char *prefix, char kind, char keys[SHARDS][512])
+{
+    if (!cluster) {
+        snprintf(keys[0], sizeof keys[0], "%s:ix:%c", prefix, kind);
+        return 1;
+    }
+    for (int i = 0; i < SHARDS; i++) {
+        char n[16];
+        for (unsigned k = 0;; k++) {
+            snprintf(n, sizeof n, "%u", k);
+            if ((crc16(n, strlen(n)) & 16383) == 1024u * (unsigned)i + 512u)
+                break;
+        }
+        snprintf(keys[i], sizeof keys[i], "%s:ix:{%s}:%c", prefix, n, kind);
+    }
+    return SHARDS;
+}
+
+/* Entries in every thread's set of kind. */
+static long long global_count(const char *prefix, char kind)
+{
+    char keys[SHARDS][512];
+    long long total = 0;
+    for (int i = 0, n = global_keys(prefix, kind, keys); i < n; i++)
+        total += int_on(keys[i], "ZCARD %s", keys[i]);
+    return total;
+}
+
+/* Is id in every thread's set of kind? */
+static int in_global(const char *prefix, char kind, const char *id)
+{
+    char keys[SHARDS][512];
+    int found = 0;
+    for (int i = 0, n = global_keys(prefix, kind, keys); i < n; i++) {
+        redisReply *r = on_key(keys[i], "ZSCORE %s %s", keys[i], id);
+        found |= r->type == REDIS_REPLY_STRING;
+        freeReplyObject(r);
+    }
+    return found;
+}
+
+/* The key of the set of threads whose user_id is the string user. */
+static void user_key(char *out, size_t size, const char *prefix, const char *user, char kind)
+{
+    snprintf(out, size, "%s:ix:{\"user_id\"\"%s\"}:%c", prefix, user, kind);
+}
+
+static void thread_key(char *out, size_t size, const char *prefix, const char *id,
+                       const char *suffix)
+{
+    snprintf(out, size, "%s:{%s}:%s", prefix, id, suffix);
+}
+
+static convo_store *open_store(const char *name, const char *more, const char *const *keys,
+                               char *prefix, size_t size)
+{
+    char url[1024];
+    snprintf(prefix, size, "%s-%s", base_prefix, name);
+    snprintf(url, sizeof url, "%s%sprefix=%s%s%s", base_url, strchr(base_url, '?') ? "&" : "?",
+             prefix, more ? "&" : "", more ? more : "");
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = keys;
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open_ex(&s, url, &so, &err);
+    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
+    return s;
+}
+
+static void user_thread(convo_store *s, const char *id, const char *user)
+{
+    char patch[256];
+    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", user);
+    convo_error err;
+    ck_assert_int_eq(convo_save_extra(s, id, patch, &err), 0);
+    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+}
+
+/* The ids of a page (limit 100), joined by spaces; *rows gets the page. */
+static void list(convo_store *s, const char *where, int order, char *out, size_t size,
+                 convo_thread_page **rows)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = where;
+    o.order = order;
+    o.limit = 1000;
+    convo_thread_page *p;
+    convo_error err;
+    int rc = convo_thread_list_ex(s, &o, &p, &err);
+    ck_assert_msg(rc == 0, "list %s: %d %s", where ? where : "", rc, err.message);
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_thread_page_count(p); i++)
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? " " : "",
+                 convo_thread_page_id(p, i));
+    if (rows)
+        *rows = p;
+    else
+        convo_thread_page_free(p);
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* A page of one user reads that user's threads only: the 300 others have lost
+ * their keys (as if expired) and a listing that read one would remove its
+ * entry; the filtered listing leaves all 300, the unfiltered one removes them. */
+START_TEST(test_filtered_page_reads_only_matches)
+{
+    char prefix[256], out[8192], key[512];
+    convo_store *s = open_store("used", NULL, user_keys, prefix, sizeof prefix);
+    char id[64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "o%d", i);
+        char user[16];
+        snprintf(user, sizeof user, "u%d", 2 + i % 30);
+        user_thread(s, id, user);
+    }
+    user_thread(s, "a", "u1");
+    user_thread(s, "b", "u1");
+    user_thread(s, "c", "u1");
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 3);
+    ck_assert_int_eq(global_count(prefix, 'r'), 303);
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "o%d", i);
+        thread_key(key, sizeof key, prefix, id, "meta");
+        ck_assert_int_eq(int_on(key, "DEL %s", key), 1);
+    }
+    for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
+        list(s, "{\"user_id\":\"u1\"}", order, out, sizeof out, NULL);
+        ck_assert_str_eq(out, order == CONVO_ORDER_ID ? "a b c" : "c b a");
+    }
+    ck_assert_int_eq(global_count(prefix, 'r'), 303);
+    ck_assert_int_eq(global_count(prefix, 'c'), 303);
+    /* the control: a listing that reads them notices and removes their entries */
+    list(s, NULL, CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "c b a");
+    ck_assert_int_eq(global_count(prefix, 'r'), 3);
+    ck_assert_int_eq(global_count(prefix, 'c'), 3);
+    /* a filter on a key that is not declared is served by a scan: still right */
+    list(s, "{\"user_id\":\"u1\",\"other\":null}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "");
+    convo_close(s);
+}
+END_TEST
+
+/* Expired threads are not listed, and their entries go when a listing passes. */
+START_TEST(test_ttl_not_listed)
+{
+    char prefix[256], out[1024], key[512];
+    convo_store *s = open_store("ttl", "ttl=1", user_keys, prefix, sizeof prefix);
+    user_thread(s, "old", "u1");
+    usleep(600 * 1000);
+    user_thread(s, "new", "u1");
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "new old");
+    usleep(700 * 1000); /* old is past its second; new (written 0.7 s ago) is not */
+    thread_key(key, sizeof key, prefix, "old", "meta");
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "new");
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    redisReply *r = on_key(key, "ZSCORE %s old", key);
+    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    list(s, NULL, CONVO_ORDER_CREATED, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "new");
+    ck_assert(!in_global(prefix, 'c', "old"));
+    convo_close(s);
+}
+END_TEST
+
+/* A deleted thread leaves no entry behind on one server (the delete script
+ * removes them); on a cluster they go with the next listing that passes them. */
+START_TEST(test_delete_removes_entries)
+{
+    char prefix[256], out[1024], key[512];
+    convo_store *s = open_store("del", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "gone", "u1");
+    user_thread(s, "kept", "u1");
+    convo_error err;
+    ck_assert_int_eq(convo_thread_delete(s, "gone", &err), 0);
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    if (!cluster) {
+        ck_assert(!in_global(prefix, 'r', "gone"));
+        ck_assert(!in_global(prefix, 'c', "gone"));
+        for (const char *k = "rci"; *k; k++) {
+            user_key(key, sizeof key, prefix, "u1", *k);
+            ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+        }
+    }
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "kept");
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    list(s, NULL, CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "kept");
+    ck_assert(!in_global(prefix, 'r', "gone"));
+    convo_close(s);
+}
+END_TEST
+
+/* Entries that say otherwise than their thread (a cluster's index write lost
+ * by a crash) are skipped and repaired: an old value's entry goes, a wrong
+ * time is set right (on a cluster; one server writes them atomically). */
+START_TEST(test_stale_entries_repaired)
+{
+    char prefix[256], out[1024], key[512], meta[512];
+    convo_store *s = open_store("stale", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "t", "u1");
+    user_thread(s, "x", "u1");
+    convo_error err;
+    ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u2\"}", &err), 0);
+    /* the entries of the old value, as if never removed */
+    for (const char *k = "rci"; *k; k++) {
+        user_key(key, sizeof key, prefix, "u1", *k);
+        freeReplyObject(on_key(key, "ZADD %s %s t", key, *k == 'i' ? "0" : "1"));
+    }
+    for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
+        list(s, "{\"user_id\":\"u1\"}", order, out, sizeof out, NULL);
+        ck_assert_str_eq(out, "x");
+    }
+    for (const char *k = "rci"; *k; k++) {
+        user_key(key, sizeof key, prefix, "u1", *k);
+        ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+        user_key(key, sizeof key, prefix, "u2", *k);
+        ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    }
+    list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "t");
+    if (cluster) { /* a write whose index update was lost: t's entry says 1 */
+        user_key(key, sizeof key, prefix, "u2", 'r');
+        freeReplyObject(on_key(key, "ZADD %s 1 t", key));
+        list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+        ck_assert_str_eq(out, ""); /* not at its old place; set right for the next */
+        list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+        ck_assert_str_eq(out, "t");
+        thread_key(meta, sizeof meta, prefix, "t", "meta");
+        redisReply *u = on_key(meta, "HGET %s u", meta);
+        redisReply *sc = on_key(key, "ZSCORE %s t", key);
+        ck_assert_str_eq(sc->str, u->str);
+        freeReplyObject(u);
+        freeReplyObject(sc);
+    }
+    convo_close(s);
+}
+END_TEST
+
+/* Down to layout 3 by hand: no c/u in meta, no index, P:store v 3 and no
+ * declared keys. The open that declares user_id migrates every thread:
+ * created_at / updated_at from the first / last message (now, for a thread
+ * without messages), the index entries, v 4. */
+static const char downgrade_lua[] =
+    "redis.call('HDEL', KEYS[3], 'c', 'u')\n"
+    "redis.call('HSET', KEYS[3], 'v', '3')\n"
+    "return 1\n";
+
+static void downgrade(const char *prefix, const char *id)
+{
+    static const char *const suffixes[] = {"msgs", "idem", "meta", "extra",
+                                           "cp",   "cpidx", "blobs", "writes"};
+    char k[8][512];
+    for (int i = 0; i < 8; i++)
+        thread_key(k[i], sizeof k[i], prefix, id, suffixes[i]);
+    freeReplyObject(on_key(k[0], "EVAL %s 8 %s %s %s %s %s %s %s %s", downgrade_lua, k[0], k[1],
+                           k[2], k[3], k[4], k[5], k[6], k[7]));
+}
+
+static void drop_index(const char *prefix)
+{
+    char keys[SHARDS][512], key[512];
+    for (const char *kind = "rci"; *kind; kind++) {
+        for (int i = 0, n = global_keys(prefix, *kind, keys); i < n; i++)
+            freeReplyObject(on_key(keys[i], "DEL %s", keys[i]));
+        for (const char *u = "12"; *u; u++) {
+            char user[4] = {'u', *u, 0};
+            user_key(key, sizeof key, prefix, user, *kind);
+            freeReplyObject(on_key(key, "DEL %s", key));
+        }
+    }
+    snprintf(key, sizeof key, "%s:store", prefix);
+    freeReplyObject(on_key(key, "HSET %s v 3", key));
+    freeReplyObject(on_key(key, "HDEL %s ik", key));
+}
+
+START_TEST(test_layout3_migrated)
+{
+    char prefix[256], out[1024], meta[512];
+    convo_store *s = open_store("mig", NULL, NULL, prefix, sizeof prefix);
+    convo_error err;
+    const char *two[] = {MSG, MSG};
+    ck_assert_int_eq(convo_append(s, "talk", two, NULL, 2, NULL, NULL, &err), 0);
+    usleep(3000);
+    ck_assert_int_eq(convo_append(s, "talk", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(convo_save_extra(s, "talk", "{\"user_id\":\"u1\"}", &err), 0);
+    ck_assert_int_eq(convo_save_extra(s, "quiet", "{\"user_id\":\"u1\"}", &err), 0);
+    ck_assert_int_eq(convo_save_extra(s, "other", "{\"user_id\":\"u2\"}", &err), 0);
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "talk", NULL, &h, &err), 0);
+    int64_t first = convo_history_created_at(h, 0);
+    int64_t last = convo_history_created_at(h, 2);
+    ck_assert(last > first);
+    convo_history_free(h);
+    convo_close(s);
+    downgrade(prefix, "talk");
+    downgrade(prefix, "quiet");
+    downgrade(prefix, "other");
+    drop_index(prefix);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t before = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+
+    s = open_store("mig", NULL, user_keys, prefix, sizeof prefix);
+    thread_key(meta, sizeof meta, prefix, "talk", "meta");
+    redisReply *v = on_key(meta, "HGET %s v", meta);
+    ck_assert_str_eq(v->str, "4");
+    freeReplyObject(v);
+    convo_thread_page *p;
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_ID, out, sizeof out, &p);
+    ck_assert_str_eq(out, "quiet talk");
+    ck_assert(convo_thread_page_created_at(p, 0) >= before); /* no message: the migration's */
+    ck_assert_int_eq(convo_thread_page_created_at(p, 1), first);
+    ck_assert_int_eq(convo_thread_page_updated_at(p, 1), last);
+    ck_assert_int_eq(convo_thread_page_length(p, 1), 3);
+    convo_thread_page_free(p);
+    list(s, NULL, CONVO_ORDER_CREATED, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "quiet other talk");
+    char key[512];
+    snprintf(key, sizeof key, "%s:store", prefix);
+    v = on_key(key, "HMGET %s v ik", key);
+    ck_assert_str_eq(v->element[0]->str, "4");
+    ck_assert_str_eq(v->element[1]->str, "[\"user_id\"]");
+    freeReplyObject(v);
+    /* a write after it: updated_at moves, created_at stays */
+    ck_assert_int_eq(convo_append(s, "talk", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, &p);
+    ck_assert_str_eq(out, "talk quiet");
+    ck_assert_int_eq(convo_thread_page_created_at(p, 0), first);
+    ck_assert(convo_thread_page_updated_at(p, 0) > last);
+    convo_thread_page_free(p);
+    convo_close(s);
+}
+END_TEST
+
+/* Keys declared for a store that has threads already: they are indexed by
+ * the open that records the keys; another opener's other keys are refused. */
+START_TEST(test_keys_declared_later)
+{
+    char prefix[256], out[1024], key[512];
+    convo_store *s = open_store("later", NULL, NULL, prefix, sizeof prefix);
+    user_thread(s, "a", "u1");
+    user_thread(s, "b", "u2");
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    convo_close(s);
+    s = open_store("later", NULL, user_keys, prefix, sizeof prefix);
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "a");
+    convo_close(s);
+    const char *other[] = {"tenant", NULL};
+    char url[1024];
+    snprintf(url, sizeof url, "%s%sprefix=%s", base_url, strchr(base_url, '?') ? "&" : "?",
+             prefix);
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = other;
+    convo_store *t = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_open_ex(&t, url, &so, &err), CONVO_EINVAL);
+    ck_assert_msg(strstr(err.message, "user_id") != NULL, "%s", err.message);
+    /* without a declaration: the recorded keys are kept up to date */
+    s = open_store("later", NULL, NULL, prefix, sizeof prefix);
+    user_thread(s, "c", "u1");
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 2);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "c a");
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 2);
+    convo_close(s);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
+        return 2;
+    }
+    base_url = argv[1];
+    base_prefix = argv[2];
+    cluster = strncmp(base_url, "redis+cluster://", 16) == 0;
+    Suite *su = suite_create("redis-index");
+    TCase *tc = tcase_create(cluster ? "cluster" : "server");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
+    tcase_add_test(tc, test_filtered_page_reads_only_matches);
+    tcase_add_test(tc, test_ttl_not_listed);
+    tcase_add_test(tc, test_delete_removes_entries);
+    tcase_add_test(tc, test_stale_entries_repaired);
+    tcase_add_test(tc, test_layout3_migrated);
+    tcase_add_test(tc, test_keys_declared_later);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
