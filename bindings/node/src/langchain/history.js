@@ -75,10 +75,21 @@ function quickMessage(t) {
   return cls && v.kwargs && typeof v.kwargs === 'object' ? new cls(v.kwargs) : null;
 }
 
-/** The LangChain message a log message stores. */
-export async function fromLogText(t) {
+// The message of a log text when it needs no load(), else undefined: one of
+// @langchain/core's message classes with nothing inside to revive (quickMessage), or a text
+// without any LangChain object in it (a plain role-tagged message).
+function messageNow(t) {
   const quick = quickMessage(t);
   if (quick) return quick;
+  if (t.includes('"lc":')) return undefined;
+  const m = JSON.parse(t);
+  return typeof m.base64 === 'string' ? undefined : fromPlain(m);
+}
+
+/** The LangChain message a log message stores. */
+export async function fromLogText(t) {
+  const now = messageNow(t);
+  if (now) return now;
   const v = plainLangChainValue(t);
   if (v !== null) {
     try {
@@ -103,12 +114,12 @@ export async function fromLogText(t) {
   return fromPlain(m);
 }
 
-// The messages of log message texts, in order: those revived quickly without an await.
+// The messages of log message texts, in order: those that need no load() without an await.
 async function fromLogTexts(texts) {
   const out = new Array(texts.length);
   const slow = [];
   for (let i = 0; i < texts.length; i++) {
-    const m = quickMessage(texts[i]);
+    const m = messageNow(texts[i]);
     if (m) out[i] = m;
     else slow.push(fromLogText(texts[i]).then((x) => { out[i] = x; }));
   }

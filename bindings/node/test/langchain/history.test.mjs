@@ -157,6 +157,26 @@ for (const [name, base] of drivers()) {
     await store.close();
   });
 
+  if (name === 'memory') {
+    test('memory: the histories of a Store remember at most 100,000 messages', async () => {
+      const store = await Store.open('memory:');
+      const fill = async (id, n) => {
+        for (let i = 0; i < n; i += 10000) {
+          await store.append(id, Array.from({ length: 10000 }, () => '{"role":"user","content":"x"}'));
+        }
+      };
+      await fill('a', 60000);
+      await fill('b', 50000);
+      assert.equal((await new ConvoChatMessageHistory({ store, sessionId: 'a' }).getMessages()).length, 60000);
+      assert.equal((await new ConvoChatMessageHistory({ store, sessionId: 'b' }).getMessages()).length, 50000);
+      const loads = spyLoads(store);
+      await new ConvoChatMessageHistory({ store, sessionId: 'b' }).getMessages(); // 110,000: a forgotten
+      await new ConvoChatMessageHistory({ store, sessionId: 'a' }).getMessages();
+      assert.deepEqual(loads, [{ fromSeq: 49999, rows: 1 }, { fromSeq: 0, rows: 60000 }]);
+      await store.close();
+    });
+  }
+
   test(`${name}: a tail rewritten by another writer is noticed and read again`, async () => {
     const url = freshUrl(base);
     const store = await Store.open(url);
