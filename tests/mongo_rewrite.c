@@ -439,6 +439,32 @@ START_TEST(test_rewrite_fork_large)
 }
 END_TEST
 
+/* A new tail larger than one MongoDB document is refused before anything is
+ * written: the thread, its generation and its batches stay as they were. */
+START_TEST(test_rewrite_too_large)
+{
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    append_batch(s, "rt", 1, 0, 2);
+    thread_generation("rt", &g);
+    char *big[17];
+    for (int i = 0; i < 17; i++)
+        big[i] = big_message((size_t)1000 * 1000);
+    convo_rewrite_result r;
+    ck_assert_int_eq(convo_replace_tail(s, "rt", 1, (const char *const *)big, NULL, 17, NULL, &r,
+                                        &err),
+                     CONVO_ETOOLARGE);
+    for (int i = 0; i < 17; i++)
+        free(big[i]);
+    ck_assert_int_eq(generation_batches(&g), 1);
+    convo_history *h = load(s, "rt", NULL);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 0);
+    convo_history_free(h);
+    convo_close(s);
+}
+END_TEST
+
 /* ---- forks and loads racing rewrites ---- */
 
 #define RACE_MIN 30    /* forks and loads each racer must have done */
@@ -577,6 +603,7 @@ void add_rewrite_cases(Suite *s)
     tcase_add_test(tc, test_crash_rewrite_drop);
     tcase_add_test(tc, test_upgrade_from_v4);
     tcase_add_test(tc, test_rewrite_fork_large);
+    tcase_add_test(tc, test_rewrite_too_large);
     suite_add_tcase(s, tc);
     tc = tcase_create("rewrite_race");
     tcase_add_checked_fixture(tc, setup, teardown);
