@@ -264,6 +264,7 @@ START_TEST(test_ttl_not_listed)
     char prefix[256], out[1024], key[512];
     convo_store *s = open_store("ttl", "ttl=1", user_keys, prefix, sizeof prefix);
     user_thread(s, "old", "u1");
+    user_thread(s, "swept", "u3");
     usleep(600 * 1000);
     user_thread(s, "new", "u1");
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
@@ -280,6 +281,15 @@ START_TEST(test_ttl_not_listed)
     list(s, NULL, CONVO_ORDER_CREATED, out, sizeof out, NULL);
     ck_assert_str_eq(out, "new");
     ck_assert(!in_global(prefix, 'c', "old"));
+    /* no listing passed u3's entries: convo_sweep removes them */
+    user_key(key, sizeof key, prefix, "u3", 'c');
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    uint64_t removed;
+    convo_error err;
+    ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    ck_assert(!in_global(prefix, 'r', "swept"));
+    ck_assert(in_global(prefix, 'r', "new"));
     convo_close(s);
 }
 END_TEST

@@ -446,6 +446,9 @@ static int repair_batch(convo_backend *b, rconn *c, const redisReply *keys, void
     }
     if (rc == 0 && m > 0)
         rc = convo__rd_pipeline(b, c, cmds, m, replies, err);
+    /* layout 4: every entry of each thread written again (index.lua, ix.c) */
+    if (rc == 0 && m > 0)
+        rc = convo__rd_ix_reindex(b, c, (const char *const *)ids, m, err);
     for (size_t i = 0; cmds && ids && i < m; i++) {
         convo__rd_cmd_free(&cmds[i]);
         free(ids[i]);
@@ -465,6 +468,8 @@ int convo__rd_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
     int rc = convo__rd_acquire(b, &c, err);
     if (rc == 0) {
         rc = sweep_run(b, c, removed, err);
+        if (rc == 0)
+            rc = convo__rd_ix_sweep(b, c, err);
         if (rc == 0)
             rc = convo__rd_scan_each(b, c, ":{*}:meta", repair_batch, NULL, err);
         convo__rd_release(b, c);

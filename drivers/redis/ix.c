@@ -413,3 +413,131 @@ int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, siz
     free(tk);
     return rc;
 }
+
+/* ---- sweep ---- */
+
+/* The members (with scores) of a ZSCAN page of base + "r" whose thread is
+ * gone: their entries in base + r, c, i go, then they are reindexed. */
+static int sweep_members(convo_backend *b, rconn *c, const char *base, const redisReply *m,
+                         convo_error *err)
+{
+    size_t n = m->elements / 2, ngone = 0;
+    if (n == 0)
+        return 0;
+    cmd *q = calloc(3 * n, sizeof *q);
+    redisReply **r = calloc(3 * n, sizeof *r);
+    thread_keys *tk = calloc(n, sizeof *tk);
+    const char **gone = calloc(n, sizeof *gone);
+    char *kinds[3] = {concat(base, "r"), concat(base, "c"), concat(base, "i")};
+    int rc = q && r && tk && gone && kinds[0] && kinds[1] && kinds[2] ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const redisReply *id = m->element[2 * i];
+        if (id->type != REDIS_REPLY_STRING || memchr(id->str, '\0', id->len) ||
+            convo__rd_keys_make(b, id->str, &tk[i]) != 0) {
+            rc = id->type == REDIS_REPLY_STRING ? convo__rd_oom(err)
+                                                : convo__error(err, CONVO_ECORRUPT, NULL,
+                                                               "redis: bad thread index entry");
+            break;
+        }
+        convo__rd_cmd_str(&q[i], "EXISTS");
+        convo__rd_cmd_add(&q[i], tk[i].k[K_META], tk[i].len[K_META]);
+    }
+    if (rc == 0)
+        rc = convo__rd_pipeline(b, c, q, n, r, err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (r[i]->type == REDIS_REPLY_INTEGER && r[i]->integer == 0)
+            gone[ngone++] = m->element[2 * i]->str;
+    if (r)
+        convo__rd_replies_free(r, n);
+    for (size_t i = 0; q && i < n; i++) {
+        convo__rd_cmd_free(&q[i]);
+        q[i] = (cmd){0};
+    }
+    for (size_t i = 0; i < ngone && rc == 0; i++)
+        for (int k = 0; k < 3; k++) {
+            convo__rd_cmd_str(&q[3 * i + (size_t)k], "ZREM");
+            convo__rd_cmd_str(&q[3 * i + (size_t)k], kinds[k]);
+            convo__rd_cmd_str(&q[3 * i + (size_t)k], gone[i]);
+        }
+    if (rc == 0 && ngone > 0 && (rc = convo__rd_pipeline(b, c, q, 3 * ngone, r, err)) == 0)
+        convo__rd_replies_free(r, 3 * ngone);
+    if (rc == 0)
+        rc = convo__rd_ix_reindex(b, c, gone, ngone, err);
+    for (size_t i = 0; q && i < 3 * n; i++)
+        convo__rd_cmd_free(&q[i]);
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    for (int k = 0; k < 3; k++)
+        free(kinds[k]);
+    free(q);
+    free(r);
+    free(tk);
+    free(gone);
+    return rc;
+}
+
+/* One index set's members whose thread is gone: removed from the set's three
+ * kinds (base "P:ix:...:" + r, c, i), then reindexed (a thread re-created
+ * meanwhile gets its entries back). ZSCAN returns every member present
+ * throughout, whatever is removed meanwhile. */
+static int sweep_set(convo_backend *b, rconn *c, const char *base, convo_error *err)
+{
+    char *key = malloc(strlen(base) + 2), cursor[32] = "0";
+    int rc = key ? 0 : convo__rd_oom(err);
+    if (key)
+        sprintf(key, "%sr", base);
+    do {
+        cmd q = {0};
+        redisReply *r = NULL;
+        convo__rd_cmd_str(&q, "ZSCAN");
+        convo__rd_cmd_str(&q, key);
+        convo__rd_cmd_str(&q, cursor);
+        convo__rd_cmd_str(&q, "COUNT");
+        convo__rd_cmd_str(&q, "500");
+        if (rc == 0)
+            rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, &r, err);
+        convo__rd_cmd_free(&q);
+        if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+                        r->element[0]->type != REDIS_REPLY_STRING ||
+                        r->element[0]->len >= sizeof cursor ||
+                        r->element[1]->type != REDIS_REPLY_ARRAY))
+            rc = r->type == REDIS_REPLY_ERROR
+                     ? convo__rd_reply_error(r, err)
+                     : convo__error(err, CONVO_EIO, NULL, "redis: unexpected ZSCAN reply");
+        if (rc == 0) {
+            memcpy(cursor, r->element[0]->str, r->element[0]->len);
+            cursor[r->element[0]->len] = '\0';
+            rc = sweep_members(b, c, base, r->element[1], err);
+        }
+        freeReplyObject(r);
+    } while (rc == 0 && strcmp(cursor, "0") != 0);
+    free(key);
+    return rc;
+}
+
+/* Each "P:ix:{...}:r" key SCAN found: the sets of one value, or a shard. */
+static int sweep_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
+                       convo_error *err)
+{
+    (void)ctx;
+    int rc = 0;
+    for (size_t i = 0; i < keys->elements && rc == 0; i++) {
+        const redisReply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING || k->len < 2 || memchr(k->str, '\0', k->len))
+            continue;
+        char *base = strndup(k->str, k->len - 1); /* without the "r" */
+        rc = base ? sweep_set(b, c, base, err) : convo__rd_oom(err);
+        free(base);
+    }
+    return rc;
+}
+
+/* convo_sweep's part for layout 4: entries of threads that are gone (expired,
+ * deleted on a cluster, a crash) removed from every index set. */
+int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err)
+{
+    int rc = b->cluster ? 0 : sweep_set(b, c, b->ix_prefix, err);
+    if (rc == 0)
+        rc = convo__rd_scan_each(b, c, ":ix:{*}:r", sweep_batch, NULL, err);
+    return rc;
+}

@@ -193,6 +193,7 @@ int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t
 void convo__rd_ix_after(convo_backend *b, rconn *c, const char *id);
 int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                          convo_error *err);
+int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err);
 int convo__rd_extra_text(const redisReply *all, char **out, size_t *len);
 
 /* list.c: convo_thread_list_ex */
