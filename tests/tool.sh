@@ -866,6 +866,14 @@ sys.stderr.write(str(sent))' "$kind" "$total" 2>"$T/fed" | "$@" >"$T/out" 2>"$T/
     bench_fields "bench sqlite append" raw_ops_per_sec ratio
     check "bench sqlite conversation" 0 "$CONVO" --url "sqlite:$T/bench.db" bench --scenario conversation --turns 20 --json
     bench_fields "bench sqlite conversation" raw_bytes stored_bytes storage_ratio
+    # the thread index scenario works on fresh files next to the one named, and removes them
+    mkdir "$T/bt"
+    check "bench sqlite threads" 0 "$CONVO" --url "sqlite:$T/bt/b.db" bench --scenario threads --count 300 --users 10 --pages 5 --json
+    bench_fields "bench sqlite threads" sizes page_growth appends_per_sec_indexed appends_per_sec_unindexed append_ratio save_extra_ratio
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["sizes"]; assert [x["threads"] for x in s]==[30,300] and all(x["page_ms_p50"]>0 and x["load_ms_p50"]>0 and x["unindexed_page_ms_p50"]>0 for x in s), d' "$T/out"; then ok; else
+        bad "bench sqlite threads: sizes: $(head -c 400 "$T/out")"
+    fi
+    if [ -z "$(ls -A "$T/bt")" ]; then ok; else bad "bench threads left files: $(ls "$T/bt")"; fi
     check "agent messages" 0 "$CONVO" --url "$A" load job --tail 1
     out_is "agent messages" '{"role":"tool_result","tool_call_id":"call_3","content":"6"}'
 fi
@@ -923,6 +931,14 @@ else
     bad "script(1) (bsdutils) is missing: progress on a terminal untested"
 fi
 check "bench unknown scenario" 2 "$CONVO" --url "$M" bench --scenario nope
+check "bench threads" 0 "$CONVO" --url "$M" bench --scenario threads --count 200 --users 10 --pages 5 --messages 2 --json
+bench_fields "bench threads" scenario driver threads users messages_per_thread sizes page_growth append_ratio append_ratio_p50 save_extra_ratio
+if grep -q '"scenario":"threads","driver":"memory","threads":200,"users":10,"messages_per_thread":2,' "$T/out"; then ok; else bad "bench threads: $(head -c 300 "$T/out")"; fi
+check "bench threads, text" 0 "$CONVO" --url "$M" bench --scenario threads --count 100 --users 10 --pages 3
+if grep -q '^  at 100 threads: the newest 20 of one user' "$T/out"; then ok; else bad "bench threads text: $(head -c 300 "$T/out")"; fi
+check "bench threads, too few users" 2 "$CONVO" --url "$M" bench --scenario threads --users 5
+check "bench threads, too few threads a user" 2 "$CONVO" --url "$M" bench --scenario threads --count 50 --users 10
+check "bench threads, a SQLite URL with parameters" 1 "$CONVO" --url "sqlite:$T/p.db?x=1" bench --scenario threads --count 100 --users 10
 check "bench bad number" 2 "$CONVO" --url "$M" bench --scenario append --messages -1
 
 [ "$skipped" = 0 ] || echo "tool.sh: the SQLite part was skipped"
