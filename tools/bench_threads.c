@@ -228,8 +228,8 @@ static void report(const bench_threads_opts *o, const char *driver, const size_p
     printf("threads on %s: %zu threads of %zu users, %zu messages each\n", driver, o->threads,
            o->users, o->messages);
     for (int i = 0; i < 2; i++)
-        printf("  at %zu threads: the newest %d of one user (extra, last message) p50 %.3f ms "
-               "(mean %.3f), loading a %d-message thread p50 %.3f ms: ratio %.2f; "
+        printf("  at %zu threads: the newest %d of one user (extra, last message) p50 %.4f ms "
+               "(mean %.4f), loading a %d-message thread p50 %.4f ms: ratio %.2f; "
                "without the index %.3f ms\n",
                pts[i].threads, PAGE, pts[i].page_p50, pts[i].page_mean, PAGE, pts[i].load_p50,
                pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
