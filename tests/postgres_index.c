@@ -394,6 +394,40 @@ START_TEST(test_index_skips_expired_staged_deleted)
 }
 END_TEST
 
+/* A cursor's time that PostgreSQL cannot hold (the core accepts any 64-bit
+ * value) is CONVO_EINVAL, found by the driver (it would wrap around when
+ * moved to PostgreSQL's epoch) or by the server (out of its range). */
+START_TEST(test_index_cursor_time_out_of_range)
+{
+    const char *name = "ixcursor";
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_error err;
+    ck_assert_int_eq(append1(s, "t", &err), 0);
+    const char *bad[] = {"r0:8000000000000000:t", "c1:8000000000000001:t",
+                         "r0:fbd62f96e7620000:t", NULL}; /* the last: about 9,500 years BC */
+    for (int i = 0; bad[i]; i++) {
+        convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+        o.order = bad[i][0] == 'c' ? CONVO_ORDER_CREATED : CONVO_ORDER_RECENT;
+        o.reverse = bad[i][1] == '1';
+        o.after = bad[i];
+        convo_thread_page *p = NULL;
+        ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), CONVO_EINVAL);
+        ck_assert_ptr_null(p);
+    }
+    /* the id order ignores the time; the store still works */
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.order = CONVO_ORDER_ID;
+    o.after = "i0:8000000000000000:s";
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+    ck_assert_uint_eq(convo_thread_page_count(p), 1);
+    convo_thread_page_free(p);
+    assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "t");
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 /* ------------------------------------------------------------ migration */
 
 /* What a version 10 store held, written by its own functions: "a" (two
@@ -480,6 +514,7 @@ void postgres_add_index_tests(Suite *s)
     tcase_add_test(tc, test_index_page_reads_only_the_page);
     tcase_add_test(tc, test_index_keys_declared_late);
     tcase_add_test(tc, test_index_skips_expired_staged_deleted);
+    tcase_add_test(tc, test_index_cursor_time_out_of_range);
     tcase_add_test(tc, test_migration_from_version_10);
     suite_add_tcase(s, tc);
 }

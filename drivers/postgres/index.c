@@ -211,12 +211,13 @@ static int list_params_init(list_params *p, const convo_thread_list_opts *o, jso
         p->top[4 * 129] = '\0';
         id = p->top;
     }
-    if (after) {
+    if (after && o->order != CONVO_ORDER_ID) { /* (the id order has no time) */
         if (after->time < INT64_MIN + PG_EPOCH_MICROS)
             return convo__error(err, CONVO_EINVAL, NULL, "bad thread list cursor");
         time = after->time - PG_EPOCH_MICROS;
-        id = after->id;
     }
+    if (after)
+        id = after->id;
     put64(p->time, (uint64_t)time);
     put64(p->limit, (uint64_t)o->limit + 1);
     p->with_extra = o->with_extra ? 1 : 0;
