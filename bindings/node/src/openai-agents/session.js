@@ -10,6 +10,24 @@ import { encodeItem, decodeItem, digest } from './items.js';
 
 // Idempotency keys share a namespace per thread with every other writer's: ours are prefixed.
 const KEY_PREFIX = 'openai-agents:';
+// What the sessions of one Store have read of a thread (its message texts at a generation),
+// shared, since an app often makes a new session object per request: a Store -> Map of
+// session id -> { texts, generation }, the MAX_READ most recently read sessions.
+const MAX_READ = 64;
+const reads = new WeakMap();
+
+function readsOf(store) {
+  let m = reads.get(store);
+  if (!m) reads.set(store, (m = new Map()));
+  return m;
+}
+
+function remember(store, sessionId, value) {
+  const m = readsOf(store);
+  m.delete(sessionId);
+  if (value) m.set(sessionId, value);
+  if (m.size > MAX_READ) m.delete(m.keys().next().value);
+}
 
 function invalid(message) {
   return new InvalidError(codes.EINVAL, `ConvoSession: ${message}`);
@@ -54,8 +72,6 @@ export class ConvoSession {
   #closed = false;
   #extra;
   #extraSaved = null;
-  // the thread's messages [0, texts.length) at generation: getItems() reads only past them
-  #cache = null;
 
   /**
    * { url | store, sessionId?, extra? }: a URL opens a Store that close() closes; a Store
@@ -106,10 +122,10 @@ export class ConvoSession {
     return this.#sessionId;
   }
 
-  // Every message text of the thread: what this instance read before, and the messages
-  // past it when the thread's generation is the same (else all again).
+  // Every message text of the thread: what the sessions of this Store read before, and the
+  // messages past it when the thread's generation is the same (else all again).
   async #texts(store) {
-    const seen = this.#cache;
+    const seen = readsOf(store).get(this.#sessionId);
     const jsonOf = (h) => h.messages.map((m) => m.json);
     let texts, generation;
     try {
@@ -125,24 +141,24 @@ export class ConvoSession {
       }
     } catch (e) {
       if (!notFound(e)) throw e;
-      this.#cache = null;
+      remember(store, this.#sessionId, null);
       return [];
     }
-    this.#cache = { texts, generation };
+    remember(store, this.#sessionId, { texts, generation });
     return texts;
   }
 
   /**
    * The last `limit` items, oldest first (all without a limit). With a limit and nothing
-   * read before, only the thread's tail is read; after a first full read, only messages
-   * appended since are.
+   * read before, only the thread's tail is read; after a first full read (by any session
+   * of this Store), only messages appended since are.
    */
   async getItems(limit) {
     const store = await this.#open();
     if (limit !== undefined && limit !== null) {
       if (typeof limit !== 'number' || Number.isNaN(limit)) throw invalid('limit must be a number');
       if (limit <= 0) return [];
-      if (!this.#cache && Number.isSafeInteger(limit)) {
+      if (!readsOf(store).has(this.#sessionId) && Number.isSafeInteger(limit)) {
         try {
           const h = await store.load(this.#sessionId, { tail: limit, withExtra: false });
           return h.messages.map((m) => decodeItem(m.json));

@@ -1,6 +1,6 @@
 // ConvoSession's calls, on every driver, against the SDK's MemorySession: items of every
-// kind come back deep-equal; getItems(limit) reads only the tail and, after a full read,
-// only what was appended since; the history transactions (replay, an operationId reused
+// kind come back deep-equal; getItems(limit) reads only the tail and, after a full read (by
+// any session of the Store), only what was appended since; the history transactions (replay, an operationId reused
 // for another transaction, a stale suffix: errors that change nothing); clearSession keeps
 // the thread's extra; a URL-opened store is closed, a given one is not; list() by extra.
 import { test } from 'node:test';
@@ -121,6 +121,10 @@ for (const [name, base] of drivers()) {
       assert.equal((await session.getItems()).length, 201);
       assert.deepEqual((await session.getItems(2)).map((i) => i.content), ['19.9', 'new']);
       assert.deepEqual(loads.map((l) => l.read), [1, 0], 'only the new message was read');
+      // a new session object on the same Store (one per request, say) goes on from there too
+      loads.length = 0;
+      assert.equal((await new ConvoSession({ store, sessionId: 'long' }).getItems()).length, 201);
+      assert.deepEqual(loads.map((l) => l.read), [0]);
       // another writer's rewrite: the generation tells, and the thread is read again
       await other.popItem();
       await other.addItems([user('changed')]);
