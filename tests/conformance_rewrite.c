@@ -491,10 +491,12 @@ static void *pop_many(void *arg)
         convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
         o.expected_length = convo_history_length(h);
         o.expected_generation = convo_history_generation(h);
-        int64_t keep = o.expected_length > 0 ? o.expected_length - 1 : 0;
         convo_history_free(h);
+        if (o.expected_length <= 3) /* never into the first three: the check reads them */
+            continue;
+        int64_t keep = o.expected_length - 1;
         int rc = convo_replace_tail(conf_store, a->tid, keep, NULL, NULL, 0, &o, NULL, &err);
-        if (rc == 0 && o.expected_length > 0)
+        if (rc == 0)
             a->wins++;
         else if (rc != 0 && rc != CONVO_ECONFLICT) {
             a->rc = rc;
