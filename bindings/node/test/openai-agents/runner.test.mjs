@@ -126,12 +126,12 @@ for (const [name, base] of drivers()) {
     }
   });
 
-  test(`${name}: the runner's compaction fallback (clearSession, then addItems) keeps the thread's extra`, async () => {
-    const store = await Store.open(freshUrl(base));
+  // The Runner's compaction fallback on a ConvoSession without replaceHistoryWithCompaction
+  // (what the runner does for a store that cannot replace a history in one step), after
+  // the first turns, as on MemorySession; resolves once it is done.
+  async function fallbackRun(store, sessionId) {
     const agents = pair();
-    const convo = new ConvoSession({ store, sessionId: 'fallback', extra: { userId: 'bob' } });
-    // the session without replaceHistoryWithCompaction: what the runner does for a store
-    // that cannot replace a history in one step
+    const convo = new ConvoSession({ store, sessionId, extra: { userId: 'bob' } });
     const plain = {};
     for (const m of ['getSessionId', 'getItems', 'addItems', 'popItem', 'clearSession', 'applyHistoryTransaction']) {
       plain[m] = convo[m].bind(convo);
@@ -140,22 +140,40 @@ for (const [name, base] of drivers()) {
     const clear = plain.clearSession;
     plain.clearSession = async () => { calls.push('clearSession'); return clear(); };
     const sessions = { convo: plain, memory: new MemorySession() };
+    for (const input of TURNS.slice(0, 5)) await turn(agents, sessions, input);
+    await store.saveExtra(sessionId, { title: 'named later' });
+    await turn(agents, sessions, 'compact');
+    assert.deepEqual(calls, ['clearSession'], 'the runner took its fallback');
+    const h = await store.load(sessionId);
+    assert.deepEqual(h.extra, { userId: 'bob', title: 'named later' });
+    assert.equal(h.generation, 1, 'cleared by one tail rewrite, not deleted');
+    for (const input of TURNS.slice(5, 9)) await turn(agents, sessions, input);
+  }
+
+  test(`${name}: the runner's compaction fallback (clearSession, then addItems) keeps the thread's extra`, async () => {
+    const store = await Store.open(freshUrl(base));
     try {
-      for (const input of TURNS.slice(0, 5)) await turn(agents, sessions, input);
-      await store.saveExtra('fallback', { title: 'named later' });
-      await turn(agents, sessions, 'compact');
-      assert.deepEqual(calls, ['clearSession'], 'the runner took its fallback');
-      const h = await store.load('fallback');
-      assert.deepEqual(h.extra, { userId: 'bob', title: 'named later' });
-      assert.equal(h.generation, 1, 'cleared by one tail rewrite, not deleted');
-      for (const input of TURNS.slice(5, 9)) await turn(agents, sessions, input);
-      {
-        const { sessions: listed } = await ConvoSession.list(store, { where: { userId: 'bob' } });
-        assert.deepEqual(listed.map((s) => s.sessionId), ['fallback']);
-        assert.ok(listed[0].createdAt < listed[0].updatedAt, 'the thread kept its creation time');
-      }
+      await fallbackRun(store, 'fallback');
     } finally {
-      await convo.close();
+      await store.close();
+    }
+  });
+
+  test(`${name}: after the compaction fallback the session keeps its creation time and place in the index`, async () => {
+    const store = await Store.open(freshUrl(base));
+    try {
+      // 'fallback' is created before 'other', and compacted (cleared, rebuilt) after it
+      await store.saveExtra('fallback', { userId: 'bob' });
+      await store.append('other', [{ role: 'user', content: 'x' }]);
+      await store.saveExtra('other', { userId: 'bob' });
+      await fallbackRun(store, 'fallback');
+      const { sessions: recent } = await ConvoSession.list(store, { where: { userId: 'bob' } });
+      assert.deepEqual(recent.map((s) => s.sessionId), ['fallback', 'other'], 'the newest activity first');
+      const { sessions: byCreation } = await ConvoSession.list(store, { where: { userId: 'bob' }, order: 'created' });
+      assert.deepEqual(byCreation.map((s) => s.sessionId), ['other', 'fallback'],
+        'the cleared session kept its creation time (a thread made again would be the newest)');
+      assert.ok(byCreation[1].length > 2);
+    } finally {
       await store.close();
     }
   });
