@@ -417,6 +417,107 @@ static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
     }
 }
 
+/* Adds the candidates of l that belong, r[i * R_PER ..] being each one's rows. */
+static int take_rows(list_state *st, const cand_list *l, redisReply **r, size_t want,
+                     convo_error *err)
+{
+    free(st->fix);
+    st->nfix = 0;
+    if (!(st->fix = calloc(l->n + 1, sizeof *st->fix)))
+        return convo__rd_oom(err);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    int rc = 0;
+    for (size_t i = 0; i < l->n && rc == 0 && convo_thread_page_count(st->p) < want; i++) {
+        rc = take_row(st, &l->c[i], &r[i * R_PER], &u);
+        if (rc == CONVO_ECORRUPT)
+            rc = convo__error(err, rc, NULL, "redis: thread %s could not be decoded",
+                              l->c[i].id);
+        else if (rc == CONVO_ENOMEM)
+            rc = convo__rd_oom(err);
+        else if (rc != 0)
+            rc = convo__error(err, rc, NULL, "redis: reading thread %s failed", l->c[i].id);
+    }
+    msgpack_unpacked_destroy(&u);
+    return rc;
+}
+
+/* One server: a batch's candidates and their rows in one round trip
+ * (list.lua). *more: the set may hold more after them. */
+static int batch_server(list_state *st, const position *p, size_t k, size_t want,
+                        cand_list *out, int *more, convo_error *err)
+{
+    const source *s = st->s;
+    cmd q = {0};
+    redisReply *r = NULL;
+    convo__rd_cmd_add(&q, "EVALSHA", 7);
+    convo__rd_cmd_add(&q, "", 0);
+    convo__rd_cmd_num(&q, 0);
+    convo__rd_cmd_str(&q, s->keys[0]);
+    convo__rd_cmd_str(&q, s->lex ? (s->desc ? "lexdesc" : "lexasc") : s->desc ? "desc" : "asc");
+    if (p->set)
+        convo__rd_cmd_num(&q, p->time);
+    else
+        convo__rd_cmd_add(&q, "", 0);
+    convo__rd_cmd_str(&q, p->set ? p->id : "");
+    convo__rd_cmd_num(&q, (long long)k);
+    convo__rd_cmd_str(&q, st->b->prefix);
+    convo__rd_cmd_add(&q, st->where || st->o->with_extra ? "1" : "0", 1);
+    convo__rd_cmd_add(&q, st->o->with_last_message ? "1" : "0", 1);
+    int rc = q.failed ? convo__rd_oom(err)
+                      : convo__rd_pipeline_script(st->b, st->c, &q, 1, 0, S_LIST, &r, err);
+    convo__rd_cmd_free(&q);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+                         r->element[0]->type != REDIS_REPLY_INTEGER))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
+    redisReply **rows = NULL;
+    size_t got = 0;
+    if (rc == 0) {
+        *more = r->element[0]->integer >= (long long)k;
+        rc = take_range(s, r->element[1], p, 1, out, &got);
+        size_t ties = out->n, all = got; /* ties kept, ties read */
+        if (rc == 0)
+            rc = take_range(s, r->element[2], p, 0, out, &got);
+        all += got;
+        if (rc == CONVO_ECORRUPT || (rc == 0 && r->elements != 3 + all))
+            rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
+        else if (rc != 0)
+            rc = convo__rd_oom(err);
+        if (rc == 0 && !(rows = calloc(out->n * R_PER + 1, sizeof *rows)))
+            rc = convo__rd_oom(err);
+        /* the rows of the ties that were kept: find them by id among those read */
+        size_t nt = all - got;
+        for (size_t i = 0, j = 0; rc == 0 && i < out->n; i++) {
+            const redisReply *row;
+            if (i < ties) {
+                while (j < nt && strncmp(r->element[1]->element[2 * j]->str, out->c[i].id,
+                                         r->element[1]->element[2 * j]->len + 1) != 0)
+                    j++;
+                row = j < nt ? r->element[3 + j] : NULL;
+            } else {
+                row = r->element[3 + nt + (i - ties)];
+            }
+            if (!row || row->type != REDIS_REPLY_ARRAY || row->elements != 4) {
+                rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
+                break;
+            }
+            for (int f = 0; f < R_PER; f++)
+                rows[i * R_PER + f] = row->element[f];
+            if (!st->where && !st->o->with_extra)
+                rows[i * R_PER + R_EXTRA] = NULL;
+            if (!st->o->with_last_message)
+                rows[i * R_PER + R_LAST] = NULL;
+        }
+    }
+    if (rc == 0)
+        rc = take_rows(st, out, rows, want, err);
+    free(rows);
+    freeReplyObject(r);
+    return rc;
+}
+
 /* Reads the rows of a batch in one round trip and adds those that belong. */
 static int read_rows(list_state *st, const cand_list *l, size_t want, convo_error *err)
 {
@@ -443,19 +544,8 @@ static int read_rows(list_state *st, const cand_list *l, size_t want, convo_erro
     for (size_t i = 0, at = 0; i < n * per && rc == 0; i++)
         if (q[i].n)
             r[i] = rr[at++];
-    msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
-    for (size_t i = 0; i < n && rc == 0 && convo_thread_page_count(st->p) < want; i++) {
-        rc = take_row(st, &l->c[i], &r[i * per], &u);
-        if (rc == CONVO_ECORRUPT)
-            rc = convo__error(err, rc, NULL, "redis: thread %s could not be decoded",
-                              l->c[i].id);
-        else if (rc == CONVO_ENOMEM)
-            rc = convo__rd_oom(err);
-        else if (rc != 0)
-            rc = convo__error(err, rc, NULL, "redis: reading thread %s failed", l->c[i].id);
-    }
-    msgpack_unpacked_destroy(&u);
+    if (rc == 0)
+        rc = take_rows(st, l, r, want, err);
     if (rr)
         convo__rd_replies_free(rr, nf);
     for (size_t i = 0; q && i < n * per; i++)
@@ -546,12 +636,14 @@ static int list_run(list_state *st, const convo_thread_cursor *after, convo_erro
         size_t need = want - convo_thread_page_count(st->p);
         size_t k = scan ? (need * 4 < 200 ? 200 : need * 4) : need < 8 ? 8 : need;
         cand_list l = {0};
-        rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
-        if (rc == 0 && l.n > 0 && !(st->fix = calloc(l.n, sizeof *st->fix)))
-            rc = convo__rd_oom(err);
         st->nfix = 0;
-        if (rc == 0 && l.n > 0)
-            rc = read_rows(st, &l, want, err);
+        if (!st->b->cluster) {
+            rc = batch_server(st, &pos, k, want, &l, &more, err);
+        } else {
+            rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
+            if (rc == 0 && l.n > 0)
+                rc = read_rows(st, &l, want, err);
+        }
         if (rc == 0)
             repair_run(st);
         if (rc == 0 && l.n > 0) {

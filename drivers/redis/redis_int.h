@@ -24,9 +24,9 @@
 
 /* The scripts (scripts.c joins the .lua files that make each). */
 enum {
-    S_APPEND, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
+    S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
-    S_REWRITE_CP, S_REINDEX,
+    S_REWRITE_CP, S_REINDEX, S_LIST,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];

@@ -14,6 +14,7 @@
 
 const char *const convo__rd_scripts[S_COUNT] = {
     [S_APPEND] = LUA_INDEX LUA_APPEND,
+    [S_APPEND_FAST] = LUA_APPEND_FAST,
     [S_EXTRA] = LUA_IX LUA_EXTRA,
     [S_DELETE] = LUA_IX LUA_DELETE,
     [S_FORK] = LUA_IX LUA_FORK,
@@ -29,4 +30,5 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_REWRITE] = LUA_IX LUA_REWRITE_FAST LUA_REWRITE,
     [S_REWRITE_CP] = LUA_IX LUA_CP_PRELUDE LUA_REWRITE_CP LUA_REWRITE,
     [S_REINDEX] = LUA_IX LUA_REINDEX,
+    [S_LIST] = LUA_LIST,
 };

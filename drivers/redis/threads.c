@@ -42,10 +42,30 @@ typedef struct append_call {
 /* Each key and argument costs the server time, so a script gets only what it
  * uses: without leave to create and without ttl, the list, the idempotency
  * hash, meta and extra (updated_at and the index values, index.lua). */
+static int append_fast_build(const append_call *a, cmd *c)
+{
+    const convo_backend *b = a->b;
+    convo__rd_cmd_script_keys(c, a->tk, 4);
+    const char *spec = a->tk->spec, *z = memchr(spec, '\0', a->tk->spec_len);
+    size_t nlen = z ? (size_t)(z - spec) : a->tk->spec_len;
+    convo__rd_cmd_add(c, spec, nlen); /* the spec's clock */
+    convo__rd_cmd_str(c, b->cluster ? "" : b->ix_prefix);
+    convo__rd_cmd_str(c, a->tk->id);
+    convo__rd_cmd_num(c, b->cluster ? 0 : (long long)b->ix_nkeys);
+    for (size_t i = 0; !b->cluster && i < b->ix_nkeys; i++)
+        convo__rd_cmd_str(c, b->ix_field[i]);
+    for (size_t i = 0; i < a->n; i++)
+        convo__rd_cmd_part(c, a->pb, i);
+    return c->failed ? CONVO_ENOMEM : S_APPEND_FAST;
+}
+
 static int append_build(void *ctx, cmd *c, int create)
 {
     const append_call *a = ctx;
     const convo_append_opts *o = a->opts;
+    if (!create && a->b->ttl_ms == 0 && !o->idempotency_key && o->expected_length < 0 &&
+        o->expected_generation < 0)
+        return append_fast_build(a, c);
     size_t nkeys = create || a->b->ttl_ms > 0 ? K_COUNT : 4;
     convo__rd_cmd_script_keys(c, a->tk, nkeys);
     convo__rd_cmd_spec(c, a->tk);
