@@ -80,27 +80,29 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
     return 0;
 }
 
-/* Runs statement id with ?1 = num, ?2 = at and ?3 = key (NULL: unbound). */
-static int run_num_at_key(sq_conn *c, enum stmt_id id, int64_t num, int64_t at, const char *key,
-                          const char *what, convo_error *err)
+/* Rows in the activity order of thread num's indexed keys (of `key` only,
+ * unless NULL), as of at with length messages. */
+static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int64_t length,
+                      convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, id, &st, err);
+    int rc = sq_stmt_get(c, ST_RECENT_ADD, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_int64(st, 2, at);
     if (key)
         sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
-    return sq_stmt_run(c, st, what, err);
+    sqlite3_bind_int64(st, 4, length);
+    return sq_stmt_run(c, st, "indexing the extra", err);
 }
 
 /* For each indexed key row of thread num (of `key` only, unless NULL), its
- * row in the key's activity order at `from` is moved to `to` (op
- * ST_RECENT_MOVE) or removed (ST_RECENT_DELETE): a seek for the thread's key
- * rows, then one for each. */
+ * row in the key's activity order at `from` is moved to `to` with length
+ * messages (op ST_RECENT_MOVE) or removed (ST_RECENT_DELETE): a seek for the
+ * thread's key rows, then one for each. */
 static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op, int64_t from,
-                       int64_t to, convo_error *err)
+                       int64_t to, int64_t length, convo_error *err)
 {
     sqlite3_stmt *keys, *st;
     int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
@@ -115,8 +117,10 @@ static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op
         for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
             sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
         sqlite3_bind_int64(st, 3, from);
-        if (op == ST_RECENT_MOVE)
+        if (op == ST_RECENT_MOVE) {
             sqlite3_bind_int64(st, 5, to);
+            sqlite3_bind_int64(st, 6, length);
+        }
         if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
             sq_stmt_done(keys);
             return rc;
@@ -136,30 +140,33 @@ int64_t sq_activity_next(const thread_row *t)
     return now > last ? now : last + 1;
 }
 
+/* Enters thread num in the activity order as of at, with length messages
+ * (its id and created_at from its row). */
+int sq_activity_add(sq_conn *c, int64_t num, int64_t at, int64_t length, convo_error *err)
+{
+    return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, num, at, length,
+                            "entering the thread in the activity order", err);
+}
+
 /* A layout-4 libconvo wrote thread num without moving its entries: the ones
  * it has go, found by walks (rare), and it is entered again as of at. */
-static int activity_repair(sq_conn *c, const char *id, int64_t num, int64_t at,
+static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
                            convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0, "repairing the activity order",
                               err);
-    sqlite3_stmt *st;
-    if (rc == 0 && (rc = sq_stmt_get(c, ST_ACTIVITY_ADD, &st, err)) == 0) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, at);
-        sqlite3_bind_int64(st, 3, num);
-        rc = sq_stmt_run(c, st, "repairing the activity order", err);
-    }
+    if (rc == 0)
+        rc = sq_activity_add(c, num, at, length, err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "repairing the key index", err);
-    return rc ? rc : run_num_at_key(c, ST_RECENT_ADD, num, at, NULL, "repairing the key index", err);
+    return rc ? rc : recent_add(c, num, at, NULL, length, err);
 }
 
-/* Thread t (id), whose last message and row were read, is active as of to:
- * its entry in the activity order and its rows in its keys' orders move
- * there (one seek each). */
+/* Thread t (id), whose last message and row were read, is active as of to
+ * and has length messages: its entry in the activity order and its rows in
+ * its keys' orders move there (one seek each). */
 int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
-                     convo_error *err)
+                     int64_t length, convo_error *err)
 {
     int64_t from = activity_of(t);
     sqlite3_stmt *st;
@@ -169,11 +176,12 @@ int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, from);
     sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, length);
     if ((rc = sq_stmt_run(c, st, "moving the thread in the activity order", err)) != 0)
         return rc;
     if (sqlite3_changes(c->db) == 0)
-        return activity_repair(c, id, t->num, to, err);
-    return recent_each(c, t->num, NULL, ST_RECENT_MOVE, from, to, err);
+        return activity_repair(c, t->num, to, length, err);
+    return recent_each(c, t->num, NULL, ST_RECENT_MOVE, from, to, length, err);
 }
 
 /* Before thread num is removed: its entry in the activity order and its key
@@ -207,23 +215,23 @@ int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
             rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "removing key index rows",
                                   err);
     } else if (rc == 0)
-        rc = recent_each(c, num, NULL, ST_RECENT_DELETE, activity_of(&t), 0, err);
+        rc = recent_each(c, num, NULL, ST_RECENT_DELETE, activity_of(&t), 0, 0, err);
     return rc ? rc : sq_run_with_ints(c, ST_KEYS_DELETE, 1, num, 0, 0, "removing key index rows",
                                       err);
 }
 
 /* ---- key rows ---- */
 
-/* Thread num, active as of at, holds v at indexed key `key` (v NULL: the
- * index keeps no row for its value): its old rows for the key go, new ones
- * come when the value is one the index keeps. */
-static int index_set(sq_conn *c, int64_t num, int64_t at, const char *key, const json_t *v,
-                     convo_error *err)
+/* Thread num, active as of at with length messages, holds v at indexed key
+ * `key`: its old rows for the key go, new ones come when the value is one the
+ * index keeps. */
+static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const char *key,
+                     const json_t *v, convo_error *err)
 {
     char *value;
     int rc = sq_index_value(v, &value, err);
     if (rc == 0)
-        rc = recent_each(c, num, key, ST_RECENT_DELETE, at, 0, err);
+        rc = recent_each(c, num, key, ST_RECENT_DELETE, at, 0, 0, err);
     sqlite3_stmt *st;
     if (rc == 0)
         rc = sq_stmt_get(c, value ? ST_KEYS_PUT : ST_KEYS_DROP, &st, err);
@@ -235,16 +243,17 @@ static int index_set(sq_conn *c, int64_t num, int64_t at, const char *key, const
         rc = sq_stmt_run(c, st, "indexing the extra", err);
     }
     if (rc == 0 && value)
-        rc = run_num_at_key(c, ST_RECENT_ADD, num, at, key, "indexing the extra", err);
+        rc = recent_add(c, num, at, key, length, err);
     free(value);
     return rc;
 }
 
 /* After a save_extra of patch on thread num (its row already written, active
- * as of at): each indexed key the patch sets gets its new rows, or loses
- * them when the new value is not one the index keeps. Keys the patch does not
- * name keep theirs. */
-int sq_index_extra(sq_conn *c, int64_t num, int64_t at, const json_t *patch, convo_error *err)
+ * as of at, length messages): each indexed key the patch sets gets its new
+ * rows, or loses them when the new value is not one the index keeps. Keys the
+ * patch does not name keep theirs. */
+int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length, const json_t *patch,
+                   convo_error *err)
 {
     char **keys;
     int rc = sq_index_keys(c, &keys, err);
@@ -253,19 +262,19 @@ int sq_index_extra(sq_conn *c, int64_t num, int64_t at, const json_t *patch, con
     for (size_t i = 0; rc == 0 && keys[i]; i++) {
         json_t *v = json_object_get(patch, keys[i]);
         if (v)
-            rc = index_set(c, num, at, keys[i], v, err);
+            rc = index_set(c, num, at, length, keys[i], v, err);
     }
     sq_index_keys_free(keys);
     return rc;
 }
 
-/* A fork: thread dst, created with src's extra and active as of at, gets
- * src's key rows. */
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, convo_error *err)
+/* A fork: thread dst, created with src's extra, active as of at with length
+ * messages, gets src's key rows. */
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, int64_t length,
+                  convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_KEYS_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
-    return rc ? rc : run_num_at_key(c, ST_RECENT_ADD, dst, at, NULL, "indexing the fork's extra",
-                                    err);
+    return rc ? rc : recent_add(c, dst, at, NULL, length, err);
 }
 
 /* ---- declaring the keys (at open) ---- */
@@ -285,7 +294,7 @@ static int backfill(sq_conn *c, char *const *keys, convo_error *err)
         for (size_t i = 0; rc == 0 && json_is_object(obj) && keys[i]; i++) {
             json_t *v = json_object_get(obj, keys[i]);
             if (v)
-                rc = index_set(c, t.num, activity_of(&t), keys[i], v, err);
+                rc = index_set(c, t.num, activity_of(&t), t.length, keys[i], v, err);
         }
         json_decref(obj);
         if (rc)

@@ -23,6 +23,13 @@ static const enum stmt_id list_stmt[2][3][2] = {
      {ST_LIST_KEY_ID, ST_LIST_KEY_ID_REVERSE}},
 };
 
+/* [filtered by an indexed key][reverse]: the activity order's ids and times
+ * alone, from its own B-tree (list-[key-]recent[-reverse]-bare.sql) */
+static const enum stmt_id bare_stmt[2][2] = {
+    {ST_LIST_RECENT_BARE, ST_LIST_RECENT_REVERSE_BARE},
+    {ST_LIST_KEY_RECENT_BARE, ST_LIST_KEY_RECENT_REVERSE_BARE},
+};
+
 /* Sorts after every valid UTF-8 id (no lead byte is over 0xF4). */
 static const char past_every_id[] = "\xF5";
 
@@ -130,29 +137,64 @@ static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
     return rc;
 }
 
+/* Adds the row of a bare listing: (num, id, created_at, updated_at, length). */
+static int add_bare_row(sqlite3_stmt *st, list_args *a, convo_error *err)
+{
+    const char *id = (const char *)sqlite3_column_text(st, 1);
+    if (!id || convo__thread_page_add_row(a->p, id, (size_t)sqlite3_column_bytes(st, 1),
+                                          sqlite3_column_int64(st, 2),
+                                          sqlite3_column_int64(st, 3),
+                                          sqlite3_column_int64(st, 4), NULL, 0, NULL, 0) != 0)
+        return no_memory(err);
+    a->rows++;
+    return 0;
+}
+
+/* 1 when the listing can be read from the activity order's B-tree alone: in
+ * activity order, nothing asked of the thread row or the messages, every row
+ * walked a match, and no thread with a deadline to check. */
+static int bare_listing(sq_conn *c, const list_args *a, convo_error *err)
+{
+    if (a->o->order != CONVO_ORDER_RECENT || a->o->with_extra || a->o->with_last_message ||
+        a->where)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_ANY_DEADLINE, &st, err);
+    if (rc == 0 && (rc = sq_stmt_step(c, st, "looking for deadlines", err)) == 1) {
+        sq_stmt_done(st);
+        return 0;
+    }
+    return rc < 0 ? rc : 1;
+}
+
 static int list_tx(sq_conn *c, void *arg, convo_error *err)
 {
     list_args *a = arg;
     char *key, *value;
     int rc = pick_key(c, a->where, &key, &value, err);
+    /* one scalar at one key: the index range holds exactly the threads whose
+     * extra has it (sq_index_value), no need to parse each extra */
+    if (rc == 0 && key && json_object_size(a->where) == 1)
+        a->where = NULL;
+    int bare = rc == 0 ? bare_listing(c, a, err) : 0;
+    rc = bare < 0 ? bare : rc;
     sqlite3_stmt *st;
     if (rc == 0)
-        rc = sq_stmt_get(c, list_stmt[key != NULL][a->o->order][a->o->reverse != 0], &st, err);
+        rc = sq_stmt_get(c,
+                         bare ? bare_stmt[key != NULL][a->o->reverse != 0]
+                              : list_stmt[key != NULL][a->o->order][a->o->reverse != 0],
+                         &st, err);
     if (rc == 0) {
         if (key) {
             sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-            /* one scalar at one key: the index range holds exactly the threads
-             * whose extra has it (sq_index_value), no need to parse each extra */
-            if (json_object_size(a->where) == 1)
-                a->where = NULL;
         }
         bind_position(st, a);
         while (rc == 0 && a->rows <= a->o->limit) {
             rc = sq_stmt_step(c, st, "listing threads", err);
             if (rc != 1)
                 break;
-            rc = add_row(c, st, a, err);
+            rc = bare ? add_bare_row(st, a, err) : add_row(c, st, a, err);
         }
         sq_stmt_done(st);
     }

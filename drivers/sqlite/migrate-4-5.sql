@@ -19,25 +19,30 @@ UPDATE convo_threads SET updated_at = max(created_at,
   coalesce((SELECT max(c.created_at) FROM convo_checkpoints AS c WHERE c.thread = num), 0));
 CREATE INDEX convo_threads_by_created ON convo_threads(created_at, id);
 
+-- created_at and length ride along, so that a listing of ids and times reads
+-- this B-tree alone (an append rewrites the entry anyway)
 CREATE TABLE convo_activity(
   updated_at INTEGER NOT NULL,
   id         TEXT NOT NULL,
   num        INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  length     INTEGER NOT NULL,
   PRIMARY KEY(updated_at, id)) WITHOUT ROWID;
-INSERT INTO convo_activity(updated_at, id, num)
-  SELECT max(updated_at,
-             coalesce((SELECT m.created_at FROM convo_messages AS m
-                       WHERE m.key BETWEEN num << 32 AND (num << 32) + 4294967295
-                       ORDER BY m.key DESC LIMIT 1), 0)), id, num
-  FROM convo_threads;
+INSERT INTO convo_activity(updated_at, id, num, created_at, length)
+  SELECT max(t.updated_at, coalesce(last.created_at, 0)), t.id, t.num, t.created_at,
+         coalesce((last.key & 4294967295) + 1, 0)
+  FROM convo_threads AS t LEFT JOIN convo_messages AS last
+    ON last.key = (SELECT m.key FROM convo_messages AS m
+                   WHERE m.key BETWEEN t.num << 32 AND (t.num << 32) + 4294967295
+                   ORDER BY m.key DESC LIMIT 1);
 
 -- a layout-4 libconvo that had the file open before it was migrated creates
 -- threads without updated_at: they start at their created_at, and are listed
 CREATE TRIGGER convo_threads_updated_at AFTER INSERT ON convo_threads
   WHEN NEW.updated_at = 0 BEGIN
     UPDATE convo_threads SET updated_at = NEW.created_at WHERE num = NEW.num;
-    INSERT OR IGNORE INTO convo_activity(updated_at, id, num)
-      VALUES(NEW.created_at, NEW.id, NEW.num);
+    INSERT OR IGNORE INTO convo_activity(updated_at, id, num, created_at, length)
+      VALUES(NEW.created_at, NEW.id, NEW.num, NEW.created_at, 0);
   END;
 
 CREATE TABLE convo_indexed_keys(
@@ -59,6 +64,8 @@ CREATE TABLE convo_thread_recent(
   updated_at INTEGER NOT NULL,
   id         TEXT NOT NULL,
   thread     INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  length     INTEGER NOT NULL,
   PRIMARY KEY(key, value, updated_at, id)) WITHOUT ROWID;
 
 -- this layout's writes of extra move updated_at with it (to a time past the

@@ -62,7 +62,7 @@ static int rewrite_apply(sq_conn *c, const rewrite_args *a, thread_row *t,
         rc = sq_run_with_ints(c, ST_MSG_DELETE, 2, key_of(t->num, end), key_of(t->num, MAX_LENGTH),
                               0, "deleting the old tail", err);
     if (rc == 0)
-        rc = sq_thread_set_generation(c, a->thread_id, t, t->generation + 1, err);
+        rc = sq_thread_set_generation(c, a->thread_id, t, t->generation + 1, end, err);
     if (rc == 0 && a->opts->idempotency_key)
         rc = sq_idem_put(c, t->num, a->opts->idempotency_key, a->keep, a->n, err);
     return rc;

@@ -44,7 +44,7 @@
     X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
     X(THREAD_GET) X(THREAD_BY_NUM) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)   \
     X(THREAD_TOUCH) X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST)                 \
-    X(THREAD_EXPIRED)                                                                        \
+    X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE)                                                 \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
     X(MSG_COPY)                                                                              \
@@ -55,6 +55,8 @@
     X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
     X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
     X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
+    X(LIST_RECENT_BARE) X(LIST_RECENT_REVERSE_BARE) X(LIST_KEY_RECENT_BARE)                  \
+    X(LIST_KEY_RECENT_REVERSE_BARE)                                                          \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND)                                                         \
@@ -147,13 +149,15 @@ int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row
 int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
                    convo_error *err);
 int64_t sq_activity_next(const thread_row *t);
+int sq_activity_add(sq_conn *c, int64_t num, int64_t at, int64_t length, convo_error *err);
 int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
-                     convo_error *err);
-int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, convo_error *err);
+                     int64_t length, convo_error *err);
+int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64_t length,
+                    convo_error *err);
 int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err);
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err);
 int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t generation,
-                             convo_error *err);
+                             int64_t length, convo_error *err);
 int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err);
 int sq_length_conflict(int64_t length, int64_t expected, convo_error *err);
 int sq_generation_conflict(int64_t generation, int64_t expected, convo_error *err);
@@ -194,9 +198,10 @@ int sq_index_value(const struct json_t *v, char **out, convo_error *err);
 int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
 void sq_index_keys_free(char **keys);
 int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
-int sq_index_extra(sq_conn *c, int64_t num, int64_t active, const struct json_t *patch,
-                   convo_error *err);
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t active, convo_error *err);
+int sq_index_extra(sq_conn *c, int64_t num, int64_t active, int64_t length,
+                   const struct json_t *patch, convo_error *err);
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t active, int64_t length,
+                  convo_error *err);
 int sq_index_forget(sq_conn *c, int64_t num, convo_error *err);
 
 /* ---- list.c ---- */

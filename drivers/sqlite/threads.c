@@ -140,19 +140,6 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     return 0;
 }
 
-/* Enters thread num (id) in the activity order as of at. */
-static int activity_add(sq_conn *c, const char *id, int64_t num, int64_t at, convo_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_ACTIVITY_ADD, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, at);
-    sqlite3_bind_int64(st, 3, num);
-    return sq_stmt_run(c, st, "entering the thread in the activity order", err);
-}
-
 /* A new thread without messages, created and active now, at generation
  * t->generation; t gets its number and times. */
 static int thread_create(sq_conn *c, const char *id, const char *extra, size_t extra_len,
@@ -162,15 +149,16 @@ static int thread_create(sq_conn *c, const char *id, const char *extra, size_t e
     int rc = thread_insert(c, id, now, extra, extra_len, t->generation, &t->num, err);
     t->updated_at = now;
     t->last_at = t->length = 0;
-    return rc ? rc : activity_add(c, id, t->num, now, err);
+    return rc ? rc : sq_activity_add(c, t->num, now, 0, err);
 }
 
 /* A write that rewrites the row of thread t (id), at time at (from
  * sq_activity_next): updated_at becomes at and, with ttl, the deadline now +
  * ttl; without, a deadline left by a store with ttl is cleared (the thread is
- * permanent again). The thread moves in the activity order. t->last_at must
- * have been read. */
-int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, convo_error *err)
+ * permanent again). The thread moves in the activity order, with the length
+ * it has after the write. t->last_at must have been read. */
+int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64_t length,
+                    convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_TOUCH, &st, err);
@@ -180,7 +168,7 @@ int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, convo
     sqlite3_bind_int64(st, 2, at);
     bind_expiry(c, st, 3, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "recording a write to the thread", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, err);
+        rc = sq_activity_move(c, id, t, at, length, err);
     t->updated_at = at;
     return rc;
 }
@@ -206,14 +194,14 @@ int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
  * with no extra, at generation t->generation. */
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
 {
-    return found ? sq_thread_touch(c, id, t, sq_activity_next(t), err)
+    return found ? sq_thread_touch(c, id, t, sq_activity_next(t), t->length, err)
                  : thread_create(c, id, NULL, 0, t, err);
 }
 
 /* Gives thread t (id) its new generation, and touches it as sq_thread_touch
- * does, in one update of its row. */
+ * does (length: after the write), in one update of its row. */
 int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t generation,
-                             convo_error *err)
+                             int64_t length, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
@@ -225,7 +213,7 @@ int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t 
     bind_expiry(c, st, 3, convo__now_micros());
     sqlite3_bind_int64(st, 4, at);
     if ((rc = sq_stmt_run(c, st, "recording the thread's generation", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, err);
+        rc = sq_activity_move(c, id, t, at, length, err);
     t->updated_at = at;
     return rc;
 }
@@ -243,7 +231,7 @@ static int thread_set_extra(sq_conn *c, const char *id, thread_row *t, const cha
     sqlite3_bind_int64(st, 3, at);
     bind_expiry(c, st, 4, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "saving extra", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, err);
+        rc = sq_activity_move(c, id, t, at, t->length, err);
     t->updated_at = at;
     return rc;
 }
@@ -335,11 +323,11 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
         rc = sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n, at, created_at, err);
     if (rc == 0 && created_at) {
         int64_t last = created_at[n - 1];
-        rc = sq_thread_touch(c, thread_id, t, last > at ? last : at, err);
+        rc = sq_thread_touch(c, thread_id, t, last > at ? last : at, t->length + (int64_t)n, err);
         t->last_at = last;
     } else if (rc == 0 && found) {
         if ((rc = sq_thread_extend(c, t, err)) == 0)
-            rc = sq_activity_move(c, thread_id, t, at, err);
+            rc = sq_activity_move(c, thread_id, t, at, t->length + (int64_t)n, err);
         t->last_at = at;
     }
     return rc;
@@ -521,7 +509,7 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     else if ((rc = thread_length(c, &t, err)) == 0)
         rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, sq_activity_next(&t), err);
     free(merged);
-    return rc ? rc : sq_index_extra(c, t.num, t.updated_at, a->patch_obj, err);
+    return rc ? rc : sq_index_extra(c, t.num, t.updated_at, t.length, a->patch_obj, err);
 }
 
 int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
@@ -656,8 +644,8 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
         rc = sq_thread_last(c, dst, &length, &last_at, err);
     int64_t at = last_at > now ? last_at : now;
     if (rc == 0)
-        rc = activity_add(c, a->dst, dst, at, err);
-    return rc ? rc : sq_index_copy(c, s.num, dst, at, err);
+        rc = sq_activity_add(c, dst, at, n, err);
+    return rc ? rc : sq_index_copy(c, s.num, dst, at, n, err);
 }
 
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
@@ -686,7 +674,7 @@ static int import_generation(sq_conn *c, const import_args *a, int found, thread
 {
     if (t->length == 0 && a->first_seq == 0) {
         int rc = found && t->generation != a->generation
-                     ? sq_thread_set_generation(c, a->thread_id, t, a->generation, err)
+                     ? sq_thread_set_generation(c, a->thread_id, t, a->generation, 0, err)
                      : 0;
         t->generation = a->generation; /* a missing thread is created with it */
         return rc;

@@ -1,2 +1,4 @@
--- thread ?3 (id ?1) is active as of ?2: its entry in the activity order
-INSERT INTO convo_activity(updated_at, id, num) VALUES(?2, ?1, ?3);
+-- thread ?1 is active as of ?2 with ?3 messages: its entry in the activity
+-- order, with its id and created_at from its row
+INSERT INTO convo_activity(updated_at, id, num, created_at, length)
+  SELECT ?2, id, num, created_at, ?3 FROM convo_threads WHERE num = ?1;
