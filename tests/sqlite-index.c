@@ -7,7 +7,8 @@
  * listed, the values the index keeps (numbers as doubles, objects not) and
  * the rows a layout-4 writer leaves stale.
  * `tests/sqlite_index SQLDIR DIR`: SQLDIR is drivers/sqlite of the source
- * tree, DIR a scratch folder. */
+ * tree, DIR a scratch folder; `tests/sqlite_index --check FILE` checks that
+ * the index of a store other tests wrote says what its tables say. */
 #include <check.h>
 #include <convo.h>
 #include <sqlite3.h>
@@ -143,35 +144,65 @@ static char *slurp(const char *name)
  * created_at; each key row has its row in the key's activity order at the
  * same time; the created_at and length they carry are the thread's; nothing
  * is left of a removed thread. */
+static const char *const consistency_checks[] = {
+    "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
+    " WHERE t.num IS NULL OR t.id <> a.id",
+    "SELECT count(*) FROM convo_threads AS t"
+    " WHERE (SELECT count(*) FROM convo_activity AS a WHERE a.num = t.num) <> 1",
+    "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
+    " WHERE a.updated_at <> max(t.updated_at, coalesce((SELECT m.created_at"
+    " FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32 AND (t.num << 32) + 4294967295"
+    " ORDER BY m.key DESC LIMIT 1), 0))",
+    "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
+    " WHERE a.created_at <> t.created_at OR a.length <> coalesce((SELECT (m.key & 4294967295)"
+    " + 1 FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32"
+    " AND (t.num << 32) + 4294967295 ORDER BY m.key DESC LIMIT 1), 0)",
+    "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
+    " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
+    "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
+    " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
+    " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
+    " AND r.thread = k.thread)",
+    "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
+    "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
+    " WHERE r.created_at <> a.created_at OR r.length <> a.length OR r.id <> a.id",
+};
+
 static void assert_index_consistent(const char *path)
 {
-    static const char *const checks[] = {
-        "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
-        " WHERE t.num IS NULL OR t.id <> a.id",
-        "SELECT count(*) FROM convo_threads AS t"
-        " WHERE (SELECT count(*) FROM convo_activity AS a WHERE a.num = t.num) <> 1",
-        "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
-        " WHERE a.updated_at <> max(t.updated_at, coalesce((SELECT m.created_at"
-        " FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32 AND (t.num << 32) + 4294967295"
-        " ORDER BY m.key DESC LIMIT 1), 0))",
-        "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
-        " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
-        "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
-        " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
-        " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
-        " AND r.thread = k.thread)",
-        "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
-        "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
-        " WHERE a.created_at <> t.created_at OR a.length <> coalesce((SELECT (m.key & 4294967295)"
-        " + 1 FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32"
-        " AND (t.num << 32) + 4294967295 ORDER BY m.key DESC LIMIT 1), 0)",
-        "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
-        " WHERE r.created_at <> a.created_at OR r.length <> a.length OR r.id <> a.id",
-    };
-    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
-        long long bad = sql_int(path, checks[i]);
-        ck_assert_msg(bad == 0, "%lld rows: %s", bad, checks[i]);
+    for (size_t i = 0; i < sizeof consistency_checks / sizeof *consistency_checks; i++) {
+        long long bad = sql_int(path, consistency_checks[i]);
+        ck_assert_msg(bad == 0, "%lld rows: %s", bad, consistency_checks[i]);
     }
+}
+
+/* `tests/sqlite_index --check FILE`: the same checks on a file other suites
+ * wrote (tests/sqlite-extra.sh); prints what fails, exits 1 then. */
+static int check_file(const char *path)
+{
+    sqlite3 *db;
+    int failed = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "sqlite-index: cannot open %s\n", path);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof consistency_checks / sizeof *consistency_checks; i++) {
+        sqlite3_stmt *st;
+        long long bad = -1;
+        if (sqlite3_prepare_v2(db, consistency_checks[i], -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            bad = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (bad != 0) {
+            fprintf(stderr, "sqlite-index: %s: %lld rows: %s\n", path, bad,
+                    consistency_checks[i]);
+            failed = 1;
+        }
+    }
+    sqlite3_close(db);
+    if (!failed)
+        printf("sqlite-index: %s: the thread index is consistent\n", path);
+    return failed;
 }
 
 /* ------------------------------------------------------------ the index is used */
@@ -582,9 +613,11 @@ START_TEST(test_every_write)
     ck_assert_int_eq(convo_thread_fork(s, "appended", "forked-2", -1, &err), 0);
     ck_assert_int_eq(convo_thread_delete(s, "forked", &err), 0);
     ck_assert_int_eq(convo_thread_delete(s, "imported", &err), 0);
+    append1(s, "fresh"); /* created by an append */
     assert_ids(s, "{\"user_id\":\"u\"}", CONVO_ORDER_RECENT,
                "forked-2 rewritten put-log put extra appended");
-    assert_ids(s, NULL, CONVO_ORDER_CREATED, "forked-2 rewritten put-log put extra appended");
+    assert_ids(s, NULL, CONVO_ORDER_CREATED,
+               "fresh forked-2 rewritten put-log put extra appended");
     assert_index_consistent(path);
     /* the listing of ids and times read from the activity order alone gives
      * the rows the full one gives */
@@ -597,6 +630,8 @@ END_TEST
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--check") == 0)
+        return check_file(argv[2]);
     if (argc != 3) {
         fprintf(stderr, "usage: %s SQLDIR DIR\n", argv[0]);
         return 2;

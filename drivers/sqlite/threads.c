@@ -140,16 +140,17 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     return 0;
 }
 
-/* A new thread without messages, created and active now, at generation
- * t->generation; t gets its number and times. */
+/* A new thread, created and active now, at generation t->generation, that
+ * will have `length` messages once the write is done (its entry in the
+ * activity order carries it); t gets its number and times (length 0). */
 static int thread_create(sq_conn *c, const char *id, const char *extra, size_t extra_len,
-                         thread_row *t, convo_error *err)
+                         int64_t length, thread_row *t, convo_error *err)
 {
     int64_t now = convo__now_micros();
     int rc = thread_insert(c, id, now, extra, extra_len, t->generation, &t->num, err);
     t->updated_at = now;
     t->last_at = t->length = 0;
-    return rc ? rc : sq_activity_add(c, t->num, now, 0, err);
+    return rc ? rc : sq_activity_add(c, t->num, now, length, err);
 }
 
 /* A write that rewrites the row of thread t (id), at time at (from
@@ -195,7 +196,7 @@ int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
 {
     return found ? sq_thread_touch(c, id, t, sq_activity_next(t), t->length, err)
-                 : thread_create(c, id, NULL, 0, t, err);
+                 : thread_create(c, id, NULL, 0, 0, t, err);
 }
 
 /* Gives thread t (id) its new generation, and touches it as sq_thread_touch
@@ -317,7 +318,7 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
     if (t->length + (int64_t)n > MAX_LENGTH)
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
-    int rc = found ? 0 : thread_create(c, thread_id, NULL, 0, t, err);
+    int rc = found ? 0 : thread_create(c, thread_id, NULL, 0, (int64_t)n, t, err);
     int64_t at = found ? sq_activity_next(t) : t->updated_at;
     if (rc == 0)
         rc = sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n, at, created_at, err);
@@ -505,7 +506,7 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
     if (rc)
         return rc;
     if (!found)
-        rc = thread_create(c, a->thread_id, merged, merged_len, &t, err);
+        rc = thread_create(c, a->thread_id, merged, merged_len, 0, &t, err);
     else if ((rc = thread_length(c, &t, err)) == 0)
         rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, sq_activity_next(&t), err);
     free(merged);
