@@ -4,6 +4,7 @@
  * match), declared keys back-filled, escaped and refused, expired and staged
  * threads never listed, and the migration from version 10. */
 #include "postgres.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +367,59 @@ START_TEST(test_index_keys_declared_late)
 }
 END_TEST
 
+typedef struct declaring {
+    const char *url;
+    int rc;
+    convo_error err;
+} declaring;
+
+static void *declare_keys(void *arg)
+{
+    declaring *d = arg;
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = USER_ID;
+    convo_store *s = NULL;
+    d->rc = convo_open_ex(&s, d->url, &so, &d->err);
+    convo_close(s);
+    return NULL;
+}
+
+/* The first declaration waits for a writer that holds a thread row and has
+ * yet to write the extra (as save_extra does, in that order), instead of
+ * taking thread_extra first and then waiting for that row: a deadlock, one of
+ * the two undone. The extra the writer committed is filled in. */
+START_TEST(test_index_declaration_waits_for_writers)
+{
+    const char *name = "ixdecl";
+    char app[64], more[128];
+    snprintf(app, sizeof app, "pgx_decl_%08x", run_id);
+    snprintf(more, sizeof more, "application_name=%s", app);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_error err;
+    ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u1\"}", &err), 0);
+    convo_close(s);
+    PGconn *writer = admin();
+    free(query1(writer, "BEGIN"));
+    exec_in_schema(writer, schema_name(name),
+                   "UPDATE @S.threads SET updated_at = now() WHERE thread_id = 't'");
+    declaring d = {schema_url(name, more), -1, {0}};
+    pthread_t th;
+    pthread_create(&th, NULL, declare_keys, &d);
+    wait_for_lock_wait(app);
+    exec_in_schema(writer, schema_name(name),
+                   "UPDATE @S.thread_extra SET extra = extra || '{\"user_id\": \"u2\"}'");
+    free(query1(writer, "COMMIT"));
+    pthread_join(th, NULL);
+    ck_assert_msg(d.rc == 0, "declaring: %d %s", d.rc, d.err.message);
+    s = open_ok(schema_url(name, NULL));
+    assert_page(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, 0, 10, "t");
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 10, "");
+    convo_close(s);
+    PQfinish(writer);
+    drop_schema(name);
+}
+END_TEST
+
 /* Expired and staged (convo import's .convo-import-*) threads are never
  * listed, by any shape; a deleted one is gone from every index. */
 START_TEST(test_index_skips_expired_staged_deleted)
@@ -470,7 +524,7 @@ START_TEST(test_migration_from_version_10)
     convo_store *s = open_keys(schema_url(name, NULL), k);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
-    ck_assert_int_eq(query_long(pg, sql), 11);
+    ck_assert_int_eq(query_long(pg, sql), 12);
     assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "b a");
     assert_page(s, NULL, CONVO_ORDER_ID, 0, 10, "a b");
     assert_page(s, "{\"k\":1}", CONVO_ORDER_RECENT, 0, 10, "a");
@@ -513,6 +567,7 @@ void postgres_add_index_tests(Suite *s)
     tcase_add_test(tc, test_index_plans);
     tcase_add_test(tc, test_index_page_reads_only_the_page);
     tcase_add_test(tc, test_index_keys_declared_late);
+    tcase_add_test(tc, test_index_declaration_waits_for_writers);
     tcase_add_test(tc, test_index_skips_expired_staged_deleted);
     tcase_add_test(tc, test_index_cursor_time_out_of_range);
     tcase_add_test(tc, test_migration_from_version_10);
