@@ -48,56 +48,71 @@ static int is_create(const redisReply *r)
     return r->type == REDIS_REPLY_STATUS && r->len == 12 && memcmp(r->str, "CONVO_CREATE", 12) == 0;
 }
 
-/* Runs a writing script that may create the thread; *reply gets its reply.
- * A thread this store wrote lately is indexed already, so its script runs
- * alone, without leave to create: it answers CONVO_CREATE, having written
- * nothing, when the thread is missing. Then, as for every other thread, the
- * index protocol runs: ZADD, the script allowed to create, ZADD, pipelined
- * (docs/redis.md, "The thread index"). So only a call inside the protocol
- * ever creates a thread. */
-static int writer_run(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
-                      void *ctx, redisReply **reply, convo_error *err);
-
 static int is_written(const redisReply *r)
 {
     return r->type != REDIS_REPLY_ERROR && !is_create(r) && !convo__rd_is_migrate(r) &&
            !(r->type == REDIS_REPLY_STATUS && r->len > 6 && memcmp(r->str, "CONVO_", 6) == 0);
 }
 
-int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
-                            void *ctx, redisReply **reply, convo_error *err)
+/* Sends cmds[0..n) (cmds[at] the script) and, on a cluster, the reads of the
+ * thread's index values after them on its node (ix != NULL): ix[0..2) get
+ * their replies. */
+static int send_writer(convo_backend *b, rconn *c, const thread_keys *tk, cmd *cmds, size_t n,
+                       size_t at, int script, redisReply **replies, redisReply **ix,
+                       convo_error *err)
 {
-    int rc = writer_run(b, c, id, known, build, ctx, reply, err);
-    if (rc == 0 && b->cluster && is_written(*reply))
-        convo__rd_ix_after(b, c, id);
+    if (!ix)
+        return convo__rd_pipeline_script(b, c, cmds, n, at, script, replies, err);
+    convo__rd_ix_read_cmds(b, tk, &cmds[n]);
+    int rc = convo__rd_pipeline_script(b, c, cmds, n + 2, at, script, replies, err);
+    if (rc == 0) {
+        ix[0] = replies[n];
+        ix[1] = replies[n + 1];
+        replies[n] = replies[n + 1] = NULL;
+    }
+    convo__rd_cmd_free(&cmds[n]);
+    convo__rd_cmd_free(&cmds[n + 1]);
+    cmds[n] = cmds[n + 1] = (cmd){0};
     return rc;
 }
 
-static int writer_run(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
-                      void *ctx, redisReply **reply, convo_error *err)
+/* Runs a writing script that may create the thread. A thread this store wrote lately is indexed already, so its script runs
+ * alone, without leave to create: it answers CONVO_CREATE, having written
+ * nothing, when the thread is missing. Then, as for every other thread, the
+ * index protocol runs: ZADD, the script allowed to create, ZADD, pipelined
+ * (docs/redis.md, "The thread index"). So only a call inside the protocol
+ * ever creates a thread. */
+static int writer_run(convo_backend *b, rconn *c, const thread_keys *tk, int known,
+                      build_fn build, void *ctx, redisReply **reply, redisReply **ix,
+                      convo_error *err)
 {
-    uint64_t h = convo__rd_id_hash(id);
+    uint64_t h = convo__rd_id_hash(tk->id);
     int rc;
     if (known) {
-        cmd one = {0};
-        redisReply *r = NULL;
-        int s = build(ctx, &one, 0);
-        rc = s < 0 ? convo__rd_oom(err) : convo__rd_pipeline_script(b, c, &one, 1, 0, s, &r, err);
-        convo__rd_cmd_free(&one);
-        if (rc != 0 || !is_create(r)) {
-            *reply = r;
+        cmd one[3] = {{0}};
+        redisReply *r[3] = {NULL};
+        int s = build(ctx, &one[0], 0);
+        rc = s < 0 ? convo__rd_oom(err) : send_writer(b, c, tk, one, 1, 0, s, r, ix, err);
+        convo__rd_cmd_free(&one[0]);
+        if (rc != 0 || !is_create(r[0])) {
+            *reply = r[0];
             return rc;
         }
-        freeReplyObject(r);
+        freeReplyObject(r[0]);
+        if (ix) {
+            freeReplyObject(ix[0]);
+            freeReplyObject(ix[1]);
+            ix[0] = ix[1] = NULL;
+        }
     }
-    cmd cmds[3] = {{0}};
-    redisReply *replies[3] = {NULL};
-    convo__rd_cmd_index(&cmds[0], b, "ZADD", id);
+    cmd cmds[5] = {{0}};
+    redisReply *replies[5] = {NULL};
+    convo__rd_cmd_index(&cmds[0], b, "ZADD", tk->id);
     int s = build(ctx, &cmds[1], 1);
     rc = s < 0 ? convo__rd_oom(err) : 0;
-    convo__rd_cmd_index(&cmds[2], b, "ZADD", id);
+    convo__rd_cmd_index(&cmds[2], b, "ZADD", tk->id);
     if (rc == 0)
-        rc = convo__rd_pipeline_script(b, c, cmds, 3, 1, s, replies, err);
+        rc = send_writer(b, c, tk, cmds, 3, 1, s, replies, ix, err);
     if (rc == 0 && replies[0]->type == REDIS_REPLY_INTEGER &&
         replies[1]->type != REDIS_REPLY_ERROR && replies[2]->type == REDIS_REPLY_INTEGER)
         recent_set(b, h);
@@ -108,6 +123,26 @@ static int writer_run(convo_backend *b, rconn *c, const char *id, int known, bui
     convo__rd_replies_free(replies, 3);
     for (int i = 0; i < 3; i++)
         convo__rd_cmd_free(&cmds[i]);
+    return rc;
+}
+
+/* Runs a writing script that may create the thread; *reply gets its reply.
+ * On a cluster the thread's index values are read in the same round trip,
+ * after the script, and its index entries written after it (ix.c). */
+int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                            void *ctx, redisReply **reply, convo_error *err)
+{
+    thread_keys tk = {0};
+    tk.id = id; /* one server: the id is all writer_run needs */
+    if (b->cluster && convo__rd_keys_make(b, id, &tk) != 0)
+        return convo__rd_oom(err);
+    redisReply *ix[2] = {NULL};
+    int rc = writer_run(b, c, &tk, known, build, ctx, reply, b->cluster ? ix : NULL, err);
+    if (rc == 0 && b->cluster && is_written(*reply))
+        (void)convo__rd_ix_write(b, c, id, ix[0], ix[1], NULL);
+    freeReplyObject(ix[0]);
+    freeReplyObject(ix[1]);
+    free(tk.buf);
     return rc;
 }
 

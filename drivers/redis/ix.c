@@ -300,6 +300,48 @@ static long sync_cmds(convo_backend *b, const char *id, const redisReply *m, con
     return n;
 }
 
+/* The reads a cluster's index entries are written from: HMGET meta c u, and
+ * HMGET extra of the declared fields (EXISTS extra when none), into two[0..2). */
+void convo__rd_ix_read_cmds(const convo_backend *b, const thread_keys *tk, cmd *two)
+{
+    convo__rd_cmd_str(&two[0], "HMGET");
+    convo__rd_cmd_add(&two[0], tk->k[K_META], tk->len[K_META]);
+    convo__rd_cmd_add(&two[0], "c", 1);
+    convo__rd_cmd_add(&two[0], "u", 1);
+    convo__rd_cmd_str(&two[1], b->ix_nkeys ? "HMGET" : "EXISTS");
+    convo__rd_cmd_add(&two[1], tk->k[K_EXTRA], tk->len[K_EXTRA]);
+    for (size_t k = 0; k < b->ix_nkeys; k++)
+        convo__rd_cmd_str(&two[1], b->ix_field[k]);
+}
+
+/* A cluster: the entries of thread id from its reads (m, x: the replies to
+ * convo__rd_ix_read_cmds), in one round trip pipelined over the masters. */
+int convo__rd_ix_write(convo_backend *b, rconn *c, const char *id, const redisReply *m,
+                       const redisReply *x, convo_error *err)
+{
+    if (!b->cluster || !m)
+        return 0;
+    size_t per = 3 + 3 * b->ix_nkeys;
+    cmd *writes = calloc(per, sizeof *writes);
+    redisReply **r = calloc(per, sizeof *r);
+    owned o = {0};
+    int rc = writes && r ? 0 : convo__rd_oom(err);
+    long n = rc == 0 ? sync_cmds(b, id, m, b->ix_nkeys ? x : NULL, writes, &o) : 0;
+    if (n < 0)
+        rc = convo__rd_oom(err);
+    for (long i = 0; i < n && rc == 0; i++)
+        if (writes[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0 && n > 0 && (rc = convo__rd_pipeline(b, c, writes, (size_t)n, r, err)) == 0)
+        convo__rd_replies_free(r, (size_t)n);
+    for (size_t i = 0; writes && i < per; i++)
+        convo__rd_cmd_free(&writes[i]);
+    owned_free(&o);
+    free(writes);
+    free(r);
+    return rc;
+}
+
 /* Reads each thread's c, u and declared values (one round trip), then writes
  * its entries (one more, pipelined over the masters). A cluster only: on one
  * server the scripts keep the index. */
@@ -319,14 +361,7 @@ int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t
             rc = convo__rd_oom(err);
             break;
         }
-        convo__rd_cmd_str(&reads[2 * i], "HMGET");
-        convo__rd_cmd_add(&reads[2 * i], tk[i].k[K_META], tk[i].len[K_META]);
-        convo__rd_cmd_add(&reads[2 * i], "c", 1);
-        convo__rd_cmd_add(&reads[2 * i], "u", 1);
-        convo__rd_cmd_str(&reads[2 * i + 1], b->ix_nkeys ? "HMGET" : "EXISTS");
-        convo__rd_cmd_add(&reads[2 * i + 1], tk[i].k[K_EXTRA], tk[i].len[K_EXTRA]);
-        for (size_t k = 0; k < b->ix_nkeys; k++)
-            convo__rd_cmd_str(&reads[2 * i + 1], b->ix_field[k]);
+        convo__rd_ix_read_cmds(b, &tk[i], &reads[2 * i]);
         if (reads[2 * i].failed || reads[2 * i + 1].failed)
             rc = convo__rd_oom(err);
     }

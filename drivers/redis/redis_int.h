@@ -191,6 +191,9 @@ int convo__rd_ix_shard(const char *id);
 int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                       convo_error *err);
 void convo__rd_ix_after(convo_backend *b, rconn *c, const char *id);
+void convo__rd_ix_read_cmds(const convo_backend *b, const thread_keys *tk, cmd *two);
+int convo__rd_ix_write(convo_backend *b, rconn *c, const char *id, const redisReply *m,
+                       const redisReply *x, convo_error *err);
 int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                          convo_error *err);
 int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err);
