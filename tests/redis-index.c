@@ -262,14 +262,14 @@ END_TEST
 START_TEST(test_ttl_not_listed)
 {
     char prefix[256], out[1024], key[512];
-    convo_store *s = open_store("ttl", "ttl=1", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("ttl", "ttl=2", user_keys, prefix, sizeof prefix);
     user_thread(s, "old", "u1");
     user_thread(s, "swept", "u3");
-    usleep(600 * 1000);
+    usleep(1200 * 1000);
     user_thread(s, "new", "u1");
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "new old");
-    usleep(700 * 1000); /* old is past its second; new (written 0.7 s ago) is not */
+    usleep(1000 * 1000); /* old is past its 2 s; new has 1 s left for what follows */
     thread_key(key, sizeof key, prefix, "old", "meta");
     ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);

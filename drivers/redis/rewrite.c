@@ -66,11 +66,20 @@ static int is_status(const redisReply *r, const char *what)
 static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite_call *w,
                        redisReply **r, convo_error *err)
 {
-    cmd call = {0};
-    int rc = rewrite_build(w, &call) ? convo__rd_oom(err) : 0;
+    cmd cmds[3] = {{0}}, *call = &cmds[0];
+    redisReply *rr[3] = {NULL};
+    int rc = rewrite_build(w, call) ? convo__rd_oom(err) : 0;
     int script = w->o->drop_checkpoints ? S_REWRITE_CP : S_REWRITE;
+    size_t n = 1;
+    if (b->cluster) { /* the index's reads, after the script (docs/redis.md) */
+        convo__rd_ix_read_cmds(b, w->tk, &cmds[1]);
+        n = 3;
+    }
     for (int i = 0; rc == 0; i++) {
-        rc = convo__rd_pipeline_script(b, c, &call, 1, 0, script, r, err);
+        convo__rd_replies_free(rr, 3);
+        rc = convo__rd_pipeline_script(b, c, cmds, n, 0, script, rr, err);
+        *r = rr[0];
+        rr[0] = NULL;
         if (rc != 0 || !(convo__rd_is_migrate(*r) || is_status(*r, "CONVO_CHECKPOINTS")))
             break;
         if (is_status(*r, "CONVO_CHECKPOINTS"))
@@ -82,7 +91,11 @@ static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite
         freeReplyObject(*r);
         *r = NULL;
     }
-    convo__rd_cmd_free(&call);
+    if (rc == 0 && b->cluster && (*r)->type == REDIS_REPLY_ARRAY)
+        (void)convo__rd_ix_write(b, c, id, rr[1], rr[2], NULL);
+    convo__rd_replies_free(rr, 3);
+    for (size_t i = 0; i < 3; i++)
+        convo__rd_cmd_free(&cmds[i]);
     return rc;
 }
 
@@ -102,8 +115,6 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         rc = rewrite_run(b, c, thread_id, &w, &r, err);
-        if (rc == 0 && r->type == REDIS_REPLY_ARRAY)
-            convo__rd_ix_after(b, c, thread_id);
         convo__rd_release(b, c);
     }
     if (rc == 0)
