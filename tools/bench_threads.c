@@ -51,7 +51,8 @@ static size_t user_of(const bench_threads_opts *o, size_t i)
 static int fresh_url(const char *url, const char *tag, store_run *r)
 {
     static const struct { const char *scheme, *param; } ns[] = {
-        {"redis://", "prefix"}, {"rediss://", "prefix"}, {"postgres://", "schema"},
+        {"redis://", "prefix"}, {"rediss://", "prefix"}, {"redis+cluster://", "prefix"},
+        {"postgres://", "schema"},
         {"postgresql://", "schema"}, {"mongodb://", "database"}};
     if (strcmp(url, "memory:") == 0 || strcmp(url, "sqlite::memory:") == 0) {
         snprintf(r->url, sizeof r->url, "%s", url); /* every open is a new store */
