@@ -71,7 +71,7 @@ compile() {
     "$CLANG" -c $CFLAGS -fsanitize=fuzzer-no-link "$1" -o "$W/obj-$(basename "$1" .c).o"
 }
 pids=""
-for src in "$top_srcdir"/lib/*.c "$top_srcdir/drivers/memory/memory.c"; do
+for src in "$top_srcdir"/lib/*.c "$top_srcdir"/drivers/memory/*.c; do
     compile "$src" &
     pids="$pids $!"
     if [ "$(echo $pids | wc -w)" -ge "${CONVO_JOBS:-2}" ]; then
