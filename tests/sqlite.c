@@ -1,7 +1,8 @@
 /* sqlite.c — the SQLite driver's own checks, beyond the conformance suites:
  * ttl expiry and sweep, the schema migrations on files the old layouts wrote
- * (1 -> 4, 2 -> 4, 3 -> 4), what thread_delete, prune and a rewrite leave in
- * the tables, put with messages and a tail rewrite failing half-way, put with
+ * (1 -> 5 with the thread index, 2 -> 5, 3 -> 5; 4 -> 5 is in
+ * tests/sqlite-index.c), what thread_delete, prune and a rewrite leave in the
+ * tables, put with messages and a tail rewrite failing half-way, put with
  * messages SIGKILLed, and the modes of the -wal/-shm files.
  * `tests/sqlite_extra DIR` works in DIR. */
 #include "dumpbuf.h"
@@ -720,6 +721,18 @@ START_TEST(test_migration_from_1)
     ck_assert_int_eq(convo_history_created_at(h, 1), 1700000000000001);
     ck_assert_str_eq(convo_history_extra(h), "{\"k\":1}");
     convo_history_free(h);
+    /* the thread index (layout 5): created then, active as of its last message */
+    convo_thread_list_opts lo = CONVO_THREAD_LIST_OPTS_INIT;
+    lo.with_last_message = 1;
+    convo_thread_page *p;
+    ck_assert_int_eq(convo_thread_list_ex(s, &lo, &p, &err), 0);
+    ck_assert_uint_eq(convo_thread_page_count(p), 1);
+    ck_assert_int_eq(convo_thread_page_created_at(p, 0), 1700000000000000);
+    ck_assert_int_eq(convo_thread_page_updated_at(p, 0), 1700000000000001);
+    ck_assert_int_eq(convo_thread_page_length(p, 0), 2);
+    ck_assert_str_eq(convo_thread_page_last_message(p, 0, NULL),
+                     "{\"role\":\"assistant\",\"content\":\"b\"}");
+    convo_thread_page_free(p);
     /* the retry of the batch the key recorded (the same messages: another batch
      * under a used key is CONVO_ECONFLICT) */
     const char *stored[] = {"{\"role\":\"user\",\"content\":\"a\"}",

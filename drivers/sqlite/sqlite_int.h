@@ -8,7 +8,7 @@
  *                  delete, fork, import
  *   rewrite.c      the tail rewrite (replace_tail)
  *   index.c        the thread index's upkeep: the declared extra keys and the
- *                  rows of convo_thread_index kept with each thread's extra
+ *                  rows kept with each thread's extra and activity
  *   list.c         the thread index's listing (thread_list_ex)
  *   checkpoints.c  checkpoints, their channel values and pending writes
  *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
