@@ -64,6 +64,17 @@ EOF
       echo "test-logs: no Check summary line in any test log" >&2
       exit 2
     fi
+    # each suite's wall time (scripts/test-wrapper.sh writes it last in its log)
+    printf '\n==== wall time per suite ====\n'
+    while IFS= read -r trs; do
+      log=${trs%.trs}.log
+      [ -f "$log" ] || continue
+      t=$(sed -n 's/^wall time: \([0-9]*\) s$/\1/p' "$log" | tail -1)
+      name=${log#"$dir"/}
+      printf '%6s s  %s\n' "${t:-?}" "${name%.log}"
+    done <<TIMES
+$(trs_files)
+TIMES
     printf '\n==== Check summary:%s ====\n' "$names"
     printf '%s' "$lines"
     if printf '%s' "$lines" | grep -Eq 'Failures: [1-9]|Errors: [1-9]'; then
