@@ -283,8 +283,8 @@ static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
                               convo__now_micros(), now, true);
         bson_destroy(&fields);
     }
-    if (rc == 0 && !*again && !t.live)
-        rc = convo__mg_mark_live(c, cp->thread_id, &t.g, &matched);
+    if (rc == 0 && !*again) /* live, and updated_at: the index lists it by this put */
+        rc = convo__mg_index_touch(c, cp->thread_id, &t.g, &matched);
     if (rc == 0 && matched == 0)
         *again = true;
     convo__mg_thread_free(&t);
@@ -604,8 +604,8 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
     rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "storing a checkpoint with messages");
     if (rc == 0 && !dup) { /* committed: the rest only saves readers the work */
         quietly(c, settle, &t.g, &doc, false);
-        if (!t.live)
-            quietly(c, convo__mg_mark_live, id, &t.g, NULL);
+        quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot,
+                length + (int64_t)cp->nmessages, at);
     }
     bson_destroy(&doc);
     *again = rc == 0 && dup;

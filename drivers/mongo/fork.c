@@ -10,7 +10,7 @@ static int claim_destination(call *c, const char *dst, const bson_t *extra, bson
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
         bson_t doc;
         thread_doc d;
-        batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
+        batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
         bool dup, again = false;
         int64_t now = convo__mg_now_ms();
         convo__mg_backoff(attempt);
@@ -266,11 +266,20 @@ static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, co
 
 /* The fork becomes visible in one step: its placeholder turns live, unless a
  * writer cancelled it meanwhile. */
-static int commit_fork(call *c, const char *dst, const bson_oid_t *gd, bool *committed)
+static int commit_fork(call *c, const char *dst, const bson_oid_t *gd, int64_t length,
+                       bool *committed)
 {
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(dst), "g", BCON_OID(gd), "forking", BCON_BOOL(true));
     bson_t *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}", "$unset", "{", "forking",
                               BCON_UTF8(""), "c", BCON_UTF8(""), "}");
+    if (convo__mg_listable(dst)) { /* a fork is a new thread: its own times, in the index */
+        int64_t us = convo__now_micros();
+        bson_t *times = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "ua", BCON_INT64(us), "ca",
+                                 BCON_INT64(us), "ln", BCON_INT64(length), "}", "$unset", "{",
+                                 "forking", BCON_UTF8(""), "c", BCON_UTF8(""), "}");
+        bson_destroy(update);
+        update = times;
+    }
     int64_t matched = 0;
     int rc = convo__mg_update_one(c, c->threads, filter, update, &matched, "committing the fork");
     *committed = rc == 0 && matched == 1;
@@ -299,7 +308,7 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
                         int64_t expected_generation, bool *again)
 {
     thread_doc s;
-    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
     bson_oid_t gd;
     bool complete = false, committed = false;
     int rc = convo__mg_read_thread(c, src, true, &s);
@@ -323,10 +332,10 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
     }
     rc = copy_batches(c, &s.g, &top, &gd, upto < 0 ? length : upto, &complete);
     if (rc == 0 && complete)
-        rc = commit_fork(c, dst, &gd, &committed);
+        rc = commit_fork(c, dst, &gd, upto < 0 ? length : upto, &committed);
     if (rc == 0 && !complete) { /* deleted, or rewritten and collected meanwhile */
         thread_doc now;
-        batch_head now_top = {false, false, 0, 0, 0, 0, NO_BELOW};
+        batch_head now_top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
         rc = convo__mg_read_thread(c, src, false, &now);
         if (rc == 0 && now.found && bson_oid_equal(&now.g, &s.g))
             rc = convo__mg_top_batch(c, &s.g, &now_top);

@@ -17,6 +17,10 @@ int convo__mg_parse_thread(call *c, const bson_t *doc, thread_doc *t)
     t->created_ms = convo__mg_get_int(doc, "c", 0);
     t->exp_ms = convo__mg_get_date(doc, "exp");
     t->bexp_ms = convo__mg_get_date(doc, "bexp");
+    t->ua = convo__mg_get_int(doc, "ua", -1);
+    t->ca = convo__mg_get_int(doc, "ca", -1);
+    t->ln = convo__mg_get_int(doc, "ln", -1);
+    t->indexed = t->ua >= 0 && t->ca >= 0;
     if (bson_iter_init_find(&it, doc, "extra") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         uint32_t len;
         const uint8_t *data;
@@ -72,6 +76,12 @@ bool convo__mg_build_thread(const convo_backend *b, const char *id, const bson_o
         BSON_APPEND_INT64(doc, "c", now);
     }
     BSON_APPEND_INT64(doc, "v", v);
+    if (live && convo__mg_listable(id)) { /* created by save_extra: in the index at once */
+        int64_t us = convo__now_micros();
+        BSON_APPEND_INT64(doc, "ua", us);
+        BSON_APPEND_INT64(doc, "ca", us);
+        BSON_APPEND_INT64(doc, "ln", 0);
+    }
     if (b->ttl_ms) {
         BSON_APPEND_DATE_TIME(doc, "exp", now + b->ttl_ms);
         BSON_APPEND_DATE_TIME(doc, "bexp", now + 2 * b->ttl_ms + TTL_MARGIN_MS);
@@ -90,6 +100,7 @@ void convo__mg_parse_head(const bson_t *doc, batch_head *h)
     h->r = convo__mg_get_int(doc, "r", 0);
     h->pb = convo__mg_get_int(doc, "pb", NO_BELOW);
     h->fence = convo__mg_get_bool(doc, "f");
+    h->at = convo__mg_get_int(doc, "at", 0);
 }
 
 /* The batch after top (NULL or not found: the first): the next slot, at the
@@ -344,17 +355,25 @@ int convo__mg_refresh_batches(call *c, const thread_doc *t, int64_t now, bool *r
     return rc;
 }
 
+/* Adds exp (and bexp after a refresh) to the $max document of a thread update. */
+void convo__mg_expiry_fields(const convo_backend *b, bson_t *max, int64_t now, bool refreshed)
+{
+    if (!b->ttl_ms)
+        return;
+    BSON_APPEND_DATE_TIME(max, "exp", now + b->ttl_ms);
+    if (refreshed)
+        BSON_APPEND_DATE_TIME(max, "bexp", now + 2 * b->ttl_ms + TTL_MARGIN_MS);
+}
+
 /* Adds the $max of exp (and bexp after a refresh) to a thread update. */
 void convo__mg_append_expiry(const convo_backend *b, bson_t *update, int64_t now, bool refreshed)
 {
     if (!b->ttl_ms)
         return;
-    bson_t max;
-    BSON_APPEND_DOCUMENT_BEGIN(update, "$max", &max);
-    BSON_APPEND_DATE_TIME(&max, "exp", now + b->ttl_ms);
-    if (refreshed)
-        BSON_APPEND_DATE_TIME(&max, "bexp", now + 2 * b->ttl_ms + TTL_MARGIN_MS);
-    bson_append_document_end(update, &max);
+    bson_t max = BSON_INITIALIZER;
+    convo__mg_expiry_fields(b, &max, now, refreshed);
+    BSON_APPEND_DOCUMENT(update, "$max", &max);
+    bson_destroy(&max);
 }
 
 /* Clears what stands in the way of a write to thread doc t (as read): an expired

@@ -121,8 +121,9 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         pos.slot += (int64_t)n;
         pos.pb = NO_BELOW; /* the next piece starts where this one ends */
     }
-    if (rc == 0 && !*again && !t.live)
-        quietly(c, convo__mg_mark_live, id, &t.g, NULL);
+    if (rc == 0 && !*again) /* an import's own times: now (a staged copy is not listed) */
+        quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot - (int64_t)(p[np - 1].to -
+                p[np - 1].from), end, convo__now_micros());
 out:
     convo__mg_thread_free(&t);
     return rc;

@@ -2,7 +2,7 @@
  * and measuring. */
 #include "mongo_int.h"
 
-static int create_indexes(call *c, mongoc_collection_t *coll, const bson_t *indexes)
+int convo__mg_create_indexes(call *c, mongoc_collection_t *coll, const bson_t *indexes)
 {
     bson_t cmd = BSON_INITIALIZER;
     BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(coll));
@@ -82,14 +82,20 @@ static int create_kind_indexes(call *c, mongoc_collection_t *coll, int k)
     case WRITES:
         index_spec(&list, "0", "convo_write_v2", true, write);
         break;
-    default: /* the threads: which thread doc names a generation (leftovers) */
+    default: /* the threads: which thread doc names a generation (leftovers); the
+              * thread index's orders by activity and by creation (layout 6) */
         index_spec(&list, "0", "convo_generation", false, none);
+        BCON_APPEND(&list, "1", "{", "key", "{", "ua", BCON_INT32(-1), "_id", BCON_INT32(-1), "}",
+                    "name", BCON_UTF8("convo_recent_v6"), "}");
+        BCON_APPEND(&list, "2", "{", "key", "{", "ca", BCON_INT32(-1), "_id", BCON_INT32(-1), "}",
+                    "name", BCON_UTF8("convo_created_v6"), "}");
+        next = "3";
         break;
     }
     if (c->b->ttl_ms)
         BCON_APPEND(&list, next, "{", "key", "{", "exp", BCON_INT32(1), "}", "name",
                     BCON_UTF8("convo_expiry"), "expireAfterSeconds", BCON_INT32(0), "}");
-    int rc = create_indexes(c, coll, &list);
+    int rc = convo__mg_create_indexes(c, coll, &list);
     bson_destroy(&list);
     return rc;
 }
@@ -293,8 +299,14 @@ static int upgrade_to_v4(call *c)
  * 0), so moving up only records the version, which keeps a layout 4 process
  * (that would take s for the seq of the first message) from opening the store. */
 
+/* ---- layout 5 -> 6 ----
+ * Layout 6 keeps the thread index on the thread doc (ua, ca, ln, sl): moving
+ * up fills them in from each thread's first and last batch (index.c,
+ * convo__mg_index_backfill). */
+
 /* Checks the stored schema version, creates the indexes (a no-op when they
- * exist), moves a layout 1, 2, 3 or 4 store up, and records the version. */
+ * exist), records the declared index keys, moves a layout 1 to 5 store up, and
+ * records the version. */
 int convo__mg_ensure_schema(call *c)
 {
     mongoc_collection_t *meta =
@@ -309,6 +321,10 @@ int convo__mg_ensure_schema(call *c)
         rc = upgrade_to_v4(c);
     if (rc == 0)
         rc = create_all_indexes(c);
+    if (rc == 0)
+        rc = convo__mg_index_keys(c);
+    if (rc == 0 && version >= 1 && version < 6) /* times and length for the thread index */
+        rc = convo__mg_index_backfill(c);
     if (rc == 0 && version == 1)
         rc = upgrade_from_v1(c);
     if (rc == 0 && version >= 1 && version < 3)

@@ -177,6 +177,7 @@ static void mongo_close(convo_backend *b)
         mongoc_client_pool_destroy(b->pool);
     mongoc_uri_destroy(b->uri);
     mongoc_read_prefs_destroy(b->primary);
+    convo__mg_index_keys_free(b);
     free(b->database);
     free(b->threads_name);
     free(b->meta_name);
@@ -291,4 +292,5 @@ const convo_driver convo_driver_mongo = {
     .stored_bytes = convo__mg_stored_bytes,
     .thread_import = convo__mg_thread_import,
     .replace_tail = convo__mg_replace_tail,
+    .thread_list_ex = convo__mg_thread_list_ex,
 };

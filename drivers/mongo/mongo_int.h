@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define DOC_LIMIT ((size_t)16 * 1024 * 1024) /* MongoDB's maxBsonObjectSize */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 #define ATTEMPTS 1000                         /* tries after losing a race to another writer */
 #define LOAD_ATTEMPTS 32 /* tries when a delete, or collecting after a rewrite, cut a load short */
 #define TTL_MARGIN_MS ((int64_t)60000)        /* batches outlive their thread doc by this */
@@ -42,6 +42,7 @@ struct convo_backend {
     char *kinds_name[KINDS]; /* the collections holding per-generation documents */
     int64_t ttl_ms; /* 0: threads never expire */
     convo_limits limits;
+    char **index_keys; /* the extra keys recorded in <prefix>_meta (NULL-terminated) or NULL */
 };
 
 /* One driver call: a pooled client and the two collections. */
@@ -61,6 +62,8 @@ typedef struct thread_doc {
     int64_t v;         /* bumped by every extra write and by a delete */
     int64_t created_ms; /* when a fork placeholder was made */
     int64_t exp_ms, bexp_ms; /* expiry, and a lower bound of the batches' expiry */
+    bool indexed;      /* it carries ua and ca: the thread index lists it */
+    int64_t ua, ca, ln; /* updated_at, created_at (micros), length as the index has them */
     bson_t extra;      /* as stored (escaped keys); empty when not read */
 } thread_doc;
 
@@ -71,7 +74,7 @@ typedef struct thread_doc {
  * has n == 0. */
 typedef struct batch_head {
     bool found, fence;
-    int64_t s, e, n, r, pb;
+    int64_t s, e, n, r, pb, at;
 } batch_head;
 
 #define NO_BELOW INT64_MIN
@@ -168,6 +171,7 @@ int convo__mg_abort_fork(call *c, const char *id, const bson_oid_t *g);
 int convo__mg_generation_named(call *c, const bson_oid_t *g, bool *named);
 int convo__mg_collect_garbage(call *c, const char *id);
 int convo__mg_refresh_batches(call *c, const thread_doc *t, int64_t now, bool *refreshed);
+void convo__mg_expiry_fields(const convo_backend *b, bson_t *max, int64_t now, bool refreshed);
 void convo__mg_append_expiry(const convo_backend *b, bson_t *update, int64_t now, bool refreshed);
 int convo__mg_clear_way(call *c, const char *id, bool create, thread_doc *t, bool *created,
                         bool *again);
@@ -246,8 +250,23 @@ int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
                             int64_t generation, int *skipped, convo_error *err);
 
+/* index.c: the thread index: times and length on the thread doc, declared keys, listing */
+bool convo__mg_listable(const char *id);
+int convo__mg_index_after_batch(call *c, const char *id, const bson_oid_t *g, int64_t slot,
+                                int64_t length, int64_t at);
+int convo__mg_index_touch(call *c, const char *id, const bson_oid_t *g, int64_t *matched);
+void convo__mg_index_times(const char *id, bson_t *max, bson_t *min, int64_t now_us);
+int convo__mg_index_repair(call *c, const char *id, const thread_doc *t, int64_t length);
+int convo__mg_index_keys(call *c);
+int convo__mg_index_backfill(call *c);
+void convo__mg_index_keys_free(convo_backend *b);
+int convo__mg_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void *where,
+                             const convo_thread_cursor *after, convo_thread_page **out,
+                             convo_error *err);
+
 /* maint.c: the layout (indexes, schema version, migrations) and measuring */
 mongoc_collection_t *convo__mg_meta_collection(call *c);
+int convo__mg_create_indexes(call *c, mongoc_collection_t *coll, const bson_t *indexes);
 int convo__mg_ensure_schema(call *c);
 int convo__mg_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
 int convo__mg_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,

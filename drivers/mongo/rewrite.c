@@ -235,7 +235,7 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
 {
     thread_doc t;
     bson_t read, item;
-    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
     int64_t now = convo__mg_now_ms();
     int rc = read_for_rewrite(c, id, o->idempotency_key, keep, &t, &read);
     if (rc == 0 && convo__mg_first_of(&read, "top", &item))
@@ -294,8 +294,8 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
     bool dup = false;
     bson_oid_t bid; /* a drop is unmarked by it */
     batch_pos at = {pos.slot, keep, pos.r + 1, below};
-    convo__mg_build_batch(c->b, &t.g, &at, n, o->idempotency_key, convo__now_micros(), now, m,
-                          &doc);
+    int64_t at_us = convo__now_micros();
+    convo__mg_build_batch(c->b, &t.g, &at, n, o->idempotency_key, at_us, now, m, &doc);
     if (drops) {
         bson_oid_init(&bid, NULL);
         BSON_APPEND_OID(&doc, "_id", &bid);
@@ -311,6 +311,7 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
         if (drops)
             quietly(c, convo__mg_settle_drop, &t.g, &doc, false);
         collect_replaced(c, &t.g, keep, pos.slot);
+        quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot, keep + (int64_t)n, at_us);
         res->first_seq = keep;
         res->count = n;
         res->removed = length - keep;

@@ -248,14 +248,15 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     if ((rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 || *again)
         goto out;
     bson_t doc;
-    convo__mg_build_batch(c->b, &t.g, &pos, n, o->idempotency_key, convo__now_micros(), now, m,
-                          &doc);
+    int64_t at = convo__now_micros();
+    convo__mg_build_batch(c->b, &t.g, &pos, n, o->idempotency_key, at, now, m, &doc);
     rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "appending");
     bson_destroy(&doc);
     if (rc || (*again = dup))
         goto out;
-    if (!t.live) /* the first batch made the thread visible; the flag only saves probes */
-        quietly(c, convo__mg_mark_live, id, &t.g, NULL);
+    /* the batch is the append; the index follows it in the same call (a crash
+     * in between is repaired by the next write, load or listing of the thread) */
+    quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot, length + (int64_t)n, at);
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
@@ -449,7 +450,7 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
 {
     thread_doc t;
     walk w = {NULL, NULL, 0, 0};
-    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
     bool deleted = false, any = false;
     int64_t length = -1, generation = 0, from = 0, to = 0;
     int rc = convo__mg_read_thread(c, id, o->with_extra, &t);
@@ -476,6 +477,8 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
         rc = convo__mg_no_memory(c);
     for (size_t i = w.count; rc == 0 && !*again && i-- > 0;)
         rc = add_messages(c, h, w.docs[i], from, to < w.hi[i] ? to : w.hi[i]);
+    if (rc == 0 && !*again && !deleted && length >= 0) /* a writer died before the index */
+        quietly(c, convo__mg_index_repair, id, &t, length);
     convo__history_set_length(h, length);
     convo__history_set_generation(h, generation);
     char *extra = NULL;
@@ -561,8 +564,8 @@ static int create_with_extra(call *c, const char *id, json_t *patch, bool *again
 }
 
 /* {$set: {live: true, "extra.<escaped key>": value, ...}, $inc: {v: 1}}. */
-static int build_extra_update(call *c, json_t *patch, int64_t now, bool refreshed,
-                              bson_t *update)
+static int build_extra_update(call *c, const char *id, json_t *patch, int64_t now,
+                              bool refreshed, bson_t *update)
 {
     bson_t set;
     const char *k;
@@ -582,7 +585,15 @@ static int build_extra_update(call *c, json_t *patch, int64_t now, bool refreshe
     }
     bson_append_document_end(update, &set);
     BCON_APPEND(update, "$inc", "{", "v", BCON_INT64(1), "}");
-    convo__mg_append_expiry(c->b, update, now, refreshed);
+    bson_t max = BSON_INITIALIZER, min = BSON_INITIALIZER; /* updated_at in the same write */
+    convo__mg_index_times(id, &max, &min, convo__now_micros());
+    convo__mg_expiry_fields(c->b, &max, now, refreshed);
+    if (!bson_empty(&max)) /* MongoDB 4.4 refuses an empty operator */
+        BSON_APPEND_DOCUMENT(update, "$max", &max);
+    if (!bson_empty(&min))
+        BSON_APPEND_DOCUMENT(update, "$min", &min);
+    bson_destroy(&max);
+    bson_destroy(&min);
     return rc;
 }
 
@@ -608,7 +619,7 @@ static int save_attempt(call *c, const char *id, const char *patch, json_t *patc
         goto out;
     bson_t update;
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(&t.g), "v", BCON_INT64(t.v));
-    rc = build_extra_update(c, patch_obj, now, refreshed, &update);
+    rc = build_extra_update(c, id, patch_obj, now, refreshed, &update);
     if (rc == 0)
         rc = convo__mg_update_one(c, c->threads, filter, &update, &matched, "saving extra");
     *again = rc == 0 && matched == 0;
@@ -665,7 +676,7 @@ int convo__mg_drop_placeholder(call *c, const char *id, const bson_oid_t *g, boo
 static int delete_attempt(call *c, const char *id, bool *again)
 {
     thread_doc t;
-    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW};
+    batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
     int64_t matched = 0, now = convo__mg_now_ms();
     int rc = convo__mg_read_thread(c, id, false, &t);
     if (rc == 0 && t.found && !t.forking && !convo__mg_expired(&t, now))
