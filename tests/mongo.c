@@ -129,7 +129,7 @@ START_TEST(test_layout)
     bson_destroy(b);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
     ck_assert_ptr_nonnull(meta);
-    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 5);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 6);
     bson_destroy(meta);
     convo_close(s);
 }
@@ -610,7 +610,7 @@ START_TEST(test_upgrade_from_v1)
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
     bson_iter_t it;
-    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 5);
+    ck_assert(bson_iter_init_find(&it, meta, "version") && bson_iter_as_int64(&it) == 6);
     bson_destroy(meta);
     static const char *const kinds[] = {"batches", "checkpoints", "values", "writes"};
     for (int k = 0; k < 4; k++)
@@ -970,6 +970,7 @@ static Suite *mongo_suite(void)
     }
     add_checkpoint_cases(s);
     add_rewrite_cases(s);
+    add_index_cases(s);
     return s;
 }
 

@@ -397,7 +397,7 @@ START_TEST(test_upgrade_from_v2)
     }
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
-    ck_assert_int_eq(field_int(meta, "version"), 5);
+    ck_assert_int_eq(field_int(meta, "version"), 6);
     bson_destroy(meta);
     ck_assert_int_eq(counter(), 3);
     ck_assert_str_eq(list_ids(s, "va", NULL, NULL, NULL), "a3 a2 a1");
@@ -487,7 +487,7 @@ START_TEST(test_upgrade_from_v3)
 
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
-    ck_assert_int_eq(field_int(meta, "version"), 5);
+    ck_assert_int_eq(field_int(meta, "version"), 6);
     bson_destroy(meta);
     ck_assert_int_eq(stored_k(&g, 0), 0);
     ck_assert_int_eq(stored_k(&g, 2), -1);

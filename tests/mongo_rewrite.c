@@ -378,7 +378,7 @@ START_TEST(test_upgrade_from_v4)
     forge_batch(&g, 2, 1, 1);
     convo_store *s = open_store(NULL);
     bson_t *meta = raw_find("meta", BCON_NEW("_id", BCON_UTF8("schema")));
-    ck_assert_int_eq(get_int(meta, "version", -1), 5);
+    ck_assert_int_eq(get_int(meta, "version", -1), 6);
     bson_destroy(meta);
     convo_history *h = load(s, "v4", NULL);
     ck_assert_int_eq(convo_history_count(h), 3);

@@ -62,5 +62,6 @@ int verify_log_lengths(convo_store *s, const char *id);
  * setup and teardown. */
 void add_checkpoint_cases(Suite *s);
 void add_rewrite_cases(Suite *s);
+void add_index_cases(Suite *s); /* tests/mongo_index.c */
 
 #endif

@@ -6,8 +6,10 @@
 const { Aggregator, Query } = require('mingo');
 const V = require('./values');
 const { CommandError } = require('./errors');
-const { Index, canon, equalityValue } = require('./store');
+const { Index, Collection, canon, equalityValue } = require('./store');
 const { applyUpdate, upsertSeed, isOperatorDoc } = require('./update');
+const Scan = require('./scan');
+const Profile = require('./profile');
 
 const { Long } = V;
 const MAX_BSON = 16 * 1024 * 1024;
@@ -98,11 +100,17 @@ function topDocs(docs, spec, n) {
 const TOP_LIMIT = 64; // sort + limit up to this many: selection instead of a full sort
 
 /** The typed documents a find with this filter, sort, skip and limit returns. */
-function findDocs(coll, filter, sort, skip, limit) {
+function findDocs(coll, filter, sort, skip, limit, hint) {
   if (!coll) return [];
   const hasSort = sort && V.keysOf(sort).length > 0;
-  const sorted = hasSort && limit > 0 ? coll.sortedMatch(filter || {}, sort, skip + limit) : null;
+  const sorted = hasSort && limit > 0 && hint === undefined ? coll.sortedMatch(filter || {}, sort, skip + limit) : null;
   if (sorted) return sorted.slice(skip).map((r) => r.doc);
+  const scanned = hint !== undefined || hasSort ? coll.indexScan(filter || {}, sort, limit > 0 ? skip + limit : 0, hint) : null;
+  if (scanned) {
+    let docs = scanned.recs.map((r) => r.doc);
+    if (hasSort && !scanned.sorted) docs = sortDocs(docs, sort);
+    return docs.slice(skip, limit > 0 ? skip + limit : undefined);
+  }
   let docs = coll.match(filter, !hasSort && limit > 0 ? skip + limit : 0).map((r) => r.doc);
   if (hasSort && limit > 0 && skip + limit <= TOP_LIMIT && V.keysOf(sort)[0] !== '$natural') {
     docs = topDocs(docs, sort, skip + limit);
@@ -429,7 +437,7 @@ function cmdFind(cmd, ctx) {
   const skip = num(cmd.skip, 0);
   if (skip < 0) throw new CommandError(2, `Skip value must be non-negative, but received: ${skip}`, 'BadValue');
   const project = makeProjector(cmd.projection);
-  const docs = findDocs(coll, cmd.filter, cmd.sort, skip, limit);
+  const docs = findDocs(coll, cmd.filter, cmd.sort, skip, limit, cmd.hint);
   // docs is already cut to skip/limit, so the cursor simply runs dry.
   return cursorReply(ctx, ns, docs, { batchSize: batchSizeOf(cmd), singleBatch, project });
 }
@@ -709,7 +717,8 @@ function runStages(pipeline, docs, options, ctx) {
     const project = V.isPlainDoc(st) && has(st, '$project') ? simpleProjection(st.$project) : null;
     if (isFieldLookup(st)) {
       flush();
-      docs = fieldLookup(st.$lookup, docs, options, ctx);
+      const input = docs;
+      docs = Scan.uncounted(() => fieldLookup(st.$lookup, input, options, ctx));
     } else if (project) {
       flush();
       docs = docs.map(project);
@@ -746,9 +755,19 @@ function cmdAggregate(cmd, ctx) {
     source = [V.toQ(collStatsDoc(first.$collStats, coll, ns))];
     pipeline = pipeline.slice(1);
   } else if (coll && first && V.isPlainDoc(first) && has(first, '$match')) {
-    // A leading $match is a find: it uses the collection's indexes.
-    source = coll.match(first.$match).map((r) => V.toQ(r.doc));
-    pipeline = pipeline.slice(1);
+    // A leading $match is a find: it uses the collection's indexes; a $sort and
+    // a $limit right after it go with it (mongod pushes them down too), and so
+    // does the hint.
+    const at = (i, op) => V.isPlainDoc(pipeline[i]) && has(pipeline[i], op);
+    const sort = at(1, '$sort') ? pipeline[1].$sort : null;
+    const limit = sort && at(2, '$limit') ? num(pipeline[2].$limit) : 0;
+    if (sort || cmd.hint !== undefined) {
+      source = findDocs(coll, first.$match, sort, 0, limit, cmd.hint).map((d) => V.toQ(d));
+      pipeline = pipeline.slice(1 + (sort ? 1 : 0) + (limit ? 1 : 0));
+    } else {
+      source = coll.match(first.$match).map((r) => V.toQ(r.doc));
+      pipeline = pipeline.slice(1);
+    }
   }
   if (!source) source = view(coll);
   let results;
@@ -1053,6 +1072,7 @@ const HANDLERS = {
   deleteindexes: cmdDropIndexes,
   dbstats: cmdDbStats,
   collstats: cmdCollStats,
+  profile: Profile.cmdProfile,
 };
 
 /** A standalone mongod (which the stand-in is: hello has no setName) refuses a
@@ -1087,7 +1107,12 @@ function runCommand(cmd, dbName, ctx) {
   try {
     checkWriteConcern(cmd.writeConcern);
     checkReadConcern(cmd.readConcern);
-    return handler(cmd, { ...ctx, db: ctx.store.db(dbName) });
+    const cctx = { ...ctx, db: ctx.store.db(dbName) };
+    Scan.resetStats();
+    const started = Date.now();
+    const reply = handler(cmd, cctx);
+    if (cctx.db.profileLevel) Profile.record(cctx, cmd, reply, Date.now() - started, Collection);
+    return reply;
   } catch (e) {
     if (e instanceof CommandError) return e.toReply();
     if (e && e.constructor && e.constructor.name === 'MingoError') return new CommandError(2, e.message, 'BadValue').toReply();

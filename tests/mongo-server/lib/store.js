@@ -11,6 +11,7 @@
 const { Query } = require('mingo');
 const V = require('./values');
 const { CommandError } = require('./errors');
+const Scan = require('./scan');
 
 /** Canonical string of an index-key value (1, 1.0 and NumberLong(1) are equal). */
 function canon(v) {
@@ -216,6 +217,7 @@ class Collection {
     // equality / $in filters on indexed fields skip the full scan.
     this.fieldIndex = new Map();
     this.ordered = new Map(); // index name -> OrderedGroups, for compound indexes
+    this.sortedIndexes = new Map(); // index name -> Scan.SortedIndex, made when first walked
     this.addIndex(new Index({ v: 2, key: { _id: new V.Int32(1) }, name: '_id_' }));
   }
 
@@ -266,6 +268,7 @@ class Collection {
     this.fieldIndex = new Map();
     for (const f of fields) this.fieldIndex.set(f, new Map());
     this.ordered = new Map();
+    this.sortedIndexes = new Map();
     for (const ix of this.indexes.values()) {
       for (let p = 1; p < ix.fields.length; p++) {
         const fields = ix.fields.slice(0, p + 1);
@@ -278,6 +281,7 @@ class Collection {
 
   fieldIndexAdd(rec) {
     for (const o of this.ordered.values()) o.add(rec);
+    for (const o of this.sortedIndexes.values()) o.add(rec);
     for (const [f, m] of this.fieldIndex) {
       for (const k of Collection.fieldKeys(rec.doc, f)) {
         let set = m.get(k);
@@ -289,6 +293,7 @@ class Collection {
 
   fieldIndexRemove(rec) {
     for (const o of this.ordered.values()) o.remove(rec);
+    for (const o of this.sortedIndexes.values()) o.remove(rec);
     for (const [f, m] of this.fieldIndex) {
       for (const k of Collection.fieldKeys(rec.doc, f)) {
         const set = m.get(k);
@@ -362,11 +367,14 @@ class Collection {
         }
       }
       const out = [];
+      let examined = 0;
       for (const rec of o.scan(group, dir)) {
+        examined++;
         if (query && !query.test(Collection.qview(rec))) continue;
         out.push(rec);
         if (out.length >= limit) break;
       }
+      Scan.note(examined, examined, 'IXSCAN');
       return out;
     }
     return null;
@@ -445,12 +453,15 @@ class Collection {
     if (keys.length === 1 && keys[0] === '_id' && !V.isPlainDoc(filter._id) && !Array.isArray(filter._id)
         && V.bsonType(filter._id) !== 'regex') {
       const rec = this.indexes.get('_id_').entries.get(canon(filter._id));
+      Scan.note(1, rec ? 1 : 0, 'IDHACK');
       return rec ? [rec] : [];
     }
     const cand = keys.length ? this.candidates(filter) : null;
     if (!keys.length || (cand && cand.exact)) {
       const all = cand ? cand.recs : [...this.records.values()];
-      return limit > 0 ? all.slice(0, limit) : all;
+      const out = limit > 0 ? all.slice(0, limit) : all;
+      Scan.note(cand ? out.length : 0, out.length, cand ? 'IXSCAN' : 'COLLSCAN');
+      return out;
     }
     const source = cand ? cand.recs : this.records.values();
     let query;
@@ -460,13 +471,27 @@ class Collection {
       throw new CommandError(2, e.message, 'BadValue');
     }
     const out = [];
+    let examined = 0;
     for (const rec of source) {
+      examined++;
       if (query.test(Collection.qview(rec))) {
         out.push(rec);
         if (limit > 0 && out.length >= limit) break;
       }
     }
+    Scan.note(cand ? examined : 0, examined, cand ? 'IXSCAN' : 'COLLSCAN');
     return out;
+  }
+
+  /**
+   * The records of a find with this filter, sort and hint read off an index
+   * (scan.js), in the sort's order when the index gives it: {recs, sorted};
+   * null when no index was hinted and none gives the sort.
+   */
+  indexScan(filter, sort, limit, hint) {
+    const p = Scan.plan(this, filter, sort, hint, equalityValue);
+    if (!p) return null;
+    return { recs: Scan.scan(this, p, filter, limit, Collection.qview), sorted: p.provided };
   }
 
   /**
