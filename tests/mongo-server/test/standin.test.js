@@ -654,3 +654,46 @@ test('--partial-indexes and --sparse-indexes: servers without those index option
     strict.proc.kill('SIGTERM');
   }
 });
+
+test('index scans: bounds, descending compound indexes, hint; the profiler counts what they read', async () => {
+  const c = await Client.connect();
+  const docs = [];
+  for (let i = 0; i < 300; i++) {
+    const d = { _id: `t${String(i).padStart(3, '0')}`, x: { u: `u${i % 7}` }, ua: Long.fromNumber(1000 + ((i * 37) % 101)) };
+    if (i % 11 === 0) delete d.ua; // a placeholder: no time
+    docs.push(d);
+  }
+  await c.cmd('t20', { insert: 'th', documents: docs });
+  await c.cmd('t20', { createIndexes: 'th', indexes: [{ key: { ua: -1, _id: -1 }, name: 'recent' }, { key: { 'x.u': 1, ua: -1, _id: -1 }, name: 'x_recent' }] });
+  await c.cmd('t20', { profile: 2 });
+  const cases = [
+    [{ ua: { $gte: 0 } }, { ua: -1, _id: -1 }, 'recent'],
+    [{ ua: { $gte: 0 } }, { ua: 1, _id: 1 }, 'recent'],
+    [{ ua: { $lte: Long.fromNumber(1050) }, $or: [{ ua: { $lt: Long.fromNumber(1050) } }, { _id: { $lt: 't150' } }] }, { ua: -1, _id: -1 }, 'recent'],
+    [{ 'x.u': 'u3', ua: { $gte: 0 } }, { ua: -1, _id: -1 }, 'x_recent'],
+    [{ 'x.u': 'u3', ua: { $gt: Long.fromNumber(1020), $lt: Long.fromNumber(1080) } }, { ua: 1, _id: 1 }, 'x_recent'],
+    [{ 'x.u': 'u3' }, { _id: 1 }, 'x_recent'], // hinted, the sort not on the index: sorted after
+  ];
+  for (const [filter, sort, hint] of cases) {
+    const all = await c.cmd('t20', { find: 'th', filter, sort, batchSize: 1000 });
+    const want = all.cursor.firstBatch.map((d) => d._id);
+    const hinted = await c.cmd('t20', { find: 'th', filter, sort, hint, limit: 5 });
+    assert.deepEqual(hinted.cursor.firstBatch.map((d) => d._id), want.slice(0, 5), JSON.stringify({ filter, sort }));
+    const agg = await c.cmd('t20', { aggregate: 'th', pipeline: [{ $match: filter }, { $sort: sort }, { $limit: 5 }], hint, cursor: {} });
+    assert.deepEqual(agg.cursor.firstBatch.map((d) => d._id), want.slice(0, 5));
+  }
+  const prof = await c.cmd('t20', { find: 'system.profile', filter: { 'command.hint': 'x_recent', 'command.find': 'th' }, batchSize: 100 });
+  const first = prof.cursor.firstBatch[0];
+  assert.equal(first.op, 'query');
+  assert.equal(first.planSummary, 'IXSCAN { x.u: 1, ua: -1, _id: -1 }');
+  assert.equal(first.docsExamined, 5, 'an index scan stops at the limit when it gives the sort');
+  await c.cmd('t20', { find: 'th', filter: { y: 1 } }); // no index on y: every document
+  const scan = await c.cmd('t20', { find: 'system.profile', filter: { 'command.filter.y': 1 } });
+  assert.equal(scan.cursor.firstBatch[0].planSummary, 'COLLSCAN');
+  assert.equal(scan.cursor.firstBatch[0].docsExamined, 300);
+  const bad = await c.cmd('t20', { find: 'th', filter: {}, hint: 'nope' });
+  assert.equal(bad.code, 2);
+  assert.match(bad.errmsg, /hint provided does not correspond to an existing index/);
+  assert.deepEqual((await c.cmd('t20', { profile: 0 })).was, 2);
+  c.close();
+});
