@@ -11,7 +11,10 @@
 //    ConvoChatMessageHistory (convo/langchain), run twice likewise;
 //  - a project with the tarball, @openai/agents and zod: the SDK's Runner on ConvoSession
 //    (convo/openai-agents), run twice likewise. convo/openai-agents imports nothing of the
-//    SDK at run time (its types do): it also loads in the project without it.
+//    SDK at run time (its types do): it also loads in the project without it;
+//  - a project with the tarball, ai and zod: streamText and toUIMessageStream's onEnd on
+//    saveChat (convo/ai-sdk), run twice likewise; convo/ai-sdk imports nothing of the SDK at
+//    run time either.
 // The framework versions are the ones of package-lock.json; npm's cache makes it quick.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -84,19 +87,20 @@ function withoutLibrary() {
   return env;
 }
 
-let rootProject, graphProject, historyProject, agentsProject;
+let rootProject, graphProject, historyProject, agentsProject, aiProject;
 
 before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'convo-package-'));
   assert.ok(!path.relative(srcdir, tmp).match(/^[^.]/), `${tmp} is inside the source tree`);
   const packed = await ok('npm pack', run('npm', ['pack', '--pack-destination', tmp], { cwd: pkg }));
   tarball = path.join(tmp, packed.stdout.trim().split('\n').pop());
-  [rootProject, graphProject, historyProject, agentsProject] = await Promise.all([
+  [rootProject, graphProject, historyProject, agentsProject, aiProject] = await Promise.all([
     project('root', [], ['root.ts']),
     project('langgraph', ['@langchain/langgraph', '@langchain/core'].map((n) => `${n}@${versionOf(n)}`),
       ['graph.ts']),
     project('langchain', [`@langchain/core@${versionOf('@langchain/core')}`], ['history.ts']),
     project('agents', ['@openai/agents', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['agents.ts']),
+    project('ai-sdk', ['ai', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['aisdk.ts']),
   ]);
 });
 
@@ -214,4 +218,32 @@ test('convo/openai-agents loads without the SDK installed (it imports none of it
   const r = await ok('import', run(process.execPath, ['--input-type=module', '-e', script],
     { cwd: rootProject, env: withLibrary() }));
   assert.equal(r.stdout, '[{"type":"function_call","callId":"c","name":"f","arguments":"{}"}] user,function_call\n');
+});
+
+test('the AI SDK on convo/ai-sdk in a project with ai', async () => {
+  await ok('tsc (tsc --init)', tscRun(aiProject, 'aisdk.ts', 'init'));
+  const bare = await tscRun(aiProject, 'aisdk.ts', 'bare', '--noEmit');
+  const ours = bare.out.split('\n').filter((l) => /(^| )error TS\d+/.test(l) &&
+    (!l.startsWith('node_modules/') || l.startsWith('node_modules/convo/')));
+  assert.deepEqual(ours, [], `tsc (bare tsconfig):\n${bare.out}`);
+  const first = await ok('aisdk.js', run(process.execPath, ['aisdk.js'], { cwd: aiProject, env: withLibrary() }));
+  assert.equal(first.stdout, 'saved 2 of 2\nsaved 2 of 4\nchat 4: user,assistant,user,assistant\n' +
+    'meta demo null\nchats chat:reply 3\n');
+  // a new process goes on with the chat
+  const second = await ok('aisdk.js', run(process.execPath, ['aisdk.js'], { cwd: aiProject, env: withLibrary() }));
+  assert.equal(second.stdout, 'saved 2 of 6\nsaved 2 of 8\nchat 8: ' + Array(4).fill('user,assistant').join(',') +
+    '\nmeta demo null\nchats chat:reply 7\n');
+});
+
+test('convo/ai-sdk loads without the SDK installed (it imports none of it at run time)', async () => {
+  assert.ok(!existsSync(path.join(rootProject, 'node_modules', 'ai')));
+  const script = `import { Store } from 'convo'; import { saveChat, loadChat } from 'convo/ai-sdk';
+    const store = await Store.open('memory:');
+    const messages = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }];
+    await saveChat(store, { chatId: 'x', messages });
+    console.log(JSON.stringify(await loadChat(store, 'x')), (await store.load('x')).messages[0].json);`;
+  const r = await ok('import', run(process.execPath, ['--input-type=module', '-e', script],
+    { cwd: rootProject, env: withLibrary() }));
+  assert.equal(r.stdout, '[{"role":"user","id":"u1","parts":[{"type":"text","text":"hi"}]}] ' +
+    '{"role":"user","id":"u1","parts":[{"type":"text","text":"hi"}]}\n');
 });
