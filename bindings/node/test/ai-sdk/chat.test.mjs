@@ -85,6 +85,16 @@ for (const [name, base] of drivers()) {
       const chat = await loadChat(store, 'c2');
       assert.deepEqual(chat.map((m) => m.id), ['u1', 'a1', 'u2', 'a2']);
       assert.deepEqual(chat.map((m) => previewOf(m)), ['first', 'one', 'second', 'two']);
+      // the deprecated form: result.toUIMessageStreamResponse({ originalMessages, onFinish })
+      const messages = [...chat, user('u3', 'third')];
+      const result = streamText({ model: new MockLanguageModelV4({ doStream: [textReply('three')] }),
+        messages: await convertToModelMessages(messages) });
+      let saved = null;
+      const response = result.toUIMessageStreamResponse({ originalMessages: messages, generateMessageId: () => 'a3',
+        onFinish: async ({ messages: all }) => { saved = await saveChat(store, { chatId: 'c2', messages: all }); } });
+      await response.text();
+      assert.deepEqual([saved.appended, saved.length], [2, 6]);
+      assert.deepEqual((await loadChat(store, 'c2')).map((m) => previewOf(m)), ['first', 'one', 'second', 'two', 'third', 'three']);
     }));
 
     test('a save that would drop another save\'s messages is a ConflictError; nothing lost', () => withStore(base, async (store) => {
