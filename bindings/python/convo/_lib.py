@@ -37,6 +37,8 @@ FORK_OPTS_VERSION = 1
 CHECKPOINT_LIST_OPTS_VERSION = 2
 DUMP_OPTS_VERSION = 2
 
+SONAME = "libconvo.so.0"
+
 
 class Error(ctypes.Structure):
     """convo_error"""
@@ -370,33 +372,58 @@ _SIGNATURES = {
 }
 
 
+# configure's default prefix: where `make install` puts libconvo unless told otherwise
+DEFAULT_LIBDIR = "/usr/local/lib"
+
+
+def _pkg_config_libdir():
+    """The libdir `make install` wrote into convo.pc, when pkg-config finds it
+    (a prefix outside pkg-config's path needs PKG_CONFIG_PATH); else None."""
+    import subprocess
+    try:
+        out = subprocess.run(["pkg-config", "--variable=libdir", "convo"], capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
 def _candidates():
-    """Where to look for libconvo, in order: $CONVO_LIBRARY, the libdir that
-    `make install` recorded, the libdir or build tree three levels up (an
-    installed $libdir/python3.X/site-packages/convo, or bindings/python/convo
-    of an in-tree build), then the system's library path."""
+    """Where to look for libconvo, in order: $CONVO_LIBRARY alone when set;
+    else the libdir that `make install` recorded, the libdir or build tree
+    three levels up (an installed $libdir/python3.X/site-packages/convo, or
+    bindings/python/convo of an in-tree build), the libdir of convo.pc (a
+    pip-installed package), configure's default libdir, then the system's
+    library path. A generator: pkg-config runs only when the paths before it
+    did not load."""
     env = os.environ.get("CONVO_LIBRARY")
     if env:
-        return [env]
-    found = []
+        yield env
+        return
     try:
         from . import _installed  # written by `make install`
-        found.append(os.path.join(_installed.LIBDIR, "libconvo.so.0"))
+        yield os.path.join(_installed.LIBDIR, SONAME)
     except ImportError:
         pass
     up = pathlib.Path(__file__).resolve().parents[3]
-    found += [str(up / "libconvo.so.0"), str(up / ".libs" / "libconvo.so.0")]
-    found = [p for p in found if os.path.exists(p)]
+    yield str(up / SONAME)
+    yield str(up / ".libs" / SONAME)
+    libdir = _pkg_config_libdir()
+    if libdir and libdir != DEFAULT_LIBDIR:
+        yield os.path.join(libdir, SONAME)
+    yield os.path.join(DEFAULT_LIBDIR, SONAME)
     system = ctypes.util.find_library("convo")
     if system:
-        found.append(system)
-    found.append("libconvo.so.0")
-    return found
+        yield system
+    yield SONAME
 
 
 def _load():
     tried = []
     for path in _candidates():
+        if "/" in path and not os.path.exists(path):
+            tried.append("%s (no such file)" % path)  # dlopen's error would not name it
+            continue
         try:
             lib = ctypes.CDLL(path)  # CDLL releases the GIL during each call
         except OSError as e:
@@ -408,7 +435,8 @@ def _load():
             fn.argtypes = argtypes
         return lib, path
     raise ImportError("convo: cannot load libconvo; set CONVO_LIBRARY to the path of "
-                      "libconvo.so. Tried: " + "; ".join(tried))
+                      "libconvo.so, or install libconvo (`make install`; a --prefix other than /usr/local "
+                      "is found through its convo.pc on PKG_CONFIG_PATH). Tried: " + "; ".join(tried))
 
 
 lib, path = _load()
