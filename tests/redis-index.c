@@ -281,6 +281,14 @@ START_TEST(test_ttl_not_listed)
     list(s, NULL, CONVO_ORDER_CREATED, out, sizeof out, NULL);
     ck_assert_str_eq(out, "new");
     ck_assert(!in_global(prefix, 'c', "old"));
+    list(s, NULL, CONVO_ORDER_ID, out, sizeof out, NULL); /* P:threads, or the 'i' shards */
+    ck_assert_str_eq(out, "new");
+    if (!cluster) {
+        snprintf(key, sizeof key, "%s:threads", prefix);
+        redisReply *z = on_key(key, "ZSCORE %s old", key);
+        ck_assert_int_eq(z->type, REDIS_REPLY_NIL);
+        freeReplyObject(z);
+    }
     /* no listing passed u3's entries: convo_sweep removes them */
     user_key(key, sizeof key, prefix, "u3", 'c');
     ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);

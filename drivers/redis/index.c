@@ -157,8 +157,8 @@ int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn bu
 
 /* After removing index entries, put back those whose thread exists after all:
  * a writer may have created it between our check and our ZREM. */
-static int index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
-                        size_t *readded, convo_error *err)
+int convo__rd_index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                           size_t *readded, convo_error *err)
 {
     if (n == 0)
         return 0;
@@ -336,7 +336,7 @@ static int list_collect(convo_backend *b, rconn *c, const char *after, size_t wa
         if (rc == 0 && classify(r, exists, want, live, &stale, &looked) != 0)
             rc = convo__rd_oom(err);
         if (rc == 0)
-            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, NULL, err);
+            rc = convo__rd_index_remove(b, c, (const char *const *)stale.ids, stale.n, NULL, err);
         int done = r->elements < ask;
         if (rc == 0 && looked > 0) {
             free(cursor);
@@ -403,7 +403,7 @@ static int sweep_run(convo_backend *b, rconn *c, uint64_t *removed, convo_error 
         if (rc == 0 && classify(r, exists, SIZE_MAX, &live, &stale, &looked) != 0)
             rc = convo__rd_oom(err);
         if (rc == 0)
-            rc = index_remove(b, c, (const char *const *)stale.ids, stale.n, &readded, err);
+            rc = convo__rd_index_remove(b, c, (const char *const *)stale.ids, stale.n, &readded, err);
         *removed += stale.n - readded;
         done = r->elements < 500;
         if (rc == 0 && !done) {

@@ -365,8 +365,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
         return convo__rd_reply_error(m->type == REDIS_REPLY_ERROR ? m : r[R_LEN], NULL);
     if (m->type != REDIS_REPLY_ARRAY || m->elements != 2 ||
         parse_time(m->element[0], &created) || parse_time(m->element[1], &updated)) {
-        if (!s->threads)
-            st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
+        st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
         return 0;
     }
     long long t = s->order == CONVO_ORDER_RECENT ? updated : created;
@@ -579,6 +578,15 @@ static void repair_run(list_state *st)
     convo_backend *b = st->b;
     if (st->nfix == 0)
         return;
+    if (st->s->threads) { /* P:threads: its own removal rule (index.c) */
+        const char **gone = calloc(st->nfix, sizeof *gone);
+        for (size_t i = 0; gone && i < st->nfix; i++)
+            gone[i] = st->fix[i].id;
+        if (gone)
+            (void)convo__rd_index_remove(b, st->c, gone, st->nfix, NULL, NULL);
+        free(gone);
+        return;
+    }
     cmd *q = calloc(st->nfix * 6, sizeof *q);
     redisReply **r = calloc(st->nfix * 6, sizeof *r);
     const char **ids = calloc(st->nfix, sizeof *ids);

@@ -146,6 +146,8 @@ int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int know
                             void *ctx, redisReply **reply, convo_error *err);
 int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
                          redisReply **reply, convo_error *err);
+int convo__rd_index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
+                           size_t *readded, convo_error *err);
 int convo__rd_index_range(convo_backend *b, rconn *c, const char *cursor, size_t count,
                           redisReply **out, convo_error *err);
 int convo__rd_thread_list(convo_backend *b, const char *after, size_t limit,
