@@ -3,9 +3,10 @@
  * and stops at limit + 1 matching rows. A where naming an indexed extra key
  * with a value the index keeps walks that value's range of convo_thread_recent
  * or convo_thread_keys (statements/list-key-*.sql); any other listing walks
- * convo_activity, or convo_threads by created_at or id (statements/list-*.sql). Each row is checked
- * against the where on its extra, unless the where is that one key and value,
- * whose range holds the matches exactly.
+ * convo_activity, or convo_threads by created_at or id (statements/list-*.sql).
+ * Each row is checked against the where on its extra, unless the where is
+ * that one key and value, whose range holds the matches exactly; a listing of
+ * ids and times in activity order reads the order's B-tree alone (-bare.sql).
  * docs/sqlite.md, The thread index, says which index serves which query. */
 #include "config.h"
 #include "sqlite_int.h"
