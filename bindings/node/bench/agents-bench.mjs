@@ -179,6 +179,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
 const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
 const since = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+// a rate to 3 significant digits (the Runner's late turns are a few a second)
+const r3 = (x) => (x >= 100 ? Math.round(x) : +x.toPrecision(3));
 
 async function timed(n, make, call) {
   const ms = [];
@@ -243,9 +245,9 @@ function summarize(spec, mode, rounds, rawBytes) {
   return {
     session: spec.name, backend: spec.backend, mode, turns: TURNS, items: rounds[0].items.length, payload: PAYLOAD,
     rounds: rounds.length,
-    turns_per_sec: Math.round(m((r) => rate(r.turnMs))),
-    [`turns_per_sec_at_turn_${EARLY}`]: Math.round(m((r) => rateAt(r.turnMs, EARLY))),
-    [`turns_per_sec_at_turn_${TURNS}`]: Math.round(m((r) => rateAt(r.turnMs, TURNS))),
+    turns_per_sec: r3(m((r) => rate(r.turnMs))),
+    [`turns_per_sec_at_turn_${EARLY}`]: r3(m((r) => rateAt(r.turnMs, EARLY))),
+    [`turns_per_sec_at_turn_${TURNS}`]: r3(m((r) => rateAt(r.turnMs, TURNS))),
     late_vs_early: +m((r) => rateAt(r.turnMs, TURNS) / rateAt(r.turnMs, EARLY)).toFixed(3),
     get_items_ms: +m((r) => median(r.warmMs)).toFixed(3),
     new_process_get_items_ms: orNull('coldMs', () => +m((r) => median(r.coldMs)).toFixed(3)),
