@@ -116,5 +116,17 @@ else
     echo "pkg-config not found: the convo.pc route is not checked"
 fi
 
-echo "$passed passed, 0 failed"
+# the openai-agents extra, and ConvoSession with the SDK's real Runner
+"$T/app/bin/pip" install "$wheel[openai-agents]" >"$T/log" 2>&1 ||
+    fail "pip install convo_store[openai-agents]: $(tail -5 "$T/log")"
+ok "pip install convo_store[openai-agents]"
+CONVO_LIBRARY=$LIB CONVO_REQUIRE_AGENTS=1 "$T/app/bin/python" -m unittest discover -v -s "$top_srcdir/bindings/python/tests" \
+    -p 'test_agents*.py' >"$T/unit" 2>&1
+rc=$?
+cat "$T/unit"
+ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$T/unit" | tail -n 1)
+[ "$rc" = 0 ] && [ -n "$ran" ] && [ "$ran" -gt 0 ] || fail "the ConvoSession tests (exit $rc, ran ${ran:-none})"
+skipped=$(grep -E '^OK \(skipped=' "$T/unit" | sed 's/.*skipped=\([0-9]*\).*/\1/')
+passed=$((passed + ran - ${skipped:-0}))
+echo "$passed passed, 0 failed, ${skipped:-0} skipped"
 echo "100%: Checks: $passed, Failures: 0, Errors: 0"

@@ -1,0 +1,312 @@
+"""convo.agents: ConvoSession, a session of the OpenAI Agents SDK (`openai-agents`,
+the package's `openai-agents` extra) whose items are the messages of one convo
+thread. get_items reads only the tail it returns, add_items is one atomic append,
+pop_item and clear_session are tail rewrites; every call runs off the event loop.
+
+Items are stored in the layout of the Node binding's ConvoSession
+(bindings/node/src/openai-agents/items.js), so a session written from one
+language reads back in the other:
+  A. an item with a role ({"type": "message", "role": "user", ...}): its JSON as is;
+  B. an item without a "role" key ({"type": "function_call", ...}): its JSON with
+     "role": its type put first (read back: a role equal to the type is taken off);
+  C. anything JSON would not give back (bytes, NaN, a lone surrogate, a role equal to
+     its type, no usable role or type, a key "$item" or "$op"):
+     {"role": R, "$item": V}, V the item in a tagged encoding (an object whose only
+     key starts with "$" is a tag: $bytes, $number, $utf16, $object, ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import json
+import math
+from typing import Any, Awaitable, Dict, List, Optional, TypeVar
+
+try:
+    from agents.memory.session import SessionABC
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    raise ImportError("convo.agents needs the OpenAI Agents SDK: pip install "
+                      "'convo-store[openai-agents]' (%s)" % e) from e
+
+from .asyncio import Checkpointer
+from .errors import CorruptError, NotFoundError, invalid
+from .store import Store
+from . import _lib
+
+__all__ = ["ConvoSession", "encode_item", "decode_item"]
+
+_T = TypeVar("_T")
+_DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+ITEM, OP = "$item", "$op"
+
+
+# ---- items <-> log messages ----
+
+def _valid_role(r: Any) -> Optional[str]:
+    return r if isinstance(r, str) and 0 < len(r.encode("utf-8", "surrogatepass")) <= 64 else None
+
+
+def _has_lone_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _plain(v: Any) -> bool:
+    """Whether JSON gives v back equal (lists for tuples, as json.dumps does)."""
+    if v is None or isinstance(v, (bool, int)):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, str):
+        return not _has_lone_surrogate(v)
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and not _has_lone_surrogate(k) and _plain(x)
+                   for k, x in v.items())
+    return False
+
+
+def _encode_value(v: Any, where: str) -> Any:
+    """The tagged encoding of v (JSON, with tags for what JSON would not give back)."""
+    if v is None or isinstance(v, (bool, int)):
+        return v
+    if isinstance(v, float):
+        if math.isfinite(v):
+            return v
+        return {"$number": "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")}
+    if isinstance(v, str):
+        if not _has_lone_surrogate(v):
+            return v
+        data = v.encode("utf-16-le", "surrogatepass")
+        return {"$utf16": [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]}
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(bytes(v)).decode("ascii")}
+    if isinstance(v, (list, tuple)):
+        return [_encode_value(x, where) for x in v]
+    if isinstance(v, dict):
+        if not all(isinstance(k, str) for k in v):
+            raise invalid("ConvoSession: %s has a key that is not a str" % where)
+        if (len(v) == 1 and next(iter(v)).startswith("$")) or any(map(_has_lone_surrogate, v)):
+            return {"$object": [[_encode_value(k, where), _encode_value(x, where)]
+                                for k, x in v.items()]}
+        return {k: _encode_value(x, where) for k, x in v.items()}
+    raise invalid("ConvoSession: %s holds a %s, which a session cannot store (dicts, lists, "
+                  "str, int, float, bool, None and bytes can be stored)" % (where, type(v).__name__))
+
+
+def encode_item(item: Any, where: str = "an item") -> bytes:
+    """The log message (JSON bytes) of one item of a session."""
+    if not isinstance(item, dict):
+        raise invalid("ConvoSession: %s must be a dict, not %s" % (where, type(item).__name__))
+    if ITEM not in item and OP not in item and _plain(item):
+        role, kind = _valid_role(item.get("role")), item.get("type")
+        if role and role != kind:
+            return json.dumps(item, **_DUMPS).encode("utf-8")
+        if "role" not in item and _valid_role(kind):
+            return json.dumps({"role": kind, **item}, **_DUMPS).encode("utf-8")
+    role = next((r for r in map(_valid_role, (item.get("role"), item.get("type")))
+                 if r and not _has_lone_surrogate(r)), "item")
+    return json.dumps({"role": role, ITEM: _encode_value(item, where)}, **_DUMPS).encode("utf-8")
+
+
+def _corrupt(message: str) -> CorruptError:
+    return CorruptError(_lib.ECORRUPT, "ConvoSession: a stored item " + message, "")
+
+
+def _decode_value(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_decode_value(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if len(v) == 1:
+        tag, x = next(iter(v.items()))
+        if tag.startswith("$"):
+            if tag == "$undefined":
+                return None
+            if tag == "$number":
+                return float(x)  # "NaN", "Infinity", "-Infinity", "-0"
+            if tag == "$bigint":
+                return int(x)
+            if tag == "$utf16":
+                return b"".join(c.to_bytes(2, "little") for c in x).decode("utf-16-le",
+                                                                          "surrogatepass")
+            if tag == "$bytes":
+                return base64.b64decode(x)
+            if tag == "$date":
+                return datetime.datetime.fromtimestamp(_decode_value(x) / 1000,
+                                                       datetime.timezone.utc)
+            if tag == "$object":
+                return {_decode_value(k): _decode_value(val) for k, val in x}
+            raise _corrupt("has an unknown tag %s" % tag)
+    return {k: _decode_value(x) for k, x in v.items()}
+
+
+def decode_item(message: Any) -> Dict[str, Any]:
+    """The item a log message (a dict, or JSON text) stores."""
+    if isinstance(message, (str, bytes, bytearray)):
+        try:
+            message = json.loads(message)
+        except ValueError as e:
+            raise _corrupt("is not JSON: %s" % e) from None
+    if not isinstance(message, dict):
+        raise _corrupt("is not an object")
+    if ITEM in message:
+        return _decode_value(message[ITEM])
+    message = dict(message)
+    message.pop(OP, None)  # a Node session's transaction digest
+    if "role" in message and message["role"] == message.get("type"):
+        del message["role"]
+    return message
+
+
+# ---- the session ----
+
+async def _settle(awaitable: Awaitable[_T]) -> _T:
+    """Waits for a write to finish even when the caller is cancelled (it runs in a
+    thread and completes anyway), then re-raises the cancellation: the caller never
+    sees a cancelled write whose outcome is unknown (as the SDK's own sessions do)."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as e:
+            cancelled = cancelled or e
+    result = task.result()
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+class ConvoSession(SessionABC):
+    """An OpenAI Agents SDK session kept in one convo thread (named session_id):
+
+        session = ConvoSession("user-42", url="sqlite:agents.db")
+        result = await Runner.run(agent, "hi", session=session)
+        session.close()
+
+    Give url= (a Store is opened on first use, off the event loop, and closed by
+    close()) or store= (a convo.Store or convo.asyncio.Checkpointer, shared and left
+    open). store_options are Store's keyword options (with url only).
+    session_settings: the SDK's SessionSettings (its limit is get_items' default)."""
+
+    session_settings: Optional[SessionSettings] = None
+
+    def __init__(self, session_id: str, *, url: Optional[str] = None, store: Any = None,
+                 session_settings: Optional[SessionSettings] = None, **store_options: Any):
+        if not isinstance(session_id, str) or not session_id:
+            raise invalid("ConvoSession: session_id must be a non-empty str")
+        if (url is None) == (store is None):
+            raise invalid("ConvoSession: give either url or store")
+        if store is not None and store_options:
+            raise invalid("ConvoSession: store options apply only when a url is given")
+        self.session_id = session_id
+        self.session_settings = (session_settings if session_settings is not None
+                                 else SessionSettings())
+        self._url, self._options = url, store_options
+        self._closed = False
+        self._opening: Optional[asyncio.Future] = None
+        if store is None:
+            self._cp: Optional[Checkpointer] = None
+        elif isinstance(store, Checkpointer):
+            self._cp = store
+        elif isinstance(store, Store):
+            self._cp = Checkpointer(store, max_workers=4)
+        else:
+            raise invalid("ConvoSession: store must be a convo.Store or convo.asyncio.Checkpointer")
+        self._owns_cp = not isinstance(store, Checkpointer)
+
+    async def _checkpointer(self) -> Checkpointer:
+        if self._closed:
+            raise invalid("ConvoSession: the session is closed")
+        if self._cp is None:
+            if self._opening is None or self._opening.get_loop() is not asyncio.get_running_loop():
+                self._opening = asyncio.ensure_future(Checkpointer.open(self._url, **self._options))
+            opening = self._opening
+            try:
+                cp = await asyncio.shield(opening)
+            except BaseException:
+                if opening.done() and self._opening is opening:
+                    self._opening = None
+                raise
+            if self._cp is None:
+                self._cp = cp
+            elif cp is not self._cp:  # opened twice, from two event loops
+                await cp.aclose()
+        return self._cp
+
+    @property
+    def store(self) -> Optional[Store]:
+        """The convo.Store (None before the first call of a session given a url)."""
+        return None if self._cp is None else self._cp.store
+
+    async def get_items(self, limit: Optional[int] = None) -> List[Any]:
+        """The latest `limit` items oldest first (all when limit is None and the
+        session settings set none), reading only those from the store."""
+        n = resolve_session_limit(limit, self.session_settings)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+            raise invalid("ConvoSession: limit must be an int or None")
+        if n == 0:
+            return []
+        cp = await self._checkpointer()
+        # (a negative limit reads everything, as SQLiteSession's LIMIT does)
+        data = await cp.load(self.session_id, tail=n if n and n > 0 else 0)
+        return [] if data is None else [decode_item(m) for m in data.messages]
+
+    async def add_items(self, items: List[Any]) -> None:
+        """Appends the items in one atomic write."""
+        if self._closed:
+            raise invalid("ConvoSession: the session is closed")
+        if isinstance(items, dict) or not isinstance(items, (list, tuple)):
+            raise invalid("ConvoSession: items must be a list")
+        texts = [encode_item(item, "items[%d]" % i) for i, item in enumerate(items)]
+        if not texts:
+            return
+        cp = await self._checkpointer()
+        await _settle(cp.append(self.session_id, texts))
+
+    async def pop_item(self) -> Optional[Any]:
+        """Removes the last item and returns it (None when there is none): a tail
+        rewrite conditional on the tail it read, retried if another writer moved it."""
+        cp = await self._checkpointer()
+        try:
+            popped = await _settle(cp.pop(self.session_id))
+        except NotFoundError:
+            return None
+        return decode_item(popped[0]) if popped else None
+
+    async def clear_session(self) -> None:
+        """Removes every item: a tail rewrite to no messages, so the thread keeps its
+        extra, its creation time and its place in the thread index."""
+        cp = await self._checkpointer()
+        try:
+            await _settle(cp.replace_tail(self.session_id, 0))
+        except NotFoundError:
+            pass
+
+    def close(self) -> None:
+        """Closes the Store this session opened (not one it was given). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._cp is not None and self._owns_cp:
+            self._cp.close()
+
+    async def aclose(self) -> None:
+        """close() without blocking the event loop."""
+        if self._cp is not None and not self._closed and self._owns_cp:
+            cp, self._closed = self._cp, True
+            await cp.aclose()
+        self._closed = True
+
+    async def __aenter__(self) -> "ConvoSession":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
