@@ -20,14 +20,17 @@ function storeOf(store, what) {
 
 /** The log text of a UIMessage: its role first (what `convo load` shows at the start of
  * each line), then its other fields as they are. */
-export function toLogText(message, i) {
+export function toLogText(message) {
+  const { role, ...rest } = message;
+  return JSON.stringify({ role, ...rest });
+}
+
+function checkMessage(message, i) {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) {
     throw invalid(`messages[${i}] must be a UIMessage object`);
   }
-  const { role, ...rest } = message;
-  if (typeof role !== 'string' || role === '') throw invalid(`messages[${i}].role must be a non-empty string`);
+  if (typeof message.role !== 'string' || message.role === '') throw invalid(`messages[${i}].role must be a non-empty string`);
   if (typeof message.id !== 'string') throw invalid(`messages[${i}].id must be a string`);
-  return JSON.stringify({ role, ...rest });
 }
 
 /** The UIMessage a log text stores; a message some other writer stored as plain role-tagged
@@ -149,7 +152,8 @@ export async function saveChat(store, opts) {
   const { chatId, messages, expectedLength, expectedGeneration, meta } = known(opts, SAVE_NAMES, 'saveChat options');
   text(chatId, 'chatId');
   list(messages, 'messages');
-  const texts = messages.map(toLogText);
+  // checked here, stringified only when written: a save at turn 1,000 touches what it writes
+  messages.forEach(checkMessage);
   const caller = expectedLength !== undefined || expectedGeneration !== undefined;
   if (expectedLength !== undefined) int(expectedLength, 'expectedLength', 0);
   if (expectedGeneration !== undefined) int(expectedGeneration, 'expectedGeneration', 0);
@@ -165,7 +169,7 @@ export async function saveChat(store, opts) {
     }
     const p = await plan(store, chatId, messages, state, caller);
     if (p === 'moved') continue;
-    result = await write(store, chatId, p, texts, state, caller);
+    result = await write(store, chatId, p, state, caller);
   }
   if (!result) {
     throw new ConflictError(codes.ECONFLICT,
@@ -177,10 +181,10 @@ export async function saveChat(store, opts) {
 
 // Writes the plan on the state read: { length, generation, appended, replaced }, or
 // undefined when another writer got there first and the caller named no state (retry).
-async function write(store, chatId, p, texts, state, caller) {
+async function write(store, chatId, p, state, caller) {
   const cond = { expectedLength: state.length, expectedGeneration: state.generation };
   if (!p) return { length: state.length, generation: state.generation, appended: 0, replaced: 0 };
-  const add = texts.slice(texts.length - p.add.length);
+  const add = p.add.map(toLogText);
   try {
     if (p.keep === state.length) {
       await store.append(chatId, add, cond);
