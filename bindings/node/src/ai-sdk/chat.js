@@ -30,7 +30,11 @@ function checkMessage(message, i) {
     throw invalid(`messages[${i}] must be a UIMessage object`);
   }
   if (typeof message.role !== 'string' || message.role === '') throw invalid(`messages[${i}].role must be a non-empty string`);
-  if (typeof message.id !== 'string') throw invalid(`messages[${i}].id must be a string`);
+  // "" is the id toUIMessageStream gives every answer without generateMessageId: answers
+  // that cannot be told apart cannot be saved by id
+  if (typeof message.id !== 'string' || message.id === '') {
+    throw invalid(`messages[${i}].id must be a non-empty string (give toUIMessageStream a generateMessageId)`);
+  }
 }
 
 /** The UIMessage a log text stores; a message some other writer stored as plain role-tagged
@@ -89,16 +93,18 @@ function conflict(message, state) {
 }
 
 // What to write to make the stored chat `messages`, from the stored state (length,
-// generation, the last stored text) — { keep, add } (add: the messages from seq keep on;
+// generation, the last two stored texts) — { keep, add } (add: the messages from seq keep on;
 // keep === length: an append) or null when nothing is to be written. The usual save (the
 // SDK's onEnd: the chat as stored plus new messages, the last stored one possibly with more
-// parts) needs only the last stored message; any other reads the stored ids.
+// parts) needs only the last two stored messages; any other reads the stored ids.
 async function plan(store, chatId, messages, state, caller) {
   const { length } = state;
   if (length === 0) return messages.length ? { keep: 0, add: messages } : null;
   const last = fromLogText(state.lastText, length - 1);
+  const before = state.prevText === null ? null : fromLogText(state.prevText, length - 2);
   const same = messages[length - 1];
-  if (same && same.id === last.id) {
+  // the last two stored messages at their places: the array goes on from the stored chat
+  if (same && same.id === last.id && (!before || messages[length - 2].id === before.id)) {
     if (!sameJson(same, last)) return { keep: length - 1, add: messages.slice(length - 1) };
     return messages.length > length ? { keep: length, add: messages.slice(length) } : null;
   }
@@ -121,16 +127,18 @@ async function plan(store, chatId, messages, state, caller) {
   return { keep, add: messages.slice(keep) };
 }
 
-// The chat's length, generation and last stored text.
+// The chat's length, generation and its last two stored texts.
 async function readState(store, chatId) {
   let h;
   try {
-    h = await store.load(chatId, { tail: 1, withExtra: false });
+    h = await store.load(chatId, { tail: 2, withExtra: false });
   } catch (e) {
     if (!(e instanceof NotFoundError)) throw e;
-    return { length: 0, generation: 0, lastText: null };
+    return { length: 0, generation: 0, lastText: null, prevText: null };
   }
-  return { length: h.length, generation: h.generation, lastText: h.messages.length ? h.messages[0].json : null };
+  const n = h.messages.length;
+  return { length: h.length, generation: h.generation, lastText: n ? h.messages[n - 1].json : null,
+    prevText: n > 1 ? h.messages[n - 2].json : null };
 }
 
 const SAVE_NAMES = ['chatId', 'messages', 'expectedLength', 'expectedGeneration', 'meta'];

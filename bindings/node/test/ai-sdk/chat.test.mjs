@@ -105,6 +105,10 @@ for (const [name, base] of drivers()) {
       await assert.rejects(saveChat(store, { chatId: 'c', messages: [...base2, user('u3', 'tab B'), bot('a3', 'B')] }),
         (e) => e instanceof ConflictError && /"u2", "a2"/.test(e.message) && e.length === 4);
       assert.deepEqual((await loadChat(store, 'c')).map((m) => m.id), ['u1', 'a1', 'u2', 'a2']);
+      // another request's answer under the same id as the stored one (its user message
+      // differs): not taken for a continued turn
+      await assert.rejects(saveChat(store, { chatId: 'c', messages: [...base2, user('u3', 'tab B'), bot('a2', 'B')] }),
+        (e) => e instanceof ConflictError && /"u2"/.test(e.message));
       // a stale save of an older, shorter array too
       await assert.rejects(saveChat(store, { chatId: 'c', messages: base2 }), ConflictError);
       // both at once: one wins, the other re-reads and fails, or both append in turn when
@@ -201,6 +205,8 @@ for (const [name, base] of drivers()) {
       await assert.rejects(saveChat(store, { chatId: 'x', messages: 'no' }), InvalidError);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [{ role: 'user', parts: [] }] }), /messages\[0\]\.id/);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [{ id: 'a', parts: [] }] }), /messages\[0\]\.role/);
+      await assert.rejects(saveChat(store, { chatId: 'x', messages: [user('u', 'a'), { ...bot('', 'b') }] }),
+        /messages\[1\]\.id must be a non-empty string \(give toUIMessageStream a generateMessageId\)/);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [], chatid: 'y' }), /unknown option "chatid"/);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [], meta: { title: 3 } }), /meta\.title/);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [], expectedLength: -1 }), InvalidError);
