@@ -477,7 +477,7 @@ static char *reverse_words(const char *words)
  * `want` (a JSON scalar; numbers by value), read from the whole listing. */
 static char *expected_ids(convo_store *s, const char *tag, json_t *want)
 {
-    char where[256];
+    char where[512];
     snprintf(where, sizeof where, "{\"suite\":\"%s\"}", tag);
     convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
     o.where_json = where;
