@@ -314,8 +314,10 @@ int bench_threads(const char *url, const bench_threads_opts *o, convo_error *err
         rc = seed_both(&indexed, &bare, o, small, o->threads, msgs, err);
     if (rc == 0)
         rc = measure(&indexed, &bare, o, o->threads, &pts[1], err);
-    if (rc == 0)
+    if (rc == 0) {
         report(o, convo_store_driver(indexed.s), pts, &indexed, &bare);
+        fflush(stdout); /* the clean-up below may take minutes on a server */
+    }
     free(msgs[0]);
     free(msgs[1]);
     clean(&indexed, o);
