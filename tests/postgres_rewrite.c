@@ -447,7 +447,7 @@ static void *stress_fork(void *arg)
 /* Checks that thread is one whole state; rewrite_of[g] is the "r" token of
  * the rewrite that made generation g. */
 static void assert_one_state(convo_store *s, PGconn *pg, const char *thread,
-                             char (*rewrite_of)[16], int64_t generations)
+                             char (*rewrite_of)[24], int64_t generations)
 {
     convo_history *h;
     convo_error err;
@@ -499,7 +499,7 @@ START_TEST(test_rewrite_stress)
     }
     /* every rewrite made one generation of its own */
     int64_t generations = REWRITERS * STRESS_REWRITES;
-    static char rewrite_of[REWRITERS * STRESS_REWRITES + 1][16];
+    static char rewrite_of[REWRITERS * STRESS_REWRITES + 1][24]; /* "K-I", two ints */
     memset(rewrite_of, 0, sizeof rewrite_of);
     for (int k = APPENDERS; k < APPENDERS + REWRITERS; k++)
         for (int i = 0; i < STRESS_REWRITES; i++) {
