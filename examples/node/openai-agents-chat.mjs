@@ -7,12 +7,14 @@
 //
 // With MESSAGE arguments it sends each in turn and exits; without, it reads one message per
 // line from stdin. "/undo" removes the last exchange (popItem), "/clear" empties the
-// session but keeps its title and owner (clearSession). URL defaults to $CONVO_URL, else
+// session but keeps its title and owner (clearSession), "/sessions" lists the user's
+// sessions, the most recently active first (ConvoSession.list). URL defaults to $CONVO_URL, else
 // sqlite:agents-chat.db. Read the session back with:  convo --url URL load ID
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import { Agent, Runner, Usage, tool, setTracingDisabled } from '@openai/agents';
 import { z } from 'zod';
+import { Store } from 'convo';
 import { ConvoSession } from 'convo/openai-agents';
 
 setTracingDisabled(true); // tracing would send the run to OpenAI
@@ -66,8 +68,10 @@ const getWeather = tool({
 const agent = new Agent({ name: 'demo', instructions: 'You are a small scripted demo agent.',
   model: scriptedModel, tools: [getWeather] });
 const runner = new Runner();
-// the one line that makes the conversation durable; extra is what ConvoSession.list finds
-const session = new ConvoSession({ url: opts.url, sessionId: opts.session,
+// the one line that makes the conversation durable (given a url instead of a store, the
+// session opens its own); extra is what ConvoSession.list finds
+const store = await Store.open(opts.url);
+const session = new ConvoSession({ store, sessionId: opts.session,
   extra: { userId: opts.user, title: `${opts.user}'s chat` } });
 
 async function send(text) {
@@ -76,6 +80,9 @@ async function send(text) {
     let item;
     do item = await session.popItem(); while (item && item.role !== 'user');
     console.log(item ? `(removed the exchange that began "${textOf(item)}")` : '(nothing to undo)');
+  } else if (text === '/sessions') {
+    const { sessions } = await ConvoSession.list(store, { where: { userId: opts.user } });
+    for (const s of sessions) console.log(`(${s.sessionId}: ${s.length} items, "${s.extra.title}")`);
   } else if (text === '/clear') {
     await session.clearSession();
     console.log(`(cleared; kept ${JSON.stringify(await session.getExtra())})`);
@@ -98,5 +105,6 @@ try {
     }
   }
 } finally {
-  await session.close();
+  await session.close(); // leaves the store it was given open
+  await store.close();
 }

@@ -61,6 +61,13 @@ if (wanted('sqlite')) test('examples/node/openai-agents-chat.mjs keeps its sessi
       '--session', 'b', '--user', 'bob'], { input: 'What is my name?\n\nMy name is Bob\n' }),
     '(session b: a new conversation)\nagent: You have not told me your name.\nagent: Nice to meet you, Bob.\n');
     assert.equal(await tool('extra', 'b'), '{"userId":"bob","title":"bob\'s chat"}');
+    // the user's sessions, the most recently active first
+    await chat('--session', 'c', 'Hello');
+    assert.equal(await chat('/sessions'), '(session demo: a new conversation)\n' +
+      '(c: 2 items, "ada\'s chat")\n(demo: 0 items, "ada\'s chat")\n');
+    assert.equal(await chat('Hi', '/sessions'), '(session demo: a new conversation)\n' +
+      'agent: You said: "Hi" (1 messages so far).\n' +
+      '(demo: 2 items, "ada\'s chat")\n(c: 2 items, "ada\'s chat")\n');
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
