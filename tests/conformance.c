@@ -20,8 +20,6 @@ convo_store *conf_store;
 
 /* Clock skew allowed between this process and the store when checking created_at. */
 #define CLOCK_SLACK_MICROS (10 * 1000000LL)
-/* The highest code point usable in an id: threads under it sort after everything else. */
-#define HIGH "\xf4\x8f\xbf\xbd"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -102,7 +100,7 @@ int64_t conf_length(convo_store *s, const char *tid)
     return n;
 }
 
-static json_t *parse_json(const char *text)
+json_t *conf_parse_json(const char *text)
 {
     json_error_t jerr;
     json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
@@ -111,9 +109,9 @@ static json_t *parse_json(const char *text)
 }
 
 /* expected is JSON text; key order is ignored. */
-static void assert_json_eq(const char *got, const char *expected, const char *what)
+void conf_assert_json_eq(const char *got, const char *expected, const char *what)
 {
-    json_t *g = parse_json(got), *e = parse_json(expected);
+    json_t *g = conf_parse_json(got), *e = conf_parse_json(expected);
     int eq = json_equal(g, e);
     json_decref(g);
     json_decref(e);
@@ -125,10 +123,10 @@ void conf_assert_extra(convo_store *s, const char *tid, const char *expected)
     convo_history *h = conf_load(s, tid, NULL);
     const char *extra = convo_history_extra(h);
     ck_assert_ptr_nonnull(extra);
-    json_t *obj = parse_json(extra);
+    json_t *obj = conf_parse_json(extra);
     ck_assert_msg(json_is_object(obj), "extra is not an object: %s", extra);
     json_decref(obj);
-    assert_json_eq(extra, expected, "extra");
+    conf_assert_json_eq(extra, expected, "extra");
     convo_history_free(h);
 }
 
@@ -151,8 +149,8 @@ void conf_assert_message(const convo_history *h, size_t i, const char *bytes, si
 
 /* Checks one page of a listing; returns how many of its ids start with prefix
  * (counting stops at the first that does not) and sets *left when one did not. */
-static size_t check_page(const convo_thread_page *p, const char *after, size_t limit,
-                         const char *prefix, int *left)
+size_t conf_check_page(const convo_thread_page *p, const char *after, size_t limit,
+                       const char *prefix, int *left)
 {
     size_t k = convo_thread_page_count(p), plen = strlen(prefix), in = 0;
     ck_assert_msg(k <= limit, "page of %zu ids for limit %zu", k, limit);
@@ -186,7 +184,7 @@ char **conf_list_prefix(convo_store *s, const char *prefix, size_t limit, size_t
         convo_error err;
         int rc = convo_thread_list(s, after, limit, &p, &err);
         ASSERT_OK(rc, err);
-        size_t in = check_page(p, after, limit, prefix, &left);
+        size_t in = conf_check_page(p, after, limit, prefix, &left);
         for (size_t i = 0; i < in; i++) {
             if (count == cap)
                 ck_assert((ids = realloc(ids, (cap *= 2) * sizeof *ids)) != NULL);
@@ -218,8 +216,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void assert_listed(convo_store *s, const char *prefix, char **expected, size_t n,
-                          size_t limit)
+void conf_assert_listed(convo_store *s, const char *prefix, char **expected, size_t n,
+                        size_t limit)
 {
     qsort(expected, n, sizeof *expected, cmp_str);
     size_t got_n;
@@ -231,7 +229,7 @@ static void assert_listed(convo_store *s, const char *prefix, char **expected, s
     conf_ids_free(got, got_n);
 }
 
-static void save_extra_ok(convo_store *s, const char *tid, const char *patch)
+void conf_save_extra_ok(convo_store *s, const char *tid, const char *patch)
 {
     convo_error err;
     int rc = convo_save_extra(s, tid, patch, &err);
@@ -249,18 +247,9 @@ static void teardown(void)
     conf_store = NULL;
 }
 
-/* Tests that need two handles or processes on the same data stop here on
- * stores where every open is new (memory:); Check has no "skipped" state. */
-#define SKIP_IF_PRIVATE()                                                                      \
-    do {                                                                                       \
-        if (conf_private)                                                                      \
-            return;                                                                            \
-    } while (0)
-
-
 /* ------------------------------------------------- messages come back as sent */
 
-static const char *const rt_msgs[] = {
+const char *const conf_rt_msgs[] = {
     "{\"role\":\"user\",\"content\":\"hello\"}",
     "  {  \"content\" : \"spaces\" ,\n\t\"role\" :\"user\"  }\n ",
     "{\"z\":1,\"a\":2,\"role\":\"assistant\",\"m\":3}",
@@ -282,7 +271,8 @@ static const char *const rt_roles[] = {
     "0123456789012345678901234567890123456789012345678901234567890123",
     "system", "user", "tool",
 };
-#define RT_N (sizeof rt_msgs / sizeof *rt_msgs)
+#define RT_N (sizeof conf_rt_msgs / sizeof *conf_rt_msgs)
+const size_t conf_rt_n = RT_N;
 
 static void assert_created_at(const convo_history *h, int64_t before, int64_t after)
 {
@@ -302,15 +292,15 @@ START_TEST(test_roundtrip_bytes)
     char t[256];
     TID(t, "rt");
     int64_t before = now_micros();
-    ck_assert_int_eq(conf_append(conf_store, t, rt_msgs, RT_N), 0);
+    ck_assert_int_eq(conf_append(conf_store, t, conf_rt_msgs, RT_N), 0);
     int64_t after = now_micros();
     convo_history *h = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(h), RT_N);
     ck_assert_int_eq(convo_history_length(h), RT_N);
     for (size_t i = 0; i < RT_N; i++)
-        conf_assert_message(h, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+        conf_assert_message(h, i, conf_rt_msgs[i], strlen(conf_rt_msgs[i]), rt_roles[i], (int64_t)i);
     assert_created_at(h, before, after);
-    assert_json_eq(convo_history_extra(h), "{}", "extra of a thread never given one");
+    conf_assert_json_eq(convo_history_extra(h), "{}", "extra of a thread never given one");
     convo_history_free(h);
 }
 END_TEST
@@ -321,12 +311,12 @@ START_TEST(test_roundtrip_one_by_one)
     TID(t, "rt1");
     int64_t before = now_micros();
     for (size_t i = 0; i < RT_N; i++)
-        ck_assert_int_eq(conf_append(conf_store, t, &rt_msgs[i], 1), (int64_t)i);
+        ck_assert_int_eq(conf_append(conf_store, t, &conf_rt_msgs[i], 1), (int64_t)i);
     int64_t after = now_micros();
     convo_history *h = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(h), RT_N);
     for (size_t i = 0; i < RT_N; i++)
-        conf_assert_message(h, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+        conf_assert_message(h, i, conf_rt_msgs[i], strlen(conf_rt_msgs[i]), rt_roles[i], (int64_t)i);
     assert_created_at(h, before, after);
     convo_history_free(h);
 }
@@ -517,7 +507,7 @@ START_TEST(test_load_without_extra)
     TID(t, "noextra");
     const char *m[] = {"{\"role\":\"user\"}"};
     conf_append(conf_store, t, m, 1);
-    save_extra_ok(conf_store, t, "{\"k\":1}");
+    conf_save_extra_ok(conf_store, t, "{\"k\":1}");
     convo_load_opts o = CONVO_LOAD_OPTS_INIT;
     o.with_extra = 0;
     convo_history *h = conf_load(conf_store, t, &o);
@@ -575,11 +565,11 @@ START_TEST(test_load_empty_thread)
 {
     char t[256];
     TID(t, "empty");
-    save_extra_ok(conf_store, t, "{}");
+    conf_save_extra_ok(conf_store, t, "{}");
     convo_history *h = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(h), 0);
     ck_assert_int_eq(convo_history_length(h), 0);
-    assert_json_eq(convo_history_extra(h), "{}", "extra");
+    conf_assert_json_eq(convo_history_extra(h), "{}", "extra");
     convo_history_free(h);
     convo_load_opts o = CONVO_LOAD_OPTS_INIT;
     o.from_seq = 3;
@@ -801,12 +791,12 @@ START_TEST(test_limit_extra_bytes)
     convo_error err;
     ASSERT_FAILS(convo_save_extra(s, t, too_big, &err), err, CONVO_ETOOLARGE);
     ck_assert_int_eq(conf_length(s, t), -1);
-    save_extra_ok(s, t, a);
+    conf_save_extra_ok(s, t, a);
     /* the patch alone fits; merged with "a" it would not */
     ASSERT_FAILS(convo_save_extra(s, t, b, &err), err, CONVO_ETOOLARGE);
     conf_assert_extra(s, t, a);
     /* replacing a key keeps the merged object small */
-    save_extra_ok(s, t, a2);
+    conf_save_extra_ok(s, t, a2);
     conf_assert_extra(s, t, a2);
     free(too_big);
     free(a);
@@ -823,15 +813,15 @@ START_TEST(test_extra_default_limit)
     TID(t, "big");
     char *big = make_patch("big", 'b', CONVO_DEFAULT_MAX_EXTRA_BYTES - 100);
     char *more = make_patch("more", 'm', 300);
-    save_extra_ok(conf_store, t, big);
+    conf_save_extra_ok(conf_store, t, big);
     conf_assert_extra(conf_store, t, big);
     convo_error err;
     ASSERT_FAILS(convo_save_extra(conf_store, t, more, &err), err, CONVO_ETOOLARGE);
     conf_assert_extra(conf_store, t, big);
     char *over = make_patch("x", 'o', CONVO_DEFAULT_MAX_EXTRA_BYTES + 1);
     ASSERT_FAILS(convo_save_extra(conf_store, t, over, &err), err, CONVO_ETOOLARGE);
-    save_extra_ok(conf_store, t, "{\"big\":1}");
-    save_extra_ok(conf_store, t, more);
+    conf_save_extra_ok(conf_store, t, "{\"big\":1}");
+    conf_save_extra_ok(conf_store, t, more);
     char *want = malloc(strlen(more) + 16);
     sprintf(want, "{\"big\":1,%s", more + 1);
     conf_assert_extra(conf_store, t, want);
@@ -878,9 +868,9 @@ END_TEST
 
 /* -------------------------------------------------------------- idempotency */
 
-static int append_opts(convo_store *s, const char *t, const char *const *m, size_t n,
-                       const char *key, int64_t expected, convo_append_result *res,
-                       convo_error *err)
+int conf_append_opts(convo_store *s, const char *t, const char *const *m, size_t n,
+                     const char *key, int64_t expected, convo_append_result *res,
+                     convo_error *err)
 {
     convo_append_opts o = CONVO_APPEND_OPTS_INIT;
     o.idempotency_key = key;
@@ -891,7 +881,7 @@ static int append_opts(convo_store *s, const char *t, const char *const *m, size
     return convo_append(s, t, m, NULL, n, &o, res, err);
 }
 
-static void assert_result(const convo_append_result *r, int64_t first, size_t count, int replayed)
+void conf_assert_result(const convo_append_result *r, int64_t first, size_t count, int replayed)
 {
     ck_assert_msg(r->first_seq == first && r->count == count && r->replayed == replayed,
                   "append result {first %lld, count %zu, replayed %d}, expected {%lld, %zu, %d}",
@@ -899,8 +889,8 @@ static void assert_result(const convo_append_result *r, int64_t first, size_t co
                   replayed);
 }
 
-static const char *const three[] = {"{\"role\":\"user\",\"n\":1}", "{\"role\":\"assistant\",\"n\":2}",
-                                    "{\"role\":\"tool\",\"n\":3}"};
+const char *const conf_three[] = {"{\"role\":\"user\",\"n\":1}", "{\"role\":\"assistant\",\"n\":2}",
+                                 "{\"role\":\"tool\",\"n\":3}"};
 
 START_TEST(test_idempotent_retry)
 {
@@ -908,24 +898,24 @@ START_TEST(test_idempotent_retry)
     TID(t, "retry");
     convo_append_result r;
     convo_error err;
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
-    assert_result(&r, 0, 3, 0);
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
-    assert_result(&r, 0, 3, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k1", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 0);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k1", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 1);
     ck_assert_int_eq(conf_length(conf_store, t), 3);
-    ck_assert_int_eq(conf_append(conf_store, t, three, 2), 3);
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k1", -1, &r, &err), err);
-    assert_result(&r, 0, 3, 1);
-    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, "k2", -1, &r, &err), err);
-    assert_result(&r, 5, 1, 0);
-    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, "k2", -1, &r, &err), err);
-    assert_result(&r, 5, 1, 1);
+    ck_assert_int_eq(conf_append(conf_store, t, conf_three, 2), 3);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k1", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three + 2, 1, "k2", -1, &r, &err), err);
+    conf_assert_result(&r, 5, 1, 0);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three + 2, 1, "k2", -1, &r, &err), err);
+    conf_assert_result(&r, 5, 1, 1);
     convo_history *h = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(h), 6);
     const size_t src[] = {0, 1, 2, 0, 1, 2};
     const char *roles[] = {"user", "assistant", "tool", "user", "assistant", "tool"};
     for (size_t i = 0; i < 6; i++)
-        conf_assert_message(h, i, three[src[i]], strlen(three[src[i]]), roles[i], (int64_t)i);
+        conf_assert_message(h, i, conf_three[src[i]], strlen(conf_three[src[i]]), roles[i], (int64_t)i);
     convo_history_free(h);
 }
 END_TEST
@@ -938,18 +928,18 @@ START_TEST(test_idempotency_key_other_batch)
     TID(t, "other-batch");
     convo_append_result r;
     convo_error err;
-    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 0);
-    ASSERT_FAILS(append_opts(conf_store, t, three, 3, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 2, "k", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 0);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 3, "k", -1, &r, &err), err, CONVO_ECONFLICT);
     ck_assert_ptr_nonnull(strstr(err.message, "idempotency key k was used for another batch"));
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, "k", -1, &r, &err), err, CONVO_ECONFLICT);
-    const char *spaced[] = {three[0], "{ \"role\":\"assistant\",\"n\":2}"};
-    ASSERT_FAILS(append_opts(conf_store, t, spaced, 2, "k", -1, &r, &err), err, CONVO_ECONFLICT);
-    ASSERT_FAILS(append_opts(conf_store, t, three + 1, 2, "k", -1, &r, &err), err,
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    const char *spaced[] = {conf_three[0], "{ \"role\":\"assistant\",\"n\":2}"};
+    ASSERT_FAILS(conf_append_opts(conf_store, t, spaced, 2, "k", -1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three + 1, 2, "k", -1, &r, &err), err,
                  CONVO_ECONFLICT);
     ck_assert_int_eq(conf_length(conf_store, t), 2);
-    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 2, "k", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 1);
     ck_assert_int_eq(conf_length(conf_store, t), 2);
 }
 END_TEST
@@ -961,10 +951,10 @@ START_TEST(test_idempotency_per_thread)
     TID(b, "b");
     convo_append_result r;
     convo_error err;
-    ASSERT_OK(append_opts(conf_store, a, three, 2, "same", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 0);
-    ASSERT_OK(append_opts(conf_store, b, three, 3, "same", -1, &r, &err), err);
-    assert_result(&r, 0, 3, 0);
+    ASSERT_OK(conf_append_opts(conf_store, a, conf_three, 2, "same", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 0);
+    ASSERT_OK(conf_append_opts(conf_store, b, conf_three, 3, "same", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 0);
     ck_assert_int_eq(conf_length(conf_store, a), 2);
     ck_assert_int_eq(conf_length(conf_store, b), 3);
 }
@@ -982,13 +972,13 @@ START_TEST(test_idempotency_odd_keys)
     convo_error err;
     size_t n = sizeof keys / sizeof *keys;
     for (size_t i = 0; i < n; i++) {
-        ASSERT_OK(append_opts(conf_store, t, three, 1, keys[i], -1, &r, &err), err);
+        ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 1, keys[i], -1, &r, &err), err);
         ck_assert_msg(r.replayed == 0 && r.first_seq == (int64_t)i,
                       "key '%s': first %lld replayed %d", keys[i], (long long)r.first_seq,
                       r.replayed);
     }
     for (size_t i = 0; i < n; i++) {
-        ASSERT_OK(append_opts(conf_store, t, three, 1, keys[i], -1, &r, &err), err);
+        ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 1, keys[i], -1, &r, &err), err);
         ck_assert_msg(r.replayed == 1 && r.first_seq == (int64_t)i,
                       "retry of key '%s': first %lld replayed %d", keys[i],
                       (long long)r.first_seq, r.replayed);
@@ -1003,13 +993,13 @@ START_TEST(test_idempotency_before_expected_length)
     TID(t, "order");
     convo_append_result r;
     convo_error err;
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 0, &r, &err), err);
-    assert_result(&r, 0, 3, 0);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k", 0, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 0);
     /* the retry's expected length (0) no longer matches, but the key wins */
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 0, &r, &err), err);
-    assert_result(&r, 0, 3, 1);
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "k", 99, &r, &err), err);
-    assert_result(&r, 0, 3, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k", 0, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "k", 99, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 1);
     ck_assert_int_eq(conf_length(conf_store, t), 3);
 }
 END_TEST
@@ -1021,14 +1011,14 @@ START_TEST(test_idempotency_failed_append_not_recorded)
     TID(t, "failed");
     convo_append_result r;
     convo_error err;
-    ASSERT_FAILS(append_opts(conf_store, t, three, 3, "k", 5, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 3, "k", 5, &r, &err), err, CONVO_ECONFLICT);
     ck_assert_int_eq(conf_length(conf_store, t), -1);
     const char *bad[] = {"{\"role\":\"user\"}", "{nope"};
-    ASSERT_FAILS(append_opts(conf_store, t, bad, 2, "k", -1, &r, &err), err, CONVO_EINVAL);
-    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 0);
-    ASSERT_OK(append_opts(conf_store, t, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 1);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, bad, 2, "k", -1, &r, &err), err, CONVO_EINVAL);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 2, "k", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 0);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 2, "k", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 1);
 }
 END_TEST
 
@@ -1039,11 +1029,11 @@ START_TEST(test_idempotency_survives_reopen)
     TID(t, "reopen");
     convo_append_result r;
     convo_error err;
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "persist", -1, &r, &err), err);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "persist", -1, &r, &err), err);
     convo_close(conf_store);
     conf_store = conf_open();
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "persist", -1, &r, &err), err);
-    assert_result(&r, 0, 3, 1);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 3, "persist", -1, &r, &err), err);
+    conf_assert_result(&r, 0, 3, 1);
     ck_assert_int_eq(conf_length(conf_store, t), 3);
 }
 END_TEST
@@ -1056,19 +1046,19 @@ START_TEST(test_expected_length)
     TID(t, "expect");
     convo_append_result r;
     convo_error err;
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
     ck_assert_int_eq(conf_length(conf_store, t), -1);
-    ASSERT_OK(append_opts(conf_store, t, three, 2, NULL, 0, &r, &err), err);
-    assert_result(&r, 0, 2, 0);
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 0, &r, &err), err, CONVO_ECONFLICT);
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 2, NULL, 0, &r, &err), err);
+    conf_assert_result(&r, 0, 2, 0);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, NULL, 0, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, NULL, 3, &r, &err), err, CONVO_ECONFLICT);
     ck_assert_int_eq(conf_length(conf_store, t), 2);
-    ASSERT_OK(append_opts(conf_store, t, three + 2, 1, NULL, 2, &r, &err), err);
-    assert_result(&r, 2, 1, 0);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three + 2, 1, NULL, 2, &r, &err), err);
+    conf_assert_result(&r, 2, 1, 0);
     convo_history *h = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(h), 3);
-    conf_assert_message(h, 2, three[2], strlen(three[2]), "tool", 2);
+    conf_assert_message(h, 2, conf_three[2], strlen(conf_three[2]), "tool", 2);
     convo_history_free(h);
 }
 END_TEST
@@ -1077,560 +1067,13 @@ START_TEST(test_expected_length_on_empty_thread)
 {
     char t[256];
     TID(t, "emptyexp");
-    save_extra_ok(conf_store, t, "{\"k\":\"v\"}");
+    conf_save_extra_ok(conf_store, t, "{\"k\":\"v\"}");
     convo_append_result r;
     convo_error err;
-    ASSERT_FAILS(append_opts(conf_store, t, three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
-    ASSERT_OK(append_opts(conf_store, t, three, 1, NULL, 0, &r, &err), err);
-    assert_result(&r, 0, 1, 0);
+    ASSERT_FAILS(conf_append_opts(conf_store, t, conf_three, 1, NULL, 1, &r, &err), err, CONVO_ECONFLICT);
+    ASSERT_OK(conf_append_opts(conf_store, t, conf_three, 1, NULL, 0, &r, &err), err);
+    conf_assert_result(&r, 0, 1, 0);
     conf_assert_extra(conf_store, t, "{\"k\":\"v\"}");
-}
-END_TEST
-
-/* -------------------------------------------------------------------- extra */
-
-START_TEST(test_extra_shallow_merge)
-{
-    char t[256];
-    TID(t, "merge");
-    save_extra_ok(conf_store, t, "{\"a\":1,\"nested\":{\"x\":1,\"y\":2},\"keep\":\"k\"}");
-    conf_assert_extra(conf_store, t, "{\"a\":1,\"nested\":{\"x\":1,\"y\":2},\"keep\":\"k\"}");
-    save_extra_ok(conf_store, t, "{\"nested\":{\"z\":3},\"a\":null,\"new\":true}");
-    conf_assert_extra(conf_store, t,
-                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":\"k\",\"new\":true}");
-    save_extra_ok(conf_store, t, "{}");
-    conf_assert_extra(conf_store, t,
-                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":\"k\",\"new\":true}");
-    save_extra_ok(conf_store, t, "  {\n \"keep\" : [ 1 , 2 ] }  ");
-    conf_assert_extra(conf_store, t,
-                      "{\"a\":null,\"nested\":{\"z\":3},\"keep\":[1,2],\"new\":true}");
-}
-END_TEST
-
-START_TEST(test_extra_null_is_a_value)
-{
-    char t[256];
-    TID(t, "null");
-    save_extra_ok(conf_store, t, "{\"gone\":null}");
-    convo_history *h = conf_load(conf_store, t, NULL);
-    json_t *e = parse_json(convo_history_extra(h));
-    ck_assert_msg(json_object_get(e, "gone") != NULL && json_is_null(json_object_get(e, "gone")),
-                  "null was not stored as a value: %s", convo_history_extra(h));
-    json_decref(e);
-    convo_history_free(h);
-}
-END_TEST
-
-START_TEST(test_extra_odd_keys)
-{
-    char t[256];
-    TID(t, "keys");
-    const char *patch =
-        "{\".\":1,\"$\":2,\"\":3,\"a.b.$c\":4,\"$set\":5,\"$where\":6,\".lead\":7,\"trail.\":8,"
-        "\"\xc3\xbc\":9,\"\xe6\x97\xa5\xe6\x9c\xac\":10,\"\xf0\x9f\x98\x80\":11,\"123\":12,\"0\":13,"
-        "\"-1\":14,\"1e3\":15,\"__proto__\":16,\"constructor\":17,\"q\\\"uote\":18,"
-        "\"back\\\\slash\":19,\"with space\":20,\"line\\nbreak\":21,\"\\u00e9sc\":22,"
-        "\"a\\u0001b\":23,\"%2E\":24,\"_id\":25}";
-    save_extra_ok(conf_store, t, patch);
-    conf_assert_extra(conf_store, t, patch);
-    save_extra_ok(conf_store, t, "{\"a.b.$c\":\"replaced\",\"\":null}");
-    json_t *want = parse_json(patch);
-    json_object_set_new(want, "a.b.$c", json_string("replaced"));
-    json_object_set_new(want, "", json_null());
-    char *text = json_dumps(want, JSON_COMPACT);
-    conf_assert_extra(conf_store, t, text);
-    free(text);
-    json_decref(want);
-}
-END_TEST
-
-START_TEST(test_extra_types)
-{
-    char t[256];
-    TID(t, "types");
-    const char *patch =
-        "{\"s\":\"str\",\"empty\":\"\",\"u\":\"\xc3\xa9\xf0\x9f\x98\x80\\n\\t\\\"\",\"i\":42,"
-        "\"neg\":-7,\"zero\":0,\"f\":1.5,\"small\":-2.5e-10,\"huge\":1e300,\"t\":true,"
-        "\"fa\":false,\"n\":null,\"arr\":[1,\"a\",null,{\"x\":1},[],[[2]]],\"obj\":{},"
-        "\"deep\":{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":[{\"f\":\"g\"}]}}}}}}";
-    save_extra_ok(conf_store, t, patch);
-    conf_assert_extra(conf_store, t, patch);
-}
-END_TEST
-
-/* Numbers that a double cannot hold exactly, and a real that looks integral. */
-START_TEST(test_extra_number_precision)
-{
-    char t[256];
-    TID(t, "prec");
-    const char *patch = "{\"p53\":9007199254740993,\"max\":9223372036854775807,"
-                        "\"min\":-9223372036854775808,\"tenth\":0.1,\"third\":0.3333333333333333,"
-                        "\"one\":1.0}";
-    save_extra_ok(conf_store, t, patch);
-    conf_assert_extra(conf_store, t, patch);
-}
-END_TEST
-
-START_TEST(test_extra_many_keys)
-{
-    char t[256];
-    TID(t, "many");
-    json_t *want = json_object(), *patch = json_object();
-    for (int i = 0; i < 500; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "key%03d", i);
-        json_object_set_new(patch, k, json_integer(i));
-    }
-    char *text = json_dumps(patch, JSON_COMPACT);
-    save_extra_ok(conf_store, t, text);
-    free(text);
-    json_object_update(want, patch);
-    json_object_clear(patch);
-    for (int i = 250; i < 750; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "key%03d", i);
-        json_object_set_new(patch, k, json_string(k));
-    }
-    text = json_dumps(patch, JSON_COMPACT);
-    save_extra_ok(conf_store, t, text);
-    free(text);
-    json_object_update(want, patch);
-    text = json_dumps(want, JSON_COMPACT);
-    conf_assert_extra(conf_store, t, text);
-    free(text);
-    json_decref(want);
-    json_decref(patch);
-}
-END_TEST
-
-START_TEST(test_extra_invalid)
-{
-    static const char *const bad[] = {"{bad", "[1,2]", "\"s\"", "42", "null", "", "  ",
-                                      "{\"a\":1} x", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}"};
-    char t[256], u[256];
-    TID(t, "new");
-    TID(u, "existing");
-    save_extra_ok(conf_store, u, "{\"k\":1}");
-    convo_error err;
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = convo_save_extra(conf_store, t, bad[i], &err);
-        ck_assert_msg(rc == CONVO_EINVAL, "patch '%s' gave %d", bad[i], rc);
-        ASSERT_FAILS(rc, err, CONVO_EINVAL);
-        ASSERT_FAILS(convo_save_extra(conf_store, u, bad[i], &err), err, CONVO_EINVAL);
-    }
-    ASSERT_FAILS(convo_save_extra(conf_store, t, NULL, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_save_extra(conf_store, u, NULL, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_save_extra(NULL, u, "{}", &err), err, CONVO_EINVAL);
-    ck_assert_int_eq(conf_length(conf_store, t), -1);
-    conf_assert_extra(conf_store, u, "{\"k\":1}");
-}
-END_TEST
-
-START_TEST(test_extra_and_messages_independent)
-{
-    char t[256];
-    TID(t, "indep");
-    save_extra_ok(conf_store, t, "{\"a\":1}");
-    ck_assert_int_eq(conf_length(conf_store, t), 0);
-    ck_assert_int_eq(conf_append(conf_store, t, three, 3), 0);
-    conf_assert_extra(conf_store, t, "{\"a\":1}");
-    save_extra_ok(conf_store, t, "{\"b\":2}");
-    convo_history *h = conf_load(conf_store, t, NULL);
-    ck_assert_int_eq(convo_history_count(h), 3);
-    for (size_t i = 0; i < 3; i++)
-        conf_assert_message(h, i, three[i], strlen(three[i]), i == 0 ? "user" : i == 1 ? "assistant" : "tool", (int64_t)i);
-    assert_json_eq(convo_history_extra(h), "{\"a\":1,\"b\":2}", "extra");
-    convo_history_free(h);
-    ck_assert_int_eq(conf_append(conf_store, t, three, 1), 3);
-}
-END_TEST
-
-/* ------------------------------------------------------------- thread list */
-
-/* Creates prefix+name for each name (alternating append and save_extra) and
- * returns the full ids. */
-static char **make_threads(convo_store *s, const char *prefix, const char *const *names, size_t n)
-{
-    char **ids = calloc(n, sizeof *ids);
-    ck_assert_ptr_nonnull(ids);
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(prefix) + strlen(names[i]) + 1;
-        ck_assert((ids[i] = malloc(len)) != NULL);
-        snprintf(ids[i], len, "%s%s", prefix, names[i]);
-        if (i % 2)
-            save_extra_ok(s, ids[i], "{}");
-        else
-            conf_append(s, ids[i], three, 1);
-    }
-    return ids;
-}
-
-static const char *const order_names[] = {
-    "0", "A", "B", "Z", "a", "a b", "a/b", "a:b", "aa", "b", "~", "{x}",
-    "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xc2\xa0", "a\xc3\xa9", "ab", "aB",
-};
-#define ORDER_N (sizeof order_names / sizeof *order_names)
-
-START_TEST(test_list_byte_order)
-{
-    char p[256];
-    TID(p, "");
-    char **ids = make_threads(conf_store, p, order_names, ORDER_N);
-    assert_listed(conf_store, p, ids, ORDER_N, 100);
-    assert_listed(conf_store, p, ids, ORDER_N, 3);
-    assert_listed(conf_store, p, ids, ORDER_N, 1);
-    conf_ids_free(ids, ORDER_N);
-}
-END_TEST
-
-static void assert_first_after(convo_store *s, const char *after, const char *expected)
-{
-    convo_thread_page *pg;
-    convo_error err;
-    ASSERT_OK(convo_thread_list(s, after, 2, &pg, &err), err);
-    ck_assert_msg(convo_thread_page_count(pg) >= 1, "nothing listed after '%s'", after);
-    ck_assert_str_eq(convo_thread_page_id(pg, 0), expected);
-    convo_thread_page_free(pg);
-}
-
-START_TEST(test_list_after)
-{
-    char p[256], after[300], want[300];
-    TID(p, "");
-    char **ids = make_threads(conf_store, p, order_names, ORDER_N);
-    snprintf(after, sizeof after, "%sa", p);
-    snprintf(want, sizeof want, "%sa b", p);
-    assert_first_after(conf_store, after, want); /* strictly after an existing id */
-    snprintf(after, sizeof after, "%sa0", p);
-    snprintf(want, sizeof want, "%sa:b", p);
-    assert_first_after(conf_store, after, want); /* after an id that does not exist */
-    snprintf(after, sizeof after, "%s", p);
-    snprintf(want, sizeof want, "%s0", p);
-    assert_first_after(conf_store, after, want);
-    conf_ids_free(ids, ORDER_N);
-}
-END_TEST
-
-START_TEST(test_list_pagination)
-{
-    char p[256];
-    TID(p, "");
-    char *names[25];
-    for (int i = 0; i < 25; i++) {
-        char n[16];
-        snprintf(n, sizeof n, "%02d", i);
-        names[i] = strdup(n);
-    }
-    char **ids = make_threads(conf_store, p, (const char *const *)names, 25);
-    convo_thread_page *pg;
-    convo_error err;
-    ASSERT_OK(convo_thread_list(conf_store, p, 10, &pg, &err), err);
-    ck_assert_int_eq(convo_thread_page_count(pg), 10);
-    ck_assert_pstr_eq(convo_thread_page_next(pg), ids[9]);
-    convo_thread_page_free(pg);
-    ASSERT_OK(convo_thread_list(conf_store, ids[9], 10, &pg, &err), err);
-    ck_assert_int_eq(convo_thread_page_count(pg), 10);
-    ck_assert_str_eq(convo_thread_page_id(pg, 0), ids[10]);
-    ck_assert_pstr_eq(convo_thread_page_next(pg), ids[19]);
-    convo_thread_page_free(pg);
-    assert_listed(conf_store, p, ids, 25, 10);
-    assert_listed(conf_store, p, ids, 25, 25);
-    assert_listed(conf_store, p, ids, 25, 7);
-    conf_ids_free(ids, 25);
-    for (int i = 0; i < 25; i++)
-        free(names[i]);
-}
-END_TEST
-
-/* Lists from `after` to the end of the store; checks next is NULL exactly on
- * the last page. Returns how many ids were listed. */
-static size_t list_to_end(convo_store *s, const char *after, size_t limit)
-{
-    char *from = strdup(after);
-    size_t total = 0;
-    for (int pages = 0;; pages++) {
-        ck_assert_msg(pages < 10000, "listing never ends");
-        convo_thread_page *pg;
-        convo_error err;
-        ASSERT_OK(convo_thread_list(s, from, limit, &pg, &err), err);
-        int left = 0;
-        check_page(pg, from, limit, "", &left);
-        size_t k = convo_thread_page_count(pg);
-        total += k;
-        const char *next = convo_thread_page_next(pg);
-        if (!next) {
-            if (k > 0) {
-                convo_thread_page *rest;
-                ASSERT_OK(convo_thread_list(s, convo_thread_page_id(pg, k - 1), limit, &rest,
-                                            &err),
-                          err);
-                ck_assert_msg(convo_thread_page_count(rest) == 0,
-                              "next was NULL but more threads follow");
-                convo_thread_page_free(rest);
-            }
-            convo_thread_page_free(pg);
-            break;
-        }
-        free(from);
-        from = strdup(next);
-        convo_thread_page_free(pg);
-    }
-    free(from);
-    return total;
-}
-
-START_TEST(test_list_last_page)
-{
-    char p[300];
-    snprintf(p, sizeof p, HIGH "%s/%s/", conf_prefix, __func__);
-    static const char *const names[] = {"x", "y", "z"};
-    char **ids = make_threads(conf_store, p, names, 3);
-    ck_assert_int_ge(list_to_end(conf_store, p, 3), 3);
-    ck_assert_int_ge(list_to_end(conf_store, p, 2), 3);
-    ck_assert_int_ge(list_to_end(conf_store, p, 1), 3);
-    ck_assert_int_ge(list_to_end(conf_store, p, 100), 3);
-    ck_assert_int_eq(list_to_end(conf_store, ids[0], 1), list_to_end(conf_store, p, 1) - 1);
-    for (size_t i = 0; i < 3; i++)
-        ck_assert_int_eq(convo_thread_delete(conf_store, ids[i], NULL), 0);
-    conf_ids_free(ids, 3);
-}
-END_TEST
-
-START_TEST(test_list_deleted_disappear)
-{
-    char p[256];
-    TID(p, "");
-    static const char *const names[] = {"a", "b", "c", "d", "e"};
-    char **ids = make_threads(conf_store, p, names, 5);
-    ck_assert_int_eq(convo_thread_delete(conf_store, ids[1], NULL), 0);
-    ck_assert_int_eq(convo_thread_delete(conf_store, ids[4], NULL), 0);
-    char *left[] = {ids[0], ids[2], ids[3]};
-    assert_listed(conf_store, p, left, 3, 2);
-    conf_ids_free(ids, 5);
-}
-END_TEST
-
-START_TEST(test_list_arguments)
-{
-    convo_thread_page *pg = (convo_thread_page *)1;
-    convo_error err;
-    ASSERT_OK(convo_thread_list(conf_store, NULL, 0, &pg, &err), err);
-    ck_assert_int_le(convo_thread_page_count(pg), 100);
-    convo_thread_page_free(pg);
-    ASSERT_OK(convo_thread_list(conf_store, "", 5, &pg, &err), err);
-    ck_assert_int_le(convo_thread_page_count(pg), 5);
-    convo_thread_page_free(pg);
-    ASSERT_FAILS(convo_thread_list(conf_store, NULL, 10001, &pg, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_thread_list(conf_store, NULL, 10, NULL, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_thread_list(NULL, NULL, 10, &pg, &err), err, CONVO_EINVAL);
-    convo_thread_page_free(NULL);
-    convo_history_free(NULL);
-}
-END_TEST
-
-/* ------------------------------------------------------------------- delete */
-
-START_TEST(test_delete_removes_everything)
-{
-    char t[256];
-    TID(t, "del");
-    convo_append_result r;
-    convo_error err;
-    ASSERT_OK(append_opts(conf_store, t, three, 3, "key", -1, &r, &err), err);
-    save_extra_ok(conf_store, t, "{\"old\":1}");
-    ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
-    ck_assert_int_eq(conf_length(conf_store, t), -1);
-    ASSERT_FAILS(convo_thread_delete(conf_store, t, &err), err, CONVO_ENOTFOUND);
-    /* a new thread of the same id: seq from 0, no old key, no old extra */
-    ASSERT_OK(append_opts(conf_store, t, three + 1, 2, "key", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 0);
-    convo_history *h = conf_load(conf_store, t, NULL);
-    ck_assert_int_eq(convo_history_count(h), 2);
-    conf_assert_message(h, 0, three[1], strlen(three[1]), "assistant", 0);
-    assert_json_eq(convo_history_extra(h), "{}", "extra after delete");
-    convo_history_free(h);
-    char p[256];
-    TID(p, "");
-    size_t n;
-    char **ids = conf_list_prefix(conf_store, p, 10, &n);
-    ck_assert_int_eq(n, 1);
-    conf_ids_free(ids, n);
-}
-END_TEST
-
-START_TEST(test_delete_unknown)
-{
-    char t[256];
-    TID(t, "never");
-    convo_error err;
-    ASSERT_FAILS(convo_thread_delete(conf_store, t, &err), err, CONVO_ENOTFOUND);
-    ck_assert_int_eq(convo_thread_delete(conf_store, t, NULL), CONVO_ENOTFOUND);
-    ASSERT_FAILS(convo_thread_delete(NULL, t, &err), err, CONVO_EINVAL);
-}
-END_TEST
-
-START_TEST(test_delete_extra_only_thread)
-{
-    char t[256];
-    TID(t, "extraonly");
-    save_extra_ok(conf_store, t, "{}");
-    convo_error err;
-    ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
-    ck_assert_int_eq(conf_length(conf_store, t), -1);
-}
-END_TEST
-
-/* Deleting "d" must not touch ids that merely start with it or match it as a pattern. */
-START_TEST(test_delete_spares_neighbours)
-{
-    char p[256];
-    TID(p, "");
-    static const char *const names[] = {"d", "d*", "d?", "d1", "d:x", "d{x}", "d/x", "d\\",
-                                        "d[a]", "d%", "d_", "*", "D"};
-    size_t n = sizeof names / sizeof *names;
-    char **ids = make_threads(conf_store, p, names, n);
-    convo_error err;
-    ASSERT_OK(convo_thread_delete(conf_store, ids[0], &err), err);
-    ASSERT_OK(convo_thread_delete(conf_store, ids[1], &err), err);
-    ASSERT_OK(convo_thread_delete(conf_store, ids[11], &err), err);
-    for (size_t i = 0; i < n; i++) {
-        int gone = i == 0 || i == 1 || i == 11;
-        int64_t len = conf_length(conf_store, ids[i]);
-        ck_assert_msg(gone ? len == -1 : len >= 0, "thread '%s': length %lld after deletes",
-                      names[i], (long long)len);
-        if (!gone)
-            ck_assert_int_eq(len, i % 2 ? 0 : 1);
-    }
-    char *left[16];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i != 0 && i != 1 && i != 11)
-            left[k++] = ids[i];
-    assert_listed(conf_store, p, left, k, 4);
-    conf_ids_free(ids, n);
-}
-END_TEST
-
-/* --------------------------------------------------------------------- fork */
-
-static void assert_same_prefix(convo_store *s, const char *src, const char *dst, int64_t upto)
-{
-    convo_history *a = conf_load(s, src, NULL), *b = conf_load(s, dst, NULL);
-    ck_assert_int_eq(convo_history_length(b), upto);
-    ck_assert_int_eq(convo_history_count(b), upto);
-    for (size_t i = 0; i < (size_t)upto; i++) {
-        size_t len;
-        const char *m = convo_history_message(a, i, &len);
-        conf_assert_message(b, i, m, len, convo_history_role(a, i), (int64_t)i);
-        ck_assert_int_eq(convo_history_created_at(b, i), convo_history_created_at(a, i));
-    }
-    assert_json_eq(convo_history_extra(b), convo_history_extra(a), "forked extra");
-    convo_history_free(a);
-    convo_history_free(b);
-}
-
-START_TEST(test_fork_copies)
-{
-    char src[256], all[256], part[256], none[256];
-    TID(src, "src");
-    TID(all, "all");
-    TID(part, "part");
-    TID(none, "none");
-    conf_append(conf_store, src, rt_msgs, RT_N);
-    save_extra_ok(conf_store, src, "{\"title\":\"x\",\"n\":{\"deep\":[1,2]}}");
-    convo_error err;
-    ASSERT_OK(convo_thread_fork(conf_store, src, all, -1, &err), err);
-    assert_same_prefix(conf_store, src, all, RT_N);
-    ASSERT_OK(convo_thread_fork(conf_store, src, part, 4, &err), err);
-    assert_same_prefix(conf_store, src, part, 4);
-    ASSERT_OK(convo_thread_fork(conf_store, src, none, 0, &err), err);
-    assert_same_prefix(conf_store, src, none, 0);
-    char exact[256];
-    TID(exact, "exact");
-    ASSERT_OK(convo_thread_fork(conf_store, src, exact, RT_N, &err), err);
-    assert_same_prefix(conf_store, src, exact, RT_N);
-}
-END_TEST
-
-START_TEST(test_fork_errors)
-{
-    char src[256], dst[256], other[256], nosrc[256];
-    TID(src, "src");
-    TID(dst, "dst");
-    TID(other, "other");
-    TID(nosrc, "nosrc");
-    conf_append(conf_store, src, three, 3);
-    save_extra_ok(conf_store, other, "{\"mine\":1}");
-    convo_error err;
-    ASSERT_FAILS(convo_thread_fork(conf_store, nosrc, dst, -1, &err), err, CONVO_ENOTFOUND);
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 4, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, -2, &err), err, CONVO_EINVAL);
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, src, -1, &err), err, CONVO_EINVAL);
-    ck_assert_int_eq(conf_length(conf_store, dst), -1);
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, other, -1, &err), err, CONVO_ECONFLICT);
-    ck_assert_int_eq(conf_length(conf_store, other), 0);
-    conf_assert_extra(conf_store, other, "{\"mine\":1}");
-    ASSERT_OK(convo_thread_fork(conf_store, src, dst, 1, &err), err);
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 1, &err), err, CONVO_ECONFLICT);
-    ck_assert_int_eq(conf_length(conf_store, dst), 1);
-    ASSERT_FAILS(convo_thread_fork(NULL, src, dst, 1, &err), err, CONVO_EINVAL);
-}
-END_TEST
-
-START_TEST(test_fork_independent)
-{
-    char src[256], dst[256];
-    TID(src, "src");
-    TID(dst, "dst");
-    conf_append(conf_store, src, three, 3);
-    save_extra_ok(conf_store, src, "{\"a\":1}");
-    convo_error err;
-    ASSERT_OK(convo_thread_fork(conf_store, src, dst, 2, &err), err);
-    ck_assert_int_eq(conf_append(conf_store, src, three, 2), 3);
-    save_extra_ok(conf_store, src, "{\"a\":2,\"b\":1}");
-    ck_assert_int_eq(conf_length(conf_store, dst), 2);
-    conf_assert_extra(conf_store, dst, "{\"a\":1}");
-    ck_assert_int_eq(conf_append(conf_store, dst, three + 2, 1), 2);
-    save_extra_ok(conf_store, dst, "{\"c\":3}");
-    ck_assert_int_eq(conf_length(conf_store, src), 5);
-    conf_assert_extra(conf_store, src, "{\"a\":2,\"b\":1}");
-    conf_assert_extra(conf_store, dst, "{\"a\":1,\"c\":3}");
-    convo_history *h = conf_load(conf_store, dst, NULL);
-    conf_assert_message(h, 2, three[2], strlen(three[2]), "tool", 2);
-    convo_history_free(h);
-    ASSERT_OK(convo_thread_delete(conf_store, src, &err), err);
-    ck_assert_int_eq(conf_length(conf_store, dst), 3);
-}
-END_TEST
-
-START_TEST(test_fork_extra_only_source)
-{
-    char src[256], dst[256];
-    TID(src, "src");
-    TID(dst, "dst");
-    save_extra_ok(conf_store, src, "{\"only\":\"extra\"}");
-    convo_error err;
-    ASSERT_FAILS(convo_thread_fork(conf_store, src, dst, 1, &err), err, CONVO_EINVAL);
-    ASSERT_OK(convo_thread_fork(conf_store, src, dst, -1, &err), err);
-    ck_assert_int_eq(conf_length(conf_store, dst), 0);
-    conf_assert_extra(conf_store, dst, "{\"only\":\"extra\"}");
-}
-END_TEST
-
-/* Idempotency keys stay with the source: a retry on the fork stores anew. */
-START_TEST(test_fork_leaves_idempotency_keys)
-{
-    char src[256], dst[256];
-    TID(src, "src");
-    TID(dst, "dst");
-    convo_append_result r;
-    convo_error err;
-    ASSERT_OK(append_opts(conf_store, src, three, 2, "k", -1, &r, &err), err);
-    ASSERT_OK(convo_thread_fork(conf_store, src, dst, -1, &err), err);
-    ASSERT_OK(append_opts(conf_store, dst, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 2, 2, 0);
-    ASSERT_OK(append_opts(conf_store, src, three, 2, "k", -1, &r, &err), err);
-    assert_result(&r, 0, 2, 1);
 }
 END_TEST
 
@@ -1646,11 +1089,11 @@ START_TEST(test_thread_id_invalid)
                          "\xed\xa0\x80", "\xe6\x97", "\xf4\x90\x80\x80"};
     char ok[256];
     TID(ok, "ok");
-    conf_append(conf_store, ok, three, 1);
+    conf_append(conf_store, ok, conf_three, 1);
     convo_history *h;
     convo_error err;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        ASSERT_FAILS(convo_append(conf_store, bad[i], three, NULL, 1, NULL, NULL, &err), err,
+        ASSERT_FAILS(convo_append(conf_store, bad[i], conf_three, NULL, 1, NULL, NULL, &err), err,
                      CONVO_EINVAL);
         ASSERT_FAILS(convo_load(conf_store, bad[i], NULL, &h, &err), err, CONVO_EINVAL);
         ASSERT_FAILS(convo_save_extra(conf_store, bad[i], "{}", &err), err, CONVO_EINVAL);
@@ -1688,7 +1131,7 @@ START_TEST(test_thread_id_roundtrip)
         snprintf(m, sizeof m, "{\"role\":\"user\",\"i\":%zu}", i);
         const char *one[] = {m};
         ck_assert_int_eq(conf_append(conf_store, ids[i], one, 1), 0);
-        save_extra_ok(conf_store, ids[i], "{\"k\":1}");
+        conf_save_extra_ok(conf_store, ids[i], "{\"k\":1}");
     }
     ck_assert_int_eq(strlen(ids[ODD_N]), CONVO_MAX_THREAD_ID_BYTES);
     for (size_t i = 0; i <= ODD_N; i++) {
@@ -1700,7 +1143,7 @@ START_TEST(test_thread_id_roundtrip)
         conf_assert_message(h, 0, m, strlen(m), "user", 0);
         convo_history_free(h);
     }
-    assert_listed(conf_store, p, ids, ODD_N + 1, 8);
+    conf_assert_listed(conf_store, p, ids, ODD_N + 1, 8);
     char dst[600];
     snprintf(dst, sizeof dst, "%s%s", p, "fork{of}:\"odd\"");
     convo_error err;
@@ -1745,7 +1188,7 @@ START_TEST(test_error_cleared_on_success)
     convo_error err;
     ASSERT_FAILS(convo_load(conf_store, t, NULL, &(convo_history *){NULL}, &err), err,
                  CONVO_ENOTFOUND);
-    ASSERT_OK(convo_append(conf_store, t, three, NULL, 1, NULL, NULL, &err), err);
+    ASSERT_OK(convo_append(conf_store, t, conf_three, NULL, 1, NULL, NULL, &err), err);
     ck_assert_int_eq(err.code, 0);
     ASSERT_FAILS(convo_save_extra(conf_store, t, "[]", &err), err, CONVO_EINVAL);
     ASSERT_OK(convo_save_extra(conf_store, t, "{}", &err), err);
@@ -1761,8 +1204,8 @@ START_TEST(test_null_error_struct)
     TID(u, "u");
     convo_history *h;
     convo_thread_page *p;
-    ck_assert_int_eq(convo_append(conf_store, t, three, NULL, 2, NULL, NULL, NULL), 0);
-    ck_assert_int_eq(convo_append(conf_store, "", three, NULL, 2, NULL, NULL, NULL), CONVO_EINVAL);
+    ck_assert_int_eq(convo_append(conf_store, t, conf_three, NULL, 2, NULL, NULL, NULL), 0);
+    ck_assert_int_eq(convo_append(conf_store, "", conf_three, NULL, 2, NULL, NULL, NULL), CONVO_EINVAL);
     ck_assert_int_eq(convo_load(conf_store, u, NULL, &h, NULL), CONVO_ENOTFOUND);
     ck_assert_int_eq(convo_load(conf_store, t, NULL, &h, NULL), 0);
     convo_history_free(h);
@@ -1777,530 +1220,8 @@ START_TEST(test_null_error_struct)
     ck_assert_int_eq(convo_thread_delete(conf_store, u, NULL), CONVO_ENOTFOUND);
     convo_append_opts o = CONVO_APPEND_OPTS_INIT;
     o.expected_length = 0;
-    ck_assert_int_eq(convo_append(conf_store, t, three, NULL, 1, &o, NULL, NULL), CONVO_ECONFLICT);
+    ck_assert_int_eq(convo_append(conf_store, t, conf_three, NULL, 1, &o, NULL, NULL), CONVO_ECONFLICT);
     ck_assert_int_eq(convo_open(NULL, conf_url, NULL), CONVO_EINVAL);
-}
-END_TEST
-
-/* -------------------------------------------------------------- concurrency */
-
-#define WRITERS 8
-#define BATCHES 50
-#define PER_BATCH 3
-
-/* One thread of a concurrent test. Either every worker shares one store, or
- * (own = 1) each opens its own, as separate processes would. */
-typedef struct worker {
-    convo_store *shared;
-    int own;
-    const char *tid;
-    int id;
-    pthread_barrier_t *barrier;
-    int rc;
-    char msg[300];
-    int64_t firsts[BATCHES];
-    size_t counts[BATCHES];
-    int replayed[BATCHES];
-    int count; /* test-specific tally */
-} worker;
-
-static int worker_fail(worker *w, int rc, const convo_error *err, const char *what)
-{
-    w->rc = rc;
-    snprintf(w->msg, sizeof w->msg, "worker %d: %s: %d (%s): %s", w->id, what, rc,
-             convo_strerror(rc), err ? err->message : "");
-    return rc;
-}
-
-/* The worker's store, after waiting at the barrier; NULL on failure. */
-static convo_store *worker_begin(worker *w)
-{
-    convo_store *s = w->shared;
-    convo_error err;
-    int rc = 0;
-    if (w->own)
-        rc = convo_open(&s, conf_url, &err);
-    pthread_barrier_wait(w->barrier);
-    if (rc != 0) {
-        worker_fail(w, rc, &err, "open");
-        return NULL;
-    }
-    return s;
-}
-
-static void worker_end(worker *w, convo_store *s)
-{
-    if (w->own)
-        convo_close(s);
-}
-
-/* Runs fn on n workers at once and asserts none reported an error. */
-static void run_workers(int n, void *(*fn)(void *), worker *ws, int own, const char *tid)
-{
-    pthread_barrier_t barrier;
-    pthread_barrier_init(&barrier, NULL, (unsigned)n);
-    pthread_t th[32];
-    for (int i = 0; i < n; i++) {
-        ws[i].shared = conf_store;
-        ws[i].own = own;
-        ws[i].tid = tid;
-        ws[i].id = i;
-        ws[i].barrier = &barrier;
-        ws[i].rc = 0;
-        ws[i].msg[0] = '\0';
-        ck_assert_int_eq(pthread_create(&th[i], NULL, fn, &ws[i]), 0);
-    }
-    for (int i = 0; i < n; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&barrier);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(ws[i].rc == 0, "%s", ws[i].msg);
-}
-
-static int append_tagged(convo_store *s, const char *tid, int w, int b, int per,
-                         int64_t *first, convo_error *err)
-{
-    char bufs[PER_BATCH][96];
-    const char *msgs[PER_BATCH];
-    for (int i = 0; i < per; i++) {
-        snprintf(bufs[i], sizeof bufs[i], "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":%d}", w, b,
-                 i);
-        msgs[i] = bufs[i];
-    }
-    convo_append_result r;
-    int rc = convo_append(s, tid, msgs, NULL, (size_t)per, NULL, &r, err);
-    if (rc == 0 && first)
-        *first = r.first_seq;
-    return rc;
-}
-
-static void *append_worker(void *arg)
-{
-    worker *w = arg;
-    convo_store *s = worker_begin(w);
-    for (int b = 0; s && b < BATCHES; b++) {
-        convo_error err;
-        int rc = append_tagged(s, w->tid, w->id, b, PER_BATCH, &w->firsts[b], &err);
-        if (rc != 0) {
-            worker_fail(w, rc, &err, "append");
-            break;
-        }
-    }
-    if (s)
-        worker_end(w, s);
-    return NULL;
-}
-
-/* Every writer's batches are whole, in its order, and seq is dense; firsts
- * (may be NULL) are the seqs each append reported. */
-static void verify_tagged(convo_store *s, const char *tid, int writers, int batches, int per,
-                          int64_t firsts[][BATCHES])
-{
-    convo_history *h = conf_load(s, tid, NULL);
-    size_t total = (size_t)(writers * batches * per);
-    ck_assert_int_eq(convo_history_count(h), total);
-    ck_assert_int_eq(convo_history_length(h), (int64_t)total);
-    int next_b[32] = {0}, cur_w = -1, cur_b = -1;
-    for (size_t k = 0; k < total; k++) {
-        ck_assert_int_eq(convo_history_seq(h, k), (int64_t)k);
-        json_t *m = parse_json(convo_history_message(h, k, NULL));
-        int w = -1, b = -1, i = -1;
-        ck_assert_int_eq(json_unpack(m, "{s:i,s:i,s:i}", "w", &w, "b", &b, "i", &i), 0);
-        json_decref(m);
-        ck_assert_msg(w >= 0 && w < writers && i == (int)(k % (size_t)per),
-                      "message %zu (w %d, b %d, i %d) breaks a batch", k, w, b, i);
-        if (i == 0) {
-            ck_assert_msg(b == next_b[w], "writer %d: batch %d stored where %d was due", w, b,
-                          next_b[w]);
-            next_b[w]++;
-            if (firsts)
-                ck_assert_msg(firsts[w][b] == (int64_t)k,
-                              "writer %d batch %d reported seq %lld, stored at %zu", w, b,
-                              (long long)firsts[w][b], k);
-            cur_w = w;
-            cur_b = b;
-        } else {
-            ck_assert_msg(w == cur_w && b == cur_b, "batch interleaved at message %zu", k);
-        }
-    }
-    for (int w = 0; w < writers; w++)
-        ck_assert_int_eq(next_b[w], batches);
-    convo_history_free(h);
-}
-
-/* _i: 0 = one shared store, 1 = a store per thread */
-START_TEST(test_concurrent_appends_threads)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    worker ws[WRITERS];
-    run_workers(WRITERS, append_worker, ws, _i, t);
-    int64_t firsts[WRITERS][BATCHES];
-    for (int w = 0; w < WRITERS; w++)
-        memcpy(firsts[w], ws[w].firsts, sizeof firsts[w]);
-    verify_tagged(conf_store, t, WRITERS, BATCHES, PER_BATCH, firsts);
-}
-END_TEST
-
-static void *extra_worker(void *arg)
-{
-    worker *w = arg;
-    convo_store *s = worker_begin(w);
-    for (int j = 0; s && j < 20; j++) {
-        char patch[128];
-        snprintf(patch, sizeof patch, "{\"t%d_%d\":{\"w\":%d,\"j\":%d}}", w->id, j, w->id, j);
-        convo_error err;
-        int rc = convo_save_extra(s, w->tid, patch, &err);
-        if (rc != 0) {
-            worker_fail(w, rc, &err, "save_extra");
-            break;
-        }
-    }
-    if (s)
-        worker_end(w, s);
-    return NULL;
-}
-
-static void assert_extra_keys(convo_store *s, const char *tid, char tag, int writers, int keys)
-{
-    convo_history *h = conf_load(s, tid, NULL);
-    json_t *e = parse_json(convo_history_extra(h));
-    for (int w = 0; w < writers; w++)
-        for (int j = 0; j < keys; j++) {
-            char k[32];
-            snprintf(k, sizeof k, "%c%d_%d", tag, w, j);
-            json_t *v = json_object_get(e, k);
-            int gw = -1, gj = -1;
-            ck_assert_msg(v && json_unpack(v, "{s:i,s:i}", "w", &gw, "j", &gj) == 0 &&
-                              gw == w && gj == j,
-                          "extra key %s lost or wrong", k);
-        }
-    json_decref(e);
-    convo_history_free(h);
-}
-
-START_TEST(test_concurrent_extra_threads)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    worker ws[WRITERS];
-    run_workers(WRITERS, extra_worker, ws, _i, t);
-    assert_extra_keys(conf_store, t, 't', WRITERS, 20);
-}
-END_TEST
-
-/* Appends and extra merges on one new thread at the same time. */
-static void *mixed_worker(void *arg)
-{
-    worker *w = arg;
-    if (w->id % 2)
-        return extra_worker(arg);
-    convo_store *s = worker_begin(w);
-    for (int b = 0; s && b < 25; b++) {
-        convo_error err;
-        int rc = append_tagged(s, w->tid, w->id / 2, b, 2, NULL, &err);
-        if (rc != 0) {
-            worker_fail(w, rc, &err, "append");
-            break;
-        }
-    }
-    if (s)
-        worker_end(w, s);
-    return NULL;
-}
-
-START_TEST(test_concurrent_mixed)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    worker ws[WRITERS];
-    run_workers(WRITERS, mixed_worker, ws, _i, t);
-    verify_tagged(conf_store, t, WRITERS / 2, 25, 2, NULL);
-    convo_history *h = conf_load(conf_store, t, NULL);
-    json_t *e = parse_json(convo_history_extra(h));
-    ck_assert_int_eq(json_object_size(e), (WRITERS / 2) * 20);
-    for (int w = 1; w < WRITERS; w += 2)
-        for (int j = 0; j < 20; j++) {
-            char k[32];
-            snprintf(k, sizeof k, "t%d_%d", w, j);
-            ck_assert_msg(json_object_get(e, k), "extra key %s lost", k);
-        }
-    json_decref(e);
-    convo_history_free(h);
-}
-END_TEST
-
-/* Optimistic concurrency: read the length, append expecting it, retry on conflict. */
-static void *conditional_worker(void *arg)
-{
-    worker *w = arg;
-    convo_store *s = worker_begin(w);
-    convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
-    lo.limit = 1;
-    lo.with_extra = 0;
-    w->count = 0; /* conflicts seen */
-    for (int got = 0, tries = 0; s && got < 10; tries++) {
-        convo_error err;
-        convo_history *h = NULL;
-        if (tries > 100000) {
-            worker_fail(w, CONVO_ERROR, NULL, "no progress");
-            break;
-        }
-        int rc = convo_load(s, w->tid, &lo, &h, &err);
-        if (rc != 0 && rc != CONVO_ENOTFOUND) {
-            worker_fail(w, rc, &err, "load");
-            break;
-        }
-        int64_t len = rc == 0 ? convo_history_length(h) : 0;
-        convo_history_free(h);
-        char m[96];
-        snprintf(m, sizeof m, "{\"role\":\"user\",\"w\":%d,\"b\":%d,\"i\":0}", w->id, got);
-        const char *one[] = {m};
-        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
-        o.expected_length = len;
-        convo_append_result r;
-        rc = convo_append(s, w->tid, one, NULL, 1, &o, &r, &err);
-        if (rc == CONVO_ECONFLICT) {
-            w->count++;
-            continue;
-        }
-        if (rc != 0 || r.first_seq != len) {
-            worker_fail(w, rc ? rc : CONVO_ERROR, &err, "conditional append");
-            break;
-        }
-        got++;
-    }
-    if (s)
-        worker_end(w, s);
-    return NULL;
-}
-
-START_TEST(test_concurrent_expected_length)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    worker ws[WRITERS];
-    run_workers(WRITERS, conditional_worker, ws, _i, t);
-    verify_tagged(conf_store, t, WRITERS, 10, 1, NULL);
-}
-END_TEST
-
-/* All workers retry the same keyed batch at once, round after round. */
-static void *idempotent_worker(void *arg)
-{
-    worker *w = arg;
-    convo_store *s = worker_begin(w);
-    for (int r = 0; s && r < 10; r++) {
-        pthread_barrier_wait(w->barrier);
-        char key[24], a[64], b[64];
-        snprintf(key, sizeof key, "round-%d", r);
-        snprintf(a, sizeof a, "{\"role\":\"user\",\"r\":%d,\"i\":0}", r);
-        snprintf(b, sizeof b, "{\"role\":\"user\",\"r\":%d,\"i\":1}", r);
-        const char *two[] = {a, b};
-        convo_append_opts o = CONVO_APPEND_OPTS_INIT;
-        o.idempotency_key = key;
-        convo_append_result res;
-        convo_error err;
-        int rc = convo_append(s, w->tid, two, NULL, 2, &o, &res, &err);
-        if (rc != 0) {
-            worker_fail(w, rc, &err, "keyed append");
-            /* keep meeting the barrier so the others do not hang */
-            for (r++; r < 10; r++)
-                pthread_barrier_wait(w->barrier);
-            break;
-        }
-        w->firsts[r] = res.first_seq;
-        w->counts[r] = res.count;
-        w->replayed[r] = res.replayed;
-    }
-    if (s)
-        worker_end(w, s);
-    else
-        for (int r = 0; r < 10; r++)
-            pthread_barrier_wait(w->barrier);
-    return NULL;
-}
-
-START_TEST(test_concurrent_idempotent_retries)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    worker ws[WRITERS];
-    run_workers(WRITERS, idempotent_worker, ws, _i, t);
-    convo_history *h = conf_load(conf_store, t, NULL);
-    ck_assert_int_eq(convo_history_count(h), 20);
-    for (int r = 0; r < 10; r++) {
-        int fresh = 0;
-        int64_t first = ws[0].firsts[r];
-        for (int w = 0; w < WRITERS; w++) {
-            ck_assert_msg(ws[w].firsts[r] == first && ws[w].counts[r] == 2,
-                          "round %d: worker %d got first %lld count %zu, worker 0 first %lld", r,
-                          w, (long long)ws[w].firsts[r], ws[w].counts[r], (long long)first);
-            fresh += ws[w].replayed[r] == 0;
-        }
-        ck_assert_msg(fresh == 1, "round %d: %d appends not replayed, expected 1", r, fresh);
-        for (int i = 0; i < 2; i++) {
-            json_t *m = parse_json(convo_history_message(h, (size_t)(first + i), NULL));
-            int gr = -1, gi = -1;
-            ck_assert_int_eq(json_unpack(m, "{s:i,s:i}", "r", &gr, "i", &gi), 0);
-            ck_assert_msg(gr == r && gi == i, "round %d stored wrongly at %lld", r,
-                          (long long)(first + i));
-            json_decref(m);
-        }
-    }
-    convo_history_free(h);
-}
-END_TEST
-
-static void *fork_worker(void *arg)
-{
-    worker *w = arg;
-    convo_store *s = worker_begin(w);
-    w->count = 0; /* forks that succeeded */
-    for (int r = 0; s && r < 5; r++) {
-        pthread_barrier_wait(w->barrier);
-        char dst[300];
-        snprintf(dst, sizeof dst, "%s-fork-%d", w->tid, r);
-        convo_error err;
-        int rc = convo_thread_fork(s, w->tid, dst, -1, &err);
-        if (rc == 0)
-            w->count++;
-        else if (rc != CONVO_ECONFLICT) {
-            worker_fail(w, rc, &err, "fork");
-            for (r++; r < 5; r++)
-                pthread_barrier_wait(w->barrier);
-            break;
-        }
-    }
-    if (s)
-        worker_end(w, s);
-    else
-        for (int r = 0; r < 5; r++)
-            pthread_barrier_wait(w->barrier);
-    return NULL;
-}
-
-START_TEST(test_concurrent_forks)
-{
-    if (_i == 1)
-        SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, _i ? "own" : "shared");
-    conf_append(conf_store, t, rt_msgs, RT_N);
-    save_extra_ok(conf_store, t, "{\"a\":1}");
-    worker ws[WRITERS];
-    run_workers(WRITERS, fork_worker, ws, _i, t);
-    int wins = 0;
-    for (int w = 0; w < WRITERS; w++)
-        wins += ws[w].count;
-    ck_assert_int_eq(wins, 5);
-    for (int r = 0; r < 5; r++) {
-        char dst[300];
-        snprintf(dst, sizeof dst, "%s-fork-%d", t, r);
-        assert_same_prefix(conf_store, t, dst, RT_N);
-    }
-}
-END_TEST
-
-/* ---- the same from separate processes ---- */
-
-#define PROCS 4
-
-typedef int (*child_fn)(convo_store *s, const char *tid, int id);
-
-/* Forks PROCS children that open their own store, wait for a common start,
- * run fn and exit with 0 on success. */
-static void run_children(child_fn fn, const char *tid)
-{
-    /* no store open across fork(): a client library's threads do not survive it */
-    convo_close(conf_store);
-    conf_store = NULL;
-    int go[2];
-    ck_assert_int_eq(pipe(go), 0);
-    pid_t pids[PROCS];
-    for (int i = 0; i < PROCS; i++) {
-        pids[i] = fork();
-        ck_assert_int_ge(pids[i], 0);
-        if (pids[i] == 0) {
-            close(go[1]);
-            convo_store *s = NULL;
-            int rc = convo_open(&s, conf_url, NULL);
-            char c;
-            while (read(go[0], &c, 1) < 0 && errno == EINTR)
-                ;
-            if (rc == 0)
-                rc = fn(s, tid, i);
-            convo_close(s);
-            _exit(rc == 0 ? 0 : 10 + (-rc));
-        }
-    }
-    close(go[0]);
-    close(go[1]); /* every child sees EOF and starts */
-    for (int i = 0; i < PROCS; i++) {
-        int status;
-        ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                      "child %d failed: status %d (exit 10+n means error -n)", i, status);
-    }
-    conf_store = conf_open();
-}
-
-static int child_append(convo_store *s, const char *tid, int id)
-{
-    for (int b = 0; b < BATCHES; b++) {
-        int rc = append_tagged(s, tid, id, b, PER_BATCH, NULL, NULL);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
-}
-
-static int child_extra(convo_store *s, const char *tid, int id)
-{
-    for (int j = 0; j < 25; j++) {
-        char patch[128];
-        snprintf(patch, sizeof patch, "{\"p%d_%d\":{\"w\":%d,\"j\":%d}}", id, j, id, j);
-        int rc = convo_save_extra(s, tid, patch, NULL);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
-}
-
-START_TEST(test_concurrent_appends_processes)
-{
-    SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, "procs");
-    run_children(child_append, t);
-    verify_tagged(conf_store, t, PROCS, BATCHES, PER_BATCH, NULL);
-}
-END_TEST
-
-START_TEST(test_concurrent_extra_processes)
-{
-    SKIP_IF_PRIVATE();
-    char t[256];
-    TID(t, "procs");
-    save_extra_ok(conf_store, t, "{\"before\":true}");
-    run_children(child_extra, t);
-    assert_extra_keys(conf_store, t, 'p', PROCS, 25);
-    convo_history *h = conf_load(conf_store, t, NULL);
-    json_t *e = parse_json(convo_history_extra(h));
-    ck_assert(json_is_true(json_object_get(e, "before")));
-    ck_assert_int_eq(json_object_size(e), PROCS * 25 + 1);
-    json_decref(e);
-    convo_history_free(h);
 }
 END_TEST
 
@@ -2312,23 +1233,23 @@ START_TEST(test_reopen_keeps_everything)
     char t[256], e[256];
     TID(t, "t");
     TID(e, "extraonly");
-    conf_append(conf_store, t, rt_msgs, RT_N);
-    save_extra_ok(conf_store, t, "{\"k\":[1,{\"x\":null}],\"s\":\"\xc3\xa9\"}");
-    save_extra_ok(conf_store, e, "{}");
+    conf_append(conf_store, t, conf_rt_msgs, RT_N);
+    conf_save_extra_ok(conf_store, t, "{\"k\":[1,{\"x\":null}],\"s\":\"\xc3\xa9\"}");
+    conf_save_extra_ok(conf_store, e, "{}");
     convo_history *before = conf_load(conf_store, t, NULL);
     convo_close(conf_store);
     conf_store = conf_open();
     convo_history *after = conf_load(conf_store, t, NULL);
     ck_assert_int_eq(convo_history_count(after), RT_N);
     for (size_t i = 0; i < RT_N; i++) {
-        conf_assert_message(after, i, rt_msgs[i], strlen(rt_msgs[i]), rt_roles[i], (int64_t)i);
+        conf_assert_message(after, i, conf_rt_msgs[i], strlen(conf_rt_msgs[i]), rt_roles[i], (int64_t)i);
         ck_assert_int_eq(convo_history_created_at(after, i), convo_history_created_at(before, i));
     }
-    assert_json_eq(convo_history_extra(after), convo_history_extra(before), "extra");
+    conf_assert_json_eq(convo_history_extra(after), convo_history_extra(before), "extra");
     convo_history_free(before);
     convo_history_free(after);
     ck_assert_int_eq(conf_length(conf_store, e), 0);
-    ck_assert_int_eq(conf_append(conf_store, t, three, 1), (int64_t)RT_N);
+    ck_assert_int_eq(conf_append(conf_store, t, conf_three, 1), (int64_t)RT_N);
 }
 END_TEST
 
@@ -2339,10 +1260,10 @@ START_TEST(test_two_handles)
     char t[256];
     TID(t, "t");
     convo_store *other = conf_open();
-    conf_append(conf_store, t, three, 2);
+    conf_append(conf_store, t, conf_three, 2);
     ck_assert_int_eq(conf_length(other, t), 2);
-    ck_assert_int_eq(conf_append(other, t, three, 1), 2);
-    save_extra_ok(other, t, "{\"o\":1}");
+    ck_assert_int_eq(conf_append(other, t, conf_three, 1), 2);
+    conf_save_extra_ok(other, t, "{\"o\":1}");
     conf_assert_extra(conf_store, t, "{\"o\":1}");
     convo_error err;
     ASSERT_OK(convo_thread_delete(conf_store, t, &err), err);
@@ -2578,37 +1499,6 @@ static void add_data_tests(Suite *s)
     tcase_add_test(tc, test_expected_length_on_empty_thread);
 }
 
-static void add_thread_tests(Suite *s)
-{
-    TCase *tc = conf_tcase(s, "extra");
-    tcase_add_test(tc, test_extra_shallow_merge);
-    tcase_add_test(tc, test_extra_null_is_a_value);
-    tcase_add_test(tc, test_extra_odd_keys);
-    tcase_add_test(tc, test_extra_types);
-    tcase_add_test(tc, test_extra_number_precision);
-    tcase_add_test(tc, test_extra_many_keys);
-    tcase_add_test(tc, test_extra_invalid);
-    tcase_add_test(tc, test_extra_and_messages_independent);
-    tc = conf_tcase(s, "list");
-    tcase_add_test(tc, test_list_byte_order);
-    tcase_add_test(tc, test_list_after);
-    tcase_add_test(tc, test_list_pagination);
-    tcase_add_test(tc, test_list_last_page);
-    tcase_add_test(tc, test_list_deleted_disappear);
-    tcase_add_test(tc, test_list_arguments);
-    tc = conf_tcase(s, "delete");
-    tcase_add_test(tc, test_delete_removes_everything);
-    tcase_add_test(tc, test_delete_unknown);
-    tcase_add_test(tc, test_delete_extra_only_thread);
-    tcase_add_test(tc, test_delete_spares_neighbours);
-    tc = conf_tcase(s, "fork");
-    tcase_add_test(tc, test_fork_copies);
-    tcase_add_test(tc, test_fork_errors);
-    tcase_add_test(tc, test_fork_independent);
-    tcase_add_test(tc, test_fork_extra_only_source);
-    tcase_add_test(tc, test_fork_leaves_idempotency_keys);
-}
-
 static void add_other_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "errors");
@@ -2618,15 +1508,7 @@ static void add_other_tests(Suite *s)
     tcase_add_test(tc, test_url_errors);
     tcase_add_test(tc, test_url_ttl_same_everywhere);
     tcase_add_test(tc, test_url_password_never_shown);
-    tc = conf_tcase(s, "concurrency");
-    tcase_add_loop_test(tc, test_concurrent_appends_threads, 0, 2);
-    tcase_add_loop_test(tc, test_concurrent_extra_threads, 0, 2);
-    tcase_add_loop_test(tc, test_concurrent_mixed, 0, 2);
-    tcase_add_loop_test(tc, test_concurrent_expected_length, 0, 2);
-    tcase_add_loop_test(tc, test_concurrent_idempotent_retries, 0, 2);
-    tcase_add_loop_test(tc, test_concurrent_forks, 0, 2);
-    tcase_add_test(tc, test_concurrent_appends_processes);
-    tcase_add_test(tc, test_concurrent_extra_processes);
+    conf_add_concurrency_tests(s);
     tc = conf_tcase(s, "persistence");
     tcase_add_test(tc, test_reopen_keeps_everything);
     tcase_add_test(tc, test_two_handles);
@@ -2646,7 +1528,7 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "conformance %s", driver);
     Suite *s = suite_create(name);
     add_data_tests(s);
-    add_thread_tests(s);
+    conf_add_thread_tests(s);
     add_other_tests(s);
     conf_add_rewrite_tests(s);
     conf_add_thread_index_tests(s);

@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <convo.h>
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,14 @@ extern char conf_prefix[64];
 extern int conf_private;
 /* The store opened by the fixture of every test case. */
 extern convo_store *conf_store;
+
+/* Tests that need two handles or processes on the same data stop here on stores
+ * where every open is new (memory:); Check has no "skipped" state. */
+#define SKIP_IF_PRIVATE()                                                                      \
+    do {                                                                                       \
+        if (conf_private)                                                                      \
+            return;                                                                            \
+    } while (0)
 
 /* A thread id unique to this run and test: "<prefix>/<function>/<name>". */
 #define TID(buf, name) conf_tid((buf), sizeof(buf), __func__, (name))
@@ -33,6 +42,8 @@ void conf_assert_fails(int rc, const convo_error *err, int code, const char *fil
     ck_assert_msg((rc) == 0, "expected success, got %d (%s): %s", (rc), convo_strerror(rc),  \
                   (err).message)
 
+/* text parsed as JSON (any value); asserts it is JSON. */
+json_t *conf_parse_json(const char *text);
 /* Appends NUL-terminated messages; asserts success and returns the first seq. */
 int64_t conf_append(convo_store *s, const char *tid, const char *const *msgs, size_t n);
 /* Loads with opts (NULL = all); asserts success. */
@@ -45,6 +56,33 @@ void conf_assert_extra(convo_store *s, const char *tid, const char *expected);
 void conf_assert_message(const convo_history *h, size_t i, const char *bytes, size_t len,
                          const char *role, int64_t seq);
 
+/* convo_save_extra(s, tid, patch), asserted to succeed. */
+void conf_save_extra_ok(convo_store *s, const char *tid, const char *patch);
+/* dst's messages must be src's first `upto` (bytes, roles, seqs). */
+void conf_assert_same_prefix(convo_store *s, const char *src, const char *dst, int64_t upto);
+/* Messages of every shape a driver must give back byte for byte (conf_rt_n of them). */
+extern const char *const conf_rt_msgs[];
+extern const size_t conf_rt_n;
+
+/* The highest code point usable in an id: threads under it sort after everything else. */
+#define CONF_HIGH "\xf4\x8f\xbf\xbd"
+/* got and expected (JSON texts) must be equal, key order ignored; what names got. */
+void conf_assert_json_eq(const char *got, const char *expected, const char *what);
+/* convo_append with an idempotency key (or NULL) and an expected length (or -1). */
+int conf_append_opts(convo_store *s, const char *t, const char *const *m, size_t n,
+                     const char *key, int64_t expected, convo_append_result *res,
+                     convo_error *err);
+/* r must say: first seq `first`, `count` messages, replayed or not. */
+void conf_assert_result(const convo_append_result *r, int64_t first, size_t count, int replayed);
+/* Three messages of three roles. */
+extern const char *const conf_three[];
+/* Checks one page of a listing; returns how many of its ids start with prefix
+ * (counting stops at the first that does not) and sets *left when one did not. */
+size_t conf_check_page(const convo_thread_page *p, const char *after, size_t limit,
+                       const char *prefix, int *left);
+/* The threads under prefix, listed `limit` at a time, must be exactly expected (n, any order). */
+void conf_assert_listed(convo_store *s, const char *prefix, char **expected, size_t n,
+                        size_t limit);
 /* Thread ids starting with prefix, listed page by page from `after` = prefix
  * with page size `limit`, checking every page's invariants on the way.
  * Returns a malloc'd array (free with conf_ids_free) and its size in *n. */
@@ -63,6 +101,10 @@ long conf_buf_read(void *ctx, void *b, size_t n);
 TCase *conf_tcase(Suite *s, const char *name);
 /* conformance_rewrite.c: convo_replace_tail and the thread generation. */
 void conf_add_rewrite_tests(Suite *s);
+/* conformance_thread_ops.c: extra, the id listing, delete and fork. */
+void conf_add_thread_tests(Suite *s);
+/* conformance_concurrency.c: concurrent writers, in threads and in processes. */
+void conf_add_concurrency_tests(Suite *s);
 /* conformance_threads.c: the thread index (convo_thread_list_ex). */
 void conf_add_thread_index_tests(Suite *s);
 
