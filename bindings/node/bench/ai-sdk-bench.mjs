@@ -14,7 +14,10 @@
 // two run one after the other in ROUNDS rounds (3 by default, the order turned each round);
 // each figure is the median over the rounds. A bench, not a test.
 //
-//   node ai-sdk-bench.mjs [--turns N] [--payload BYTES] [--tool-every K] [--rounds R] [--json]
+//   node ai-sdk-bench.mjs [--turns N] [--payload BYTES] [--tool-every K] [--rounds R] [--sends last|all] [--json]
+//
+// --sends all: the client sends the whole chat (useChat's default transport) and the route
+// loads nothing: a turn is the saves alone.
 //
 // libconvo: CONVO_LIBRARY or the build tree. SQLite files go to a temporary folder.
 import { parseArgs } from 'node:util';
@@ -30,6 +33,7 @@ const { values: opts } = parseArgs({
     payload: { type: 'string', default: '200' },
     'tool-every': { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
+    sends: { type: 'string', default: 'last' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -40,6 +44,11 @@ const ROUNDS = Number(opts.rounds);
 const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
 const EARLY = Math.min(100, TURNS);
 const LOADS = 30;
+const SENDS_ALL = opts.sends === 'all';
+if (!['last', 'all'].includes(opts.sends)) {
+  console.error('ai-sdk-bench: --sends is last (the route loads the chat) or all (the client sends it)');
+  process.exit(2);
+}
 if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1) || !(TOOL_EVERY >= 0)) {
   console.error('ai-sdk-bench: --turns must be >= 4, --payload and --rounds >= 1, --tool-every >= 0 (0: none)');
   process.exit(2);
@@ -166,11 +175,12 @@ async function runOne(name, make, round) {
   const chat = await make(file);
   const perTurn = new Array(TURNS);
   const perSave = new Array(TURNS);
+  const held = []; // --sends all: the client's copy of the chat
   const t0 = process.hrtime.bigint();
   for (let t = 0; t < TURNS; t++) {
     const s = script[t];
     const a = process.hrtime.bigint();
-    const messages = [...await chat.load(), s.user];
+    const messages = [...SENDS_ALL ? held : await chat.load(), s.user];
     const b = process.hrtime.bigint();
     for (const answer of s.answers) {
       await chat.save([...messages, answer]);
@@ -178,6 +188,7 @@ async function runOne(name, make, round) {
     const c = process.hrtime.bigint();
     perTurn[t] = Number(c - a) / 1e6;
     perSave[t] = Number(c - b) / 1e6;
+    if (SENDS_ALL) held.push(s.user, s.answers.at(-1));
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const loaded = await chat.load();
@@ -214,10 +225,11 @@ for (const [name, rs] of Object.entries(results)) {
     loadMsAtLast: m('loadMs'), loadNewProcessMs: m('loadNewProcessMs'), bytes: m('bytes') };
 }
 if (opts.json) {
-  console.log(JSON.stringify({ turns: TURNS, payload: PAYLOAD, toolEvery: TOOL_EVERY, rounds: ROUNDS,
+  console.log(JSON.stringify({ turns: TURNS, payload: PAYLOAD, toolEvery: TOOL_EVERY, rounds: ROUNDS, sends: opts.sends,
     messages: finalChat.length, rawBytes, summary }, null, 2));
 } else {
-  console.log(`${TURNS} turns (${finalChat.length} UIMessages, ${PAYLOAD}-byte texts, a tool call continued every ` +
+  console.log(`${TURNS} turns (${finalChat.length} UIMessages, ${PAYLOAD}-byte texts, the client sends ` +
+    `${SENDS_ALL ? 'the whole chat' : 'its last message'}, a tool call continued every ` +
     `${TOOL_EVERY || 'no'} turn(s)), raw ${rawBytes} bytes; medians of ${ROUNDS} round(s)`);
   for (const [name, s] of Object.entries(summary)) {
     console.log(`${name.padEnd(30)} ${s.turnsPerSecond.toFixed(0).padStart(6)} turns/s; at turn ${EARLY} ` +
