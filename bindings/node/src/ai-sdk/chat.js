@@ -100,6 +100,8 @@ function conflict(message, state) {
 async function plan(store, chatId, messages, state, caller) {
   const { length } = state;
   if (length === 0) return messages.length ? { keep: 0, add: messages } : null;
+  // the two messages compared by id below (the others are checked when written)
+  for (let i = Math.max(0, length - 2); i < Math.min(length, messages.length); i++) checkMessage(messages[i], i);
   const last = fromLogText(state.lastText, length - 1);
   const before = state.prevText === null ? null : fromLogText(state.prevText, length - 2);
   const same = messages[length - 1];
@@ -116,7 +118,7 @@ async function plan(store, chatId, messages, state, caller) {
   if (keep === stored.length && keep === messages.length) return null;
   // A stored message the new array lacks is dropped only when the caller said which state
   // its array came from: otherwise it may be one that a concurrent save added.
-  const ids = new Set(messages.slice(keep).map((m) => m.id));
+  const ids = new Set(messages.slice(keep).map((m) => m?.id));
   const lost = stored.slice(keep).filter((m) => !ids.has(m.id));
   if (lost.length && !caller) {
     throw conflict(`saveChat would remove ${lost.length} stored message(s) that messages lacks ` +
@@ -160,8 +162,6 @@ export async function saveChat(store, opts) {
   const { chatId, messages, expectedLength, expectedGeneration, meta } = known(opts, SAVE_NAMES, 'saveChat options');
   text(chatId, 'chatId');
   list(messages, 'messages');
-  // checked here, stringified only when written: a save at turn 1,000 touches what it writes
-  messages.forEach(checkMessage);
   const caller = expectedLength !== undefined || expectedGeneration !== undefined;
   if (expectedLength !== undefined) int(expectedLength, 'expectedLength', 0);
   if (expectedGeneration !== undefined) int(expectedGeneration, 'expectedGeneration', 0);
@@ -192,7 +192,11 @@ export async function saveChat(store, opts) {
 async function write(store, chatId, p, state, caller) {
   const cond = { expectedLength: state.length, expectedGeneration: state.generation };
   if (!p) return { length: state.length, generation: state.generation, appended: 0, replaced: 0 };
-  const add = p.add.map(toLogText);
+  // checked and stringified only when written: a save at turn 1,000 touches what it writes
+  const add = p.add.map((m, i) => {
+    checkMessage(m, p.keep + i);
+    return toLogText(m);
+  });
   try {
     if (p.keep === state.length) {
       await store.append(chatId, add, cond);
