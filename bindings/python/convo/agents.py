@@ -32,7 +32,7 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
 
 from .asyncio import Checkpointer
 from .errors import CorruptError, NotFoundError, invalid
-from .store import Store
+from .store import Store, _decode_all
 from . import _lib
 
 __all__ = ["ConvoSession", "encode_item", "decode_item"]
@@ -221,6 +221,9 @@ class ConvoSession(SessionABC):
         else:
             raise invalid("ConvoSession: store must be a convo.Store or convo.asyncio.Checkpointer")
         self._owns_cp = not isinstance(store, Checkpointer)
+        # what get_items() read last: (message bytes, generation); the next reads only
+        # messages past it while the thread's generation stays (nothing below changed)
+        self._seen: Optional[tuple] = None
 
     async def _checkpointer(self) -> Checkpointer:
         if self._closed:
@@ -255,9 +258,32 @@ class ConvoSession(SessionABC):
         if n == 0:
             return []
         cp = await self._checkpointer()
+        if n is not None and n > 0:
+            data = await cp.load(self.session_id, tail=n)
+            return [] if data is None else [decode_item(m) for m in data.messages]
         # (a negative limit reads everything, as SQLiteSession's LIMIT does)
-        data = await cp.load(self.session_id, tail=n if n and n > 0 else 0)
-        return [] if data is None else [decode_item(m) for m in data.messages]
+        raws = await cp._run(self._read_all, cp.store)
+        return [decode_item(m) for m in _decode_all(raws)] if raws else []
+
+    def _read_all(self, store: Store) -> List[bytes]:
+        """Every message of the thread as stored: those read before, and the ones past
+        them when the thread's generation is the same as then (else all again)."""
+        def read(h):
+            return (store._raws(h), _lib.lib.convo_history_length(h),
+                    _lib.lib.convo_history_generation(h))
+        seen = self._seen
+        got = store._history(self.session_id, len(seen[0]) if seen else 0, 0, 0, False, read)
+        if got is not None and seen is not None:
+            new, length, generation = got
+            if generation == seen[1] and length == len(seen[0]) + len(new):
+                got = (seen[0] + new, length, generation)
+            else:
+                got = store._history(self.session_id, 0, 0, 0, False, read)
+        if got is None:
+            self._seen = None
+            return []
+        self._seen = (got[0], got[2])
+        return got[0]
 
     async def add_items(self, items: List[Any]) -> None:
         """Appends the items in one atomic write."""

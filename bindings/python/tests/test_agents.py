@@ -257,6 +257,36 @@ class AgentsTests:
         self.assertEqual(sorted(left + [p["content"] for p in popped]),
                          sorted([str(i) for i in range(50)] + ["n%d" % i for i in range(20)]))
 
+    def test_get_items_sees_every_other_writer(self):
+        """get_items() reads only messages past what it read before, and everything
+        again when another writer rewrote the tail (the generation moved)."""
+        ours = self.session()
+        other = self.session(store=self.open_store() if self.shared_store else self.store)
+        ref = self.reference()
+        loads = []
+        real = self.store._history
+        def spy(tid, from_seq, limit, tail, *args):
+            if tail == 0:  # not the tail reads of pop_item (the same Store on memory:)
+                loads.append(from_seq)
+            return real(tid, from_seq, limit, tail, *args)
+        self.store._history = spy
+        def step(*ops):
+            for what, *args in ops:
+                for s in (other, ref):
+                    asyncio.run(getattr(s, what)(*args))
+            self.assertEqual(asyncio.run(ours.get_items()), asyncio.run(ref.get_items()), ops)
+        item = lambda i: {"role": "user", "content": "m%d" % i}
+        step(("add_items", [item(0), item(1)]))          # all: from 0
+        step(("add_items", [item(2)]))                   # only the new one: from 2
+        step(("pop_item",))                              # shorter: from 3, then all again
+        step(("pop_item",), ("add_items", [item(3)]))    # same length, another generation
+        step(("add_items", [item(4)]))                   # from 2
+        step(("clear_session",))                         # from 3, then all again
+        step(("add_items", [item(5), item(6)]))          # from 0 (nothing was there)
+        step(("add_items", []))                          # from 2, nothing new
+        self.assertEqual(loads, [0, 2, 3, 0, 2, 0, 2, 3, 0, 0, 2])
+        del self.store._history
+
     def test_items_come_back_equal(self):
         ours = self.session()
         odd = [
