@@ -4,7 +4,8 @@
 # by hand:  top_builddir=BUILD top_srcdir=SRC tests/node.sh
 #  - bindings/node/test/*.test.mjs (node's test runner): the Store calls, ConvoSaver,
 #    the LangGraph runtime across process restarts (langgraph.test.mjs) and
-#    examples/node/chatbot.mjs (example.test.mjs); further test files go there too;
+#    examples/node/chatbot.mjs (example.test.mjs), examples/node/openai-agents-chat.mjs and
+#    ai-sdk-route.mjs (openai-agents/, ai-sdk/example.test.mjs); further test files go there too;
 #  - bindings/node/validation/run.sh: ConvoSaver's message channels in the log and
 #    LangGraph's checkpoint validation suite (718 cases + its delta-channel cases) per
 #    driver.
