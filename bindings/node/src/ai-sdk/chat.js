@@ -205,7 +205,10 @@ async function write(store, chatId, p, state, caller) {
     const r = await store.replaceTail(chatId, { keep: p.keep, messages: add, ...cond });
     return { length: p.keep + add.length, generation: r.generation, appended: 0, replaced: r.removed };
   } catch (e) {
-    if (e instanceof ConflictError && !caller) return undefined;
+    // retried only when the chat moved (not for a conflict of another kind: a LangGraph
+    // checkpoint past the messages kept)
+    const moved = e.length !== undefined && (e.length !== state.length || e.generation !== state.generation);
+    if (e instanceof ConflictError && moved && !caller) return undefined;
     throw e;
   }
 }

@@ -129,6 +129,14 @@ for (const [name, base] of drivers()) {
       assert.deepEqual(await loadChat(store, 'c'), same);
     }));
 
+    test('a conflict that is no race (a checkpoint past the messages kept) is thrown, not retried', () => withStore(base, async (store) => {
+      await saveChat(store, { chatId: 'k', messages: [user('u1', 'hi'), bot('a1', 'hello')] });
+      await store.checkpointPut({ threadId: 'k', id: 'cp1', logLength: 2 });
+      await assert.rejects(saveChat(store, { chatId: 'k', messages: [user('u1', 'hi'), bot('a1', 'hello again')] }),
+        (e) => e instanceof ConflictError && !/attempts/.test(e.message));
+      assert.deepEqual(await loadChat(store, 'k'), [user('u1', 'hi'), bot('a1', 'hello')]);
+    }));
+
     test('regenerate: dropping the last answer takes the state the array came from', () => withStore(base, async (store) => {
       await saveChat(store, { chatId: 'r', messages: [user('u1', 'hi'), bot('a1', 'hello')] });
       const state = await loadChatState(store, 'r');
