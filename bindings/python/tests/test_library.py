@@ -19,7 +19,11 @@ TOP_SRCDIR = pathlib.Path(os.environ.get("top_srcdir") or pathlib.Path(__file__)
 STRUCTS = {
     "convo_error": (_lib.Error, ["code", "backend_code", "message"]),
     "convo_store_opts": (_lib.StoreOpts, ["version", "max_message_bytes", "max_batch_messages",
-                                          "max_extra_bytes", "max_checkpoint_bytes", "roles"]),
+                                          "max_extra_bytes", "max_checkpoint_bytes", "roles",
+                                          "indexed_keys"]),
+    "convo_thread_list_opts": (_lib.ThreadListOpts, [
+        "version", "where_json", "order", "reverse", "after", "limit", "with_extra",
+        "with_last_message"]),
     "convo_append_opts": (_lib.AppendOpts, ["version", "idempotency_key", "expected_length",
                                             "expected_generation"]),
     "convo_rewrite_opts": (_lib.RewriteOpts, [
@@ -49,6 +53,7 @@ STRUCTS = {
 # The version macros of include/convo.h, and the binding's.
 VERSIONS = {
     "CONVO_STORE_OPTS_VERSION": _lib.STORE_OPTS_VERSION,
+    "CONVO_THREAD_LIST_OPTS_VERSION": _lib.THREAD_LIST_OPTS_VERSION,
     "CONVO_APPEND_OPTS_VERSION": _lib.APPEND_OPTS_VERSION,
     "CONVO_REWRITE_OPTS_VERSION": _lib.REWRITE_OPTS_VERSION,
     "CONVO_FORK_OPTS_VERSION": _lib.FORK_OPTS_VERSION,
@@ -125,7 +130,11 @@ class LayoutTests(unittest.TestCase):
         o = _lib.LoadOpts.init()
         self.assertEqual((o.version, o.from_seq, o.limit, o.tail, o.with_extra), (1, 0, 0, 0, 1))
         o = _lib.StoreOpts.init()
-        self.assertEqual((o.version, o.max_message_bytes, bool(o.roles)), (1, 0, False))
+        self.assertEqual((o.version, o.max_message_bytes, bool(o.roles), bool(o.indexed_keys)),
+                         (2, 0, False, False))
+        o = _lib.ThreadListOpts.init()
+        self.assertEqual((o.version, o.where_json, o.order, o.reverse, o.after, o.limit),
+                         (1, None, 0, 0, None, 0))
 
 
 class ErrorTests(unittest.TestCase):
