@@ -20,46 +20,27 @@
 // Redis and PostgreSQL come from CONVO_BENCH_{REDIS,POSTGRES}_URL or CONVO_TEST_{...}_URL
 // (skipped, with a note, when unset); each run has a prefix or schema of its own. SQLite
 // files go to a temporary folder. libconvo: CONVO_LIBRARY or the build tree.
-import { parseArgs, isDeepStrictEqual } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Agent, Runner, MemorySession, Usage, tool, setTracingDisabled } from '@openai/agents';
 import { z } from 'zod';
+import { benchOptions, words, convoImports, median, rate, rateAt as rateIn, since, withParam, fileBytes,
+  runnable, inTurn } from './common.mjs';
 
 setTracingDisabled(true);
 
-const { values: opts } = parseArgs({
-  options: {
-    turns: { type: 'string', default: '1000' },
-    payload: { type: 'string', default: '200' },
-    only: { type: 'string' },
-    modes: { type: 'string', default: 'runner,session,tail' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
+const { opts, TURNS, PAYLOAD, ROUNDS, WINDOW, EARLY } = benchOptions('agents-bench', {
+  only: { type: 'string' },
+  modes: { type: 'string', default: 'runner,session,tail' },
 });
-const TURNS = Number(opts.turns);
-const PAYLOAD = Number(opts.payload);
-const ROUNDS = Number(opts.rounds);
-const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
-const EARLY = Math.min(100, TURNS);
 const GETS = 30;
-if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
-  console.error('agents-bench: --turns must be >= 4, --payload and --rounds >= 1');
-  process.exit(2);
-}
 
 // convo and convo/openai-agents of the package this folder sits in (bindings/node).
 async function convoModules() {
-  const dir = new URL('../', import.meta.url);
-  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
-  const entry = (name) => {
-    const e = pkg.exports[name];
-    return new URL(typeof e === 'object' ? (e.import ?? e.default) : e, dir);
-  };
-  const [{ Store }, { ConvoSession }] = await Promise.all([import(entry('.')), import(entry('./openai-agents'))]);
+  const [{ Store }, { ConvoSession }] = await convoImports('.', './openai-agents');
   return { Store, ConvoSession };
 }
 
@@ -67,22 +48,6 @@ const tmp = mkdtempSync(join(tmpdir(), 'convo-agents-bench-'));
 const redisUrl = process.env.CONVO_BENCH_REDIS_URL ?? process.env.CONVO_TEST_REDIS_URL;
 const postgresUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
 const tag = `agb${process.pid}`;
-
-// Random words from a fixed seed: poorly compressible text, the same in every run.
-let seed = 42;
-function rand() {
-  seed = (seed * 1103515245 + 12345) % 2147483648;
-  return seed / 2147483648;
-}
-function words(bytes) {
-  let s = '';
-  while (s.length < bytes) {
-    const len = 2 + Math.floor(rand() * 8);
-    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
-    s += ' ';
-  }
-  return s.slice(0, bytes);
-}
 
 // The conversation, the same for every session: what the user says and the model answers.
 const said = Array.from({ length: TURNS }, (_, t) => (t % 10 === 9 ? `lookup ${t}` : words(PAYLOAD)));
@@ -108,10 +73,6 @@ function scriptedAgent() {
   const lookup = tool({ name: 'lookup', description: 'Looks a thing up', parameters: z.object({ q: z.string() }),
     execute: async ({ q }) => `found ${q}: ${'x'.repeat(PAYLOAD / 2)}` });
   return new Agent({ name: 'bench', instructions: 'Answer.', model, tools: [lookup] });
-}
-
-function withParam(url, name, value) {
-  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
 }
 
 let convo;
@@ -150,9 +111,7 @@ const SESSIONS = [
       return convoSession(this, `sqlite:${this.path}`);
     },
     async close() { await this.store.close(); },
-    async size() {
-      return [this.path, `${this.path}-wal`].reduce((n, f) => n + (existsSync(f) ? statSync(f).size : 0), 0);
-    },
+    async size() { return fileBytes(this.path); },
     sizeAfterClose: true,
   },
   {
@@ -175,10 +134,7 @@ const SESSIONS = [
   },
 ];
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
-const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
-const since = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+const rateAt = (ms, turn) => rateIn(ms, turn, WINDOW);
 // a rate to 3 significant digits (the Runner's late turns are a few a second)
 const r3 = (x) => (x >= 100 ? Math.round(x) : +x.toPrecision(3));
 
@@ -258,15 +214,7 @@ function summarize(spec, mode, rounds, rawBytes) {
   };
 }
 
-const only = opts.only ? new Set(opts.only.split(',')) : null;
-const specs = SESSIONS.filter((spec) => {
-  if (only && !only.has(spec.name)) return false;
-  if (spec.needs && !spec.needs()) {
-    console.error(`agents-bench: ${spec.name} skipped: set CONVO_BENCH_${spec.backend.toUpperCase()}_URL or CONVO_TEST_${spec.backend.toUpperCase()}_URL`);
-    return false;
-  }
-  return true;
-});
+const specs = runnable('agents-bench', SESSIONS, opts.only);
 
 // The items of each turn, as the Runner adds them with this agent (what it gave MemorySession
 // in a run of it; built here, as a run of the Runner costs minutes at 1,000 turns): the
@@ -301,7 +249,7 @@ try {
   for (const mode of modes) {
     const per = new Map(specs.map((spec) => [spec, []]));
     for (round = 0; round < ROUNDS; round++) {
-      for (const spec of specs.map((_, i) => specs[(i + round) % specs.length])) {
+      for (const spec of inTurn(specs, round)) {
         console.error(`agents-bench: ${mode} round ${round + 1}/${ROUNDS}: ${spec.name}, ${TURNS} turns...`);
         const r = await runOne(spec, mode, reference.script);
         if (!isDeepStrictEqual(r.items, reference.items)) throw new Error(`${spec.name}: not the conversation`);

@@ -17,8 +17,7 @@
 // skipped, with a note, when neither is set); every run uses keys of its own, deleted at
 // the end. Bytes on Redis: MEMORY USAGE of every key the history wrote (the same measure
 // for both). SQLite files go to a temporary folder. libconvo: CONVO_LIBRARY or the build tree.
-import { parseArgs } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -26,60 +25,24 @@ import { createClient } from 'redis';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { InMemoryChatMessageHistory } from '@langchain/core/chat_history';
 import { RedisChatMessageHistory } from '@langchain/redis';
+import { benchOptions, words, convoImports, median, rate, rateAt as rateIn, since, withParam, fileBytes,
+  runnable, inTurn } from './common.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    turns: { type: 'string', default: '1000' },
-    payload: { type: 'string', default: '200' },
-    only: { type: 'string' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
+const { opts, TURNS, PAYLOAD, ROUNDS, WINDOW, EARLY } = benchOptions('langchain-bench', {
+  only: { type: 'string' },
 });
-const TURNS = Number(opts.turns);
-const PAYLOAD = Number(opts.payload);
-const ROUNDS = Number(opts.rounds);
-const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
-const EARLY = Math.min(100, TURNS);
 const GETS = 30;
-if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
-  console.error('langchain-bench: --turns must be >= 4, --payload and --rounds >= 1');
-  process.exit(2);
-}
 
-// convo (the root) and convo/langchain of the package this folder sits in (bindings/node,
-// its own npm ci done), loaded only when a convo history runs.
+// convo (the root) and convo/langchain of the package this folder sits in, loaded only when
+// a convo history runs.
 async function convoModules() {
-  const dir = new URL('../', import.meta.url);
-  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
-  const entry = (name) => {
-    const e = pkg.exports[name];
-    return new URL(typeof e === 'object' ? (e.import ?? e.default) : e, dir);
-  };
-  const [{ Store }, { ConvoChatMessageHistory }] = await Promise.all([
-    import(entry('.')), import(entry('./langchain'))]);
+  const [{ Store }, { ConvoChatMessageHistory }] = await convoImports('.', './langchain');
   return { Store, ConvoChatMessageHistory };
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'convo-lc-bench-'));
 const redisUrl = process.env.CONVO_BENCH_REDIS_URL ?? process.env.CONVO_TEST_REDIS_URL;
 const tag = `lcb${process.pid}`;
-
-// Random words from a fixed seed: poorly compressible text, the same in every run.
-let seed = 42;
-function rand() {
-  seed = (seed * 1103515245 + 12345) % 2147483648;
-  return seed / 2147483648;
-}
-function words(bytes) {
-  let s = '';
-  while (s.length < bytes) {
-    const len = 2 + Math.floor(rand() * 8);
-    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
-    s += ' ';
-  }
-  return s.slice(0, bytes);
-}
 
 // One conversation, shared by every history so all store the same messages: a turn is a
 // human message and the AI's answer, each with an id, as a chat model's answer has one.
@@ -119,10 +82,6 @@ async function redisDelete(pattern) {
   const r = await redisClient();
   const keys = await redisKeys(pattern);
   if (keys.length) await r.del(keys);
-}
-
-function withParam(url, name, value) {
-  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
 }
 
 // ---- the histories: open, size, close ----
@@ -168,9 +127,7 @@ const HISTORIES = [
     },
     async close() { await this.store.close(); },
     // the database file and its WAL after the close
-    async size() {
-      return [this.path, `${this.path}-wal`].reduce((n, f) => n + (existsSync(f) ? statSync(f).size : 0), 0);
-    },
+    async size() { return fileBytes(this.path); },
     sizeAfterClose: true,
   },
   {
@@ -206,11 +163,7 @@ const HISTORIES = [
 
 // ---- the conversation ----
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
-// The turn rate around a turn: from the median turn of the WINDOW turns ending there.
-const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
-const since = (start) => Number(process.hrtime.bigint() - start) / 1e6;
+const rateAt = (ms, turn) => rateIn(ms, turn, WINDOW);
 
 // GETS getMessages, each on a new history object from make() (or { history, close }
 // from an async make: a new process's, closed after)
@@ -289,21 +242,11 @@ function summarize(spec, rounds) {
   };
 }
 
-const only = opts.only ? new Set(opts.only.split(',')) : null;
-const specs = [];
-for (const spec of HISTORIES) {
-  if (only && !only.has(spec.name)) continue;
-  if (spec.needs && !spec.needs()) {
-    console.error(`langchain-bench: ${spec.name} skipped: set CONVO_BENCH_REDIS_URL or CONVO_TEST_REDIS_URL`);
-    continue;
-  }
-  specs.push(spec);
-}
+const specs = runnable('langchain-bench', HISTORIES, opts.only);
 const perHistory = new Map(specs.map((spec) => [spec, []]));
 try {
   for (round = 0; round < ROUNDS; round++) {
-    const order = specs.map((_, i) => specs[(i + round) % specs.length]);
-    for (const spec of order) {
+    for (const spec of inTurn(specs, round)) {
       try {
         console.error(`langchain-bench: round ${round + 1}/${ROUNDS}: ${spec.name}, ${TURNS} turns...`);
         perHistory.get(spec).push(await runOne(spec));

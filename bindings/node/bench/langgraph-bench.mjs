@@ -15,8 +15,7 @@
 // PostgreSQL comes from CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL (skipped,
 // with a note, when neither is set); each saver gets a schema of its own, dropped at the
 // end. SQLite files go to a temporary folder. libconvo: CONVO_LIBRARY or the build tree.
-import { parseArgs } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -26,38 +25,17 @@ import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { benchOptions, words, convoImports, median, rate, rateAt as rateIn, since, withParam, runnable,
+  inTurn } from './common.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    turns: { type: 'string', default: '1000' },
-    payload: { type: 'string', default: '200' },
-    only: { type: 'string' },
-    rounds: { type: 'string', default: '3' },
-    json: { type: 'boolean', default: false },
-  },
+const { opts, TURNS, PAYLOAD, ROUNDS, WINDOW, EARLY } = benchOptions('langgraph-bench', {
+  only: { type: 'string' },
 });
-const TURNS = Number(opts.turns);
-const PAYLOAD = Number(opts.payload);
-const ROUNDS = Number(opts.rounds);
-const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
-const EARLY = Math.min(100, TURNS);
-if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1)) {
-  console.error('langgraph-bench: --turns must be >= 4, --payload and --rounds >= 1');
-  process.exit(2);
-}
 
-// convo/langgraph of the package this folder sits in (bindings/node, its own npm ci done),
-// loaded only when a convo saver runs.
-function convoEntry() {
-  const dir = new URL('../', import.meta.url);
-  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
-  let entry = pkg.exports['./langgraph'];
-  if (typeof entry === 'object') entry = entry.import ?? entry.default;
-  return new URL(entry, dir);
-}
+// convo/langgraph of the package this folder sits in, loaded only when a convo saver runs.
 let ConvoSaver;
 async function convoSaver(url) {
-  ConvoSaver ??= (await import(convoEntry())).ConvoSaver;
+  ConvoSaver ??= (await convoImports('./langgraph'))[0].ConvoSaver;
   const saver = new ConvoSaver(url);
   await saver.store(); // opened (schema created) before the size is taken
   return saver;
@@ -66,22 +44,6 @@ async function convoSaver(url) {
 const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-bench-'));
 const pgUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
 const tag = `b${process.pid}`;
-
-// Random words from a fixed seed: poorly compressible text, the same in every run.
-let seed = 42;
-function rand() {
-  seed = (seed * 1103515245 + 12345) % 2147483648;
-  return seed / 2147483648;
-}
-function words(bytes) {
-  let s = '';
-  while (s.length < bytes) {
-    const len = 2 + Math.floor(rand() * 8);
-    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
-    s += ' ';
-  }
-  return s.slice(0, bytes);
-}
 
 // One conversation, shared by every saver so all store the same bytes.
 const conversation = [];
@@ -130,10 +92,6 @@ async function pgDropSchema(schema) {
   } finally {
     await client.end();
   }
-}
-
-function withParam(url, name, value) {
-  return `${url}${url.includes('?') ? '&' : '?'}${name}=${value}`;
 }
 
 // ---- the savers: open (schema created), size, close ----
@@ -196,11 +154,7 @@ function checkpointFor(saver, previous, turn) {
   return { checkpoint, newVersions: { messages: version } };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rate = (ms) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
-// The put rate around a turn: from the median put of the WINDOW puts ending there, so a
-// stall of the (shared) machine in that window does not decide it.
-const rateAt = (ms, turn) => 1000 / median(ms.slice(turn - WINDOW, turn));
+const rateAt = (ms, turn) => rateIn(ms, turn, WINDOW);
 const GETS = 30;
 
 async function runOne(spec) {
@@ -220,13 +174,13 @@ async function runOne(spec) {
       const metadata = { source: 'loop', step: t, parents: {} };
       const start = process.hrtime.bigint();
       config = await saver.put(config, checkpoint, metadata, newVersions);
-      putMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+      putMs.push(since(start));
       previous = checkpoint;
     }
     for (let i = 0; i < GETS; i++) {
       const start = process.hrtime.bigint();
       tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
-      getMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+      getMs.push(since(start));
     }
   } finally {
     await spec.close(saver);
@@ -277,22 +231,11 @@ function compare(convo, langgraph) {
   };
 }
 
-const only = opts.only ? new Set(opts.only.split(',')) : null;
-const specs = [];
-for (const spec of SAVERS) {
-  if (only && !only.has(spec.name)) continue;
-  if (spec.needs && !spec.needs()) {
-    console.error(`langgraph-bench: ${spec.name} skipped: set CONVO_BENCH_POSTGRES_URL or CONVO_TEST_POSTGRES_URL`);
-    continue;
-  }
-  specs.push(spec);
-}
+const specs = runnable('langgraph-bench', SAVERS, opts.only);
 const perSaver = new Map(specs.map((spec) => [spec, []]));
 try {
   for (let round = 0; round < ROUNDS; round++) {
-    // the order turns each round, so no saver always runs first or last
-    const order = specs.map((_, i) => specs[(i + round) % specs.length]);
-    for (const spec of order) {
+    for (const spec of inTurn(specs, round)) {
       try {
         console.error(`langgraph-bench: round ${round + 1}/${ROUNDS}: ${spec.name}, ${TURNS} turns...`);
         perSaver.get(spec).push(await runOne(spec));
