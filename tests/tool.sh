@@ -60,6 +60,17 @@ usage_shown() {
     if grep -q '^usage: convo' "$T/err"; then ok; else bad "$1: no usage line on stderr"; fi
 }
 
+# python3 with the binding on the libconvo just built; in a --enable-sanitizers build
+# with the ASan runtime loaded first (python3 is not instrumented: without it the
+# library fails to load) and no leak report for Python's own allocations.
+convo_python() {
+    local asan
+    asan=$(ldd "$top_builddir/.libs/libconvo.so" 2>/dev/null | awk '/libasan/ { print $3; exit }')
+    CONVO_LIBRARY="$top_builddir/.libs/libconvo.so" PYTHONPATH="$top_srcdir/bindings/python" \
+        PYTHONDONTWRITEBYTECODE=1 LD_PRELOAD="${asan}${asan:+${LD_PRELOAD:+ }}${LD_PRELOAD:-}" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" python3 "$@"
+}
+
 # bench_fields DESC FIELD...: the last stdout is one JSON object with these fields, none negative
 bench_fields() { # DESC FIELD...
     if python3 - "$T/out" "${@:2}" <<'PY'
@@ -467,8 +478,7 @@ EOF
     check "--index-key for copy" 2 "$CONVO" --index-key user_id copy "$I" memory:
     usage_shown "--index-key for copy"
     # more than a page (the tool reads 1,000 rows a page): every thread once, newest first
-    if CONVO_LIBRARY="$top_builddir/.libs/libconvo.so" PYTHONPATH="$top_srcdir/bindings/python" \
-        PYTHONDONTWRITEBYTECODE=1 python3 -c 'import convo, sys
+    if convo_python -c 'import convo, sys
 with convo.Store(sys.argv[1]) as s:
     for i in range(1005):
         s.save_extra("many-%04d" % i, {"user_id": "u3"})' "$I"; then ok; else bad "index: seeding 1,005 threads"; fi
@@ -586,8 +596,7 @@ $R3"
     fi
     # a checkpoint in the way (put through the Python binding on the same file): pop
     # reports it at once, naming it, rather than retrying as after a race
-    if CONVO_LIBRARY="$top_builddir/.libs/libconvo.so" PYTHONPATH="$top_srcdir/bindings/python" \
-        PYTHONDONTWRITEBYTECODE=1 python3 -c 'import convo, sys
+    if convo_python -c 'import convo, sys
 with convo.Store(sys.argv[1]) as s:
     s.append("cp", [{"role": "user", "n": i} for i in range(3)])
     s.checkpoint_put("cp", "cp-1", log_length=3)' "$S"; then
