@@ -2,6 +2,7 @@
 text, integers in range. Each raises convo.InvalidError naming the argument."""
 
 import collections.abc
+import ctypes
 import json
 
 from .errors import invalid
@@ -57,3 +58,16 @@ def _items(value, what):
             or not isinstance(value, collections.abc.Iterable):
         raise invalid("%s must be a list, not %s" % (what, type(value).__name__))
     return list(value)
+
+
+def _batch(messages, what, raw=False):
+    """Messages (or one) -> (array, lengths, n) for a const char *const * argument;
+    raw: an item with a .raw (a loaded Message) is taken as those bytes."""
+    if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
+        messages = [messages]
+    datas = [_json_bytes(getattr(m, "raw", m) if raw else m, "%s %d" % (what, i))
+             for i, m in enumerate(_items(messages, what + "s"))]
+    n = len(datas)
+    arr = (ctypes.c_char_p * n)(*datas) if n else None
+    lens = (ctypes.c_size_t * n)(*map(len, datas)) if n else None
+    return arr, lens, n

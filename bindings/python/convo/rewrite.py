@@ -10,7 +10,7 @@ import ctypes
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from . import _lib
-from ._args import _text, _json_bytes, _int, _items
+from ._args import _text, _int, _batch
 from .errors import ConflictError, NotFoundError, invalid
 
 lib = _lib.lib
@@ -30,18 +30,6 @@ class RewriteResult(collections.namedtuple("RewriteResult",
     replay), generation (the thread's generation after the call) and
     replayed=True when an idempotency key matched an earlier call."""
     __slots__ = ()
-
-
-def _batch(messages: Iterable[MessageIn], what: str):
-    """Messages (or one) -> (array, lengths, n) for a const char *const * argument."""
-    if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
-        messages = [messages]
-    datas = [_json_bytes(getattr(m, "raw", m), "%s %d" % (what, i))
-             for i, m in enumerate(_items(messages, what + "s"))]
-    n = len(datas)
-    arr = (ctypes.c_char_p * n)(*datas) if n else None
-    lens = (ctypes.c_size_t * n)(*map(len, datas)) if n else None
-    return arr, lens, n
 
 
 class RewriteCalls:
@@ -90,7 +78,7 @@ class RewriteCalls:
         NotFoundError for an unknown thread; InvalidError when keep is
         negative or past the length. A ConflictError has .length and
         .generation: the thread's state just after the conflict."""
-        arr, lens, n = _batch(messages, "message")
+        arr, lens, n = _batch(messages, "message", raw=True)
         opts = _lib.RewriteOpts.init()
         keep_refs = []
         if idempotency_key is not None:
@@ -100,7 +88,7 @@ class RewriteCalls:
         if expected_generation is not None:
             opts.expected_generation = _int(expected_generation, "expected_generation", 0)
         if expected_suffix is not None:
-            sarr, slens, sn = _batch(expected_suffix, "expected_suffix message")
+            sarr, slens, sn = _batch(expected_suffix, "expected_suffix message", raw=True)
             keep_refs += [sarr, slens]
             # an empty view is a non-NULL pointer with count 0
             opts.expected_suffix = sarr if sn else (ctypes.c_char_p * 1)()

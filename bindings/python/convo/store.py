@@ -10,7 +10,7 @@ import json
 import threading
 
 from . import _lib
-from ._args import _text, _json_bytes, _int, _items
+from ._args import _text, _json_bytes, _int, _items, _batch
 from .checkpoint import CheckpointCalls
 from .dump import DumpCalls
 from .errors import ConflictError, NotFoundError, CorruptError, from_struct, invalid
@@ -172,12 +172,7 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         for a thread never rewritten or not yet created) is this, else
         ConflictError. A ConflictError has .length and .generation, the
         thread's state just after the conflict."""
-        if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
-            messages = [messages]
-        datas = [_json_bytes(m, "message %d" % i) for i, m in enumerate(_items(messages, "messages"))]
-        n = len(datas)
-        arr = (ctypes.c_char_p * n)(*datas) if n else None
-        lens = (ctypes.c_size_t * n)(*map(len, datas)) if n else None
+        arr, lens, n = _batch(messages, "message")
         opts = _lib.AppendOpts.init()
         if idempotency_key is not None:
             opts.idempotency_key = _text(idempotency_key, "idempotency_key")
