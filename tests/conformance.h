@@ -62,6 +62,7 @@ void conf_save_extra_ok(convo_store *s, const char *tid, const char *patch);
 void conf_assert_same_prefix(convo_store *s, const char *src, const char *dst, int64_t upto);
 /* Messages of every shape a driver must give back byte for byte (conf_rt_n of them). */
 extern const char *const conf_rt_msgs[];
+extern const char *const conf_rt_roles[]; /* their roles */
 extern const size_t conf_rt_n;
 
 /* The highest code point usable in an id: threads under it sort after everything else. */
@@ -103,6 +104,8 @@ TCase *conf_tcase(Suite *s, const char *name);
 void conf_add_rewrite_tests(Suite *s);
 /* conformance_thread_ops.c: extra, the id listing, delete and fork. */
 void conf_add_thread_tests(Suite *s);
+/* conformance_store.c: errors, URLs, then concurrency, then persistence. */
+void conf_add_store_tests(Suite *s);
 /* conformance_concurrency.c: concurrent writers, in threads and in processes. */
 void conf_add_concurrency_tests(Suite *s);
 /* conformance_threads.c: the thread index (convo_thread_list_ex). */
