@@ -20,66 +20,30 @@
 // loads nothing: a turn is the saves alone.
 //
 // libconvo: CONVO_LIBRARY or the build tree. SQLite files go to a temporary folder.
-import { parseArgs } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import Database from 'better-sqlite3';
+import { benchOptions, words, convoImports, median, since, fileBytes, inTurn } from './common.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    turns: { type: 'string', default: '1000' },
-    payload: { type: 'string', default: '200' },
-    'tool-every': { type: 'string', default: '10' },
-    rounds: { type: 'string', default: '3' },
-    sends: { type: 'string', default: 'last' },
-    json: { type: 'boolean', default: false },
-  },
+const { opts, TURNS, PAYLOAD, ROUNDS, WINDOW, EARLY } = benchOptions('ai-sdk-bench', {
+  'tool-every': { type: 'string', default: '10' },
+  sends: { type: 'string', default: 'last' },
 });
-const TURNS = Number(opts.turns);
-const PAYLOAD = Number(opts.payload);
 const TOOL_EVERY = Number(opts['tool-every']);
-const ROUNDS = Number(opts.rounds);
-const WINDOW = Math.max(1, Math.min(50, Math.floor(TURNS / 4)));
-const EARLY = Math.min(100, TURNS);
 const LOADS = 30;
 const SENDS_ALL = opts.sends === 'all';
-if (!['last', 'all'].includes(opts.sends)) {
-  console.error('ai-sdk-bench: --sends is last (the route loads the chat) or all (the client sends it)');
+if (!['last', 'all'].includes(opts.sends) || !(TOOL_EVERY >= 0)) {
+  console.error('ai-sdk-bench: --sends is last (the route loads the chat) or all (the client sends it); ' +
+    '--tool-every >= 0 (0: none)');
   process.exit(2);
 }
-if (!(TURNS >= 4) || !(PAYLOAD >= 1) || !(ROUNDS >= 1) || !(TOOL_EVERY >= 0)) {
-  console.error('ai-sdk-bench: --turns must be >= 4, --payload and --rounds >= 1, --tool-every >= 0 (0: none)');
-  process.exit(2);
-}
-
-const libDefault = new URL('../../../.libs/libconvo.so', import.meta.url).pathname;
-if (!process.env.CONVO_LIBRARY && existsSync(libDefault)) process.env.CONVO_LIBRARY = libDefault;
 
 // convo (the root) and convo/ai-sdk of the package this folder sits in (bindings/node).
 async function convoModules() {
-  const dir = new URL('../', import.meta.url);
-  const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8'));
-  const entry = (name) => new URL(pkg.exports[name].default, dir);
-  const [root, ai] = await Promise.all([import(entry('.')), import(entry('./ai-sdk'))]);
+  const [root, ai] = await convoImports('.', './ai-sdk');
   return { Store: root.Store, ...ai };
-}
-
-// Random words from a fixed seed: poorly compressible text, the same in every run.
-let seed = 42;
-function rand() {
-  seed = (seed * 1103515245 + 12345) % 2147483648;
-  return seed / 2147483648;
-}
-function words(bytes) {
-  let s = '';
-  while (s.length < bytes) {
-    const len = 2 + Math.floor(rand() * 8);
-    for (let i = 0; i < len; i++) s += String.fromCharCode(97 + Math.floor(rand() * 26));
-    s += ' ';
-  }
-  return s.slice(0, bytes);
 }
 
 // The conversation, the same for both: per turn the user's message, and the assistant's
@@ -149,23 +113,12 @@ async function naiveChat(file) {
   };
 }
 
-function fileBytes(file) {
-  let n = 0;
-  for (const f of [file, `${file}-wal`]) if (existsSync(f)) n += statSync(f).size;
-  return n;
-}
-
-const median = (xs) => {
-  const s = xs.slice().sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 async function loadMs(chat) {
   const ms = [];
   for (let i = 0; i < LOADS; i++) {
     const t0 = process.hrtime.bigint();
     await chat.load();
-    ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    ms.push(since(t0));
   }
   return median(ms);
 }
@@ -189,14 +142,14 @@ async function runOne(name, make, round) {
     perSave[t] = Number(c - b) / 1e6;
     if (SENDS_ALL) held.push(s.user, s.answers.at(-1));
   }
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const seconds = since(t0) / 1000;
   const loaded = await chat.load();
   if (!isDeepStrictEqual(loaded, finalChat)) throw new Error(`${name}: the chat did not come back equal`);
   const loadHot = await loadMs(chat);
   await chat.reopen();
   const t1 = process.hrtime.bigint();
   const cold = await chat.load();
-  const loadCold = Number(process.hrtime.bigint() - t1) / 1e6;
+  const loadCold = since(t1);
   if (cold.length !== finalChat.length) throw new Error(`${name}: a new process read ${cold.length} messages`);
   await chat.close();
   const bytes = fileBytes(file);
@@ -210,9 +163,7 @@ async function runOne(name, make, round) {
 const runs = { 'convo saveChat/loadChat': convoChat, 'naive whole array in one row': naiveChat };
 const results = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
 for (let r = 0; r < ROUNDS; r++) {
-  const names = Object.keys(runs);
-  if (r % 2) names.reverse();
-  for (const name of names) results[name].push(await runOne(name.split(' ')[0], runs[name], r));
+  for (const name of inTurn(Object.keys(runs), r)) results[name].push(await runOne(name.split(' ')[0], runs[name], r));
 }
 if (!process.env.KEEP) rmSync(tmp, { recursive: true, force: true }); else console.log(tmp);
 
