@@ -219,6 +219,8 @@ for (const [name, base] of drivers()) {
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [], meta: { title: 3 } }), /meta\.title/);
       await assert.rejects(saveChat(store, { chatId: 'x', messages: [], expectedLength: -1 }), InvalidError);
       await assert.rejects(saveChatMeta(store, 'x', { activeStreamId: 5 }), InvalidError);
+      // a lone surrogate (half an emoji) has no JSON the library takes: refused, as documented
+      await assert.rejects(saveChat(store, { chatId: 'x', messages: [user('u', 'cut \ud83d')] }), InvalidError);
       await assert.rejects(store.load('x'), NotFoundError);
     }));
   });
