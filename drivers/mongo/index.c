@@ -124,6 +124,21 @@ static bool same_keys(char *const *a, char *const *b)
     return !*a && !*b;
 }
 
+/* The opener's keys, now recorded, into b->index_keys. */
+static int keep_declared(call *c, char *const *declared)
+{
+    size_t n = 0;
+    while (declared[n])
+        n++;
+    convo__mg_index_keys_free(c->b);
+    if (!(c->b->index_keys = calloc(n + 1, sizeof *c->b->index_keys)))
+        return convo__mg_no_memory(c);
+    for (size_t i = 0; i < n; i++)
+        if (!(c->b->index_keys[i] = strdup(declared[i])))
+            return convo__mg_no_memory(c);
+    return 0;
+}
+
 /* Reads the recorded keys; records the opener's when none are; refuses others. */
 static int record_keys(call *c)
 {
@@ -153,15 +168,7 @@ static int record_keys(call *c)
                                   "recording the index keys");
         bson_destroy(&rec);
         if (rc == 0 && !dup) { /* ours are the store's now; else read the winner's */
-            size_t n = 0;
-            while (declared[n])
-                n++;
-            convo__mg_index_keys_free(c->b);
-            if (!(c->b->index_keys = calloc(n + 1, sizeof *c->b->index_keys)))
-                rc = convo__mg_no_memory(c);
-            for (size_t i = 0; rc == 0 && i < n; i++)
-                if (!(c->b->index_keys[i] = strdup(declared[i])))
-                    rc = convo__mg_no_memory(c);
+            rc = keep_declared(c, declared);
             break;
         }
     }
