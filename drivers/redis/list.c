@@ -253,7 +253,8 @@ static int fetch(convo_backend *b, rconn *c, const source *s, const position *p,
     }
     if (rc == 0) {
         sorting = s;
-        qsort(all.c, all.n, sizeof *all.c, cand_sort);
+        if (all.n > 1) /* all.c is NULL when no set had a candidate: qsort must not see it */
+            qsort(all.c, all.n, sizeof *all.c, cand_sort);
         if (all.n > k) {
             *more = 1;
             for (size_t i = k; i < all.n; i++)
