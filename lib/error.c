@@ -88,6 +88,10 @@ void convo__error_name_thread(convo_error *err, const char *thread_id)
     } else {
         snprintf(named, sizeof named, "thread %s", thread_id);
     }
+    /* an id from a dump may be invalid: a message stays one line of text */
+    for (char *c = named; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     size_t nlen = strlen(named);
     for (const char *at = err->message; idlen <= 96 && (at = strstr(at, named)); at++)
         if (strchr(" :,;)", at[nlen])) /* "thread t exists", not "thread tx" */
