@@ -248,15 +248,23 @@ CONVO_EXTERN const char *convo_thread_page_cursor(const convo_thread_page *p, si
 CONVO_EXTERN int convo_thread_fork(convo_store *s, const char *src, const char *dst, int64_t upto,
                                    convo_error *err);
 /* Fork options; start from CONVO_FORK_OPTS_INIT. */
-#define CONVO_FORK_OPTS_VERSION 1
+#define CONVO_FORK_OPTS_VERSION 2
 typedef struct convo_fork_opts {
     unsigned int version;
     int64_t expected_generation; /* -1 = none; else CONVO_ECONFLICT unless src has it */
+    /* ---- version 2 ---- */
+    /* 1: copy the checkpoints too (LangGraph's copy_thread): every checkpoint of
+     * every namespace whose log_length is within the messages copied, with its
+     * ids, parent, metadata, body, log_length, channel values and pending
+     * writes, in the same put order (listing order). See docs/checkpoints.md
+     * for which drivers do it in one atomic step. */
+    int with_checkpoints;
 } convo_fork_opts;
-#define CONVO_FORK_OPTS_INIT { CONVO_FORK_OPTS_VERSION, -1 }
+#define CONVO_FORK_OPTS_INIT { CONVO_FORK_OPTS_VERSION, -1, 0 }
 /* convo_thread_fork with options (opts NULL = defaults). The new thread starts
  * at the generation src had (generations count rewrites of a thread's line of
- * messages, which the fork's first messages are). */
+ * messages, which the fork's first messages are). CONVO_ENOTFOUND when src does
+ * not exist, CONVO_ECONFLICT when dst does: nothing is written then. */
 CONVO_EXTERN int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst,
                                       int64_t upto, const convo_fork_opts *opts,
                                       convo_error *err);
@@ -367,6 +375,15 @@ CONVO_EXTERN void convo_checkpoint_set_free(convo_checkpoint_set *set);
  * every value and write they need; removes the rest. */
 CONVO_EXTERN int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_last,
                                         convo_error *err);
+/* Removes every checkpoint convo_checkpoint_list would list with these opts
+ * (opts required: a thread or all, a namespace or all, a metadata filter,
+ * before, limit), with its pending writes and every channel value no remaining
+ * checkpoint refers to; *removed (may be NULL) gets how many. Each thread's
+ * share is removed in one atomic step; threads one after the other. LangGraph's
+ * delete_for_runs is one call per run id with filter_json {"run_id": ID} and
+ * thread_id NULL. Nothing matching is not an error. */
+CONVO_EXTERN int convo_checkpoint_delete(convo_store *s, const convo_checkpoint_list_opts *opts,
+                                         uint64_t *removed, convo_error *err);
 
 CONVO_EXTERN void convo_checkpoint_free(convo_checkpoint *cp);
 /* The getters below accept a NULL checkpoint, as the history and page getters

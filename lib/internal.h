@@ -86,6 +86,10 @@ int convo__check_idempotency_key(const char *key, convo_error *err);
 int convo__index_keys_copy(const char *const *keys, char ***out, convo_error *err);
 void convo__index_keys_free(char **keys);
 
+/* thread_copy.c: thread_fork with the checkpoints (arguments checked). */
+int convo__thread_copy(convo_store *s, const char *src, const char *dst, int64_t upto,
+                       int64_t expected_generation, convo_error *err);
+
 /* registry.c */
 const convo_driver *convo__driver_find(const char *scheme);
 

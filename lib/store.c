@@ -3,6 +3,7 @@
 #include "internal.h"
 #include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -356,8 +357,13 @@ int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64
         if (opts->version < 1 || opts->version > CONVO_FORK_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL, "unsupported convo_fork_opts version %u",
                                 opts->version);
-        o = *opts;
+        /* A version 1 caller's struct ends before with_checkpoints. */
+        memcpy(&o, opts, opts->version >= 2 ? sizeof o
+                                            : offsetof(convo_fork_opts, with_checkpoints));
+        o.version = CONVO_FORK_OPTS_VERSION;
     }
+    if (o.with_checkpoints != 0 && o.with_checkpoints != 1)
+        return convo__error(err, CONVO_EINVAL, NULL, "with_checkpoints must be 0 or 1");
     if (o.expected_generation < -1)
         return convo__error(err, CONVO_EINVAL, NULL, "expected generation must be >= 0 or -1");
     int rc = convo__check_thread_id(src, err);
@@ -369,6 +375,8 @@ int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64
         return convo__error(err, CONVO_EINVAL, NULL, "fork source and destination are the same");
     if (upto < -1)
         return convo__error(err, CONVO_EINVAL, NULL, "fork upto must be >= 0 or -1 for all");
+    if (o.with_checkpoints)
+        return convo__thread_copy(s, src, dst, upto, o.expected_generation, err);
     return convo__scrubbed(s, s->driver->thread_fork(s->backend, src, dst, upto,
                                                               o.expected_generation, err),
                            err);

@@ -110,5 +110,7 @@ void conf_add_store_tests(Suite *s);
 void conf_add_concurrency_tests(Suite *s);
 /* conformance_threads.c: the thread index (convo_thread_list_ex). */
 void conf_add_thread_index_tests(Suite *s);
+/* conformance_copy.c: copy_thread (fork with checkpoints), checkpoint delete, prune. */
+void conf_add_copy_tests(Suite *s);
 
 #endif

@@ -793,6 +793,29 @@ static int blob_in_use(mem_thread *t, const mem_blob *v)
     return 0;
 }
 
+/* Removes the checkpoints marked in drop (with their writes), then every value
+ * no remaining checkpoint lists; *removed = how many were marked. */
+static void drop_marked(mem_thread *t, const char *drop, uint64_t *removed)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < t->ncps; i++) {
+        if (drop[i])
+            checkpoint_clear(&t->cps[i]);
+        else
+            t->cps[kept++] = t->cps[i];
+    }
+    *removed = t->ncps - kept;
+    t->ncps = kept;
+    size_t nb = 0;
+    for (size_t i = 0; i < t->nblobs; i++) {
+        if (blob_in_use(t, &t->blobs[i]))
+            t->blobs[nb++] = t->blobs[i];
+        else
+            blob_clear(&t->blobs[i]);
+    }
+    t->nblobs = nb;
+}
+
 static int prune_locked(mem_thread *t, size_t keep_last)
 {
     /* decide first (newest first, counted per namespace), then drop */
@@ -805,23 +828,9 @@ static int prune_locked(mem_thread *t, size_t keep_last)
             newer += strcmp(t->cps[j].ns, t->cps[i].ns) == 0;
         drop[i] = newer >= keep_last;
     }
-    size_t kept = 0;
-    for (size_t i = 0; i < t->ncps; i++) {
-        if (drop[i])
-            checkpoint_clear(&t->cps[i]);
-        else
-            t->cps[kept++] = t->cps[i];
-    }
-    t->ncps = kept;
+    uint64_t removed;
+    drop_marked(t, drop, &removed);
     free(drop);
-    size_t nb = 0;
-    for (size_t i = 0; i < t->nblobs; i++) {
-        if (blob_in_use(t, &t->blobs[i]))
-            t->blobs[nb++] = t->blobs[i];
-        else
-            blob_clear(&t->blobs[i]);
-    }
-    t->nblobs = nb;
     return 0;
 }
 
@@ -835,6 +844,27 @@ static int mem_checkpoint_prune(convo_backend *b, const char *thread_id, size_t 
     if (rc == CONVO_ENOTFOUND)
         return convo__error(err, rc, NULL, "thread not found");
     return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
+}
+
+static int mem_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                                 const char *const *ids, size_t n, uint64_t *removed,
+                                 convo_error *err)
+{
+    *removed = 0;
+    pthread_mutex_lock(&b->lock);
+    mem_thread *t = lookup(b, thread_id);
+    char *drop = t ? calloc(t->ncps + 1, 1) : NULL;
+    for (size_t i = 0; drop && i < n; i++) {
+        mem_checkpoint *c = find_cp(t, ns[i], ids[i]);
+        if (c)
+            drop[c - t->cps] = 1;
+    }
+    if (drop)
+        drop_marked(t, drop, removed);
+    pthread_mutex_unlock(&b->lock);
+    int failed = t && !drop;
+    free(drop);
+    return failed ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory") : 0;
 }
 
 /* ---- measuring ---- */
@@ -1167,6 +1197,7 @@ const convo_driver convo_driver_memory = {
     .checkpoint_get = mem_checkpoint_get,
     .checkpoint_list = mem_checkpoint_list,
     .checkpoint_prune = mem_checkpoint_prune,
+    .checkpoint_delete = mem_checkpoint_delete,
     .stored_bytes = mem_stored_bytes,
     .thread_import = mem_thread_import,
     .checkpoint_put_log = mem_checkpoint_put_log,

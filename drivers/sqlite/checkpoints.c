@@ -656,3 +656,38 @@ int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_las
     prune_args a = {thread_id, keep_last};
     return sq_run_tx(b, 1, prune_tx, &a, err);
 }
+
+typedef struct delete_args {
+    const char *thread_id;
+    const char *const *ns, *const *ids;
+    size_t n;
+    uint64_t removed;
+} delete_args;
+
+static int delete_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    delete_args *a = arg;
+    thread_row t;
+    int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
+    if (rc <= 0)
+        return rc; /* no thread: nothing to remove */
+    for (size_t i = 0; i < a->n && rc >= 0; i++) {
+        cp_place at;
+        rc = cp_find(c, t.num, a->ns[i], a->ids[i], &at, err);
+        if (rc == 1 && (rc = sq_checkpoints_delete(c, at.key, at.key, err)) == 0)
+            a->removed++;
+    }
+    if (rc >= 0 && a->removed)
+        rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, t.num, key_of(t.num, 0),
+                              key_of(t.num, MAX_LENGTH), "deleting unused channel values", err);
+    return rc < 0 ? rc : 0;
+}
+
+int sq_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                         const char *const *ids, size_t n, uint64_t *removed, convo_error *err)
+{
+    delete_args a = {thread_id, ns, ids, n, 0};
+    int rc = sq_run_tx(b, 1, delete_tx, &a, err);
+    *removed = rc == 0 ? a.removed : 0;
+    return rc;
+}

@@ -228,6 +228,8 @@ int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, vo
                        convo_checkpoint_set **out, convo_error *err);
 int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
                         convo_error *err);
+int sq_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                         const char *const *ids, size_t n, uint64_t *removed, convo_error *err);
 
 /* ---- rewrite.c ---- */
 

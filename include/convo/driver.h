@@ -67,9 +67,10 @@ typedef struct convo_backend convo_backend; /* a driver's open instance */
 
 /* Version 2 added the checkpoint calls at the end of the table, version 3 the
  * checkpoint put that appends to the log, version 4 the tail rewrite and the
- * thread generation, version 5 the thread index; the core answers CONVO_ENOTSUP for them when a driver is
- * older or leaves them NULL. */
-#define CONVO_DRIVER_VERSION 5
+ * thread generation, version 5 the thread index, version 6 the checkpoint
+ * delete and the fork with checkpoints; the core answers CONVO_ENOTSUP for them
+ * when a driver is older or leaves them NULL (but see thread_copy). */
+#define CONVO_DRIVER_VERSION 6
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -212,6 +213,25 @@ typedef struct convo_driver {
     int (*thread_list_ex)(convo_backend *b, const convo_thread_list_opts *opts, void *where,
                           const convo_thread_cursor *after, convo_thread_page **out,
                           convo_error *err);
+
+    /* ---- version 6: removing chosen checkpoints (convo_checkpoint_delete).
+     * In one atomic step: removes the checkpoints (ns[i], ids[i]), i < n, of
+     * the thread that exist, their pending writes, and every channel value no
+     * remaining checkpoint of its namespace lists; *removed = how many were
+     * there. A missing thread or checkpoint is not an error (0 removed). Inputs
+     * validated, n >= 1. ---- */
+    int (*checkpoint_delete)(convo_backend *b, const char *thread_id, const char *const *ns,
+                             const char *const *ids, size_t n, uint64_t *removed,
+                             convo_error *err);
+    /* ---- version 6, optional: thread_fork that copies the checkpoints too
+     * (convo_fork_opts.with_checkpoints) in one atomic step: the messages and
+     * extra as thread_fork does, and every checkpoint of src (any namespace)
+     * with log_length <= the messages copied, with its ids, parent, metadata,
+     * body, log_length, channel values and pending writes, listed in the same
+     * relative order. NULL: the core copies them after a thread_fork, one put
+     * at a time, and removes dst again when that fails. ---- */
+    int (*thread_copy)(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                       int64_t expected_generation, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
