@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import functools
 import json
 import math
-from typing import Any, Awaitable, Dict, List, Optional, TypeVar
+from typing import Any, Awaitable, Dict, List, Mapping, NamedTuple, Optional, TypeVar, Union
 
 try:
     from agents.memory.session import SessionABC
@@ -33,9 +34,10 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
 from .asyncio import Checkpointer
 from .errors import CorruptError, NotFoundError, invalid
 from .store import Store, _decode_all
+from .threads import ThreadPage, _list_opts
 from . import _lib
 
-__all__ = ["ConvoSession", "encode_item", "decode_item"]
+__all__ = ["ConvoSession", "SessionInfo", "SessionPage", "encode_item", "decode_item"]
 
 _T = TypeVar("_T")
 _DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -167,6 +169,35 @@ def decode_item(message: Any) -> Dict[str, Any]:
 
 # ---- the session ----
 
+class SessionInfo(NamedTuple):
+    """One session of a SessionPage: session_id (the thread's id); created_at and
+    updated_at (its first and last write) in microseconds since the epoch; length
+    (items); extra (the thread's extra object, a dict: the user it belongs to, a
+    title, ...); last_item (its last item, with with_last_item=True; None for an
+    empty session or when not asked); cursor (the `after` that continues after it)."""
+    session_id: str
+    created_at: int
+    updated_at: int
+    length: int
+    extra: Dict[str, Any]
+    last_item: Optional[Dict[str, Any]]
+    cursor: str
+
+
+class SessionPage(NamedTuple):
+    """A page of ConvoSession.list / alist: sessions, and next (the `after` of the
+    next page; None on the last page)."""
+    sessions: List[SessionInfo]
+    next: Optional[str]
+
+
+def _session_page(page: ThreadPage) -> SessionPage:
+    return SessionPage([SessionInfo(t.id, t.created_at, t.updated_at, t.length, t.extra,
+                                    None if t.last_message is None else decode_item(t.last_message),
+                                    t.cursor)
+                        for t in page.threads], page.next)
+
+
 async def _settle(awaitable: Awaitable[_T]) -> _T:
     """Waits for a write to finish even when the caller is cancelled (it runs in a
     thread and completes anyway), then re-raises the cancellation: the caller never
@@ -184,6 +215,28 @@ async def _settle(awaitable: Awaitable[_T]) -> _T:
     return result
 
 
+# a from_seq past any thread's end: a load of the extra without messages
+_NO_ITEMS = (1 << 53) - 1
+
+
+def _blocking(store: Union[Store, Checkpointer]) -> Store:
+    return store.store if isinstance(store, Checkpointer) else store
+
+
+def _list_args(store: Any, where: Any, order: Any, reverse: Any, after: Any, limit: Any,
+               with_last_item: Any) -> tuple:
+    """list_threads' positional arguments for ConvoSession.list, checked."""
+    if not isinstance(store, (Store, Checkpointer)):
+        raise invalid("ConvoSession.list: store must be a convo.Store or "
+                      "convo.asyncio.Checkpointer, not %s" % type(store).__name__)
+    if not isinstance(with_last_item, bool):
+        raise invalid("ConvoSession.list: with_last_item must be a bool, not %s"
+                      % type(with_last_item).__name__)
+    args = (where, order, reverse, after, limit, True, with_last_item)
+    _list_opts(*args)
+    return args
+
+
 class ConvoSession(SessionABC):
     """An OpenAI Agents SDK session kept in one convo thread (named session_id):
 
@@ -193,15 +246,22 @@ class ConvoSession(SessionABC):
 
     Give url= (a Store is opened on first use, off the event loop, and closed by
     close()) or store= (a convo.Store or convo.asyncio.Checkpointer, shared and left
-    open). store_options are Store's keyword options (with url only).
+    open). store_options are Store's keyword options (with url only). extra: a dict
+    merged into the thread's extra object before this instance's first add_items
+    (e.g. {"user_id": ..., "title": ...}: what ConvoSession.list filters on).
     session_settings: the SDK's SessionSettings (its limit is get_items' default)."""
 
     session_settings: Optional[SessionSettings] = None
 
     def __init__(self, session_id: str, *, url: Optional[str] = None, store: Any = None,
+                 extra: Optional[Mapping[str, Any]] = None,
                  session_settings: Optional[SessionSettings] = None, **store_options: Any):
         if not isinstance(session_id, str) or not session_id:
             raise invalid("ConvoSession: session_id must be a non-empty str")
+        if extra is not None and not isinstance(extra, Mapping):
+            raise invalid("ConvoSession: extra must be a dict, not %s" % type(extra).__name__)
+        # merged into the thread's extra before this instance's first add_items
+        self._extra: Optional[Dict[str, Any]] = dict(extra) if extra else None
         if (url is None) == (store is None):
             raise invalid("ConvoSession: give either url or store")
         if store is not None and store_options:
@@ -295,6 +355,9 @@ class ConvoSession(SessionABC):
         if not texts:
             return
         cp = await self._checkpointer()
+        if self._extra is not None:
+            await _settle(cp.save_extra(self.session_id, self._extra))
+            self._extra = None
         await _settle(cp.append(self.session_id, texts))
 
     async def pop_item(self) -> Optional[Any]:
@@ -315,6 +378,50 @@ class ConvoSession(SessionABC):
             await _settle(cp.replace_tail(self.session_id, 0))
         except NotFoundError:
             pass
+
+    async def save_extra(self, patch: Mapping[str, Any]) -> None:
+        """Merges patch into the thread's extra object (each top-level key replaces
+        that key): a title, the user the session belongs to, ... Creates the thread
+        when it does not exist."""
+        if not isinstance(patch, Mapping):
+            raise invalid("ConvoSession: patch must be a dict, not %s" % type(patch).__name__)
+        cp = await self._checkpointer()
+        await _settle(cp.save_extra(self.session_id, dict(patch)))
+
+    async def get_extra(self) -> Optional[Dict[str, Any]]:
+        """The thread's extra object (None when the thread does not exist), read
+        without its items."""
+        cp = await self._checkpointer()
+        data = await cp.load(self.session_id, from_seq=_NO_ITEMS)
+        return None if data is None else data.extra
+
+    @classmethod
+    def list(cls, store: Union[Store, Checkpointer], *, where: Optional[Mapping[str, Any]] = None,
+             limit: int = 100, after: Optional[str] = None, order: str = "recent",
+             reverse: bool = False, with_last_item: bool = False) -> SessionPage:
+        """One page of the sessions of a store, newest activity first: the thread
+        index (Store.list_threads) with each session's extra, and with
+        with_last_item=True its last item. where: what the extra must contain
+        (e.g. {"user_id": "u1"}); limit: 1..10,000 per page; after: the `next` of
+        the page before; order: "recent", "created" or "id"; reverse: the other
+        direction. Blocks: from a coroutine, await ConvoSession.alist(...)."""
+        args = _list_args(store, where, order, reverse, after, limit, with_last_item)
+        return _session_page(_blocking(store).list_threads(*args))
+
+    @classmethod
+    async def alist(cls, store: Union[Store, Checkpointer], *,
+                    where: Optional[Mapping[str, Any]] = None, limit: int = 100,
+                    after: Optional[str] = None, order: str = "recent", reverse: bool = False,
+                    with_last_item: bool = False) -> SessionPage:
+        """ConvoSession.list off the event loop (on a Checkpointer's thread pool,
+        or the loop's default executor for a Store)."""
+        args = _list_args(store, where, order, reverse, after, limit, with_last_item)
+        if isinstance(store, Checkpointer):
+            page = await store.list_threads(*args)
+        else:
+            page = await asyncio.get_running_loop().run_in_executor(
+                None, functools.partial(store.list_threads, *args))
+        return _session_page(page)
 
     def close(self) -> None:
         """Closes the Store this session opened (not one it was given). Idempotent."""

@@ -378,6 +378,90 @@ class AgentsTests:
         given.close()
         self.assertFalse(self.store.closed)  # a Store it was given stays open
 
+    def test_list_sessions(self):
+        """A user's sessions newest activity first (the thread index), each with its
+        extra and last item; the same from list and alist, on a Store or a Checkpointer."""
+        user = "user:" + self.tid()
+        agent = make_agent()
+        def session(name, **extra):
+            s = ConvoSession(self.tid(name), store=self.store, extra={"user_id": user, **extra})
+            self.addCleanup(s.close)
+            return s
+        a, b, c = session("a", title="A"), session("b", title="B"), session("c")
+        other = ConvoSession(self.tid("other"), store=self.store, extra={"user_id": "someone"})
+        self.addCleanup(other.close)
+        self.assertIsNone(asyncio.run(a.get_extra()))  # nothing written before the first turn
+        for s in (a, b, other, c):
+            asyncio.run(run_turn(agent, "hello", s))
+        asyncio.run(run_turn(agent, "weather in Oslo", a))  # a is now the most recent
+        self.assertEqual(asyncio.run(a.get_extra()), {"user_id": user, "title": "A"})
+        page = ConvoSession.list(self.store, where={"user_id": user}, with_last_item=True)
+        self.assertIsNone(page.next)
+        self.assertEqual([i.session_id for i in page.sessions], [a.session_id, c.session_id,
+                                                                  b.session_id])
+        self.assertEqual([i.extra.get("title") for i in page.sessions], ["A", None, "B"])
+        for info, s in zip(page.sessions, (a, c, b)):
+            items = asyncio.run(s.get_items())
+            self.assertEqual((info.length, info.last_item), (len(items), items[-1]))
+            self.assertLessEqual(info.created_at, info.updated_at)
+        self.assertEqual(page.sessions[0].last_item["content"][0]["text"],
+                         "tool said: sunny in Oslo")
+        # one per page, by the cursor; without with_last_item, no item is read
+        seen, after = [], None
+        while True:
+            p = ConvoSession.list(self.store, where={"user_id": user}, limit=1, after=after)
+            seen += [(i.session_id, i.last_item) for i in p.sessions]
+            if p.next is None:
+                break
+            after = p.next
+        self.assertEqual(seen, [(i.session_id, None) for i in page.sessions])
+        # alist, on the Store and on a Checkpointer: the same page
+        cp = convo.asyncio.Checkpointer(self.store)
+        self.addCleanup(cp.close)
+        for store in (self.store, cp):
+            got = asyncio.run(ConvoSession.alist(store, where={"user_id": user},
+                                                 with_last_item=True))
+            self.assertEqual(got, page)
+        self.assertEqual(ConvoSession.list(cp, where={"user_id": user}, with_last_item=True), page)
+        # other orders; a cleared session stays listed (its extra kept), without items
+        created = ConvoSession.list(self.store, where={"user_id": user}, order="created")
+        self.assertEqual([i.session_id for i in created.sessions],
+                         [c.session_id, b.session_id, a.session_id])
+        asyncio.run(b.clear_session())
+        first = ConvoSession.list(self.store, where={"user_id": user}, limit=1,
+                                  with_last_item=True).sessions[0]
+        self.assertEqual((first.session_id, first.length, first.last_item, first.extra["title"]),
+                         (b.session_id, 0, None, "B"))
+        asyncio.run(b.save_extra({"title": "renamed"}))
+        self.assertEqual(asyncio.run(b.get_extra()), {"user_id": user, "title": "renamed"})
+        # the extra is merged once per instance, before its first add_items
+        asyncio.run(b.add_items([{"role": "user", "content": "again"}]))
+        self.assertEqual(asyncio.run(b.get_extra())["title"], "renamed")
+        asyncio.run(self.session("d").save_extra({"user_id": user}))  # listed without items
+        self.assertEqual(len(ConvoSession.list(self.store, where={"user_id": user}).sessions), 4)
+        self.assertEqual(ConvoSession.list(self.store, where={"user_id": "nobody"}),
+                         convo.agents.SessionPage([], None))
+
+    def test_list_sessions_bad_arguments(self):
+        for bad in (dict(where=["user_id"]), dict(limit=0), dict(limit=10001),
+                    dict(order="newest"), dict(reverse=1), dict(with_last_item="yes"),
+                    dict(after="not a cursor")):
+            with self.assertRaises(convo.InvalidError, msg=repr(bad)):
+                ConvoSession.list(self.store, **bad)
+            with self.assertRaises(convo.InvalidError, msg=repr(bad)):
+                asyncio.run(ConvoSession.alist(self.store, **bad))
+        for bad in (None, self.url, {"store": self.store}):
+            with self.assertRaises(convo.InvalidError):
+                ConvoSession.list(bad)
+            with self.assertRaises(convo.InvalidError):
+                asyncio.run(ConvoSession.alist(bad))
+        with self.assertRaises(convo.InvalidError):
+            ConvoSession("s", store=self.store, extra=[("user_id", "u")])
+        s = self.session()
+        with self.assertRaises(convo.InvalidError):
+            asyncio.run(s.save_extra("title"))
+        self.assertIsNone(self.store.load(s.session_id))  # nothing written
+
 
 async def child_turns(url, sid, tag, n):
     """A process's part of test_two_processes_on_one_session."""
