@@ -1,0 +1,415 @@
+"""convo.langgraph: ConvoSaver, a LangGraph checkpoint saver (BaseCheckpointSaver of
+langgraph-checkpoint 4.x, the package's `langgraph` extra) over a convo store. One
+convo thread per LangGraph thread; a checkpoint is libconvo's checkpoint (body =
+the LangGraph checkpoint without its channel values, each channel value stored
+once per version, pending writes idempotent per (task, idx)); the async methods
+run the blocking ones on the saver's thread pool, off the event loop.
+
+    from convo.langgraph import ConvoSaver
+    with ConvoSaver.from_conn_string("sqlite:graph.db") as checkpointer:
+        graph = builder.compile(checkpointer=checkpointer)
+
+How channel values are stored: convo/_langgraph_channels.py (docs/python.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import functools
+import itertools
+import json
+import os
+import random
+import threading
+import time
+from typing import Any, AsyncIterator, Dict, Iterator, Optional, Sequence
+
+try:
+    from langgraph.checkpoint.base import (WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions,
+                                           Checkpoint, CheckpointMetadata, CheckpointTuple,
+                                           get_checkpoint_id,
+                                           get_serializable_checkpoint_metadata,
+                                           writes_sort_key)
+    from langchain_core.runnables import RunnableConfig
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    raise ImportError("convo.langgraph needs langgraph-checkpoint 4.x: pip install "
+                      "'convo-store[langgraph]' (%s)" % e) from e
+
+from ._langgraph_channels import MessageChannels
+from .asyncio import Checkpointer
+from .errors import NotFoundError, invalid
+from .store import Store
+from . import _lib
+
+__all__ = ["ConvoSaver"]
+
+_MAX_PUT_KEYS = 4096   # checkpoints whose put this saver remembers (put_writes waits for them)
+_PAGE = 100            # checkpoints listed per trip to the thread pool
+
+
+def _thread_text(thread_id):
+    """LangGraph's own savers store the text of a numeric thread id: 1 and "1"
+    name one thread."""
+    if isinstance(thread_id, bool):
+        raise invalid("ConvoSaver: thread_id must be a string or an integer, not bool")
+    if isinstance(thread_id, int):
+        return str(thread_id)
+    return thread_id
+
+
+def _configurable(config, what="config"):
+    c = (config or {}).get("configurable") or {}
+    thread_id = c.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise invalid("ConvoSaver: %s['configurable']['thread_id'] is required" % what)
+    return _thread_text(thread_id), c.get("checkpoint_ns") or "", c
+
+
+def _metadata_json(config, metadata):
+    md = get_serializable_checkpoint_metadata(config, metadata)
+    return json.dumps(md, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _contains(value, pattern):
+    """jsonb @> semantics, the store's list filter: objects by key, arrays by
+    element, scalars equal."""
+    if isinstance(pattern, dict):
+        return isinstance(value, dict) and all(
+            k in value and _contains(value[k], v) for k, v in pattern.items())
+    if isinstance(pattern, list):
+        return isinstance(value, list) and all(
+            any(_contains(x, p) for x in value) for p in pattern)
+    if isinstance(pattern, bool) or isinstance(value, bool):
+        return type(pattern) is type(value) and pattern == value
+    return pattern == value
+
+
+class ConvoSaver(BaseCheckpointSaver):
+    """A LangGraph checkpoint saver kept in a convo store.
+
+    url_or_store: a URL (the saver opens a Store and closes it in close()), or an
+    open convo.Store or convo.asyncio.Checkpointer (shared, left open).
+    message_channels: the channels holding the conversation (LangGraph's
+    `messages` by default). writes_wait: seconds put_writes waits for the put of
+    its checkpoint (LangGraph saves a task's writes without waiting for that put).
+    max_workers: the thread pool of the async methods. store_options: Store's
+    keyword options, with a URL."""
+
+    def __init__(self, url_or_store, *, serde=None, message_channels=("messages",),
+                 writes_wait=60.0, max_workers=None, **store_options):
+        super().__init__(serde=serde)
+        if isinstance(url_or_store, Checkpointer):
+            url_or_store = url_or_store.store
+        if isinstance(url_or_store, Store):
+            if store_options:
+                raise TypeError("store options apply only when a URL is given")
+            self._store, self._owns_store = url_or_store, False
+        else:
+            self._store, self._owns_store = Store(url_or_store, **store_options), True
+        if isinstance(message_channels, str):
+            message_channels = (message_channels,)
+        self._channels = MessageChannels(message_channels)
+        self._writes_wait = float(writes_wait)
+        if max_workers is None:
+            max_workers = min(32, (os.cpu_count() or 1) + 4)
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="convo-langgraph")
+        self._puts = collections.OrderedDict()   # (thread, ns, id) -> put succeeded
+        self._cond = threading.Condition()
+        self._closed = False
+
+    @classmethod
+    def from_conn_string(cls, url, **options):
+        """A context manager, sync (`with`) and async (`async with`), opening a
+        saver on url and closing it on exit, as LangGraph's own savers do."""
+        return _Opening(cls, url, options)
+
+    @property
+    def store(self):
+        """The underlying convo.Store."""
+        return self._store
+
+    @property
+    def message_channels(self):
+        return self._channels.names
+
+    def setup(self):
+        """Nothing to do (convo creates and migrates its schema on open): here so
+        that code written for PostgresSaver runs unchanged."""
+
+    async def asetup(self):
+        """As setup()."""
+
+    # ---- versions ----
+
+    def get_next_version(self, current, channel=None):
+        """An increasing version with a random fraction: a branch taken from an old
+        checkpoint (update_state, time travel) never reuses a version of another
+        branch, whose stored value (kept once per version) would be taken for its own."""
+        if current is None:
+            number = 0
+        elif isinstance(current, (int, float)):
+            number = int(current)
+        else:
+            number = int(str(current).split(".")[0])
+        return "%032d.%016d" % (number + 1, random.randrange(10 ** 16))
+
+    # ---- the sync API ----
+
+    def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        thread_id, ns, _ = _configurable(config)
+        cp = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns)
+        return None if cp is None else self._tuple(cp)
+
+    def list(self, config: Optional[RunnableConfig], *, filter: Optional[Dict[str, Any]] = None,
+             before: Optional[RunnableConfig] = None,
+             limit: Optional[int] = None) -> Iterator[CheckpointTuple]:
+        if filter is not None and not isinstance(filter, dict):
+            raise invalid("ConvoSaver: list filter must be a dict, not %s" % type(filter).__name__)
+        if limit is not None and limit <= 0:
+            return iter(())
+        thread_id = ns = checkpoint_id = None
+        if config is not None:
+            c = config.get("configurable") or {}
+            if c.get("thread_id") is not None:
+                thread_id = _thread_text(c["thread_id"])
+            ns = c.get("checkpoint_ns")
+            checkpoint_id = c.get("checkpoint_id")
+        if checkpoint_id is not None:
+            return self._list_one(thread_id, ns, checkpoint_id, filter, before)
+        return self._list(thread_id, ns, filter or None, before, limit)
+
+    def _list_one(self, thread_id, ns, checkpoint_id, filter, before):
+        if thread_id is None:
+            raise invalid("ConvoSaver: list of a checkpoint_id needs its thread_id")
+        cp = self._store.checkpoint_get(thread_id, checkpoint_id, ns=ns or "")
+        if cp is None or (filter and not _contains(cp.metadata, filter)):
+            return
+        if before is not None and not self._is_before(cp, before):
+            return
+        yield self._tuple(cp)
+
+    def _is_before(self, cp, before):
+        b_thread, b_ns, _ = _configurable(before, "before")
+        b_id = get_checkpoint_id(before)
+        return any(True for _ in self._store.checkpoint_list(
+            cp.thread_id, ns=cp.ns, before=b_id, before_thread_id=b_thread, before_ns=b_ns,
+            filter=None, limit=None) if _.id == cp.id)
+
+    def _list(self, thread_id, ns, filter, before, limit):
+        options = dict(ns=ns, filter=filter, limit=limit, page_size=_PAGE)
+        before_id = None if before is None else get_checkpoint_id(before)
+        if before_id is not None:
+            b_thread, b_ns, bc = _configurable(before, "before")
+            options.update(before=before_id, before_thread_id=b_thread,
+                           before_ns=bc.get("checkpoint_ns", ns) or "")
+        found = self._store.checkpoint_list(thread_id, **options)
+        try:
+            first = next(found, None)
+        except NotFoundError:
+            # `before` names no checkpoint here: LangGraph's SQL savers compare ids
+            # (uuid6, increasing with time); so do we
+            options.update(before=None, before_thread_id=None, before_ns=None, limit=None)
+            found = (cp for cp in self._store.checkpoint_list(thread_id, **options)
+                     if cp.id < before_id)
+            found = itertools.islice(found, limit) if limit is not None else found
+            first = next(found, None)
+        if first is None:
+            return
+        for cp in itertools.chain((first,), found):
+            yield self._tuple(cp)
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        thread_id, ns, c = _configurable(config)
+        key = (thread_id, ns, checkpoint["id"])
+        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        try:
+            plan = self._channels.plan_put(self.serde, checkpoint["channel_values"],
+                                           checkpoint["channel_versions"], new_versions)
+            self._store.checkpoint_put(
+                thread_id, checkpoint["id"], ns=ns, parent_id=c.get("checkpoint_id"),
+                metadata=_metadata_json(config, metadata), body=self.serde.dumps_typed(body),
+                channels=plan.channels, log_length=plan.log_length,
+                messages=plan.messages or None)
+        except BaseException:
+            self._put_done(key, False)
+            raise
+        self._put_done(key, True)
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                                 "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple], task_id: str,
+                   task_path: str = "") -> None:
+        thread_id, ns, c = _configurable(config)
+        checkpoint_id = c.get("checkpoint_id")
+        stored = [(WRITES_IDX_MAP.get(channel, i), channel,
+                   self._channels.write_value(self.serde, channel, value))
+                  for i, (channel, value) in enumerate(writes)]
+        call = functools.partial(self._store.checkpoint_put_writes, thread_id, checkpoint_id,
+                                 task_id, stored, ns=ns, task_path=task_path or "")
+        try:
+            call()
+        except NotFoundError:
+            # LangGraph's loop saves a task's writes without waiting for the put of
+            # their checkpoint (both go to a background executor), and convo keeps
+            # writes only for a stored checkpoint: wait for the put, then save them.
+            self._after_put((thread_id, ns, checkpoint_id), call)
+
+    def delete_thread(self, thread_id: str) -> None:
+        text = _thread_text(thread_id)
+        with self._cond:
+            for key in [k for k in self._puts if k[0] == text]:
+                del self._puts[key]
+        try:
+            self._store.delete(text)
+        except NotFoundError:
+            pass
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """keep_latest: the latest checkpoint of each namespace stays, with its
+        writes and values; delete: every checkpoint goes. The thread's messages and
+        extra stay either way (delete_thread removes them)."""
+        keep = {"keep_latest": 1, "delete": 0}.get(strategy)
+        if keep is None:
+            raise invalid("ConvoSaver.prune: unknown strategy %r (keep_latest or delete)"
+                          % (strategy,))
+        for thread_id in thread_ids:
+            try:
+                self._store.checkpoint_prune(_thread_text(thread_id), keep)
+            except NotFoundError:
+                pass
+
+    # ---- the async API: the sync calls on the saver's thread pool ----
+
+    async def _run(self, fn, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        except RuntimeError:  # "cannot schedule new futures after shutdown"
+            raise invalid("ConvoSaver: the saver is closed") from None
+        return await future
+
+    async def aget_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        return await self._run(self.get_tuple, config)
+
+    async def alist(self, config: Optional[RunnableConfig], *,
+                    filter: Optional[Dict[str, Any]] = None,
+                    before: Optional[RunnableConfig] = None,
+                    limit: Optional[int] = None) -> AsyncIterator[CheckpointTuple]:
+        found = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            page = await self._run(lambda: [t for t in itertools.islice(found, _PAGE)])
+            for t in page:
+                yield t
+            if len(page) < _PAGE:
+                return
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        return await self._run(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple], task_id: str,
+                          task_path: str = "") -> None:
+        await self._run(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(self.delete_thread, thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._run(self.prune, list(thread_ids), strategy=strategy)
+
+    # ---- lifetime ----
+
+    def close(self):
+        """Waits for calls in progress, wakes put_writes calls waiting for a put,
+        closes the store if the saver opened it. Idempotent."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._executor.shutdown(wait=True)
+        if self._owns_store:
+            self._store.close()
+
+    async def aclose(self):
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    # ---- helpers ----
+
+    def _tuple(self, cp) -> CheckpointTuple:
+        checkpoint = self.serde.loads_typed(cp.body)
+        checkpoint["channel_values"] = self._channels.resolve(self.serde, cp)
+        ordered = sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+        pending = [(w.task_id, w.channel, self._channels.read_write(self.serde, w))
+                   for w in ordered]
+        config = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns,
+                                   "checkpoint_id": cp.id}}
+        parent = None
+        if cp.parent_id is not None:
+            parent = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns,
+                                       "checkpoint_id": cp.parent_id}}
+        return CheckpointTuple(config, checkpoint, cp.metadata, parent, pending)
+
+    def _put_done(self, key, ok):
+        with self._cond:
+            self._puts.pop(key, None)
+            self._puts[key] = ok
+            while len(self._puts) > _MAX_PUT_KEYS:
+                self._puts.popitem(last=False)
+            self._cond.notify_all()
+
+    def _after_put(self, key, call):
+        """Retries call until the put of key by this saver (or, polled, by another
+        process) lets it succeed; NotFoundError when that put failed or did not
+        come within writes_wait seconds."""
+        deadline = time.monotonic() + self._writes_wait
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: key in self._puts or self._closed,
+                                    timeout=max(0.0, min(0.5, deadline - time.monotonic())))
+                state = self._puts.get(key)
+            if state is False:
+                raise NotFoundError(_lib.ENOTFOUND, "ConvoSaver: the put of checkpoint %s failed: its "
+                                    "writes are not stored" % (key[2],), "")
+            try:
+                return call()
+            except NotFoundError:
+                if state or self._closed or time.monotonic() >= deadline:
+                    raise
+
+
+class _Opening:
+    """ConvoSaver.from_conn_string's context manager (sync and async)."""
+
+    def __init__(self, cls, url, options):
+        self._cls, self._url, self._options = cls, url, options
+        self._saver = None
+
+    def __enter__(self):
+        self._saver = self._cls(self._url, **self._options)
+        return self._saver
+
+    def __exit__(self, *exc):
+        self._saver.close()
+
+    async def __aenter__(self):
+        loop = asyncio.get_running_loop()
+        self._saver = await loop.run_in_executor(
+            None, functools.partial(self._cls, self._url, **self._options))
+        return self._saver
+
+    async def __aexit__(self, *exc):
+        await self._saver.aclose()

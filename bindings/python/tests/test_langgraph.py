@@ -1,0 +1,295 @@
+"""convo.langgraph.ConvoSaver: LangGraph's own checkpoint conformance suite
+(langgraph-checkpoint-conformance, unmodified) with every capability the saver
+implements required to be detected and to pass, per driver; and the saver's own
+behaviour (context managers, closing, thread ids, writes before their put, the
+async calls off the event loop, errors).
+
+Needs langgraph-checkpoint and langgraph-checkpoint-conformance: skipped without
+them, failed under CONVO_REQUIRE_LANGGRAPH=1 (tests/python-pip.sh installs them).
+CONVO_LANGGRAPH_DRIVERS (default "memory sqlite postgres", or "all": every driver
+and the Redis Cluster) names the drivers of the conformance suite."""
+
+import asyncio
+import os
+import threading
+import unittest
+import uuid
+
+import convo
+import convo.asyncio
+
+try:
+    from langgraph.checkpoint.conformance import checkpointer_test, validate
+    from langgraph.checkpoint.conformance.capabilities import Capability
+    from langgraph.checkpoint.base import empty_checkpoint
+    from convo.langgraph import ConvoSaver
+    MISSING = None
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    MISSING = str(e)
+
+from support import DRIVERS, DriverCase, unavailable, namespace, with_param
+
+# Every capability ConvoSaver implements: each must be detected, run and pass.
+REQUIRED = ["put", "put_writes", "get_tuple", "list", "delete_thread", "prune"]
+
+
+def _drivers():
+    names = os.environ.get("CONVO_LANGGRAPH_DRIVERS", "memory sqlite postgres").split()
+    return DRIVERS + ["redis_cluster"] if names == ["all"] else names
+
+
+def _need_langgraph():
+    if MISSING:
+        if os.environ.get("CONVO_REQUIRE_LANGGRAPH") == "1":
+            raise AssertionError("LangGraph is not installed (CONVO_REQUIRE_LANGGRAPH=1): "
+                                 + MISSING)
+        raise unittest.SkipTest("LangGraph is not installed: " + MISSING)
+
+
+class LangGraphCase(DriverCase):
+    @classmethod
+    def setUpClass(cls):
+        _need_langgraph()
+        if cls.driver == "redis_cluster":
+            base = os.environ.get("CONVO_TEST_REDIS_CLUSTER_URL")
+            if not base:
+                unavailable("CONVO_TEST_REDIS_CLUSTER_URL is not set")
+            cls.url = with_param(base, "prefix", namespace())
+            return
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.driver == "redis_cluster":
+            cls._empty_namespace()
+            return
+        super().tearDownClass()
+
+    def saver(self, **options):
+        s = ConvoSaver(self.store, **options)
+        self.addCleanup(s.close)
+        return s
+
+
+class Conformance(LangGraphCase):
+    def test_conformance(self):
+        """langgraph-checkpoint-conformance on this driver: every capability of
+        REQUIRED detected and passed, no test failed, nothing else skipped."""
+        url = self.url
+
+        @checkpointer_test(name="ConvoSaver-%s" % self.driver)
+        async def factory():
+            async with ConvoSaver.from_conn_string(url) as saver:
+                yield saver
+
+        report = asyncio.run(validate(factory))
+        failures = []
+        for name in REQUIRED:
+            r = report.results[name]
+            if not r.detected or not r.passed or r.tests_failed or not r.tests_passed:
+                failures.append("%s: detected=%s passed=%s %s" % (name, r.detected, r.passed,
+                                                                  r.failures))
+        detected = {c.value for c in Capability if report.results[c.value].detected}
+        self.assertEqual(sorted(detected), sorted(REQUIRED), "capabilities detected")
+        self.assertEqual(failures, [])
+        total = sum(report.results[n].tests_passed for n in REQUIRED)
+        print("\n  %s: %d conformance tests passed (%s)" % (self.driver, total, ", ".join(
+            "%s %d" % (n, report.results[n].tests_passed) for n in REQUIRED)), flush=True)
+
+
+for _driver in _drivers():
+    _name = "Conformance_%s" % _driver
+    globals()[_name] = type(_name, (Conformance,), {"driver": _driver, "__module__": __name__})
+del Conformance
+
+
+def _config(thread_id, checkpoint_id=None, ns=""):
+    c = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        c["checkpoint_id"] = checkpoint_id
+    return {"configurable": c}
+
+
+def _checkpoint(values=None, versions=None):
+    cp = empty_checkpoint()
+    cp["channel_values"] = dict(values or {})
+    cp["channel_versions"] = dict(versions or {k: 1 for k in cp["channel_values"]})
+    return cp
+
+
+class SaverTests:
+    """The saver's behaviour beyond the conformance suite, on every driver."""
+
+    def test_put_get_roundtrip_keeps_values_and_versions(self):
+        s = self.saver()
+        t = self.tid()
+        cp = _checkpoint({"messages": ["a", {"b": b"\x00\xff"}], "n": None})
+        stored = s.put(_config(t), cp, {"source": "input", "step": -1}, cp["channel_versions"])
+        got = s.get_tuple(stored)
+        self.assertEqual(got.checkpoint["channel_values"], cp["channel_values"])
+        self.assertEqual(got.checkpoint["channel_versions"], cp["channel_versions"])
+        self.assertEqual(got.metadata, {"source": "input", "step": -1})
+        self.assertIsNone(got.parent_config)
+        self.assertIsNone(s.get_tuple(_config(t, "no-such-checkpoint")))
+        self.assertIsNone(s.get_tuple(_config(self.tid("unknown"))))
+
+    def test_numeric_thread_id_is_its_text(self):
+        s = self.saver()
+        n = int(uuid.uuid4().int % 10 ** 12)
+        stored = s.put(_config(n), _checkpoint(), {}, {})
+        self.assertEqual(stored["configurable"]["thread_id"], str(n))
+        self.assertIsNotNone(s.get_tuple(_config(str(n))))
+        s.delete_thread(n)
+        self.assertIsNone(s.get_tuple(_config(n)))
+
+    def test_missing_thread_id_is_invalid(self):
+        s = self.saver()
+        with self.assertRaises(convo.InvalidError):
+            s.get_tuple({"configurable": {}})
+        with self.assertRaises(convo.InvalidError):
+            s.put({"configurable": {"thread_id": ""}}, _checkpoint(), {}, {})
+        with self.assertRaises(convo.InvalidError):
+            list(s.list(_config(self.tid()), filter="step"))
+
+    def test_get_next_version_never_repeats_across_branches(self):
+        s = self.saver()
+        a, b = s.get_next_version(None), s.get_next_version(None)
+        self.assertNotEqual(a, b)
+        self.assertTrue(a.startswith("%032d." % 1))
+        self.assertTrue(s.get_next_version(a).startswith("%032d." % 2))
+        self.assertTrue(s.get_next_version(7).startswith("%032d." % 8))
+        self.assertGreater(s.get_next_version(a), a)
+
+    def test_writes_before_their_put_wait_for_it(self):
+        """LangGraph's loop may save a task's writes before the put of their
+        checkpoint has stored it: put_writes waits for that put."""
+        s = self.saver()
+        t = self.tid()
+        cp = _checkpoint()
+        done = []
+        writer = threading.Thread(target=lambda: done.append(
+            s.put_writes(_config(t, cp["id"]), [("x", 1)], "task-1")))
+        writer.start()
+        threading.Event().wait(0.3)
+        self.assertEqual(done, [])      # waiting
+        s.put(_config(t), cp, {}, {})
+        writer.join(10)
+        self.assertEqual(done, [None])
+        self.assertEqual(s.get_tuple(_config(t)).pending_writes, [("task-1", "x", 1)])
+
+    def test_writes_of_a_checkpoint_never_put_fail(self):
+        s = self.saver(writes_wait=0.2)
+        with self.assertRaises(convo.NotFoundError):
+            s.put_writes(_config(self.tid(), "never-put"), [("x", 1)], "task-1")
+
+    def test_prune_strategies(self):
+        s = self.saver()
+        t = self.tid()
+        parent = None
+        for i in range(3):
+            parent = s.put(_config(t, parent and parent["configurable"]["checkpoint_id"]),
+                           _checkpoint({"v": i}, {"v": i + 1}), {"step": i}, {"v": i + 1})
+        s.prune([t])
+        listed = list(s.list(_config(t)))
+        self.assertEqual([x.config for x in listed], [parent])
+        self.assertEqual(listed[0].checkpoint["channel_values"], {"v": 2})
+        s.prune([t], strategy="delete")
+        self.assertEqual(list(s.list(_config(t))), [])
+        with self.assertRaises(convo.InvalidError):
+            s.prune([t], strategy="keep_some")
+
+    def test_list_before_an_unknown_id_compares_ids(self):
+        s = self.saver()
+        t = self.tid()
+        ids = []
+        for _ in range(3):
+            cp = _checkpoint()
+            ids.append(s.put(_config(t), cp, {}, {})["configurable"]["checkpoint_id"])
+        before = _config(t, ids[1][:-1] + "0")     # not stored, between ids[0] and ids[1]
+        got = [x.config["configurable"]["checkpoint_id"] for x in s.list(_config(t), before=before)]
+        self.assertEqual(got, [i for i in ids if i < before["configurable"]["checkpoint_id"]])
+
+    def test_list_of_one_checkpoint_id_and_filter(self):
+        s = self.saver()
+        t = self.tid()
+        a = s.put(_config(t), _checkpoint(), {"source": "loop", "tags": ["x", "y"]}, {})
+        s.put(_config(t), _checkpoint(), {"source": "input"}, {})
+        self.assertEqual([x.config for x in s.list(a)], [a])
+        self.assertEqual([x.config for x in s.list(a, filter={"tags": ["y"]})], [a])
+        self.assertEqual(list(s.list(a, filter={"source": "input"})), [])
+        self.assertEqual(len(list(s.list(_config(t), filter={"source": "input"}))), 1)
+        self.assertEqual(list(s.list(_config(t), limit=0)), [])
+
+    def test_async_calls_run_off_the_event_loop(self):
+        s = self.saver()
+        t = self.tid()
+        seen = []
+        real = s._store.checkpoint_get
+
+        def spy(*args, **kwargs):
+            seen.append(threading.current_thread())
+            return real(*args, **kwargs)
+
+        s._store.checkpoint_get = spy
+
+        async def main():
+            loop_thread = threading.current_thread()
+            stored = await s.aput(_config(t), _checkpoint({"a": 1}), {}, {"a": 1})
+            await s.aput_writes(stored, [("a", 2)], "task")
+            got = await s.aget_tuple(stored)
+            listed = [x async for x in s.alist(_config(t))]
+            await s.aprune([t])
+            await s.adelete_thread(t)
+            return loop_thread, got, listed
+
+        loop_thread, got, listed = asyncio.run(main())
+        self.assertEqual(got.checkpoint["channel_values"], {"a": 1})
+        self.assertEqual(got.pending_writes, [("task", "a", 2)])
+        self.assertEqual(len(listed), 1)
+        self.assertTrue(seen)
+        self.assertNotIn(loop_thread, seen)
+        self.assertIsNone(s.get_tuple(_config(t)))
+
+    def test_shared_store_is_left_open_and_close_is_idempotent(self):
+        s = ConvoSaver(self.store)
+        s.close()
+        s.close()
+        self.assertFalse(self.store.closed)
+        with ConvoSaver(convo.asyncio.Checkpointer(self.store)) as s2:
+            self.assertIs(s2.store, self.store)
+        self.assertFalse(self.store.closed)
+        with self.assertRaises(TypeError):
+            ConvoSaver(self.store, max_message_bytes=10)
+
+        async def closed_call():
+            await s.aget_tuple(_config(self.tid()))
+        with self.assertRaises(convo.InvalidError):
+            asyncio.run(closed_call())
+
+    def test_from_conn_string_sync_and_async(self):
+        if self.driver == "memory":
+            self.skipTest("every memory: store is a new one")
+        t = self.tid()
+        with ConvoSaver.from_conn_string(self.url) as s:
+            stored = s.put(_config(t), _checkpoint({"k": "v"}), {}, {"k": 1})
+            owned = s.store
+        self.assertTrue(owned.closed)
+
+        async def main():
+            async with ConvoSaver.from_conn_string(self.url) as s:
+                got = await s.aget_tuple(stored)
+                return s.store, got
+        store, got = asyncio.run(main())
+        self.assertTrue(store.closed)
+        self.assertEqual(got.checkpoint["channel_values"], {"k": "v"})
+
+    def test_setup_is_a_no_op(self):
+        s = self.saver()
+        s.setup()
+        asyncio.run(s.asetup())
+
+
+for _driver in DRIVERS:
+    _name = "SaverTests_%s" % _driver
+    globals()[_name] = type(_name, (SaverTests, LangGraphCase),
+                            {"driver": _driver, "__module__": __name__})
