@@ -5,8 +5,11 @@
 # virtual environment outside the source tree, imports it there and runs a small program
 # with libconvo found through CONVO_LIBRARY and through pkg-config's convo.pc; then
 # installs the openai-agents extra and runs the ConvoSession tests
-# (bindings/python/tests/test_agents.py, the SDK's real Runner) in that environment,
-# on memory:, SQLite and the servers named by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL.
+# (bindings/python/tests/test_agents.py, the SDK's real Runner), then the langgraph extra
+# with langgraph and langgraph-checkpoint-conformance and runs the ConvoSaver tests
+# (test_langgraph*.py: LangGraph's conformance suite on memory:, SQLite and PostgreSQL, a
+# real StateGraph against InMemorySaver, examples/python/langgraph_chat.py) in that
+# environment, on memory:, SQLite and the servers named by CONVO_TEST_{REDIS,POSTGRES,MONGO}_URL.
 # PyPI packages are pinned by bindings/python/constraints.txt (PIP_FIND_LINKS is
 # honoured). Run by `make check`; by hand: top_builddir=BUILD tests/python-pip.sh
 set -u
@@ -116,17 +119,41 @@ else
     echo "pkg-config not found: the convo.pc route is not checked"
 fi
 
+# unittest files of bindings/python/tests in the venv; counts what ran and passed
+skipped_total=0
+run_unit() { # WHAT PATTERN [VAR=VALUE ...]
+    local what=$1 pattern=$2 rc ran skipped
+    shift 2
+    env CONVO_LIBRARY=$LIB "$@" "$T/app/bin/python" -m unittest discover -v \
+        -s "$top_srcdir/bindings/python/tests" -p "$pattern" >"$T/unit" 2>&1
+    rc=$?
+    cat "$T/unit"
+    ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$T/unit" | tail -n 1)
+    [ "$rc" = 0 ] && [ -n "$ran" ] && [ "$ran" -gt 0 ] || fail "$what (exit $rc, ran ${ran:-none})"
+    skipped=$(grep -E '^OK \(skipped=' "$T/unit" | sed 's/.*skipped=\([0-9]*\).*/\1/')
+    passed=$((passed + ran - ${skipped:-0}))
+    skipped_total=$((skipped_total + ${skipped:-0}))
+}
+
+# CONVO_PIP_TESTS: which framework parts run (default both; tests/python-langgraph-all.sh
+# runs only langgraph, on every driver)
+want() { case " ${CONVO_PIP_TESTS:-agents langgraph} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 # the openai-agents extra, and ConvoSession with the SDK's real Runner
-"$T/app/bin/pip" install "$wheel[openai-agents]" >"$T/log" 2>&1 ||
-    fail "pip install convo_store[openai-agents]: $(tail -5 "$T/log")"
-ok "pip install convo_store[openai-agents]"
-CONVO_LIBRARY=$LIB CONVO_REQUIRE_AGENTS=1 "$T/app/bin/python" -m unittest discover -v -s "$top_srcdir/bindings/python/tests" \
-    -p 'test_agents*.py' >"$T/unit" 2>&1
-rc=$?
-cat "$T/unit"
-ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$T/unit" | tail -n 1)
-[ "$rc" = 0 ] && [ -n "$ran" ] && [ "$ran" -gt 0 ] || fail "the ConvoSession tests (exit $rc, ran ${ran:-none})"
-skipped=$(grep -E '^OK \(skipped=' "$T/unit" | sed 's/.*skipped=\([0-9]*\).*/\1/')
-passed=$((passed + ran - ${skipped:-0}))
-echo "$passed passed, 0 failed, ${skipped:-0} skipped"
+if want agents; then
+    "$T/app/bin/pip" install "$wheel[openai-agents]" >"$T/log" 2>&1 ||
+        fail "pip install convo_store[openai-agents]: $(tail -5 "$T/log")"
+    ok "pip install convo_store[openai-agents]"
+    run_unit "the ConvoSession tests" 'test_agents*.py' CONVO_REQUIRE_AGENTS=1
+fi
+
+# the langgraph extra, LangGraph itself and its checkpoint conformance suite: ConvoSaver
+# through the suite (unmodified) and through LangGraph's real runtime, and the example
+if want langgraph; then
+    "$T/app/bin/pip" install "$wheel[langgraph]" langgraph langgraph-checkpoint-conformance \
+        >"$T/log" 2>&1 || fail "pip install convo_store[langgraph]: $(tail -5 "$T/log")"
+    ok "pip install convo_store[langgraph] langgraph langgraph-checkpoint-conformance"
+    run_unit "the ConvoSaver tests" 'test_langgraph*.py' CONVO_REQUIRE_LANGGRAPH=1
+fi
+echo "$passed passed, 0 failed, $skipped_total skipped"
 echo "100%: Checks: $passed, Failures: 0, Errors: 0"
