@@ -453,7 +453,7 @@ void conf_add_copy_tests(Suite *s)
     tcase_add_test(tc, test_fork_opts_version_1);
     tcase_add_test(tc, test_copy_thread_export);
     tc = conf_tcase(s, "checkpoint_delete");
+    tcase_add_test(tc, test_checkpoint_delete_runs);
+    tcase_add_test(tc, test_checkpoint_delete_bad_input);
     tcase_add_test(tc, test_prune_strategies);
-    (void)test_checkpoint_delete_runs; /* registered once every driver has the delete */
-    (void)test_checkpoint_delete_bad_input;
 }

@@ -386,10 +386,41 @@ static int delete_values(call *c, const bson_oid_t *g, json_t *dropped, json_t *
     return rc;
 }
 
-/* Sorts each checkpoint of the thread, newest first, into kept (the first
- * keep_last of its namespace) or dropped, with the values each side refers to. */
-static int sort_for_prune(call *c, const char *id, const bson_oid_t *g, size_t keep_last,
-                          json_t *counts, json_t *drop_ids, json_t *kept, json_t *dropped)
+/* Which checkpoints go: prune's (past the keep_last newest of their
+ * namespace, counted in counts) or delete's (named in chosen, by cp_key). */
+typedef struct choice {
+    size_t keep_last;
+    json_t *counts;
+    json_t *chosen;
+} choice;
+
+static char *cp_key(const char *ns, const char *id)
+{
+    json_t *a = json_pack("[ss]", ns, id);
+    char *key = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return key;
+}
+
+/* 1: drop checkpoint (ns, id), met newest first; 0: keep it; -1: no memory. */
+static int choose(choice *ch, const char *ns, const char *id)
+{
+    if (ch->chosen) {
+        char *key = cp_key(ns, id);
+        int drop = key ? json_object_get(ch->chosen, key) != NULL : -1;
+        free(key);
+        return drop;
+    }
+    size_t seen = (size_t)json_integer_value(json_object_get(ch->counts, ns));
+    if (json_object_set_new(ch->counts, ns, json_integer((json_int_t)seen + 1)) != 0)
+        return -1;
+    return seen >= ch->keep_last;
+}
+
+/* Sorts each checkpoint of the thread, newest first, into kept or dropped (as
+ * ch chooses), with the values each side refers to. */
+static int sort_for_prune(call *c, const bson_oid_t *g, choice *choice, json_t *drop_ids,
+                          json_t *kept, json_t *dropped)
 {
     bson_t *query = convo__mg_generation_filter(g);
     bson_t *opts = BCON_NEW("sort", "{", "o", BCON_INT32(-1), "}", "projection", "{", "ns",
@@ -403,9 +434,12 @@ static int sort_for_prune(call *c, const char *id, const bson_oid_t *g, size_t k
         const char *ns = convo__mg_get_utf8(doc, "ns"), *cpid = convo__mg_get_utf8(doc, "id");
         if (!ns || !cpid)
             continue;
-        size_t seen = (size_t)json_integer_value(json_object_get(counts, ns));
-        json_object_set_new(counts, ns, json_integer((json_int_t)seen + 1));
-        if (seen < keep_last) {
+        int drop = choose(choice, ns, cpid);
+        if (drop < 0) {
+            rc = convo__mg_no_memory(c);
+            break;
+        }
+        if (!drop) {
             rc = note_refs(c, doc, ns, kept);
             continue;
         }
@@ -425,16 +459,18 @@ static int sort_for_prune(call *c, const char *id, const bson_oid_t *g, size_t k
     return rc;
 }
 
-static int prune_thread(call *c, const char *id, const bson_oid_t *g, size_t keep_last)
+/* Removes the checkpoints ch chooses, then their writes, then the values
+ * only they named; *removed = how many checkpoints. */
+static int prune_thread(call *c, const bson_oid_t *g, choice *ch, uint64_t *removed)
 {
-    json_t *counts = json_object(), *drop_ids = json_object(), *kept = json_object(),
-           *dropped = json_object();
-    int rc = counts && drop_ids && kept && dropped
-                 ? sort_for_prune(c, id, g, keep_last, counts, drop_ids, kept, dropped)
-                 : convo__mg_no_memory(c);
+    json_t *drop_ids = json_object(), *kept = json_object(), *dropped = json_object();
+    int rc = drop_ids && kept && dropped ? sort_for_prune(c, g, ch, drop_ids, kept, dropped)
+                                         : convo__mg_no_memory(c);
     const char *ns;
     json_t *ids;
+    *removed = 0;
     json_object_foreach(drop_ids, ns, ids) {
+        *removed += json_array_size(ids);
         if (rc == 0) /* the checkpoints first: a value goes only once nothing names it */
             rc = delete_ids(c, CHECKPOINTS, g, ns, "id", ids);
         if (rc == 0)
@@ -442,7 +478,6 @@ static int prune_thread(call *c, const char *id, const bson_oid_t *g, size_t kee
     }
     if (rc == 0)
         rc = delete_values(c, g, dropped, kept);
-    json_decref(counts);
     json_decref(drop_ids);
     json_decref(kept);
     json_decref(dropped);
@@ -455,10 +490,43 @@ int convo__mg_checkpoint_prune(convo_backend *b, const char *id, size_t keep_las
     call c;
     thread_doc t;
     convo__mg_call_begin(&c, b, err);
-    int rc = convo__mg_read_visible(&c, id, &t);
+    choice ch = {keep_last, json_object(), NULL};
+    uint64_t removed;
+    int rc = ch.counts ? convo__mg_read_visible(&c, id, &t) : convo__mg_no_memory(&c);
     if (rc == 0)
-        rc = prune_thread(&c, id, &t.g, keep_last);
+        rc = prune_thread(&c, &t.g, &ch, &removed);
+    if (ch.counts)
+        convo__mg_thread_free(&t); /* read_visible filled it */
+    json_decref(ch.counts);
+    convo__mg_call_end(&c);
+    return rc;
+}
+
+int convo__mg_checkpoint_delete(convo_backend *b, const char *id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err)
+{
+    call c;
+    thread_doc t;
+    memset(&t, 0, sizeof t);
+    bson_init(&t.extra); /* freed whether or not the thread is read */
+    convo__mg_call_begin(&c, b, err);
+    choice ch = {0, NULL, json_object()};
+    int rc = ch.chosen ? 0 : convo__mg_no_memory(&c);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *key = cp_key(ns[i], ids[i]);
+        if (!key || json_object_set_new(ch.chosen, key, json_true()) != 0)
+            rc = convo__mg_no_memory(&c);
+        free(key);
+    }
+    *removed = 0;
+    bool visible = false;
+    if (rc == 0)
+        rc = convo__mg_read_settled(&c, id, &t, &visible);
+    if (rc == 0 && visible) /* a thread nobody can see has nothing to remove */
+        rc = prune_thread(&c, &t.g, &ch, removed);
     convo__mg_thread_free(&t);
+    json_decref(ch.chosen);
     convo__mg_call_end(&c);
     return rc;
 }

@@ -287,6 +287,7 @@ const convo_driver convo_driver_mongo = {
     .checkpoint_get = convo__mg_checkpoint_get,
     .checkpoint_list = convo__mg_checkpoint_list,
     .checkpoint_prune = convo__mg_checkpoint_prune,
+    .checkpoint_delete = convo__mg_checkpoint_delete,
     .checkpoint_put_log = convo__mg_checkpoint_put_log,
     .bench_raw = convo__mg_bench_raw,
     .stored_bytes = convo__mg_stored_bytes,

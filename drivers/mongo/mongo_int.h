@@ -244,6 +244,9 @@ int convo__mg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
                               convo_checkpoint_set **out, convo_error *err);
 int convo__mg_checkpoint_prune(convo_backend *b, const char *id, size_t keep_last,
                                convo_error *err);
+int convo__mg_checkpoint_delete(convo_backend *b, const char *id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err);
 
 /* import.c: thread import (convo import / copy) */
 int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,

@@ -452,3 +452,32 @@ int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
         PQclear(r);
     return rc;
 }
+
+int convo__pg_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err)
+{
+    *removed = 0;
+    pg_array a[2];
+    convo__pg_array_start(&a[0], OID_TEXT, n * 8);
+    convo__pg_array_start(&a[1], OID_TEXT, n * 40);
+    for (size_t i = 0; i < n; i++) {
+        convo__pg_array_add(&a[0], ns[i], strlen(ns[i]));
+        convo__pg_array_add(&a[1], ids[i], strlen(ids[i]));
+    }
+    int failed = a[0].failed || a[1].failed, lens[4] = {(int)strlen(thread_id), 0, 0, TTL_LEN};
+    char *arrays[2] = {convo__pg_array_finish(&a[0], &lens[1]),
+                       convo__pg_array_finish(&a[1], &lens[2])};
+    const char *values[4] = {thread_id, arrays[0], arrays[1], b->ttl};
+    PGresult *r = NULL;
+    int rc = failed || !arrays[0] || !arrays[1]
+                 ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory")
+                 : convo__pg_run(b, ST_CP_DELETE, values, lens, &r, err);
+    if (rc == 0) {
+        *removed = (uint64_t)convo__pg_get_int(r, 0, 0);
+        PQclear(r);
+    }
+    free(arrays[0]);
+    free(arrays[1]);
+    return rc;
+}

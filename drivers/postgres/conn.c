@@ -42,6 +42,7 @@ static const struct {
     [ST_CP_PUT_LOG] = {"convo_cp_put_log", 18, SQL_CHECKPOINT_PUT_LOG},
     [ST_REPLACE_TAIL] = {"convo_replace_tail", 10, SQL_REPLACE_TAIL},
     [ST_REPLACE_TAIL_FAST] = {"convo_replace_tail_fast", 8, SQL_REPLACE_TAIL_FAST},
+    [ST_CP_DELETE] = {"convo_cp_delete", 4, SQL_CHECKPOINT_DELETE},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */

@@ -23,7 +23,7 @@ enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
     ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
-    ST_REPLACE_TAIL_FAST,
+    ST_REPLACE_TAIL_FAST, ST_CP_DELETE,
     ST_COUNT
 };
 
@@ -177,6 +177,9 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
                               void *filter, convo_checkpoint_set **out, convo_error *err);
 int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
                                convo_error *err);
+int convo__pg_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err);
 /* maint.c */
 int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,

@@ -715,3 +715,36 @@ int convo__rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
     free(tk.buf);
     return rc;
 }
+
+int convo__rd_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err)
+{
+    *removed = 0;
+    thread_keys tk;
+    if (convo__rd_keys_make(b, thread_id, &tk) != 0)
+        return convo__rd_oom(err);
+    cmd call = {0};
+    convo__rd_cmd_script_head(&call, &tk);
+    for (size_t i = 0; i < n; i++) {
+        convo__rd_cmd_add(&call, ns[i], strlen(ns[i]));
+        convo__rd_cmd_add(&call, ids[i], strlen(ids[i]));
+    }
+    rconn *c;
+    redisReply *r = NULL;
+    int rc = convo__rd_acquire(b, &c, err);
+    if (rc == 0) {
+        rc = convo__rd_pipeline_script(b, c, &call, 1, 0, S_CP_DELETE, &r, err);
+        convo__rd_release(b, c);
+    }
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    else if (rc == 0 && r->type == REDIS_REPLY_INTEGER)
+        *removed = (uint64_t)r->integer;
+    else if (rc == 0)
+        rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: unexpected checkpoint delete reply");
+    freeReplyObject(r);
+    convo__rd_cmd_free(&call);
+    free(tk.buf);
+    return rc;
+}

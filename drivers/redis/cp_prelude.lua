@@ -71,6 +71,19 @@ local function drop_checkpoint(field, order_hex, lm)
   chunked('HDEL', WRITES, w, 1, #w)
   redis.call('ZREMRANGEBYLEX', CPIDX, writes_of(field))
 end
+-- Removes every value no remaining checkpoint of its namespace lists.
+local function drop_unused_values()
+  local used, all = {}, redis.call('HGETALL', CP)
+  for i = 1, #all, 2 do
+    local n, ch = string.match(all[i], '^([^%z]*)%z'), rec_channels(all[i + 1])
+    for j = 1, #ch, 2 do used[n .. '\0' .. ch[j] .. '\0' .. ch[j + 1]] = true end
+  end
+  local gone = {}
+  for _, f in ipairs(redis.call('HKEYS', BLOBS)) do
+    if not used[f] then gone[#gone + 1] = f end
+  end
+  chunked('HDEL', BLOBS, gone, 1, #gone)
+end
 -- Layout 3 finds checkpoints by log length ("l" members). A script cannot
 -- index a thread of layout 1 or 2: the log length is in the record's tail,
 -- next to bytes cmsgpack cannot decode (bin). So such a thread with

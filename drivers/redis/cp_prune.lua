@@ -16,14 +16,5 @@ while ns do
   end
   ns = next_ns(ns)
 end
-local used, all = {}, redis.call('HGETALL', CP)
-for i = 1, #all, 2 do
-  local n, ch = string.match(all[i], '^([^%z]*)%z'), rec_channels(all[i + 1])
-  for j = 1, #ch, 2 do used[n .. '\0' .. ch[j] .. '\0' .. ch[j + 1]] = true end
-end
-local gone = {}
-for _, f in ipairs(redis.call('HKEYS', BLOBS)) do
-  if not used[f] then gone[#gone + 1] = f end
-end
-chunked('HDEL', BLOBS, gone, 1, #gone)
+drop_unused_values()
 return 1

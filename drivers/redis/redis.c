@@ -241,6 +241,7 @@ const convo_driver convo_driver_redis = {
     .checkpoint_get = convo__rd_checkpoint_get,
     .checkpoint_list = convo__rd_checkpoint_list,
     .checkpoint_prune = convo__rd_checkpoint_prune,
+    .checkpoint_delete = convo__rd_checkpoint_delete,
     .bench_raw = convo__rd_bench_raw,
     .stored_bytes = convo__rd_stored_bytes,
     .thread_import = convo__rd_thread_import,

@@ -26,7 +26,7 @@
 enum {
     S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
-    S_REWRITE_CP, S_REINDEX, S_LIST,
+    S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
@@ -227,5 +227,8 @@ int convo__rd_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
                               convo_checkpoint_set **out, convo_error *err);
 int convo__rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
                                convo_error *err);
+int convo__rd_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
+                                const char *const *ids, size_t n, uint64_t *removed,
+                                convo_error *err);
 
 #endif

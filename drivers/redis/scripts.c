@@ -31,4 +31,5 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_REWRITE_CP] = LUA_IX LUA_CP_PRELUDE LUA_REWRITE_CP LUA_REWRITE,
     [S_REINDEX] = LUA_IX LUA_REINDEX,
     [S_LIST] = LUA_LIST,
+    [S_CP_DELETE] = LUA_CP LUA_CP_DELETE,
 };
