@@ -33,7 +33,7 @@ APPEND_OPTS_VERSION = 2
 REWRITE_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
 CHECKPOINT_IN_VERSION = 3
-FORK_OPTS_VERSION = 1
+FORK_OPTS_VERSION = 2
 CHECKPOINT_LIST_OPTS_VERSION = 2
 DUMP_OPTS_VERSION = 2
 
@@ -156,11 +156,12 @@ class ForkOpts(ctypes.Structure):
     _fields_ = [
         ("version", ctypes.c_uint),
         ("expected_generation", ctypes.c_int64),
+        ("with_checkpoints", ctypes.c_int),  # version 2
     ]
 
     @classmethod
     def init(cls):
-        return cls(FORK_OPTS_VERSION, -1)
+        return cls(FORK_OPTS_VERSION, -1, 0)
 
 
 class Blob(ctypes.Structure):
@@ -342,6 +343,8 @@ _SIGNATURES = {
     "convo_checkpoint_set_free": (None, [_set_p]),
     "convo_checkpoint_prune": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_size_t,
                                               _err_p]),
+    "convo_checkpoint_delete": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointListOpts),
+                                               ctypes.POINTER(ctypes.c_uint64), _err_p]),
     "convo_checkpoint_free": (None, [_checkpoint_p]),
     "convo_checkpoint_thread_id": (ctypes.c_char_p, [_checkpoint_p]),
     "convo_checkpoint_ns": (ctypes.c_char_p, [_checkpoint_p]),

@@ -109,8 +109,9 @@ class Checkpointer:
     async def delete(self, thread_id):
         await self._run(self._store.delete, thread_id)
 
-    async def fork(self, src, dst, upto=None):
-        await self._run(self._store.fork, src, dst, upto)
+    async def fork(self, src, dst, upto=None, **options):
+        """Store.fork (expected_generation=, with_checkpoints=)."""
+        await self._run(self._store.fork, src, dst, upto, **options)
 
     async def thread_ids(self, after=None, limit=None):
         """Store.thread_ids: thread ids in byte order, as a list."""
@@ -172,6 +173,10 @@ class Checkpointer:
 
     async def checkpoint_prune(self, thread_id, keep_last):
         await self._run(self._store.checkpoint_prune, thread_id, keep_last)
+
+    async def checkpoint_delete(self, thread_id=None, **options):
+        """Store.checkpoint_delete: how many checkpoints were removed."""
+        return await self._run(self._store.checkpoint_delete, thread_id, **options)
 
     # ---- moving data and maintenance ----
 

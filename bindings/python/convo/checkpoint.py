@@ -317,5 +317,33 @@ class CheckpointCalls:
         self._call(lib.convo_checkpoint_prune, _text(thread_id, "thread_id"),
                    _int(keep_last, "keep_last", 0))
 
+    def checkpoint_delete(self, thread_id=None, *, ns=None, filter=None, before=None,
+                          before_thread_id=None, before_ns=None, limit=None):
+        """Removes every checkpoint checkpoint_list would yield with the same
+        arguments (thread_id None: every thread; ns None: every namespace),
+        with its pending writes and the channel values no remaining checkpoint
+        needs; returns how many. Each thread's share goes in one step.
+        LangGraph's delete_for_runs: checkpoint_delete(filter={"run_id": r})
+        for each run id r."""
+        keep = _Keep()
+        opts = _lib.CheckpointListOpts.init()
+        if thread_id is not None:
+            opts.thread_id = keep(_text(thread_id, "thread_id"))
+        if ns is not None:
+            opts.checkpoint_ns = keep(_text(ns, "ns"))
+        if before is not None:
+            opts.before = keep(_text(before, "before"))
+        if before_thread_id is not None:
+            opts.before_thread_id = keep(_text(before_thread_id, "before_thread_id"))
+        if before_ns is not None:
+            opts.before_ns = keep(_text(before_ns, "before_ns"))
+        if filter is not None:
+            opts.filter_json = keep(_metadata_in(filter, "filter"))
+        if limit is not None:
+            opts.limit = _int(limit, "limit", 1)
+        removed = ctypes.c_uint64()
+        self._call(lib.convo_checkpoint_delete, ctypes.byref(opts), ctypes.byref(removed))
+        return removed.value
+
 
 __all__ = ["Blob", "Channel", "Write", "Checkpoint", "CheckpointCalls"]

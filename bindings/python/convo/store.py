@@ -261,16 +261,23 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         """Removes the thread entirely; NotFoundError when it does not exist."""
         self._call(lib.convo_thread_delete, _text(thread_id, "thread_id"))
 
-    def fork(self, src, dst, upto=None, *, expected_generation=None):
+    def fork(self, src, dst, upto=None, *, expected_generation=None, with_checkpoints=False):
         """Copies messages [0, upto) (all when upto is None) and the extra
         object of src into the new thread dst, which starts at src's
-        generation. NotFoundError when src is unknown, ConflictError when dst
+        generation. with_checkpoints=True copies the checkpoints too
+        (LangGraph's copy_thread): every checkpoint of every namespace whose
+        log_length is within the messages copied, with its ids, parent,
+        metadata, body, channel values and pending writes, in the same listing
+        order. NotFoundError when src is unknown, ConflictError when dst
         exists or src is not at expected_generation (when given), InvalidError
-        when upto is past the end."""
+        when upto is past the end; nothing is written then."""
         upto = -1 if upto is None else _int(upto, "upto", 0)
         opts = _lib.ForkOpts.init()
         if expected_generation is not None:
             opts.expected_generation = _int(expected_generation, "expected_generation", 0)
+        if not isinstance(with_checkpoints, bool):
+            raise invalid("with_checkpoints must be True or False")
+        opts.with_checkpoints = 1 if with_checkpoints else 0
         self._call(lib.convo_thread_fork_ex, _text(src, "src"), _text(dst, "dst"), upto,
                    ctypes.byref(opts))
 

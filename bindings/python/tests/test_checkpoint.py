@@ -166,6 +166,50 @@ class CheckpointTests:
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_prune(t, -1)
 
+    def test_fork_with_checkpoints(self):
+        src, dst = self.tid("src"), self.tid("dst")
+        self.store.append(src, [{"role": "user", "content": "hi"}])
+        put(self.store, src, "c1", channels={"a": ("1", (J, b"1"))}, log_length=1)
+        put(self.store, src, "s1", ns="sub", channels={"a": ("1", (J, b"7"))})
+        put(self.store, src, "c2", "c1", 1, channels={"a": "1", "b": ("1", ("bytes", b"\0"))},
+            log_length=1)
+        self.store.checkpoint_put_writes(src, "c2", "task", [(0, "x", (J, b"9"))], task_path="p")
+        self.store.fork(src, dst, with_checkpoints=True)
+        self.assertEqual([(c.ns, c.id) for c in self.store.checkpoint_list(dst)],
+                         [(c.ns, c.id) for c in self.store.checkpoint_list(src)])
+        got, want = self.store.checkpoint_get(dst, "c2"), self.store.checkpoint_get(src, "c2")
+        self.assertEqual((got.thread_id, got.parent_id, got.metadata, got.log_length),
+                         (dst, "c1", want.metadata, 1))
+        self.assertEqual((got.values, got.writes), (want.values, want.writes))
+        self.assertEqual(self.store.load(dst)[0], self.store.load(src)[0])
+        with self.assertRaises(convo.ConflictError):
+            self.store.fork(src, dst, with_checkpoints=True)
+        missing, other = self.tid("missing"), self.tid("other")
+        with self.assertRaises(convo.NotFoundError):
+            self.store.fork(missing, other, with_checkpoints=True)
+        self.assertEqual(list(self.store.checkpoint_list(other)), [])
+        with self.assertRaises(convo.InvalidError):
+            self.store.fork(src, other, with_checkpoints="yes")
+        self.store.fork(src, other)  # messages and extra only
+        self.assertEqual(list(self.store.checkpoint_list(other)), [])
+
+    def test_checkpoint_delete(self):
+        t1, t2, run = self.tid("t1"), self.tid("t2"), "run-" + self.tid("run")
+        put(self.store, t1, "c1", metadata={"run_id": run}, channels={"a": ("1", (J, b"1"))})
+        put(self.store, t1, "c2", "c1", metadata={"run_id": "other"}, channels={"a": "1"})
+        put(self.store, t2, "d1", ns="sub", metadata={"run_id": run, "step": 1})
+        self.store.checkpoint_put_writes(t1, "c1", "task", [(0, "x", (J, b"9"))])
+        self.assertEqual(self.store.checkpoint_delete(filter={"run_id": run}), 2)
+        self.assertIsNone(self.store.checkpoint_get(t1, "c1"))
+        self.assertIsNone(self.store.checkpoint_get(t2, "d1", ns="sub"))
+        self.assertEqual(self.store.checkpoint_get(t1, "c2").values, {"a": (J, b"1")})
+        self.assertEqual(self.store.checkpoint_delete(filter={"run_id": run}), 0)
+        self.assertEqual(self.store.checkpoint_delete(t1), 1)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_delete(t1, limit=0)
+        with self.assertRaises(convo.NotFoundError):
+            self.store.checkpoint_delete(t1, before="nope")
+
     def test_put_with_messages(self):
         t = self.tid()
         self.store.append(t, [{"role": "user", "content": "hi"}])
