@@ -288,7 +288,7 @@ typedef struct convo_channel_in {
     const convo_blob *value; /* NULL when this version was stored before, or is empty */
 } convo_channel_in;
 
-#define CONVO_CHECKPOINT_IN_VERSION 3
+#define CONVO_CHECKPOINT_IN_VERSION 4
 typedef struct convo_checkpoint_in {
     unsigned int version;
     const char *thread_id;
@@ -314,9 +314,16 @@ typedef struct convo_checkpoint_in {
     /* ---- version 3 ---- */
     int64_t expected_generation;   /* with messages: -1 = none; else CONVO_ECONFLICT (nothing
                                     * written) unless the thread's generation is this */
+    /* ---- version 4: log references. NULL, or nchannels entries: a non-NULL
+     * channel_items[i] is channel i's value as a list of items kept in the
+     * thread's log (channels[i].value must then be NULL). The library plans the
+     * put (see "Log references" below); messages must then be empty, and
+     * expected_length may be -1 (the library reads the thread's length and
+     * retries when another writer grew it meanwhile). */
+    const struct convo_items_in *const *channel_items;
 } convo_checkpoint_in;
 #define CONVO_CHECKPOINT_IN_INIT { CONVO_CHECKPOINT_IN_VERSION, NULL, NULL, NULL, NULL, NULL, \
-                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1, -1 }
+                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1, -1, NULL }
 
 /* A pending write of a task: idx >= 0 is stored once per (task_id, idx);
  * a negative idx (errors, interrupts, ...) replaces what that idx held. */
@@ -406,6 +413,83 @@ CONVO_EXTERN size_t convo_checkpoint_write_count(const convo_checkpoint *cp);
 CONVO_EXTERN const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i,
                                                 const char **task_path, int64_t *idx,
                                                 const char **channel, convo_blob *value);
+
+/* ---- Log references: each message stored once (docs/checkpoints.md) ----
+ * A checkpoint channel value, a pending write's value or an input can be a
+ * list of items kept in the thread's log: each item is a message (a JSON
+ * object with a non-empty string "role", validated as convo_append's). The
+ * library stores such a list as a reference (blob type "convo/items"): seq
+ * ranges of the log plus, inline, the items that are not in it; get and list
+ * give the items back resolved, with one load of the log per checkpoint.
+ *
+ * The rule for what enters the log: a put's list (with log = 1) whose items
+ * before its fresh ones are exactly its parent checkpoint's list of that
+ * channel appends the fresh ones to the log in the same atomic write as the
+ * checkpoint; any other list keeps its fresh items inline (a branch that
+ * rewrites history, a removed or replaced message). Pending writes never
+ * append: their items stay inline until the put that appends them, which
+ * turns the parent's pending writes and channel values holding those items
+ * into references in the same atomic write (an interrupted or failed step
+ * leaves nothing in the log).
+ *
+ * An item is known to be log seq q (and not compared) when seqs[i] == q: a
+ * binding passes what get or an earlier put told it (seqs_out), and makes the
+ * put conditional with expected_generation. Items without a seq are compared
+ * with the parent's list by their text (one load of the log). */
+typedef struct convo_items_in {
+    const char *const *items;  /* n message texts; items[i] may be NULL when seqs[i] >= 0 */
+    const size_t *lengths;     /* NULL = each is NUL-terminated */
+    const int64_t *seqs;       /* NULL, or n entries: the log seq item i is, or -1 */
+    size_t n;
+    /* The value is an object whose member `key` is the list and whose other
+     * members are the blob `rest` (e.g. LangGraph's {messages: [...], ...}
+     * input); key NULL = the value is the list itself. */
+    const char *key;
+    convo_blob rest;           /* type NULL = no other members */
+    int64_t *seqs_out;         /* NULL, or n entries filled on success: the seq
+                                * of each item in the log, -1 for one kept inline */
+    /* 1: the list is a conversation (a message channel): in a checkpoint put,
+     * its fresh items enter the log when the rule above allows; 0: its fresh
+     * items stay inline until a later put appends them (an input, a write). */
+    int log;
+} convo_items_in;
+
+/* A resolved list of items (valid as long as the checkpoint). */
+typedef struct convo_items {
+    size_t n;
+    const char *const *items;  /* NUL-terminated message texts */
+    const size_t *lengths;
+    const int64_t *seqs;       /* the log seq of each item, -1 for one kept inline */
+    const char *key;           /* as in convo_items_in */
+    convo_blob rest;
+} convo_items;
+
+/* 1 and *out filled when channel i's value (or write i's) is a list of items;
+ * 0 when it is a plain blob or i is out of range. */
+CONVO_EXTERN int convo_checkpoint_channel_items(const convo_checkpoint *cp, size_t i,
+                                                convo_items *out);
+CONVO_EXTERN int convo_checkpoint_write_items(const convo_checkpoint *cp, size_t i,
+                                              convo_items *out);
+
+/* Pending writes with log references (convo_checkpoint_put_writes with items). */
+#define CONVO_WRITES_IN_VERSION 1
+typedef struct convo_writes_in {
+    unsigned int version;
+    const char *thread_id;
+    const char *checkpoint_ns;   /* NULL = "" */
+    const char *checkpoint_id;
+    const char *task_id;
+    const char *task_path;       /* NULL = "" */
+    const convo_write_in *writes;
+    size_t n;
+    /* NULL, or n entries: a non-NULL items[i] is write i's value as a list of
+     * items (writes[i].value is then ignored). */
+    const convo_items_in *const *items;
+} convo_writes_in;
+#define CONVO_ITEMS_IN_INIT { NULL, NULL, NULL, 0, NULL, { NULL, NULL, 0 }, NULL, 0 }
+#define CONVO_WRITES_IN_INIT { CONVO_WRITES_IN_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
+CONVO_EXTERN int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w,
+                                                convo_error *err);
 
 /* ---- Moving threads between stores: a versioned msgpack stream (docs/dump-format.md) ---- */
 /* Write all len bytes or return non-zero. */

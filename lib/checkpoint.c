@@ -7,35 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct cp_channel {
-    char *channel, *version, *type;
-    void *bytes;
-    size_t len;
-} cp_channel;
-
-typedef struct cp_write {
-    char *task_id, *task_path, *channel, *type;
-    int64_t idx;
-    void *bytes;
-    size_t len;
-} cp_write;
-
-struct convo_checkpoint {
-    char *thread_id, *ns, *id, *parent_id, *metadata, *body_type;
-    void *body;
-    size_t body_len;
-    int64_t log_length, created_at;
-    cp_channel *channels;
-    size_t nchannels, ccap;
-    cp_write *writes;
-    size_t nwrites, wcap;
-};
-
-struct convo_checkpoint_set {
-    convo_checkpoint **items;
-    size_t count, cap;
-};
-
 /* ---- result objects ---- */
 
 static char *dup_or_null(const char *s, int *failed)
@@ -67,6 +38,7 @@ void convo_checkpoint_free(convo_checkpoint *cp)
         free(cp->channels[i].version);
         free(cp->channels[i].type);
         free(cp->channels[i].bytes);
+        convo__items_free(cp->channels[i].items);
     }
     for (size_t i = 0; i < cp->nwrites; i++) {
         free(cp->writes[i].task_id);
@@ -74,6 +46,7 @@ void convo_checkpoint_free(convo_checkpoint *cp)
         free(cp->writes[i].channel);
         free(cp->writes[i].type);
         free(cp->writes[i].bytes);
+        convo__items_free(cp->writes[i].items);
     }
     free(cp->channels);
     free(cp->writes);
@@ -128,7 +101,7 @@ int convo__checkpoint_add_channel(convo_checkpoint *cp, const char *channel, con
     int failed = 0;
     cp_channel c = {dup_or_null(channel, &failed), dup_or_null(version, &failed),
                     dup_or_null(type, &failed), type ? dup_bytes(bytes, len, &failed) : NULL,
-                    type ? len : 0};
+                    type ? len : 0, NULL};
     cp->channels[cp->nchannels++] = c; /* freed with cp even when a copy failed */
     return failed ? CONVO_ENOMEM : 0;
 }
@@ -148,7 +121,7 @@ int convo__checkpoint_add_write(convo_checkpoint *cp, const char *task_id, const
     int failed = 0;
     cp_write w = {dup_or_null(task_id, &failed), dup_or_null(task_path ? task_path : "", &failed),
                   dup_or_null(channel, &failed),  dup_or_null(type ? type : "", &failed),
-                  idx, dup_bytes(bytes, len, &failed), len};
+                  idx, dup_bytes(bytes, len, &failed), len, NULL};
     cp->writes[cp->nwrites++] = w;
     return failed ? CONVO_ENOMEM : 0;
 }
@@ -270,6 +243,25 @@ const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i, const c
     return w->task_id;
 }
 
+static int items_of(const cp_items *it, convo_items *out)
+{
+    if (!it)
+        return 0;
+    if (out)
+        *out = it->pub;
+    return 1;
+}
+
+int convo_checkpoint_channel_items(const convo_checkpoint *cp, size_t i, convo_items *out)
+{
+    return cp && i < cp->nchannels ? items_of(cp->channels[i].items, out) : 0;
+}
+
+int convo_checkpoint_write_items(const convo_checkpoint *cp, size_t i, convo_items *out)
+{
+    return cp && i < cp->nwrites ? items_of(cp->writes[i].items, out) : 0;
+}
+
 /* ---- metadata filter ---- */
 
 static int contains(json_t *doc, json_t *want)
@@ -331,6 +323,13 @@ static int check_blob(const char *what, const convo_blob *b, convo_error *err)
                             CONVO_MAX_ROLE_BYTES);
     if (b->len && !b->bytes)
         return convo__error(err, CONVO_EINVAL, NULL, "%s has a length but no bytes", what);
+    /* a stored reference, as export gives it, comes back in with import */
+    if (strcmp(b->type, CONVO_ITEMS_TYPE) == 0)
+        return convo__items_check(b->bytes, b->len, NULL, err);
+    if (strncmp(b->type, "convo/", 6) == 0)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "%s has type '%s': types starting with convo/ are the library's", what,
+                            b->type);
     return 0;
 }
 
@@ -341,10 +340,18 @@ static int check_channels(const convo_checkpoint_in *cp, size_t *bytes, convo_er
         int rc = check_key("channel name", c->channel, 0, err);
         if (rc == 0)
             rc = check_key("channel version", c->version, 0, err);
+        const convo_items_in *it =
+            cp->version >= 4 && cp->channel_items ? cp->channel_items[i] : NULL;
+        if (rc == 0 && it && c->value)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "channel '%s' has both a value and items", c->channel);
         if (rc == 0 && c->value)
             rc = check_blob("channel value", c->value, err);
         if (rc != 0)
             return rc;
+        for (size_t k = 0; it && it->items && k < it->n; k++)
+            if (it->items[k])
+                *bytes += it->lengths ? it->lengths[k] : strlen(it->items[k]);
         for (size_t j = 0; j < i; j++)
             if (strcmp(cp->channels[j].channel, c->channel) == 0)
                 return convo__error(err, CONVO_EINVAL, NULL, "channel '%s' listed twice",
@@ -434,7 +441,8 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
     if (rc == 0) {
         /* A version 1 caller's struct ends before the version 2 fields. */
         convo_checkpoint_in copy = CONVO_CHECKPOINT_IN_INIT;
-        memcpy(&copy, cp, cp->version >= 3   ? sizeof copy
+        memcpy(&copy, cp, cp->version >= 4   ? sizeof copy
+                          : cp->version == 3 ? offsetof(convo_checkpoint_in, channel_items)
                           : cp->version == 2 ? offsetof(convo_checkpoint_in, expected_generation)
                                              : offsetof(convo_checkpoint_in, messages));
         copy.version = CONVO_CHECKPOINT_IN_VERSION;
@@ -444,8 +452,14 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
             copy.body.len = 0, copy.body.bytes = NULL;
         if (nmessages == 0)
             copy.nmessages = 0, copy.messages = NULL, copy.message_lengths = NULL;
-        rc = nmessages ? s->driver->checkpoint_put_log(s->backend, &copy, msgs, err)
-                       : s->driver->checkpoint_put(s->backend, &copy, err);
+        if (copy.channel_items)
+            rc = nmessages ? convo__error(err, CONVO_EINVAL, NULL,
+                                          "a put with channel items takes no messages: the "
+                                          "library appends the items that are new")
+                           : convo__items_put(s, &copy, err);
+        else
+            rc = nmessages ? s->driver->checkpoint_put_log(s->backend, &copy, msgs, err)
+                           : s->driver->checkpoint_put(s->backend, &copy, err);
         rc = convo__scrubbed(s, rc, err);
     }
     convo__messages_free(msgs, nmessages);
@@ -458,44 +472,94 @@ int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const cha
                                 const char *task_path, const convo_write_in *writes, size_t n,
                                 convo_error *err)
 {
+    convo_writes_in w = CONVO_WRITES_IN_INIT;
+    w.thread_id = thread_id;
+    w.checkpoint_ns = checkpoint_ns;
+    w.checkpoint_id = checkpoint_id;
+    w.task_id = task_id;
+    w.task_path = task_path;
+    w.writes = writes;
+    w.n = n;
+    return convo_checkpoint_put_writes_ex(s, &w, err);
+}
+
+static void free_encoded(convo_write_in *ws, const convo_writes_in *w)
+{
+    for (size_t i = 0; ws && i < w->n; i++)
+        if (w->items && w->items[i])
+            free((void *)ws[i].value.bytes);
+    free(ws);
+}
+
+int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w, convo_error *err)
+{
     NEED_DRIVER(s, checkpoint_put_writes, err);
-    if (!checkpoint_ns)
-        checkpoint_ns = "";
-    int rc = convo__check_thread_id(thread_id, err);
+    if (!w || w->version < 1 || w->version > CONVO_WRITES_IN_VERSION)
+        return convo__error(err, CONVO_EINVAL, NULL, "writes are NULL or of an unknown version");
+    const char *ns = w->checkpoint_ns ? w->checkpoint_ns : "";
+    const char *task_path = w->task_path ? w->task_path : "";
+    size_t n = w->n;
+    int rc = convo__check_thread_id(w->thread_id, err);
     if (rc == 0)
-        rc = check_key("checkpoint namespace", checkpoint_ns, 1, err);
+        rc = check_key("checkpoint namespace", ns, 1, err);
     if (rc == 0)
-        rc = check_key("checkpoint id", checkpoint_id, 0, err);
+        rc = check_key("checkpoint id", w->checkpoint_id, 0, err);
     if (rc == 0)
-        rc = check_key("task id", task_id, 0, err);
+        rc = check_key("task id", w->task_id, 0, err);
     if (rc == 0)
-        rc = check_key("task path", task_path ? task_path : "", 1, err);
-    if (rc == 0 && n && !writes)
+        rc = check_key("task path", task_path, 1, err);
+    if (rc == 0 && n && !w->writes)
         rc = convo__error(err, CONVO_EINVAL, NULL, "writes is NULL");
+    convo_write_in *ws = rc == 0 && n ? calloc(n, sizeof *ws) : NULL;
+    if (rc == 0 && n && !ws)
+        rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     size_t bytes = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = check_key("write channel", writes[i].channel, 0, err);
-        if (rc == 0)
-            rc = check_blob("write value", &writes[i].value, err);
+        ws[i] = w->writes[i];
+        rc = check_key("write channel", ws[i].channel, 0, err);
+        if (rc == 0 && w->items && w->items[i]) {
+            void *enc = NULL;
+            size_t len = 0;
+            rc = convo__items_encode_write(s, w->items[i], &enc, &len, err);
+            ws[i].value.type = CONVO_ITEMS_TYPE;
+            ws[i].value.bytes = enc;
+            ws[i].value.len = len;
+        } else if (rc == 0) {
+            rc = check_blob("write value", &ws[i].value, err);
+        }
         for (size_t j = 0; rc == 0 && j < i; j++)
-            if (writes[j].idx == writes[i].idx)
+            if (ws[j].idx == ws[i].idx)
                 rc = convo__error(err, CONVO_EINVAL, NULL, "write idx %lld given twice",
-                                  (long long)writes[i].idx);
-        bytes += writes[i].value.len;
+                                  (long long)ws[i].idx);
+        bytes += ws[i].value.len;
     }
     if (rc == 0 && bytes > s->limits.max_checkpoint_bytes)
         rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                           "writes of %zu bytes exceed the limit of %zu bytes", bytes,
                           s->limits.max_checkpoint_bytes);
-    if (rc != 0 || n == 0)
-        return rc;
-    rc = s->driver->checkpoint_put_writes(s->backend, thread_id, checkpoint_ns, checkpoint_id,
-                                          task_id, task_path ? task_path : "", writes, n, err);
-    return convo__scrubbed(s, rc, err);
+    if (rc == 0 && n > 0)
+        rc = convo__scrubbed(s,
+                             s->driver->checkpoint_put_writes(s->backend, w->thread_id, ns,
+                                                              w->checkpoint_id, w->task_id,
+                                                              task_path, ws, n, err),
+                             err);
+    free_encoded(ws, w);
+    return rc;
 }
 
 int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns,
                          const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
+{
+    int rc = convo__checkpoint_get_raw(s, thread_id, checkpoint_ns, checkpoint_id, out, err);
+    if (rc == 0 && (rc = convo__items_resolve(s, *out, err)) != 0) {
+        convo_checkpoint_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int convo__checkpoint_get_raw(convo_store *s, const char *thread_id, const char *checkpoint_ns,
+                              const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
     NEED_DRIVER(s, checkpoint_get, err);
     if (!out)
@@ -561,6 +625,12 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (rc == 0)
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
+    for (size_t i = 0; rc == 0 && i < (*out)->count; i++)
+        rc = convo__items_resolve(s, (*out)->items[i], err);
+    if (rc != 0) {
+        convo_checkpoint_set_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 

@@ -373,7 +373,7 @@ static int export_checkpoints(exporter *x, const char *id, const thread_mark *m,
         rc = out_of_memory(x->err);
     for (size_t i = n; rc == 0 && i-- > 0;) {
         convo_checkpoint *cp;
-        rc = convo_checkpoint_get(x->s, id, keys[i].ns, keys[i].id, &cp, x->err);
+        rc = convo__checkpoint_get_raw(x->s, id, keys[i].ns, keys[i].id, &cp, x->err);
         if (rc == CONVO_ENOTFOUND) { /* pruned meanwhile */
             convo__error_clear(x->err);
             rc = 0;

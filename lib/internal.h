@@ -48,6 +48,67 @@ struct convo_store {
     char **secrets; /* convo__url_secrets() of the URL */
 };
 
+/* The objects behind convo_checkpoint and convo_checkpoint_set (checkpoint.c). */
+/* A list of items resolved from a log reference (lib/items.c). */
+typedef struct cp_items {
+    convo_items pub; /* points into the fields below */
+    char **texts;
+    size_t *lengths;
+    int64_t *seqs;
+    char *key, *rest_type;
+    void *rest;
+} cp_items;
+
+typedef struct cp_channel {
+    char *channel, *version, *type;
+    void *bytes;
+    size_t len;
+    cp_items *items; /* NULL unless the value is a resolved "convo/items" */
+} cp_channel;
+
+typedef struct cp_write {
+    char *task_id, *task_path, *channel, *type;
+    int64_t idx;
+    void *bytes;
+    size_t len;
+    cp_items *items;
+} cp_write;
+
+struct convo_checkpoint {
+    char *thread_id, *ns, *id, *parent_id, *metadata, *body_type;
+    void *body;
+    size_t body_len;
+    int64_t log_length, created_at;
+    cp_channel *channels;
+    size_t nchannels, ccap;
+    cp_write *writes;
+    size_t nwrites, wcap;
+};
+
+struct convo_checkpoint_set {
+    convo_checkpoint **items;
+    size_t count, cap;
+};
+
+/* items.c: log references. The blob type of a stored reference. */
+#define CONVO_ITEMS_TYPE "convo/items"
+/* Resolves every "convo/items" value of cp with one load of the log. */
+int convo__items_resolve(convo_store *s, convo_checkpoint *cp, convo_error *err);
+void convo__items_free(cp_items *it);
+/* 0 when b (type CONVO_ITEMS_TYPE) is a well-formed reference, else CONVO_EINVAL;
+ * *end is 1 + its highest seq (0 when none). */
+int convo__items_check(const void *bytes, size_t len, int64_t *end, convo_error *err);
+/* A pending write's list of items, encoded as a reference (its fresh items
+ * inline, validated): *bytes malloc'd. */
+int convo__items_encode_write(convo_store *s, const convo_items_in *it, void **bytes,
+                              size_t *len, convo_error *err);
+/* convo_checkpoint_put with channel_items: cp validated, metadata compact. */
+int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error *err);
+/* The driver's get, without resolving references (export copies them as stored). */
+int convo__checkpoint_get_raw(convo_store *s, const char *thread_id, const char *ns,
+                              const char *checkpoint_id, convo_checkpoint **out,
+                              convo_error *err);
+
 /* url.c */
 int convo__url_parse(convo_url **out, const char *text, convo_error *err);
 void convo__url_free(convo_url *url);

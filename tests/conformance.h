@@ -108,6 +108,8 @@ void conf_add_thread_tests(Suite *s);
 void conf_add_store_tests(Suite *s);
 /* conformance_concurrency.c: concurrent writers, in threads and in processes. */
 void conf_add_concurrency_tests(Suite *s);
+/* conformance_items.c: log references (convo_items_in). */
+void conf_add_items_tests(Suite *s);
 /* conformance_threads.c: the thread index (convo_thread_list_ex). */
 void conf_add_thread_index_tests(Suite *s);
 /* conformance_copy.c: copy_thread (fork with checkpoints), checkpoint delete, prune. */

@@ -606,15 +606,14 @@ static int mem_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, c
     return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
 }
 
-/* Appends msgs at cp->expected_length and puts cp under one lock: both or neither. */
-static int mem_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
-                                  const convo_message_in *msgs, convo_error *err)
+/* Appends msgs at cp->expected_length and puts cp, the lock held: both or neither. */
+static int put_log_locked(convo_backend *b, const convo_checkpoint_in *cp,
+                          const convo_message_in *msgs, convo_error *err)
 {
     convo_append_opts opts = CONVO_APPEND_OPTS_INIT;
     opts.expected_length = cp->expected_length;
     opts.expected_generation = cp->expected_generation;
     convo_append_result res;
-    pthread_mutex_lock(&b->lock);
     int rc = append_locked(b, cp->thread_id, msgs, cp->nmessages, &opts, &res, err);
     if (rc == 0 && (rc = put_locked(b, cp)) != 0) {
         mem_thread *t = lookup(b, cp->thread_id);
@@ -625,6 +624,65 @@ static int mem_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *c
             remove_thread(b, cp->thread_id);
         rc = convo__error(err, rc, NULL, "out of memory");
     }
+    return rc;
+}
+
+static int mem_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    int rc = put_log_locked(b, cp, msgs, err);
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+static mem_write *find_write(mem_checkpoint *c, const char *task_id, int64_t idx);
+
+/* A value of a put's parent becomes a reference when it still holds old_value.
+ * Out of memory leaves it as it was (it still holds the same items). */
+static void swap_locked(mem_thread *t, const char *ns, const convo_swap *w)
+{
+    mem_checkpoint *c = find_cp(t, ns, w->checkpoint_id);
+    mem_write *x = c && w->task_id ? find_write(c, w->task_id, w->idx) : NULL;
+    mem_blob *v = c && !w->task_id ? find_blob(t, ns, w->channel, w->version) : NULL;
+    char **type = x ? &x->type : v ? &v->type : NULL;
+    void **bytes = x ? &x->bytes : v ? &v->bytes : NULL;
+    size_t *len = x ? &x->len : v ? &v->len : NULL;
+    if (!type || !*type || strcmp(*type, w->old_value.type) != 0 || *len != w->old_value.len ||
+        (*len && memcmp(*bytes, w->old_value.bytes, *len) != 0))
+        return;
+    int failed = 0;
+    char *nt = xdup(w->new_value.type, &failed);
+    void *nb = xdupb(w->new_value.bytes, w->new_value.len, &failed);
+    if (failed) {
+        free(nt);
+        free(nb);
+        return;
+    }
+    free(*type);
+    free(*bytes);
+    *type = nt, *bytes = nb, *len = w->new_value.len;
+    if (c->log_length < w->log_length)
+        c->log_length = w->log_length;
+}
+
+static int mem_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                   const convo_message_in *msgs, size_t nmsgs,
+                                   const convo_swap *swaps, size_t nswaps, convo_error *err)
+{
+    pthread_mutex_lock(&b->lock);
+    mem_thread *t = lookup(b, cp->thread_id);
+    int64_t generation = t ? t->generation : 0;
+    int rc = 0;
+    if (cp->expected_generation >= 0 && cp->expected_generation != generation)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL, "thread is at generation %lld, expected %lld",
+                          (long long)generation, (long long)cp->expected_generation);
+    else if (nmsgs)
+        rc = put_log_locked(b, cp, msgs, err);
+    else if ((rc = put_locked(b, cp)) != 0)
+        rc = convo__error(err, rc, NULL, "out of memory");
+    for (size_t i = 0; rc == 0 && i < nswaps; i++)
+        swap_locked(lookup(b, cp->thread_id), cp->checkpoint_ns, &swaps[i]);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -1201,6 +1259,7 @@ const convo_driver convo_driver_memory = {
     .stored_bytes = mem_stored_bytes,
     .thread_import = mem_thread_import,
     .checkpoint_put_log = mem_checkpoint_put_log,
+    .checkpoint_put_refs = mem_checkpoint_put_refs,
     .replace_tail = mem_replace_tail,
     .thread_list_ex = mem_thread_list_ex,
 };

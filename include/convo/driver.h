@@ -68,9 +68,24 @@ typedef struct convo_backend convo_backend; /* a driver's open instance */
 /* Version 2 added the checkpoint calls at the end of the table, version 3 the
  * checkpoint put that appends to the log, version 4 the tail rewrite and the
  * thread generation, version 5 the thread index, version 6 the checkpoint
- * delete and the fork with checkpoints; the core answers CONVO_ENOTSUP for them
- * when a driver is older or leaves them NULL (but see thread_copy). */
-#define CONVO_DRIVER_VERSION 6
+ * delete and the fork with checkpoints, version 7 the put with log references
+ * (checkpoint_put_refs); the core answers CONVO_ENOTSUP for them when a driver
+ * is older or leaves them NULL (but see thread_copy and checkpoint_put_refs). */
+#define CONVO_DRIVER_VERSION 7
+
+/* A value of the parent checkpoint that a put with log references turns into a
+ * reference (lib/items.c plans it): a pending write (task_id non-NULL) or a
+ * channel value (task_id NULL: channel and version). */
+typedef struct convo_swap {
+    const char *checkpoint_id; /* in the put's thread and namespace */
+    const char *task_id;       /* a pending write (task_id, idx) of checkpoint_id ... */
+    int64_t idx;
+    const char *channel;       /* ... or the value of (channel, version) */
+    const char *version;
+    convo_blob old_value;      /* replaced only while the stored value is exactly this */
+    convo_blob new_value;
+    int64_t log_length;        /* checkpoint_id's log_length is raised to at least this */
+} convo_swap;
 
 typedef struct convo_driver {
     unsigned int version; /* CONVO_DRIVER_VERSION the driver was built against */
@@ -232,6 +247,23 @@ typedef struct convo_driver {
      * at a time, and removes dst again when that fails. ---- */
     int (*thread_copy)(convo_backend *b, const char *src, const char *dst, int64_t upto,
                        int64_t expected_generation, convo_error *err);
+    /* ---- version 7, optional: a checkpoint put with log references
+     * (lib/items.c); NULL: the core puts without the swaps (values keep their
+     * inline copies). In one atomic write where the backend allows it (else
+     * the swaps right after the put, in the same call):
+     *   1. cp->expected_generation >= 0 and the thread's generation (0 when it
+     *      does not exist) differs: CONVO_ECONFLICT, nothing written;
+     *   2. nmsgs > 0: as checkpoint_put_log (msgs at seq cp->expected_length,
+     *      CONVO_ECONFLICT when the length differs); nmsgs == 0: as
+     *      checkpoint_put (cp->expected_length is then -1, not a condition);
+     *   3. each swap: the value it names, when it is stored and equal (type and
+     *      bytes) to old_value, becomes new_value, and its checkpoint's
+     *      log_length becomes max(log_length, swap->log_length); a swap whose
+     *      value is missing or different is skipped (not an error).
+     * Channel values of type "convo/items" are stored as any other blob. ---- */
+    int (*checkpoint_put_refs)(convo_backend *b, const convo_checkpoint_in *cp,
+                               const convo_message_in *msgs, size_t nmsgs,
+                               const convo_swap *swaps, size_t nswaps, convo_error *err);
 } convo_driver;
 
 /* ---- helpers the core offers to drivers (lib/) ---- */
