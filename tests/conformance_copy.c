@@ -266,6 +266,51 @@ START_TEST(test_copy_thread_failures)
 }
 END_TEST
 
+/* The drivers that copy a thread in one atomic step (docs/checkpoints.md);
+ * the others replay the checkpoints and remove the target when that fails. */
+static int copies_in_one_step(void)
+{
+    static const char *const atomic[] = {"sqlite"};
+    for (size_t i = 0; i < sizeof atomic / sizeof *atomic; i++)
+        if (strcmp(convo_store_driver(conf_store), atomic[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A copy is whole or not there: through a handle whose checkpoint limit the
+ * second checkpoint passes, a replay fails midway and removes the target; a
+ * copy in one step does not replay, so it copies everything. */
+START_TEST(test_copy_thread_all_or_nothing)
+{
+    SKIP_IF_PRIVATE(); /* a second handle on the same data */
+    char src[256], dst[256], big[600];
+    TID(src, "src");
+    TID(dst, "dst");
+    memset(big, 'x', sizeof big);
+    convo_blob v = {"bytes", big, sizeof big};
+    convo_channel_in ch = {"a", "1", &v};
+    conf_append(conf_store, src, MSGS, 1);
+    put_ok(src, "", "small", NULL, "{}", NULL, 0, 1);
+    put_ok(src, "", "large", "small", "{}", &ch, 1, 1);
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.max_checkpoint_bytes = 256;
+    convo_store *small = conf_open_ex(&so);
+    convo_fork_opts o = CONVO_FORK_OPTS_INIT;
+    o.with_checkpoints = 1;
+    convo_error err;
+    int rc = convo_thread_fork_ex(small, src, dst, -1, &o, &err);
+    convo_close(small);
+    if (copies_in_one_step()) {
+        ASSERT_OK(rc, err);
+        assert_same_checkpoints(src, dst, 2);
+    } else {
+        ASSERT_FAILS(rc, err, CONVO_ETOOLARGE);
+        ck_assert_int_eq(conf_length(conf_store, dst), -1);
+        ck_assert_uint_eq(count_of(dst, NULL), 0);
+    }
+}
+END_TEST
+
 /* A version 1 options struct (no with_checkpoints) still forks messages only. */
 START_TEST(test_fork_opts_version_1)
 {
@@ -450,6 +495,7 @@ void conf_add_copy_tests(Suite *s)
     tcase_add_test(tc, test_copy_thread);
     tcase_add_test(tc, test_copy_thread_upto_and_no_messages);
     tcase_add_test(tc, test_copy_thread_failures);
+    tcase_add_test(tc, test_copy_thread_all_or_nothing);
     tcase_add_test(tc, test_fork_opts_version_1);
     tcase_add_test(tc, test_copy_thread_export);
     tc = conf_tcase(s, "checkpoint_delete");

@@ -505,6 +505,37 @@ $ODD"
     one_error "fork onto existing"
     check "fork upto past the end" 1 "$CONVO" --url "$S" fork t t4 --upto 99
     one_error "fork upto past the end"
+    # --with-checkpoints: the checkpoints (put through the Python binding) come too
+    if convo_python -c 'import convo, sys
+with convo.Store(sys.argv[1]) as s:
+    s.append("fc", [{"role": "user", "n": i} for i in range(2)])
+    s.checkpoint_put("fc", "c1", log_length=1, metadata={"step": 1})
+    s.checkpoint_put("fc", "c2", parent_id="c1", log_length=2, metadata={"step": 2})
+    s.checkpoint_put_writes("fc", "c2", "task", [(0, "x", ("json", b"1"))])' "$S"; then
+        check "fork --with-checkpoints" 0 "$CONVO" --url "$S" fork fc fc2 --with-checkpoints
+        "$CONVO" --url "$S" checkpoints fc >"$T/src-cps"
+        check "the copy's checkpoints" 0 "$CONVO" --url "$S" checkpoints fc2
+        if [ "$(wc -l <"$T/out")" = 2 ] && grep -q '"c2"' "$T/out" &&
+            [ "$(sed 's/"fc2"/"fc"/; s/"created_at":[^,}]*//' "$T/out")" = \
+              "$(sed 's/"created_at":[^,}]*//' "$T/src-cps")" ]; then ok; else
+            bad "fork --with-checkpoints: $(head -c 300 "$T/out") vs $(head -c 300 "$T/src-cps")"
+        fi
+        check "fork --with-checkpoints --upto 1" 0 "$CONVO" --url "$S" fork fc fc3 --with-checkpoints --upto 1
+        check "only the checkpoint within 1 message" 0 "$CONVO" --url "$S" checkpoints fc3
+        if [ "$(wc -l <"$T/out")" = 1 ] && grep -q '"c1"' "$T/out"; then ok; else
+            bad "fork --with-checkpoints --upto 1: $(head -c 300 "$T/out")"
+        fi
+        check "fork without the flag" 0 "$CONVO" --url "$S" fork fc fc4
+        check "no checkpoints without the flag" 0 "$CONVO" --url "$S" checkpoints fc4
+        out_empty "no checkpoints without the flag"
+        check "fork --with-checkpoints onto existing" 4 "$CONVO" --url "$S" fork fc fc2 --with-checkpoints
+        one_error "fork --with-checkpoints onto existing"
+        check "fork --with-checkpoints unknown" 3 "$CONVO" --url "$S" fork nope fc5 --with-checkpoints
+        check "nothing created" 3 "$CONVO" --url "$S" load fc5
+        for t in fc fc2 fc3 fc4; do "$CONVO" --url "$S" delete $t; done
+    else
+        bad "could not put a checkpoint through the Python binding"
+    fi
 
     # delete
     check "delete" 0 "$CONVO" --url "$S" delete t2

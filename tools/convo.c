@@ -176,6 +176,7 @@ static int cmd_fork(convo_store *s, const invocation *inv)
         st = opt_count(inv, "--expect-generation", &fo.expected_generation);
     if (st != STATUS_OK)
         return st;
+    fo.with_checkpoints = opt_value(inv, "--with-checkpoints") != NULL;
     convo_error err;
     int rc = convo_thread_fork_ex(s, inv->args[0], inv->args[1], upto, &fo, &err);
     return rc ? fail(rc, &err) : STATUS_OK;
@@ -333,9 +334,11 @@ static const command commands[] = {
     {.name = "delete", .run = cmd_delete, .opens_store = 1, .min_args = 1, .max_args = 1,
      .usage = "delete THREAD", .summary = "delete a thread and all it holds"},
     {.name = "fork", .run = cmd_fork, .opens_store = 1, .min_args = 2, .max_args = 2,
-     .options = {"--upto=", "--expect-generation="},
-     .usage = "fork SRC DST [--upto N] [--expect-generation G]",
-     .summary = "copy messages [0, N) and the extra object of SRC into the new thread DST"},
+     .options = {"--upto=", "--expect-generation=", "--with-checkpoints"},
+     .usage = "fork SRC DST [--upto N] [--expect-generation G] [--with-checkpoints]",
+     .summary = "copy messages [0, N) and the extra object of SRC into the new thread DST\n"
+                "    (--with-checkpoints: and every checkpoint within them, with its values and\n"
+                "    pending writes: LangGraph's copy_thread)"},
     {.name = "checkpoints", .run = cmd_checkpoints, .opens_store = 1, .min_args = 1,
      .max_args = 1, .options = {"--ns=", "--limit="},
      .usage = "checkpoints THREAD [--ns NS] [--limit N]",

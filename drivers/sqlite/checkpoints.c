@@ -691,3 +691,35 @@ int sq_checkpoint_delete(convo_backend *b, const char *thread_id, const char *co
     *removed = rc == 0 ? a.removed : 0;
     return rc;
 }
+
+/* Runs statement id with the int64 parameters ?1..?n. */
+static int run_ints(sq_conn *c, enum stmt_id id, const int64_t *v, int n, const char *what,
+                    convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, id, &st, err);
+    for (int i = 0; rc == 0 && i < n; i++)
+        sqlite3_bind_int64(st, i + 1, v[i]);
+    return rc ? rc : sq_stmt_run(c, st, what, err);
+}
+
+int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, convo_error *err)
+{
+    int64_t order;
+    int rc = cp_next_order(c, &order, err);
+    int64_t v[7] = {key_of(src, 0), key_of(src, MAX_LENGTH), key_of(dst, 0), dst, upto,
+                    order - 1, convo__now_micros()};
+    if (rc == 0)
+        rc = run_ints(c, ST_CP_COPY, v, 7, "copying checkpoints", err);
+    if (rc == 0)
+        rc = run_ints(c, ST_CH_COPY, v, 5, "copying checkpoint channels", err);
+    if (rc == 0)
+        rc = run_ints(c, ST_WRITE_COPY, v, 5, "copying pending writes", err);
+    int64_t blobs[4] = {src, 0, 0, dst};
+    if (rc == 0)
+        rc = run_ints(c, ST_BLOB_COPY, blobs, 4, "copying channel values", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, dst, key_of(dst, 0), key_of(dst, MAX_LENGTH),
+                              "deleting unused channel values", err);
+    return rc;
+}

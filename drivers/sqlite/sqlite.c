@@ -207,6 +207,7 @@ const convo_driver convo_driver_sqlite = {
     .checkpoint_list = sq_checkpoint_list,
     .checkpoint_prune = sq_checkpoint_prune,
     .checkpoint_delete = sq_checkpoint_delete,
+    .thread_copy = sq_thread_copy,
     .bench_raw = sq_bench_raw,
     .stored_bytes = sq_stored_bytes,
     .thread_import = sq_thread_import,

@@ -47,7 +47,7 @@
     X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE)                                                 \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
-    X(MSG_COPY)                                                                              \
+    X(MSG_COPY) X(CP_COPY) X(CH_COPY) X(WRITE_COPY) X(BLOB_COPY)                             \
     X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET)                   \
     X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
     X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
@@ -213,6 +213,11 @@ int sq_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void
 /* ---- checkpoints.c ---- */
 
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err);
+/* Copies the checkpoints of thread src with log_length <= upto, their channel
+ * lists, pending writes and values, to thread dst (new), in their order. */
+int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, convo_error *err);
+int sq_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                   int64_t expected_generation, convo_error *err);
 int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo_error *err);
 
 int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);

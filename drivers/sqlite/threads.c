@@ -656,6 +656,29 @@ int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t u
     return sq_run_tx(b, 1, fork_tx, &a, err);
 }
 
+/* The fork and then the checkpoints within the messages copied, in the same
+ * write transaction: a copy is whole or not there. */
+static int copy_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    fork_args *a = arg;
+    thread_row s, d;
+    int rc = fork_tx(c, a, err);
+    if (rc == 0 && (rc = sq_thread_get(c, a->src, VIEW_READ, &s, NULL, NULL, err)) == 1)
+        rc = sq_thread_get(c, a->dst, VIEW_READ, &d, NULL, NULL, err);
+    if (rc == 1)
+        rc = thread_length(c, &d, err);
+    else if (rc == 0) /* both were just read */
+        rc = convo__error(err, CONVO_ERROR, NULL, "sqlite: a forked thread vanished");
+    return rc ? rc : sq_checkpoints_copy(c, s.num, d.num, d.length, err);
+}
+
+int sq_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                   int64_t expected_generation, convo_error *err)
+{
+    fork_args a = {src, dst, upto, expected_generation};
+    return sq_run_tx(b, 1, copy_tx, &a, err);
+}
+
 /* ---- restoring a dump ---- */
 
 typedef struct import_args {
