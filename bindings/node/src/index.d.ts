@@ -96,6 +96,28 @@ export interface PopOptions {
   dropCheckpoints?: boolean;
 }
 
+/**
+ * A list of items kept in the thread's log (log references, docs/checkpoints.md): each item
+ * a message's JSON text (with a non-empty string "role"), or null when its seq is given.
+ */
+export interface ItemsIn {
+  items: (string | Uint8Array | null)[];
+  /** Per item: the log seq it is (from a get's or an earlier put's seqs), or -1. */
+  seqs?: number[] | null;
+  /** The value is an object whose member `key` is the list and whose other members are `rest`. */
+  key?: string | null;
+  rest?: Blob | null;
+  /** A conversation (a message channel): its fresh items enter the log with the put that
+   * extends its parent's list. Default false (an input, a write: kept inline until then). */
+  log?: boolean;
+}
+/** A resolved list of items: texts[i] is log seq seqs[i], or kept inline when seqs[i] is -1. */
+export interface StoredItems {
+  texts: string[];
+  seqs: number[];
+  key: string | null;
+  rest: StoredBlob | null;
+}
 export interface CheckpointIn {
   threadId: string;
   ns?: string;
@@ -103,7 +125,8 @@ export interface CheckpointIn {
   parentId?: string | null;
   metadata?: Record<string, unknown> | string;
   body?: Blob | null;
-  channels?: { channel: string; version: string | number; value?: Blob | null }[];
+  /** A channel's value is `value` (a blob), or `items` (a list kept in the log), or neither. */
+  channels?: { channel: string; version: string | number; value?: Blob | null; items?: ItemsIn | null }[];
   logLength?: number;
   /** Appended to the thread's log in the same atomic write, at seq expectedLength. */
   messages?: MessageIn[];
@@ -120,8 +143,11 @@ export interface StoredCheckpoint {
   logLength: number;
   createdAt: number;
   body: StoredBlob | null;
-  channels: { channel: string; version: string; value: StoredBlob | null }[];
-  writes: { taskId: string; taskPath: string; idx: number; channel: string; value: StoredBlob | null }[];
+  /** value: the stored blob (a list of items is type "convo/items", a reference); items: that
+   * list resolved (null for a plain value). */
+  channels: { channel: string; version: string; value: StoredBlob | null; items: StoredItems | null }[];
+  writes: { taskId: string; taskPath: string; idx: number; channel: string; value: StoredBlob | null;
+    items: StoredItems | null }[];
 }
 export interface DumpStats {
   threads: number; messages: number; checkpoints: number; writes: number; bytes: number; skipped: number;
@@ -205,9 +231,11 @@ export declare class Store {
   threadIds(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
   delete(threadId: string): Promise<void>;
   fork(src: string, dst: string, upto?: number, opts?: { expectedGeneration?: number }): Promise<void>;
-  checkpointPut(cp: CheckpointIn): Promise<void>;
+  /** seqsOut: per channel given with items, the log seq of each item (-1: kept inline). */
+  checkpointPut(cp: CheckpointIn): Promise<{ seqsOut: Record<string, number[]> }>;
   checkpointPutWrites(threadId: string, ns: string, checkpointId: string, taskId: string,
-    taskPath: string, writes: { idx: number; channel: string; value: Blob }[]): Promise<void>;
+    taskPath: string, writes: ({ idx: number; channel: string; value: Blob } |
+      { idx: number; channel: string; items: ItemsIn })[]): Promise<void>;
   checkpointGet(threadId: string, ns?: string, id?: string | null): Promise<StoredCheckpoint>;
   checkpointList(opts?: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;

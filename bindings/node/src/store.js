@@ -6,6 +6,7 @@ import {
 import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
 import { text, optText, int, list, options, known } from './internal/args.js';
 import { listOptions, readPage } from './internal/threads.js';
+import { itemsIn, itemsOut, seqsOut, releaseItems } from './internal/items.js';
 
 
 function fail(rc, err) {
@@ -76,14 +77,15 @@ function checkpointOut(cp) {
     const version = [null];
     const value = {};
     const channel = C.convo_checkpoint_channel(cp, i, version, value);
-    out.channels.push({ channel, version: version[0], value: blobOut(value) });
+    const items = itemsOut(C.convo_checkpoint_channel_items, cp, i, blobOut);
+    out.channels.push({ channel, version: version[0], value: blobOut(value), items });
   }
   const nw = Number(C.convo_checkpoint_write_count(cp));
   for (let i = 0; i < nw; i++) {
     const taskPath = [null], idx = [0], channel = [null], value = {};
     const taskId = C.convo_checkpoint_write(cp, i, taskPath, idx, channel, value);
     out.writes.push({ taskId, taskPath: taskPath[0], idx: Number(idx[0]), channel: channel[0],
-      value: blobOut(value) });
+      value: blobOut(value), items: itemsOut(C.convo_checkpoint_write_items, cp, i, blobOut) });
   }
   return out;
 }
@@ -392,48 +394,86 @@ export class Store {
 
   /**
    * Stores a checkpoint: { threadId, ns, id, parentId, metadata, body: {type, bytes},
-   * channels: [{channel, version, value: {type, bytes} | null}], logLength,
-   * messages: [json...], expectedLength } (messages appended in the same write).
+   * channels: [{channel, version, value: {type, bytes} | null, items?}], logLength,
+   * messages: [json...], expectedLength, expectedGeneration } (messages appended in the same
+   * write). A channel with `items` ({ items: [json text | null], seqs?: [seq | -1], key?,
+   * rest?: {type, bytes}, log? }) is a list kept in the thread's log (log references,
+   * docs/checkpoints.md); resolves to { seqsOut: { channel: [seq | -1, ...] } } for those.
    */
   async checkpointPut(cp) {
     if (typeof cp !== 'object' || cp === null || Array.isArray(cp)) {
       throw new InvalidError(codes.EINVAL, 'checkpointPut takes a checkpoint object');
     }
-    const channels = list(cp.channels ?? [], 'channels').map((c, i) => ({
-      channel: text(c?.channel, `channels[${i}].channel`), version: String(c.version),
-      value: blobIn(c.value, `channels[${i}].value`),
-    }));
-    const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
-    const body = blobIn(cp.body, 'body') ?? { type: null, bytes: null, len: 0 };
-    const input = {
-      version: 3,
-      thread_id: text(cp.threadId, 'threadId'),
-      checkpoint_ns: optText(cp.ns, 'ns') ?? '',
-      checkpoint_id: text(cp.id, 'id'),
-      parent_id: optText(cp.parentId, 'parentId'),
-      metadata_json: json(cp.metadata, 'metadata'),
-      body,
-      channels: channels.length ? channels : null,
-      nchannels: channels.length,
-      log_length: int(cp.logLength ?? 0, 'logLength', 0),
-      messages: msgs ? msgs.bufs : null,
-      message_lengths: msgs ? msgs.lengths : null,
-      nmessages: msgs ? msgs.bufs.length : 0,
-      expected_length: int(cp.expectedLength ?? -1, 'expectedLength', -1),
-      expected_generation: int(cp.expectedGeneration ?? -1, 'expectedGeneration', -1),
-    };
-    await this.#call(C.convo_checkpoint_put, input);
+    const lists = [];
+    try {
+      const channels = list(cp.channels ?? [], 'channels').map((c, i) => {
+        const what = `channels[${i}]`;
+        const channel = text(c?.channel, `${what}.channel`);
+        const items = c.items === undefined || c.items === null ? null :
+          itemsIn(c.items, `${what}.items`, blobIn);
+        lists.push(items);
+        if (items && c.value) {
+          throw new InvalidError(codes.EINVAL, `${what} has both a value and items`);
+        }
+        return { channel, version: String(c.version), value: blobIn(c.value, `${what}.value`) };
+      });
+      const withItems = lists.some((x) => x);
+      const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
+      const body = blobIn(cp.body, 'body') ?? { type: null, bytes: null, len: 0 };
+      const input = {
+        version: 4,
+        thread_id: text(cp.threadId, 'threadId'),
+        checkpoint_ns: optText(cp.ns, 'ns') ?? '',
+        checkpoint_id: text(cp.id, 'id'),
+        parent_id: optText(cp.parentId, 'parentId'),
+        metadata_json: json(cp.metadata, 'metadata'),
+        body,
+        channels: channels.length ? channels : null,
+        nchannels: channels.length,
+        log_length: int(cp.logLength ?? 0, 'logLength', 0),
+        messages: msgs ? msgs.bufs : null,
+        message_lengths: msgs ? msgs.lengths : null,
+        nmessages: msgs ? msgs.bufs.length : 0,
+        expected_length: int(cp.expectedLength ?? -1, 'expectedLength', -1),
+        expected_generation: int(cp.expectedGeneration ?? -1, 'expectedGeneration', -1),
+        channel_items: withItems ? lists.map((x) => x?.input ?? null) : null,
+      };
+      await this.#call(C.convo_checkpoint_put, input);
+      const out = {};
+      lists.forEach((x, i) => { if (x) out[channels[i].channel] = seqsOut(x.out, x.n); });
+      return { seqsOut: out };
+    } finally {
+      releaseItems(lists);
+    }
   }
 
-  /** writes: [{ idx, channel, value: {type, bytes} }] */
+  /** writes: [{ idx, channel, value: {type, bytes} } or { idx, channel, items }] (items as
+   * checkpointPut's: a list kept inline until the put that appends it to the log). */
   async checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes) {
-    const w = list(writes, 'writes').map((x, i) => ({
-      idx: int(x?.idx, `writes[${i}].idx`, Number.MIN_SAFE_INTEGER),
-      channel: text(x.channel, `writes[${i}].channel`), value: blobIn(x.value, `writes[${i}].value`),
-    }));
-    await this.#call(C.convo_checkpoint_put_writes, text(threadId, 'threadId'), optText(ns, 'ns') ?? '',
-      text(checkpointId, 'checkpointId'), text(taskId, 'taskId'), optText(taskPath, 'taskPath') ?? '',
-      w.length ? w : null, w.length);
+    const lists = [];
+    try {
+      const w = list(writes, 'writes').map((x, i) => {
+        const what = `writes[${i}]`;
+        const items = x?.items === undefined || x?.items === null ? null :
+          itemsIn(x.items, `${what}.items`, blobIn);
+        lists.push(items);
+        if (items && x.value) throw new InvalidError(codes.EINVAL, `${what} has both a value and items`);
+        return { idx: int(x?.idx, `${what}.idx`, Number.MIN_SAFE_INTEGER),
+          channel: text(x.channel, `${what}.channel`),
+          value: items ? { type: null, bytes: null, len: 0 } : blobIn(x.value, `${what}.value`) };
+      });
+      const args = [text(threadId, 'threadId'), optText(ns, 'ns') ?? '', text(checkpointId, 'checkpointId'),
+        text(taskId, 'taskId'), optText(taskPath, 'taskPath') ?? ''];
+      if (!lists.some((x) => x)) {
+        await this.#call(C.convo_checkpoint_put_writes, ...args, w.length ? w : null, w.length);
+        return;
+      }
+      await this.#call(C.convo_checkpoint_put_writes_ex, { version: 1, thread_id: args[0],
+        checkpoint_ns: args[1], checkpoint_id: args[2], task_id: args[3], task_path: args[4],
+        writes: w, n: w.length, items: lists.map((x) => x?.input ?? null) });
+    } finally {
+      releaseItems(lists);
+    }
   }
 
   /** The checkpoint (id null = the latest of the namespace); NotFoundError when unknown. */

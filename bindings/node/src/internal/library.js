@@ -117,6 +117,27 @@ export const Blob = koffi.struct('convo_blob', {
 koffi.struct('convo_channel_in', {
   channel: 'const char *', version: 'const char *', value: 'convo_blob *',
 });
+// A list of items kept in the thread's log (log references, include/convo.h). seqs_out is
+// memory the caller allocates (koffi.alloc) and reads back after the call.
+export const ItemsIn = koffi.struct('convo_items_in', {
+  items: 'const char **',
+  lengths: 'size_t *',
+  seqs: 'int64_t *',
+  n: 'size_t',
+  key: 'const char *',
+  rest: 'convo_blob',
+  seqs_out: 'void *',
+  log: 'int',
+});
+// A resolved list: the pointers are decoded by the Store (valid while the checkpoint is).
+export const Items = koffi.struct('convo_items', {
+  n: 'size_t',
+  items: 'void *',
+  lengths: 'void *',
+  seqs: 'void *',
+  key: 'const char *',
+  rest: 'convo_blob',
+});
 koffi.struct('convo_checkpoint_in', {
   version: 'unsigned int',
   thread_id: 'const char *',
@@ -133,8 +154,20 @@ koffi.struct('convo_checkpoint_in', {
   nmessages: 'size_t',
   expected_length: 'int64_t',
   expected_generation: 'int64_t', // version 3
+  channel_items: 'convo_items_in **', // version 4: null entries for plain channels
 });
 koffi.struct('convo_write_in', { idx: 'int64_t', channel: 'const char *', value: 'convo_blob' });
+koffi.struct('convo_writes_in', {
+  version: 'unsigned int',
+  thread_id: 'const char *',
+  checkpoint_ns: 'const char *',
+  checkpoint_id: 'const char *',
+  task_id: 'const char *',
+  task_path: 'const char *',
+  writes: 'convo_write_in *',
+  n: 'size_t',
+  items: 'convo_items_in **',
+});
 koffi.struct('convo_checkpoint_list_opts', {
   version: 'unsigned int',
   thread_id: 'const char *',
@@ -189,6 +222,7 @@ const decls = [
   'int convo_thread_fork_ex(convo_store *s, const char *src, const char *dst, int64_t upto, const convo_fork_opts *opts, _Out_ convo_error *err)',
   'int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, _Out_ convo_error *err)',
   'int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, const char *task_id, const char *task_path, const convo_write_in *writes, size_t n, _Out_ convo_error *err)',
+  'int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w, _Out_ convo_error *err)',
   'int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, _Out_ convo_checkpoint **out, _Out_ convo_error *err)',
   'int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts, _Out_ convo_checkpoint_set **out, _Out_ convo_error *err)',
   'size_t convo_checkpoint_set_count(const convo_checkpoint_set *set)',
@@ -208,6 +242,8 @@ const decls = [
   'const char *convo_checkpoint_channel(const convo_checkpoint *cp, size_t i, _Out_ const char **version, _Out_ convo_blob *value)',
   'size_t convo_checkpoint_write_count(const convo_checkpoint *cp)',
   'const char *convo_checkpoint_write(const convo_checkpoint *cp, size_t i, _Out_ const char **task_path, _Out_ int64_t *idx, _Out_ const char **channel, _Out_ convo_blob *value)',
+  'int convo_checkpoint_channel_items(const convo_checkpoint *cp, size_t i, _Out_ convo_items *out)',
+  'int convo_checkpoint_write_items(const convo_checkpoint *cp, size_t i, _Out_ convo_items *out)',
   'int convo_export(convo_store *s, const char **thread_ids, size_t n, convo_write_fn *write, void *write_ctx, void *opts, _Out_ convo_dump_stats *stats, _Out_ convo_error *err)',
   'int convo_import(convo_store *s, convo_read_fn *read, void *read_ctx, void *opts, _Out_ convo_dump_stats *stats, _Out_ convo_error *err)',
   'int convo_sweep(convo_store *s, _Out_ uint64_t *removed, _Out_ convo_error *err)',

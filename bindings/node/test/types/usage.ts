@@ -15,6 +15,15 @@ async function main(): Promise<void> {
   const role: string = h.messages[0].role;
   const cp = await store.checkpointGet('t');
   const n: number = cp.logLength;
+  // log references: a message channel as items, seqs back, resolved on get
+  const put: { seqsOut: Record<string, number[]> } = await store.checkpointPut({ threadId: 't', id: 'c',
+    channels: [{ channel: 'messages', version: 1, items: { items: ['{"role":"user"}', null], seqs: [-1, 0], log: true } },
+      { channel: '__start__', version: 1, items: { items: [], key: 'messages', rest: { type: 'json', bytes: '{}' } } }] });
+  await store.checkpointPutWrites('t', '', 'c', 'task', '', [{ idx: 0, channel: 'messages', items: { items: ['{"role":"ai"}'] } },
+    { idx: 1, channel: 'x', value: { type: 'json', bytes: '1' } }]);
+  const resolved: string[] | undefined = cp.channels[0].items?.texts;
+  const wseqs: number[] | undefined = cp.writes[0]?.items?.seqs;
+  console.log(put.seqsOut.messages, resolved, wseqs);
   const saver: BaseCheckpointSaver = new ConvoSaver(store, { messageChannels: ['messages'] });
   const t = await saver.getTuple({ configurable: { thread_id: 't' } });
   // the one line a LangGraph user writes (fails to type-check if ConvoSaver is declared

@@ -1,0 +1,140 @@
+// items.test.mjs — the Store's log references on every driver: a checkpoint channel and a
+// pending write given as items (checkpointPut / checkpointPutWrites with `items`), seqsOut
+// back, get and list giving the items resolved (texts, seqs, key, rest), seq hints without
+// texts, and bad input refused before anything is written.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { Store, InvalidError, ConflictError } from '../src/index.js';
+import { drivers, freshUrl } from './support.mjs';
+
+const U1 = '{"role":"user","content":"hi","id":"u1"}';
+const A1 = '{"role":"assistant","content":"hello","id":"a1"}';
+const U2 = '{"role":"user","content":"more","id":"u2"}';
+const REST = { type: 'json', bytes: '{"x":1}' };
+
+// Drivers whose put turns the parent's inline writes and inputs into references
+// (checkpoint_put_refs); the others keep them inline (still the same items on get).
+const SWAPS = new Set(['memory']);
+
+const text = (b) => Buffer.from(b.bytes).toString();
+
+for (const [name, base] of drivers()) {
+  describe(`Store log references on ${name}`, () => {
+    test('a turn: input, write, the put that commits them, resolved on get and list', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const t = 'thread';
+        const put0 = await store.checkpointPut({ threadId: t, id: 'in', channels: [
+          { channel: '__start__', version: '1', items: { items: [U1], key: 'messages', rest: REST } }] });
+        assert.deepEqual(put0.seqsOut, { __start__: [-1] }); // an input never enters the log
+        await store.checkpointPutWrites(t, '', 'in', 'start', '', [
+          { idx: 0, channel: 'messages', items: { items: [U1] } },
+          { idx: 1, channel: 'other', value: { type: 'json', bytes: '2' } }]);
+        assert.equal((await store.loadLog(t)).length, 0);
+        const put1 = await store.checkpointPut({ threadId: t, id: 'c0', parentId: 'in', channels: [
+          { channel: 'messages', version: '2', items: { items: [U1], log: true } },
+          { channel: 'plain', version: '1', value: { type: 'json', bytes: '[1]' } }] });
+        assert.deepEqual(put1.seqsOut, { messages: [0] });
+        await store.checkpointPutWrites(t, '', 'c0', 'agent', 'p', [
+          { idx: 0, channel: 'messages', items: { items: [A1] } }]);
+        // known items by seq, without their text; the fresh one appended
+        const put2 = await store.checkpointPut({ threadId: t, id: 'c1', parentId: 'c0', expectedGeneration: 0,
+          channels: [{ channel: 'messages', version: '3', items: { items: [null, A1], seqs: [0, -1], log: true } }] });
+        assert.deepEqual(put2.seqsOut, { messages: [0, 1] });
+        assert.deepEqual((await store.loadLog(t)).texts, [U1, A1]);
+
+        const c1 = await store.checkpointGet(t, '', 'c1');
+        const ch = c1.channels.find((c) => c.channel === 'messages');
+        assert.equal(ch.value.type, 'convo/items');
+        assert.deepEqual(ch.items, { texts: [U1, A1], seqs: [0, 1], key: null, rest: null });
+        assert.equal(c1.logLength, 2);
+
+        const input = await store.checkpointGet(t, '', 'in');
+        const start = input.channels[0].items;
+        assert.deepEqual(start.texts, [U1]);
+        assert.equal(start.key, 'messages');
+        assert.equal(start.rest.type, 'json');
+        assert.equal(text(start.rest), '{"x":1}');
+        assert.equal(input.writes.length, 2);
+        assert.deepEqual(input.writes[0].items.texts, [U1]);
+        assert.equal(input.writes[1].items, null);
+        assert.equal(text(input.writes[1].value), '2');
+        const c0 = await store.checkpointGet(t, '', 'c0');
+        assert.equal(c0.channels.find((c) => c.channel === 'plain').items, null);
+        assert.deepEqual(c0.writes[0].items.texts, [A1]);
+        assert.equal(c0.writes[0].taskPath, 'p');
+        if (SWAPS.has(name)) {
+          // the put that appended them turned the input and the writes into references
+          assert.deepEqual(start.seqs, [0]);
+          assert.deepEqual(input.writes[0].items.seqs, [0]);
+          assert.deepEqual(c0.writes[0].items.seqs, [1]);
+        }
+        const listed = await store.checkpointList({ threadId: t });
+        assert.deepEqual(listed.map((c) => c.id), ['c1', 'c0', 'in']);
+        assert.deepEqual(listed[0].channels[0].items.texts, [U1, A1]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('a list that does not extend its parent keeps its fresh items inline', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        await store.checkpointPut({ threadId: 't', id: 'c1', channels: [
+          { channel: 'm', version: '1', items: { items: [U1, A1], log: true } }] });
+        const r = await store.checkpointPut({ threadId: 't', id: 'c2', parentId: 'c1', channels: [
+          { channel: 'm', version: '2', items: { items: [U1, U2], log: true } }] });
+        assert.deepEqual(r.seqsOut.m, [0, -1]);
+        const cp = await store.checkpointGet('t', '', 'c2');
+        assert.deepEqual(cp.channels[0].items, { texts: [U1, U2], seqs: [0, -1], key: null, rest: null });
+        assert.equal((await store.loadLog('t')).length, 2);
+        // an empty list is a list
+        await store.checkpointPut({ threadId: 't', id: 'c3', parentId: 'c2', channels: [
+          { channel: 'm', version: '3', items: { items: [], log: true } }] });
+        assert.deepEqual((await store.checkpointGet('t', '', 'c3')).channels[0].items.texts, []);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('a generation condition not met writes nothing', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        await store.checkpointPut({ threadId: 't', id: 'c1', channels: [
+          { channel: 'm', version: '1', items: { items: [U1], log: true } }] });
+        await assert.rejects(store.checkpointPut({ threadId: 't', id: 'c2', parentId: 'c1', expectedGeneration: 3,
+          channels: [{ channel: 'm', version: '2', items: { items: [null, A1], seqs: [0, -1], log: true } }] }),
+        ConflictError);
+        await assert.rejects(store.checkpointGet('t', '', 'c2'));
+        assert.equal((await store.loadLog('t')).length, 1);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('bad items are refused, naming the argument; nothing written', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const put = (items, extra = {}) => store.checkpointPut({ threadId: 't', id: 'c1',
+          channels: [{ channel: 'm', version: '1', items, ...extra }] });
+        const bad = (re) => (e) => e instanceof InvalidError && re.test(e.message);
+        await assert.rejects(put({ items: ['{"content":"no role"}'] }), bad(/role/));
+        await assert.rejects(put({ items: [null] }), bad(/neither a text nor a seq/));
+        await assert.rejects(put({ items: [U1], seqs: [0, 1] }), bad(/channels\[0\]\.items\.seqs has 2 entries/));
+        await assert.rejects(put({ items: [U1], seqs: [-2] }), bad(/channels\[0\]\.items\.seqs\[0\]/));
+        await assert.rejects(put({ items: [7] }), bad(/channels\[0\]\.items\.items\[0\]/));
+        await assert.rejects(put({ items: [U1], lg: true }), bad(/unknown option "lg"/));
+        await assert.rejects(put({ items: [U1], log: 1 }), bad(/log must be a boolean/));
+        await assert.rejects(put({ items: [U1] }, { value: { type: 'json', bytes: '[]' } }), bad(/both a value and items/));
+        await assert.rejects(put('x'), bad(/channels\[0\]\.items must be an object/));
+        await assert.rejects(store.loadLog('t')); // no thread: nothing was written
+        await put({ items: [U1], log: true });
+        await assert.rejects(store.checkpointPutWrites('t', '', 'c1', 'task', '', [
+          { idx: 0, channel: 'm', items: { items: ['{"content":"x"}'] } }]), bad(/role/));
+        assert.equal((await store.checkpointGet('t', '', 'c1')).writes.length, 0);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
