@@ -437,7 +437,8 @@ CONVO_EXTERN const char *convo_checkpoint_write(const convo_checkpoint *cp, size
  * put conditional with expected_generation. Items without a seq are compared
  * with the parent's list by their text (one load of the log). */
 typedef struct convo_items_in {
-    const char *const *items;  /* n message texts; items[i] may be NULL when seqs[i] >= 0 */
+    const char *const *items;  /* n message texts; items[i] is not read (may be NULL)
+                                * when seqs[i] >= 0 */
     const size_t *lengths;     /* NULL = each is NUL-terminated */
     const int64_t *seqs;       /* NULL, or n entries: the log seq item i is, or -1 */
     size_t n;

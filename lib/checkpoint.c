@@ -350,7 +350,7 @@ static int check_channels(const convo_checkpoint_in *cp, size_t *bytes, convo_er
         if (rc != 0)
             return rc;
         for (size_t k = 0; it && it->items && k < it->n; k++)
-            if (it->items[k])
+            if (it->items[k] && (!it->seqs || it->seqs[k] < 0)) /* a seq's text is not read */
                 *bytes += it->lengths ? it->lengths[k] : strlen(it->items[k]);
         for (size_t j = 0; j < i; j++)
             if (strcmp(cp->channels[j].channel, c->channel) == 0)

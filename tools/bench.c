@@ -18,6 +18,7 @@ typedef struct bench_opts {
     size_t count, users, pages; /* the threads scenario */
     int json;
     int put_log; /* conversation: each turn is one checkpoint put with its message */
+    int graph;   /* conversation: 3 checkpoints and 2 pending writes a turn (bench_graph.c) */
 } bench_opts;
 
 typedef struct client {
@@ -470,7 +471,7 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|pop|conversation "
                "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
-               "[--put-log] [--json]\n"
+               "[--put-log | --graph] [--json]\n"
                "       convo bench --scenario threads [--count N] [--users N] [--messages N] "
                "[--pages N] [--payload BYTES] [--json]\n");
     return f == stdout ? 0 : 2; /* --help, as for every other command: exit 0 on stdout */
@@ -488,7 +489,7 @@ static int exit_code(int rc)
 
 int convo_tool_bench(const char *url, int argc, char **argv)
 {
-    bench_opts o = {"append", 1, 0, 1000, 0, 200, 100000, 1000, 200, 0, 0};
+    bench_opts o = {"append", 1, 0, 1000, 0, 200, 100000, 1000, 200, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         size_t *target = !strcmp(a, "--threads")    ? &o.threads
@@ -506,6 +507,8 @@ int convo_tool_bench(const char *url, int argc, char **argv)
             o.json = 1;
         else if (!strcmp(a, "--put-log"))
             o.put_log = 1;
+        else if (!strcmp(a, "--graph"))
+            o.graph = 1;
         else if (!strcmp(a, "--scenario") && i + 1 < argc)
             o.scenario = argv[++i];
         else if (target && i + 1 < argc && parse_size(argv[i + 1], target) == 0)
@@ -532,7 +535,9 @@ int convo_tool_bench(const char *url, int argc, char **argv)
     snprintf(run_id, sizeof run_id, "%lx%x", (unsigned long)time(NULL), (unsigned)getpid());
     convo_error err = {0};
     int rc;
-    if (!strcmp(o.scenario, "conversation")) {
+    if (!strcmp(o.scenario, "conversation") && o.graph) {
+        rc = bench_graph(url, o.turns, o.payload, o.json, &err);
+    } else if (!strcmp(o.scenario, "conversation")) {
         rc = conversation(url, &o, &err);
     } else if (!strcmp(o.scenario, "threads")) {
         bench_threads_opts to = {o.count, o.users, o.messages, o.pages, o.payload, o.json};

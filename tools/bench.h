@@ -29,4 +29,7 @@ typedef struct bench_threads_opts {
 
 int bench_threads(const char *url, const bench_threads_opts *o, convo_error *err);
 
+/* ---- the conversation as LangGraph's runtime writes it (bench_graph.c) ---- */
+int bench_graph(const char *url, size_t turns, size_t payload, int json, convo_error *err);
+
 #endif
