@@ -43,6 +43,7 @@ static const struct {
     [ST_REPLACE_TAIL] = {"convo_replace_tail", 10, SQL_REPLACE_TAIL},
     [ST_REPLACE_TAIL_FAST] = {"convo_replace_tail_fast", 8, SQL_REPLACE_TAIL_FAST},
     [ST_CP_DELETE] = {"convo_cp_delete", 4, SQL_CHECKPOINT_DELETE},
+    [ST_COPY] = {"convo_copy", 6, SQL_THREAD_COPY},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */

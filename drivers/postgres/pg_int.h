@@ -23,7 +23,7 @@ enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
     ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
-    ST_REPLACE_TAIL_FAST, ST_CP_DELETE,
+    ST_REPLACE_TAIL_FAST, ST_CP_DELETE, ST_COPY,
     ST_COUNT
 };
 
@@ -154,6 +154,8 @@ int convo__pg_thread_delete(convo_backend *b, const char *thread_id, convo_error
 int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
                           convo_thread_page **out, convo_error *err);
 int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err);
+int convo__pg_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err);
 int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,

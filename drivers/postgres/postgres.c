@@ -161,6 +161,7 @@ const convo_driver convo_driver_postgres = {
     .checkpoint_list = convo__pg_checkpoint_list,
     .checkpoint_prune = convo__pg_checkpoint_prune,
     .checkpoint_delete = convo__pg_checkpoint_delete,
+    .thread_copy = convo__pg_thread_copy,
     .bench_raw = convo__pg_bench_raw,
     .stored_bytes = convo__pg_stored_bytes,
     .thread_import = convo__pg_thread_import,

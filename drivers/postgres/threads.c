@@ -214,8 +214,9 @@ int convo__pg_thread_list(convo_backend *b, const char *after, size_t limit,
     return 0;
 }
 
-int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          int64_t expected_generation, convo_error *err)
+/* thread_fork.sql or thread_copy.sql: the same parameters. */
+static int fork_run(convo_backend *b, int statement, const char *src, const char *dst,
+                    int64_t upto, int64_t expected_generation, convo_error *err)
 {
     char up[8], generation[8], at[8];
     put64(up, (uint64_t)upto);
@@ -224,10 +225,22 @@ int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, in
     const char *values[6] = {src, dst, up, generation, at, b->ttl};
     const int lens[6] = {(int)strlen(src), (int)strlen(dst), 8, 8, 8, TTL_LEN};
     PGresult *r;
-    int rc = convo__pg_run(b, ST_FORK, values, lens, &r, err);
+    int rc = convo__pg_run(b, statement, values, lens, &r, err);
     if (rc == 0)
         PQclear(r);
     return rc;
+}
+
+int convo__pg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err)
+{
+    return fork_run(b, ST_FORK, src, dst, upto, expected_generation, err);
+}
+
+int convo__pg_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err)
+{
+    return fork_run(b, ST_COPY, src, dst, upto, expected_generation, err);
 }
 
 /* The rewrite's parameters: those of replace_tail.sql; replace_tail_fast.sql
