@@ -1,7 +1,7 @@
 /* checkpoints.c — checkpoints and their pending writes: put (with messages
  * too), put_writes, get, list (one thread or every thread, before, filter) and
- * prune. Records are msgpack; the scripts are cp_*.lua, checkpoint.lua and
- * put_log.lua (docs/redis.md, "Checkpoints"). */
+ * prune. Records are msgpack; the scripts are cp_*.lua, checkpoint.lua,
+ * put_log.lua and put_refs.lua (docs/redis.md, "Checkpoints"). */
 #include "redis_int.h"
 #include <limits.h>
 #include <msgpack.h>
@@ -93,7 +93,64 @@ typedef struct put_call {
     const packbuf *pb;     /* pack_checkpoint()'s parts */
     const packbuf *msgs;   /* convo__rd_pack_records()'s parts (put with messages), else NULL */
     int64_t created_at;
+    const convo_swap *swaps; /* a put with log references: its swaps (pack_swaps()'s parts) */
+    size_t nswaps;
+    const packbuf *sw;
 } put_call;
+
+/* Per swap: the value's field ("NS\0ID\0TASK\0IDX" in writes or "NS\0CH\0VERSION"
+ * in blobs), the checkpoint's field "NS\0ID", the new record part (a write's
+ * last two objects, type and bytes, or a value's whole [type, bytes]) and the
+ * reference's end in decimal; then the number of swaps (swaps.lua). */
+static int pack_swaps(const char *ns, const convo_swap *w, size_t n, packbuf *pb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, pb, convo__rd_packbuf_write);
+    char num[24];
+    convo__rd_packbuf_mark(pb);
+    for (size_t i = 0; i < n; i++) {
+        pack_raw0(pb, ns, 0);
+        if (w[i].task_id) {
+            snprintf(num, sizeof num, "%lld", (long long)w[i].idx);
+            pack_raw0(pb, w[i].checkpoint_id, 0);
+            pack_raw0(pb, w[i].task_id, 0);
+            pack_raw0(pb, num, 1);
+        } else {
+            pack_raw0(pb, w[i].channel, 0);
+            pack_raw0(pb, w[i].version, 1);
+        }
+        convo__rd_packbuf_mark(pb);
+        pack_raw0(pb, ns, 0);
+        pack_raw0(pb, w[i].checkpoint_id, 1);
+        convo__rd_packbuf_mark(pb);
+        if (!w[i].task_id)
+            msgpack_pack_array(&pk, 2);
+        convo__pack_str(&pk, w[i].new_value.type);
+        convo__pack_bin(&pk, w[i].new_value.bytes, w[i].new_value.len);
+        convo__rd_packbuf_mark(pb);
+        convo__rd_packbuf_write(pb, num, convo__rd_fmt_num(num, w[i].log_length));
+        convo__rd_packbuf_mark(pb);
+    }
+    convo__rd_packbuf_write(pb, num, convo__rd_fmt_num(num, (long long)n));
+    convo__rd_packbuf_mark(pb);
+    return pb->failed ? CONVO_ENOMEM : 0;
+}
+
+/* The swaps' arguments (commands take at most 8 numbers: these are parts). */
+static void swap_parts(cmd *c, const put_call *p)
+{
+    for (size_t i = 0; i < p->nswaps; i++) {
+        const convo_swap *w = &p->swaps[i];
+        convo__rd_cmd_add(c, w->task_id ? "w" : "c", 1);
+        convo__rd_cmd_part(c, p->sw, 4 * i);
+        convo__rd_cmd_part(c, p->sw, 4 * i + 1);
+        convo__rd_cmd_str(c, w->old_value.type);
+        convo__rd_cmd_add(c, w->old_value.bytes ? w->old_value.bytes : "", w->old_value.len);
+        convo__rd_cmd_part(c, p->sw, 4 * i + 2);
+        convo__rd_cmd_part(c, p->sw, 4 * i + 3);
+    }
+    convo__rd_cmd_part(c, p->sw, 4 * p->nswaps);
+}
 
 /* The checkpoint's parts after the fixed arguments: channel list, tail, then
  * (msgs) the message records, then the value pairs. */
@@ -139,7 +196,9 @@ static int put_log_build(void *ctx, cmd *c, int create)
     convo__rd_cmd_num(c, atomic_load_explicit(&p->b->order_hint, memory_order_relaxed));
     convo__rd_cmd_num(c, p->cp->log_length);
     put_parts(c, p);
-    return c->failed ? CONVO_ENOMEM : S_CP_PUT_LOG;
+    if (p->sw)
+        swap_parts(c, p);
+    return c->failed ? CONVO_ENOMEM : p->sw ? S_CP_PUT_REFS : S_CP_PUT_LOG;
 }
 
 /* Runs a put (with messages when msgs). With an expected length > 0 the
@@ -148,17 +207,19 @@ static int put_log_build(void *ctx, cmd *c, int create)
  * is written. A thread whose checkpoints are not indexed by log length yet
  * (CONVO_MIGRATE, nothing written) is migrated and the put sent again. */
 static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_message_in *msgs,
-                   convo_error *err)
+                   const convo_swap *swaps, size_t nswaps, convo_error *err)
 {
     thread_keys tk;
-    packbuf pb = {0}, mb = {0};
+    packbuf pb = {0}, mb = {0}, sb = {0};
     if (convo__rd_keys_make(b, cp->thread_id, &tk) != 0)
         return convo__rd_oom(err);
     int64_t now = convo__now_micros();
     int rc = pack_checkpoint(cp, &pb) ? convo__rd_oom(err) : 0;
     if (rc == 0 && msgs && (rc = convo__rd_pack_records(msgs, cp->nmessages, NULL, now, &mb)) != 0)
         rc = convo__rd_pack_error(rc, err);
-    put_call p = {b, &tk, cp, &pb, msgs ? &mb : NULL, now};
+    if (rc == 0 && swaps && pack_swaps(cp->checkpoint_ns, swaps, nswaps, &sb) != 0)
+        rc = convo__rd_oom(err);
+    put_call p = {b, &tk, cp, &pb, msgs ? &mb : NULL, now, swaps, nswaps, swaps ? &sb : NULL};
     build_fn build = msgs ? put_log_build : put_build;
     int known = convo__rd_recent_has(b, convo__rd_id_hash(cp->thread_id)) ||
                 (msgs && cp->expected_length > 0);
@@ -185,19 +246,33 @@ static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_
     freeReplyObject(r);
     convo__rd_packbuf_free(&pb);
     convo__rd_packbuf_free(&mb);
+    convo__rd_packbuf_free(&sb);
     free(tk.buf);
     return rc;
 }
 
 int convo__rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
-    return put_run(b, cp, NULL, err);
+    return put_run(b, cp, NULL, NULL, 0, err);
 }
 
 int convo__rd_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err)
 {
-    return put_run(b, cp, msgs, err);
+    return put_run(b, cp, msgs, NULL, 0, err);
+}
+
+/* put_refs.lua: the put with messages (none: expected length -1), its
+ * generation condition, then the swaps, in one script. */
+int convo__rd_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, size_t nmsgs,
+                                  const convo_swap *swaps, size_t nswaps, convo_error *err)
+{
+    static const convo_message_in none[1];
+    static const convo_swap no_swaps[1];
+    convo_checkpoint_in c = *cp;
+    c.nmessages = nmsgs;
+    return put_run(b, &c, nmsgs ? msgs : none, swaps ? swaps : no_swaps, nswaps, err);
 }
 
 /* Parts: "NS\0ID", then per write "NS\0ID\0TASK\0IDX" and [task_id,

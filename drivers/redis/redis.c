@@ -247,6 +247,7 @@ const convo_driver convo_driver_redis = {
     .thread_import = convo__rd_thread_import,
     .sweep = convo__rd_sweep,
     .checkpoint_put_log = convo__rd_checkpoint_put_log,
+    .checkpoint_put_refs = convo__rd_checkpoint_put_refs,
     .replace_tail = convo__rd_replace_tail,
     .thread_list_ex = convo__rd_thread_list_ex,
 };

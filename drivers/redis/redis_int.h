@@ -26,7 +26,7 @@
 enum {
     S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
-    S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE,
+    S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE, S_CP_PUT_REFS,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
@@ -217,6 +217,9 @@ void convo__rd_cmd_cp_head(cmd *c, const convo_backend *b, const thread_keys *tk
 int convo__rd_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__rd_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err);
+int convo__rd_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, size_t nmsgs,
+                                  const convo_swap *swaps, size_t nswaps, convo_error *err);
 int convo__rd_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
                                     const char *checkpoint_id, const char *task_id,
                                     const char *task_path, const convo_write_in *writes, size_t n,
