@@ -230,7 +230,8 @@ export declare class Store {
   /** One page of thread ids in byte order (convo_thread_list, every driver). */
   threadIds(opts?: { after?: string | null; limit?: number }): Promise<{ ids: string[]; next: string | null }>;
   delete(threadId: string): Promise<void>;
-  fork(src: string, dst: string, upto?: number, opts?: { expectedGeneration?: number }): Promise<void>;
+  fork(src: string, dst: string, upto?: number,
+    opts?: { expectedGeneration?: number; withCheckpoints?: boolean }): Promise<void>;
   /** seqsOut: per channel given with items, the log seq of each item (-1: kept inline). */
   checkpointPut(cp: CheckpointIn): Promise<{ seqsOut: Record<string, number[]> }>;
   checkpointPutWrites(threadId: string, ns: string, checkpointId: string, taskId: string,
@@ -241,6 +242,9 @@ export declare class Store {
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
     filter?: Record<string, unknown> | string | null }): Promise<StoredCheckpoint[]>;
   checkpointPrune(threadId: string, keepLast: number): Promise<void>;
+  checkpointDelete(opts: { threadId?: string | null; ns?: string | null; before?: string | null;
+    beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
+    filter?: Record<string, unknown> | string | null }): Promise<number>;
   export(threadIds?: string[]): Promise<Uint8Array>;
   import(dump: Uint8Array): Promise<DumpStats>;
   sweep(): Promise<number>;

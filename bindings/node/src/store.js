@@ -4,7 +4,7 @@ import {
   C, loadLibrary, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn,
 } from './internal/library.js';
 import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
-import { text, optText, int, list, options, known } from './internal/args.js';
+import { text, optText, int, list, options, known, bool } from './internal/args.js';
 import { listOptions, readPage } from './internal/threads.js';
 import { itemsIn, itemsOut, seqsOut, releaseItems } from './internal/items.js';
 
@@ -59,6 +59,18 @@ function suffixBuffers(suffix) {
 const POP_ATTEMPTS = 50;
 
 // A checkpoint read back from the library, as a plain object.
+/** convo_checkpoint_list_opts from { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
+function listOpts(query, what) {
+  const { threadId = null, ns = null, before = null, beforeThreadId = null, beforeNs = null,
+    limit = 0, filter = null } = options(query, what);
+  return {
+    version: 2, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
+    before: optText(before, 'before'), limit: int(limit, 'limit', 0),
+    filter_json: json(filter, 'filter'), before_thread_id: optText(beforeThreadId, 'beforeThreadId'),
+    before_ns: optText(beforeNs, 'beforeNs'),
+  };
+}
+
 function checkpointOut(cp) {
   const out = {
     threadId: C.convo_checkpoint_thread_id(cp),
@@ -384,10 +396,12 @@ export class Store {
     await this.#call(C.convo_thread_delete, text(threadId, 'threadId'));
   }
 
-  /** Copies [0, upto) of src into the new thread dst, which starts at src's generation. */
+  /** Copies [0, upto) of src into the new thread dst, which starts at src's generation;
+   * withCheckpoints: the checkpoints within them too (LangGraph's copyThread). */
   async fork(src, dst, upto = -1, opts_ = undefined) {
-    const { expectedGeneration = -1 } = options(opts_, 'fork options');
-    const opts = { version: 1, expected_generation: int(expectedGeneration, 'expectedGeneration', -1) };
+    const { expectedGeneration = -1, withCheckpoints = false } = options(opts_, 'fork options');
+    const opts = { version: 2, expected_generation: int(expectedGeneration, 'expectedGeneration', -1),
+      with_checkpoints: bool(withCheckpoints, 'withCheckpoints') ? 1 : 0 };
     await this.#call(C.convo_thread_fork_ex, text(src, 'src'), text(dst, 'dst'), int(upto, 'upto', -1),
       opts);
   }
@@ -490,14 +504,7 @@ export class Store {
 
   /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
   async checkpointList(query) {
-    const { threadId = null, ns = null, before = null, beforeThreadId = null, beforeNs = null,
-      limit = 0, filter = null } = options(query, 'checkpointList options');
-    const opts = {
-      version: 2, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
-      before: optText(before, 'before'), limit: int(limit, 'limit', 0),
-      filter_json: json(filter, 'filter'), before_thread_id: optText(beforeThreadId, 'beforeThreadId'),
-      before_ns: optText(beforeNs, 'beforeNs'),
-    };
+    const opts = listOpts(query, 'checkpointList options');
     const out = [null];
     await this.#call(C.convo_checkpoint_list, opts, out);
     const set = out[0];
@@ -513,6 +520,14 @@ export class Store {
 
   async checkpointPrune(threadId, keepLast) {
     await this.#call(C.convo_checkpoint_prune, text(threadId, 'threadId'), int(keepLast, 'keepLast', 0));
+  }
+
+  /** Removes what checkpointList(query) lists, with its writes and the values nothing else
+   * needs; the number removed. { filter: { run_id } }: LangGraph's deleteForRuns. */
+  async checkpointDelete(query) {
+    const removed = [0];
+    await this.#call(C.convo_checkpoint_delete, listOpts(query, 'checkpointDelete options'), removed);
+    return Number(removed[0]);
   }
 
   /** The dump (docs/dump-format.md) of the threads named (none = all) as one Buffer. */

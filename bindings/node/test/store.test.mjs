@@ -153,6 +153,17 @@ for (const [name, base] of drivers()) {
       assert.deepEqual(all.map((c) => c.id), ['c3', 'c2', 'c1']);
       assert.deepEqual((await s.checkpointList({ threadId: 't', before: 'c3', limit: 1 })).map((c) => c.id), ['c2']);
       assert.deepEqual((await s.checkpointList({ threadId: 't', filter: { step: 2 } })).map((c) => c.id), ['c2']);
+      await s.fork('t', 'copy', -1, { withCheckpoints: true });
+      assert.deepEqual((await s.checkpointList({ threadId: 'copy' })).map((c) => [c.id, c.parentId]),
+        [['c3', 'c2'], ['c2', 'c1'], ['c1', null]]);
+      assert.deepEqual((await s.checkpointGet('copy')).writes.map((w) => [w.taskId, w.idx]), [['task', 0]]);
+      await assert.rejects(s.fork('t', 'copy', -1, { withCheckpoints: true }), ConflictError);
+      await assert.rejects(s.fork('t', 'copy2', -1, { withCheckpoints: 1 }),
+        (e) => e instanceof InvalidError && /withCheckpoints/.test(e.message));
+      assert.equal(await s.checkpointDelete({ threadId: 'copy', filter: { step: 2 } }), 1);
+      assert.deepEqual((await s.checkpointList({ threadId: 'copy' })).map((c) => c.id), ['c3', 'c1']);
+      assert.equal(await s.checkpointDelete({ filter: { step: 2 } }), 1); /* t's, on every thread */
+      assert.equal(await s.checkpointDelete({ filter: { step: 2 } }), 0);
       await s.checkpointPrune('t', 1);
       assert.deepEqual((await s.checkpointList({ threadId: 't' })).map((c) => c.id), ['c3']);
       await assert.rejects(s.checkpointPutWrites('t', '', 'c1', 'task', '', [{ idx: 0, channel: 'x', value: blob(1) }]),

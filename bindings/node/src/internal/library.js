@@ -106,7 +106,9 @@ koffi.struct('convo_thread_list_opts', {
   version: 'unsigned int', where_json: 'const char *', order: 'int', reverse: 'int',
   after: 'const char *', limit: 'size_t', with_extra: 'int', with_last_message: 'int',
 });
-koffi.struct('convo_fork_opts', { version: 'unsigned int', expected_generation: 'int64_t' });
+koffi.struct('convo_fork_opts', {
+  version: 'unsigned int', expected_generation: 'int64_t', with_checkpoints: 'int', // version 2
+});
 koffi.struct('convo_append_result', { first_seq: 'int64_t', count: 'size_t', replayed: 'int' });
 koffi.struct('convo_load_opts', {
   version: 'unsigned int', from_seq: 'int64_t', limit: 'int64_t', tail: 'int64_t', with_extra: 'int',
@@ -229,6 +231,7 @@ const decls = [
   'const convo_checkpoint *convo_checkpoint_set_get(const convo_checkpoint_set *set, size_t i)',
   'void convo_checkpoint_set_free(convo_checkpoint_set *set)',
   'int convo_checkpoint_prune(convo_store *s, const char *thread_id, size_t keep_last, _Out_ convo_error *err)',
+  'int convo_checkpoint_delete(convo_store *s, const convo_checkpoint_list_opts *opts, _Out_ uint64_t *removed, _Out_ convo_error *err)',
   'void convo_checkpoint_free(convo_checkpoint *cp)',
   'const char *convo_checkpoint_thread_id(const convo_checkpoint *cp)',
   'const char *convo_checkpoint_ns(const convo_checkpoint *cp)',
