@@ -326,6 +326,8 @@ static int check_blob(const char *what, const convo_blob *b, convo_error *err)
     /* a stored reference, as export gives it, comes back in with import */
     if (strcmp(b->type, CONVO_ITEMS_TYPE) == 0)
         return convo__items_check(b->bytes, b->len, NULL, err);
+    if (strcmp(b->type, CONVO_DELTA_TYPE) == 0)
+        return convo__body_check(b->bytes, b->len, err);
     if (strncmp(b->type, "convo/", 6) == 0)
         return convo__error(err, CONVO_EINVAL, NULL,
                             "%s has type '%s': types starting with convo/ are the library's", what,
@@ -551,7 +553,9 @@ int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *chec
                          const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
     int rc = convo__checkpoint_get_raw(s, thread_id, checkpoint_ns, checkpoint_id, out, err);
-    if (rc == 0 && (rc = convo__items_resolve(s, *out, err)) != 0) {
+    if (rc == 0 && (rc = convo__items_resolve(s, *out, err)) == 0)
+        rc = convo__body_resolve(*out, err);
+    if (rc != 0 && *out) {
         convo_checkpoint_free(*out);
         *out = NULL;
     }
@@ -626,7 +630,8 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
     for (size_t i = 0; rc == 0 && i < (*out)->count; i++)
-        rc = convo__items_resolve(s, (*out)->items[i], err);
+        if ((rc = convo__items_resolve(s, (*out)->items[i], err)) == 0)
+            rc = convo__body_resolve((*out)->items[i], err);
     if (rc != 0) {
         convo_checkpoint_set_free(*out);
         *out = NULL;

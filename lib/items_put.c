@@ -45,6 +45,7 @@ typedef struct plan {
     size_t nfresh;
     swapplan *sw;
     size_t nsw;
+    convo_body_plan body;
 } plan;
 
 static size_t text_len(const convo_items_in *it, size_t i)
@@ -73,6 +74,7 @@ static void plan_free(plan *p)
     free(p->chs);
     free(p->sw);
     free(p->fresh);
+    convo__body_plan_free(&p->body);
     convo_checkpoint_free(p->parent);
 }
 
@@ -358,7 +360,7 @@ static int put_once(plan *p, int64_t base, const convo_message_in *msgs, convo_e
     const convo_checkpoint_in *cp = p->cp;
     int64_t log_length = cp->log_length;
     int rc = encode_attempt(p, base, &log_length, err);
-    convo_channel_in *chans = rc == 0 ? malloc((cp->nchannels + 1) * sizeof *chans) : NULL;
+    convo_channel_in *chans = rc == 0 ? malloc((cp->nchannels + 2) * sizeof *chans) : NULL;
     convo_blob *blobs = rc == 0 ? malloc((p->nchs + 1) * sizeof *blobs) : NULL;
     convo_swap *swaps = rc == 0 ? malloc((p->nsw + 1) * sizeof *swaps) : NULL;
     if (rc == 0 && (!chans || !blobs || !swaps))
@@ -379,6 +381,10 @@ static int put_once(plan *p, int64_t base, const convo_message_in *msgs, convo_e
         }
         convo_checkpoint_in c = *cp;
         c.channels = chans;
+        if (p->body.active) {
+            chans[c.nchannels++] = p->body.channel;
+            c.body = p->body.delta;
+        }
         c.channel_items = NULL;
         c.log_length = log_length;
         c.expected_length = p->nfresh ? base : -1;
@@ -452,12 +458,14 @@ static int plan_make(plan *p, convo_error *err)
     }
     if (rc == 0)
         rc = plan_swaps(p, err);
+    if (rc == 0)
+        rc = convo__body_plan(p->parent, cp, &p->body, err);
     return rc;
 }
 
 int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error *err)
 {
-    plan p = {s, cp, NULL, NULL, 0, NULL, 0, NULL, 0};
+    plan p = {s, cp, NULL, NULL, 0, NULL, 0, NULL, 0, {0}};
     int rc = plan_make(&p, err);
     convo_message_in *msgs = NULL;
     if (rc == 0 && p.nfresh) {

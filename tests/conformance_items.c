@@ -465,6 +465,142 @@ START_TEST(test_items_rewrite_protects)
 }
 END_TEST
 
+/* A put with items and a body: body and channels as put (the base channel hidden). */
+static void put_body(const char *tid, const char *id, const char *parent, const char *body)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &U1;
+    int64_t zero = 0;
+    it.seqs = parent ? &zero : NULL;
+    it.n = 1;
+    it.log = 1;
+    const convo_items_in *per[2] = {NULL, &it};
+    convo_blob sv = {"json", "7", 1};
+    convo_channel_in c[2] = {{"step", id, &sv}, {"messages", "m1", NULL}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = tid;
+    cp.checkpoint_id = id;
+    cp.parent_id = parent;
+    cp.body = (convo_blob){"json", body, strlen(body)};
+    cp.channels = c;
+    cp.nchannels = 2;
+    cp.channel_items = per;
+    convo_error err;
+    ASSERT_OK(convo_checkpoint_put(conf_store, &cp, &err), err);
+}
+
+static void assert_body(const convo_checkpoint *cp, const char *body)
+{
+    convo_blob b = convo_checkpoint_body(cp);
+    ck_assert_str_eq(b.type, "json");
+    ck_assert_uint_eq(b.len, strlen(body));
+    ck_assert_int_eq(memcmp(b.bytes, body, b.len), 0);
+    ck_assert_uint_eq(convo_checkpoint_channel_count(cp), 2); /* messages, step: no base */
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_str_ne(convo_checkpoint_channel(cp, i, NULL, NULL), "__convo_body__");
+}
+
+static char *body_text(int k, int drift)
+{
+    char *b = malloc(1000);
+    ck_assert_ptr_nonnull(b);
+    snprintf(b, 1000,
+             "{\"v\":4,\"ts\":\"2026-11-26T10:00:%02d.000000+00:00\",\"id\":\"c%d\","
+             "\"channel_versions\":{\"__start__\":\"%032d.0.1234\",\"messages\":"
+             "\"%032d.0.5678\",\"branch:to:agent\":\"%032d.0.9\"},\"versions_seen\":"
+             "{\"__input__\":{},\"agent\":{\"branch:to:agent\":\"%032d.0.9\"}}%s}",
+             k % 60, k, k, k + 1, k + 2, k + 2,
+             drift ? ",\"other\":\"a completely different tail, longer than half of the "
+                     "body so that the delta is larger than the body allows: xxxxxxxxxxxxxxxxxx"
+                     "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyzzzzzzzzzzzzzzzzzzzzzzz"
+                     "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+                     "\""
+                   : "");
+    return b;
+}
+
+START_TEST(test_items_body_deltas)
+{
+    char tid[256];
+    TID(tid, "t");
+    char *bodies[6];
+    char id[8], parent[8];
+    for (int k = 0; k < 6; k++) {
+        bodies[k] = body_text(k, k == 4); /* c4 drifts: a new base */
+        snprintf(id, sizeof id, "c%d", k);
+        snprintf(parent, sizeof parent, "c%d", k - 1);
+        put_body(tid, id, k ? parent : NULL, bodies[k]);
+    }
+    for (int k = 0; k < 6; k++) {
+        snprintf(id, sizeof id, "c%d", k);
+        convo_checkpoint *cp = get_ok(tid, id);
+        assert_body(cp, bodies[k]);
+        convo_checkpoint_free(cp);
+    }
+    /* list gives the same bodies */
+    convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    lo.thread_id = tid;
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    ASSERT_OK(convo_checkpoint_list(conf_store, &lo, &set, &err), err);
+    ck_assert_uint_eq(convo_checkpoint_set_count(set), 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_body(convo_checkpoint_set_get(set, i), bodies[5 - i]);
+    convo_checkpoint_set_free(set);
+    /* prune to the newest: its base, c4's body, stays although c4 is gone */
+    ASSERT_OK(convo_checkpoint_prune(conf_store, tid, 1, &err), err);
+    convo_checkpoint *cp = get_ok(tid, "c5");
+    assert_body(cp, bodies[5]);
+    convo_checkpoint_free(cp);
+    /* export, delete, import: the base travels as a value */
+    const char *ids[] = {tid};
+    conf_buf dump = {0};
+    ASSERT_OK(convo_export(conf_store, ids, 1, conf_buf_write, &dump, NULL, NULL, &err), err);
+    ASSERT_OK(convo_thread_delete(conf_store, tid, &err), err);
+    ASSERT_OK(convo_import(conf_store, conf_buf_read, &dump, NULL, NULL, &err), err);
+    free(dump.data);
+    cp = get_ok(tid, "c5");
+    assert_body(cp, bodies[5]);
+    convo_checkpoint_free(cp);
+    for (int k = 0; k < 6; k++)
+        free(bodies[k]);
+    /* a malformed delta body is refused, nothing written */
+    convo_checkpoint_in bad = CONVO_CHECKPOINT_IN_INIT;
+    bad.thread_id = tid;
+    bad.checkpoint_id = "bad";
+    bad.body = (convo_blob){"convo/delta", "\x94\x01", 2};
+    ASSERT_FAILS(convo_checkpoint_put(conf_store, &bad, &err), err, CONVO_EINVAL);
+    ASSERT_FAILS(convo_checkpoint_get(conf_store, tid, NS, "bad", &cp, &err), err,
+                 CONVO_ENOTFOUND);
+}
+END_TEST
+
+/* A delta body whose base is gone reads as CONVO_ECORRUPT, not as a wrong body. */
+START_TEST(test_items_body_without_base)
+{
+    char tid[256];
+    TID(tid, "t");
+    char *b0 = body_text(0, 0);
+    put_body(tid, "c0", NULL, b0);
+    free(b0);
+    convo_checkpoint *raw = get_ok(tid, "c0");
+    ck_assert_str_eq(convo_checkpoint_body(raw).type, "json");
+    convo_checkpoint_free(raw);
+    /* a checkpoint put with c0's delta body but not listing the base */
+    convo_checkpoint_in in = CONVO_CHECKPOINT_IN_INIT;
+    in.thread_id = tid;
+    in.checkpoint_id = "orphan";
+    /* [1, "json", 3, bin(COPY 0 3)] */
+    in.body = (convo_blob){"convo/delta", "\x94\x01\xa4json\x03\xc4\x03\x00\x00\x03", 13};
+    convo_error err;
+    ASSERT_OK(convo_checkpoint_put(conf_store, &in, &err), err);
+    convo_checkpoint *cp = NULL;
+    ASSERT_FAILS(convo_checkpoint_get(conf_store, tid, NS, "orphan", &cp, &err), err,
+                 CONVO_ECORRUPT);
+    ck_assert_ptr_null(cp);
+}
+END_TEST
+
 void conf_add_items_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "items");
@@ -475,4 +611,6 @@ void conf_add_items_tests(Suite *s)
     tcase_add_test(tc, test_items_bad_input);
     tcase_add_test(tc, test_items_list_export_import);
     tcase_add_test(tc, test_items_rewrite_protects);
+    tcase_add_test(tc, test_items_body_deltas);
+    tcase_add_test(tc, test_items_body_without_base);
 }
