@@ -3,6 +3,7 @@
 # sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
 # in a temporary folder, each of its .sql files on its own (tests/sqlite-sql.c),
 # the thread index (tests/sqlite-index.c: page cost, migration 4 -> 5, ttl),
+# the put with log references (tests/sqlite-refs.c: one transaction),
 # the checkpoint suite (tests/checkpoints) with and without ttl, then
 # `convo sweep` through the tool.
 set -eu
@@ -21,6 +22,7 @@ run() {
 run "$top_builddir/tests/sqlite_extra" "$dir"
 run "$top_builddir/tests/sqlite_sql" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/sqlite_index" "$top_srcdir/drivers/sqlite" "$dir"
+run "$top_builddir/tests/sqlite_refs" "$dir"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
 # the thread index of what the checkpoint suites wrote, checked against the tables

@@ -11,7 +11,8 @@
  *     it keeps search an index, never scan a table;
  *   - each listing of the thread index (list-*.sql) walks the one index that
  *     gives its order, from the cursor on, without a sort, and the upkeep of
- *     the index rows (index-*.sql) searches, never scans.
+ *     the index rows (index-*.sql) searches, never scans;
+ *   - the swaps of a put with log references seek their rows by index.
  * `tests/sqlite_sql SQLDIR DIR`: SQLDIR is drivers/sqlite of the source tree,
  * DIR a scratch folder. */
 #include <check.h>
@@ -434,6 +435,26 @@ START_TEST(test_list_statements_search)
 }
 END_TEST
 
+/* A put with log references runs these once per swap, inside its write
+ * transaction: each must seek its row by a unique index, never walk a table. */
+static const char *const swap_statements[] = {"write-swap.sql", "blob-swap.sql",
+                                              "cp-log-at-least.sql"};
+
+START_TEST(test_swap_statements_search)
+{
+    char path[600];
+    size_t version;
+    sqlite3 *db = final_layout(path, sizeof path, &version);
+    for (size_t i = 0; i < sizeof swap_statements / sizeof *swap_statements; i++) {
+        char *plan = plan_of(db, swap_statements[i]);
+        ck_assert_msg(strstr(plan, "SEARCH") != NULL && strstr(plan, "SCAN") == NULL,
+                      "%s does not search: %s", swap_statements[i], plan);
+        free(plan);
+    }
+    sqlite3_close(db);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -449,6 +470,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_statements_prepare);
     tcase_add_test(tc, test_rewrite_statements_search);
     tcase_add_test(tc, test_list_statements_search);
+    tcase_add_test(tc, test_swap_statements_search);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

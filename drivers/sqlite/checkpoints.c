@@ -221,48 +221,110 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     return rc ? rc : cp_channels_put(c, num, at.key, cp, err);
 }
 
+typedef struct put_args {
+    const convo_checkpoint_in *cp;
+    const convo_message_in *msgs; /* cp->nmessages of them, or none */
+    size_t nmsgs;
+    int generation_checked;       /* cp->expected_generation is a condition */
+    const convo_swap *swaps;
+    size_t nswaps;
+} put_args;
+
+/* The put of checkpoint_put, put_log and put_refs: the conditions, then the
+ * messages as append stores them (nmsgs > 0), then the checkpoint, in the
+ * caller's write transaction; *t is the thread after it. */
+static int put_in_tx(sq_conn *c, const put_args *a, thread_row *t, convo_error *err)
+{
+    const convo_checkpoint_in *cp = a->cp;
+    int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, t, err);
+    if (found < 0)
+        return found;
+    if (a->nmsgs && t->length != cp->expected_length)
+        return sq_length_conflict(t->length, cp->expected_length, err);
+    if (a->generation_checked && cp->expected_generation >= 0 &&
+        cp->expected_generation != t->generation)
+        return sq_generation_conflict(t->generation, cp->expected_generation, err);
+    int rc = a->nmsgs ? sq_log_append(c, cp->thread_id, found, t, a->msgs, a->nmsgs, NULL, err)
+                      : sq_thread_ensure(c, cp->thread_id, found, t, err);
+    return rc ? rc : cp_store(c, t->num, found, cp, err);
+}
+
 static int cp_put_tx(sq_conn *c, void *arg, convo_error *err)
 {
-    const convo_checkpoint_in *cp = arg;
     thread_row t;
-    int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
-    int rc = found < 0 ? found : sq_thread_ensure(c, cp->thread_id, found, &t, err);
-    return rc ? rc : cp_store(c, t.num, found, cp, err);
+    return put_in_tx(c, arg, &t, err);
 }
 
 int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
-    return sq_run_tx(b, 1, cp_put_tx, (void *)cp, err);
+    put_args a = {cp, NULL, 0, 0, NULL, 0};
+    return sq_run_tx(b, 1, cp_put_tx, &a, err);
 }
 
-typedef struct put_log_args {
-    const convo_checkpoint_in *cp;
-    const convo_message_in *msgs;
-} put_log_args;
-
-/* The messages as append stores them, then the checkpoint as checkpoint_put
- * does, in one write transaction: both are stored or neither. */
-static int put_log_tx(sq_conn *c, void *arg, convo_error *err)
-{
-    const put_log_args *a = arg;
-    const convo_checkpoint_in *cp = a->cp;
-    thread_row t;
-    int found = sq_thread_find(c, cp->thread_id, VIEW_WRITE, &t, err);
-    if (found < 0)
-        return found;
-    if (t.length != cp->expected_length)
-        return sq_length_conflict(t.length, cp->expected_length, err);
-    if (cp->expected_generation >= 0 && cp->expected_generation != t.generation)
-        return sq_generation_conflict(t.generation, cp->expected_generation, err);
-    int rc = sq_log_append(c, cp->thread_id, found, &t, a->msgs, cp->nmessages, NULL, err);
-    return rc ? rc : cp_store(c, t.num, found, cp, err);
-}
-
+/* The messages and the checkpoint in one write transaction: both are stored
+ * or neither. */
 int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                           const convo_message_in *msgs, convo_error *err)
 {
-    put_log_args a = {cp, msgs};
-    return sq_run_tx(b, 1, put_log_tx, &a, err);
+    put_args a = {cp, msgs, cp->nmessages, 1, NULL, 0};
+    return sq_run_tx(b, 1, cp_put_tx, &a, err);
+}
+
+/* One swap of a put with log references: the value it names becomes
+ * new_value while it is exactly old_value, and then its checkpoint's
+ * log_length covers what the reference names. A value missing or changed
+ * is left alone (0). */
+static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w,
+                    convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, w->task_id ? ST_WRITE_SWAP : ST_BLOB_SWAP, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->checkpoint_id, -1, SQLITE_STATIC);
+    if (w->task_id) {
+        sqlite3_bind_text(st, 4, w->task_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, w->idx);
+    } else {
+        sqlite3_bind_text(st, 4, w->channel, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, w->version, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_text(st, 6, w->old_value.type, -1, SQLITE_STATIC);
+    bind_bytes(st, 7, w->old_value.bytes, w->old_value.len);
+    sqlite3_bind_text(st, 8, w->new_value.type, -1, SQLITE_STATIC);
+    bind_bytes(st, 9, w->new_value.bytes, w->new_value.len);
+    if ((rc = sq_stmt_run(c, st, "replacing a value by a log reference", err)) != 0 ||
+        sqlite3_changes(c->db) == 0)
+        return rc;
+    if ((rc = sq_stmt_get(c, ST_CP_LOG_AT_LEAST, &st, err)) != 0)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->checkpoint_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, w->log_length);
+    return sq_stmt_run(c, st, "raising a checkpoint's log length", err);
+}
+
+static int put_refs_tx(sq_conn *c, void *arg, convo_error *err)
+{
+    const put_args *a = arg;
+    thread_row t;
+    int rc = put_in_tx(c, a, &t, err);
+    for (size_t i = 0; i < a->nswaps && rc == 0; i++)
+        rc = swap_one(c, t.num, a->cp->checkpoint_ns, &a->swaps[i], err);
+    return rc;
+}
+
+/* The put and its swaps in one write transaction: a failing swap statement
+ * rolls the put (and the messages it appended) back. */
+int sq_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                           const convo_message_in *msgs, size_t nmsgs, const convo_swap *swaps,
+                           size_t nswaps, convo_error *err)
+{
+    put_args a = {cp, msgs, nmsgs, 1, swaps, nswaps};
+    return sq_run_tx(b, 1, put_refs_tx, &a, err);
 }
 
 typedef struct writes_args {

@@ -215,4 +215,5 @@ const convo_driver convo_driver_sqlite = {
     .checkpoint_put_log = sq_checkpoint_put_log,
     .replace_tail = sq_replace_tail,
     .thread_list_ex = sq_thread_list_ex,
+    .checkpoint_put_refs = sq_checkpoint_put_refs,
 };

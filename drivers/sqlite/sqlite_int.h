@@ -59,10 +59,11 @@
     X(LIST_KEY_RECENT_REVERSE_BARE)                                                          \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
-    X(CP_BEYOND) X(CP_DELETE_BEYOND)                                                         \
+    X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST)                                      \
     X(CH_INSERT) X(CH_VALUES) X(CH_DELETE) X(CH_DELETE_BEYOND)                               \
-    X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED)                                                \
-    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)
+    X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
+    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
+    X(WRITE_SWAP)
 
 enum stmt_id {
 #define SQ_STMT_ID(name) ST_##name,
@@ -223,6 +224,9 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
 int sq_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                           const convo_message_in *msgs, convo_error *err);
+int sq_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                           const convo_message_in *msgs, size_t nmsgs, const convo_swap *swaps,
+                           size_t nswaps, convo_error *err);
 int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
                              const char *checkpoint_id, const char *task_id,
                              const char *task_path, const convo_write_in *writes, size_t n,

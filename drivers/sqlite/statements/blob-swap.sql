@@ -1,0 +1,8 @@
+-- a put with log references: the value of (?4 channel, ?5 version) in thread
+-- ?1, namespace ?2 becomes ?8 type, ?9 value, only while it is exactly ?6
+-- type, ?7 value and checkpoint ?3 (which names it) exists
+UPDATE convo_blobs SET type = ?8, value = ?9
+  WHERE thread = ?1 AND ns = ?2 AND channel = ?4 AND version = ?5
+    AND type = ?6 AND value = ?7
+    AND EXISTS (SELECT 1 FROM convo_checkpoints
+                WHERE thread = ?1 AND ns = ?2 AND id = ?3);

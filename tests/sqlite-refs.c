@@ -1,0 +1,262 @@
+/* sqlite-refs.c — the SQLite driver's put with log references
+ * (checkpoint_put_refs) beyond the conformance suite: one write transaction,
+ * so a statement failing after a swap leaves the messages, the checkpoint,
+ * the swapped values, the raised log_length and the thread's row as they
+ * were; the generation condition of a put that appends nothing.
+ * `tests/sqlite_refs DIR` works in DIR. */
+#include <check.h>
+#include <convo.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *dir;
+
+static const char *U1 = "{\"role\":\"user\",\"content\":\"hi\"}";
+static const char *A1 = "{\"role\":\"assistant\",\"content\":\"hello\"}";
+
+static const char *db_path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char f[600];
+        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
+        unlink(f);
+    }
+    return buf;
+}
+
+static convo_store *open_db(const char *path)
+{
+    char url[600];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
+    return s;
+}
+
+/* Checkpoint id (parent or NULL) whose "messages" channel is the list
+ * items (hints: NULL or seqs), under a generation condition (-1: none). */
+static int put_items(convo_store *s, const char *id, const char *parent,
+                     const char *const *items, const int64_t *hints, size_t n,
+                     int64_t expected_generation, convo_error *err)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = items;
+    it.seqs = hints;
+    it.n = n;
+    it.log = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in c = {"messages", id, NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = id;
+    cp.parent_id = parent;
+    cp.channels = &c;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    cp.expected_generation = expected_generation;
+    return convo_checkpoint_put(s, &cp, err);
+}
+
+/* The node's answer as a pending write of checkpoint id, inline. */
+static void write_answer(convo_store *s, const char *id)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &A1;
+    it.n = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_write_in w = {0, "messages", {NULL, NULL, 0}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = "t";
+    in.checkpoint_id = id;
+    in.task_id = "agent";
+    in.writes = &w;
+    in.n = 1;
+    in.items = per;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "%s", err.message);
+}
+
+/* The seq the pending write of checkpoint id refers to (-1: inline). */
+static int64_t write_seq(convo_store *s, const char *id)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", NULL, id, &cp, &err) == 0, "%s", err.message);
+    convo_items it;
+    ck_assert_int_eq(convo_checkpoint_write_items(cp, 0, &it), 1);
+    ck_assert_uint_eq(it.n, 1);
+    ck_assert_str_eq(it.items[0], A1);
+    int64_t seq = it.seqs[0];
+    convo_checkpoint_free(cp);
+    return seq;
+}
+
+/* What the file holds, read behind the driver's back: one line per table of
+ * thread "t" (row, messages, checkpoints with log_length, write values). */
+static char *snapshot(const char *path)
+{
+    static const char *const queries[] = {
+        "SELECT num || ' ' || generation || ' ' || updated_at || ' ' || coalesce(expires_at, '')"
+        " FROM convo_threads WHERE id = 't'",
+        "SELECT group_concat(key || ':' || hex(body), ',') FROM convo_messages",
+        "SELECT group_concat(id || ':' || log_length, ',') FROM (SELECT id, log_length FROM"
+        " convo_checkpoints ORDER BY key)",
+        "SELECT group_concat(type || ':' || hex(value), ',') FROM convo_checkpoint_writes",
+        "SELECT group_concat(channel || ':' || type || ':' || hex(value), ',') FROM convo_blobs",
+        "SELECT group_concat(updated_at || ':' || length, ',') FROM convo_activity"};
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    size_t cap = 1, len = 0;
+    char *out = calloc(1, 1);
+    for (size_t i = 0; i < sizeof queries / sizeof *queries; i++) {
+        sqlite3_stmt *st;
+        ck_assert_msg(sqlite3_prepare_v2(db, queries[i], -1, &st, NULL) == SQLITE_OK, "%s: %s",
+                      queries[i], sqlite3_errmsg(db));
+        const char *v = "";
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            v = (const char *)sqlite3_column_text(st, 0);
+        cap += strlen(v) + 1;
+        out = realloc(out, cap);
+        ck_assert_ptr_nonnull(out);
+        len += (size_t)sprintf(out + len, "%s\n", v);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return out;
+}
+
+static void exec_raw(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
+    sqlite3_close(db);
+}
+
+static int64_t log_length_of(const char *path, const char *id)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT log_length FROM convo_checkpoints WHERE id = ?",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* The put appends the answer, turns c1's write into a reference and raises
+ * c1's log_length; the last of these failing (an injected trigger) rolls the
+ * other two back with it. */
+START_TEST(test_put_refs_fails_whole)
+{
+    const char *path = db_path("refs-whole");
+    convo_store *s = open_db(path);
+    convo_error err;
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
+    write_answer(s, "c1");
+    ck_assert_int_eq(write_seq(s, "c1"), -1);
+    ck_assert_int_eq(log_length_of(path, "c1"), 1);
+    exec_raw(path, "CREATE TRIGGER test_boom BEFORE UPDATE OF log_length ON convo_checkpoints"
+                   " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    char *before = snapshot(path);
+    const char *both[] = {U1, A1};
+    ck_assert_int_eq(put_items(s, "c2", "c1", both, NULL, 2, -1, &err), CONVO_ERROR);
+    ck_assert_ptr_nonnull(strstr(err.message, "injected"));
+    char *after = snapshot(path);
+    ck_assert_str_eq(after, before);
+    free(after);
+    free(before);
+    ck_assert_int_eq(write_seq(s, "c1"), -1);
+    convo_checkpoint *cp = NULL;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", NULL, "c2", &cp, &err), CONVO_ENOTFOUND);
+    /* without the trigger the same put goes through whole */
+    exec_raw(path, "DROP TRIGGER test_boom");
+    ck_assert_msg(put_items(s, "c2", "c1", both, NULL, 2, -1, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(write_seq(s, "c1"), 1);
+    ck_assert_int_eq(log_length_of(path, "c1"), 2);
+    ck_assert_int_eq(log_length_of(path, "c2"), 2);
+    convo_close(s);
+}
+END_TEST
+
+/* A swap statement failing (the write's update) also rolls back the
+ * messages appended before it in the transaction. */
+START_TEST(test_put_refs_swap_fails)
+{
+    const char *path = db_path("refs-swap");
+    convo_store *s = open_db(path);
+    convo_error err;
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
+    write_answer(s, "c1");
+    exec_raw(path, "CREATE TRIGGER test_boom BEFORE UPDATE ON convo_checkpoint_writes"
+                   " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    char *before = snapshot(path);
+    const char *both[] = {U1, A1};
+    ck_assert_int_eq(put_items(s, "c2", "c1", both, NULL, 2, -1, &err), CONVO_ERROR);
+    ck_assert_ptr_nonnull(strstr(err.message, "injected"));
+    char *after = snapshot(path);
+    ck_assert_str_eq(after, before);
+    free(after);
+    free(before);
+    convo_close(s);
+}
+END_TEST
+
+/* A put that appends nothing still meets the generation condition, also on a
+ * thread that does not exist (generation 0): nothing written when it fails. */
+START_TEST(test_put_refs_generation_without_messages)
+{
+    const char *path = db_path("refs-generation");
+    convo_store *s = open_db(path);
+    convo_error err;
+    ck_assert_int_eq(put_items(s, "c1", NULL, &U1, NULL, 1, 1, &err), CONVO_ECONFLICT);
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), CONVO_ENOTFOUND);
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, 0, &err) == 0, "%s", err.message);
+    char *before = snapshot(path);
+    int64_t known[] = {0};
+    ck_assert_int_eq(put_items(s, "c2", "c1", &U1, known, 1, 3, &err), CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "generation 0, expected 3"));
+    char *after = snapshot(path);
+    ck_assert_str_eq(after, before);
+    free(after);
+    free(before);
+    ck_assert_msg(put_items(s, "c2", "c1", &U1, known, 1, 0, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(log_length_of(path, "c2"), 1);
+    convo_close(s);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    dir = argv[1];
+    Suite *suite = suite_create("sqlite-refs");
+    TCase *tc = tcase_create("sqlite-refs");
+    tcase_add_test(tc, test_put_refs_fails_whole);
+    tcase_add_test(tc, test_put_refs_swap_fails);
+    tcase_add_test(tc, test_put_refs_generation_without_messages);
+    suite_add_tcase(suite, tc);
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
