@@ -1,68 +1,9 @@
 /* memory.c — the in-process driver: every thread in RAM behind one mutex.
  * Each convo_open("memory:") is a separate, empty store that lives until
  * convo_close. Used for tests and for applications that need no persistence. */
-#include "config.h"
-#include "index.h"
-#include <convo/driver.h>
-#include <jansson.h>
-#include <pthread.h>
+#include "memory_int.h"
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct mem_msg {
-    char *bytes; /* message bytes, NUL, role, NUL */
-    size_t len;
-    int64_t created_at;
-} mem_msg;
-
-typedef struct mem_blob {
-    char *ns, *channel, *version, *type; /* type NULL: no value */
-    void *bytes;
-    size_t len;
-} mem_blob;
-
-typedef struct mem_write {
-    char *task_id, *task_path, *channel, *type;
-    int64_t idx;
-    void *bytes;
-    size_t len;
-} mem_write;
-
-typedef struct mem_checkpoint {
-    char *ns, *id, *parent_id, *metadata, *body_type;
-    void *body;
-    size_t body_len;
-    int64_t log_length, created_at;
-    uint64_t put_seq;            /* store-wide put order (list's `before`) */
-    char **channels, **versions; /* the snapshot's channel versions */
-    size_t nchannels;
-    mem_write *writes;
-    size_t nwrites;
-} mem_checkpoint;
-
-typedef struct mem_thread {
-    char *id;
-    mem_checkpoint *cps; /* in the order they were first put */
-    size_t ncps;
-    mem_blob *blobs;
-    size_t nblobs;
-    mem_msg *msgs;
-    size_t count, cap;
-    char *extra;       /* compact JSON object or NULL */
-    json_t *idem;      /* idempotency key -> [first_seq, count] */
-    int64_t generation; /* tail rewrites so far */
-    int64_t created_at, updated_at; /* first and last write */
-    mem_index_slot *index_slots;    /* its places in the index (index.h) */
-} mem_thread;
-
-struct convo_backend {
-    pthread_mutex_t lock;
-    mem_thread **threads; /* sorted by id (strcmp, i.e. byte order) */
-    size_t count, cap;
-    uint64_t put_seq; /* the last checkpoint put's number, across threads */
-    convo_limits limits;
-    mem_index *index; /* NULL without indexed keys */
-};
 
 static void write_clear(mem_write *w)
 {
@@ -73,7 +14,7 @@ static void write_clear(mem_write *w)
     free(w->bytes);
 }
 
-static void checkpoint_clear(mem_checkpoint *c)
+void convo__mem_checkpoint_clear(mem_checkpoint *c)
 {
     free(c->ns);
     free(c->id);
@@ -93,7 +34,7 @@ static void checkpoint_clear(mem_checkpoint *c)
     memset(c, 0, sizeof *c);
 }
 
-static void blob_clear(mem_blob *b)
+void convo__mem_blob_clear(mem_blob *b)
 {
     free(b->ns);
     free(b->channel);
@@ -107,10 +48,10 @@ static void thread_free(mem_thread *t)
     if (!t)
         return;
     for (size_t i = 0; i < t->ncps; i++)
-        checkpoint_clear(&t->cps[i]);
+        convo__mem_checkpoint_clear(&t->cps[i]);
     free(t->cps);
     for (size_t i = 0; i < t->nblobs; i++)
-        blob_clear(&t->blobs[i]);
+        convo__mem_blob_clear(&t->blobs[i]);
     free(t->blobs);
     for (size_t i = 0; i < t->count; i++)
         free(t->msgs[i].bytes);
@@ -142,7 +83,7 @@ static size_t find(convo_backend *b, const char *id, int *found)
     return lo;
 }
 
-static mem_thread *lookup(convo_backend *b, const char *id)
+mem_thread *convo__mem_lookup(convo_backend *b, const char *id)
 {
     int found;
     size_t i = find(b, id, &found);
@@ -174,7 +115,7 @@ static int insert_new(convo_backend *b, const char *id, mem_thread **out)
     return 0;
 }
 
-static void remove_thread(convo_backend *b, const char *id)
+void convo__mem_remove_thread(convo_backend *b, const char *id)
 {
     int found;
     size_t at = find(b, id, &found);
@@ -256,7 +197,7 @@ static int append_locked(convo_backend *b, const char *thread_id, const convo_me
                          size_t n, const convo_append_opts *opts, convo_append_result *res,
                          convo_error *err)
 {
-    mem_thread *t = lookup(b, thread_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
     if (t && opts->idempotency_key) {
         json_t *prior = json_object_get(t->idem, opts->idempotency_key);
         if (prior) {
@@ -302,7 +243,7 @@ nomem: /* all or nothing: no message, and no thread the call created */
     while (copied-- > 0)
         free(t->msgs[t->count + copied].bytes);
     if (created)
-        remove_thread(b, thread_id);
+        convo__mem_remove_thread(b, thread_id);
     return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
 }
 
@@ -319,7 +260,7 @@ static int mem_append(convo_backend *b, const char *thread_id, const convo_messa
 static int load_locked(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
                        convo_history *h, convo_error *err)
 {
-    mem_thread *t = lookup(b, thread_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
     if (!t)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
     int64_t from, to;
@@ -360,7 +301,7 @@ static int mem_save_extra(convo_backend *b, const char *thread_id, const char *p
                           void *patch_obj, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    mem_thread *t = lookup(b, thread_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
     char *merged;
     size_t len;
     int rc = convo__extra_merge(t ? t->extra : NULL, t && t->extra ? strlen(t->extra) : 0, patch,
@@ -385,7 +326,7 @@ static int mem_thread_delete(convo_backend *b, const char *thread_id, convo_erro
     int found;
     find(b, thread_id, &found);
     if (found)
-        remove_thread(b, thread_id);
+        convo__mem_remove_thread(b, thread_id);
     pthread_mutex_unlock(&b->lock);
     return found ? 0 : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
 }
@@ -415,17 +356,17 @@ static int mem_thread_list(convo_backend *b, const char *after, size_t limit,
     return 0;
 }
 
-static int fork_locked(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                       int64_t expected_generation, convo_error *err)
+int convo__mem_fork_locked(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                           int64_t expected_generation, convo_error *err)
 {
-    mem_thread *s = lookup(b, src);
+    mem_thread *s = convo__mem_lookup(b, src);
     if (!s)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
     if (expected_generation >= 0 && s->generation != expected_generation)
         return convo__error(err, CONVO_ECONFLICT, NULL,
                             "source thread is at generation %lld, expected %lld",
                             (long long)s->generation, (long long)expected_generation);
-    if (lookup(b, dst))
+    if (convo__mem_lookup(b, dst))
         return convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     if (upto > (int64_t)s->count)
         return convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%zu)",
@@ -434,13 +375,13 @@ static int fork_locked(convo_backend *b, const char *src, const char *dst, int64
     mem_thread *d;
     if (insert_new(b, dst, &d) != 0 || reserve(d, n) != 0 ||
         (s->extra && !(d->extra = strdup(s->extra)))) {
-        remove_thread(b, dst);
+        convo__mem_remove_thread(b, dst);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
         mem_msg *m = &s->msgs[i];
         if (copy_msg(&d->msgs[i], m->bytes, m->len, m->bytes + m->len + 1, m->created_at)) {
-            remove_thread(b, dst);
+            convo__mem_remove_thread(b, dst);
             return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
         }
         d->count++;
@@ -461,14 +402,14 @@ static int mem_thread_fork(convo_backend *b, const char *src, const char *dst, i
                            int64_t expected_generation, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    int rc = fork_locked(b, src, dst, upto, expected_generation, err);
+    int rc = convo__mem_fork_locked(b, src, dst, upto, expected_generation, err);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
 
 /* ---- checkpoints ---- */
 
-static char *xdup(const char *s, int *failed)
+char *convo__mem_xdup(const char *s, int *failed)
 {
     char *c = s ? strdup(s) : NULL;
     if (s && !c)
@@ -476,7 +417,7 @@ static char *xdup(const char *s, int *failed)
     return c;
 }
 
-static void *xdupb(const void *b, size_t len, int *failed)
+void *convo__mem_xdupb(const void *b, size_t len, int *failed)
 {
     void *c = malloc(len ? len : 1);
     if (!c)
@@ -486,7 +427,7 @@ static void *xdupb(const void *b, size_t len, int *failed)
     return c;
 }
 
-static mem_checkpoint *find_cp(mem_thread *t, const char *ns, const char *id)
+mem_checkpoint *convo__mem_find_cp(mem_thread *t, const char *ns, const char *id)
 {
     mem_checkpoint *latest = NULL;
     for (size_t i = 0; t && i < t->ncps; i++) {
@@ -523,11 +464,11 @@ static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
             return CONVO_ENOMEM;
         t->blobs = grown;
         int failed = 0;
-        mem_blob b = {xdup(cp->checkpoint_ns, &failed), xdup(c->channel, &failed),
-                      xdup(c->version, &failed), xdup(c->value->type, &failed),
-                      xdupb(c->value->bytes, c->value->len, &failed), c->value->len};
+        mem_blob b = {convo__mem_xdup(cp->checkpoint_ns, &failed), convo__mem_xdup(c->channel, &failed),
+                      convo__mem_xdup(c->version, &failed), convo__mem_xdup(c->value->type, &failed),
+                      convo__mem_xdupb(c->value->bytes, c->value->len, &failed), c->value->len};
         if (failed) { /* a half-copied blob kept would crash find_blob's strcmp later */
-            blob_clear(&b);
+            convo__mem_blob_clear(&b);
             return CONVO_ENOMEM;
         }
         t->blobs[t->nblobs++] = b;
@@ -538,12 +479,12 @@ static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
 static int fill_cp(mem_checkpoint *m, const convo_checkpoint_in *cp)
 {
     int failed = 0;
-    m->ns = xdup(cp->checkpoint_ns, &failed);
-    m->id = xdup(cp->checkpoint_id, &failed);
-    m->parent_id = xdup(cp->parent_id, &failed);
-    m->metadata = xdup(cp->metadata_json, &failed);
-    m->body_type = xdup(cp->body.type, &failed);
-    m->body = cp->body.type ? xdupb(cp->body.bytes, cp->body.len, &failed) : NULL;
+    m->ns = convo__mem_xdup(cp->checkpoint_ns, &failed);
+    m->id = convo__mem_xdup(cp->checkpoint_id, &failed);
+    m->parent_id = convo__mem_xdup(cp->parent_id, &failed);
+    m->metadata = convo__mem_xdup(cp->metadata_json, &failed);
+    m->body_type = convo__mem_xdup(cp->body.type, &failed);
+    m->body = cp->body.type ? convo__mem_xdupb(cp->body.bytes, cp->body.len, &failed) : NULL;
     m->body_len = cp->body.len;
     m->log_length = cp->log_length;
     m->created_at = convo__now_micros();
@@ -552,8 +493,8 @@ static int fill_cp(mem_checkpoint *m, const convo_checkpoint_in *cp)
     if (!m->channels || !m->versions)
         return CONVO_ENOMEM;
     for (size_t i = 0; i < cp->nchannels; i++) {
-        m->channels[i] = xdup(cp->channels[i].channel, &failed);
-        m->versions[i] = xdup(cp->channels[i].version, &failed);
+        m->channels[i] = convo__mem_xdup(cp->channels[i].channel, &failed);
+        m->versions[i] = convo__mem_xdup(cp->channels[i].version, &failed);
         m->nchannels++;
     }
     return failed ? CONVO_ENOMEM : 0;
@@ -561,14 +502,14 @@ static int fill_cp(mem_checkpoint *m, const convo_checkpoint_in *cp)
 
 static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
 {
-    mem_thread *t = lookup(b, cp->thread_id);
+    mem_thread *t = convo__mem_lookup(b, cp->thread_id);
     int rc = t ? 0 : insert_new(b, cp->thread_id, &t);
     mem_checkpoint fresh = {0};
     if (rc == 0)
         rc = put_blobs(t, cp);
     if (rc == 0)
         rc = fill_cp(&fresh, cp);
-    mem_checkpoint *old = rc == 0 ? find_cp(t, cp->checkpoint_ns, cp->checkpoint_id) : NULL;
+    mem_checkpoint *old = rc == 0 ? convo__mem_find_cp(t, cp->checkpoint_ns, cp->checkpoint_id) : NULL;
     if (rc == 0 && old) {
         /* same key: replace in place, keeping its place in the order and its writes */
         fresh.created_at = old->created_at;
@@ -577,7 +518,7 @@ static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
         fresh.nwrites = old->nwrites;
         old->writes = NULL;
         old->nwrites = 0;
-        checkpoint_clear(old);
+        convo__mem_checkpoint_clear(old);
         *old = fresh;
     } else if (rc == 0) {
         mem_checkpoint *grown = realloc(t->cps, (t->ncps + 1) * sizeof *grown);
@@ -590,7 +531,7 @@ static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
         }
     }
     if (rc != 0) {
-        checkpoint_clear(&fresh);
+        convo__mem_checkpoint_clear(&fresh);
     } else {
         t->updated_at = convo__now_micros();
         reindex(b, t, NULL);
@@ -616,12 +557,12 @@ static int put_log_locked(convo_backend *b, const convo_checkpoint_in *cp,
     convo_append_result res;
     int rc = append_locked(b, cp->thread_id, msgs, cp->nmessages, &opts, &res, err);
     if (rc == 0 && (rc = put_locked(b, cp)) != 0) {
-        mem_thread *t = lookup(b, cp->thread_id);
+        mem_thread *t = convo__mem_lookup(b, cp->thread_id);
         for (size_t i = 0; i < cp->nmessages; i++) /* take the messages back */
             free(t->msgs[(size_t)res.first_seq + i].bytes);
         t->count = (size_t)res.first_seq;
         if (t->count == 0 && !t->extra && t->ncps == 0)
-            remove_thread(b, cp->thread_id);
+            convo__mem_remove_thread(b, cp->thread_id);
         rc = convo__error(err, rc, NULL, "out of memory");
     }
     return rc;
@@ -642,7 +583,7 @@ static mem_write *find_write(mem_checkpoint *c, const char *task_id, int64_t idx
  * Out of memory leaves it as it was (it still holds the same items). */
 static void swap_locked(mem_thread *t, const char *ns, const convo_swap *w)
 {
-    mem_checkpoint *c = find_cp(t, ns, w->checkpoint_id);
+    mem_checkpoint *c = convo__mem_find_cp(t, ns, w->checkpoint_id);
     mem_write *x = c && w->task_id ? find_write(c, w->task_id, w->idx) : NULL;
     mem_blob *v = c && !w->task_id ? find_blob(t, ns, w->channel, w->version) : NULL;
     char **type = x ? &x->type : v ? &v->type : NULL;
@@ -652,8 +593,8 @@ static void swap_locked(mem_thread *t, const char *ns, const convo_swap *w)
         (*len && memcmp(*bytes, w->old_value.bytes, *len) != 0))
         return;
     int failed = 0;
-    char *nt = xdup(w->new_value.type, &failed);
-    void *nb = xdupb(w->new_value.bytes, w->new_value.len, &failed);
+    char *nt = convo__mem_xdup(w->new_value.type, &failed);
+    void *nb = convo__mem_xdupb(w->new_value.bytes, w->new_value.len, &failed);
     if (failed) {
         free(nt);
         free(nb);
@@ -671,7 +612,7 @@ static int mem_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *
                                    const convo_swap *swaps, size_t nswaps, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    mem_thread *t = lookup(b, cp->thread_id);
+    mem_thread *t = convo__mem_lookup(b, cp->thread_id);
     int64_t generation = t ? t->generation : 0;
     int rc = 0;
     if (cp->expected_generation >= 0 && cp->expected_generation != generation)
@@ -682,7 +623,7 @@ static int mem_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *
     else if ((rc = put_locked(b, cp)) != 0)
         rc = convo__error(err, rc, NULL, "out of memory");
     for (size_t i = 0; rc == 0 && i < nswaps; i++)
-        swap_locked(lookup(b, cp->thread_id), cp->checkpoint_ns, &swaps[i]);
+        swap_locked(convo__mem_lookup(b, cp->thread_id), cp->checkpoint_ns, &swaps[i]);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -708,9 +649,9 @@ static int put_writes_locked(mem_checkpoint *c, const char *task_id, const char 
         if (old && w->idx >= 0)
             continue; /* idempotent: the first write of (task, idx) stays */
         int failed = 0;
-        mem_write fresh = {xdup(task_id, &failed), xdup(task_path, &failed),
-                           xdup(w->channel, &failed), xdup(w->value.type, &failed), w->idx,
-                           xdupb(w->value.bytes, w->value.len, &failed), w->value.len};
+        mem_write fresh = {convo__mem_xdup(task_id, &failed), convo__mem_xdup(task_path, &failed),
+                           convo__mem_xdup(w->channel, &failed), convo__mem_xdup(w->value.type, &failed), w->idx,
+                           convo__mem_xdupb(w->value.bytes, w->value.len, &failed), w->value.len};
         if (failed) {
             write_clear(&fresh);
             return CONVO_ENOMEM;
@@ -731,7 +672,7 @@ static int mem_checkpoint_put_writes(convo_backend *b, const char *thread_id, co
                                      size_t n, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    mem_checkpoint *c = find_cp(lookup(b, thread_id), ns, checkpoint_id);
+    mem_checkpoint *c = convo__mem_find_cp(convo__mem_lookup(b, thread_id), ns, checkpoint_id);
     int rc = c ? put_writes_locked(c, task_id, task_path, writes, n) : CONVO_ENOTFOUND;
     pthread_mutex_unlock(&b->lock);
     if (rc == CONVO_ENOTFOUND)
@@ -769,8 +710,8 @@ static int mem_checkpoint_get(convo_backend *b, const char *thread_id, const cha
                               const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
     pthread_mutex_lock(&b->lock);
-    mem_thread *t = lookup(b, thread_id);
-    mem_checkpoint *c = find_cp(t, ns, checkpoint_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
+    mem_checkpoint *c = convo__mem_find_cp(t, ns, checkpoint_id);
     *out = c ? export_cp(t, c) : NULL;
     pthread_mutex_unlock(&b->lock);
     if (!c)
@@ -805,14 +746,14 @@ static int list_locked(convo_backend *b, const convo_checkpoint_list_opts *o, vo
 {
     uint64_t end = UINT64_MAX;
     if (o->before) {
-        const mem_checkpoint *c = find_cp(lookup(b, o->before_thread_id), o->before_ns, o->before);
+        const mem_checkpoint *c = convo__mem_find_cp(convo__mem_lookup(b, o->before_thread_id), o->before_ns, o->before);
         if (!c)
             return convo__error(err, CONVO_ENOTFOUND, NULL, "checkpoint '%s' not found",
                                 o->before);
         end = c->put_seq;
     }
     if (o->thread_id) {
-        mem_thread *t = lookup(b, o->thread_id);
+        mem_thread *t = convo__mem_lookup(b, o->thread_id);
         return t ? list_thread(t, o, filter, end, set, err) : 0;
     }
     int rc = 0;
@@ -836,93 +777,6 @@ static int mem_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opt
     }
     *out = set;
     return 0;
-}
-
-static int blob_in_use(mem_thread *t, const mem_blob *v)
-{
-    for (size_t i = 0; i < t->ncps; i++) {
-        const mem_checkpoint *c = &t->cps[i];
-        if (strcmp(c->ns, v->ns) != 0)
-            continue;
-        for (size_t j = 0; j < c->nchannels; j++)
-            if (!strcmp(c->channels[j], v->channel) && !strcmp(c->versions[j], v->version))
-                return 1;
-    }
-    return 0;
-}
-
-/* Removes the checkpoints marked in drop (with their writes), then every value
- * no remaining checkpoint lists; *removed = how many were marked. */
-static void drop_marked(mem_thread *t, const char *drop, uint64_t *removed)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < t->ncps; i++) {
-        if (drop[i])
-            checkpoint_clear(&t->cps[i]);
-        else
-            t->cps[kept++] = t->cps[i];
-    }
-    *removed = t->ncps - kept;
-    t->ncps = kept;
-    size_t nb = 0;
-    for (size_t i = 0; i < t->nblobs; i++) {
-        if (blob_in_use(t, &t->blobs[i]))
-            t->blobs[nb++] = t->blobs[i];
-        else
-            blob_clear(&t->blobs[i]);
-    }
-    t->nblobs = nb;
-}
-
-static int prune_locked(mem_thread *t, size_t keep_last)
-{
-    /* decide first (newest first, counted per namespace), then drop */
-    char *drop = calloc(t->ncps + 1, 1);
-    if (!drop)
-        return CONVO_ENOMEM;
-    for (size_t i = 0; i < t->ncps; i++) {
-        size_t newer = 0;
-        for (size_t j = i + 1; j < t->ncps; j++)
-            newer += strcmp(t->cps[j].ns, t->cps[i].ns) == 0;
-        drop[i] = newer >= keep_last;
-    }
-    uint64_t removed;
-    drop_marked(t, drop, &removed);
-    free(drop);
-    return 0;
-}
-
-static int mem_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,
-                                convo_error *err)
-{
-    pthread_mutex_lock(&b->lock);
-    mem_thread *t = lookup(b, thread_id);
-    int rc = t ? prune_locked(t, keep_last) : CONVO_ENOTFOUND;
-    pthread_mutex_unlock(&b->lock);
-    if (rc == CONVO_ENOTFOUND)
-        return convo__error(err, rc, NULL, "thread not found");
-    return rc ? convo__error(err, rc, NULL, "out of memory") : 0;
-}
-
-static int mem_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
-                                 const char *const *ids, size_t n, uint64_t *removed,
-                                 convo_error *err)
-{
-    *removed = 0;
-    pthread_mutex_lock(&b->lock);
-    mem_thread *t = lookup(b, thread_id);
-    char *drop = t ? calloc(t->ncps + 1, 1) : NULL;
-    for (size_t i = 0; drop && i < n; i++) {
-        mem_checkpoint *c = find_cp(t, ns[i], ids[i]);
-        if (c)
-            drop[c - t->cps] = 1;
-    }
-    if (drop)
-        drop_marked(t, drop, removed);
-    pthread_mutex_unlock(&b->lock);
-    int failed = t && !drop;
-    free(drop);
-    return failed ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory") : 0;
 }
 
 /* ---- measuring ---- */
@@ -963,7 +817,7 @@ static int import_locked(convo_backend *b, const char *thread_id, int64_t first_
                          const convo_message_in *msgs, const int64_t *created_at, size_t n,
                          int64_t generation, int *skipped, convo_error *err)
 {
-    mem_thread *t = lookup(b, thread_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
     int64_t length = t ? (int64_t)t->count : 0;
     *skipped = 0;
     int64_t current = t ? t->generation : 0;
@@ -1024,7 +878,7 @@ static int tail_checkpoints(mem_thread *t, int64_t keep, int drop, convo_error *
                                 "rewrite keeps %lld: nothing written (drop_checkpoints removes "
                                 "such checkpoints)", t->cps[i].id, t->cps[i].ns,
                                 (long long)t->cps[i].log_length, (long long)keep);
-        checkpoint_clear(&t->cps[i]);
+        convo__mem_checkpoint_clear(&t->cps[i]);
     }
     t->ncps = kept;
     return 0;
@@ -1034,7 +888,7 @@ static int rewrite_locked(convo_backend *b, const char *thread_id, int64_t keep,
                           const convo_message_in *msgs, size_t n, const convo_rewrite_opts *o,
                           convo_rewrite_result *res, convo_error *err)
 {
-    mem_thread *t = lookup(b, thread_id);
+    mem_thread *t = convo__mem_lookup(b, thread_id);
     if (!t)
         return convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
     json_t *prior = o->idempotency_key ? json_object_get(t->idem, o->idempotency_key) : NULL;
@@ -1254,8 +1108,9 @@ const convo_driver convo_driver_memory = {
     .checkpoint_put_writes = mem_checkpoint_put_writes,
     .checkpoint_get = mem_checkpoint_get,
     .checkpoint_list = mem_checkpoint_list,
-    .checkpoint_prune = mem_checkpoint_prune,
-    .checkpoint_delete = mem_checkpoint_delete,
+    .checkpoint_prune = convo__mem_checkpoint_prune,
+    .checkpoint_delete = convo__mem_checkpoint_delete,
+    .thread_copy = convo__mem_thread_copy,
     .stored_bytes = mem_stored_bytes,
     .thread_import = mem_thread_import,
     .checkpoint_put_log = mem_checkpoint_put_log,
