@@ -3,8 +3,8 @@
  * carrying the checkpoint, settled afterwards), every point where such a put
  * can be killed re-created document by document, conflicts that write nothing,
  * the 16 MiB document, the store-wide order, a layout 2 and a layout 3 store
- * moved up, and
- * threads racing puts with messages. */
+ * moved up, threads racing puts with messages, and a put with log references
+ * (its swaps, each point where it can be killed, conflicts). */
 #include "mongo_util.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -638,6 +638,210 @@ START_TEST(test_put_log_race)
 }
 END_TEST
 
+/* ---- log references (drivers/mongo/refs.c) ----
+ * A turn's input checkpoint "in": __start__ (version 1) = {messages: [hi]}
+ * and the __start__ task's pending write [hi], both inline; then a checkpoint
+ * (parent "in") whose message channel appends hi, turning both into
+ * references right after its put. */
+static const char *const hi = "{\"role\":\"user\",\"content\":\"hi\"}";
+
+static void refs_input(convo_store *s, const char *thread)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &hi;
+    it.n = 1;
+    it.key = "messages";
+    it.rest = (convo_blob){"json", "{}", 2};
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in ch = {"__start__", "1", NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread;
+    cp.checkpoint_id = "in";
+    cp.channels = &ch;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put in: %s", err.message);
+    it.key = NULL;
+    it.rest = (convo_blob){NULL, NULL, 0};
+    convo_write_in w = {0, "messages", {NULL, NULL, 0}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = thread;
+    in.checkpoint_id = "in";
+    in.task_id = "start";
+    in.writes = &w;
+    in.n = 1;
+    in.items = per;
+    ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "writes: %s", err.message);
+}
+
+/* Checkpoint id (parent "in") whose messages are [hi] (hint: its seq or -1). */
+static int refs_commit(convo_store *s, const char *thread, const char *id, int64_t hint,
+                       int64_t expected_generation)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &hi;
+    it.seqs = &hint;
+    it.n = 1;
+    it.log = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in ch = {"messages", id, NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread;
+    cp.checkpoint_id = id;
+    cp.parent_id = "in";
+    cp.channels = &ch;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    cp.expected_generation = expected_generation;
+    return convo_checkpoint_put(s, &cp, &err);
+}
+
+/* The key of "in"'s pending write (write 1) or __start__ value (0). */
+static bson_t *in_key(const char *thread, int write)
+{
+    bson_oid_t g;
+    thread_generation(thread, &g);
+    return write ? BCON_NEW("g", BCON_OID(&g), "cp", BCON_UTF8("in"), "task", BCON_UTF8("start"),
+                            "idx", BCON_INT64(0))
+                 : BCON_NEW("g", BCON_OID(&g), "c", BCON_UTF8("__start__"), "v", BCON_UTF8("1"));
+}
+
+static bson_t *in_doc(const char *thread, int write)
+{
+    bson_t *d = raw_find(write ? "writes" : "values", in_key(thread, write));
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+static bool same_blob(const bson_t *a, const bson_t *b)
+{
+    bson_iter_t i, j;
+    uint32_t la = 0, lb = 0;
+    const uint8_t *pa = NULL, *pb = NULL;
+    if (bson_iter_init_find(&i, a, "b") && bson_iter_init_find(&j, b, "b")) {
+        bson_iter_binary(&i, NULL, &la, &pa);
+        bson_iter_binary(&j, NULL, &lb, &pb);
+    }
+    return pa && pb && la == lb && memcmp(pa, pb, la) == 0;
+}
+
+/* "in"'s write and value as items: their first seq (-1 inline), and its log_length. */
+static void in_items(convo_store *s, const char *thread, int64_t *wseq, int64_t *vseq,
+                     int64_t *log_length)
+{
+    convo_checkpoint *cp;
+    convo_items it;
+    ck_assert_msg(convo_checkpoint_get(s, thread, NULL, "in", &cp, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(convo_checkpoint_write_items(cp, 0, &it), 1);
+    ck_assert_uint_eq(it.n, 1);
+    ck_assert_str_eq(it.items[0], hi);
+    *wseq = it.seqs[0];
+    ck_assert_int_eq(convo_checkpoint_channel_items(cp, 0, &it), 1);
+    ck_assert_uint_eq(it.n, 1);
+    ck_assert_str_eq(it.items[0], hi);
+    *vseq = it.seqs[0];
+    *log_length = convo_checkpoint_log_length(cp);
+    convo_checkpoint_free(cp);
+}
+
+START_TEST(test_put_refs_swaps)
+{
+    convo_store *s = open_store(NULL);
+    int64_t w, v, ll;
+    refs_input(s, "rs");
+    bson_t *w0 = in_doc("rs", 1), *v0 = in_doc("rs", 0);
+    ck_assert_msg(refs_commit(s, "rs", "c0", -1, -1) == 0, "%s", err.message);
+    bson_t *w1 = in_doc("rs", 1), *v1 = in_doc("rs", 0), *cp = checkpoint_doc("rs", "in");
+    ck_assert(!same_blob(w0, w1) && !same_blob(v0, v1)); /* both swapped */
+    ck_assert_int_eq(field_int(cp, "ll"), 1);
+    in_items(s, "rs", &w, &v, &ll);
+    ck_assert_int_eq(w, 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(length_of(s, "rs"), 1);
+    bson_destroy(w0);
+    bson_destroy(v0);
+    bson_destroy(w1);
+    bson_destroy(v1);
+    bson_destroy(cp);
+    convo_close(s);
+}
+END_TEST
+
+/* The swaps come after the put, each raising log_length before its value
+ * changes. Killed between the steps, re-created document by document: after
+ * the put (values inline, ll 0), after a raise (ll 1, values inline). Readers
+ * get the same items either way, and the raised ll protects them. */
+START_TEST(test_crash_put_refs)
+{
+    convo_store *s = open_store(NULL);
+    int64_t w, v, ll;
+    refs_input(s, "rk");
+    bson_t *w0 = in_doc("rk", 1), *v0 = in_doc("rk", 0);
+    ck_assert_msg(refs_commit(s, "rk", "c0", -1, -1) == 0, "%s", err.message);
+    bson_oid_t g;
+    thread_generation("rk", &g);
+    for (int k = 0; k < 2; k++) { /* the inline values back */
+        bson_iter_t it;
+        uint32_t len;
+        const uint8_t *bytes;
+        ck_assert(bson_iter_init_find(&it, k ? w0 : v0, "b"));
+        bson_iter_binary(&it, NULL, &len, &bytes);
+        raw_update(k ? "writes" : "values", in_key("rk", k),
+                   BCON_NEW("$set", "{", "b", BCON_BIN(BSON_SUBTYPE_BINARY, bytes, len), "}"));
+    }
+    raw_update("checkpoints", BCON_NEW("g", BCON_OID(&g), "id", BCON_UTF8("in")),
+               BCON_NEW("$set", "{", "ll", BCON_INT64(0), "}"));
+    in_items(s, "rk", &w, &v, &ll); /* killed after the put */
+    ck_assert(w == -1 && v == -1 && ll == 0);
+    raw_update("checkpoints", BCON_NEW("g", BCON_OID(&g), "id", BCON_UTF8("in")),
+               BCON_NEW("$set", "{", "ll", BCON_INT64(1), "}"));
+    in_items(s, "rk", &w, &v, &ll); /* killed after the raise */
+    ck_assert(w == -1 && v == -1 && ll == 1);
+    /* a rewrite that drops what refers past keep takes "in" with it */
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    convo_rewrite_result r;
+    o.drop_checkpoints = 1;
+    ck_assert_int_eq(convo_replace_tail(s, "rk", 0, NULL, NULL, 0, &o, &r, &err), 0);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "rk", NULL, "in", &cp, &err), CONVO_ENOTFOUND);
+    bson_destroy(w0);
+    bson_destroy(v0);
+    convo_close(s);
+}
+END_TEST
+
+/* Without messages the generation is read before the put: not met, nothing is
+ * written (no checkpoint, value, number or placeholder); with them, as a put
+ * with messages (a missing thread is at generation 0: no placeholder either). */
+START_TEST(test_put_refs_conflict_writes_nothing)
+{
+    convo_store *s = open_store(NULL);
+    int64_t before[6], after[6];
+    refs_input(s, "rg");
+    snapshot(before);
+    ck_assert_int_eq(refs_commit(s, "rg", "c0", -1, 7), CONVO_ECONFLICT); /* with hi */
+    ck_assert_ptr_nonnull(strstr(err.message, "expected generation 7"));
+    snapshot(after);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(before[i], after[i]);
+    ck_assert_int_eq(convo_append(s, "rg", &hi, NULL, 1, NULL, NULL, &err), 0);
+    snapshot(before);
+    ck_assert_int_eq(refs_commit(s, "rg", "c0", 0, 7), CONVO_ECONFLICT); /* hi is seq 0 */
+    ck_assert_ptr_nonnull(strstr(err.message, "expected generation 7"));
+    snapshot(after);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(before[i], after[i]);
+    ck_assert_int_eq(refs_commit(s, "rg-new", "c0", -1, 3), CONVO_ECONFLICT);
+    snapshot(after);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(before[i], after[i]);
+    ck_assert_int_eq(length_of(s, "rg-new"), -1);
+    ck_assert_msg(refs_commit(s, "rg", "c0", 0, 0) == 0, "%s", err.message);
+    ck_assert_int_eq(length_of(s, "rg"), 1);
+    convo_close(s);
+}
+END_TEST
+
 void add_checkpoint_cases(Suite *s)
 {
     struct {
@@ -651,6 +855,9 @@ void add_checkpoint_cases(Suite *s)
         {"checkpoint_upgrade", {test_upgrade_from_v2, test_upgrade_from_v3}, 30},
         {"checkpoint_ttl", {test_put_log_ttl}, 30},
         {"checkpoint_race", {test_put_log_race}, 120},
+        {"checkpoint_refs",
+         {test_put_refs_swaps, test_crash_put_refs, test_put_refs_conflict_writes_nothing},
+         30},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -572,6 +572,9 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
         rc = conflict(c, 0, cp->expected_length);
         goto out;
     }
+    if (rc == 0 && !t.found && /* generation 0: no placeholder for a conflict */
+        (rc = convo__mg_generation_conflict(c, 0, 0, cp->expected_generation)) != 0)
+        goto out;
     if (rc == 0)
         rc = convo__mg_clear_way(c, id, true, &t, &created, again);
     if (rc || *again)

@@ -289,6 +289,7 @@ const convo_driver convo_driver_mongo = {
     .checkpoint_prune = convo__mg_checkpoint_prune,
     .checkpoint_delete = convo__mg_checkpoint_delete,
     .checkpoint_put_log = convo__mg_checkpoint_put_log,
+    .checkpoint_put_refs = convo__mg_checkpoint_put_refs,
     .bench_raw = convo__mg_bench_raw,
     .stored_bytes = convo__mg_stored_bytes,
     .thread_import = convo__mg_thread_import,

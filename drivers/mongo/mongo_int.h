@@ -233,6 +233,10 @@ int convo__mg_read_settled(call *c, const char *id, thread_doc *t, bool *yes);
 int convo__mg_read_visible(call *c, const char *id, thread_doc *t);
 int convo__mg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err);
+/* refs.c */
+int convo__mg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, size_t nmsgs,
+                                  const convo_swap *swaps, size_t nswaps, convo_error *err);
 int convo__mg_checkpoint_put_writes(convo_backend *b, const char *id, const char *ns,
                                     const char *cpid, const char *task, const char *path,
                                     const convo_write_in *writes, size_t n, convo_error *err);
