@@ -311,6 +311,94 @@ START_TEST(test_copy_thread_all_or_nothing)
 }
 END_TEST
 
+/* Items of a and b (channel or write i, per `write`) must be the same. */
+static void assert_same_items(const convo_checkpoint *a, const convo_checkpoint *b, size_t i,
+                              int write)
+{
+    convo_items x, y;
+    int hx = write ? convo_checkpoint_write_items(a, i, &x) : convo_checkpoint_channel_items(a, i, &x);
+    int hy = write ? convo_checkpoint_write_items(b, i, &y) : convo_checkpoint_channel_items(b, i, &y);
+    ck_assert_int_eq(hy, hx);
+    if (!hx)
+        return;
+    ck_assert_uint_eq(y.n, x.n);
+    for (size_t k = 0; k < x.n; k++) {
+        ck_assert_str_eq(y.items[k], x.items[k]);
+        ck_assert_int_eq(y.seqs[k], x.seqs[k]);
+    }
+}
+
+static void put_items_ok(const char *tid, const char *id, const char *parent,
+                         const char *const *items, size_t n)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = items;
+    it.n = n;
+    it.log = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in c = {"messages", id, NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = tid;
+    cp.checkpoint_id = id;
+    cp.parent_id = parent;
+    cp.channels = &c;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    convo_error err;
+    ASSERT_OK(convo_checkpoint_put(conf_store, &cp, &err), err);
+}
+
+/* Checkpoints whose messages channel lives in the log (log references) copy
+ * with it: the copy resolves the same items at the same seqs, and one past
+ * `upto` is left out. */
+START_TEST(test_copy_thread_log_references)
+{
+    char src[256], dst[256], part[256];
+    TID(src, "src");
+    TID(dst, "dst");
+    TID(part, "part");
+    const char *const turn1[] = {MSGS[0], MSGS[1]}, *const turn2[] = {MSGS[0], MSGS[1], MSGS[2]};
+    put_items_ok(src, "c1", NULL, turn1, 2);
+    put_items_ok(src, "c2", "c1", turn2, 3);
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &MSGS[2];
+    it.n = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_write_in w = {0, "messages", {NULL, NULL, 0}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = src;
+    in.checkpoint_id = "c2";
+    in.task_id = "task";
+    in.writes = &w;
+    in.n = 1;
+    in.items = per;
+    convo_error err;
+    ASSERT_OK(convo_checkpoint_put_writes_ex(conf_store, &in, &err), err);
+    ck_assert_int_eq(conf_length(conf_store, src), 3);
+    ASSERT_OK(copy(src, dst, -1, &err), err);
+    conf_assert_same_prefix(conf_store, src, dst, 3);
+    assert_same_checkpoints(src, dst, 2);
+    for (int k = 0; k < 2; k++) {
+        const char *id = k ? "c2" : "c1";
+        convo_checkpoint *a, *b;
+        ASSERT_OK(convo_checkpoint_get(conf_store, src, "", id, &a, &err), err);
+        ASSERT_OK(convo_checkpoint_get(conf_store, dst, "", id, &b, &err), err);
+        for (size_t i = 0; i < convo_checkpoint_channel_count(a); i++)
+            assert_same_items(a, b, i, 0);
+        for (size_t i = 0; i < convo_checkpoint_write_count(a); i++)
+            assert_same_items(a, b, i, 1);
+        ck_assert_int_eq(convo_checkpoint_log_length(b), convo_checkpoint_log_length(a));
+        convo_checkpoint_free(a);
+        convo_checkpoint_free(b);
+    }
+    ASSERT_OK(copy(src, part, 2, &err), err);
+    convo_checkpoint_set *set = list_of(part, NULL);
+    ck_assert_uint_eq(convo_checkpoint_set_count(set), 1);
+    ck_assert_str_eq(convo_checkpoint_id(convo_checkpoint_set_get(set, 0)), "c1");
+    convo_checkpoint_set_free(set);
+}
+END_TEST
+
 /* A version 1 options struct (no with_checkpoints) still forks messages only. */
 START_TEST(test_fork_opts_version_1)
 {
@@ -496,6 +584,7 @@ void conf_add_copy_tests(Suite *s)
     tcase_add_test(tc, test_copy_thread_upto_and_no_messages);
     tcase_add_test(tc, test_copy_thread_failures);
     tcase_add_test(tc, test_copy_thread_all_or_nothing);
+    tcase_add_test(tc, test_copy_thread_log_references);
     tcase_add_test(tc, test_fork_opts_version_1);
     tcase_add_test(tc, test_copy_thread_export);
     tc = conf_tcase(s, "checkpoint_delete");
