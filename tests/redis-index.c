@@ -29,6 +29,26 @@ static int nnodes;
 static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
 static const char *const user_keys[] = {"user_id", NULL};
 
+/* The sets of one declared value: by activity, creation and id on a cluster;
+ * by creation and id on one server (layout 5), whose activity order of a
+ * value is P:ix:r's, read at listing time. */
+static const char *value_kinds(void)
+{
+    return cluster ? "rci" : "ci";
+}
+
+/* The set of a value a recent-order page starts from. */
+static char recent_kind(void)
+{
+    return cluster ? 'r' : 'i';
+}
+
+/* P:store's v: 4 on a cluster, 5 on one server. */
+static const char *store_layout(void)
+{
+    return cluster ? "4" : "5";
+}
+
 /* ------------------------------------------------------------ helpers */
 
 static void connect_nodes(void)
@@ -232,7 +252,7 @@ START_TEST(test_filtered_page_reads_only_matches)
     user_thread(s, "a", "u1");
     user_thread(s, "b", "u1");
     user_thread(s, "c", "u1");
-    user_key(key, sizeof key, prefix, "u1", 'r');
+    user_key(key, sizeof key, prefix, "u1", recent_kind());
     ck_assert_int_eq(int_on(key, "ZCARD %s", key), 3);
     ck_assert_int_eq(global_count(prefix, 'r'), 303);
     for (int i = 0; i < 300; i++) {
@@ -316,14 +336,14 @@ START_TEST(test_delete_removes_entries)
     if (!cluster) {
         ck_assert(!in_global(prefix, 'r', "gone"));
         ck_assert(!in_global(prefix, 'c', "gone"));
-        for (const char *k = "rci"; *k; k++) {
+        for (const char *k = value_kinds(); *k; k++) {
             user_key(key, sizeof key, prefix, "u1", *k);
             ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
         }
     }
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "kept");
-    user_key(key, sizeof key, prefix, "u1", 'r');
+    user_key(key, sizeof key, prefix, "u1", recent_kind());
     ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
     list(s, NULL, CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "kept");
@@ -344,7 +364,7 @@ START_TEST(test_stale_entries_repaired)
     convo_error err;
     ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u2\"}", &err), 0);
     /* the entries of the old value, as if never removed */
-    for (const char *k = "rci"; *k; k++) {
+    for (const char *k = value_kinds(); *k; k++) {
         user_key(key, sizeof key, prefix, "u1", *k);
         freeReplyObject(on_key(key, "ZADD %s %s t", key, *k == 'i' ? "0" : "1"));
     }
@@ -352,7 +372,7 @@ START_TEST(test_stale_entries_repaired)
         list(s, "{\"user_id\":\"u1\"}", order, out, sizeof out, NULL);
         ck_assert_str_eq(out, "x");
     }
-    for (const char *k = "rci"; *k; k++) {
+    for (const char *k = value_kinds(); *k; k++) {
         user_key(key, sizeof key, prefix, "u1", *k);
         ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
         user_key(key, sizeof key, prefix, "u2", *k);
@@ -460,7 +480,7 @@ START_TEST(test_layout3_migrated)
     char key[512];
     snprintf(key, sizeof key, "%s:store", prefix);
     v = on_key(key, "HMGET %s v ik", key);
-    ck_assert_str_eq(v->element[0]->str, "4");
+    ck_assert_str_eq(v->element[0]->str, store_layout());
     ck_assert_str_eq(v->element[1]->str, "[\"user_id\"]");
     freeReplyObject(v);
     /* a write after it: updated_at moves, created_at stays */
@@ -482,7 +502,7 @@ START_TEST(test_keys_declared_later)
     convo_store *s = open_store("later", NULL, NULL, prefix, sizeof prefix);
     user_thread(s, "a", "u1");
     user_thread(s, "b", "u2");
-    user_key(key, sizeof key, prefix, "u1", 'r');
+    user_key(key, sizeof key, prefix, "u1", recent_kind());
     ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
     convo_close(s);
     s = open_store("later", NULL, user_keys, prefix, sizeof prefix);
@@ -511,6 +531,75 @@ START_TEST(test_keys_declared_later)
 }
 END_TEST
 
+/* Layout 4 -> 5 (one server): a store whose values had activity sets of their
+ * own ("P:ix:{F V}:r", P:store v 4) loses them on open, and a value's recent
+ * order is P:ix:r's from then on; the threads' own keys are not touched. */
+START_TEST(test_layout4_migrated)
+{
+    char prefix[256], out[1024], key[512], store[512];
+    if (cluster)
+        return; /* a cluster stays in layout 4 */
+    convo_store *s = open_store("four", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "a", "u1");
+    user_thread(s, "b", "u1");
+    user_thread(s, "c", "u2");
+    convo_close(s);
+    /* as layout 4 left them: a (the oldest) first in u1's own activity set */
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    freeReplyObject(on_key(key, "ZADD %s 9 a 1 b", key));
+    user_key(key, sizeof key, prefix, "u2", 'r');
+    freeReplyObject(on_key(key, "ZADD %s 1 c", key));
+    snprintf(store, sizeof store, "%s:store", prefix);
+    freeReplyObject(on_key(store, "HSET %s v 4", store));
+
+    s = open_store("four", NULL, NULL, prefix, sizeof prefix);
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    user_key(key, sizeof key, prefix, "u1", 'r');
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    redisReply *v = on_key(store, "HGET %s v", store);
+    ck_assert_str_eq(v->str, "5");
+    freeReplyObject(v);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "b a");
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "a", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "a b");
+    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0); /* no write makes one again */
+    convo_close(s);
+}
+END_TEST
+
+/* The common append of one server moves a thread in P:ix:r only; a thread that
+ * has no entry there to move (left by an older writer, or lost) is indexed
+ * again from its own keys in the same call, and lists at its new place. */
+START_TEST(test_append_indexes_unindexed_thread)
+{
+    char prefix[256], out[1024], key[512];
+    convo_store *s = open_store("plain", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "a", "u1");
+    user_thread(s, "b", "u1"); /* the store now knows b (a may share its slot in that memory) */
+    convo_error err;
+    if (cluster) { /* the client writes a cluster's index after each write */
+        convo_close(s);
+        return;
+    }
+    snprintf(key, sizeof key, "%s:ix:r", prefix);
+    freeReplyObject(on_key(key, "ZREM %s b", key));
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "a");
+    ck_assert_int_eq(convo_append(s, "b", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert(in_global(prefix, 'r', "b"));
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "b a");
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "b", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_length(h), 2);
+    convo_history_free(h);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -530,6 +619,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_stale_entries_repaired);
     tcase_add_test(tc, test_layout3_migrated);
     tcase_add_test(tc, test_keys_declared_later);
+    tcase_add_test(tc, test_layout4_migrated);
+    tcase_add_test(tc, test_append_indexes_unindexed_thread);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -32,6 +32,7 @@ typedef struct client {
     int interleave;  /* measure the raw primitive in blocks between our own */
     double raw_secs;
     size_t raw_ops;
+    double *raw_block_secs; /* interleave: each raw block's time, by block */
     double append_secs, pop_secs; /* pop: the two halves of each round trip */
     double *append_us, *pop_us;   /* pop: each half of each round trip */
 } client;
@@ -187,6 +188,7 @@ static void *client_run(void *arg)
             if (rc == 0) {
                 c->raw_secs += secs;
                 c->raw_ops += RAW_BLOCK;
+                c->raw_block_secs[i / RAW_BLOCK] = secs;
             } else {
                 c->interleave = 0; /* ENOTSUP: this driver has no raw primitive */
             }
@@ -207,6 +209,7 @@ typedef struct result {
     size_t ops;
     double seconds, p50, p99;
     double raw_ops_per_sec; /* interleaved measurement, 0 when not taken */
+    double ratio_p50;       /* interleaved: the median of the blocks' raw / convo time */
     double bytes; /* message bytes moved (load) */
     double append_secs, pop_secs; /* pop: summed over every client */
     double append_p50, pop_p50;   /* pop: medians of each half */
@@ -217,6 +220,26 @@ static const char *scenario_ops_name(const bench_opts *o)
     return strcmp(o->scenario, "load") == 0 ? "loads"
            : strcmp(o->scenario, "pop") == 0 ? "append+pop round trips"
                                              : "ops";
+}
+
+/* One client's interleaved blocks: the median over whole blocks of the raw
+ * block's time over the time of the convo block after it (steadier than the
+ * ratio of the sums on a machine whose load comes and goes). */
+static double block_ratio_p50(const client *c)
+{
+    size_t nb = c->ops / RAW_BLOCK, k = 0;
+    double *r = calloc(nb + 1, sizeof *r);
+    for (size_t b = 0; r && b < nb; b++) {
+        double own = 0;
+        for (size_t j = b * RAW_BLOCK; j < (b + 1) * RAW_BLOCK; j++)
+            own += c->lat_us[j] / 1e6;
+        if (own > 0 && c->raw_block_secs[b] > 0)
+            r[k++] = c->raw_block_secs[b] / own;
+    }
+    qsort(r, k, sizeof *r, cmp_double);
+    double median = k ? r[k / 2] : 0;
+    free(r);
+    return median;
 }
 
 /* Opens one store per client (each client its own connections), prepares its
@@ -237,6 +260,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         c->append_us = calloc(c->ops + 1, sizeof *c->append_us);
         c->pop_us = calloc(c->ops + 1, sizeof *c->pop_us);
         c->interleave = n == 1 && strcmp(o->scenario, "append") == 0;
+        c->raw_block_secs = calloc(c->ops / RAW_BLOCK + 1, sizeof *c->raw_block_secs);
         snprintf(c->thread, sizeof c->thread, "bench-%s-%s-%zu", run_id, o->scenario, i);
         rc = convo_open(&c->store, url, err);
         if (rc == 0 && strcmp(o->scenario, "load") == 0)
@@ -259,6 +283,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         res->seconds = 0;
         for (size_t j = 0; j < cs[0].ops; j++)
             res->seconds += cs[0].lat_us[j] / 1e6;
+        res->ratio_p50 = block_ratio_p50(&cs[0]);
     }
     for (size_t i = 0; i < n; i++) {
         if (rc == 0 && cs[i].rc != 0) {
@@ -289,6 +314,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
             convo_thread_delete(cs[i].store, cs[i].thread, NULL);
         convo_close(cs[i].store);
         free(cs[i].lat_us);
+        free(cs[i].raw_block_secs);
         free(cs[i].append_us);
         free(cs[i].pop_us);
     }
@@ -343,6 +369,8 @@ static void print_result(const bench_opts *o, const char *driver, const result *
                    r->bytes / r->seconds / 1e6);
         if (raw > 0)
             printf(",\"raw_ops_per_sec\":%.1f,\"ratio\":%.3f", raw, ops_per_sec / raw);
+        if (r->ratio_p50 > 0)
+            printf(",\"ratio_p50\":%.3f", r->ratio_p50);
         if (r->append_secs > 0)
             printf(",\"append_us\":%.1f,\"pop_us\":%.1f,\"pop_to_append\":%.3f,"
                    "\"append_p50_us\":%.1f,\"pop_p50_us\":%.1f,\"pop_to_append_p50\":%.3f",
@@ -358,6 +386,8 @@ static void print_result(const bench_opts *o, const char *driver, const result *
         printf("  %.1f MB/s of message bytes\n", r->bytes / r->seconds / 1e6);
     if (raw > 0)
         printf("  raw primitive %.0f/s, ratio %.2f\n", raw, ops_per_sec / raw);
+    if (r->ratio_p50 > 0)
+        printf("  ratio per block of %d, median %.2f\n", RAW_BLOCK, r->ratio_p50);
     if (r->append_secs > 0)
         printf("  append %.1f us, pop (replace_tail) %.1f us on average: a pop costs %.2f "
                "appends (medians %.1f and %.1f us: %.2f)\n",

@@ -1,16 +1,21 @@
--- index.lua: the thread index of layout 4 (docs/redis.md, "The thread index"),
--- before every script that writes a thread (after prelude.lua where there is
--- one). KEYS[1], KEYS[3], KEYS[4] are the thread's msgs, meta and extra.
+-- index.lua: the thread index (docs/redis.md, "The thread index"), before
+-- every script that writes a thread (after prelude.lua where there is one).
+-- KEYS[1], KEYS[3], KEYS[4] are the thread's msgs, meta and extra.
 -- The client puts one argument in front of the script's own: "NOW" (its clock,
--- µs) on a cluster, where the index lives in other slots and the client writes
--- it after the script; on one server "NOW\0P:ix:\0ID\0F1\0F2...", the index
--- prefix, the thread id and the declared extra keys as JSON text (the extra
--- hash's fields), and the script keeps the index in the same atomic write:
---   P:ix:r, P:ix:c          every thread by updated_at / created_at (score µs)
---   P:ix:{F V}:r, :c, :i    the threads whose extra has key F = V (V: the
+-- µs) on a cluster (layout 4), where the index lives in other slots and the
+-- client writes it after the script; on one server (layout 5)
+-- "NOW\0P:ix:\0ID\0F1\0F2...", the index prefix, the thread id and the
+-- declared extra keys as JSON text (the extra hash's fields), and the script
+-- keeps the index in the same atomic write:
+--   P:ix:r, P:ix:c          every thread by updated_at / created_at (score µs);
+--                           on one server P:ix:r's score IS updated_at
+--   P:ix:{F V}:c, :i        the threads whose extra has key F = V (V: the
 --                           value's JSON text, a number as %.17g, cut at 200
---                           bytes + "\n"), by updated_at, created_at, id (score 0)
--- meta keeps c (created_at) and u (updated_at), µs as decimal text.
+--                           bytes + "\n"), by created_at, id (score 0); a
+--                           cluster also keeps :r, by updated_at
+-- meta keeps c (created_at) and, on a cluster only, u (updated_at), µs as
+-- decimal text. On one server a common append (threads.c) moves the thread in
+-- P:ix:r alone, so nothing else may hold its updated_at.
 local IX_NOW, IX_P, IX_ID, IX_F = nil, nil, nil, {}
 do
   local spec, at, parts = table.remove(ARGV, 1), 1, {}
@@ -75,14 +80,12 @@ local function ix_begin(extra_changes)
   return {v = m[1], c = m[2], before = extra_changes and ix_values() or nil}
 end
 
-local function ix_add_kv(kv, c, u)
-  redis.call('ZADD', kv .. 'r', u, IX_ID)
+local function ix_add_kv(kv, c)
   redis.call('ZADD', kv .. 'c', c, IX_ID)
   redis.call('ZADD', kv .. 'i', 0, IX_ID)
 end
 
 local function ix_drop_kv(kv)
-  redis.call('ZREM', kv .. 'r', IX_ID)
   redis.call('ZREM', kv .. 'c', IX_ID)
   redis.call('ZREM', kv .. 'i', IX_ID)
 end
@@ -92,7 +95,7 @@ local function ix_add(c, u)
   if not IX_P then return end
   redis.call('ZADD', IX_P .. 'r', u, IX_ID)
   redis.call('ZADD', IX_P .. 'c', c, IX_ID)
-  for _, kv in ipairs(ix_values()) do ix_add_kv(kv, c, u) end
+  for _, kv in ipairs(ix_values()) do ix_add_kv(kv, c) end
 end
 
 -- After a write (st from ix_begin): updated_at = NOW; a thread created now gets
@@ -104,32 +107,19 @@ local function ix_end(st)
   if not c then
     c = (not created and ix_rec_time(redis.call('LINDEX', KEYS[1], 0))) or IX_NOW
   end
-  if st.c and st.v == '3' then -- back from an older writer's layout
-    redis.call('HSET', KEYS[3], 'v', '4', 'u', IX_NOW)
-  elseif st.c then
-    redis.call('HSET', KEYS[3], 'u', IX_NOW)
-  elseif created or st.v == '3' then
-    redis.call('HSET', KEYS[3], 'v', '4', 'c', c, 'u', IX_NOW)
-  else -- layout 1 or 2: its checkpoints are migrated by their own scripts
-    redis.call('HSET', KEYS[3], 'c', c, 'u', IX_NOW)
-  end
+  local meta = {}
+  if created or st.v == '3' then meta = {'v', '4'} end
+  if not st.c then meta[#meta + 1], meta[#meta + 2] = 'c', c end
+  if not IX_P then meta[#meta + 1], meta[#meta + 2] = 'u', IX_NOW end
+  if #meta > 0 then redis.call('HSET', KEYS[3], unpack(meta)) end
   if not IX_P then return end
   if not st.c then return ix_add(c, IX_NOW) end
   redis.call('ZADD', IX_P .. 'r', IX_NOW, IX_ID)
-  local now = ix_values()
-  if not st.before then
-    for _, kv in ipairs(now) do redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID) end
-    return
-  end
+  if not st.before then return end
   local had = {}
   for _, kv in ipairs(st.before) do had[kv] = true end
-  for _, kv in ipairs(now) do
-    if had[kv] then
-      redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID)
-      had[kv] = nil
-    else
-      ix_add_kv(kv, c, IX_NOW)
-    end
+  for _, kv in ipairs(ix_values()) do
+    if had[kv] then had[kv] = nil else ix_add_kv(kv, c) end
   end
   for kv in pairs(had) do ix_drop_kv(kv) end
 end

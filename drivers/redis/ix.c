@@ -21,6 +21,7 @@ void convo__rd_ix_free(convo_backend *b)
     free(b->ix_field);
     free(b->ix_fields);
     free(b->ix_prefix);
+    free(b->ix_recent);
     for (int i = 0; i < IX_SHARDS; i++)
         free(b->ix_shard[i]);
 }
@@ -124,9 +125,11 @@ static int shards_make(convo_backend *b)
 int convo__rd_ix_open(convo_backend *b, rconn *c, int *reindex, convo_error *err)
 {
     *reindex = 0;
-    if (!(b->ix_prefix = malloc(strlen(b->prefix) + 5)))
+    if (!(b->ix_prefix = malloc(strlen(b->prefix) + 5)) ||
+        !(b->ix_recent = malloc(strlen(b->prefix) + 6)))
         return convo__rd_oom(err);
     sprintf(b->ix_prefix, "%s:ix:", b->prefix);
+    sprintf(b->ix_recent, "%s:ix:r", b->prefix);
     if (shards_make(b) != 0)
         return convo__rd_oom(err);
     char *declared = b->limits.indexed_keys ? keys_json(b->limits.indexed_keys) : NULL;
@@ -513,14 +516,15 @@ static int sweep_members(convo_backend *b, rconn *c, const char *base, const red
 
 /* One index set's members whose thread is gone: removed from the set's three
  * kinds (base "P:ix:...:" + r, c, i), then reindexed (a thread re-created
- * meanwhile gets its entries back). ZSCAN returns every member present
- * throughout, whatever is removed meanwhile. */
-static int sweep_set(convo_backend *b, rconn *c, const char *base, convo_error *err)
+ * meanwhile gets its entries back). It walks base + kind: r, or i for a
+ * value on one server (layout 5 keeps no :r there). ZSCAN returns every
+ * member present throughout, whatever is removed meanwhile. */
+static int sweep_set(convo_backend *b, rconn *c, const char *base, char kind, convo_error *err)
 {
     char *key = malloc(strlen(base) + 2), cursor[32] = "0";
     int rc = key ? 0 : convo__rd_oom(err);
     if (key)
-        sprintf(key, "%sr", base);
+        sprintf(key, "%s%c", base, kind);
     do {
         cmd q = {0};
         redisReply *r = NULL;
@@ -550,18 +554,19 @@ static int sweep_set(convo_backend *b, rconn *c, const char *base, convo_error *
     return rc;
 }
 
-/* Each "P:ix:{...}:r" key SCAN found: the sets of one value, or a shard. */
+/* Each "P:ix:{...}:r" key SCAN found (":i" on one server): the sets of one
+ * value, or a shard. */
 static int sweep_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
                        convo_error *err)
 {
-    (void)ctx;
+    char kind = *(const char *)ctx;
     int rc = 0;
     for (size_t i = 0; i < keys->elements && rc == 0; i++) {
         const redisReply *k = keys->element[i];
         if (k->type != REDIS_REPLY_STRING || k->len < 2 || memchr(k->str, '\0', k->len))
             continue;
-        char *base = strndup(k->str, k->len - 1); /* without the "r" */
-        rc = base ? sweep_set(b, c, base, err) : convo__rd_oom(err);
+        char *base = strndup(k->str, k->len - 1); /* without the kind */
+        rc = base ? sweep_set(b, c, base, kind, err) : convo__rd_oom(err);
         free(base);
     }
     return rc;
@@ -571,8 +576,10 @@ static int sweep_batch(convo_backend *b, rconn *c, const redisReply *keys, void 
  * deleted on a cluster, a crash) removed from every index set. */
 int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err)
 {
-    int rc = b->cluster ? 0 : sweep_set(b, c, b->ix_prefix, err);
+    int rc = b->cluster ? 0 : sweep_set(b, c, b->ix_prefix, 'r', err);
+    char kind = b->cluster ? 'r' : 'i';
     if (rc == 0)
-        rc = convo__rd_scan_each(b, c, ":ix:{*}:r", sweep_batch, NULL, err);
+        rc = convo__rd_scan_each(b, c, b->cluster ? ":ix:{*}:r" : ":ix:{*}:i", sweep_batch, &kind,
+                                 err);
     return rc;
 }

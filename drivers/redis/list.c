@@ -27,6 +27,7 @@ typedef struct source {
     int desc;       /* (time, id) or id descending */
     int order;      /* CONVO_ORDER_* */
     char *kv;       /* "P:ix:{F V}:" when the filter's value is indexed, else NULL */
+    int activity;   /* one server, recent order of a value: its :i set in P:ix:r's order */
     int threads;    /* P:threads (one server, id order, no indexed value) */
 } source;
 
@@ -83,8 +84,10 @@ static int source_pick(const convo_backend *b, const convo_thread_list_opts *o, 
     if (where && kv_of_where(b, where, &s->kv) != 0)
         return CONVO_ENOMEM;
     if (s->kv) {
+        /* layout 5: a common append moves a thread in P:ix:r only (threads.c) */
+        s->activity = !b->cluster && o->order == CONVO_ORDER_RECENT;
         s->nkeys = 1;
-        return (s->keys[0] = concat(s->kv, kind)) ? 0 : CONVO_ENOMEM;
+        return (s->keys[0] = concat(s->kv, s->activity ? "i" : kind)) ? 0 : CONVO_ENOMEM;
     }
     if (b->cluster) {
         for (int i = 0; i < IX_SHARDS; i++, s->nkeys++)
@@ -454,7 +457,10 @@ static int batch_server(list_state *st, const position *p, size_t k, size_t want
     convo__rd_cmd_add(&q, "", 0);
     convo__rd_cmd_num(&q, 0);
     convo__rd_cmd_str(&q, s->keys[0]);
-    convo__rd_cmd_str(&q, s->lex ? (s->desc ? "lexdesc" : "lexasc") : s->desc ? "desc" : "asc");
+    convo__rd_cmd_str(&q, s->lex        ? (s->desc ? "lexdesc" : "lexasc")
+                          : s->activity ? (s->desc ? "rdesc" : "rasc")
+                          : s->desc     ? "desc"
+                                        : "asc");
     if (p->set)
         convo__rd_cmd_num(&q, p->time);
     else
@@ -464,6 +470,7 @@ static int batch_server(list_state *st, const position *p, size_t k, size_t want
     convo__rd_cmd_str(&q, st->b->prefix);
     convo__rd_cmd_add(&q, st->where || st->o->with_extra ? "1" : "0", 1);
     convo__rd_cmd_add(&q, st->o->with_last_message ? "1" : "0", 1);
+    convo__rd_cmd_str(&q, st->b->ix_recent);
     int rc = q.failed ? convo__rd_oom(err)
                       : convo__rd_pipeline_script(st->b, st->c, &q, 1, 0, S_LIST, &r, err);
     convo__rd_cmd_free(&q);

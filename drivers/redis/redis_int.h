@@ -26,7 +26,7 @@
 enum {
     S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
-    S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE, S_CP_PUT_REFS,
+    S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE, S_CP_PUT_REFS, S_PERSIST,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
@@ -62,6 +62,7 @@ struct convo_backend {
     char *ix_fields;
     size_t ix_fields_len;
     char *ix_prefix;              /* "P:ix:" */
+    char *ix_recent;              /* "P:ix:r": on one server, every thread by updated_at */
     char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:", the global sets' shards */
 };
 

@@ -33,4 +33,5 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_REINDEX] = LUA_IX LUA_REINDEX,
     [S_LIST] = LUA_LIST,
     [S_CP_DELETE] = LUA_CP LUA_CP_DELETE,
+    [S_PERSIST] = LUA_PERSIST,
 };

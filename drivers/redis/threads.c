@@ -10,9 +10,11 @@
 #include <string.h>
 
 /* ---- append ---- */
-/* Since layout 4 every append is the append script (index.lua + append.lua):
- * updated_at and the index change in the same atomic write. Until layout 3 the
- * common append was RPUSHX and PTTL, no script (docs/redis.md, "Measuring"). */
+/* updated_at and the index change in the same atomic write as the messages:
+ * on one server the common append is a MULTI (RPUSHX, ZADD XX of P:ix:r, which
+ * holds updated_at since layout 5), every other append the append script
+ * (index.lua + append.lua); on a cluster the common one is append_fast.lua
+ * (docs/redis.md, "Measuring"). */
 
 /* The script's answer: first_seq, or {first_seq, count} for a replay. */
 static int append_result(const redisReply *r, size_t n, convo_append_result *res,
@@ -40,20 +42,13 @@ typedef struct append_call {
 } append_call;
 
 /* Each key and argument costs the server time, so a script gets only what it
- * uses: without leave to create and without ttl, the list, the idempotency
- * hash, meta and extra (updated_at and the index values, index.lua). */
+ * uses: on a cluster, without leave to create and without ttl, the list, the
+ * idempotency hash, meta and extra (updated_at; the client writes the index). */
 static int append_fast_build(const append_call *a, cmd *c)
 {
-    const convo_backend *b = a->b;
     convo__rd_cmd_script_keys(c, a->tk, 4);
     const char *spec = a->tk->spec, *z = memchr(spec, '\0', a->tk->spec_len);
-    size_t nlen = z ? (size_t)(z - spec) : a->tk->spec_len;
-    convo__rd_cmd_add(c, spec, nlen); /* the spec's clock */
-    convo__rd_cmd_str(c, b->cluster ? "" : b->ix_prefix);
-    convo__rd_cmd_str(c, a->tk->id);
-    convo__rd_cmd_num(c, b->cluster ? 0 : (long long)b->ix_nkeys);
-    for (size_t i = 0; !b->cluster && i < b->ix_nkeys; i++)
-        convo__rd_cmd_str(c, b->ix_field[i]);
+    convo__rd_cmd_add(c, spec, z ? (size_t)(z - spec) : a->tk->spec_len); /* the spec's clock */
     for (size_t i = 0; i < a->n; i++)
         convo__rd_cmd_part(c, a->pb, i);
     return c->failed ? CONVO_ENOMEM : S_APPEND_FAST;
@@ -63,8 +58,8 @@ static int append_build(void *ctx, cmd *c, int create)
 {
     const append_call *a = ctx;
     const convo_append_opts *o = a->opts;
-    if (!create && a->b->ttl_ms == 0 && !o->idempotency_key && o->expected_length < 0 &&
-        o->expected_generation < 0)
+    if (a->b->cluster && !create && a->b->ttl_ms == 0 && !o->idempotency_key &&
+        o->expected_length < 0 && o->expected_generation < 0)
         return append_fast_build(a, c);
     size_t nkeys = create || a->b->ttl_ms > 0 ? K_COUNT : 4;
     convo__rd_cmd_script_keys(c, a->tk, nkeys);
@@ -79,6 +74,92 @@ static int append_build(void *ctx, cmd *c, int create)
     return c->failed ? CONVO_ENOMEM : S_APPEND;
 }
 
+/* A deadline found on the list by append_plain(): every key permanent again
+ * (persist.lua). The list gone meanwhile means the thread expired or was
+ * deleted after the push, which then counts as made before that. */
+static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, convo_error *err)
+{
+    cmd call = {0};
+    redisReply *r = NULL;
+    convo__rd_cmd_script_keys(&call, tk, K_COUNT);
+    int rc = call.failed ? convo__rd_oom(err)
+                         : convo__rd_pipeline_script(b, c, &call, 1, 0, S_PERSIST, &r, err);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    freeReplyObject(r);
+    convo__rd_cmd_free(&call);
+    return rc;
+}
+
+/* What the EXEC of append_plain() answered, once the batch was pushed: the
+ * list's deadline (a store with ttl left it) is removed; a thread that had no
+ * P:ix:r entry to move (an older layout's, or one whose entry a crash lost)
+ * is indexed from its own keys (reindex.lua). Neither can undo the append, so
+ * a failure here is no error: the next listing, sweep or write repairs it. */
+static void append_plain_after(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
+                               const redisReply *moved, const redisReply *pttl)
+{
+    if (pttl->type == REDIS_REPLY_INTEGER && pttl->integer >= 0 &&
+        append_persist(b, c, tk, NULL) != 0)
+        convo__rd_recent_forget(b, h); /* the next write takes the script, which persists */
+    if (moved->type == REDIS_REPLY_INTEGER && moved->integer == 0)
+        (void)convo__rd_ix_reindex(b, c, &tk->id, 1, NULL);
+}
+
+/* The common append on one server (no idempotency key, expected length or
+ * generation, no ttl, a thread this store wrote lately) without a script,
+ * which costs the server several times a bare push: MULTI, RPUSHX (writes
+ * nothing when the list is missing), ZADD XX CH of the thread's P:ix:r entry
+ * to the call's clock (moves it, never adds it), the list's PTTL, EXEC, in
+ * one round trip and one atomic step. Returns 1 when done, 0 when nothing was
+ * pushed (no list: a new thread, or one without messages; the ZADD may have
+ * moved the thread, which the script sent next moves again), or an error. */
+static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
+                        const packbuf *pb, size_t n, convo_append_result *res, convo_error *err)
+{
+    cmd q[5] = {{0}};
+    redisReply *r[5] = {NULL};
+    const char *z = memchr(tk->spec, '\0', tk->spec_len);
+    convo__rd_cmd_str(&q[0], "MULTI");
+    convo__rd_cmd_str(&q[1], "RPUSHX");
+    convo__rd_cmd_add(&q[1], tk->k[K_MSGS], tk->len[K_MSGS]);
+    for (size_t i = 0; i < n; i++)
+        convo__rd_cmd_part(&q[1], pb, i);
+    convo__rd_cmd_str(&q[2], "ZADD");
+    convo__rd_cmd_str(&q[2], b->ix_recent);
+    convo__rd_cmd_str(&q[2], "XX");
+    convo__rd_cmd_str(&q[2], "CH");
+    convo__rd_cmd_add(&q[2], tk->spec, z ? (size_t)(z - tk->spec) : tk->spec_len); /* NOW */
+    convo__rd_cmd_str(&q[2], tk->id);
+    convo__rd_cmd_str(&q[3], "PTTL");
+    convo__rd_cmd_add(&q[3], tk->k[K_MSGS], tk->len[K_MSGS]);
+    convo__rd_cmd_str(&q[4], "EXEC");
+    int rc = 0;
+    for (int i = 0; i < 5 && rc == 0; i++)
+        if (q[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0)
+        rc = convo__rd_pipeline(b, c, q, 5, r, err);
+    const redisReply *x = rc == 0 ? r[4] : NULL;
+    if (rc == 0 && x->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(x, err);
+    else if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 3))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to the append");
+    else if (rc == 0 && x->element[0]->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(x->element[0], err);
+    else if (rc == 0 && x->element[0]->type != REDIS_REPLY_INTEGER)
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
+    else if (rc == 0 && x->element[0]->integer > 0) {
+        *res = (convo_append_result){x->element[0]->integer - (long long)n, n, 0};
+        append_plain_after(b, c, tk, h, x->element[1], x->element[2]);
+        rc = 1;
+    }
+    convo__rd_replies_free(r, 5);
+    for (int i = 0; i < 5; i++)
+        convo__rd_cmd_free(&q[i]);
+    return rc;
+}
+
 int convo__rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                      size_t n, const convo_append_opts *opts, convo_append_result *res,
                      convo_error *err)
@@ -91,10 +172,19 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     if (rc != 0)
         rc = convo__rd_pack_error(rc, err);
     append_call a = {b, &tk, opts, &pb, n};
+    uint64_t h = convo__rd_id_hash(thread_id);
+    int known = convo__rd_recent_has(b, h);
+    int plain = known && !b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
+                opts->expected_length < 0 && opts->expected_generation < 0;
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
-        rc = convo__rd_run_writer(b, c, thread_id, append_build, &a, &r, err);
+        rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
+        if (rc == 0) /* not plain, or nothing written: a script (may create) */
+            rc = convo__rd_run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r,
+                                         err);
+        else if (rc == 1)
+            rc = 0;
         convo__rd_release(b, c);
     }
     if (rc == 0 && r)
