@@ -805,6 +805,41 @@ START_TEST(test_append_removes_deadline)
 }
 END_TEST
 
+/* The same for a tail rewrite: the common one (rewrite_quick.lua) sees the
+ * deadline and leaves the call to the full script, which persists every key;
+ * a pop on a thread without a deadline stays permanent and moves nothing else. */
+START_TEST(test_rewrite_removes_deadline)
+{
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "%s-persist-rw", run_id);
+    convo_store *s = open_prefix(base_url, prefix, NULL);
+    append_ok(s, "t", NULL);
+    char with_ttl[300];
+    snprintf(with_ttl, sizeof with_ttl, "%s?prefix=%s&ttl=600", base_url, prefix);
+    convo_store *t = open_url(with_ttl);
+    append_ok(t, "t", NULL);
+    convo_close(t);
+    redisContext *c = plain_connect(base_url);
+    ck_assert_int_gt(cmd_int(c, "PTTL %s:{t}:meta", prefix), 0);
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.expected_length = 4;
+    convo_rewrite_result res;
+    convo_error err;
+    ck_assert_int_eq(convo_replace_tail(s, "t", 3, NULL, NULL, 0, &o, &res, &err), 0);
+    ck_assert_int_eq(res.removed, 1);
+    ck_assert_int_eq(cmd_int(c, "PTTL %s:{t}:msgs", prefix), -1);
+    ck_assert_int_eq(cmd_int(c, "PTTL %s:{t}:meta", prefix), -1);
+    o.expected_length = 3;
+    ck_assert_int_eq(convo_replace_tail(s, "t", 2, NULL, NULL, 0, &o, &res, &err), 0);
+    ck_assert_int_eq(res.generation, 2);
+    ck_assert_int_eq(length_of(s, "t"), 2);
+    ck_assert_int_eq(cmd_int(c, "PTTL %s:{t}:meta", prefix), -1);
+    ck_assert_int_eq(convo_thread_delete(s, "t", &err), 0);
+    convo_close(s);
+    redisFree(c);
+}
+END_TEST
+
 START_TEST(test_corrupt)
 {
     char prefix[80];
@@ -1204,6 +1239,7 @@ static Suite *redis_suite(void)
     tcase_add_test(tc, test_unix_socket_db);
     tcase_add_test(tc, test_auth);
     tcase_add_test(tc, test_append_removes_deadline);
+    tcase_add_test(tc, test_rewrite_removes_deadline);
     tcase_add_test(tc, test_put_log_corrupt_record_writes_nothing);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_restart);

@@ -291,7 +291,7 @@ int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_erro
         if (rc == 0 && !done && !after)
             rc = convo__rd_oom(&mine);
         freeReplyObject(r);
-        if (rc == 0 && done && drop)
+        if (rc == 0 && done && drop && !empty) /* a new prefix has no sets to drop */
             rc = drop_value_activity(b, c, &mine);
         if (rc == 0 && done && all && !empty)
             rc = store_version(b, c, layout_of(b), NULL, &mine);

@@ -30,6 +30,29 @@ static int rewrite_build(const rewrite_call *w, cmd *c)
     return c->failed ? CONVO_ENOMEM : 0;
 }
 
+/* rewrite_quick.lua's call: four keys, the clock, P:ix:r ('' on a cluster),
+ * the id, keep, the conditions, the records. */
+static int rewrite_quick_build(const rewrite_call *w, cmd *c)
+{
+    static const int keys[] = {K_MSGS, K_META, K_CP, K_CPIDX};
+    const thread_keys *tk = w->tk;
+    const char *z = memchr(tk->spec, '\0', tk->spec_len);
+    convo__rd_cmd_add(c, "EVALSHA", 7);
+    convo__rd_cmd_add(c, "", 0); /* set by convo__rd_pipeline_script() */
+    convo__rd_cmd_num(c, 4);
+    for (int i = 0; i < 4; i++)
+        convo__rd_cmd_add(c, tk->k[keys[i]], tk->len[keys[i]]);
+    convo__rd_cmd_add(c, tk->spec, z ? (size_t)(z - tk->spec) : tk->spec_len); /* NOW */
+    convo__rd_cmd_str(c, w->b->cluster ? "" : w->b->ix_recent);
+    convo__rd_cmd_str(c, tk->id);
+    convo__rd_cmd_num(c, w->keep);
+    convo__rd_cmd_num(c, w->o->expected_length);
+    convo__rd_cmd_num(c, w->o->expected_generation);
+    for (size_t i = 0; i < w->n; i++)
+        convo__rd_cmd_part(c, w->pb, i);
+    return c->failed ? CONVO_ENOMEM : 0;
+}
+
 /* The script's answer {replayed, first_seq, count, removed, generation}. */
 static int rewrite_result(const redisReply *r, convo_rewrite_result *res, convo_error *err)
 {
@@ -58,33 +81,47 @@ static int is_status(const redisReply *r, const char *what)
            memcmp(r->str, what, r->len) == 0;
 }
 
-/* The script: the common one (no checkpoint code, the cheaper for the server),
- * or with drop_checkpoints, or once the common one met checkpoints past keep
- * (CONVO_CHECKPOINTS, nothing written), the one that drops or names them. A
- * thread whose checkpoints are not indexed by log length yet (CONVO_MIGRATE,
- * nothing written) is migrated and the script sent again. */
+/* The script: without ttl, idempotency key or drop_checkpoints the quick one
+ * (rewrite_quick.lua: no prelude, no index.lua), which answers CONVO_SLOW,
+ * having written nothing, for what it leaves to the common one (no checkpoint
+ * code, the cheaper for the server); with drop_checkpoints, or once the common
+ * one met checkpoints past keep (CONVO_CHECKPOINTS, nothing written), the one
+ * that drops or names them. A thread whose checkpoints are not indexed by log
+ * length yet (CONVO_MIGRATE, nothing written) is migrated and the script sent
+ * again. */
 static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite_call *w,
                        redisReply **r, convo_error *err)
 {
     cmd cmds[3] = {{0}}, *call = &cmds[0];
     redisReply *rr[3] = {NULL};
-    int rc = rewrite_build(w, call) ? convo__rd_oom(err) : 0;
-    int script = w->o->drop_checkpoints ? S_REWRITE_CP : S_REWRITE;
+    int script = w->o->drop_checkpoints                      ? S_REWRITE_CP
+                 : b->ttl_ms == 0 && !w->o->idempotency_key ? S_REWRITE_QUICK
+                                                             : S_REWRITE;
+    int rc = (script == S_REWRITE_QUICK ? rewrite_quick_build(w, call) : rewrite_build(w, call))
+                 ? convo__rd_oom(err)
+                 : 0;
     size_t n = 1;
     if (b->cluster) { /* the index's reads, after the script (docs/redis.md) */
         convo__rd_ix_read_cmds(b, w->tk, &cmds[1]);
         n = 3;
     }
-    for (int i = 0; rc == 0; i++) {
+    for (int migrated = 0; rc == 0;) {
         convo__rd_replies_free(rr, 3);
         rc = convo__rd_pipeline_script(b, c, cmds, n, 0, script, rr, err);
         *r = rr[0];
         rr[0] = NULL;
-        if (rc != 0 || !(convo__rd_is_migrate(*r) || is_status(*r, "CONVO_CHECKPOINTS")))
+        if (rc != 0 || !(convo__rd_is_migrate(*r) || is_status(*r, "CONVO_CHECKPOINTS") ||
+                         is_status(*r, "CONVO_SLOW")))
             break;
-        if (is_status(*r, "CONVO_CHECKPOINTS"))
+        if (is_status(*r, "CONVO_SLOW")) { /* the same call as the common script */
+            script = S_REWRITE;
+            convo__rd_cmd_free(call);
+            *call = (cmd){0};
+            if (rewrite_build(w, call) != 0)
+                rc = convo__rd_oom(err);
+        } else if (is_status(*r, "CONVO_CHECKPOINTS"))
             script = S_REWRITE_CP;
-        else if (i >= RELAYOUT_TRIES)
+        else if (migrated++ >= RELAYOUT_TRIES)
             rc = convo__rd_relayout_gave_up(id, err);
         else
             rc = convo__rd_thread_relayout(b, c, id, err);

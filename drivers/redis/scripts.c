@@ -34,4 +34,5 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_LIST] = LUA_LIST,
     [S_CP_DELETE] = LUA_CP LUA_CP_DELETE,
     [S_PERSIST] = LUA_PERSIST,
+    [S_REWRITE_QUICK] = LUA_REWRITE_QUICK,
 };
