@@ -197,41 +197,135 @@ int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
     return rc;
 }
 
-/* @S.checkpoint_put_log(): the checkpoint's parameters, the messages, the
- * expected length and generation, then time and ttl; one statement, one
- * transaction. */
+/* The 18 parameters of @S.checkpoint_put_log(), also the first 18 of
+ * @S.checkpoint_put_refs(): the checkpoint's, the nmsgs messages (none: empty
+ * arrays), the expected length and generation, then time and ttl. */
+typedef struct log_params {
+    cp_params cp;
+    char *bodies, *roles, expected[8], generation[8];
+    const char *values[18];
+    int lens[18];
+} log_params;
+
+static void log_params_free(log_params *p)
+{
+    checkpoint_params_free(&p->cp);
+    free(p->bodies);
+    free(p->roles);
+}
+
+static int log_params_make(const convo_backend *b, const convo_checkpoint_in *cp,
+                           const convo_message_in *msgs, size_t nmsgs, log_params *p)
+{
+    int blen = 0, rlen = 0;
+    int rc = checkpoint_params(b, cp, &p->cp);
+    if (rc == 0)
+        rc = convo__pg_encode_batch(msgs, nmsgs, &p->bodies, &blen, &p->roles, &rlen);
+    if (rc != 0)
+        return rc;
+    put64(p->expected, (uint64_t)cp->expected_length);
+    put64(p->generation, (uint64_t)cp->expected_generation);
+    memcpy(p->values, p->cp.values, 12 * sizeof *p->values);
+    memcpy(p->lens, p->cp.lens, 12 * sizeof *p->lens);
+    p->values[12] = p->bodies, p->lens[12] = blen;
+    p->values[13] = p->roles, p->lens[13] = rlen;
+    p->values[14] = p->expected, p->lens[14] = 8;
+    p->values[15] = p->generation, p->lens[15] = 8;
+    p->values[16] = p->cp.values[12], p->lens[16] = p->cp.lens[12]; /* at */
+    p->values[17] = p->cp.values[13], p->lens[17] = p->cp.lens[13]; /* ttl */
+    return 0;
+}
+
+/* @S.checkpoint_put_log(): one statement, one transaction. */
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err)
 {
-    cp_params p = {0};
-    char *bodies = NULL, *roles = NULL, expected[8], generation[8];
-    int blen = 0, rlen = 0;
-    int rc = checkpoint_params(b, cp, &p);
-    if (rc == 0)
-        rc = convo__pg_encode_batch(msgs, cp->nmessages, &bodies, &blen, &roles, &rlen);
+    log_params p = {0};
+    int rc = log_params_make(b, cp, msgs, cp->nmessages, &p);
     if (rc != 0) {
-        checkpoint_params_free(&p);
+        log_params_free(&p);
         return convo__pg_too_large(rc, err);
     }
-    put64(expected, (uint64_t)cp->expected_length);
-    put64(generation, (uint64_t)cp->expected_generation);
-    const char *values[18];
-    int lens[18];
-    memcpy(values, p.values, 12 * sizeof *values);
-    memcpy(lens, p.lens, 12 * sizeof *lens);
-    values[12] = bodies, lens[12] = blen;
-    values[13] = roles, lens[13] = rlen;
-    values[14] = expected, lens[14] = 8;
-    values[15] = generation, lens[15] = 8;
-    values[16] = p.values[12], lens[16] = p.lens[12]; /* at */
-    values[17] = p.values[13], lens[17] = p.lens[13]; /* ttl */
     PGresult *r;
-    rc = convo__pg_run(b, ST_CP_PUT_LOG, values, lens, &r, err);
-    checkpoint_params_free(&p);
-    free(bodies);
-    free(roles);
+    rc = convo__pg_run(b, ST_CP_PUT_LOG, p.values, p.lens, &r, err);
+    log_params_free(&p);
     if (rc == 0)
         PQclear(r);
+    return rc;
+}
+
+enum { SWAP_ARRAYS = 10 };
+
+/* The swaps as the ten arrays of @S.checkpoint_put_refs(), one element
+ * each: checkpoint id, task id (NULL for a channel value), idx, channel and
+ * version (NULL for a pending write), old type and bytes, new type and bytes,
+ * log length. */
+static int encode_swaps(const convo_swap *swaps, size_t n, char *out[SWAP_ARRAYS],
+                        int lens[SWAP_ARRAYS])
+{
+    static const uint32_t oids[SWAP_ARRAYS] = {OID_TEXT, OID_TEXT,  OID_INT8, OID_TEXT,
+                                               OID_TEXT, OID_TEXT,  OID_BYTEA, OID_TEXT,
+                                               OID_BYTEA, OID_INT8};
+    pg_array a[SWAP_ARRAYS];
+    for (int k = 0; k < SWAP_ARRAYS; k++)
+        convo__pg_array_start(&a[k], oids[k], n * 16);
+    for (size_t i = 0; i < n; i++) {
+        const convo_swap *w = &swaps[i];
+        char idx[8], log_length[8];
+        put64(idx, (uint64_t)(w->task_id ? w->idx : 0));
+        put64(log_length, (uint64_t)w->log_length);
+        const char *ch = w->task_id ? NULL : w->channel, *ver = w->task_id ? NULL : w->version;
+        convo__pg_array_add(&a[0], w->checkpoint_id, strlen(w->checkpoint_id));
+        convo__pg_array_add(&a[1], w->task_id, w->task_id ? strlen(w->task_id) : 0);
+        convo__pg_array_add(&a[2], idx, 8);
+        convo__pg_array_add(&a[3], ch, ch ? strlen(ch) : 0);
+        convo__pg_array_add(&a[4], ver, ver ? strlen(ver) : 0);
+        convo__pg_array_add(&a[5], w->old_value.type, strlen(w->old_value.type));
+        convo__pg_array_add(&a[6], bytes_or_empty(w->old_value.bytes), w->old_value.len);
+        convo__pg_array_add(&a[7], w->new_value.type, strlen(w->new_value.type));
+        convo__pg_array_add(&a[8], bytes_or_empty(w->new_value.bytes), w->new_value.len);
+        convo__pg_array_add(&a[9], log_length, 8);
+    }
+    int rc = 0;
+    for (int k = 0; k < SWAP_ARRAYS; k++) {
+        if (a[k].failed)
+            rc = a[k].failed == 2 ? CONVO_ETOOLARGE : CONVO_ENOMEM;
+        out[k] = convo__pg_array_finish(&a[k], &lens[k]);
+    }
+    if (rc != 0)
+        for (int k = 0; k < SWAP_ARRAYS; k++)
+            free(out[k]), out[k] = NULL;
+    return rc;
+}
+
+/* @S.checkpoint_put_refs(): the put (with the nmsgs messages, or as
+ * checkpoint_put when none), its generation condition and the swaps in one
+ * statement, so one transaction: a failure anywhere leaves nothing. */
+int convo__pg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, size_t nmsgs,
+                                  const convo_swap *swaps, size_t nswaps, convo_error *err)
+{
+    log_params p = {0};
+    char *arrays[SWAP_ARRAYS] = {0};
+    const char *values[18 + SWAP_ARRAYS];
+    int lens[18 + SWAP_ARRAYS];
+    int rc = log_params_make(b, cp, msgs, nmsgs, &p);
+    if (rc == 0)
+        rc = encode_swaps(swaps, nswaps, arrays, &lens[18]);
+    if (rc == 0) {
+        memcpy(values, p.values, sizeof p.values);
+        memcpy(lens, p.lens, sizeof p.lens);
+        for (int k = 0; k < SWAP_ARRAYS; k++)
+            values[18 + k] = arrays[k];
+        PGresult *r;
+        if ((rc = convo__pg_run(b, ST_CP_PUT_REFS, values, lens, &r, err)) == 0)
+            PQclear(r);
+    } else {
+        rc = convo__pg_too_large(rc, err);
+    }
+    log_params_free(&p);
+    for (int k = 0; k < SWAP_ARRAYS; k++)
+        free(arrays[k]);
     return rc;
 }
 

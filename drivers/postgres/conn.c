@@ -44,6 +44,7 @@ static const struct {
     [ST_REPLACE_TAIL_FAST] = {"convo_replace_tail_fast", 8, SQL_REPLACE_TAIL_FAST},
     [ST_CP_DELETE] = {"convo_cp_delete", 4, SQL_CHECKPOINT_DELETE},
     [ST_COPY] = {"convo_copy", 6, SQL_THREAD_COPY},
+    [ST_CP_PUT_REFS] = {"convo_cp_put_refs", 28, SQL_CHECKPOINT_PUT_REFS},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */
@@ -252,8 +253,9 @@ int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_er
 }
 
 /* Formats of every parameter: binary. At least as many as the longest statement
- * (ST_CP_PUT_LOG, 18). */
-static const int binary[20] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+ * (ST_CP_PUT_REFS, 28). */
+static const int binary[28] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                               1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 /* Reads results up to the NULL that ends the current query's. */
 static void drain(PGconn *pg)

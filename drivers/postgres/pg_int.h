@@ -23,7 +23,7 @@ enum {
     ST_APPEND_ONE, ST_APPEND_MANY, ST_APPEND_ONE_IF, ST_APPEND_MANY_IF, ST_APPEND, ST_LOAD,
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
     ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
-    ST_REPLACE_TAIL_FAST, ST_CP_DELETE, ST_COPY,
+    ST_REPLACE_TAIL_FAST, ST_CP_DELETE, ST_COPY, ST_CP_PUT_REFS,
     ST_COUNT
 };
 
@@ -168,6 +168,9 @@ int convo__pg_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opt
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                  const convo_message_in *msgs, convo_error *err);
+int convo__pg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *cp,
+                                  const convo_message_in *msgs, size_t nmsgs,
+                                  const convo_swap *swaps, size_t nswaps, convo_error *err);
 int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char *ns,
                                     const char *checkpoint_id, const char *task_id,
                                     const char *task_path, const convo_write_in *writes,

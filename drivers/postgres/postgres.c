@@ -167,6 +167,7 @@ const convo_driver convo_driver_postgres = {
     .thread_import = convo__pg_thread_import,
     .sweep = convo__pg_sweep,
     .checkpoint_put_log = convo__pg_checkpoint_put_log,
+    .checkpoint_put_refs = convo__pg_checkpoint_put_refs,
     .replace_tail = convo__pg_replace_tail,
     .thread_list_ex = convo__pg_thread_list_ex,
 };

@@ -1,0 +1,231 @@
+/* postgres_refs.c — the put with log references (checkpoint_put_refs, schema
+ * version 14) beyond the conformance suite: one statement, so a failure after
+ * the swaps began (injected by a trigger) leaves every table as it was, the
+ * appended messages included; the generation condition of a put that appends
+ * nothing; a version 13 schema with checkpoints migrated, then put on. */
+#include "postgres.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *U1 = "{\"role\":\"user\",\"content\":\"hi\"}";
+static const char *A1 = "{\"role\":\"assistant\",\"content\":\"hello\"}";
+
+/* Checkpoint id (parent or NULL) of thread "t" whose "messages" channel is
+ * the list items (hints: NULL or seqs), under a generation condition. */
+static int put_items(convo_store *s, const char *id, const char *parent,
+                     const char *const *items, const int64_t *hints, size_t n,
+                     int64_t expected_generation, convo_error *err)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = items;
+    it.seqs = hints;
+    it.n = n;
+    it.log = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in c = {"messages", id, NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = id;
+    cp.parent_id = parent;
+    cp.channels = &c;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    cp.expected_generation = expected_generation;
+    return convo_checkpoint_put(s, &cp, err);
+}
+
+/* The node's answer as a pending write of checkpoint id, inline. */
+static void write_answer(convo_store *s, const char *id)
+{
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = &A1;
+    it.n = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_write_in w = {0, "messages", {NULL, NULL, 0}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = "t";
+    in.checkpoint_id = id;
+    in.task_id = "agent";
+    in.writes = &w;
+    in.n = 1;
+    in.items = per;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "%s", err.message);
+}
+
+/* The seq the pending write of checkpoint id refers to (-1: inline). */
+static int64_t write_seq(convo_store *s, const char *id)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", NULL, id, &cp, &err) == 0, "%s", err.message);
+    convo_items it;
+    ck_assert_int_eq(convo_checkpoint_write_items(cp, 0, &it), 1);
+    ck_assert_uint_eq(it.n, 1);
+    ck_assert_str_eq(it.items[0], A1);
+    int64_t seq = it.seqs[0];
+    convo_checkpoint_free(cp);
+    return seq;
+}
+
+/* Every row of the tables a put touches, as text, one table a line. */
+static char *snapshot(PGconn *pg, const char *name)
+{
+    static const char *const tables[] = {"threads", "messages", "checkpoints",
+                                         "checkpoint_writes", "checkpoint_blobs"};
+    char *out = strdup("");
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "SELECT coalesce(string_agg(r::text, ' ' ORDER BY r::text COLLATE \"C\"), '')"
+                 " FROM \"%s\".%s r",
+                 schema_name(name), tables[i]);
+        char *rows = query1(pg, sql);
+        char *more = malloc(strlen(out) + strlen(rows ? rows : "") + 2);
+        ck_assert_ptr_nonnull(more);
+        sprintf(more, "%s%s\n", out, rows ? rows : "");
+        free(out);
+        free(rows);
+        out = more;
+    }
+    return out;
+}
+
+static long log_length_of(PGconn *pg, const char *name, const char *id)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT log_length FROM \"%s\".checkpoints WHERE checkpoint_id = '%s'",
+             schema_name(name), id);
+    return query_long(pg, sql);
+}
+
+/* The put appends the answer, turns c1's write into a reference and raises
+ * c1's log_length in one statement: a trigger failing at the swap, or at
+ * the raise after it, undoes all of it. */
+START_TEST(test_put_refs_fails_whole)
+{
+    convo_store *s = open_ok(schema_url("refs", NULL));
+    convo_error err;
+    PGconn *pg = admin();
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
+    write_answer(s, "c1");
+    ck_assert_int_eq(log_length_of(pg, "refs", "c1"), 1);
+    exec_in_schema(pg, schema_name("refs"),
+                   "CREATE FUNCTION @S.test_boom() RETURNS trigger LANGUAGE plpgsql AS"
+                   " $$BEGIN RAISE EXCEPTION 'injected %', TG_TABLE_NAME; END$$");
+    static const char *const where[] = {"UPDATE ON @S.checkpoint_writes",
+                                        "UPDATE OF log_length ON @S.checkpoints"};
+    const char *both[] = {U1, A1};
+    for (size_t i = 0; i < 2; i++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "CREATE TRIGGER test_boom BEFORE %s FOR EACH ROW EXECUTE FUNCTION @S.test_boom()",
+                 where[i]);
+        exec_in_schema(pg, schema_name("refs"), sql);
+        char *before = snapshot(pg, "refs");
+        ck_assert_int_ne(put_items(s, "c2", "c1", both, NULL, 2, -1, &err), 0);
+        ck_assert_msg(strstr(err.message, "injected") != NULL, "%s", err.message);
+        char *after = snapshot(pg, "refs");
+        ck_assert_str_eq(after, before);
+        free(after);
+        free(before);
+        ck_assert_int_eq(write_seq(s, "c1"), -1);
+        ck_assert_int_eq(length_of(s, "t"), 1);
+        snprintf(sql, sizeof sql, "DROP TRIGGER test_boom ON %s", strstr(where[i], "@S."));
+        exec_in_schema(pg, schema_name("refs"), sql);
+    }
+    /* without the trigger the same put goes through whole */
+    ck_assert_msg(put_items(s, "c2", "c1", both, NULL, 2, -1, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(write_seq(s, "c1"), 1);
+    ck_assert_int_eq(log_length_of(pg, "refs", "c1"), 2);
+    ck_assert_int_eq(log_length_of(pg, "refs", "c2"), 2);
+    ck_assert_int_eq(length_of(s, "t"), 2);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("refs");
+}
+END_TEST
+
+/* A put that appends nothing still meets the generation condition, also on a
+ * thread that does not exist (generation 0): nothing written when it fails. */
+START_TEST(test_put_refs_generation_without_messages)
+{
+    convo_store *s = open_ok(schema_url("refsgen", NULL));
+    convo_error err;
+    PGconn *pg = admin();
+    ck_assert_int_eq(put_items(s, "c1", NULL, &U1, NULL, 1, 1, &err), CONVO_ECONFLICT);
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), CONVO_ENOTFOUND);
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, 0, &err) == 0, "%s", err.message);
+    char *before = snapshot(pg, "refsgen");
+    int64_t known[] = {0};
+    ck_assert_int_eq(put_items(s, "c2", "c1", &U1, known, 1, 3, &err), CONVO_ECONFLICT);
+    ck_assert_msg(strstr(err.message, "generation 0, expected 3") != NULL, "%s", err.message);
+    char *after = snapshot(pg, "refsgen");
+    ck_assert_str_eq(after, before);
+    free(after);
+    free(before);
+    ck_assert_msg(put_items(s, "c2", "c1", &U1, known, 1, 0, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(log_length_of(pg, "refsgen", "c2"), 1);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("refsgen");
+}
+END_TEST
+
+/* A version 13 schema holding a checkpoint whose message channel refers to
+ * the log, and its pending write, written by version 13's own functions (the
+ * value's bytes are those the driver stores today: layout convo/items is the
+ * core's, not the schema's), is migrated on open: the next put turns that
+ * write into a reference through checkpoint_put_refs. */
+START_TEST(test_migration_from_version_13)
+{
+    PGconn *pg = admin();
+    convo_store *s = open_ok(schema_url("v13src", NULL));
+    convo_error err;
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
+    convo_close(s);
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT encode(value, 'hex') FROM \"%s\".checkpoint_blobs",
+             schema_name("v13src"));
+    char *items = query1(pg, sql);
+    ck_assert_ptr_nonnull(items);
+    drop_schema("v13src");
+    schema_at_version("v13", 13);
+    snprintf(sql, sizeof sql,
+             "SELECT @S.append('t', ARRAY[convert_to('%s', 'UTF8')], ARRAY['user'], now(),"
+             " NULL, 0, -1, NULL);"
+             "SELECT @S.checkpoint_put('t', '', 'c1', NULL, '{}', NULL, NULL, 1,"
+             " ARRAY['messages'], ARRAY['c1'], ARRAY['convo/items'],"
+             " ARRAY[decode('%s', 'hex')], now(), NULL)",
+             U1, items);
+    free(items);
+    exec_in_schema(pg, schema_name("v13"), sql);
+    s = open_ok(schema_url("v13", NULL));
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema_name("v13"));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14");
+    free(v);
+    write_answer(s, "c1");
+    const char *both[] = {U1, A1};
+    ck_assert_msg(put_items(s, "c2", "c1", both, NULL, 2, 0, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(write_seq(s, "c1"), 1);
+    ck_assert_int_eq(log_length_of(pg, "v13", "c1"), 2);
+    ck_assert_int_eq(length_of(s, "t"), 2);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("v13");
+}
+END_TEST
+
+void postgres_add_refs_tests(Suite *s)
+{
+    TCase *tc = tcase_create("refs");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_put_refs_fails_whole);
+    tcase_add_test(tc, test_put_refs_generation_without_messages);
+    tcase_add_test(tc, test_migration_from_version_13);
+    suite_add_tcase(s, tc);
+}
