@@ -135,6 +135,7 @@ const SESSIONS = [
 ];
 
 const rateAt = (ms, turn) => rateIn(ms, turn, WINDOW);
+const msAt = (ms, turn) => median(ms.slice(turn - WINDOW, turn));
 // a rate to 3 significant digits (the Runner's late turns are a few a second)
 const r3 = (x) => (x >= 100 ? Math.round(x) : +x.toPrecision(3));
 
@@ -151,23 +152,50 @@ async function timed(n, make, call) {
   return { ms, got };
 }
 
-// runner mode: the Runner; session mode: per turn the calls the Runner made in runner mode;
-// tail mode: the same with getItems(20)
+// The session as the Runner sees it, every method timed: spent.ms adds up the time from each
+// call of a method of the session (getItems, addItems, applyHistoryTransaction, ...) to its
+// promise settling, the adapter's own share of a Runner turn; spent.calls counts them by name.
+// (The methods are called on the session itself: ConvoSession's private fields need it.)
+function timedSession(session, spent) {
+  return new Proxy(session, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== 'function' || prop === 'constructor') return value;
+      return async (...args) => {
+        const start = process.hrtime.bigint();
+        try {
+          return await value.apply(target, args);
+        } finally {
+          spent.ms += since(start);
+          spent.calls[prop] = (spent.calls[prop] ?? 0) + 1;
+        }
+      };
+    },
+  });
+}
+
+// runner mode: the Runner (and the time spent in the session's own methods per turn); session
+// mode: per turn the calls the Runner made in runner mode; tail mode: the same with getItems(20)
 async function play(spec, session, mode, script) {
   const turnMs = [];
+  const sessionMs = [];
+  const spent = { ms: 0, calls: {} };
   const runner = new Runner();
   const agent = scriptedAgent();
+  const seen = mode === 'runner' ? timedSession(session, spent) : session;
   for (let t = 0; t < TURNS; t++) {
+    spent.ms = 0;
     const start = process.hrtime.bigint();
     if (mode === 'runner') {
-      await runner.run(agent, said[t], { session });
+      await runner.run(agent, said[t], { session: seen });
     } else {
       await session.getItems(mode === 'tail' ? 20 : undefined);
       await session.addItems(structuredClone(script[t]));
     }
     turnMs.push(since(start));
+    sessionMs.push(spent.ms);
   }
-  return turnMs;
+  return { turnMs, sessionMs: mode === 'runner' ? sessionMs : null, calls: spent.calls };
 }
 
 async function runOne(spec, mode, script) {
@@ -175,9 +203,9 @@ async function runOne(spec, mode, script) {
   spec.mode = mode[0];
   const session = await spec.open();
   let warm, cold = null, tail = null, stored, items;
-  let turnMs;
+  let turnMs, sessionMs, calls;
   try {
-    turnMs = await play(spec, session, mode, script);
+    ({ turnMs, sessionMs, calls } = await play(spec, session, mode, script));
     warm = await timed(GETS, () => ({ session }), (s) => s.getItems());
     items = warm.got;
     if (spec.restart) {
@@ -192,7 +220,8 @@ async function runOne(spec, mode, script) {
     await spec.close();
   }
   if (spec.sizeAfterClose) stored = await spec.size();
-  return { turnMs, warmMs: warm.ms, coldMs: cold?.ms ?? null, tailMs: tail?.ms ?? null, stored, items };
+  return { turnMs, sessionMs, calls, warmMs: warm.ms, coldMs: cold?.ms ?? null, tailMs: tail?.ms ?? null,
+    stored, items };
 }
 
 function summarize(spec, mode, rounds, rawBytes) {
@@ -205,6 +234,17 @@ function summarize(spec, mode, rounds, rawBytes) {
     [`turns_per_sec_at_turn_${EARLY}`]: r3(m((r) => rateAt(r.turnMs, EARLY))),
     [`turns_per_sec_at_turn_${TURNS}`]: r3(m((r) => rateAt(r.turnMs, TURNS))),
     late_vs_early: +m((r) => rateAt(r.turnMs, TURNS) / rateAt(r.turnMs, EARLY)).toFixed(3),
+    // runner mode: ms of a turn and ms spent in the session's methods in that turn, at turn
+    // EARLY and the last (medians of the WINDOW turns ending there), and last / early
+    ...(rounds[0].sessionMs && {
+      [`runner_turn_ms_at_turn_${EARLY}`]: +m((r) => msAt(r.turnMs, EARLY)).toFixed(3),
+      [`runner_turn_ms_at_turn_${TURNS}`]: +m((r) => msAt(r.turnMs, TURNS)).toFixed(3),
+      [`session_ms_at_turn_${EARLY}`]: +m((r) => msAt(r.sessionMs, EARLY)).toFixed(3),
+      [`session_ms_at_turn_${TURNS}`]: +m((r) => msAt(r.sessionMs, TURNS)).toFixed(3),
+      session_late_vs_early: +m((r) => msAt(r.sessionMs, TURNS) / msAt(r.sessionMs, EARLY)).toFixed(3),
+      session_calls_per_turn: Object.entries(rounds[0].calls)
+        .map(([k, n]) => `${k}:${+(n / TURNS).toFixed(2)}`).join(' '),
+    }),
     get_items_ms: +m((r) => median(r.warmMs)).toFixed(3),
     new_process_get_items_ms: orNull('coldMs', () => +m((r) => median(r.coldMs)).toFixed(3)),
     new_process_get_items_20_ms: orNull('tailMs', () => +m((r) => median(r.tailMs)).toFixed(3)),

@@ -6,13 +6,13 @@ import { isDeepStrictEqual } from 'node:util';
 import { Store } from '../store.js';
 import { ConflictError, InvalidError, NotFoundError, codes } from '../errors.js';
 import { text, options, list } from '../internal/args.js';
-import { encodeItem, decodeItem, digest } from './items.js';
+import { encodeItem, decodeItem, keepItem, itemOf, digest } from './items.js';
 
 // Idempotency keys share a namespace per thread with every other writer's: ours are prefixed.
 const KEY_PREFIX = 'openai-agents:';
-// What the sessions of one Store have read of a thread (its message texts at a generation),
-// shared, since an app often makes a new session object per request: a Store -> Map of
-// session id -> { texts, generation }, the MAX_READ most recently read sessions.
+// What the sessions of one Store have read of a thread (its items, as keepItem keeps them, at
+// a generation), shared, since an app often makes a new session object per request: a Store ->
+// Map of session id -> { kept, generation }, the MAX_READ most recently read sessions.
 const MAX_READ = 64;
 const reads = new WeakMap();
 
@@ -122,30 +122,31 @@ export class ConvoSession {
     return this.#sessionId;
   }
 
-  // Every message text of the thread: what the sessions of this Store read before, and the
-  // messages past it when the thread's generation is the same (else all again).
-  async #texts(store) {
+  // Every item of the thread, as keepItem keeps them: what the sessions of this Store read
+  // before, and the messages past it when the thread's generation is the same (else all
+  // again). Each message is parsed once, when first read.
+  async #kept(store) {
     const seen = readsOf(store).get(this.#sessionId);
-    const jsonOf = (h) => h.messages.map((m) => m.json);
-    let texts, generation;
+    const keptOf = (h) => h.messages.map((m) => keepItem(m.json));
+    let kept, generation;
     try {
-      const h = await store.load(this.#sessionId, { fromSeq: seen ? seen.texts.length : 0, withExtra: false });
+      const h = await store.load(this.#sessionId, { fromSeq: seen ? seen.kept.length : 0, withExtra: false });
       generation = h.generation;
       if (!seen) {
-        texts = jsonOf(h);
-      } else if (h.generation === seen.generation && h.length >= seen.texts.length) {
-        texts = seen.texts.concat(jsonOf(h));
+        kept = keptOf(h);
+      } else if (h.generation === seen.generation && h.length >= seen.kept.length) {
+        kept = seen.kept.concat(keptOf(h));
       } else {
         const all = await store.load(this.#sessionId, { withExtra: false });
-        [texts, generation] = [jsonOf(all), all.generation];
+        [kept, generation] = [keptOf(all), all.generation];
       }
     } catch (e) {
       if (!notFound(e)) throw e;
       remember(store, this.#sessionId, null);
       return [];
     }
-    remember(store, this.#sessionId, { texts, generation });
-    return texts;
+    remember(store, this.#sessionId, { kept, generation });
+    return kept;
   }
 
   /**
@@ -168,9 +169,9 @@ export class ConvoSession {
         }
       }
     }
-    const texts = await this.#texts(store);
-    const from = limit > 0 ? Math.max(0, texts.length - limit) : 0;
-    return texts.slice(from).map(decodeItem);
+    const kept = await this.#kept(store);
+    const from = limit > 0 ? Math.max(0, kept.length - limit) : 0;
+    return kept.slice(from).map(itemOf);
   }
 
   /** Appends the items in one atomic write. */

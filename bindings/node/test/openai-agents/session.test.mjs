@@ -259,3 +259,28 @@ test('a session opens and closes its own store from a URL, and leaves a given on
   await assert.rejects(broken.getItems(), InvalidError);
   await broken.close();
 });
+
+test('getItems gives new objects each call: changing them changes neither the next read nor another session\'s', async () => {
+  const store = await Store.open('memory:');
+  const a = new ConvoSession({ store, sessionId: 'c' });
+  const b = new ConvoSession({ store, sessionId: 'c' });
+  try {
+    const proto = JSON.parse('{"type":"message","role":"user","content":"p","__proto__":{"polluted":1}}');
+    const items = [answer('hello', 'm1'), callOf('c1'), proto, ODD[0], ODD[4]];
+    await a.addItems(items);
+    const first = await a.getItems();
+    assert.deepEqual(first, items);
+    assert.ok(Object.hasOwn(first[2], '__proto__') && first[2].polluted === undefined,
+      'a "__proto__" key stays an own key');
+    first[0].content[0].text = 'changed';
+    first[1].providerData.nested.a.push(3);
+    first[3].content[0].image.data[0] = 9;
+    first[4].providerData.when.setTime(0);
+    delete first[2].content;
+    assert.deepEqual(await a.getItems(), items);
+    assert.deepEqual(await b.getItems(), items);
+    assert.deepEqual(await b.getItems(2), items.slice(3));
+  } finally {
+    await store.close();
+  }
+});
