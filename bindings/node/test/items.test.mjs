@@ -5,16 +5,12 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { Store, InvalidError, ConflictError } from '../src/index.js';
-import { drivers, freshUrl } from './support.mjs';
+import { drivers, freshUrl, LOG_REFERENCES } from './support.mjs';
 
 const U1 = '{"role":"user","content":"hi","id":"u1"}';
 const A1 = '{"role":"assistant","content":"hello","id":"a1"}';
 const U2 = '{"role":"user","content":"more","id":"u2"}';
 const REST = { type: 'json', bytes: '{"x":1}' };
-
-// Drivers whose put turns the parent's inline writes and inputs into references
-// (checkpoint_put_refs); the others keep them inline (still the same items on get).
-const SWAPS = new Set(['memory']);
 
 const text = (b) => Buffer.from(b.bytes).toString();
 
@@ -63,7 +59,7 @@ for (const [name, base] of drivers()) {
         assert.equal(c0.channels.find((c) => c.channel === 'plain').items, null);
         assert.deepEqual(c0.writes[0].items.texts, [A1]);
         assert.equal(c0.writes[0].taskPath, 'p');
-        if (SWAPS.has(name)) {
+        if (LOG_REFERENCES.has(name)) {
           // the put that appended them turned the input and the writes into references
           assert.deepEqual(start.seqs, [0]);
           assert.deepEqual(input.writes[0].items.seqs, [0]);

@@ -110,14 +110,14 @@ for (const [name, base] of drivers()) {
       await saver.close();
     });
 
-    test('two savers writing one thread: the second rereads the log and retries', async () => {
+    test('two savers writing one thread: a new message goes after the other saver\'s', async () => {
       const shared = await Store.open(freshUrl(base));
       const s1 = new ConvoSaver(shared);
       const s2 = new ConvoSaver(shared);
       const m = (x) => new HumanMessage({ content: x, id: x });
       const c1 = await putValues(s1, root('t'), { messages: [m('a')] });
-      await putValues(s2, root('t'), { messages: [m('x')] }); // s2 grows the log
-      const c2 = await putValues(s1, c1, { messages: [m('a'), m('b')] }); // s1's view is stale
+      await putValues(s2, c1, { messages: [m('a'), m('x')] }); // s2 grows the log
+      const c2 = await putValues(s1, c1, { messages: [m('a'), m('b')] }); // a branch of s1 from c1
       assert.deepEqual((await valuesOf(s1, c2)).messages, [m('a'), m('b')]);
       assert.deepEqual((await (await s1.store()).load('t')).messages.map((x) => JSON.parse(x.json).content),
         ['a', 'x', 'b']);

@@ -1,7 +1,6 @@
 // log.js — how an item of a message channel is kept in the thread's log: a role-tagged
 // JSON message (readable by `convo load`, restored exactly through the saver's serde; its
-// layout is ../internal/logtext.js). The channel's value, a record pointing into the log,
-// is in ../internal/records.js.
+// layout is ../internal/logtext.js). libconvo keeps the lists of such items (log references).
 import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import { load } from '@langchain/core/load';
 import { isMessage, roleOf, contentOf } from '../internal/roles.js';
@@ -22,34 +21,10 @@ function cacheOf(serde) {
   return c;
 }
 
-// Whether a message still has the content and id that an entry (of the cache above, or
-// of the saver's owners) was made from.
-function unchanged(entry, item) {
+/** Whether a message still has the content and id that an entry (of the cache above, or of
+ * the saver's seq hints) was made from. */
+export function unchanged(entry, item) {
   return entry.content === item.content && entry.id === item.id;
-}
-
-/** The log message of an item already serialized by this serde, else undefined (no await:
- * a put compares the whole list with the log, a thousand items at turn 1,000), as a
- * function of the item: the serde's cache is looked up once per put, not per item. */
-export function logMessageCache(serde) {
-  const cache = cacheOf(serde);
-  return (item) => {
-    if (item === null || typeof item !== 'object') return undefined;
-    const e = cache.get(item);
-    return e && unchanged(e, item) ? e.text : undefined;
-  };
-}
-
-/** What the saver keeps of an item it appended, to know the item again by identity: the
- * message object with the content and id its text was made from (undefined for other
- * items, which are compared by their text). */
-export function ownerOf(item) {
-  return isMessage(item) ? { item, content: item.content, id: item.id } : undefined;
-}
-
-/** Whether an item is the one an owner entry was made from, unchanged as the cache sees it. */
-export function isOwner(owner, item) {
-  return owner !== undefined && owner.item === item && unchanged(owner, item);
 }
 
 /** The log message (a JSON string) that stores one item of a message channel. */

@@ -1,51 +1,18 @@
-// saver.js — ConvoSaver, a LangGraph BaseCheckpointSaver over a convo Store. Message
-// channels (default `messages`) live in the thread's log: a put appends the list's new
-// items with the checkpoint in one atomic call, getTuple rebuilds the list from the log.
+// saver.js — ConvoSaver, a LangGraph BaseCheckpointSaver over a convo Store: a thin mapper
+// onto libconvo's log references. Message channels (default `messages`), the `__start__`
+// input's messages and pending writes to message channels go to the Store as lists of items
+// (./items.js); libconvo decides what enters the thread's log and keeps each message once.
 import {
   BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
 } from '@langchain/langgraph-checkpoint';
 import { Store } from '../store.js';
 import { NotFoundError, ConflictError, InvalidError, codes } from '../errors.js';
-import { toLogMessage, logMessageCache, ownerOf, isOwner, fromLogMessages } from './log.js';
-import {
-  RECORD_TYPE, encodeRecord, decodeRecord, seqsOf, prefixRanges, addRange, rangesEnd,
-} from '../internal/records.js';
+import { fromLogMessages } from './log.js';
+import { Hints, INPUT, listIn, listOut, inputKey, asCommitted } from './items.js';
+import { RECORD_TYPE, takePrefixes, wrapOwnField, legacyRecords, recordsSpan, seqsOf } from './legacy.js';
 
-const MAX_ENTRIES = 1024; // checkpoints whose message records are remembered
-const MAX_MIRRORS = 64;   // threads whose log is remembered
-const MAX_RETRIES = 8;    // puts retried after another writer grew the log
-// The body's key naming the message channels whose list is the log's first N messages
-// (their record is not stored: { channel: N }).
-const PREFIX_KEY = '__convo_log__';
-
-// The record of a list that is the log's first n messages.
-function prefixRecord(n) {
-  return { ranges: n > 0 ? [[0, n]] : [], tail: null };
-}
-
-function isPrefix(r) {
-  return r && !r.tail && (r.ranges.length === 0 || (r.ranges.length === 1 && r.ranges[0][0] === 0));
-}
-
-// The body without the saver's PREFIX_KEY, and that key's value (null when absent). A
-// checkpoint with a field of its own named PREFIX_KEY is stored with [prefixes, field]
-// under that key (the saver's own value is never an array): the field is put back.
-function takePrefixes(body) {
-  if (!body || typeof body !== 'object' || !Object.hasOwn(body, PREFIX_KEY)) return [body, null];
-  const prefixes = body[PREFIX_KEY];
-  if (Array.isArray(prefixes)) {
-    body[PREFIX_KEY] = prefixes[1];
-    return [body, prefixes[0]];
-  }
-  delete body[PREFIX_KEY];
-  return [body, prefixes];
-}
-
-// The body to store: the checkpoint without its values, with the prefixes (if any).
-function withPrefixes(rest, prefixes) {
-  if (Object.hasOwn(rest, PREFIX_KEY)) return { ...rest, [PREFIX_KEY]: [prefixes, rest[PREFIX_KEY]] };
-  return Object.keys(prefixes).length ? { ...rest, [PREFIX_KEY]: prefixes } : rest;
-}
+const MAX_PUTS = 1024;      // checkpoints this saver remembers having put (for putWrites)
+const MAX_THREADS = 1024;   // threads whose generation is remembered
 
 function remember(map, key, value, max) {
   map.delete(key);
@@ -98,16 +65,20 @@ function sortWrites(writes) {
 export class ConvoSaver extends BaseCheckpointSaver {
   #store;
   #owned;
-  #entries = new Map(); // thread\0ns\0id -> { records: Map(channel -> record | null), versions }
-  #mirrors = new Map(); // thread -> the log's messages as stored (JSON strings)
+  #puts = new Map();       // thread\0ns\0id -> true: checkpoints this saver put
+  #generations = new Map(); // thread -> its generation, read before the hints learnt for it
+  #hints = new Hints();
+  #writing = new Map();     // thread\0ns\0id -> Set of putWrites calls under way on it
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
 
   #writesWaitMs;
   #closed = false;
 
-  constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000 } = {}) {
+  constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000,
+    coerceMessages = true } = {}) {
     super(serde);
     this.messageChannels = [...messageChannels];
+    this.coerceMessages = coerceMessages;
     this.#writesWaitMs = writesWaitMs;
     this.#owned = !(urlOrStore instanceof Store);
     this.#store = this.#owned ? Store.open(urlOrStore) : Promise.resolve(urlOrStore);
@@ -152,6 +123,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const c = configurableOf(config) ?? {};
     if (c.thread_id === undefined || c.thread_id === null) return undefined;
     const store = await this.#store;
+    // read before the checkpoint: hints learnt from it are of this generation or older
+    const generation = await this.#generation(store, c.thread_id);
     let cp;
     try {
       cp = await store.checkpointGet(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id ?? null);
@@ -159,7 +132,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       if (e instanceof NotFoundError) return undefined;
       throw e;
     }
-    return this.#tuple(store, cp);
+    return this.#tuple(store, cp, generation);
   }
 
   async *list(config, options = {}) {
@@ -168,6 +141,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const filterIn = listFilter(filter);
     const store = await this.#store;
     const b = configurableOf(before);
+    const generation = c.thread_id === undefined || c.thread_id === null ? null :
+      await this.#generation(store, c.thread_id);
     const list = await store.checkpointList({
       threadId: c.thread_id ?? null,
       ns: c.checkpoint_ns ?? null,
@@ -182,7 +157,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       if (c.checkpoint_id && cp.id !== c.checkpoint_id) continue;
       if (limit && n >= limit) return;
       n++;
-      yield await this.#tuple(store, cp);
+      yield await this.#tuple(store, cp, generation);
     }
   }
 
@@ -190,85 +165,150 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const c = requireThread(config);
     const threadId = c.thread_id;
     const ns = c.checkpoint_ns ?? '';
-    const store = await this.#store;
-    const { channel_values: values = {}, ...rest } = checkpoint;
-    const versions = { ...checkpoint.channel_versions, ...newVersions };
-    const logged = this.messageChannels.filter(
-      (ch) => ch in newVersions && Array.isArray(values[ch]));
-    const plain = [];
-    for (const [channel, version] of Object.entries(versions)) {
-      if (logged.includes(channel)) continue;
-      let value = null;
-      if (channel in newVersions && channel in values) {
-        const [type, bytes] = await this.serde.dumpsTyped(values[channel]);
-        value = { type, bytes };
-      }
-      plain.push({ channel, version, value });
-    }
     const key = `${threadId}\0${ns}\0${checkpoint.id}`;
     try {
-      await this.#putOnce(store, c, threadId, ns, checkpoint, metadata, rest, plain, values, versions,
-        logged, newVersions);
+      const committed = this.#committedInput(checkpoint, newVersions); // before any await
+      const store = await this.#store;
+      // LangGraph's loop does not wait for the writes of a step before it puts the next
+      // checkpoint: this put waits for those this saver is storing on its parent, so that
+      // it finds them and turns those it commits into log references
+      const writing = this.#writing.get(`${threadId}\0${ns}\0${c.checkpoint_id}`);
+      if (writing) await Promise.allSettled([...writing]);
+      await this.#putOnce(store, c, committed, metadata, newVersions);
     } catch (e) {
       this.#wake(key, false);
       throw e;
     }
+    remember(this.#puts, key, true, MAX_PUTS);
     this.#wake(key, true);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
-  async #putOnce(store, c, threadId, ns, checkpoint, metadata, rest, plain, values, versions, logged,
-    newVersions) {
+  // One checkpointPut: message lists as items with the seqs this saver knows (then
+  // conditional on the thread's generation: a thread rewritten since is read again and the
+  // put made with texts only).
+  async #putOnce(store, c, checkpoint, metadata, newVersions) {
+    const threadId = c.thread_id;
+    const { channel_values: values = {}, ...rest } = checkpoint;
+    const versions = { ...checkpoint.channel_versions, ...newVersions };
+    const [bodyType, bodyBytes] = await this.serde.dumpsTyped(wrapOwnField(rest));
+    let generation = await this.#generation(store, threadId);
     for (let attempt = 0; ; attempt++) {
-      const plan = await this.#plan(store, threadId, ns, c.checkpoint_id, values, versions, logged,
+      const { channels, lists, hinted } = await this.#channelsIn(threadId, generation, values, versions,
         newVersions);
-      // A message channel whose list is the log's first N messages (the usual turn)
-      // stores no record: the body says { channel: N }. A record per checkpoint was a
-      // row and an index entry of its own on every driver.
-      const prefixes = {};
-      for (const [ch, r] of plan.records) {
-        if (ch in versions && isPrefix(r)) prefixes[ch] = rangesEnd(r.ranges);
-      }
-      const [bodyType, bodyBytes] = await this.serde.dumpsTyped(withPrefixes(rest, prefixes));
-      const channels = plan.channels.map((x) => (x.channel in prefixes ? { ...x, value: null } : x));
+      let put;
       try {
-        await store.checkpointPut({
-          threadId, ns, id: checkpoint.id, parentId: c.checkpoint_id ?? null,
-          metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes },
-          channels: plain.concat(channels), logLength: plan.logLength,
-          messages: plan.messages, expectedLength: plan.messages.length ? plan.base : -1,
-          // the mirror's messages were compared with the list: they must still be the log's
-          expectedGeneration: plan.messages.length ? plan.generation : -1,
+        put = await store.checkpointPut({
+          threadId, ns: c.checkpoint_ns ?? '', id: checkpoint.id, parentId: c.checkpoint_id ?? null,
+          metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes }, channels,
+          expectedGeneration: hinted ? generation : -1,
         });
       } catch (e) {
-        // another writer grew the log since it was read: read it again and redo the plan
-        if (e instanceof ConflictError && plan.messages.length && attempt < MAX_RETRIES) {
-          this.#mirrors.delete(threadId);
-          continue;
-        }
-        throw e;
+        if (!(e instanceof ConflictError) || !hinted || attempt > 0) throw e;
+        this.#generations.delete(threadId);
+        generation = await this.#generation(store, threadId);
+        continue;
       }
-      const mirror = this.#mirrors.get(threadId);
-      if (mirror && mirror.length === plan.base) {
-        mirror.owners.length = plan.base;
-        mirror.owners.push(...plan.owners);
-        mirror.push(...plan.messages);
-      }
-      else if (plan.messages.length) this.#mirrors.delete(threadId);
-      remember(this.#entries, `${threadId}\0${ns}\0${checkpoint.id}`,
-        { records: plan.records, versions }, MAX_ENTRIES);
+      for (const [ch, list] of lists) this.#hints.learn(list, put.seqsOut[ch], threadId, generation);
       return;
     }
   }
 
+  // The Store's channels of a put: a value for each new version; a message channel's list
+  // (log: its new items enter the log) and the input's message list as items.
+  async #channelsIn(threadId, generation, values, versions, newVersions) {
+    const channels = [];
+    const lists = [];
+    let hinted = false;
+    for (const [channel, version] of Object.entries(versions)) {
+      if (!(channel in newVersions) || !(channel in values)) {
+        channels.push({ channel, version, value: null });
+        continue;
+      }
+      const v = values[channel];
+      const key = channel === INPUT ? inputKey(v, this.messageChannels) : null;
+      if (key === null && !(this.messageChannels.includes(channel) && Array.isArray(v))) {
+        const [type, bytes] = await this.serde.dumpsTyped(v);
+        channels.push({ channel, version, value: { type, bytes } });
+        continue;
+      }
+      const list = key === null ? v : v[key];
+      const r = await listIn(this.serde, this.#hints, list, threadId, generation, key === null);
+      hinted ||= r.hinted;
+      if (key !== null) {
+        const { [key]: _, ...others } = v;
+        r.items.key = key;
+        if (Object.keys(others).length) {
+          const [type, bytes] = await this.serde.dumpsTyped(others);
+          r.items.rest = { type, bytes };
+        }
+      }
+      channels.push({ channel, version, items: r.items });
+      lists.push([channel, list]);
+    }
+    return { channels, lists, hinted };
+  }
+
+  // An input's or a write's message list as add_messages will commit it (items.js). Done
+  // as the call comes in, before the step's reducer may run and give the messages ids.
+  #committed(list) {
+    return this.coerceMessages ? list.map(asCommitted) : list;
+  }
+
+  #committedInput(checkpoint, newVersions) {
+    const v = checkpoint.channel_values?.[INPUT];
+    const key = INPUT in newVersions ? inputKey(v, this.messageChannels) : null;
+    if (key === null || !this.coerceMessages) return checkpoint;
+    return { ...checkpoint, channel_values: { ...checkpoint.channel_values,
+      [INPUT]: { ...v, [key]: this.#committed(v[key]) } } };
+  }
+
+  // The thread's generation (0 for a thread not there yet), read once per thread.
+  async #generation(store, threadId) {
+    const known = this.#generations.get(threadId);
+    if (known !== undefined) return known;
+    let generation = 0;
+    try {
+      generation = (await store.loadLog(threadId, { fromSeq: Number.MAX_SAFE_INTEGER })).generation;
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+    remember(this.#generations, threadId, generation, MAX_THREADS);
+    return generation;
+  }
+
   async putWrites(config, writes, taskId, taskPath = '') {
     const c = requireThread(config);
-    const store = await this.#store;
+    const key = `${c.thread_id}\0${c.checkpoint_ns ?? ''}\0${c.checkpoint_id}`;
+    const call = this.#putWrites(c, writes, taskId, taskPath);
+    let set = this.#writing.get(key);
+    if (!set) this.#writing.set(key, (set = new Set()));
+    set.add(call);
+    try {
+      await call;
+    } finally {
+      set.delete(call);
+      if (!set.size && this.#writing.get(key) === set) this.#writing.delete(key);
+    }
+  }
+
+  async #putWrites(c, writes, taskId, taskPath) {
+    const lists = writes.map(([channel, value]) => (this.messageChannels.includes(channel) &&
+      Array.isArray(value) ? this.#committed(value) : null)); // before any await
     const w = [];
     for (const [i, [channel, value]] of writes.entries()) {
-      const [type, bytes] = await this.serde.dumpsTyped(value);
-      w.push({ idx: WRITES_IDX_MAP[channel] ?? i, channel, value: { type, bytes } });
+      const idx = WRITES_IDX_MAP[channel] ?? i;
+      if (lists[i]) {
+        // never hinted: a write is not conditional on the generation; its items stay
+        // inline until the put that appends them turns them into references
+        const r = await listIn(this.serde, this.#hints, lists[i], c.thread_id, null, false);
+        w.push({ idx, channel, items: r.items });
+      } else {
+        const [type, bytes] = await this.serde.dumpsTyped(value);
+        w.push({ idx, channel, value: { type, bytes } });
+      }
     }
+    const store = await this.#store;
     const ns = c.checkpoint_ns ?? '';
     try {
       await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
@@ -286,7 +326,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // Resolves once this saver has put the checkpoint `key` (at once if it has already);
   // rejects with `notFound` if that put fails or does not come within writesWaitMs.
   #putOf(key, notFound) {
-    if (this.#entries.has(key)) return Promise.resolve();
+    if (this.#puts.has(key)) return Promise.resolve();
     if (this.#closed) return Promise.reject(notFound);
     return new Promise((resolve, reject) => {
       const waiter = { resolve, reject: () => reject(notFound) };
@@ -317,9 +357,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
   async deleteThread(id) {
     const threadId = threadText(id);
     const store = await this.#store;
-    this.#mirrors.delete(threadId);
-    for (const k of [...this.#entries.keys()]) {
-      if (k.startsWith(`${threadId}\0`)) this.#entries.delete(k);
+    this.#generations.delete(threadId);
+    for (const k of [...this.#puts.keys()]) {
+      if (k.startsWith(`${threadId}\0`)) this.#puts.delete(k);
     }
     try {
       await store.delete(threadId);
@@ -328,180 +368,23 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
   }
 
-  // Where each changed message channel's list goes: the items past what its parent
-  // already holds in the log are appended when the list extends the parent's; a list
-  // that does not (time travel, removal, replacement) keeps the prefix it shares with
-  // the log and stores the rest inline.
-  async #plan(store, threadId, ns, parentId, values, versions, logged, newVersions) {
-    const records = new Map();
-    let parent = null;
-    if (this.messageChannels.length && parentId) {
-      parent = await this.#entry(store, threadId, ns, parentId);
-      if (parent) for (const [ch, r] of parent.records) records.set(ch, r);
-    }
-    // An unchanged message channel whose version is not the parent's (LangGraph's
-    // updateState(..., '__copy__') puts a copy with the copied checkpoint's parent and no
-    // new versions): the parent's record is not its value. Its list, when the log's
-    // first N messages, goes in the body as such; else the value stored with that version.
-    const unknown = [];
-    for (const ch of this.messageChannels) {
-      if (ch in newVersions) {
-        if (!logged.includes(ch)) records.set(ch, null);
-      } else if (ch in versions && String(parent?.versions?.[ch]) !== String(versions[ch])) {
-        records.delete(ch);
-        if (Array.isArray(values[ch])) unknown.push(ch);
-      }
-    }
-    const plan = { channels: [], messages: [], owners: [], base: 0, generation: 0, records,
-      logLength: 0 };
-    if (unknown.length) {
-      let mirror = await this.#mirror(store, threadId);
-      if (unknown.some((ch) => values[ch].length > mirror.length)) {
-        this.#mirrors.delete(threadId);
-        mirror = await this.#mirror(store, threadId);
-      }
-      const cached = logMessageCache(this.serde);
-      for (const ch of unknown) {
-        const items = values[ch];
-        let m = 0;
-        while (m < items.length && m < mirror.length && mirror[m] === (cached(items[m]) ??
-          await toLogMessage(this.serde, items[m]))) m++;
-        if (m === items.length) records.set(ch, prefixRecord(m));
-      }
-    }
-    if (logged.length) {
-      let mirror = await this.#mirror(store, threadId);
-      const needed = Math.max(0, ...logged.map((ch) => rangesEnd(records.get(ch)?.ranges ?? [])));
-      if (needed > mirror.length) {
-        this.#mirrors.delete(threadId);
-        mirror = await this.#mirror(store, threadId);
-      }
-      plan.base = mirror.length;
-      plan.generation = mirror.generation;
-      let next = plan.base;
-      // Every item of the list is compared with the log on every put (a thousand at turn
-      // 1,000). An item this saver appended is known again by identity (mirror.owners, by
-      // seq); only others are looked up in the serde's cache or serialized. No array of
-      // seqs or texts is built for the comparison. (Before, with a cache lookup per item,
-      // a put cost ~0.3 us more per item of history: docs/performance.md.)
-      const cached = logMessageCache(this.serde);
-      const owners = mirror.owners;
-      for (const ch of logged) {
-        const items = values[ch];
-        const prev = records.has(ch) ? records.get(ch) : { ranges: [], tail: null };
-        // m = the length of the longest prefix of items that is the record's messages in the log
-        let m = 0;
-        let count = 0;
-        if (prev) {
-          for (const [s, e] of prev.ranges) count += e - s;
-          compare: for (const [s, e] of prev.ranges) {
-            for (let q = s; q < e; q++) {
-              if (m === items.length) break compare;
-              if (!isOwner(owners[q], items[m]) &&
-                  mirror[q] !== (cached(items[m]) ?? await toLogMessage(this.serde, items[m]))) break compare;
-              m++;
-            }
-          }
-        }
-        let record;
-        if (prev && !prev.tail && m === count) {
-          const fresh = [];
-          for (let k = m; k < items.length; k++) {
-            fresh.push(cached(items[k]) ?? await toLogMessage(this.serde, items[k]));
-            plan.owners.push(ownerOf(items[k]));
-          }
-          record = { ranges: addRange(prev.ranges, next, next + fresh.length), tail: null };
-          plan.messages.push(...fresh);
-          next += fresh.length;
-        } else {
-          const restItems = items.slice(m);
-          record = { ranges: prefixRanges(prev ? prev.ranges : [], m),
-            tail: restItems.length ? await this.serde.dumpsTyped(restItems) : null };
-        }
-        records.set(ch, record);
-        plan.channels.push({ channel: ch, version: versions[ch],
-          value: encodeRecord(record.ranges, record.tail) });
-      }
-    }
-    for (const r of records.values()) if (r) plan.logLength = Math.max(plan.logLength, rangesEnd(r.ranges));
-    return plan;
+  // The value of a stored pending write.
+  async #writeValue(w, threadId, generation) {
+    if (w.items) return listOut(this.serde, this.#hints, w.items, threadId, generation);
+    return this.serde.loadsTyped(w.value.type, w.value.bytes);
   }
 
-  // The message records of a stored checkpoint, from memory or from the store.
-  async #entry(store, threadId, ns, id) {
-    const key = `${threadId}\0${ns}\0${id}`;
-    const hit = this.#entries.get(key);
-    if (hit) return hit;
-    let cp;
-    try {
-      cp = await store.checkpointGet(threadId, ns, id);
-    } catch (e) {
-      if (e instanceof NotFoundError) return null;
-      throw e;
-    }
-    const records = new Map();
-    const versions = {};
-    let prefixes;
-    for (const ch of cp.channels) {
-      if (!this.messageChannels.includes(ch.channel)) continue;
-      versions[ch.channel] = ch.version;
-      if (ch.value) {
-        records.set(ch.channel, ch.value.type === RECORD_TYPE ? decodeRecord(ch.value) : null);
-        continue;
-      }
-      prefixes ??= takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes))[1] ?? {};
-      if (Object.hasOwn(prefixes, ch.channel)) records.set(ch.channel, prefixRecord(prefixes[ch.channel]));
-    }
-    const entry = { records, versions };
-    remember(this.#entries, key, entry, MAX_ENTRIES);
-    return entry;
-  }
-
-  // The thread's log as stored, from memory or loaded whole.
-  async #mirror(store, threadId) {
-    const hit = this.#mirrors.get(threadId);
-    if (hit) return hit;
-    let texts = [];
-    texts.generation = 0; // a thread not there yet
-    try {
-      texts = await store.loadTexts(threadId);
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
-    }
-    texts.owners = [];   // by seq: the item each text was appended from by this saver
-    remember(this.#mirrors, threadId, texts, MAX_MIRRORS);
-    return texts;
-  }
-
-  async #tuple(store, cp) {
+  async #tuple(store, cp, generation) {
     const [body, prefixes] = takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes));
-    const records = [];
     const channelValues = {};
     for (const ch of cp.channels) {
-      if (!ch.value) {
-        // a stored value (an older record) wins; else the body may say it is a log prefix
-        if (prefixes && Object.hasOwn(prefixes, ch.channel)) {
-          records.push([ch.channel, prefixRecord(prefixes[ch.channel])]);
-        }
-        continue;
-      }
-      if (ch.value.type === RECORD_TYPE) records.push([ch.channel, decodeRecord(ch.value)]);
-      else channelValues[ch.channel] = await this.serde.loadsTyped(ch.value.type, ch.value.bytes);
-    }
-    if (records.length) {
-      const all = records.flatMap(([, r]) => r.ranges);
-      let from = Infinity, to = 0;
-      for (const [s, e] of all) if (e > s) { from = Math.min(from, s); to = Math.max(to, e); }
-      let texts = [];
-      if (to > 0) {
-        texts = await store.loadTexts(cp.threadId, from, to - from);
-      }
-      for (const [channel, r] of records) {
-        const items = await fromLogMessages(this.serde, seqsOf(r.ranges).map((s) => texts[s - from]));
-        if (r.tail) items.push(...(await this.serde.loadsTyped(r.tail[0], r.tail[1])));
-        channelValues[channel] = items;
+      if (ch.items) {
+        channelValues[ch.channel] = await listOut(this.serde, this.#hints, ch.items, cp.threadId, generation);
+      } else if (ch.value && ch.value.type !== RECORD_TYPE) {
+        channelValues[ch.channel] = await this.serde.loadsTyped(ch.value.type, ch.value.bytes);
       }
     }
+    await this.#legacyValues(store, cp, prefixes, channelValues);
     const checkpoint = { ...body, channel_values: channelValues };
     if (checkpoint.v < 4 && cp.parentId) await this.#migratePendingSends(store, cp, checkpoint);
     const tuple = {
@@ -511,13 +394,27 @@ export class ConvoSaver extends BaseCheckpointSaver {
       pendingWrites: [],
     };
     for (const w of sortWrites(cp.writes)) {
-      tuple.pendingWrites.push([w.taskId, w.channel, await this.serde.loadsTyped(w.value.type, w.value.bytes)]);
+      tuple.pendingWrites.push([w.taskId, w.channel, await this.#writeValue(w, cp.threadId, generation)]);
     }
     if (cp.parentId) {
       tuple.parentConfig = { configurable: { thread_id: cp.threadId, checkpoint_ns: cp.ns,
         checkpoint_id: cp.parentId } };
     }
     return tuple;
+  }
+
+  // Message channels of a checkpoint stored by the saver's earlier format (legacy.js): the
+  // log's messages its records name (one load), then their inline tails.
+  async #legacyValues(store, cp, prefixes, channelValues) {
+    const records = legacyRecords(cp.channels, prefixes);
+    if (!records.length) return;
+    const [from, to] = recordsSpan(records);
+    const texts = to > from ? await store.loadTexts(cp.threadId, from, to - from) : [];
+    for (const [channel, r] of records) {
+      const items = await fromLogMessages(this.serde, seqsOf(r.ranges).map((q) => texts[q - from]));
+      if (r.tail) items.push(...(await this.serde.loadsTyped(r.tail[0], r.tail[1])));
+      channelValues[channel] = items;
+    }
   }
 
   // A checkpoint older than format 4 kept its pending sends as its parent's TASKS
@@ -532,7 +429,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
     const sends = [];
     for (const w of sortWrites(parent.writes)) {
-      if (w.channel === TASKS) sends.push(await this.serde.loadsTyped(w.value.type, w.value.bytes));
+      if (w.channel === TASKS) sends.push(await this.#writeValue(w, cp.threadId, null));
     }
     checkpoint.channel_values[TASKS] = sends;
     checkpoint.channel_versions ??= {};

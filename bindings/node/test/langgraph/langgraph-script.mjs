@@ -10,6 +10,13 @@ import {
   AIMessage, HumanMessage, SystemMessage, ToolMessage, RemoveMessage,
 } from '@langchain/core/messages';
 
+// With `plain`, the nodes and the steps write messages as plain role-tagged objects
+// ({ role, content, id, ... }), which MessagesAnnotation's reducer makes LangChain messages.
+let plainMessages = false;
+function message(Class, role, fields) {
+  return plainMessages ? { role, ...fields } : new Class(fields);
+}
+
 // The fake model answers from what it sees, so a wrong history gives another answer.
 // Ids are derived from the last human message, so they never collide after a
 // RemoveMessage or a branch.
@@ -26,7 +33,7 @@ function fakeModel(state) {
   const last = messages[messages.length - 1];
   if (text.includes('weather') && last.getType() === 'human') {
     return {
-      messages: [new AIMessage({
+      messages: [message(AIMessage, 'assistant', {
         id, content: '',
         tool_calls: [{ id: `call-${human.id}`, name: 'weather', args: { city: 'Lyon' }, type: 'tool_call' }],
       })],
@@ -37,7 +44,7 @@ function fakeModel(state) {
     ? `The weather service says: ${last.content}`
     : `Reply to "${text}" (${messages.length} messages, ${humans} from you) ✓`;
   return {
-    messages: [new AIMessage({
+    messages: [message(AIMessage, 'assistant', {
       id, content,
       response_metadata: { model: 'fake', turn: humans },
       usage_metadata: { input_tokens: messages.length, output_tokens: 7, total_tokens: messages.length + 7 },
@@ -48,7 +55,7 @@ function fakeModel(state) {
 function weatherTool(state) {
   const call = state.messages[state.messages.length - 1].tool_calls[0];
   return {
-    messages: [new ToolMessage({
+    messages: [message(ToolMessage, 'tool', {
       id: `tool-${call.id}`, tool_call_id: call.id, name: call.name,
       content: JSON.stringify({ city: call.args.city, sky: 'clear', celsius: 21 }),
     })],
@@ -59,7 +66,7 @@ function weatherTool(state) {
 function approval(state) {
   const human = [...state.messages].reverse().find((m) => m.getType() === 'human');
   const answer = interrupt({ question: `May I answer "${human.content}"?` });
-  return { messages: [new AIMessage({ id: `approved-${human.id}`, content: `You said: ${answer}` })] };
+  return { messages: [message(AIMessage, 'assistant', { id: `approved-${human.id}`, content: `You said: ${answer}` })] };
 }
 
 function route(state) {
@@ -73,7 +80,9 @@ function afterModel(state) {
   return last.tool_calls && last.tool_calls.length ? 'tools' : END;
 }
 
-export function buildGraph(checkpointer) {
+/** The chat graph on a checkpointer; plain: messages as plain objects (see `message`). */
+export function buildGraph(checkpointer, { plain = false } = {}) {
+  plainMessages = plain;
   return new StateGraph(MessagesAnnotation)
     .addNode('model', fakeModel)
     .addNode('tools', weatherTool)
@@ -169,8 +178,8 @@ export async function runStep(graph, threadId, step) {
   switch (step.kind) {
     case 'turn': {
       const messages = [];
-      if (step.system) messages.push(new SystemMessage({ id: 'sys', content: step.system }));
-      messages.push(new HumanMessage({ id: step.id, content: step.text }));
+      if (step.system) messages.push(message(SystemMessage, 'system', { id: 'sys', content: step.system }));
+      messages.push(message(HumanMessage, 'user', { id: step.id, content: step.text }));
       await graph.invoke({ messages }, config);
       break;
     }
@@ -185,7 +194,7 @@ export async function runStep(graph, threadId, step) {
       const oldState = await graph.getState(old);
       const target = oldState.values.messages.find((m) => m.id === step.replace);
       if (!target) throw new Error(`message ${step.replace} not in the old checkpoint`);
-      const edited = new AIMessage({ id: step.replace, content: step.content });
+      const edited = message(AIMessage, 'assistant', { id: step.replace, content: step.content });
       const branch = await graph.updateState(old, { messages: [edited] }, 'model');
       result = normalizeSnapshot(await graph.getState(branch));
       break;
