@@ -10,6 +10,13 @@ export interface ConvoSaverOptions {
   serde?: SerializerProtocol;
   /** How long putWrites on a checkpoint not stored yet waits for this saver's put of it (ms, default 60000). */
   writesWaitMs?: number;
+  /**
+   * Default true: plain role-tagged objects in the input or a write of a message channel are
+   * stored as the LangChain messages add_messages makes of them, and a message without an id
+   * gets one at once, so the checkpoint committing them stores each once. Set false for a
+   * message channel whose reducer keeps plain objects.
+   */
+  coerceMessages?: boolean;
 }
 
 /**
@@ -23,6 +30,7 @@ export interface ConvoSaverOptions {
 export declare class ConvoSaver extends BaseCheckpointSaver {
   constructor(urlOrStore: string | Store, options?: ConvoSaverOptions);
   readonly messageChannels: string[];
+  readonly coerceMessages: boolean;
   /** The Store under the saver (opened by the constructor when given a URL). */
   store(): Promise<Store>;
   /** Closes the store when the saver opened it. */
