@@ -571,6 +571,48 @@ START_TEST(test_layout2_migrated)
 }
 END_TEST
 
+/* A copy with checkpoints (copy.lua) of a source in layout 2 (no "l"
+ * members: an older writer), or of one whose checkpoint lost its member: the
+ * source is indexed first, and the copy holds every checkpoint with its member. */
+START_TEST(test_copy_old_layout_source)
+{
+    char prefix[256], meta[512], cpidx[512];
+    convo_store *s = open_store("cpy", NULL, prefix, sizeof prefix);
+    const char *t = "cpy-t";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
+    ck_assert_int_eq(put(s, t, "", "c3", 1, 2, &err), 0); /* log_length 3 */
+    put_ok(s, t, "sub", "c0");                             /* log_length 0 */
+    ck_assert_int_eq(eval_thread(downgrade2_lua, prefix, t), 2);
+    key_of(meta, sizeof meta, prefix, t, 2);
+    assert_hget(meta, "v", "2");
+    convo_fork_opts o = CONVO_FORK_OPTS_INIT;
+    o.with_checkpoints = 1;
+    ck_assert_msg(convo_thread_fork_ex(s, t, "cpy-a", -1, &o, &err) == 0, "%s", err.message);
+    assert_hget(meta, "v", "4");
+    ck_assert_int_eq(loglen_members(prefix, "cpy-a"), 2);
+    convo_checkpoint *cp;
+    ck_assert_int_eq(convo_checkpoint_get(s, "cpy-a", "", "c3", &cp, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_log_length(cp), 3);
+    convo_checkpoint_free(cp);
+    /* c3 loses its member (an older convo's put): indexed again before the copy */
+    key_of(cpidx, sizeof cpidx, prefix, t, 5);
+    redisReply *r = on_key(cpidx, "ZREMRANGEBYLEX %s %b %b", cpidx, "[l\0000000000000000003",
+                           (size_t)19, "(l\1", (size_t)3);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_int_eq(loglen_members(prefix, t), 1);
+    ck_assert_msg(convo_thread_fork_ex(s, t, "cpy-b", -1, &o, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(loglen_members(prefix, "cpy-b"), 2);
+    ck_assert_int_eq(loglen_members(prefix, t), 2);
+    delete_ok(s, t);
+    delete_ok(s, "cpy-a");
+    delete_ok(s, "cpy-b");
+    drop_store_key(prefix);
+    convo_close(s);
+}
+END_TEST
+
 /* A thread of layout 2 with a checkpoint record that does not decode: the
  * open migrates the others and leaves it (and P:store) behind; the calls that
  * need it migrated fail with CONVO_ECORRUPT and write nothing; it still loads. */
@@ -1148,6 +1190,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_put_log_conflict_writes_nothing);
     tcase_add_test(tc, test_old_layout);
     tcase_add_test(tc, test_layout2_migrated);
+    tcase_add_test(tc, test_copy_old_layout_source);
     tcase_add_test(tc, test_layout2_corrupt_record);
     tcase_add_test(tc, test_rewrite_conflict_writes_nothing);
     tcase_add_test(tc, test_rewrite_drop_values);

@@ -242,6 +242,7 @@ const convo_driver convo_driver_redis = {
     .checkpoint_list = convo__rd_checkpoint_list,
     .checkpoint_prune = convo__rd_checkpoint_prune,
     .checkpoint_delete = convo__rd_checkpoint_delete,
+    .thread_copy = convo__rd_thread_copy,
     .bench_raw = convo__rd_bench_raw,
     .stored_bytes = convo__rd_stored_bytes,
     .thread_import = convo__rd_thread_import,

@@ -27,6 +27,7 @@ enum {
     S_APPEND, S_APPEND_FAST, S_EXTRA, S_DELETE, S_FORK, S_IMPORT, S_CP_PUT, S_CP_PUT_LOG,
     S_CP_MIGRATE, S_CP_WRITES, S_CP_GET, S_CP_LIST, S_CP_PRUNE, S_CP_RELAYOUT, S_REWRITE,
     S_REWRITE_CP, S_REINDEX, S_LIST, S_CP_DELETE, S_CP_PUT_REFS, S_PERSIST, S_REWRITE_QUICK,
+    S_COPY,
     S_COUNT
 };
 extern const char *const convo__rd_scripts[S_COUNT];
@@ -165,6 +166,8 @@ int convo__rd_save_extra(convo_backend *b, const char *thread_id, const char *pa
                          void *patch_obj, convo_error *err);
 int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error *err);
 int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err);
+int convo__rd_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
                           int64_t expected_generation, convo_error *err);
 
 /* maint.c: maintenance */

@@ -35,4 +35,5 @@ const char *const convo__rd_scripts[S_COUNT] = {
     [S_CP_DELETE] = LUA_CP LUA_CP_DELETE,
     [S_PERSIST] = LUA_PERSIST,
     [S_REWRITE_QUICK] = LUA_REWRITE_QUICK,
+    [S_COPY] = LUA_IX LUA_CP_ORDER LUA_COPY,
 };

@@ -591,13 +591,16 @@ int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error
 /* Reads the source in one MULTI/EXEC (a consistent snapshot: messages of one
  * generation, which the destination takes) and checks the destination in the
  * same round trip. On success *snap is the EXEC reply: HMGET meta v g, LLEN,
- * LRANGE, HGETALL extra, HMGET meta xb xc xn; *generation the source's. */
+ * LRANGE, HGETALL extra, HMGET meta xb xc xn, and with checkpoints (cps) HGETALL
+ * cp, every cpidx member, HGETALL blobs, HGETALL writes; *generation the source's. */
 static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const thread_keys *dst,
-                     int64_t upto, int64_t expected_generation, redisReply **snap,
+                     int64_t upto, int64_t expected_generation, int cps, redisReply **snap,
                      int64_t *generation, convo_error *err)
 {
-    cmd cmds[8] = {{0}};
-    redisReply *replies[8] = {NULL};
+    enum { FORK_READS = 5, CP_READS = 4 };
+    cmd cmds[FORK_READS + CP_READS + 3] = {{0}};
+    redisReply *replies[FORK_READS + CP_READS + 3] = {NULL};
+    size_t reads = cps ? FORK_READS + CP_READS : FORK_READS, n = reads + 3;
     convo__rd_cmd_str(&cmds[0], "MULTI");
     cmd_layout(&cmds[1], src);
     convo__rd_cmd_str(&cmds[2], "LLEN");
@@ -612,20 +615,29 @@ static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const t
     const char *fields[] = {"HMGET", src->k[K_META], "xb", "xc", "xn"};
     for (int i = 0; i < 5; i++)
         convo__rd_cmd_add(&cmds[5], fields[i], i == 1 ? src->len[K_META] : strlen(fields[i]));
-    convo__rd_cmd_str(&cmds[6], "EXEC");
-    convo__rd_cmd_str(&cmds[7], "EXISTS");
-    convo__rd_cmd_add(&cmds[7], dst->k[K_META], dst->len[K_META]);
-    int rc = convo__rd_pipeline(b, c, cmds, 8, replies, err);
-    for (int i = 0; i < 8; i++)
+    if (cps) {
+        const int kinds[CP_READS] = {K_CP, K_CPIDX, K_BLOBS, K_WRITES};
+        for (int i = 0; i < CP_READS; i++) {
+            convo__rd_cmd_str(&cmds[6 + i], i == 1 ? "ZRANGEBYLEX" : "HGETALL");
+            convo__rd_cmd_add(&cmds[6 + i], src->k[kinds[i]], src->len[kinds[i]]);
+        }
+        convo__rd_cmd_str(&cmds[7], "-");
+        convo__rd_cmd_str(&cmds[7], "+");
+    }
+    convo__rd_cmd_str(&cmds[reads + 1], "EXEC");
+    convo__rd_cmd_str(&cmds[reads + 2], "EXISTS");
+    convo__rd_cmd_add(&cmds[reads + 2], dst->k[K_META], dst->len[K_META]);
+    int rc = convo__rd_pipeline(b, c, cmds, n, replies, err);
+    for (size_t i = 0; i < n; i++)
         convo__rd_cmd_free(&cmds[i]);
     if (rc != 0)
         return rc;
-    redisReply *x = replies[6];
+    redisReply *x = replies[reads + 1], *exists = replies[reads + 2];
     if (x->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(x, err);
-    else if (x->type != REDIS_REPLY_ARRAY || x->elements != 5)
+    else if (x->type != REDIS_REPLY_ARRAY || x->elements != reads)
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply reading a fork source");
-    for (size_t i = 0; rc == 0 && i < 5; i++)
+    for (size_t i = 0; rc == 0 && i < reads; i++)
         if (x->element[i]->type == REDIS_REPLY_ERROR)
             rc = convo__rd_reply_error(x->element[i], err);
     if (rc == 0)
@@ -634,16 +646,16 @@ static int fork_read(convo_backend *b, rconn *c, const thread_keys *src, const t
         rc = convo__error(err, CONVO_ECONFLICT, NULL,
                           "source thread is at generation %lld, expected %lld",
                           (long long)*generation, (long long)expected_generation);
-    else if (rc == 0 && replies[7]->type == REDIS_REPLY_INTEGER && replies[7]->integer == 1)
+    else if (rc == 0 && exists->type == REDIS_REPLY_INTEGER && exists->integer == 1)
         rc = convo__error(err, CONVO_ECONFLICT, NULL, "destination thread already exists");
     else if (rc == 0 && upto > x->element[1]->integer)
         rc = convo__error(err, CONVO_EINVAL, NULL, "fork upto %lld is past the end (%lld)",
                           (long long)upto, x->element[1]->integer);
     if (rc == 0) {
         *snap = x;
-        replies[6] = NULL;
+        replies[reads + 1] = NULL;
     }
-    convo__rd_replies_free(replies, 8);
+    convo__rd_replies_free(replies, n);
     return rc;
 }
 
@@ -655,15 +667,42 @@ static void cmd_reply_str(cmd *c, const redisReply *r)
         convo__rd_cmd_add(c, "0", 1); /* HMGET of a missing field */
 }
 
-/* ZADD, the fork script on the destination, ZADD: records and extra fields
- * are copied verbatim, created_at included. */
+static size_t elements_of(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+}
+
+/* A number argument in buf (a command holds only a few of its own). */
+static void cmd_count(cmd *c, char *buf, long long v)
+{
+    convo__rd_cmd_add(c, buf, convo__rd_fmt_num(buf, v));
+}
+
+/* The four lists a copy adds to the fork script's arguments (copy.lua), each
+ * after its length: cp fields and records, cpidx members, blobs, writes. */
+static void add_checkpoint_lists(cmd *c, const redisReply *snap, char counts[4][24])
+{
+    for (size_t k = 5; k < 9; k++) {
+        const redisReply *l = snap->element[k];
+        cmd_count(c, counts[k - 5], (long long)elements_of(l));
+        for (size_t i = 0; i < elements_of(l); i++)
+            cmd_reply_str(c, l->element[i]);
+    }
+}
+
+/* ZADD, the fork script (a copy: copy.lua) on the destination, ZADD: records
+ * and extra fields are copied verbatim, created_at included. */
 static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_keys *tk,
-                      const redisReply *snap, int64_t generation, convo_error *err)
+                      const redisReply *snap, int64_t generation, int cps, convo_error *err)
 {
     const redisReply *list = snap->element[2], *extra = snap->element[3], *m = snap->element[4];
     cmd cmds[3] = {{0}};
+    char counts[6][24];
     convo__rd_cmd_index(&cmds[0], b, "ZADD", dst);
-    convo__rd_cmd_script_head(&cmds[1], tk);
+    if (cps)
+        convo__rd_cmd_cp_head(&cmds[1], b, tk); /* P:store too, on one server */
+    else
+        convo__rd_cmd_script_head(&cmds[1], tk);
     convo__rd_cmd_spec(&cmds[1], tk);
     convo__rd_cmd_num(&cmds[1], b->ttl_ms);
     convo__rd_cmd_num(&cmds[1], (long long)list->elements);
@@ -671,23 +710,41 @@ static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_
         cmd_reply_str(&cmds[1], m->type == REDIS_REPLY_ARRAY && m->elements == 3 ? m->element[i]
                                                                                   : m);
     convo__rd_cmd_num(&cmds[1], generation);
+    if (cps) {
+        cmd_count(&cmds[1], counts[4], (long long)elements_of(extra));
+        cmd_count(&cmds[1], counts[5], atomic_load_explicit(&b->order_hint, memory_order_relaxed));
+    }
     for (size_t i = 0; i < list->elements; i++)
         cmd_reply_str(&cmds[1], list->element[i]);
-    for (size_t i = 0; extra->type == REDIS_REPLY_ARRAY && i < extra->elements; i++)
+    for (size_t i = 0; i < elements_of(extra); i++)
         cmd_reply_str(&cmds[1], extra->element[i]);
+    if (cps)
+        add_checkpoint_lists(&cmds[1], snap, counts);
     convo__rd_cmd_index(&cmds[2], b, "ZADD", dst);
     redisReply *replies[3] = {NULL};
-    int rc = convo__rd_pipeline_script(b, c, cmds, 3, 1, S_FORK, replies, err);
+    int rc = convo__rd_pipeline_script(b, c, cmds, 3, 1, cps ? S_COPY : S_FORK, replies, err);
     if (rc == 0 && replies[1]->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(replies[1], err);
+    else if (rc == 0 && convo__rd_is_migrate(replies[1]))
+        rc = 1; /* copy.lua met a checkpoint without its log length member */
     convo__rd_replies_free(replies, 3);
     for (int i = 0; i < 3; i++)
         convo__rd_cmd_free(&cmds[i]);
     return rc;
 }
 
+/* A source of layout 1 or 2 with checkpoints has no log length members, which
+ * the copy script reads: it is indexed first (layout.c) and read again (also
+ * when the script finds a checkpoint without its member). */
+static int needs_relayout(const redisReply *snap)
+{
+    const redisReply *v = snap->element[0]->element[0];
+    return v->type == REDIS_REPLY_STRING && v->len == 1 && (v->str[0] == '1' || v->str[0] == '2') &&
+           elements_of(snap->element[5]) > 0;
+}
+
 static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst, int64_t upto,
-                    int64_t expected_generation, convo_error *err)
+                    int64_t expected_generation, int cps, convo_error *err)
 {
     thread_keys ks = {0}, kd = {0};
     if (convo__rd_keys_make(b, src, &ks) != 0 || convo__rd_keys_make(b, dst, &kd) != 0) {
@@ -696,18 +753,28 @@ static int fork_run(convo_backend *b, rconn *c, const char *src, const char *dst
     }
     redisReply *snap = NULL;
     int64_t generation = 0;
-    int rc = fork_read(b, c, &ks, &kd, upto, expected_generation, &snap, &generation, err);
-    if (rc == 0) {
-        const redisReply *list = snap->element[2];
-        for (size_t i = 0; i < list->elements && rc == 0; i++)
+    int rc = 0;
+    for (int tries = 0;; tries++) {
+        rc = fork_read(b, c, &ks, &kd, upto, expected_generation, cps, &snap, &generation, err);
+        if (rc == 0 && cps && needs_relayout(snap))
+            rc = 1;
+        const redisReply *list = rc == 0 ? snap->element[2] : NULL;
+        for (size_t i = 0; list && i < list->elements && rc == 0; i++)
             if (list->element[i]->type != REDIS_REPLY_STRING)
                 rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad message record");
         if (rc == 0)
-            rc = fork_write(b, c, dst, &kd, snap, generation, err);
-        if (rc == 0)
-            convo__rd_ix_after(b, c, dst);
+            rc = fork_write(b, c, dst, &kd, snap, generation, cps, err);
+        freeReplyObject(snap);
+        snap = NULL;
+        if (rc != 1)
+            break;
+        rc = tries == RELAYOUT_TRIES ? convo__rd_relayout_gave_up(src, err)
+                                     : convo__rd_thread_relayout(b, c, src, err);
+        if (rc != 0)
+            break;
     }
-    freeReplyObject(snap);
+    if (rc == 0)
+        convo__rd_ix_after(b, c, dst);
     free(ks.buf);
     free(kd.buf);
     return rc;
@@ -719,7 +786,19 @@ int convo__rd_thread_fork(convo_backend *b, const char *src, const char *dst, in
     rconn *c;
     int rc = convo__rd_acquire(b, &c, err);
     if (rc == 0) {
-        rc = fork_run(b, c, src, dst, upto, expected_generation, err);
+        rc = fork_run(b, c, src, dst, upto, expected_generation, 0, err);
+        convo__rd_release(b, c);
+    }
+    return rc;
+}
+
+int convo__rd_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err)
+{
+    rconn *c;
+    int rc = convo__rd_acquire(b, &c, err);
+    if (rc == 0) {
+        rc = fork_run(b, c, src, dst, upto, expected_generation, 1, err);
         convo__rd_release(b, c);
     }
     return rc;
