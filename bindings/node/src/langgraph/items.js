@@ -70,16 +70,15 @@ export function asCommitted(item) {
     return item;
   }
   if (item === null || typeof item !== 'object' || Array.isArray(item) || !validRole(item.role)) return item;
+  // the id first: the reducer coerces the object as it then is
+  const hadId = item.id !== undefined && item.id !== null;
+  if (!hadId) item.id = randomUUID();
   let message;
   try {
     message = coerceMessageLikeToMessage(item);
   } catch {
+    if (!hadId) delete item.id;
     return item; // a role add_messages does not know: it is not a message to it either
-  }
-  if (item.id === undefined || item.id === null) {
-    item.id = randomUUID();
-    message.id = item.id;
-    if (message.lc_kwargs) message.lc_kwargs.id = item.id;
   }
   return message;
 }

@@ -1,0 +1,113 @@
+// hints.test.mjs — a put costs O(new items): the items a saver read from the log or put into
+// it go as their seqs, not serialized again, for message classes and plain objects alike (a
+// counting serde shows it), also on a saver that only read the thread; and messages without
+// an id in an input and a write are stored once (their id is given when the call comes in).
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptyCheckpoint, uuid6, JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
+import { HumanMessage, AIMessage } from '@langchain/core/messages';
+import { Store } from '../../src/index.js';
+import { ConvoSaver } from '../../src/langgraph/index.js';
+import { drivers, freshUrl, LOG_REFERENCES } from '../support.mjs';
+
+// A JsonPlusSerializer that counts the values it serializes.
+class CountingSerde extends JsonPlusSerializer {
+  count = 0;
+  async dumpsTyped(v) {
+    this.count++;
+    return super.dumpsTyped(v);
+  }
+}
+
+const meta = { source: 'loop', step: 0, parents: {} };
+const cfg = (id) => ({ configurable: { thread_id: 't', checkpoint_ns: '', checkpoint_id: id } });
+
+async function putList(saver, parent, messages, extra = {}) {
+  const versions = { messages: saver.getNextVersion(parent?.v), ...extra.versions };
+  const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages, ...extra.values },
+    channel_versions: versions };
+  const config = await saver.put(cfg(parent?.id), checkpoint, meta, versions);
+  return { id: config.configurable.checkpoint_id, v: versions.messages };
+}
+
+for (const [name, base] of drivers()) {
+  describe(`ConvoSaver seq hints on ${name}`, () => {
+    for (const kind of ['classes', 'plain objects']) {
+      test(`a put serializes only its new items (${kind})`, async () => {
+        const store = await Store.open(freshUrl(base));
+        const make = kind === 'classes'
+          ? (i) => (i % 2 ? new AIMessage({ content: `answer ${i}`, id: `m${i}` }) : new HumanMessage({ content: `question ${i}`, id: `m${i}` }))
+          : (i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, id: `m${i}` });
+        try {
+          const serde = new CountingSerde();
+          const saver = new ConvoSaver(store, { serde, messageChannels: ['messages'] });
+          let list = [];
+          let parent = null;
+          for (let i = 0; i < 40; i++) {
+            list = [...list, make(i)];
+            serde.count = 0;
+            parent = await putList(saver, parent, list);
+            // the body and the new item, whatever the length of the list
+            assert.equal(serde.count, 2, `put ${i} serialized ${serde.count} values`);
+          }
+          // a fresh saver that reads the thread knows its items too
+          const reader = new ConvoSaver(store, { serde });
+          const t = await reader.getTuple(cfg(parent.id));
+          assert.equal(t.checkpoint.channel_values.messages.length, 40);
+          serde.count = 0;
+          const next = [...t.checkpoint.channel_values.messages, make(40)];
+          const c = await putList(reader, parent, next);
+          assert.equal(serde.count, 2);
+          const stored = (await store.checkpointGet('t', '', c.id)).channels.find((x) => x.channel === 'messages');
+          assert.deepEqual(stored.items.seqs, [...Array(41).keys()]);
+          assert.equal((await store.loadLog('t')).length, 41);
+          // an item changed in place is not taken for its seq: it is compared by its text
+          next[3].content = 'changed';
+          serde.count = 0;
+          const c2 = await putList(reader, c, [...next]);
+          assert.equal(serde.count, 2);
+          const back = (await reader.getTuple(cfg(c2.id))).checkpoint.channel_values.messages;
+          assert.equal(back[3].content, 'changed');
+        } finally {
+          await store.close();
+        }
+      });
+    }
+
+    test('messages without an id in an input and a write are stored once', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const saver = new ConvoSaver(store);
+        const human = new HumanMessage('no id here');
+        const plain = { role: 'user', content: 'nor here' };
+        // the input checkpoint and the __start__ task's write, as LangGraph's loop makes them
+        const input = { messages: [human, plain], note: 'x' };
+        const v = { __start__: saver.getNextVersion(undefined) };
+        const c0 = await saver.put(cfg(undefined), { ...emptyCheckpoint(), id: uuid6(-1),
+          channel_values: { __start__: input }, channel_versions: v }, meta, v);
+        await saver.putWrites(c0, [['messages', input.messages]], 'start-task');
+        assert.ok(human.id, 'the message got its id at once');
+        assert.ok(plain.id, 'the plain object got its id at once');
+        // the reducer's result: the same message objects, the plain one as a LangChain message
+        const committed = [human, new HumanMessage({ content: 'nor here', id: plain.id })];
+        const v1 = { messages: saver.getNextVersion(undefined) };
+        const c1 = await saver.put(c0, { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages: committed },
+          channel_versions: { ...v, ...v1 } }, meta, v1);
+        const t0 = await saver.getTuple(c0);
+        assert.deepEqual(t0.checkpoint.channel_values.__start__.note, 'x');
+        assert.deepEqual(t0.checkpoint.channel_values.__start__.messages.map((m) => [m.id, m.content]),
+          [[human.id, 'no id here'], [plain.id, 'nor here']]);
+        assert.deepEqual(t0.pendingWrites.map((w) => w[2].map((m) => m.id)), [[human.id, plain.id]]);
+        assert.deepEqual((await saver.getTuple(c1)).checkpoint.channel_values.messages, committed);
+        assert.equal((await store.loadLog('t')).length, 2);
+        if (LOG_REFERENCES.has(name)) {
+          const raw = await store.checkpointGet('t', '', c0.configurable.checkpoint_id);
+          assert.deepEqual(raw.channels.find((x) => x.channel === '__start__').items.seqs, [0, 1]);
+          assert.deepEqual(raw.writes[0].items.seqs, [0, 1]);
+        }
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
