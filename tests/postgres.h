@@ -54,7 +54,7 @@ void postgres_add_schema_tests(Suite *s);
 void postgres_add_rewrite_tests(Suite *s);
 /* tests/postgres_index.c: the thread index (v11). */
 void postgres_add_index_tests(Suite *s);
-/* tests/postgres_refs.c: the put with log references (v14). */
+/* tests/postgres_refs.c: the put with log references (v14, v15). */
 void postgres_add_refs_tests(Suite *s);
 
 #endif

@@ -1,8 +1,8 @@
 /* postgres_refs.c — the put with log references (checkpoint_put_refs, schema
- * version 14) beyond the conformance suite: one statement, so a failure after
+ * versions 14 and 15) beyond the conformance suite: one statement, so a failure after
  * the swaps began (injected by a trigger) leaves every table as it was, the
  * appended messages included; the generation condition of a put that appends
- * nothing; a version 13 schema with checkpoints migrated, then put on. */
+ * nothing; a version 13 or 14 schema with checkpoints migrated, then put on. */
 #include "postgres.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,25 +174,25 @@ START_TEST(test_put_refs_generation_without_messages)
 }
 END_TEST
 
-/* A version 13 schema holding a checkpoint whose message channel refers to
- * the log, and its pending write, written by version 13's own functions (the
+/* A schema at `version` holding a checkpoint whose message channel refers to
+ * the log, and its pending write, written by that version's own functions (the
  * value's bytes are those the driver stores today: layout convo/items is the
  * core's, not the schema's), is migrated on open: the next put turns that
  * write into a reference through checkpoint_put_refs. */
-START_TEST(test_migration_from_version_13)
+static void migrate_and_put(const char *name, int version)
 {
     PGconn *pg = admin();
-    convo_store *s = open_ok(schema_url("v13src", NULL));
+    convo_store *s = open_ok(schema_url("refsrc", NULL));
     convo_error err;
     ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
     convo_close(s);
     char sql[1024];
     snprintf(sql, sizeof sql, "SELECT encode(value, 'hex') FROM \"%s\".checkpoint_blobs",
-             schema_name("v13src"));
+             schema_name("refsrc"));
     char *items = query1(pg, sql);
     ck_assert_ptr_nonnull(items);
-    drop_schema("v13src");
-    schema_at_version("v13", 13);
+    drop_schema("refsrc");
+    schema_at_version(name, version);
     snprintf(sql, sizeof sql,
              "SELECT @S.append('t', ARRAY[convert_to('%s', 'UTF8')], ARRAY['user'], now(),"
              " NULL, 0, -1, NULL);"
@@ -201,22 +201,42 @@ START_TEST(test_migration_from_version_13)
              " ARRAY[decode('%s', 'hex')], now(), NULL)",
              U1, items);
     free(items);
-    exec_in_schema(pg, schema_name("v13"), sql);
-    s = open_ok(schema_url("v13", NULL));
+    exec_in_schema(pg, schema_name(name), sql);
+    s = open_ok(schema_url(name, NULL));
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
-             " FROM \"%s\".schema_version", schema_name("v13"));
+             " FROM \"%s\".schema_version", schema_name(name));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15");
     free(v);
+    /* version 15's function: the swaps in a loop, one by primary key each */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+             " WHERE n.nspname = '%s' AND p.proname = 'checkpoint_put_refs'"
+             " AND p.prosrc LIKE '%%FOR i IN 1 .. coalesce(cardinality(p_sw_ids), 0) LOOP%%'"
+             " AND p.prosrc NOT LIKE '%%unnest(%%'",
+             schema_name(name));
+    ck_assert_int_eq(query_long(pg, sql), 1);
     write_answer(s, "c1");
     const char *both[] = {U1, A1};
     ck_assert_msg(put_items(s, "c2", "c1", both, NULL, 2, 0, &err) == 0, "%s", err.message);
     ck_assert_int_eq(write_seq(s, "c1"), 1);
-    ck_assert_int_eq(log_length_of(pg, "v13", "c1"), 2);
+    ck_assert_int_eq(log_length_of(pg, name, "c1"), 2);
     ck_assert_int_eq(length_of(s, "t"), 2);
     convo_close(s);
     PQfinish(pg);
-    drop_schema("v13");
+    drop_schema(name);
+}
+
+START_TEST(test_migration_from_version_13)
+{
+    migrate_and_put("v13", 13);
+}
+END_TEST
+
+/* Version 15 replaced version 14's checkpoint_put_refs (same signature). */
+START_TEST(test_migration_from_version_14)
+{
+    migrate_and_put("v14", 14);
 }
 END_TEST
 
@@ -227,5 +247,6 @@ void postgres_add_refs_tests(Suite *s)
     tcase_add_test(tc, test_put_refs_fails_whole);
     tcase_add_test(tc, test_put_refs_generation_without_messages);
     tcase_add_test(tc, test_migration_from_version_13);
+    tcase_add_test(tc, test_migration_from_version_14);
     suite_add_tcase(s, tc);
 }
