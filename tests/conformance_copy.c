@@ -270,7 +270,7 @@ END_TEST
  * the others replay the checkpoints and remove the target when that fails. */
 static int copies_in_one_step(void)
 {
-    static const char *const atomic[] = {"memory", "sqlite", "postgres", "redis"};
+    static const char *const atomic[] = {"memory", "sqlite", "postgres", "redis", "mongo"};
     for (size_t i = 0; i < sizeof atomic / sizeof *atomic; i++)
         if (strcmp(convo_store_driver(conf_store), atomic[i]) == 0)
             return 1;

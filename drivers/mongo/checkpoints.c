@@ -163,7 +163,7 @@ static void checkpoint_fields(const convo_checkpoint_in *cp, bson_t *doc)
 /* The next number of the store-wide counter {_id: "order", n} in <prefix>_meta:
  * every checkpoint put, in any thread, takes one, so the numbers order puts
  * across the whole store. */
-static int next_order(call *c, int64_t *order)
+int convo__mg_next_order(call *c, int64_t *order)
 {
     bson_t *query = BCON_NEW("_id", BCON_UTF8("order"));
     bson_t *update = BCON_NEW("$inc", "{", "n", BCON_INT64(1), "}");
@@ -275,7 +275,7 @@ static int put_attempt(call *c, const convo_checkpoint_in *cp, bool *again)
     if (rc == 0 && !*again)
         rc = put_values(c, cp, &t.g, now);
     if (rc == 0 && !*again)
-        rc = next_order(c, &order);
+        rc = convo__mg_next_order(c, &order);
     if (rc == 0 && !*again) {
         bson_t fields;
         checkpoint_fields(cp, &fields);
@@ -595,7 +595,7 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
         goto out;
     if ((rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 || *again)
         goto out;
-    if ((rc = next_order(c, &order)) != 0)
+    if ((rc = convo__mg_next_order(c, &order)) != 0)
         goto out;
     bson_t doc;
     bson_oid_t bid; /* settle finds the batch by it */

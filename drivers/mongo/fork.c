@@ -303,9 +303,10 @@ static int cancel_own_fork(call *c, const char *dst, const bson_oid_t *gd)
     return rc;
 }
 
-/* One try at a fork; *again when src was rewritten while being copied. */
+/* One try at a fork (cps: with the checkpoints, copied before the commit);
+ * *again when src was rewritten while being copied. */
 static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
-                        int64_t expected_generation, bool *again)
+                        int64_t expected_generation, bool cps, bool *again)
 {
     thread_doc s;
     batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
@@ -331,6 +332,8 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
         return rc;
     }
     rc = copy_batches(c, &s.g, &top, &gd, upto < 0 ? length : upto, &complete);
+    if (rc == 0 && complete && cps)
+        rc = convo__mg_copy_checkpoints(c, src, &s.g, &gd, upto < 0 ? length : upto);
     if (rc == 0 && complete)
         rc = commit_fork(c, dst, &gd, upto < 0 ? length : upto, &committed);
     if (rc == 0 && !complete) { /* deleted, or rewritten and collected meanwhile */
@@ -355,8 +358,8 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
     return rc;
 }
 
-int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
-                          int64_t expected_generation, convo_error *err)
+static int fork_thread(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                       int64_t expected_generation, bool cps, convo_error *err)
 {
     call c;
     convo__mg_call_begin(&c, b, err);
@@ -369,10 +372,22 @@ int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, in
             break;
         }
         convo__mg_backoff(attempt);
-        rc = fork_attempt(&c, src, dst, upto, expected_generation, &again);
+        rc = fork_attempt(&c, src, dst, upto, expected_generation, cps, &again);
         if (rc != 0 || !again)
             break;
     }
     convo__mg_call_end(&c);
     return rc;
+}
+
+int convo__mg_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err)
+{
+    return fork_thread(b, src, dst, upto, expected_generation, false, err);
+}
+
+int convo__mg_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err)
+{
+    return fork_thread(b, src, dst, upto, expected_generation, true, err);
 }

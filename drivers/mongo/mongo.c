@@ -288,6 +288,7 @@ const convo_driver convo_driver_mongo = {
     .checkpoint_list = convo__mg_checkpoint_list,
     .checkpoint_prune = convo__mg_checkpoint_prune,
     .checkpoint_delete = convo__mg_checkpoint_delete,
+    .thread_copy = convo__mg_thread_copy,
     .checkpoint_put_log = convo__mg_checkpoint_put_log,
     .checkpoint_put_refs = convo__mg_checkpoint_put_refs,
     .bench_raw = convo__mg_bench_raw,

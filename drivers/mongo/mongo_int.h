@@ -251,6 +251,15 @@ int convo__mg_checkpoint_prune(convo_backend *b, const char *id, size_t keep_las
 int convo__mg_checkpoint_delete(convo_backend *b, const char *id, const char *const *ns,
                                 const char *const *ids, size_t n, uint64_t *removed,
                                 convo_error *err);
+/* checkpoints.c: the next number of the store-wide checkpoint counter */
+int convo__mg_next_order(call *c, int64_t *order);
+/* copy.c: the checkpoints of src's generation gs within its first length
+ * messages, with their writes and values, into generation gd (a fork's
+ * placeholder, not committed yet) */
+int convo__mg_copy_checkpoints(call *c, const char *src, const bson_oid_t *gs,
+                               const bson_oid_t *gd, int64_t length);
+int convo__mg_thread_copy(convo_backend *b, const char *src, const char *dst, int64_t upto,
+                          int64_t expected_generation, convo_error *err);
 
 /* import.c: thread import (convo import / copy) */
 int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
