@@ -164,6 +164,20 @@ int convo__mg_update_one(call *c, mongoc_collection_t *coll, const bson_t *filte
     return ok ? 0 : convo__mg_fail(c, &e, what);
 }
 
+/* Sends an update without waiting for its answer (write concern w: 0: the
+ * server is told to send none), so it costs no round trip: the connection's
+ * next command is read after it. For writes a reader repairs when they are
+ * lost (the thread index after an append): an error is never known. */
+int convo__mg_update_one_unacked(call *c, mongoc_collection_t *coll, const bson_t *filter,
+                                 const bson_t *update, const char *what)
+{
+    bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_INT32(0), "}");
+    bson_error_t e;
+    bool ok = mongoc_collection_update_one(coll, filter, update, opts, NULL, &e);
+    bson_destroy(opts);
+    return ok ? 0 : convo__mg_fail(c, &e, what);
+}
+
 int convo__mg_update_many(call *c, mongoc_collection_t *coll, const bson_t *filter,
                        const bson_t *update, const char *what)
 {

@@ -15,24 +15,45 @@ bool convo__mg_listable(const char *id)
     return strncmp(id, STAGING_PREFIX, strlen(STAGING_PREFIX)) != 0;
 }
 
-/* After batch (slot, ending at length, created at) landed: the thread is live,
- * updated then, created then unless earlier, and has length messages — unless
- * a batch above it was recorded already (sl), whose times are later. */
+/* The update after batch (slot, ending at length, created at) landed: the
+ * thread is live, updated then, created then unless earlier, and has length
+ * messages — unless a batch above it was recorded already (sl), whose times
+ * are later. */
+static void after_batch_update(const char *id, const bson_oid_t *g, int64_t slot, int64_t length,
+                               int64_t at, bson_t **filter, bson_t **update)
+{
+    *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
+    if (convo__mg_listable(id)) {
+        BCON_APPEND(*filter, "$or", "[", "{", "sl", "{", "$lt", BCON_INT64(slot), "}", "}", "{",
+                    "sl", "{", "$exists", BCON_BOOL(false), "}", "}", "]");
+        *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "ln", BCON_INT64(length), "sl",
+                           BCON_INT64(slot), "}", "$max", "{", "ua", BCON_INT64(at), "}", "$min",
+                           "{", "ca", BCON_INT64(at), "}");
+    } else {
+        *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}");
+    }
+}
+
 int convo__mg_index_after_batch(call *c, const char *id, const bson_oid_t *g, int64_t slot,
                                 int64_t length, int64_t at)
 {
-    bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "g", BCON_OID(g));
-    bson_t *update;
-    if (convo__mg_listable(id)) {
-        BCON_APPEND(filter, "$or", "[", "{", "sl", "{", "$lt", BCON_INT64(slot), "}", "}", "{",
-                    "sl", "{", "$exists", BCON_BOOL(false), "}", "}", "]");
-        update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "ln", BCON_INT64(length), "sl",
-                          BCON_INT64(slot), "}", "$max", "{", "ua", BCON_INT64(at), "}", "$min",
-                          "{", "ca", BCON_INT64(at), "}");
-    } else {
-        update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}");
-    }
+    bson_t *filter, *update;
+    after_batch_update(id, g, slot, length, at, &filter, &update);
     int rc = convo__mg_update_one(c, c->threads, filter, update, NULL, "updating the index");
+    bson_destroy(filter);
+    bson_destroy(update);
+    return rc;
+}
+
+/* The same after an append, sent unacknowledged (no round trip of its own):
+ * when it is lost, the next write, load or listing of the thread repairs the
+ * index from the batches, as after a crash between the two (docs/mongo.md). */
+int convo__mg_index_after_append(call *c, const char *id, const bson_oid_t *g, int64_t slot,
+                                 int64_t length, int64_t at)
+{
+    bson_t *filter, *update;
+    after_batch_update(id, g, slot, length, at, &filter, &update);
+    int rc = convo__mg_update_one_unacked(c, c->threads, filter, update, "updating the index");
     bson_destroy(filter);
     bson_destroy(update);
     return rc;

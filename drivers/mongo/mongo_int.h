@@ -134,6 +134,8 @@ int convo__mg_insert_doc(call *c, mongoc_collection_t *coll, const bson_t *doc, 
                          const char *what);
 int convo__mg_update_one(call *c, mongoc_collection_t *coll, const bson_t *filter,
                          const bson_t *update, int64_t *matched, const char *what);
+int convo__mg_update_one_unacked(call *c, mongoc_collection_t *coll, const bson_t *filter,
+                                 const bson_t *update, const char *what);
 int convo__mg_update_many(call *c, mongoc_collection_t *coll, const bson_t *filter,
                           const bson_t *update, const char *what);
 int convo__mg_delete_docs(call *c, mongoc_collection_t *coll, const bson_t *filter, bool many,
@@ -268,6 +270,8 @@ int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
 
 /* index.c: the thread index: times and length on the thread doc, declared keys, listing */
 bool convo__mg_listable(const char *id);
+int convo__mg_index_after_append(call *c, const char *id, const bson_oid_t *g, int64_t slot,
+                                 int64_t length, int64_t at);
 int convo__mg_index_after_batch(call *c, const char *id, const bson_oid_t *g, int64_t slot,
                                 int64_t length, int64_t at);
 int convo__mg_index_touch(call *c, const char *id, const bson_oid_t *g, int64_t *matched);

@@ -254,9 +254,10 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     bson_destroy(&doc);
     if (rc || (*again = dup))
         goto out;
-    /* the batch is the append; the index follows it in the same call (a crash
-     * in between is repaired by the next write, load or listing of the thread) */
-    quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot, length + (int64_t)n, at);
+    /* the batch is the append; the index follows it in the same call, without
+     * waiting for the server's answer (lost, or a crash in between: repaired by
+     * the next write, load or listing of the thread) */
+    quietly(c, convo__mg_index_after_append, id, &t.g, pos.slot, length + (int64_t)n, at);
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
