@@ -1,0 +1,102 @@
+"""The LangGraph graphs of test_langgraph_runtime.py, importable and runnable as a
+program (a second process of the tests):
+
+    python langgraph_app.py URL THREAD turns N FIRST   runs N chat turns from turn FIRST
+    python langgraph_app.py URL THREAD ask TEXT        a turn that stops at interrupt()
+    python langgraph_app.py URL THREAD resume ANSWER   resumes it with Command(resume=...)
+
+Each prints the thread's state (snapshot()) as one JSON line. Message ids are
+deterministic, so two savers running the same script hold equal states."""
+
+import json
+import sys
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command, interrupt
+
+
+def chatbot(state):
+    """Answers the last message, naming how many messages it saw."""
+    last = state["messages"][-1]
+    n = len(state["messages"])
+    return {"messages": [AIMessage(content="re: %s (%d)" % (last.content, n),
+                                   id="ai-%d-%s" % (n, last.id))]}
+
+
+def approve(state):
+    """Asks a human (interrupt) before the answer stands."""
+    answer = interrupt({"question": "send it?", "draft": state["messages"][-1].content})
+    return {"messages": [AIMessage(content="human says %s" % answer,
+                                   id="approval-%d" % len(state["messages"]))]}
+
+
+def chat_graph(checkpointer):
+    b = StateGraph(MessagesState)
+    b.add_node("chatbot", chatbot)
+    b.add_edge(START, "chatbot")
+    b.add_edge("chatbot", END)
+    return b.compile(checkpointer=checkpointer)
+
+
+def approval_graph(checkpointer):
+    b = StateGraph(MessagesState)
+    b.add_node("chatbot", chatbot)
+    b.add_node("approve", approve)
+    b.add_edge(START, "chatbot")
+    b.add_edge("chatbot", "approve")
+    b.add_edge("approve", END)
+    return b.compile(checkpointer=checkpointer)
+
+
+def user(i, text=None):
+    return {"messages": [HumanMessage(content=text or "turn %d" % i, id="user-%d" % i)]}
+
+
+def config(thread_id, checkpoint_id=None):
+    c = {"thread_id": thread_id}
+    if checkpoint_id:
+        c["checkpoint_id"] = checkpoint_id
+    return {"configurable": c}
+
+
+def snapshot(state):
+    """A StateSnapshot as plain data, without what differs between savers
+    (checkpoint ids, timestamps)."""
+    return {
+        "messages": [[m.type, m.content, m.id] for m in state.values.get("messages", [])],
+        "next": list(state.next),
+        "interrupts": [i.value for t in state.tasks for i in t.interrupts],
+        "step": state.metadata.get("step") if state.metadata else None,
+        "source": state.metadata.get("source") if state.metadata else None,
+        "has_parent": state.parent_config is not None,
+    }
+
+
+def history(graph, thread_id):
+    return [snapshot(s) for s in graph.get_state_history(config(thread_id))]
+
+
+def main(argv):
+    from convo.langgraph import ConvoSaver
+    url, thread_id, what = argv[1], argv[2], argv[3]
+    with ConvoSaver.from_conn_string(url) as saver:
+        if what == "turns":
+            graph = chat_graph(saver)
+            n, first = int(argv[4]), int(argv[5])
+            for i in range(first, first + n):
+                graph.invoke(user(i), config(thread_id))
+        elif what == "ask":
+            graph = approval_graph(saver)
+            graph.invoke(user(0, argv[4]), config(thread_id))
+        elif what == "resume":
+            graph = approval_graph(saver)
+            graph.invoke(Command(resume=argv[4]), config(thread_id))
+        else:
+            raise SystemExit("unknown action %r" % what)
+        print(json.dumps({"state": snapshot(graph.get_state(config(thread_id))),
+                          "history": history(graph, thread_id)}))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

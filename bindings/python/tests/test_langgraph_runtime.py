@@ -1,0 +1,194 @@
+"""ConvoSaver under LangGraph's real runtime: a StateGraph over MessagesState
+(add_messages) run for many turns, sync and async; interrupt() and a resume with
+Command in another process; get_state_history; update_state on an old checkpoint;
+RemoveMessage; two processes running two threads at once. After every step the
+state is the one the same script gives on LangGraph's InMemorySaver.
+
+Skipped without LangGraph, failed under CONVO_REQUIRE_LANGGRAPH=1."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+try:
+    from langchain_core.messages import HumanMessage, RemoveMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, Interrupt
+    from convo.langgraph import ConvoSaver
+    import langgraph_app as app
+    MISSING = None
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    MISSING = str(e)
+
+from support import DRIVERS
+from test_langgraph import LangGraphCase
+
+TURNS = int(os.environ.get("CONVO_LANGGRAPH_TURNS", "40"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _plain(value):
+    """An Interrupt's id depends on the checkpoint id, which differs between savers."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Interrupt):
+        return ("Interrupt", value.value)
+    return value
+
+
+def stored(graph, thread_id):
+    """Every checkpoint's channel values and pending writes as the saver returns them."""
+    return [(t.checkpoint["channel_values"], [(w[1], _plain(w[2])) for w in t.pending_writes])
+            for t in graph.checkpointer.list(app.config(thread_id))]
+
+
+class Runtime:
+    def graphs(self, make=None):
+        """The same graph on ConvoSaver and on InMemorySaver."""
+        make = make or app.chat_graph
+        return make(self.saver()), make(InMemorySaver())
+
+    def same_state(self, ours, theirs, thread_id, what):
+        a = app.snapshot(ours.get_state(app.config(thread_id)))
+        b = app.snapshot(theirs.get_state(app.config(thread_id)))
+        self.assertEqual(a, b, what)
+
+    def same_history(self, ours, theirs, thread_id):
+        a, b = app.history(ours, thread_id), app.history(theirs, thread_id)
+        self.assertEqual(len(a), len(b))
+        self.assertEqual(a, b)
+        # what each saver returns itself, not only what LangGraph rebuilds from it (it
+        # replays ancestors' writes into a channel whose value is missing)
+        self.assertEqual(stored(ours, thread_id), stored(theirs, thread_id))
+        return a
+
+    def test_many_turns_equal_in_memory_saver(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(TURNS):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "after turn %d" % i)
+        h = self.same_history(ours, theirs, t)
+        self.assertEqual(len(h), 3 * TURNS)       # input, loop, chatbot per turn
+        self.assertEqual(len(h[0]["messages"]), 2 * TURNS)
+
+    def test_async_turns_equal_in_memory_saver(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+
+        async def run():
+            for i in range(10):
+                for g in (ours, theirs):
+                    await g.ainvoke(app.user(i), app.config(t))
+                a = app.snapshot(await ours.aget_state(app.config(t)))
+                self.assertEqual(a, app.snapshot(await theirs.aget_state(app.config(t))))
+            return [app.snapshot(s) async for s in ours.aget_state_history(app.config(t))]
+
+        self.assertEqual(asyncio.run(run()), app.history(theirs, t))
+
+    def test_update_state_on_an_old_checkpoint_branches(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(5):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        for g in (ours, theirs):
+            # the state after turn 1's answer: the 4th checkpoint from the oldest
+            old = list(g.get_state_history(app.config(t)))[-6]
+            self.assertEqual(len(old.values["messages"]), 4)
+            branch = g.update_state(old.config, {"messages": [
+                HumanMessage(content="instead", id="user-edit")]})
+            g.invoke(None, branch)      # nothing to run: the branch is the head
+            g.invoke(app.user(99), app.config(t))
+        self.same_state(ours, theirs, t, "after the branch")
+        h = self.same_history(ours, theirs, t)
+        self.assertEqual([m[2] for m in h[0]["messages"]],
+                         ["user-0", "ai-1-user-0", "user-1", "ai-3-user-1", "user-edit",
+                          "user-99", "ai-6-user-99"])
+
+    def test_remove_message(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(3):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        for g in (ours, theirs):
+            g.update_state(app.config(t), {"messages": [RemoveMessage(id="user-1"),
+                                                        RemoveMessage(id="ai-1-user-0")]})
+            g.invoke(app.user(3), app.config(t))
+        self.same_state(ours, theirs, t, "after RemoveMessage")
+        h = self.same_history(ours, theirs, t)
+        self.assertNotIn("user-1", [m[2] for m in h[0]["messages"]])
+        # older checkpoints still hold it
+        self.assertTrue(any("user-1" in [m[2] for m in s["messages"]] for s in h[1:]))
+
+    def test_interrupt_and_resume_in_one_process(self):
+        ours, theirs = self.graphs(app.approval_graph)
+        t = self.tid()
+        for g in (ours, theirs):
+            g.invoke(app.user(0, "draft this"), app.config(t))
+        self.same_state(ours, theirs, t, "at the interrupt")
+        state = ours.get_state(app.config(t))
+        self.assertEqual(state.next, ("approve",))
+        self.assertEqual(state.tasks[0].interrupts[0].value["question"], "send it?")
+        for g in (ours, theirs):
+            g.invoke(Command(resume="yes"), app.config(t))
+        self.same_state(ours, theirs, t, "after the resume")
+        self.same_history(ours, theirs, t)
+
+    # ---- other processes (not memory:, which lives in one process) ----
+
+    def run_app(self, *args):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [HERE] + [p for p in sys.path if p]))
+        return subprocess.Popen([sys.executable, os.path.join(HERE, "langgraph_app.py"),
+                                 self.url] + [str(a) for a in args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    def finish(self, proc):
+        out, err = proc.communicate(timeout=300)
+        self.assertEqual(proc.returncode, 0, err.decode())
+        return json.loads(out.decode().strip().splitlines()[-1])
+
+    def need_processes(self):
+        if self.driver == "memory":
+            self.skipTest("memory: is not shared between processes")
+
+    def test_interrupt_then_resume_after_a_restart(self):
+        self.need_processes()
+        t = self.tid()
+        theirs = app.approval_graph(InMemorySaver())
+        theirs.invoke(app.user(0, "draft this"), app.config(t))
+        asked = self.finish(self.run_app(t, "ask", "draft this"))
+        self.assertEqual(asked["state"], app.snapshot(theirs.get_state(app.config(t))))
+        self.assertEqual(asked["state"]["next"], ["approve"])
+        self.assertEqual(asked["state"]["interrupts"][0]["draft"], "re: draft this (1)")
+        theirs.invoke(Command(resume="yes"), app.config(t))
+        resumed = self.finish(self.run_app(t, "resume", "yes"))
+        self.assertEqual(resumed["state"], app.snapshot(theirs.get_state(app.config(t))))
+        self.assertEqual(resumed["history"], app.history(theirs, t))
+        self.assertEqual(resumed["state"]["messages"][-1][1], "human says yes")
+
+    def test_two_processes_two_threads_at_once(self):
+        self.need_processes()
+        a, b = self.tid("a"), self.tid("b")
+        procs = [self.run_app(a, "turns", 15, 0), self.run_app(b, "turns", 15, 100)]
+        got = [self.finish(p) for p in procs]
+        for (t, first), result in zip(((a, 0), (b, 100)), got):
+            theirs = app.chat_graph(InMemorySaver())
+            for i in range(first, first + 15):
+                theirs.invoke(app.user(i), app.config(t))
+            self.assertEqual(result["history"], app.history(theirs, t))
+            ours = app.chat_graph(self.saver())
+            self.assertEqual(app.history(ours, t), result["history"])
+
+
+for _driver in DRIVERS + (["redis_cluster"] if os.environ.get(
+        "CONVO_LANGGRAPH_DRIVERS") == "all" else []):
+    _name = "Runtime_%s" % _driver
+    globals()[_name] = type(_name, (Runtime, LangGraphCase),
+                            {"driver": _driver, "__module__": __name__})
