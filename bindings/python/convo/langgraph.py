@@ -267,6 +267,24 @@ class ConvoSaver(BaseCheckpointSaver):
         except NotFoundError:
             pass
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copies every checkpoint of every namespace with its pending writes, the
+        thread's messages and its extra into a new thread (Store.fork with
+        checkpoints). Nothing when the source does not exist; ConflictError (nothing
+        written) when the target does."""
+        try:
+            self._store.fork(_thread_text(source_thread_id), _thread_text(target_thread_id),
+                             with_checkpoints=True)
+        except NotFoundError:
+            pass
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Removes the checkpoints whose metadata has one of these run_ids (LangGraph
+        records the run's id there), of every thread and namespace, with their pending
+        writes and the values no remaining checkpoint needs."""
+        for run_id in run_ids:
+            self._store.checkpoint_delete(filter={"run_id": run_id})
+
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """keep_latest: the latest checkpoint of each namespace stays, with its
         writes and values; delete: every checkpoint goes. The thread's messages and
@@ -316,6 +334,12 @@ class ConvoSaver(BaseCheckpointSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(self.delete_for_runs, list(run_ids))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._run(self.prune, list(thread_ids), strategy=strategy)

@@ -30,7 +30,8 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
 from support import DRIVERS, DriverCase, unavailable, namespace, with_param
 
 # Every capability ConvoSaver implements: each must be detected, run and pass.
-REQUIRED = ["put", "put_writes", "get_tuple", "list", "delete_thread", "prune"]
+REQUIRED = ["put", "put_writes", "get_tuple", "list", "delete_thread", "delete_for_runs",
+            "copy_thread", "prune"]
 
 
 def _drivers():
@@ -198,6 +199,47 @@ class SaverTests:
         with self.assertRaises(convo.InvalidError):
             s.prune([t], strategy="keep_some")
 
+    def test_copy_thread_copies_checkpoints_writes_and_messages(self):
+        s = self.saver()
+        src, dst = self.tid("src"), self.tid("dst")
+        a = s.put(_config(src), _checkpoint({"v": 1}), {"step": 0}, {"v": 1})
+        b = s.put(_config(src, a["configurable"]["checkpoint_id"]),
+                  _checkpoint({"v": 2}, {"v": 2}), {"step": 1}, {"v": 2})
+        s.put_writes(b, [("v", 3), ("__interrupt__", "stop")], "task-1", "path")
+        s.put(_config(src, ns="child"), _checkpoint({"c": 1}), {"step": 0}, {"c": 1})
+        self.store.append(src, [{"role": "user", "content": "hi"}])
+        s.copy_thread(src, dst)
+        for ns in ("", "child"):
+            want = list(s.list(_config(src, ns=ns)))
+            got = list(s.list(_config(dst, ns=ns)))
+            self.assertEqual([g.checkpoint for g in got], [w.checkpoint for w in want])
+            self.assertEqual([g.metadata for g in got], [w.metadata for w in want])
+            self.assertEqual([g.pending_writes for g in got], [w.pending_writes for w in want])
+            self.assertEqual([g.config["configurable"]["thread_id"] for g in got], [dst] * len(want))
+        self.assertEqual(s.get_tuple(_config(dst)).parent_config,
+                         _config(dst, a["configurable"]["checkpoint_id"]))
+        self.assertEqual(self.store.load(dst)[0], [{"role": "user", "content": "hi"}])
+        # the target exists now: refused, nothing written; an unknown source: nothing
+        with self.assertRaises(convo.ConflictError):
+            s.copy_thread(src, dst)
+        s.copy_thread(self.tid("unknown"), self.tid("nothing"))
+        self.assertIsNone(s.get_tuple(_config(self.tid("nothing"))))
+
+    def test_delete_for_runs_across_threads(self):
+        s = self.saver()
+        t1, t2 = self.tid("one"), self.tid("two")
+        run, other = str(uuid.uuid4()), str(uuid.uuid4())
+        a = s.put(_config(t1), _checkpoint({"v": 1}), {"run_id": run}, {"v": 1})
+        s.put_writes(a, [("v", 2)], "task")
+        b = s.put(_config(t1, a["configurable"]["checkpoint_id"]), _checkpoint({"v": 1}),
+                  {"run_id": other}, {})
+        s.put(_config(t2, ns="sub"), _checkpoint(), {"run_id": run}, {})
+        s.delete_for_runs([run, str(uuid.uuid4())])
+        self.assertEqual([x.config for x in s.list(_config(t1))], [b])
+        self.assertEqual(s.get_tuple(b).checkpoint["channel_values"], {"v": 1})
+        self.assertEqual(list(s.list(_config(t2, ns="sub"))), [])
+        s.delete_for_runs([])
+
     def test_list_before_an_unknown_id_compares_ids(self):
         s = self.saver()
         t = self.tid()
@@ -238,8 +280,13 @@ class SaverTests:
             await s.aput_writes(stored, [("a", 2)], "task")
             got = await s.aget_tuple(stored)
             listed = [x async for x in s.alist(_config(t))]
+            await s.acopy_thread(t, t + "/copy")
+            copied = await s.aget_tuple(_config(t + "/copy"))
+            await s.adelete_for_runs(["no-such-run"])
             await s.aprune([t])
             await s.adelete_thread(t)
+            await s.adelete_thread(t + "/copy")
+            self.assertEqual(copied.checkpoint, got.checkpoint)
             return loop_thread, got, listed
 
         loop_thread, got, listed = asyncio.run(main())

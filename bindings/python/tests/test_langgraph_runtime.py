@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import unittest
+import uuid
 
 try:
     from langchain_core.messages import HumanMessage, RemoveMessage
@@ -139,6 +140,36 @@ class Runtime:
             g.invoke(Command(resume="yes"), app.config(t))
         self.same_state(ours, theirs, t, "after the resume")
         self.same_history(ours, theirs, t)
+
+    def test_copy_thread_then_continue_on_the_copy(self):
+        ours, theirs = self.graphs()
+        t, copy = self.tid(), self.tid("copy")
+        for i in range(4):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        ours.checkpointer.copy_thread(t, copy)
+        self.assertEqual(app.history(ours, copy), app.history(ours, t))
+        self.assertEqual(stored(ours, copy), stored(ours, t))
+        ours.invoke(app.user(4), app.config(copy))
+        theirs.invoke(app.user(4), app.config(t))
+        self.assertEqual(app.history(ours, copy), app.history(theirs, t))
+        self.assertEqual(len(app.history(ours, t)), 12)    # the source is unchanged
+
+    def test_delete_for_runs_leaves_the_other_runs(self):
+        ours = app.chat_graph(self.saver())
+        t = self.tid()
+        runs = [str(uuid.uuid4()) for _ in range(3)]
+        for i, run in enumerate(runs):
+            ours.invoke(app.user(i), {"configurable": {"thread_id": t},
+                                      "metadata": {"run_id": run}})
+        before = app.history(ours, t)
+        ours.checkpointer.delete_for_runs([runs[2]])
+        self.assertEqual(app.history(ours, t), before[3:])
+        self.assertEqual(len(app.snapshot(ours.get_state(app.config(t)))["messages"]), 4)
+        ours.invoke(app.user(9), app.config(t))
+        self.assertEqual([m[2] for m in app.snapshot(ours.get_state(app.config(t)))["messages"]],
+                         ["user-0", "ai-1-user-0", "user-1", "ai-3-user-1", "user-9",
+                          "ai-5-user-9"])
 
     # ---- other processes (not memory:, which lives in one process) ----
 
