@@ -16,7 +16,7 @@ from .errors import (ConvoError, InvalidError, NotFoundError, ConflictError, Too
                      CorruptError)
 from .store import Store, AppendResult, Message, History, RewriteResult
 from .threads import ThreadInfo, ThreadPage
-from .checkpoint import Blob, Channel, Write, Checkpoint
+from .checkpoint import Blob, Items, Channel, Write, Checkpoint
 from .dump import DumpStats
 
 from ._lib import (ERROR, EINVAL, ENOTFOUND, ECONFLICT, ETOOLARGE, EIO, ETIMEOUT, ENOMEM,
@@ -43,7 +43,7 @@ def drivers():
 # shadow the built-in (which it subclasses).
 __all__ = [
     "Store", "AppendResult", "Message", "History", "RewriteResult", "drivers", "strerror", "format_time",
-    "Blob", "Channel", "Write", "Checkpoint", "DumpStats", "ThreadInfo", "ThreadPage",
+    "Blob", "Items", "Channel", "Write", "Checkpoint", "DumpStats", "ThreadInfo", "ThreadPage",
     "ConvoError", "InvalidError", "NotFoundError", "ConflictError", "TooLargeError",
     "BackendError", "OutOfMemoryError", "NotSupportedError", "CorruptError",
     "ERROR", "EINVAL", "ENOTFOUND", "ECONFLICT", "ETOOLARGE", "EIO", "ETIMEOUT", "ENOMEM",

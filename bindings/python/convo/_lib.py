@@ -32,7 +32,8 @@ THREAD_LIST_OPTS_VERSION = 1
 APPEND_OPTS_VERSION = 2
 REWRITE_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
-CHECKPOINT_IN_VERSION = 3
+CHECKPOINT_IN_VERSION = 4
+WRITES_IN_VERSION = 1
 FORK_OPTS_VERSION = 2
 CHECKPOINT_LIST_OPTS_VERSION = 2
 DUMP_OPTS_VERSION = 2
@@ -182,8 +183,39 @@ class ChannelIn(ctypes.Structure):
     ]
 
 
+class ItemsIn(ctypes.Structure):
+    """convo_items_in: a list of message texts kept in the thread's log (log
+    references); CONVO_ITEMS_IN_INIT is ItemsIn.init()."""
+    _fields_ = [
+        ("items", ctypes.POINTER(ctypes.c_char_p)),
+        ("lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("seqs", ctypes.POINTER(ctypes.c_int64)),
+        ("n", ctypes.c_size_t),
+        ("key", ctypes.c_char_p),
+        ("rest", Blob),
+        ("seqs_out", ctypes.POINTER(ctypes.c_int64)),
+        ("log", ctypes.c_int),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(None, None, None, 0, None, Blob(None, None, 0), None, 0)
+
+
+class Items(ctypes.Structure):
+    """convo_items: a resolved list of items (texts read with their lengths)."""
+    _fields_ = [
+        ("n", ctypes.c_size_t),
+        ("items", ctypes.POINTER(ctypes.c_void_p)),
+        ("lengths", ctypes.POINTER(ctypes.c_size_t)),
+        ("seqs", ctypes.POINTER(ctypes.c_int64)),
+        ("key", ctypes.c_char_p),
+        ("rest", Blob),
+    ]
+
+
 class CheckpointIn(ctypes.Structure):
-    """convo_checkpoint_in (version 3); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
+    """convo_checkpoint_in (version 4); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
     _fields_ = [
         ("version", ctypes.c_uint),
         ("thread_id", ctypes.c_char_p),
@@ -200,12 +232,13 @@ class CheckpointIn(ctypes.Structure):
         ("nmessages", ctypes.c_size_t),
         ("expected_length", ctypes.c_int64),
         ("expected_generation", ctypes.c_int64),  # version 3
+        ("channel_items", ctypes.POINTER(ctypes.POINTER(ItemsIn))),  # version 4
     ]
 
     @classmethod
     def init(cls):
         return cls(CHECKPOINT_IN_VERSION, None, None, None, None, None, Blob(None, None, 0),
-                   None, 0, 0, None, None, 0, -1, -1)
+                   None, 0, 0, None, None, 0, -1, -1, None)
 
 
 class WriteIn(ctypes.Structure):
@@ -215,6 +248,26 @@ class WriteIn(ctypes.Structure):
         ("channel", ctypes.c_char_p),
         ("value", Blob),
     ]
+
+
+class WritesIn(ctypes.Structure):
+    """convo_writes_in (pending writes with log references); CONVO_WRITES_IN_INIT is
+    WritesIn.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("thread_id", ctypes.c_char_p),
+        ("checkpoint_ns", ctypes.c_char_p),
+        ("checkpoint_id", ctypes.c_char_p),
+        ("task_id", ctypes.c_char_p),
+        ("task_path", ctypes.c_char_p),
+        ("writes", ctypes.POINTER(WriteIn)),
+        ("n", ctypes.c_size_t),
+        ("items", ctypes.POINTER(ctypes.POINTER(ItemsIn))),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(WRITES_IN_VERSION, None, None, None, None, None, None, 0, None)
 
 
 class CheckpointListOpts(ctypes.Structure):
@@ -361,6 +414,12 @@ _SIGNATURES = {
     "convo_checkpoint_write": (ctypes.c_char_p, [_checkpoint_p, ctypes.c_size_t, _str_p,
                                                  ctypes.POINTER(ctypes.c_int64), _str_p,
                                                  ctypes.POINTER(Blob)]),
+    "convo_checkpoint_channel_items": (ctypes.c_int, [_checkpoint_p, ctypes.c_size_t,
+                                                      ctypes.POINTER(Items)]),
+    "convo_checkpoint_write_items": (ctypes.c_int, [_checkpoint_p, ctypes.c_size_t,
+                                                    ctypes.POINTER(Items)]),
+    "convo_checkpoint_put_writes_ex": (ctypes.c_int, [_store_p, ctypes.POINTER(WritesIn),
+                                                      _err_p]),
     "convo_export": (ctypes.c_int, [_store_p, _ids_p, ctypes.c_size_t, WRITE_FN, ctypes.c_void_p,
                                     ctypes.POINTER(DumpOpts), ctypes.POINTER(DumpStats), _err_p]),
     "convo_import": (ctypes.c_int, [_store_p, READ_FN, ctypes.c_void_p, ctypes.POINTER(DumpOpts),

@@ -20,6 +20,34 @@ class Blob(collections.namedtuple("Blob", "type bytes")):
     __slots__ = ()
 
 
+class Items(collections.namedtuple("Items", "items seqs key rest log")):
+    """A value kept as a list of items in the thread's log (log references,
+    docs/checkpoints.md): each item a message (a dict, or JSON text as str or
+    bytes, with a non-empty string "role"). Given as a channel value to
+    checkpoint_put or a write value to checkpoint_put_writes; the library
+    stores log seq ranges plus, inline, the items not in the log.
+
+    seqs: None, or one entry per item: the log seq the item is known to be
+    (from an earlier get or put), -1 when unknown (then compared by text).
+    key: the value is an object whose member `key` is the list, its other
+    members the blob `rest` ((type, bytes)); None: the value is the list.
+    log: True for a conversation channel (its fresh items enter the log with
+    the checkpoint when they extend the parent's list), False for an input or
+    a write (kept inline until a put appends them).
+
+    Read back (Checkpoint.channels / writes), items are the exact bytes of
+    each item, seqs the log seq of each (-1: kept inline), rest a Blob or None,
+    log None."""
+    __slots__ = ()
+
+    def __new__(cls, items, seqs=None, key=None, rest=None, log=False):
+        return super().__new__(cls, items, seqs, key, rest, log)
+
+    def json(self):
+        """The items decoded into new dicts."""
+        return [json.loads(x) for x in self.items]
+
+
 class Channel(collections.namedtuple("Channel", "name version value")):
     """One channel of a checkpoint: its name, its current version, and its
     value as a Blob (None when that version has no value)."""
@@ -96,6 +124,39 @@ def _blob_out(blob):
     return Blob(blob.type.decode("utf-8"), ctypes.string_at(blob.bytes, blob.len))
 
 
+def _items_in(value, what, keep):
+    """An Items -> a convo_items_in (kept alive by keep) and its seqs_out array."""
+    texts = [_json_bytes(m, "%s item %d" % (what, i))
+             for i, m in enumerate(_items(value.items, what + " items"))]
+    n = len(texts)
+    it = keep(_lib.ItemsIn.init())
+    it.n = n
+    if n:
+        it.items = keep((ctypes.c_char_p * n)(*texts))
+        it.lengths = keep((ctypes.c_size_t * n)(*map(len, texts)))
+    if value.seqs is not None:
+        seqs = [_int(q, "%s seq" % what, -1) for q in _items(value.seqs, what + " seqs")]
+        if len(seqs) != n:
+            raise invalid("%s: %d seqs for %d items" % (what, len(seqs), n))
+        if n:
+            it.seqs = keep((ctypes.c_int64 * n)(*seqs))
+    if value.key is not None:
+        it.key = keep(_text(value.key, "%s key" % what))
+    if value.rest is not None:
+        it.rest = _blob_in(value.rest, "%s rest" % what, keep)
+    out = keep((ctypes.c_int64 * max(n, 1))())
+    it.seqs_out = ctypes.cast(out, ctypes.POINTER(ctypes.c_int64))
+    it.log = 1 if value.log else 0
+    return it, out
+
+
+def _items_out(items):
+    n = items.n
+    texts = [ctypes.string_at(items.items[i], items.lengths[i]) for i in range(n)]
+    seqs = [items.seqs[i] for i in range(n)] if items.seqs else [-1] * n
+    return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
+
+
 def _channels_in(channels, keep):
     """A mapping {name: version or (version, value)} or a sequence of
     (name, version, value) -> a convo_channel_in array."""
@@ -111,6 +172,7 @@ def _channels_in(channels, keep):
     else:
         items = _items(channels, "channels")
     arr = (_lib.ChannelIn * len(items))()
+    listed = {}      # channel name -> (index, seqs_out) of the channels given as Items
     for i, item in enumerate(items):
         if isinstance(item, (str, bytes)) or not isinstance(item, collections.abc.Sequence) \
                 or len(item) != 3:
@@ -118,9 +180,12 @@ def _channels_in(channels, keep):
         name, version, value = item
         arr[i].channel = keep(_text(name, "channel name"))
         arr[i].version = keep(_text(version, "version of channel %r" % (name,)))
+        if isinstance(value, Items):
+            listed[name] = (i,) + _items_in(value, "channel %r" % (name,), keep)
+            continue
         blob = _blob_in(value, "value of channel %r" % (name,), keep, allow_none=True)
         arr[i].value = None if blob is None else ctypes.pointer(keep(blob))
-    return arr, len(items)
+    return arr, len(items), listed
 
 
 def _metadata_in(metadata, what="metadata"):
@@ -134,16 +199,21 @@ def _read_checkpoint(cp):
     """A Checkpoint from a convo_checkpoint pointer (not freed here)."""
     version, blob = ctypes.c_char_p(), _lib.Blob()
     channels = []
+    items = _lib.Items()
     for i in range(lib.convo_checkpoint_channel_count(cp)):
         name = lib.convo_checkpoint_channel(cp, i, ctypes.byref(version), ctypes.byref(blob))
-        channels.append(Channel(name.decode("utf-8"), _str(version.value), _blob_out(blob)))
+        value = (_items_out(items) if lib.convo_checkpoint_channel_items(cp, i, ctypes.byref(items))
+                 else _blob_out(blob))
+        channels.append(Channel(name.decode("utf-8"), _str(version.value), value))
     task_path, channel, idx = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int64()
     writes = []
     for i in range(lib.convo_checkpoint_write_count(cp)):
         task = lib.convo_checkpoint_write(cp, i, ctypes.byref(task_path), ctypes.byref(idx),
                                           ctypes.byref(channel), ctypes.byref(blob))
+        value = (_items_out(items) if lib.convo_checkpoint_write_items(cp, i, ctypes.byref(items))
+                 else _blob_out(blob))
         writes.append(Write(task.decode("utf-8"), _str(task_path.value) or "", idx.value,
-                            channel.value.decode("utf-8"), _blob_out(blob)))
+                            channel.value.decode("utf-8"), value))
     metadata = lib.convo_checkpoint_metadata(cp)
     try:
         metadata = metadata.decode("utf-8") if metadata is not None else "{}"
@@ -178,7 +248,13 @@ class CheckpointCalls:
         expected_generation (with messages): also require the thread's
         generation (History.generation) to be this, else ConflictError.
         One atomic write: a crash never leaves the messages without the
-        checkpoint or the reverse."""
+        checkpoint or the reverse.
+
+        A channel value may be Items (log references): the library plans the
+        put (the fresh items of a log=True list that extends its parent's enter
+        the log in the same atomic write; expected_generation applies; messages
+        and expected_length do not). Returns {channel: [seq of each item, -1
+        for one kept inline]} for those channels, else None."""
         keep = _Keep()
         cp = _lib.CheckpointIn.init()
         cp.thread_id = keep(_text(thread_id, "thread_id"))
@@ -190,9 +266,14 @@ class CheckpointCalls:
             cp.metadata_json = keep(_metadata_in(metadata))
         if body is not None:
             cp.body = _blob_in(body, "body", keep)
-        arr, n = _channels_in(channels, keep)
+        arr, n, listed = _channels_in(channels, keep)
         cp.channels = ctypes.cast(keep(arr), ctypes.POINTER(_lib.ChannelIn)) if n else None
         cp.nchannels = n
+        if listed:
+            ptrs = keep((ctypes.POINTER(_lib.ItemsIn) * n)())
+            for i, it, _ in listed.values():
+                ptrs[i] = ctypes.pointer(it)
+            cp.channel_items = ctypes.cast(ptrs, ctypes.POINTER(ctypes.POINTER(_lib.ItemsIn)))
         cp.log_length = _int(log_length, "log_length", 0)
         if messages is not None:
             if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):
@@ -209,25 +290,56 @@ class CheckpointCalls:
                 cp.expected_length = _int(expected_length, "expected_length", 0)
                 if expected_generation is not None:
                     cp.expected_generation = _int(expected_generation, "expected_generation", 0)
+        elif listed:
+            if expected_generation is not None:
+                cp.expected_generation = _int(expected_generation, "expected_generation", 0)
+            if expected_length is not None:
+                raise invalid("expected_length does not apply with Items channels (the "
+                              "library reads the thread's length)")
         elif expected_length is not None or expected_generation is not None:
             raise invalid("expected_length and expected_generation apply only with messages")
+        if listed and messages:
+            raise invalid("messages cannot be given with Items channels")
         self._call(lib.convo_checkpoint_put, ctypes.byref(cp))
+        if not listed:
+            return None
+        return {name: [out[k] for k in range(it.n)] for name, (_, it, out) in listed.items()}
 
     def checkpoint_put_writes(self, thread_id, checkpoint_id, task_id, writes, *, ns="",
                               task_path=""):
         """Records pending writes of a task on a checkpoint: writes is a
-        sequence of (idx, channel, (type, bytes)). NotFoundError when the
-        checkpoint does not exist."""
+        sequence of (idx, channel, value), value (type, bytes) or Items (kept
+        inline until a put appends its items to the log). NotFoundError when
+        the checkpoint does not exist."""
         keep = _Keep()
         writes = _items(writes, "writes")
         arr = (_lib.WriteIn * len(writes))()
+        listed = {}
         for i, w in enumerate(writes):
             if isinstance(w, (str, bytes)) or not isinstance(w, collections.abc.Sequence) \
                     or len(w) != 3:
                 raise invalid("write %d must be (idx, channel, (type, bytes))" % i)
             arr[i].idx = _int(w[0], "idx of write %d" % i, -(1 << 63))
             arr[i].channel = keep(_text(w[1], "channel of write %d" % i))
-            arr[i].value = _blob_in(w[2], "value of write %d" % i, keep)
+            if isinstance(w[2], Items):
+                listed[i] = _items_in(w[2], "write %d" % i, keep)[0]
+            else:
+                arr[i].value = _blob_in(w[2], "value of write %d" % i, keep)
+        if listed:
+            w = _lib.WritesIn.init()
+            w.thread_id = keep(_text(thread_id, "thread_id"))
+            w.checkpoint_ns = keep(_text(ns, "ns"))
+            w.checkpoint_id = keep(_text(checkpoint_id, "checkpoint_id"))
+            w.task_id = keep(_text(task_id, "task_id"))
+            w.task_path = keep(_text(task_path, "task_path"))
+            w.writes = ctypes.cast(arr, ctypes.POINTER(_lib.WriteIn))
+            w.n = len(writes)
+            ptrs = keep((ctypes.POINTER(_lib.ItemsIn) * len(writes))())
+            for i, it in listed.items():
+                ptrs[i] = ctypes.pointer(it)
+            w.items = ctypes.cast(ptrs, ctypes.POINTER(ctypes.POINTER(_lib.ItemsIn)))
+            self._call(lib.convo_checkpoint_put_writes_ex, ctypes.byref(w))
+            return
         self._call(lib.convo_checkpoint_put_writes, _text(thread_id, "thread_id"),
                    _text(ns, "ns"), _text(checkpoint_id, "checkpoint_id"),
                    _text(task_id, "task_id"), _text(task_path, "task_path"),
@@ -346,4 +458,4 @@ class CheckpointCalls:
         return removed.value
 
 
-__all__ = ["Blob", "Channel", "Write", "Checkpoint", "CheckpointCalls"]
+__all__ = ["Blob", "Items", "Channel", "Write", "Checkpoint", "CheckpointCalls"]

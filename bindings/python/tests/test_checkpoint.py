@@ -300,7 +300,68 @@ class CheckpointTests:
             s.checkpoint_get("t")
 
 
+class ItemsTests:
+    """Log references through the binding: convo.Items as a channel value and a
+    write value (convo_checkpoint_put v4 channel_items, convo_checkpoint_put_writes_ex),
+    read back resolved with their seqs (convo_checkpoint_channel_items / write_items)."""
+
+    M = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+
+    def test_items_channel_enters_the_log_once(self):
+        t = self.tid()
+        seqs = self.store.checkpoint_put(t, "c1", channels={
+            "messages": ("1", convo.Items(self.M, log=True)), "n": ("1", ("json", b"1"))})
+        self.assertEqual(seqs, {"messages": [0, 1]})
+        more = self.M + [{"role": "user", "content": "next"}]
+        seqs = self.store.checkpoint_put(t, "c2", parent_id="c1", channels={
+            "messages": ("2", convo.Items(more, seqs=seqs["messages"] + [-1], log=True)),
+            "n": "1"})
+        self.assertEqual(seqs, {"messages": [0, 1, 2]})
+        self.assertEqual(self.store.load(t)[0], more)
+        cp = self.store.checkpoint_get(t, "c2")
+        value = cp.values["messages"]
+        self.assertIsInstance(value, convo.Items)
+        self.assertEqual((value.json(), value.seqs, value.key, value.rest),
+                         (more, [0, 1, 2], None, None))
+        self.assertEqual(cp.values["n"], convo.Blob("json", b"1"))
+        self.assertEqual(cp.log_length, 3)
+
+    def test_items_of_a_branch_and_of_writes_stay_inline(self):
+        t = self.tid()
+        self.store.checkpoint_put(t, "c1", channels={"messages": ("1", convo.Items(self.M, log=True))})
+        other = [self.M[0], {"role": "assistant", "content": "other"}]
+        seqs = self.store.checkpoint_put(t, "c2", channels={
+            "messages": ("2", convo.Items(other, log=True))})
+        self.assertEqual(seqs, {"messages": [0, -1]})        # not a parent's extension
+        self.assertEqual(len(self.store.load(t)[0]), 2)
+        self.assertEqual(self.store.checkpoint_get(t, "c2").values["messages"].json(), other)
+        self.store.checkpoint_put_writes(t, "c2", "task", [
+            (0, "messages", convo.Items([{"role": "user", "content": "w"}])),
+            (1, "other", ("json", b"2")),
+            (2, "__start__", convo.Items([{"role": "user", "content": "in"}], key="messages",
+                                         rest=("json", b'{"x":1}')))])
+        writes = self.store.checkpoint_get(t, "c2").writes
+        self.assertEqual([w.channel for w in writes], ["messages", "other", "__start__"])
+        self.assertEqual(writes[0].value.json(), [{"role": "user", "content": "w"}])
+        self.assertEqual(writes[1].value, convo.Blob("json", b"2"))
+        self.assertEqual((writes[2].value.key, writes[2].value.rest),
+                         ("messages", convo.Blob("json", b'{"x":1}')))
+        self.assertEqual(len(self.store.load(t)[0]), 2)      # writes never append
+
+    def test_items_argument_errors(self):
+        t = self.tid()
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c", channels={"m": ("1", convo.Items(self.M, seqs=[0]))})
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c", channels={"m": ("1", convo.Items([{"no": "role"}]))})
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_put(t, "c", channels={"m": ("1", convo.Items(self.M))},
+                                      expected_length=0)
+        self.assertIsNone(self.store.checkpoint_get(t))
+
+
 support.per_driver(globals(), CheckpointTests)
+support.per_driver(globals(), ItemsTests)
 
 if __name__ == "__main__":
     unittest.main()

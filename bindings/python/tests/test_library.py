@@ -31,7 +31,7 @@ STRUCTS = {
         "expected_suffix", "expected_suffix_lengths", "nexpected_suffix", "drop_checkpoints"]),
     "convo_rewrite_result": (_lib.RewriteResult, ["first_seq", "count", "removed", "generation",
                                                   "replayed"]),
-    "convo_fork_opts": (_lib.ForkOpts, ["version", "expected_generation"]),
+    "convo_fork_opts": (_lib.ForkOpts, ["version", "expected_generation", "with_checkpoints"]),
     "convo_append_result": (_lib.AppendResult, ["first_seq", "count", "replayed"]),
     "convo_load_opts": (_lib.LoadOpts, ["version", "from_seq", "limit", "tail", "with_extra"]),
     "convo_blob": (_lib.Blob, ["type", "bytes", "len"]),
@@ -39,8 +39,13 @@ STRUCTS = {
     "convo_checkpoint_in": (_lib.CheckpointIn, [
         "version", "thread_id", "checkpoint_ns", "checkpoint_id", "parent_id", "metadata_json",
         "body", "channels", "nchannels", "log_length", "messages", "message_lengths",
-        "nmessages", "expected_length", "expected_generation"]),
+        "nmessages", "expected_length", "expected_generation", "channel_items"]),
     "convo_write_in": (_lib.WriteIn, ["idx", "channel", "value"]),
+    "convo_items_in": (_lib.ItemsIn, ["items", "lengths", "seqs", "n", "key", "rest", "seqs_out",
+                                      "log"]),
+    "convo_items": (_lib.Items, ["n", "items", "lengths", "seqs", "key", "rest"]),
+    "convo_writes_in": (_lib.WritesIn, ["version", "thread_id", "checkpoint_ns", "checkpoint_id",
+                                        "task_id", "task_path", "writes", "n", "items"]),
     "convo_checkpoint_list_opts": (_lib.CheckpointListOpts, [
         "version", "thread_id", "checkpoint_ns", "before", "limit", "filter_json",
         "before_thread_id", "before_ns"]),
@@ -56,9 +61,10 @@ VERSIONS = {
     "CONVO_THREAD_LIST_OPTS_VERSION": _lib.THREAD_LIST_OPTS_VERSION,
     "CONVO_APPEND_OPTS_VERSION": _lib.APPEND_OPTS_VERSION,
     "CONVO_REWRITE_OPTS_VERSION": _lib.REWRITE_OPTS_VERSION,
-    "CONVO_FORK_OPTS_VERSION": _lib.FORK_OPTS_VERSION,
     "CONVO_LOAD_OPTS_VERSION": _lib.LOAD_OPTS_VERSION,
     "CONVO_CHECKPOINT_IN_VERSION": _lib.CHECKPOINT_IN_VERSION,
+    "CONVO_WRITES_IN_VERSION": _lib.WRITES_IN_VERSION,
+    "CONVO_FORK_OPTS_VERSION": _lib.FORK_OPTS_VERSION,
     "CONVO_CHECKPOINT_LIST_OPTS_VERSION": _lib.CHECKPOINT_LIST_OPTS_VERSION,
     "CONVO_DUMP_OPTS_VERSION": _lib.DUMP_OPTS_VERSION,
 }
@@ -113,7 +119,12 @@ class LayoutTests(unittest.TestCase):
     def test_init_values(self):
         o = _lib.CheckpointIn.init()
         self.assertEqual((o.version, o.nmessages, o.expected_length, o.log_length,
-                          o.expected_generation), (3, 0, -1, 0, -1))
+                          o.expected_generation, bool(o.channel_items)), (4, 0, -1, 0, -1, False))
+        o = _lib.ItemsIn.init()
+        self.assertEqual((o.n, bool(o.items), bool(o.seqs), o.key, o.rest.type, bool(o.seqs_out),
+                          o.log), (0, False, False, None, None, False, 0))
+        o = _lib.WritesIn.init()
+        self.assertEqual((o.version, o.n, bool(o.items)), (1, 0, False))
         o = _lib.CheckpointListOpts.init()
         self.assertEqual((o.version, o.limit, o.before_thread_id), (2, 0, None))
         o = _lib.DumpOpts.init()
@@ -126,7 +137,7 @@ class LayoutTests(unittest.TestCase):
                           bool(o.expected_suffix), o.nexpected_suffix, o.drop_checkpoints),
                          (1, None, -1, -1, False, 0, 0))
         o = _lib.ForkOpts.init()
-        self.assertEqual((o.version, o.expected_generation), (1, -1))
+        self.assertEqual((o.version, o.expected_generation, o.with_checkpoints), (2, -1, 0))
         o = _lib.LoadOpts.init()
         self.assertEqual((o.version, o.from_seq, o.limit, o.tail, o.with_extra), (1, 0, 0, 0, 1))
         o = _lib.StoreOpts.init()
