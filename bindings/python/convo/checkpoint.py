@@ -28,7 +28,8 @@ class Items(collections.namedtuple("Items", "items seqs key rest log")):
     stores log seq ranges plus, inline, the items not in the log.
 
     seqs: None, or one entry per item: the log seq the item is known to be
-    (from an earlier get or put), -1 when unknown (then compared by text).
+    (from an earlier get or put), -1 when unknown (then compared by text); an
+    item with a seq may be None (its text is not needed).
     key: the value is an object whose member `key` is the list, its other
     members the blob `rest` ((type, bytes)); None: the value is the list.
     log: True for a conversation channel (its fresh items enter the log with
@@ -126,16 +127,20 @@ def _blob_out(blob):
 
 def _items_in(value, what, keep):
     """An Items -> a convo_items_in (kept alive by keep) and its seqs_out array."""
-    texts = [_json_bytes(m, "%s item %d" % (what, i))
+    seqs = None
+    if value.seqs is not None:
+        seqs = [_int(q, "%s seq" % what, -1) for q in _items(value.seqs, what + " seqs")]
+    # an item known by its seq may be None: the library does not need its text
+    texts = [None if m is None and seqs is not None and i < len(seqs) and seqs[i] >= 0
+             else _json_bytes(m, "%s item %d" % (what, i))
              for i, m in enumerate(_items(value.items, what + " items"))]
     n = len(texts)
     it = keep(_lib.ItemsIn.init())
     it.n = n
     if n:
         it.items = keep((ctypes.c_char_p * n)(*texts))
-        it.lengths = keep((ctypes.c_size_t * n)(*map(len, texts)))
-    if value.seqs is not None:
-        seqs = [_int(q, "%s seq" % what, -1) for q in _items(value.seqs, what + " seqs")]
+        it.lengths = keep((ctypes.c_size_t * n)(*(len(x or b"") for x in texts)))
+    if seqs is not None:
         if len(seqs) != n:
             raise invalid("%s: %d seqs for %d items" % (what, len(seqs), n))
         if n:

@@ -225,14 +225,17 @@ class ConvoSaver(BaseCheckpointSaver):
         thread_id, ns, c = _configurable(config)
         key = (thread_id, ns, checkpoint["id"])
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        parent_id = c.get("checkpoint_id")
         try:
             plan = self._channels.plan_put(self.serde, checkpoint["channel_values"],
-                                           checkpoint["channel_versions"], new_versions)
-            self._store.checkpoint_put(
-                thread_id, checkpoint["id"], ns=ns, parent_id=c.get("checkpoint_id"),
+                                           checkpoint["channel_versions"], new_versions,
+                                           parent_id and (thread_id, ns, parent_id))
+            seqs = self._store.checkpoint_put(
+                thread_id, checkpoint["id"], ns=ns, parent_id=parent_id,
                 metadata=_metadata_json(config, metadata), body=self.serde.dumps_typed(body),
                 channels=plan.channels, log_length=plan.log_length,
                 messages=plan.messages or None)
+            self._channels.put_done(key, checkpoint["channel_values"], seqs)
         except BaseException:
             self._put_done(key, False)
             raise
@@ -262,6 +265,7 @@ class ConvoSaver(BaseCheckpointSaver):
         with self._cond:
             for key in [k for k in self._puts if k[0] == text]:
                 del self._puts[key]
+        self._channels.forget_thread(text)
         try:
             self._store.delete(text)
         except NotFoundError:

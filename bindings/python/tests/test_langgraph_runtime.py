@@ -14,6 +14,8 @@ import sys
 import unittest
 import uuid
 
+import convo
+
 try:
     from langchain_core.messages import HumanMessage, RemoveMessage
     from langgraph.checkpoint.memory import InMemorySaver
@@ -76,6 +78,14 @@ class Runtime:
         h = self.same_history(ours, theirs, t)
         self.assertEqual(len(h), 3 * TURNS)       # input, loop, chatbot per turn
         self.assertEqual(len(h[0]["messages"]), 2 * TURNS)
+        # each message once, in the thread's log, readable: the channel refers to it
+        log = self.store.load_history(t, with_extra=False)
+        self.assertEqual([(m.json()["role"], m.json()["content"]) for m in log.messages],
+                         [("user" if m[0] == "human" else "assistant", m[1])
+                          for m in h[0]["messages"]])
+        latest = self.store.checkpoint_get(t).values["messages"]
+        self.assertIsInstance(latest, convo.Items)
+        self.assertEqual(latest.seqs, list(range(2 * TURNS)))
 
     def test_async_turns_equal_in_memory_saver(self):
         ours, theirs = self.graphs()
@@ -110,6 +120,13 @@ class Runtime:
         self.assertEqual([m[2] for m in h[0]["messages"]],
                          ["user-0", "ai-1-user-0", "user-1", "ai-3-user-1", "user-edit",
                           "user-99", "ai-6-user-99"])
+        # the branch extends its parent's list: its messages enter the log after those
+        # of the abandoned line, each once, and the branch refers to both ranges
+        log = [m.json()["content"] for m in self.store.load_history(t, with_extra=False).messages]
+        self.assertEqual(len(log), 13)
+        self.assertEqual(log[10:], ["instead", "turn 99", "re: turn 99 (6)"])
+        self.assertEqual(self.store.checkpoint_get(t).values["messages"].seqs,
+                         [0, 1, 2, 3, 10, 11, 12])
 
     def test_remove_message(self):
         ours, theirs = self.graphs()
