@@ -1,0 +1,399 @@
+// The chatbot of issue 24 through LangGraph's real runtime: a StateGraph whose one node
+// answers each user message with a 200-byte AIMessage, graph.invoke per turn on one
+// thread, with `messages` as MessagesAnnotation (the whole list in each checkpoint) and as
+// MessagesDeltaValue (LangGraph's DeltaChannel), on LangGraph's SqliteSaver and
+// PostgresSaver and on convo's ConvoSaver over SQLite and PostgreSQL, in one run.
+// Reported per run: turns/s, the time spent inside the saver per turn at turn 100 and at
+// the last turn, getTuple and getState ms at turn --full-turns and at the last turn (warm,
+// and from a fresh saver on the same store), bytes per table and bytes / raw message
+// content. A bench, not a test: it asserts no timing, but every run must give the
+// conversation back whole.
+//
+//   node --expose-gc langgraph-runtime.mjs [--turns 1000] [--full-turns 300] [--payload 200]
+//        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--json]
+//
+// LangGraph's savers run the full list to --full-turns only (each checkpoint holds the
+// whole list: they grow with the square). PostgreSQL: CONVO_BENCH_POSTGRES_URL or
+// CONVO_TEST_POSTGRES_URL (skipped with a note when neither is set), a schema per run,
+// dropped at the end; SQLite: files in a temporary folder, sized with the sqlite3 CLI's
+// dbstat. libconvo: CONVO_LIBRARY or the build tree.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import pg from 'pg';
+import * as langgraph from '@langchain/langgraph';
+import { HumanMessage, AIMessage } from '@langchain/core/messages';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { benchOptions, words, convoImports, median, since, withParam, runnable } from './common.mjs';
+
+const { StateGraph, MessagesAnnotation, START, END } = langgraph;
+const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime', {
+  only: { type: 'string' },
+  'full-turns': { type: 'string', default: '300' },
+  rounds: { type: 'string', default: '1' },
+});
+const ROUNDS = Number(opts.rounds);
+const FULL_TURNS = Math.min(TURNS, Number(opts['full-turns']));
+if (!(FULL_TURNS >= 4)) {
+  console.error('langgraph-runtime: --full-turns must be >= 4');
+  process.exit(2);
+}
+const PROBES = [...new Set([FULL_TURNS, TURNS])]; // the turns getTuple/getState are timed at
+const WARM = 7; // warm calls per probe (median)
+const FRESH = 3; // fresh savers per probe (median of their first calls)
+
+const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-runtime-'));
+const pgUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
+const tag = `r${process.pid}`;
+
+// ---- the conversation: a user message and the model's answer per turn ----
+
+const turns = [];
+for (let t = 0; t < TURNS; t++) {
+  turns.push({ human: { id: `h${t}`, content: words(PAYLOAD) }, ai: { id: `a${t}`, content: words(PAYLOAD) } });
+}
+const answerTo = new Map(turns.map((t) => [t.human.id, t.ai]));
+const rawBytes = (n) => turns.slice(0, n).reduce((s, t) =>
+  s + Buffer.byteLength(t.human.content) + Buffer.byteLength(t.ai.content), 0);
+
+// The state kinds: `full` always; `delta` when the installed @langchain/langgraph has it.
+const KINDS = { full: MessagesAnnotation };
+if (langgraph.MessagesDeltaValue && langgraph.StateSchema) {
+  KINDS.delta = new langgraph.StateSchema({ messages: langgraph.MessagesDeltaValue });
+} else {
+  console.error('langgraph-runtime: this @langchain/langgraph has no MessagesDeltaValue: delta runs skipped');
+}
+
+function chatbot(kind, checkpointer) {
+  return new StateGraph(KINDS[kind])
+    .addNode('model', (state) => {
+      const last = state.messages[state.messages.length - 1];
+      return { messages: [new AIMessage(answerTo.get(last.id))] };
+    })
+    .addEdge(START, 'model')
+    .addEdge('model', END)
+    .compile({ checkpointer });
+}
+
+// ---- time inside the saver: the union of the intervals when one of its calls is under
+// way (LangGraph's calls overlap with async durability, and getDeltaChannelHistory calls
+// getTuple), and the calls per method ----
+
+const SAVER_METHODS = ['put', 'putWrites', 'getTuple', 'list', 'getDeltaChannelHistory'];
+function instrument(saver) {
+  const meter = { ms: 0, calls: {}, active: 0, start: 0n };
+  for (const name of SAVER_METHODS) {
+    const original = saver[name];
+    if (typeof original !== 'function') continue;
+    const enter = () => {
+      meter.calls[name] = (meter.calls[name] ?? 0) + 1;
+      if (meter.active++ === 0) meter.start = process.hrtime.bigint();
+    };
+    const leave = () => {
+      if (--meter.active === 0) meter.ms += since(meter.start);
+    };
+    if (name === 'list') { // an async generator: under way until it is done
+      saver[name] = async function* (...args) {
+        enter();
+        try { yield* original.apply(this, args); } finally { leave(); }
+      };
+    } else {
+      saver[name] = async function (...args) {
+        enter();
+        try { return await original.apply(this, args); } finally { leave(); }
+      };
+    }
+  }
+  return meter;
+}
+
+// ---- sizes per table ----
+
+function sqlite3(path, sql) {
+  return execFileSync('sqlite3', ['-json', path, sql], { encoding: 'utf8' });
+}
+// bytes per table (its indexes included) from dbstat; page_count when the CLI has no dbstat
+function sqliteTables(path) {
+  sqlite3(path, 'PRAGMA wal_checkpoint(TRUNCATE)');
+  try {
+    const rows = JSON.parse(sqlite3(path,
+      `SELECT coalesce(s.tbl_name, d.name) AS tbl, sum(d.pgsize) AS bytes
+         FROM dbstat d LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY tbl`) || '[]');
+    return Object.fromEntries(rows.map((r) => [r.tbl, Number(r.bytes)]));
+  } catch {
+    const n = (p) => Number(Object.values(JSON.parse(sqlite3(path, `PRAGMA ${p}`))[0])[0]);
+    return { '(file, no dbstat)': (n('page_count') - n('freelist_count')) * n('page_size') };
+  }
+}
+
+async function pgQuery(sql, params) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+async function pgTables(schema) {
+  const rows = await pgQuery(
+    `SELECT c.relname AS tbl, pg_total_relation_size(c.oid)::bigint AS bytes
+       FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+      WHERE s.nspname = $1 AND c.relkind IN ('r', 'p', 'm')`, [schema]);
+  return Object.fromEntries(rows.map((r) => [r.tbl, Number(r.bytes)]));
+}
+const pgDrop = (schema) => pgQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+
+// ---- the savers: open on a store (a fresh saver on the same store for `again`) ----
+
+let ConvoSaver;
+async function convoSaver(url) {
+  ConvoSaver ??= (await convoImports('./langgraph'))[0].ConvoSaver;
+  const saver = new ConvoSaver(url);
+  await saver.store(); // opened (schema created) before any figure is taken
+  return saver;
+}
+
+const BACKENDS = {
+  'convo-sqlite': {
+    backend: 'sqlite', log: ['convo_messages'],
+    create() { this.path = join(tmp, `convo-${randomUUID()}.db`); },
+    open() { return convoSaver(`sqlite:${this.path}`); },
+    close: (saver) => saver.close(),
+    tables() { return sqliteTables(this.path); },
+  },
+  'langgraph-sqlite': {
+    backend: 'sqlite', log: [],
+    create() { this.path = join(tmp, `langgraph-${randomUUID()}.db`); },
+    async open() {
+      const saver = SqliteSaver.fromConnString(this.path);
+      saver.setup(); // WAL; synchronous=NORMAL as convo's SQLite driver
+      saver.db.pragma('synchronous=NORMAL');
+      return saver;
+    },
+    close: (saver) => saver.db.close(),
+    tables() { return sqliteTables(this.path); },
+  },
+  'convo-postgres': {
+    backend: 'postgres', log: ['messages'], needs: () => pgUrl,
+    create() { this.schema = `${tag}_convo_${randomUUID().slice(0, 8)}`; },
+    open() { return convoSaver(withParam(pgUrl, 'schema', this.schema)); },
+    close: (saver) => saver.close(),
+    tables() { return pgTables(this.schema); },
+    drop() { return pgDrop(this.schema); },
+  },
+  'langgraph-postgres': {
+    backend: 'postgres', log: [], needs: () => pgUrl,
+    create() { this.schema = `${tag}_langgraph_${randomUUID().slice(0, 8)}`; },
+    async open() {
+      const saver = PostgresSaver.fromConnString(pgUrl, { schema: this.schema });
+      await saver.setup();
+      await saver.pool.query('SELECT 1'); // connected before any figure is taken
+      return saver;
+    },
+    close: (saver) => saver.end(),
+    tables() { return pgTables(this.schema); },
+    drop() { return pgDrop(this.schema); },
+  },
+};
+
+const RUNS = [];
+for (const name of ['langgraph-sqlite', 'langgraph-postgres', 'convo-sqlite', 'convo-postgres']) {
+  for (const kind of Object.keys(KINDS)) {
+    const store = BACKENDS[name];
+    RUNS.push({ ...store, name: `${name}-${kind}`, saver: name, kind,
+      turns: name.startsWith('langgraph') && kind === 'full' ? FULL_TURNS : TURNS });
+  }
+}
+
+// ---- one run ----
+
+const threadConfig = { configurable: { thread_id: 'chat' } };
+
+// getTuple and getState on the thread's latest checkpoint: warm on the run's saver, then
+// the first call of each on FRESH new savers of the same store.
+async function probe(run, saver, graph, turn) {
+  const time = async (f) => { const s = process.hrtime.bigint(); await f(); return since(s); };
+  const warmTuple = [];
+  const warmState = [];
+  for (let i = 0; i < WARM; i++) {
+    warmTuple.push(await time(() => saver.getTuple(threadConfig)));
+    warmState.push(await time(() => graph.getState(threadConfig)));
+  }
+  const freshTuple = [];
+  const freshState = [];
+  for (let i = 0; i < FRESH; i++) {
+    for (const [f, out] of [[(s) => s.getTuple(threadConfig), freshTuple],
+      [(s) => chatbot(run.kind, s).getState(threadConfig), freshState]]) {
+      const other = await run.open();
+      try { out.push(await time(() => f(other))); } finally { await run.close(other); }
+    }
+  }
+  const state = await graph.getState(threadConfig);
+  check(run, state.values.messages, turn);
+  return { turn, get_tuple_ms: median(warmTuple), get_state_ms: median(warmState),
+    fresh_get_tuple_ms: median(freshTuple), fresh_get_state_ms: median(freshState) };
+}
+
+function check(run, messages, turn) {
+  const whole = messages?.length === 2 * turn && turns.slice(0, turn).every((t, i) =>
+    messages[2 * i].id === t.human.id && messages[2 * i].content === t.human.content &&
+    messages[2 * i + 1].id === t.ai.id && messages[2 * i + 1].content === t.ai.content &&
+    messages[2 * i].getType() === 'human' && messages[2 * i + 1].getType() === 'ai');
+  if (!whole) throw new Error(`${run.name}: the state at turn ${turn} is not the ${2 * turn} messages sent`);
+}
+
+async function runOne(run) {
+  globalThis.gc?.(); // node --expose-gc: the previous run's garbage is not this one's
+  run.create();
+  let saver = await run.open();
+  const empty = await run.tables();
+  const meter = instrument(saver);
+  const graph = chatbot(run.kind, saver);
+  const turnMs = [];
+  const saverMs = [];
+  const probes = [];
+  let lastCalls;
+  try {
+    for (let t = 0; t < run.turns; t++) {
+      const before = meter.ms;
+      const calls = { ...meter.calls };
+      const start = process.hrtime.bigint();
+      await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, threadConfig);
+      turnMs.push(since(start));
+      saverMs.push(meter.ms - before);
+      lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
+      if (PROBES.includes(t + 1)) probes.push(await probe(run, saver, graph, t + 1));
+    }
+  } finally {
+    await run.close(saver);
+  }
+  saver = null;
+  const tables = await run.tables();
+  return { turnMs, saverMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
+}
+
+// ---- figures ----
+
+const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+const growth = (r, names) => names.reduce((n, t) => n + (r.tables[t] ?? 0) - (r.empty[t] ?? 0), 0);
+
+function summarize(run, rounds) {
+  const m = (f) => median(rounds.map(f));
+  const at = (ms, turn) => median(ms.slice(Math.max(0, turn - WINDOW), turn));
+  const raw = rawBytes(run.turns);
+  const r0 = rounds[0];
+  const stored = m((r) => sum(r.tables) - sum(r.empty));
+  const outside = m((r) => growth(r, Object.keys(r.tables).filter((t) => !run.log.includes(t))));
+  const probeAt = (turn, key) => m((r) => r.probes.find((p) => p.turn === turn)?.[key] ?? NaN);
+  const early = Math.min(EARLY, run.turns);
+  const out = {
+    run: run.name, saver: run.saver, backend: run.backend, kind: run.kind, turns: run.turns,
+    payload: PAYLOAD, rounds: rounds.length,
+    turns_per_sec: +m((r) => (r.turnMs.length * 1000) / r.turnMs.reduce((a, b) => a + b, 0)).toFixed(1),
+    early_turn: early,
+    saver_ms_early: +m((r) => at(r.saverMs, early)).toFixed(3),
+    saver_ms_last: +m((r) => at(r.saverMs, run.turns)).toFixed(3),
+    turn_ms_early: +m((r) => at(r.turnMs, early)).toFixed(3),
+    turn_ms_last: +m((r) => at(r.turnMs, run.turns)).toFixed(3),
+    late_vs_early: +m((r) => at(r.saverMs, run.turns) / at(r.saverMs, early)).toFixed(3),
+    calls_per_turn: r0.lastCalls,
+    probes: PROBES.filter((p) => p <= run.turns).map((turn) => ({
+      turn,
+      get_tuple_ms: +probeAt(turn, 'get_tuple_ms').toFixed(2),
+      get_state_ms: +probeAt(turn, 'get_state_ms').toFixed(2),
+      fresh_get_tuple_ms: +probeAt(turn, 'fresh_get_tuple_ms').toFixed(2),
+      fresh_get_state_ms: +probeAt(turn, 'fresh_get_state_ms').toFixed(2),
+    })),
+    checkpoints: r0.checkpoints,
+    tables: Object.fromEntries(Object.entries(r0.tables).sort((a, b) => b[1] - a[1])),
+    stored_bytes: stored,
+    raw_content_bytes: raw,
+    stored_per_raw: +(stored / raw).toFixed(2),
+  };
+  if (run.log.length) {
+    out.outside_log_bytes = outside;
+    out.outside_log_per_checkpoint = Math.round(outside / r0.checkpoints);
+  }
+  return out;
+}
+
+// The issue's targets, per convo run against LangGraph's on the same backend.
+function targets(c, results) {
+  const lg = (kind) => results.find((r) => r.run === `langgraph-${c.backend}-${kind}`);
+  const delta = lg('delta');
+  const same = lg(c.kind);
+  const t = {
+    'outside the log <= 150 B per checkpoint': c.outside_log_per_checkpoint <= 150,
+    [`saver time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.late_vs_early <= 1.2,
+  };
+  if (c.backend === 'sqlite') t['total <= 4.5x raw content'] = c.stored_per_raw <= 4.5;
+  if (delta?.turns === c.turns) {
+    t["5x fewer bytes than LangGraph's DeltaChannel saver"] = delta.stored_bytes >= 5 * c.stored_bytes;
+  }
+  if (same) { // at the last turn both ran to
+    const p = (r) => r.probes.filter((x) => x.turn <= Math.min(same.turns, c.turns)).at(-1);
+    const [cp, lp] = [p(c), p(same)];
+    if (cp && lp && cp.turn === lp.turn) {
+      t[`getTuple no slower than LangGraph's (${c.kind}, turn ${cp.turn})`] =
+        cp.get_tuple_ms <= lp.get_tuple_ms && cp.fresh_get_tuple_ms <= lp.fresh_get_tuple_ms;
+      t[`getState no slower than LangGraph's (${c.kind}, turn ${cp.turn})`] =
+        cp.get_state_ms <= lp.get_state_ms && cp.fresh_get_state_ms <= lp.fresh_get_state_ms;
+    }
+  }
+  return { run: c.run, targets: t };
+}
+
+// ---- main ----
+
+const runs = runnable('langgraph-runtime', RUNS, opts.only);
+const perRun = new Map(runs.map((run) => [run, []]));
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const run of runs) {
+      try {
+        console.error(`langgraph-runtime: round ${round + 1}/${ROUNDS}: ${run.name}, ${run.turns} turns...`);
+        perRun.get(run).push(await runOne(run));
+      } finally {
+        await run.drop?.();
+      }
+    }
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+const results = runs.map((run) => summarize(run, perRun.get(run)));
+const checks = results.filter((r) => r.saver.startsWith('convo')).map((c) => targets(c, results));
+
+if (opts.json) {
+  for (const r of [...results, ...checks]) console.log(JSON.stringify(r));
+} else {
+  const fmt = (n) => (Number.isFinite(n) ? n.toLocaleString('en-US') : '—');
+  console.log(`LangGraph runtime chatbot: ${PAYLOAD}-byte user message and answer per turn, ` +
+    `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; median of ${ROUNDS} round(s)`);
+  console.log('| run | turns | turns/s | saver ms/turn at ' + EARLY + ' | at last | last/early | ' +
+    'getTuple ms warm / fresh | getState ms warm / fresh | checkpoints | bytes | bytes / raw | ' +
+    'outside log B / checkpoint |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const probes = (key) => r.probes.map((p) => `${p.turn}: ${p[key]} / ${p[`fresh_${key}`]}`).join('; ');
+    console.log(`| ${r.run} | ${r.turns} | ${r.turns_per_sec} | ${r.saver_ms_early} | ${r.saver_ms_last} | ` +
+      `${r.late_vs_early} | ${probes('get_tuple_ms')} | ${probes('get_state_ms')} | ${fmt(r.checkpoints)} | ` +
+      `${fmt(r.stored_bytes)} | ${r.stored_per_raw} | ${fmt(r.outside_log_per_checkpoint)} |`);
+  }
+  console.log('\nbytes per table (with its indexes), at the end of each run:');
+  for (const r of results) {
+    console.log(`- ${r.run}: ` + Object.entries(r.tables).map(([t, n]) => `${t} ${fmt(n)}`).join(', '));
+  }
+  console.log('\nsaver calls in the last turn:');
+  for (const r of results) {
+    console.log(`- ${r.run}: ` + Object.entries(r.calls_per_turn).map(([k, n]) => `${k} ${n}`).join(', '));
+  }
+  console.log('\ntargets:');
+  for (const c of checks) {
+    console.log(`- ${c.run}: ` + Object.entries(c.targets).map(([k, v]) => `${k}: ${v ? 'met' : 'NOT met'}`).join('; '));
+  }
+}
