@@ -257,6 +257,7 @@ async function runOne(run) {
   const saverMs = [];
   const probes = [];
   let lastCalls;
+  const begin = process.hrtime.bigint();
   try {
     for (let t = 0; t < run.turns; t++) {
       const before = meter.ms;
@@ -267,6 +268,7 @@ async function runOne(run) {
       saverMs.push(meter.ms - before);
       lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
       if (PROBES.includes(t + 1)) probes.push(await probe(run, saver, graph, t + 1));
+      if ((t + 1) % 100 === 0) console.error(`langgraph-runtime: ${run.name}: turn ${t + 1}, ${since(begin) / 1000 | 0} s`);
     }
   } finally {
     await run.close(saver);
