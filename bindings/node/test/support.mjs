@@ -51,7 +51,3 @@ export function drivers() {
   return out;
 }
 
-/** Drivers whose checkpoint put turns the parent's inline pending writes and inputs into log
- * references (libconvo's driver call checkpoint_put_refs); the others keep those inline until
- * they implement it (still the same values on get). Add a driver here when it lands. */
-export const LOG_REFERENCES = new Set(['memory']);

@@ -5,15 +5,14 @@
 // every step the state it gives on MemorySaver; then the raw store shows each message stored
 // once: the thread's log holds every message once, message channels, the `__start__` input
 // and pending writes to `messages` are lists of items (type convo/items), and none of them
-// holds inline a message the log has (on the drivers that turn the parent's values into
-// references, support.mjs LOG_REFERENCES).
+// holds inline a message the log has.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemorySaver } from '@langchain/langgraph';
 import { Store } from '../../src/index.js';
 import { ConvoSaver } from '../../src/langgraph/index.js';
 import { buildGraph, runStep, SEGMENTS } from './langgraph-script.mjs';
-import { drivers, freshUrl, LOG_REFERENCES } from '../support.mjs';
+import { drivers, freshUrl } from '../support.mjs';
 
 const STEPS = SEGMENTS.flat();
 
@@ -80,7 +79,6 @@ for (const plain of [false, true]) {
 
           const lists = listsOf(await store.checkpointList({ threadId: 'chat' }));
           assert.ok(lists.length > STEPS.length * 2, `only ${lists.length} lists of items`);
-          if (!LOG_REFERENCES.has(name)) return;
           const logged = new Set(keys);
           let references = 0;
           for (const [where, items] of lists) {
