@@ -165,8 +165,15 @@ static void checkpoint_fields(const convo_checkpoint_in *cp, bson_t *doc)
  * across the whole store. */
 int convo__mg_next_order(call *c, int64_t *order)
 {
+    return convo__mg_take_orders(c, 1, order);
+}
+
+/* The next k numbers of the counter, in one step: *last is the highest. */
+int convo__mg_take_orders(call *c, int64_t k, int64_t *last)
+{
+    int64_t *order = last;
     bson_t *query = BCON_NEW("_id", BCON_UTF8("order"));
-    bson_t *update = BCON_NEW("$inc", "{", "n", BCON_INT64(1), "}");
+    bson_t *update = BCON_NEW("$inc", "{", "n", BCON_INT64(k), "}");
     bson_t *fields = BCON_NEW("n", BCON_INT32(1));
     mongoc_find_and_modify_opts_t *opts = mongoc_find_and_modify_opts_new();
     mongoc_find_and_modify_opts_set_update(opts, update);

@@ -6,6 +6,7 @@
  * of a generation no thread names. */
 #include "mongo_int.h"
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* doc for generation gd: g replaced, the source's _id left out (a new one is
@@ -87,32 +88,33 @@ typedef struct copy_state {
     json_t *refs;   /* [ns, channel, version] they list */
 } copy_state;
 
-/* Inserts a copy of each document of kind k of the source's generation that
- * keep() takes, in the order of sort (NULL: any). */
-static int copy_kind(call *c, copy_state *st, int k, bson_t *opts,
-                     int (*keep)(call *, copy_state *, const bson_t *, int64_t *))
+/* The documents of kind k of the source's generation that keep() takes, in
+ * the order of opts' sort (NULL: any), as copies. */
+static int collect(call *c, copy_state *st, int k, const bson_t *opts,
+                   int (*keep)(call *, copy_state *, const bson_t *), bson_t ***docs,
+                   size_t *n)
 {
     bson_t *filter = BCON_NEW("g", BCON_OID(st->gs));
     mongoc_cursor_t *cur =
         mongoc_collection_find_with_opts(convo__mg_kind(c, k), filter, opts, c->b->primary);
     const bson_t *doc;
+    size_t cap = 0;
     int rc = 0;
     while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
-        int64_t order = -1;
-        int take = keep(c, st, doc, &order);
-        if (take < 0) {
+        int take = keep(c, st, doc);
+        if (take <= 0) {
             rc = take;
-            break;
-        }
-        if (!take)
             continue;
-        bson_t *copy = retag(c, doc, st->gd, order, st->now_ms);
-        bool dup = false;
-        rc = convo__mg_insert_doc(c, convo__mg_kind(c, k), copy, &dup, "copying checkpoints");
-        if (rc == 0 && dup)
-            rc = convo__error(c->err, CONVO_ECONFLICT, NULL,
-                              "destination thread was written to while being forked");
-        bson_destroy(copy);
+        }
+        if (*n == cap) {
+            bson_t **grown = realloc(*docs, (cap = cap ? 2 * cap : 64) * sizeof *grown);
+            if (!grown) {
+                rc = convo__mg_no_memory(c);
+                break;
+            }
+            *docs = grown;
+        }
+        (*docs)[(*n)++] = bson_copy(doc);
     }
     bson_error_t e;
     if (rc == 0 && mongoc_cursor_error(cur, &e))
@@ -122,32 +124,75 @@ static int copy_kind(call *c, copy_state *st, int k, bson_t *opts,
     return rc;
 }
 
-/* A checkpoint within the copied messages, numbered anew in the source's order. */
-static int keep_checkpoint(call *c, copy_state *st, const bson_t *doc, int64_t *order)
+/* Copies of docs for generation gd in one ordered bulk insert; checkpoints
+ * (first >= 0) numbered first, first + 1, ... in their order. */
+static int insert_copies(call *c, copy_state *st, int k, bson_t **docs, size_t n, int64_t first)
+{
+    bson_t *bulk_opts = BCON_NEW("ordered", BCON_BOOL(true));
+    mongoc_bulk_operation_t *bulk =
+        mongoc_collection_create_bulk_operation_with_opts(convo__mg_kind(c, k), bulk_opts);
+    bson_error_t e;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        bson_t *copy = retag(c, docs[i], st->gd, first >= 0 ? first + (int64_t)i : -1, st->now_ms);
+        if (!mongoc_bulk_operation_insert_with_opts(bulk, copy, NULL, &e))
+            rc = convo__mg_fail(c, &e, "copying checkpoints");
+        bson_destroy(copy);
+    }
+    bson_t reply;
+    bool executed = rc == 0;
+    if (executed && !mongoc_bulk_operation_execute(bulk, &reply, &e))
+        rc = convo__mg_is_duplicate(&e)
+                 ? convo__error(c->err, CONVO_ECONFLICT, NULL,
+                                "destination thread was written to while being forked")
+                 : convo__mg_fail(c, &e, "copying checkpoints");
+    if (executed)
+        bson_destroy(&reply);
+    mongoc_bulk_operation_destroy(bulk);
+    bson_destroy(bulk_opts);
+    return rc;
+}
+
+/* The documents of kind k that keep() takes, copied to generation gd. */
+static int copy_kind(call *c, copy_state *st, int k, const bson_t *opts,
+                     int (*keep)(call *, copy_state *, const bson_t *))
+{
+    bson_t **docs = NULL;
+    size_t n = 0;
+    int64_t last = 0;
+    int rc = collect(c, st, k, opts, keep, &docs, &n);
+    if (rc == 0 && n > 0 && k == CHECKPOINTS)
+        rc = convo__mg_take_orders(c, (int64_t)n, &last);
+    if (rc == 0 && n > 0)
+        rc = insert_copies(c, st, k, docs, n, k == CHECKPOINTS ? last - (int64_t)n + 1 : -1);
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(docs[i]);
+    free(docs);
+    return rc;
+}
+
+/* A checkpoint within the copied messages (numbered anew, in the source's order). */
+static int keep_checkpoint(call *c, copy_state *st, const bson_t *doc)
 {
     const char *ns = convo__mg_get_utf8(doc, "ns"), *id = convo__mg_get_utf8(doc, "id");
     if (!ns || !id || convo__mg_get_int(doc, "ll", 0) > st->length)
         return 0;
-    int rc = convo__mg_next_order(c, order);
-    if (rc == 0)
-        rc = remember(c, st->copied, key_of(json_pack("[ss]", ns, id)));
+    int rc = remember(c, st->copied, key_of(json_pack("[ss]", ns, id)));
     if (rc == 0)
         rc = note_channels(c, doc, ns, st->refs);
     return rc ? rc : 1;
 }
 
-static int keep_write(call *c, copy_state *st, const bson_t *doc, int64_t *order)
+static int keep_write(call *c, copy_state *st, const bson_t *doc)
 {
     (void)c;
-    (void)order;
     const char *ns = convo__mg_get_utf8(doc, "ns"), *cp = convo__mg_get_utf8(doc, "cp");
     return ns && cp && has(st->copied, key_of(json_pack("[ss]", ns, cp)));
 }
 
-static int keep_value(call *c, copy_state *st, const bson_t *doc, int64_t *order)
+static int keep_value(call *c, copy_state *st, const bson_t *doc)
 {
     (void)c;
-    (void)order;
     const char *ns = convo__mg_get_utf8(doc, "ns"), *ch = convo__mg_get_utf8(doc, "c"),
                *v = convo__mg_get_utf8(doc, "v");
     return ns && ch && v && has(st->refs, key_of(json_pack("[sss]", ns, ch, v)));

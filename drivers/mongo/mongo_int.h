@@ -255,6 +255,8 @@ int convo__mg_checkpoint_delete(convo_backend *b, const char *id, const char *co
                                 convo_error *err);
 /* checkpoints.c: the next number of the store-wide checkpoint counter */
 int convo__mg_next_order(call *c, int64_t *order);
+/* the next k numbers at once: *last is the highest (the first is *last - k + 1) */
+int convo__mg_take_orders(call *c, int64_t k, int64_t *last);
 /* copy.c: the checkpoints of src's generation gs within its first length
  * messages, with their writes and values, into generation gd (a fork's
  * placeholder, not committed yet) */
