@@ -1,4 +1,5 @@
-/* ix.c — the thread index of layout 4 (docs/redis.md, "The thread index"): the
+/* ix.c — the thread index (layout 5 on one server, 4 on a cluster; docs/redis.md,
+ * "The thread index"): the
  * declared extra keys (recorded in P:store), the index key of a value, and the
  * index writes the client makes itself: on a cluster after each write (the
  * index lives in other slots than the thread), and the reindexing of threads

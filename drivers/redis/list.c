@@ -1,7 +1,8 @@
-/* list.c — convo_thread_list_ex on the index of layout 4 (docs/redis.md, "The
- * thread index"). Candidates come in order from one sorted set: the set of a
- * declared key's value when the filter names one, else the set of every
- * thread (on a cluster its 16 shards, merged); each batch's rows are read in
+/* list.c — convo_thread_list_ex on the index of layout 5 (one server) or 4 (a
+ * cluster; docs/redis.md, "The thread index"). Candidates come in order from
+ * one sorted set: the set of a declared key's value when the filter names one
+ * (on one server its recent order is P:ix:r's, list.lua), else the set of
+ * every thread (on a cluster its 16 shards, merged); each batch's rows are read in
  * one pipelined round trip and checked against the thread's own keys. An
  * entry whose thread is gone (deleted, expired) or, on a cluster, says
  * otherwise (a write whose index update was lost) is skipped and repaired. */
