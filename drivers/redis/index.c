@@ -11,27 +11,49 @@
 
 /* Which threads this store wrote lately, by a 64-bit hash of the id: a
  * direct-mapped table, lock-free. It only decides whether a write first
- * re-asserts the thread's index entry; a wrong answer costs a round trip,
- * never correctness (see convo__rd_run_writer). */
+ * re-asserts the thread's index entry, and whether an append first tries
+ * the thread's message list without a script; a wrong answer costs a round
+ * trip, never correctness (see convo__rd_run_writer). A slot holds the hash
+ * with bit 1 cleared until this store appended to the thread (the thread had
+ * a message list then: save_extra creates threads without one). */
+#define MSGS_BIT 2u
+
 uint64_t convo__rd_id_hash(const char *id)
 {
     uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
     for (const unsigned char *p = (const unsigned char *)id; *p; p++)
         h = (h ^ *p) * 0x100000001b3u;
-    return h | 1; /* 0 marks an empty slot */
+    return h | 1 | MSGS_BIT; /* 0 marks an empty slot */
 }
 
+/* FNV-1a's bits above the lowest move little with the last bytes of an id
+ * ("t1", "t2"), so the slot comes from the hash mixed again. */
 static atomic_uint_fast64_t *recent_slot(convo_backend *b, uint64_t h)
 {
-    return &b->recent[(h >> 17) & (RECENT_SLOTS - 1)];
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return &b->recent[h & (RECENT_SLOTS - 1)];
 }
 
 int convo__rd_recent_has(convo_backend *b, uint64_t h)
+{
+    return (atomic_load_explicit(recent_slot(b, h), memory_order_relaxed) | MSGS_BIT) == h;
+}
+
+/* This store appended to the thread since it remembered it. */
+int convo__rd_recent_has_messages(convo_backend *b, uint64_t h)
 {
     return atomic_load_explicit(recent_slot(b, h), memory_order_relaxed) == h;
 }
 
 static void recent_set(convo_backend *b, uint64_t h)
+{
+    atomic_store_explicit(recent_slot(b, h), h & ~(uint64_t)MSGS_BIT, memory_order_relaxed);
+}
+
+/* After an append: the thread has a message list (unless someone removes it). */
+void convo__rd_recent_set_messages(convo_backend *b, uint64_t h)
 {
     atomic_store_explicit(recent_slot(b, h), h, memory_order_relaxed);
 }
@@ -40,7 +62,10 @@ static void recent_set(convo_backend *b, uint64_t h)
 void convo__rd_recent_forget(convo_backend *b, uint64_t h)
 {
     uint_fast64_t expect = h;
-    atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0);
+    if (!atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0)) {
+        expect = h & ~(uint64_t)MSGS_BIT;
+        atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0);
+    }
 }
 
 static int is_create(const redisReply *r)

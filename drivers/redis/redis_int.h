@@ -143,6 +143,8 @@ extern const convo_pool_ops convo__rd_pool_ops;
 /* index.c: the thread index and the writers' protocol */
 uint64_t convo__rd_id_hash(const char *id);
 int convo__rd_recent_has(convo_backend *b, uint64_t h);
+int convo__rd_recent_has_messages(convo_backend *b, uint64_t h);
+void convo__rd_recent_set_messages(convo_backend *b, uint64_t h);
 void convo__rd_recent_forget(convo_backend *b, uint64_t h);
 int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
                             void *ctx, redisReply **reply, convo_error *err);

@@ -174,14 +174,18 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     append_call a = {b, &tk, opts, &pb, n};
     uint64_t h = convo__rd_id_hash(thread_id);
     int known = convo__rd_recent_has(b, h);
-    int plain = known && !b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
-                opts->expected_length < 0 && opts->expected_generation < 0;
+    int simple = !b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
+                 opts->expected_length < 0 && opts->expected_generation < 0;
+    int plain = simple && convo__rd_recent_has_messages(b, h);
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
-        if (rc == 0) /* not plain, or nothing written: a script (may create) */
-            rc = convo__rd_run_writer_as(b, c, thread_id, known && !plain, append_build, &a, &r,
+        /* not plain, or nothing pushed: a script; a simple append gets here for
+         * a thread without a message list as far as the store knows (made by
+         * save_extra, say), which only the script that may create can push to */
+        if (rc == 0)
+            rc = convo__rd_run_writer_as(b, c, thread_id, known && !simple, append_build, &a, &r,
                                          err);
         else if (rc == 1)
             rc = 0;
@@ -189,6 +193,8 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     }
     if (rc == 0 && r)
         rc = append_result(r, n, res, err);
+    if (rc == 0 && convo__rd_recent_has(b, h))
+        convo__rd_recent_set_messages(b, h);
     freeReplyObject(r);
     convo__rd_packbuf_free(&pb);
     free(tk.buf);
