@@ -524,7 +524,7 @@ START_TEST(test_migration_from_version_10)
     convo_store *s = open_keys(schema_url(name, NULL), k);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
-    ck_assert_int_eq(query_long(pg, sql), 15);
+    ck_assert_int_eq(query_long(pg, sql), 16);
     assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "b a");
     assert_page(s, NULL, CONVO_ORDER_ID, 0, 10, "a b");
     assert_page(s, "{\"k\":1}", CONVO_ORDER_RECENT, 0, 10, "a");

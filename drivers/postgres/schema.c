@@ -12,6 +12,7 @@ static const char *const migrations[] = {
     SQL_MIGRATE_1, SQL_MIGRATE_2, SQL_MIGRATE_3, SQL_MIGRATE_4, SQL_MIGRATE_5,
     SQL_MIGRATE_6, SQL_MIGRATE_7, SQL_MIGRATE_8, SQL_MIGRATE_9, SQL_MIGRATE_10,
     SQL_MIGRATE_11, SQL_MIGRATE_12, SQL_MIGRATE_13, SQL_MIGRATE_14, SQL_MIGRATE_15,
+    SQL_MIGRATE_16,
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
