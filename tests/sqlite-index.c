@@ -4,8 +4,10 @@
  * counting SQLite's virtual machine steps), the migration from layout 4
  * (updated_at from the last message or checkpoint, the declared keys indexed
  * for threads stored before), what ttl, delete and a staged import leave
- * listed, the values the index keeps (numbers as doubles, objects not) and
- * the rows a layout-4 writer leaves stale.
+ * listed, the values the index keeps (numbers as doubles, objects not),
+ * the rows a layout-4 writer leaves stale, and the open entry (layout 6: the
+ * pages an append writes, listings and cursors around it, a clock behind,
+ * the migration from layout 5).
  * `tests/sqlite_index SQLDIR DIR`: SQLDIR is drivers/sqlite of the source
  * tree, DIR a scratch folder; `tests/sqlite_index --check FILE` checks that
  * the index of a store other tests wrote says what its tables say. */
@@ -139,33 +141,53 @@ static char *slurp(const char *name)
     return buf;
 }
 
+/* The time of the open entry (ACTIVITY_OPEN in drivers/sqlite/sqlite_int.h). */
+#define OPEN "9223372036854775807"
+/* Thread t's activity time and length, from its row and its last message. */
+#define LAST_MESSAGE(t, what)                                                                 \
+    "(SELECT " what " FROM convo_messages AS m WHERE m.key BETWEEN " t ".num << 32 AND ("   \
+    t ".num << 32) + 4294967295 ORDER BY m.key DESC LIMIT 1)"
+#define ACTIVITY(t) "max(" t ".updated_at, coalesce(" LAST_MESSAGE(t, "m.created_at") ", 0))"
+#define LENGTH(t) "coalesce(" LAST_MESSAGE(t, "(m.key & 4294967295) + 1") ", 0)"
+
 /* The index says what the tables say: each thread has one entry in the
  * activity order, at the later of its row's updated_at and its last message's
- * created_at; each key row has its row in the key's activity order at the
- * same time; the created_at and length they carry are the thread's; nothing
- * is left of a removed thread. */
+ * created_at, or at the open time (at most one entry, the thread written
+ * last, whose activity is past every other entry's); each key row has its row
+ * in the key's activity order at the same time, or at the open time (at most
+ * one per value, past the others of the value; always when the thread's
+ * entry is open); the created_at and length they carry are the thread's
+ * (the length: but for the open ones); nothing is left of a removed thread. */
 static const char *const consistency_checks[] = {
     "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
     " WHERE t.num IS NULL OR t.id <> a.id",
     "SELECT count(*) FROM convo_threads AS t"
     " WHERE (SELECT count(*) FROM convo_activity AS a WHERE a.num = t.num) <> 1",
     "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
-    " WHERE a.updated_at <> max(t.updated_at, coalesce((SELECT m.created_at"
-    " FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32 AND (t.num << 32) + 4294967295"
-    " ORDER BY m.key DESC LIMIT 1), 0))",
+    " WHERE a.updated_at <> " OPEN " AND a.updated_at <> " ACTIVITY("t"),
     "SELECT count(*) FROM convo_activity AS a JOIN convo_threads AS t ON t.num = a.num"
-    " WHERE a.created_at <> t.created_at OR a.length <> coalesce((SELECT (m.key & 4294967295)"
-    " + 1 FROM convo_messages AS m WHERE m.key BETWEEN t.num << 32"
-    " AND (t.num << 32) + 4294967295 ORDER BY m.key DESC LIMIT 1), 0)",
+    " WHERE a.created_at <> t.created_at"
+    " OR (a.updated_at <> " OPEN " AND a.length <> " LENGTH("t") ")",
+    "SELECT max(count(*) - 1, 0) FROM convo_activity WHERE updated_at = " OPEN,
+    "SELECT count(*) FROM convo_activity AS o JOIN convo_threads AS t ON t.num = o.num"
+    " JOIN convo_activity AS a ON a.updated_at <> " OPEN
+    " WHERE o.updated_at = " OPEN " AND a.updated_at >= " ACTIVITY("t"),
     "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
     " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
     "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
     " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
-    " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
+    " AND r.value = k.value AND r.updated_at IN (a.updated_at, " OPEN ") AND r.id = k.id"
     " AND r.thread = k.thread)",
     "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
     "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
-    " WHERE r.created_at <> a.created_at OR r.length <> a.length OR r.id <> a.id",
+    " WHERE r.created_at <> a.created_at OR r.id <> a.id"
+    " OR (r.updated_at <> " OPEN " AND a.updated_at <> " OPEN " AND r.length <> a.length)",
+    "SELECT count(*) FROM (SELECT 1 FROM convo_thread_recent WHERE updated_at = " OPEN
+    " GROUP BY key, value HAVING count(*) > 1)",
+    "SELECT count(*) FROM convo_thread_recent AS o JOIN convo_threads AS t ON t.num = o.thread"
+    " JOIN convo_thread_recent AS r ON r.key = o.key AND r.value = o.value"
+    " AND r.updated_at <> " OPEN " WHERE o.updated_at = " OPEN " AND r.updated_at >= "
+    ACTIVITY("t"),
 };
 
 static void assert_index_consistent(const char *path)
@@ -346,7 +368,7 @@ START_TEST(test_migration_4_to_5)
     const char *path = db_path("v4");
     make_v4(path);
     convo_store *s = open_keys(path, NULL, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 6);
     /* the activity time: the last message, the last checkpoint, else created_at */
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 50);
@@ -629,6 +651,237 @@ START_TEST(test_every_write)
 END_TEST
 END_TEST
 
+/* ------------------------------------------------------------ the open entry */
+
+/* The pages (WAL frames) fn(s, tid) writes: the WAL is emptied first, and the
+ * frames it then holds counted by a passive checkpoint. */
+static int pages_written(const char *path, convo_store *s, const char *tid,
+                         void (*fn)(convo_store *, const char *))
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    fn(s, tid);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &st, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(st, 0), 0); /* not busy */
+    int frames = sqlite3_column_int(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return frames;
+}
+
+/* An append to the thread written last writes its message's page and nothing
+ * of the index; to another thread, the pages of its entries too (the
+ * activity order's and its key value's), once. */
+START_TEST(test_open_entry_one_page)
+{
+    const char *path = db_path("pages");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, "a", "{\"user_id\":\"u1\"}");
+    save(s, "b", "{\"user_id\":\"u1\"}");
+    append1(s, "a");
+    ck_assert_int_eq(pages_written(path, s, "a", append1), 1);
+    ck_assert_int_eq(pages_written(path, s, "a", append1), 1);
+    ck_assert_int_eq(pages_written(path, s, "b", append1), 3);
+    ck_assert_int_eq(pages_written(path, s, "b", append1), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
+                                   " AND updated_at = " OPEN),
+                     1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'b'"
+                                   " AND updated_at = " OPEN),
+                     1);
+    convo_close(s);
+    assert_index_consistent(path);
+}
+END_TEST
+
+/* "id@updated_at#length ..." of the whole listing walked a row at a time
+ * through the cursors (bare: ids and times only, else with the extra). */
+static char *walk(convo_store *s, const char *where, int reverse, int bare)
+{
+    static char out[2][4096];
+    static int n;
+    char *b = out[n++ % 2];
+    size_t used = 0;
+    char after[1024] = "";
+    b[0] = '\0';
+    for (int pages = 0; pages < 100; pages++) {
+        convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+        o.where_json = where;
+        o.reverse = reverse;
+        o.with_extra = !bare;
+        o.limit = 1;
+        o.after = after[0] ? after : NULL;
+        convo_thread_page *p;
+        convo_error err;
+        ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+        if (convo_thread_page_count(p) == 1) {
+            used += (size_t)snprintf(b + used, 4096 - used, "%s%s@%lld#%lld", used ? " " : "",
+                                     convo_thread_page_id(p, 0),
+                                     (long long)convo_thread_page_updated_at(p, 0),
+                                     (long long)convo_thread_page_length(p, 0));
+            snprintf(after, sizeof after, "%s", convo_thread_page_cursor(p, 0));
+        }
+        int done = convo_thread_page_count(p) == 0;
+        convo_thread_page_free(p);
+        if (done)
+            return b;
+    }
+    ck_abort_msg("the walk did not end");
+    return NULL;
+}
+
+/* Every way of walking a listing gives the same rows, the open entry with its
+ * thread's own time and length, once, in its place. */
+static void assert_walks_agree(convo_store *s, const char *where, const char *want_ids)
+{
+    char *first = strdup(walk(s, where, 0, 0));
+    ck_assert_str_eq(walk(s, where, 0, 1), first);
+    char ids[1024] = "";
+    for (char *w = first; *w;) { /* the ids alone */
+        size_t len = strcspn(w, "@");
+        strncat(ids, w, len);
+        w += strcspn(w, " ");
+        if (*w)
+            strcat(ids, " "), w++;
+    }
+    ck_assert_msg(strcmp(ids, want_ids) == 0, "where %s: [%s], want [%s]", where ? where : "-",
+                  ids, want_ids);
+    /* oldest first: the same rows the other way round */
+    char *reversed = strdup(walk(s, where, 1, 0)), back[4096] = "";
+    ck_assert_str_eq(walk(s, where, 1, 1), reversed);
+    for (char *end = reversed + strlen(reversed); end > reversed;) {
+        char *start = end;
+        while (start > reversed && start[-1] != ' ')
+            start--;
+        strncat(back, start, (size_t)(end - start));
+        end = start > reversed ? start - 1 : reversed;
+        if (end > reversed)
+            strcat(back, " ");
+    }
+    ck_assert_str_eq(back, first);
+    free(reversed);
+    free(first);
+}
+
+/* The open entry in listings: appends to it are listed with their time and
+ * length; a write to another thread gives it them and opens that one. */
+START_TEST(test_open_entry_listed)
+{
+    const char *path = db_path("open");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, "a", "{\"user_id\":\"u1\"}");
+    save(s, "b", "{\"user_id\":\"u2\"}");
+    save(s, "c", "{\"user_id\":\"u1\"}");
+    for (int i = 0; i < 3; i++)
+        append1(s, "c");
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'c'"
+                                   " AND updated_at = " OPEN),
+                     1);
+    long long last = sql_int(path, "SELECT max(created_at) FROM convo_messages");
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    convo_thread_page *p;
+    convo_error err;
+    ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+    ck_assert_str_eq(convo_thread_page_id(p, 0), "c");
+    ck_assert_int_eq(convo_thread_page_updated_at(p, 0), last);
+    ck_assert_int_eq(convo_thread_page_length(p, 0), 3);
+    convo_thread_page_free(p);
+    assert_same_rows(s, NULL);
+    assert_same_rows(s, "{\"user_id\":\"u1\"}");
+    assert_walks_agree(s, NULL, "c b a");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c a");
+    /* b written: c gets its own time back, b is the open entry */
+    append1(s, "b");
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'c'"), last);
+    ck_assert_int_eq(sql_int(path, "SELECT length FROM convo_activity WHERE id = 'c'"), 3);
+    /* but c stays the open row of u1, whose thread written last it is */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'c'"
+                                   " AND updated_at = " OPEN),
+                     1);
+    assert_walks_agree(s, NULL, "b c a");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c a");
+    assert_index_consistent(path);
+    /* a of u1 written: c's row in u1's order gets its time */
+    append1(s, "a");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "a c");
+    assert_walks_agree(s, NULL, "a b c");
+    assert_index_consistent(path);
+    /* the open thread deleted, then another written */
+    ck_assert_int_eq(convo_thread_delete(s, "a", &err), 0);
+    assert_walks_agree(s, NULL, "b c");
+    assert_index_consistent(path);
+    append1(s, "c");
+    assert_walks_agree(s, NULL, "c b");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c");
+    convo_close(s);
+    assert_index_consistent(path);
+}
+END_TEST
+
+/* Layout 5 (the layout-4 file through migrate-4-5.sql, as a layout-5 libconvo
+ * left it: every entry at its thread's time) opens as layout 6 unchanged; the
+ * first write opens an entry. */
+START_TEST(test_migration_5_to_6)
+{
+    const char *path = db_path("v5");
+    make_v4(path);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    char *sql = slurp("migrate-4-5.sql");
+    exec_raw(db, sql);
+    free(sql);
+    exec_raw(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
+    sqlite3_close(db);
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 6);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE updated_at = " OPEN),
+                     0);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
+    assert_walks_agree(s, NULL, "c a b");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "a b");
+    append1(s, "b");
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
+                                   " AND updated_at = " OPEN),
+                     1);
+    assert_walks_agree(s, NULL, "b c a");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "b a");
+    convo_close(s);
+    assert_index_consistent(path);
+}
+END_TEST
+
+/* A thread whose activity is ahead of the clock (written while the clock was
+ * set an hour on): a write to another thread still makes that one the newest,
+ * so the open entry is the newest in fact, and the order stays the times'. */
+START_TEST(test_open_entry_clock_behind)
+{
+    const char *path = db_path("clock");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    save(s, "x", "{\"user_id\":\"u1\"}");
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_raw(db, "UPDATE convo_threads SET updated_at = updated_at + 3600000000 WHERE id = 'x'");
+    sqlite3_close(db);
+    long long x_at = sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'x'");
+    save(s, "y", "{\"user_id\":\"u1\"}");
+    append1(s, "z");
+    long long y_at = sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'y'");
+    long long z_at = sql_int(path, "SELECT created_at FROM convo_messages");
+    ck_assert_int_gt(y_at, x_at);
+    ck_assert_int_gt(z_at, y_at);
+    assert_walks_agree(s, NULL, "z y x");
+    assert_walks_agree(s, "{\"user_id\":\"u1\"}", "y x");
+    append1(s, "x");
+    assert_walks_agree(s, NULL, "x z y");
+    convo_close(s);
+    assert_index_consistent(path);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--check") == 0)
@@ -650,6 +903,10 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_staged_import_not_listed);
     tcase_add_test(tc, test_index_values);
     tcase_add_test(tc, test_every_write);
+    tcase_add_test(tc, test_open_entry_one_page);
+    tcase_add_test(tc, test_open_entry_listed);
+    tcase_add_test(tc, test_open_entry_clock_behind);
+    tcase_add_test(tc, test_migration_5_to_6);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

@@ -22,8 +22,8 @@
 
 static const char *dir;
 
-/* The layout version this libconvo writes (drivers/sqlite/migrate-4-5.sql). */
-#define LAYOUT 5
+/* The layout version this libconvo writes (drivers/sqlite/migrate-5-6.sql). */
+#define LAYOUT 6
 
 /* ------------------------------------------------------------ helpers */
 

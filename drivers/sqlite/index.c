@@ -80,11 +80,199 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
     return 0;
 }
 
+/* ---- the open entry ----
+ *
+ * The thread written last has its entry in convo_activity, and its rows in
+ * convo_thread_recent, at ACTIVITY_OPEN, after every other entry; its next
+ * writes leave them there, so an append to it writes no page of the index.
+ * Its time and length are the thread's own (sq_thread_activity). A write to
+ * another thread first gives the open entry those, then opens its own: every
+ * entry but the open one is at its thread's time, and since a write's time is
+ * past every other thread's (sq_activity_next), the open thread is also the
+ * newest. In a key value's order the open row is that of the value's thread
+ * written last (it may no longer be open in convo_activity). */
+
+/* Thread num's activity time (the later of its row's updated_at and its last
+ * message's created_at) and length, read from the thread. */
+int sq_thread_activity(sq_conn *c, int64_t num, int64_t *at, int64_t *length,
+                       convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_THREAD_BY_NUM, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
+                                          "sqlite: thread number %lld is gone", (long long)num);
+    thread_row t = {.num = num, .updated_at = sqlite3_column_int64(st, 1)};
+    sq_stmt_done(st);
+    if ((rc = sq_thread_last(c, num, &t.length, &t.last_at, err)) == 0) {
+        *at = activity_of(&t);
+        *length = t.length;
+    }
+    return rc;
+}
+
+/* The newest entry of the activity order: its time, thread number and id
+ * (malloc'd); *num 0 when the order is empty. */
+typedef struct entry {
+    int64_t at, num;
+    char *id;
+} entry;
+
+static int newest_entry(sq_conn *c, entry *e, convo_error *err)
+{
+    sqlite3_stmt *st;
+    *e = (entry){0, 0, NULL};
+    int rc = sq_stmt_get(c, ST_ACTIVITY_NEWEST, &st, err);
+    if (rc || (rc = sq_stmt_step(c, st, "reading the activity order", err)) != 1)
+        return rc;
+    e->at = sqlite3_column_int64(st, 0);
+    e->num = sqlite3_column_int64(st, 1);
+    e->id = strdup((const char *)sqlite3_column_text(st, 2));
+    sq_stmt_done(st);
+    return e->id ? 0 : no_memory(err);
+}
+
+/* The time of a write to thread t (zeroed when new): now, or past its own
+ * activity and every other thread's should the clock have stepped back (or
+ * not moved), so the thread it opens is the newest and a thread's times grow
+ * with every write. */
+int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *err)
+{
+    entry e;
+    int64_t floor = activity_of(t), other = 0, length;
+    int rc = newest_entry(c, &e, err);
+    if (rc == 0 && e.at == ACTIVITY_OPEN && e.num != t->num)
+        rc = sq_thread_activity(c, e.num, &other, &length, err);
+    else if (rc == 0 && e.at != ACTIVITY_OPEN)
+        other = e.at;
+    free(e.id);
+    if (other > floor)
+        floor = other;
+    int64_t now = convo__now_micros();
+    *at = now > floor ? now : floor + 1;
+    return rc;
+}
+
+/* Moves thread num's entry (id) in the activity order from `from` to `to`,
+ * with length messages; *moved 0 when it was not there. */
+static int activity_move(sq_conn *c, const char *id, int64_t from, int64_t to, int64_t length,
+                         int *moved, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_ACTIVITY_MOVE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, length);
+    rc = sq_stmt_run(c, st, "moving the thread in the activity order", err);
+    *moved = rc == 0 && sqlite3_changes(c->db) > 0;
+    return rc;
+}
+
+/* The open entry of the activity order, unless it is thread num's, gets its
+ * thread's time and length. *mine: 1 when it is num's. */
+static int activity_close(sq_conn *c, int64_t num, int *mine, convo_error *err)
+{
+    entry e;
+    int64_t at, length;
+    int moved, rc = newest_entry(c, &e, err);
+    *mine = rc == 0 && e.at == ACTIVITY_OPEN && e.num == num;
+    if (rc == 0 && e.at == ACTIVITY_OPEN && !*mine &&
+        (rc = sq_thread_activity(c, e.num, &at, &length, err)) == 0)
+        rc = activity_move(c, e.id, ACTIVITY_OPEN, at, length, &moved, err);
+    free(e.id);
+    return rc;
+}
+
+/* In key `key`'s order of value `value`, the open row, unless it is thread
+ * num's, gets its thread's time and length. *mine: 1 when it is num's. */
+static int recent_close(sq_conn *c, sqlite3_value *key, sqlite3_value *value, int64_t num,
+                        int *mine, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_RECENT_OPEN, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_value(st, 1, key);
+    sqlite3_bind_value(st, 2, value);
+    sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
+    *mine = 0;
+    if ((rc = sq_stmt_step(c, st, "reading the key index", err)) != 1)
+        return rc;
+    int64_t thread = sqlite3_column_int64(st, 0), at, length;
+    char *id = strdup((const char *)sqlite3_column_text(st, 1));
+    sq_stmt_done(st);
+    *mine = thread == num;
+    rc = 0;
+    if (!id)
+        return no_memory(err);
+    if (!*mine && (rc = sq_thread_activity(c, thread, &at, &length, err)) == 0 &&
+        (rc = sq_stmt_get(c, ST_RECENT_MOVE, &st, err)) == 0) {
+        sqlite3_bind_value(st, 1, key);
+        sqlite3_bind_value(st, 2, value);
+        sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
+        sqlite3_bind_text(st, 4, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, at);
+        sqlite3_bind_int64(st, 6, length);
+        rc = sq_stmt_run(c, st, "updating the key index", err);
+    }
+    free(id);
+    return rc;
+}
+
+/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
+ * become the open rows of their values, with length messages: each row at
+ * `from` moves there, or a new row enters there when from is 0. */
+static int recent_open(sq_conn *c, int64_t num, const char *key, int64_t from, int64_t length,
+                       convo_error *err)
+{
+    sqlite3_stmt *keys, *st;
+    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(keys, 1, num);
+    if (key)
+        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
+    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
+        int mine;
+        rc = recent_close(c, sqlite3_column_value(keys, 0), sqlite3_column_value(keys, 1), num,
+                          &mine, err);
+        if (rc == 0 && !mine)
+            rc = sq_stmt_get(c, from ? ST_RECENT_MOVE : ST_RECENT_ADD, &st, err);
+        if (rc == 0 && !mine && from) { /* key, value, id: ?1, ?2, ?4 */
+            for (int i = 0; i < 3; i++)
+                sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
+            sqlite3_bind_int64(st, 3, from);
+            sqlite3_bind_int64(st, 5, ACTIVITY_OPEN);
+            sqlite3_bind_int64(st, 6, length);
+        } else if (rc == 0 && !mine) {
+            sqlite3_bind_int64(st, 1, num);
+            sqlite3_bind_int64(st, 2, ACTIVITY_OPEN);
+            sqlite3_bind_value(st, 3, sqlite3_column_value(keys, 0));
+            sqlite3_bind_int64(st, 4, length);
+        }
+        if (rc == 0 && !mine)
+            rc = sq_stmt_run(c, st, "updating the key index", err);
+        if (rc) {
+            sq_stmt_done(keys);
+            return rc;
+        }
+    }
+    return rc;
+}
+
 /* Rows in the activity order of thread num's indexed keys (of `key` only,
  * unless NULL), as of at with length messages. */
 static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int64_t length,
                       convo_error *err)
 {
+    if (at == ACTIVITY_OPEN)
+        return recent_open(c, num, key, 0, length, err);
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_RECENT_ADD, &st, err);
     if (rc)
@@ -97,17 +285,15 @@ static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int6
     return sq_stmt_run(c, st, "indexing the extra", err);
 }
 
-/* For each indexed key row of thread num (of `key` only, unless NULL), its
- * row in the key's activity order at `from` is moved to `to` with length
- * messages (op ST_RECENT_MOVE) or removed (ST_RECENT_DELETE): a seek for the
- * thread's key rows, then one for each. */
-static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op, int64_t from,
-                       int64_t to, int64_t length, convo_error *err)
+/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
+ * at `from`, or at the open time, go. */
+static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
+                         convo_error *err)
 {
     sqlite3_stmt *keys, *st;
     int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
     if (rc == 0)
-        rc = sq_stmt_get(c, op, &st, err);
+        rc = sq_stmt_get(c, ST_RECENT_DELETE, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(keys, 1, num);
@@ -117,10 +303,7 @@ static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op
         for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
             sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
         sqlite3_bind_int64(st, 3, from);
-        if (op == ST_RECENT_MOVE) {
-            sqlite3_bind_int64(st, 5, to);
-            sqlite3_bind_int64(st, 6, length);
-        }
+        sqlite3_bind_int64(st, 5, ACTIVITY_OPEN);
         if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
             sq_stmt_done(keys);
             return rc;
@@ -131,57 +314,40 @@ static int recent_each(sq_conn *c, int64_t num, const char *key, enum stmt_id op
 
 /* ---- the activity order ---- */
 
-/* The activity time of a write to thread t: now, or one microsecond past its
- * activity should the clock have stepped back, so it grows with every write
- * and a thread's entries never collide. */
-int64_t sq_activity_next(const thread_row *t)
-{
-    int64_t now = convo__now_micros(), last = activity_of(t);
-    return now > last ? now : last + 1;
-}
-
-/* Enters thread num in the activity order as of at, with length messages
- * (its id and created_at from its row). */
-int sq_activity_add(sq_conn *c, int64_t num, int64_t at, int64_t length, convo_error *err)
-{
-    return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, num, at, length,
-                            "entering the thread in the activity order", err);
-}
-
 /* A layout-4 libconvo wrote thread num without moving its entries: the ones
- * it has go, found by walks (rare), and it is entered again as of at. */
-static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
-                           convo_error *err)
+ * it has go, found by walks (rare), and it enters again as the open one. */
+static int activity_repair(sq_conn *c, int64_t num, int64_t length, convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0, "repairing the activity order",
                               err);
     if (rc == 0)
-        rc = sq_activity_add(c, num, at, length, err);
+        rc = sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, num, ACTIVITY_OPEN, length,
+                              "entering the thread in the activity order", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "repairing the key index", err);
-    return rc ? rc : recent_add(c, num, at, NULL, length, err);
+    return rc ? rc : recent_open(c, num, NULL, 0, length, err);
 }
 
-/* Thread t (id), whose last message and row were read, is active as of to
- * and has length messages: its entry in the activity order and its rows in
- * its keys' orders move there (one seek each). */
-int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
-                     int64_t length, convo_error *err)
+/* Thread t (id; found: 0 when it was created by this write, with no entry
+ * yet), written at a time from sq_activity_next and with length messages
+ * after it, becomes the open entry of the activity order and of its keys'
+ * orders. Nothing to write when it is the open entry already: an append to
+ * the thread written last touches no page of the index. */
+int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found,
+                      int64_t length, convo_error *err)
 {
-    int64_t from = activity_of(t);
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_ACTIVITY_MOVE, &st, err);
-    if (rc)
+    int mine, moved = 0;
+    int rc = activity_close(c, t->num, &mine, err);
+    if (rc || (found && mine))
         return rc;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, from);
-    sqlite3_bind_int64(st, 3, to);
-    sqlite3_bind_int64(st, 4, length);
-    if ((rc = sq_stmt_run(c, st, "moving the thread in the activity order", err)) != 0)
+    if (!found)
+        return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, t->num, ACTIVITY_OPEN, length,
+                                "entering the thread in the activity order", err);
+    if ((rc = activity_move(c, id, activity_of(t), ACTIVITY_OPEN, length, &moved, err)) != 0)
         return rc;
-    if (sqlite3_changes(c->db) == 0)
-        return activity_repair(c, t->num, to, length, err);
-    return recent_each(c, t->num, NULL, ST_RECENT_MOVE, from, to, length, err);
+    if (!moved)
+        return activity_repair(c, t->num, length, err);
+    return recent_open(c, t->num, NULL, activity_of(t), length, err);
 }
 
 /* Before thread num is removed: its entry in the activity order and its key
@@ -205,6 +371,7 @@ int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
     if (rc == 0 && (rc = sq_stmt_get(c, ST_ACTIVITY_DELETE, &st, err)) == 0) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, activity_of(&t));
+        sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
         rc = sq_stmt_run(c, st, "removing the thread from the activity order", err);
     }
     free(id);
@@ -215,23 +382,23 @@ int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
             rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "removing key index rows",
                                   err);
     } else if (rc == 0)
-        rc = recent_each(c, num, NULL, ST_RECENT_DELETE, activity_of(&t), 0, 0, err);
+        rc = recent_delete(c, num, NULL, activity_of(&t), err);
     return rc ? rc : sq_run_with_ints(c, ST_KEYS_DELETE, 1, num, 0, 0, "removing key index rows",
                                       err);
 }
 
 /* ---- key rows ---- */
 
-/* Thread num, active as of at with length messages, holds v at indexed key
- * `key`: its old rows for the key go, new ones come when the value is one the
- * index keeps. */
+/* Thread num, active as of at (ACTIVITY_OPEN: the open entry) with length
+ * messages, holds v at indexed key `key`: its old rows for the key go, new
+ * ones come when the value is one the index keeps. */
 static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const char *key,
                      const json_t *v, convo_error *err)
 {
     char *value;
     int rc = sq_index_value(v, &value, err);
     if (rc == 0)
-        rc = recent_each(c, num, key, ST_RECENT_DELETE, at, 0, 0, err);
+        rc = recent_delete(c, num, key, at, err);
     sqlite3_stmt *st;
     if (rc == 0)
         rc = sq_stmt_get(c, value ? ST_KEYS_PUT : ST_KEYS_DROP, &st, err);
@@ -248,11 +415,11 @@ static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const 
     return rc;
 }
 
-/* After a save_extra of patch on thread num (its row already written, active
- * as of at, length messages): each indexed key the patch sets gets its new
- * rows, or loses them when the new value is not one the index keeps. Keys the
- * patch does not name keep theirs. */
-int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length, const json_t *patch,
+/* After a save_extra of patch on thread num (its row already written, the
+ * open entry now, length messages): each indexed key the patch sets gets its
+ * new rows, or loses them when the new value is not one the index keeps. Keys
+ * the patch does not name keep theirs. */
+int sq_index_extra(sq_conn *c, int64_t num, int64_t length, const json_t *patch,
                    convo_error *err)
 {
     char **keys;
@@ -262,28 +429,33 @@ int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length, const js
     for (size_t i = 0; rc == 0 && keys[i]; i++) {
         json_t *v = json_object_get(patch, keys[i]);
         if (v)
-            rc = index_set(c, num, at, length, keys[i], v, err);
+            rc = index_set(c, num, ACTIVITY_OPEN, length, keys[i], v, err);
     }
     sq_index_keys_free(keys);
     return rc;
 }
 
-/* A fork: thread dst, created with src's extra, active as of at with length
- * messages, gets src's key rows. */
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, int64_t length,
-                  convo_error *err)
+/* A fork: thread dst, created with src's extra, the open entry now with
+ * length messages, gets src's key rows. */
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t length, convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_KEYS_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
-    return rc ? rc : recent_add(c, dst, at, NULL, length, err);
+    return rc ? rc : recent_open(c, dst, NULL, 0, length, err);
 }
 
 /* ---- declaring the keys (at open) ---- */
 
-/* Rows for the threads stored before the keys were declared. */
+/* Rows for the threads stored before the keys were declared, at their
+ * times; the open entry's thread's are the open rows of their values. */
 static int backfill(sq_conn *c, char *const *keys, convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_INDEX_BACKFILL, &st, err);
+    entry open;
+    int rc = newest_entry(c, &open, err);
+    free(open.id);
+    int64_t open_num = open.at == ACTIVITY_OPEN ? open.num : 0;
+    if (rc == 0)
+        rc = sq_stmt_get(c, ST_INDEX_BACKFILL, &st, err);
     while (rc == 0 && (rc = sq_stmt_step(c, st, "indexing stored threads", err)) == 1) {
         const char *extra = (const char *)sqlite3_column_text(st, 1);
         json_t *obj = extra ? json_loadb(extra, (size_t)sqlite3_column_bytes(st, 1), 0, NULL)
@@ -294,7 +466,8 @@ static int backfill(sq_conn *c, char *const *keys, convo_error *err)
         for (size_t i = 0; rc == 0 && json_is_object(obj) && keys[i]; i++) {
             json_t *v = json_object_get(obj, keys[i]);
             if (v)
-                rc = index_set(c, t.num, activity_of(&t), t.length, keys[i], v, err);
+                rc = index_set(c, t.num, t.num == open_num ? ACTIVITY_OPEN : activity_of(&t),
+                               t.length, keys[i], v, err);
         }
         json_decref(obj);
         if (rc)

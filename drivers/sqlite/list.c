@@ -74,9 +74,10 @@ static void bind_position(sqlite3_stmt *st, const list_args *a)
         sqlite3_bind_text(st, 4, a->after->id, -1, SQLITE_STATIC);
     } else if (a->o->order == CONVO_ORDER_ID) {
         sqlite3_bind_text(st, 4, descending ? past_every_id : "", -1, SQLITE_STATIC);
-    } else { /* every id is non-empty: (MAX, "") is after them all, (MIN, "") before */
+    } else { /* (MAX, past every id) is after every entry, the open ones too
+              * (ACTIVITY_OPEN); every id is non-empty: (MIN, "") before them all */
         sqlite3_bind_int64(st, 3, descending ? INT64_MAX : INT64_MIN);
-        sqlite3_bind_text(st, 4, "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, descending ? past_every_id : "", -1, SQLITE_STATIC);
     }
     sqlite3_bind_int64(st, 5, convo__now_micros());
 }
@@ -138,17 +139,21 @@ static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
     return rc;
 }
 
-/* Adds the row of a bare listing: (num, id, created_at, updated_at, length). */
-static int add_bare_row(sqlite3_stmt *st, list_args *a, convo_error *err)
+/* Adds the row of a bare listing: (num, id, created_at, updated_at, length);
+ * the open entry's time and length are read from its thread. */
+static int add_bare_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
 {
     const char *id = (const char *)sqlite3_column_text(st, 1);
-    if (!id || convo__thread_page_add_row(a->p, id, (size_t)sqlite3_column_bytes(st, 1),
-                                          sqlite3_column_int64(st, 2),
-                                          sqlite3_column_int64(st, 3),
-                                          sqlite3_column_int64(st, 4), NULL, 0, NULL, 0) != 0)
-        return no_memory(err);
-    a->rows++;
-    return 0;
+    int64_t updated_at = sqlite3_column_int64(st, 3), length = sqlite3_column_int64(st, 4);
+    int rc = updated_at == ACTIVITY_OPEN
+                 ? sq_thread_activity(c, sqlite3_column_int64(st, 0), &updated_at, &length, err)
+                 : 0;
+    if (rc == 0 && (!id || convo__thread_page_add_row(a->p, id, (size_t)sqlite3_column_bytes(st, 1),
+                                                      sqlite3_column_int64(st, 2), updated_at,
+                                                      length, NULL, 0, NULL, 0) != 0))
+        rc = no_memory(err);
+    a->rows += rc == 0;
+    return rc;
 }
 
 /* 1 when the listing can be read from the activity order's B-tree alone: in
@@ -195,7 +200,7 @@ static int list_tx(sq_conn *c, void *arg, convo_error *err)
             rc = sq_stmt_step(c, st, "listing threads", err);
             if (rc != 1)
                 break;
-            rc = bare ? add_bare_row(st, a, err) : add_row(c, st, a, err);
+            rc = bare ? add_bare_row(c, st, a, err) : add_row(c, st, a, err);
         }
         sq_stmt_done(st);
     }

@@ -26,8 +26,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-4-5.sql (schema.c). */
-#define SCHEMA_VERSION 5
+ * migrate-5-6.sql (schema.c). */
+#define SCHEMA_VERSION 6
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -48,8 +48,8 @@
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
     X(MSG_COPY) X(CP_COPY) X(CH_COPY) X(WRITE_COPY) X(BLOB_COPY)                             \
-    X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET)                   \
-    X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
+    X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET) X(ACTIVITY_NEWEST)  \
+    X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET) X(RECENT_OPEN)            \
     X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
     X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_BACKFILL)                                         \
     X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
@@ -149,10 +149,16 @@ int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row
                    convo_error *err);
 int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
                    convo_error *err);
-int64_t sq_activity_next(const thread_row *t);
-int sq_activity_add(sq_conn *c, int64_t num, int64_t at, int64_t length, convo_error *err);
-int sq_activity_move(sq_conn *c, const char *id, const thread_row *t, int64_t to,
-                     int64_t length, convo_error *err);
+/* The time of a thread's entry in the activity orders while it is the thread
+ * written last (the open entry, index.c): its later writes leave the entry
+ * alone, and a reader takes the time and length from the thread itself. */
+#define ACTIVITY_OPEN INT64_MAX
+
+int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *err);
+int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found,
+                      int64_t length, convo_error *err);
+int sq_thread_activity(sq_conn *c, int64_t num, int64_t *at, int64_t *length,
+                       convo_error *err);
 int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64_t length,
                     convo_error *err);
 int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err);
@@ -199,10 +205,9 @@ int sq_index_value(const struct json_t *v, char **out, convo_error *err);
 int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
 void sq_index_keys_free(char **keys);
 int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
-int sq_index_extra(sq_conn *c, int64_t num, int64_t active, int64_t length,
-                   const struct json_t *patch, convo_error *err);
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t active, int64_t length,
-                  convo_error *err);
+int sq_index_extra(sq_conn *c, int64_t num, int64_t length, const struct json_t *patch,
+                   convo_error *err);
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t length, convo_error *err);
 int sq_index_forget(sq_conn *c, int64_t num, convo_error *err);
 
 /* ---- list.c ---- */

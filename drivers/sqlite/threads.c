@@ -140,17 +140,20 @@ static int thread_insert(sq_conn *c, const char *id, int64_t now, const char *ex
     return 0;
 }
 
-/* A new thread, created and active now, at generation t->generation, that
- * will have `length` messages once the write is done (its entry in the
- * activity order carries it); t gets its number and times (length 0). */
+/* A new thread, created and active now (sq_activity_next), at generation
+ * t->generation, that will have `length` messages once the write is done;
+ * it becomes the open entry of the activity order. t (zeroed but for the
+ * generation) gets its number and times (length 0). */
 static int thread_create(sq_conn *c, const char *id, const char *extra, size_t extra_len,
                          int64_t length, thread_row *t, convo_error *err)
 {
-    int64_t now = convo__now_micros();
-    int rc = thread_insert(c, id, now, extra, extra_len, t->generation, &t->num, err);
-    t->updated_at = now;
-    t->last_at = t->length = 0;
-    return rc ? rc : sq_activity_add(c, t->num, now, length, err);
+    int64_t at;
+    t->num = t->updated_at = t->last_at = t->length = 0;
+    int rc = sq_activity_next(c, t, &at, err);
+    if (rc == 0)
+        rc = thread_insert(c, id, at, extra, extra_len, t->generation, &t->num, err);
+    t->updated_at = at;
+    return rc ? rc : sq_activity_front(c, id, t, 0, length, err);
 }
 
 /* A write that rewrites the row of thread t (id), at time at (from
@@ -169,7 +172,7 @@ int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64
     sqlite3_bind_int64(st, 2, at);
     bind_expiry(c, st, 3, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "recording a write to the thread", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, length, err);
+        rc = sq_activity_front(c, id, t, 1, length, err);
     t->updated_at = at;
     return rc;
 }
@@ -195,8 +198,11 @@ int sq_thread_extend(sq_conn *c, const thread_row *t, convo_error *err)
  * with no extra, at generation t->generation. */
 int sq_thread_ensure(sq_conn *c, const char *id, int found, thread_row *t, convo_error *err)
 {
-    return found ? sq_thread_touch(c, id, t, sq_activity_next(t), t->length, err)
-                 : thread_create(c, id, NULL, 0, 0, t, err);
+    if (!found)
+        return thread_create(c, id, NULL, 0, 0, t, err);
+    int64_t at;
+    int rc = sq_activity_next(c, t, &at, err);
+    return rc ? rc : sq_thread_touch(c, id, t, at, t->length, err);
 }
 
 /* Gives thread t (id) its new generation, and touches it as sq_thread_touch
@@ -205,16 +211,18 @@ int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t 
                              int64_t length, convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
+    int64_t at;
+    int rc = sq_activity_next(c, t, &at, err);
+    if (rc == 0)
+        rc = sq_stmt_get(c, ST_THREAD_SET_GENERATION, &st, err);
     if (rc)
         return rc;
-    int64_t at = sq_activity_next(t);
     sqlite3_bind_int64(st, 1, t->num);
     sqlite3_bind_int64(st, 2, generation);
     bind_expiry(c, st, 3, convo__now_micros());
     sqlite3_bind_int64(st, 4, at);
     if ((rc = sq_stmt_run(c, st, "recording the thread's generation", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, length, err);
+        rc = sq_activity_front(c, id, t, 1, length, err);
     t->updated_at = at;
     return rc;
 }
@@ -232,7 +240,7 @@ static int thread_set_extra(sq_conn *c, const char *id, thread_row *t, const cha
     sqlite3_bind_int64(st, 3, at);
     bind_expiry(c, st, 4, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "saving extra", err)) == 0)
-        rc = sq_activity_move(c, id, t, at, t->length, err);
+        rc = sq_activity_front(c, id, t, 1, t->length, err);
     t->updated_at = at;
     return rc;
 }
@@ -307,7 +315,8 @@ int sq_generation_conflict(int64_t generation, int64_t expected, convo_error *er
 /* Appends n messages after the t->length there are, to thread t, created
  * first when not found. They are stamped with the thread's next activity
  * time, and an append rewrites no more of the row than its deadline: the
- * activity order finds the thread by its last message's time. Restored
+ * activity order finds the thread by its last message's time (and to the
+ * open entry, the thread written last, it writes nothing else). Restored
  * messages (created_at non-NULL: one time each, a dump's) keep their times and
  * the thread's row is touched, so its activity is this write's. t->length is
  * left as it was (the first new seq). */
@@ -318,8 +327,11 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
     if (t->length + (int64_t)n > MAX_LENGTH)
         return convo__error(err, CONVO_ETOOLARGE, NULL,
                             "sqlite: a thread holds at most %lld messages", (long long)MAX_LENGTH);
-    int rc = found ? 0 : thread_create(c, thread_id, NULL, 0, (int64_t)n, t, err);
-    int64_t at = found ? sq_activity_next(t) : t->updated_at;
+    int64_t at = 0;
+    int rc = found ? sq_activity_next(c, t, &at, err)
+                   : thread_create(c, thread_id, NULL, 0, (int64_t)n, t, err);
+    if (!found)
+        at = t->updated_at;
     if (rc == 0)
         rc = sq_messages_put(c, ST_MSG_INSERT, t->num, t->length, msgs, n, at, created_at, err);
     if (rc == 0 && created_at) {
@@ -328,7 +340,7 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
         t->last_at = last;
     } else if (rc == 0 && found) {
         if ((rc = sq_thread_extend(c, t, err)) == 0)
-            rc = sq_activity_move(c, thread_id, t, at, t->length + (int64_t)n, err);
+            rc = sq_activity_front(c, thread_id, t, 1, t->length + (int64_t)n, err);
         t->last_at = at;
     }
     return rc;
@@ -507,10 +519,13 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
         return rc;
     if (!found)
         rc = thread_create(c, a->thread_id, merged, merged_len, 0, &t, err);
-    else if ((rc = thread_length(c, &t, err)) == 0)
-        rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, sq_activity_next(&t), err);
+    else {
+        int64_t at;
+        if ((rc = thread_length(c, &t, err)) == 0 && (rc = sq_activity_next(c, &t, &at, err)) == 0)
+            rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, at, err);
+    }
     free(merged);
-    return rc ? rc : sq_index_extra(c, t.num, t.updated_at, t.length, a->patch_obj, err);
+    return rc ? rc : sq_index_extra(c, t.num, t.length, a->patch_obj, err);
 }
 
 int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
@@ -625,7 +640,6 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
 {
     fork_args *a = arg;
     thread_row s;
-    int64_t dst;
     char *extra;
     size_t extra_len = 0;
     int rc = sq_thread_get(c, a->src, VIEW_READ, &s, &extra, &extra_len, err);
@@ -633,20 +647,21 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "source thread not found");
     rc = fork_check(c, a, &s, err);
     int64_t n = a->upto < 0 ? s.length : a->upto;
-    int64_t now = convo__now_micros(), length, last_at = 0;
+    /* created and active now, past every thread (the source and so the
+     * messages copied from it too, should the clock have stepped back) */
+    thread_row d = {0};
+    int64_t at;
     if (rc == 0)
-        rc = thread_insert(c, a->dst, now, extra, extra_len, s.generation, &dst, err);
+        rc = sq_activity_next(c, &d, &at, err);
+    if (rc == 0)
+        rc = thread_insert(c, a->dst, at, extra, extra_len, s.generation, &d.num, err);
     free(extra);
     if (rc == 0 && n > 0)
-        rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n), key_of(dst, 0),
-                              "copying messages", err);
-    /* active now, or at its last message should that be later (a clock set back) */
-    if (rc == 0 && n > 0)
-        rc = sq_thread_last(c, dst, &length, &last_at, err);
-    int64_t at = last_at > now ? last_at : now;
+        rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n),
+                              key_of(d.num, 0), "copying messages", err);
     if (rc == 0)
-        rc = sq_activity_add(c, dst, at, n, err);
-    return rc ? rc : sq_index_copy(c, s.num, dst, at, n, err);
+        rc = sq_activity_front(c, a->dst, &d, 0, n, err);
+    return rc ? rc : sq_index_copy(c, s.num, d.num, n, err);
 }
 
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,

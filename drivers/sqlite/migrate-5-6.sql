@@ -1,0 +1,15 @@
+-- Layout 5 -> 6: the open entry (docs/sqlite.md, The thread index).
+--
+-- The tables stay as they are; what their rows may hold changes. The thread
+-- written last has its entry in convo_activity, and its rows in
+-- convo_thread_recent, at the open time (9223372036854775807, the largest
+-- integer: after every other entry), and its next writes leave them there, so
+-- an append to it writes its messages and nothing else of the index. Its time
+-- and length are read from the thread (the later of its row's updated_at and
+-- its last message's created_at; one past its last seq), not from the entry.
+-- When another thread is written, the open entry is given those and the other
+-- thread's entry becomes the open one; a write's time is past every other
+-- thread's, so the open entry is the newest thread in fact too. A layout-5
+-- file has no open entry, which this layout reads as it is: nothing to do but
+-- record the version, which a layout-5 libconvo then refuses to open (it would
+-- list the open entry at that time).
