@@ -154,10 +154,10 @@ static char *slurp(const char *name)
  * activity order, at the later of its row's updated_at and its last message's
  * created_at, or at the open time (at most one entry, the thread written
  * last, whose activity is past every other entry's); each key row has its row
- * in the key's activity order at the same time, or at the open time (at most
- * one per value, past the others of the value; always when the thread's
- * entry is open); the created_at and length they carry are the thread's
- * (the length: but for the open ones); nothing is left of a removed thread. */
+ * in the key's activity order at the same time as the entry (so only the
+ * open thread has open rows); the created_at and length they carry are the
+ * thread's (the length: but for the open ones); nothing is left of a removed
+ * thread. */
 static const char *const consistency_checks[] = {
     "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
     " WHERE t.num IS NULL OR t.id <> a.id",
@@ -176,18 +176,14 @@ static const char *const consistency_checks[] = {
     " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
     "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
     " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
-    " AND r.value = k.value AND r.updated_at IN (a.updated_at, " OPEN ") AND r.id = k.id"
+    " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
     " AND r.thread = k.thread)",
     "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
     "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
     " WHERE r.created_at <> a.created_at OR r.id <> a.id"
     " OR (r.updated_at <> " OPEN " AND a.updated_at <> " OPEN " AND r.length <> a.length)",
-    "SELECT count(*) FROM (SELECT 1 FROM convo_thread_recent WHERE updated_at = " OPEN
-    " GROUP BY key, value HAVING count(*) > 1)",
-    "SELECT count(*) FROM convo_thread_recent AS o JOIN convo_threads AS t ON t.num = o.thread"
-    " JOIN convo_thread_recent AS r ON r.key = o.key AND r.value = o.value"
-    " AND r.updated_at <> " OPEN " WHERE o.updated_at = " OPEN " AND r.updated_at >= "
-    ACTIVITY("t"),
+    "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
+    " WHERE r.updated_at <> a.updated_at",
 };
 
 static void assert_index_consistent(const char *path)
@@ -673,9 +669,10 @@ static int pages_written(const char *path, convo_store *s, const char *tid,
     return frames;
 }
 
-/* An append to the thread written last writes its message's page and nothing
- * of the index; to another thread, the pages of its entries too (the
- * activity order's and its key value's), once. */
+/* An append to the thread written last (from its third write in a row)
+ * writes its message's page and nothing of the index; to another thread, the
+ * pages of its entries too (the activity order's and its key value's), and
+ * the second write in a row once more (the entry opens). */
 START_TEST(test_open_entry_one_page)
 {
     const char *path = db_path("pages");
@@ -683,8 +680,13 @@ START_TEST(test_open_entry_one_page)
     save(s, "a", "{\"user_id\":\"u1\"}");
     save(s, "b", "{\"user_id\":\"u1\"}");
     append1(s, "a");
+    append1(s, "a");
     ck_assert_int_eq(pages_written(path, s, "a", append1), 1);
     ck_assert_int_eq(pages_written(path, s, "a", append1), 1);
+    ck_assert_int_eq(pages_written(path, s, "b", append1), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
+                                   " AND updated_at = " OPEN),
+                     0);
     ck_assert_int_eq(pages_written(path, s, "b", append1), 3);
     ck_assert_int_eq(pages_written(path, s, "b", append1), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
@@ -768,7 +770,7 @@ static void assert_walks_agree(convo_store *s, const char *where, const char *wa
 }
 
 /* The open entry in listings: appends to it are listed with their time and
- * length; a write to another thread gives it them and opens that one. */
+ * length; a write to another thread gives it them. */
 START_TEST(test_open_entry_listed)
 {
     const char *path = db_path("open");
@@ -794,18 +796,15 @@ START_TEST(test_open_entry_listed)
     assert_same_rows(s, "{\"user_id\":\"u1\"}");
     assert_walks_agree(s, NULL, "c b a");
     assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c a");
-    /* b written: c gets its own time back, b is the open entry */
+    /* b written: c gets its own time back */
     append1(s, "b");
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'c'"), last);
     ck_assert_int_eq(sql_int(path, "SELECT length FROM convo_activity WHERE id = 'c'"), 3);
-    /* but c stays the open row of u1, whose thread written last it is */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'c'"
-                                   " AND updated_at = " OPEN),
-                     1);
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_thread_recent WHERE id = 'c'"),
+                     last);
     assert_walks_agree(s, NULL, "b c a");
     assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c a");
     assert_index_consistent(path);
-    /* a of u1 written: c's row in u1's order gets its time */
     append1(s, "a");
     assert_walks_agree(s, "{\"user_id\":\"u1\"}", "a c");
     assert_walks_agree(s, NULL, "a b c");
@@ -844,6 +843,7 @@ START_TEST(test_migration_5_to_6)
     assert_walks_agree(s, NULL, "c a b");
     assert_walks_agree(s, "{\"user_id\":\"u1\"}", "a b");
     append1(s, "b");
+    append1(s, "b");
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
                                    " AND updated_at = " OPEN),
                      1);
@@ -862,6 +862,7 @@ START_TEST(test_open_entry_clock_behind)
     const char *path = db_path("clock");
     convo_store *s = open_keys(path, NULL, USER_ID);
     save(s, "x", "{\"user_id\":\"u1\"}");
+    append1(s, "x"); /* open: its time is read from its row */
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     exec_raw(db, "UPDATE convo_threads SET updated_at = updated_at + 3600000000 WHERE id = 'x'");
@@ -870,7 +871,8 @@ START_TEST(test_open_entry_clock_behind)
     save(s, "y", "{\"user_id\":\"u1\"}");
     append1(s, "z");
     long long y_at = sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'y'");
-    long long z_at = sql_int(path, "SELECT created_at FROM convo_messages");
+    long long z_at = sql_int(path, "SELECT m.created_at FROM convo_messages AS m JOIN convo_threads"
+                                   " AS t ON t.num = m.key >> 32 WHERE t.id = 'z'");
     ck_assert_int_gt(y_at, x_at);
     ck_assert_int_gt(z_at, y_at);
     assert_walks_agree(s, NULL, "z y x");

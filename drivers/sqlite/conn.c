@@ -144,6 +144,7 @@ int sq_run_tx(convo_backend *b, int write, tx_body body, void *arg, convo_error 
     if (rc)
         return rc;
     sq_conn *c = p;
+    c->open_read.num = 0;
     rc = sq_exec_id(c, write ? ST_BEGIN_IMMEDIATE : ST_BEGIN, "starting a transaction", err);
     if (rc == 0) {
         rc = body(c, arg, err);

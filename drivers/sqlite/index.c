@@ -82,40 +82,43 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
 
 /* ---- the open entry ----
  *
- * The thread written last has its entry in convo_activity, and its rows in
- * convo_thread_recent, at ACTIVITY_OPEN, after every other entry; its next
- * writes leave them there, so an append to it writes no page of the index.
+ * The thread written last, from its second write in a row on, has its entry
+ * in convo_activity, and its rows in convo_thread_recent, at ACTIVITY_OPEN,
+ * after every other entry; its next writes leave them there, so an append to
+ * it writes no page of the index.
  * Its time and length are the thread's own (sq_thread_activity). A write to
- * another thread first gives the open entry those, then opens its own: every
- * entry but the open one is at its thread's time, and since a write's time is
- * past every other thread's (sq_activity_next), the open thread is also the
- * newest. In a key value's order the open row is that of the value's thread
- * written last (it may no longer be open in convo_activity). */
+ * another thread first gives the open entry and rows those, then opens its
+ * own: every entry but the open one is at its thread's time, and since a
+ * write's time is past every other thread's (sq_activity_next), the open
+ * thread is also the newest, of the store and of each of its key values. */
 
 /* Thread num's activity time (the later of its row's updated_at and its last
- * message's created_at) and length, read from the thread. */
+ * message's created_at) and length, read from the thread, or from what the
+ * transaction read of it before (the open thread, by sq_activity_next). */
 int sq_thread_activity(sq_conn *c, int64_t num, int64_t *at, int64_t *length,
                        convo_error *err)
 {
+    if (num == c->open_read.num) {
+        *at = c->open_read.at;
+        *length = c->open_read.length;
+        return 0;
+    }
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_THREAD_BY_NUM, &st, err);
+    int rc = sq_stmt_get(c, ST_THREAD_ACTIVITY, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, num);
     if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
         return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
                                           "sqlite: thread number %lld is gone", (long long)num);
-    thread_row t = {.num = num, .updated_at = sqlite3_column_int64(st, 1)};
+    *at = sqlite3_column_int64(st, 0);
+    *length = sqlite3_column_int64(st, 1);
     sq_stmt_done(st);
-    if ((rc = sq_thread_last(c, num, &t.length, &t.last_at, err)) == 0) {
-        *at = activity_of(&t);
-        *length = t.length;
-    }
-    return rc;
+    return 0;
 }
 
 /* The newest entry of the activity order: its time, thread number and id
- * (malloc'd); *num 0 when the order is empty. */
+ * (malloc'd; *num 0 when the order is empty). */
 typedef struct entry {
     int64_t at, num;
     char *id;
@@ -143,9 +146,11 @@ int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *
 {
     entry e;
     int64_t floor = activity_of(t), other = 0, length;
+    c->open_read.num = 0;
     int rc = newest_entry(c, &e, err);
-    if (rc == 0 && e.at == ACTIVITY_OPEN && e.num != t->num)
-        rc = sq_thread_activity(c, e.num, &other, &length, err);
+    if (rc == 0 && e.at == ACTIVITY_OPEN && e.num != t->num &&
+        (rc = sq_thread_activity(c, e.num, &other, &length, err)) == 0)
+        c->open_read = (struct sq_open_read){e.num, other, length}; /* for activity_close */
     else if (rc == 0 && e.at != ACTIVITY_OPEN)
         other = e.at;
     free(e.id);
@@ -174,105 +179,11 @@ static int activity_move(sq_conn *c, const char *id, int64_t from, int64_t to, i
     return rc;
 }
 
-/* The open entry of the activity order, unless it is thread num's, gets its
- * thread's time and length. *mine: 1 when it is num's. */
-static int activity_close(sq_conn *c, int64_t num, int *mine, convo_error *err)
-{
-    entry e;
-    int64_t at, length;
-    int moved, rc = newest_entry(c, &e, err);
-    *mine = rc == 0 && e.at == ACTIVITY_OPEN && e.num == num;
-    if (rc == 0 && e.at == ACTIVITY_OPEN && !*mine &&
-        (rc = sq_thread_activity(c, e.num, &at, &length, err)) == 0)
-        rc = activity_move(c, e.id, ACTIVITY_OPEN, at, length, &moved, err);
-    free(e.id);
-    return rc;
-}
-
-/* In key `key`'s order of value `value`, the open row, unless it is thread
- * num's, gets its thread's time and length. *mine: 1 when it is num's. */
-static int recent_close(sq_conn *c, sqlite3_value *key, sqlite3_value *value, int64_t num,
-                        int *mine, convo_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_RECENT_OPEN, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_value(st, 1, key);
-    sqlite3_bind_value(st, 2, value);
-    sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
-    *mine = 0;
-    if ((rc = sq_stmt_step(c, st, "reading the key index", err)) != 1)
-        return rc;
-    int64_t thread = sqlite3_column_int64(st, 0), at, length;
-    char *id = strdup((const char *)sqlite3_column_text(st, 1));
-    sq_stmt_done(st);
-    *mine = thread == num;
-    rc = 0;
-    if (!id)
-        return no_memory(err);
-    if (!*mine && (rc = sq_thread_activity(c, thread, &at, &length, err)) == 0 &&
-        (rc = sq_stmt_get(c, ST_RECENT_MOVE, &st, err)) == 0) {
-        sqlite3_bind_value(st, 1, key);
-        sqlite3_bind_value(st, 2, value);
-        sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
-        sqlite3_bind_text(st, 4, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, at);
-        sqlite3_bind_int64(st, 6, length);
-        rc = sq_stmt_run(c, st, "updating the key index", err);
-    }
-    free(id);
-    return rc;
-}
-
-/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
- * become the open rows of their values, with length messages: each row at
- * `from` moves there, or a new row enters there when from is 0. */
-static int recent_open(sq_conn *c, int64_t num, const char *key, int64_t from, int64_t length,
-                       convo_error *err)
-{
-    sqlite3_stmt *keys, *st;
-    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(keys, 1, num);
-    if (key)
-        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
-    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
-        int mine;
-        rc = recent_close(c, sqlite3_column_value(keys, 0), sqlite3_column_value(keys, 1), num,
-                          &mine, err);
-        if (rc == 0 && !mine)
-            rc = sq_stmt_get(c, from ? ST_RECENT_MOVE : ST_RECENT_ADD, &st, err);
-        if (rc == 0 && !mine && from) { /* key, value, id: ?1, ?2, ?4 */
-            for (int i = 0; i < 3; i++)
-                sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
-            sqlite3_bind_int64(st, 3, from);
-            sqlite3_bind_int64(st, 5, ACTIVITY_OPEN);
-            sqlite3_bind_int64(st, 6, length);
-        } else if (rc == 0 && !mine) {
-            sqlite3_bind_int64(st, 1, num);
-            sqlite3_bind_int64(st, 2, ACTIVITY_OPEN);
-            sqlite3_bind_value(st, 3, sqlite3_column_value(keys, 0));
-            sqlite3_bind_int64(st, 4, length);
-        }
-        if (rc == 0 && !mine)
-            rc = sq_stmt_run(c, st, "updating the key index", err);
-        if (rc) {
-            sq_stmt_done(keys);
-            return rc;
-        }
-    }
-    return rc;
-}
-
 /* Rows in the activity order of thread num's indexed keys (of `key` only,
  * unless NULL), as of at with length messages. */
 static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int64_t length,
                       convo_error *err)
 {
-    if (at == ACTIVITY_OPEN)
-        return recent_open(c, num, key, 0, length, err);
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_RECENT_ADD, &st, err);
     if (rc)
@@ -283,6 +194,55 @@ static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int6
         sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, length);
     return sq_stmt_run(c, st, "indexing the extra", err);
+}
+
+/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
+ * at `from` move to `to`, with length messages (one of the two the open
+ * time), or enter at `to` when from is 0. */
+static int recent_move(sq_conn *c, int64_t num, const char *key, int64_t from, int64_t to,
+                       int64_t length, convo_error *err)
+{
+    if (!from)
+        return recent_add(c, num, to, key, length, err);
+    sqlite3_stmt *keys, *st;
+    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
+    if (rc == 0)
+        rc = sq_stmt_get(c, ST_RECENT_MOVE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(keys, 1, num);
+    if (key)
+        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
+    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
+        for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
+            sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
+        sqlite3_bind_int64(st, 3, from);
+        sqlite3_bind_int64(st, 5, to);
+        sqlite3_bind_int64(st, 6, length);
+        if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
+            sq_stmt_done(keys);
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* Reads the newest entry, and when it is open and not thread num's gives it
+ * its thread's time and length, in the activity order and in its keys'
+ * orders. *newest: whose the newest entry is, num's open (2) or at its time
+ * (1), or another thread's (0). */
+static int activity_close(sq_conn *c, int64_t num, int *newest, convo_error *err)
+{
+    entry e;
+    int64_t at, length;
+    int moved, rc = newest_entry(c, &e, err);
+    *newest = rc || e.num != num || !e.id ? 0 : e.at == ACTIVITY_OPEN ? 2 : 1;
+    if (rc == 0 && e.at == ACTIVITY_OPEN && !*newest &&
+        (rc = sq_thread_activity(c, e.num, &at, &length, err)) == 0 &&
+        (rc = activity_move(c, e.id, ACTIVITY_OPEN, at, length, &moved, err)) == 0)
+        rc = recent_move(c, e.num, NULL, ACTIVITY_OPEN, at, length, err);
+    free(e.id);
+    return rc;
 }
 
 /* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
@@ -315,39 +275,44 @@ static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
 /* ---- the activity order ---- */
 
 /* A layout-4 libconvo wrote thread num without moving its entries: the ones
- * it has go, found by walks (rare), and it enters again as the open one. */
-static int activity_repair(sq_conn *c, int64_t num, int64_t length, convo_error *err)
+ * it has go, found by walks (rare), and it enters again at `at`. */
+static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
+                           convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0, "repairing the activity order",
                               err);
     if (rc == 0)
-        rc = sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, num, ACTIVITY_OPEN, length,
+        rc = sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, num, at, length,
                               "entering the thread in the activity order", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "repairing the key index", err);
-    return rc ? rc : recent_open(c, num, NULL, 0, length, err);
+    return rc ? rc : recent_add(c, num, at, NULL, length, err);
 }
 
 /* Thread t (id; found: 0 when it was created by this write, with no entry
- * yet), written at a time from sq_activity_next and with length messages
- * after it, becomes the open entry of the activity order and of its keys'
- * orders. Nothing to write when it is the open entry already: an append to
- * the thread written last touches no page of the index. */
-int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found,
-                      int64_t length, convo_error *err)
+ * yet), written at `to` (from sq_activity_next) and with length messages
+ * after it, goes to the front of the activity order and of its keys' orders:
+ * at `to`, or at the open time when it is the newest thread already (its
+ * second write in a row), and then nothing more to write while no other
+ * thread is: an append to the thread written last touches no page of the
+ * index, and writes that alternate between threads move one entry each, as
+ * before there was an open entry. *entry_at: where its entries are now. */
+int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found, int64_t to,
+                      int64_t length, int64_t *entry_at, convo_error *err)
 {
-    int mine, moved = 0;
-    int rc = activity_close(c, t->num, &mine, err);
-    if (rc || (found && mine))
+    int newest, moved = 0;
+    int rc = activity_close(c, t->num, &newest, err);
+    *entry_at = newest ? ACTIVITY_OPEN : to;
+    if (rc || (found && newest == 2))
         return rc;
     if (!found)
-        return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, t->num, ACTIVITY_OPEN, length,
+        return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, t->num, to, length,
                                 "entering the thread in the activity order", err);
-    if ((rc = activity_move(c, id, activity_of(t), ACTIVITY_OPEN, length, &moved, err)) != 0)
+    if ((rc = activity_move(c, id, activity_of(t), *entry_at, length, &moved, err)) != 0)
         return rc;
     if (!moved)
-        return activity_repair(c, t->num, length, err);
-    return recent_open(c, t->num, NULL, activity_of(t), length, err);
+        return activity_repair(c, t->num, *entry_at, length, err);
+    return recent_move(c, t->num, NULL, activity_of(t), *entry_at, length, err);
 }
 
 /* Before thread num is removed: its entry in the activity order and its key
@@ -415,11 +380,11 @@ static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const 
     return rc;
 }
 
-/* After a save_extra of patch on thread num (its row already written, the
- * open entry now, length messages): each indexed key the patch sets gets its
+/* After a save_extra of patch on thread num (its row already written, its
+ * entry at `at`, length messages): each indexed key the patch sets gets its
  * new rows, or loses them when the new value is not one the index keeps. Keys
  * the patch does not name keep theirs. */
-int sq_index_extra(sq_conn *c, int64_t num, int64_t length, const json_t *patch,
+int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length, const json_t *patch,
                    convo_error *err)
 {
     char **keys;
@@ -429,18 +394,19 @@ int sq_index_extra(sq_conn *c, int64_t num, int64_t length, const json_t *patch,
     for (size_t i = 0; rc == 0 && keys[i]; i++) {
         json_t *v = json_object_get(patch, keys[i]);
         if (v)
-            rc = index_set(c, num, ACTIVITY_OPEN, length, keys[i], v, err);
+            rc = index_set(c, num, at, length, keys[i], v, err);
     }
     sq_index_keys_free(keys);
     return rc;
 }
 
-/* A fork: thread dst, created with src's extra, the open entry now with
+/* A fork: thread dst, created with src's extra, its entry at `at` with
  * length messages, gets src's key rows. */
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t length, convo_error *err)
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, int64_t length,
+                  convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_KEYS_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
-    return rc ? rc : recent_open(c, dst, NULL, 0, length, err);
+    return rc ? rc : recent_add(c, dst, at, NULL, length, err);
 }
 
 /* ---- declaring the keys (at open) ---- */

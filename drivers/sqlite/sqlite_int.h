@@ -44,12 +44,12 @@
     X(BEGIN) X(BEGIN_IMMEDIATE) X(COMMIT) X(ROLLBACK)                                        \
     X(THREAD_GET) X(THREAD_BY_NUM) X(THREAD_INSERT) X(THREAD_SET_EXTRA) X(THREAD_SET_EXPIRY)   \
     X(THREAD_TOUCH) X(THREAD_SET_GENERATION) X(THREAD_DELETE) X(THREAD_LIST)                 \
-    X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE)                                                 \
+    X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE) X(THREAD_ACTIVITY)                              \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
     X(MSG_COPY) X(CP_COPY) X(CH_COPY) X(WRITE_COPY) X(BLOB_COPY)                             \
     X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET) X(ACTIVITY_NEWEST)  \
-    X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET) X(RECENT_OPEN)            \
+    X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
     X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
     X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_BACKFILL)                                         \
     X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
@@ -72,11 +72,18 @@ enum stmt_id {
     ST_COUNT
 };
 
+/* The open thread's activity time and length as a write read them, for the
+ * rest of its transaction (index.c); num 0: none read. */
+struct sq_open_read {
+    int64_t num, at, length;
+};
+
 typedef struct sq_conn {
     sqlite3 *db;
     int busy_ms;
     int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
+    struct sq_open_read open_read; /* cleared when a transaction starts */
 } sq_conn;
 
 struct convo_backend {
@@ -128,6 +135,7 @@ typedef struct thread_row {
     int64_t generation; /* tail rewrites so far; a new thread is created with it */
     int64_t updated_at; /* the last write that rewrote the row */
     int64_t last_at;    /* created_at of the last message (0: none), read with length */
+    int64_t entry_at;   /* where a write left its entries in the activity orders */
 } thread_row;
 
 /* A thread's activity time, its place in the activity order (convo_activity):
@@ -150,13 +158,14 @@ int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row
 int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
                    convo_error *err);
 /* The time of a thread's entry in the activity orders while it is the thread
- * written last (the open entry, index.c): its later writes leave the entry
- * alone, and a reader takes the time and length from the thread itself. */
+ * written last, from its second write in a row (the open entry, index.c): its
+ * later writes leave the entry alone, and a reader takes the time and length
+ * from the thread itself. */
 #define ACTIVITY_OPEN INT64_MAX
 
 int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *err);
-int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found,
-                      int64_t length, convo_error *err);
+int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found, int64_t to,
+                      int64_t length, int64_t *entry_at, convo_error *err);
 int sq_thread_activity(sq_conn *c, int64_t num, int64_t *at, int64_t *length,
                        convo_error *err);
 int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64_t length,
@@ -205,9 +214,10 @@ int sq_index_value(const struct json_t *v, char **out, convo_error *err);
 int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
 void sq_index_keys_free(char **keys);
 int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
-int sq_index_extra(sq_conn *c, int64_t num, int64_t length, const struct json_t *patch,
-                   convo_error *err);
-int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t length, convo_error *err);
+int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length,
+                   const struct json_t *patch, convo_error *err);
+int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, int64_t length,
+                  convo_error *err);
 int sq_index_forget(sq_conn *c, int64_t num, convo_error *err);
 
 /* ---- list.c ---- */

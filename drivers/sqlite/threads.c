@@ -153,7 +153,7 @@ static int thread_create(sq_conn *c, const char *id, const char *extra, size_t e
     if (rc == 0)
         rc = thread_insert(c, id, at, extra, extra_len, t->generation, &t->num, err);
     t->updated_at = at;
-    return rc ? rc : sq_activity_front(c, id, t, 0, length, err);
+    return rc ? rc : sq_activity_front(c, id, t, 0, at, length, &t->entry_at, err);
 }
 
 /* A write that rewrites the row of thread t (id), at time at (from
@@ -172,7 +172,7 @@ int sq_thread_touch(sq_conn *c, const char *id, thread_row *t, int64_t at, int64
     sqlite3_bind_int64(st, 2, at);
     bind_expiry(c, st, 3, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "recording a write to the thread", err)) == 0)
-        rc = sq_activity_front(c, id, t, 1, length, err);
+        rc = sq_activity_front(c, id, t, 1, at, length, &t->entry_at, err);
     t->updated_at = at;
     return rc;
 }
@@ -222,7 +222,7 @@ int sq_thread_set_generation(sq_conn *c, const char *id, thread_row *t, int64_t 
     bind_expiry(c, st, 3, convo__now_micros());
     sqlite3_bind_int64(st, 4, at);
     if ((rc = sq_stmt_run(c, st, "recording the thread's generation", err)) == 0)
-        rc = sq_activity_front(c, id, t, 1, length, err);
+        rc = sq_activity_front(c, id, t, 1, at, length, &t->entry_at, err);
     t->updated_at = at;
     return rc;
 }
@@ -240,7 +240,7 @@ static int thread_set_extra(sq_conn *c, const char *id, thread_row *t, const cha
     sqlite3_bind_int64(st, 3, at);
     bind_expiry(c, st, 4, convo__now_micros());
     if ((rc = sq_stmt_run(c, st, "saving extra", err)) == 0)
-        rc = sq_activity_front(c, id, t, 1, t->length, err);
+        rc = sq_activity_front(c, id, t, 1, at, t->length, &t->entry_at, err);
     t->updated_at = at;
     return rc;
 }
@@ -340,7 +340,8 @@ int sq_log_append(sq_conn *c, const char *thread_id, int found, thread_row *t,
         t->last_at = last;
     } else if (rc == 0 && found) {
         if ((rc = sq_thread_extend(c, t, err)) == 0)
-            rc = sq_activity_front(c, thread_id, t, 1, t->length + (int64_t)n, err);
+            rc = sq_activity_front(c, thread_id, t, 1, at, t->length + (int64_t)n,
+                                   &t->entry_at, err);
         t->last_at = at;
     }
     return rc;
@@ -525,7 +526,7 @@ static int save_extra_tx(sq_conn *c, void *arg, convo_error *err)
             rc = thread_set_extra(c, a->thread_id, &t, merged, merged_len, at, err);
     }
     free(merged);
-    return rc ? rc : sq_index_extra(c, t.num, t.length, a->patch_obj, err);
+    return rc ? rc : sq_index_extra(c, t.num, t.entry_at, t.length, a->patch_obj, err);
 }
 
 int sq_save_extra(convo_backend *b, const char *thread_id, const char *patch,
@@ -660,8 +661,8 @@ static int fork_tx(sq_conn *c, void *arg, convo_error *err)
         rc = sq_run_with_ints(c, ST_MSG_COPY, 3, key_of(s.num, 0), key_of(s.num, n),
                               key_of(d.num, 0), "copying messages", err);
     if (rc == 0)
-        rc = sq_activity_front(c, a->dst, &d, 0, n, err);
-    return rc ? rc : sq_index_copy(c, s.num, d.num, n, err);
+        rc = sq_activity_front(c, a->dst, &d, 0, at, n, &d.entry_at, err);
+    return rc ? rc : sq_index_copy(c, s.num, d.num, d.entry_at, n, err);
 }
 
 int sq_thread_fork(convo_backend *b, const char *src, const char *dst, int64_t upto,
