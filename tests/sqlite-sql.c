@@ -395,7 +395,8 @@ static const char *const index_upkeep[] = {
     "activity-move.sql", "activity-delete.sql", "recent-move.sql",   "recent-delete.sql",
     "recent-add.sql",    "keys-put.sql",        "keys-drop.sql",     "keys-delete.sql",
     "keys-copy.sql",     "thread-touch.sql",    "thread-by-num.sql", "msg-last.sql",
-    "msg-last-body.sql", "keys-of.sql",         "activity-add.sql",  "thread-any-deadline.sql"};
+    "msg-last-body.sql", "keys-of.sql",         "activity-add.sql",  "thread-any-deadline.sql",
+    "activity-newest.sql", "thread-activity.sql"};
 
 START_TEST(test_list_statements_search)
 {

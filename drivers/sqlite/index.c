@@ -129,7 +129,10 @@ static int newest_entry(sq_conn *c, entry *e, convo_error *err)
     sqlite3_stmt *st;
     *e = (entry){0, 0, NULL};
     int rc = sq_stmt_get(c, ST_ACTIVITY_NEWEST, &st, err);
-    if (rc || (rc = sq_stmt_step(c, st, "reading the activity order", err)) != 1)
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, ACTIVITY_OPEN);
+    if ((rc = sq_stmt_step(c, st, "reading the activity order", err)) != 1)
         return rc;
     e->at = sqlite3_column_int64(st, 0);
     e->num = sqlite3_column_int64(st, 1);
