@@ -82,11 +82,10 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
 
 /* ---- the open entry ----
  *
- * The thread written last, from its second write in a row on, has its entry
- * in convo_activity, and its rows in convo_thread_recent, at ACTIVITY_OPEN,
- * after every other entry; its next writes leave them there, so an append to
- * it writes no page of the index.
- * Its time and length are the thread's own (sq_thread_activity). A write to
+ * The thread written last, from its creation or its second write in a row
+ * on, has its entry in convo_activity, and its rows in convo_thread_recent,
+ * at ACTIVITY_OPEN, after every other entry; its next writes leave them
+ * there, so an append to it writes no page of the index. Its time and length are the thread's own (sq_thread_activity). A write to
  * another thread first gives the open entry and rows those, then opens its
  * own: every entry but the open one is at its thread's time, and since a
  * write's time is past every other thread's (sq_activity_next), the open
@@ -295,8 +294,8 @@ static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
 /* Thread t (id; found: 0 when it was created by this write, with no entry
  * yet), written at `to` (from sq_activity_next) and with length messages
  * after it, goes to the front of the activity order and of its keys' orders:
- * at `to`, or at the open time when it is the newest thread already (its
- * second write in a row), and then nothing more to write while no other
+ * at `to`, or at the open time when it is new or the newest thread already
+ * (its second write in a row), and then nothing more to write while no other
  * thread is: an append to the thread written last touches no page of the
  * index, and writes that alternate between threads move one entry each, as
  * before there was an open entry. *entry_at: where its entries are now. */
@@ -305,11 +304,11 @@ int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found
 {
     int newest, moved = 0;
     int rc = activity_close(c, t->num, &newest, err);
-    *entry_at = newest ? ACTIVITY_OPEN : to;
+    *entry_at = newest || !found ? ACTIVITY_OPEN : to;
     if (rc || (found && newest == 2))
         return rc;
     if (!found)
-        return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, t->num, to, length,
+        return sq_run_with_ints(c, ST_ACTIVITY_ADD, 3, t->num, ACTIVITY_OPEN, length,
                                 "entering the thread in the activity order", err);
     if ((rc = activity_move(c, id, activity_of(t), *entry_at, length, &moved, err)) != 0)
         return rc;
