@@ -80,6 +80,8 @@ static void bind_position(sqlite3_stmt *st, const list_args *a)
         sqlite3_bind_text(st, 4, descending ? past_every_id : "", -1, SQLITE_STATIC);
     }
     sqlite3_bind_int64(st, 5, convo__now_micros());
+    if (sqlite3_bind_parameter_count(st) >= 6) /* the listings that read the last message */
+        sqlite3_bind_int(st, 6, a->o->with_last_message != 0);
 }
 
 /* The length of thread num, its last message's created_at and, when asked,
@@ -108,6 +110,25 @@ static int last_message(sq_conn *c, int64_t num, int with_body, int64_t *length,
     return 0;
 }
 
+/* The last message of the current row of st, a listing in activity order
+ * that reads it with the row (columns 5, 6, 7: its key, created_at and body;
+ * NULLs when the thread has none). */
+static void joined_last_message(sqlite3_stmt *st, int with_body, int64_t *length,
+                                int64_t *last_at, const void **last, size_t *last_len)
+{
+    *length = *last_at = 0;
+    *last = NULL;
+    *last_len = 0;
+    if (sqlite3_column_type(st, 5) == SQLITE_NULL)
+        return;
+    *length = sqlite3_column_int64(st, 5) - key_of(sqlite3_column_int64(st, 0), 0) + 1;
+    *last_at = sqlite3_column_int64(st, 6);
+    if (with_body) {
+        *last_len = (size_t)sqlite3_column_bytes(st, 7);
+        *last = *last_len ? sqlite3_column_blob(st, 7) : "";
+    }
+}
+
 /* Adds the thread of the current row of st to the page, with its activity
  * time: the later of its row's updated_at and its last message's created_at. */
 static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
@@ -123,8 +144,12 @@ static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
     int64_t length, last_at, updated_at = sqlite3_column_int64(st, 3);
     const void *last;
     size_t last_len;
-    sqlite3_stmt *tail;
-    int rc = last_message(c, sqlite3_column_int64(st, 0), a->o->with_last_message, &length,
+    sqlite3_stmt *tail = NULL;
+    int rc = 0;
+    if (sqlite3_column_count(st) > 5)
+        joined_last_message(st, a->o->with_last_message, &length, &last_at, &last, &last_len);
+    else
+        rc = last_message(c, sqlite3_column_int64(st, 0), a->o->with_last_message, &length,
                           &last_at, &last, &last_len, &tail, err);
     if (rc)
         return rc;
@@ -134,7 +159,8 @@ static int add_row(sq_conn *c, sqlite3_stmt *st, list_args *a, convo_error *err)
                                           updated_at, length, a->o->with_extra ? extra : NULL,
                                           extra_len, last, last_len) != 0)
         rc = no_memory(err);
-    sq_stmt_done(tail);
+    if (tail)
+        sq_stmt_done(tail);
     a->rows += rc == 0;
     return rc;
 }
