@@ -10,7 +10,7 @@
 // conversation back whole.
 //
 //   node --expose-gc langgraph-runtime.mjs [--turns 1000] [--full-turns 300] [--payload 200]
-//        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--json]
+//        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--keep DIR] [--json]
 //
 // LangGraph's savers run the full list to --full-turns only (each checkpoint holds the
 // whole list: they grow with the square). PostgreSQL: CONVO_BENCH_POSTGRES_URL or
@@ -34,6 +34,7 @@ const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime'
   only: { type: 'string' },
   'full-turns': { type: 'string', default: '300' },
   rounds: { type: 'string', default: '1' },
+  keep: { type: 'string' }, // a folder for the SQLite files; they and the PostgreSQL schemas are kept
 });
 const ROUNDS = Number(opts.rounds);
 const FULL_TURNS = Math.min(TURNS, Number(opts['full-turns']));
@@ -45,7 +46,7 @@ const PROBES = [...new Set([FULL_TURNS, TURNS])]; // the turns getTuple/getState
 const WARM = 7; // warm calls per probe (median)
 const FRESH = 3; // fresh savers per probe (median of their first calls)
 
-const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-runtime-'));
+const tmp = opts.keep ?? mkdtempSync(join(tmpdir(), 'convo-lg-runtime-'));
 const pgUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TEST_POSTGRES_URL;
 const tag = `r${process.pid}`;
 
@@ -360,12 +361,13 @@ try {
         console.error(`langgraph-runtime: round ${round + 1}/${ROUNDS}: ${run.name}, ${run.turns} turns...`);
         perRun.get(run).push(await runOne(run));
       } finally {
-        await run.drop?.();
+        if (opts.keep) console.error(`langgraph-runtime: kept ${run.schema ?? run.path}`);
+        else await run.drop?.();
       }
     }
   }
 } finally {
-  rmSync(tmp, { recursive: true, force: true });
+  if (!opts.keep) rmSync(tmp, { recursive: true, force: true });
 }
 const results = runs.map((run) => summarize(run, perRun.get(run)));
 const checks = results.filter((r) => r.saver.startsWith('convo')).map((c) => targets(c, results));
