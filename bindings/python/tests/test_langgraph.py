@@ -10,6 +10,7 @@ CONVO_LANGGRAPH_DRIVERS (default "memory sqlite postgres", or "all": every drive
 and the Redis Cluster) names the drivers of the conformance suite."""
 
 import asyncio
+import json
 import os
 import threading
 import unittest
@@ -340,3 +341,46 @@ for _driver in DRIVERS:
     _name = "SaverTests_%s" % _driver
     globals()[_name] = type(_name, (SaverTests, LangGraphCase),
                             {"driver": _driver, "__module__": __name__})
+
+
+class LogTextTests(unittest.TestCase):
+    """The log layout of a message channel's items (convo/_langgraph_channels.py):
+    readable role and content, the serde's bytes restoring the item exactly, and
+    the items a JS saver writes read back."""
+
+    def setUp(self):
+        _need_langgraph()
+        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+        from convo import _langgraph_channels as channels
+        self.serde, self.ch = JsonPlusSerializer(), channels
+
+    def test_round_trip_and_readable_head(self):
+        from langchain_core.messages import (AIMessage, HumanMessage, SystemMessage, ToolMessage,
+                                             ChatMessage, RemoveMessage)
+        items = [HumanMessage("hi", id="1"), AIMessage("", id="2", tool_calls=[
+                     {"name": "f", "args": {"x": 1}, "id": "c1"}]),
+                 SystemMessage([{"type": "text", "text": "be brief"}]), ToolMessage("42", tool_call_id="c1"),
+                 ChatMessage("x", role="critic"), RemoveMessage(id="1"),
+                 {"role": "user", "content": "a dict"}, {"type": "ai", "content": "typed"}, "text", 7]
+        texts = [self.ch.log_text(self.serde, x) for x in items]
+        heads = [json.loads(t) for t in texts]
+        self.assertEqual([h["role"] for h in heads], ["user", "assistant", "system", "tool", "critic",
+                                                       "remove", "user", "assistant", "user", "value"])
+        self.assertEqual(heads[0]["content"], "hi")
+        self.assertEqual(heads[2]["content"], [{"type": "text", "text": "be brief"}])
+        self.assertNotIn("content", heads[9])
+        self.assertEqual(self.ch.from_log_texts(self.serde, texts), items)
+        self.assertEqual(self.ch.from_log_texts(self.serde, texts[:1]), items[:1])
+
+    def test_items_a_js_saver_wrote(self):
+        js = [b'{"role":"user","content":"hello there from javascript","serde":"json/c","at":94,'
+              b'"value":{"lc":1,"type":"constructor","id":["langchain_core","messages",'
+              b'"HumanMessage"],"kwargs":{"content":0,"id":"m1"}}}',
+              b'{"role":"assistant","content":"hi","serde":"json","value":{"lc":1,"type":'
+              b'"constructor","id":["langchain_core","messages","AIMessage"],"kwargs":'
+              b'{"content":"hi","id":"m2"}}}']
+        got = self.ch.from_log_texts(self.serde, js)
+        self.assertEqual([(m.type, m.content, m.id) for m in got],
+                         [("human", "hello there from javascript", "m1"), ("ai", "hi", "m2")])
+        with self.assertRaises(ValueError):
+            self.ch.from_log_texts(self.serde, [b'{"role":"user","content":"no serde"}'])
