@@ -90,23 +90,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--window", type=int, default=20, help="turns averaged around a turn")
+    ap.add_argument("--savers", default="convo,sqlite", help="which savers: convo, sqlite")
     args = ap.parse_args()
+    savers = args.savers.split(",")
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "convo.db")
-        with ConvoSaver.from_conn_string("sqlite:" + path) as saver:
-            line, raw = run("ConvoSaver (SQLite)", saver, path, args.turns, args.window)
-        report(line, raw, path)
-        try:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-        except ImportError:
-            print("langgraph-checkpoint-sqlite is not installed: SqliteSaver not measured")
-            return
-        path = os.path.join(d, "langgraph.db")
-        conn = sqlite3.connect(path, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        line, raw = run("SqliteSaver", SqliteSaver(conn), path, args.turns, args.window)
-        conn.close()
-        report(line, raw, path)
+        if "convo" in savers:
+            path = os.path.join(d, "convo.db")
+            with ConvoSaver.from_conn_string("sqlite:" + path) as saver:
+                line, raw = run("ConvoSaver (SQLite)", saver, path, args.turns, args.window)
+            report(line, raw, path)
+        if "sqlite" in savers:
+            try:
+                from langgraph.checkpoint.sqlite import SqliteSaver
+            except ImportError:
+                print("langgraph-checkpoint-sqlite is not installed: SqliteSaver not measured")
+                return
+            path = os.path.join(d, "langgraph.db")
+            conn = sqlite3.connect(path, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            line, raw = run("SqliteSaver", SqliteSaver(conn), path, args.turns, args.window)
+            conn.close()
+            report(line, raw, path)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ log_length are left to the library when a channel is Items."""
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
          "developer": "developer", "function": "function", "remove": "remove"}
 _DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_MAX_REMEMBERED = 256   # checkpoints whose items' seqs are remembered (put hints)
+_MAX_REMEMBERED = 64    # checkpoints whose items' seqs are remembered (put hints)
 
 
 def _valid_role(r):
@@ -192,11 +192,18 @@ class MessageChannels:
                                  rest=serde.dumps_typed(rest) if rest else None)
         return serde.dumps_typed(value)
 
-    def put_done(self, key, values, seqs_by_channel):
-        """Remembers the seqs the library gave a put's lists (hints for its child)."""
-        if seqs_by_channel:
-            self._remember(key, {ch: _Known(values[ch], seqs)
-                                 for ch, seqs in seqs_by_channel.items() if ch in values})
+    def put_done(self, key, parent_key, values, new_versions, seqs_by_channel):
+        """Remembers the seqs the library gave a put's lists (hints for its child);
+        a message channel the put did not change keeps what its parent's list was
+        known as (LangGraph's input checkpoint changes only __start__)."""
+        with self._lock:
+            parent = self._known.get(parent_key, {}) if parent_key else {}
+        known = {ch: k for ch, k in parent.items() if ch not in new_versions}
+        for ch, seqs in (seqs_by_channel or {}).items():
+            if ch in values:
+                known[ch] = _Known(values[ch], seqs)
+        if known:
+            self._remember(key, known)
 
     def write_value(self, serde, channel, value):
         """A pending write's stored value: a list written to a message channel (a

@@ -235,7 +235,8 @@ class ConvoSaver(BaseCheckpointSaver):
                 metadata=_metadata_json(config, metadata), body=self.serde.dumps_typed(body),
                 channels=plan.channels, log_length=plan.log_length,
                 messages=plan.messages or None)
-            self._channels.put_done(key, checkpoint["channel_values"], seqs)
+            self._channels.put_done(key, parent_id and (thread_id, ns, parent_id),
+                                    checkpoint["channel_values"], new_versions, seqs)
         except BaseException:
             self._put_done(key, False)
             raise

@@ -87,6 +87,32 @@ class Runtime:
         self.assertIsInstance(latest, convo.Items)
         self.assertEqual(latest.seqs, list(range(2 * TURNS)))
 
+    def test_a_turn_serializes_only_its_new_messages(self):
+        """A put passes the items its parent's list already had by their log seq:
+        the work of a turn does not grow with the conversation."""
+        from convo import _langgraph_channels as channels
+        graph = app.chat_graph(self.saver())
+        t = self.tid()
+        calls = []
+        real = channels.log_text
+
+        def counting(serde, item):
+            calls.append(item)
+            return real(serde, item)
+
+        channels.log_text = counting
+        try:
+            for i in range(12):
+                del calls[:]
+                graph.invoke(app.user(i), app.config(t))
+                # the input (its write and the input checkpoint's value), the user's
+                # message and the answer, each in its write and in the channel's list
+                self.assertLessEqual(len(calls), 6, "turn %d serialized %d items" % (i, len(calls)))
+        finally:
+            channels.log_text = real
+        seqs = self.store.checkpoint_get(t).values["messages"].seqs
+        self.assertEqual(seqs, list(range(24)))
+
     def test_async_turns_equal_in_memory_saver(self):
         ours, theirs = self.graphs()
         t = self.tid()
