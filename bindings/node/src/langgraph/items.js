@@ -28,9 +28,10 @@ export class Hints {
     if (generation === null || !seqs) return;
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
-      if (seqs[i] >= 0 && item !== null && typeof item === 'object') {
-        this.#map.set(item, { thread, generation, seq: seqs[i], content: item.content, id: item.id });
-      }
+      if (seqs[i] < 0 || item === null || typeof item !== 'object') continue;
+      // most items of a put were hinted already: no new entry for them
+      if (this.seqOf(item, thread, generation) === seqs[i]) continue;
+      this.#map.set(item, { thread, generation, seq: seqs[i], content: item.content, id: item.id });
     }
   }
 }
