@@ -2,7 +2,8 @@
 # sqlite-extra.sh — the SQLite driver's own checks (tests/sqlite.c: ttl and
 # sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
 # in a temporary folder, each of its .sql files on its own (tests/sqlite-sql.c),
-# the thread index (tests/sqlite-index.c: page cost, migration 4 -> 5, ttl),
+# the thread index (tests/sqlite-index.c: page cost, migrations 4 -> 5 -> 6, ttl,
+# the open entry),
 # the put with log references (tests/sqlite-refs.c: one transaction),
 # the checkpoint suite (tests/checkpoints) with and without ttl, then
 # `convo sweep` through the tool.
