@@ -125,25 +125,32 @@ def _blob_out(blob):
     return Blob(blob.type.decode("utf-8"), ctypes.string_at(blob.bytes, blob.len))
 
 
+def _seqs_in(seqs, what):
+    """The seqs of an Items as a list of ints >= -1 (a list of plain ints, the
+    usual case, is checked without a call per element)."""
+    seqs = list(_items(seqs, what + " seqs"))
+    if seqs and not (all(type(q) is int for q in seqs) and min(seqs) >= -1
+                     and max(seqs) < (1 << 63)):
+        seqs = [_int(q, "%s seq" % what, -1) for q in seqs]
+    return seqs
+
+
 def _items_in(value, what, keep):
     """An Items -> a convo_items_in (kept alive by keep) and its seqs_out array."""
-    seqs = None
-    if value.seqs is not None:
-        seqs = [_int(q, "%s seq" % what, -1) for q in _items(value.seqs, what + " seqs")]
+    seqs = None if value.seqs is None else _seqs_in(value.seqs, what)
+    items = list(_items(value.items, what + " items"))
+    n = len(items)
+    if seqs is not None and len(seqs) != n:
+        raise invalid("%s: %d seqs for %d items" % (what, len(seqs), n))
     # an item known by its seq may be None: the library does not need its text
-    texts = [None if m is None and seqs is not None and i < len(seqs) and seqs[i] >= 0
-             else _json_bytes(m, "%s item %d" % (what, i))
-             for i, m in enumerate(_items(value.items, what + " items"))]
-    n = len(texts)
+    texts = [m if m is None else _json_bytes(m, "%s item %d" % (what, i))
+             for i, m in enumerate(items)]
     it = keep(_lib.ItemsIn.init())
     it.n = n
     if n:
         it.items = keep((ctypes.c_char_p * n)(*texts))
-        it.lengths = keep((ctypes.c_size_t * n)(*(len(x or b"") for x in texts)))
-    if seqs is not None:
-        if len(seqs) != n:
-            raise invalid("%s: %d seqs for %d items" % (what, len(seqs), n))
-        if n:
+        it.lengths = keep((ctypes.c_size_t * n)(*[0 if x is None else len(x) for x in texts]))
+        if seqs is not None:
             it.seqs = keep((ctypes.c_int64 * n)(*seqs))
     if value.key is not None:
         it.key = keep(_text(value.key, "%s key" % what))

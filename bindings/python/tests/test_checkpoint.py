@@ -357,6 +357,10 @@ class ItemsTests:
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_put(t, "c", channels={"m": ("1", convo.Items(self.M))},
                                       expected_length=0)
+        for seqs in (None, [-1], [1.5]):    # no text and no seq; a seq that is no int
+            with self.assertRaises(convo.InvalidError):
+                self.store.checkpoint_put(t, "c", channels={
+                    "m": ("1", convo.Items([None], seqs=seqs, log=True))})
         self.assertIsNone(self.store.checkpoint_get(t))
 
 
