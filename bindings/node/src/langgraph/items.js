@@ -12,7 +12,8 @@ import { isMessage, validRole } from '../internal/roles.js';
 export const INPUT = '__start__';
 
 /** Seq hints: item object -> { thread, generation, seq, content, id }, valid while the item
- * keeps the content and id it had (a message changed in place is compared by its text). */
+ * keeps the content and id it had (a message changed in place is compared by its text).
+ * `generation` is the saver's token for the thread's generation (compared by identity). */
 export class Hints {
   #map = new WeakMap();
 

@@ -66,7 +66,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #store;
   #owned;
   #puts = new Map();       // thread\0ns\0id -> true: checkpoints this saver put
-  #generations = new Map(); // thread -> its generation, read before the hints learnt for it
+  #generations = new Map(); // thread -> { n: its generation }, read before the hints learnt for it
   #hints = new Hints();
   #writing = new Map();     // thread\0ns\0id -> Set of putWrites calls under way on it
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
@@ -201,7 +201,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         put = await store.checkpointPut({
           threadId, ns: c.checkpoint_ns ?? '', id: checkpoint.id, parentId: c.checkpoint_id ?? null,
           metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes }, channels,
-          expectedGeneration: hinted ? generation : -1,
+          expectedGeneration: hinted ? generation.n : -1,
         });
       } catch (e) {
         if (!(e instanceof ConflictError) || !hinted || attempt > 0) throw e;
@@ -263,19 +263,23 @@ export class ConvoSaver extends BaseCheckpointSaver {
       [INPUT]: { ...v, [key]: this.#committed(v[key]) } } };
   }
 
-  // The thread's generation (0 for a thread not there yet), read once per thread.
+  // The thread's generation (0 for a thread not there yet), read once per thread, as a
+  // token { n }: the hints learnt under it hold the token, so a new token (after a
+  // conflict, or deleteThread) leaves them all unused at once.
   async #generation(store, threadId) {
     const known = this.#generations.get(threadId);
     if (known !== undefined) return known;
-    let generation = 0;
+    let n = 0;
     try {
-      generation = (await store.loadLog(threadId, { fromSeq: Number.MAX_SAFE_INTEGER })).generation;
+      n = (await store.loadLog(threadId, { fromSeq: Number.MAX_SAFE_INTEGER })).generation;
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
     }
-    remember(this.#generations, threadId, generation, MAX_THREADS);
-    return generation;
+    const token = { n };
+    remember(this.#generations, threadId, token, MAX_THREADS);
+    return token;
   }
+
 
   async putWrites(config, writes, taskId, taskPath = '') {
     const c = requireThread(config);

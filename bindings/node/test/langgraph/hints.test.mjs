@@ -74,6 +74,24 @@ for (const [name, base] of drivers()) {
       });
     }
 
+    test('after deleteThread, an item the old thread had is put by its text', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const saver = new ConvoSaver(store);
+        const sys = new HumanMessage({ content: 'the same first message', id: 'sys' }); // shared
+        const h1 = new HumanMessage({ content: 'first thread', id: 'h1' });
+        await putList(saver, await putList(saver, null, [sys]), [sys, h1]);
+        await saver.deleteThread('t');
+        const h2 = new HumanMessage({ content: 'second thread', id: 'h2' });
+        const c = await putList(saver, null, [sys, h2]);
+        assert.deepEqual((await saver.getTuple(cfg(c.id))).checkpoint.channel_values.messages, [sys, h2]);
+        assert.deepEqual((await store.loadLog('t')).texts.map((x) => JSON.parse(x).content),
+          ['the same first message', 'second thread']);
+      } finally {
+        await store.close();
+      }
+    });
+
     test('messages without an id in an input and a write are stored once', async () => {
       const store = await Store.open(freshUrl(base));
       try {
