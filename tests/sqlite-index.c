@@ -669,10 +669,21 @@ static int pages_written(const char *path, convo_store *s, const char *tid,
     return frames;
 }
 
-/* An append to the thread written last (from its third write in a row)
- * writes its message's page and nothing of the index; to another thread, the
- * pages of its entries too (the activity order's and its key value's), and
- * the second write in a row once more (the entry opens). */
+static void save_u1(convo_store *s, const char *tid)
+{
+    save(s, tid, "{\"user_id\":\"u1\"}");
+}
+
+static void save_u2(convo_store *s, const char *tid)
+{
+    save(s, tid, "{\"user_id\":\"u2\"}");
+}
+
+/* An append to the thread written last (its entry opened by its creation or
+ * its second write in a row) writes its message's page and nothing of the
+ * index; to another thread, the pages of its entries too (the activity
+ * order's and its key value's), and the second write in a row once more (the
+ * entry opens). */
 START_TEST(test_open_entry_one_page)
 {
     const char *path = db_path("pages");
@@ -692,6 +703,12 @@ START_TEST(test_open_entry_one_page)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE id = 'b'"
                                    " AND updated_at = " OPEN),
                      1);
+    /* a save_extra repeating the indexed value rewrites the thread row alone;
+     * one that changes it, the key rows and their indexes too */
+    ck_assert_int_eq(pages_written(path, s, "b", save_u1), 1);
+    ck_assert_int_gt(pages_written(path, s, "b", save_u2), 1);
+    assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "b");
+    assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a");
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'b'"
                                    " AND updated_at = " OPEN),
                      1);

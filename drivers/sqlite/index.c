@@ -356,6 +356,26 @@ int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
 
 /* ---- key rows ---- */
 
+/* *same: 1 when thread num's row for indexed key `key` holds value (or it has
+ * none and value is NULL: a value the index does not keep), one seek. */
+static int key_row_is(sq_conn *c, int64_t num, const char *key, const char *value, int *same,
+                      convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_KEYS_OF, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_step(c, st, "reading the thread's key rows", err)) < 0)
+        return rc;
+    const char *stored = rc == 1 ? (const char *)sqlite3_column_text(st, 1) : NULL;
+    *same = stored && value ? strcmp(stored, value) == 0 : !stored && !value;
+    if (rc == 1)
+        sq_stmt_done(st);
+    return 0;
+}
+
 /* Thread num, active as of at (ACTIVITY_OPEN: the open entry) with length
  * messages, holds v at indexed key `key`: its old rows for the key go, new
  * ones come when the value is one the index keeps. */
@@ -363,7 +383,12 @@ static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const 
                      const json_t *v, convo_error *err)
 {
     char *value;
+    int same;
     int rc = sq_index_value(v, &value, err);
+    if (rc == 0 && (rc = key_row_is(c, num, key, value, &same, err)) == 0 && same) {
+        free(value); /* a patch that repeats the value: the rows are where they belong */
+        return 0;
+    }
     if (rc == 0)
         rc = recent_delete(c, num, key, at, err);
     sqlite3_stmt *st;
