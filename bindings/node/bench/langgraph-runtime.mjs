@@ -85,26 +85,30 @@ function chatbot(kind, checkpointer) {
 
 const SAVER_METHODS = ['put', 'putWrites', 'getTuple', 'list', 'getDeltaChannelHistory'];
 function instrument(saver) {
-  const meter = { ms: 0, calls: {}, active: 0, start: 0n };
+  const meter = { ms: 0, calls: {}, byMethod: {}, active: 0, start: 0n };
   for (const name of SAVER_METHODS) {
     const original = saver[name];
     if (typeof original !== 'function') continue;
+    // also each method's own calls end to end (inclusive: nested and overlapping calls
+    // each count), to tell the turn's reads from its writes
     const enter = () => {
       meter.calls[name] = (meter.calls[name] ?? 0) + 1;
       if (meter.active++ === 0) meter.start = process.hrtime.bigint();
+      return process.hrtime.bigint();
     };
-    const leave = () => {
+    const leave = (start) => {
+      meter.byMethod[name] = (meter.byMethod[name] ?? 0) + since(start);
       if (--meter.active === 0) meter.ms += since(meter.start);
     };
     if (name === 'list') { // an async generator: under way until it is done
       saver[name] = async function* (...args) {
-        enter();
-        try { yield* original.apply(this, args); } finally { leave(); }
+        const start = enter();
+        try { yield* original.apply(this, args); } finally { leave(start); }
       };
     } else {
       saver[name] = async function (...args) {
-        enter();
-        try { return await original.apply(this, args); } finally { leave(); }
+        const start = enter();
+        try { return await original.apply(this, args); } finally { leave(start); }
       };
     }
   }
@@ -256,6 +260,7 @@ async function runOne(run) {
   const graph = chatbot(run.kind, saver);
   const turnMs = [];
   const saverMs = [];
+  const methodMs = []; // per turn: { method: ms }
   const probes = [];
   let lastCalls;
   const begin = process.hrtime.bigint();
@@ -263,10 +268,12 @@ async function runOne(run) {
     for (let t = 0; t < run.turns; t++) {
       const before = meter.ms;
       const calls = { ...meter.calls };
+      const byMethod = { ...meter.byMethod };
       const start = process.hrtime.bigint();
       await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, threadConfig);
       turnMs.push(since(start));
       saverMs.push(meter.ms - before);
+      methodMs.push(Object.fromEntries(Object.entries(meter.byMethod).map(([k, ms]) => [k, ms - (byMethod[k] ?? 0)])));
       lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
       if (PROBES.includes(t + 1)) probes.push(await probe(run, saver, graph, t + 1));
       if ((t + 1) % 100 === 0) console.error(`langgraph-runtime: ${run.name}: turn ${t + 1}, ${since(begin) / 1000 | 0} s`);
@@ -276,13 +283,20 @@ async function runOne(run) {
   }
   saver = null;
   const tables = await run.tables();
-  return { turnMs, saverMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
+  return { turnMs, saverMs, methodMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
 }
 
 // ---- figures ----
 
 const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 const growth = (r, names) => names.reduce((n, t) => n + (r.tables[t] ?? 0) - (r.empty[t] ?? 0), 0);
+
+// per method, ms per turn around a turn (median of the window, then over the rounds)
+function methodsAt(rounds, turn, m, at) {
+  const names = Object.keys(rounds[0].methodMs.at(-1));
+  return Object.fromEntries(names.map((k) =>
+    [k, +m((r) => at(r.methodMs.map((x) => x[k] ?? 0), turn)).toFixed(3)]));
+}
 
 function summarize(run, rounds) {
   const m = (f) => median(rounds.map(f));
@@ -304,6 +318,8 @@ function summarize(run, rounds) {
     turn_ms_last: +m((r) => at(r.turnMs, run.turns)).toFixed(3),
     late_vs_early: +m((r) => at(r.saverMs, run.turns) / at(r.saverMs, early)).toFixed(3),
     calls_per_turn: r0.lastCalls,
+    method_ms_early: methodsAt(rounds, early, m, at),
+    method_ms_last: methodsAt(rounds, run.turns, m, at),
     probes: PROBES.filter((p) => p <= run.turns).map((turn) => ({
       turn,
       get_tuple_ms: +probeAt(turn, 'get_tuple_ms').toFixed(2),
@@ -392,9 +408,10 @@ if (opts.json) {
   for (const r of results) {
     console.log(`- ${r.run}: ` + Object.entries(r.tables).map(([t, n]) => `${t} ${fmt(n)}`).join(', '));
   }
-  console.log('\nsaver calls in the last turn:');
+  console.log('\nsaver calls in the last turn; ms per turn by method (inclusive) at turn ' + EARLY + ' -> the last:');
   for (const r of results) {
-    console.log(`- ${r.run}: ` + Object.entries(r.calls_per_turn).map(([k, n]) => `${k} ${n}`).join(', '));
+    console.log(`- ${r.run}: ` + Object.entries(r.calls_per_turn).map(([k, n]) =>
+      `${k} ${n} (${r.method_ms_early[k]} -> ${r.method_ms_last[k]} ms)`).join(', '));
   }
   console.log('\ntargets:');
   for (const c of checks) {
