@@ -1,0 +1,547 @@
+"""The chatbot of issue 24 in Python, through LangGraph's real runtime (issue 28 §4): a
+StateGraph whose one node answers each user message with a 200-byte AIMessage,
+graph.invoke per turn on one thread, with `messages` as MessagesState (add_messages: the
+whole list in each checkpoint) and as a DeltaChannel (when the installed langgraph has
+it), on langgraph-checkpoint-sqlite's SqliteSaver, langgraph-checkpoint-postgres's
+PostgresSaver and convo.langgraph.ConvoSaver over SQLite and PostgreSQL, in one run. The
+shape and the seeded text of bindings/node/bench/langgraph-runtime.mjs, so the figures
+compare.
+
+Reported per run: turns/s, the time spent inside the saver's methods per turn at turn 100
+and at the last turn (medians of the WINDOW turns ending there), get_tuple and get_state
+ms at turn --full-turns and at the last turn (warm, and from a fresh saver on the same
+store), bytes per table and bytes / raw message content. A bench, not a test: it asserts
+no timing, but every run must give the conversation back whole.
+
+    CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
+        VENV/bin/python bindings/python/bench/langgraph_runtime.py \\
+        [--turns 1000] [--full-turns 300] [--payload 200] [--rounds 1] [--only NAME,...] [--json]
+
+VENV: `pip install -c bindings/python/constraints.txt -r bindings/python/bench/requirements.txt`.
+LangGraph's savers run the full list to --full-turns only (each checkpoint holds the whole
+list: they grow with the square). PostgreSQL: CONVO_BENCH_POSTGRES_URL or
+CONVO_TEST_POSTGRES_URL (its runs skipped with a note when neither is set), a schema per
+run, dropped at the end; SQLite: files in a temporary folder, sized with dbstat."""
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from typing import Annotated, TypedDict
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from convo.langgraph import ConvoSaver
+
+try:
+    from langgraph.channels.delta import DeltaChannel
+    from langgraph.graph.message import _messages_delta_reducer
+except ImportError:  # pragma: no cover - an older langgraph
+    DeltaChannel = None
+
+WARM = 7    # warm calls per probe (median)
+FRESH = 3   # fresh savers per probe (median of their first calls)
+SAVER_METHODS = ("put", "put_writes", "get_tuple", "list", "get_delta_channel_history")
+THREAD = {"configurable": {"thread_id": "chat"}}
+
+
+def options():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--turns", type=int, default=1000)
+    p.add_argument("--full-turns", type=int, default=300)
+    p.add_argument("--payload", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--only", default="")
+    p.add_argument("--json", action="store_true")
+    o = p.parse_args()
+    o.full_turns = min(o.turns, o.full_turns)
+    if o.turns < 4 or o.full_turns < 4 or o.payload < 1 or o.rounds < 1:
+        p.error("--turns and --full-turns must be >= 4, --payload and --rounds >= 1")
+    o.window = max(1, min(50, o.turns // 4))
+    o.early = min(100, o.turns)
+    o.probes = sorted({o.full_turns, o.turns})
+    return o
+
+
+# ---- the conversation: the seeded random words of bindings/node/bench/common.mjs ----
+
+class Words:
+    def __init__(self, seed=42):
+        self.seed = seed
+
+    def rand(self):
+        self.seed = (self.seed * 1103515245 + 12345) % 2147483648
+        return self.seed / 2147483648
+
+    def __call__(self, n):
+        s = []
+        size = 0
+        while size < n:
+            k = 2 + int(self.rand() * 8)
+            s.append("".join(chr(97 + int(self.rand() * 26)) for _ in range(k)) + " ")
+            size += k + 1
+        return "".join(s)[:n]
+
+
+class Conversation:
+    def __init__(self, turns, payload):
+        words = Words()
+        self.turns = []
+        for t in range(turns):
+            self.turns.append(({"id": "h%d" % t, "content": words(payload)},
+                               {"id": "a%d" % t, "content": words(payload)}))
+        self.answer = {h["id"]: a for h, a in self.turns}
+
+    def raw_bytes(self, n):
+        return sum(len(h["content"].encode()) + len(a["content"].encode())
+                   for h, a in self.turns[:n])
+
+    def check(self, name, messages, turn):
+        want = [m for pair in self.turns[:turn] for m in pair]
+        got = [(type(m).__name__, m.id, m.content) for m in messages or []]
+        if got != [("HumanMessage" if i % 2 == 0 else "AIMessage", m["id"], m["content"])
+                   for i, m in enumerate(want)]:
+            raise SystemExit("langgraph_runtime: %s: the state at turn %d is not the %d "
+                             "messages sent" % (name, turn, 2 * turn))
+
+
+class DeltaState(TypedDict):
+    messages: Annotated[list, DeltaChannel(_messages_delta_reducer)] if DeltaChannel else list
+
+
+KINDS = {"full": MessagesState}
+if DeltaChannel is not None:
+    KINDS["delta"] = DeltaState
+
+
+def chatbot(kind, checkpointer, convo):
+    def model(state):
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(**convo.answer[last.id])]}
+    g = StateGraph(KINDS[kind])
+    g.add_node("model", model)
+    g.add_edge(START, "model")
+    g.add_edge("model", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+# ---- time inside the saver: the union of the intervals when one of its calls is under
+# way (puts run on LangGraph's background thread with the default durability, and the
+# base get_delta_channel_history calls get_tuple), and the calls per method ----
+
+class Meter:
+    def __init__(self):
+        self.ms = 0.0
+        self.calls = {}
+        self.active = 0
+        self.start = 0.0
+        self.lock = threading.Lock()
+
+    def enter(self, name):
+        with self.lock:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            if self.active == 0:
+                self.start = time.perf_counter()
+            self.active += 1
+
+    def leave(self):
+        with self.lock:
+            self.active -= 1
+            if self.active == 0:
+                self.ms += (time.perf_counter() - self.start) * 1000
+
+    def snapshot(self):
+        with self.lock:
+            return self.ms, dict(self.calls)
+
+
+def instrument(saver):
+    meter = Meter()
+    for name in SAVER_METHODS:
+        original = getattr(saver, name, None)
+        if original is None:
+            continue
+        if name == "list":
+            def wrapped(*a, _f=original, _n=name, **k):
+                meter.enter(_n)
+                try:
+                    yield from _f(*a, **k)
+                finally:
+                    meter.leave()
+        else:
+            def wrapped(*a, _f=original, _n=name, **k):
+                meter.enter(_n)
+                try:
+                    return _f(*a, **k)
+                finally:
+                    meter.leave()
+        setattr(saver, name, wrapped)
+    return meter
+
+
+# ---- sizes per table ----
+
+def sqlite_tables(path):
+    """Bytes per table (its indexes included) from dbstat; page_count without dbstat."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            rows = db.execute(
+                "SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize) FROM dbstat d "
+                "LEFT JOIN sqlite_schema s ON s.name = d.name GROUP BY 1").fetchall()
+            return {t: int(n) for t, n in rows}
+        except sqlite3.OperationalError:
+            n = lambda p: db.execute("PRAGMA %s" % p).fetchone()[0]  # noqa: E731
+            return {"(file, no dbstat)": (n("page_count") - n("freelist_count")) * n("page_size")}
+    finally:
+        db.close()
+
+
+def pg_connect(url, **kw):
+    import psycopg
+    return psycopg.connect(url, autocommit=True, **kw)
+
+
+def pg_tables(url, schema):
+    with pg_connect(url) as c:
+        rows = c.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid)::bigint FROM pg_class c "
+            "JOIN pg_namespace s ON s.oid = c.relnamespace "
+            "WHERE s.nspname = %s AND c.relkind IN ('r', 'p', 'm')", (schema,)).fetchall()
+    return {t: int(n) for t, n in rows}
+
+
+def pg_drop(url, schema):
+    with pg_connect(url) as c:
+        c.execute('DROP SCHEMA IF EXISTS "%s" CASCADE' % schema)
+
+
+def with_param(url, name, value):
+    return "%s%s%s=%s" % (url, "&" if "?" in url else "?", name, value)
+
+
+# ---- the savers: open on a store (a fresh saver on the same store for a probe) ----
+
+class Backend:
+    log = ()          # the tables of the thread's log (convo)
+    needs_pg = False
+
+    def __init__(self, tmp, pg_url):
+        self.tmp, self.pg_url = tmp, pg_url
+
+    def drop(self):
+        pass
+
+
+class ConvoSqlite(Backend):
+    backend, log = "sqlite", ("convo_messages",)
+
+    def create(self):
+        self.path = os.path.join(self.tmp, "convo-%s.db" % uuid.uuid4())
+
+    def open(self):
+        return ConvoSaver("sqlite:" + self.path)
+
+    def close(self, saver):
+        saver.close()
+
+    def tables(self):
+        return sqlite_tables(self.path)
+
+
+class LangGraphSqlite(Backend):
+    backend = "sqlite"
+
+    def create(self):
+        self.path = os.path.join(self.tmp, "langgraph-%s.db" % uuid.uuid4())
+
+    def open(self):
+        saver = SqliteSaver(sqlite3.connect(self.path, check_same_thread=False))
+        saver.setup()   # WAL; synchronous=NORMAL as convo's SQLite driver
+        saver.conn.execute("PRAGMA synchronous=NORMAL")
+        return saver
+
+    def close(self, saver):
+        saver.conn.close()
+
+    def tables(self):
+        return sqlite_tables(self.path)
+
+
+class ConvoPostgres(Backend):
+    backend, log, needs_pg = "postgres", ("messages",), True
+
+    def create(self):
+        self.schema = "r%d_convo_%s" % (os.getpid(), uuid.uuid4().hex[:8])
+
+    def open(self):
+        return ConvoSaver(with_param(self.pg_url, "schema", self.schema))
+
+    def close(self, saver):
+        saver.close()
+
+    def tables(self):
+        return pg_tables(self.pg_url, self.schema)
+
+    def drop(self):
+        pg_drop(self.pg_url, self.schema)
+
+
+class LangGraphPostgres(Backend):
+    backend, needs_pg = "postgres", True
+
+    def create(self):
+        self.schema = "r%d_langgraph_%s" % (os.getpid(), uuid.uuid4().hex[:8])
+        with pg_connect(self.pg_url) as c:
+            c.execute('CREATE SCHEMA IF NOT EXISTS "%s"' % self.schema)
+
+    def open(self):
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+        # PostgresSaver.from_conn_string's connection, in the run's schema
+        conn = pg_connect(self.pg_url, prepare_threshold=0, row_factory=dict_row,
+                          options="-c search_path=%s" % self.schema)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver
+
+    def close(self, saver):
+        saver.conn.close()
+
+    def tables(self):
+        return pg_tables(self.pg_url, self.schema)
+
+    def drop(self):
+        pg_drop(self.pg_url, self.schema)
+
+
+SAVERS = {"langgraph-sqlite": LangGraphSqlite, "langgraph-postgres": LangGraphPostgres,
+          "convo-sqlite": ConvoSqlite, "convo-postgres": ConvoPostgres}
+
+
+class Run:
+    def __init__(self, saver, kind, backend, turns):
+        self.saver, self.kind, self.store, self.turns = saver, kind, backend, turns
+        self.name = "%s-%s" % (saver, kind)
+        self.backend = backend.backend
+
+
+def runs_of(o, tmp, pg_url):
+    names = set(o.only.split(",")) if o.only else None
+    out = []
+    for saver, cls in SAVERS.items():
+        for kind in KINDS:
+            turns = o.full_turns if saver.startswith("langgraph") and kind == "full" else o.turns
+            run = Run(saver, kind, cls(tmp, pg_url), turns)
+            if names is not None and run.name not in names:
+                continue
+            if run.store.needs_pg and not pg_url:
+                print("langgraph_runtime: %s skipped: set CONVO_BENCH_POSTGRES_URL or "
+                      "CONVO_TEST_POSTGRES_URL" % run.name, file=sys.stderr)
+                continue
+            out.append(run)
+    return out
+
+
+# ---- one run ----
+
+def timed(f):
+    start = time.perf_counter()
+    f()
+    return (time.perf_counter() - start) * 1000
+
+
+def probe(run, saver, graph, convo, turn):
+    """get_tuple and get_state on the thread's latest checkpoint: warm on the run's saver,
+    then the first call of each on FRESH new savers of the same store."""
+    warm_tuple, warm_state, fresh_tuple, fresh_state = [], [], [], []
+    for _ in range(WARM):
+        warm_tuple.append(timed(lambda: saver.get_tuple(THREAD)))
+        warm_state.append(timed(lambda: graph.get_state(THREAD)))
+    for _ in range(FRESH):
+        for f, out in ((lambda s: s.get_tuple(THREAD), fresh_tuple),
+                       (lambda s: chatbot(run.kind, s, convo).get_state(THREAD), fresh_state)):
+            other = run.store.open()
+            try:
+                out.append(timed(lambda: f(other)))
+            finally:
+                run.store.close(other)
+    convo.check(run.name, graph.get_state(THREAD).values.get("messages"), turn)
+    return {"turn": turn, "get_tuple_ms": statistics.median(warm_tuple),
+            "get_state_ms": statistics.median(warm_state),
+            "fresh_get_tuple_ms": statistics.median(fresh_tuple),
+            "fresh_get_state_ms": statistics.median(fresh_state)}
+
+
+def run_one(o, run, convo):
+    run.store.create()
+    saver = run.store.open()
+    empty = run.store.tables()
+    meter = instrument(saver)
+    graph = chatbot(run.kind, saver, convo)
+    turn_ms, saver_ms, probes, last_calls = [], [], [], {}
+    begin = time.perf_counter()
+    try:
+        for t in range(run.turns):
+            before, calls = meter.snapshot()
+            start = time.perf_counter()
+            graph.invoke({"messages": [HumanMessage(**convo.turns[t][0])]}, THREAD)
+            turn_ms.append((time.perf_counter() - start) * 1000)
+            after, now = meter.snapshot()
+            saver_ms.append(after - before)
+            last_calls = {k: n - calls.get(k, 0) for k, n in now.items() if n - calls.get(k, 0)}
+            if t + 1 in o.probes:
+                probes.append(probe(run, saver, graph, convo, t + 1))
+            if (t + 1) % 100 == 0:
+                print("langgraph_runtime: %s: turn %d, %d s" % (
+                    run.name, t + 1, time.perf_counter() - begin), file=sys.stderr)
+    finally:
+        run.store.close(saver)
+    return {"turn_ms": turn_ms, "saver_ms": saver_ms, "probes": probes,
+            "last_calls": last_calls, "empty": empty, "tables": run.store.tables(),
+            "checkpoints": meter.calls.get("put", 0)}
+
+
+# ---- figures ----
+
+def summarize(o, run, rounds, convo):
+    med = lambda f: statistics.median(f(r) for r in rounds)  # noqa: E731
+
+    def at(ms, turn):
+        return statistics.median(ms[max(0, turn - o.window):turn])
+
+    def growth(r, names):
+        return sum(r["tables"].get(t, 0) - r["empty"].get(t, 0) for t in names)
+
+    raw = convo.raw_bytes(run.turns)
+    r0 = rounds[0]
+    early = min(o.early, run.turns)
+    stored = med(lambda r: growth(r, r["tables"]))
+    out = {
+        "run": run.name, "saver": run.saver, "backend": run.backend, "kind": run.kind,
+        "turns": run.turns, "payload": o.payload, "rounds": len(rounds),
+        "turns_per_sec": round(med(lambda r: len(r["turn_ms"]) * 1000 / sum(r["turn_ms"])), 1),
+        "early_turn": early,
+        "saver_ms_early": round(med(lambda r: at(r["saver_ms"], early)), 3),
+        "saver_ms_last": round(med(lambda r: at(r["saver_ms"], run.turns)), 3),
+        "turn_ms_early": round(med(lambda r: at(r["turn_ms"], early)), 3),
+        "turn_ms_last": round(med(lambda r: at(r["turn_ms"], run.turns)), 3),
+        "late_vs_early": round(med(lambda r: at(r["saver_ms"], run.turns) /
+                                   at(r["saver_ms"], early)), 3),
+        "calls_per_turn": r0["last_calls"],
+        "probes": [],
+        "checkpoints": r0["checkpoints"],
+        "tables": dict(sorted(r0["tables"].items(), key=lambda kv: -kv[1])),
+        "stored_bytes": stored,
+        "raw_content_bytes": raw,
+        "stored_per_raw": round(stored / raw, 2),
+    }
+    for turn in (p for p in o.probes if p <= run.turns):
+        def pick(key, turn=turn):
+            return med(lambda r: next(p[key] for p in r["probes"] if p["turn"] == turn))
+        out["probes"].append({"turn": turn, **{k: round(pick(k), 2) for k in (
+            "get_tuple_ms", "get_state_ms", "fresh_get_tuple_ms", "fresh_get_state_ms")}})
+    if run.store.log:
+        outside = med(lambda r: growth(r, [t for t in r["tables"] if t not in run.store.log]))
+        out["outside_log_bytes"] = outside
+        out["outside_log_per_checkpoint"] = round(outside / r0["checkpoints"])
+    return out
+
+
+def targets(c, results):
+    """Issue 28's targets, per convo run against LangGraph's on the same backend."""
+    def lg(kind):
+        return next((r for r in results if r["run"] == "langgraph-%s-%s" % (c["backend"], kind)),
+                    None)
+    t = {"saver time at turn %d within 20%% of turn %d" % (c["turns"], c["early_turn"]):
+         c["late_vs_early"] <= 1.2}
+    delta = lg("delta")
+    if delta and delta["turns"] == c["turns"]:
+        t["5x fewer bytes than LangGraph's DeltaChannel saver"] = \
+            delta["stored_bytes"] >= 5 * c["stored_bytes"]
+    same = lg(c["kind"])
+    if same:   # at the last turn both ran to
+        def last(r):
+            ps = [p for p in r["probes"] if p["turn"] <= min(same["turns"], c["turns"])]
+            return ps[-1] if ps else None
+        cp, lp = last(c), last(same)
+        if cp and lp and cp["turn"] == lp["turn"]:
+            t["get_state no slower than LangGraph's (%s, turn %d)" % (c["kind"], cp["turn"])] = \
+                cp["get_state_ms"] <= lp["get_state_ms"] and \
+                cp["fresh_get_state_ms"] <= lp["fresh_get_state_ms"]
+    return {"run": c["run"], "targets": t}
+
+
+def report(o, results, checks, convo):
+    fmt = lambda n: "{:,}".format(n) if n is not None else "-"  # noqa: E731
+    print("LangGraph runtime chatbot (Python): %d-byte user message and answer per turn, %s raw "
+          "content bytes at %d turns; median of %d round(s)" % (
+              o.payload, fmt(convo.raw_bytes(o.turns)), o.turns, o.rounds))
+    print("| run | turns | turns/s | saver ms/turn at %d | at last | last/early | get_tuple ms "
+          "warm / fresh | get_state ms warm / fresh | checkpoints | bytes | bytes / raw | "
+          "outside log B / checkpoint |" % o.early)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        def probes(key, r=r):
+            return "; ".join("%d: %s / %s" % (p["turn"], p[key], p["fresh_" + key])
+                             for p in r["probes"])
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["run"], r["turns"], r["turns_per_sec"], r["saver_ms_early"], r["saver_ms_last"],
+            r["late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"),
+            fmt(r["checkpoints"]), fmt(r["stored_bytes"]), r["stored_per_raw"],
+            fmt(r.get("outside_log_per_checkpoint"))))
+    print("\nbytes per table (with its indexes), at the end of each run:")
+    for r in results:
+        print("- %s: %s" % (r["run"], ", ".join("%s %s" % (t, fmt(n))
+                                                for t, n in r["tables"].items())))
+    print("\nsaver calls in the last turn:")
+    for r in results:
+        print("- %s: %s" % (r["run"], ", ".join("%s %d" % kv for kv in r["calls_per_turn"].items())))
+    print("\ntargets:")
+    for c in checks:
+        print("- %s: %s" % (c["run"], "; ".join("%s: %s" % (k, "met" if v else "NOT met")
+                                                for k, v in c["targets"].items())))
+
+
+def main():
+    o = options()
+    if DeltaChannel is None:
+        print("langgraph_runtime: this langgraph has no DeltaChannel: delta runs skipped",
+              file=sys.stderr)
+    convo = Conversation(o.turns, o.payload)
+    tmp = tempfile.mkdtemp(prefix="convo-lg-runtime-")
+    pg_url = os.environ.get("CONVO_BENCH_POSTGRES_URL") or os.environ.get("CONVO_TEST_POSTGRES_URL")
+    runs = runs_of(o, tmp, pg_url)
+    per_run = {run.name: [] for run in runs}
+    try:
+        for rnd in range(o.rounds):
+            for run in runs:
+                print("langgraph_runtime: round %d/%d: %s, %d turns..." % (
+                    rnd + 1, o.rounds, run.name, run.turns), file=sys.stderr)
+                try:
+                    per_run[run.name].append(run_one(o, run, convo))
+                finally:
+                    run.store.drop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    results = [summarize(o, run, per_run[run.name], convo) for run in runs]
+    checks = [targets(c, results) for c in results if c["saver"].startswith("convo")]
+    if o.json:
+        for r in results + checks:
+            print(json.dumps(r))
+    else:
+        report(o, results, checks, convo)
+
+
+if __name__ == "__main__":
+    main()
