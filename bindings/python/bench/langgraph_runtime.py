@@ -76,10 +76,11 @@ def options():
 
 class Words:
     def __init__(self, seed=42):
-        self.seed = seed
+        self.seed = float(seed)
 
     def rand(self):
-        self.seed = (self.seed * 1103515245 + 12345) % 2147483648
+        # in doubles, as JavaScript computes it (the product exceeds 2**53)
+        self.seed = (self.seed * 1103515245.0 + 12345.0) % 2147483648.0
         return self.seed / 2147483648
 
     def __call__(self, n):
