@@ -533,6 +533,9 @@ def main():
                     per_run[run.name].append(run_one(o, run, convo))
                 finally:
                     run.store.drop()
+                # each run's figures as soon as it ends: a long run stopped later loses none
+                print("langgraph_runtime: " + json.dumps(
+                    summarize(o, run, per_run[run.name], convo)), file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results = [summarize(o, run, per_run[run.name], convo) for run in runs]
