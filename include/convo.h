@@ -402,6 +402,10 @@ CONVO_EXTERN const char *convo_checkpoint_parent_id(const convo_checkpoint *cp);
 CONVO_EXTERN const char *convo_checkpoint_metadata(const convo_checkpoint *cp); /* JSON object */
 CONVO_EXTERN int64_t convo_checkpoint_log_length(const convo_checkpoint *cp);
 CONVO_EXTERN int64_t convo_checkpoint_created_at(const convo_checkpoint *cp);
+/* The thread's generation read with the log when the checkpoint's references
+ * were resolved (the seqs of its items are valid for that generation: pass it
+ * as expected_generation with them); -1 when it has no reference. */
+CONVO_EXTERN int64_t convo_checkpoint_generation(const convo_checkpoint *cp);
 /* The body blob; type is NULL when the checkpoint had none. */
 CONVO_EXTERN convo_blob convo_checkpoint_body(const convo_checkpoint *cp);
 /* Channels of the snapshot in name order; value.type is NULL when the version has no value. */

@@ -80,6 +80,7 @@ convo_checkpoint *convo__checkpoint_new(const char *thread_id, const char *ns, c
     cp->body_len = body_type ? body_len : 0;
     cp->log_length = log_length;
     cp->created_at = created_at;
+    cp->generation = -1;
     if (failed) {
         convo_checkpoint_free(cp);
         return NULL;
@@ -193,6 +194,7 @@ const char *convo_checkpoint_parent_id(const convo_checkpoint *cp) { return cp ?
 const char *convo_checkpoint_metadata(const convo_checkpoint *cp) { return cp ? cp->metadata : NULL; }
 int64_t convo_checkpoint_log_length(const convo_checkpoint *cp) { return cp ? cp->log_length : 0; }
 int64_t convo_checkpoint_created_at(const convo_checkpoint *cp) { return cp ? cp->created_at : 0; }
+int64_t convo_checkpoint_generation(const convo_checkpoint *cp) { return cp ? cp->generation : -1; }
 size_t convo_checkpoint_channel_count(const convo_checkpoint *cp) { return cp ? cp->nchannels : 0; }
 size_t convo_checkpoint_write_count(const convo_checkpoint *cp) { return cp ? cp->nwrites : 0; }
 

@@ -79,6 +79,7 @@ struct convo_checkpoint {
     void *body;
     size_t body_len;
     int64_t log_length, created_at;
+    int64_t generation; /* read with the log by convo__items_resolve; -1 = none */
     cp_channel *channels;
     size_t nchannels, ccap;
     cp_write *writes;

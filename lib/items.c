@@ -300,6 +300,8 @@ int convo__items_resolve(convo_store *s, convo_checkpoint *cp, convo_error *err)
     convo_history *h = NULL;
     if (rc == 0 && end > 0)
         rc = convo__items_load(s, cp->thread_id, from, end, &h, err);
+    if (rc == 0 && h)
+        cp->generation = h->generation;
     for (size_t k = 0; rc == 0 && k < total; k++) {
         const char *type = k < cp->nchannels ? cp->channels[k].type
                                              : cp->writes[k - cp->nchannels].type;

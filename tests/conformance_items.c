@@ -183,6 +183,7 @@ START_TEST(test_items_turns)
     ck_assert_ptr_null(it.key);
     ck_assert_ptr_null(it.rest.type);
     ck_assert_int_eq(convo_checkpoint_log_length(cp), 4);
+    ck_assert_int_eq(convo_checkpoint_generation(cp), 0); /* read with the log */
     convo_checkpoint_free(cp);
 }
 END_TEST
@@ -461,6 +462,7 @@ START_TEST(test_items_rewrite_protects)
     channel_items(cp, "__start__", &it);
     int64_t s0[] = {0};
     assert_items(&it, conv, s0, 1);
+    ck_assert_int_eq(convo_checkpoint_generation(cp), 1); /* after the rewrite */
     convo_checkpoint_free(cp);
 }
 END_TEST
@@ -585,6 +587,8 @@ START_TEST(test_items_body_without_base)
     free(b0);
     convo_checkpoint *raw = get_ok(tid, "c0");
     ck_assert_str_eq(convo_checkpoint_body(raw).type, "json");
+    ck_assert_int_eq(convo_checkpoint_generation(raw), 0);
+    ck_assert_int_eq(convo_checkpoint_generation(NULL), -1);
     convo_checkpoint_free(raw);
     /* a checkpoint put with c0's delta body but not listing the base */
     convo_checkpoint_in in = CONVO_CHECKPOINT_IN_INIT;

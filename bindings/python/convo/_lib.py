@@ -405,6 +405,7 @@ _SIGNATURES = {
     "convo_checkpoint_parent_id": (ctypes.c_char_p, [_checkpoint_p]),
     "convo_checkpoint_metadata": (ctypes.c_char_p, [_checkpoint_p]),
     "convo_checkpoint_log_length": (ctypes.c_int64, [_checkpoint_p]),
+    "convo_checkpoint_generation": (ctypes.c_int64, [_checkpoint_p]),
     "convo_checkpoint_created_at": (ctypes.c_int64, [_checkpoint_p]),
     "convo_checkpoint_body": (Blob, [_checkpoint_p]),
     "convo_checkpoint_channel_count": (ctypes.c_size_t, [_checkpoint_p]),

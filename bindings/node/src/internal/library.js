@@ -239,6 +239,7 @@ const decls = [
   'const char *convo_checkpoint_parent_id(const convo_checkpoint *cp)',
   'const char *convo_checkpoint_metadata(const convo_checkpoint *cp)',
   'int64_t convo_checkpoint_log_length(const convo_checkpoint *cp)',
+  'int64_t convo_checkpoint_generation(const convo_checkpoint *cp)',
   'int64_t convo_checkpoint_created_at(const convo_checkpoint *cp)',
   'convo_blob convo_checkpoint_body(const convo_checkpoint *cp)',
   'size_t convo_checkpoint_channel_count(const convo_checkpoint *cp)',
