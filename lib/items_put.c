@@ -18,6 +18,7 @@ typedef struct chplan {
     int64_t *known;           /* per item: its log seq, or -1 */
     elem *els;                /* the plan: seq, FRESH, or -1 with an inline text */
     size_t first_fresh, nfresh;
+    int64_t fresh_seq;        /* the seq of its first fresh item in the current attempt */
     void *bytes;              /* the encoded reference of the current attempt */
     size_t len;
 } chplan;
@@ -33,6 +34,7 @@ typedef struct swapplan {
     int64_t *fresh_at; /* per element of r: the index among the put's fresh items, or -1 */
     void *enc;
     size_t enc_len;
+    int64_t end;       /* 1 + the highest seq of the encoded reference */
 } swapplan;
 
 typedef struct plan {
@@ -177,7 +179,7 @@ static int matches_parent(const chplan *c, size_t i)
 }
 
 /* The rule for what enters the log (include/convo.h). */
-static int plan_channel(plan *p, chplan *c, convo_error *err)
+static int plan_channel(chplan *c, convo_error *err)
 {
     const convo_items_in *in = c->in;
     c->els = malloc((in->n ? in->n : 1) * sizeof *c->els);
@@ -197,7 +199,6 @@ static int plan_channel(plan *p, chplan *c, convo_error *err)
         else
             c->els[i] = (elem){append ? FRESH : -1, in->items[i], text_len(in, i)};
     }
-    (void)p;
     return 0;
 }
 
@@ -278,6 +279,7 @@ static int encode_attempt(plan *p, int64_t base, int64_t *log_length, convo_erro
     int64_t next = base;
     for (size_t k = 0; k < p->nchs; k++) {
         chplan *c = &p->chs[k];
+        c->fresh_seq = next;
         for (size_t i = c->first_fresh; i < c->first_fresh + c->nfresh; i++)
             c->els[i].seq = next++;
         for (size_t i = 0; i < c->in->n; i++)
@@ -296,10 +298,13 @@ static int encode_attempt(plan *p, int64_t base, int64_t *log_length, convo_erro
         elem *els = malloc(w->r.n * sizeof *els);
         if (!els)
             return oom(err);
+        w->end = 0;
         for (size_t i = 0; i < w->r.n; i++) {
             els[i] = w->r.els[i];
             if (w->fresh_at[i] >= 0)
                 els[i] = (elem){base + w->fresh_at[i], NULL, 0};
+            if (els[i].seq + 1 > w->end)
+                w->end = els[i].seq + 1;
         }
         free(w->enc);
         w->enc = NULL;
@@ -346,15 +351,6 @@ static int read_length(plan *p, int64_t *length, int64_t *generation, convo_erro
     return 0;
 }
 
-/* How many fresh items the channels before k append. */
-static int64_t fresh_offset(const plan *p, size_t k)
-{
-    int64_t n = 0;
-    for (size_t j = 0; j < k; j++)
-        n += (int64_t)p->chs[j].nfresh;
-    return n;
-}
-
 static int put_once(plan *p, int64_t base, const convo_message_in *msgs, convo_error *err)
 {
     const convo_checkpoint_in *cp = p->cp;
@@ -373,11 +369,9 @@ static int put_once(plan *p, int64_t base, const convo_message_in *msgs, convo_e
         }
         for (size_t k = 0; k < p->nsw; k++) {
             const swapplan *w = &p->sw[k];
-            int64_t end = 0;
-            convo__items_check(w->enc, w->enc_len, &end, NULL);
             swaps[k] = (convo_swap){cp->parent_id, w->task_id, w->idx, w->channel, w->version,
                                     {w->type, w->bytes, w->len},
-                                    {CONVO_ITEMS_TYPE, w->enc, w->enc_len}, end};
+                                    {CONVO_ITEMS_TYPE, w->enc, w->enc_len}, w->end};
         }
         convo_checkpoint_in c = *cp;
         c.channels = chans;
@@ -444,7 +438,7 @@ static int plan_make(plan *p, convo_error *err)
     if (rc == 0)
         rc = find_known(p, err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {
-        rc = plan_channel(p, &p->chs[k], err);
+        rc = plan_channel(&p->chs[k], err);
         p->nfresh += p->chs[k].nfresh;
     }
     if (rc == 0 && p->nfresh) {
@@ -507,16 +501,13 @@ int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error 
         base = length;
         rc = 0;
     }
-    if (rc == 0) {
-        for (size_t k = 0; k < p.nchs; k++) {
-            const chplan *c = &p.chs[k];
-            for (size_t i = 0; c->in->seqs_out && i < c->in->n; i++)
-                c->in->seqs_out[i] = c->known[i] >= 0                   ? c->known[i]
-                                     : i >= c->first_fresh &&
-                                               i < c->first_fresh + c->nfresh
-                                         ? base + (int64_t)(i - c->first_fresh) +
-                                               fresh_offset(&p, k)
-                                         : -1;
+    for (size_t k = 0; rc == 0 && k < p.nchs; k++) {
+        const chplan *c = &p.chs[k];
+        for (size_t i = 0; c->in->seqs_out && i < c->in->n; i++) {
+            int fresh = i >= c->first_fresh && i < c->first_fresh + c->nfresh;
+            c->in->seqs_out[i] = c->known[i] >= 0 ? c->known[i]
+                                 : fresh          ? c->fresh_seq + (int64_t)(i - c->first_fresh)
+                                                  : -1;
         }
     }
     convo__messages_free(msgs, p.nfresh);
