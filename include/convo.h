@@ -351,7 +351,35 @@ CONVO_EXTERN int convo_checkpoint_get(convo_store *s, const char *thread_id,
                                       const char *checkpoint_ns, const char *checkpoint_id,
                                       convo_checkpoint **out, convo_error *err);
 
-#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 2
+/* A get that may leave out the log messages the caller already holds. A binding
+ * that keeps the items it revived (by thread, generation and seq) passes what it
+ * holds: the texts of messages [0, known_length) as they were at generation
+ * known_generation, in the thread whose message 0 was created at known_origin
+ * (convo_checkpoint_generation and convo_checkpoint_log_origin of an earlier
+ * checkpoint of the thread; the origin tells a thread deleted and started again
+ * under the same id, whose generation is 0 again, from the one the caller read).
+ * When the thread is still that one at that generation, every resolved item
+ * (channel values, pending writes, inputs) with 0 <= seq < known_length comes
+ * back with a NULL text and length 0, its seq set, and those messages are not
+ * read (two short reads of the log instead: message 0 and the messages from
+ * known_length - 1 on); otherwise every text is given. Either way
+ * convo_checkpoint_generation and convo_checkpoint_log_origin tell what the
+ * items were resolved at. */
+#define CONVO_CHECKPOINT_GET_OPTS_VERSION 1
+typedef struct convo_checkpoint_get_opts {
+    unsigned int version;
+    const char *thread_id;
+    const char *checkpoint_ns; /* NULL = "" */
+    const char *checkpoint_id; /* NULL = the latest of that namespace */
+    int64_t known_generation;  /* -1 = nothing known */
+    int64_t known_length;      /* 0 = nothing known; > 0 needs known_generation and known_origin */
+    int64_t known_origin;      /* -1 = nothing known */
+} convo_checkpoint_get_opts;
+#define CONVO_CHECKPOINT_GET_OPTS_INIT { CONVO_CHECKPOINT_GET_OPTS_VERSION, NULL, NULL, NULL, -1, 0, -1 }
+CONVO_EXTERN int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opts,
+                                         convo_checkpoint **out, convo_error *err);
+
+#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 3
 typedef struct convo_checkpoint_list_opts {
     unsigned int version;
     const char *thread_id;     /* NULL = every thread */
@@ -366,9 +394,14 @@ typedef struct convo_checkpoint_list_opts {
      * checkpoints put before that one; the order does not depend on the id format). */
     const char *before_thread_id; /* the thread of `before`; NULL = thread_id (then required) */
     const char *before_ns;        /* its namespace; NULL = checkpoint_ns, else "" */
+    /* ---- version 3: what the caller holds of thread_id's log, as for
+     * convo_checkpoint_get_ex (known_length > 0 needs thread_id). */
+    int64_t known_generation; /* -1 = nothing known */
+    int64_t known_length;     /* 0 = nothing known */
+    int64_t known_origin;     /* -1 = nothing known */
 } convo_checkpoint_list_opts;
 #define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, \
-                                          NULL, NULL, NULL }
+                                          NULL, NULL, NULL, -1, 0, -1 }
 
 /* Newest first (the order in which they were put). */
 CONVO_EXTERN int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,
@@ -406,6 +439,10 @@ CONVO_EXTERN int64_t convo_checkpoint_created_at(const convo_checkpoint *cp);
  * were resolved (the seqs of its items are valid for that generation: pass it
  * as expected_generation with them); -1 when it has no reference. */
 CONVO_EXTERN int64_t convo_checkpoint_generation(const convo_checkpoint *cp);
+/* The created_at of the thread's message 0 as read when the checkpoint's log
+ * references were resolved (what convo_checkpoint_get_opts.known_origin takes);
+ * -1 when message 0 was not read (no reference starts at the log's start). */
+CONVO_EXTERN int64_t convo_checkpoint_log_origin(const convo_checkpoint *cp);
 /* The body blob; type is NULL when the checkpoint had none. */
 CONVO_EXTERN convo_blob convo_checkpoint_body(const convo_checkpoint *cp);
 /* Channels of the snapshot in name order; value.type is NULL when the version has no value. */

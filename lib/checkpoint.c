@@ -81,6 +81,7 @@ convo_checkpoint *convo__checkpoint_new(const char *thread_id, const char *ns, c
     cp->log_length = log_length;
     cp->created_at = created_at;
     cp->generation = -1;
+    cp->origin = -1;
     if (failed) {
         convo_checkpoint_free(cp);
         return NULL;
@@ -195,6 +196,7 @@ const char *convo_checkpoint_metadata(const convo_checkpoint *cp) { return cp ? 
 int64_t convo_checkpoint_log_length(const convo_checkpoint *cp) { return cp ? cp->log_length : 0; }
 int64_t convo_checkpoint_created_at(const convo_checkpoint *cp) { return cp ? cp->created_at : 0; }
 int64_t convo_checkpoint_generation(const convo_checkpoint *cp) { return cp ? cp->generation : -1; }
+int64_t convo_checkpoint_log_origin(const convo_checkpoint *cp) { return cp ? cp->origin : -1; }
 size_t convo_checkpoint_channel_count(const convo_checkpoint *cp) { return cp ? cp->nchannels : 0; }
 size_t convo_checkpoint_write_count(const convo_checkpoint *cp) { return cp ? cp->nwrites : 0; }
 
@@ -554,10 +556,47 @@ int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w, con
 int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns,
                          const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
-    int rc = convo__checkpoint_get_raw(s, thread_id, checkpoint_ns, checkpoint_id, out, err);
-    if (rc == 0 && (rc = convo__items_resolve(s, *out, err)) == 0)
+    convo_checkpoint_get_opts o = CONVO_CHECKPOINT_GET_OPTS_INIT;
+    o.thread_id = thread_id;
+    o.checkpoint_ns = checkpoint_ns;
+    o.checkpoint_id = checkpoint_id;
+    return convo_checkpoint_get_ex(s, &o, out, err);
+}
+
+/* What a caller says it holds of a thread's log: nothing, or a length at a
+ * generation. */
+static int check_known(const convo__known *k, convo_error *err)
+{
+    if (k->length < 0)
+        return convo__error(err, CONVO_EINVAL, NULL, "known_length %lld is negative",
+                            (long long)k->length);
+    if (k->length > 0 && (k->generation < 0 || k->origin < 0))
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "known_length %lld needs the generation and the origin it was "
+                            "read at (known_generation and known_origin >= 0)",
+                            (long long)k->length);
+    return 0;
+}
+
+int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opts,
+                            convo_checkpoint **out, convo_error *err)
+{
+    convo__error_clear(err);
+    if (out)
+        *out = NULL;
+    if (!opts)
+        return convo__error(err, CONVO_EINVAL, NULL, "opts is NULL");
+    if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_GET_OPTS_VERSION)
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "unsupported convo_checkpoint_get_opts version %u", opts->version);
+    convo__known k = {opts->known_generation, opts->known_length, opts->known_origin};
+    int rc = check_known(&k, err);
+    if (rc == 0)
+        rc = convo__checkpoint_get_raw(s, opts->thread_id, opts->checkpoint_ns,
+                                       opts->checkpoint_id, out, err);
+    if (rc == 0 && (rc = convo__items_resolve(s, *out, &k, err)) == 0)
         rc = convo__body_resolve(*out, err);
-    if (rc != 0 && *out) {
+    if (rc != 0 && out && *out) {
         convo_checkpoint_free(*out);
         *out = NULL;
     }
@@ -595,12 +634,18 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (opts) {
         if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_LIST_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL, "unknown checkpoint list opts version");
-        memcpy(&o, opts, opts->version >= 2 ? sizeof o
-                                            : offsetof(convo_checkpoint_list_opts, before_thread_id));
+        memcpy(&o, opts,
+               opts->version >= 3   ? sizeof o
+               : opts->version == 2 ? offsetof(convo_checkpoint_list_opts, known_generation)
+                                    : offsetof(convo_checkpoint_list_opts, before_thread_id));
         o.version = CONVO_CHECKPOINT_LIST_OPTS_VERSION;
     }
-    int rc = 0;
-    if (o.thread_id)
+    convo__known k = {o.known_generation, o.known_length, o.known_origin};
+    int rc = check_known(&k, err);
+    if (rc == 0 && o.known_length > 0 && !o.thread_id)
+        rc = convo__error(err, CONVO_EINVAL, NULL,
+                          "known_length is what is known of one thread's log: it needs thread_id");
+    if (rc == 0 && o.thread_id)
         rc = convo__check_thread_id(o.thread_id, err);
     if (rc == 0 && o.checkpoint_ns)
         rc = check_key("checkpoint namespace", o.checkpoint_ns, 1, err);
@@ -632,7 +677,7 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
     for (size_t i = 0; rc == 0 && i < (*out)->count; i++)
-        if ((rc = convo__items_resolve(s, (*out)->items[i], err)) == 0)
+        if ((rc = convo__items_resolve(s, (*out)->items[i], &k, err)) == 0)
             rc = convo__body_resolve((*out)->items[i], err);
     if (rc != 0) {
         convo_checkpoint_set_free(*out);

@@ -80,6 +80,7 @@ struct convo_checkpoint {
     size_t body_len;
     int64_t log_length, created_at;
     int64_t generation; /* read with the log by convo__items_resolve; -1 = none */
+    int64_t origin;     /* created_at of the log's message 0, read with it; -1 = none */
     cp_channel *channels;
     size_t nchannels, ccap;
     cp_write *writes;
@@ -94,7 +95,12 @@ struct convo_checkpoint_set {
 /* items.c: log references. The blob type of a stored reference. */
 #define CONVO_ITEMS_TYPE "convo/items"
 /* Resolves every "convo/items" value of cp with one load of the log. */
-int convo__items_resolve(convo_store *s, convo_checkpoint *cp, convo_error *err);
+/* What a caller holds of a thread's log (convo_checkpoint_get_opts): length 0 = nothing. */
+typedef struct convo__known {
+    int64_t generation, length, origin;
+} convo__known;
+int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
+                         convo_error *err);
 void convo__items_free(cp_items *it);
 /* 0 when b (type CONVO_ITEMS_TYPE) is a well-formed reference, else CONVO_EINVAL;
  * *end is 1 + its highest seq (0 when none). */

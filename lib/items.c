@@ -213,8 +213,9 @@ static char *dupn(const char *s, size_t n)
     return c;
 }
 
-/* The resolved list of r, texts of the log from h (messages from h_from on). */
-static cp_items *build_items(const ref *r, const convo_history *h, int64_t h_from)
+/* The resolved list of r, texts of the log from h (messages from h_from on);
+ * items whose seq is below `known` get no text (the caller holds it). */
+static cp_items *build_items(const ref *r, const convo_history *h, int64_t h_from, int64_t known)
 {
     cp_items *it = calloc(1, sizeof *it);
     if (!it)
@@ -228,15 +229,18 @@ static cp_items *build_items(const ref *r, const convo_history *h, int64_t h_fro
         const elem *e = &r->els[i];
         const char *t = e->text;
         size_t len = e->len;
-        if (e->seq >= 0) {
+        if (e->seq >= 0 && e->seq < known) {
+            t = NULL;
+            len = 0;
+        } else if (e->seq >= 0) {
             const convo_history_msg *m = &h->msgs[e->seq - h_from];
             t = m->bytes;
             len = m->len;
         }
-        it->texts[i] = dupn(t, len);
+        it->texts[i] = t ? dupn(t, len) : NULL;
         it->lengths[i] = len;
         it->seqs[i] = e->seq;
-        failed = !it->texts[i];
+        failed = t && !it->texts[i];
         it->pub.n = i + 1; /* what the free below releases */
     }
     if (!failed && r->key)
@@ -267,7 +271,55 @@ int convo__is_items(const char *type)
     return type && strcmp(type, CONVO_ITEMS_TYPE) == 0;
 }
 
-int convo__items_resolve(convo_store *s, convo_checkpoint *cp, convo_error *err)
+/* The log under cp's references, [from, end), into *h (messages from *h_from
+ * on). When the caller knows [0, known->length) of this very thread at this
+ * generation, only [min(length, end) - 1, end) and message 0 are read, and
+ * *elide says below which seq the texts are left out. */
+static int load_log(convo_store *s, convo_checkpoint *cp, const convo__known *known,
+                    int64_t from, int64_t end, convo_history **h, int64_t *h_from,
+                    int64_t *elide, convo_error *err)
+{
+    *h = NULL;
+    *h_from = from;
+    *elide = 0;
+    if (known && known->length > from) {
+        int64_t lo = (known->length < end ? known->length : end) - 1;
+        convo_history *first = NULL;
+        /* the tail first, then message 0: a thread deleted and started again
+         * between the two reads shows a new origin, never the old one */
+        int rc = convo__items_load(s, cp->thread_id, lo, end, h, err);
+        if (rc == 0 && lo > 0)
+            rc = convo__items_load(s, cp->thread_id, 0, 1, &first, err);
+        if (rc != 0) {
+            convo_history_free(*h);
+            *h = NULL;
+            return rc;
+        }
+        const convo_history *zero = lo > 0 ? first : *h;
+        int same = (*h)->generation == known->generation &&
+                   zero->generation == known->generation &&
+                   zero->msgs[0].created_at == known->origin;
+        convo_history_free(first);
+        if (same) {
+            *h_from = lo;
+            *elide = known->length;
+            cp->generation = known->generation;
+            cp->origin = known->origin;
+            return 0;
+        }
+        convo_history_free(*h);
+        *h = NULL;
+    }
+    int rc = convo__items_load(s, cp->thread_id, from, end, h, err);
+    if (rc == 0) {
+        cp->generation = (*h)->generation;
+        cp->origin = from == 0 ? (*h)->msgs[0].created_at : -1;
+    }
+    return rc;
+}
+
+int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
+                         convo_error *err)
 {
     size_t total = cp->nchannels + cp->nwrites, nrefs = 0;
     for (size_t i = 0; i < cp->nchannels; i++)
@@ -298,16 +350,15 @@ int convo__items_resolve(convo_store *s, convo_checkpoint *cp, convo_error *err)
         }
     }
     convo_history *h = NULL;
+    int64_t h_from = from, elide = 0;
     if (rc == 0 && end > 0)
-        rc = convo__items_load(s, cp->thread_id, from, end, &h, err);
-    if (rc == 0 && h)
-        cp->generation = h->generation;
+        rc = load_log(s, cp, known, from, end, &h, &h_from, &elide, err);
     for (size_t k = 0; rc == 0 && k < total; k++) {
         const char *type = k < cp->nchannels ? cp->channels[k].type
                                              : cp->writes[k - cp->nchannels].type;
         if (!convo__is_items(type))
             continue;
-        cp_items *it = build_items(&refs[k], h, from);
+        cp_items *it = build_items(&refs[k], h, h_from, elide);
         if (!it)
             rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
         else if (k < cp->nchannels)

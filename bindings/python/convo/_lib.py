@@ -35,7 +35,8 @@ LOAD_OPTS_VERSION = 1
 CHECKPOINT_IN_VERSION = 4
 WRITES_IN_VERSION = 1
 FORK_OPTS_VERSION = 2
-CHECKPOINT_LIST_OPTS_VERSION = 2
+CHECKPOINT_LIST_OPTS_VERSION = 3
+CHECKPOINT_GET_OPTS_VERSION = 1
 DUMP_OPTS_VERSION = 2
 
 SONAME = "libconvo.so.0"
@@ -271,7 +272,7 @@ class WritesIn(ctypes.Structure):
 
 
 class CheckpointListOpts(ctypes.Structure):
-    """convo_checkpoint_list_opts (version 2); CONVO_CHECKPOINT_LIST_OPTS_INIT is
+    """convo_checkpoint_list_opts (version 3); CONVO_CHECKPOINT_LIST_OPTS_INIT is
     CheckpointListOpts.init()."""
     _fields_ = [
         ("version", ctypes.c_uint),
@@ -282,11 +283,32 @@ class CheckpointListOpts(ctypes.Structure):
         ("filter_json", ctypes.c_char_p),
         ("before_thread_id", ctypes.c_char_p),
         ("before_ns", ctypes.c_char_p),
+        ("known_generation", ctypes.c_int64),
+        ("known_length", ctypes.c_int64),
+        ("known_origin", ctypes.c_int64),
     ]
 
     @classmethod
     def init(cls):
-        return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None)
+        return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None, -1, 0, -1)
+
+
+class CheckpointGetOpts(ctypes.Structure):
+    """convo_checkpoint_get_opts (version 1); CONVO_CHECKPOINT_GET_OPTS_INIT is
+    CheckpointGetOpts.init()."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("thread_id", ctypes.c_char_p),
+        ("checkpoint_ns", ctypes.c_char_p),
+        ("checkpoint_id", ctypes.c_char_p),
+        ("known_generation", ctypes.c_int64),
+        ("known_length", ctypes.c_int64),
+        ("known_origin", ctypes.c_int64),
+    ]
+
+    @classmethod
+    def init(cls):
+        return cls(CHECKPOINT_GET_OPTS_VERSION, None, None, None, -1, 0, -1)
 
 
 class DumpStats(ctypes.Structure):
@@ -389,6 +411,9 @@ _SIGNATURES = {
     "convo_checkpoint_get": (ctypes.c_int, [_store_p, ctypes.c_char_p, ctypes.c_char_p,
                                             ctypes.c_char_p, ctypes.POINTER(_checkpoint_p),
                                             _err_p]),
+    "convo_checkpoint_get_ex": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointGetOpts),
+                                               ctypes.POINTER(_checkpoint_p),
+                                               _err_p]),
     "convo_checkpoint_list": (ctypes.c_int, [_store_p, ctypes.POINTER(CheckpointListOpts),
                                              ctypes.POINTER(_set_p), _err_p]),
     "convo_checkpoint_set_count": (ctypes.c_size_t, [_set_p]),
@@ -406,6 +431,7 @@ _SIGNATURES = {
     "convo_checkpoint_metadata": (ctypes.c_char_p, [_checkpoint_p]),
     "convo_checkpoint_log_length": (ctypes.c_int64, [_checkpoint_p]),
     "convo_checkpoint_generation": (ctypes.c_int64, [_checkpoint_p]),
+    "convo_checkpoint_log_origin": (ctypes.c_int64, [_checkpoint_p]),
     "convo_checkpoint_created_at": (ctypes.c_int64, [_checkpoint_p]),
     "convo_checkpoint_body": (Blob, [_checkpoint_p]),
     "convo_checkpoint_channel_count": (ctypes.c_size_t, [_checkpoint_p]),

@@ -48,7 +48,10 @@ STRUCTS = {
                                         "task_id", "task_path", "writes", "n", "items"]),
     "convo_checkpoint_list_opts": (_lib.CheckpointListOpts, [
         "version", "thread_id", "checkpoint_ns", "before", "limit", "filter_json",
-        "before_thread_id", "before_ns"]),
+        "before_thread_id", "before_ns", "known_generation", "known_length", "known_origin"]),
+    "convo_checkpoint_get_opts": (_lib.CheckpointGetOpts, [
+        "version", "thread_id", "checkpoint_ns", "checkpoint_id", "known_generation",
+        "known_length", "known_origin"]),
     "convo_dump_stats": (_lib.DumpStats, ["threads", "messages", "checkpoints", "writes", "bytes",
                                           "skipped"]),
     "convo_dump_opts": (_lib.DumpOpts, ["version", "progress", "progress_ctx",
@@ -66,6 +69,7 @@ VERSIONS = {
     "CONVO_WRITES_IN_VERSION": _lib.WRITES_IN_VERSION,
     "CONVO_FORK_OPTS_VERSION": _lib.FORK_OPTS_VERSION,
     "CONVO_CHECKPOINT_LIST_OPTS_VERSION": _lib.CHECKPOINT_LIST_OPTS_VERSION,
+    "CONVO_CHECKPOINT_GET_OPTS_VERSION": _lib.CHECKPOINT_GET_OPTS_VERSION,
     "CONVO_DUMP_OPTS_VERSION": _lib.DUMP_OPTS_VERSION,
 }
 
@@ -126,7 +130,11 @@ class LayoutTests(unittest.TestCase):
         o = _lib.WritesIn.init()
         self.assertEqual((o.version, o.n, bool(o.items)), (1, 0, False))
         o = _lib.CheckpointListOpts.init()
-        self.assertEqual((o.version, o.limit, o.before_thread_id), (2, 0, None))
+        self.assertEqual((o.version, o.limit, o.before_thread_id, o.known_generation,
+                          o.known_length, o.known_origin), (3, 0, None, -1, 0, -1))
+        o = _lib.CheckpointGetOpts.init()
+        self.assertEqual((o.version, o.checkpoint_id, o.known_generation, o.known_length,
+                          o.known_origin), (1, None, -1, 0, -1))
         o = _lib.DumpOpts.init()
         self.assertEqual((o.version, bool(o.progress), bool(o.expected_generations)), (2, False, False))
         o = _lib.AppendOpts.init()
