@@ -631,6 +631,45 @@ END_TEST
 
 /* Random edits of JSON messages: wherever the scanner is sure, jansson agrees,
  * and convo__check_message accepts exactly what jansson accepts. */
+/* The scanner and the UTF-8 check read eight bytes at a time: a byte that
+ * matters (quote, backslash, control, non-ASCII) is found at every offset of
+ * a word, and the answer is jansson's (the scanner) or the rule's (UTF-8). */
+START_TEST(test_message_fast_path_word_offsets)
+{
+    static const struct {
+        const char *s; /* put into a string value at every offset */
+        int valid;     /* the message is then valid JSON */
+    } specials[] = {
+        {"\"", 0}, {"\\", 0}, {"\\n", 1}, {"\\u00e9", 1}, {"\x01", 0}, {"\x1f", 0},
+        {"\t", 0}, {" ", 1}, {"\x7f", 1}, {"\xc3\xa9", 1}, {"\xf0\x9f\x98\x80", 1},
+        {"\xff", 0}, {"\xc3", 0}, {"\xed\xa0\x80", 0},
+    };
+    char m[128], want[CONVO_MAX_ROLE_BYTES + 1];
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) {
+        for (int at = 0; at < 24; at++) {
+            int len = snprintf(m, sizeof m, "{\"role\":\"u\",\"c\":\"%.*s%s%.*s\"}", at,
+                               "abcdefghijklmnopqrstuvwxyz", specials[k].s, 24 - at,
+                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+            const char *role;
+            size_t n;
+            int sure = convo__scan_message(m, (size_t)len, &role, &n);
+            int ok = jansson_role(m, (size_t)len, want, sizeof want);
+            ck_assert_msg(ok == specials[k].valid, "special %zu at %d: jansson says %d", k, at, ok);
+            ck_assert_msg(sure == ok, "special %zu at %d: the scanner says %d", k, at, sure);
+            /* the same bytes as a bare buffer: UTF-8 iff the special is */
+            int utf8 = convo__check_utf8(m, (size_t)len);
+            ck_assert_int_eq(utf8, convo__check_utf8(specials[k].s, strlen(specials[k].s)));
+        }
+    }
+    /* a multi-byte sequence cut by the end of the buffer, at every offset */
+    for (size_t len = 1; len < 20; len++) {
+        memset(m, 'a', len);
+        m[len - 1] = (char)0xc3;
+        ck_assert_int_eq(convo__check_utf8(m, len), 0);
+    }
+}
+END_TEST
+
 START_TEST(test_message_fast_path_against_jansson)
 {
     static const char alphabet[] = "{}[]:,\"\\u0aeEd.-+ \ttrfnl1\xc3\xa9\xed\xa0\x80\xf0\x9f\x98";
@@ -1230,6 +1269,7 @@ static Suite *unit_suite(void)
     tcase_add_test(tc, test_messages);
     tcase_add_test(tc, test_message_roles_allow_list);
     tcase_add_test(tc, test_message_fast_path);
+    tcase_add_test(tc, test_message_fast_path_word_offsets);
     tcase_add_test(tc, test_message_fast_path_against_jansson);
     tcase_add_test(tc, test_extra_patch);
     suite_add_tcase(s, tc);

@@ -8,23 +8,42 @@
 
 /* ---- command arguments ---- */
 
+/* Twice the room, on the heap once the inline arrays are full. */
+static int cmd_grow(cmd *c)
+{
+    size_t cap = c->cap * 2;
+    int inline_ = c->argv == c->argv_inline;
+    const char **a = malloc(cap * sizeof *a);
+    size_t *l = malloc(cap * sizeof *l);
+    if (!a || !l) {
+        free(a);
+        free(l);
+        return CONVO_ENOMEM;
+    }
+    memcpy(a, c->argv, c->n * sizeof *a);
+    memcpy(l, c->lens, c->n * sizeof *l);
+    if (!inline_) {
+        free(c->argv);
+        free(c->lens);
+    }
+    c->argv = a;
+    c->lens = l;
+    c->cap = cap;
+    return 0;
+}
+
 void convo__rd_cmd_add(cmd *c, const char *s, size_t len)
 {
     if (c->failed)
         return;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        const char **a = realloc(c->argv, cap * sizeof *a);
-        if (a)
-            c->argv = a;
-        size_t *l = realloc(c->lens, cap * sizeof *l);
-        if (l)
-            c->lens = l;
-        if (!a || !l) {
-            c->failed = 1;
-            return;
-        }
-        c->cap = cap;
+    if (c->cap == 0) {
+        c->argv = c->argv_inline;
+        c->lens = c->lens_inline;
+        c->cap = CMD_INLINE;
+    }
+    if (c->n == c->cap && cmd_grow(c) != 0) {
+        c->failed = 1;
+        return;
     }
     c->argv[c->n] = s;
     c->lens[c->n++] = len;
@@ -65,8 +84,10 @@ void convo__rd_cmd_num(cmd *c, long long v)
 
 void convo__rd_cmd_free(cmd *c)
 {
-    free(c->argv);
-    free(c->lens);
+    if (c->argv != c->argv_inline) {
+        free(c->argv);
+        free(c->lens);
+    }
 }
 
 /* ---- the keys of a thread ---- */
@@ -78,7 +99,8 @@ static const char *const key_suffix[K_COUNT] = {"msgs", "idem", "meta",  "extra"
  * percent-encoded; everything else (UTF-8 included) stays as it is. */
 static int tag_plain(unsigned char c)
 {
-    return c > 0x20 && c != 0x7f && !strchr("%{}:*?[]\\", c);
+    return c > 0x20 && c != 0x7f && c != '%' && c != '{' && c != '}' && c != ':' && c != '*' &&
+           c != '?' && c != '[' && c != ']' && c != '\\';
 }
 
 static size_t encode_tag(char *out, const char *id)
@@ -103,16 +125,19 @@ static size_t encode_tag(char *out, const char *id)
 }
 
 /* The index argument of the scripts that write (index.lua): "NOW", and on
- * one server "\0P:ix:\0ID" and the declared fields, at out (or its length). */
-static size_t spec_make(char *out, const convo_backend *b, const char *id)
+ * one server "\0P:ix:\0ID" and the declared fields, at out; with out NULL,
+ * the room it needs. */
+static size_t spec_make(char *out, const convo_backend *b, const char *id, size_t idlen)
 {
+    if (!out) /* room for any clock value */
+        return 24 + (b->cluster ? 0 : 1 + strlen(b->ix_prefix) + 1 + idlen + b->ix_fields_len);
     char now[24];
-    size_t n = convo__rd_fmt_num(now, convo__now_micros()), idlen = strlen(id);
-    if (b->cluster)
-        return out ? (memcpy(out, now, n), n) : n;
+    size_t n = convo__rd_fmt_num(now, convo__now_micros());
+    if (b->cluster) {
+        memcpy(out, now, n);
+        return n;
+    }
     size_t plen = strlen(b->ix_prefix), len = n + 1 + plen + 1 + idlen + b->ix_fields_len;
-    if (!out)
-        return len + 24; /* room for any clock value */
     char *p = out;
     memcpy(p, now, n);
     p += n;
@@ -130,9 +155,9 @@ static size_t spec_make(char *out, const convo_backend *b, const char *id)
 /* Builds the keys with memcpy: this runs on every call. */
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
 {
-    size_t plen = strlen(b->prefix), tlen = encode_tag(NULL, id);
+    size_t plen = strlen(b->prefix), idlen = strlen(id), tlen = encode_tag(NULL, id);
     size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
-    size_t spec_room = spec_make(NULL, b, id) + 24;
+    size_t spec_room = spec_make(NULL, b, id, idlen);
     if (!(tk->buf = malloc(each * K_COUNT + spec_room)))
         return CONVO_ENOMEM;
     char *first = tk->buf;
@@ -152,7 +177,7 @@ int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
     }
     char *spec = tk->buf + each * K_COUNT;
     tk->spec = spec;
-    tk->spec_len = spec_make(spec, b, id);
+    tk->spec_len = spec_make(spec, b, id, idlen);
     tk->id = id;
     return 0;
 }

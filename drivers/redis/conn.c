@@ -84,16 +84,20 @@ static int send_all(convo_backend *b, rconn *rc, struct iovec *iov, size_t n, co
     return e ? send_error(b, rc, e, err) : 0;
 }
 
-/* The RESP form of a command ("*N\r\n" then "$LEN\r\nARG\r\n" each), in one
- * malloc'd buffer; NULL when out of memory. */
-static char *format_command(const cmd *c, size_t *len)
+/* Room for the RESP form of a command (a bound, not its exact length). */
+static size_t resp_room(const cmd *c)
 {
     size_t total = 32;
     for (size_t i = 0; i < c->n; i++)
         total += c->lens[i] + 32;
-    char *out = malloc(total), *p = out;
-    if (!out)
-        return NULL;
+    return total;
+}
+
+/* Writes the RESP form of a command ("*N\r\n" then "$LEN\r\nARG\r\n" each)
+ * at out, which has resp_room() bytes; returns its length. */
+static size_t resp_write(const cmd *c, char *out)
+{
+    char *p = out;
     *p++ = '*';
     p += convo__rd_fmt_num(p, (long long)c->n);
     for (size_t i = 0; i < c->n; i++) {
@@ -107,28 +111,39 @@ static char *format_command(const cmd *c, size_t *len)
         p += c->lens[i];
     }
     memcpy(p, "\r\n", 2);
-    *len = (size_t)(p + 2 - out);
+    return (size_t)(p + 2 - out);
+}
+
+/* The RESP form of a command in one malloc'd buffer; NULL when out of memory. */
+static char *format_command(const cmd *c, size_t *len)
+{
+    char *out = malloc(resp_room(c));
+    if (out)
+        *len = resp_write(c, out);
     return out;
 }
 
+/* The whole pipeline in one buffer and one sendmsg: on the stack when it is
+ * small (a common append's five commands are), else malloc'd. */
 static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err)
 {
-    char **bufs = calloc(n, sizeof *bufs);
-    struct iovec *iov = calloc(n, sizeof *iov);
-    int code = bufs && iov ? 0 : convo__rd_oom(err);
-    for (size_t i = 0; i < n && code == 0; i++) {
-        size_t len = 0;
-        if (cmds[i].failed || !(bufs[i] = format_command(&cmds[i], &len)))
-            code = convo__rd_oom(err);
-        else
-            iov[i] = (struct iovec){bufs[i], len};
+    char small[2048];
+    size_t room = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (cmds[i].failed)
+            return convo__rd_oom(err);
+        room += resp_room(&cmds[i]);
     }
-    if (code == 0)
-        code = send_all(b, rc, iov, n, err);
-    for (size_t i = 0; bufs && i < n; i++)
-        free(bufs[i]);
-    free(bufs);
-    free(iov);
+    char *buf = room <= sizeof small ? small : malloc(room);
+    if (!buf)
+        return convo__rd_oom(err);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += resp_write(&cmds[i], buf + len);
+    struct iovec iov = {buf, len};
+    int code = send_all(b, rc, &iov, 1, err);
+    if (buf != small)
+        free(buf);
     return code;
 }
 

@@ -72,10 +72,16 @@ typedef int (*scan_fn)(convo_backend *b, rconn *c, const redisReply *keys, void 
                        convo_error *err);
 
 /* A pipeline command: arguments with lengths, plus room for a few numbers. */
+/* A command's arguments; the first CMD_INLINE live in the struct itself (most
+ * commands are short, and each call builds several). */
+#define CMD_INLINE 8
+
 typedef struct cmd {
     const char **argv;
     size_t *lens;
     size_t n, cap;
+    const char *argv_inline[CMD_INLINE];
+    size_t lens_inline[CMD_INLINE];
     char nums[8][24];
     int nnums;
     int failed;
