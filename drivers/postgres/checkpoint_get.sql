@@ -15,8 +15,12 @@ SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_i
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
   FROM sel s CROSS JOIN LATERAL @S.channel_versions(s.channel_versions) AS u
-  LEFT JOIN @S.checkpoint_blobs v ON v.tid = s.tid
-   AND v.checkpoint_ns = s.checkpoint_ns AND v.channel = u.ch AND v.version = u.ver
+  -- each value by its primary key: a plain join lets the planner, which takes
+  -- channel_versions() for 1,000 rows, hash the whole blobs table (every
+  -- thread's values read on every get); LIMIT 1 keeps it a per-row lookup
+  LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
+                      WHERE b.tid = s.tid AND b.checkpoint_ns = s.checkpoint_ns
+                        AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
 SELECT 2, s.r, NULL, NULL, NULL, w.task_id, w.task_path, w.channel, w.idx, NULL, w.type,
        w.value
