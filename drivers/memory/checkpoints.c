@@ -39,6 +39,7 @@ static void drop_marked(mem_thread *t, const char *drop, uint64_t *removed)
             convo__mem_blob_clear(&t->blobs[i]);
     }
     t->nblobs = nb;
+    convo__mem_lookup_stale(t);
 }
 
 static int prune_locked(mem_thread *t, size_t keep_last)
@@ -163,6 +164,7 @@ static int copy_checkpoints(convo_backend *b, const mem_thread *s, mem_thread *d
         if (copy_blob(&d->blobs[d->nblobs++], &s->blobs[i]))
             return CONVO_ENOMEM;
     }
+    convo__mem_lookup_stale(d);
     return 0; /* updated_at stays the fork's: the index placed the thread by it */
 }
 

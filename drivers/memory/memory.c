@@ -53,6 +53,7 @@ static void thread_free(mem_thread *t)
     for (size_t i = 0; i < t->nblobs; i++)
         convo__mem_blob_clear(&t->blobs[i]);
     free(t->blobs);
+    convo__mem_lookup_free(t);
     for (size_t i = 0; i < t->count; i++)
         free(t->msgs[i].bytes);
     free(t->msgs);
@@ -427,37 +428,12 @@ void *convo__mem_xdupb(const void *b, size_t len, int *failed)
     return c;
 }
 
-mem_checkpoint *convo__mem_find_cp(mem_thread *t, const char *ns, const char *id)
-{
-    mem_checkpoint *latest = NULL;
-    for (size_t i = 0; t && i < t->ncps; i++) {
-        if (strcmp(t->cps[i].ns, ns) != 0)
-            continue;
-        if (!id)
-            latest = &t->cps[i];
-        else if (strcmp(t->cps[i].id, id) == 0)
-            return &t->cps[i];
-    }
-    return id ? NULL : latest;
-}
-
-static mem_blob *find_blob(mem_thread *t, const char *ns, const char *channel,
-                           const char *version)
-{
-    for (size_t i = 0; i < t->nblobs; i++) {
-        mem_blob *b = &t->blobs[i];
-        if (!strcmp(b->channel, channel) && !strcmp(b->version, version) && !strcmp(b->ns, ns))
-            return b;
-    }
-    return NULL;
-}
-
 /* Stores the values the snapshot brings that are not stored yet. */
 static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
 {
     for (size_t i = 0; i < cp->nchannels; i++) {
         const convo_channel_in *c = &cp->channels[i];
-        if (!c->value || find_blob(t, cp->checkpoint_ns, c->channel, c->version))
+        if (!c->value || convo__mem_find_blob(t, cp->checkpoint_ns, c->channel, c->version))
             continue;
         mem_blob *grown = realloc(t->blobs, (t->nblobs + 1) * sizeof *grown);
         if (!grown)
@@ -472,6 +448,7 @@ static int put_blobs(mem_thread *t, const convo_checkpoint_in *cp)
             return CONVO_ENOMEM;
         }
         t->blobs[t->nblobs++] = b;
+        convo__mem_lookup_added(t, 1);
     }
     return 0;
 }
@@ -526,6 +503,7 @@ static int put_locked(convo_backend *b, const convo_checkpoint_in *cp)
             fresh.put_seq = ++b->put_seq;
             t->cps = grown;
             t->cps[t->ncps++] = fresh;
+            convo__mem_lookup_added(t, 0);
         } else {
             rc = CONVO_ENOMEM;
         }
@@ -585,7 +563,7 @@ static void swap_locked(mem_thread *t, const char *ns, const convo_swap *w)
 {
     mem_checkpoint *c = convo__mem_find_cp(t, ns, w->checkpoint_id);
     mem_write *x = c && w->task_id ? find_write(c, w->task_id, w->idx) : NULL;
-    mem_blob *v = c && !w->task_id ? find_blob(t, ns, w->channel, w->version) : NULL;
+    mem_blob *v = c && !w->task_id ? convo__mem_find_blob(t, ns, w->channel, w->version) : NULL;
     char **type = x ? &x->type : v ? &v->type : NULL;
     void **bytes = x ? &x->bytes : v ? &v->bytes : NULL;
     size_t *len = x ? &x->len : v ? &v->len : NULL;
@@ -686,7 +664,7 @@ static convo_checkpoint *export_cp(mem_thread *t, const mem_checkpoint *c)
                                                  c->body_type, c->body, c->body_len,
                                                  c->log_length, c->created_at);
     for (size_t i = 0; cp && i < c->nchannels; i++) {
-        mem_blob *v = find_blob(t, c->ns, c->channels[i], c->versions[i]);
+        mem_blob *v = convo__mem_find_blob(t, c->ns, c->channels[i], c->versions[i]);
         if (convo__checkpoint_add_channel(cp, c->channels[i], c->versions[i], v ? v->type : NULL,
                                           v ? v->bytes : NULL, v ? v->len : 0) != 0) {
             convo_checkpoint_free(cp);
@@ -881,6 +859,7 @@ static int tail_checkpoints(mem_thread *t, int64_t keep, int drop, convo_error *
         convo__mem_checkpoint_clear(&t->cps[i]);
     }
     t->ncps = kept;
+    convo__mem_lookup_stale(t);
     return 0;
 }
 

@@ -42,6 +42,12 @@ typedef struct mem_checkpoint {
     size_t nwrites;
 } mem_checkpoint;
 
+/* Positions (+1; 0 = empty) in open addressing: lookup.c. */
+typedef struct mem_table {
+    size_t *slots;
+    size_t cap, n;
+} mem_table;
+
 typedef struct mem_thread {
     char *id;
     mem_checkpoint *cps; /* in the order they were first put */
@@ -55,6 +61,8 @@ typedef struct mem_thread {
     int64_t generation; /* tail rewrites so far */
     int64_t created_at, updated_at; /* first and last write */
     mem_index_slot *index_slots;    /* its places in the index (index.h) */
+    mem_table cp_table, blob_table; /* cps by (ns, id), blobs by (ns, channel, version) */
+    int lookup_ok;                  /* 0: the tables are stale (lookup.c) */
 } mem_thread;
 
 struct convo_backend {
@@ -71,7 +79,15 @@ mem_thread *convo__mem_lookup(convo_backend *b, const char *id);
 void convo__mem_remove_thread(convo_backend *b, const char *id);
 void convo__mem_checkpoint_clear(mem_checkpoint *c);
 void convo__mem_blob_clear(mem_blob *b);
+/* lookup.c */
 mem_checkpoint *convo__mem_find_cp(mem_thread *t, const char *ns, const char *id);
+mem_blob *convo__mem_find_blob(mem_thread *t, const char *ns, const char *channel,
+                               const char *version);
+/* after t->cps (blobs 0) or t->blobs (blobs 1) grew by one at the end */
+void convo__mem_lookup_added(mem_thread *t, int blobs);
+/* after entries of either array moved or went */
+void convo__mem_lookup_stale(mem_thread *t);
+void convo__mem_lookup_free(mem_thread *t);
 /* strdup / a copy of len bytes, setting *failed when out of memory (s NULL: NULL) */
 char *convo__mem_xdup(const char *s, int *failed);
 void *convo__mem_xdupb(const void *b, size_t len, int *failed);
