@@ -108,6 +108,8 @@ void conf_add_thread_tests(Suite *s);
 void conf_add_store_tests(Suite *s);
 /* conformance_concurrency.c: concurrent writers, in threads and in processes. */
 void conf_add_concurrency_tests(Suite *s);
+/* conformance_idempotency.c: idempotency keys and the expected length of appends. */
+void conf_add_idempotency_tests(Suite *s);
 /* conformance_items.c: log references (convo_items_in). */
 void conf_add_items_tests(Suite *s);
 /* conformance_known.c: reads leaving out the log a caller holds (convo_checkpoint_get_ex). */
