@@ -57,16 +57,6 @@ static int64_t get_i64(const bson_t *doc, const char *key)
                : -1;
 }
 
-static void profile_level(int level)
-{
-    bson_t *cmd = BCON_NEW("profile", BCON_INT32(level)), reply;
-    bson_error_t e;
-    ck_assert_msg(mongoc_client_command_simple(raw, database, cmd, NULL, &reply, &e), "profile: %s",
-                  e.message);
-    bson_destroy(&reply);
-    bson_destroy(cmd);
-}
-
 /* What the listings since the profiler was cleared examined on P_threads:
  * the largest docsExamined of one command, and its plan summary. */
 static int64_t most_examined(char *plan, size_t size)
@@ -269,6 +259,56 @@ START_TEST(test_index_repaired_on_read)
 }
 END_TEST
 
+/* Field key of thread doc id (-1: missing). */
+static int64_t thread_field(const char *id, const char *key)
+{
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8(id)));
+    int64_t v = t ? get_i64(t, key) : -1;
+    if (t)
+        bson_destroy(t);
+    return v;
+}
+
+/* A rewrite that kept the length (the last message replaced) whose index
+ * update was lost: ln is right, the slot and the time are not. A load repairs
+ * them, and so does a listing. */
+START_TEST(test_index_rewrite_repaired_on_read)
+{
+    convo_store *s = open_store(NULL);
+    const char *msgs[2] = {MSG, MSG};
+    ck_assert_int_eq(convo_append(s, "same", msgs, NULL, 2, NULL, NULL, &err), 0);
+    for (int i = 0; i < 200 && thread_field("same", "sl") != 0; i++)
+        sleep_ms(10); /* the append's update is sent unacknowledged */
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("same")));
+    int64_t ua = get_i64(t, "ua");
+    bson_destroy(t);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(convo_replace_tail(s, "same", 1, &MSG, NULL, 1, NULL, NULL, &err), 0);
+        int64_t slot = 2 + round; /* the rewrite's batch */
+        for (int i = 0; i < 200 && thread_field("same", "sl") != slot; i++)
+            sleep_ms(10);
+        raw_update("threads", BCON_NEW("_id", BCON_UTF8("same")),
+                   BCON_NEW("$set", "{", "ua", BCON_INT64(ua), "sl", BCON_INT64(slot - 1), "}"));
+        if (round == 0) {
+            ck_assert_int_eq(length_of(s, "same"), 2);
+        } else {
+            convo_thread_page *p;
+            char *ids = page_ids(s, NULL, CONVO_ORDER_RECENT, 0, 10, &p);
+            ck_assert_str_eq(ids, "same");
+            ck_assert_int_eq(convo_thread_page_length(p, 0), 2);
+            convo_thread_page_free(p);
+            free(ids);
+        }
+        t = raw_find("threads", BCON_NEW("_id", BCON_UTF8("same")));
+        ck_assert_int_eq(get_i64(t, "ln"), 2);
+        ck_assert_int_eq(get_i64(t, "sl"), slot);
+        ck_assert_int_gt(get_i64(t, "ua"), ua);
+        bson_destroy(t);
+    }
+    convo_close(s);
+}
+END_TEST
+
 /* Expired, deleted, being deleted and half-imported threads. */
 START_TEST(test_index_hidden)
 {
@@ -312,6 +352,7 @@ void add_index_cases(Suite *s)
     tcase_add_test(tc, test_index_used);
     tcase_add_test(tc, test_index_upgrade_from_v5);
     tcase_add_test(tc, test_index_repaired_on_read);
+    tcase_add_test(tc, test_index_rewrite_repaired_on_read);
     tcase_add_test(tc, test_index_hidden);
     suite_add_tcase(s, tc);
 }

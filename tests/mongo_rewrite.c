@@ -98,16 +98,23 @@ START_TEST(test_rewrite_layout)
                      0); /* slot 2: [2, 3) */
     append_batch(s, "rw", 1, 2, 2); /* slot 3: [3, 5) */
     thread_generation("rw", &g);
+    bson_t *b = batch_at(&g, 0); /* each batch names the one below it (pb), the first none */
+    ck_assert_int_eq(get_int(b, "pb", -2), -2);
+    bson_destroy(b);
+    b = batch_at(&g, 3);
+    ck_assert_int_eq(get_int(b, "pb", -2), 2);
+    bson_destroy(b);
     convo_rewrite_result r;
     ck_assert_msg(rewrite(s, "rw", 1, 2, 0, 1, NULL, &r) == 0, "%s", err.message);
     ck_assert(r.first_seq == 1 && r.count == 1 && r.removed == 4 && r.generation == 1 &&
               !r.replayed);
-    bson_t *b = batch_at(&g, 5);
+    b = batch_at(&g, 5);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(get_int(b, "e", -1), 2);
     ck_assert_int_eq(get_int(b, "n", -1), 1);
     ck_assert_int_eq(get_int(b, "r", -1), 1);
     ck_assert_int_eq(get_int(b, "k", -1), 5);
+    ck_assert_int_eq(get_int(b, "pb", -2), 0); /* message 0 is read from slot 0 */
     bson_iter_t it;
     ck_assert(!bson_iter_init_find(&it, b, "u")); /* nothing to drop: not pending */
     bson_destroy(b);
@@ -160,6 +167,7 @@ START_TEST(test_rewrite_layout)
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(get_int(b, "e", -1), 3);
     ck_assert_int_eq(get_int(b, "r", -1), 1);
+    ck_assert_int_eq(get_int(b, "pb", -2), 5);
     bson_destroy(b);
     o = (convo_load_opts)CONVO_LOAD_OPTS_INIT;
     o.tail = 2;
@@ -439,6 +447,127 @@ START_TEST(test_rewrite_fork_large)
 }
 END_TEST
 
+/* The commands the server's profiler recorded on this test's collections from
+ * the skip-th on, as "aggregate threads, insert batches, delete batches w0"
+ * (w0: sent unacknowledged); *total: how many there are in all. */
+static char *profiled(int skip, int *total)
+{
+    mongoc_collection_t *c = mongoc_client_get_collection(raw, database, "system.profile");
+    char re[sizeof database + sizeof prefix + 8];
+    snprintf(re, sizeof re, "^%s\\.%s_", database, prefix);
+    bson_t *filter = BCON_NEW("ns", "{", "$regex", BCON_UTF8(re), "}");
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c, filter, NULL, NULL);
+    const bson_t *doc;
+    char *out = calloc(1, 1);
+    *total = 0;
+    while (mongoc_cursor_next(cur, &doc)) {
+        bson_iter_t it, cmd;
+        if ((*total)++ < skip || !bson_iter_init_find(&it, doc, "command") ||
+            !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &cmd) ||
+            !bson_iter_next(&cmd))
+            continue;
+        const char *name = bson_iter_key(&cmd), *target = bson_iter_utf8(&cmd, NULL);
+        target = target ? target + strlen(prefix) + 1 : "?";
+        bool w0 = bson_iter_init(&it, doc) &&
+                  bson_iter_find_descendant(&it, "command.writeConcern.w", &cmd) &&
+                  bson_iter_as_int64(&cmd) == 0;
+        size_t len = strlen(out);
+        out = realloc(out, len + strlen(name) + strlen(target) + 8);
+        sprintf(out + len, "%s%s %s%s", len ? ", " : "", name, target, w0 ? " w0" : "");
+    }
+    mongoc_cursor_destroy(cur);
+    bson_destroy(filter);
+    mongoc_collection_destroy(c);
+    return out;
+}
+
+/* The length the thread index has for id (-1: none). */
+static int64_t index_length(const char *id)
+{
+    bson_t *t = raw_find("threads", BCON_NEW("_id", BCON_UTF8(id)));
+    int64_t ln = t ? get_int(t, "ln", -1) : -1;
+    if (t)
+        bson_destroy(t);
+    return ln;
+}
+
+/* Asserts that what runs after the profiler's skip-th entry becomes want (the
+ * unacknowledged commands may reach the server after the call returned). */
+static int expect_commands(int skip, const char *want)
+{
+    int total = 0;
+    char *got = profiled(skip, &total);
+    for (int i = 0; i < 200 && strcmp(got, want) != 0; i++) {
+        sleep_ms(10);
+        free(got);
+        got = profiled(skip, &total);
+    }
+    ck_assert_msg(strcmp(got, want) == 0, "commands: %s; expected %s", got, want);
+    free(got);
+    return total;
+}
+
+/* A pop or a replace of the last messages costs what an append does: one
+ * aggregate and the insert acknowledged, then the collection and the thread
+ * index sent unacknowledged. The batch holding message keep - 1 comes from the
+ * top batch (it holds it, or names it in pb); only a rewrite reaching below the
+ * top batch, or a top batch written before batches carried pb, reads it. */
+START_TEST(test_rewrite_round_trips)
+{
+    const char *usual = "aggregate threads, insert batches, delete batches w0, "
+                        "update threads w0";
+    const char *reads = "aggregate threads, find batches, insert batches, "
+                        "delete batches w0, update threads w0";
+    const char *append = "aggregate threads, insert batches, update threads w0";
+    convo_store *s = open_store(NULL);
+    bson_oid_t g;
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    int n = 0;
+    append_batch(s, "rr", 1, 0, 3); /* slot 0: [0, 3) */
+    append_batch(s, "rr", 1, 1, 1); /* slot 3: [3, 4), pb 0 */
+    thread_generation("rr", &g);
+    for (int i = 0; i < 200 && index_length("rr") != 4; i++)
+        sleep_ms(10); /* the append's index update, sent unacknowledged, has landed */
+    profile_level(2);
+    free(profiled(0, &n));
+    o.expected_length = 4; /* a pop */
+    ck_assert_msg(rewrite(s, "rr", 3, 0, 0, 0, &o, NULL) == 0, "%s", err.message);
+    n = expect_commands(n, usual);
+    append_batch(s, "rr", 1, 2, 3); /* slot 5: [3, 6), pb 0 (below the empty slot 4) */
+    n = expect_commands(n, append);
+    ck_assert_msg(rewrite(s, "rr", 5, 2, 0, 1, NULL, NULL) == 0, "%s", err.message);
+    n = expect_commands(n, usual); /* the last message replaced: the top holds message 4 */
+    ck_assert_msg(rewrite(s, "rr", 1, 3, 0, 1, NULL, NULL) == 0, "%s", err.message);
+    n = expect_commands(n, reads); /* below the top batch */
+    bson_t *b = batch_at(&g, 9);
+    ck_assert_int_eq(get_int(b, "pb", -2), 0);
+    bson_destroy(b);
+    free(profiled(0, &n)); /* that find was ours */
+    /* a top batch without pb (written before batches carried it) */
+    append_batch(s, "rr", 1, 3, 1); /* slot 10: [2, 3), pb 9 */
+    n = expect_commands(n, append);
+    raw_update("batches", BCON_NEW("g", BCON_OID(&g), "s", BCON_INT64(10)),
+               BCON_NEW("$unset", "{", "pb", BCON_UTF8(""), "}"));
+    free(profiled(0, &n));
+    ck_assert_msg(rewrite(s, "rr", 2, 4, 0, 2, NULL, NULL) == 0, "%s", err.message);
+    n = expect_commands(n, reads);
+    b = batch_at(&g, 11);
+    ck_assert_int_eq(get_int(b, "pb", -2), 9);
+    bson_destroy(b);
+    free(profiled(0, &n));
+    ck_assert_msg(rewrite(s, "rr", 0, 5, 0, 1, NULL, NULL) == 0, "%s", err.message);
+    n = expect_commands(n, usual); /* keep 0: nothing below */
+    profile_level(0);
+    convo_history *h = load(s, "rr", NULL);
+    ck_assert_int_eq(convo_history_count(h), 1);
+    ck_assert_int_eq(convo_history_generation(h), 5);
+    assert_message(h, 0, 0, 5, 0, 0);
+    convo_history_free(h);
+    verify_raw_chains();
+    convo_close(s);
+}
+END_TEST
+
 /* A new tail larger than one MongoDB document is refused before anything is
  * written: the thread, its generation and its batches stay as they were. */
 START_TEST(test_rewrite_too_large)
@@ -604,6 +733,7 @@ void add_rewrite_cases(Suite *s)
     tcase_add_test(tc, test_upgrade_from_v4);
     tcase_add_test(tc, test_rewrite_fork_large);
     tcase_add_test(tc, test_rewrite_too_large);
+    tcase_add_test(tc, test_rewrite_round_trips);
     suite_add_tcase(s, tc);
     tc = tcase_create("rewrite_race");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -82,6 +82,17 @@ bson_t *raw_find(const char *suffix, bson_t *filter)
     return out;
 }
 
+/* The server's profiler on the run's database: 2 records every command, 0 none. */
+void profile_level(int level)
+{
+    bson_t *cmd = BCON_NEW("profile", BCON_INT32(level)), reply;
+    bson_error_t e;
+    ck_assert_msg(mongoc_client_command_simple(raw, database, cmd, NULL, &reply, &e), "profile: %s",
+                  e.message);
+    bson_destroy(&reply);
+    bson_destroy(cmd);
+}
+
 int64_t raw_count(const char *suffix, bson_t *filter)
 {
     mongoc_collection_t *c = coll(suffix);
@@ -276,25 +287,33 @@ void verify_raw_chains(void)
                              BCON_INT32(0), "}");
         mongoc_cursor_t *bc = mongoc_collection_find_with_opts(batches, f, o, NULL);
         const bson_t *b;
-        int64_t lim = INT64_MAX, slot = INT64_MAX;
+        int64_t lim = INT64_MAX, slot = INT64_MAX, want = INT64_MIN; /* INT64_MIN: no pb */
         bool top = true;
         while (mongoc_cursor_next(bc, &b)) {
-            bson_iter_t s, e, n, fence;
+            bson_iter_t s, e, n, fence, pb;
             ck_assert(bson_iter_init_find(&s, b, "s") && bson_iter_init_find(&e, b, "e") &&
                       bson_iter_init_find(&n, b, "n"));
             int64_t end = bson_iter_as_int64(&e), start = end - bson_iter_as_int64(&n);
+            int64_t below = bson_iter_init_find(&pb, b, "pb") ? bson_iter_as_int64(&pb) : INT64_MIN;
             bool fenced = bson_iter_init_find(&fence, b, "f");
             ck_assert_msg(!fenced || top, "a batch above a fence");
             ck_assert_int_le(start, bson_iter_as_int64(&s)); /* a slot is never below its seq */
             ck_assert_int_lt(bson_iter_as_int64(&s), slot);
             slot = bson_iter_as_int64(&s);
-            if (top)
+            if (top) {
                 lim = end;
+                if (start >= lim) /* an empty top names the batch below it */
+                    want = below;
+            }
             top = false;
             if (start >= lim && !(fenced && start == lim))
                 continue; /* replaced */
             ck_assert_msg(end >= lim, "a gap below seq %lld", (long long)lim);
+            /* pb names the batch holding the message below (a load checks it) */
+            ck_assert_msg(want == INT64_MIN || want == slot, "pb names slot %lld, the batch "
+                          "below is at %lld", (long long)want, (long long)slot);
             lim = start;
+            want = below;
         }
         ck_assert_msg(lim == 0 || lim == INT64_MAX, "the chain stops at seq %lld", (long long)lim);
         mongoc_cursor_destroy(bc);

@@ -25,6 +25,7 @@ int open_rc(const char *params);
 mongoc_collection_t *coll(const char *suffix);
 /* The raw helpers take (and destroy) their bson_t arguments. */
 bson_t *raw_find(const char *suffix, bson_t *filter);
+void profile_level(int level);
 int64_t raw_count(const char *suffix, bson_t *filter);
 void raw_insert(const char *suffix, bson_t *doc);
 void raw_update(const char *suffix, bson_t *filter, bson_t *update);

@@ -229,9 +229,10 @@ static int copy_second_pass(call *c, const bson_oid_t *gs, const batch_head *top
  * batches on the way (deleted, or rewritten and collected). Every batch at or
  * below top is as it was when top was read, or gone: the copy is all of one
  * rewrite count of src. Up to 8 MiB is copied from the one walk that found the
- * batches; a larger source is read a second time. */
+ * batches; a larger source is read a second time. *top_slot: the slot of dst's
+ * top batch (-1: none). */
 static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, const bson_oid_t *gd,
-                        int64_t upto, bool *complete)
+                        int64_t upto, bool *complete, int64_t *top_slot)
 {
     source src = {NULL, 0, 0, 0, true, {NULL, NULL, 0, 0}};
     mongoc_bulk_operation_t *bulk = NULL;
@@ -259,6 +260,7 @@ static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, co
     if (rc == 0 && bulk && !mongoc_bulk_operation_execute(bulk, NULL, &e))
         rc = convo__mg_fail(c, &e, "copying messages");
     mongoc_bulk_operation_destroy(bulk);
+    *top_slot = src.count ? src.p[0].start : top->r ? 0 : -1;
     convo__mg_walk_free(&src.w);
     free(src.p);
     return rc;
@@ -267,7 +269,7 @@ static int copy_batches(call *c, const bson_oid_t *gs, const batch_head *top, co
 /* The fork becomes visible in one step: its placeholder turns live, unless a
  * writer cancelled it meanwhile. */
 static int commit_fork(call *c, const char *dst, const bson_oid_t *gd, int64_t length,
-                       bool *committed)
+                       int64_t top_slot, bool *committed)
 {
     bson_t *filter = BCON_NEW("_id", BCON_UTF8(dst), "g", BCON_OID(gd), "forking", BCON_BOOL(true));
     bson_t *update = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "}", "$unset", "{", "forking",
@@ -275,8 +277,9 @@ static int commit_fork(call *c, const char *dst, const bson_oid_t *gd, int64_t l
     if (convo__mg_listable(dst)) { /* a fork is a new thread: its own times, in the index */
         int64_t us = convo__now_micros();
         bson_t *times = BCON_NEW("$set", "{", "live", BCON_BOOL(true), "ua", BCON_INT64(us), "ca",
-                                 BCON_INT64(us), "ln", BCON_INT64(length), "}", "$unset", "{",
-                                 "forking", BCON_UTF8(""), "c", BCON_UTF8(""), "}");
+                                 BCON_INT64(us), "ln", BCON_INT64(length), "sl",
+                                 BCON_INT64(top_slot), "}", "$unset", "{", "forking",
+                                 BCON_UTF8(""), "c", BCON_UTF8(""), "}");
         bson_destroy(update);
         update = times;
     }
@@ -331,11 +334,12 @@ static int fork_attempt(call *c, const char *src, const char *dst, int64_t upto,
         convo__mg_thread_free(&s);
         return rc;
     }
-    rc = copy_batches(c, &s.g, &top, &gd, upto < 0 ? length : upto, &complete);
+    int64_t top_slot = -1;
+    rc = copy_batches(c, &s.g, &top, &gd, upto < 0 ? length : upto, &complete, &top_slot);
     if (rc == 0 && complete && cps)
         rc = convo__mg_copy_checkpoints(c, src, &s.g, &gd, upto < 0 ? length : upto);
     if (rc == 0 && complete)
-        rc = commit_fork(c, dst, &gd, upto < 0 ? length : upto, &committed);
+        rc = commit_fork(c, dst, &gd, upto < 0 ? length : upto, top_slot, &committed);
     if (rc == 0 && !complete) { /* deleted, or rewritten and collected meanwhile */
         thread_doc now;
         batch_head now_top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};

@@ -20,6 +20,7 @@ int convo__mg_parse_thread(call *c, const bson_t *doc, thread_doc *t)
     t->ua = convo__mg_get_int(doc, "ua", -1);
     t->ca = convo__mg_get_int(doc, "ca", -1);
     t->ln = convo__mg_get_int(doc, "ln", -1);
+    t->sl = convo__mg_get_int(doc, "sl", -1);
     t->indexed = t->ua >= 0 && t->ca >= 0;
     if (bson_iter_init_find(&it, doc, "extra") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         uint32_t len;
@@ -105,16 +106,17 @@ void convo__mg_parse_head(const bson_t *doc, batch_head *h)
 
 /* The batch after top (NULL or not found: the first): the next slot, at the
  * thread's length, with its rewrite count. A batch takes max(n, 1) slots, so a
- * thread never rewritten has each batch at the seq of its first message. The
- * batch below it ends at its first message (no pb needed), unless top is empty
- * (a rewrite that removed and added nothing): then top's pb is its too. */
+ * thread never rewritten has each batch at the seq of its first message. Its
+ * pb names the batch holding the message before its first: top, unless top is
+ * empty (a rewrite that removed and added nothing): then top's pb is its too.
+ * (Recorded so a later rewrite of the tail finds that batch without a read.) */
 void convo__mg_next_pos(const batch_head *top, batch_pos *p)
 {
     bool any = top && top->found;
     p->slot = any ? top->s + (top->n > 0 ? top->n : 1) : 0;
     p->start = any ? top->e : 0;
     p->r = any ? top->r : 0;
-    p->pb = any && top->n == 0 ? top->pb : NO_BELOW;
+    p->pb = !any ? NO_BELOW : top->n > 0 ? top->s : top->pb;
 }
 
 /* The batch with the highest s of generation g: its end is the thread's length. */

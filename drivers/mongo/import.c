@@ -118,8 +118,8 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         convo__mg_build_batch(c->b, &t.g, &pos, n, NULL, at[p[j].from], now, p[j].m, &doc);
         rc = convo__mg_insert_doc(c, c->batches, &doc, again, "importing messages");
         bson_destroy(&doc);
+        pos.pb = pos.slot; /* the next piece starts where this one ends */
         pos.slot += (int64_t)n;
-        pos.pb = NO_BELOW; /* the next piece starts where this one ends */
     }
     if (rc == 0 && !*again) /* an import's own times: now (a staged copy is not listed) */
         quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot - (int64_t)(p[np - 1].to -

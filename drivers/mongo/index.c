@@ -45,10 +45,11 @@ int convo__mg_index_after_batch(call *c, const char *id, const bson_oid_t *g, in
     return rc;
 }
 
-/* The same after an append, sent unacknowledged (no round trip of its own):
- * when it is lost, the next write, load or listing of the thread repairs the
- * index from the batches, as after a crash between the two (docs/mongo.md). */
-int convo__mg_index_after_append(call *c, const char *id, const bson_oid_t *g, int64_t slot,
+/* The same after an append or a rewrite, sent unacknowledged (no round trip
+ * of its own): when it is lost, the next write, load or listing of the thread
+ * repairs the index from the batches, as after a crash between the two
+ * (docs/mongo.md). */
+int convo__mg_index_after_write(call *c, const char *id, const bson_oid_t *g, int64_t slot,
                                  int64_t length, int64_t at)
 {
     bson_t *filter, *update;
@@ -88,20 +89,26 @@ int convo__mg_index_touch(call *c, const char *id, const bson_oid_t *g, int64_t 
     return rc;
 }
 
-/* Repair on read: thread doc t, read with its generation's length, lacks the
- * index fields or has another length (a writer died between its batch and the
- * index update): record the top batch as that writer would have. */
-int convo__mg_index_repair(call *c, const char *id, const thread_doc *t, int64_t length)
+/* Does thread doc t say less than its batches, top the highest? Its index
+ * fields are missing, or were read from a lower slot (a writer died between
+ * its batch and the index update, or that update was lost): ln alone would
+ * miss a rewrite that kept the length. */
+bool convo__mg_index_behind(const thread_doc *t, const batch_head *top)
 {
-    if (!convo__mg_listable(id) || t->forking || (t->indexed && t->ln == length))
+    return !t->indexed || (top->found && !top->fence && (t->sl < top->s || t->ln != top->e));
+}
+
+/* Repair on read: thread doc t, read with its generation's top batch (not
+ * found: none), is behind it: record the top batch as its writer would have. */
+int convo__mg_index_repair(call *c, const char *id, const thread_doc *t, const batch_head *top)
+{
+    if (!convo__mg_listable(id) || t->forking || !convo__mg_index_behind(t, top))
         return 0;
-    batch_head top;
-    int rc = convo__mg_top_batch(c, &t->g, &top);
-    if (rc == 0 && top.found && !top.fence)
-        rc = convo__mg_index_after_batch(c, id, &t->g, top.s, top.e, top.at);
-    else if (rc == 0 && !top.found && t->live && !t->indexed)
-        rc = convo__mg_index_touch(c, id, &t->g, NULL);
-    return rc;
+    if (top->found && !top->fence)
+        return convo__mg_index_after_batch(c, id, &t->g, top->s, top->e, top->at);
+    if (!top->found && t->live)
+        return convo__mg_index_touch(c, id, &t->g, NULL);
+    return 0;
 }
 
 /* ---- the declared keys, recorded in <prefix>_meta ---- */

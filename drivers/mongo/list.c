@@ -230,7 +230,7 @@ static int take_doc(list_run *r, const bson_t *doc, int64_t now)
         visible = convo__json_contains(extra, strlen(extra), r->where);
     if (rc == 0 && visible && r->rows <= r->o->limit) {
         rc = add_row(r, id, &t, &top_doc, &top, r->o->with_extra ? extra : NULL);
-        if (rc == 0 && top.found && (!t.indexed || t.ln != top.e))
+        if (rc == 0 && top.found && convo__mg_index_behind(&t, &top))
             quietly(r->c, convo__mg_index_after_batch, id, &t.g, top.s, top.e, top.at);
     }
     free(extra);

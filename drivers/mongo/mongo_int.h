@@ -63,7 +63,8 @@ typedef struct thread_doc {
     int64_t created_ms; /* when a fork placeholder was made */
     int64_t exp_ms, bexp_ms; /* expiry, and a lower bound of the batches' expiry */
     bool indexed;      /* it carries ua and ca: the thread index lists it */
-    int64_t ua, ca, ln; /* updated_at, created_at (micros), length as the index has them */
+    int64_t ua, ca, ln, sl; /* updated_at, created_at (micros), length as the index has them,
+                             * and the slot of the batch they were read from */
     bson_t extra;      /* as stored (escaped keys); empty when not read */
 } thread_doc;
 
@@ -272,13 +273,14 @@ int convo__mg_thread_import(convo_backend *b, const char *id, int64_t first_seq,
 
 /* index.c: the thread index: times and length on the thread doc, declared keys, listing */
 bool convo__mg_listable(const char *id);
-int convo__mg_index_after_append(call *c, const char *id, const bson_oid_t *g, int64_t slot,
+int convo__mg_index_after_write(call *c, const char *id, const bson_oid_t *g, int64_t slot,
                                  int64_t length, int64_t at);
 int convo__mg_index_after_batch(call *c, const char *id, const bson_oid_t *g, int64_t slot,
                                 int64_t length, int64_t at);
 int convo__mg_index_touch(call *c, const char *id, const bson_oid_t *g, int64_t *matched);
 void convo__mg_index_times(const char *id, bson_t *max, bson_t *min, int64_t now_us);
-int convo__mg_index_repair(call *c, const char *id, const thread_doc *t, int64_t length);
+bool convo__mg_index_behind(const thread_doc *t, const batch_head *top);
+int convo__mg_index_repair(call *c, const char *id, const thread_doc *t, const batch_head *top);
 int convo__mg_index_keys(call *c);
 int convo__mg_index_backfill(call *c);
 void convo__mg_index_keys_free(convo_backend *b);

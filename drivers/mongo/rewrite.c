@@ -107,27 +107,46 @@ int convo__mg_settle_drop(call *c, const bson_oid_t *g, const bson_t *batch, boo
 
 /* ---- the rewrite ---- */
 
-/* A stage {$lookup: ... as: "vb"}: the batch holding message keep - 1, the one
- * with the highest slot whose messages [e - n, e) hold it (a batch above it
- * holding that seq would be the one a load reads it from). */
-static void lookup_below(call *c, bson_t *stages, const char *pos, int64_t keep)
+/* The slot of the batch a load reads message keep - 1 from: the highest slot
+ * whose messages [e - n, e) hold it (a batch above it holding that seq would
+ * be the one a load reads). Known from the top batch when top holds it or
+ * starts at keep (then top names it in pb); else read (*found false when a
+ * delete took the batches meanwhile). */
+static int batch_below(call *c, const bson_oid_t *g, const batch_head *top, int64_t keep,
+                       int64_t *slot, bool *found)
 {
-    bson_t *stage = BCON_NEW(
-        "$lookup", "{", "from", BCON_UTF8(c->b->batches_name), "let", "{", "g", BCON_UTF8("$g"),
-        "}", "pipeline", "[", "{", "$match", "{", "$expr", "{", "$and", "[", "{", "$eq", "[",
-        BCON_UTF8("$g"), BCON_UTF8("$$g"), "]", "}", "{", "$lte", "[", "{", "$subtract", "[",
-        BCON_UTF8("$e"), BCON_UTF8("$n"), "]", "}", BCON_INT64(keep - 1), "]", "}", "]", "}",
-        "e", "{", "$gt", BCON_INT64(keep - 1), "}", "}", "}", "{", "$sort", "{", "s",
-        BCON_INT32(-1), "}", "}", "{", "$limit", BCON_INT32(1), "}", "{", "$project", "{", "s",
-        BCON_INT32(1), "}", "}", "]", "as", BCON_UTF8("vb"), "}");
-    BSON_APPEND_DOCUMENT(stages, pos, stage);
-    bson_destroy(stage);
+    *found = true;
+    if (keep == 0) {
+        *slot = -1;
+        return 0;
+    }
+    if (top->n > 0 && top->e - top->n < keep && keep <= top->e) {
+        *slot = top->s;
+        return 0;
+    }
+    if (top->e - top->n == keep && top->pb != NO_BELOW) {
+        *slot = top->pb;
+        return 0;
+    }
+    bson_t *filter = BCON_NEW("g", BCON_OID(g), "e", "{", "$gt", BCON_INT64(keep - 1), "}",
+                              "$expr", "{", "$lte", "[", "{", "$subtract", "[", BCON_UTF8("$e"),
+                              BCON_UTF8("$n"), "]", "}", BCON_INT64(keep - 1), "]", "}");
+    bson_t *opts = BCON_NEW("sort", "{", "s", BCON_INT32(-1), "}", "limit", BCON_INT64(1),
+                            "projection", "{", "s", BCON_INT32(1), "}");
+    bson_t doc;
+    int rc = convo__mg_find_one(c, c->batches, filter, opts, &doc, found,
+                                "reading the batch below a rewrite");
+    if (rc == 0 && *found)
+        *slot = convo__mg_get_int(&doc, "s", -1);
+    bson_destroy(&doc);
+    bson_destroy(filter);
+    bson_destroy(opts);
+    return rc;
 }
 
 /* What a rewrite reads, in one aggregate on the thread doc: the doc (no extra),
  * its top batch (top), the batch of the key (kb), the batches still carrying
- * a checkpoint or a drop (pc), the checkpoints past keep (cl), and the batch
- * holding message keep - 1 (vb, when keep > 0). */
+ * a checkpoint or a drop (pc) and the checkpoints past keep (cl). */
 static int read_for_rewrite(call *c, const char *id, const char *key, int64_t keep, thread_doc *t,
                             bson_t *out)
 {
@@ -148,10 +167,8 @@ static int read_for_rewrite(call *c, const char *id, const char *key, int64_t ke
     convo__mg_lookup_batches(c, &stages, "2", NULL, highest, "top");
     convo__mg_lookup_pending(c, &stages, "3");
     convo__mg_lookup(&stages, "4", c->b->kinds_name[CHECKPOINTS], past, past_rest, "cl");
-    if (keep > 0)
-        lookup_below(c, &stages, "5", keep);
     if (key)
-        convo__mg_lookup_batches(c, &stages, keep > 0 ? "6" : "5", keyed_cond, keyed, "kb");
+        convo__mg_lookup_batches(c, &stages, "5", keyed_cond, keyed, "kb");
     mongoc_cursor_t *cur =
         mongoc_collection_aggregate(c->threads, MONGOC_QUERY_NONE, &stages, NULL, c->b->primary);
     const bson_t *doc;
@@ -281,12 +298,10 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
                           convo__mg_get_utf8(&item, "ns") ? convo__mg_get_utf8(&item, "ns") : "?",
                           (long long)convo__mg_get_int(&item, "ll", 0), (long long)keep);
     int64_t below = -1; /* the batch a load reads message keep - 1 from */
-    if (rc == 0 && keep > 0) {
-        if (convo__mg_first_of(&read, "vb", &item))
-            below = convo__mg_get_int(&item, "s", -1);
-        else /* a delete took the batches meanwhile */
-            *again = true;
-    }
+    bool below_found = true;
+    if (rc == 0)
+        rc = batch_below(c, &t.g, &top, keep, &below, &below_found);
+    *again = rc == 0 && !below_found; /* a delete took the batches meanwhile */
     if (rc != 0 || *again || (rc = convo__mg_extend_expiry(c, id, &t, now, again)) != 0 ||
         *again)
         goto out;
@@ -311,7 +326,7 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
         if (drops)
             quietly(c, convo__mg_settle_drop, &t.g, &doc, false);
         collect_replaced(c, &t.g, keep, pos.slot);
-        quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot, keep + (int64_t)n, at_us);
+        quietly(c, convo__mg_index_after_write, id, &t.g, pos.slot, keep + (int64_t)n, at_us);
         res->first_seq = keep;
         res->count = n;
         res->removed = length - keep;

@@ -257,7 +257,7 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     /* the batch is the append; the index follows it in the same call, without
      * waiting for the server's answer (lost, or a crash in between: repaired by
      * the next write, load or listing of the thread) */
-    quietly(c, convo__mg_index_after_append, id, &t.g, pos.slot, length + (int64_t)n, at);
+    quietly(c, convo__mg_index_after_write, id, &t.g, pos.slot, length + (int64_t)n, at);
     res->first_seq = length;
     res->count = n;
     res->replayed = 0;
@@ -368,14 +368,14 @@ static int add_messages(call *c, convo_history *h, const bson_t *doc, int64_t fr
 
 /* Walks generation g downwards by slot (convo__mg_walk_step) and keeps the
  * batches covering [from, to), each with hi, where its messages stop counting.
- * From the top (*length < 0), the first batch gives the length and
- * *generation; else (a window of a thread whose top batch has no drift: never
+ * From the top (*length < 0), the first batch is *top and gives the length;
+ * else (a window of a thread whose top batch has no drift: never
  * rewritten, so every batch sits at the seq of its first message) it starts
  * with the batches below `to`. A gap means a delete (or the collection after a
  * rewrite newer than the top read) is removing batches: *again. A fence at the
  * top means the thread was deleted. *any: some batch was seen. */
-static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int64_t *length,
-                     int64_t *generation, int64_t *from, int64_t *to, walk *w, bool *any,
+static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, batch_head *top,
+                     int64_t *length, int64_t *from, int64_t *to, walk *w, bool *any,
                      bool *again, bool *deleted)
 {
     bool from_top = *length < 0;
@@ -399,10 +399,10 @@ static int walk_down(call *c, const thread_doc *t, const convo_load_opts *o, int
         int64_t hi = 0;
         convo__mg_parse_head(doc, &h);
         if (!*any && from_top) {
+            *top = h;
             if ((*deleted = h.fence))
                 break;
             *length = cw.lim = h.e;
-            *generation = h.r;
             convo__load_range(o, *length, from, to);
         }
         *any = true;
@@ -453,7 +453,7 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
     walk w = {NULL, NULL, 0, 0};
     batch_head top = {false, false, 0, 0, 0, 0, NO_BELOW, 0};
     bool deleted = false, any = false;
-    int64_t length = -1, generation = 0, from = 0, to = 0;
+    int64_t length = -1, from = 0, to = 0;
     int rc = convo__mg_read_thread(c, id, o->with_extra, &t);
     if (rc == 0 && (!t.found || t.forking || convo__mg_expired(&t, convo__mg_now_ms())))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
@@ -461,14 +461,13 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
         rc = convo__mg_top_batch(c, &t.g, &top);
         deleted = top.found && top.fence;
         length = top.found ? top.e : 0;
-        generation = top.r;
         any = top.found;
         convo__load_range(o, length, &from, &to);
         if (top.found && top.s != top.e - top.n) /* rewritten: walk from the top */
             length = -1;
     }
     if (rc == 0 && !deleted && (length < 0 || from < to))
-        rc = walk_down(c, &t, o, &length, &generation, &from, &to, &w,
+        rc = walk_down(c, &t, o, &top, &length, &from, &to, &w,
                        length < 0 ? &any : &(bool){false}, again, &deleted);
     if (rc == 0 && !*again && (deleted || (!any && !t.live)))
         rc = convo__error(c->err, CONVO_ENOTFOUND, NULL, "thread not found");
@@ -479,9 +478,9 @@ static int load_attempt(call *c, const char *id, const convo_load_opts *o, convo
     for (size_t i = w.count; rc == 0 && !*again && i-- > 0;)
         rc = add_messages(c, h, w.docs[i], from, to < w.hi[i] ? to : w.hi[i]);
     if (rc == 0 && !*again && !deleted && length >= 0) /* a writer died before the index */
-        quietly(c, convo__mg_index_repair, id, &t, length);
+        quietly(c, convo__mg_index_repair, id, &t, &top);
     convo__history_set_length(h, length);
-    convo__history_set_generation(h, generation);
+    convo__history_set_generation(h, top.r);
     char *extra = NULL;
     if (rc == 0 && !*again && o->with_extra &&
         (rc = convo__mg_extra_to_json(c, &t.extra, &extra)) == 0 &&
