@@ -16,19 +16,25 @@ import base64
 import collections
 import json
 import threading
+import time
+import uuid
 
 from .checkpoint import Items
 
-ChannelPlan = collections.namedtuple("ChannelPlan", "channels messages log_length")
+ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted")
 ChannelPlan.__doc__ = """What ConvoSaver.put hands to Store.checkpoint_put: channels as
-(name, version text, (type, bytes) or convo.Items or None); messages and
-log_length are left to the library when a channel is Items."""
+(name, version text, (type, bytes) or convo.Items or None); listed: a channel is
+Items (the put is then conditional on the thread's generation); hinted: an item
+is passed by its seq (valid only at the generation the hint was learnt at)."""
 
 # LangChain message types -> the role a message is stored under (as the Node binding)
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
          "developer": "developer", "function": "function", "remove": "remove"}
 _DUMPS = dict(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _MAX_REMEMBERED = 64    # checkpoints whose items' seqs are remembered (put hints)
+_MAX_FRESH = 256        # items a put appended, remembered for late writes (write hints)
+_MAX_THREADS = 1024     # threads whose generation is remembered
+ID_WAIT = 0.05          # seconds a write waits for add_messages to give its messages ids
 
 
 def _valid_role(r):
@@ -38,6 +44,10 @@ def _valid_role(r):
 def _is_message(x):
     return hasattr(x, "type") and hasattr(x, "content") and hasattr(x, "id") and \
         not isinstance(x, (dict, str))
+
+
+def _without_id(items):
+    return [x for x in items if _is_message(x) and x.id is None]
 
 
 def role_of(item):
@@ -136,12 +146,14 @@ def from_log_text(serde, text):
 
 class _Known:
     """What a put or a get told us about a checkpoint's list: the item objects,
-    each with the content and id it had then, and their log seqs."""
-    __slots__ = ("entries",)
+    each with the content and id it had then, their log seqs, and the thread's
+    generation those seqs are valid for."""
+    __slots__ = ("entries", "generation")
 
-    def __init__(self, items, seqs):
+    def __init__(self, items, seqs, generation):
         self.entries = [(x, getattr(x, "content", None), getattr(x, "id", None), q)
                         for x, q in zip(items, seqs)]
+        self.generation = generation
 
     def seq_of(self, i, item):
         """The seq of the i-th item when it is the object we know there, unchanged."""
@@ -154,33 +166,85 @@ class _Known:
         return -1
 
 
+def _unchanged(hint, item):
+    x, content, id_ = hint[:3]
+    return x is item and item.content is content and item.id == id_
+
+
 class MessageChannels:
     """The mapping for the channels named message channels. The serde is passed
-    on each call: a saver's serde may be replaced (with_allowlist clones it)."""
+    on each call: a saver's serde may be replaced (with_allowlist clones it).
 
-    def __init__(self, names):
+    Seq hints: the seqs a put or a get gave the items of a list (by the item
+    object, while it keeps its content and id), each with the thread's
+    generation they are valid for; a put passing hints is conditional on that
+    generation (ConvoSaver.put)."""
+
+    def __init__(self, names, assign_ids=True):
         self.names = frozenset(names)
-        self._known = collections.OrderedDict()   # (thread, ns, checkpoint id) -> {ch: _Known}
+        self.assign_ids = assign_ids
+        self._known = collections.OrderedDict()    # (thread, ns, checkpoint id) -> {ch: _Known}
+        self._fresh = collections.OrderedDict()    # id(item) -> (item, content, id, thread, seq, gen)
+        self._generations = collections.OrderedDict()   # thread -> generation last seen
         self._lock = threading.Lock()
+
+    # ---- the thread's generation ----
+
+    def generation(self, thread_id):
+        """The generation this saver last saw the thread at, None if unknown."""
+        with self._lock:
+            return self._generations.get(thread_id)
+
+    def learn_generation(self, thread_id, generation):
+        if generation is None or generation < 0:
+            return
+        with self._lock:
+            self._generations.pop(thread_id, None)
+            self._generations[thread_id] = generation
+            while len(self._generations) > _MAX_THREADS:
+                self._generations.popitem(last=False)
 
     # ---- put ----
 
-    def plan_put(self, serde, values, versions, new_versions, parent_key=None):
+    def has_lists(self, values, new_versions):
+        """Whether a put of these values stores a list of items (a message
+        channel's list, or an input holding one)."""
+        for name in new_versions:
+            v = values.get(name)
+            if name in self.names and isinstance(v, list):
+                return True
+            if name == "__start__" and isinstance(v, dict) and \
+                    any(isinstance(v.get(k), list) for k in self.names):
+                return True
+        return False
+
+    def plan_put(self, serde, values, versions, new_versions, parent_key, generation):
         """The channels of a checkpoint: every channel of `versions`, with a value
         for those whose version is new; a message channel's list as Items (the
-        items known from the parent checkpoint by seq, not serialized again)."""
-        with self._lock:
-            parent = self._known.get(parent_key, {}) if parent_key else {}
-        channels = []
+        items known from the parent checkpoint at `generation` by seq, not
+        serialized again; None: no hints)."""
+        parent = {}
+        if parent_key and generation is not None:
+            with self._lock:
+                parent = self._known.get(parent_key, {})
+        channels, hinted, listed = [], False, False
         for name, version in versions.items():
             value = None
             if name in new_versions and name in values:
-                value = self._value(serde, name, values[name], parent.get(name), log=True)
+                known = parent.get(name)
+                if known is not None and known.generation != generation:
+                    known = None
+                value = self._value(serde, name, values[name], known, log=True)
+                if isinstance(value, Items):
+                    listed = True
+                    hinted = hinted or any(q >= 0 for q in value.seqs or ())
             channels.append((name, str(version), value))
-        return ChannelPlan(channels, (), 0)
+        return ChannelPlan(channels, listed, hinted)
 
     def _value(self, serde, channel, value, known=None, log=False):
         if channel in self.names and isinstance(value, list):
+            if not log:
+                return Items(self._committed_texts(serde, value))
             seqs = [known.seq_of(i, x) if known else -1 for i, x in enumerate(value)]
             texts = [None if q >= 0 else log_text(serde, x) for x, q in zip(value, seqs)]
             return Items(texts, seqs, log=log)
@@ -188,40 +252,100 @@ class MessageChannels:
             for key in sorted(self.names):
                 if isinstance(value.get(key), list):
                     rest = {k: v for k, v in value.items() if k != key}
-                    return Items([log_text(serde, x) for x in value[key]], key=key,
+                    return Items(self._committed_texts(serde, value[key]), key=key,
                                  rest=serde.dumps_typed(rest) if rest else None)
         return serde.dumps_typed(value)
 
-    def put_done(self, key, parent_key, values, new_versions, seqs_by_channel):
-        """Remembers the seqs the library gave a put's lists (hints for its child);
-        a message channel the put did not change keeps what its parent's list was
-        known as (LangGraph's input checkpoint changes only __start__)."""
+    def _committed_texts(self, serde, items):
+        """The log texts of an input's or a write's items as add_messages will
+        commit them, so that the put committing them finds the same texts and
+        turns the input and the write into references. add_messages gives a
+        message without an id one (on the same object) when the step's writes are
+        applied, on LangGraph's main thread, while this runs on another: so wait
+        a little for it (ID_WAIT seconds at most), then give the message an id of
+        our own (it then keeps ours); an id that changed meanwhile (add_messages
+        checks for None, then draws its uuid) is serialized again."""
+        if self.assign_ids and _without_id(items):
+            deadline = time.monotonic() + ID_WAIT
+            delay = 0.0005
+            while _without_id(items) and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.005)
+            for x in _without_id(items):
+                x.id = str(uuid.uuid4())
+            time.sleep(0)   # lets an add_messages holding its uuid for it finish
+        ids = [getattr(x, "id", None) for x in items]
+        texts = [log_text(serde, x) for x in items]
+        for _ in range(3):
+            changed = [i for i, x in enumerate(items) if getattr(x, "id", None) != ids[i]]
+            if not changed:
+                break
+            for i in changed:
+                ids[i] = items[i].id
+                texts[i] = log_text(serde, items[i])
+        return texts
+
+    def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation):
+        """Remembers the seqs the library gave a put's lists (hints for its child
+        and for a write of its parent stored after it); a message channel the put
+        did not change keeps what its parent's list was known as (LangGraph's
+        input checkpoint changes only __start__)."""
         with self._lock:
             parent = self._known.get(parent_key, {}) if parent_key else {}
-        known = {ch: k for ch, k in parent.items() if ch not in new_versions}
+        known = {ch: k for ch, k in parent.items()
+                 if ch not in new_versions and k.generation == generation}
+        fresh = []
         for ch, seqs in (seqs_by_channel or {}).items():
-            if ch in values:
-                known[ch] = _Known(values[ch], seqs)
+            if ch in self.names and isinstance(values.get(ch), list):
+                before = parent.get(ch)
+                k = known[ch] = _Known(values[ch], seqs, generation)
+                # the items past the parent's list: those this put may have appended
+                start = len(before.entries) if before is not None else len(k.entries) - 64
+                fresh.extend(e for e in k.entries[max(0, start, len(k.entries) - _MAX_FRESH):]
+                             if e[3] >= 0 and _is_message(e[0]))
+        with self._lock:
+            for x, content, id_, q in fresh:
+                self._fresh.pop(id(x), None)
+                self._fresh[id(x)] = (x, content, id_, key[0], q, generation)
+            while len(self._fresh) > _MAX_FRESH:
+                self._fresh.popitem(last=False)
         if known:
             self._remember(key, known)
 
-    def write_value(self, serde, channel, value):
+    def write_value(self, serde, thread_id, channel, value):
         """A pending write's stored value: a list written to a message channel (a
         node's new messages) or an input holding one is Items, kept inline until
-        the put that appends those messages turns it into a reference."""
-        return self._value(serde, channel, value)
+        the put that appends those messages turns it into a reference — or, when
+        that put came first (LangGraph stores a step's writes and its next
+        checkpoint on different threads), given the seqs it appended them at."""
+        v = self._value(serde, channel, value)
+        if not isinstance(v, Items) or v.key is not None:
+            return v
+        seqs = self._fresh_seqs(thread_id, value)
+        if seqs is None:
+            return v
+        return Items([None if q >= 0 else t for t, q in zip(v.items, seqs)], seqs)
+
+    def _fresh_seqs(self, thread_id, items):
+        with self._lock:
+            generation = self._generations.get(thread_id)
+            hints = [self._fresh.get(id(x)) for x in items]
+        seqs = [h[4] if h is not None and h[3] == thread_id and h[5] == generation and
+                _unchanged(h, x) else -1 for h, x in zip(hints, items)]
+        return seqs if any(q >= 0 for q in seqs) else None
 
     # ---- get ----
 
     def resolve(self, serde, checkpoint):
         """{channel: value} of a convo.Checkpoint: every channel with a value."""
         values, known = {}, {}
+        self.learn_generation(checkpoint.thread_id, checkpoint.generation)
         for c in checkpoint.channels:
             if c.value is None:
                 continue
             values[c.name] = self._decode(serde, c.value)
             if isinstance(c.value, Items) and c.value.key is None:
-                known[c.name] = _Known(values[c.name], c.value.seqs)
+                known[c.name] = _Known(values[c.name], c.value.seqs, checkpoint.generation)
         if known:
             self._remember((checkpoint.thread_id, checkpoint.ns, checkpoint.id), known)
         return values
@@ -241,9 +365,13 @@ class MessageChannels:
         return out
 
     def forget_thread(self, thread_id):
+        """Drops every hint about the thread (deleted, or found at another generation)."""
         with self._lock:
             for key in [k for k in self._known if k[0] == thread_id]:
                 del self._known[key]
+            for key in [k for k, h in self._fresh.items() if h[3] == thread_id]:
+                del self._fresh[key]
+            self._generations.pop(thread_id, None)
 
     def _remember(self, key, known):
         with self._lock:

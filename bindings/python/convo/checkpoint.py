@@ -62,7 +62,7 @@ class Write(collections.namedtuple("Write", "task_id task_path idx channel value
 
 
 _CHECKPOINT_FIELDS = ("thread_id ns id parent_id metadata_json log_length created_at "
-                      "body channels writes")
+                      "body channels writes generation")
 
 
 class Checkpoint(collections.namedtuple("Checkpoint", _CHECKPOINT_FIELDS)):
@@ -71,8 +71,10 @@ class Checkpoint(collections.namedtuple("Checkpoint", _CHECKPOINT_FIELDS)):
     log_length (messages [0, log_length) of the thread belong to it),
     created_at (microseconds since the epoch), body (a Blob, or None),
     channels (a tuple of Channel in name order, values of ancestors
-    included) and writes (a tuple of Write in (task_id, idx) order).
-    Read-only, like every result of the binding."""
+    included), writes (a tuple of Write in (task_id, idx) order) and
+    generation (the thread's generation its log references were resolved at:
+    the seqs of its Items are valid for it, pass it as expected_generation
+    with them; -1 when it has none). Read-only, like every result of the binding."""
     __slots__ = ()
 
     @property
@@ -235,7 +237,7 @@ def _read_checkpoint(cp):
                       _str(lib.convo_checkpoint_id(cp)), _str(lib.convo_checkpoint_parent_id(cp)),
                       metadata, lib.convo_checkpoint_log_length(cp),
                       lib.convo_checkpoint_created_at(cp), _blob_out(lib.convo_checkpoint_body(cp)),
-                      tuple(channels), tuple(writes))
+                      tuple(channels), tuple(writes), lib.convo_checkpoint_generation(cp))
 
 
 class CheckpointCalls:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import functools
 import itertools
 import json
@@ -38,7 +39,7 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
 
 from ._langgraph_channels import MessageChannels
 from .asyncio import Checkpointer
-from .errors import NotFoundError, invalid
+from .errors import ConflictError, NotFoundError, invalid
 from .store import Store
 from . import _lib
 
@@ -46,6 +47,7 @@ __all__ = ["ConvoSaver"]
 
 _MAX_PUT_KEYS = 4096   # checkpoints whose put this saver remembers (put_writes waits for them)
 _PAGE = 100            # checkpoints listed per trip to the thread pool
+_END = 1 << 62         # a seq past any log: a load from it reads only the thread's generation
 
 
 def _thread_text(thread_id):
@@ -93,11 +95,15 @@ class ConvoSaver(BaseCheckpointSaver):
     message_channels: the channels holding the conversation (LangGraph's
     `messages` by default). writes_wait: seconds put_writes waits for the put of
     its checkpoint (LangGraph saves a task's writes without waiting for that put).
-    max_workers: the thread pool of the async methods. store_options: Store's
-    keyword options, with a URL."""
+    max_workers: the thread pool of the async methods. assign_ids: a message
+    without an id in an input or a write to a message channel gets one when it
+    is stored (add_messages would give it one when the write is applied, after
+    it was stored), so the put that commits it finds the same text and stores
+    it once; False for a channel whose reducer keeps messages without ids.
+    store_options: Store's keyword options, with a URL."""
 
     def __init__(self, url_or_store, *, serde=None, message_channels=("messages",),
-                 writes_wait=60.0, max_workers=None, **store_options):
+                 writes_wait=60.0, max_workers=None, assign_ids=True, **store_options):
         super().__init__(serde=serde)
         if isinstance(url_or_store, Checkpointer):
             url_or_store = url_or_store.store
@@ -109,13 +115,15 @@ class ConvoSaver(BaseCheckpointSaver):
             self._store, self._owns_store = Store(url_or_store, **store_options), True
         if isinstance(message_channels, str):
             message_channels = (message_channels,)
-        self._channels = MessageChannels(message_channels)
+        self._channels = MessageChannels(message_channels, assign_ids=assign_ids)
         self._writes_wait = float(writes_wait)
         if max_workers is None:
             max_workers = min(32, (os.cpu_count() or 1) + 4)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="convo-langgraph")
         self._puts = collections.OrderedDict()   # (thread, ns, id) -> put succeeded
+        self._writing = {}      # (thread, ns, id) -> put_writes calls under way on it
+        self._committing = {}   # (thread, ns, id) -> puts of a child of it under way
         self._cond = threading.Condition()
         self._closed = False
 
@@ -224,19 +232,16 @@ class ConvoSaver(BaseCheckpointSaver):
             new_versions: ChannelVersions) -> RunnableConfig:
         thread_id, ns, c = _configurable(config)
         key = (thread_id, ns, checkpoint["id"])
-        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         parent_id = c.get("checkpoint_id")
+        parent_key = parent_id and (thread_id, ns, parent_id)
         try:
-            plan = self._channels.plan_put(self.serde, checkpoint["channel_values"],
-                                           checkpoint["channel_versions"], new_versions,
-                                           parent_id and (thread_id, ns, parent_id))
-            seqs = self._store.checkpoint_put(
-                thread_id, checkpoint["id"], ns=ns, parent_id=parent_id,
-                metadata=_metadata_json(config, metadata), body=self.serde.dumps_typed(body),
-                channels=plan.channels, log_length=plan.log_length,
-                messages=plan.messages or None)
-            self._channels.put_done(key, parent_id and (thread_id, ns, parent_id),
-                                    checkpoint["channel_values"], new_versions, seqs)
+            # LangGraph's loop stores a step's writes and puts the next checkpoint
+            # on different threads without ordering them: this put waits for the
+            # writes this saver is storing on its parent, so that it finds them and
+            # turns those it commits into log references (put_writes waits for it)
+            with self._busy(self._committing, parent_key, self._writing):
+                self._put(config, thread_id, ns, key, parent_key, checkpoint, metadata,
+                          new_versions)
         except BaseException:
             self._put_done(key, False)
             raise
@@ -244,22 +249,63 @@ class ConvoSaver(BaseCheckpointSaver):
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
+    def _put(self, config, thread_id, ns, key, parent_key, checkpoint, metadata, new_versions):
+        """One conditional put: the seq hints are valid for the thread's generation
+        this saver last saw; when another writer rewrote the thread since
+        (ConflictError), the generation is read again and the put made with texts."""
+        values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+        body = self.serde.dumps_typed({k: v for k, v in checkpoint.items()
+                                       if k != "channel_values"})
+        metadata = _metadata_json(config, metadata)
+        generation = self._channels.generation(thread_id)
+        if generation is None and self._channels.has_lists(values, new_versions):
+            generation = self._read_generation(thread_id)
+        for attempt in (0, 1):
+            plan = self._channels.plan_put(self.serde, values, versions, new_versions,
+                                           parent_key, generation)
+            try:
+                seqs = self._store.checkpoint_put(
+                    thread_id, checkpoint["id"], ns=ns,
+                    parent_id=parent_key[2] if parent_key else None, metadata=metadata,
+                    body=body, channels=plan.channels,
+                    expected_generation=generation if plan.listed else None)
+                break
+            except ConflictError:
+                if attempt or not plan.listed:
+                    raise
+                self._channels.forget_thread(thread_id)
+                generation = self._read_generation(thread_id)
+        if plan.listed:
+            self._channels.learn_generation(thread_id, generation)
+        self._channels.put_done(key, parent_key, values, new_versions, seqs, generation)
+
+    def _read_generation(self, thread_id):
+        """The thread's generation (0 for a thread not there yet), read without its
+        messages."""
+        h = self._store.load_history(thread_id, from_seq=_END, with_extra=False)
+        return 0 if h is None else h.generation
+
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple], task_id: str,
                    task_path: str = "") -> None:
         thread_id, ns, c = _configurable(config)
         checkpoint_id = c.get("checkpoint_id")
-        stored = [(WRITES_IDX_MAP.get(channel, i), channel,
-                   self._channels.write_value(self.serde, channel, value))
-                  for i, (channel, value) in enumerate(writes)]
-        call = functools.partial(self._store.checkpoint_put_writes, thread_id, checkpoint_id,
-                                 task_id, stored, ns=ns, task_path=task_path or "")
-        try:
-            call()
-        except NotFoundError:
-            # LangGraph's loop saves a task's writes without waiting for the put of
-            # their checkpoint (both go to a background executor), and convo keeps
-            # writes only for a stored checkpoint: wait for the put, then save them.
-            self._after_put((thread_id, ns, checkpoint_id), call)
+        key = (thread_id, ns, checkpoint_id)
+        # a put of a child checkpoint under way: wait for it, its appended messages
+        # are then known by seq (write_value)
+        with self._busy(self._writing, key, self._committing):
+            stored = [(WRITES_IDX_MAP.get(channel, i), channel,
+                       self._channels.write_value(self.serde, thread_id, channel, value))
+                      for i, (channel, value) in enumerate(writes)]
+            call = functools.partial(self._store.checkpoint_put_writes, thread_id,
+                                     checkpoint_id, task_id, stored, ns=ns,
+                                     task_path=task_path or "")
+            try:
+                call()
+            except NotFoundError:
+                # LangGraph's loop saves a task's writes without waiting for the put of
+                # their checkpoint (both go to a background executor), and convo keeps
+                # writes only for a stored checkpoint: wait for the put, then save them.
+                self._after_put(key, call)
 
     def delete_thread(self, thread_id: str) -> None:
         text = _thread_text(thread_id)
@@ -391,6 +437,27 @@ class ConvoSaver(BaseCheckpointSaver):
             parent = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns,
                                        "checkpoint_id": cp.parent_id}}
         return CheckpointTuple(config, checkpoint, cp.metadata, parent, pending)
+
+    @contextlib.contextmanager
+    def _busy(self, mine, key, other):
+        """Counts a call under way on key in `mine`, after waiting (at most
+        writes_wait seconds) until none is under way on key in `other`."""
+        if not key:
+            yield
+            return
+        with self._cond:
+            self._cond.wait_for(lambda: not other.get(key) or self._closed,
+                                timeout=self._writes_wait)
+            mine[key] = mine.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                if mine[key] > 1:
+                    mine[key] -= 1
+                else:
+                    del mine[key]
+                self._cond.notify_all()
 
     def _put_done(self, key, ok):
         with self._cond:

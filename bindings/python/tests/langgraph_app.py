@@ -24,6 +24,13 @@ def chatbot(state):
                                    id="ai-%d-%s" % (n, last.id))]}
 
 
+def anonymous_chatbot(state):
+    """As chatbot, with an AIMessage without an id (add_messages gives it one)."""
+    last = state["messages"][-1]
+    return {"messages": [AIMessage(content="re: %s (%d)" % (last.content,
+                                                            len(state["messages"])))]}
+
+
 def approve(state):
     """Asks a human (interrupt) before the answer stands."""
     answer = interrupt({"question": "send it?", "draft": state["messages"][-1].content})
@@ -34,6 +41,14 @@ def approve(state):
 def chat_graph(checkpointer):
     b = StateGraph(MessagesState)
     b.add_node("chatbot", chatbot)
+    b.add_edge(START, "chatbot")
+    b.add_edge("chatbot", END)
+    return b.compile(checkpointer=checkpointer)
+
+
+def anonymous_chat_graph(checkpointer):
+    b = StateGraph(MessagesState)
+    b.add_node("chatbot", anonymous_chatbot)
     b.add_edge(START, "chatbot")
     b.add_edge("chatbot", END)
     return b.compile(checkpointer=checkpointer)
@@ -51,6 +66,10 @@ def approval_graph(checkpointer):
 
 def user(i, text=None):
     return {"messages": [HumanMessage(content=text or "turn %d" % i, id="user-%d" % i)]}
+
+
+def anonymous_user(i):
+    return {"messages": [HumanMessage(content="turn %d" % i)]}
 
 
 def config(thread_id, checkpoint_id=None):
