@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 
+from ._langgraph_cache import MessageCache
 from .checkpoint import Items
 
 ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted")
@@ -180,9 +181,10 @@ class MessageChannels:
     generation they are valid for; a put passing hints is conditional on that
     generation (ConvoSaver.put)."""
 
-    def __init__(self, names, assign_ids=True):
+    def __init__(self, names, assign_ids=True, cache_messages=0):
         self.names = frozenset(names)
         self.assign_ids = assign_ids
+        self.cache = MessageCache(cache_messages)
         self._known = collections.OrderedDict()    # (thread, ns, checkpoint id) -> {ch: _Known}
         self._fresh = collections.OrderedDict()    # id(item) -> (item, content, id, thread, seq, gen)
         self._generations = collections.OrderedDict()   # thread -> generation last seen
@@ -336,28 +338,34 @@ class MessageChannels:
 
     # ---- get ----
 
-    def resolve(self, serde, checkpoint):
+    def reader(self, checkpoint):
+        """What revives the item lists of a checkpoint (resolve, read_write): the
+        messages held are not revived again (MessageCache)."""
+        return self.cache.reader(checkpoint.thread_id, checkpoint.generation,
+                                 checkpoint.log_origin)
+
+    def resolve(self, serde, checkpoint, reader):
         """{channel: value} of a convo.Checkpoint: every channel with a value."""
         values, known = {}, {}
         self.learn_generation(checkpoint.thread_id, checkpoint.generation)
         for c in checkpoint.channels:
             if c.value is None:
                 continue
-            values[c.name] = self._decode(serde, c.value)
+            values[c.name] = self._decode(serde, c.value, reader)
             if isinstance(c.value, Items) and c.value.key is None:
                 known[c.name] = _Known(values[c.name], c.value.seqs, checkpoint.generation)
         if known:
             self._remember((checkpoint.thread_id, checkpoint.ns, checkpoint.id), known)
         return values
 
-    def read_write(self, serde, write):
+    def read_write(self, serde, write, reader):
         """The value of a stored pending write (a convo.Write)."""
-        return self._decode(serde, write.value)
+        return self._decode(serde, write.value, reader)
 
-    def _decode(self, serde, value):
+    def _decode(self, serde, value, reader):
         if not isinstance(value, Items):
             return serde.loads_typed(value)
-        items = from_log_texts(serde, value.items)
+        items = reader.items(serde, value, from_log_texts)
         if value.key is None:
             return items
         out = serde.loads_typed(value.rest) if value.rest is not None else {}
@@ -372,6 +380,7 @@ class MessageChannels:
             for key in [k for k, h in self._fresh.items() if h[3] == thread_id]:
                 del self._fresh[key]
             self._generations.pop(thread_id, None)
+        self.cache.forget(thread_id)
 
     def _remember(self, key, known):
         with self._lock:

@@ -37,8 +37,8 @@ class Items(collections.namedtuple("Items", "items seqs key rest log")):
     a write (kept inline until a put appends them).
 
     Read back (Checkpoint.channels / writes), items are the exact bytes of
-    each item, seqs the log seq of each (-1: kept inline), rest a Blob or None,
-    log None."""
+    each item (None for one the read was told the caller holds: `known`),
+    seqs the log seq of each (-1: kept inline), rest a Blob or None, log None."""
     __slots__ = ()
 
     def __new__(cls, items, seqs=None, key=None, rest=None, log=False):
@@ -62,7 +62,7 @@ class Write(collections.namedtuple("Write", "task_id task_path idx channel value
 
 
 _CHECKPOINT_FIELDS = ("thread_id ns id parent_id metadata_json log_length created_at "
-                      "body channels writes generation")
+                      "body channels writes generation log_origin")
 
 
 class Checkpoint(collections.namedtuple("Checkpoint", _CHECKPOINT_FIELDS)):
@@ -74,7 +74,9 @@ class Checkpoint(collections.namedtuple("Checkpoint", _CHECKPOINT_FIELDS)):
     included), writes (a tuple of Write in (task_id, idx) order) and
     generation (the thread's generation its log references were resolved at:
     the seqs of its Items are valid for it, pass it as expected_generation
-    with them; -1 when it has none). Read-only, like every result of the binding."""
+    with them; -1 when it has none) and log_origin (the created_at of the
+    thread's message 0 as read then, -1 when it was not read): what
+    checkpoint_get's `known` takes. Read-only, like every result of the binding."""
     __slots__ = ()
 
     @property
@@ -165,8 +167,11 @@ def _items_in(value, what, keep):
 
 
 def _items_out(items):
+    """A resolved list; an item left out because the caller holds it (a get with
+    `known`) has the text None and its seq."""
     n = items.n
-    texts = [ctypes.string_at(items.items[i], items.lengths[i]) for i in range(n)]
+    texts = [None if items.items[i] is None else ctypes.string_at(items.items[i], items.lengths[i])
+             for i in range(n)]
     seqs = [items.seqs[i] for i in range(n)] if items.seqs else [-1] * n
     return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
 
@@ -209,6 +214,18 @@ def _metadata_in(metadata, what="metadata"):
     return data
 
 
+def _known_in(opts, known):
+    """known = (generation, length, origin) or None -> the opts' known_* fields."""
+    if known is None:
+        return
+    if isinstance(known, (str, bytes)) or not isinstance(known, collections.abc.Sequence) \
+            or len(known) != 3:
+        raise invalid("known must be (generation, length, origin)")
+    opts.known_generation = _int(known[0], "known generation", -1)
+    opts.known_length = _int(known[1], "known length", 0)
+    opts.known_origin = _int(known[2], "known origin", -1)
+
+
 def _read_checkpoint(cp):
     """A Checkpoint from a convo_checkpoint pointer (not freed here)."""
     version, blob = ctypes.c_char_p(), _lib.Blob()
@@ -237,7 +254,8 @@ def _read_checkpoint(cp):
                       _str(lib.convo_checkpoint_id(cp)), _str(lib.convo_checkpoint_parent_id(cp)),
                       metadata, lib.convo_checkpoint_log_length(cp),
                       lib.convo_checkpoint_created_at(cp), _blob_out(lib.convo_checkpoint_body(cp)),
-                      tuple(channels), tuple(writes), lib.convo_checkpoint_generation(cp))
+                      tuple(channels), tuple(writes), lib.convo_checkpoint_generation(cp),
+                      lib.convo_checkpoint_log_origin(cp))
 
 
 class CheckpointCalls:
@@ -359,15 +377,27 @@ class CheckpointCalls:
                    _text(task_id, "task_id"), _text(task_path, "task_path"),
                    arr if writes else None, len(writes))
 
-    def checkpoint_get(self, thread_id, checkpoint_id=None, *, ns=""):
+    def checkpoint_get(self, thread_id, checkpoint_id=None, *, ns="", known=None):
         """The Checkpoint (with every channel's value and its pending writes),
         the latest of the namespace when checkpoint_id is None; None when the
-        thread or the checkpoint does not exist."""
+        thread or the checkpoint does not exist.
+
+        known: None, or (generation, length, origin) when the caller holds the
+        texts of the thread's messages [0, length) as they were at that
+        generation, in the thread whose message 0 was created at origin (a
+        Checkpoint's generation and log_origin): while the thread is still that
+        one at that generation, its items below length come back with the text
+        None (seq set) and are not read (convo_checkpoint_get_ex)."""
+        keep = _Keep()
+        opts = _lib.CheckpointGetOpts.init()
+        opts.thread_id = keep(_text(thread_id, "thread_id"))
+        opts.checkpoint_ns = keep(_text(ns, "ns"))
+        if checkpoint_id is not None:
+            opts.checkpoint_id = keep(_text(checkpoint_id, "checkpoint_id"))
+        _known_in(opts, known)
         out = ctypes.c_void_p()
-        cid = None if checkpoint_id is None else _text(checkpoint_id, "checkpoint_id")
         try:
-            self._call(lib.convo_checkpoint_get, _text(thread_id, "thread_id"), _text(ns, "ns"),
-                       cid, ctypes.byref(out))
+            self._call(lib.convo_checkpoint_get_ex, ctypes.byref(opts), ctypes.byref(out))
         except NotFoundError:
             return None
         try:
@@ -385,7 +415,7 @@ class CheckpointCalls:
             lib.convo_checkpoint_set_free(out)
 
     def checkpoint_list(self, thread_id=None, *, ns=None, before=None, before_thread_id=None,
-                        before_ns=None, limit=None, filter=None, page_size=100):
+                        before_ns=None, limit=None, filter=None, page_size=100, known=None):
         """Yields Checkpoints newest first (the order they were put in), of
         one thread or of every thread (thread_id None), of one namespace or
         of all (ns None). before: a checkpoint id; only checkpoints put before
@@ -394,6 +424,9 @@ class CheckpointCalls:
         metadata containment ({"source": "loop", "step": 3}). At most limit
         (None: all). Within one thread and namespace, fetched page_size at a
         time, so memory stays bounded; across threads or namespaces, in one call.
+
+        known: as for checkpoint_get, what the caller holds of thread_id's log
+        (needs thread_id).
 
         Arguments are checked at once; the first page is fetched on the first
         next()."""
@@ -411,6 +444,9 @@ class CheckpointCalls:
             opts.before_ns = keep(_text(before_ns, "before_ns"))
         if filter is not None:
             opts.filter_json = keep(_metadata_in(filter, "filter"))
+        if known is not None and thread_id is None:
+            raise invalid("known applies to one thread's log: give thread_id")
+        _known_in(opts, known)
         remaining = None if limit is None else _int(limit, "limit", 0)
         size = _int(page_size, "page_size", 1)
         return self._iter_checkpoints(opts, keep, remaining, size)

@@ -37,11 +37,13 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
     raise ImportError("convo.langgraph needs langgraph-checkpoint 4.x: pip install "
                       "'convo-store[langgraph]' (%s)" % e) from e
 
+from ._langgraph_cache import Missing
 from ._langgraph_channels import MessageChannels
 from .asyncio import Checkpointer
 from .errors import ConflictError, NotFoundError, invalid
 from .store import Store
 from . import _lib
+from ._args import _int
 
 __all__ = ["ConvoSaver"]
 
@@ -95,7 +97,10 @@ class ConvoSaver(BaseCheckpointSaver):
     message_channels: the channels holding the conversation (LangGraph's
     `messages` by default). writes_wait: seconds put_writes waits for the put of
     its checkpoint (LangGraph saves a task's writes without waiting for that put).
-    max_workers: the thread pool of the async methods. assign_ids: a message
+    max_workers: the thread pool of the async methods. cache_messages: how many
+    revived messages the saver keeps (all threads together) so that a read
+    revives and loads only the messages it has not seen (0: none kept); reads
+    hand out copies of them (convo/_langgraph_cache.py). assign_ids: a message
     without an id in an input or a write to a message channel gets one when it
     is stored (add_messages would give it one when the write is applied, after
     it was stored), so the put that commits it finds the same text and stores
@@ -103,7 +108,8 @@ class ConvoSaver(BaseCheckpointSaver):
     store_options: Store's keyword options, with a URL."""
 
     def __init__(self, url_or_store, *, serde=None, message_channels=("messages",),
-                 writes_wait=60.0, max_workers=None, assign_ids=True, **store_options):
+                 writes_wait=60.0, max_workers=None, cache_messages=20000, assign_ids=True,
+                 **store_options):
         super().__init__(serde=serde)
         if isinstance(url_or_store, Checkpointer):
             url_or_store = url_or_store.store
@@ -115,7 +121,8 @@ class ConvoSaver(BaseCheckpointSaver):
             self._store, self._owns_store = Store(url_or_store, **store_options), True
         if isinstance(message_channels, str):
             message_channels = (message_channels,)
-        self._channels = MessageChannels(message_channels, assign_ids=assign_ids)
+        self._channels = MessageChannels(message_channels, assign_ids=assign_ids,
+                                         cache_messages=_int(cache_messages, "cache_messages", 0))
         self._writes_wait = float(writes_wait)
         if max_workers is None:
             max_workers = min(32, (os.cpu_count() or 1) + 4)
@@ -167,8 +174,21 @@ class ConvoSaver(BaseCheckpointSaver):
 
     def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
         thread_id, ns, _ = _configurable(config)
-        cp = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns)
-        return None if cp is None else self._tuple(cp)
+        return self._get(thread_id, get_checkpoint_id(config), ns)
+
+    def _get(self, thread_id, checkpoint_id, ns, keep=None):
+        """The tuple of a checkpoint (the latest: checkpoint_id None), reading
+        only the messages not held; None when it does not exist (or keep(cp) is
+        false)."""
+        known = self._channels.cache.known(thread_id)
+        cp = self._store.checkpoint_get(thread_id, checkpoint_id, ns=ns, known=known)
+        if cp is None or (keep is not None and not keep(cp)):
+            return None
+        try:
+            return self._tuple(cp)
+        except Missing:     # dropped meanwhile (another thread's read): read them all
+            cp = self._store.checkpoint_get(thread_id, cp.id, ns=ns)
+            return None if cp is None else self._tuple(cp)
 
     def list(self, config: Optional[RunnableConfig], *, filter: Optional[Dict[str, Any]] = None,
              before: Optional[RunnableConfig] = None,
@@ -191,12 +211,11 @@ class ConvoSaver(BaseCheckpointSaver):
     def _list_one(self, thread_id, ns, checkpoint_id, filter, before):
         if thread_id is None:
             raise invalid("ConvoSaver: list of a checkpoint_id needs its thread_id")
-        cp = self._store.checkpoint_get(thread_id, checkpoint_id, ns=ns or "")
-        if cp is None or (filter and not _contains(cp.metadata, filter)):
-            return
-        if before is not None and not self._is_before(cp, before):
-            return
-        yield self._tuple(cp)
+        found = self._get(thread_id, checkpoint_id, ns or "", keep=lambda cp: (
+            not filter or _contains(cp.metadata, filter)) and (
+            before is None or self._is_before(cp, before)))
+        if found is not None:
+            yield found
 
     def _is_before(self, cp, before):
         b_thread, b_ns, _ = _configurable(before, "before")
@@ -207,6 +226,8 @@ class ConvoSaver(BaseCheckpointSaver):
 
     def _list(self, thread_id, ns, filter, before, limit):
         options = dict(ns=ns, filter=filter, limit=limit, page_size=_PAGE)
+        if thread_id is not None:
+            options["known"] = self._channels.cache.known(thread_id)
         before_id = None if before is None else get_checkpoint_id(before)
         if before_id is not None:
             b_thread, b_ns, bc = _configurable(before, "before")
@@ -218,7 +239,8 @@ class ConvoSaver(BaseCheckpointSaver):
         except NotFoundError:
             # `before` names no checkpoint here: LangGraph's SQL savers compare ids
             # (uuid6, increasing with time); so do we
-            options.update(before=None, before_thread_id=None, before_ns=None, limit=None)
+            options.update(before=None, before_thread_id=None, before_ns=None, limit=None,
+                           known=None)
             found = (cp for cp in self._store.checkpoint_list(thread_id, **options)
                      if cp.id < before_id)
             found = itertools.islice(found, limit) if limit is not None else found
@@ -226,7 +248,12 @@ class ConvoSaver(BaseCheckpointSaver):
         if first is None:
             return
         for cp in itertools.chain((first,), found):
-            yield self._tuple(cp)
+            try:
+                t = self._tuple(cp)
+            except Missing:
+                t = self._get(cp.thread_id, cp.id, cp.ns)
+            if t is not None:
+                yield t
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
@@ -426,9 +453,10 @@ class ConvoSaver(BaseCheckpointSaver):
 
     def _tuple(self, cp) -> CheckpointTuple:
         checkpoint = self.serde.loads_typed(cp.body)
-        checkpoint["channel_values"] = self._channels.resolve(self.serde, cp)
+        reader = self._channels.reader(cp)
+        checkpoint["channel_values"] = self._channels.resolve(self.serde, cp, reader)
         ordered = sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
-        pending = [(w.task_id, w.channel, self._channels.read_write(self.serde, w))
+        pending = [(w.task_id, w.channel, self._channels.read_write(self.serde, w, reader))
                    for w in ordered]
         config = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns,
                                    "checkpoint_id": cp.id}}

@@ -5,6 +5,8 @@ messages under an expected length, and bad input / unknown ids / limits."""
 
 import unittest
 
+import json
+
 import convo
 import support
 
@@ -347,6 +349,33 @@ class ItemsTests:
         self.assertEqual((writes[2].value.key, writes[2].value.rest),
                          ("messages", convo.Blob("json", b'{"x":1}')))
         self.assertEqual(len(self.store.load(t)[0]), 2)      # writes never append
+
+    def test_get_and_list_with_what_the_caller_holds(self):
+        """known=(generation, length, origin) of an earlier read: the items below
+        length come back without their text, until the thread is rewritten."""
+        t = self.tid()
+        self.store.checkpoint_put(t, "c1", channels={"messages": ("1", convo.Items(self.M, log=True))})
+        first = self.store.checkpoint_get(t)
+        self.assertGreaterEqual(first.generation, 0)
+        self.assertGreater(first.log_origin, 0)
+        known = (first.generation, 2, first.log_origin)
+        value = self.store.checkpoint_get(t, known=known).values["messages"]
+        self.assertEqual((value.items, value.seqs), ([None, None], [0, 1]))
+        value = self.store.checkpoint_get(t, known=(first.generation, 1, first.log_origin)
+                                          ).values["messages"]
+        self.assertEqual(value.items[0], None)
+        self.assertEqual(json.loads(value.items[1]), self.M[1])
+        listed = list(self.store.checkpoint_list(t, known=known))
+        self.assertEqual(listed[0].values["messages"].items, [None, None])
+        for other in ((first.generation + 1, 2, first.log_origin),
+                      (first.generation, 2, first.log_origin + 1)):
+            value = self.store.checkpoint_get(t, known=other).values["messages"]
+            self.assertEqual(value.json(), self.M)
+        for bad in ((0, 1), (0, -1, 5), (0, 1, -1), "x", (0, 1, 1.5)):
+            with self.assertRaises(convo.InvalidError):
+                self.store.checkpoint_get(t, known=bad)
+        with self.assertRaises(convo.InvalidError):
+            self.store.checkpoint_list(known=known)    # known needs the thread
 
     def test_items_argument_errors(self):
         t = self.tid()

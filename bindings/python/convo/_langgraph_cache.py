@@ -1,0 +1,178 @@
+"""The messages ConvoSaver revived from a thread's log, kept by (thread, generation,
+origin, seq) so that get_tuple and list revive only the messages they have not seen,
+and read only the log past what is held (Store.checkpoint_get's `known`,
+convo_checkpoint_get_ex). Bounded: at most `limit` messages in all, the threads used
+least recently dropped first.
+
+What get_tuple hands out is a fresh copy of a held message (LangGraph's own savers
+revive new objects on every read, and a node may change a message of its state in
+place): a new object of the message's class whose list and dict fields are copied
+down to their JSON-like leaves; any other object inside a field is shared."""
+
+import collections
+import copy
+import threading
+
+
+class Missing(Exception):
+    """The read left out a message this cache no longer holds (dropped meanwhile
+    by another reader): read again without `known`."""
+
+
+def fresh(item):
+    """A copy of a held item that changing cannot reach the held one."""
+    if isinstance(item, str):
+        return item
+    c = copy.copy(item)     # pydantic: a new __dict__, fields set, extra and private
+    d = c.__dict__
+    for k, v in d.items():
+        t = type(v)
+        if t is list or t is dict:
+            d[k] = _copy_json(v) if v else t()
+    return c
+
+
+def _copy_json(v):
+    if isinstance(v, list):
+        return [_copy_json(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _copy_json(x) for k, x in v.items()}
+    return v
+
+
+def _holdable(item):
+    """Messages (LangChain's, and any pydantic model with type/content/id) and
+    strings; other items are revived on every read."""
+    if isinstance(item, str):
+        return True
+    return hasattr(item, "type") and hasattr(item, "content") and hasattr(item, "id") and \
+        hasattr(item, "__dict__") and not isinstance(item, dict)
+
+
+class _Thread:
+    """What is held of one thread's log: seq -> (text, item), valid at
+    (generation, origin); length: the seqs [0, length) are all held."""
+    __slots__ = ("generation", "origin", "held", "length")
+
+    def __init__(self, generation, origin):
+        self.generation, self.origin = generation, origin
+        self.held = {}
+        self.length = 0
+
+
+class MessageCache:
+    def __init__(self, limit):
+        self.limit = limit
+        self._threads = collections.OrderedDict()   # thread id -> _Thread
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def known(self, thread_id):
+        """Store.checkpoint_get's `known` for the thread: (generation, length,
+        origin), or None when nothing is held."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None or t.length == 0 or t.origin < 0:
+                return None
+            self._threads.move_to_end(thread_id)
+            return (t.generation, t.length, t.origin)
+
+    def reader(self, thread_id, generation, origin):
+        """A reader of the items of one checkpoint read at (generation, origin)."""
+        return _Reader(self, thread_id, generation, origin)
+
+    def forget(self, thread_id):
+        with self._lock:
+            t = self._threads.pop(thread_id, None)
+            if t is not None:
+                self._count -= len(t.held)
+
+    def _entry(self, thread_id, generation, origin):
+        """The thread's entry for items read at (generation, origin): the held one,
+        a new one when the thread was found at another generation or origin (what
+        was held is dropped), None when new items cannot be tagged (origin unknown)."""
+        if self.limit <= 0 or generation < 0:
+            return None
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is not None and (t.generation, t.origin) == (generation, origin):
+                return t
+            if origin < 0:
+                return None
+            if t is not None:
+                self._count -= len(t.held)
+            t = self._threads[thread_id] = _Thread(generation, origin)
+            return t
+
+    def _lookup(self, entry, seq, text):
+        """The item entry holds at seq when its text is `text` (None: the library
+        left it out, so it is the one held), else None."""
+        with self._lock:
+            got = entry.held.get(seq)
+        if got is None or (text is not None and got[0] != text):
+            return None
+        return got[1]
+
+    def _hold(self, entry, thread_id, added):
+        """Keeps [(seq, text, item)] in entry while the limit allows."""
+        with self._lock:
+            if self._threads.get(thread_id) is not entry:
+                return      # dropped or replaced meanwhile
+            for seq, text, item in added:
+                if seq in entry.held:
+                    continue
+                while self._count >= self.limit and self._evict(entry):
+                    pass
+                if self._count >= self.limit:
+                    return
+                entry.held[seq] = (text, item)
+                self._count += 1
+            while entry.length in entry.held:
+                entry.length += 1
+
+    def _evict(self, keep):
+        """Drops the least recently used thread other than keep's; False when none."""
+        for thread_id, t in self._threads.items():
+            if t is not keep:
+                del self._threads[thread_id]
+                self._count -= len(t.held)
+                return True
+        return False
+
+
+class _Reader:
+    """Revives the item lists of one checkpoint: held items as fresh copies, the
+    others with one serde call per list, kept for the next read when they are in
+    the log."""
+
+    def __init__(self, cache, thread_id, generation, origin):
+        self.cache, self.thread_id = cache, thread_id
+        self.entry = cache._entry(thread_id, generation, origin)
+
+    def items(self, serde, value, revive):
+        """The items of a resolved convo.Items; revive(serde, texts) revives texts."""
+        out = [None] * len(value.items)
+        missing = []
+        for i, (text, seq) in enumerate(zip(value.items, value.seqs)):
+            held = None
+            if seq >= 0 and self.entry is not None:
+                held = self.cache._lookup(self.entry, seq, text)
+            if held is not None:
+                out[i] = fresh(held)
+            elif text is None:
+                raise Missing(seq)
+            else:
+                missing.append(i)
+        if not missing:
+            return out
+        revived = revive(serde, [value.items[i] for i in missing])
+        added = []
+        for i, item in zip(missing, revived):
+            seq = value.seqs[i]
+            if self.entry is not None and seq >= 0 and _holdable(item):
+                added.append((seq, value.items[i], item))
+                item = fresh(item)
+            out[i] = item
+        if added:
+            self.cache._hold(self.entry, self.thread_id, added)
+        return out

@@ -1,0 +1,185 @@
+"""ConvoSaver's cache of revived messages (convo/_langgraph_cache.py) under LangGraph's
+real runtime: a read revives only the messages it has not seen and is told to leave
+out of the read the ones it holds; it hands out copies; a tail rewrite between two
+invokes and a thread deleted and written again by another process are seen (the
+generation and the origin of the log), and the state stays the one a saver without
+a cache reads.
+
+Skipped without LangGraph, failed under CONVO_REQUIRE_LANGGRAPH=1."""
+
+import convo
+
+try:
+    from langchain_core.messages import AIMessage
+    from convo import _langgraph_channels as channels
+    from convo.langgraph import ConvoSaver  # noqa: F401 - skips the tests without it
+    import langgraph_app as app
+    MISSING = None
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    MISSING = str(e)
+
+from support import DRIVERS
+from test_langgraph import LangGraphCase
+from test_langgraph_runtime import Runtime
+
+
+class Counting:
+    """Counts the items revived from their log texts, and the texts a read left out."""
+
+    def __init__(self, case, store):
+        self.revived = 0
+        self.left_out = 0
+        real_revive, real_get = channels.from_log_texts, store.checkpoint_get
+
+        def revive(serde, texts):
+            self.revived += len(texts)
+            return real_revive(serde, texts)
+
+        def get(*args, **kwargs):
+            cp = real_get(*args, **kwargs)
+            if cp is not None:
+                self.left_out += sum(x is None for c in cp.channels
+                                     if isinstance(c.value, convo.Items) for x in c.value.items)
+            return cp
+        channels.from_log_texts = revive
+        store.checkpoint_get = get
+        case.addCleanup(setattr, channels, "from_log_texts", real_revive)
+        case.addCleanup(delattr, store, "checkpoint_get")
+
+    def take(self):
+        out = (self.revived, self.left_out)
+        self.revived = self.left_out = 0
+        return out
+
+
+class Cache:
+    def state(self, graph, t):
+        return app.snapshot(graph.get_state(app.config(t)))
+
+    def test_a_read_revives_and_loads_only_new_messages(self):
+        graph = app.chat_graph(self.saver())
+        t = self.tid()
+        count = Counting(self, self.store)
+        for i in range(12):
+            graph.invoke(app.user(i), app.config(t))
+            revived, left_out = count.take()
+            # the invoke's get_tuple: the two messages the last turn appended
+            self.assertLessEqual(revived, 2, "turn %d revived %d" % (i, revived))
+            if i >= 2:
+                self.assertGreaterEqual(left_out, 2 * i - 2, "turn %d" % i)
+        graph.get_state(app.config(t))
+        self.assertEqual(count.take(), (2, 22))
+        graph.get_state(app.config(t))
+        self.assertEqual(count.take(), (0, 24))
+        history = app.history(graph, t)      # every checkpoint, nothing revived again
+        self.assertEqual(count.take()[0], 0)
+        self.assertEqual(history, app.history(app.chat_graph(self.saver(cache_messages=0)), t))
+
+    def test_without_a_cache(self):
+        graph = app.chat_graph(self.saver(cache_messages=0))
+        t = self.tid()
+        count = Counting(self, self.store)
+        for i in range(4):
+            graph.invoke(app.user(i), app.config(t))
+        count.take()
+        graph.get_state(app.config(t))
+        self.assertEqual(count.take(), (8, 0))
+
+    def test_reads_hand_out_copies(self):
+        saver = self.saver()
+        graph = app.chat_graph(saver)
+        t = self.tid()
+        for i in range(3):
+            graph.invoke(app.user(i), app.config(t))
+        a = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
+        b = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
+        self.assertEqual(a, b)
+        self.assertTrue(all(x is not y for x, y in zip(a, b)))
+        a[0].content = "changed"
+        a[1].additional_kwargs["changed"] = [1]
+        a[1].tool_calls.append({"name": "x", "args": {}, "id": "c1", "type": "tool_call"})
+        c = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
+        self.assertEqual(c, b)
+        self.assertEqual(c[0].content, "turn 0")
+        self.assertEqual(c[1].additional_kwargs, {})
+        self.assertEqual(c[1].tool_calls, [])
+
+    def test_bounded(self):
+        saver = self.saver(cache_messages=5)
+        graph = app.chat_graph(saver)
+        t, u = self.tid("a"), self.tid("b")
+        for i in range(4):
+            for thread in (t, u):
+                graph.invoke(app.user(i), app.config(thread))
+        self.assertLessEqual(saver._channels.cache._count, 5)
+        fresh = app.chat_graph(self.saver(cache_messages=0))
+        for thread in (t, u):
+            self.assertEqual(app.history(graph, thread), app.history(fresh, thread))
+        self.assertRaises(convo.InvalidError, self.saver, cache_messages=-1)
+
+    def test_tail_rewrite_between_two_invokes(self):
+        """A pop of the last turn (drop_checkpoints) then a new turn: seqs 4 and 5
+        hold other messages at the next generation; what the saver held of them
+        is not handed out."""
+        graph = app.chat_graph(self.saver())
+        plain = app.chat_graph(self.saver(cache_messages=0))
+        t = self.tid()
+        for i in range(3):
+            graph.invoke(app.user(i), app.config(t))
+        self.assertEqual(len(self.state(graph, t)["messages"]), 6)     # held: 0..5
+        before = self.store.load_history(t, with_extra=False).generation
+        self.store.replace_tail(t, 4, drop_checkpoints=True)
+        self.assertEqual(self.store.load_history(t, with_extra=False).generation, before + 1)
+        self.assertEqual(len(self.state(graph, t)["messages"]), 4)
+        graph.invoke(app.user(7), app.config(t))
+        got = self.state(graph, t)
+        self.assertEqual([m[1] for m in got["messages"][4:]], ["turn 7", "re: turn 7 (5)"])
+        self.assertEqual(got, self.state(plain, t))
+        self.assertEqual(self.store.checkpoint_get(t).values["messages"].seqs, list(range(6)))
+        self.assertEqual(app.history(graph, t), app.history(plain, t))
+
+    def test_thread_written_again_by_another_process(self):
+        """Another process deletes the thread and runs other turns under its id:
+        the generation is 0 again, the log's origin is not; the saver reads the new
+        messages, not the ones it held."""
+        if self.driver == "memory":
+            self.skipTest("memory: is not shared between processes")
+        graph = app.chat_graph(self.saver())
+        t = self.tid()
+        for i in range(3):
+            graph.invoke(app.user(i), app.config(t))
+        self.assertEqual(len(self.state(graph, t)["messages"]), 6)
+        other = convo.Store(self.url)
+        other.delete(t)
+        other.close()
+        runner = Runtime.run_app.__get__(self)
+        result = Runtime.finish.__get__(self)(runner(t, "turns", 3, 100))
+        self.assertEqual(self.state(graph, t), result["state"])
+        self.assertEqual(self.state(graph, t)["messages"][0][1], "turn 100")
+        graph.invoke(app.user(103), app.config(t))
+        self.assertEqual(app.history(graph, t),
+                         app.history(app.chat_graph(self.saver(cache_messages=0)), t))
+
+    def test_a_write_read_back_from_the_cache(self):
+        """Pending writes and inputs that refer to held messages come from the cache
+        too (copies)."""
+        saver = self.saver()
+        graph = app.chat_graph(saver)
+        t = self.tid()
+        for i in range(3):
+            graph.invoke(app.user(i), app.config(t))
+        graph.get_state(app.config(t))
+        tuples = list(saver.list(app.config(t)))
+        plain = list(self.saver(cache_messages=0).list(app.config(t)))
+        self.assertEqual([x.pending_writes for x in tuples], [x.pending_writes for x in plain])
+        self.assertEqual([x.checkpoint["channel_values"] for x in tuples],
+                         [x.checkpoint["channel_values"] for x in plain])
+        writes = [w[2] for x in tuples for w in x.pending_writes if w[1] == "messages"]
+        self.assertEqual(len(writes), 6)     # the user's message and the answer, each turn
+        self.assertTrue(all(isinstance(m, AIMessage) for w in writes[::2] for m in w))
+
+
+for _driver in DRIVERS:
+    _name = "Cache_%s" % _driver
+    globals()[_name] = type(_name, (Cache, LangGraphCase),
+                            {"driver": _driver, "__module__": __name__})
