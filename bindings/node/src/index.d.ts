@@ -113,7 +113,8 @@ export interface ItemsIn {
 }
 /** A resolved list of items: texts[i] is log seq seqs[i], or kept inline when seqs[i] is -1. */
 export interface StoredItems {
-  texts: string[];
+  /** null for an item below the knownLength a read was given (the caller holds its text). */
+  texts: (string | null)[];
   seqs: number[];
   key: string | null;
   rest: StoredBlob | null;
@@ -142,12 +143,22 @@ export interface StoredCheckpoint {
   metadata: Record<string, unknown>;
   logLength: number;
   createdAt: number;
+  /** The thread's generation its items were resolved at (-1 when it has no reference). */
+  generation: number;
+  /** The created_at of the thread's message 0 as read then (-1 when not read). */
+  origin: number;
   body: StoredBlob | null;
   /** value: the stored blob (a list of items is type "convo/items", a reference); items: that
    * list resolved (null for a plain value). */
   channels: { channel: string; version: string; value: StoredBlob | null; items: StoredItems | null }[];
   writes: { taskId: string; taskPath: string; idx: number; channel: string; value: StoredBlob | null;
     items: StoredItems | null }[];
+}
+/** What a reader holds of a thread's log, for checkpointGet / checkpointList. */
+export interface KnownLog {
+  knownGeneration?: number;
+  knownLength?: number;
+  knownOrigin?: number;
 }
 export interface DumpStats {
   threads: number; messages: number; checkpoints: number; writes: number; bytes: number; skipped: number;
@@ -237,10 +248,12 @@ export declare class Store {
   checkpointPutWrites(threadId: string, ns: string, checkpointId: string, taskId: string,
     taskPath: string, writes: ({ idx: number; channel: string; value: Blob } |
       { idx: number; channel: string; items: ItemsIn })[]): Promise<void>;
-  checkpointGet(threadId: string, ns?: string, id?: string | null): Promise<StoredCheckpoint>;
+  /** known: the caller holds messages [0, knownLength) of the thread at that generation and
+   * origin (a StoredCheckpoint's); items below knownLength then come back with a null text. */
+  checkpointGet(threadId: string, ns?: string, id?: string | null, known?: KnownLog): Promise<StoredCheckpoint>;
   checkpointList(opts?: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
-    filter?: Record<string, unknown> | string | null }): Promise<StoredCheckpoint[]>;
+    filter?: Record<string, unknown> | string | null } & KnownLog): Promise<StoredCheckpoint[]>;
   checkpointPrune(threadId: string, keepLast: number): Promise<void>;
   checkpointDelete(opts: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;

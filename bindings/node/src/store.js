@@ -59,15 +59,28 @@ function suffixBuffers(suffix) {
 const POP_ATTEMPTS = 50;
 
 // A checkpoint read back from the library, as a plain object.
-/** convo_checkpoint_list_opts from { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
+/** What a caller holds of a thread's log (convo_checkpoint_get_ex): { knownGeneration,
+ * knownLength, knownOrigin } as the three C fields (-1, 0, -1 when absent). */
+function knownOpts(o) {
+  const { knownGeneration = -1, knownLength = 0, knownOrigin = -1 } = o;
+  return { known_generation: int(knownGeneration, 'knownGeneration', -1),
+    known_length: int(knownLength, 'knownLength', 0), known_origin: int(knownOrigin, 'knownOrigin', -1) };
+}
+
+const LIST_KEYS = ['threadId', 'ns', 'before', 'beforeThreadId', 'beforeNs', 'limit', 'filter',
+  'knownGeneration', 'knownLength', 'knownOrigin'];
+
+/** convo_checkpoint_list_opts from { threadId, ns, before, beforeThreadId, beforeNs, limit, filter,
+ * knownGeneration, knownLength, knownOrigin }. */
 function listOpts(query, what) {
+  const o = known(query, LIST_KEYS, what);
   const { threadId = null, ns = null, before = null, beforeThreadId = null, beforeNs = null,
-    limit = 0, filter = null } = options(query, what);
+    limit = 0, filter = null } = o;
   return {
-    version: 2, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
+    version: 3, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
     before: optText(before, 'before'), limit: int(limit, 'limit', 0),
     filter_json: json(filter, 'filter'), before_thread_id: optText(beforeThreadId, 'beforeThreadId'),
-    before_ns: optText(beforeNs, 'beforeNs'),
+    before_ns: optText(beforeNs, 'beforeNs'), ...knownOpts(o),
   };
 }
 
@@ -79,6 +92,10 @@ function checkpointOut(cp) {
     parentId: C.convo_checkpoint_parent_id(cp),
     metadata: JSON.parse(C.convo_checkpoint_metadata(cp)),
     logLength: Number(C.convo_checkpoint_log_length(cp)),
+    // what its items' seqs were resolved at (-1 without references; origin -1 when message 0
+    // was not read): a reader keeping revived items passes them back as knownGeneration/Origin
+    generation: Number(C.convo_checkpoint_generation(cp)),
+    origin: Number(C.convo_checkpoint_log_origin(cp)),
     createdAt: Number(C.convo_checkpoint_created_at(cp)),
     body: blobOut(C.convo_checkpoint_body(cp)),
     channels: [],
@@ -490,11 +507,16 @@ export class Store {
     }
   }
 
-  /** The checkpoint (id null = the latest of the namespace); NotFoundError when unknown. */
-  async checkpointGet(threadId, ns = '', id = null) {
+  /** The checkpoint (id null = the latest of the namespace); NotFoundError when unknown.
+   * opts { knownGeneration, knownLength, knownOrigin }: the caller holds the texts of messages
+   * [0, knownLength) of the thread as they were at that generation and origin (a checkpoint's
+   * `generation` and `origin` read earlier); while the thread is still so, items with a seq
+   * below knownLength come back with a null text and those messages are not read. */
+  async checkpointGet(threadId, ns = '', id = null, opts = undefined) {
+    const o = known(opts, ['knownGeneration', 'knownLength', 'knownOrigin'], 'checkpointGet options');
     const out = [null];
-    await this.#call(C.convo_checkpoint_get, text(threadId, 'threadId'), optText(ns, 'ns') ?? '',
-      optText(id, 'id'), out);
+    await this.#call(C.convo_checkpoint_get_ex, { version: 1, thread_id: text(threadId, 'threadId'),
+      checkpoint_ns: optText(ns, 'ns') ?? '', checkpoint_id: optText(id, 'id'), ...knownOpts(o) }, out);
     try {
       return checkpointOut(out[0]);
     } finally {
@@ -502,7 +524,8 @@ export class Store {
     }
   }
 
-  /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter }. */
+  /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter } (and what
+   * the caller holds of threadId's log, as for checkpointGet). */
   async checkpointList(query) {
     const opts = listOpts(query, 'checkpointList options');
     const out = [null];

@@ -91,6 +91,41 @@ for (const [name, base] of drivers()) {
       }
     });
 
+    test('a read that says what it holds gets those texts left out, until the thread changes', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const t = 'thread';
+        await store.checkpointPut({ threadId: t, id: 'c0', channels: [
+          { channel: 'messages', version: '1', items: { items: [U1, A1], log: true } }] });
+        await store.checkpointPut({ threadId: t, id: 'c1', parentId: 'c0', expectedGeneration: 0, channels: [
+          { channel: 'messages', version: '2', items: { items: [null, null, U2], seqs: [0, 1, -1], log: true } }] });
+        const first = await store.checkpointGet(t, '', 'c0');
+        assert.equal(first.generation, 0);
+        assert.ok(first.origin > 0, `origin ${first.origin}`);
+        const known = { knownGeneration: 0, knownLength: 2, knownOrigin: first.origin };
+        const got = await store.checkpointGet(t, '', null, known);
+        assert.deepEqual(got.channels[0].items.texts, [null, null, U2]);
+        assert.deepEqual(got.channels[0].items.seqs, [0, 1, 2]);
+        assert.deepEqual([got.generation, got.origin], [0, first.origin]);
+        const listed = await store.checkpointList({ threadId: t, ...known });
+        assert.deepEqual(listed.map((cp) => cp.channels[0].items.texts), [[null, null, U2], [null, null]]);
+        // another origin (a thread started again) or generation: every text
+        const other = await store.checkpointGet(t, '', null, { ...known, knownOrigin: first.origin + 1 });
+        assert.deepEqual(other.channels[0].items.texts, [U1, A1, U2]);
+        await store.replaceTail(t, { keep: 3, messages: [] }); // the generation goes up, nothing removed
+        const after = await store.checkpointGet(t, '', null, known);
+        assert.deepEqual(after.channels[0].items.texts, [U1, A1, U2]);
+        assert.equal(after.generation, 1);
+        // what a read holds is checked before anything is read
+        await assert.rejects(store.checkpointGet(t, '', null, { knownLength: 2 }), InvalidError);
+        await assert.rejects(store.checkpointGet(t, '', null, { ...known, knownLength: -1 }), InvalidError);
+        await assert.rejects(store.checkpointGet(t, '', null, { knownLen: 2 }), /unknown option "knownLen"/);
+        await assert.rejects(store.checkpointList({ ...known }), InvalidError); // no threadId
+      } finally {
+        await store.close();
+      }
+    });
+
     test('a generation condition not met writes nothing', async () => {
       const store = await Store.open(freshUrl(base));
       try {

@@ -179,6 +179,18 @@ koffi.struct('convo_checkpoint_list_opts', {
   filter_json: 'const char *',
   before_thread_id: 'const char *',
   before_ns: 'const char *',
+  known_generation: 'int64_t', // version 3: what the caller holds of thread_id's log
+  known_length: 'int64_t',
+  known_origin: 'int64_t',
+});
+koffi.struct('convo_checkpoint_get_opts', {
+  version: 'unsigned int',
+  thread_id: 'const char *',
+  checkpoint_ns: 'const char *',
+  checkpoint_id: 'const char *',
+  known_generation: 'int64_t',
+  known_length: 'int64_t',
+  known_origin: 'int64_t',
 });
 koffi.struct('convo_dump_stats', {
   threads: 'uint64_t', messages: 'uint64_t', checkpoints: 'uint64_t', writes: 'uint64_t',
@@ -226,6 +238,7 @@ const decls = [
   'int convo_checkpoint_put_writes(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, const char *task_id, const char *task_path, const convo_write_in *writes, size_t n, _Out_ convo_error *err)',
   'int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w, _Out_ convo_error *err)',
   'int convo_checkpoint_get(convo_store *s, const char *thread_id, const char *checkpoint_ns, const char *checkpoint_id, _Out_ convo_checkpoint **out, _Out_ convo_error *err)',
+  'int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opts, _Out_ convo_checkpoint **out, _Out_ convo_error *err)',
   'int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts, _Out_ convo_checkpoint_set **out, _Out_ convo_error *err)',
   'size_t convo_checkpoint_set_count(const convo_checkpoint_set *set)',
   'const convo_checkpoint *convo_checkpoint_set_get(const convo_checkpoint_set *set, size_t i)',
@@ -240,6 +253,7 @@ const decls = [
   'const char *convo_checkpoint_metadata(const convo_checkpoint *cp)',
   'int64_t convo_checkpoint_log_length(const convo_checkpoint *cp)',
   'int64_t convo_checkpoint_generation(const convo_checkpoint *cp)',
+  'int64_t convo_checkpoint_log_origin(const convo_checkpoint *cp)',
   'int64_t convo_checkpoint_created_at(const convo_checkpoint *cp)',
   'convo_blob convo_checkpoint_body(const convo_checkpoint *cp)',
   'size_t convo_checkpoint_channel_count(const convo_checkpoint *cp)',

@@ -17,6 +17,14 @@ export interface ConvoSaverOptions {
    * message channel whose reducer keeps plain objects.
    */
   coerceMessages?: boolean;
+  /**
+   * The messages revived from threads' logs, kept per (thread, generation, seq) so that a
+   * getTuple or list revives and reads only the messages it has not revived before (default
+   * { threads: 64, items: 100000 }: at most that many threads, least recently read dropped
+   * first, and items in all); false keeps none. The same message objects are handed out again:
+   * treat them as immutable (a change of content or id is seen and the message read again).
+   */
+  cache?: { threads?: number; items?: number } | false;
 }
 
 /**

@@ -5,7 +5,7 @@
 // identity afterwards and passed as its seq, without its text.
 import { randomUUID } from 'node:crypto';
 import { coerceMessageLikeToMessage } from '@langchain/core/messages';
-import { toLogMessage, fromLogMessages, unchanged } from './log.js';
+import { toLogMessage, unchanged } from './log.js';
 import { isMessage, validRole } from '../internal/roles.js';
 
 /** LangGraph's input channel: its value is the graph's input ({ messages: [...], ... }). */
@@ -13,7 +13,8 @@ export const INPUT = '__start__';
 
 /** Seq hints: item object -> { thread, generation, seq, content, id }, valid while the item
  * keeps the content and id it had (a message changed in place is compared by its text).
- * `generation` is the saver's token for the thread's generation (compared by identity). */
+ * `generation` is the saver's token for the thread's generation and origin (its revived log,
+ * revived.js; compared by identity). */
 export class Hints {
   #map = new WeakMap();
 
@@ -92,15 +93,4 @@ export function inputKey(value, messageChannels) {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return null;
   return messageChannels.find((k) => Array.isArray(value[k])) ?? null;
-}
-
-/** The value a resolved list of the Store stores (the list, or the object holding it under
- * its key); the items' seqs are learnt as hints. */
-export async function listOut(serde, hints, stored, thread, generation) {
-  const values = await fromLogMessages(serde, stored.texts);
-  hints.learn(values, stored.seqs, thread, generation);
-  if (stored.key === null) return values;
-  const obj = stored.rest ? await serde.loadsTyped(stored.rest.type, stored.rest.bytes) : {};
-  obj[stored.key] = values;
-  return obj;
 }

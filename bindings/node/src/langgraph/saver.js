@@ -8,11 +8,11 @@ import {
 import { Store } from '../store.js';
 import { NotFoundError, ConflictError, InvalidError, codes } from '../errors.js';
 import { fromLogMessages } from './log.js';
-import { Hints, INPUT, listIn, listOut, inputKey, asCommitted } from './items.js';
+import { Hints, INPUT, listIn, inputKey, asCommitted } from './items.js';
+import { Revived } from './revived.js';
 import { RECORD_TYPE, takePrefixes, wrapOwnField, legacyRecords, recordsSpan, seqsOf } from './legacy.js';
 
 const MAX_PUTS = 1024;      // checkpoints this saver remembers having put (for putWrites)
-const MAX_THREADS = 1024;   // threads whose generation is remembered
 
 function remember(map, key, value, max) {
   map.delete(key);
@@ -66,7 +66,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #store;
   #owned;
   #puts = new Map();       // thread\0ns\0id -> true: checkpoints this saver put
-  #generations = new Map(); // thread -> { n: its generation }, read before the hints learnt for it
+  #revived;                 // revived items per thread, generation and seq (revived.js)
   #hints = new Hints();
   #writing = new Map();     // thread\0ns\0id -> Set of putWrites calls under way on it
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
@@ -75,8 +75,13 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #closed = false;
 
   constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000,
-    coerceMessages = true } = {}) {
+    coerceMessages = true, cache = {} } = {}) {
     super(serde);
+    const { threads = 64, items = 100000 } = cache === false ? { threads: 0, items: 0 } : cache;
+    for (const [k, v] of [['threads', threads], ['items', items]]) {
+      if (!Number.isSafeInteger(v) || v < 0) throw invalid(`cache.${k} must be an integer >= 0, not ${v}`);
+    }
+    this.#revived = new Revived({ threads, items });
     this.messageChannels = [...messageChannels];
     this.coerceMessages = coerceMessages;
     this.#writesWaitMs = writesWaitMs;
@@ -123,16 +128,17 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const c = configurableOf(config) ?? {};
     if (c.thread_id === undefined || c.thread_id === null) return undefined;
     const store = await this.#store;
-    // read before the checkpoint: hints learnt from it are of this generation or older
-    const generation = await this.#generation(store, c.thread_id);
+    // the items revived before are not read again (their texts come back null)
+    const held = this.#revived.hold(c.thread_id);
     let cp;
     try {
-      cp = await store.checkpointGet(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id ?? null);
+      cp = await store.checkpointGet(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id ?? null,
+        Revived.known(held));
     } catch (e) {
       if (e instanceof NotFoundError) return undefined;
       throw e;
     }
-    return this.#tuple(store, cp, generation);
+    return this.#tuple(store, cp, held);
   }
 
   async *list(config, options = {}) {
@@ -141,8 +147,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const filterIn = listFilter(filter);
     const store = await this.#store;
     const b = configurableOf(before);
-    const generation = c.thread_id === undefined || c.thread_id === null ? null :
-      await this.#generation(store, c.thread_id);
+    const held = c.thread_id === undefined || c.thread_id === null ? null : this.#revived.hold(c.thread_id);
     const list = await store.checkpointList({
       threadId: c.thread_id ?? null,
       ns: c.checkpoint_ns ?? null,
@@ -151,13 +156,14 @@ export class ConvoSaver extends BaseCheckpointSaver {
       beforeNs: b?.checkpoint_id ? (b.checkpoint_ns ?? null) : null,
       limit: c.checkpoint_id ? 0 : (limit ?? 0),
       filter: filterIn,
+      ...Revived.known(held),
     });
     let n = 0;
     for (const cp of list) {
       if (c.checkpoint_id && cp.id !== c.checkpoint_id) continue;
       if (limit && n >= limit) return;
       n++;
-      yield await this.#tuple(store, cp, generation);
+      yield await this.#tuple(store, cp, held);
     }
   }
 
@@ -184,42 +190,55 @@ export class ConvoSaver extends BaseCheckpointSaver {
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 
-  // One checkpointPut: message lists as items with the seqs this saver knows (then
-  // conditional on the thread's generation: a thread rewritten since is read again and the
-  // put made with texts only).
+  // One checkpointPut: message lists as items with the seqs this saver knows, conditional on
+  // the generation it last read the thread at (a thread rewritten since: the put is made
+  // again with texts only, unconditional, and teaches no seq).
   async #putOnce(store, c, checkpoint, metadata, newVersions) {
     const threadId = c.thread_id;
     const { channel_values: values = {}, ...rest } = checkpoint;
     const versions = { ...checkpoint.channel_versions, ...newVersions };
     const [bodyType, bodyBytes] = await this.serde.dumpsTyped(wrapOwnField(rest));
-    let generation = await this.#generation(store, threadId);
+    let log = this.#revived.current(threadId) ?? await this.#readLog(store, threadId); // hints' token
     for (let attempt = 0; ; attempt++) {
-      const { channels, lists, hinted } = await this.#channelsIn(threadId, generation, values, versions,
-        newVersions);
+      const { channels, lists } = await this.#channelsIn(threadId, log, values, versions, newVersions);
       let put;
       try {
         put = await store.checkpointPut({
           threadId, ns: c.checkpoint_ns ?? '', id: checkpoint.id, parentId: c.checkpoint_id ?? null,
           metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes }, channels,
-          expectedGeneration: hinted ? generation.n : -1,
+          expectedGeneration: log ? log.generation : -1,
         });
       } catch (e) {
-        if (!(e instanceof ConflictError) || !hinted || attempt > 0) throw e;
-        this.#generations.delete(threadId);
-        generation = await this.#generation(store, threadId);
+        if (!(e instanceof ConflictError) || !log || attempt > 0) throw e;
+        this.#revived.drop(threadId);
+        log = null;
         continue;
       }
-      for (const [ch, list] of lists) this.#hints.learn(list, put.seqsOut[ch], threadId, generation);
+      for (const [ch, list] of lists) this.#hints.learn(list, put.seqsOut[ch], threadId, log);
       return;
     }
   }
 
+  // A Log for a thread this saver has not read: its generation and message 0's time, read once
+  // before its first put (a thread not there yet: generation 0, origin unknown).
+  async #readLog(store, threadId) {
+    let generation = 0;
+    let origin = -1;
+    try {
+      const h = await store.load(threadId, { limit: 1, withExtra: false });
+      generation = h.generation;
+      if (h.messages.length) origin = h.messages[0].createdAt;
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+    return this.#revived.adopt(threadId, generation, origin);
+  }
+
   // The Store's channels of a put: a value for each new version; a message channel's list
   // (log: its new items enter the log) and the input's message list as items.
-  async #channelsIn(threadId, generation, values, versions, newVersions) {
+  async #channelsIn(threadId, log, values, versions, newVersions) {
     const channels = [];
     const lists = [];
-    let hinted = false;
     for (const [channel, version] of Object.entries(versions)) {
       if (!(channel in newVersions) || !(channel in values)) {
         channels.push({ channel, version, value: null });
@@ -233,8 +252,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         continue;
       }
       const list = key === null ? v : v[key];
-      const r = await listIn(this.serde, this.#hints, list, threadId, generation, key === null);
-      hinted ||= r.hinted;
+      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null);
       if (key !== null) {
         const { [key]: _, ...others } = v;
         r.items.key = key;
@@ -246,7 +264,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       channels.push({ channel, version, items: r.items });
       lists.push([channel, list]);
     }
-    return { channels, lists, hinted };
+    return { channels, lists };
   }
 
   // An input's or a write's message list as add_messages will commit it (items.js). Done
@@ -261,23 +279,6 @@ export class ConvoSaver extends BaseCheckpointSaver {
     if (key === null || !this.coerceMessages) return checkpoint;
     return { ...checkpoint, channel_values: { ...checkpoint.channel_values,
       [INPUT]: { ...v, [key]: this.#committed(v[key]) } } };
-  }
-
-  // The thread's generation (0 for a thread not there yet), read once per thread, as a
-  // token { n }: the hints learnt under it hold the token, so a new token (after a
-  // conflict, or deleteThread) leaves them all unused at once.
-  async #generation(store, threadId) {
-    const known = this.#generations.get(threadId);
-    if (known !== undefined) return known;
-    let n = 0;
-    try {
-      n = (await store.loadLog(threadId, { fromSeq: Number.MAX_SAFE_INTEGER })).generation;
-    } catch (e) {
-      if (!(e instanceof NotFoundError)) throw e;
-    }
-    const token = { n };
-    remember(this.#generations, threadId, token, MAX_THREADS);
-    return token;
   }
 
 
@@ -361,7 +362,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   async deleteThread(id) {
     const threadId = threadText(id);
     const store = await this.#store;
-    this.#generations.delete(threadId);
+    this.#revived.drop(threadId);
     for (const k of [...this.#puts.keys()]) {
       if (k.startsWith(`${threadId}\0`)) this.#puts.delete(k);
     }
@@ -372,18 +373,30 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
   }
 
+  // The value a resolved list of the Store stores (the list, or the object holding it under
+  // its key), its items revived once per thread, generation and seq (revived.js).
+  async #listValue(stored, threadId, log, held) {
+    const values = await this.#revived.items(this.serde, this.#hints, stored, threadId, log, held);
+    if (stored.key === null) return values;
+    const obj = stored.rest ? await this.serde.loadsTyped(stored.rest.type, stored.rest.bytes) : {};
+    obj[stored.key] = values;
+    return obj;
+  }
+
   // The value of a stored pending write.
-  async #writeValue(w, threadId, generation) {
-    if (w.items) return listOut(this.serde, this.#hints, w.items, threadId, generation);
+  async #writeValue(w, threadId, log, held) {
+    if (w.items) return this.#listValue(w.items, threadId, log, held);
     return this.serde.loadsTyped(w.value.type, w.value.bytes);
   }
 
-  async #tuple(store, cp, generation) {
+  // The tuple of a checkpoint read with `held` (what the read said it held of the log).
+  async #tuple(store, cp, held) {
     const [body, prefixes] = takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes));
+    const log = this.#revived.logOf(cp.threadId, cp, held);
     const channelValues = {};
     for (const ch of cp.channels) {
       if (ch.items) {
-        channelValues[ch.channel] = await listOut(this.serde, this.#hints, ch.items, cp.threadId, generation);
+        channelValues[ch.channel] = await this.#listValue(ch.items, cp.threadId, log, held);
       } else if (ch.value && ch.value.type !== RECORD_TYPE) {
         channelValues[ch.channel] = await this.serde.loadsTyped(ch.value.type, ch.value.bytes);
       }
@@ -398,7 +411,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       pendingWrites: [],
     };
     for (const w of sortWrites(cp.writes)) {
-      tuple.pendingWrites.push([w.taskId, w.channel, await this.#writeValue(w, cp.threadId, generation)]);
+      tuple.pendingWrites.push([w.taskId, w.channel, await this.#writeValue(w, cp.threadId, log, held)]);
     }
     if (cp.parentId) {
       tuple.parentConfig = { configurable: { thread_id: cp.threadId, checkpoint_ns: cp.ns,
@@ -433,7 +446,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
     const sends = [];
     for (const w of sortWrites(parent.writes)) {
-      if (w.channel === TASKS) sends.push(await this.#writeValue(w, cp.threadId, null));
+      if (w.channel === TASKS) sends.push(await this.#writeValue(w, cp.threadId, null, null));
     }
     checkpoint.channel_values[TASKS] = sends;
     checkpoint.channel_versions ??= {};

@@ -21,7 +21,14 @@ async function main(): Promise<void> {
       { channel: '__start__', version: 1, items: { items: [], key: 'messages', rest: { type: 'json', bytes: '{}' } } }] });
   await store.checkpointPutWrites('t', '', 'c', 'task', '', [{ idx: 0, channel: 'messages', items: { items: ['{"role":"ai"}'] } },
     { idx: 1, channel: 'x', value: { type: 'json', bytes: '1' } }]);
-  const resolved: string[] | undefined = cp.channels[0].items?.texts;
+  const resolved: (string | null)[] | undefined = cp.channels[0].items?.texts;
+  // a read that leaves out the messages the caller holds
+  const again = await store.checkpointGet('t', '', null, { knownGeneration: cp.generation,
+    knownLength: 2, knownOrigin: cp.origin });
+  const listed = await store.checkpointList({ threadId: 't', knownGeneration: again.generation,
+    knownLength: 2, knownOrigin: again.origin });
+  console.log(listed.length, new ConvoSaver(store, { cache: { threads: 8, items: 1000 } }),
+    new ConvoSaver(store, { cache: false }));
   const wseqs: number[] | undefined = cp.writes[0]?.items?.seqs;
   console.log(put.seqsOut.messages, resolved, wseqs);
   const saver: BaseCheckpointSaver = new ConvoSaver(store, { messageChannels: ['messages'] });
