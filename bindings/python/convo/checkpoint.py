@@ -170,9 +170,14 @@ def _items_out(items):
     """A resolved list; an item left out because the caller holds it (a get with
     `known`) has the text None and its seq."""
     n = items.n
-    texts = [None if items.items[i] is None else ctypes.string_at(items.items[i], items.lengths[i])
-             for i in range(n)]
-    seqs = [items.seqs[i] for i in range(n)] if items.seqs else [-1] * n
+    if n == 0:
+        return Items([], [], _str(items.key), _blob_out(items.rest), None)
+    # each array read in one call (a ctypes index per element costs more than the copy)
+    ptrs = ctypes.cast(items.items, ctypes.POINTER(ctypes.c_void_p * n)).contents[:]
+    lengths = ctypes.cast(items.lengths, ctypes.POINTER(ctypes.c_size_t * n)).contents[:]
+    texts = [None if p is None else ctypes.string_at(p, k) for p, k in zip(ptrs, lengths)]
+    seqs = (ctypes.cast(items.seqs, ctypes.POINTER(ctypes.c_int64 * n)).contents[:]
+            if items.seqs else [-1] * n)
     return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
 
 
