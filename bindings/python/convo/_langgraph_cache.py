@@ -104,14 +104,6 @@ class MessageCache:
             t = self._threads[thread_id] = _Thread(generation, origin)
             return t
 
-    def _lookup(self, entry, seq, text):
-        """The item entry holds at seq when its text is `text` (None: the library
-        left it out, so it is the one held), else None."""
-        with self._lock:
-            got = entry.held.get(seq)
-        if got is None or (text is not None and got[0] != text):
-            return None
-        return got[1]
 
     def _hold(self, entry, thread_id, added):
         """Keeps [(seq, text, item)] in entry while the limit allows."""
@@ -153,12 +145,12 @@ class _Reader:
         """The items of a resolved convo.Items; revive(serde, texts) revives texts."""
         out = [None] * len(value.items)
         missing = []
+        # a dict read while another thread adds to it (_hold) is safe under the GIL
+        held = self.entry.held if self.entry is not None else {}
         for i, (text, seq) in enumerate(zip(value.items, value.seqs)):
-            held = None
-            if seq >= 0 and self.entry is not None:
-                held = self.cache._lookup(self.entry, seq, text)
-            if held is not None:
-                out[i] = fresh(held)
+            got = held.get(seq)
+            if got is not None and (text is None or got[0] == text):
+                out[i] = fresh(got[1])
             elif text is None:
                 raise Missing(seq)
             else:
