@@ -158,6 +158,11 @@ for (const [name, base] of drivers()) {
         await assert.rejects(put('x'), bad(/channels\[0\]\.items must be an object/));
         await assert.rejects(store.loadLog('t')); // no thread: nothing was written
         await put({ items: [U1], log: true });
+        // a seq below -1 past 32 bits is refused as any other (not taken for -1 by its low word)
+        await assert.rejects(store.checkpointPut({ threadId: 't', id: 'c2', parentId: 'c1', channels: [
+          { channel: 'm', version: '2', items: { items: [null], seqs: [-(2 ** 32) - 1], log: true } }] }),
+        bad(/channels\[0\]\.items\.seqs\[0\] must be an integer from -1/));
+        await assert.rejects(store.checkpointGet('t', '', 'c2'));
         await assert.rejects(store.checkpointPutWrites('t', '', 'c1', 'task', '', [
           { idx: 0, channel: 'm', items: { items: ['{"content":"x"}'] } }]), bad(/role/));
         assert.equal((await store.checkpointGet('t', '', 'c1')).writes.length, 0);

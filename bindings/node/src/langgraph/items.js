@@ -17,6 +17,10 @@ export const INPUT = '__start__';
  * revived.js; compared by identity). */
 export class Hints {
   #map = new WeakMap();
+  // generation token -> channel -> the last list put under it: { list, seqs, contents, ids }.
+  // The next put's list starts with the same objects (LangGraph's reducer copies the array, not the
+  // messages): those are matched by identity, without a lookup each.
+  #last = new WeakMap();
 
   /** The seq of item in the log of thread at generation, else -1. */
   seqOf(item, thread, generation) {
@@ -25,37 +29,74 @@ export class Hints {
     return h && h.thread === thread && h.generation === generation && unchanged(h, item) ? h.seq : -1;
   }
 
-  /** Records that items[i] is log seq seqs[i] (when >= 0) of thread at generation. */
-  learn(items, seqs, thread, generation) {
+  /** The seqs (-1: unknown) of list's items (channel's) in the log of thread at generation. */
+  seqsOf(list, thread, generation, channel) {
+    const seqs = new Array(list.length);
+    const last = generation === null ? undefined : this.#last.get(generation)?.get(channel);
+    let i = 0;
+    if (last) {
+      const end = Math.min(list.length, last.list.length);
+      for (; i < end; i++) {
+        const item = list[i];
+        if (item !== last.list[i] || item === null || typeof item !== 'object' ||
+          item.content !== last.contents[i] || item.id !== last.ids[i] || last.seqs[i] < 0) break;
+        seqs[i] = last.seqs[i];
+      }
+    }
+    for (; i < list.length; i++) seqs[i] = generation === null ? -1 : this.seqOf(list[i], thread, generation);
+    return seqs;
+  }
+
+  /** Records that items[i] is log seq seqs[i] (when >= 0) of thread at generation; known[i]:
+   * the seq it was put with (>= 0: already recorded). */
+  learn(items, seqs, thread, generation, known = null) {
     if (generation === null || !seqs) return;
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
-      if (seqs[i] < 0 || item === null || typeof item !== 'object') continue;
-      // most items of a put were hinted already: no new entry for them
-      if (this.seqOf(item, thread, generation) === seqs[i]) continue;
+      if (seqs[i] < 0 || item === null || typeof item !== 'object' || (known && known[i] >= 0)) continue;
+      // most items of a read were hinted already: no new entry for them
+      if (!known && this.seqOf(item, thread, generation) === seqs[i]) continue;
       this.#map.set(item, { thread, generation, seq: seqs[i], content: item.content, id: item.id });
     }
+  }
+
+  /** Learns a put's list of channel (items with the seqs the put gave them; known: the seqs
+   * they were given with) and keeps it as the token's last list of that channel. */
+  learnPut(items, seqs, thread, generation, known, channel) {
+    if (generation === null || !seqs) return;
+    this.learn(items, seqs, thread, generation, known);
+    const n = items.length;
+    const contents = new Array(n);
+    const ids = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const item = items[i];
+      if (item !== null && typeof item === 'object') {
+        contents[i] = item.content;
+        ids[i] = item.id;
+      }
+    }
+    let lists = this.#last.get(generation);
+    if (!lists) this.#last.set(generation, (lists = new Map()));
+    lists.set(channel, { list: items.slice(), seqs, contents, ids });
   }
 }
 
 /** A list of values as the Store's items ({ items, seqs, log }): a hinted item goes as its
  * seq alone, any other as its log message text. hinted: whether a seq was given (the put
  * must then be conditional on that generation). */
-export async function listIn(serde, hints, list, thread, generation, log) {
+export async function listIn(serde, hints, list, thread, generation, log, channel) {
   const items = new Array(list.length);
-  const seqs = new Array(list.length);
+  const seqs = hints.seqsOf(list, thread, generation, channel);
   let hinted = false;
   for (let i = 0; i < list.length; i++) {
-    const q = generation === null ? -1 : hints.seqOf(list[i], thread, generation);
-    seqs[i] = q;
-    if (q >= 0) {
+    if (seqs[i] >= 0) {
       items[i] = null;
       hinted = true;
     } else {
       items[i] = await toLogMessage(serde, list[i]);
     }
   }
-  return { items: { items, seqs: hinted ? seqs : null, log }, hinted };
+  return { items: { items, seqs: hinted ? seqs : null, log }, hinted, seqs };
 }
 
 /** An item of an input or of a pending write to a message channel, as LangGraph's

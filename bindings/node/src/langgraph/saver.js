@@ -214,7 +214,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         log = null;
         continue;
       }
-      for (const [ch, list] of lists) this.#hints.learn(list, put.seqsOut[ch], threadId, log);
+      for (const [ch, list, known] of lists) this.#hints.learnPut(list, put.seqsOut[ch], threadId, log, known, ch);
       return;
     }
   }
@@ -252,7 +252,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         continue;
       }
       const list = key === null ? v : v[key];
-      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null);
+      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null, channel);
       if (key !== null) {
         const { [key]: _, ...others } = v;
         r.items.key = key;
@@ -262,7 +262,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         }
       }
       channels.push({ channel, version, items: r.items });
-      lists.push([channel, list]);
+      lists.push([channel, list, r.seqs]);
     }
     return { channels, lists };
   }
