@@ -1,5 +1,7 @@
 // The 1,000-turn OpenAI Agents SDK chat on convo's ConvoSession (convo/openai-agents) and on
-// the SDK's own MemorySession (it has no other local store). A turn is the SDK's Runner
+// the SDK's own MemorySession (it has no other local store); convo-sqlite-copies: ConvoSession
+// with mutableItems (getItems() copies every item at every call instead of handing out the
+// frozen ones it keeps). A turn is the SDK's Runner
 // running an agent on a scripted model (no network) with the session: the Runner reads the
 // whole history (getItems()), then adds the turn's items in one addItems; every 10th turn
 // the model calls a tool first (4 items: user, function_call, function_call_result,
@@ -79,13 +81,14 @@ let convo;
 let round = 0;
 async function convoSession(spec, url) {
   convo ??= await convoModules();
+  const mutableItems = spec.mutableItems === true;
   spec.url = url;
   spec.store = await convo.Store.open(url);
   spec.restart = url === 'memory:' ? null : async () => {
     const store = await convo.Store.open(url);
-    return { session: new convo.ConvoSession({ store, sessionId: 'chat' }), close: () => store.close() };
+    return { session: new convo.ConvoSession({ store, sessionId: 'chat', mutableItems }), close: () => store.close() };
   };
-  return new convo.ConvoSession({ store: spec.store, sessionId: 'chat' });
+  return new convo.ConvoSession({ store: spec.store, sessionId: 'chat', mutableItems });
 }
 
 const SESSIONS = [
@@ -106,6 +109,17 @@ const SESSIONS = [
   },
   {
     name: 'convo-sqlite', backend: 'sqlite',
+    async open() {
+      this.path = join(tmp, `convo-${randomUUID()}.db`);
+      return convoSession(this, `sqlite:${this.path}`);
+    },
+    async close() { await this.store.close(); },
+    async size() { return fileBytes(this.path); },
+    sizeAfterClose: true,
+  },
+  {
+    // getItems() handing out a deep copy of every item at every call (mutableItems)
+    name: 'convo-sqlite-copies', backend: 'sqlite', mutableItems: true,
     async open() {
       this.path = join(tmp, `convo-${randomUUID()}.db`);
       return convoSession(this, `sqlite:${this.path}`);

@@ -15,6 +15,10 @@ export interface ConvoSessionOptions {
   /** Merged into the thread's extra object at this instance's first write: e.g.
    * { userId, title }, what ConvoSession.list filters on. */
   extra?: Record<string, unknown>;
+  /** getItems() returns new objects the caller may change, a deep copy of every item at
+   * every call (a cost that grows with the history). Default false: deep-frozen items,
+   * shared between calls (a change throws a TypeError in strict code). */
+  mutableItems?: boolean;
 }
 
 export interface ConvoSessionSummary {
@@ -47,7 +51,8 @@ export interface ConvoSessionListOptions {
 export declare class ConvoSession implements SessionHistoryTransactionAwareSession {
   constructor(options: ConvoSessionOptions);
   getSessionId(): Promise<string>;
-  /** The last `limit` items, oldest first (all without a limit). */
+  /** The last `limit` items, oldest first (all without a limit): deep-frozen, the same
+   * objects at every call (new, changeable copies with mutableItems). */
   getItems(limit?: number): Promise<AgentInputItem[]>;
   /** Appends the items in one atomic write. */
   addItems(items: AgentInputItem[]): Promise<void>;

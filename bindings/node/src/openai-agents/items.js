@@ -138,17 +138,39 @@ function parse(text) {
 
 /**
  * What a session keeps of a log message it read, to give its item again without parsing:
- * the item when it holds JSON values only (forms A and B: copyItem copies it), else the
- * text (form C: decodeItem again each time; Dates, bytes, ... are made anew).
+ * the item, deep-frozen, when it holds JSON values only (forms A and B: handed out as it
+ * is, shared by every call and every session of the Store), else the text (form C: decoded
+ * again each time, as Dates and bytes cannot be frozen).
  */
 export function keepItem(text) {
   const m = parse(text);
-  return Object.hasOwn(m, ITEM) ? text : decodeParsed(m);
+  return Object.hasOwn(m, ITEM) ? text : freezeItem(decodeParsed(m));
 }
 
-/** The item a keepItem value stands for, as a new object the caller may change. */
-export function itemOf(kept) {
-  return typeof kept === 'string' ? decodeItem(kept) : copyJson(kept);
+/**
+ * The item a keepItem value stands for: the shared frozen item (a new frozen one for form
+ * C), or with `mutable` a new object the caller may change (a deep copy: O(its size)).
+ */
+export function itemOf(kept, mutable = false) {
+  if (typeof kept === 'string') return mutable ? decodeItem(kept) : freezeItem(decodeItem(kept));
+  return mutable ? copyJson(kept) : kept;
+}
+
+/**
+ * Freezes the plain objects and arrays of an item, deep (Dates and bytes, made anew for
+ * each call, are left as they are): a caller changing it gets a TypeError (in strict code)
+ * instead of changing what every later getItems() returns.
+ */
+export function freezeItem(v) {
+  if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) freezeItem(v[i]);
+  } else if (isPlain(v)) {
+    for (const k of Object.keys(v)) freezeItem(v[k]);
+  } else {
+    return v;
+  }
+  return Object.freeze(v);
 }
 
 // A deep copy of a value JSON.parse made (objects, arrays, strings, numbers, booleans,

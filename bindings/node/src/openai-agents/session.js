@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { Store } from '../store.js';
 import { ConflictError, InvalidError, NotFoundError, codes } from '../errors.js';
 import { text, options, list } from '../internal/args.js';
-import { encodeItem, decodeItem, keepItem, itemOf, digest } from './items.js';
+import { encodeItem, decodeItem, keepItem, itemOf, freezeItem, digest } from './items.js';
 
 // Idempotency keys share a namespace per thread with every other writer's: ours are prefixed.
 const KEY_PREFIX = 'openai-agents:';
@@ -72,15 +72,19 @@ export class ConvoSession {
   #closed = false;
   #extra;
   #extraSaved = null;
+  #mutable;
 
   /**
    * { url | store, sessionId?, extra? }: a URL opens a Store that close() closes; a Store
    * is left open. sessionId names the thread (default: a random UUID). extra is merged
    * into the thread's extra object at this instance's first write (e.g. { userId, title }:
-   * what ConvoSession.list filters on).
+   * what ConvoSession.list filters on). getItems() hands out deep-frozen items, shared
+   * between calls (its cost grows with the items appended since the last call, not with
+   * the history); mutableItems: true makes it hand out new objects the caller may change,
+   * a deep copy of every item at every call (a cost that grows with the history).
    */
   constructor(opts) {
-    const { url, store, sessionId, extra } = options(opts, 'ConvoSession options');
+    const { url, store, sessionId, extra, mutableItems = false } = options(opts, 'ConvoSession options');
     if ((url === undefined) === (store === undefined)) throw invalid('give either url or store');
     if (store !== undefined && !(store instanceof Store)) throw invalid('store must be a convo Store');
     this.#url = url === undefined ? null : text(url, 'url');
@@ -91,6 +95,8 @@ export class ConvoSession {
       throw invalid('extra must be an object');
     }
     this.#extra = extra && Object.keys(extra).length ? extra : null;
+    if (typeof mutableItems !== 'boolean') throw invalid('mutableItems must be a boolean');
+    this.#mutable = mutableItems;
   }
 
   async #open() {
@@ -150,9 +156,10 @@ export class ConvoSession {
   }
 
   /**
-   * The last `limit` items, oldest first (all without a limit). With a limit and nothing
-   * read before, only the thread's tail is read; after a first full read (by any session
-   * of this Store), only messages appended since are.
+   * The last `limit` items, oldest first (all without a limit), deep-frozen (unless
+   * mutableItems): the same objects at every call while they stay in the history. With a
+   * limit and nothing read before, only the thread's tail is read; after a first full read
+   * (by any session of this Store), only messages appended since are.
    */
   async getItems(limit) {
     const store = await this.#open();
@@ -162,7 +169,8 @@ export class ConvoSession {
       if (!readsOf(store).has(this.#sessionId) && Number.isSafeInteger(limit)) {
         try {
           const h = await store.load(this.#sessionId, { tail: limit, withExtra: false });
-          return h.messages.map((m) => decodeItem(m.json));
+          const items = h.messages.map((m) => decodeItem(m.json));
+          return this.#mutable ? items : items.map(freezeItem);
         } catch (e) {
           if (notFound(e)) return [];
           throw e;
@@ -171,7 +179,7 @@ export class ConvoSession {
     }
     const kept = await this.#kept(store);
     const from = limit > 0 ? Math.max(0, kept.length - limit) : 0;
-    return kept.slice(from).map(itemOf);
+    return kept.slice(from).map((k) => itemOf(k, this.#mutable));
   }
 
   /** Appends the items in one atomic write. */

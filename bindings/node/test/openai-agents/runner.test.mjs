@@ -7,7 +7,9 @@
 // MemorySession's on the same script. On SQLite and every server: a process restart in
 // the middle (child processes on the same session), a run stopped for a tool's approval
 // and resumed by another process from its serialized RunState,
-// two processes playing turns on one session at once; `convo load` prints the history.
+// two processes playing turns on one session at once; `convo load` prints the history. The
+// Runner is given frozen items (a change would throw) and never changes them; an app's
+// sessionInputCallback that does gets a TypeError, or with mutableItems copies.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -283,3 +285,41 @@ for (const [name, base] of drivers()) {
     }
   });
 }
+
+// An app whose sessionInputCallback changes the history it is given in place (it redacts the
+// user's words before the model sees them). ConvoSession's items are frozen: the change throws
+// a TypeError, before anything is written, and the history stays as it was; with
+// mutableItems the callback gets copies, as on MemorySession, and every step is the same.
+test('a sessionInputCallback changing history items in place: a TypeError by default; with mutableItems as on MemorySession', async () => {
+  const store = await Store.open('memory:');
+  const redact = (history, input) => {
+    for (const item of history) if (item.role === 'user') item.content = '[redacted]';
+    return [...history, ...input];
+  };
+  const frozen = new ConvoSession({ store, sessionId: 'frozen' });
+  const agents = pair();
+  const sessions = { convo: new ConvoSession({ store, sessionId: 'copies', mutableItems: true }),
+    memory: new MemorySession({ sessionId: 'copies' }) };
+  try {
+    const { agent } = scriptedAgent();
+    for (const input of TURNS.slice(0, 3)) await runner.run(agent, input, { session: frozen });
+    const before = await frozen.getItems();
+    const length = (await store.load('frozen', { fromSeq: 1e9 })).length;
+    await assert.rejects(runner.run(agent, 'hello again', { session: frozen, sessionInputCallback: redact }), TypeError);
+    assert.deepEqual(await frozen.getItems(), before);
+    assert.equal((await store.load('frozen', { fromSeq: 1e9 })).length, length, 'the failed run wrote nothing');
+
+    for (const input of TURNS.slice(0, 3)) await turn(agents, sessions, input);
+    for (const input of ['hello again', 'weather Oslo', 'and now?']) {
+      const a = await runner.run(agents.convo.agent, input, { session: sessions.convo, sessionInputCallback: redact });
+      const b = await runner.run(agents.memory.agent, input, { session: sessions.memory, sessionInputCallback: redact });
+      assert.equal(a.finalOutput, b.finalOutput, input);
+      await same(sessions.convo, sessions.memory, `${input}, with a redacting callback`);
+    }
+    const users = (await sessions.convo.getItems()).filter((i) => i.role === 'user').map((i) => i.content);
+    assert.deepEqual(users, [...TURNS.slice(0, 3), 'hello again', 'weather Oslo', 'and now?'],
+      'the callback changed only its copies');
+  } finally {
+    await store.close();
+  }
+});

@@ -2,7 +2,8 @@
 // kind come back deep-equal; getItems(limit) reads only the tail and, after a full read (by
 // any session of the Store), only what was appended since; the history transactions (replay, an operationId reused
 // for another transaction, a stale suffix: errors that change nothing); clearSession keeps
-// the thread's extra; a URL-opened store is closed, a given one is not; list() by extra.
+// the thread's extra; a URL-opened store is closed, a given one is not; list() by extra;
+// getItems' items frozen and shared (mutableItems: copies).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemorySession } from '@openai/agents';
@@ -260,14 +261,57 @@ test('a session opens and closes its own store from a URL, and leaves a given on
   await broken.close();
 });
 
-test('getItems gives new objects each call: changing them changes neither the next read nor another session\'s', async () => {
+// What the tests below add: items of the three forms, bytes and a Date among them.
+function mixedItems() {
+  const proto = JSON.parse('{"type":"message","role":"user","content":"p","__proto__":{"polluted":1}}');
+  return [answer('hello', 'm1'), callOf('c1'), proto, ODD[0], ODD[4]];
+}
+
+test('getItems hands out deep-frozen items, the same objects at every call: a change throws and changes nothing', async () => {
   const store = await Store.open('memory:');
   const a = new ConvoSession({ store, sessionId: 'c' });
   const b = new ConvoSession({ store, sessionId: 'c' });
   try {
-    const proto = JSON.parse('{"type":"message","role":"user","content":"p","__proto__":{"polluted":1}}');
-    const items = [answer('hello', 'm1'), callOf('c1'), proto, ODD[0], ODD[4]];
+    const items = mixedItems();
     await a.addItems(items);
+    const tail = await a.getItems(2); // (the tail read: nothing read before)
+    assert.ok(tail.every((i) => Object.isFrozen(i)), 'a tail read hands out frozen items too');
+    const first = await a.getItems();
+    assert.deepEqual(first, items);
+    assert.ok(Object.hasOwn(first[2], '__proto__') && first[2].polluted === undefined,
+      'a "__proto__" key stays an own key');
+    assert.throws(() => { first[0].content[0].text = 'changed'; }, TypeError);
+    assert.throws(() => first[1].providerData.nested.a.push(3), TypeError);
+    assert.throws(() => { delete first[2].content; }, TypeError);
+    assert.throws(() => { first[4].providerData.extra = 1; }, TypeError);
+    // bytes and Dates (form C) are made anew at each call: changing them changes nothing either
+    first[3].content[0].image.data[0] = 9;
+    first[4].providerData.when.setTime(0);
+    // the array is the caller's
+    first.push({ type: 'message', role: 'user', content: 'mine' });
+    first.splice(0, 1);
+    const second = await a.getItems();
+    assert.deepEqual(second, items);
+    assert.equal((await a.getItems())[0], second[0], 'the same object at every call');
+    assert.notEqual(second[3], first[2], 'an item with bytes is decoded again at each call');
+    assert.deepEqual(await b.getItems(), items);
+    assert.equal((await b.getItems())[1], second[1], 'and shared by the sessions of the Store');
+    assert.deepEqual(await b.getItems(2), items.slice(3));
+  } finally {
+    await store.close();
+  }
+});
+
+test('mutableItems: getItems gives new objects each call: changing them changes neither the next read nor another session\'s', async () => {
+  const store = await Store.open('memory:');
+  const a = new ConvoSession({ store, sessionId: 'c', mutableItems: true });
+  const b = new ConvoSession({ store, sessionId: 'c', mutableItems: true });
+  try {
+    const items = mixedItems();
+    await a.addItems(items);
+    const tail = await a.getItems(2);
+    tail[0].content[0].image.data[0] = 7;
+    tail[1].providerData.x = 1;
     const first = await a.getItems();
     assert.deepEqual(first, items);
     assert.ok(Object.hasOwn(first[2], '__proto__') && first[2].polluted === undefined,
@@ -280,6 +324,9 @@ test('getItems gives new objects each call: changing them changes neither the ne
     assert.deepEqual(await a.getItems(), items);
     assert.deepEqual(await b.getItems(), items);
     assert.deepEqual(await b.getItems(2), items.slice(3));
+    // a frozen-items session of the same Store shares the kept items: still unchanged
+    assert.deepEqual(await new ConvoSession({ store, sessionId: 'c' }).getItems(), items);
+    assert.throws(() => new ConvoSession({ store, sessionId: 'c', mutableItems: 1 }), InvalidError);
   } finally {
     await store.close();
   }
