@@ -11,7 +11,9 @@ methods (get_items, add_items, pop_item, clear_session: each timed from its call
 return, the adapter's share of the turn), and reports both at turn 100 and at the last turn
 (medians of the 50 turns ending there) and their ratio, then get_items() from a new session
 object (a new Store on the same URL for convo) and the bytes stored. Every session must give
-back the same conversation. A bench, not a test.
+back the same conversation. "convo SQLite copies": ConvoSession(mutable_items=True), whose
+get_items() decodes every item again at each call instead of handing out the read-only
+items it keeps. A bench, not a test.
 
     CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
         VENV/bin/python bindings/python/bench/agents_runner.py [--turns 1000] [--only NAME,...]
@@ -121,13 +123,13 @@ def timed(session, spent):
     return session
 
 
-def convo_spec(name, url):
+def convo_spec(name, url, mutable_items=False):
     def make():
-        return ConvoSession("chat", url=url)
+        return ConvoSession("chat", url=url, mutable_items=mutable_items)
 
     def reopen():  # its Store opened (connected) before the clock starts, as the SDK's are
         cp = convo.asyncio.Checkpointer(url)
-        return ConvoSession("chat", store=cp), cp.aclose
+        return ConvoSession("chat", store=cp, mutable_items=mutable_items), cp.aclose
     return name, make, (None if url == "memory:" else reopen)
 
 
@@ -137,7 +139,8 @@ def sessions(d, redis_url, postgres_url, tag):
     sqlite = lambda: SQLiteSession("chat", os.path.join(d, "sdk.db"))
     out = [("SQLiteSession file", sqlite, sdk(sqlite)),
            convo_spec("convo memory:", "memory:"),
-           convo_spec("convo SQLite", "sqlite:" + os.path.join(d, "convo.db"))]
+           convo_spec("convo SQLite", "sqlite:" + os.path.join(d, "convo.db")),
+           convo_spec("convo SQLite copies", "sqlite:" + os.path.join(d, "copies.db"), True)]
     if redis_url:
         try:
             from agents.extensions.memory import RedisSession

@@ -12,7 +12,12 @@ language reads back in the other:
   C. anything JSON would not give back (bytes, NaN, a lone surrogate, a role equal to
      its type, no usable role or type, a key "$item" or "$op"):
      {"role": R, "$item": V}, V the item in a tagged encoding (an object whose only
-     key starts with "$" is a tag: $bytes, $number, $utf16, $object, ...)."""
+     key starts with "$" is a tag: $bytes, $number, $utf16, $object, ...).
+
+get_items() returns read-only items (dict and list subclasses whose changes raise
+TypeError), each decoded once and shared by every later call of the session, so a
+call costs what was appended since the last one, not the whole history;
+ConvoSession(..., mutable_items=True) returns new dicts at each call instead."""
 
 from __future__ import annotations
 
@@ -167,6 +172,66 @@ def decode_item(message: Any) -> Dict[str, Any]:
     return message
 
 
+# ---- read-only items ----
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError("ConvoSession: the items get_items() returns are read-only, shared with "
+                    "its later calls: change a copy (copy.deepcopy(item) gives one), or "
+                    "make the session with mutable_items=True")
+
+
+class _ItemDict(dict):
+    """A dict of an item get_items() returned: equal to the dict, read-only; a copy
+    (copy.copy, copy.deepcopy, pickle) is a plain dict."""
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __copy__(self) -> Dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: Any) -> Dict[str, Any]:
+        return _thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
+class _ItemList(list):
+    """A list inside an item get_items() returned: read-only, as _ItemDict."""
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = clear = extend = insert = pop = remove = reverse = sort = _read_only
+
+    def __copy__(self) -> List[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: Any) -> List[Any]:
+        return _thaw(self)
+
+    def __reduce__(self) -> Any:
+        return (list, (list(self),))
+
+
+def _freeze(v: Any) -> Any:
+    """v (a decoded item) with its dicts and lists read-only (the rest of what
+    decode_item gives is immutable: str, numbers, bytes, datetime)."""
+    if isinstance(v, dict):
+        return _ItemDict({k: _freeze(x) for k, x in v.items()})
+    if isinstance(v, list):
+        return _ItemList([_freeze(x) for x in v])
+    return v
+
+
+def _thaw(v: Any) -> Any:
+    """A plain, changeable deep copy of a read-only item."""
+    if isinstance(v, dict):
+        return {k: _thaw(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_thaw(x) for x in v]
+    return v
+
+
 # ---- the session ----
 
 class SessionInfo(NamedTuple):
@@ -249,15 +314,23 @@ class ConvoSession(SessionABC):
     open). store_options are Store's keyword options (with url only). extra: a dict
     merged into the thread's extra object before this instance's first add_items
     (e.g. {"user_id": ..., "title": ...}: what ConvoSession.list filters on).
-    session_settings: the SDK's SessionSettings (its limit is get_items' default)."""
+    session_settings: the SDK's SessionSettings (its limit is get_items' default).
+    get_items() returns read-only items shared between its calls (a change raises
+    TypeError; its cost grows with what was appended since the last call, not with
+    the history); mutable_items=True makes it return new dicts at each call (decoding
+    every item again: a cost that grows with the history)."""
 
     session_settings: Optional[SessionSettings] = None
 
     def __init__(self, session_id: str, *, url: Optional[str] = None, store: Any = None,
                  extra: Optional[Mapping[str, Any]] = None,
-                 session_settings: Optional[SessionSettings] = None, **store_options: Any):
+                 session_settings: Optional[SessionSettings] = None,
+                 mutable_items: bool = False, **store_options: Any):
         if not isinstance(session_id, str) or not session_id:
             raise invalid("ConvoSession: session_id must be a non-empty str")
+        if not isinstance(mutable_items, bool):
+            raise invalid("ConvoSession: mutable_items must be a bool")
+        self._mutable = mutable_items
         if extra is not None and not isinstance(extra, Mapping):
             raise invalid("ConvoSession: extra must be a dict, not %s" % type(extra).__name__)
         # merged into the thread's extra before this instance's first add_items
@@ -281,8 +354,9 @@ class ConvoSession(SessionABC):
         else:
             raise invalid("ConvoSession: store must be a convo.Store or convo.asyncio.Checkpointer")
         self._owns_cp = not isinstance(store, Checkpointer)
-        # what get_items() read last: (message bytes, generation); the next reads only
-        # messages past it while the thread's generation stays (nothing below changed)
+        # what get_items() read last: (its items, read-only, or with mutable_items its
+        # message bytes; generation); the next reads only messages past it while the
+        # thread's generation stays (nothing below changed)
         self._seen: Optional[tuple] = None
 
     async def _checkpointer(self) -> Checkpointer:
@@ -311,7 +385,8 @@ class ConvoSession(SessionABC):
 
     async def get_items(self, limit: Optional[int] = None) -> List[Any]:
         """The latest `limit` items oldest first (all when limit is None and the
-        session settings set none), reading only those from the store."""
+        session settings set none), reading only those from the store: read-only,
+        shared with later calls (new dicts with mutable_items)."""
         n = resolve_session_limit(limit, self.session_settings)
         if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
             raise invalid("ConvoSession: limit must be an int or None")
@@ -320,14 +395,20 @@ class ConvoSession(SessionABC):
         cp = await self._checkpointer()
         if n is not None and n > 0:
             data = await cp.load(self.session_id, tail=n)
-            return [] if data is None else [decode_item(m) for m in data.messages]
+            if data is None:
+                return []
+            items = [decode_item(m) for m in data.messages]
+            return items if self._mutable else [_freeze(item) for item in items]
         # (a negative limit reads everything, as SQLiteSession's LIMIT does)
-        raws = await cp._run(self._read_all, cp.store)
-        return [decode_item(m) for m in _decode_all(raws)] if raws else []
+        kept = await cp._run(self._read_all, cp.store)
+        if self._mutable:
+            return [decode_item(m) for m in _decode_all(kept)] if kept else []
+        return list(kept)
 
-    def _read_all(self, store: Store) -> List[bytes]:
-        """Every message of the thread as stored: those read before, and the ones past
-        them when the thread's generation is the same as then (else all again)."""
+    def _read_all(self, store: Store) -> List[Any]:
+        """Every item of the thread as this session keeps them (see _keep): those read
+        before, and the ones past them when the thread's generation is the same as
+        then (else all again)."""
         def read(h):
             return (store._raws(h), _lib.lib.convo_history_length(h),
                     _lib.lib.convo_history_generation(h))
@@ -336,14 +417,23 @@ class ConvoSession(SessionABC):
         if got is not None and seen is not None:
             new, length, generation = got
             if generation == seen[1] and length == len(seen[0]) + len(new):
-                got = (seen[0] + new, length, generation)
-            else:
-                got = store._history(self.session_id, 0, 0, 0, False, read)
+                kept = seen[0] + self._keep(new)
+                self._seen = (kept, generation)
+                return kept
+            got = store._history(self.session_id, 0, 0, 0, False, read)
         if got is None:
             self._seen = None
             return []
-        self._seen = (got[0], got[2])
-        return got[0]
+        kept = self._keep(got[0])
+        self._seen = (kept, got[2])
+        return kept
+
+    def _keep(self, raws: List[bytes]) -> List[Any]:
+        """What the session keeps of messages it read: each item, decoded once and
+        read-only; with mutable_items the message bytes (decoded at each call)."""
+        if self._mutable or not raws:
+            return raws
+        return [_freeze(decode_item(m)) for m in _decode_all(raws)]
 
     async def add_items(self, items: List[Any]) -> None:
         """Appends the items in one atomic write."""

@@ -5,10 +5,12 @@ extra; tests/python-pip.sh installs it in a venv): skipped without it, unless
 CONVO_REQUIRE_AGENTS=1 (python-pip.sh), which makes its absence a failure."""
 
 import asyncio
+import copy
 import datetime
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
 import unittest
@@ -111,8 +113,8 @@ async def run_turn(agent, text, session):
 
 
 class AgentsTests:
-    def session(self, name="t", store=None):
-        s = ConvoSession(self.tid(name), store=store or self.store)
+    def session(self, name="t", store=None, **options):
+        s = ConvoSession(self.tid(name), store=store or self.store, **options)
         self.addCleanup(s.close)
         return s
 
@@ -330,6 +332,81 @@ class AgentsTests:
         # a tuple comes back a list, as from json (and from SQLiteSession)
         self.assertEqual(decode_item(encode_item({"role": "user", "t": (1, 2)})),
                          {"role": "user", "t": [1, 2]})
+
+    def test_items_are_read_only_and_shared(self):
+        """get_items() hands out read-only items, the same objects at every call: a
+        change raises TypeError and changes nothing; a deep copy is a plain dict."""
+        ours, other = self.session(), self.session()
+        items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}]},
+                 {"type": "function_call", "call_id": "c", "arguments": "{}", "meta": {"k": [1]}},
+                 {"role": "user", "data": b"\x00", "n": float("inf"), "list": [[1], {"x": 2}]}]
+        asyncio.run(ours.add_items(items))
+        tail = asyncio.run(ours.get_items(2))  # (a tail read: nothing kept before)
+        first = asyncio.run(ours.get_items())
+        self.assertEqual(first, items)
+        changes = [lambda: first[0].__setitem__("role", "x"), lambda: first[0].pop("role"),
+                   lambda: first[0]["content"].append({}), lambda: first[0]["content"][0].update(text="b"),
+                   lambda: first[1]["meta"]["k"].extend([2]), lambda: first[1].setdefault("new", 1),
+                   lambda: first[2]["list"][0].__setitem__(0, 9), lambda: first[2]["list"].sort(),
+                   lambda: first[1].clear(), lambda: first[0]["content"].__delitem__(0),
+                   lambda: tail[0].__setitem__("x", 1), lambda: tail[1]["list"][1].popitem()]
+        for i, change in enumerate(changes):
+            with self.assertRaises(TypeError, msg="change %d" % i):
+                change()
+        with self.assertRaises(TypeError):
+            first[1]["meta"] |= {"x": 1}
+        first.append({"role": "user", "content": "mine"})  # the list is the caller's
+        again = asyncio.run(ours.get_items())
+        self.assertEqual(again, items)
+        self.assertIs(again[0], first[0])
+        self.assertEqual(asyncio.run(other.get_items()), items)
+        self.assertEqual(json.loads(json.dumps(again[:2])), items[:2])
+        mine = copy.deepcopy(again[0])
+        mine["content"][0]["text"] = "b"
+        self.assertIs(type(mine), dict)
+        self.assertEqual(asyncio.run(ours.get_items()), items)
+        self.assertIs(type(copy.copy(again[1])), dict)
+        self.assertIs(type(pickle.loads(pickle.dumps(again[1]))["meta"]["k"]), list)
+
+    def test_mutable_items(self):
+        """mutable_items=True: new dicts at every call; changing them changes neither the
+        next call's nor another session's."""
+        ours, other = self.session(mutable_items=True), self.session(mutable_items=True)
+        items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}]},
+                 {"type": "function_call", "call_id": "c", "arguments": "{}", "meta": {"k": [1]}}]
+        asyncio.run(ours.add_items(items))
+        for got in (asyncio.run(ours.get_items(1)), asyncio.run(ours.get_items())):
+            got[-1]["meta"]["k"].append(2)
+            got[-1]["new"] = 1
+            got[0].pop("type")
+        first = asyncio.run(ours.get_items())
+        self.assertEqual(first, items)
+        self.assertIsNot(asyncio.run(ours.get_items())[0], first[0])
+        self.assertEqual(asyncio.run(other.get_items()), items)
+        self.assertEqual(asyncio.run(self.session().get_items()), items)
+        with self.assertRaises(convo.InvalidError):
+            ConvoSession(self.tid(), store=self.store, mutable_items=1)
+
+    def test_runner_with_a_callback_changing_history(self):
+        """A session_input_callback that changes the history it is given in place: the
+        Runner gives it deep copies (plain dicts), so it works on the default read-only
+        items, as on SQLiteSession, and the stored history stays as it was."""
+        def redact(history, new_input):
+            for item in history:
+                if item.get("role") == "user":
+                    item["content"] = "[redacted]"
+            return history + new_input
+        ours, theirs, agent = self.session(), self.reference(), make_agent()
+        script = turns(6)
+        for text in script:
+            a = asyncio.run(Runner.run(agent, text, session=ours,
+                                       run_config=agents.RunConfig(session_input_callback=redact)))
+            b = asyncio.run(Runner.run(agent, text, session=theirs,
+                                       run_config=agents.RunConfig(session_input_callback=redact)))
+            self.assertEqual(a.final_output, b.final_output)
+            self.assertSame(ours, theirs)
+        users = [i["content"] for i in asyncio.run(ours.get_items()) if i.get("role") == "user"]
+        self.assertEqual(users, script)
 
     def test_bad_input_writes_nothing(self):
         ours = self.session()
