@@ -55,7 +55,7 @@ static void assert_page(convo_store *s, const char *where, int order, int revers
     free(got);
 }
 
-/* 2,000 threads t0000..t1999 of 20 users (user_id u0..u19, i % 20), each with
+/* 2,000 threads t0000..t1999 of 20 users (user_id u0..u19, i % 20), 1 s apart, each with
  * extra {"user_id", "n": i} and one message, written by the schema's own
  * functions (the driver's statements would take longer); then ANALYZE. */
 static void fill_2000(PGconn *pg, const char *name)
@@ -64,10 +64,10 @@ static void fill_2000(PGconn *pg, const char *name)
                    "DO $$ BEGIN FOR i IN 0..1999 LOOP\n"
                    "  PERFORM @S.save_extra('t' || lpad(i::text, 4, '0'),\n"
                    "      jsonb_build_object('user_id', 'u' || (i % 20), 'n', i), 1000000,\n"
-                   "      now() - interval '1 hour' + i * interval '1 ms', NULL);\n"
+                   "      now() - interval '1 hour' + i * interval '1 s', NULL);\n"
                    "  PERFORM @S.append('t' || lpad(i::text, 4, '0'),\n"
                    "      ARRAY[convert_to('{\"role\":\"user\"}', 'UTF8')], ARRAY['user'],\n"
-                   "      now() - interval '1 hour' + i * interval '1 ms', NULL, -1, -1, NULL);\n"
+                   "      now() - interval '1 hour' + i * interval '1 s', NULL, -1, -1, NULL);\n"
                    "END LOOP; END $$;");
     char sql[256];
     snprintf(sql, sizeof sql, "VACUUM ANALYZE \"%s\".threads, \"%s\".thread_extra",
@@ -90,9 +90,10 @@ static char *read_sql(const char *file)
     return text;
 }
 
-/* file with @S, @C, @D, @R and @K put in, as drivers/postgres/index.c does. */
+/* file with @S, @C, @D, @R and @K (key: a quoted literal, or NULL) put in, as
+ * drivers/postgres/index.c does. */
 static char *fill_file(const char *file, const char *schema, const char *column,
-                       const char *direction, const char *relation)
+                       const char *direction, const char *relation, const char *key)
 {
     char *text = read_sql(file), quoted[80];
     snprintf(quoted, sizeof quoted, "\"%s\"", schema);
@@ -101,7 +102,7 @@ static char *fill_file(const char *file, const char *schema, const char *column,
         const char *with = NULL;
         if (p[0] == '@')
             with = p[1] == 'S' ? quoted : p[1] == 'C' ? column : p[1] == 'D' ? direction
-                 : p[1] == 'R' ? relation : p[1] == 'K' ? "'user_id'" : NULL;
+                 : p[1] == 'R' ? relation : p[1] == 'K' ? key : NULL;
         if (with) {
             o += sprintf(o, "%s", with);
             p++;
@@ -131,9 +132,10 @@ static char *rows_text(PGconn *pg, const char *sql)
 /* The plan the driver's statement gets once PostgreSQL caches a generic one
  * (after five runs), as EXPLAIN (ANALYZE) text, printed for the log. */
 static char *explain(PGconn *pg, const char *file, const char *schema, const char *column,
-                     const char *direction, const char *relation, const char *params)
+                     const char *direction, const char *relation, const char *key,
+                     const char *params)
 {
-    char *sql = fill_file(file, schema, column, direction, relation);
+    char *sql = fill_file(file, schema, column, direction, relation, key);
     PQclear(PQexec(pg, "DEALLOCATE ALL"));
     PQclear(PQexec(pg, "SET plan_cache_mode = force_generic_plan"));
     char *prepare = malloc(strlen(sql) + 256);
@@ -166,25 +168,32 @@ START_TEST(test_index_plans)
     PGconn *pg = admin();
     fill_2000(pg, name);
     const char *first = "'', 'infinity', 21, true, true, NULL, true";
-    char *plan = explain(pg, "thread_list_all.sql", schema, "updated_at", "DESC", "<", first);
-    assert_plan(plan, "Index Scan Backward using threads_by_updated", "Sort");
-    assert_plan(plan, "rows=21 loops=1", NULL);
+    /* (v17) the activity order: the first 21 by listed_at, then the index from
+     * the cursor to less than one window past them (the threads are 1 s apart:
+     * the same 21), sorted by updated_at; extras and last messages of the 21 */
+    char *plan = explain(pg, "thread_list_recent.sql", schema, "", "", "", "NULL", first);
+    assert_plan(plan, "Index Scan Backward using threads_by_listed", NULL);
+    assert_plan(plan, "Index Scan using threads_by_listed on threads t (actual rows=21 loops=1)",
+                NULL);
+    assert_plan(plan, "SubPlan 1\n    ->  Index Scan using thread_extra_pkey on thread_extra x "
+                "(actual rows=1 loops=21)", NULL);
     free(plan);
-    plan = explain(pg, "thread_list_all.sql", schema, "created_at", "ASC", ">",
+    plan = explain(pg, "thread_list_all.sql", schema, "created_at", "ASC", ">", "NULL",
                    "'t0100', '-infinity', 21, false, false, NULL, true");
     assert_plan(plan, "Index Scan using threads_by_created", "Sort");
     free(plan);
-    plan = explain(pg, "thread_list_id_all.sql", schema, "thread_id", "ASC", ">",
+    plan = explain(pg, "thread_list_id_all.sql", schema, "thread_id", "ASC", ">", "NULL",
                    "'t1500', NULL, 21, false, false, NULL, true");
     assert_plan(plan, "Index Scan using threads_pkey", "Sort");
     assert_plan(plan, "Index Cond: (thread_id > ", NULL);
     free(plan);
-    plan = explain(pg, "thread_list_key.sql", schema, "", "DESC", "<",
+    plan = explain(pg, "thread_list_recent.sql", schema, "", "", "", "'user_id'",
                    "'', 'infinity', 21, false, true, '{\"user_id\":\"u7\"}', true");
-    assert_plan(plan, "Index Scan Backward using threads_by_key_1", "Sort");
-    assert_plan(plan, "rows=21 loops=1", NULL);
+    assert_plan(plan, "Index Scan Backward using threads_by_key_1", NULL);
+    assert_plan(plan, "Index Scan using threads_by_key_1 on threads t (actual rows=21 loops=1)",
+                NULL);
     free(plan);
-    plan = explain(pg, "thread_list_match.sql", schema, "updated_at", "DESC", "<",
+    plan = explain(pg, "thread_list_match.sql", schema, "updated_at", "DESC", "<", "NULL",
                    "'', 'infinity', 21, true, false, '{\"n\":7}', false");
     assert_plan(plan, "Function Scan on threads_matching", NULL);
     assert_plan(plan, "Index Scan using threads_tid_key", NULL);
@@ -286,8 +295,8 @@ START_TEST(test_index_page_reads_only_the_page)
     usleep(300 * 1000); /* its statistics reach the views */
     PGconn *pg = admin();
     char *newest = ids_down(1999, 1, 20), *u7 = ids_down(1987, 20, 20);
-    reads d = one_page(pg, name, NULL, CONVO_ORDER_RECENT, "threads_by_updated", newest);
-    ck_assert_int_le(d.entries, 42);
+    reads d = one_page(pg, name, NULL, CONVO_ORDER_RECENT, "threads_by_listed", newest);
+    ck_assert_int_le(d.entries, 44); /* 21 twice, and the 1-2 within one window */
     d = one_page(pg, name, NULL, CONVO_ORDER_CREATED, "threads_by_created", newest);
     ck_assert_int_le(d.entries, 42);
     d = one_page(pg, name, NULL, CONVO_ORDER_ID, "threads_pkey",
@@ -295,7 +304,7 @@ START_TEST(test_index_page_reads_only_the_page)
                  " t0012 t0013 t0014 t0015 t0016 t0017 t0018 t0019");
     ck_assert_int_le(d.entries, 42);
     d = one_page(pg, name, "{\"user_id\":\"u7\"}", CONVO_ORDER_RECENT, "threads_by_key_1", u7);
-    ck_assert_int_le(d.entries, 42); /* of u7's 100 threads, of 2,000 */
+    ck_assert_int_le(d.entries, 44); /* of u7's 100 threads, of 2,000 */
     one_page(pg, name, "{\"user_id\":\"u7\"}", CONVO_ORDER_CREATED, "thread_extra_contains", u7);
     one_page(pg, name, "{\"n\":1987}", CONVO_ORDER_RECENT, "thread_extra_contains", "t1987");
     free(newest);
@@ -524,7 +533,7 @@ START_TEST(test_migration_from_version_10)
     convo_store *s = open_keys(schema_url(name, NULL), k);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
-    ck_assert_int_eq(query_long(pg, sql), 16);
+    ck_assert_int_eq(query_long(pg, sql), 17);
     assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "b a");
     assert_page(s, NULL, CONVO_ORDER_ID, 0, 10, "a b");
     assert_page(s, "{\"k\":1}", CONVO_ORDER_RECENT, 0, 10, "a");
@@ -545,16 +554,252 @@ START_TEST(test_migration_from_version_10)
     convo_thread_page_free(p);
     snprintf(sql, sizeof sql, "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes"
              " WHERE schemaname = '%s' AND indexname IN ('threads_by_updated',"
-             " 'threads_by_created', 'thread_extra_contains', 'threads_by_key_1')",
-             schema_name(name));
+             " 'threads_by_created', 'thread_extra_contains', 'threads_by_key_1',"
+             " 'threads_by_listed')", schema_name(name));
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, "thread_extra_contains threads_by_created threads_by_key_1 "
-                        "threads_by_updated");
+                        "threads_by_listed");
+    free(v);
+    /* (v17) the key's index orders by listed_at */
+    snprintf(sql, sizeof sql, "SELECT indexdef FROM pg_indexes WHERE schemaname = '%s'"
+             " AND indexname = 'threads_by_key_1'", schema_name(name));
+    v = query1(pg, sql);
+    ck_assert_msg(strstr(v, "((keyvals -> 'k'::text)), listed_at, thread_id)") != NULL,
+                  "%s", v);
     free(v);
     /* a write after the migration moves the thread to the front */
     ck_assert_int_eq(append1(s, "a", &err), 0);
     assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "a b");
     convo_close(s);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
+/* ------------------------------------------------------- the listed_at window */
+
+/* Every page of a walk in the given order (limit 3 a page), ids joined by
+ * spaces, following convo_thread_page_next. */
+static char *walk_ids(convo_store *s, const char *where, int reverse)
+{
+    char *out = calloc(1, 1), *after = NULL;
+    for (;;) {
+        convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+        o.where_json = where;
+        o.reverse = reverse;
+        o.limit = 3;
+        o.after = after;
+        convo_thread_page *p;
+        convo_error err;
+        int rc = convo_thread_list_ex(s, &o, &p, &err);
+        ck_assert_msg(rc == 0, "list: %d %s", rc, err.message);
+        for (size_t i = 0; i < convo_thread_page_count(p); i++) {
+            const char *id = convo_thread_page_id(p, i);
+            size_t len = strlen(out);
+            out = realloc(out, len + strlen(id) + 2);
+            sprintf(out + len, "%s%s", len ? " " : "", id);
+        }
+        free(after);
+        after = convo_thread_page_next(p) ? strdup(convo_thread_page_next(p)) : NULL;
+        convo_thread_page_free(p);
+        if (!after)
+            return out;
+    }
+}
+
+/* The ids in exact activity order, read from the table: newest first, or
+ * oldest first with reverse; only user's when user is not NULL. */
+static char *exact_ids(PGconn *pg, const char *name, const char *user, int reverse)
+{
+    char sql[512];
+    const char *dir = reverse ? "ASC" : "DESC";
+    snprintf(sql, sizeof sql, "SELECT string_agg(thread_id, ' ' ORDER BY updated_at %s,"
+             " thread_id %s) FROM \"%s\".threads WHERE %s%s%s", dir, dir, schema_name(name),
+             user ? "keyvals ->> 'user_id' = '" : "true", user ? user : "", user ? "'" : "");
+    return query1(pg, sql);
+}
+
+/* (v17) The indexes order threads by listed_at, which trails updated_at by
+ * less than one window (1 s): 60 threads of two users whose times lie within
+ * about 3 s, each listed_at up to 0.99 s behind its updated_at (as writes
+ * inside the window leave them), four of them at one same time. Walked 3 a
+ * page, both ways, with and without the key, every walk is the exact order of
+ * (updated_at, thread_id); a statement that ordered by listed_at, or read
+ * less than one window past its first rows, loses or misplaces threads. */
+START_TEST(test_activity_pages_exact_within_window)
+{
+    const char *name = "ixwin";
+    convo_store *s = open_keys(schema_url(name, NULL), USER_ID);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name(name),
+        "DO $$ BEGIN FOR i IN 0..59 LOOP\n"
+        "  PERFORM @S.save_extra('w' || lpad(i::text, 2, '0'),\n"
+        "      jsonb_build_object('user_id', 'u' || (i % 2)), 1000000, now(), NULL);\n"
+        "END LOOP; END $$;\n"
+        "UPDATE @S.threads t SET updated_at = v.u, listed_at = v.u - v.lag\n"
+        "  FROM (SELECT thread_id, timestamptz '2026-01-01 00:00:00+00'\n"
+        "               + (hashtext(thread_id) & 2047) * interval '1.5 ms' AS u,\n"
+        "               (hashtext(thread_id || 'lag') & 1023) * interval '0.967 ms' AS lag\n"
+        "          FROM @S.threads) v WHERE v.thread_id = t.thread_id;\n"
+        "UPDATE @S.threads t SET updated_at = timestamptz '2026-01-01 00:00:01.5+00',\n"
+        "    listed_at = timestamptz '2026-01-01 00:00:01.5+00' - CASE t.thread_id\n"
+        "    WHEN 'w10' THEN interval '0.9 s' WHEN 'w11' THEN interval '0 s'\n"
+        "    WHEN 'w13' THEN interval '0.5 s' ELSE interval '0.2 s' END\n"
+        " WHERE t.thread_id IN ('w10', 'w11', 'w13', 'w16');\n");
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE listed_at < updated_at"
+             " AND updated_at < listed_at + interval '1 s'", schema_name(name));
+    ck_assert_int_ge(query_long(pg, sql), 55); /* the window is used, and kept */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE NOT (listed_at <="
+             " updated_at AND updated_at < listed_at + interval '1 s')", schema_name(name));
+    ck_assert_int_eq(query_long(pg, sql), 0);
+    const char *users[] = {NULL, "u0", "u1"};
+    for (int u = 0; u < 3; u++)
+        for (int reverse = 0; reverse <= 1; reverse++) {
+            char where[64];
+            snprintf(where, sizeof where, "{\"user_id\":\"%s\"}", users[u] ? users[u] : "");
+            char *want = exact_ids(pg, name, users[u], reverse);
+            char *got = walk_ids(s, users[u] ? where : NULL, reverse);
+            ck_assert_msg(strcmp(got, want) == 0, "user %s reverse %d:\n got  %s\n want %s",
+                          users[u] ? users[u] : "-", reverse, got, want);
+            free(got);
+            free(want);
+        }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
+/* Whether thread t's listed_at is its updated_at (1), within the window
+ * behind it (0), or neither (-1: the order would lose it). */
+static int listed_state(PGconn *pg, const char *name, const char *t)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT CASE WHEN listed_at = updated_at THEN 1"
+             " WHEN listed_at < updated_at AND updated_at < listed_at + interval '1 s' THEN 0"
+             " ELSE -1 END FROM \"%s\".threads WHERE thread_id = '%s'", schema_name(name), t);
+    return (int)query_long(pg, sql);
+}
+
+/* Puts thread t's times an hour back (listed_at = updated_at), as a thread
+ * last written long ago. */
+static void age(PGconn *pg, const char *name, const char *t)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "UPDATE \"%s\".threads SET updated_at = now() - interval '1 h',"
+             " listed_at = now() - interval '1 h' WHERE thread_id = '%s'", schema_name(name), t);
+    free(query1(pg, sql));
+}
+
+/* (v17) Every writer that sets updated_at keeps listed_at within the window:
+ * after each kind of write to a thread last written an hour ago, listed_at
+ * is the write's time (the thread moves to the front of the order); a second
+ * append right after leaves listed_at where it was. */
+START_TEST(test_writers_keep_the_listed_window)
+{
+    const char *name = "ixwriters";
+    convo_store *s = open_keys(schema_url(name, NULL), USER_ID);
+    PGconn *pg = admin();
+    convo_error err;
+    const char *m[] = {"{\"role\":\"user\"}", "{\"role\":\"assistant\"}"};
+    ck_assert_int_eq(append1(s, "t", &err), 0);
+    age(pg, name, "t");
+    ck_assert_int_eq(append1(s, "t", &err), 0); /* append_one.sql */
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    ck_assert_int_eq(append1(s, "t", &err), 0);
+    ck_assert_int_ne(listed_state(pg, name, "t"), -1);
+    age(pg, name, "t");
+    ck_assert_int_eq(convo_append(s, "t", m, NULL, 2, NULL, NULL, &err), 0); /* append_many */
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    age(pg, name, "t");
+    convo_append_opts ao = CONVO_APPEND_OPTS_INIT;
+    ao.idempotency_key = "k1"; /* @S.append(), thread_claim */
+    ck_assert_int_eq(convo_append(s, "t", m, NULL, 1, &ao, NULL, &err), 0);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    age(pg, name, "t");
+    ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u1\"}", &err), 0);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    age(pg, name, "t");
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = "c1";
+    cp.metadata_json = "{}";
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    age(pg, name, "t");
+    convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT; /* replace_tail_fast.sql */
+    ck_assert_int_eq(convo_replace_tail(s, "t", 3, m, NULL, 1, &ro, NULL, &err), 0);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    age(pg, name, "t");
+    ro.idempotency_key = "k2"; /* @S.replace_tail() */
+    ck_assert_int_eq(convo_replace_tail(s, "t", 3, m, NULL, 1, &ro, NULL, &err), 0);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    ck_assert_int_eq(convo_thread_fork(s, "t", "f", -1, &err), 0); /* thread_fork */
+    ck_assert_int_eq(listed_state(pg, name, "f"), 1);
+    age(pg, name, "t");
+    char sql[512]; /* @S.thread_import() of one more message */
+    snprintf(sql, sizeof sql, "SELECT \"%s\".thread_import('t', length,"
+             " ARRAY[convert_to('{\"role\":\"user\"}', 'UTF8')], ARRAY['user'], ARRAY[now()],"
+             " generation, NULL)::text FROM \"%s\".threads WHERE thread_id = 't'",
+             schema_name(name), schema_name(name));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "false");
+    free(v);
+    ck_assert_int_eq(listed_state(pg, name, "t"), 1);
+    /* and the listing has them newest first */
+    assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "t f");
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 10, "t f");
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
+/* A version 16 schema whose keys were declared (threads_by_key_1 on
+ * updated_at) is migrated on open: listed_at = updated_at for every thread,
+ * threads_by_updated replaced by threads_by_listed, the key's index rebuilt
+ * on listed_at, the listing as before; the next append is a HOT update. */
+START_TEST(test_migration_from_version_16)
+{
+    const char *name = "ixv16";
+    schema_at_version(name, 16);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name(name),
+        "SELECT @S.index_keys(ARRAY['user_id']);\n"
+        "DO $$ BEGIN FOR i IN 0..29 LOOP\n"
+        "  PERFORM @S.save_extra('v' || lpad(i::text, 2, '0'),\n"
+        "      jsonb_build_object('user_id', 'u' || (i % 3)), 1000000,\n"
+        "      timestamptz '2026-01-01 00:00:00+00' + i * interval '0.1 s', NULL);\n"
+        "END LOOP; END $$;\n");
+    convo_store *s = open_keys(schema_url(name, NULL), USER_ID);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
+    ck_assert_int_eq(query_long(pg, sql), 17);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE listed_at = updated_at",
+             schema_name(name));
+    ck_assert_int_eq(query_long(pg, sql), 30);
+    snprintf(sql, sizeof sql, "SELECT string_agg(indexname || ':' || (indexdef LIKE"
+             " '%%listed_at, thread_id)')::text, ' ' ORDER BY indexname) FROM pg_indexes"
+             " WHERE schemaname = '%s' AND indexname LIKE 'threads_by_%%'", schema_name(name));
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, "threads_by_created:false threads_by_expiry:false threads_by_key_1:true "
+                        "threads_by_listed:true");
+    free(v);
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 4, "v28 v25 v22 v19");
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 1, 4, "v01 v04 v07 v10");
+    assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 3, "v29 v28 v27");
+    convo_error err;
+    ck_assert_int_eq(append1(s, "v04", &err), 0); /* creates nothing: v04 exists */
+    ck_assert_int_eq(append1(s, "v04", &err), 0);
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 2, "v04 v28");
+    convo_close(s); /* the session's statistics are sent when it ends */
+    snprintf(sql, sizeof sql, "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname"
+             " = '%s' AND relname = 'threads'", schema_name(name));
+    long hot = 0;
+    for (int i = 0; i < 100 && (hot = query_long(pg, sql)) < 1; i++)
+        usleep(100 * 1000);
+    ck_assert_int_ge(hot, 1); /* the second append, within the window of the first */
     PQfinish(pg);
     drop_schema(name);
 }
@@ -571,5 +816,8 @@ void postgres_add_index_tests(Suite *s)
     tcase_add_test(tc, test_index_skips_expired_staged_deleted);
     tcase_add_test(tc, test_index_cursor_time_out_of_range);
     tcase_add_test(tc, test_migration_from_version_10);
+    tcase_add_test(tc, test_activity_pages_exact_within_window);
+    tcase_add_test(tc, test_writers_keep_the_listed_window);
+    tcase_add_test(tc, test_migration_from_version_16);
     suite_add_tcase(s, tc);
 }

@@ -24,7 +24,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16");
+    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
     free(versions);
     /* (v6) the thread table's primary key is the thread id; every other data
      * table's starts with the thread's numeric key */
@@ -45,7 +45,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 16);
+    ck_assert_int_eq(query_long(pg, sql), 17);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -120,7 +120,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 16);
+    ck_assert_int_eq(query_long(pg, sql), 17);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -306,7 +306,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -382,7 +382,7 @@ START_TEST(test_migration_from_version_4)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -704,7 +704,7 @@ START_TEST(test_migration_from_version_5)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v5"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
     free(v);
     char *after = rows_as_text(pg, "v5", 2);
     ck_assert_str_eq(after, before);
@@ -829,7 +829,7 @@ START_TEST(test_migration_from_version_6)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v6"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16");
+    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
     free(v);
     char *after = rows_as_text(pg, "v6", 2);
     ck_assert_str_eq(after, before);

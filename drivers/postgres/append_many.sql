@@ -1,12 +1,10 @@
 -- append_many.sql: append_one.sql for a batch ($2 bodies, $3 roles, as
 -- arrays); the first seq back.
 WITH alloc AS (
-    INSERT INTO @S.threads AS t (thread_id, length, created_at, updated_at, expires_at)
-    VALUES ($1::text, cardinality($2::bytea[]), $4::timestamptz, $4::timestamptz,
-        now() + $6::interval)
-    ON CONFLICT (thread_id) DO UPDATE SET length = t.length + cardinality($2::bytea[]),
-        updated_at = excluded.updated_at, expires_at = excluded.expires_at
-     WHERE ($5::int8 < 0 OR t.length = $5::int8)
+    UPDATE @S.threads t SET length = t.length + cardinality($2::bytea[]),
+        updated_at = $4::timestamptz, listed_at = @S.listed_at(t.listed_at, $4::timestamptz),
+        expires_at = now() + $6::interval
+     WHERE t.thread_id = $1::text AND ($5::int8 < 0 OR t.length = $5::int8)
        AND ($7::int8 < 0 OR t.generation = $7::int8)
        AND (t.expires_at IS NULL OR t.expires_at > now())
     RETURNING t.tid, t.length - cardinality($2::bytea[]) AS first_seq),

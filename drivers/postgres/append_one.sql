@@ -4,16 +4,17 @@
 -- below 0: any); its seq back.
 -- alloc takes the thread's row lock, checks the length and generation
 -- (rechecked on the latest row when it had to wait) and the deadline, and
--- allocates the seq: an upsert, which also creates a new thread (at
--- generation 0). No row back (a length or generation mismatch, a thread whose
--- deadline has passed) sends the call to append.sql. A write without ttl
--- clears a deadline: as NULL stays NULL, the update stays HOT.
+-- allocates the seq. No row back (a missing thread, a length or generation
+-- mismatch, a thread whose deadline has passed) sends the call to append.sql,
+-- which creates or starts afresh. (v17) A plain update: no identity value is
+-- drawn as an upsert's proposed row would; while $4 is within the window of
+-- the thread's listed_at (migrate-17.sql) no indexed column changes and the
+-- update is HOT (no index entry). A write without ttl clears a deadline: as
+-- NULL stays NULL, that too leaves the update HOT.
 WITH alloc AS (
-    INSERT INTO @S.threads AS t (thread_id, length, created_at, updated_at, expires_at)
-    VALUES ($1::text, 1, $4::timestamptz, $4::timestamptz, now() + $6::interval)
-    ON CONFLICT (thread_id) DO UPDATE SET length = t.length + 1,
-        updated_at = excluded.updated_at, expires_at = excluded.expires_at
-     WHERE ($5::int8 < 0 OR t.length = $5::int8)
+    UPDATE @S.threads t SET length = t.length + 1, updated_at = $4::timestamptz,
+        listed_at = @S.listed_at(t.listed_at, $4::timestamptz), expires_at = now() + $6::interval
+     WHERE t.thread_id = $1::text AND ($5::int8 < 0 OR t.length = $5::int8)
        AND ($7::int8 < 0 OR t.generation = $7::int8)
        AND (t.expires_at IS NULL OR t.expires_at > now())
     RETURNING t.tid, t.length - 1 AS first_seq)

@@ -23,8 +23,6 @@ static const struct {
 } statements[ST_COUNT] = {
     [ST_APPEND_ONE] = {"convo_append_one", 7, SQL_APPEND_ONE},
     [ST_APPEND_MANY] = {"convo_append_many", 7, SQL_APPEND_MANY},
-    [ST_APPEND_ONE_IF] = {"convo_append_one_if", 7, SQL_APPEND_ONE_IF},
-    [ST_APPEND_MANY_IF] = {"convo_append_many_if", 7, SQL_APPEND_MANY_IF},
     [ST_APPEND] = {"convo_append", 8, SQL_APPEND},
     [ST_LOAD] = {"convo_load", 5, SQL_LOAD},
     [ST_SAVE_EXTRA] = {"convo_save_extra", 5, SQL_SAVE_EXTRA},

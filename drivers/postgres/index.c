@@ -111,8 +111,14 @@ static void direction(int order, int reverse, const char **dir, const char **rel
     *rel = descending ? "<" : ">";
 }
 
+/* The activity order's statement for a direction. */
+static const char *recent_sql(int reverse)
+{
+    return reverse ? SQL_THREAD_LIST_RECENT_ASC : SQL_THREAD_LIST_RECENT;
+}
+
 /* Shapes 0-5 (no filter) and 6-11 (GIN), order * 2 + reverse, then the
- * activity order on each key; key is its quoted literal. */
+ * activity order on each key; key is its quoted literal ("NULL": no key). */
 static int fill_shapes(convo_backend *b, char *const *literal)
 {
     for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++)
@@ -120,8 +126,9 @@ static int fill_shapes(convo_backend *b, char *const *literal)
             const char *dir, *rel, *col = order_column[order];
             direction(order, reverse, &dir, &rel);
             int id = order == CONVO_ORDER_ID, s = order * 2 + reverse;
-            b->list_sql[s] = fill_shape(b, id ? SQL_THREAD_LIST_ID_ALL : SQL_THREAD_LIST_ALL,
-                                        col, dir, rel, "");
+            const char *all = order == CONVO_ORDER_RECENT ? recent_sql(reverse)
+                            : id ? SQL_THREAD_LIST_ID_ALL : SQL_THREAD_LIST_ALL;
+            b->list_sql[s] = fill_shape(b, all, col, dir, rel, "NULL");
             b->list_sql[6 + s] = fill_shape(
                 b, id ? SQL_THREAD_LIST_ID_MATCH : SQL_THREAD_LIST_MATCH, col, dir, rel, "");
             if (!b->list_sql[s] || !b->list_sql[6 + s])
@@ -129,10 +136,8 @@ static int fill_shapes(convo_backend *b, char *const *literal)
         }
     for (size_t k = 0; k < b->nkeys; k++)
         for (int reverse = 0; reverse <= 1; reverse++) {
-            const char *dir, *rel;
-            direction(CONVO_ORDER_RECENT, reverse, &dir, &rel);
             int s = LIST_KEY_SHAPE((int)k, reverse);
-            if (!(b->list_sql[s] = fill_shape(b, SQL_THREAD_LIST_KEY, "", dir, rel, literal[k])))
+            if (!(b->list_sql[s] = fill_shape(b, recent_sql(reverse), "", "", "", literal[k])))
                 return CONVO_ENOMEM;
         }
     return 0;

@@ -23,7 +23,7 @@ WITH cur AS (
 upd AS (
     UPDATE @S.threads t SET length = $2::int8 + cardinality($3::bytea[]),
         generation = t.generation + 1, updated_at = $5::timestamptz,
-        expires_at = now() + $8::interval
+        listed_at = @S.listed_at(t.listed_at, $5::timestamptz), expires_at = now() + $8::interval
       FROM cur
      WHERE t.thread_id = $1::text AND t.xmin = cur.version
        AND (t.expires_at IS NULL OR t.expires_at > now()) AND t.length >= $2::int8

@@ -1,13 +1,14 @@
--- thread_list_all.sql: a page of the thread index without a filter, in time
--- order. The driver puts in @C the time column (updated_at or created_at), @D
+-- thread_list_all.sql: a page of the thread index without a filter, in
+-- creation order. The driver puts in @C the time column (created_at), @D
 -- the direction (DESC, or ASC reversed) and @R the cursor's side (< for DESC,
 -- > for ASC); the thread_list_*.sql files share the parameters: $1 the
 -- cursor's id and $2 its time (no cursor: +infinity for DESC, -infinity for
 -- ASC), $3 the rows wanted (limit + 1), $4 with the extra, $5 with the last
 -- message, $6 the where object, $7 true when the declared key a shape
 -- filters on is all the where holds (each typed by the driver; a file uses
--- those it needs). threads_by_updated / threads_by_created give the order: the
--- scan starts at the cursor and stops after $3 rows. Expired and staged
+-- those it needs). threads_by_created gives the order: the scan starts at the
+-- cursor and stops after $3 rows (the activity order is
+-- thread_list_recent.sql's, since v17). Expired and staged
 -- (convo import's .convo-import-*) threads are skipped.
 SELECT t.thread_id, t.created_at, t.updated_at, t.length,
        CASE WHEN $4::bool THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x

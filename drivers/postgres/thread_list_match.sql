@@ -1,5 +1,5 @@
 -- thread_list_match.sql: thread_list_all.sql with a where ($6) that
--- thread_list_key.sql does not serve (no declared key with a scalar value in
+-- thread_list_recent.sql does not serve with a key index (no declared key with a scalar value in
 -- it, or the created order): @S.threads_matching() finds every matching
 -- thread in thread_extra_contains (GIN, jsonb_path_ops), and those are sorted.
 -- Each is looked up by its tid in a LATERAL subquery that cannot be flattened

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one-statement append (ST_APPEND_ONE, _MANY, or with an expected length
- * or generation above 0, _IF); *done is 0 when the length or generation is not
+/* The one-statement append (ST_APPEND_ONE, _MANY): an update of the thread
+ * row; *done is 0 when the thread is missing, the length or generation is not
  * the expected one or the thread's deadline has passed. */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                        size_t n, const char *at, const convo_append_opts *opts, int *done,
@@ -31,11 +31,7 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
         values[2] = roles;
     }
     PGresult *r;
-    /* a missing thread (length 0, generation 0) can only meet these by an update */
-    int update = opts->expected_length > 0 || opts->expected_generation > 0;
-    int st = update ? (n == 1 ? ST_APPEND_ONE_IF : ST_APPEND_MANY_IF)
-                    : (n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY);
-    rc = convo__pg_run(b, st, values, lens, &r, err);
+    rc = convo__pg_run(b, n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY, values, lens, &r, err);
     free(bodies);
     free(roles);
     if (rc != 0)
