@@ -27,6 +27,8 @@ typedef struct store_run {
 typedef struct size_point {
     size_t threads;
     double page_p50, page_mean, load_p50, scan_p50; /* ms */
+    double pair_ratio_p50; /* the median of page / load over pairs read back to back */
+    double round_trip_p50; /* ms: one raw write (0: the driver has none) */
 } size_point;
 
 static int cmp_double(const void *a, const void *b)
@@ -153,18 +155,34 @@ static int read_page(convo_store *s, const char *where, size_t expect, double *m
     return rc;
 }
 
-/* The page of user 0 and the load of a 20-message thread, alternately, o->pages
- * times each; a few pages of the store without the index. */
+/* One raw write of the driver (convo_bench_raw: on Redis a push, one round
+ * trip), in ms; 0 when the driver has none. On a Redis Cluster a round trip is
+ * the page's unit of cost beyond the loads: at most one per master. */
+static double round_trip_ms(convo_store *s)
+{
+    static const char payload[] = "{\"role\":\"user\",\"content\":\"ping\"}";
+    double secs = 0;
+    convo_error e;
+    if (convo_bench_raw(s, payload, sizeof payload - 1, 1, &secs, &e) != 0)
+        return 0;
+    return secs * 1e3;
+}
+
+/* The page of user 0, the load of a 20-message thread and a raw round trip,
+ * one after the other, o->pages times each (so that each page has a load
+ * taken in the same moment of a shared machine); a few pages of the store
+ * without the index. */
 static int measure(store_run *indexed, store_run *bare, const bench_threads_opts *o, size_t n,
                    size_point *pt, convo_error *err)
 {
     double *page = calloc(o->pages, sizeof *page), *load = calloc(o->pages, sizeof *load);
+    double *pair = calloc(o->pages, sizeof *pair), *trip = calloc(o->pages, sizeof *trip);
     double scan[SCAN_PAGES];
     /* user 0 has its threads among the first tenth: as many at both sizes */
     size_t per_user = o->threads / 10 / (o->users / 10 ? o->users / 10 : 1);
     size_t expect = per_user < PAGE ? per_user : PAGE;
     const char *where = "{\"user_id\":\"u00000\"}";
-    int rc = page && load ? 0 : CONVO_ENOMEM;
+    int rc = page && load && pair && trip ? 0 : CONVO_ENOMEM;
     pt->threads = n;
     pt->page_mean = 0;
     for (size_t k = 0; k < o->pages && rc == 0; k++) {
@@ -174,6 +192,8 @@ static int measure(store_run *indexed, store_run *bare, const bench_threads_opts
         if (rc == 0 && (rc = convo_load(indexed->s, "load-20", NULL, &h, err)) == 0)
             convo_history_free(h);
         load[k] = (bench_now() - t0) * 1e3;
+        pair[k] = load[k] > 0 ? page[k] / load[k] : 0;
+        trip[k] = rc == 0 ? round_trip_ms(indexed->s) : 0;
         pt->page_mean += page[k] / (double)o->pages;
         bench_progress("threads: pages", k + 1, o->pages);
     }
@@ -186,9 +206,15 @@ static int measure(store_run *indexed, store_run *bare, const bench_threads_opts
         pt->page_p50 = page[o->pages / 2];
         pt->load_p50 = load[o->pages / 2];
         pt->scan_p50 = scan[SCAN_PAGES / 2];
+        qsort(pair, o->pages, sizeof *pair, cmp_double);
+        qsort(trip, o->pages, sizeof *trip, cmp_double);
+        pt->pair_ratio_p50 = pair[o->pages / 2];
+        pt->round_trip_p50 = trip[o->pages / 2];
     }
     free(page);
     free(load);
+    free(pair);
+    free(trip);
     return rc;
 }
 
@@ -213,9 +239,11 @@ static void report(const bench_threads_opts *o, const char *driver, const size_p
                driver, o->threads, o->users, o->messages, o->pages, o->payload);
         for (int i = 0; i < 2; i++)
             printf("%s{\"threads\":%zu,\"page_ms_p50\":%.4f,\"page_ms_mean\":%.4f,"
-                   "\"load_ms_p50\":%.4f,\"page_to_load\":%.3f,\"unindexed_page_ms_p50\":%.4f}",
+                   "\"load_ms_p50\":%.4f,\"page_to_load\":%.3f,\"page_to_load_pairs_p50\":%.3f,"
+                   "\"raw_write_ms_p50\":%.4f,\"unindexed_page_ms_p50\":%.4f}",
                    i ? "," : "", pts[i].threads, pts[i].page_p50, pts[i].page_mean,
-                   pts[i].load_p50, pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
+                   pts[i].load_p50, pts[i].page_p50 / pts[i].load_p50, pts[i].pair_ratio_p50,
+                   pts[i].round_trip_p50, pts[i].scan_p50);
         printf("],\"page_growth\":%.3f,\"appends_per_sec_indexed\":%.1f,"
                "\"appends_per_sec_unindexed\":%.1f,\"append_ratio\":%.3f,"
                "\"append_p50_us_indexed\":%.2f,\"append_p50_us_unindexed\":%.2f,"
@@ -230,10 +258,11 @@ static void report(const bench_threads_opts *o, const char *driver, const size_p
            o->users, o->messages);
     for (int i = 0; i < 2; i++)
         printf("  at %zu threads: the newest %d of one user (extra, last message) p50 %.4f ms "
-               "(mean %.4f), loading a %d-message thread p50 %.4f ms: ratio %.2f; "
-               "without the index %.3f ms\n",
+               "(mean %.4f), loading a %d-message thread p50 %.4f ms: ratio %.2f (median of "
+               "pairs %.2f), a raw write %.4f ms; without the index %.3f ms\n",
                pts[i].threads, PAGE, pts[i].page_p50, pts[i].page_mean, PAGE, pts[i].load_p50,
-               pts[i].page_p50 / pts[i].load_p50, pts[i].scan_p50);
+               pts[i].page_p50 / pts[i].load_p50, pts[i].pair_ratio_p50,
+               pts[i].round_trip_p50, pts[i].scan_p50);
     printf("  page at %zu / at %zu threads: %.2f\n", pts[1].threads, pts[0].threads,
            pts[1].page_p50 / pts[0].page_p50);
     printf("  appends %.0f/s with the index, %.0f/s without: ratio %.2f (medians %.1f and %.1f "
