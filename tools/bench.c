@@ -19,6 +19,7 @@ typedef struct bench_opts {
     int json;
     int put_log; /* conversation: each turn is one checkpoint put with its message */
     int graph;   /* conversation: 3 checkpoints and 2 pending writes a turn (bench_graph.c) */
+    int raw_each; /* append, 1 client: one raw op right after each append */
 } bench_opts;
 
 typedef struct client {
@@ -33,6 +34,7 @@ typedef struct client {
     double raw_secs;
     size_t raw_ops;
     double *raw_block_secs; /* interleave: each raw block's time, by block */
+    double *raw_us;         /* interleave: one raw op right after each of ours */
     double append_secs, pop_secs; /* pop: the two halves of each round trip */
     double *append_us, *pop_us;   /* pop: each half of each round trip */
 } client;
@@ -196,6 +198,10 @@ static void *client_run(void *arg)
         double t0 = bench_now();
         c->rc = one_op(c, i, msg, scratch);
         c->lat_us[i] = (bench_now() - t0) * 1e6;
+        double secs;
+        if (c->interleave && c->o->raw_each && c->rc == 0 &&
+            convo_bench_raw(c->store, msg, strlen(msg), 1, &secs, &c->err) == 0)
+            c->raw_us[i] = secs * 1e6;
         __atomic_add_fetch(&progress_done, 1, __ATOMIC_RELAXED);
         if (c->id == 0)
             bench_progress(c->o->scenario, __atomic_load_n(&progress_done, __ATOMIC_RELAXED),
@@ -210,6 +216,7 @@ typedef struct result {
     double seconds, p50, p99;
     double raw_ops_per_sec; /* interleaved measurement, 0 when not taken */
     double ratio_p50;       /* interleaved: the median of the blocks' raw / convo time */
+    double ratio_op_p50;    /* interleaved: the raw op's median / our op's median */
     double bytes; /* message bytes moved (load) */
     double append_secs, pop_secs; /* pop: summed over every client */
     double append_p50, pop_p50;   /* pop: medians of each half */
@@ -242,6 +249,26 @@ static double block_ratio_p50(const client *c)
     return median;
 }
 
+/* One client's ops, each followed by one raw op: the median raw op over our
+ * median op. Medians of single calls leave out the moments the shared machine
+ * stalls a call (which the sums of whole blocks keep). */
+static double op_ratio_p50(const client *c)
+{
+    double *raw = calloc(c->ops + 1, sizeof *raw), *own = calloc(c->ops + 1, sizeof *own);
+    size_t k = 0;
+    for (size_t j = 0; raw && own && j < c->ops; j++)
+        if (c->raw_us[j] > 0) {
+            raw[k] = c->raw_us[j];
+            own[k++] = c->lat_us[j];
+        }
+    qsort(raw, k, sizeof *raw, cmp_double);
+    qsort(own, k, sizeof *own, cmp_double);
+    double ratio = k && own[k / 2] > 0 ? raw[k / 2] / own[k / 2] : 0;
+    free(raw);
+    free(own);
+    return ratio;
+}
+
 /* Opens one store per client (each client its own connections), prepares its
  * thread, runs the clients together and gathers latencies. */
 static int run_clients(const char *url, const bench_opts *o, result *res, convo_error *err)
@@ -261,6 +288,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         c->pop_us = calloc(c->ops + 1, sizeof *c->pop_us);
         c->interleave = n == 1 && strcmp(o->scenario, "append") == 0;
         c->raw_block_secs = calloc(c->ops / RAW_BLOCK + 1, sizeof *c->raw_block_secs);
+        c->raw_us = calloc(c->ops + 1, sizeof *c->raw_us);
         snprintf(c->thread, sizeof c->thread, "bench-%s-%s-%zu", run_id, o->scenario, i);
         rc = convo_open(&c->store, url, err);
         if (rc == 0 && strcmp(o->scenario, "load") == 0)
@@ -284,6 +312,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         for (size_t j = 0; j < cs[0].ops; j++)
             res->seconds += cs[0].lat_us[j] / 1e6;
         res->ratio_p50 = block_ratio_p50(&cs[0]);
+        res->ratio_op_p50 = op_ratio_p50(&cs[0]);
     }
     for (size_t i = 0; i < n; i++) {
         if (rc == 0 && cs[i].rc != 0) {
@@ -315,6 +344,7 @@ static int run_clients(const char *url, const bench_opts *o, result *res, convo_
         convo_close(cs[i].store);
         free(cs[i].lat_us);
         free(cs[i].raw_block_secs);
+        free(cs[i].raw_us);
         free(cs[i].append_us);
         free(cs[i].pop_us);
     }
@@ -371,6 +401,8 @@ static void print_result(const bench_opts *o, const char *driver, const result *
             printf(",\"raw_ops_per_sec\":%.1f,\"ratio\":%.3f", raw, ops_per_sec / raw);
         if (r->ratio_p50 > 0)
             printf(",\"ratio_p50\":%.3f", r->ratio_p50);
+        if (r->ratio_op_p50 > 0)
+            printf(",\"ratio_op_p50\":%.3f", r->ratio_op_p50);
         if (r->append_secs > 0)
             printf(",\"append_us\":%.1f,\"pop_us\":%.1f,\"pop_to_append\":%.3f,"
                    "\"append_p50_us\":%.1f,\"pop_p50_us\":%.1f,\"pop_to_append_p50\":%.3f",
@@ -388,6 +420,9 @@ static void print_result(const bench_opts *o, const char *driver, const result *
         printf("  raw primitive %.0f/s, ratio %.2f\n", raw, ops_per_sec / raw);
     if (r->ratio_p50 > 0)
         printf("  ratio per block of %d, median %.2f\n", RAW_BLOCK, r->ratio_p50);
+    if (r->ratio_op_p50 > 0)
+        printf("  each append followed by one raw op: median raw over median append %.2f\n",
+               r->ratio_op_p50);
     if (r->append_secs > 0)
         printf("  append %.1f us, pop (replace_tail) %.1f us on average: a pop costs %.2f "
                "appends (medians %.1f and %.1f us: %.2f)\n",
@@ -501,7 +536,7 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: convo bench --scenario append|load|extra|checkpoint|pop|conversation "
                "[--threads N] [--messages N] [--turns N] [--prefill N] [--payload BYTES] "
-               "[--put-log | --graph] [--json]\n"
+               "[--put-log | --graph] [--raw-each] [--json]\n"
                "       convo bench --scenario threads [--count N] [--users N] [--messages N] "
                "[--pages N] [--payload BYTES] [--json]\n");
     return f == stdout ? 0 : 2; /* --help, as for every other command: exit 0 on stdout */
@@ -519,7 +554,7 @@ static int exit_code(int rc)
 
 int convo_tool_bench(const char *url, int argc, char **argv)
 {
-    bench_opts o = {"append", 1, 0, 1000, 0, 200, 100000, 1000, 200, 0, 0, 0};
+    bench_opts o = {"append", 1, 0, 1000, 0, 200, 100000, 1000, 200, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         size_t *target = !strcmp(a, "--threads")    ? &o.threads
@@ -539,6 +574,8 @@ int convo_tool_bench(const char *url, int argc, char **argv)
             o.put_log = 1;
         else if (!strcmp(a, "--graph"))
             o.graph = 1;
+        else if (!strcmp(a, "--raw-each"))
+            o.raw_each = 1;
         else if (!strcmp(a, "--scenario") && i + 1 < argc)
             o.scenario = argv[++i];
         else if (target && i + 1 < argc && parse_size(argv[i + 1], target) == 0)
