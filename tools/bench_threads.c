@@ -14,6 +14,10 @@
 #define BLOCK 250  /* threads seeded into one store before the other takes its turn */
 #define PAGE 20
 #define SCAN_PAGES 5 /* page reads without the index: each may read every thread */
+/* A timed read starts after this long asleep: on a loaded machine the read
+ * after a page otherwise pays for the page's CPU (the scheduler preempts it:
+ * a 20-message load measured 1.9 ms right after a page, 0.08 ms alone). */
+#define SETTLE_US 200
 
 typedef struct store_run {
     convo_store *s;
@@ -143,6 +147,7 @@ static int read_page(convo_store *s, const char *where, size_t expect, double *m
     lo.with_extra = 1;
     lo.with_last_message = 1;
     convo_thread_page *p;
+    usleep(SETTLE_US);
     double t0 = bench_now();
     int rc = convo_thread_list_ex(s, &lo, &p, err);
     *ms = (bench_now() - t0) * 1e3;
@@ -188,6 +193,7 @@ static int measure(store_run *indexed, store_run *bare, const bench_threads_opts
     for (size_t k = 0; k < o->pages && rc == 0; k++) {
         rc = read_page(indexed->s, where, expect, &page[k], err);
         convo_history *h;
+        usleep(SETTLE_US);
         double t0 = bench_now();
         if (rc == 0 && (rc = convo_load(indexed->s, "load-20", NULL, &h, err)) == 0)
             convo_history_free(h);
