@@ -600,6 +600,57 @@ START_TEST(test_append_indexes_unindexed_thread)
 }
 END_TEST
 
+/* One server: a value's page in activity order is ordered by P:ix:r's scores
+ * in the script (list.lua), ties by id as a sorted set orders them; pages of 2
+ * walk across the ties, both ways, and nothing is listed twice or missed. */
+START_TEST(test_recent_ties_paged)
+{
+    if (cluster)
+        return; /* a cluster orders a value's own activity set */
+    char prefix[256], key[512], out[1024] = "", *ids[] = {"t1", "t2", "t3", "t4", "t5", "t6"};
+    static const long long at[] = {100, 200, 200, 200, 300, 200};
+    convo_store *s = open_store("ties", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "other", "u2");
+    char recent[SHARDS][512];
+    global_keys(prefix, 'r', recent);
+    for (int i = 0; i < 6; i++) {
+        user_thread(s, ids[i], "u1");
+        freeReplyObject(on_key(recent[0], "ZADD %s XX %lld %s", recent[0], at[i], ids[i]));
+    }
+    freeReplyObject(on_key(recent[0], "ZADD %s XX 250 other", recent[0]));
+    for (int reverse = 0; reverse < 2; reverse++) {
+        convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+        o.where_json = "{\"user_id\":\"u1\"}";
+        o.reverse = reverse;
+        o.limit = 2;
+        char cursor[512] = "";
+        out[0] = '\0';
+        for (int pages = 0; pages < 5; pages++) {
+            o.after = cursor[0] ? cursor : NULL;
+            convo_thread_page *p;
+            convo_error err;
+            ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+            size_t n = convo_thread_page_count(p);
+            for (size_t i = 0; i < n; i++) {
+                snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", *out ? " " : "",
+                         convo_thread_page_id(p, i));
+                ck_assert_int_eq(convo_thread_page_updated_at(p, i),
+                                 at[convo_thread_page_id(p, i)[1] - '1']);
+            }
+            if (n)
+                snprintf(cursor, sizeof cursor, "%s", convo_thread_page_cursor(p, n - 1));
+            convo_thread_page_free(p);
+            if (n < 2)
+                break;
+        }
+        ck_assert_str_eq(out, reverse ? "t1 t2 t3 t4 t6 t5" : "t5 t6 t4 t3 t2 t1");
+    }
+    user_key(key, sizeof key, prefix, "u1", recent_kind());
+    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 6);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -621,6 +672,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_keys_declared_later);
     tcase_add_test(tc, test_layout4_migrated);
     tcase_add_test(tc, test_append_indexes_unindexed_thread);
+    tcase_add_test(tc, test_recent_ties_paged);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -18,47 +18,49 @@ local prefix, want_extra, want_last, recent = ARGV[6], ARGV[7] == '1', ARGV[8] =
 local ties, range = {}, {}
 local lex = mode == 'lexasc' or mode == 'lexdesc'
 
--- a before b in bytes (ties of a time are in id order, as a sorted set has them)
-local function bytes_before(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
--- 'rdesc' / 'rasc': every member of the value's set with its P:ix:r score,
--- those tied at t and the first k after t, flattened as WITHSCORES replies.
+-- 'rdesc' / 'rasc': the value's members in P:ix:r's order, those tied at t and
+-- the first k after t, flattened as WITHSCORES replies. ZINTER orders them in
+-- the server (by score, then member bytes: a sorted set's order) without
+-- formatting a score; only the probes of the binary search for t and the
+-- members returned have their score read (ZSCORE / ZMSCORE).
 local function by_activity(desc)
-  local members, all = redis.call('ZRANGE', key, 0, -1), {}
-  for i = 1, #members, 1000 do
-    local last = math.min(i + 999, #members)
-    local got = redis.call('ZMSCORE', recent, unpack(members, i, last))
-    for j = i, last do
-      local s = got[j - i + 1]
-      if s then all[#all + 1] = {members[j], tonumber(s), s} end
+  local all = redis.call('ZINTER', 2, key, recent, 'WEIGHTS', 0, 1)
+  local function score(i) return tonumber(redis.call('ZSCORE', recent, all[i])) end
+  -- the first index whose score is >= x, or #all + 1
+  local function bound(x)
+    local lo, hi = 1, #all + 1
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if score(mid) >= x then hi = mid else lo = mid + 1 end
     end
+    return lo
   end
-  local at = t ~= '' and tonumber(t)
-  local after, tied = {}, {}
-  for _, e in ipairs(all) do
-    if not at or (desc and e[2] < at) or (not desc and e[2] > at) then after[#after + 1] = e
-    elseif e[2] == at then tied[#tied + 1] = e end
+  local first, past = 1, #all + 1 -- the ties are all[first .. past - 1]
+  if t ~= '' then
+    local at = tonumber(t)
+    first = bound(at)
+    past = first
+    while past <= #all and score(past) == at do past = past + 1 end
   end
-  table.sort(after, function(a, b)
-    if a[2] ~= b[2] then return (a[2] > b[2]) == desc end
-    if desc then return bytes_before(b[1], a[1]) end
-    return bytes_before(a[1], b[1])
-  end)
-  local function flat(list, n)
-    local out = {}
-    for i = 1, math.min(n, #list) do
-      out[#out + 1] = list[i][1]
-      out[#out + 1] = list[i][3]
+  local function flat(from, to, step)
+    local members, out = {}, {}
+    for i = from, to, step do members[#members + 1] = all[i] end
+    for i = 1, #members, 1000 do
+      local last = math.min(i + 999, #members)
+      local scores = redis.call('ZMSCORE', recent, unpack(members, i, last))
+      for j = i, last do
+        out[#out + 1] = members[j]
+        out[#out + 1] = scores[j - i + 1]
+      end
     end
     return out
   end
-  return flat(tied, #tied), flat(after, k)
+  if desc then -- the ties too in the page's order, as ZREVRANGEBYSCORE gives them
+    local from = (t ~= '' and first or past) - 1
+    return t ~= '' and flat(past - 1, first, -1) or {}, flat(from, math.max(1, from - k + 1), -1)
+  end
+  local from = t ~= '' and past or 1
+  return t ~= '' and flat(first, past - 1, 1) or {}, flat(from, math.min(#all, from + k - 1), 1)
 end
 
 if lex then
@@ -81,6 +83,8 @@ else
 end
 local out = {0, ties, range}
 local step = lex and 1 or 2
+-- the range's scores are updated_at already when it was read off P:ix:r
+local scored = mode == 'rdesc' or mode == 'rasc' or (not lex and key == recent)
 local function rows(list)
   for i = 1, #list, step do
     -- the thread's tag: as cmd.c encodes it (encode_tag)
@@ -88,7 +92,8 @@ local function rows(list)
       return string.format('%%%02X', string.byte(c))
     end)
     local base = prefix .. ':{' .. tag .. '}:'
-    out[#out + 1] = {{redis.call('HGET', base .. 'meta', 'c'), redis.call('ZSCORE', recent, list[i])},
+    local updated = scored and list[i + 1] or redis.call('ZSCORE', recent, list[i])
+    out[#out + 1] = {{redis.call('HGET', base .. 'meta', 'c'), updated},
                      redis.call('LLEN', base .. 'msgs'),
                      want_extra and redis.call('HGETALL', base .. 'extra') or 0,
                      want_last and redis.call('LINDEX', base .. 'msgs', -1) or false}
