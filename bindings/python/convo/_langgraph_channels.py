@@ -6,11 +6,14 @@ it and a graph input holding such a list ({"messages": [...], ...} on
 once, in the thread's log, where `convo load THREAD` shows it; every other value
 is the serde's typed bytes.
 
-An item's log text is the Node binding's layout (bindings/node/src/internal/logtext.js):
-{"role": R, "content": C, "serde": TYPE, "base64": BYTES} — the role and content
-for people and other languages to read, the serde's own bytes to restore the
-item exactly. Python's JsonPlusSerializer writes msgpack, so a Python item
-carries base64; items a JS app wrote ("serde": "json" or "json/c") are read too."""
+An item's log text is the Node binding's layout (bindings/node/src/internal/logtext.js,
+docs/checkpoints.md). A message that its class rebuilds exactly from a few plain
+fields is compact: {"role": R, "content": C, "id": I, ..., "serde": "msg/1"}, revived
+by constructing the class. Any other item is {"role": R, "content": C, "serde":
+TYPE, "base64": BYTES} — the role and content for people and other languages to
+read, the serde's own bytes to restore the item exactly (Python's
+JsonPlusSerializer writes msgpack); items a JS app wrote ("serde": "json" or
+"json/c") are read too."""
 
 import base64
 import collections
@@ -73,9 +76,84 @@ def content_of(item):
     return content if isinstance(content, (str, list)) else None
 
 
+COMPACT = "msg/1"
+_COMPACT_END = b',"serde":"msg/1"}'
+# role -> (class, the fields the compact form may hold after content), as
+# bindings/node/src/internal/compact.js
+_FORMS = {"user": ("HumanMessage", ("id", "name")),
+          "assistant": ("AIMessage", ("id", "name", "tool_calls")),
+          "system": ("SystemMessage", ("id", "name")),
+          "tool": ("ToolMessage", ("id", "name", "tool_call_id"))}
+_FIELD_TYPES = {"id": str, "name": str, "tool_calls": list, "tool_call_id": str}
+_classes = {}
+
+
+def _class_of(role):
+    if not _classes:
+        from langchain_core import messages
+        _classes.update({r: getattr(messages, name) for r, (name, _) in _FORMS.items()})
+    return _classes[role]
+
+
+def _default_serde(serde):
+    """Whether serde is LangGraph's own JsonPlusSerializer, whose revive of a
+    compact message is what its class's constructor makes of it."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    return type(serde) is JsonPlusSerializer
+
+
+def compact_message(m):
+    """The message of a compact text's members (a dict); ValueError when they
+    are not laid out as the compact form."""
+    form = _FORMS.get(m.get("role")) if isinstance(m.get("role"), str) else None
+    if form is None:
+        raise ValueError("convo: a \"msg/1\" log message of role %r, not user, assistant, "
+                         "system or tool" % (m.get("role"),))
+    fields = {}
+    for k, v in m.items():
+        if k in ("role", "serde"):
+            continue
+        ok = isinstance(v, (str, list)) if k == "content" else \
+            k in form[1] and isinstance(v, _FIELD_TYPES[k])
+        if not ok:
+            raise ValueError("convo: a \"msg/1\" log message of role %s with a field %r it "
+                             "cannot hold" % (m["role"], k))
+        fields[k] = v
+    if "content" not in fields:
+        raise ValueError("convo: a \"msg/1\" log message without content")
+    return _class_of(m["role"])(**fields)
+
+
+def _compact_text(serde, item, typed):
+    """The compact text of a message when the message rebuilt from it (as a
+    reader rebuilds it) serializes to exactly the serde's bytes of the item
+    (`typed`); else None."""
+    role = role_of(item)
+    form = _FORMS.get(role)
+    if form is None or not _is_message(item) or type(item) is not _class_of(role) or \
+            not isinstance(item.content, (str, list)) or not _default_serde(serde):
+        return None
+    head = {"role": role, "content": item.content}
+    for k in form[1]:
+        v = getattr(item, k, None)
+        if v is not None and v != []:
+            head[k] = v
+    head["serde"] = COMPACT
+    try:
+        text = json.dumps(head, **_DUMPS).encode("utf-8")
+        rebuilt = compact_message(json.loads(text))
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return None     # a field JSON cannot carry (a lone surrogate, NaN, a set)
+    ok = serde.dumps_typed(rebuilt)
+    return text if ok[0] == typed[0] and bytes(ok[1]) == bytes(typed[1]) else None
+
+
 def log_text(serde, item):
     """The log message (JSON text) that keeps one item."""
     type_, data = serde.dumps_typed(item)
+    text = _compact_text(serde, item, (type_, data))
+    if text is not None:
+        return text
     head = {"role": role_of(item)}
     content = content_of(item)
     if content is not None:
@@ -113,6 +191,9 @@ def from_log_texts(serde, texts):
     items = [None] * len(texts)
     packed = []
     for i, text in enumerate(texts):
+        if text.endswith(_COMPACT_END):
+            items[i] = compact_message(json.loads(text))
+            continue
         tail = _serde_tail(text)
         if tail is not None and tail[0] == "msgpack":
             packed.append((i, tail[1]))
@@ -134,6 +215,8 @@ def from_log_text(serde, text):
     kind = m.get("serde")
     if not isinstance(kind, str):
         raise ValueError("convo: a log message without \"serde\" in a message channel")
+    if kind == COMPACT:
+        return compact_message(m)
     if "base64" in m:
         return serde.loads_typed((kind, base64.b64decode(m["base64"])))
     value = m.get("value")

@@ -36,6 +36,24 @@ export function logText(role, content, type, bytes) {
   return text;
 }
 
+/** The marker of the compact form (docs/checkpoints.md): a message that is exactly what its
+ * class (named by the role) makes of the few fields beside the role. */
+export const COMPACT = 'msg/1';
+const COMPACT_END = `,"serde":"${COMPACT}"}`;
+
+/** The compact text of a message of role `role` with `fields` (an object, in the order
+ * its class's constructor was given them), or null when JSON cannot carry one of them
+ * (a lone surrogate: that message keeps its serializer's bytes). */
+export function compactText(role, fields) {
+  const text = `${JSON.stringify({ role, ...fields }).slice(0, -1)}${COMPACT_END}`;
+  return /\\ud[89a-f]/i.test(text) ? null : text;
+}
+
+/** The members of a compact text (role, the fields, serde), or null for any other text. */
+export function compactMembers(t) {
+  return t.endsWith(COMPACT_END) && t.startsWith('{"role":') ? JSON.parse(t) : null;
+}
+
 // The end of the JSON string starting at t[i] (a '"'), or -1.
 function skipString(t, i) {
   if (t[i] !== '"') return -1;

@@ -9,14 +9,19 @@ import { NotFoundError, InvalidError, codes } from '../errors.js';
 import { text, options } from '../internal/args.js';
 import { roleOf, contentOf, isMessage } from '../internal/roles.js';
 import { logText, valueText, plainLangChainValue } from '../internal/logtext.js';
+import { compactCandidate, compactMessage } from '../internal/compact.js';
 
-/** The log message that stores a LangChain message: its role and content, then the
- * message as LangChain serializes it (the layout of ConvoSaver's message channels). */
+/** The log message that stores a LangChain message (the layout of ConvoSaver's message
+ * channels): its compact form when its class rebuilds it exactly from it, else its role and
+ * content, then the message as LangChain serializes it. */
 export function toLogText(message) {
   if (!isMessage(message)) {
     throw new InvalidError(codes.EINVAL, 'addMessages takes LangChain messages (BaseMessage objects)');
   }
-  return logText(roleOf(message), contentOf(message), 'json', JSON.stringify(message));
+  const json = JSON.stringify(message);
+  const compact = compactCandidate(roleOf(message), message);
+  if (compact !== null && JSON.stringify(compact.rebuilt) === json) return compact.text;
+  return logText(roleOf(message), contentOf(message), 'json', json);
 }
 
 // A message some other writer stored as plain role-tagged JSON (`convo append`, another
@@ -79,6 +84,13 @@ function quickMessage(t) {
 // @langchain/core's message classes with nothing inside to revive (quickMessage), or a text
 // without any LangChain object in it (a plain role-tagged message).
 function messageNow(t) {
+  let compact;
+  try {
+    compact = compactMessage(t);
+  } catch {
+    // "msg/1" on a text not laid out as one (another writer's): read as below
+  }
+  if (compact !== undefined) return compact;
   const quick = quickMessage(t);
   if (quick) return quick;
   if (t.includes('"lc":')) return undefined;

@@ -5,6 +5,7 @@ import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import { load } from '@langchain/core/load';
 import { isMessage, roleOf, contentOf } from '../internal/roles.js';
 import { logText, valueText, plainLangChainValue } from '../internal/logtext.js';
+import { compactCandidate, compactMessage } from '../internal/compact.js';
 
 export { plainLangChainValue };
 
@@ -34,9 +35,21 @@ export async function toLogMessage(serde, item) {
     if (e && unchanged(e, item)) return e.text;
   }
   const [type, bytes] = await serde.dumpsTyped(item);
-  const text = logText(roleOf(item), contentOf(item), type, bytes);
+  const text = await compactLogText(serde, item, type, bytes) ??
+    logText(roleOf(item), contentOf(item), type, bytes);
   if (isMessage(item)) cacheOf(serde).set(item, { text, content: item.content, id: item.id });
   return text;
+}
+
+// The compact text ("msg/1") of a message, when the serde is LangGraph's own (which revives
+// such a message by its class's constructor) and the message its class makes of the compact
+// fields serializes to exactly the bytes of the original: else null (the full form).
+async function compactLogText(serde, item, type, bytes) {
+  if (serde?.constructor !== JsonPlusSerializer || type !== 'json' || !isMessage(item)) return null;
+  const c = compactCandidate(roleOf(item), item);
+  if (c === null) return null;
+  const [type2, bytes2] = await serde.dumpsTyped(c.rebuilt);
+  return type2 === type && Buffer.from(bytes2).equals(Buffer.from(bytes)) ? c.text : null;
 }
 
 /** The items log messages store, in order: the JSON ones revived by one serde call. */
@@ -53,6 +66,11 @@ export async function fromLogMessages(serde, texts) {
   // load and takes the general path below.
   const fast = serde?.constructor === JsonPlusSerializer;
   for (let i = 0; i < texts.length; i++) {
+    const m = compactMessage(texts[i]);
+    if (m !== undefined) {
+      items[i] = m;
+      continue;
+    }
     const v = fast ? plainLangChainValue(texts[i]) : null;
     if (v !== null) {
       direct.push(load(v).then((x) => { items[i] = x; }, () => { slow.push(i); }));

@@ -23,12 +23,13 @@ async function runAll(checkpointer, plain) {
   return out;
 }
 
-// What identifies a message of a log text: its role, content and id (a LangChain message's
-// id is in its serialized kwargs).
+// What identifies a message of a log text: its role, content and id (beside them in the
+// compact form, "msg/1"; else in the serialized kwargs of a LangChain message).
 function messageKey(text) {
   const m = JSON.parse(text);
   const v = m.value ?? {};
-  return JSON.stringify([m.role, m.content ?? null, v.kwargs?.id ?? v.id ?? null]);
+  const id = m.serde === 'msg/1' ? m.id : v.kwargs?.id ?? v.id;
+  return JSON.stringify([m.role, m.content ?? null, id ?? null]);
 }
 
 // Every list of items of the thread's checkpoints: [where, items].
@@ -70,6 +71,13 @@ for (const plain of [false, true]) {
           const keys = log.map(messageKey);
           const ids = keys.map((k) => JSON.parse(k)[2]);
           assert.equal(new Set(ids).size, ids.length, 'a message is in the log twice');
+          // the messages that are their fields alone (every user message, the approvals) are
+          // stored in the compact form; the model's replies (with response and usage
+          // metadata) in the full one
+          const forms = log.map((t) => [JSON.parse(t).role, JSON.parse(t).serde]);
+          assert.ok(forms.every(([role, serde]) => role !== 'user' || serde === 'msg/1'));
+          assert.ok(forms.some(([role, serde]) => role === 'assistant' && serde === 'msg/1'));
+          assert.ok(forms.some(([role, serde]) => role === 'assistant' && serde !== 'msg/1'));
           // every message of the final state is in the log, except the one edited on the
           // branch (a replaced message is kept inline)
           const final = got[got.length - 1].state.values.messages;
