@@ -22,16 +22,17 @@ const CHECKS = {
   tool_call_id: isText,
 };
 
-/** The compact candidate of a message: { text, rebuilt } — its compact text and the message
- * a reader makes of that text — or null when the message is not exactly one of the four
- * classes or JSON cannot carry its fields. The fields are those the class's constructor
- * was given (lc_kwargs, what LangChain serializes), in that order. Whether the candidate
- * loses nothing is the caller's to decide: the rebuilt message must serialize as the
- * original. */
+/** The compact candidate of a message of one of the four roles: { text, rebuilt } — its
+ * compact text and the message a reader makes of that text — or null when JSON cannot carry
+ * its fields. The fields are those the class's constructor was given (lc_kwargs, what
+ * LangChain serializes), in that order. Whether the candidate loses nothing is the caller's
+ * to decide: the rebuilt message must serialize as the original, which also tells another
+ * class (a chunk, a subclass: their serialized id path differs) from the one of the role.
+ * (Not `instanceof`: an app may load another copy of @langchain/core than this package.) */
 export function compactCandidate(role, message) {
   const form = FORMS[role];
   const kwargs = message?.lc_kwargs;
-  if (!form || message.constructor !== form.cls || !kwargs || typeof kwargs !== 'object') return null;
+  if (!form || !kwargs || typeof kwargs !== 'object') return null;
   const fields = {};
   for (const k of Object.keys(kwargs)) {
     const v = kwargs[k];
