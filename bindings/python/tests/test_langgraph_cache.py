@@ -160,6 +160,45 @@ class Cache:
         self.assertEqual(app.history(graph, t),
                          app.history(app.chat_graph(self.saver(cache_messages=0)), t))
 
+    def test_a_put_after_a_rewrite_it_did_not_see(self):
+        """A put whose seq hints were learnt before another writer rewrote the
+        thread is conditional on that generation: it conflicts, and the saver puts
+        again with the texts, so the checkpoint holds the messages it was given,
+        not the ones now at those seqs."""
+        saver = self.saver()
+        graph = app.chat_graph(saver)
+        t = self.tid()
+        for i in range(2):
+            graph.invoke(app.user(i), app.config(t))
+        tup = saver.get_tuple(app.config(t))
+        mine = tup.checkpoint["channel_values"]["messages"]
+        self.assertEqual(len(mine), 4)
+        self.store.replace_tail(t, 2, [{"role": "user", "content": "other %d" % i}
+                                       for i in range(2)], drop_checkpoints=True)
+        calls = []
+        real = self.store.checkpoint_put
+
+        def put(*args, **kwargs):
+            calls.append(kwargs.get("expected_generation"))
+            return real(*args, **kwargs)
+        self.store.checkpoint_put = put
+        self.addCleanup(delattr, self.store, "checkpoint_put")
+        checkpoint = dict(tup.checkpoint, id="1f0000aa-0000-6000-8000-000000000001")
+        new = AIMessage(content="after the rewrite", id="after")
+        version = saver.get_next_version(checkpoint["channel_versions"]["messages"])
+        checkpoint["channel_values"] = dict(checkpoint["channel_values"],
+                                            messages=mine + [new])
+        checkpoint["channel_versions"] = dict(checkpoint["channel_versions"], messages=version)
+        saver.put(tup.config, checkpoint, {"source": "update", "step": 9},
+                  {"messages": version})
+        generation = self.store.load_history(t, with_extra=False).generation
+        self.assertEqual(calls, [generation - 1, generation])   # conflict, then again
+        got = saver.get_tuple(app.config(t, checkpoint["id"]))
+        self.assertEqual([(m.content, m.id) for m in got.checkpoint["channel_values"]["messages"]],
+                         [(m.content, m.id) for m in mine + [new]])
+        plain = self.saver(cache_messages=0).get_tuple(app.config(t, checkpoint["id"]))
+        self.assertEqual(plain.checkpoint["channel_values"], got.checkpoint["channel_values"])
+
     def test_a_write_read_back_from_the_cache(self):
         """Pending writes and inputs that refer to held messages come from the cache
         too (copies)."""
