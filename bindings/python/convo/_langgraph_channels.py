@@ -45,9 +45,18 @@ def _valid_role(r):
     return r if isinstance(r, str) and 0 < len(r.encode("utf-8", "surrogatepass")) <= 64 else None
 
 
+_MESSAGE_TYPES = {}     # type -> whether its objects are messages (asked once per type)
+
+
 def _is_message(x):
-    return hasattr(x, "type") and hasattr(x, "content") and hasattr(x, "id") and \
-        not isinstance(x, (dict, str))
+    t = type(x)
+    answer = _MESSAGE_TYPES.get(t)
+    if answer is None:
+        answer = hasattr(x, "type") and hasattr(x, "content") and hasattr(x, "id") and \
+            not isinstance(x, (dict, str))
+        if len(_MESSAGE_TYPES) < 256:
+            _MESSAGE_TYPES[t] = answer
+    return answer
 
 
 def _without_id(items):
@@ -235,19 +244,18 @@ class _Known:
     __slots__ = ("entries", "generation")
 
     def __init__(self, items, seqs, generation):
-        self.entries = [(x, getattr(x, "content", None), getattr(x, "id", None), q)
-                        for x, q in zip(items, seqs)]
+        self.entries = [(x, x.content, x.id, q) if q >= 0 and _is_message(x)
+                        else (x, None, None, -1) for x, q in zip(items, seqs)]
         self.generation = generation
 
-    def seq_of(self, i, item):
-        """The seq of the i-th item when it is the object we know there, unchanged."""
-        if i >= len(self.entries):
-            return -1
-        x, content, id_, q = self.entries[i]
-        if x is item and q >= 0 and _is_message(item) and \
-                item.content is content and item.id == id_:
-            return q
-        return -1
+    def seqs_of(self, items):
+        """The seq of each item that is the object we know at its place, unchanged
+        (its content the same object, its id equal), else -1."""
+        seqs = [-1] * len(items)
+        for i, (item, (x, content, id_, q)) in enumerate(zip(items, self.entries)):
+            if x is item and q >= 0 and item.content is content and item.id == id_:
+                seqs[i] = q
+        return seqs
 
 
 def _unchanged(hint, item):
@@ -330,7 +338,7 @@ class MessageChannels:
         if channel in self.names and isinstance(value, list):
             if not log:
                 return Items(self._committed_texts(serde, value))
-            seqs = [known.seq_of(i, x) if known else -1 for i, x in enumerate(value)]
+            seqs = known.seqs_of(value) if known else [-1] * len(value)
             texts = [None if q >= 0 else log_text(serde, x) for x, q in zip(value, seqs)]
             return Items(texts, seqs, log=log)
         if channel == "__start__" and isinstance(value, dict):
