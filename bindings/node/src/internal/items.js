@@ -85,7 +85,18 @@ export function itemsIn(v, what, blobIn) {
 /** The seqs a put wrote to out (n entries: a log seq, or -1 for an item kept inline). */
 export function seqsOut(out, n) {
   if (!out) return [];
-  return Array.from(koffi.decode(out, 'int64_t', n), Number);
+  return numbers(new BigInt64Array(koffi.view(out, n * 8)), n);
+}
+
+// n int64 values as Numbers, read as two 32-bit words when the high one is the low one's sign.
+function numbers(q64, n) {
+  const out = new Array(n);
+  const q32 = LITTLE ? new Int32Array(q64.buffer, q64.byteOffset, 2 * n) : null;
+  for (let k = 0; k < n; k++) {
+    const lo = q32 ? q32[2 * k] : 0;
+    out[k] = q32 && q32[2 * k + 1] === (lo < 0 ? -1 : 0) ? lo : Number(q64[k]);
+  }
+  return out;
 }
 
 export function releaseItems(list_) {
@@ -103,16 +114,12 @@ export function itemsOut(getter, cp, i, blobOut) {
   if (!getter(cp, i, it)) return null;
   const n = Number(it.n);
   const texts = new Array(n);
-  const seqs = new Array(n);
   if (n) {
     const ptrs = new Uint32Array(koffi.view(it.items, n * 8));
-    const q64 = new BigInt64Array(koffi.view(it.seqs, n * 8));
-    const q32 = LITTLE ? new Int32Array(q64.buffer, q64.byteOffset, 2 * n) : null;
     for (let k = 0; k < n; k++) {
       texts[k] = ptrs[2 * k] === 0 && ptrs[2 * k + 1] === 0 ? null : koffi.decode(it.items, k * 8, 'const char *');
-      const lo = q32 ? q32[2 * k] : 0;
-      seqs[k] = q32 && q32[2 * k + 1] === (lo < 0 ? -1 : 0) ? lo : Number(q64[k]);
     }
   }
+  const seqs = n ? numbers(new BigInt64Array(koffi.view(it.seqs, n * 8)), n) : [];
   return { texts, seqs, key: it.key ?? null, rest: blobOut(it.rest) };
 }
