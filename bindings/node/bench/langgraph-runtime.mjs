@@ -4,9 +4,9 @@
 // MessagesDeltaValue (LangGraph's DeltaChannel), on LangGraph's SqliteSaver and
 // PostgresSaver and on convo's ConvoSaver over SQLite and PostgreSQL, in one run.
 // Reported per run: turns/s, the time spent inside the saver per turn at turn 100 and at
-// the last turn, getTuple and getState ms at turn --full-turns and at the last turn (warm,
-// and from a fresh saver on the same store), bytes per table and bytes / raw message
-// content. A bench, not a test: it asserts no timing, but every run must give the
+// the last turn (wall, and the process's CPU time during it), the turn's CPU time, getTuple
+// and getState ms at turn --full-turns and at the last turn (warm, and from a fresh saver on
+// the same store), bytes per table and bytes / raw message content. A bench, not a test: it asserts no timing, but every run must give the
 // conversation back whole.
 //
 //   node --expose-gc langgraph-runtime.mjs [--turns 1000] [--full-turns 300] [--payload 200]
@@ -84,8 +84,11 @@ function chatbot(kind, checkpointer) {
 // getTuple), and the calls per method ----
 
 const SAVER_METHODS = ['put', 'putWrites', 'getTuple', 'list', 'getDeltaChannelHistory'];
+const cpuMs = (since_) => { const d = process.cpuUsage(since_); return (d.user + d.system) / 1000; };
 function instrument(saver) {
-  const meter = { ms: 0, calls: {}, byMethod: {}, active: 0, start: 0n };
+  // cpuMs: the process's CPU time (its threads: libconvo's calls run on libuv's pool) during
+  // those intervals, which a loaded machine stretches less than their wall time
+  const meter = { ms: 0, cpuMs: 0, calls: {}, byMethod: {}, active: 0, start: 0n, cpuStart: null };
   for (const name of SAVER_METHODS) {
     const original = saver[name];
     if (typeof original !== 'function') continue;
@@ -93,12 +96,18 @@ function instrument(saver) {
     // each count), to tell the turn's reads from its writes
     const enter = () => {
       meter.calls[name] = (meter.calls[name] ?? 0) + 1;
-      if (meter.active++ === 0) meter.start = process.hrtime.bigint();
+      if (meter.active++ === 0) {
+        meter.start = process.hrtime.bigint();
+        meter.cpuStart = process.cpuUsage();
+      }
       return process.hrtime.bigint();
     };
     const leave = (start) => {
       meter.byMethod[name] = (meter.byMethod[name] ?? 0) + since(start);
-      if (--meter.active === 0) meter.ms += since(meter.start);
+      if (--meter.active === 0) {
+        meter.ms += since(meter.start);
+        meter.cpuMs += cpuMs(meter.cpuStart);
+      }
     };
     if (name === 'list') { // an async generator: under way until it is done
       saver[name] = async function* (...args) {
@@ -260,6 +269,8 @@ async function runOne(run) {
   const graph = chatbot(run.kind, saver);
   const turnMs = [];
   const saverMs = [];
+  const turnCpu = [];
+  const saverCpu = [];
   const methodMs = []; // per turn: { method: ms }
   const probes = [];
   let lastCalls;
@@ -267,12 +278,16 @@ async function runOne(run) {
   try {
     for (let t = 0; t < run.turns; t++) {
       const before = meter.ms;
+      const beforeCpu = meter.cpuMs;
+      const cpuStart = process.cpuUsage();
       const calls = { ...meter.calls };
       const byMethod = { ...meter.byMethod };
       const start = process.hrtime.bigint();
       await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, threadConfig);
       turnMs.push(since(start));
+      turnCpu.push(cpuMs(cpuStart));
       saverMs.push(meter.ms - before);
+      saverCpu.push(meter.cpuMs - beforeCpu);
       methodMs.push(Object.fromEntries(Object.entries(meter.byMethod).map(([k, ms]) => [k, ms - (byMethod[k] ?? 0)])));
       lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
       if (PROBES.includes(t + 1)) probes.push(await probe(run, saver, graph, t + 1));
@@ -283,7 +298,7 @@ async function runOne(run) {
   }
   saver = null;
   const tables = await run.tables();
-  return { turnMs, saverMs, methodMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
+  return { turnMs, saverMs, turnCpu, saverCpu, methodMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
 }
 
 // ---- figures ----
@@ -317,6 +332,11 @@ function summarize(run, rounds) {
     turn_ms_early: +m((r) => at(r.turnMs, early)).toFixed(3),
     turn_ms_last: +m((r) => at(r.turnMs, run.turns)).toFixed(3),
     late_vs_early: +m((r) => at(r.saverMs, run.turns) / at(r.saverMs, early)).toFixed(3),
+    saver_cpu_ms_early: +m((r) => at(r.saverCpu, early)).toFixed(3),
+    saver_cpu_ms_last: +m((r) => at(r.saverCpu, run.turns)).toFixed(3),
+    cpu_late_vs_early: +m((r) => at(r.saverCpu, run.turns) / at(r.saverCpu, early)).toFixed(3),
+    turn_cpu_ms_early: +m((r) => at(r.turnCpu, early)).toFixed(3),
+    turn_cpu_ms_last: +m((r) => at(r.turnCpu, run.turns)).toFixed(3),
     calls_per_turn: r0.lastCalls,
     method_ms_early: methodsAt(rounds, early, m, at),
     method_ms_last: methodsAt(rounds, run.turns, m, at),
@@ -348,6 +368,7 @@ function targets(c, results) {
   const t = {
     'outside the log <= 150 B per checkpoint': c.outside_log_per_checkpoint <= 150,
     [`saver time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.late_vs_early <= 1.2,
+    [`saver CPU time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.cpu_late_vs_early <= 1.2,
   };
   if (c.backend === 'sqlite') t['total <= 4.5x raw content'] = c.stored_per_raw <= 4.5;
   if (delta?.turns === c.turns) {
@@ -395,13 +416,15 @@ if (opts.json) {
   console.log(`LangGraph runtime chatbot: ${PAYLOAD}-byte user message and answer per turn, ` +
     `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; median of ${ROUNDS} round(s)`);
   console.log('| run | turns | turns/s | saver ms/turn at ' + EARLY + ' | at last | last/early | ' +
+    'saver CPU ms/turn at ' + EARLY + ' / last (last/early) | turn CPU ms at ' + EARLY + ' / last | ' +
     'getTuple ms warm / fresh | getState ms warm / fresh | checkpoints | bytes | bytes / raw | ' +
     'outside log B / checkpoint |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     const probes = (key) => r.probes.map((p) => `${p.turn}: ${p[key]} / ${p[`fresh_${key}`]}`).join('; ');
     console.log(`| ${r.run} | ${r.turns} | ${r.turns_per_sec} | ${r.saver_ms_early} | ${r.saver_ms_last} | ` +
-      `${r.late_vs_early} | ${probes('get_tuple_ms')} | ${probes('get_state_ms')} | ${fmt(r.checkpoints)} | ` +
+      `${r.late_vs_early} | ${r.saver_cpu_ms_early} / ${r.saver_cpu_ms_last} (${r.cpu_late_vs_early}) | ` +
+      `${r.turn_cpu_ms_early} / ${r.turn_cpu_ms_last} | ${probes('get_tuple_ms')} | ${probes('get_state_ms')} | ${fmt(r.checkpoints)} | ` +
       `${fmt(r.stored_bytes)} | ${r.stored_per_raw} | ${fmt(r.outside_log_per_checkpoint)} |`);
   }
   console.log('\nbytes per table (with its indexes), at the end of each run:');
