@@ -2,6 +2,7 @@
 // docs/checkpoints.md): a message that its class rebuilds exactly from a few plain fields is
 // stored as those fields, and revived by constructing the class. Imports @langchain/core:
 // only the langchain/ and langgraph/ subpaths import it.
+import { isDeepStrictEqual } from 'node:util';
 import { HumanMessage, AIMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { compactText, compactMembers } from './logtext.js';
 
@@ -66,4 +67,16 @@ export function compactMessage(t) {
   }
   if (!('content' in fields)) throw new Error('convo: a "msg/1" log message without content');
   return new form.cls(fields);
+}
+
+const utf8 = (b) => (typeof b === 'string' ? b : Buffer.from(b).toString('utf8'));
+
+/** Whether two JSON texts (strings or UTF-8 bytes) are the same JSON value: equal bytes, or
+ * equal but for the order of an object's members, which JSON does not give a meaning and
+ * LangChain.js's serialization follows from how a message was made (LangGraph's reducer
+ * adds an id to a message's constructor arguments after the class's defaults). */
+export function sameJson(a, b) {
+  const x = utf8(a);
+  const y = utf8(b);
+  return x === y || (x.length === y.length && isDeepStrictEqual(JSON.parse(x), JSON.parse(y)));
 }

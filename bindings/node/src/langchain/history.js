@@ -9,7 +9,7 @@ import { NotFoundError, InvalidError, codes } from '../errors.js';
 import { text, options } from '../internal/args.js';
 import { roleOf, contentOf, isMessage } from '../internal/roles.js';
 import { logText, valueText, plainLangChainValue } from '../internal/logtext.js';
-import { compactCandidate, compactMessage } from '../internal/compact.js';
+import { compactCandidate, compactMessage, sameJson } from '../internal/compact.js';
 
 /** The log message that stores a LangChain message (the layout of ConvoSaver's message
  * channels): its compact form when its class rebuilds it exactly from it, else its role and
@@ -20,7 +20,7 @@ export function toLogText(message) {
   }
   const json = JSON.stringify(message);
   const compact = compactCandidate(roleOf(message), message);
-  if (compact !== null && JSON.stringify(compact.rebuilt) === json) return compact.text;
+  if (compact !== null && sameJson(JSON.stringify(compact.rebuilt), json)) return compact.text;
   return logText(roleOf(message), contentOf(message), 'json', json);
 }
 

@@ -5,7 +5,7 @@ import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import { load } from '@langchain/core/load';
 import { isMessage, roleOf, contentOf } from '../internal/roles.js';
 import { logText, valueText, plainLangChainValue } from '../internal/logtext.js';
-import { compactCandidate, compactMessage } from '../internal/compact.js';
+import { compactCandidate, compactMessage, sameJson } from '../internal/compact.js';
 
 export { plainLangChainValue };
 
@@ -43,13 +43,13 @@ export async function toLogMessage(serde, item) {
 
 // The compact text ("msg/1") of a message, when the serde is LangGraph's own (which revives
 // such a message by its class's constructor) and the message its class makes of the compact
-// fields serializes to exactly the bytes of the original: else null (the full form).
+// fields serializes to the same JSON as the original: else null (the full form).
 async function compactLogText(serde, item, type, bytes) {
   if (serde?.constructor !== JsonPlusSerializer || type !== 'json' || !isMessage(item)) return null;
   const c = compactCandidate(roleOf(item), item);
   if (c === null) return null;
   const [type2, bytes2] = await serde.dumpsTyped(c.rebuilt);
-  return type2 === type && Buffer.from(bytes2).equals(Buffer.from(bytes)) ? c.text : null;
+  return type2 === type && sameJson(bytes2, bytes) ? c.text : null;
 }
 
 /** The items log messages store, in order: the JSON ones revived by one serde call. */

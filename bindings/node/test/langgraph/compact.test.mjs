@@ -10,6 +10,7 @@ import { JsonPlusSerializer } from '@langchain/langgraph-checkpoint';
 import * as messages from '@langchain/core/messages';
 import { toLogMessage, fromLogMessages } from '../../src/langgraph/log.js';
 import { fromLogText, toLogText } from '../../src/langchain/history.js';
+import { sameJson } from '../../src/internal/compact.js';
 
 const { HumanMessage, AIMessage, AIMessageChunk, ToolMessage, SystemMessage, ChatMessage, RemoveMessage } = messages;
 const serde = new JsonPlusSerializer();
@@ -62,12 +63,29 @@ test('compact exactly when the class rebuilds the message: every item reads back
     assert.deepStrictEqual(got[i], want, `item ${i}: ${texts[i]}`);
     assert.equal(got[i].constructor, want.constructor);
   }
+  // an id LangGraph's reducer gives a message (set on it and added to its constructor's
+  // arguments, after the class's defaults): the same JSON but for member order, compact
+  const given = new HumanMessage('Hello');
+  given.id = 'given-1';
+  given.lc_kwargs.id = given.id;
+  const givenText = await toLogMessage(serde, given);
+  assert.equal(givenText, '{"role":"user","content":"Hello","id":"given-1","serde":"msg/1"}');
+  assert.deepStrictEqual((await fromLogMessages(serde, [givenText]))[0], await bySerde(given));
+  assert.equal(toLogText(given), givenText);
   // the message a node changes after constructing it (an id set on the object) is what the
   // serde keeps of it (its constructor's arguments): the compact form keeps no more
   const late = new AIMessage({ content: 'late id' });
   late.id = 'set-after';
   const [back] = await fromLogMessages(serde, [await toLogMessage(serde, late)]);
   assert.deepStrictEqual(back, await bySerde(late));
+});
+
+test('sameJson: the same JSON value whatever the order of members, nothing else', () => {
+  assert.ok(sameJson('{"a":1,"b":[1,{"c":2,"d":3}]}', '{"b":[1,{"d":3,"c":2}],"a":1}'));
+  assert.ok(sameJson(Buffer.from('{"a":"é"}'), '{"a":"é"}'));
+  assert.ok(!sameJson('{"a":1,"b":[1,2]}', '{"a":1,"b":[2,1]}'));
+  assert.ok(!sameJson('{"a":1,"b":2}', '{"a":1,"c":2}'));
+  assert.ok(!sameJson('{"a":"1"}', '{"a":1 }'));
 });
 
 test('another serde writes the full form (its revive is its own) and reads compact texts', async () => {
