@@ -122,17 +122,20 @@ static int seed_thread(store_run *r, const bench_threads_opts *o, size_t i, char
 }
 
 /* Seeds threads [from, to) into both stores, a block into each in turn, so that
- * both see the same load of a shared machine. */
+ * both see the same load of a shared machine; which store goes first alternates
+ * from block to block, so neither is always the one that follows the other. */
 static int seed_both(store_run *indexed, store_run *bare, const bench_threads_opts *o, size_t from,
                 size_t to, char *const *msgs, convo_error *err)
 {
     int rc = 0;
     for (size_t b = from; b < to && rc == 0; b += BLOCK) {
         size_t e = b + BLOCK < to ? b + BLOCK : to;
+        store_run *first = (b / BLOCK) % 2 ? bare : indexed;
+        store_run *second = first == bare ? indexed : bare;
         for (size_t i = b; i < e && rc == 0; i++)
-            rc = seed_thread(indexed, o, i, msgs, err);
+            rc = seed_thread(first, o, i, msgs, err);
         for (size_t i = b; i < e && rc == 0; i++)
-            rc = seed_thread(bare, o, i, msgs, err);
+            rc = seed_thread(second, o, i, msgs, err);
         bench_progress("threads: seeding", e, o->threads);
     }
     return rc;
