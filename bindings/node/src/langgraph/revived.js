@@ -75,15 +75,16 @@ export class Revived {
   }
 
   /** The Log a checkpoint read with `held` was resolved against: held's when the thread is
-   * still at that generation and origin, else a new one (replacing the thread's), or null
+   * still at that generation and origin, else a new one (replacing the thread's; not when
+   * `start` is false: a listing across threads does not fill the cache with them), or null
    * when the read does not tell (no reference, or message 0 not read: not cached). */
-  logOf(thread, cp, held) {
+  logOf(thread, cp, held, start = true) {
     if (cp.generation < 0 || cp.origin < 0) return null;
     if (held && held.log.generation === cp.generation && held.log.origin === cp.origin) return held.log;
     const log = this.#threads.get(thread);
     if (log && log.generation === cp.generation && log.origin === -1) log.origin = cp.origin; // adopted
     if (log && log.generation === cp.generation && log.origin === cp.origin) return log;
-    return this.#start(thread, cp.generation, cp.origin);
+    return start ? this.#start(thread, cp.generation, cp.origin) : null;
   }
 
   /** The thread's Log, else a new one at the generation and origin (-1: not known yet; it then

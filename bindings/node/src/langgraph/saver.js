@@ -163,7 +163,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
       if (c.checkpoint_id && cp.id !== c.checkpoint_id) continue;
       if (limit && n >= limit) return;
       n++;
-      yield await this.#tuple(store, cp, held);
+      // a listing across threads revives into the cache only threads already in it
+      yield await this.#tuple(store, cp, held, c.thread_id !== undefined && c.thread_id !== null);
     }
   }
 
@@ -390,9 +391,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
   // The tuple of a checkpoint read with `held` (what the read said it held of the log).
-  async #tuple(store, cp, held) {
+  async #tuple(store, cp, held, cache = true) {
     const [body, prefixes] = takePrefixes(await this.serde.loadsTyped(cp.body.type, cp.body.bytes));
-    const log = this.#revived.logOf(cp.threadId, cp, held);
+    const log = this.#revived.logOf(cp.threadId, cp, held, cache);
     const channelValues = {};
     for (const ch of cp.channels) {
       if (ch.items) {

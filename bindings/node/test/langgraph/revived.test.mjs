@@ -204,6 +204,12 @@ for (const [name, base] of drivers()) {
         assert.equal(await knownOf('c'), 2);
         assert.equal(await knownOf('a'), 0, 'a was the least recently used of three');
         assert.equal(await knownOf('b'), 0, 'b was dropped when a came back');
+        // held: a and b. A listing of every thread's checkpoints (a, b, then c) does not put
+        // c in the cache, which would push a out
+        let listed = 0;
+        for await (const t of saver.list({})) listed += t.checkpoint.channel_values.messages?.length ?? 0;
+        assert.ok(listed >= 6, `listed ${listed} messages`);
+        assert.equal(await knownOf('a'), 2, 'a is still held after a listing across threads');
         const items = new ConvoSaver(store, { cache: { items: 3 } });
         await items.getTuple(on('a'));
         await items.getTuple(on('b')); // a's 2 and b's 2 do not fit in 3: a goes
