@@ -7,10 +7,12 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import { Store } from '../store.js';
 import { NotFoundError, ConflictError, InvalidError, codes } from '../errors.js';
-import { fromLogMessages } from './log.js';
+import { fromLogMessages, toLogMessage } from './log.js';
 import { Hints, INPUT, listIn, inputKey, asCommitted } from './items.js';
 import { Revived } from './revived.js';
 import { RECORD_TYPE, takePrefixes, wrapOwnField, legacyRecords, recordsSpan, seqsOf } from './legacy.js';
+import { DeltaLists, deltaHistory, isDeltaList, snapshotList, selectionOf, selected, snapshotOut,
+  DELTA_KEY, SNAPSHOT_KEY } from './delta.js';
 
 const MAX_PUTS = 1024;      // checkpoints this saver remembers having put (for putWrites)
 
@@ -68,6 +70,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #puts = new Map();       // thread\0ns\0id -> true: checkpoints this saver put
   #revived;                 // revived items per thread, generation and seq (revived.js)
   #hints = new Hints();
+  #delta = new DeltaLists(); // delta.js: what a put of a DeltaChannel's list needs
   #writing = new Map();     // thread\0ns\0id -> Set of putWrites calls under way on it
   #waiting = new Map(); // thread\0ns\0id -> [{ resolve, reject }]: putWrites before its put
 
@@ -168,6 +171,20 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
   }
 
+  /** LangGraph's walk over DeltaChannels' histories, in a bounded number of store calls that
+   * read only the log this saver does not hold (delta.js). */
+  async getDeltaChannelHistory({ config, channels }) {
+    const store = await this.#store;
+    const c = configurableOf(config);
+    const held = c?.thread_id === undefined || c?.thread_id === null ? null : this.#revived.hold(c.thread_id);
+    return deltaHistory(store, config, channels, {
+      threadOf: threadText,
+      known: Revived.known(held),
+      hasValue: (ch) => (ch.items ? !isDeltaList(ch.items) : Boolean(ch.value) && ch.value.type !== RECORD_TYPE),
+      valueOf: (x, cp) => this.#writeValue(x, cp.threadId, this.#revived.logOf(cp.threadId, cp, held), held),
+    });
+  }
+
   async put(config, checkpoint, metadata, newVersions) {
     const c = requireThread(config);
     const threadId = c.thread_id;
@@ -201,7 +218,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const [bodyType, bodyBytes] = await this.serde.dumpsTyped(wrapOwnField(rest));
     let log = this.#revived.current(threadId) ?? await this.#readLog(store, threadId); // hints' token
     for (let attempt = 0; ; attempt++) {
-      const { channels, lists } = await this.#channelsIn(threadId, log, values, versions, newVersions);
+      const { channels, lists, deltas } = await this.#channelsIn(store, c, log, values, versions, newVersions);
       let put;
       try {
         put = await store.checkpointPut({
@@ -216,6 +233,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
         continue;
       }
       for (const [ch, list, known] of lists) this.#hints.learnPut(list, put.seqsOut[ch], threadId, log, known, ch);
+      this.#delta.learn(this.#key(c, checkpoint.id), c.checkpoint_id ? this.#key(c, c.checkpoint_id) : null,
+        deltas.map(([ch, texts]) => [ch, { texts, seqsOut: put.seqsOut[ch] }]),
+        this.messageChannels.filter((ch) => !(ch in newVersions)), log);
       return;
     }
   }
@@ -237,25 +257,37 @@ export class ConvoSaver extends BaseCheckpointSaver {
 
   // The Store's channels of a put: a value for each new version; a message channel's list
   // (log: its new items enter the log) and the input's message list as items.
-  async #channelsIn(threadId, log, values, versions, newVersions) {
+  async #channelsIn(store, c, log, values, versions, newVersions) {
+    const threadId = c.thread_id;
     const channels = [];
     const lists = [];
+    const deltas = [];
     for (const [channel, version] of Object.entries(versions)) {
+      const message = this.messageChannels.includes(channel);
+      const snap = message && channel in values ? snapshotList(values[channel]) : null;
+      if (message && channel in newVersions && (snap || !(channel in values))) {
+        const d = await this.#deltaIn(store, c, log, channel, snap);
+        if (d) {
+          channels.push({ channel, version, items: d.items });
+          deltas.push([channel, d.texts]);
+          continue;
+        }
+      }
       if (!(channel in newVersions) || !(channel in values)) {
         channels.push({ channel, version, value: null });
         continue;
       }
       const v = values[channel];
-      const key = channel === INPUT ? inputKey(v, this.messageChannels) : null;
-      if (key === null && !(this.messageChannels.includes(channel) && Array.isArray(v))) {
+      const key = channel === INPUT ? inputKey(v, this.messageChannels) : snap ? SNAPSHOT_KEY : null;
+      if (key === null && !(message && Array.isArray(v))) {
         const [type, bytes] = await this.serde.dumpsTyped(v);
         channels.push({ channel, version, value: { type, bytes } });
         continue;
       }
       const list = key === null ? v : v[key];
-      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null, channel);
+      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null || Boolean(snap), channel);
       if (key !== null) {
-        const { [key]: _, ...others } = v;
+        const { [key]: _, ...others } = snap ? { ...snap.rest, [key]: list } : v;
         r.items.key = key;
         if (Object.keys(others).length) {
           const [type, bytes] = await this.serde.dumpsTyped(others);
@@ -265,7 +297,36 @@ export class ConvoSaver extends BaseCheckpointSaver {
       channels.push({ channel, version, items: r.items });
       lists.push([channel, list, r.seqs]);
     }
-    return { channels, lists };
+    return { channels, lists, deltas };
+  }
+
+  // A DeltaChannel's step (delta.js): the channel's delta list, so the step's new messages
+  // enter the log with this put; a snapshot is the same list with which of its items the
+  // snapshot holds. null when the parent's value is no list.
+  async #deltaIn(store, c, log, channel, snap) {
+    const d = await this.#delta.listIn(() => this.#parentOf(store, c),
+      c.checkpoint_id ? this.#key(c, c.checkpoint_id) : null, channel, log);
+    if (d && snap) {
+      const segs = await selectionOf(d, snap.list, (x) => this.#hints.seqOf(x, c.thread_id, log),
+        (x) => toLogMessage(this.serde, x));
+      const [type, bytes] = await this.serde.dumpsTyped({ ...snap.rest, convo_select: segs });
+      d.items.rest = { type, bytes };
+    }
+    return d;
+  }
+
+  #key(c, id) {
+    return `${c.thread_id}\0${c.checkpoint_ns ?? ''}\0${id}`;
+  }
+
+  // The parent of a put (for its delta lists), null when it is not stored.
+  async #parentOf(store, c) {
+    try {
+      return await store.checkpointGet(c.thread_id, c.checkpoint_ns ?? '', c.checkpoint_id);
+    } catch (e) {
+      if (e instanceof NotFoundError) return null;
+      throw e;
+    }
   }
 
   // An input's or a write's message list as add_messages will commit it (items.js). Done
@@ -316,6 +377,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
     const store = await this.#store;
     const ns = c.checkpoint_ns ?? '';
+    for (const x of w) {
+      if (x.items) this.#delta.recordWrite(this.#key(c, c.checkpoint_id), taskId, taskPath, x.idx, x.channel, x.items.items);
+    }
     try {
       await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
     } catch (e) {
@@ -364,6 +428,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const threadId = threadText(id);
     const store = await this.#store;
     this.#revived.drop(threadId);
+    this.#delta.forget(threadId);
     for (const k of [...this.#puts.keys()]) {
       if (k.startsWith(`${threadId}\0`)) this.#puts.delete(k);
     }
@@ -377,11 +442,16 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // The value a resolved list of the Store stores (the list, or the object holding it under
   // its key), its items revived once per thread, generation and seq (revived.js).
   async #listValue(stored, threadId, log, held) {
+    if (stored.key === DELTA_KEY) { // delta.js: a delta list alone is no value
+      const sub = stored.rest ? await selected(this.serde, stored) : null;
+      return sub && snapshotOut({ ...sub.rest,
+        [SNAPSHOT_KEY]: await this.#revived.items(this.serde, this.#hints, sub, threadId, log, held) });
+    }
     const values = await this.#revived.items(this.serde, this.#hints, stored, threadId, log, held);
     if (stored.key === null) return values;
     const obj = stored.rest ? await this.serde.loadsTyped(stored.rest.type, stored.rest.bytes) : {};
     obj[stored.key] = values;
-    return obj;
+    return stored.key === SNAPSHOT_KEY ? snapshotOut(obj) : obj;
   }
 
   // The value of a stored pending write.
@@ -396,6 +466,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     const log = this.#revived.logOf(cp.threadId, cp, held, cache);
     const channelValues = {};
     for (const ch of cp.channels) {
+      if (isDeltaList(ch.items)) continue; // delta.js: not a value LangGraph put
       if (ch.items) {
         channelValues[ch.channel] = await this.#listValue(ch.items, cp.threadId, log, held);
       } else if (ch.value && ch.value.type !== RECORD_TYPE) {

@@ -80,10 +80,11 @@ function afterModel(state) {
   return last.tool_calls && last.tool_calls.length ? 'tools' : END;
 }
 
-/** The chat graph on a checkpointer; plain: messages as plain objects (see `message`). */
-export function buildGraph(checkpointer, { plain = false } = {}) {
+/** The chat graph on a checkpointer; plain: messages as plain objects (see `message`);
+ * state: another state schema (e.g. one with LangGraph's MessagesDeltaValue). */
+export function buildGraph(checkpointer, { plain = false, state = MessagesAnnotation } = {}) {
   plainMessages = plain;
-  return new StateGraph(MessagesAnnotation)
+  return new StateGraph(state)
     .addNode('model', fakeModel)
     .addNode('tools', weatherTool)
     .addNode('approval', approval)
