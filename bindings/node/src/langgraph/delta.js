@@ -122,6 +122,7 @@ export class DeltaLists {
 
   /** Records the items of a write of a message list to checkpoint `key` (texts only). */
   recordWrite(key, taskId, taskPath, idx, channel, texts) {
+    if (texts.some((t) => t === null)) return; // given by seq: not a write of this module's
     let l = this.#writes.get(key);
     if (!l) remember(this.#writes, key, (l = []));
     const at = l.findIndex((w) => w.taskId === taskId && w.idx === idx);

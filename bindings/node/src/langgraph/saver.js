@@ -377,9 +377,6 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
     const store = await this.#store;
     const ns = c.checkpoint_ns ?? '';
-    for (const x of w) {
-      if (x.items) this.#delta.recordWrite(this.#key(c, c.checkpoint_id), taskId, taskPath, x.idx, x.channel, x.items.items);
-    }
     try {
       await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
     } catch (e) {
@@ -390,6 +387,10 @@ export class ConvoSaver extends BaseCheckpointSaver {
       // checkpoint: wait until this saver has put it, then save them.
       await this.#putOf(`${c.thread_id}\0${ns}\0${c.checkpoint_id}`, e);
       await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
+    }
+    // stored: a DeltaChannel's next put lists them (delta.js)
+    for (const x of w) {
+      if (x.items) this.#delta.recordWrite(this.#key(c, c.checkpoint_id), taskId, taskPath, x.idx, x.channel, x.items.items);
     }
   }
 

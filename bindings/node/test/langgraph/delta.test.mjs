@@ -40,7 +40,8 @@ const plainJson = (v) => JSON.parse(JSON.stringify(v));
 function messageKey(text) {
   const m = JSON.parse(text);
   const v = m.value ?? {};
-  return JSON.stringify([m.role, m.content ?? null, v.kwargs?.id ?? v.id ?? null]);
+  const id = m.serde === 'msg/1' ? m.id : v.kwargs?.id ?? v.id; // the compact form has its id
+  return JSON.stringify([m.role, m.content ?? null, id ?? null]);
 }
 
 // Counts the store calls of fn.
