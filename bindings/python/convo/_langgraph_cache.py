@@ -77,9 +77,11 @@ class MessageCache:
             self._threads.move_to_end(thread_id)
             return (t.generation, t.length, t.origin)
 
-    def reader(self, thread_id, generation, origin):
-        """A reader of the items of one checkpoint read at (generation, origin)."""
-        return _Reader(self, thread_id, generation, origin)
+    def reader(self, thread_id, generation, origin, hold=True):
+        """A reader of the items of one checkpoint read at (generation, origin).
+        hold=False (a list across threads): it uses what is held but adds no
+        thread and no message (it would push out the threads being read)."""
+        return _Reader(self, thread_id, generation, origin, hold)
 
     def forget(self, thread_id):
         with self._lock:
@@ -87,17 +89,18 @@ class MessageCache:
             if t is not None:
                 self._count -= len(t.held)
 
-    def _entry(self, thread_id, generation, origin):
+    def _entry(self, thread_id, generation, origin, create=True):
         """The thread's entry for items read at (generation, origin): the held one,
         a new one when the thread was found at another generation or origin (what
-        was held is dropped), None when new items cannot be tagged (origin unknown)."""
+        was held is dropped; not with create=False), None when new items cannot
+        be tagged (origin unknown)."""
         if self.limit <= 0 or generation < 0:
             return None
         with self._lock:
             t = self._threads.get(thread_id)
             if t is not None and (t.generation, t.origin) == (generation, origin):
                 return t
-            if origin < 0:
+            if origin < 0 or not create:
                 return None
             if t is not None:
                 self._count -= len(t.held)
@@ -137,9 +140,9 @@ class _Reader:
     others with one serde call per list, kept for the next read when they are in
     the log."""
 
-    def __init__(self, cache, thread_id, generation, origin):
-        self.cache, self.thread_id = cache, thread_id
-        self.entry = cache._entry(thread_id, generation, origin)
+    def __init__(self, cache, thread_id, generation, origin, hold):
+        self.cache, self.thread_id, self.hold = cache, thread_id, hold
+        self.entry = cache._entry(thread_id, generation, origin, create=hold)
 
     def items(self, serde, value, revive):
         """The items of a resolved convo.Items; revive(serde, texts) revives texts."""
@@ -161,7 +164,7 @@ class _Reader:
         added = []
         for i, item in zip(missing, revived):
             seq = value.seqs[i]
-            if self.entry is not None and seq >= 0 and _holdable(item):
+            if self.hold and self.entry is not None and seq >= 0 and _holdable(item):
                 added.append((seq, value.items[i], item))
                 item = fresh(item)
             out[i] = item

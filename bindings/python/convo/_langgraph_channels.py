@@ -429,11 +429,11 @@ class MessageChannels:
 
     # ---- get ----
 
-    def reader(self, checkpoint):
+    def reader(self, checkpoint, hold=True):
         """What revives the item lists of a checkpoint (resolve, read_write): the
-        messages held are not revived again (MessageCache)."""
+        messages held are not revived again (MessageCache); hold=False adds none."""
         return self.cache.reader(checkpoint.thread_id, checkpoint.generation,
-                                 checkpoint.log_origin)
+                                 checkpoint.log_origin, hold)
 
     def resolve(self, serde, checkpoint, reader):
         """{channel: value} of a convo.Checkpoint: every channel with a value."""

@@ -249,7 +249,9 @@ class ConvoSaver(BaseCheckpointSaver):
             return
         for cp in itertools.chain((first,), found):
             try:
-                t = self._tuple(cp)
+                # across threads: hold nothing new (the listing would push the threads
+                # being read out of the cache)
+                t = self._tuple(cp, hold=thread_id is not None)
             except Missing:
                 t = self._get(cp.thread_id, cp.id, cp.ns)
             if t is not None:
@@ -451,9 +453,9 @@ class ConvoSaver(BaseCheckpointSaver):
 
     # ---- helpers ----
 
-    def _tuple(self, cp) -> CheckpointTuple:
+    def _tuple(self, cp, hold=True) -> CheckpointTuple:
         checkpoint = self.serde.loads_typed(cp.body)
-        reader = self._channels.reader(cp)
+        reader = self._channels.reader(cp, hold)
         checkpoint["channel_values"] = self._channels.resolve(self.serde, cp, reader)
         ordered = sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
         pending = [(w.task_id, w.channel, self._channels.read_write(self.serde, w, reader))

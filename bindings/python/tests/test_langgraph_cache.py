@@ -117,6 +117,25 @@ class Cache:
             self.assertEqual(app.history(graph, thread), app.history(fresh, thread))
         self.assertRaises(convo.InvalidError, self.saver, cache_messages=-1)
 
+    def test_a_list_across_threads_holds_no_thread(self):
+        """list(None) reads every thread's checkpoints: it adds none of them to the
+        cache, which would push out the thread being read."""
+        graph = app.chat_graph(self.saver())
+        t = self.tid("held")
+        others = [self.tid("other%d" % k) for k in range(3)]
+        for thread in others + [t]:
+            for i in range(2):
+                graph.invoke(app.user(i), app.config(thread))
+        saver = self.saver(cache_messages=8)
+        app.chat_graph(saver).get_state(app.config(t))
+        held = saver._channels.cache.known(t)
+        self.assertEqual(held[1], 4)
+        listed = {x.config["configurable"]["thread_id"] for x in saver.list(None)}
+        self.assertTrue(set(others + [t]) <= listed)
+        self.assertEqual(saver._channels.cache.known(t), held)
+        for thread in others:
+            self.assertIsNone(saver._channels.cache.known(thread))
+
     def test_tail_rewrite_between_two_invokes(self):
         """A pop of the last turn (drop_checkpoints) then a new turn: seqs 4 and 5
         hold other messages at the next generation; what the saver held of them
