@@ -543,6 +543,8 @@ int convo_checkpoint_put_writes_ex(convo_store *s, const convo_writes_in *w, con
         rc = convo__error(err, CONVO_ETOOLARGE, NULL,
                           "writes of %zu bytes exceed the limit of %zu bytes", bytes,
                           s->limits.max_checkpoint_bytes);
+    if (rc == 0 && n > 0 && w->items) /* a seq past the log would be a dangling reference */
+        rc = convo__items_check_seqs(s, w->thread_id, "write", w->items, n, 0, err);
     if (rc == 0 && n > 0)
         rc = convo__scrubbed(s,
                              s->driver->checkpoint_put_writes(s->backend, w->thread_id, ns,

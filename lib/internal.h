@@ -107,6 +107,13 @@ void convo__items_free(cp_items *it);
 int convo__items_check(const void *bytes, size_t len, int64_t *end, convo_error *err);
 /* A pending write's list of items, encoded as a reference (its fresh items
  * inline, validated): *bytes malloc'd. */
+/* Every seq the caller gave in lists[0..n) names a message the thread has:
+ * below `covered` (what a parent is known to cover) without a read, else after
+ * one read of the thread's length; CONVO_ECONFLICT naming the item when not
+ * (the caller's view of the log is older than a rewrite or a delete). */
+int convo__items_check_seqs(convo_store *s, const char *thread_id, const char *what,
+                            const convo_items_in *const *lists, size_t n, int64_t covered,
+                            convo_error *err);
 int convo__items_encode_write(convo_store *s, const convo_items_in *it, void **bytes,
                               size_t *len, convo_error *err);
 /* convo_checkpoint_put with channel_items: cp validated, metadata compact. */

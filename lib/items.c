@@ -433,6 +433,53 @@ int convo__ref_blob(const char *key, const convo_blob *rest, const elem *els, si
     return 0;
 }
 
+/* The highest seq the caller gave in items (-1: none), and its index. */
+static int64_t highest_seq(const convo_items_in *it, size_t *at)
+{
+    int64_t hi = -1;
+    for (size_t i = 0; it->seqs && i < it->n; i++)
+        if (it->seqs[i] > hi)
+            hi = it->seqs[i], *at = i;
+    return hi;
+}
+
+int convo__items_check_seqs(convo_store *s, const char *thread_id, const char *what,
+                            const convo_items_in *const *lists, size_t n, int64_t covered,
+                            convo_error *err)
+{
+    int64_t hi = -1;
+    size_t at = 0, list = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = 0;
+        int64_t q = lists[k] ? highest_seq(lists[k], &i) : -1;
+        if (q > hi)
+            hi = q, at = i, list = k;
+    }
+    if (hi < covered)
+        return 0;
+    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
+    o.tail = 1;
+    o.with_extra = 0;
+    convo_history *h = NULL;
+    int rc = convo__scrubbed(s, s->driver->load(s->backend, thread_id, &o, &h, err), err);
+    int64_t length = rc == 0 ? h->length : 0;
+    convo_history_free(h);
+    if (rc == CONVO_ENOTFOUND) {
+        convo__error_clear(err);
+        rc = 0;
+    }
+    if (rc == 0 && hi >= length) {
+        char where[64] = "";
+        if (n > 1)
+            snprintf(where, sizeof where, " of list %zu", list);
+        rc = convo__error(err, CONVO_ECONFLICT, NULL,
+                          "%s: item %zu%s has seq %lld, past the thread's %lld messages (a "
+                          "view of the log from before a rewrite or a delete?): nothing written",
+                          what, at, where, (long long)hi, (long long)length);
+    }
+    return rc;
+}
+
 int convo__items_encode_write(convo_store *s, const convo_items_in *it, void **bytes,
                               size_t *len, convo_error *err)
 {

@@ -435,6 +435,16 @@ static int plan_make(plan *p, convo_error *err)
         if (rc == 0 && !found && p->chs[k].in->log)
             rc = log_prefix(p, &p->chs[k], err);
     }
+    if (rc == 0) { /* a seq past the log would be a dangling reference */
+        const convo_items_in **lists = malloc((p->nchs ? p->nchs : 1) * sizeof *lists);
+        if (!lists)
+            return oom(err);
+        for (size_t k = 0; k < p->nchs; k++)
+            lists[k] = p->chs[k].in;
+        rc = convo__items_check_seqs(p->s, cp->thread_id, "channel items", lists, p->nchs,
+                                     p->parent ? p->parent->log_length : 0, err);
+        free(lists);
+    }
     if (rc == 0)
         rc = find_known(p, err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {

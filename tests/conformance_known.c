@@ -229,6 +229,71 @@ START_TEST(test_known_prefix_bad_input)
 }
 END_TEST
 
+/* A seq the caller gives for an item must name a message the thread has: a
+ * reference past the log would dangle (every later get CONVO_ECORRUPT). A
+ * conflict, as the caller's view of the log is out of date: a saver puts
+ * again with the texts. */
+START_TEST(test_seq_hint_past_the_log)
+{
+    char tid[256];
+    TID(tid, "t");
+    build(tid, M); /* 5 messages, c5 lists them all */
+    convo_error err;
+    const char *list[] = {M[0], M[1], M[2], M[3], M[4], M[0]};
+    int64_t seqs[] = {0, 1, 2, 3, 4, 5}; /* 5: past the log (and past c5's log_length) */
+    convo_items_in it = CONVO_ITEMS_IN_INIT;
+    it.items = list;
+    it.seqs = seqs;
+    it.n = 6;
+    it.log = 1;
+    const convo_items_in *per[1] = {&it};
+    convo_channel_in c = {"messages", "bad", NULL};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = tid;
+    cp.checkpoint_id = "bad";
+    cp.parent_id = "c5";
+    cp.channels = &c;
+    cp.nchannels = 1;
+    cp.channel_items = per;
+    ASSERT_FAILS(convo_checkpoint_put(conf_store, &cp, &err), err, CONVO_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "item 5"));
+    convo_checkpoint *got = NULL;
+    ASSERT_FAILS(convo_checkpoint_get(conf_store, tid, "", "bad", &got, &err), err,
+                 CONVO_ENOTFOUND);
+    seqs[5] = (int64_t)1 << 32; /* far past it, with no parent to compare with */
+    cp.parent_id = NULL;
+    ASSERT_FAILS(convo_checkpoint_put(conf_store, &cp, &err), err, CONVO_ECONFLICT);
+    /* a pending write naming a seq past the log */
+    convo_items_in w = CONVO_ITEMS_IN_INIT;
+    int64_t wseq[] = {9};
+    w.items = &M[0];
+    w.seqs = wseq;
+    w.n = 1;
+    const convo_items_in *wper[1] = {&w};
+    convo_write_in wr = {0, "messages", {NULL, NULL, 0}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = tid;
+    in.checkpoint_id = "c5";
+    in.task_id = "task";
+    in.writes = &wr;
+    in.n = 1;
+    in.items = wper;
+    ASSERT_FAILS(convo_checkpoint_put_writes_ex(conf_store, &in, &err), err, CONVO_ECONFLICT);
+    got = get_known(tid, "c5", -1, 0, -1);
+    ck_assert_uint_eq(convo_checkpoint_write_count(got), 0); /* nothing written */
+    convo_checkpoint_free(got);
+    /* the last message's own seq is fine, on a put and on a write */
+    wseq[0] = 4;
+    w.items = &M[4];
+    ASSERT_OK(convo_checkpoint_put_writes_ex(conf_store, &in, &err), err);
+    seqs[5] = 0;
+    list[5] = M[0];
+    cp.checkpoint_id = "ok";
+    cp.parent_id = "c5";
+    ASSERT_OK(convo_checkpoint_put(conf_store, &cp, &err), err);
+}
+END_TEST
+
 void conf_add_known_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "known");
@@ -236,4 +301,5 @@ void conf_add_known_tests(Suite *s)
     tcase_add_test(tc, test_known_prefix_after_rewrite);
     tcase_add_test(tc, test_known_prefix_thread_started_again);
     tcase_add_test(tc, test_known_prefix_bad_input);
+    tcase_add_test(tc, test_seq_hint_past_the_log);
 }
