@@ -39,6 +39,8 @@ local n, first = #ARGV - 6, 7
 if keep == len - 1 and n > 0 then -- the last answer again: one LSET
   redis.call('LSET', KEYS[1], -1, ARGV[7])
   first = 8
+elseif keep == len - 1 then -- a pop
+  redis.call('RPOP', KEYS[1])
 elseif keep == 0 then
   redis.call('DEL', KEYS[1])
 elseif keep < len then
