@@ -3,7 +3,7 @@ sessions prefilled with the Runner's own items (the agent and script of agents_r
 turns of it repeated) to --sizes items (default 220 and 2,200: turn 100 and turn 1,000 of that
 conversation), then --turns rounds of one Runner turn on each session in turn (the order
 rotating each round), so that the load of a shared machine falls on every length alike.
-Reports per session and length the median time inside the session's methods (get_items,
+Redis: CONVO_TEST_REDIS_URL (convo Redis skipped when unset). Reports per session and length the median time inside the session's methods (get_items,
 add_items, ...: each timed from its call to its return) and of the whole turn, and the ratio
 of the longest length to the shortest. A bench, not a test.
 
@@ -49,6 +49,11 @@ async def main():
              ("convo SQLite", lambda n: ConvoSession("chat", url="sqlite:" + os.path.join(d, "c%d.db" % n))),
              ("convo SQLite copies", lambda n: ConvoSession(
                  "chat", url="sqlite:" + os.path.join(d, "m%d.db" % n), mutable_items=True))]
+    redis_url = os.environ.get("CONVO_TEST_REDIS_URL")
+    if redis_url:  # a prefix of its own per run and length
+        tag = "agi%d" % os.getpid()
+        kinds.append(("convo Redis", lambda n: ConvoSession("chat", url="%s%sprefix=%sn%d" % (
+            redis_url, "&" if "?" in redis_url else "?", tag, n))))
     runs = []
     try:
         for name, make in kinds:
@@ -83,6 +88,8 @@ async def main():
                                                 s, s / base[r["name"]]))
     finally:
         for r in runs:
+            if isinstance(r["session"], ConvoSession):
+                await r["session"].clear_session()
             done = r["session"].close()
             if asyncio.iscoroutine(done):
                 await done
