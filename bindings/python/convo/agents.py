@@ -27,6 +27,7 @@ import datetime
 import functools
 import json
 import math
+import threading
 from typing import Any, Awaitable, Dict, List, Mapping, NamedTuple, Optional, TypeVar, Union
 
 try:
@@ -358,6 +359,7 @@ class ConvoSession(SessionABC):
         # message bytes; generation); the next reads only messages past it while the
         # thread's generation stays (nothing below changed)
         self._seen: Optional[tuple] = None
+        self._seen_lock = threading.Lock()
 
     async def _checkpointer(self) -> Checkpointer:
         if self._closed:
@@ -408,25 +410,28 @@ class ConvoSession(SessionABC):
     def _read_all(self, store: Store) -> List[Any]:
         """Every item of the thread as this session keeps them (see _keep): those read
         before, and the ones past them when the thread's generation is the same as
-        then (else all again)."""
+        then (else all again). The kept list grows in place (a copy per call would
+        touch every item: O(history) at each turn); the lock keeps two calls running
+        at once in the executor from extending it twice."""
         def read(h):
             return (store._raws(h), _lib.lib.convo_history_length(h),
                     _lib.lib.convo_history_generation(h))
-        seen = self._seen
-        got = store._history(self.session_id, len(seen[0]) if seen else 0, 0, 0, False, read)
-        if got is not None and seen is not None:
-            new, length, generation = got
-            if generation == seen[1] and length == len(seen[0]) + len(new):
-                kept = seen[0] + self._keep(new)
-                self._seen = (kept, generation)
-                return kept
-            got = store._history(self.session_id, 0, 0, 0, False, read)
-        if got is None:
-            self._seen = None
-            return []
-        kept = self._keep(got[0])
-        self._seen = (kept, got[2])
-        return kept
+        with self._seen_lock:
+            seen = self._seen
+            got = store._history(self.session_id, len(seen[0]) if seen else 0, 0, 0, False,
+                                 read)
+            if got is not None and seen is not None:
+                new, length, generation = got
+                if generation == seen[1] and length == len(seen[0]) + len(new):
+                    seen[0].extend(self._keep(new))
+                    return seen[0]
+                got = store._history(self.session_id, 0, 0, 0, False, read)
+            if got is None:
+                self._seen = None
+                return []
+            kept = self._keep(got[0])
+            self._seen = (kept, got[2])
+            return kept
 
     def _keep(self, raws: List[bytes]) -> List[Any]:
         """What the session keeps of messages it read: each item, decoded once and

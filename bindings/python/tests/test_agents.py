@@ -13,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 import unittest
 
 import support
@@ -288,6 +289,29 @@ class AgentsTests:
         step(("add_items", []))                          # from 2, nothing new
         self.assertEqual(loads, [0, 2, 3, 0, 2, 0, 2, 3, 0, 0, 2])
         del self.store._history
+
+    def test_get_items_at_once_keeps_each_item_once(self):
+        """get_items() calls running at once (each in the executor) each give the whole
+        history once: the kept items grow in place, under a lock."""
+        ours = self.session()
+        other = self.session(store=self.open_store() if self.shared_store else self.store)
+        item = lambda i: {"role": "user", "content": "m%d" % i}
+        real = self.store._history
+        def slow(*args):  # every read overlaps the others' (sleep lets them run)
+            time.sleep(0.01)
+            return real(*args)
+        self.store._history = slow
+        self.addCleanup(self.store.__dict__.pop, "_history", None)
+        async def burst():
+            return await asyncio.gather(*[ours.get_items() for _ in range(8)])
+        want = []
+        for n in range(1, 6):
+            batch = [item(len(want) + i) for i in range(n)]
+            asyncio.run(other.add_items(batch))
+            want.extend(batch)
+            for got in asyncio.run(burst()):
+                self.assertEqual(got, want)
+        self.assertEqual(asyncio.run(ours.get_items()), want)
 
     def test_items_come_back_equal(self):
         ours = self.session()
