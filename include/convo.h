@@ -288,7 +288,7 @@ typedef struct convo_channel_in {
     const convo_blob *value; /* NULL when this version was stored before, or is empty */
 } convo_channel_in;
 
-#define CONVO_CHECKPOINT_IN_VERSION 4
+#define CONVO_CHECKPOINT_IN_VERSION 5
 typedef struct convo_checkpoint_in {
     unsigned int version;
     const char *thread_id;
@@ -321,9 +321,17 @@ typedef struct convo_checkpoint_in {
      * expected_length may be -1 (the library reads the thread's length and
      * retries when another writer grew it meanwhile). */
     const struct convo_items_in *const *channel_items;
+    /* ---- version 5: a list that starts with the log. NULL, or nchannels
+     * entries: channel_log_prefix[i] = k > 0 says channel i's list is the log's
+     * messages [0, k), in order, followed by the n items of channel_items[i]
+     * (whose seqs and seqs_out cover those n only), so that a put of a grown
+     * conversation passes only what is new. k must be within the log (below the
+     * parent's log_length, else the thread's length is read): past it is
+     * CONVO_ECONFLICT, nothing written; k needs channel_items[i]; 0 = none. */
+    const int64_t *channel_log_prefix;
 } convo_checkpoint_in;
 #define CONVO_CHECKPOINT_IN_INIT { CONVO_CHECKPOINT_IN_VERSION, NULL, NULL, NULL, NULL, NULL, \
-                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1, -1, NULL }
+                                   { NULL, NULL, 0 }, NULL, 0, 0, NULL, NULL, 0, -1, -1, NULL, NULL }
 
 /* A pending write of a task: idx >= 0 is stored once per (task_id, idx);
  * a negative idx (errors, interrupts, ...) replaces what that idx held. */

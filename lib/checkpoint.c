@@ -353,6 +353,13 @@ static int check_channels(const convo_checkpoint_in *cp, size_t *bytes, convo_er
                               "channel '%s' has both a value and items", c->channel);
         if (rc == 0 && c->value)
             rc = check_blob("channel value", c->value, err);
+        int64_t prefix = cp->version >= 5 && cp->channel_log_prefix ? cp->channel_log_prefix[i] : 0;
+        if (rc == 0 && prefix < 0)
+            rc = convo__error(err, CONVO_EINVAL, NULL, "channel '%s' has a log prefix of %lld",
+                              c->channel, (long long)prefix);
+        if (rc == 0 && prefix > 0 && !it)
+            rc = convo__error(err, CONVO_EINVAL, NULL,
+                              "channel '%s' has a log prefix but no items", c->channel);
         if (rc != 0)
             return rc;
         for (size_t k = 0; it && it->items && k < it->n; k++)
@@ -447,7 +454,8 @@ int convo_checkpoint_put(convo_store *s, const convo_checkpoint_in *cp, convo_er
     if (rc == 0) {
         /* A version 1 caller's struct ends before the version 2 fields. */
         convo_checkpoint_in copy = CONVO_CHECKPOINT_IN_INIT;
-        memcpy(&copy, cp, cp->version >= 4   ? sizeof copy
+        memcpy(&copy, cp, cp->version >= 5   ? sizeof copy
+                          : cp->version == 4 ? offsetof(convo_checkpoint_in, channel_log_prefix)
                           : cp->version == 3 ? offsetof(convo_checkpoint_in, channel_items)
                           : cp->version == 2 ? offsetof(convo_checkpoint_in, expected_generation)
                                              : offsetof(convo_checkpoint_in, messages));

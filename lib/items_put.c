@@ -11,9 +11,21 @@
 #define MAX_RETRIES 8
 #define FRESH (-2) /* an item that enters the log with this put */
 
+/* A list given as the log's first k messages and the items after them
+ * (convo_checkpoint_in.channel_log_prefix), spelled out item by item. */
+typedef struct expanded {
+    convo_items_in in;
+    const char **items;
+    size_t *lengths;
+    int64_t *seqs, *seqs_out;
+} expanded;
+
 typedef struct chplan {
     size_t ch;                /* its index in cp->channels */
-    const convo_items_in *in;
+    const convo_items_in *in; /* the caller's list, or &x.in when it has a log prefix */
+    const convo_items_in *given;
+    int64_t prefix;           /* the caller's channel_log_prefix (0 = none) */
+    expanded x;
     ref parent;               /* the parent's list of this channel (n 0 when none) */
     int64_t *known;           /* per item: its log seq, or -1 */
     elem *els;                /* the plan: seq, FRESH, or -1 with an inline text */
@@ -63,6 +75,11 @@ static int same_text(const char *a, size_t alen, const char *b, size_t blen)
 static void plan_free(plan *p)
 {
     for (size_t k = 0; k < p->nchs; k++) {
+        expanded *x = &p->chs[k].x;
+        free(x->items);
+        free(x->lengths);
+        free(x->seqs);
+        free(x->seqs_out);
         convo__ref_free(&p->chs[k].parent);
         free(p->chs[k].known);
         free(p->chs[k].els);
@@ -401,6 +418,52 @@ static int put_once(plan *p, int64_t base, const convo_message_in *msgs, convo_e
     return rc;
 }
 
+/* The thread's length is at least k (one read when the parent does not say so):
+ * a prefix past the log would be a dangling reference. */
+static int prefix_in_log(plan *p, int64_t k, convo_error *err)
+{
+    if (k <= (p->parent ? p->parent->log_length : 0))
+        return 0;
+    int64_t length, generation;
+    int rc = read_length(p, &length, &generation, err);
+    if (rc == 0 && k > length)
+        rc = convo__error(err, CONVO_ECONFLICT, NULL,
+                          "channel items: a log prefix of %lld messages, past the thread's "
+                          "%lld (a view of the log from before a rewrite or a delete?): "
+                          "nothing written", (long long)k, (long long)length);
+    return rc;
+}
+
+static int expand(chplan *c, convo_error *err)
+{
+    const convo_items_in *it = c->given;
+    size_t k = (size_t)c->prefix, n = k + it->n;
+    expanded *x = &c->x;
+    x->items = calloc(n, sizeof *x->items);
+    x->lengths = calloc(n, sizeof *x->lengths);
+    x->seqs = malloc(n * sizeof *x->seqs);
+    x->seqs_out = it->seqs_out ? malloc(n * sizeof *x->seqs_out) : NULL;
+    if (!x->items || !x->lengths || !x->seqs || (it->seqs_out && !x->seqs_out))
+        return oom(err);
+    for (size_t i = 0; i < k; i++)
+        x->seqs[i] = (int64_t)i;
+    for (size_t j = 0; j < it->n; j++) {
+        int64_t q = it->seqs ? it->seqs[j] : -1;
+        const char *t = it->items ? it->items[j] : NULL;
+        x->seqs[k + j] = q;
+        x->items[k + j] = t;
+        x->lengths[k + j] = it->lengths ? it->lengths[j] : t && q < 0 ? strlen(t) : 0;
+    }
+    x->in = *it;
+    x->in.items = x->items;
+    x->in.lengths = x->lengths;
+    x->in.seqs = x->seqs;
+    x->in.seqs_out = x->seqs_out;
+    x->in.n = n;
+    c->in = &x->in;
+    return 0;
+}
+
 static int plan_make(plan *p, convo_error *err)
 {
     const convo_checkpoint_in *cp = p->cp;
@@ -415,7 +478,8 @@ static int plan_make(plan *p, convo_error *err)
             continue;
         chplan *c = &p->chs[k++];
         c->ch = i;
-        c->in = cp->channel_items[i];
+        c->in = c->given = cp->channel_items[i];
+        c->prefix = cp->channel_log_prefix ? cp->channel_log_prefix[i] : 0;
         msgpack_unpacked_init(&c->parent.up);
         char what[300];
         snprintf(what, sizeof what, "channel '%s'", cp->channels[i].channel);
@@ -429,6 +493,9 @@ static int plan_make(plan *p, convo_error *err)
             rc = 0;
         }
     }
+    for (size_t k = 0; rc == 0 && k < p->nchs; k++)
+        if (p->chs[k].prefix > 0 && (rc = prefix_in_log(p, p->chs[k].prefix, err)) == 0)
+            rc = expand(&p->chs[k], err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {
         int found = 0;
         rc = parent_list(p, cp->channels[p->chs[k].ch].channel, &p->chs[k].parent, &found, err);
@@ -519,6 +586,9 @@ int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error 
                                  : fresh          ? c->fresh_seq + (int64_t)(i - c->first_fresh)
                                                   : -1;
         }
+        if (c->prefix > 0 && c->given->seqs_out)
+            memcpy(c->given->seqs_out, c->in->seqs_out + c->prefix,
+                   c->given->n * sizeof *c->given->seqs_out);
     }
     convo__messages_free(msgs, p.nfresh);
     plan_free(&p);

@@ -57,7 +57,8 @@ static int body_of(char *buf, size_t size, size_t turn, int step, const char *id
 }
 
 static int put(graph_run *g, const char *id, const char *parent, int step, size_t turn,
-               const char *version, const convo_items_in *start, const convo_items_in *msgs)
+               const char *version, const convo_items_in *start, const convo_items_in *msgs,
+               int64_t prefix)
 {
     char body[1024], meta[128];
     int bl = body_of(body, sizeof body, turn, step, id);
@@ -81,6 +82,9 @@ static int put(graph_run *g, const char *id, const char *parent, int step, size_
     cp.channels = ch;
     cp.nchannels = n;
     cp.channel_items = items;
+    int64_t prefixes[2] = {0, 0};
+    prefixes[n - 1] = prefix;
+    cp.channel_log_prefix = prefixes;
     convo_error err;
     int rc = convo_checkpoint_put(g->s, &cp, &err);
     if (rc != 0)
@@ -109,6 +113,21 @@ static int write_msg(graph_run *g, const char *id, const char *task, const char 
     return rc;
 }
 
+/* The messages list as a binding passes it: the log's first k messages (those
+ * whose seq is their place), then the rest item by item; *out receives the seqs
+ * of the rest. Returns k. */
+static int64_t as_prefix(graph_run *g, convo_items_in *msgs, int64_t *out)
+{
+    size_t k = 0;
+    while (k < g->n && g->seqs[k] == (int64_t)k)
+        k++;
+    msgs->items = (const char *const *)g->log + k;
+    msgs->seqs = g->seqs + k;
+    msgs->n = g->n - k;
+    msgs->seqs_out = out;
+    return (int64_t)k;
+}
+
 /* One turn: 3 checkpoints, 2 pending writes, 2 messages into the log. */
 static int turn(graph_run *g, size_t t)
 {
@@ -131,12 +150,11 @@ static int turn(graph_run *g, size_t t)
     start.key = "messages";
     /* the input: messages unchanged (the previous list, all known) */
     convo_items_in msgs = CONVO_ITEMS_IN_INIT;
-    msgs.items = (const char *const *)g->log;
-    msgs.seqs = g->seqs;
-    msgs.n = g->n;
     msgs.log = 1;
+    int64_t out[2];
+    int64_t k = as_prefix(g, &msgs, NULL);
     snprintf(v, sizeof v, "%zu.in", t);
-    int rc = put(g, in, t ? prev : NULL, -1, t, v, &start, &msgs);
+    int rc = put(g, in, t ? prev : NULL, -1, t, v, &start, &msgs, k);
     if (rc == 0)
         rc = write_msg(g, in, "start", user);
     if (rc == 0)
@@ -144,30 +162,20 @@ static int turn(graph_run *g, size_t t)
     else
         free(user);
     if (rc == 0) {
-        msgs.items = (const char *const *)g->log;
-        msgs.seqs = g->seqs;
-        msgs.n = g->n;
-        int64_t *out = malloc(g->n * sizeof *out);
-        msgs.seqs_out = out;
+        k = as_prefix(g, &msgs, out);
         snprintf(v, sizeof v, "%zu.0", t);
-        rc = out ? put(g, c0, in, 0, t, v, NULL, &msgs) : CONVO_ENOMEM;
+        rc = put(g, c0, in, 0, t, v, NULL, &msgs, k);
         if (rc == 0)
-            g->seqs[g->n - 1] = out[g->n - 1];
-        free(out);
+            g->seqs[g->n - 1] = out[msgs.n - 1];
     }
     if (rc == 0)
         rc = write_msg(g, c0, "agent", answer);
     if (rc == 0 && (rc = keep(g, answer, -1)) == 0) {
-        int64_t *out = malloc(g->n * sizeof *out);
-        msgs.items = (const char *const *)g->log;
-        msgs.seqs = g->seqs;
-        msgs.n = g->n;
-        msgs.seqs_out = out;
+        k = as_prefix(g, &msgs, out);
         snprintf(v, sizeof v, "%zu.1", t);
-        rc = out ? put(g, c1, c0, 1, t, v, NULL, &msgs) : CONVO_ENOMEM;
+        rc = put(g, c1, c0, 1, t, v, NULL, &msgs, k);
         if (rc == 0)
-            g->seqs[g->n - 1] = out[g->n - 1];
-        free(out);
+            g->seqs[g->n - 1] = out[msgs.n - 1];
     } else if (rc != 0) {
         free(answer);
     }

@@ -32,7 +32,7 @@ THREAD_LIST_OPTS_VERSION = 1
 APPEND_OPTS_VERSION = 2
 REWRITE_OPTS_VERSION = 1
 LOAD_OPTS_VERSION = 1
-CHECKPOINT_IN_VERSION = 4
+CHECKPOINT_IN_VERSION = 5
 WRITES_IN_VERSION = 1
 FORK_OPTS_VERSION = 2
 CHECKPOINT_LIST_OPTS_VERSION = 3
@@ -216,7 +216,7 @@ class Items(ctypes.Structure):
 
 
 class CheckpointIn(ctypes.Structure):
-    """convo_checkpoint_in (version 4); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
+    """convo_checkpoint_in (version 5); CONVO_CHECKPOINT_IN_INIT is CheckpointIn.init()."""
     _fields_ = [
         ("version", ctypes.c_uint),
         ("thread_id", ctypes.c_char_p),
@@ -234,12 +234,13 @@ class CheckpointIn(ctypes.Structure):
         ("expected_length", ctypes.c_int64),
         ("expected_generation", ctypes.c_int64),  # version 3
         ("channel_items", ctypes.POINTER(ctypes.POINTER(ItemsIn))),  # version 4
+        ("channel_log_prefix", ctypes.POINTER(ctypes.c_int64)),  # version 5
     ]
 
     @classmethod
     def init(cls):
         return cls(CHECKPOINT_IN_VERSION, None, None, None, None, None, Blob(None, None, 0),
-                   None, 0, 0, None, None, 0, -1, -1, None)
+                   None, 0, 0, None, None, 0, -1, -1, None, None)
 
 
 class WriteIn(ctypes.Structure):

@@ -39,7 +39,8 @@ STRUCTS = {
     "convo_checkpoint_in": (_lib.CheckpointIn, [
         "version", "thread_id", "checkpoint_ns", "checkpoint_id", "parent_id", "metadata_json",
         "body", "channels", "nchannels", "log_length", "messages", "message_lengths",
-        "nmessages", "expected_length", "expected_generation", "channel_items"]),
+        "nmessages", "expected_length", "expected_generation", "channel_items",
+        "channel_log_prefix"]),
     "convo_write_in": (_lib.WriteIn, ["idx", "channel", "value"]),
     "convo_items_in": (_lib.ItemsIn, ["items", "lengths", "seqs", "n", "key", "rest", "seqs_out",
                                       "log"]),
@@ -123,7 +124,8 @@ class LayoutTests(unittest.TestCase):
     def test_init_values(self):
         o = _lib.CheckpointIn.init()
         self.assertEqual((o.version, o.nmessages, o.expected_length, o.log_length,
-                          o.expected_generation, bool(o.channel_items)), (4, 0, -1, 0, -1, False))
+                          o.expected_generation, bool(o.channel_items), bool(o.channel_log_prefix)),
+                         (5, 0, -1, 0, -1, False, False))
         o = _lib.ItemsIn.init()
         self.assertEqual((o.n, bool(o.items), bool(o.seqs), o.key, o.rest.type, bool(o.seqs_out),
                           o.log), (0, False, False, None, None, False, 0))

@@ -157,6 +157,7 @@ koffi.struct('convo_checkpoint_in', {
   expected_length: 'int64_t',
   expected_generation: 'int64_t', // version 3
   channel_items: 'convo_items_in **', // version 4: null entries for plain channels
+  channel_log_prefix: 'int64_t *', // version 5: a list that starts with the log's first k
 });
 koffi.struct('convo_write_in', { idx: 'int64_t', channel: 'const char *', value: 'convo_blob' });
 koffi.struct('convo_writes_in', {
