@@ -6,7 +6,7 @@ import {
   BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
 } from '@langchain/langgraph-checkpoint';
 import { Store } from '../store.js';
-import { NotFoundError, ConflictError, InvalidError, codes } from '../errors.js';
+import { NotFoundError, ConflictError, InvalidError, CorruptError, codes } from '../errors.js';
 import { fromLogMessages, toLogMessage } from './log.js';
 import { Hints, INPUT, listIn, inputKey, asCommitted } from './items.js';
 import { Revived } from './revived.js';
@@ -443,6 +443,11 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // The value a resolved list of the Store stores (the list, or the object holding it under
   // its key), its items revived once per thread, generation and seq (revived.js).
   async #listValue(stored, threadId, log, held) {
+    if (typeof stored.key === 'string' && stored.key.startsWith('__convo_') && stored.key !== DELTA_KEY) {
+      // a reserved name of a later layout (docs/checkpoints.md, the delta list's layout)
+      throw new CorruptError(codes.ECORRUPT,
+        `a list stored under '${stored.key}', a layout this version of convo does not know`);
+    }
     if (stored.key === DELTA_KEY) { // delta.js: a delta list alone is no value
       const sub = stored.rest ? await selected(this.serde, stored) : null;
       return sub && snapshotOut({ ...sub.rest,

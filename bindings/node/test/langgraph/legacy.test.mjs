@@ -74,5 +74,24 @@ for (const [name, base] of drivers()) {
         await store.close();
       }
     });
+
+    test('a list under a reserved name of a later layout is refused, not shown', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const h1 = new HumanMessage({ content: 'hello there', id: 'h1' });
+        const text = await toLogMessage(serde, h1);
+        for (const [id, key] of [['d1', '__convo_delta__'], ['d2', '__convo_delta_2__']]) {
+          await store.checkpointPut({ threadId: 't', id, body: await body(id, { messages: 'v1' }, undefined),
+            channels: [{ channel: 'messages', version: id, items: { items: [text], key, log: false } }] });
+        }
+        const saver = new ConvoSaver(store);
+        const cfg = (id) => ({ configurable: { thread_id: 't', checkpoint_ns: '', checkpoint_id: id } });
+        // layout 1's delta list alone is no value LangGraph put
+        assert.equal((await saver.getTuple(cfg('d1'))).checkpoint.channel_values.messages, undefined);
+        await assert.rejects(saver.getTuple(cfg('d2')), (e) => e.name === 'CorruptError' && /__convo_delta_2__/.test(e.message));
+      } finally {
+        await store.close();
+      }
+    });
   });
 }
