@@ -4,13 +4,18 @@ and read only the log past what is held (Store.checkpoint_get's `known`,
 convo_checkpoint_get_ex). Bounded: at most `limit` messages in all, the threads used
 least recently dropped first.
 
-What get_tuple hands out is a fresh copy of a held message (LangGraph's own savers
-revive new objects on every read, and a node may change a message of its state in
-place): a new object of the message's class whose list and dict fields are copied
-down to their JSON-like leaves; any other object inside a field is shared."""
+Reads hand out the held message objects themselves (as the Node saver does): copying
+each one per read cost more than the read of the new messages (docs/performance.md).
+A held message keeps beside it a private snapshot taken when it was revived (its class,
+a copy of its fields whose lists and dicts are copied down to their JSON-like leaves, and
+of its pydantic extras); a read first compares each held message with its snapshot (its fields and pydantic
+extras, by ==, at C speed), and a message changed in place since (its content, its id,
+a field, a list or dict inside one) is dropped and revived again from the log, so a
+node changing a message of its state in place never changes what a later read gives.
+Any other object inside a field is shared with the snapshot, so a change inside it is
+not seen (docs/python.md "Revived messages are kept")."""
 
 import collections
-import copy
 import threading
 
 
@@ -19,17 +24,19 @@ class Missing(Exception):
     by another reader): read again without `known`."""
 
 
-def fresh(item):
-    """A copy of a held item that changing cannot reach the held one."""
+def snapshot(item):
+    """What a held item is compared with before it is handed out again: its class,
+    a copy of its fields (lists and dicts copied down to their JSON-like leaves)
+    and of its pydantic extras; a str is its own."""
     if isinstance(item, str):
         return item
-    c = copy.copy(item)     # pydantic: a new __dict__, fields set, extra and private
-    d = c.__dict__
-    for k, v in d.items():
+    fields = item.__dict__.copy()
+    for k, v in fields.items():
         t = type(v)
         if t is list or t is dict:
-            d[k] = _copy_json(v) if v else t()
-    return c
+            fields[k] = _copy_json(v) if v else t()
+    extra = getattr(item, "__pydantic_extra__", None)
+    return item.__class__, fields, (_copy_json(extra) if extra else extra)
 
 
 def _copy_json(v):
@@ -38,6 +45,18 @@ def _copy_json(v):
     if isinstance(v, dict):
         return {k: _copy_json(x) for k, x in v.items()}
     return v
+
+
+def same(item, snap):
+    """Whether a held item is still what its snapshot says (nothing changed in place)."""
+    if item is snap:
+        return True     # a str
+    return item.__class__ is snap[0] and item.__dict__ == snap[1] and \
+        getattr(item, "__pydantic_extra__", None) == snap[2]
+
+
+def _same_entry(entry):
+    return same(entry[1], entry[2])
 
 
 def _holdable(item):
@@ -50,7 +69,7 @@ def _holdable(item):
 
 
 class _Thread:
-    """What is held of one thread's log: seq -> (text, item), valid at
+    """What is held of one thread's log: seq -> (text, item, snapshot), valid at
     (generation, origin); length: the seqs [0, length) are all held."""
     __slots__ = ("generation", "origin", "held", "length")
 
@@ -69,12 +88,22 @@ class MessageCache:
 
     def known(self, thread_id):
         """Store.checkpoint_get's `known` for the thread: (generation, length,
-        origin), or None when nothing is held."""
+        origin), or None when nothing is held. A held message changed in place
+        since it was revived is dropped first: the read then gives its text and
+        those of the messages after it (checked again when handed out)."""
         with self._lock:
             t = self._threads.get(thread_id)
             if t is None or t.length == 0 or t.origin < 0:
                 return None
             self._threads.move_to_end(thread_id)
+            held = t.held
+            if not all(map(_same_entry, map(held.__getitem__, range(t.length)))):
+                k = next(q for q in range(t.length) if not _same_entry(held[q]))
+                del held[k]
+                self._count -= 1
+                t.length = k
+                if k == 0:
+                    return None
             return (t.generation, t.length, t.origin)
 
     def reader(self, thread_id, generation, origin, hold=True):
@@ -109,18 +138,20 @@ class MessageCache:
 
 
     def _hold(self, entry, thread_id, added):
-        """Keeps [(seq, text, item)] in entry while the limit allows."""
+        """Keeps [(seq, text, item, snapshot)] in entry while the limit allows (an
+        item revived again replaces the one held)."""
         with self._lock:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
-            for seq, text, item in added:
+            for seq, text, item, snapshot in added:
                 if seq in entry.held:
+                    entry.held[seq] = (text, item, snapshot)
                     continue
                 while self._count >= self.limit and self._evict(entry):
                     pass
                 if self._count >= self.limit:
                     return
-                entry.held[seq] = (text, item)
+                entry.held[seq] = (text, item, snapshot)
                 self._count += 1
             while entry.length in entry.held:
                 entry.length += 1
@@ -136,9 +167,9 @@ class MessageCache:
 
 
 class _Reader:
-    """Revives the item lists of one checkpoint: held items as fresh copies, the
-    others with one serde call per list, kept for the next read when they are in
-    the log."""
+    """Revives the item lists of one checkpoint: held items handed out again (those
+    left out of the read were checked by known()), the others revived with one
+    serde call per list and kept for the next read when they are in the log."""
 
     def __init__(self, cache, thread_id, generation, origin, hold):
         self.cache, self.thread_id, self.hold = cache, thread_id, hold
@@ -152,8 +183,8 @@ class _Reader:
         held = self.entry.held if self.entry is not None else {}
         for i, (text, seq) in enumerate(zip(value.items, value.seqs)):
             got = held.get(seq)
-            if got is not None and (text is None or got[0] == text):
-                out[i] = fresh(got[1])
+            if got is not None and (text is None or (got[0] == text and same(got[1], got[2]))):
+                out[i] = got[1]
             elif text is None:
                 raise Missing(seq)
             else:
@@ -165,8 +196,7 @@ class _Reader:
         for i, item in zip(missing, revived):
             seq = value.seqs[i]
             if self.hold and self.entry is not None and seq >= 0 and _holdable(item):
-                added.append((seq, value.items[i], item))
-                item = fresh(item)
+                added.append((seq, value.items[i], item, snapshot(item)))
             out[i] = item
         if added:
             self.cache._hold(self.entry, self.thread_id, added)

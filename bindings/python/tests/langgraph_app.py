@@ -38,12 +38,17 @@ def approve(state):
                                    id="approval-%d" % len(state["messages"]))]}
 
 
-def chat_graph(checkpointer):
+def make_graph(checkpointer, node):
+    """START -> node -> END over MessagesState."""
     b = StateGraph(MessagesState)
-    b.add_node("chatbot", chatbot)
+    b.add_node("chatbot", node)
     b.add_edge(START, "chatbot")
     b.add_edge("chatbot", END)
     return b.compile(checkpointer=checkpointer)
+
+
+def chat_graph(checkpointer):
+    return make_graph(checkpointer, chatbot)
 
 
 def anonymous_chat_graph(checkpointer):

@@ -436,6 +436,42 @@ class LogTextTests(unittest.TestCase):
                 self.assertEqual(g, want, t)
         self.assertEqual(got[2].tool_calls[0]["args"]["t"], [1, 2])   # as the serde gives it
 
+    def test_compact_strings_built_without_validation_as_the_constructor_builds(self):
+        """A compact message of strings only is built from a template of what its
+        class's constructor made (no pydantic validation): the same object, field
+        by field, independent of the other messages built from that template."""
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        made = [HumanMessage("hi", id="h1", name="ann"), HumanMessage("hi"),
+                AIMessage("answer", id="a1"), AIMessage("", id="a2", name="bot"),
+                SystemMessage("be brief", id="s1"), AIMessage("other", id="a3")]
+        texts = [self.ch.log_text(self.serde, m) for m in made]
+        self.assertTrue(all(t.endswith(b'"serde":"msg/1"}') for t in texts))
+        got = self.ch.from_log_texts(self.serde, texts)
+        for m, g in zip(made, got):
+            self.assertIsNotNone(self.ch._quick(json.loads(self.ch.log_text(self.serde, m))))
+            self.assertIs(type(g), type(m))
+            self.assertEqual(g.__dict__, m.__dict__)
+            self.assertEqual(g.__pydantic_fields_set__, m.__pydantic_fields_set__)
+            self.assertEqual(g.__pydantic_extra__, m.__pydantic_extra__)
+            self.assertEqual(g.__pydantic_private__, m.__pydantic_private__)
+            self.assertEqual(self.serde.dumps_typed(g), self.serde.dumps_typed(m))
+            self.assertEqual(g.model_dump(), m.model_dump())
+        # no container shared between two messages, nor with the template
+        got[2].additional_kwargs["x"] = 1
+        got[2].tool_calls.append({"name": "f", "args": {}, "id": "c", "type": "tool_call"})
+        again = self.ch.from_log_texts(self.serde, texts)
+        self.assertEqual(got[5].additional_kwargs, {})
+        self.assertEqual(again[2], made[2])
+        got[2].__pydantic_fields_set__.add("name")
+        self.assertEqual(self.ch.from_log_texts(self.serde, texts[2:3])[0].__pydantic_fields_set__,
+                         {"content", "id"})
+        # anything but strings goes through the constructor
+        self.assertIsNone(self.ch._quick({"role": "assistant", "content": [], "serde": "msg/1"}))
+        self.assertIsNone(self.ch._quick({"role": "tool", "content": "r", "tool_call_id": "c",
+                                          "serde": "msg/1"}))
+        self.assertIsNone(self.ch._quick({"role": "assistant", "content": "x", "tool_calls": [],
+                                          "serde": "msg/1"}))
+
     def test_other_serde_writes_the_full_form(self):
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
         from langchain_core.messages import HumanMessage

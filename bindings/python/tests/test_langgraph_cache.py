@@ -85,7 +85,7 @@ class Cache:
         graph.get_state(app.config(t))
         self.assertEqual(count.take(), (8, 0))
 
-    def test_reads_hand_out_copies(self):
+    def test_reads_hand_out_the_held_messages_and_see_changes(self):
         saver = self.saver()
         graph = app.chat_graph(saver)
         t = self.tid()
@@ -94,15 +94,52 @@ class Cache:
         a = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
         b = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
         self.assertEqual(a, b)
-        self.assertTrue(all(x is not y for x, y in zip(a, b)))
+        self.assertTrue(all(x is y for x, y in zip(a, b)))
+        count = Counting(self, self.store)
         a[0].content = "changed"
         a[1].additional_kwargs["changed"] = [1]
-        a[1].tool_calls.append({"name": "x", "args": {}, "id": "c1", "type": "tool_call"})
+        a[3].tool_calls.append({"name": "x", "args": {}, "id": "c1", "type": "tool_call"})
+        a[4].id = "another"
+        a[5].response_metadata["x"] = {"y": 1}
         c = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
-        self.assertEqual(c, b)
-        self.assertEqual(c[0].content, "turn 0")
+        # the five changed ones revived again; the log gives the texts from message 0 on
+        self.assertEqual(count.take(), (5, 0))
+        self.assertEqual([m.content for m in c], ["turn %d" % (i // 2) if i % 2 == 0 else
+                                                  c[i].content for i in range(6)])
         self.assertEqual(c[1].additional_kwargs, {})
-        self.assertEqual(c[1].tool_calls, [])
+        self.assertEqual(c[3].tool_calls, [])
+        self.assertNotEqual(c[4].id, "another")
+        self.assertEqual(c[5].response_metadata, {})
+        self.assertIs(c[2], a[2])
+        self.assertTrue(all(x is not y for x, y in zip(c, a) if x is not c[2]))
+        fresh = app.chat_graph(self.saver(cache_messages=0))
+        self.assertEqual(self.state(graph, t), self.state(fresh, t))
+        # what was revived again is held again: the next read revives nothing
+        count.take()
+        d = saver.get_tuple(app.config(t)).checkpoint["channel_values"]["messages"]
+        self.assertTrue(all(x is y for x, y in zip(c, d)))
+        self.assertEqual(count.take(), (0, 6))
+
+    def test_a_node_changing_a_message_in_place(self):
+        """A node that changes a message of its state in place (LangGraph hands
+        the read's objects to the nodes) changes no later read: the saver gives
+        what is stored, as a saver without a cache reads it."""
+        def meddling(state):
+            state["messages"][0].content = "meddled"
+            for m in state["messages"][1:-1]:   # the messages read from the saver
+                m.additional_kwargs["seen"] = True
+            return app.chatbot(state)
+        saver = self.saver()
+        graph = app.make_graph(saver, meddling)
+        t = self.tid()
+        for i in range(4):
+            graph.invoke(app.user(i), app.config(t))
+            fresh = app.make_graph(self.saver(cache_messages=0), meddling)
+            self.assertEqual(self.state(graph, t), self.state(fresh, t), "turn %d" % i)
+            self.assertEqual(graph.get_state(app.config(t)).values["messages"],
+                             fresh.get_state(app.config(t)).values["messages"], "turn %d" % i)
+        self.assertEqual(app.history(graph, t),
+                         app.history(app.make_graph(self.saver(cache_messages=0), meddling), t))
 
     def test_bounded(self):
         saver = self.saver(cache_messages=5)
