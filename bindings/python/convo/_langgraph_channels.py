@@ -18,6 +18,7 @@ JsonPlusSerializer writes msgpack); items a JS app wrote ("serde": "json" or
 import base64
 import collections
 import json
+import operator
 import threading
 import time
 import uuid
@@ -25,11 +26,14 @@ import uuid
 from ._langgraph_cache import MessageCache
 from .checkpoint import Items
 
-ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted")
+ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes")
 ChannelPlan.__doc__ = """What ConvoSaver.put hands to Store.checkpoint_put: channels as
 (name, version text, (type, bytes) or convo.Items or None); listed: a channel is
 Items (the put is then conditional on the thread's generation); hinted: an item
-is passed by its seq (valid only at the generation the hint was learnt at)."""
+is passed by its seq, or a list as the log's first messages (valid only at the
+generation the hint was learnt at); prefixes: {channel: k} for the lists passed
+as the log's messages [0, k) and the items after them (Store.checkpoint_put's
+log_prefix)."""
 
 # LangChain message types -> the role a message is stored under (as the Node binding)
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
@@ -298,25 +302,78 @@ def from_log_text(serde, text):
     return serde.loads_typed((kind, json.dumps(value, **_DUMPS).encode("utf-8")))
 
 
+_get_id = operator.attrgetter("id")
+
+
 class _Known:
-    """What a put or a get told us about a checkpoint's list: the item objects,
-    each with the content and id it had then, their log seqs, and the thread's
-    generation those seqs are valid for."""
-    __slots__ = ("entries", "generation")
+    """What a put or a get told us about a checkpoint's list, at one generation of
+    the thread: its first `prefix` items (`head`, the objects) are the log's
+    messages [0, prefix) in order; the seqs of the items after them (`tail`: the
+    objects, `tail_seqs`); `idless`: the positions in the head of messages that
+    had no id (add_messages gives them one in place: such a message then no
+    longer is the log's text). Built and used without a step per head item in
+    Python (identity and id checks at C speed), so a put passes only what is new."""
+    __slots__ = ("head", "tail", "tail_seqs", "idless", "generation")
 
-    def __init__(self, items, seqs, generation):
-        self.entries = [(x, x.content, x.id, q) if q >= 0 and _is_message(x)
-                        else (x, None, None, -1) for x, q in zip(items, seqs)]
+    def __init__(self, items, prefix, tail_seqs, generation, idless=None):
+        self.head = tuple(items[:prefix])
+        self.tail = tuple(items[prefix:])
+        self.tail_seqs = tail_seqs
         self.generation = generation
+        self.idless = _idless(self.head) if idless is None else idless
 
-    def seqs_of(self, items):
-        """The seq of each item that is the object we know at its place, unchanged
-        (its content the same object, its id equal), else -1."""
-        seqs = [-1] * len(items)
-        for i, (item, (x, content, id_, q)) in enumerate(zip(items, self.entries)):
-            if x is item and q >= 0 and item.content is content and item.id == id_:
-                seqs[i] = q
-        return seqs
+    @classmethod
+    def read(cls, items, seqs, generation):
+        """From a resolved list: its items and the seq of each (-1: inline)."""
+        n = len(seqs)
+        if seqs == list(range(n)):
+            k = n
+        else:
+            k = 0
+            while k < n and seqs[k] == k:
+                k += 1
+        return cls(items, k, list(seqs[k:]), generation)
+
+    def prefix_of(self, items):
+        """How many of items' first ones are, unchanged, the log's messages [0, k)
+        this list started with: its head's objects, at their places."""
+        k = len(self.head)
+        if not k or len(items) < k or not all(map(operator.is_, items, self.head)):
+            return 0
+        for i in self.idless:
+            if i < k and items[i].id is not None:
+                k = i
+        return k
+
+    def seq_at(self, i, item):
+        """The seq of items[i] when it is the object this list had at i (-1 else)."""
+        if i < len(self.head):
+            x, q = self.head[i], i
+            if i in self.idless and item.id is not None:
+                return -1
+        elif i - len(self.head) < len(self.tail):
+            x, q = self.tail[i - len(self.head)], self.tail_seqs[i - len(self.head)]
+        else:
+            return -1
+        return q if x is item and q >= 0 else -1
+
+
+    def seqs_by_object(self, items):
+        """The seq of each item that is one of this list's objects, wherever it is
+        (-1 for any other, or a head message that got an id)."""
+        where = {id(x): q for q, x in enumerate(self.head) if q not in self.idless}
+        where.update((id(x), q) for x, q in zip(self.tail, self.tail_seqs) if q >= 0)
+        # the objects are alive (held here): an id() found is that object
+        return [where.get(id(x), -1) for x in items]
+
+
+def _idless(items):
+    """The positions of items without an id (messages: almost always none)."""
+    try:
+        ids = list(map(_get_id, items))
+    except AttributeError:      # not messages (str items)
+        return frozenset(i for i, x in enumerate(items) if getattr(x, "id", None) is None)
+    return frozenset(i for i, x in enumerate(ids) if x is None) if None in ids else frozenset()
 
 
 def _unchanged(hint, item):
@@ -374,34 +431,51 @@ class MessageChannels:
 
     def plan_put(self, serde, values, versions, new_versions, parent_key, generation):
         """The channels of a checkpoint: every channel of `versions`, with a value
-        for those whose version is new; a message channel's list as Items (the
-        items known from the parent checkpoint at `generation` by seq, not
-        serialized again; None: no hints)."""
+        for those whose version is new; a message channel's list as Items: when it
+        starts with the parent's list as known at `generation` (the same objects),
+        as that many of the log's first messages and only the items after them,
+        those known by seq not serialized again."""
         parent = {}
         if parent_key and generation is not None:
             with self._lock:
                 parent = self._known.get(parent_key, {})
-        channels, hinted, listed = [], False, False
+        channels, hinted, listed, prefixes = [], False, False, {}
         for name, version in versions.items():
             value = None
             if name in new_versions and name in values:
-                known = parent.get(name)
-                if known is not None and known.generation != generation:
-                    known = None
-                value = self._value(serde, name, values[name], known, log=True)
-                if isinstance(value, Items):
-                    listed = True
-                    hinted = hinted or any(q >= 0 for q in value.seqs or ())
+                v = values[name]
+                if name in self.names and isinstance(v, list):
+                    known = parent.get(name)
+                    if known is not None and known.generation != generation:
+                        known = None
+                    value, k = self._list_value(serde, v, known)
+                    if k:
+                        prefixes[name] = k
+                    hinted = hinted or bool(k) or any(q >= 0 for q in value.seqs)
+                else:
+                    value = self._value(serde, name, v)
+                listed = listed or isinstance(value, Items)
             channels.append((name, str(version), value))
-        return ChannelPlan(channels, listed, hinted)
+        return ChannelPlan(channels, listed, hinted, prefixes)
 
-    def _value(self, serde, channel, value, known=None, log=False):
+    def _list_value(self, serde, value, known):
+        """(Items of what follows the log prefix, k) for a message channel's list."""
+        k = known.prefix_of(value) if known is not None else 0
+        rest = value[k:] if k else value
+        if known is None:
+            seqs = [-1] * len(rest)
+        elif k < len(known.head):
+            # not the parent's list followed by more (a message removed or replaced,
+            # a branch): each item known by what it is, wherever it is now
+            seqs = known.seqs_by_object(rest)
+        else:
+            seqs = [known.seq_at(i, x) for i, x in enumerate(rest, k)]
+        texts = [None if q >= 0 else log_text(serde, x) for x, q in zip(rest, seqs)]
+        return Items(texts, seqs, log=True), k
+
+    def _value(self, serde, channel, value):
         if channel in self.names and isinstance(value, list):
-            if not log:
-                return Items(self._committed_texts(serde, value))
-            seqs = known.seqs_of(value) if known else [-1] * len(value)
-            texts = [None if q >= 0 else log_text(serde, x) for x, q in zip(value, seqs)]
-            return Items(texts, seqs, log=log)
+            return Items(self._committed_texts(serde, value))
         if channel == "__start__" and isinstance(value, dict):
             for key in sorted(self.names):
                 if isinstance(value.get(key), list):
@@ -439,24 +513,39 @@ class MessageChannels:
                 texts[i] = log_text(serde, items[i])
         return texts
 
-    def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation):
+    def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation,
+                 prefixes=None):
         """Remembers the seqs the library gave a put's lists (hints for its child
         and for a write of its parent stored after it); a message channel the put
         did not change keeps what its parent's list was known as (LangGraph's
-        input checkpoint changes only __start__)."""
+        input checkpoint changes only __start__). prefixes: the plan's."""
         with self._lock:
             parent = self._known.get(parent_key, {}) if parent_key else {}
         known = {ch: k for ch, k in parent.items()
                  if ch not in new_versions and k.generation == generation}
         fresh = []
         for ch, seqs in (seqs_by_channel or {}).items():
-            if ch in self.names and isinstance(values.get(ch), list):
-                before = parent.get(ch)
-                k = known[ch] = _Known(values[ch], seqs, generation)
-                # the items past the parent's list: those this put may have appended
-                start = len(before.entries) if before is not None else len(k.entries) - 64
-                fresh.extend(e for e in k.entries[max(0, start, len(k.entries) - _MAX_FRESH):]
-                             if e[3] >= 0 and _is_message(e[0]))
+            v = values.get(ch)
+            if ch not in self.names or not isinstance(v, list):
+                continue
+            k = (prefixes or {}).get(ch, 0)
+            before = parent.get(ch)
+            # the given items that continue the log's prefix extend it
+            n = 0
+            while n < len(seqs) and seqs[n] == k + n:
+                n += 1
+            idless = None
+            if k and before is not None:
+                idless = frozenset(i for i in before.idless if i < k) | \
+                    frozenset(k + i for i in _idless(v[k:k + n]))
+            known[ch] = _Known(v, k + n, seqs[n:], generation, idless)
+            # the items past the parent's list: those this put may have appended
+            start = (len(before.head) + len(before.tail) if before is not None
+                     else len(v) - 64) - k
+            for i in range(max(0, start, len(seqs) - _MAX_FRESH), len(seqs)):
+                x, q = v[k + i], seqs[i]
+                if q >= 0 and _is_message(x):
+                    fresh.append((x, x.content, x.id, q))
         with self._lock:
             for x, content, id_, q in fresh:
                 self._fresh.pop(id(x), None)
@@ -505,7 +594,7 @@ class MessageChannels:
                 continue
             values[c.name] = self._decode(serde, c.value, reader)
             if isinstance(c.value, Items) and c.value.key is None:
-                known[c.name] = _Known(values[c.name], c.value.seqs, checkpoint.generation)
+                known[c.name] = _Known.read(values[c.name], c.value.seqs, checkpoint.generation)
         if known:
             self._remember((checkpoint.thread_id, checkpoint.ns, checkpoint.id), known)
         return values

@@ -212,6 +212,18 @@ def _channels_in(channels, keep):
     return arr, len(items), listed
 
 
+def _log_prefix_in(log_prefix, listed, n, keep):
+    """{channel: k} -> convo_checkpoint_in's channel_log_prefix (n entries)."""
+    if not isinstance(log_prefix, collections.abc.Mapping):
+        raise invalid("log_prefix must be a mapping {channel: k}")
+    arr = keep((ctypes.c_int64 * n)())
+    for name, k in log_prefix.items():
+        if name not in listed:
+            raise invalid("log_prefix: channel %r is not given as Items" % (name,))
+        arr[listed[name][0]] = _int(k, "log_prefix of channel %r" % (name,), 0)
+    return ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
+
+
 def _metadata_in(metadata, what="metadata"):
     data = _json_bytes(metadata, what)
     if b"\0" in data:
@@ -268,7 +280,7 @@ class CheckpointCalls:
 
     def checkpoint_put(self, thread_id, checkpoint_id, *, ns="", parent_id=None, metadata=None,
                        body=None, channels=(), log_length=0, messages=None,
-                       expected_length=None, expected_generation=None):
+                       expected_length=None, expected_generation=None, log_prefix=None):
         """Stores a checkpoint (replacing one with the same key) and creates
         the thread if needed.
 
@@ -290,8 +302,12 @@ class CheckpointCalls:
         A channel value may be Items (log references): the library plans the
         put (the fresh items of a log=True list that extends its parent's enter
         the log in the same atomic write; expected_generation applies; messages
-        and expected_length do not). Returns {channel: [seq of each item, -1
-        for one kept inline]} for those channels, else None."""
+        and expected_length do not). log_prefix: {channel: k} for such channels
+        whose list starts with the log's messages [0, k), in order, before the
+        given items (convo_checkpoint_in v5 `channel_log_prefix`: a put of a grown
+        conversation passes only what is new; k past the log: ConflictError).
+        Returns {channel: [seq of each given item, -1 for one kept inline]} for
+        those channels, else None."""
         keep = _Keep()
         cp = _lib.CheckpointIn.init()
         cp.thread_id = keep(_text(thread_id, "thread_id"))
@@ -311,6 +327,8 @@ class CheckpointCalls:
             for i, it, _ in listed.values():
                 ptrs[i] = ctypes.pointer(it)
             cp.channel_items = ctypes.cast(ptrs, ctypes.POINTER(ctypes.POINTER(_lib.ItemsIn)))
+        if log_prefix:
+            cp.channel_log_prefix = _log_prefix_in(log_prefix, listed, n, keep)
         cp.log_length = _int(log_length, "log_length", 0)
         if messages is not None:
             if isinstance(messages, (collections.abc.Mapping, str, bytes, bytearray, memoryview)):

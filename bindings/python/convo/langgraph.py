@@ -296,7 +296,7 @@ class ConvoSaver(BaseCheckpointSaver):
                 seqs = self._store.checkpoint_put(
                     thread_id, checkpoint["id"], ns=ns,
                     parent_id=parent_key[2] if parent_key else None, metadata=metadata,
-                    body=body, channels=plan.channels,
+                    body=body, channels=plan.channels, log_prefix=plan.prefixes or None,
                     expected_generation=generation if plan.listed else None)
                 break
             except ConflictError:
@@ -306,7 +306,8 @@ class ConvoSaver(BaseCheckpointSaver):
                 generation = self._read_generation(thread_id)
         if plan.listed:
             self._channels.learn_generation(thread_id, generation)
-        self._channels.put_done(key, parent_key, values, new_versions, seqs, generation)
+        self._channels.put_done(key, parent_key, values, new_versions, seqs, generation,
+                                plan.prefixes)
 
     def _read_generation(self, thread_id):
         """The thread's generation (0 for a thread not there yet), read without its

@@ -377,6 +377,38 @@ class ItemsTests:
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_list(known=known)    # known needs the thread
 
+    def test_a_list_given_as_a_log_prefix(self):
+        """log_prefix={channel: k} (convo_checkpoint_in v5): the list is the log's
+        first k messages and the given items; seqs come back for the given ones."""
+        t = self.tid()
+        self.store.checkpoint_put(t, "c1", channels={"messages": ("1", convo.Items(self.M, log=True))})
+        nxt = {"role": "user", "content": "next"}
+        seqs = self.store.checkpoint_put(t, "c2", parent_id="c1", channels={
+            "messages": ("2", convo.Items([nxt], log=True))}, log_prefix={"messages": 2})
+        self.assertEqual(seqs, {"messages": [2]})
+        self.assertEqual(self.store.load(t)[0], self.M + [nxt])
+        value = self.store.checkpoint_get(t, "c2").values["messages"]
+        self.assertEqual((value.json(), value.seqs), (self.M + [nxt], [0, 1, 2]))
+        # only a prefix, then a message not in the log: kept inline, nothing appended
+        seqs = self.store.checkpoint_put(t, "c3", parent_id="c2", channels={
+            "messages": ("3", convo.Items([{"role": "assistant", "content": "x"}], log=True))},
+            log_prefix={"messages": 1})
+        self.assertEqual(seqs, {"messages": [-1]})
+        self.assertEqual(len(self.store.load(t)[0]), 3)
+        self.assertEqual(self.store.checkpoint_get(t, "c3").values["messages"].json(),
+                         [self.M[0], {"role": "assistant", "content": "x"}])
+        # past the log: a conflict, nothing written
+        with self.assertRaises(convo.ConflictError):
+            self.store.checkpoint_put(t, "c4", parent_id="c3", channels={
+                "messages": ("4", convo.Items([nxt], log=True))}, log_prefix={"messages": 9})
+        self.assertIsNone(self.store.checkpoint_get(t, "c4"))
+        for bad in ({"other": 1}, {"messages": -1}, {"messages": 1.5}, [("messages", 1)]):
+            with self.assertRaises(convo.InvalidError, msg=bad):
+                self.store.checkpoint_put(t, "c5", channels={
+                    "messages": ("5", convo.Items([nxt], log=True)), "other": ("1", ("json", b"1"))},
+                    log_prefix=bad)
+        self.assertIsNone(self.store.checkpoint_get(t, "c5"))
+
     def test_items_argument_errors(self):
         t = self.tid()
         with self.assertRaises(convo.InvalidError):

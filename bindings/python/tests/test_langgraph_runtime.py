@@ -113,6 +113,52 @@ class Runtime:
         seqs = self.store.checkpoint_get(t).values["messages"].seqs
         self.assertEqual(seqs, list(range(24)))
 
+    def test_a_put_passes_only_the_new_items(self):
+        """A put whose list starts with its parent's messages (the objects the read
+        handed out) passes them as the log's first k messages (log_prefix) and
+        hands the library only the items after them (a list that no longer starts
+        with the log passes the messages known by seq, not as texts); the state stays
+        InMemorySaver's, also across an update_state branch and a RemoveMessage."""
+        ours, theirs = self.graphs()
+        t = self.tid()
+        puts = []
+        real = self.store.checkpoint_put
+
+        def spy(*args, **kwargs):
+            for name, _, value in kwargs.get("channels", ()):
+                if name == "messages" and isinstance(value, convo.Items):
+                    puts.append(((kwargs.get("log_prefix") or {}).get(name, 0),
+                                 len(value.items), sum(x is not None for x in value.items)))
+            return real(*args, **kwargs)
+        self.store.checkpoint_put = spy
+        self.addCleanup(delattr, self.store, "checkpoint_put")
+        for i in range(10):
+            del puts[:]
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "turn %d" % i)
+            # the checkpoint taking the input: the parent's 2i messages by prefix,
+            # the user's given; the node's: 2i + 1 by prefix, the answer given
+            self.assertEqual(puts, [(2 * i, 1, 1), (2 * i + 1, 1, 1)], "turn %d" % i)
+        seqs = self.store.checkpoint_get(t).values["messages"].seqs
+        self.assertEqual(seqs, list(range(20)))
+        # a branch from an old checkpoint, then a message removed: the state still
+        # InMemorySaver's, every later turn again by prefix
+        for g in (ours, theirs):
+            old = list(g.get_state_history(app.config(t)))[6].config
+            g.update_state(old, {"messages": [HumanMessage("branch", id="b1")]})
+            g.invoke(app.user(20), app.config(t))
+            g.update_state(app.config(t), {"messages": [RemoveMessage(id="user-1")]})
+        self.same_state(ours, theirs, t, "after the branch and the removal")
+        del puts[:]
+        for g in (ours, theirs):
+            g.invoke(app.user(21), app.config(t))
+        self.same_state(ours, theirs, t, "a turn after them")
+        self.assertEqual(app.history(ours, t), app.history(theirs, t))
+        # the list no longer starts with the whole log (user-1 removed): the messages
+        # after the removal are passed by seq, only the new ones as texts
+        self.assertEqual([texts for _, _, texts in puts], [1, 1], puts)
+
     def test_async_turns_equal_in_memory_saver(self):
         ours, theirs = self.graphs()
         t = self.tid()
