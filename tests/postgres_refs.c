@@ -2,7 +2,8 @@
  * versions 14 and 15) beyond the conformance suite: one statement, so a failure after
  * the swaps began (injected by a trigger) leaves every table as it was, the
  * appended messages included; the generation condition of a put that appends
- * nothing; a version 13 or 14 schema with checkpoints migrated, then put on. */
+ * nothing; a version 13 or 14 schema with checkpoints migrated, then put on;
+ * the plan of the latest-checkpoint read on a thread of 3,000 checkpoints. */
 #include "postgres.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,69 @@ START_TEST(test_migration_from_version_13)
 }
 END_TEST
 
+/* The text of drivers/postgres/FILE, malloc'd. */
+static char *sql_file(const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", POSTGRES_SQL_DIR, file);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    char *text = calloc(1, 1 << 16);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_gt(fread(text, 1, (1 << 16) - 1, f), 0);
+    fclose(f);
+    return text;
+}
+
+/* The latest checkpoint of a thread with thousands is read as one index entry
+ * (a backward scan of checkpoints_by_ns_put under the thread), in the generic
+ * plan the driver's prepared statement gets: the statement before read and
+ * sorted every checkpoint of the thread, so each get grew with the
+ * conversation (docs/postgres.md). */
+START_TEST(test_latest_reads_one_checkpoint)
+{
+    const char *name = "latest", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put_checkpoint(s, "t", "c0");
+    put_checkpoint(s, "u", "c0");
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema,
+                   "INSERT INTO @S.checkpoints (tid, put_seq, log_length, created_at, checkpoint_ns,"
+                   " checkpoint_id, parent_id, body_type, metadata, channel_versions, body)"
+                   " SELECT c.tid, c.put_seq + 2 * g, 0, c.created_at, '', 'c' || g, NULL,"
+                   " c.body_type, c.metadata, c.channel_versions, c.body"
+                   " FROM @S.checkpoints c, generate_series(1, 3000) g;"
+                   " ANALYZE @S.checkpoints");
+    char *latest = sql_file("checkpoint_latest.sql");
+    char *prepare = malloc(strlen(latest) + 64);
+    ck_assert_ptr_nonnull(prepare);
+    sprintf(prepare, "PREPARE latest (text, text) AS %s", latest);
+    exec_in_schema(pg, schema, "SET plan_cache_mode = force_generic_plan");
+    exec_in_schema(pg, schema, prepare);
+    PGresult *r = PQexec(pg, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                             "EXECUTE latest('t', '')");
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    char plan[16384] = "";
+    for (int i = 0; i < PQntuples(r); i++)
+        snprintf(plan + strlen(plan), sizeof plan - strlen(plan), "%s\n", PQgetvalue(r, i, 0));
+    PQclear(r);
+    printf("postgres_refs: checkpoint_latest.sql at 3,001 checkpoints:\n%s", plan);
+    ck_assert_msg(strstr(plan, "Index Scan Backward using checkpoints_by_ns_put on checkpoints k "
+                               "(actual rows=1 loops=1)") != NULL, "not one index entry:\n%s", plan);
+    ck_assert_msg(strstr(plan, "put_seq DESC") == NULL, "a sort by put_seq:\n%s", plan);
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", "", NULL, &cp, &err) == 0, "get: %s", err.message);
+    ck_assert_str_eq(convo_checkpoint_id(cp), "c3000");
+    convo_checkpoint_free(cp);
+    free(prepare);
+    free(latest);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 /* Version 15 replaced version 14's checkpoint_put_refs (same signature). */
 START_TEST(test_migration_from_version_14)
 {
@@ -248,5 +312,6 @@ void postgres_add_refs_tests(Suite *s)
     tcase_add_test(tc, test_put_refs_generation_without_messages);
     tcase_add_test(tc, test_migration_from_version_13);
     tcase_add_test(tc, test_migration_from_version_14);
+    tcase_add_test(tc, test_latest_reads_one_checkpoint);
     suite_add_tcase(s, tc);
 }
