@@ -127,7 +127,10 @@ export interface CheckpointIn {
   metadata?: Record<string, unknown> | string;
   body?: Blob | null;
   /** A channel's value is `value` (a blob), or `items` (a list kept in the log), or neither. */
-  channels?: { channel: string; version: string | number; value?: Blob | null; items?: ItemsIn | null }[];
+  /** logPrefix: k > 0 says the channel's list is the log's messages [0, k) followed by `items`
+   * (seqsOut then covers those items only); k past the log is a ConflictError. */
+  channels?: { channel: string; version: string | number; value?: Blob | null; items?: ItemsIn | null;
+    logPrefix?: number }[];
   logLength?: number;
   /** Appended to the thread's log in the same atomic write, at seq expectedLength. */
   messages?: MessageIn[];

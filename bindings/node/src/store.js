@@ -425,34 +425,40 @@ export class Store {
 
   /**
    * Stores a checkpoint: { threadId, ns, id, parentId, metadata, body: {type, bytes},
-   * channels: [{channel, version, value: {type, bytes} | null, items?}], logLength,
+   * channels: [{channel, version, value: {type, bytes} | null, items?, logPrefix?}], logLength,
    * messages: [json...], expectedLength, expectedGeneration } (messages appended in the same
    * write). A channel with `items` ({ items: [json text | null], seqs?: [seq | -1], key?,
    * rest?: {type, bytes}, log? }) is a list kept in the thread's log (log references,
    * docs/checkpoints.md); resolves to { seqsOut: { channel: [seq | -1, ...] } } for those.
+   * `logPrefix: k` (with items) says the list is the log's messages [0, k) followed by the
+   * items given, whose seqsOut are then the only ones returned.
    */
   async checkpointPut(cp) {
     if (typeof cp !== 'object' || cp === null || Array.isArray(cp)) {
       throw new InvalidError(codes.EINVAL, 'checkpointPut takes a checkpoint object');
     }
     const lists = [];
+    const prefixes = [];
     try {
       const channels = list(cp.channels ?? [], 'channels').map((c, i) => {
         const what = `channels[${i}]`;
         const channel = text(c?.channel, `${what}.channel`);
+        const prefix = int(c?.logPrefix ?? 0, `${what}.logPrefix`, 0);
         const items = c.items === undefined || c.items === null ? null :
           itemsIn(c.items, `${what}.items`, blobIn);
         lists.push(items);
+        prefixes.push(prefix);
         if (items && c.value) {
           throw new InvalidError(codes.EINVAL, `${what} has both a value and items`);
         }
+        if (prefix && !items) throw new InvalidError(codes.EINVAL, `${what}.logPrefix needs items`);
         return { channel, version: String(c.version), value: blobIn(c.value, `${what}.value`) };
       });
       const withItems = lists.some((x) => x);
       const msgs = cp.messages && cp.messages.length ? messageBuffers(cp.messages) : null;
       const body = blobIn(cp.body, 'body') ?? { type: null, bytes: null, len: 0 };
       const input = {
-        version: 4,
+        version: 5,
         thread_id: text(cp.threadId, 'threadId'),
         checkpoint_ns: optText(cp.ns, 'ns') ?? '',
         checkpoint_id: text(cp.id, 'id'),
@@ -468,6 +474,7 @@ export class Store {
         expected_length: int(cp.expectedLength ?? -1, 'expectedLength', -1),
         expected_generation: int(cp.expectedGeneration ?? -1, 'expectedGeneration', -1),
         channel_items: withItems ? lists.map((x) => x?.input ?? null) : null,
+        channel_log_prefix: prefixes.some((k) => k > 0) ? BigInt64Array.from(prefixes, BigInt) : null,
       };
       await this.#call(C.convo_checkpoint_put, input);
       const out = {};

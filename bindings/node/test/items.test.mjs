@@ -141,6 +141,43 @@ for (const [name, base] of drivers()) {
       }
     });
 
+    test('a list given as the log\'s first messages (logPrefix) and what follows', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const t = 'thread';
+        await store.checkpointPut({ threadId: t, id: 'c1', channels: [
+          { channel: 'm', version: '1', items: { items: [U1, A1], log: true } }] });
+        const put = await store.checkpointPut({ threadId: t, id: 'c2', parentId: 'c1', expectedGeneration: 0,
+          channels: [{ channel: 'm', version: '2', items: { items: [U2], log: true }, logPrefix: 2 },
+            { channel: 'plain', version: '1', value: { type: 'json', bytes: '1' } }] });
+        assert.deepEqual(put.seqsOut, { m: [2] }); // the given items only
+        assert.deepEqual((await store.loadLog(t)).texts, [U1, A1, U2]);
+        const c2 = await store.checkpointGet(t, '', 'c2');
+        assert.deepEqual(c2.channels.find((c) => c.channel === 'm').items,
+          { texts: [U1, A1, U2], seqs: [0, 1, 2], key: null, rest: null });
+        // the same as the list spelled out: nothing to add, no item given
+        const same = await store.checkpointPut({ threadId: t, id: 'c3', parentId: 'c2', channels: [
+          { channel: 'm', version: '3', items: { items: [], log: true }, logPrefix: 3 }] });
+        assert.deepEqual(same.seqsOut, { m: [] });
+        assert.deepEqual((await store.checkpointGet(t, '', 'c3')).channels[0].items.seqs, [0, 1, 2]);
+        // past the log: a conflict, nothing written
+        await assert.rejects(store.checkpointPut({ threadId: t, id: 'c4', parentId: 'c3', channels: [
+          { channel: 'm', version: '4', items: { items: [U2], log: true }, logPrefix: 4 }] }), ConflictError);
+        await assert.rejects(store.checkpointGet(t, '', 'c4'));
+        assert.equal((await store.loadLog(t)).length, 3);
+        const bad = (re) => (e) => e instanceof InvalidError && re.test(e.message);
+        await assert.rejects(store.checkpointPut({ threadId: t, id: 'c4', channels: [
+          { channel: 'm', version: '4', items: { items: [] }, logPrefix: -1 }] }),
+        bad(/channels\[0\]\.logPrefix must be an integer from 0/));
+        await assert.rejects(store.checkpointPut({ threadId: t, id: 'c4', channels: [
+          { channel: 'm', version: '4', value: { type: 'json', bytes: '1' }, logPrefix: 1 }] }),
+        bad(/channels\[0\]\.logPrefix needs items/));
+        await assert.rejects(store.checkpointGet(t, '', 'c4'));
+      } finally {
+        await store.close();
+      }
+    });
+
     test('bad items are refused, naming the argument; nothing written', async () => {
       const store = await Store.open(freshUrl(base));
       try {

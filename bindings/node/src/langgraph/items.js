@@ -14,13 +14,15 @@ export const INPUT = '__start__';
 /** Seq hints: item object -> { thread, generation, seq, content, id }, valid while the item
  * keeps the content and id it had (a message changed in place is compared by its text).
  * `generation` is the saver's token for the thread's generation and origin (its revived log,
- * revived.js; compared by identity). */
+ * revived.js; compared by identity). Per token also the log as this saver last knew it, seq
+ * by seq (the item it read or put there, with its content and id): a list that starts with
+ * those items goes to the Store as their count (`logPrefix`), so a put hands over, and
+ * afterwards learns, only what follows them. */
 export class Hints {
   #map = new WeakMap();
-  // generation token -> channel -> the last list put under it: { list, seqs, contents, ids }.
-  // The next put's list starts with the same objects (LangGraph's reducer copies the array, not the
-  // messages): those are matched by identity, without a lookup each.
-  #last = new WeakMap();
+  // generation token -> { items, contents, ids, length }: the log's item at each seq as last
+  // read or put under the token; [0, length) all set
+  #logs = new WeakMap();
 
   /** The seq of item in the log of thread at generation, else -1. */
   seqOf(item, thread, generation) {
@@ -29,74 +31,71 @@ export class Hints {
     return h && h.thread === thread && h.generation === generation && unchanged(h, item) ? h.seq : -1;
   }
 
-  /** The seqs (-1: unknown) of list's items (channel's) in the log of thread at generation. */
-  seqsOf(list, thread, generation, channel) {
-    const seqs = new Array(list.length);
-    const last = generation === null ? undefined : this.#last.get(generation)?.get(channel);
-    let i = 0;
-    if (last) {
-      const end = Math.min(list.length, last.list.length);
-      for (; i < end; i++) {
-        const item = list[i];
-        if (item !== last.list[i] || item === null || typeof item !== 'object' ||
-          item.content !== last.contents[i] || item.id !== last.ids[i] || last.seqs[i] < 0) break;
-        seqs[i] = last.seqs[i];
-      }
+  /** How many of list's first items are the log's messages 0, 1, ... of the token's thread
+   * (the same objects, with the content and id they had): one comparison per item, no
+   * allocation. */
+  prefixOf(list, generation) {
+    const log = generation === null ? undefined : this.#logs.get(generation);
+    if (!log) return 0;
+    const { items, contents, ids } = log;
+    const end = Math.min(list.length, log.length);
+    let k = 0;
+    while (k < end) {
+      const item = list[k];
+      if (item !== items[k] || item.content !== contents[k] || item.id !== ids[k]) break;
+      k++;
     }
-    for (; i < list.length; i++) seqs[i] = generation === null ? -1 : this.seqOf(list[i], thread, generation);
+    return k;
+  }
+
+  /** The seqs (-1: unknown) of list's items from `from` on in the log of thread at generation. */
+  seqsOf(list, thread, generation, from = 0) {
+    const seqs = new Array(list.length - from);
+    for (let i = from; i < list.length; i++) {
+      seqs[i - from] = generation === null ? -1 : this.seqOf(list[i], thread, generation);
+    }
     return seqs;
   }
 
-  /** Records that items[i] is log seq seqs[i] (when >= 0) of thread at generation; known[i]:
-   * the seq it was put with (>= 0: already recorded). */
-  learn(items, seqs, thread, generation, known = null) {
+  /** Records that items[i] is log seq seqs[i] (when >= 0) of thread at generation (a token:
+   * null records nothing). */
+  learn(items, seqs, thread, generation) {
     if (generation === null || !seqs) return;
+    let log = this.#logs.get(generation);
+    if (!log) this.#logs.set(generation, (log = { items: [], contents: [], ids: [], length: 0 }));
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
-      if (seqs[i] < 0 || item === null || typeof item !== 'object' || (known && known[i] >= 0)) continue;
-      // most items of a read were hinted already: no new entry for them
-      if (!known && this.seqOf(item, thread, generation) === seqs[i]) continue;
-      this.#map.set(item, { thread, generation, seq: seqs[i], content: item.content, id: item.id });
-    }
-  }
-
-  /** Learns a put's list of channel (items with the seqs the put gave them; known: the seqs
-   * they were given with) and keeps it as the token's last list of that channel. */
-  learnPut(items, seqs, thread, generation, known, channel) {
-    if (generation === null || !seqs) return;
-    this.learn(items, seqs, thread, generation, known);
-    const n = items.length;
-    const contents = new Array(n);
-    const ids = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const item = items[i];
-      if (item !== null && typeof item === 'object') {
-        contents[i] = item.content;
-        ids[i] = item.id;
+      const q = seqs[i];
+      if (q < 0 || item === null || typeof item !== 'object') continue;
+      if (this.seqOf(item, thread, generation) !== q) {
+        this.#map.set(item, { thread, generation, seq: q, content: item.content, id: item.id });
       }
+      log.items[q] = item;
+      log.contents[q] = item.content;
+      log.ids[q] = item.id;
     }
-    let lists = this.#last.get(generation);
-    if (!lists) this.#last.set(generation, (lists = new Map()));
-    lists.set(channel, { list: items.slice(), seqs, contents, ids });
+    while (log.items[log.length] !== undefined) log.length++;
   }
 }
 
-/** A list of values as the Store's items ({ items, seqs, log }): a hinted item goes as its
- * seq alone, any other as its log message text. hinted: whether a seq was given (the put
- * must then be conditional on that generation). */
-export async function listIn(serde, hints, list, thread, generation, log, channel) {
-  const items = new Array(list.length);
-  const seqs = hints.seqsOf(list, thread, generation, channel);
+/** A list of values as the Store's items ({ items, seqs, log }) and the count of its first
+ * items that are the log's first messages (`prefix`, passed as the channel's logPrefix; the
+ * items and seqs are those of the rest): a hinted item goes as its seq alone, any other as its
+ * log message text. A prefix or a seq given makes the put conditional on that generation. */
+export async function listIn(serde, hints, list, thread, generation, log) {
+  const prefix = hints.prefixOf(list, generation);
+  const seqs = hints.seqsOf(list, thread, generation, prefix);
+  const items = new Array(seqs.length);
   let hinted = false;
-  for (let i = 0; i < list.length; i++) {
+  for (let i = 0; i < seqs.length; i++) {
     if (seqs[i] >= 0) {
       items[i] = null;
       hinted = true;
     } else {
-      items[i] = await toLogMessage(serde, list[i]);
+      items[i] = await toLogMessage(serde, list[prefix + i]);
     }
   }
-  return { items: { items, seqs: hinted ? seqs : null, log }, hinted, seqs };
+  return { items: { items, seqs: hinted ? seqs : null, log }, prefix, seqs };
 }
 
 /** An item of an input or of a pending write to a message channel, as LangGraph's

@@ -232,7 +232,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
         log = null;
         continue;
       }
-      for (const [ch, list, known] of lists) this.#hints.learnPut(list, put.seqsOut[ch], threadId, log, known, ch);
+      // what followed each list's log prefix: the seqs the put gave its items
+      for (const [ch, rest] of lists) this.#hints.learn(rest, put.seqsOut[ch], threadId, log);
       this.#delta.learn(this.#key(c, checkpoint.id), c.checkpoint_id ? this.#key(c, c.checkpoint_id) : null,
         deltas.map(([ch, texts]) => [ch, { texts, seqsOut: put.seqsOut[ch] }]),
         this.messageChannels.filter((ch) => !(ch in newVersions)), log);
@@ -285,7 +286,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
         continue;
       }
       const list = key === null ? v : v[key];
-      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null || Boolean(snap), channel);
+      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null || Boolean(snap));
       if (key !== null) {
         const { [key]: _, ...others } = snap ? { ...snap.rest, [key]: list } : v;
         r.items.key = key;
@@ -294,8 +295,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
           r.items.rest = { type, bytes };
         }
       }
-      channels.push({ channel, version, items: r.items });
-      lists.push([channel, list, r.seqs]);
+      channels.push({ channel, version, items: r.items, logPrefix: r.prefix });
+      lists.push([channel, r.prefix ? list.slice(r.prefix) : list]);
     }
     return { channels, lists, deltas };
   }

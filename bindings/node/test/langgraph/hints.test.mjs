@@ -74,6 +74,59 @@ for (const [name, base] of drivers()) {
       });
     }
 
+    test('the part of a list already in the log goes as its length, only what follows item by item', async () => {
+      const store = await Store.open(freshUrl(base));
+      try {
+        const sent = []; // per put: the messages channel as handed to the Store
+        const put = store.checkpointPut.bind(store);
+        store.checkpointPut = (cp) => {
+          const ch = cp.channels.find((c) => c.channel === 'messages');
+          sent.push({ prefix: ch.logPrefix ?? 0, items: ch.items.items.length, seqs: ch.items.seqs });
+          return put(cp);
+        };
+        const saver = new ConvoSaver(store);
+        const make = (i) => new HumanMessage({ content: `message ${i}`, id: `m${i}` });
+        let list = [];
+        let parent = null;
+        for (let i = 0; i < 30; i++) {
+          list = [...list, make(i)];
+          parent = await putList(saver, parent, list);
+        }
+        assert.deepEqual(sent.map((x) => [x.prefix, x.items]), list.map((_, i) => [i, 1]));
+        // a saver that read the thread: its revived items are the prefix
+        sent.length = 0;
+        const reader = new ConvoSaver(store);
+        const read = (await reader.getTuple(cfg(parent.id))).checkpoint.channel_values.messages;
+        const m30 = make(30);
+        let c = await putList(reader, parent, [...read, m30]);
+        assert.deepEqual(sent.pop(), { prefix: 30, items: 1, seqs: null });
+        // a message replaced in the middle (add_messages with a known id): the prefix ends
+        // there; the items after it still go by their seqs, the new one by its text
+        const edited = [...read, m30];
+        edited[10] = new HumanMessage({ content: 'edited', id: 'm10' });
+        c = await putList(reader, c, edited);
+        const e = sent.pop();
+        assert.equal(e.prefix, 10);
+        assert.equal(e.items, 21);
+        assert.deepEqual(e.seqs, [-1, ...Array.from({ length: 20 }, (_, i) => 11 + i)]);
+        const back = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.deepEqual(back.map((m) => m.content), edited.map((m) => m.content));
+        // one changed in place is not part of the prefix either
+        back[5].content = 'changed in place';
+        c = await putList(reader, c, [...back, make(31)]);
+        assert.equal(sent.pop().prefix, 5);
+        const again = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.equal(again[5].content, 'changed in place');
+        assert.equal(again.length, 32);
+        // nothing of the old thread is a prefix once it is gone
+        await reader.deleteThread('t');
+        await putList(reader, null, [read[0], make(40)]);
+        assert.deepEqual(sent.pop(), { prefix: 0, items: 2, seqs: null });
+      } finally {
+        await store.close();
+      }
+    });
+
     test('after deleteThread, an item the old thread had is put by its text', async () => {
       const store = await Store.open(freshUrl(base));
       try {
