@@ -15,13 +15,13 @@ export const INPUT = '__start__';
  * keeps the content and id it had (a message changed in place is compared by its text).
  * `generation` is the saver's token for the thread's generation and origin (its revived log,
  * revived.js; compared by identity). Per token also the log as this saver last knew it, seq
- * by seq (the item it read or put there, with its content and id): a list that starts with
- * those items goes to the Store as their count (`logPrefix`), so a put hands over, and
- * afterwards learns, only what follows them. */
+ * by seq (the object it read or put there): a list that starts with those objects goes to
+ * the Store as their count (`logPrefix`), so a put hands over, and afterwards learns, only
+ * what follows them. */
 export class Hints {
   #map = new WeakMap();
-  // generation token -> { items, contents, ids, length }: the log's item at each seq as last
-  // read or put under the token; [0, length) all set
+  // generation token -> { items, length, noId }: the log's object at each seq as last read
+  // or put under the token ([0, length) all set), and the seqs of those that had no id
   #logs = new WeakMap();
 
   /** The seq of item in the log of thread at generation, else -1. */
@@ -31,19 +31,20 @@ export class Hints {
     return h && h.thread === thread && h.generation === generation && unchanged(h, item) ? h.seq : -1;
   }
 
-  /** How many of list's first items are the log's messages 0, 1, ... of the token's thread
-   * (the same objects, with the content and id they had): one comparison per item, no
-   * allocation. */
+  /** How many of list's first items are the log's messages 0, 1, ... of the token's thread:
+   * the same objects (one identity comparison per item; what is inside them is not looked
+   * at, as LangGraph's reducers never change a message in place: a node replaces one by
+   * id), except that one stored without an id that has one now ends the prefix
+   * (add_messages gives ids in place). */
   prefixOf(list, generation) {
     const log = generation === null ? undefined : this.#logs.get(generation);
     if (!log) return 0;
-    const { items, contents, ids } = log;
+    const { items } = log;
     const end = Math.min(list.length, log.length);
     let k = 0;
-    while (k < end) {
-      const item = list[k];
-      if (item !== items[k] || item.content !== contents[k] || item.id !== ids[k]) break;
-      k++;
+    while (k < end && list[k] === items[k]) k++;
+    for (const q of log.noId) {
+      if (q < k && list[q].id !== undefined && list[q].id !== null) k = q;
     }
     return k;
   }
@@ -62,7 +63,7 @@ export class Hints {
   learn(items, seqs, thread, generation) {
     if (generation === null || !seqs) return;
     let log = this.#logs.get(generation);
-    if (!log) this.#logs.set(generation, (log = { items: [], contents: [], ids: [], length: 0 }));
+    if (!log) this.#logs.set(generation, (log = { items: [], length: 0, noId: new Set() }));
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
       const q = seqs[i];
@@ -71,8 +72,8 @@ export class Hints {
         this.#map.set(item, { thread, generation, seq: q, content: item.content, id: item.id });
       }
       log.items[q] = item;
-      log.contents[q] = item.content;
-      log.ids[q] = item.id;
+      if (item.id === undefined || item.id === null) log.noId.add(q);
+      else log.noId.delete(q);
     }
     while (log.items[log.length] !== undefined) log.length++;
   }

@@ -61,13 +61,16 @@ for (const [name, base] of drivers()) {
           const stored = (await store.checkpointGet('t', '', c.id)).channels.find((x) => x.channel === 'messages');
           assert.deepEqual(stored.items.seqs, [...Array(41).keys()]);
           assert.equal((await store.loadLog('t')).length, 41);
-          // an item changed in place is not taken for its seq: it is compared by its text
+          // a put does not look inside the log's messages (docs/node.md): one changed in
+          // place keeps the text it was stored with, and a read gives that text again
+          const original = next[3].content;
           next[3].content = 'changed';
           serde.count = 0;
           const c2 = await putList(reader, c, [...next]);
-          assert.equal(serde.count, 2);
+          assert.equal(serde.count, 1); // the body alone
           const back = (await reader.getTuple(cfg(c2.id))).checkpoint.channel_values.messages;
-          assert.equal(back[3].content, 'changed');
+          assert.equal(back[3].content, original);
+          assert.notEqual(back[3], next[3]);
         } finally {
           await store.close();
         }
@@ -100,24 +103,42 @@ for (const [name, base] of drivers()) {
         const m30 = make(30);
         let c = await putList(reader, parent, [...read, m30]);
         assert.deepEqual(sent.pop(), { prefix: 30, items: 1, seqs: null });
+        // what is inside the objects is not looked at: one changed in place is still taken
+        // for the log's message (a node replaces a message by id instead, as above)
+        const back = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        back[5].content = 'changed in place';
+        c = await putList(reader, c, [...back, make(31)]);
+        assert.deepEqual(sent.pop(), { prefix: 31, items: 1, seqs: null });
+        const again = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.equal(again[5].content, 'message 5'); // what is stored, revived anew
+        assert.equal(again.length, 32);
+        // but a message stored without an id that got one in place (as add_messages gives
+        // them) is not the stored text: the prefix ends before it
+        const noId = new HumanMessage({ content: 'no id' });
+        c = await putList(reader, c, [...again, noId]);
+        assert.equal(sent.pop().prefix, 32);
+        const withNoId = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.equal(withNoId[32].id, undefined);
+        withNoId[32].id = 'given later'; // as add_messages does it
+        withNoId[32].lc_kwargs.id = 'given later';
+        c = await putList(reader, c, [...withNoId, make(33)]);
+        const given = sent.pop();
+        assert.equal(given.prefix, 32);
+        assert.equal(given.items, 2);
+        const last = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.deepEqual(last.slice(32).map((m) => m.id), ['given later', 'm33']);
         // a message replaced in the middle (add_messages with a known id): the prefix ends
         // there; the items after it still go by their seqs, the new one by its text
-        const edited = [...read, m30];
+        const edited = [...last, make(34)];
         edited[10] = new HumanMessage({ content: 'edited', id: 'm10' });
         c = await putList(reader, c, edited);
         const e = sent.pop();
         assert.equal(e.prefix, 10);
-        assert.equal(e.items, 21);
-        assert.deepEqual(e.seqs, [-1, ...Array.from({ length: 20 }, (_, i) => 11 + i)]);
-        const back = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
-        assert.deepEqual(back.map((m) => m.content), edited.map((m) => m.content));
-        // one changed in place is not part of the prefix either
-        back[5].content = 'changed in place';
-        c = await putList(reader, c, [...back, make(31)]);
-        assert.equal(sent.pop().prefix, 5);
-        const again = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
-        assert.equal(again[5].content, 'changed in place');
-        assert.equal(again.length, 32);
+        assert.equal(e.items, 25);
+        // the inline ones (the edited message, the two after the id given in place, the new one)
+        assert.deepEqual(e.seqs, [-1, ...Array.from({ length: 21 }, (_, i) => 11 + i), -1, -1, -1]);
+        const edits = (await reader.getTuple(cfg(c.id))).checkpoint.channel_values.messages;
+        assert.deepEqual(edits.map((m) => m.content), edited.map((m) => m.content));
         // nothing of the old thread is a prefix once it is gone
         await reader.deleteThread('t');
         await putList(reader, null, [read[0], make(40)]);
