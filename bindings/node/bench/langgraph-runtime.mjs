@@ -11,6 +11,12 @@
 //
 //   node --expose-gc langgraph-runtime.mjs [--turns 1000] [--full-turns 300] [--payload 200]
 //        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--keep DIR] [--json]
+//        [--interleave]
+//
+// --interleave: the early figures come from a second thread of the same saver whose turns
+// alternate with the last window of the main thread (both threads brought there first,
+// untimed), so the early and the last turns are timed in the same minutes: on a shared
+// machine the load moves between turn 100 and turn 1,000 of one thread.
 //
 // LangGraph's savers run the full list to --full-turns only (each checkpoint holds the
 // whole list: they grow with the square). PostgreSQL: CONVO_BENCH_POSTGRES_URL or
@@ -35,7 +41,9 @@ const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime'
   'full-turns': { type: 'string', default: '300' },
   rounds: { type: 'string', default: '1' },
   keep: { type: 'string' }, // a folder for the SQLite files; they and the PostgreSQL schemas are kept
+  interleave: { type: 'boolean', default: false },
 });
+const INTERLEAVE = opts.interleave;
 const ROUNDS = Number(opts.rounds);
 const FULL_TURNS = Math.min(TURNS, Number(opts['full-turns']));
 if (!(FULL_TURNS >= 4)) {
@@ -226,6 +234,7 @@ for (const name of ['langgraph-sqlite', 'langgraph-postgres', 'convo-sqlite', 'c
 // ---- one run ----
 
 const threadConfig = { configurable: { thread_id: 'chat' } };
+const earlyConfig = { configurable: { thread_id: 'chat-early' } }; // --interleave
 
 // getTuple and getState on the thread's latest checkpoint: warm on the run's saver, then
 // the first call of each on FRESH new savers of the same store.
@@ -267,29 +276,34 @@ async function runOne(run) {
   const empty = await run.tables();
   const meter = instrument(saver);
   const graph = chatbot(run.kind, saver);
-  const turnMs = [];
-  const saverMs = [];
-  const turnCpu = [];
-  const saverCpu = [];
-  const methodMs = []; // per turn: { method: ms }
+  const main = series();
+  const early = series();
   const probes = [];
-  let lastCalls;
   const begin = process.hrtime.bigint();
+  // one turn of thread `config`, its figures into `into`
+  const turn = async (t, config, into) => {
+    const before = meter.ms;
+    const beforeCpu = meter.cpuMs;
+    const cpuStart = process.cpuUsage();
+    const calls = { ...meter.calls };
+    const byMethod = { ...meter.byMethod };
+    const start = process.hrtime.bigint();
+    await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, config);
+    into.turnMs.push(since(start));
+    into.turnCpu.push(cpuMs(cpuStart));
+    into.saverMs.push(meter.ms - before);
+    into.saverCpu.push(meter.cpuMs - beforeCpu);
+    into.methodMs.push(Object.fromEntries(Object.entries(meter.byMethod).map(([k, ms]) => [k, ms - (byMethod[k] ?? 0)])));
+    into.lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
+  };
+  const early0 = Math.min(EARLY, run.turns) - WINDOW; // --interleave: early turns before the timed ones
   try {
     for (let t = 0; t < run.turns; t++) {
-      const before = meter.ms;
-      const beforeCpu = meter.cpuMs;
-      const cpuStart = process.cpuUsage();
-      const calls = { ...meter.calls };
-      const byMethod = { ...meter.byMethod };
-      const start = process.hrtime.bigint();
-      await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, threadConfig);
-      turnMs.push(since(start));
-      turnCpu.push(cpuMs(cpuStart));
-      saverMs.push(meter.ms - before);
-      saverCpu.push(meter.cpuMs - beforeCpu);
-      methodMs.push(Object.fromEntries(Object.entries(meter.byMethod).map(([k, ms]) => [k, ms - (byMethod[k] ?? 0)])));
-      lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
+      if (INTERLEAVE && t === run.turns - WINDOW) {
+        for (let e = 0; e < early0; e++) await turn(e, earlyConfig, series());
+      }
+      if (INTERLEAVE && t >= run.turns - WINDOW) await turn(early0 + t - (run.turns - WINDOW), earlyConfig, early);
+      await turn(t, threadConfig, main);
       if (PROBES.includes(t + 1)) probes.push(await probe(run, saver, graph, t + 1));
       if ((t + 1) % 100 === 0) console.error(`langgraph-runtime: ${run.name}: turn ${t + 1}, ${since(begin) / 1000 | 0} s`);
     }
@@ -298,7 +312,14 @@ async function runOne(run) {
   }
   saver = null;
   const tables = await run.tables();
-  return { turnMs, saverMs, turnCpu, saverCpu, methodMs, probes, lastCalls, empty, tables, checkpoints: meter.calls.put ?? 0 };
+  const { lastCalls, ...figures } = main;
+  return { ...figures, early: INTERLEAVE ? early : null, probes, lastCalls, empty, tables,
+    checkpoints: meter.calls.put ?? 0 };
+}
+
+// per turn: wall and CPU ms of the turn and of the saver within it, ms by method
+function series() {
+  return { turnMs: [], saverMs: [], turnCpu: [], saverCpu: [], methodMs: [], lastCalls: null };
 }
 
 // ---- figures ----
@@ -310,13 +331,19 @@ const growth = (r, names) => names.reduce((n, t) => n + (r.tables[t] ?? 0) - (r.
 function methodsAt(rounds, turn, m, at) {
   const names = Object.keys(rounds[0].methodMs.at(-1));
   return Object.fromEntries(names.map((k) =>
-    [k, +m((r) => at(r.methodMs.map((x) => x[k] ?? 0), turn)).toFixed(3)]));
+    [k, +m((r) => at(r, 'methodMs', turn, (x) => x[k] ?? 0)).toFixed(3)]));
 }
 
 function summarize(run, rounds) {
   const m = (f) => median(rounds.map(f));
-  const at = (ms, turn) => median(ms.slice(Math.max(0, turn - WINDOW), turn));
-  const raw = rawBytes(run.turns);
+  // the median of figure `key` over the window of turns ending at `turn` (the early turns
+  // of the interleaved thread, with --interleave: its last WINDOW turns end at the early turn)
+  const at = (r, key, turn, f = (x) => x) => {
+    const xs = (turn < run.turns && r.early ? r.early[key] : r[key].slice(Math.max(0, turn - WINDOW), turn));
+    return median(xs.map(f));
+  };
+  // the bytes of both threads with --interleave (the second one ends at the early turn)
+  const raw = rawBytes(run.turns) + (INTERLEAVE && EARLY < run.turns ? rawBytes(EARLY) : 0);
   const r0 = rounds[0];
   const stored = m((r) => sum(r.tables) - sum(r.empty));
   const outside = m((r) => growth(r, Object.keys(r.tables).filter((t) => !run.log.includes(t))));
@@ -324,19 +351,19 @@ function summarize(run, rounds) {
   const early = Math.min(EARLY, run.turns);
   const out = {
     run: run.name, saver: run.saver, backend: run.backend, kind: run.kind, turns: run.turns,
-    payload: PAYLOAD, rounds: rounds.length,
+    payload: PAYLOAD, rounds: rounds.length, interleaved: INTERLEAVE,
     turns_per_sec: +m((r) => (r.turnMs.length * 1000) / r.turnMs.reduce((a, b) => a + b, 0)).toFixed(1),
     early_turn: early,
-    saver_ms_early: +m((r) => at(r.saverMs, early)).toFixed(3),
-    saver_ms_last: +m((r) => at(r.saverMs, run.turns)).toFixed(3),
-    turn_ms_early: +m((r) => at(r.turnMs, early)).toFixed(3),
-    turn_ms_last: +m((r) => at(r.turnMs, run.turns)).toFixed(3),
-    late_vs_early: +m((r) => at(r.saverMs, run.turns) / at(r.saverMs, early)).toFixed(3),
-    saver_cpu_ms_early: +m((r) => at(r.saverCpu, early)).toFixed(3),
-    saver_cpu_ms_last: +m((r) => at(r.saverCpu, run.turns)).toFixed(3),
-    cpu_late_vs_early: +m((r) => at(r.saverCpu, run.turns) / at(r.saverCpu, early)).toFixed(3),
-    turn_cpu_ms_early: +m((r) => at(r.turnCpu, early)).toFixed(3),
-    turn_cpu_ms_last: +m((r) => at(r.turnCpu, run.turns)).toFixed(3),
+    saver_ms_early: +m((r) => at(r, 'saverMs', early)).toFixed(3),
+    saver_ms_last: +m((r) => at(r, 'saverMs', run.turns)).toFixed(3),
+    turn_ms_early: +m((r) => at(r, 'turnMs', early)).toFixed(3),
+    turn_ms_last: +m((r) => at(r, 'turnMs', run.turns)).toFixed(3),
+    late_vs_early: +m((r) => at(r, 'saverMs', run.turns) / at(r, 'saverMs', early)).toFixed(3),
+    saver_cpu_ms_early: +m((r) => at(r, 'saverCpu', early)).toFixed(3),
+    saver_cpu_ms_last: +m((r) => at(r, 'saverCpu', run.turns)).toFixed(3),
+    cpu_late_vs_early: +m((r) => at(r, 'saverCpu', run.turns) / at(r, 'saverCpu', early)).toFixed(3),
+    turn_cpu_ms_early: +m((r) => at(r, 'turnCpu', early)).toFixed(3),
+    turn_cpu_ms_last: +m((r) => at(r, 'turnCpu', run.turns)).toFixed(3),
     calls_per_turn: r0.lastCalls,
     method_ms_early: methodsAt(rounds, early, m, at),
     method_ms_last: methodsAt(rounds, run.turns, m, at),
@@ -414,7 +441,8 @@ if (opts.json) {
 } else {
   const fmt = (n) => (Number.isFinite(n) ? n.toLocaleString('en-US') : '—');
   console.log(`LangGraph runtime chatbot: ${PAYLOAD}-byte user message and answer per turn, ` +
-    `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; median of ${ROUNDS} round(s)`);
+    `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; median of ${ROUNDS} round(s)` +
+    (INTERLEAVE ? `; turn ${EARLY} figures from a second thread interleaved with the last ${WINDOW} turns` : ''));
   console.log('| run | turns | turns/s | saver ms/turn at ' + EARLY + ' | at last | last/early | ' +
     'saver CPU ms/turn at ' + EARLY + ' / last (last/early) | turn CPU ms at ' + EARLY + ' / last | ' +
     'getTuple ms warm / fresh | getState ms warm / fresh | checkpoints | bytes | bytes / raw | ' +
