@@ -16,6 +16,7 @@ Any other object inside a field is shared with the snapshot, so a change inside 
 not seen (docs/python.md "Revived messages are kept")."""
 
 import collections
+import operator
 import threading
 
 
@@ -35,8 +36,8 @@ def snapshot(item):
         t = type(v)
         if t is list or t is dict:
             fields[k] = _copy_json(v) if v else t()
-    extra = getattr(item, "__pydantic_extra__", None)
-    return item.__class__, fields, (_copy_json(extra) if extra else extra)
+    extra = getattr(item, "__pydantic_extra__", _NONE)
+    return item.__class__, fields, (_copy_json(extra) if extra and extra is not _NONE else extra)
 
 
 def _copy_json(v):
@@ -52,7 +53,7 @@ def same(item, snap):
     if item is snap:
         return True     # a str
     return item.__class__ is snap[0] and item.__dict__ == snap[1] and \
-        getattr(item, "__pydantic_extra__", None) == snap[2]
+        getattr(item, "__pydantic_extra__", _NONE) == snap[2]
 
 
 def _same_entry(entry):
@@ -68,15 +69,57 @@ def _holdable(item):
         hasattr(item, "__dict__") and not isinstance(item, dict)
 
 
+_fields_of = operator.attrgetter("__dict__")
+_extras_of = operator.attrgetter("__pydantic_extra__")
+_NONE = object()
+
+
 class _Thread:
     """What is held of one thread's log: seq -> (text, item, snapshot), valid at
-    (generation, origin); length: the seqs [0, length) are all held."""
-    __slots__ = ("generation", "origin", "held", "length")
+    (generation, origin); length: the seqs [0, length) are all held. For those,
+    parallel lists by seq: `prefix` the items (a read takes them with one slice),
+    `classes`, `fields`, `extras` their snapshots (compared with the items' own
+    with three C-level passes); `other`: how many of them are not pydantic models
+    (a str, another object: compared one by one)."""
+    __slots__ = ("generation", "origin", "held", "length", "prefix", "classes", "fields",
+                 "extras", "other")
 
     def __init__(self, generation, origin):
         self.generation, self.origin = generation, origin
         self.held = {}
         self.length = 0
+        self.truncate(0)
+
+    def truncate(self, k):
+        # new lists: a read under way keeps its own
+        self.length = k
+        self.prefix = [self.held[q][1] for q in range(k)]
+        snaps = [self.held[q][2] for q in range(k)]
+        self.classes = [x[0] for x in snaps]
+        self.fields = [x[1] for x in snaps]
+        self.extras = [x[2] for x in snaps]
+        self.other = sum(1 for x in self.extras if x is _NONE)
+
+    def extend(self):
+        while self.length in self.held:
+            _, item, snap = self.held[self.length]
+            self.prefix.append(item)
+            if isinstance(snap, str) or snap[2] is _NONE:
+                self.other += 1
+                snap = (None, None, _NONE)
+            self.classes.append(snap[0])
+            self.fields.append(snap[1])
+            self.extras.append(snap[2])
+            self.length += 1
+
+    def unchanged(self):
+        """Whether no item of [0, length) was changed since its snapshot."""
+        items = self.prefix
+        if self.other:
+            return all(same(x, self.held[q][2]) for q, x in enumerate(items))
+        return list(map(type, items)) == self.classes and \
+            list(map(_fields_of, items)) == self.fields and \
+            list(map(_extras_of, items)) == self.extras
 
 
 class MessageCache:
@@ -96,12 +139,11 @@ class MessageCache:
             if t is None or t.length == 0 or t.origin < 0:
                 return None
             self._threads.move_to_end(thread_id)
-            held = t.held
-            if not all(map(_same_entry, map(held.__getitem__, range(t.length)))):
-                k = next(q for q in range(t.length) if not _same_entry(held[q]))
-                del held[k]
+            if not t.unchanged():
+                k = next(q for q in range(t.length) if not _same_entry(t.held[q]))
+                del t.held[k]
                 self._count -= 1
-                t.length = k
+                t.truncate(k)
                 if k == 0:
                     return None
             return (t.generation, t.length, t.origin)
@@ -146,6 +188,8 @@ class MessageCache:
             for seq, text, item, snapshot in added:
                 if seq in entry.held:
                     entry.held[seq] = (text, item, snapshot)
+                    if seq < entry.length:
+                        entry.truncate(seq)
                     continue
                 while self._count >= self.limit and self._evict(entry):
                     pass
@@ -153,8 +197,7 @@ class MessageCache:
                     return
                 entry.held[seq] = (text, item, snapshot)
                 self._count += 1
-            while entry.length in entry.held:
-                entry.length += 1
+            entry.extend()
 
     def _evict(self, keep):
         """Drops the least recently used thread other than keep's; False when none."""
@@ -177,11 +220,25 @@ class _Reader:
 
     def items(self, serde, value, revive):
         """The items of a resolved convo.Items; revive(serde, texts) revives texts."""
-        out = [None] * len(value.items)
+        texts, seqs = value.items, value.seqs
+        n = len(texts)
+        out = [None] * n
         missing = []
         # a dict read while another thread adds to it (_hold) is safe under the GIL
         held = self.entry.held if self.entry is not None else {}
-        for i, (text, seq) in enumerate(zip(value.items, value.seqs)):
+        start = 0
+        if self.entry is not None:
+            # the usual list: the log's first messages, those held left out of the
+            # read (checked by known()), taken with one slice
+            prefix = self.entry.prefix
+            k = min(len(prefix), n)
+            while k and not (seqs[k - 1] == k - 1 and texts[k - 1] is None):
+                k = 0 if k < 8 else k // 2
+            if k and seqs[:k] == list(range(k)) and texts[:k].count(None) == k:
+                out[:k] = prefix[:k]
+                start = k
+        for i in range(start, n):
+            text, seq = texts[i], seqs[i]
             got = held.get(seq)
             if got is not None and (text is None or (got[0] == text and same(got[1], got[2]))):
                 out[i] = got[1]

@@ -175,7 +175,12 @@ def _items_out(items):
     # each array read in one call (a ctypes index per element costs more than the copy)
     ptrs = ctypes.cast(items.items, ctypes.POINTER(ctypes.c_void_p * n)).contents[:]
     lengths = ctypes.cast(items.lengths, ctypes.POINTER(ctypes.c_size_t * n)).contents[:]
-    texts = [None if p is None else ctypes.string_at(p, k) for p, k in zip(ptrs, lengths)]
+    # the items left out (known=) are the first ones: no call for each of them
+    k = ptrs.count(None)
+    if k and ptrs[:k] == [None] * k:
+        texts = [None] * k + [ctypes.string_at(p, m) for p, m in zip(ptrs[k:], lengths[k:])]
+    else:
+        texts = [None if p is None else ctypes.string_at(p, m) for p, m in zip(ptrs, lengths)]
     seqs = (ctypes.cast(items.seqs, ctypes.POINTER(ctypes.c_int64 * n)).contents[:]
             if items.seqs else [-1] * n)
     return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
