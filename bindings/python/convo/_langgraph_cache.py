@@ -231,10 +231,9 @@ class _Reader:
             # the usual list: the log's first messages, those held left out of the
             # read (checked by known()), taken with one slice
             prefix = self.entry.prefix
-            k = min(len(prefix), n)
-            while k and not (seqs[k - 1] == k - 1 and texts[k - 1] is None):
-                k = 0 if k < 8 else k // 2
-            if k and seqs[:k] == list(range(k)) and texts[:k].count(None) == k:
+            k = texts.count(None)
+            if k and k <= len(prefix) and texts[k - 1] is None and \
+                    texts[:k].count(None) == k and seqs[:k] == list(range(k)):
                 out[:k] = prefix[:k]
                 start = k
         for i in range(start, n):

@@ -324,8 +324,10 @@ class _Known:
         self.idless = _idless(self.head) if idless is None else idless
 
     @classmethod
-    def read(cls, items, seqs, generation):
-        """From a resolved list: its items and the seq of each (-1: inline)."""
+    def read(cls, items, seqs, generation, before=None):
+        """From a resolved list: its items and the seq of each (-1: inline).
+        before: what a put of the same checkpoint told us (its id-less positions
+        hold for the items read back)."""
         n = len(seqs)
         if seqs == list(range(n)):
             k = n
@@ -333,7 +335,11 @@ class _Known:
             k = 0
             while k < n and seqs[k] == k:
                 k += 1
-        return cls(items, k, list(seqs[k:]), generation)
+        idless = None
+        if before is not None and before.generation == generation and len(before.head) <= k:
+            h = len(before.head)
+            idless = before.idless | frozenset(h + i for i in _idless(items[h:k]))
+        return cls(items, k, list(seqs[k:]), generation, idless)
 
     def prefix_of(self, items):
         """How many of items' first ones are, unchanged, the log's messages [0, k)
@@ -590,14 +596,18 @@ class MessageChannels:
         """{channel: value} of a convo.Checkpoint: every channel with a value."""
         values, known = {}, {}
         self.learn_generation(checkpoint.thread_id, checkpoint.generation)
+        key = (checkpoint.thread_id, checkpoint.ns, checkpoint.id)
+        with self._lock:
+            before = self._known.get(key, {})
         for c in checkpoint.channels:
             if c.value is None:
                 continue
             values[c.name] = self._decode(serde, c.value, reader)
             if isinstance(c.value, Items) and c.value.key is None:
-                known[c.name] = _Known.read(values[c.name], c.value.seqs, checkpoint.generation)
+                known[c.name] = _Known.read(values[c.name], c.value.seqs, checkpoint.generation,
+                                            before.get(c.name))
         if known:
-            self._remember((checkpoint.thread_id, checkpoint.ns, checkpoint.id), known)
+            self._remember(key, known)
         return values
 
     def read_write(self, serde, write, reader):
