@@ -141,6 +141,45 @@ class Cache:
         self.assertEqual(app.history(graph, t),
                          app.history(app.make_graph(self.saver(cache_messages=0), meddling), t))
 
+    def test_an_id_given_in_place_to_a_message_stored_without_one(self):
+        """A list reducer that keeps messages without ids (assign_ids=False), and a
+        node that gives an old one an id in place, as add_messages does: the put
+        sees it (the message is no longer the log's text) and the state stays
+        InMemorySaver's after every turn."""
+        import operator
+        from typing import Annotated, TypedDict
+        from langchain_core.messages import HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.graph import END, START, StateGraph
+
+        class State(TypedDict):
+            messages: Annotated[list, operator.add]
+
+        def node(state):
+            n = len(state["messages"])
+            if n >= 5 and state["messages"][1].id is None:
+                state["messages"][1].id = "given-%d" % n
+            return {"messages": [AIMessage("re %d" % n)]}
+
+        def graph(saver):
+            b = StateGraph(State)
+            b.add_node("n", node)
+            b.add_edge(START, "n")
+            b.add_edge("n", END)
+            return b.compile(checkpointer=saver)
+        ours, theirs = graph(self.saver(assign_ids=False)), graph(InMemorySaver())
+        t = self.tid()
+
+        def state(g):
+            return [(m.type, m.content, m.id) for m in g.get_state(app.config(t)).values["messages"]]
+        for i in range(5):
+            for g in (ours, theirs):
+                g.invoke({"messages": [HumanMessage("turn %d" % i)]}, app.config(t))
+            self.assertEqual(state(ours), state(theirs), "turn %d" % i)
+        self.assertEqual(state(ours)[1][2], "given-5")
+        fresh = graph(self.saver(cache_messages=0, assign_ids=False))
+        self.assertEqual(state(fresh), state(theirs))
+
     def test_bounded(self):
         saver = self.saver(cache_messages=5)
         graph = app.chat_graph(saver)
