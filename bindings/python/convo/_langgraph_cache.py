@@ -34,10 +34,18 @@ def snapshot(item):
     fields = item.__dict__.copy()
     for k, v in fields.items():
         t = type(v)
-        if t is list or t is dict:
-            fields[k] = _copy_json(v) if v else t()
+        if t is list:
+            fields[k] = _copy_json(v) if v else _EMPTY_LIST
+        elif t is dict:
+            fields[k] = _copy_json(v) if v else _EMPTY_DICT
     extra = getattr(item, "__pydantic_extra__", _NONE)
     return item.__class__, fields, (_copy_json(extra) if extra and extra is not _NONE else extra)
+
+
+# what an empty list or dict field of a snapshot is: shared by every snapshot, never
+# handed out, so never changed (fewer objects for the garbage collector to track)
+_EMPTY_LIST = []
+_EMPTY_DICT = {}
 
 
 def _copy_json(v):
@@ -60,13 +68,21 @@ def _same_entry(entry):
     return same(entry[1], entry[2])
 
 
+_HOLDABLE = {}      # type -> whether its objects are held (asked once per type)
+
+
 def _holdable(item):
     """Messages (LangChain's, and any pydantic model with type/content/id) and
     strings; other items are revived on every read."""
-    if isinstance(item, str):
-        return True
-    return hasattr(item, "type") and hasattr(item, "content") and hasattr(item, "id") and \
-        hasattr(item, "__dict__") and not isinstance(item, dict)
+    t = type(item)
+    answer = _HOLDABLE.get(t)
+    if answer is None:
+        answer = isinstance(item, str) or (
+            hasattr(item, "type") and hasattr(item, "content") and hasattr(item, "id") and
+            hasattr(item, "__dict__") and not isinstance(item, dict))
+        if len(_HOLDABLE) < 256:
+            _HOLDABLE[t] = answer
+    return answer
 
 
 _fields_of = operator.attrgetter("__dict__")

@@ -1,0 +1,99 @@
+"""Where ConvoSaver's time per turn goes as a conversation grows (issue 28): the chatbot
+of langgraph_runtime.py (same seeded 200-byte messages) run on one thread for --turns
+turns, each saver method and each Store call it makes timed per turn; prints, for the
+50 turns ending at turn 100 and at the last turn, the median ms per turn of get_tuple,
+put, put_writes (these include waiting: a put waits for its parent's writes, a write
+for its checkpoint's put) and of the Store calls inside them, then a warm get_tuple
+taken apart (MessageCache.known, Store.checkpoint_get, the revival of the tuple).
+
+    CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
+        VENV/bin/python bindings/python/bench/langgraph_split.py [--turns 1000] [--url URL]
+
+The URL defaults to a SQLite file in a temporary folder (removed at the end)."""
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from langchain_core.messages import HumanMessage  # noqa: E402
+
+import langgraph_runtime as bench  # noqa: E402
+from convo.langgraph import ConvoSaver  # noqa: E402
+
+METHODS = ("get_tuple", "put", "put_writes")
+STORE_CALLS = ("checkpoint_get", "checkpoint_put", "checkpoint_put_writes")
+
+
+def timing(obj, names, spent, lock, prefix=""):
+    for name in names:
+        original = getattr(obj, name)
+
+        def wrapped(*a, _f=original, _n=prefix + name, **k):
+            t = time.perf_counter()
+            try:
+                return _f(*a, **k)
+            finally:
+                with lock:
+                    spent[_n] = spent.get(_n, 0.0) + time.perf_counter() - t
+        setattr(obj, name, wrapped)
+
+
+def best(f, n=15):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t) * 1000)
+    return "%.2f (median %.2f)" % (min(times), statistics.median(times))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--turns", type=int, default=1000)
+    p.add_argument("--url")
+    o = p.parse_args()
+    if o.turns < 150:
+        p.error("--turns must be >= 150")
+    tmp = tempfile.mkdtemp(prefix="convo-split-")
+    try:
+        saver = ConvoSaver(o.url or "sqlite:" + os.path.join(tmp, "split.db"))
+        spent, lock = {}, threading.Lock()
+        timing(saver, METHODS, spent, lock)
+        timing(saver.store, STORE_CALLS, spent, lock, "store.")
+        convo = bench.Conversation(o.turns, 200)
+        graph = bench.chatbot("full", saver, convo)
+        thread = {"configurable": {"thread_id": "split-%d" % os.getpid()}}
+        per_turn = []
+        for human, _ in convo.turns:
+            spent.clear()
+            graph.invoke({"messages": [HumanMessage(**human)]}, thread)
+            per_turn.append(dict(spent))
+        names = METHODS + tuple("store." + n for n in STORE_CALLS)
+        for lo, hi in ((50, 100), (o.turns - 50, o.turns)):
+            print("turns %d-%d: %s" % (lo + 1, hi, ", ".join(
+                "%s %.2f" % (n, statistics.median(r.get(n, 0.0) for r in per_turn[lo:hi]) * 1000)
+                for n in names)))
+        thread_id = thread["configurable"]["thread_id"]
+        cache = saver._channels.cache
+        print("warm get_tuple at turn %d, ms: whole %s" % (o.turns, best(
+            lambda: saver.get_tuple(thread))))
+        known = cache.known(thread_id)
+        print("  MessageCache.known %s" % best(lambda: cache.known(thread_id)))
+        print("  Store.checkpoint_get %s" % best(
+            lambda: saver.store.checkpoint_get(thread_id, None, known=known)))
+        cp = saver.store.checkpoint_get(thread_id, None, known=known)
+        print("  the tuple from it %s" % best(lambda: saver._tuple(cp)))
+        saver.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
