@@ -22,8 +22,8 @@
 
 static const char *dir;
 
-/* The layout version this libconvo writes (drivers/sqlite/migrate-5-6.sql). */
-#define LAYOUT 6
+/* The layout version this libconvo writes (drivers/sqlite/migrate-6-7.sql). */
+#define LAYOUT 7
 
 /* ------------------------------------------------------------ helpers */
 
@@ -185,7 +185,6 @@ static long long sql_int(const char *path, const char *sql)
 static long long checkpoint_rows(const char *path)
 {
     return sql_int(path, "SELECT (SELECT count(*) FROM convo_checkpoints)"
-                         " + (SELECT count(*) FROM convo_checkpoint_channels)"
                          " + (SELECT count(*) FROM convo_blobs)"
                          " + (SELECT count(*) FROM convo_checkpoint_writes)");
 }
@@ -364,9 +363,10 @@ START_TEST(test_delete_and_prune_leave_nothing)
     }
     convo_error err;
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
-    /* two checkpoints, their 2x2 channel rows, the 2 values they use, 2 writes */
+    /* two checkpoints with their channel lists, the 2 values they use, 2 writes */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 2);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 4);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE length(channels) > 0"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 2);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
@@ -390,8 +390,9 @@ START_TEST(test_put_log_fails_whole)
     convo_store *s = open_db(path, NULL);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_checkpoint_channels"
-                 " WHEN NEW.channel = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_checkpoints"
+                 " WHEN instr(NEW.channels, CAST('boom' AS BLOB)) > 0"
+                 " BEGIN SELECT RAISE(ABORT, 'injected'); END");
     sqlite3_close(db);
     convo_error err;
     const char *two[] = {msg[0], msg[1]};
@@ -554,7 +555,8 @@ START_TEST(test_rewrite_fails_whole)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE length(channels) > 0"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT generation FROM convo_threads WHERE id = 't'"), 1);
     convo_close(s);
@@ -846,20 +848,20 @@ START_TEST(test_migration_2_to_4)
     ck_assert_str_eq(list_str(s, NULL, "a-2", "a", buf, sizeof buf), "a-1 a-0");
     ck_assert_str_eq(list_str(s, "a", "b-0", "b", buf, sizeof buf), "a-2 a-1 a-0");
     /* a layout 2 libconvo that had the file open writes rows without
-     * put_order (its own statement): they get the next one */
+     * put_order (its own statement): since layout 7 (a row needs its channel
+     * list) that is refused, nothing written */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id,"
-                 " metadata, body_type, body, log_length, created_at)"
-                 " VALUES((1 << 32) | 3, 1, '', 'a-3', 'a-2', '{}', NULL, NULL, 0, 1)");
+    ck_assert_int_eq(sqlite3_exec(db, "INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns,"
+                                      " id, parent_id, metadata, body_type, body, log_length,"
+                                      " created_at) VALUES((1 << 32) | 3, 1, '', 'a-3', 'a-2',"
+                                      " '{}', NULL, NULL, 0, 1)", NULL, NULL, NULL),
+                     SQLITE_CONSTRAINT);
     sqlite3_close(db);
-    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
-                     "a-3 a-2 a-1 a-0 new b-sub b-0");
-    ck_assert_str_eq(list_str(s, "b", "a-3", "a", buf, sizeof buf), "new b-sub b-0");
+    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf), "a-2 a-1 a-0 new b-sub b-0");
     convo_close(s);
     /* opening again changes nothing */
     s = open_db(path, NULL);
-    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf),
-                     "a-3 a-2 a-1 a-0 new b-sub b-0");
+    ck_assert_str_eq(list_str(s, NULL, NULL, NULL, buf, sizeof buf), "a-2 a-1 a-0 new b-sub b-0");
     convo_close(s);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE put_order IS NULL"), 0);
@@ -927,9 +929,11 @@ START_TEST(test_migration_3_to_4)
     /* a-3 went with its channel row, its write and the value only it used; the
      * others (log_length 0) stay, a-2 with its value */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_channels"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE length(channels) > 0"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE version = '2'"), 1);
+    /* version "2" in its stored form (drivers/sqlite/compact.c: number 2) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE version = x'0102'"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
     /* the old key still answers for what it stored (the messages are there) */
     const char *three[] = {"{\"role\":\"user\"}", "{\"role\":\"user\"}", msg[0]};

@@ -1,20 +1,20 @@
 /* checkpoints.c — the SQLite driver's checkpoints: the checkpoint rows (keyed
- * by thread and position, with the store's put_order), their channel lists,
- * the channel values stored once per version (convo_blobs), pending writes;
- * put, put with messages, put_writes, get, list and prune. The statements are
- * statements/cp-*.sql, ch-*.sql, blob-*.sql and write-*.sql. */
+ * by thread and position, with the store's put_order and their channel list in
+ * one column), the channel values stored once per version (convo_blobs),
+ * pending writes; put, put with messages, put_writes, get, list and prune. The
+ * statements are statements/cp-*.sql, ch-*.sql, blob-*.sql and write-*.sql;
+ * ids, versions and channel lists in layout 7's compact forms (compact.c). */
 #include "config.h"
 #include "sqlite_int.h"
+#include "compact.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* Deletes the checkpoints whose keys lie in [lo, hi] with their channel lists
- * and pending writes (not their values: see statements/blob-unused.sql). */
+/* Deletes the checkpoints whose keys lie in [lo, hi] with their pending
+ * writes (not their values: see statements/blob-unused.sql). */
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
 {
     int rc = sq_run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
-    if (rc == 0)
-        rc = sq_run_with_ints(c, ST_CH_DELETE, 2, lo, hi, 0, "deleting checkpoint channels", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE, 2, lo, hi, 0, "deleting checkpoints", err);
     return rc;
@@ -34,12 +34,12 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
     if ((rc = sq_stmt_step(c, st, "reading checkpoints", err)) <= 0)
         return rc;
     if (!drop) {
+        char id[SQ_UUID_TEXT + 1];
         rc = convo__error(err, CONVO_ECONFLICT, NULL,
                           "checkpoint %s (namespace '%s') refers to %lld messages; the rewrite "
                           "keeps %lld: nothing written (drop_checkpoints removes such "
                           "checkpoints)",
-                          (const char *)sqlite3_column_text(st, 1),
-                          (const char *)sqlite3_column_text(st, 0),
+                          sq_column_id(st, 1, id), (const char *)sqlite3_column_text(st, 0),
                           (long long)sqlite3_column_int64(st, 2), (long long)keep);
         sq_stmt_done(st);
         return rc;
@@ -47,9 +47,6 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
     sq_stmt_done(st);
     rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0, "deleting pending writes",
                           err);
-    if (rc == 0)
-        rc = sq_run_with_ints(c, ST_CH_DELETE_BEYOND, 2, num, keep, 0,
-                              "deleting checkpoint channels", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE_BEYOND, 2, num, keep, 0, "deleting checkpoints",
                               err);
@@ -95,7 +92,7 @@ static int cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, cp_p
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+    sq_bind_id(st, 3, id);
     if ((rc = sq_stmt_step(c, st, "reading a checkpoint", err)) == 1) {
         at->key = sqlite3_column_int64(st, 0);
         at->created_at = sqlite3_column_int64(st, 1);
@@ -142,18 +139,42 @@ static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
     return 0;
 }
 
+/* The checkpoint's channel list as one value (compact.c); *out malloc'd. */
+static int cp_channels_pack(const convo_checkpoint_in *cp, unsigned char **out, size_t *len,
+                            convo_error *err)
+{
+    const char **names = malloc((cp->nchannels + 1) * 2 * sizeof *names);
+    if (!names)
+        return no_memory(err);
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        names[i] = cp->channels[i].channel;
+        names[cp->nchannels + 1 + i] = cp->channels[i].version;
+    }
+    int rc = sq_channels_pack(names, names + cp->nchannels + 1, cp->nchannels, out, len);
+    free(names);
+    if (rc == -2)
+        return convo__error(err, CONVO_EINVAL, NULL, "a checkpoint names a channel twice");
+    return rc ? no_memory(err) : 0;
+}
+
 static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_checkpoint_in *cp,
                       convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_CP_PUT, &st, err);
+    unsigned char *channels;
+    size_t channels_len;
+    int rc = cp_channels_pack(cp, &channels, &channels_len, err);
     if (rc)
         return rc;
+    if ((rc = sq_stmt_get(c, ST_CP_PUT, &st, err)) != 0) {
+        free(channels);
+        return rc;
+    }
     sqlite3_bind_int64(st, 1, at->key);
     sqlite3_bind_int64(st, 2, num);
     sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, cp->checkpoint_id, -1, SQLITE_STATIC);
-    bind_text_or_null(st, 5, cp->parent_id);
+    sq_bind_id(st, 4, cp->checkpoint_id);
+    sq_bind_id(st, 5, cp->parent_id);
     sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
     bind_text_or_null(st, 7, cp->body.type);
     if (cp->body.type)
@@ -161,7 +182,21 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_c
     sqlite3_bind_int64(st, 9, cp->log_length);
     sqlite3_bind_int64(st, 10, at->created_at);
     sqlite3_bind_int64(st, 11, at->put_order);
-    return sq_stmt_run(c, st, "storing a checkpoint", err);
+    bind_bytes(st, 12, channels, channels_len);
+    rc = sq_stmt_run(c, st, "storing a checkpoint", err);
+    free(channels);
+    return rc;
+}
+
+/* Binds a channel version in its stored form (compact.c). */
+static int bind_version(sqlite3_stmt *st, int i, const char *version, convo_error *err)
+{
+    size_t len = strlen(version);
+    unsigned char *packed = malloc(len + 16);
+    if (!packed)
+        return no_memory(err);
+    sqlite3_bind_blob64(st, i, packed, sq_version_pack(version, len, packed), free);
+    return 0;
 }
 
 /* A value is stored once per (thread, ns, channel, version): a put that
@@ -176,34 +211,28 @@ static int cp_blob_put(sq_conn *c, int64_t num, const char *ns, const convo_chan
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, ch->channel, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, ch->version, -1, SQLITE_STATIC);
+    if ((rc = bind_version(st, 4, ch->version, err)) != 0)
+        return rc;
     sqlite3_bind_text(st, 5, ch->value->type, -1, SQLITE_STATIC);
     bind_bytes(st, 6, ch->value->bytes, ch->value->len);
     return sq_stmt_run(c, st, "storing a channel value", err);
 }
 
-/* The snapshot's channel versions, and the values it brings. */
-static int cp_channels_put(sq_conn *c, int64_t num, int64_t key, const convo_checkpoint_in *cp,
-                           convo_error *err)
+/* The values the snapshot brings (its channel list is in its row). */
+static int cp_values_put(sq_conn *c, int64_t num, const convo_checkpoint_in *cp,
+                         convo_error *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_CH_INSERT, &st, err);
-    for (size_t i = 0; i < cp->nchannels && rc == 0; i++) {
-        const convo_channel_in *ch = &cp->channels[i];
-        sqlite3_bind_int64(st, 1, key);
-        sqlite3_bind_text(st, 2, ch->channel, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, ch->version, -1, SQLITE_STATIC);
-        rc = sq_stmt_run(c, st, "storing a checkpoint channel", err);
-        if (rc == 0 && ch->value)
-            rc = cp_blob_put(c, num, cp->checkpoint_ns, ch, err);
-    }
+    int rc = 0;
+    for (size_t i = 0; i < cp->nchannels && rc == 0; i++)
+        if (cp->channels[i].value)
+            rc = cp_blob_put(c, num, cp->checkpoint_ns, &cp->channels[i], err);
     return rc;
 }
 
 /* Stores cp in thread num, which existed before this transaction when found.
  * The same key again replaces the checkpoint in place, keeping its key and
  * put_order (its places in the orders), created_at and pending writes; its
- * channel list is written anew. */
+ * channel list is written anew with the row. */
 static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_in *cp,
                     convo_error *err)
 {
@@ -211,14 +240,12 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     int old = found ? cp_find(c, num, cp->checkpoint_ns, cp->checkpoint_id, &at, err) : 0;
     if (old < 0)
         return old;
-    int rc = old ? sq_run_with_ints(c, ST_CH_DELETE, 2, at.key, at.key, 0, "replacing a checkpoint",
-                                    err)
-                 : cp_next_key(c, num, &at.key, err);
+    int rc = old ? 0 : cp_next_key(c, num, &at.key, err);
     if (rc == 0 && !old)
         rc = cp_next_order(c, &at.put_order, err);
     if (rc == 0)
         rc = cp_row_put(c, num, &at, cp, err);
-    return rc ? rc : cp_channels_put(c, num, at.key, cp, err);
+    return rc ? rc : cp_values_put(c, num, cp, err);
 }
 
 typedef struct put_args {
@@ -283,13 +310,14 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->checkpoint_id, -1, SQLITE_STATIC);
+    sq_bind_id(st, 3, w->checkpoint_id);
     if (w->task_id) {
-        sqlite3_bind_text(st, 4, w->task_id, -1, SQLITE_STATIC);
+        sq_bind_id(st, 4, w->task_id);
         sqlite3_bind_int64(st, 5, w->idx);
     } else {
         sqlite3_bind_text(st, 4, w->channel, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, w->version, -1, SQLITE_STATIC);
+        if ((rc = bind_version(st, 5, w->version, err)) != 0)
+            return rc;
     }
     sqlite3_bind_text(st, 6, w->old_value.type, -1, SQLITE_STATIC);
     bind_bytes(st, 7, w->old_value.bytes, w->old_value.len);
@@ -302,7 +330,7 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->checkpoint_id, -1, SQLITE_STATIC);
+    sq_bind_id(st, 3, w->checkpoint_id);
     sqlite3_bind_int64(st, 4, w->log_length);
     return sq_stmt_run(c, st, "raising a checkpoint's log length", err);
 }
@@ -343,7 +371,7 @@ static int write_put(sq_conn *c, int64_t key, const writes_args *a, const convo_
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, key);
-    sqlite3_bind_text(st, 2, a->task_id, -1, SQLITE_STATIC);
+    sq_bind_id(st, 2, a->task_id);
     sqlite3_bind_int64(st, 3, w->idx);
     sqlite3_bind_text(st, 4, a->task_path, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, w->channel, -1, SQLITE_STATIC);
@@ -379,15 +407,19 @@ int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char
     return sq_run_tx(b, 1, writes_tx, &a, err);
 }
 
-/* Adds every channel of checkpoint key with its value, wherever in the
- * thread's history that value was first stored. */
-static int cp_add_channels(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+/* Adds every channel of the channel list of checkpoint key (column 9 of row)
+ * with its value, wherever in the thread's history that value was first
+ * stored. */
+static int cp_add_channels(sq_conn *c, convo_checkpoint *cp, int64_t key, sqlite3_stmt *row,
+                           convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_CH_VALUES, &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(st, 1, key);
+    const void *list = sqlite3_column_blob(row, 9);
+    sqlite3_bind_blob64(st, 1, list ? list : "", (sqlite3_uint64)sqlite3_column_bytes(row, 9),
+                        SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, key >> SEQ_BITS);
     sqlite3_bind_text(st, 3, convo_checkpoint_ns(cp), -1, SQLITE_STATIC);
     while ((rc = sq_stmt_step(c, st, "reading checkpoint channels", err)) == 1) {
@@ -414,7 +446,8 @@ static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_er
     sqlite3_bind_int64(st, 1, key);
     while ((rc = sq_stmt_step(c, st, "reading pending writes", err)) == 1) {
         const void *value = sqlite3_column_blob(st, 5);
-        if (convo__checkpoint_add_write(cp, (const char *)sqlite3_column_text(st, 0),
+        char task[SQ_UUID_TEXT + 1];
+        if (convo__checkpoint_add_write(cp, sq_column_id(st, 0, task),
                                         (const char *)sqlite3_column_text(st, 1),
                                         sqlite3_column_int64(st, 2),
                                         (const char *)sqlite3_column_text(st, 3),
@@ -429,7 +462,7 @@ static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_er
 }
 
 /* The whole checkpoint on the current row of st, whose columns are key, ns,
- * id, parent_id, metadata, body_type, body, log_length, created_at: those of
+ * id, parent_id, metadata, body_type, body, log_length, created_at, channels: those of
  * statements/cp-get.sql, cp-latest.sql, cp-list-*.sql (tests/sqlite-sql.c
  * checks them). */
 static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
@@ -438,15 +471,16 @@ static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
     int64_t key = sqlite3_column_int64(st, 0);
     const char *body_type = (const char *)sqlite3_column_text(st, 5);
     const void *body = sqlite3_column_blob(st, 6);
+    char id[SQ_UUID_TEXT + 1], parent[SQ_UUID_TEXT + 1];
     convo_checkpoint *cp = convo__checkpoint_new(
-        thread_id, (const char *)sqlite3_column_text(st, 1),
-        (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+        thread_id, (const char *)sqlite3_column_text(st, 1), sq_column_id(st, 2, id),
+        sq_column_id(st, 3, parent),
         (const char *)sqlite3_column_text(st, 4), body_type, body ? body : "",
         (size_t)sqlite3_column_bytes(st, 6), sqlite3_column_int64(st, 7),
         sqlite3_column_int64(st, 8));
     if (!cp)
         return no_memory(err);
-    int rc = cp_add_channels(c, cp, key, err);
+    int rc = cp_add_channels(c, cp, key, st, err);
     if (rc == 0)
         rc = cp_add_writes(c, cp, key, err);
     if (rc) {
@@ -476,7 +510,7 @@ static int get_tx(sq_conn *c, void *arg, convo_error *err)
     if (a->checkpoint_id) {
         sqlite3_bind_int64(st, 1, t.num);
         sqlite3_bind_text(st, 2, a->ns, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, a->checkpoint_id, -1, SQLITE_STATIC);
+        sq_bind_id(st, 3, a->checkpoint_id);
     } else {
         sqlite3_bind_int64(st, 1, key_of(t.num, 0));
         sqlite3_bind_int64(st, 2, key_of(t.num, MAX_LENGTH));
@@ -509,7 +543,7 @@ typedef struct cp_list_args {
 } cp_list_args;
 
 /* Adds the checkpoints st yields whose metadata matches, until the set holds
- * limit; thread_id NULL: the thread id is column 9. */
+ * limit; thread_id NULL: the thread id is column 10. */
 static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_list_args *a,
                      convo_error *err)
 {
@@ -522,7 +556,7 @@ static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_lis
                                                a->filter))
             continue;
         convo_checkpoint *cp;
-        rc = cp_from_row(c, st, thread_id ? thread_id : (const char *)sqlite3_column_text(st, 9),
+        rc = cp_from_row(c, st, thread_id ? thread_id : (const char *)sqlite3_column_text(st, 10),
                          &cp, err);
         if (rc == 0 && convo__checkpoint_set_add(a->set, cp) != 0)
             rc = no_memory(err);
@@ -773,8 +807,6 @@ int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, conv
                     order - 1, convo__now_micros()};
     if (rc == 0)
         rc = run_ints(c, ST_CP_COPY, v, 7, "copying checkpoints", err);
-    if (rc == 0)
-        rc = run_ints(c, ST_CH_COPY, v, 5, "copying checkpoint channels", err);
     if (rc == 0)
         rc = run_ints(c, ST_WRITE_COPY, v, 5, "copying pending writes", err);
     int64_t blobs[4] = {src, 0, 0, dst};

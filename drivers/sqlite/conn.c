@@ -5,6 +5,7 @@
  * the transaction every call runs in. */
 #include "config.h"
 #include "sqlite_int.h"
+#include "compact.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -202,7 +203,11 @@ static int conn_configure(convo_backend *b, sq_conn *c, convo_error *err)
 #ifdef SQLITE_DBCONFIG_DEFENSIVE
     sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 #endif
-    int rc = b->memory ? 0 : set_wal(c, err);
+    /* layout 7's compact forms, which its statements and migration use */
+    int rc = sq_compact_register(c->db);
+    if (rc != SQLITE_OK)
+        return sq_conn_error(c, rc, err, "registering convo's SQL functions");
+    rc = b->memory ? 0 : set_wal(c, err);
     if (rc == 0)
         rc = sq_exec_sql(c, b->sync_full ? SQL_SYNCHRONOUS_FULL : SQL_SYNCHRONOUS_NORMAL,
                          "setting synchronous", err);

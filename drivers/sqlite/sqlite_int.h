@@ -26,8 +26,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-5-6.sql (schema.c). */
-#define SCHEMA_VERSION 6
+ * migrate-6-7.sql (schema.c). */
+#define SCHEMA_VERSION 7
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -47,7 +47,7 @@
     X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE) X(THREAD_ACTIVITY)                              \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
-    X(MSG_COPY) X(CP_COPY) X(CH_COPY) X(WRITE_COPY) X(BLOB_COPY)                             \
+    X(MSG_COPY) X(CP_COPY) X(WRITE_COPY) X(BLOB_COPY)                                        \
     X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET) X(ACTIVITY_NEWEST)  \
     X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
     X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
@@ -60,7 +60,7 @@
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST)                                      \
-    X(CH_INSERT) X(CH_VALUES) X(CH_DELETE) X(CH_DELETE_BEYOND)                               \
+    X(CH_VALUES)                                                                             \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
     X(WRITE_SWAP)

@@ -1,6 +1,7 @@
--- every channel of checkpoint ?1 with its value, wherever in the history of
--- thread ?2, namespace ?3, it was first written
-SELECT ch.channel, ch.version, b.type, b.value
-  FROM convo_checkpoint_channels AS ch LEFT JOIN convo_blobs AS b
-  ON b.thread = ?2 AND b.ns = ?3 AND b.channel = ch.channel
-  AND b.version = ch.version WHERE ch.checkpoint = ?1;
+-- every channel of channel list ?1 (a checkpoint's) with its value, wherever in
+-- the history of thread ?2, namespace ?3, it was first written; the version as
+-- its text (convo_channel_list: drivers/sqlite/compact.c)
+SELECT l.channel, l.version_text, b.type, b.value
+  FROM convo_channel_list(?1) AS l LEFT JOIN convo_blobs AS b
+  ON b.thread = ?2 AND b.ns = ?3 AND b.channel = l.channel AND b.version = l.version
+  ORDER BY l.channel;

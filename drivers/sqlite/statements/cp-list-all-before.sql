@@ -1,6 +1,6 @@
 -- cp-list-all, only what was put before put_order ?3
 SELECT c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body,
-       c.log_length, c.created_at, t.id
+       c.log_length, c.created_at, c.channels, t.id
   FROM convo_checkpoints AS c
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)

@@ -1,9 +1,9 @@
 -- every thread's checkpoints, threads expired at ?1 (now) left out, ?2
--- namespace (NULL: all), with the thread id as column 9 after the columns of
+-- namespace (NULL: all), with the thread id as column 10 after the columns of
 -- cp-get: threads in id (byte) order, each thread's newest first, the order
 -- of every driver (docs/checkpoints.md).
 SELECT c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body,
-       c.log_length, c.created_at, t.id
+       c.log_length, c.created_at, c.channels, t.id
   FROM convo_checkpoints AS c
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)

@@ -1,0 +1,48 @@
+/* compact.h — layout 7's compact forms of what a checkpoint repeats (docs/sqlite.md,
+ * "Layout 7: checkpoints stored densely"): ids, channel versions and the channel
+ * list of a checkpoint row. Depends on sqlite3.h alone, so that tests/sqlite-sql.c
+ * can register the same SQL functions on a scratch database. */
+#ifndef CONVO_SQLITE_COMPACT_H
+#define CONVO_SQLITE_COMPACT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+/* A canonical UUID text is 36 lowercase hex digits and hyphens (8-4-4-4-12). */
+#define SQ_UUID_TEXT 36
+#define SQ_UUID_BYTES 16
+
+/* 1 with its 16 bytes in out when s is a canonical UUID, else 0. */
+int sq_uuid_pack(const char *s, size_t len, unsigned char out[SQ_UUID_BYTES]);
+/* The canonical text of 16 bytes, NUL-terminated. */
+void sq_uuid_unpack(const unsigned char in[SQ_UUID_BYTES], char out[SQ_UUID_TEXT + 1]);
+
+/* An id (checkpoint or task id) as stored: a canonical UUID as its 16 bytes (a
+ * BLOB), any other id as its text; NULL binds NULL. */
+void sq_bind_id(sqlite3_stmt *st, int i, const char *id);
+/* Column i read back as the id text: in buf when stored as 16 bytes, else the
+ * column's own text (valid until the statement moves); NULL for NULL. */
+const char *sq_column_id(sqlite3_stmt *st, int i, char buf[SQ_UUID_TEXT + 1]);
+
+/* The stored form of a channel version (bytes; at most len + 2 of them, so a
+ * buffer of len + 16 always holds it); decoding gives the text back exactly. */
+size_t sq_version_pack(const char *v, size_t len, unsigned char *out);
+/* The text of a stored version into out (cap bytes, NUL-terminated): its
+ * length, or -1 when the bytes are not a stored version or out is too small. */
+long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap);
+/* The longest text a stored version of n bytes can decode to. */
+#define SQ_VERSION_TEXT_MAX(n) ((n) + 300)
+
+/* A checkpoint's channel list (channel, version) as one value, in channel
+ * (byte) order: *out malloc'd, *outlen its bytes. 0, or -1 when out of memory,
+ * -2 when a channel is named twice. */
+int sq_channels_pack(const char *const *channels, const char *const *versions, size_t n,
+                     unsigned char **out, size_t *outlen);
+
+/* Registers on db the SQL functions the layout's statements and migrations use:
+ * convo_id(text), convo_version(text), the aggregate convo_channels(channel,
+ * version) and the table-valued convo_channel_list(channels) with columns
+ * channel, version (stored form), version_text. SQLITE_OK or SQLite's error. */
+int sq_compact_register(sqlite3 *db);
+
+#endif

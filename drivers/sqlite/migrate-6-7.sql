@@ -1,0 +1,86 @@
+-- Layout 6 -> 7: checkpoints stored densely (docs/sqlite.md, "Layout 7:
+-- checkpoints stored densely").
+--
+-- A checkpoint's channel list becomes one column of its row (convo_channels(),
+-- a function the driver registers on each connection: drivers/sqlite/compact.c)
+-- instead of a row per channel; checkpoint, parent and task ids that are
+-- canonical UUIDs are kept as their 16 bytes (convo_id()), any other id as its
+-- text; channel versions in their stored form (convo_version()); values and
+-- pending writes in WITHOUT ROWID tables keyed by their unique columns instead
+-- of a rowid table plus a unique index. Every row is carried over as it was.
+-- A libconvo of layout 6 or older refuses this file (its version is newer), so
+-- the trigger that gave a layout-2 libconvo's rows a put_order goes.
+
+DROP VIEW convo_checkpoint_view;
+
+CREATE TABLE convo_checkpoints_7(
+  key INTEGER PRIMARY KEY,
+  thread INTEGER NOT NULL,
+  ns TEXT NOT NULL,
+  id BLOB NOT NULL,
+  parent_id BLOB,
+  metadata TEXT NOT NULL,
+  body_type TEXT,
+  body BLOB,
+  log_length INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  put_order INTEGER NOT NULL,
+  channels BLOB NOT NULL);
+INSERT INTO convo_checkpoints_7(key, thread, ns, id, parent_id, metadata, body_type, body,
+  log_length, created_at, put_order, channels)
+  SELECT c.key, c.thread, c.ns, convo_id(c.id), convo_id(c.parent_id), c.metadata,
+         c.body_type, c.body, c.log_length, c.created_at, c.put_order,
+         coalesce((SELECT convo_channels(ch.channel, ch.version)
+                   FROM convo_checkpoint_channels AS ch WHERE ch.checkpoint = c.key), x'')
+  FROM convo_checkpoints AS c;
+DROP TABLE convo_checkpoint_channels;
+DROP TABLE convo_checkpoints;
+ALTER TABLE convo_checkpoints_7 RENAME TO convo_checkpoints;
+CREATE UNIQUE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread, ns, id);
+CREATE UNIQUE INDEX convo_checkpoints_by_put_order ON convo_checkpoints(put_order);
+CREATE INDEX convo_checkpoints_by_log_length ON convo_checkpoints(thread, log_length);
+
+CREATE TABLE convo_blobs_7(
+  thread INTEGER NOT NULL,
+  ns TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  version BLOB NOT NULL,
+  type TEXT NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY(thread, ns, channel, version)) WITHOUT ROWID;
+INSERT INTO convo_blobs_7(thread, ns, channel, version, type, value)
+  SELECT thread, ns, channel, convo_version(version), type, value FROM convo_blobs;
+DROP TABLE convo_blobs;
+ALTER TABLE convo_blobs_7 RENAME TO convo_blobs;
+
+CREATE TABLE convo_checkpoint_writes_7(
+  checkpoint INTEGER NOT NULL,
+  task_id BLOB NOT NULL,
+  idx INTEGER NOT NULL,
+  task_path TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  type TEXT NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY(checkpoint, task_id, idx)) WITHOUT ROWID;
+INSERT INTO convo_checkpoint_writes_7(checkpoint, task_id, idx, task_path, channel, type,
+  value)
+  SELECT checkpoint, convo_id(task_id), idx, task_path, channel, type, value
+  FROM convo_checkpoint_writes;
+DROP TABLE convo_checkpoint_writes;
+ALTER TABLE convo_checkpoint_writes_7 RENAME TO convo_checkpoint_writes;
+
+-- ids shown as text whichever way they are stored (for the sqlite3 shell)
+CREATE VIEW convo_checkpoint_view AS
+  SELECT t.id AS thread_id, c.ns AS checkpoint_ns,
+         CASE WHEN typeof(c.id) = 'blob' AND length(c.id) = 16 THEN
+           lower(substr(hex(c.id), 1, 8) || '-' || substr(hex(c.id), 9, 4) || '-' ||
+                 substr(hex(c.id), 13, 4) || '-' || substr(hex(c.id), 17, 4) || '-' ||
+                 substr(hex(c.id), 21)) ELSE c.id END AS checkpoint_id,
+         c.key & 4294967295 AS position, c.put_order,
+         CASE WHEN typeof(c.parent_id) = 'blob' AND length(c.parent_id) = 16 THEN
+           lower(substr(hex(c.parent_id), 1, 8) || '-' || substr(hex(c.parent_id), 9, 4) ||
+                 '-' || substr(hex(c.parent_id), 13, 4) || '-' ||
+                 substr(hex(c.parent_id), 17, 4) || '-' || substr(hex(c.parent_id), 21))
+           ELSE c.parent_id END AS parent_id,
+         c.metadata, c.log_length, c.created_at
+  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;
