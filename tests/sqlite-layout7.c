@@ -1,5 +1,6 @@
 /* sqlite-layout7.c — layout 7 of the SQLite driver (docs/sqlite.md, "Layout 7:
  * checkpoints stored densely") beyond the conformance suite:
+ *   - channel names, value types and task paths are kept once (convo_names);
  *   - canonical UUID ids (checkpoint, parent, task) are stored as 16 bytes and
  *     come back as the same text through get, get by id, list, `before`,
  *     writes, prune and delete; any other id (an upper-case UUID, a short
@@ -213,6 +214,9 @@ START_TEST(test_uuid_ids)
     put_write(s, CP3, "zz", 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"
                                    " WHERE typeof(task_id) = 'blob'"), 3);
+    /* channel names, types and task paths are kept once: a, b, json, ~path,
+     * messages */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_names"), 5);
     /* byte order of the texts: TASK_A "46f2..." < "a-task" < TASK_B "dc5f..."
      * < "zz" (SQLite itself would order every text before every BLOB) */
     cp = get(s, CP3);
@@ -354,6 +358,8 @@ START_TEST(test_migration_6_to_7)
                                    " WHERE typeof(id) = 'blob'"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"
                                    " WHERE typeof(task_id) = 'blob'"), 2);
+    /* a, b, json, ~p: each once */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_names"), 4);
     convo_checkpoint *cp = get(s, CP2);
     check_cp(cp, CP2, CP1, "00000000000000000000000000000002.0.8372618274892734", "1");
     ck_assert_str_eq(convo_checkpoint_metadata(cp), "{\"step\":2}");

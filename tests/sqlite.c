@@ -390,9 +390,8 @@ START_TEST(test_put_log_fails_whole)
     convo_store *s = open_db(path, NULL);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_checkpoints"
-                 " WHEN instr(NEW.channels, CAST('boom' AS BLOB)) > 0"
-                 " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_names"
+                 " WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
     sqlite3_close(db);
     convo_error err;
     const char *two[] = {msg[0], msg[1]};

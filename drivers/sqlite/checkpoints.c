@@ -139,22 +139,66 @@ static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
     return 0;
 }
 
-/* The checkpoint's channel list as one value (compact.c); *out malloc'd. */
-static int cp_channels_pack(const convo_checkpoint_in *cp, unsigned char **out, size_t *len,
-                            convo_error *err)
+/* The number of name (a channel name, value type or task path) in
+ * convo_names, which keeps each once: 1 with *num, or with create 0, 0 when
+ * it has none; with create a new name is added in the caller's transaction. */
+static int name_num(sq_conn *c, const char *name, int create, int64_t *num, convo_error *err)
 {
-    const char **names = malloc((cp->nchannels + 1) * 2 * sizeof *names);
-    if (!names)
-        return no_memory(err);
-    for (size_t i = 0; i < cp->nchannels; i++) {
-        names[i] = cp->channels[i].channel;
-        names[cp->nchannels + 1 + i] = cp->channels[i].version;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_NAME_FIND, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_step(c, st, "reading a name", err)) == 1) {
+        *num = sqlite3_column_int64(st, 0);
+        sq_stmt_done(st);
+        return 1;
     }
-    int rc = sq_channels_pack(names, names + cp->nchannels + 1, cp->nchannels, out, len);
-    free(names);
-    if (rc == -2)
-        return convo__error(err, CONVO_EINVAL, NULL, "a checkpoint names a channel twice");
-    return rc ? no_memory(err) : 0;
+    if (rc < 0 || !create)
+        return rc;
+    if ((rc = sq_stmt_get(c, ST_NAME_ADD, &st, err)) != 0)
+        return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_run(c, st, "storing a name", err)) != 0)
+        return rc;
+    *num = sqlite3_last_insert_rowid(c->db);
+    return 1;
+}
+
+/* Binds the number of name, added when new. */
+static int bind_name(sq_conn *c, sqlite3_stmt *st, int i, const char *name, convo_error *err)
+{
+    int64_t num;
+    int rc = name_num(c, name, 1, &num, err);
+    if (rc < 0)
+        return rc;
+    sqlite3_bind_int64(st, i, num);
+    return 0;
+}
+
+/* The checkpoint's channel list as one value (compact.c); *out malloc'd. */
+static int cp_channels_pack(sq_conn *c, const convo_checkpoint_in *cp, unsigned char **out,
+                            size_t *len, convo_error *err)
+{
+    size_t n = cp->nchannels;
+    int64_t *nums = malloc((n ? n : 1) * sizeof *nums);
+    const char **versions = malloc((n ? n : 1) * sizeof *versions);
+    int rc = nums && versions ? 0 : no_memory(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        versions[i] = cp->channels[i].version;
+        rc = name_num(c, cp->channels[i].channel, 1, &nums[i], err);
+        rc = rc < 0 ? rc : 0;
+    }
+    if (rc == 0) {
+        rc = sq_channels_pack(nums, versions, n, out, len);
+        if (rc == -2)
+            rc = convo__error(err, CONVO_EINVAL, NULL, "a checkpoint names a channel twice");
+        else if (rc)
+            rc = no_memory(err);
+    }
+    free(nums);
+    free(versions);
+    return rc;
 }
 
 static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_checkpoint_in *cp,
@@ -163,7 +207,7 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_c
     sqlite3_stmt *st;
     unsigned char *channels;
     size_t channels_len;
-    int rc = cp_channels_pack(cp, &channels, &channels_len, err);
+    int rc = cp_channels_pack(c, cp, &channels, &channels_len, err);
     if (rc)
         return rc;
     if ((rc = sq_stmt_get(c, ST_CP_PUT, &st, err)) != 0) {
@@ -210,10 +254,10 @@ static int cp_blob_put(sq_conn *c, int64_t num, const char *ns, const convo_chan
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, ch->channel, -1, SQLITE_STATIC);
-    if ((rc = bind_version(st, 4, ch->version, err)) != 0)
+    if ((rc = bind_name(c, st, 3, ch->channel, err)) != 0 ||
+        (rc = bind_version(st, 4, ch->version, err)) != 0 ||
+        (rc = bind_name(c, st, 5, ch->value->type, err)) != 0)
         return rc;
-    sqlite3_bind_text(st, 5, ch->value->type, -1, SQLITE_STATIC);
     bind_bytes(st, 6, ch->value->bytes, ch->value->len);
     return sq_stmt_run(c, st, "storing a channel value", err);
 }
@@ -305,8 +349,14 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
                     convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, w->task_id ? ST_WRITE_SWAP : ST_BLOB_SWAP, &st, err);
-    if (rc)
+    int64_t channel = 0, old_type;
+    /* a channel or type that has no number yet names no stored value */
+    int rc = name_num(c, w->old_value.type, 0, &old_type, err);
+    if (rc == 1 && !w->task_id)
+        rc = name_num(c, w->channel, 0, &channel, err);
+    if (rc <= 0)
+        return rc;
+    if ((rc = sq_stmt_get(c, w->task_id ? ST_WRITE_SWAP : ST_BLOB_SWAP, &st, err)) != 0)
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
@@ -315,13 +365,14 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
         sq_bind_id(st, 4, w->task_id);
         sqlite3_bind_int64(st, 5, w->idx);
     } else {
-        sqlite3_bind_text(st, 4, w->channel, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, channel);
         if ((rc = bind_version(st, 5, w->version, err)) != 0)
             return rc;
     }
-    sqlite3_bind_text(st, 6, w->old_value.type, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, old_type);
     bind_bytes(st, 7, w->old_value.bytes, w->old_value.len);
-    sqlite3_bind_text(st, 8, w->new_value.type, -1, SQLITE_STATIC);
+    if ((rc = bind_name(c, st, 8, w->new_value.type, err)) != 0)
+        return rc;
     bind_bytes(st, 9, w->new_value.bytes, w->new_value.len);
     if ((rc = sq_stmt_run(c, st, "replacing a value by a log reference", err)) != 0 ||
         sqlite3_changes(c->db) == 0)
@@ -373,9 +424,10 @@ static int write_put(sq_conn *c, int64_t key, const writes_args *a, const convo_
     sqlite3_bind_int64(st, 1, key);
     sq_bind_id(st, 2, a->task_id);
     sqlite3_bind_int64(st, 3, w->idx);
-    sqlite3_bind_text(st, 4, a->task_path, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, w->channel, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, w->value.type, -1, SQLITE_STATIC);
+    if ((rc = bind_name(c, st, 4, a->task_path, err)) != 0 ||
+        (rc = bind_name(c, st, 5, w->channel, err)) != 0 ||
+        (rc = bind_name(c, st, 6, w->value.type, err)) != 0)
+        return rc;
     bind_bytes(st, 7, w->value.bytes, w->value.len);
     return sq_stmt_run(c, st, "storing a pending write", err);
 }

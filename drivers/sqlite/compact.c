@@ -13,8 +13,8 @@
  *                with leading zeros, then the text, which does not start with
  *                a digit (Python LangGraph's "000...0005.0.8372618274892734").
  * The first form that fits is taken, so equal texts have equal stored forms.
- * A channel list is, per channel in byte order of the names, varint length +
- * name, varint length + stored version. */
+ * A channel list is, per channel in the order of the numbers of their names
+ * (convo_names), varint name number, varint length + stored version. */
 #include "config.h"
 #include "compact.h"
 #include <stdint.h>
@@ -207,22 +207,24 @@ long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap)
 }
 
 typedef struct pair {
-    const char *channel, *version;
+    int64_t channel;
+    const char *version;
 } pair;
 
 static int by_channel(const void *a, const void *b)
 {
-    return strcmp(((const pair *)a)->channel, ((const pair *)b)->channel);
+    int64_t x = ((const pair *)a)->channel, y = ((const pair *)b)->channel;
+    return x < y ? -1 : x > y;
 }
 
-int sq_channels_pack(const char *const *channels, const char *const *versions, size_t n,
+int sq_channels_pack(const int64_t *channels, const char *const *versions, size_t n,
                      unsigned char **out, size_t *outlen)
 {
     pair *ps = malloc((n ? n : 1) * sizeof *ps);
     size_t cap = 1;
     for (size_t i = 0; ps && i < n; i++) {
         ps[i] = (pair){channels[i], versions[i]};
-        cap += 2 * 10 + strlen(channels[i]) + strlen(versions[i]) + 16;
+        cap += 2 * 10 + strlen(versions[i]) + 16;
     }
     unsigned char *buf = ps ? malloc(cap) : NULL;
     if (!buf) {
@@ -232,15 +234,13 @@ int sq_channels_pack(const char *const *channels, const char *const *versions, s
     qsort(ps, n, sizeof *ps, by_channel);
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i && strcmp(ps[i - 1].channel, ps[i].channel) == 0) {
+        if ((i && ps[i - 1].channel == ps[i].channel) || ps[i].channel < 0) {
             free(ps);
             free(buf);
             return -2;
         }
-        size_t cl = strlen(ps[i].channel), vl = strlen(ps[i].version);
-        len += varint_put(buf + len, cl);
-        memcpy(buf + len, ps[i].channel, cl);
-        len += cl;
+        size_t vl = strlen(ps[i].version);
+        len += varint_put(buf + len, (uint64_t)ps[i].channel);
         unsigned char *at = buf + len;
         size_t packed = sq_version_pack(ps[i].version, vl, at + 10);
         len += varint_put(at, packed);
@@ -254,19 +254,18 @@ int sq_channels_pack(const char *const *channels, const char *const *versions, s
 }
 
 /* One entry of a channel list at p[0..n): 0 at its end, -1 malformed, else
- * the bytes it takes, with the name and stored version. */
-static long channel_next(const unsigned char *p, size_t n, const unsigned char **name,
-                         size_t *name_len, const unsigned char **version, size_t *version_len)
+ * the bytes it takes, with the name's number and the stored version. */
+static long channel_next(const unsigned char *p, size_t n, int64_t *channel,
+                         const unsigned char **version, size_t *version_len)
 {
     uint64_t l;
     size_t used, at;
     if (n == 0)
         return 0;
-    if (!(used = varint_get(p, n, &l)) || l > n - used)
+    if (!(used = varint_get(p, n, &l)) || l > INT64_MAX)
         return -1;
-    *name = p + used;
-    *name_len = (size_t)l;
-    at = used + (size_t)l;
+    *channel = (int64_t)l;
+    at = used;
     if (!(used = varint_get(p + at, n - at, &l)) || l > n - at - used || l == 0)
         return -1;
     *version = p + at + used;
@@ -308,9 +307,11 @@ static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     sqlite3_result_blob(ctx, out, (int)sq_version_pack(s, len, out), sqlite3_free);
 }
 
-/* convo_channels(channel, version): the pairs collected, packed at the end. */
+/* convo_channels(channel number, version): the pairs collected, packed at
+ * the end. */
 typedef struct channels_acc {
-    char **names, **versions;
+    int64_t *names;
+    char **versions;
     size_t n, cap;
     int failed;
 } channels_acc;
@@ -329,7 +330,7 @@ static void channels_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         return;
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 8;
-        char **nn = realloc(a->names, cap * sizeof *nn);
+        int64_t *nn = realloc(a->names, cap * sizeof *nn);
         if (nn)
             a->names = nn;
         char **vv = nn ? realloc(a->versions, cap * sizeof *vv) : NULL;
@@ -340,11 +341,8 @@ static void channels_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         a->versions = vv;
         a->cap = cap;
     }
-    a->names[a->n] = dup_text(argv[0]);
-    a->versions[a->n] = dup_text(argv[1]);
-    if (!a->names[a->n] || !a->versions[a->n]) {
-        free(a->names[a->n]);
-        free(a->versions[a->n]);
+    a->names[a->n] = sqlite3_value_int64(argv[0]);
+    if (!(a->versions[a->n] = dup_text(argv[1]))) {
         a->failed = 1;
         return;
     }
@@ -356,10 +354,9 @@ static void channels_final(sqlite3_context *ctx)
     channels_acc *a = sqlite3_aggregate_context(ctx, 0);
     unsigned char *out = NULL;
     size_t len = 0;
-    int rc = a && !a->failed ? sq_channels_pack((const char *const *)a->names,
-                                                (const char *const *)a->versions, a->n, &out,
-                                                &len)
-                             : -1;
+    int rc = a && !a->failed
+                 ? sq_channels_pack(a->names, (const char *const *)a->versions, a->n, &out, &len)
+                 : -1;
     if (!a)
         rc = sq_channels_pack(NULL, NULL, 0, &out, &len);
     if (rc == 0)
@@ -368,10 +365,8 @@ static void channels_final(sqlite3_context *ctx)
         sqlite3_result_error(ctx, "convo_channels: a channel named twice", -1);
     else
         sqlite3_result_error_nomem(ctx);
-    for (size_t i = 0; a && i < a->n; i++) {
-        free(a->names[i]);
+    for (size_t i = 0; a && i < a->n; i++)
         free(a->versions[i]);
-    }
     if (a) {
         free(a->names);
         free(a->versions);
@@ -387,8 +382,9 @@ typedef struct list_cursor {
     unsigned char *list; /* a copy of the argument */
     size_t len, at;
     long entry;          /* bytes of the current entry; 0 at the end */
-    const unsigned char *name, *version;
-    size_t name_len, version_len;
+    int64_t channel;
+    const unsigned char *version;
+    size_t version_len;
     int64_t row;
 } list_cursor;
 
@@ -396,7 +392,7 @@ static int list_connect(sqlite3 *db, void *aux, int argc, const char *const *arg
                         sqlite3_vtab **out, char **errmsg)
 {
     (void)aux, (void)argc, (void)argv, (void)errmsg;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(channel TEXT, version BLOB,"
+    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(channel INTEGER, version BLOB,"
                                       " version_text TEXT, channels HIDDEN)");
     if (rc != SQLITE_OK)
         return rc;
@@ -458,8 +454,8 @@ static int list_close(sqlite3_vtab_cursor *cur)
 
 static int list_read(list_cursor *c)
 {
-    c->entry = channel_next(c->list + c->at, c->len - c->at, &c->name, &c->name_len,
-                            &c->version, &c->version_len);
+    c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
+                            &c->version_len);
     return c->entry < 0 ? SQLITE_CORRUPT : SQLITE_OK;
 }
 
@@ -505,7 +501,7 @@ static int list_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
     long n;
     switch (col) {
     case COL_CHANNEL:
-        sqlite3_result_text(ctx, (const char *)c->name, (int)c->name_len, SQLITE_TRANSIENT);
+        sqlite3_result_int64(ctx, c->channel);
         break;
     case COL_VERSION:
         sqlite3_result_blob(ctx, c->version, (int)c->version_len, SQLITE_TRANSIENT);

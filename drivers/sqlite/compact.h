@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A canonical UUID text is 36 lowercase hex digits and hyphens (8-4-4-4-12). */
 #define SQ_UUID_TEXT 36
@@ -33,16 +34,18 @@ long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap);
 /* The longest text a stored version of n bytes can decode to. */
 #define SQ_VERSION_TEXT_MAX(n) ((n) + 300)
 
-/* A checkpoint's channel list (channel, version) as one value, in channel
- * (byte) order: *out malloc'd, *outlen its bytes. 0, or -1 when out of memory,
- * -2 when a channel is named twice. */
-int sq_channels_pack(const char *const *channels, const char *const *versions, size_t n,
+/* A checkpoint's channel list (channel, version) as one value, a channel
+ * given as the number of its name (convo_names), in the order of those:
+ * *out malloc'd, *outlen its bytes. 0, or -1 when out of memory, -2 when a
+ * channel is named twice (or a number is negative). */
+int sq_channels_pack(const int64_t *channels, const char *const *versions, size_t n,
                      unsigned char **out, size_t *outlen);
 
 /* Registers on db the SQL functions the layout's statements and migrations use:
- * convo_id(text), convo_version(text), the aggregate convo_channels(channel,
- * version) and the table-valued convo_channel_list(channels) with columns
- * channel, version (stored form), version_text. SQLITE_OK or SQLite's error. */
+ * convo_id(text), convo_version(text), the aggregate convo_channels(channel
+ * number, version) and the table-valued convo_channel_list(channels) with
+ * columns channel (number), version (stored form), version_text. SQLITE_OK or
+ * SQLite's error. */
 int sq_compact_register(sqlite3 *db);
 
 #endif

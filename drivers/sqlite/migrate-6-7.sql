@@ -1,8 +1,10 @@
 -- Layout 6 -> 7: checkpoints stored densely (docs/sqlite.md, "Layout 7:
 -- checkpoints stored densely").
 --
--- A checkpoint's channel list becomes one column of its row (convo_channels(),
--- a function the driver registers on each connection: drivers/sqlite/compact.c)
+-- The strings that checkpoint rows repeat -- channel names, value types, task
+-- paths -- are kept once each in convo_names and referred to by number. A
+-- checkpoint's channel list becomes one column of its row (convo_channels(), a
+-- function the driver registers on each connection: drivers/sqlite/compact.c)
 -- instead of a row per channel; checkpoint, parent and task ids that are
 -- canonical UUIDs are kept as their 16 bytes (convo_id()), any other id as its
 -- text; channel versions in their stored form (convo_version()); values and
@@ -12,6 +14,15 @@
 -- the trigger that gave a layout-2 libconvo's rows a put_order goes.
 
 DROP VIEW convo_checkpoint_view;
+
+CREATE TABLE convo_names(
+  num INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE);
+INSERT INTO convo_names(name)
+  SELECT channel FROM convo_checkpoint_channels UNION SELECT channel FROM convo_blobs
+  UNION SELECT type FROM convo_blobs UNION SELECT task_path FROM convo_checkpoint_writes
+  UNION SELECT channel FROM convo_checkpoint_writes
+  UNION SELECT type FROM convo_checkpoint_writes;
 
 CREATE TABLE convo_checkpoints_7(
   key INTEGER PRIMARY KEY,
@@ -30,8 +41,10 @@ INSERT INTO convo_checkpoints_7(key, thread, ns, id, parent_id, metadata, body_t
   log_length, created_at, put_order, channels)
   SELECT c.key, c.thread, c.ns, convo_id(c.id), convo_id(c.parent_id), c.metadata,
          c.body_type, c.body, c.log_length, c.created_at, c.put_order,
-         coalesce((SELECT convo_channels(ch.channel, ch.version)
-                   FROM convo_checkpoint_channels AS ch WHERE ch.checkpoint = c.key), x'')
+         coalesce((SELECT convo_channels(n.num, ch.version)
+                   FROM convo_checkpoint_channels AS ch
+                   JOIN convo_names AS n ON n.name = ch.channel
+                   WHERE ch.checkpoint = c.key), x'')
   FROM convo_checkpoints AS c;
 DROP TABLE convo_checkpoint_channels;
 DROP TABLE convo_checkpoints;
@@ -43,13 +56,15 @@ CREATE INDEX convo_checkpoints_by_log_length ON convo_checkpoints(thread, log_le
 CREATE TABLE convo_blobs_7(
   thread INTEGER NOT NULL,
   ns TEXT NOT NULL,
-  channel TEXT NOT NULL,
+  channel INTEGER NOT NULL,
   version BLOB NOT NULL,
-  type TEXT NOT NULL,
+  type INTEGER NOT NULL,
   value BLOB NOT NULL,
   PRIMARY KEY(thread, ns, channel, version)) WITHOUT ROWID;
 INSERT INTO convo_blobs_7(thread, ns, channel, version, type, value)
-  SELECT thread, ns, channel, convo_version(version), type, value FROM convo_blobs;
+  SELECT b.thread, b.ns, c.num, convo_version(b.version), t.num, b.value
+  FROM convo_blobs AS b JOIN convo_names AS c ON c.name = b.channel
+  JOIN convo_names AS t ON t.name = b.type;
 DROP TABLE convo_blobs;
 ALTER TABLE convo_blobs_7 RENAME TO convo_blobs;
 
@@ -57,15 +72,16 @@ CREATE TABLE convo_checkpoint_writes_7(
   checkpoint INTEGER NOT NULL,
   task_id BLOB NOT NULL,
   idx INTEGER NOT NULL,
-  task_path TEXT NOT NULL,
-  channel TEXT NOT NULL,
-  type TEXT NOT NULL,
+  task_path INTEGER NOT NULL,
+  channel INTEGER NOT NULL,
+  type INTEGER NOT NULL,
   value BLOB NOT NULL,
   PRIMARY KEY(checkpoint, task_id, idx)) WITHOUT ROWID;
 INSERT INTO convo_checkpoint_writes_7(checkpoint, task_id, idx, task_path, channel, type,
   value)
-  SELECT checkpoint, convo_id(task_id), idx, task_path, channel, type, value
-  FROM convo_checkpoint_writes;
+  SELECT w.checkpoint, convo_id(w.task_id), w.idx, p.num, c.num, t.num, w.value
+  FROM convo_checkpoint_writes AS w JOIN convo_names AS p ON p.name = w.task_path
+  JOIN convo_names AS c ON c.name = w.channel JOIN convo_names AS t ON t.name = w.type;
 DROP TABLE convo_checkpoint_writes;
 ALTER TABLE convo_checkpoint_writes_7 RENAME TO convo_checkpoint_writes;
 

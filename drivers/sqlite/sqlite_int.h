@@ -60,7 +60,7 @@
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST)                                      \
-    X(CH_VALUES)                                                                             \
+    X(CH_VALUES) X(NAME_FIND) X(NAME_ADD)                                                    \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
     X(WRITE_SWAP)

@@ -1,6 +1,7 @@
 -- a put with log references: the value of (?4 channel, ?5 version) in thread
 -- ?1, namespace ?2 becomes ?8 type, ?9 value, only while it is exactly ?6
--- type, ?7 value and checkpoint ?3 (which names it) exists
+-- type, ?7 value and checkpoint ?3 (which names it) exists; channel and types
+-- are numbers in convo_names, the version in its stored form
 UPDATE convo_blobs SET type = ?8, value = ?9
   WHERE thread = ?1 AND ns = ?2 AND channel = ?4 AND version = ?5
     AND type = ?6 AND value = ?7
