@@ -124,19 +124,27 @@ static int cp_next_key(sq_conn *c, int64_t num, int64_t *key, convo_error *err)
     return rc;
 }
 
-/* The put_order of a new checkpoint: after every other one of the store (one
- * seek to the end of the put_order index, inside the write transaction). */
-static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
+/* The store's last put_order (kept in convo_meta, read inside the write
+ * transaction). */
+static int cp_last_order(sq_conn *c, int64_t *put_order, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_CP_LAST_ORDER, &st, err);
     if (rc)
         return rc;
     if ((rc = sq_stmt_step(c, st, "reading the newest checkpoint", err)) != 1)
-        return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: max() gave no row");
-    *put_order = sqlite3_column_int64(st, 0) + 1; /* NULL (none yet) reads as 0 */
+        return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
+                                          "sqlite: convo_meta has no checkpoint_order");
+    *put_order = sqlite3_column_int64(st, 0);
     sq_stmt_done(st);
     return 0;
+}
+
+/* The put_order of a new checkpoint: after every other one of the store. */
+static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
+{
+    int rc = sq_run_with_ints(c, ST_CP_TAKE_ORDERS, 1, 1, 0, 0, "taking a put order", err);
+    return rc ? rc : cp_last_order(c, put_order, err);
 }
 
 /* The number of name (a channel name, value type or task path) in
@@ -854,11 +862,14 @@ static int run_ints(sq_conn *c, enum stmt_id id, const int64_t *v, int n, const 
 int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, convo_error *err)
 {
     int64_t order;
-    int rc = cp_next_order(c, &order, err);
+    int rc = cp_last_order(c, &order, err);
     int64_t v[7] = {key_of(src, 0), key_of(src, MAX_LENGTH), key_of(dst, 0), dst, upto,
-                    order - 1, convo__now_micros()};
+                    order, convo__now_micros()};
     if (rc == 0)
         rc = run_ints(c, ST_CP_COPY, v, 7, "copying checkpoints", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CP_TAKE_ORDERS, 1, sqlite3_changes(c->db), 0, 0,
+                              "taking put orders", err);
     if (rc == 0)
         rc = run_ints(c, ST_WRITE_COPY, v, 5, "copying pending writes", err);
     int64_t blobs[4] = {src, 0, 0, dst};

@@ -9,7 +9,8 @@
 -- canonical UUIDs are kept as their 16 bytes (convo_id()), any other id as its
 -- text; channel versions in their stored form (convo_version()); values and
 -- pending writes in WITHOUT ROWID tables keyed by their unique columns instead
--- of a rowid table plus a unique index. Every row is carried over as it was.
+-- of a rowid table plus a unique index; no index on put_order (the last one is
+-- kept in convo_meta, and a listing by it reads every checkpoint anyway). Every row is carried over as it was.
 -- A libconvo of layout 6 or older refuses this file (its version is newer), so
 -- the trigger that gave a layout-2 libconvo's rows a put_order goes.
 
@@ -50,7 +51,9 @@ DROP TABLE convo_checkpoint_channels;
 DROP TABLE convo_checkpoints;
 ALTER TABLE convo_checkpoints_7 RENAME TO convo_checkpoints;
 CREATE UNIQUE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread, ns, id);
-CREATE UNIQUE INDEX convo_checkpoints_by_put_order ON convo_checkpoints(put_order);
+-- the last put_order is kept here, not sought at the end of an index
+INSERT OR REPLACE INTO convo_meta(key, value)
+  SELECT 'checkpoint_order', coalesce(max(put_order), 0) FROM convo_checkpoints;
 CREATE INDEX convo_checkpoints_by_log_length ON convo_checkpoints(thread, log_length);
 
 CREATE TABLE convo_blobs_7(
