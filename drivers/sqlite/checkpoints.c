@@ -228,7 +228,12 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_c
     sq_bind_id(st, 4, cp->checkpoint_id);
     sq_bind_id(st, 5, cp->parent_id);
     sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
-    bind_text_or_null(st, 7, cp->body.type);
+    if (cp->body.type && (rc = bind_name(c, st, 7, cp->body.type, err)) != 0) {
+        free(channels);
+        return rc;
+    }
+    if (!cp->body.type)
+        sqlite3_bind_null(st, 7);
     if (cp->body.type)
         bind_bytes(st, 8, cp->body.bytes, cp->body.len);
     sqlite3_bind_int64(st, 9, cp->log_length);

@@ -14,14 +14,18 @@
  *                a digit (Python LangGraph's "000...0005.0.8372618274892734").
  * The first form that fits is taken, so equal texts have equal stored forms.
  * A channel list is, per channel in the order of the numbers of their names
- * (convo_names), varint name number, varint length + stored version. */
+ * (convo_names), varint name number, varint length + stored version, where
+ * the version may also be
+ *   0x04 same    a varint k: the version of entry k (from 0) of this list,
+ *                which is not itself a 0x04 (a step writes several channels
+ *                at one version). */
 #include "config.h"
 #include "compact.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { V_TEXT = 0, V_NUMBER = 1, V_UUID = 2, V_PADDED = 3 };
+enum { V_TEXT = 0, V_NUMBER = 1, V_UUID = 2, V_PADDED = 3, V_SAME = 4 };
 #define MAX_DIGITS 18 /* below 10^18: fits an int64 */
 
 static int hex_value(int ch)
@@ -239,10 +243,18 @@ int sq_channels_pack(const int64_t *channels, const char *const *versions, size_
             free(buf);
             return -2;
         }
-        size_t vl = strlen(ps[i].version);
+        size_t vl = strlen(ps[i].version), same = 0;
+        while (same < i && strcmp(ps[same].version, ps[i].version) != 0)
+            same++;
         len += varint_put(buf + len, (uint64_t)ps[i].channel);
         unsigned char *at = buf + len;
-        size_t packed = sq_version_pack(ps[i].version, vl, at + 10);
+        size_t packed;
+        if (same < i) {
+            at[10] = V_SAME;
+            packed = 1 + varint_put(at + 11, same);
+        } else {
+            packed = sq_version_pack(ps[i].version, vl, at + 10);
+        }
         len += varint_put(at, packed);
         memmove(buf + len, at + 10, packed);
         len += packed;
@@ -452,11 +464,35 @@ static int list_close(sqlite3_vtab_cursor *cur)
     return SQLITE_OK;
 }
 
+/* The version of entry k of the list, which must come before the one at
+ * c->at and not be a V_SAME itself. */
+static int list_version_of(list_cursor *c, uint64_t k)
+{
+    size_t at = 0;
+    int64_t channel;
+    for (uint64_t i = 0;; i++) {
+        long n = channel_next(c->list + at, c->at - at, &channel, &c->version, &c->version_len);
+        if (n <= 0)
+            return SQLITE_CORRUPT;
+        if (i == k)
+            return c->version[0] == V_SAME ? SQLITE_CORRUPT : SQLITE_OK;
+        at += (size_t)n;
+    }
+}
+
 static int list_read(list_cursor *c)
 {
+    uint64_t k;
     c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
                             &c->version_len);
-    return c->entry < 0 ? SQLITE_CORRUPT : SQLITE_OK;
+    if (c->entry < 0)
+        return SQLITE_CORRUPT;
+    if (c->entry == 0 || c->version[0] != V_SAME)
+        return SQLITE_OK;
+    if (c->version_len < 2 ||
+        varint_get(c->version + 1, c->version_len - 1, &k) != c->version_len - 1)
+        return SQLITE_CORRUPT;
+    return list_version_of(c, k);
 }
 
 static int list_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, int argc,

@@ -1,8 +1,8 @@
 -- Layout 6 -> 7: checkpoints stored densely (docs/sqlite.md, "Layout 7:
 -- checkpoints stored densely").
 --
--- The strings that checkpoint rows repeat -- channel names, value types, task
--- paths -- are kept once each in convo_names and referred to by number. A
+-- The strings that checkpoint rows repeat -- channel names, value and body
+-- types, task paths -- are kept once each in convo_names and referred to by number. A
 -- checkpoint's channel list becomes one column of its row (convo_channels(), a
 -- function the driver registers on each connection: drivers/sqlite/compact.c)
 -- instead of a row per channel; checkpoint, parent and task ids that are
@@ -23,7 +23,8 @@ INSERT INTO convo_names(name)
   SELECT channel FROM convo_checkpoint_channels UNION SELECT channel FROM convo_blobs
   UNION SELECT type FROM convo_blobs UNION SELECT task_path FROM convo_checkpoint_writes
   UNION SELECT channel FROM convo_checkpoint_writes
-  UNION SELECT type FROM convo_checkpoint_writes;
+  UNION SELECT type FROM convo_checkpoint_writes
+  UNION SELECT body_type FROM convo_checkpoints WHERE body_type IS NOT NULL;
 
 CREATE TABLE convo_checkpoints_7(
   key INTEGER PRIMARY KEY,
@@ -32,7 +33,7 @@ CREATE TABLE convo_checkpoints_7(
   id BLOB NOT NULL,
   parent_id BLOB,
   metadata TEXT NOT NULL,
-  body_type TEXT,
+  body_type INTEGER,
   body BLOB,
   log_length INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
@@ -41,7 +42,7 @@ CREATE TABLE convo_checkpoints_7(
 INSERT INTO convo_checkpoints_7(key, thread, ns, id, parent_id, metadata, body_type, body,
   log_length, created_at, put_order, channels)
   SELECT c.key, c.thread, c.ns, convo_id(c.id), convo_id(c.parent_id), c.metadata,
-         c.body_type, c.body, c.log_length, c.created_at, c.put_order,
+         (SELECT n.num FROM convo_names AS n WHERE n.name = c.body_type), c.body, c.log_length, c.created_at, c.put_order,
          coalesce((SELECT convo_channels(n.num, ch.version)
                    FROM convo_checkpoint_channels AS ch
                    JOIN convo_names AS n ON n.name = ch.channel

@@ -1,7 +1,8 @@
 -- cp-list-all, only what was put before put_order ?3
-SELECT c.key, c.ns, c.id, c.parent_id, c.metadata, c.body_type, c.body,
+SELECT c.key, c.ns, c.id, c.parent_id, c.metadata, bt.name AS body_type, c.body,
        c.log_length, c.created_at, c.channels, t.id
   FROM convo_checkpoints AS c
+  LEFT JOIN convo_names AS bt ON bt.num = c.body_type
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)
   AND (?2 IS NULL OR +c.ns = ?2)

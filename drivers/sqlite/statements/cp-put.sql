@@ -1,6 +1,7 @@
 -- a replaced checkpoint keeps its key and put_order (its places in the
 -- orders) and created_at: the caller binds the ones it had; ids as
--- compact.c's sq_bind_id() binds them, ?12 the channel list (compact.c)
+-- compact.c's sq_bind_id() binds them, ?7 the body type's number in
+-- convo_names, ?12 the channel list (compact.c)
 INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id,
   metadata, body_type, body, log_length, created_at, put_order, channels)
   VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12);
