@@ -1,6 +1,9 @@
 /* sqlite-layout7.c — layout 7 of the SQLite driver (docs/sqlite.md, "Layout 7:
  * checkpoints stored densely") beyond the conformance suite:
  *   - channel names, value types and task paths are kept once (convo_names);
+ *   - a parent put shortly before its child is named by place, a farther one
+ *     by id, and a child keeps its parent's id when the parent goes (delete,
+ *     prune, a rewrite dropping checkpoints) or is not copied with it;
  *   - canonical UUID ids (checkpoint, parent, task) are stored as 16 bytes and
  *     come back as the same text through get, get by id, list, `before`,
  *     writes, prune and delete; any other id (an upper-case UUID, a short
@@ -173,8 +176,9 @@ START_TEST(test_uuid_ids)
     /* canonical UUIDs in 16 bytes; the upper-case one and the name as text */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE typeof(id) = 'blob' AND length(id) = 16"), 3);
+    /* each parent is the checkpoint put just before: named by place */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE typeof(parent_id) = 'blob'"), 2);
+                                   " WHERE parent = 1 AND parent_id IS NULL"), 4);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE typeof(id) = 'text'"), 2);
     /* the view shows the text */
@@ -251,6 +255,80 @@ START_TEST(test_uuid_ids)
     convo_checkpoint_free(cp);
     /* the values only the removed ones used are gone: a 4, 5 and b 1 stay */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 3);
+    convo_close(s);
+}
+END_TEST
+
+/* Checkpoint id of thread "p" with parent and log_length, no channels. */
+static void put_at(convo_store *s, const char *id, const char *parent, int64_t log_length)
+{
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "p";
+    cp.checkpoint_id = id;
+    cp.parent_id = parent;
+    cp.metadata_json = "{}";
+    cp.log_length = log_length;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put %s: %s", id, err.message);
+}
+
+static void check_parent(convo_store *s, const char *thread, const char *id, const char *parent)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, thread, "", id, &cp, &err) == 0, "get %s: %s", id,
+                  err.message);
+    ck_assert_str_eq(convo_checkpoint_parent_id(cp), parent);
+    convo_checkpoint_free(cp);
+}
+
+START_TEST(test_parent_by_place)
+{
+    const char *path = db_path("parents");
+    convo_store *s = open_db(path);
+    const char *m[6];
+    for (int i = 0; i < 6; i++)
+        m[i] = "{\"role\":\"user\",\"content\":\"x\"}";
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "p", m, NULL, 6, NULL, NULL, &err), 0);
+    put_at(s, CP1, NULL, 0);
+    put_at(s, CP2, CP1, 6); /* the parent refers to more messages than its child */
+    put_at(s, CP3, CP2, 2);
+    char id[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "filler-%d", i);
+        put_at(s, id, NULL, 0);
+    }
+    put_at(s, "far", CP1, 0);      /* 23 places after its parent: by id */
+    put_at(s, "unknown", "nowhere", 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE parent = 1"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE parent IS NULL AND parent_id IS NOT NULL"), 2);
+    check_parent(s, "p", "far", CP1);
+    check_parent(s, "p", "unknown", "nowhere");
+    /* a copy of the first 3 messages takes CP1 and CP3, not CP2: CP3 names it by id */
+    convo_fork_opts fo = CONVO_FORK_OPTS_INIT;
+    fo.with_checkpoints = 1;
+    ck_assert_int_eq(convo_thread_fork_ex(s, "p", "q", 3, &fo, &err), 0);
+    check_parent(s, "q", CP3, CP2);
+    check_parent(s, "q", "far", CP1);
+    convo_checkpoint *none = NULL;
+    ck_assert_int_eq(convo_checkpoint_get(s, "q", "", CP2, &none, &err), CONVO_ENOTFOUND);
+    /* a rewrite keeping 3 messages drops CP2; CP3 keeps naming it */
+    convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+    ro.drop_checkpoints = 1;
+    convo_rewrite_result r;
+    ck_assert_int_eq(convo_replace_tail(s, "p", 3, NULL, NULL, 0, &ro, &r, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_get(s, "p", "", CP2, &none, &err), CONVO_ENOTFOUND);
+    check_parent(s, "p", CP3, CP2);
+    /* the list shows the same parents */
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "p";
+    convo_checkpoint_set *set;
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
+    ck_assert_int_eq(convo_checkpoint_set_count(set), 24);
+    ck_assert_str_eq(convo_checkpoint_parent_id(convo_checkpoint_set_get(set, 22)), CP2);
+    convo_checkpoint_set_free(set);
     convo_close(s);
 }
 END_TEST
@@ -420,6 +498,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_uuid_ids);
     tcase_add_test(tc, test_versions_exact);
+    tcase_add_test(tc, test_parent_by_place);
     tcase_add_test(tc, test_migration_6_to_7);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);

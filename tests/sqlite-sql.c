@@ -296,6 +296,7 @@ END_TEST
 /* The statements a rewrite runs on checkpoints: each must find them through
  * convo_checkpoints_by_log_length, whatever the number of checkpoints. */
 static const char *const rewrite_reads[] = {"cp-beyond.sql", "cp-delete-beyond.sql",
+                                            "cp-orphans-beyond.sql",
                                             "write-delete-beyond.sql"};
 
 START_TEST(test_rewrite_statements_search)

@@ -11,10 +11,14 @@
 #include <string.h>
 
 /* Deletes the checkpoints whose keys lie in [lo, hi] with their pending
- * writes (not their values: see statements/blob-unused.sql). */
+ * writes (not their values: see statements/blob-unused.sql); a checkpoint
+ * that names one of them as its parent by place names it by id from then on. */
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
 {
-    int rc = sq_run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
+    int rc = sq_run_with_ints(c, ST_CP_ORPHANS, 3, lo, hi, PARENT_NEAR,
+                              "naming parents by id", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE, 2, lo, hi, 0, "deleting checkpoints", err);
     return rc;
@@ -45,8 +49,11 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
         return rc;
     }
     sq_stmt_done(st);
-    rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0, "deleting pending writes",
-                          err);
+    rc = sq_run_with_ints(c, ST_CP_ORPHANS_BEYOND, 3, num, keep, PARENT_NEAR,
+                          "naming parents by id", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0,
+                              "deleting pending writes", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE_BEYOND, 2, num, keep, 0, "deleting checkpoints",
                               err);
@@ -209,8 +216,10 @@ static int cp_channels_pack(sq_conn *c, const convo_checkpoint_in *cp, unsigned 
     return rc;
 }
 
-static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_checkpoint_in *cp,
-                      convo_error *err)
+/* parent: how many places before at->key the parent is (it is named by that
+ * place, not by its id), or 0 (by its id). */
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t parent,
+                      const convo_checkpoint_in *cp, convo_error *err)
 {
     sqlite3_stmt *st;
     unsigned char *channels;
@@ -226,7 +235,11 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, const convo_c
     sqlite3_bind_int64(st, 2, num);
     sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
     sq_bind_id(st, 4, cp->checkpoint_id);
-    sq_bind_id(st, 5, cp->parent_id);
+    sq_bind_id(st, 5, parent ? NULL : cp->parent_id);
+    if (parent)
+        sqlite3_bind_int64(st, 13, parent);
+    else
+        sqlite3_bind_null(st, 13);
     sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
     if (cp->body.type && (rc = bind_name(c, st, 7, cp->body.type, err)) != 0) {
         free(channels);
@@ -300,8 +313,16 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     int rc = old ? 0 : cp_next_key(c, num, &at.key, err);
     if (rc == 0 && !old)
         rc = cp_next_order(c, &at.put_order, err);
+    cp_place parent;
+    int64_t near = 0;
+    if (rc == 0 && found && cp->parent_id) {
+        rc = cp_find(c, num, cp->checkpoint_ns, cp->parent_id, &parent, err);
+        near = rc == 1 && at.key - parent.key >= 1 && at.key - parent.key <= PARENT_NEAR
+                   ? at.key - parent.key : 0;
+        rc = rc < 0 ? rc : 0;
+    }
     if (rc == 0)
-        rc = cp_row_put(c, num, &at, cp, err);
+        rc = cp_row_put(c, num, &at, near, cp, err);
     return rc ? rc : cp_values_put(c, num, cp, err);
 }
 

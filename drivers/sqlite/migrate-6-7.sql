@@ -7,7 +7,8 @@
 -- function the driver registers on each connection: drivers/sqlite/compact.c)
 -- instead of a row per channel; checkpoint, parent and task ids that are
 -- canonical UUIDs are kept as their 16 bytes (convo_id()), any other id as its
--- text; channel versions in their stored form (convo_version()); values and
+-- text, and a parent at most 16 places before its child in the thread's order
+-- (PARENT_NEAR) by that number; channel versions in their stored form (convo_version()); values and
 -- pending writes in WITHOUT ROWID tables keyed by their unique columns instead
 -- of a rowid table plus a unique index; no index on put_order (the last one is
 -- kept in convo_meta, and a listing by it reads every checkpoint anyway). Every row is carried over as it was.
@@ -32,6 +33,7 @@ CREATE TABLE convo_checkpoints_7(
   ns TEXT NOT NULL,
   id BLOB NOT NULL,
   parent_id BLOB,
+  parent INTEGER,
   metadata TEXT NOT NULL,
   body_type INTEGER,
   body BLOB,
@@ -39,15 +41,18 @@ CREATE TABLE convo_checkpoints_7(
   created_at INTEGER NOT NULL,
   put_order INTEGER NOT NULL,
   channels BLOB NOT NULL);
-INSERT INTO convo_checkpoints_7(key, thread, ns, id, parent_id, metadata, body_type, body,
-  log_length, created_at, put_order, channels)
-  SELECT c.key, c.thread, c.ns, convo_id(c.id), convo_id(c.parent_id), c.metadata,
+INSERT INTO convo_checkpoints_7(key, thread, ns, id, parent_id, parent, metadata, body_type,
+  body, log_length, created_at, put_order, channels)
+  SELECT c.key, c.thread, c.ns, convo_id(c.id),
+         CASE WHEN c.key - p.key BETWEEN 1 AND 16 THEN NULL ELSE convo_id(c.parent_id) END,
+         CASE WHEN c.key - p.key BETWEEN 1 AND 16 THEN c.key - p.key END, c.metadata,
          (SELECT n.num FROM convo_names AS n WHERE n.name = c.body_type), c.body, c.log_length, c.created_at, c.put_order,
          coalesce((SELECT convo_channels(n.num, ch.version)
                    FROM convo_checkpoint_channels AS ch
                    JOIN convo_names AS n ON n.name = ch.channel
                    WHERE ch.checkpoint = c.key), x'')
-  FROM convo_checkpoints AS c;
+  FROM convo_checkpoints AS c LEFT JOIN convo_checkpoints AS p
+    ON p.thread = c.thread AND p.ns = c.ns AND p.id = c.parent_id;
 DROP TABLE convo_checkpoint_channels;
 DROP TABLE convo_checkpoints;
 ALTER TABLE convo_checkpoints_7 RENAME TO convo_checkpoints;
@@ -97,10 +102,14 @@ CREATE VIEW convo_checkpoint_view AS
                  substr(hex(c.id), 13, 4) || '-' || substr(hex(c.id), 17, 4) || '-' ||
                  substr(hex(c.id), 21)) ELSE c.id END AS checkpoint_id,
          c.key & 4294967295 AS position, c.put_order,
-         CASE WHEN typeof(c.parent_id) = 'blob' AND length(c.parent_id) = 16 THEN
-           lower(substr(hex(c.parent_id), 1, 8) || '-' || substr(hex(c.parent_id), 9, 4) ||
-                 '-' || substr(hex(c.parent_id), 13, 4) || '-' ||
-                 substr(hex(c.parent_id), 17, 4) || '-' || substr(hex(c.parent_id), 21))
-           ELSE c.parent_id END AS parent_id,
+         CASE WHEN typeof(coalesce(c.parent_id, p.id)) = 'blob'
+                   AND length(coalesce(c.parent_id, p.id)) = 16 THEN
+           lower(substr(hex(coalesce(c.parent_id, p.id)), 1, 8) || '-' ||
+                 substr(hex(coalesce(c.parent_id, p.id)), 9, 4) || '-' ||
+                 substr(hex(coalesce(c.parent_id, p.id)), 13, 4) || '-' ||
+                 substr(hex(coalesce(c.parent_id, p.id)), 17, 4) || '-' ||
+                 substr(hex(coalesce(c.parent_id, p.id)), 21))
+           ELSE coalesce(c.parent_id, p.id) END AS parent_id,
          c.metadata, c.log_length, c.created_at
-  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread;
+  FROM convo_checkpoints AS c JOIN convo_threads AS t ON t.num = c.thread
+  LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent;

@@ -37,6 +37,10 @@
 #define MAX_LENGTH INT64_C(0xFFFFFFFF)
 #define MAX_THREAD_NUM INT64_C(0x7FFFFFFF)
 
+/* A checkpoint whose parent is at most this many places before it in its
+ * thread's order names it by that number (layout 7), else by its id. */
+#define PARENT_NEAR 16
+
 /* The statements a connection prepares on first use and keeps until it
  * closes: X(NAME) for statements/name.sql ('-' for '_'), whose text is
  * SQL_NAME and whose slot in the cache ST_NAME. */
@@ -59,7 +63,7 @@
     X(LIST_KEY_RECENT_REVERSE_BARE)                                                          \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
-    X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST)                                      \
+    X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD)                                                    \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \

@@ -1,9 +1,14 @@
 -- copy: the checkpoints with keys in [?1, ?2] and log_length <= ?5 to thread
 -- ?4 at the same places (keys from ?3 on), each put now (?7), put_order after
--- ?6 in their order
-INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, metadata, body_type,
-  body, log_length, created_at, put_order, channels)
-  SELECT key - ?1 + ?3, ?4, ns, id, parent_id, metadata, body_type, body, log_length,
-    ?7, ?6 + row_number() OVER (ORDER BY key), channels
-  FROM convo_checkpoints WHERE key >= ?1 AND key <= ?2 AND log_length <= ?5
-  ORDER BY key;
+-- ?6 in their order; a parent named by place that is not copied is named by
+-- id
+INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, parent, metadata,
+  body_type, body, log_length, created_at, put_order, channels)
+  SELECT c.key - ?1 + ?3, ?4, c.ns, c.id,
+    CASE WHEN p.log_length > ?5 THEN p.id ELSE c.parent_id END,
+    CASE WHEN p.log_length > ?5 THEN NULL ELSE c.parent END,
+    c.metadata, c.body_type, c.body, c.log_length,
+    ?7, ?6 + row_number() OVER (ORDER BY c.key), c.channels
+  FROM convo_checkpoints AS c LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
+  WHERE c.key >= ?1 AND c.key <= ?2 AND c.log_length <= ?5
+  ORDER BY c.key;
