@@ -475,6 +475,22 @@ START_TEST(test_migration_6_to_7)
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE thread = 1"), 3);
     convo_close(s);
+    /* a layout-6 process that had the file open writes nothing: no checkpoint
+     * without a channel list, no pending write or value named by text */
+    sqlite3 *old;
+    ck_assert_int_eq(sqlite3_open(path, &old), SQLITE_OK);
+    static const char *const old_writes[] = {
+        "INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, metadata, body_type,"
+        " body, log_length, created_at, put_order) VALUES((1 << 32) | 9, 1, '', 'x', NULL,"
+        " '{}', NULL, NULL, 0, 1, 99)",
+        "INSERT INTO convo_checkpoint_writes VALUES((1 << 32) | 1, 'x', 0, '~p', 'a', 'json',"
+        " CAST('1' AS BLOB))",
+        "INSERT INTO convo_blobs VALUES(1, '', 'a', '7', 'json', CAST('1' AS BLOB))",
+        "UPDATE convo_checkpoint_writes SET type = 'json'"};
+    for (size_t i = 0; i < sizeof old_writes / sizeof *old_writes; i++)
+        ck_assert_msg(sqlite3_exec(old, old_writes[i], NULL, NULL, NULL) == SQLITE_CONSTRAINT,
+                      "%s", old_writes[i]);
+    sqlite3_close(old);
     /* opening again changes nothing */
     s = open_db(path);
     check_cp(cp = get(s, CP2), CP2, CP1, "00000000000000000000000000000002.0.8372618274892734",

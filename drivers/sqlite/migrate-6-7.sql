@@ -13,7 +13,9 @@
 -- of a rowid table plus a unique index; no index on put_order (the last one is
 -- kept in convo_meta, and a listing by it reads every checkpoint anyway). Every row is carried over as it was.
 -- A libconvo of layout 6 or older refuses this file (its version is newer), so
--- the trigger that gave a layout-2 libconvo's rows a put_order goes.
+-- the trigger that gave a layout-2 libconvo's rows a put_order goes; one that
+-- had the file open is refused by the constraints (a checkpoint needs its
+-- channel list, a name column a number), nothing written.
 
 DROP VIEW convo_checkpoint_view;
 
@@ -65,9 +67,9 @@ CREATE INDEX convo_checkpoints_by_log_length ON convo_checkpoints(thread, log_le
 CREATE TABLE convo_blobs_7(
   thread INTEGER NOT NULL,
   ns TEXT NOT NULL,
-  channel INTEGER NOT NULL,
+  channel INTEGER NOT NULL CHECK (typeof(channel) = 'integer'),
   version BLOB NOT NULL,
-  type INTEGER NOT NULL,
+  type INTEGER NOT NULL CHECK (typeof(type) = 'integer'),
   value BLOB NOT NULL,
   PRIMARY KEY(thread, ns, channel, version)) WITHOUT ROWID;
 INSERT INTO convo_blobs_7(thread, ns, channel, version, type, value)
@@ -81,9 +83,9 @@ CREATE TABLE convo_checkpoint_writes_7(
   checkpoint INTEGER NOT NULL,
   task_id BLOB NOT NULL,
   idx INTEGER NOT NULL,
-  task_path INTEGER NOT NULL,
-  channel INTEGER NOT NULL,
-  type INTEGER NOT NULL,
+  task_path INTEGER NOT NULL CHECK (typeof(task_path) = 'integer'),
+  channel INTEGER NOT NULL CHECK (typeof(channel) = 'integer'),
+  type INTEGER NOT NULL CHECK (typeof(type) = 'integer'),
   value BLOB NOT NULL,
   PRIMARY KEY(checkpoint, task_id, idx)) WITHOUT ROWID;
 INSERT INTO convo_checkpoint_writes_7(checkpoint, task_id, idx, task_path, channel, type,
