@@ -56,5 +56,7 @@ void postgres_add_rewrite_tests(Suite *s);
 void postgres_add_index_tests(Suite *s);
 /* tests/postgres_refs.c: the put with log references (v14, v15). */
 void postgres_add_refs_tests(Suite *s);
+/* tests/postgres_append.c: which statement an append runs. */
+void postgres_add_append_tests(Suite *s);
 
 #endif

@@ -705,7 +705,7 @@ START_TEST(test_writers_keep_the_listed_window)
     const char *m[] = {"{\"role\":\"user\"}", "{\"role\":\"assistant\"}"};
     ck_assert_int_eq(append1(s, "t", &err), 0);
     age(pg, name, "t");
-    ck_assert_int_eq(append1(s, "t", &err), 0); /* append_one.sql */
+    ck_assert_int_eq(append1(s, "t", &err), 0); /* append_plain.sql */
     ck_assert_int_eq(listed_state(pg, name, "t"), 1);
     ck_assert_int_eq(append1(s, "t", &err), 0);
     ck_assert_int_ne(listed_state(pg, name, "t"), -1);

@@ -43,6 +43,7 @@ static const struct {
     [ST_CP_DELETE] = {"convo_cp_delete", 4, SQL_CHECKPOINT_DELETE},
     [ST_COPY] = {"convo_copy", 6, SQL_THREAD_COPY},
     [ST_CP_PUT_REFS] = {"convo_cp_put_refs", 28, SQL_CHECKPOINT_PUT_REFS},
+    [ST_APPEND_PLAIN] = {"convo_append_plain", 4, SQL_APPEND_PLAIN},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one-statement append (ST_APPEND_ONE, _MANY): an update of the thread
- * row; *done is 0 when the thread is missing, the length or generation is not
- * the expected one or the thread's deadline has passed. */
+/* The one-statement append (ST_APPEND_PLAIN, _ONE, _MANY): an update of the
+ * thread row; *done is 0 when the thread is missing, the length or generation
+ * is not the expected one or the thread's deadline has passed (for
+ * ST_APPEND_PLAIN: when it has a deadline at all). */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                        size_t n, const char *at, const convo_append_opts *opts, int *done,
                        convo_append_result *res, convo_error *err)
@@ -30,8 +31,11 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
         values[1] = bodies;
         values[2] = roles;
     }
+    /* the common call asks for no condition: a statement without them */
+    int plain = n == 1 && opts->expected_length < 0 && opts->expected_generation < 0 && !b->ttl;
     PGresult *r;
-    rc = convo__pg_run(b, n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY, values, lens, &r, err);
+    rc = convo__pg_run(b, plain ? ST_APPEND_PLAIN : n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY,
+                       values, lens, &r, err);
     free(bodies);
     free(roles);
     if (rc != 0)
