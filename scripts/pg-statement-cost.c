@@ -1,0 +1,100 @@
+/* pg-statement-cost.c — runs one of the PostgreSQL driver's append statements
+ * (or the bench's raw INSERT) N times on one connection, prepared, with binary
+ * parameters as the driver sends them; scripts/pg-statement-cost.sh counts the
+ * server's instructions for it under callgrind.
+ *
+ *   pg-statement-cost CONNINFO SCHEMA FILE.sql NPARAMS N burst|spread BASE
+ *
+ * NPARAMS 3: bench_insert.sql into @S.bench_cost (thread, seq, body);
+ * 4: append_plain.sql (thread, body, role, created_at); 7: append_one.sql
+ * (... expected length -1, ttl NULL, expected generation -1). burst: thread-0,
+ * each call 1 ms after the last (inside its listed_at window); spread: a
+ * random one of thread-0..thread-1999, each call 2 s after the last. BASE:
+ * the first seq (raw) and the seed (spread). */
+#include <libpq-fe.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void put64(char *out, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        out[i] = (char)(v & 0xff);
+}
+
+/* The file with @S replaced by schema and @T by bench_cost. */
+static char *statement(const char *path, const char *schema)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char in[65536], out[70000];
+    size_t n = fread(in, 1, sizeof in - 1, f), o = 0;
+    fclose(f);
+    in[n] = 0;
+    for (size_t i = 0; i < n && o + 64 < sizeof out; i++) {
+        const char *with = in[i] == '@' && in[i + 1] == 'S'   ? schema
+                           : in[i] == '@' && in[i + 1] == 'T' ? "bench_cost"
+                                                              : NULL;
+        if (with) {
+            o += (size_t)snprintf(out + o, sizeof out - o, "%s", with);
+            i++;
+        } else {
+            out[o++] = in[i];
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s CONNINFO SCHEMA FILE NPARAMS N burst|spread BASE\n", argv[0]);
+        return 2;
+    }
+    PGconn *pg = PQconnectdb(argv[1]);
+    const char *sql = statement(argv[3], argv[2]);
+    int nparams = atoi(argv[4]), n = atoi(argv[5]), spread = strcmp(argv[6], "spread") == 0;
+    long base = atol(argv[7]);
+    if (PQstatus(pg) != CONNECTION_OK || !sql) {
+        fprintf(stderr, "%s", sql ? PQerrorMessage(pg) : "cannot read the statement\n");
+        return 1;
+    }
+    PGresult *r = PQprepare(pg, "cost", sql, 0, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        fprintf(stderr, "prepare: %s", PQerrorMessage(pg));
+        return 1;
+    }
+    PQclear(r);
+    char body[200], at[8], minus1[8], seq[8], thread[32];
+    memset(body, 'x', sizeof body);
+    put64(minus1, (uint64_t)-1);
+    srand((unsigned)base);
+    /* 2027-01-15 08:00:00 UTC in microseconds since 2000-01-01 */
+    int64_t t0 = (INT64_C(1800000000) - INT64_C(946684800)) * 1000000;
+    static const int binary[7] = {1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < n; i++) {
+        int k = spread ? rand() % 2000 : 0;
+        int tl = snprintf(thread, sizeof thread, "thread-%d", k);
+        put64(at, (uint64_t)(t0 + (spread ? INT64_C(2000000) : INT64_C(1000)) * i));
+        put64(seq, (uint64_t)(base + i));
+        const char *raw[3] = {thread, seq, body};
+        const int raw_len[3] = {tl, 8, (int)sizeof body};
+        const char *app[7] = {thread, body, "user", at, minus1, NULL, minus1};
+        const int app_len[7] = {tl, (int)sizeof body, 4, 8, 8, 0, 8};
+        r = PQexecPrepared(pg, "cost", nparams, nparams == 3 ? raw : app,
+                           nparams == 3 ? raw_len : app_len, binary, 1);
+        ExecStatusType st = PQresultStatus(r);
+        if (st != PGRES_COMMAND_OK && (st != PGRES_TUPLES_OK || PQntuples(r) != 1)) {
+            fprintf(stderr, "run %d: %s", i, st == PGRES_TUPLES_OK ? "no row\n"
+                                                                   : PQerrorMessage(pg));
+            return 1;
+        }
+        PQclear(r);
+    }
+    printf("%d\n", PQbackendPID(pg)); /* its callgrind file is named after it */
+    PQfinish(pg);
+    return 0;
+}
