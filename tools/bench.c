@@ -59,7 +59,11 @@ double bench_now(void)
 void bench_progress(const char *what, size_t done, size_t total)
 {
     static double last;
-    if (!isatty(2))
+    static int tty = -1; /* asked once: a system call between timed calls would weigh on them */
+    int is_tty = __atomic_load_n(&tty, __ATOMIC_RELAXED);
+    if (is_tty < 0)
+        __atomic_store_n(&tty, is_tty = isatty(2), __ATOMIC_RELAXED);
+    if (!is_tty)
         return;
     double t = bench_now();
     if (done < total && t - last < 0.2)
