@@ -33,6 +33,7 @@ import * as langgraph from '@langchain/langgraph';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { benchOptions, words, convoImports, median, since, withParam, runnable } from './common.mjs';
 
 const { StateGraph, MessagesAnnotation, START, END } = langgraph;
@@ -171,6 +172,42 @@ const pgDrop = (schema) => pgQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 
 // ---- the savers: open on a store (a fresh saver on the same store for `again`) ----
 
+// A control, not a saver to use: it keeps the objects LangGraph hands it, by reference, and
+// gives them back (no copy, no serialization: O(1) a call whatever the conversation's
+// length), so its "saver time" is what LangGraph itself does while one of its calls is under
+// way (the next step's reducer runs beside a put with async durability).
+class ReferenceSaver extends BaseCheckpointSaver {
+  threads = new Map(); // thread -> { tuples: Map id -> tuple, latest: id }
+  async getTuple(config) {
+    const t = this.threads.get(config.configurable?.thread_id);
+    const id = config.configurable?.checkpoint_id ?? t?.latest;
+    return t?.tuples.get(id);
+  }
+  async *list(config) {
+    const t = this.threads.get(config.configurable?.thread_id);
+    if (t) yield* [...t.tuples.values()].reverse();
+  }
+  async put(config, checkpoint, metadata) {
+    const threadId = config.configurable.thread_id;
+    const ns = config.configurable.checkpoint_ns ?? '';
+    let t = this.threads.get(threadId);
+    if (!t) this.threads.set(threadId, (t = { tuples: new Map(), latest: null }));
+    const own = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    const parent = config.configurable.checkpoint_id;
+    t.tuples.set(checkpoint.id, { config: own, checkpoint, metadata, pendingWrites: [],
+      parentConfig: parent ? { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: parent } } : undefined });
+    t.latest = checkpoint.id;
+    return own;
+  }
+  async putWrites(config, writes, taskId) {
+    const tuple = this.threads.get(config.configurable.thread_id)?.tuples.get(config.configurable.checkpoint_id);
+    for (const [channel, value] of writes) tuple?.pendingWrites.push([taskId, channel, value]);
+  }
+  async deleteThread(threadId) {
+    this.threads.delete(threadId);
+  }
+}
+
 let ConvoSaver;
 async function convoSaver(url) {
   ConvoSaver ??= (await convoImports('./langgraph'))[0].ConvoSaver;
@@ -222,8 +259,16 @@ const BACKENDS = {
   },
 };
 
+BACKENDS['reference-memory'] = { // the control above: one saver per run (its memory is the store)
+  backend: 'memory', log: [],
+  create() { this.instance = new ReferenceSaver(); },
+  async open() { return this.instance; },
+  async close() {},
+  async tables() { return {}; },
+};
+
 const RUNS = [];
-for (const name of ['langgraph-sqlite', 'langgraph-postgres', 'convo-sqlite', 'convo-postgres']) {
+for (const name of ['langgraph-sqlite', 'langgraph-postgres', 'convo-sqlite', 'convo-postgres', 'reference-memory']) {
   for (const kind of Object.keys(KINDS)) {
     const store = BACKENDS[name];
     RUNS.push({ ...store, name: `${name}-${kind}`, saver: name, kind,
