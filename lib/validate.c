@@ -360,6 +360,24 @@ int convo__scan_message(const char *bytes, size_t len, const char **role, size_t
     return 1;
 }
 
+int convo__json_object_valid(const char *bytes, size_t len)
+{
+    scanner s = {(const unsigned char *)bytes, (const unsigned char *)bytes + len, NULL, 0};
+    if (convo__check_utf8(bytes, len)) {
+        scan_ws(&s);
+        if (s.p < s.end && *s.p == '{' && scan_object(&s, 1)) {
+            scan_ws(&s);
+            if (s.p == s.end)
+                return 1;
+        }
+    }
+    json_error_t jerr; /* what the scanner is not sure of */
+    json_t *v = json_loadb(bytes, len, 0, &jerr);
+    int ok = v && json_is_object(v);
+    json_decref(v);
+    return ok;
+}
+
 /* jansson's "too big integer" / "too big negative integer" (not a real's overflow) */
 static int too_big_integer(const json_error_t *jerr)
 {

@@ -26,4 +26,6 @@ wrap "$top_builddir/tests/redis_layout" "$CONVO_TEST_REDIS_URL" "convo-layout-$(
 # the thread index: pages read only what matches, ttl, delete, repairs, layout 3 migrated
 wrap "$top_builddir/tests/redis_index" "$CONVO_TEST_REDIS_URL" "convo-index-$(convo_random)" ||
     status=1
+wrap "$top_builddir/tests/redis_window" "$CONVO_TEST_REDIS_URL" "convo-window-$(convo_random)" ||
+    status=1
 exit $status

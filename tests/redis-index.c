@@ -29,24 +29,22 @@ static int nnodes;
 static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
 static const char *const user_keys[] = {"user_id", NULL};
 
-/* The sets of one declared value: by activity, creation and id on a cluster;
- * by creation and id on one server (layout 5), whose activity order of a
- * value is P:ix:r's, read at listing time. */
+/* The sets of one declared value: by activity, creation and id. */
 static const char *value_kinds(void)
 {
-    return cluster ? "rci" : "ci";
+    return "rci";
 }
 
 /* The set of a value a recent-order page starts from. */
 static char recent_kind(void)
 {
-    return cluster ? 'r' : 'i';
+    return 'r';
 }
 
-/* P:store's v: 4 on a cluster, 5 on one server. */
+/* P:store's v: 4 on a cluster, 6 on one server (tests/redis-window.c). */
 static const char *store_layout(void)
 {
-    return cluster ? "4" : "5";
+    return cluster ? "4" : "6";
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -531,126 +529,6 @@ START_TEST(test_keys_declared_later)
 }
 END_TEST
 
-/* Layout 4 -> 5 (one server): a store whose values had activity sets of their
- * own ("P:ix:{F V}:r", P:store v 4) loses them on open, and a value's recent
- * order is P:ix:r's from then on; the threads' own keys are not touched. */
-START_TEST(test_layout4_migrated)
-{
-    char prefix[256], out[1024], key[512], store[512];
-    if (cluster)
-        return; /* a cluster stays in layout 4 */
-    convo_store *s = open_store("four", NULL, user_keys, prefix, sizeof prefix);
-    user_thread(s, "a", "u1");
-    user_thread(s, "b", "u1");
-    user_thread(s, "c", "u2");
-    convo_close(s);
-    /* as layout 4 left them: a (the oldest) first in u1's own activity set */
-    user_key(key, sizeof key, prefix, "u1", 'r');
-    freeReplyObject(on_key(key, "ZADD %s 9 a 1 b", key));
-    user_key(key, sizeof key, prefix, "u2", 'r');
-    freeReplyObject(on_key(key, "ZADD %s 1 c", key));
-    snprintf(store, sizeof store, "%s:store", prefix);
-    freeReplyObject(on_key(store, "HSET %s v 4", store));
-
-    s = open_store("four", NULL, NULL, prefix, sizeof prefix);
-    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
-    user_key(key, sizeof key, prefix, "u1", 'r');
-    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
-    redisReply *v = on_key(store, "HGET %s v", store);
-    ck_assert_str_eq(v->str, "5");
-    freeReplyObject(v);
-    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
-    ck_assert_str_eq(out, "b a");
-    convo_error err;
-    ck_assert_int_eq(convo_append(s, "a", &MSG, NULL, 1, NULL, NULL, &err), 0);
-    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
-    ck_assert_str_eq(out, "a b");
-    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0); /* no write makes one again */
-    convo_close(s);
-}
-END_TEST
-
-/* The common append of one server moves a thread in P:ix:r only; a thread that
- * has no entry there to move (left by an older writer, or lost) is indexed
- * again from its own keys in the same call, and lists at its new place. */
-START_TEST(test_append_indexes_unindexed_thread)
-{
-    char prefix[256], out[1024], key[512];
-    convo_store *s = open_store("plain", NULL, user_keys, prefix, sizeof prefix);
-    user_thread(s, "a", "u1");
-    user_thread(s, "b", "u1"); /* the store now knows b (a may share its slot in that memory) */
-    convo_error err;
-    if (cluster) { /* the client writes a cluster's index after each write */
-        convo_close(s);
-        return;
-    }
-    snprintf(key, sizeof key, "%s:ix:r", prefix);
-    freeReplyObject(on_key(key, "ZREM %s b", key));
-    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
-    ck_assert_str_eq(out, "a");
-    ck_assert_int_eq(convo_append(s, "b", &MSG, NULL, 1, NULL, NULL, &err), 0);
-    ck_assert(in_global(prefix, 'r', "b"));
-    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
-    ck_assert_str_eq(out, "b a");
-    convo_history *h;
-    ck_assert_int_eq(convo_load(s, "b", NULL, &h, &err), 0);
-    ck_assert_int_eq(convo_history_length(h), 2);
-    convo_history_free(h);
-    convo_close(s);
-}
-END_TEST
-
-/* One server: a value's page in activity order is ordered by P:ix:r's scores
- * in the script (list.lua), ties by id as a sorted set orders them; pages of 2
- * walk across the ties, both ways, and nothing is listed twice or missed. */
-START_TEST(test_recent_ties_paged)
-{
-    if (cluster)
-        return; /* a cluster orders a value's own activity set */
-    char prefix[256], key[512], out[1024] = "", *ids[] = {"t1", "t2", "t3", "t4", "t5", "t6"};
-    static const long long at[] = {100, 200, 200, 200, 300, 200};
-    convo_store *s = open_store("ties", NULL, user_keys, prefix, sizeof prefix);
-    user_thread(s, "other", "u2");
-    char recent[SHARDS][512];
-    global_keys(prefix, 'r', recent);
-    for (int i = 0; i < 6; i++) {
-        user_thread(s, ids[i], "u1");
-        freeReplyObject(on_key(recent[0], "ZADD %s XX %lld %s", recent[0], at[i], ids[i]));
-    }
-    freeReplyObject(on_key(recent[0], "ZADD %s XX 250 other", recent[0]));
-    for (int reverse = 0; reverse < 2; reverse++) {
-        convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
-        o.where_json = "{\"user_id\":\"u1\"}";
-        o.reverse = reverse;
-        o.limit = 2;
-        char cursor[512] = "";
-        out[0] = '\0';
-        for (int pages = 0; pages < 5; pages++) {
-            o.after = cursor[0] ? cursor : NULL;
-            convo_thread_page *p;
-            convo_error err;
-            ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
-            size_t n = convo_thread_page_count(p);
-            for (size_t i = 0; i < n; i++) {
-                snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", *out ? " " : "",
-                         convo_thread_page_id(p, i));
-                ck_assert_int_eq(convo_thread_page_updated_at(p, i),
-                                 at[convo_thread_page_id(p, i)[1] - '1']);
-            }
-            if (n)
-                snprintf(cursor, sizeof cursor, "%s", convo_thread_page_cursor(p, n - 1));
-            convo_thread_page_free(p);
-            if (n < 2)
-                break;
-        }
-        ck_assert_str_eq(out, reverse ? "t1 t2 t3 t4 t6 t5" : "t5 t6 t4 t3 t2 t1");
-    }
-    user_key(key, sizeof key, prefix, "u1", recent_kind());
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 6);
-    convo_close(s);
-}
-END_TEST
-
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -670,9 +548,6 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_stale_entries_repaired);
     tcase_add_test(tc, test_layout3_migrated);
     tcase_add_test(tc, test_keys_declared_later);
-    tcase_add_test(tc, test_layout4_migrated);
-    tcase_add_test(tc, test_append_indexes_unindexed_thread);
-    tcase_add_test(tc, test_recent_ties_paged);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -213,7 +213,7 @@ static int put_run(convo_backend *b, const convo_checkpoint_in *cp, const convo_
     packbuf pb = {0}, mb = {0}, sb = {0};
     if (convo__rd_keys_make(b, cp->thread_id, &tk) != 0)
         return convo__rd_oom(err);
-    int64_t now = convo__now_micros();
+    int64_t now = convo__rd_spec_now(&tk); /* the records' time is the script's NOW */
     int rc = pack_checkpoint(cp, &pb) ? convo__rd_oom(err) : 0;
     if (rc == 0 && msgs && (rc = convo__rd_pack_records(msgs, cp->nmessages, NULL, now, &mb)) != 0)
         rc = convo__rd_pack_error(rc, err);

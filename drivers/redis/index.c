@@ -61,11 +61,49 @@ void convo__rd_recent_set_messages(convo_backend *b, uint64_t h)
 /* Forgets h (unless another thread took its slot meanwhile). */
 void convo__rd_recent_forget(convo_backend *b, uint64_t h)
 {
+    atomic_store_explicit(&b->moved[recent_slot(b, h) - b->recent], 0, memory_order_relaxed);
     uint_fast64_t expect = h;
     if (!atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0)) {
         expect = h & ~(uint64_t)MSGS_BIT;
         atomic_compare_exchange_strong(recent_slot(b, h), &expect, 0);
     }
+}
+
+/* The activity times this store set (one server, layout 6): per slot of the
+ * table above, (at - moved_epoch) / 1024 µs in the upper 40 bits (35 years)
+ * and 24 bits of the hash, in one word, so a reader never pairs one thread's
+ * time with another's hash. Rounded down, so the window it promises is never
+ * longer than the true one; a stale or wrong answer can only cost a script
+ * that moves the thread again, except where another writer set the time back
+ * (a clock behind ours): docs/redis.md, "The activity window". */
+#define MOVED_TAG(h) ((h) >> 40)
+
+void convo__rd_recent_moved(convo_backend *b, uint64_t h, int64_t at)
+{
+    if (at < b->moved_epoch)
+        return;
+    uint64_t v = ((uint64_t)(at - b->moved_epoch) >> 10) << 24 | MOVED_TAG(h);
+    atomic_store_explicit(&b->moved[recent_slot(b, h) - b->recent], v, memory_order_relaxed);
+}
+
+/* This store set the thread's activity time less than a window before now. */
+int convo__rd_recent_in_window(convo_backend *b, uint64_t h, int64_t now)
+{
+    uint64_t v = atomic_load_explicit(&b->moved[recent_slot(b, h) - b->recent],
+                                      memory_order_relaxed);
+    if (v == 0 || (v & 0xffffff) != MOVED_TAG(h))
+        return 0;
+    int64_t at = b->moved_epoch + (int64_t)((v >> 24) << 10);
+    return now >= at && now < at + WINDOW_US;
+}
+
+/* NOW, the clock value at the head of tk's index argument. */
+int64_t convo__rd_spec_now(const thread_keys *tk)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < tk->spec_len && tk->spec[i] >= '0' && tk->spec[i] <= '9'; i++)
+        v = v * 10 + (tk->spec[i] - '0');
+    return v;
 }
 
 static int is_create(const redisReply *r)

@@ -1,21 +1,25 @@
 -- index.lua: the thread index (docs/redis.md, "The thread index"), before
--- every script that writes a thread (after prelude.lua where there is one).
--- KEYS[1], KEYS[3], KEYS[4] are the thread's msgs, meta and extra.
+-- every script that writes a thread (after prelude.lua where there is one;
+-- rec_time.lua before it). KEYS[1], KEYS[3], KEYS[4] are the thread's msgs,
+-- meta and extra.
 -- The client puts one argument in front of the script's own: "NOW" (its clock,
 -- µs) on a cluster (layout 4), where the index lives in other slots and the
--- client writes it after the script; on one server (layout 5)
+-- client writes it after the script; on one server (layout 6)
 -- "NOW\0P:ix:\0ID\0F1\0F2...", the index prefix, the thread id and the
 -- declared extra keys as JSON text (the extra hash's fields), and the script
 -- keeps the index in the same atomic write:
---   P:ix:r, P:ix:c          every thread by updated_at / created_at (score µs);
---                           on one server P:ix:r's score IS updated_at
---   P:ix:{F V}:c, :i        the threads whose extra has key F = V (V: the
+--   P:ix:r, P:ix:c          every thread by its activity time / created_at
+--                           (score µs)
+--   P:ix:{F V}:r, :c, :i    the threads whose extra has key F = V (V: the
 --                           value's JSON text, a number as %.17g, cut at 200
---                           bytes + "\n"), by created_at, id (score 0); a
---                           cluster also keeps :r, by updated_at
--- meta keeps c (created_at) and, on a cluster only, u (updated_at), µs as
--- decimal text. On one server a common append (threads.c) moves the thread in
--- P:ix:r alone, so nothing else may hold its updated_at.
+--                           bytes + "\n"), by activity time, created_at, id
+--                           (score 0)
+-- meta keeps c (created_at) and u, µs as decimal text. On a cluster u is the
+-- thread's updated_at; on one server (layout 6) u is its activity time, the
+-- score of its :r entries, which every script moves to NOW together, and a
+-- common append inside the window (threads.c) leaves alone: there the
+-- thread's updated_at is its last record's created_at when that is later
+-- (docs/redis.md, "The activity window").
 local IX_NOW, IX_P, IX_ID, IX_F = nil, nil, nil, {}
 do
   local spec, at, parts = table.remove(ARGV, 1), 1, {}
@@ -29,18 +33,10 @@ do
   for i = 4, #parts do IX_F[#IX_F + 1] = parts[i] end
 end
 
-local IX_WIDTH = {[0xcc] = 1, [0xcd] = 2, [0xce] = 4, [0xcf] = 8,
-                  [0xd0] = 1, [0xd1] = 2, [0xd2] = 4, [0xd3] = 8}
--- created_at of a message record (msgpack [created_at, role, bytes]), or nil
+-- created_at of a message record as decimal text, or nil (rec_time.lua)
 local function ix_rec_time(rec)
-  local t = rec and string.byte(rec, 2)
-  if not t then return nil end
-  if t < 0x80 then return t end
-  local w = IX_WIDTH[t]
-  if not w or (t >= 0xd0 and string.byte(rec, 3) >= 0x80) then return nil end
-  local v = 0
-  for i = 3, 2 + w do v = v * 256 + string.byte(rec, i) end
-  return string.format('%.0f', v)
+  local t = rec_time(rec)
+  return t and string.format('%.0f', t)
 end
 
 -- The index key prefix "P:ix:{F V}:" of a stored extra value ("ORD JSON"), or
@@ -80,46 +76,54 @@ local function ix_begin(extra_changes)
   return {v = m[1], c = m[2], before = extra_changes and ix_values() or nil}
 end
 
-local function ix_add_kv(kv, c)
+local function ix_add_kv(kv, c, u)
+  redis.call('ZADD', kv .. 'r', u, IX_ID)
   redis.call('ZADD', kv .. 'c', c, IX_ID)
   redis.call('ZADD', kv .. 'i', 0, IX_ID)
 end
 
 local function ix_drop_kv(kv)
+  redis.call('ZREM', kv .. 'r', IX_ID)
   redis.call('ZREM', kv .. 'c', IX_ID)
   redis.call('ZREM', kv .. 'i', IX_ID)
 end
 
--- Every entry of the thread, created_at c and updated_at u.
+-- Every entry of the thread, created_at c and activity time u.
 local function ix_add(c, u)
   if not IX_P then return end
   redis.call('ZADD', IX_P .. 'r', u, IX_ID)
   redis.call('ZADD', IX_P .. 'c', c, IX_ID)
-  for _, kv in ipairs(ix_values()) do ix_add_kv(kv, c) end
+  for _, kv in ipairs(ix_values()) do ix_add_kv(kv, c, u) end
 end
 
--- After a write (st from ix_begin): updated_at = NOW; a thread created now gets
+-- After a write (st from ix_begin): u = NOW; a thread created now gets
 -- created_at NOW, one of an older layout the time of its first message (NOW
--- when it has none). Then its entries: the activity order moves; a new thread,
--- or changed extra values, add and remove the others.
+-- when it has none). Then its entries: the activity order moves (P:ix:r and
+-- each value's :r); a new thread, or changed extra values, add and remove
+-- the others.
 local function ix_end(st)
   local created, c = not st.v, st.c
   if not c then
     c = (not created and ix_rec_time(redis.call('LINDEX', KEYS[1], 0))) or IX_NOW
   end
-  local meta = {}
-  if created or st.v == '3' then meta = {'v', '4'} end
+  local meta = {'u', IX_NOW}
+  if created or st.v == '3' then meta[3], meta[4] = 'v', '4' end
   if not st.c then meta[#meta + 1], meta[#meta + 2] = 'c', c end
-  if not IX_P then meta[#meta + 1], meta[#meta + 2] = 'u', IX_NOW end
-  if #meta > 0 then redis.call('HSET', KEYS[3], unpack(meta)) end
+  redis.call('HSET', KEYS[3], unpack(meta))
   if not IX_P then return end
   if not st.c then return ix_add(c, IX_NOW) end
   redis.call('ZADD', IX_P .. 'r', IX_NOW, IX_ID)
-  if not st.before then return end
   local had = {}
-  for _, kv in ipairs(st.before) do had[kv] = true end
+  for _, kv in ipairs(st.before or {}) do had[kv] = true end
   for _, kv in ipairs(ix_values()) do
-    if had[kv] then had[kv] = nil else ix_add_kv(kv, c) end
+    if not st.before then
+      redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID)
+    elseif had[kv] then
+      redis.call('ZADD', kv .. 'r', IX_NOW, IX_ID)
+      had[kv] = nil
+    else
+      ix_add_kv(kv, c, IX_NOW)
+    end
   end
   for kv in pairs(had) do ix_drop_kv(kv) end
 end

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IX_VALUE_MAX 200 /* longer value texts are cut, with "\n" after (index.lua) */
 
 void convo__rd_ix_free(convo_backend *b)
 {

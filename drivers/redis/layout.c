@@ -3,18 +3,19 @@
  * indexed by log length, cp_relayout.lua, from log lengths only the client can
  * decode), for every thread when a store is opened, and for one thread when a
  * call finds it in an older layout (CONVO_MIGRATE); 3 -> 4 (the thread index,
- * reindex.lua) and, on one server, 4 -> 5 (no activity sets per value). */
+ * reindex.lua) and, on one server, 4 or 5 -> 6 (the activity window: meta's u
+ * the activity time, values' activity sets again; reindex.lua too). */
 #include "redis_int.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define CP_LAYOUT "3" /* checkpoints indexed by log length */
 
-/* P:store's v of this version: 5 on one server, where the activity order of a
- * declared value is found in P:ix:r at read time; a cluster keeps layout 4. */
+/* P:store's v of this version: 6 on one server (the activity window); a
+ * cluster keeps layout 4. */
 static const char *layout_of(const convo_backend *b)
 {
-    return b->cluster ? "4" : "5";
+    return b->cluster ? "4" : "6";
 }
 
 /* Sends cmds[0..n) in one pipeline, every step-th one (from 0) a call of
@@ -195,10 +196,9 @@ static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *
     return rc;
 }
 
-/* HGET P:store v, or (with value) HSET P:store v value; *state = LAYOUT_NOW
- * when it said this version's layout, LAYOUT_4 when it said 4 on one server. */
-enum { LAYOUT_OLDER, LAYOUT_NOW, LAYOUT_4 };
-static int store_version(convo_backend *b, rconn *c, const char *value, int *state,
+/* HGET P:store v, or (with value) HSET P:store v value; *now = it said
+ * this version's layout. */
+static int store_version(convo_backend *b, rconn *c, const char *value, int *now,
                          convo_error *err)
 {
     cmd q = {0};
@@ -211,67 +211,26 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *sta
     int rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, &r, err);
     if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(r, err);
-    if (rc == 0 && state) {
-        int is = r->type == REDIS_REPLY_STRING;
-        *state = is && r->len == 1 && r->str[0] == layout_of(b)[0] ? LAYOUT_NOW
-                 : is && r->len == 1 && r->str[0] == '4'          ? LAYOUT_4
-                                                                  : LAYOUT_OLDER;
-    }
+    if (rc == 0 && now)
+        *now = r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == layout_of(b)[0];
     freeReplyObject(r);
     convo__rd_cmd_free(&q);
     return rc;
 }
 
-/* UNLINK of each key of a SCAN batch. */
-static int unlink_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
-                        convo_error *err)
-{
-    (void)ctx;
-    cmd q = {0};
-    redisReply *r = NULL;
-    if (keys->elements == 0)
-        return 0;
-    convo__rd_cmd_str(&q, "UNLINK");
-    for (size_t i = 0; i < keys->elements; i++)
-        if (keys->element[i]->type == REDIS_REPLY_STRING)
-            convo__rd_cmd_add(&q, keys->element[i]->str, keys->element[i]->len);
-    int rc = q.failed ? convo__rd_oom(err) : convo__rd_pipeline(b, c, &q, 1, &r, err);
-    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
-        rc = convo__rd_reply_error(r, err);
-    freeReplyObject(r);
-    convo__rd_cmd_free(&q);
-    return rc;
-}
-
-/* Layout 4 -> 5 (one server): the activity sets of the declared values,
- * "P:ix:{F V}:r", go; P:ix:r's scores, which every layout 4 write kept, are
- * the threads' updated_at from now on (meta's u, left as it was, is not read
- * on one server any more). */
-static int drop_value_activity(convo_backend *b, rconn *c, convo_error *err)
-{
-    return convo__rd_scan_each(b, c, ":ix:{*}:r", unlink_batch, NULL, err);
-}
-
-/* P:store's v = 5 (one server; 4 on a cluster) says every thread of the store
+/* P:store's v = 6 (one server; 4 on a cluster) says every thread of the store
  * is in this version's layout; until then each open migrates the threads of
  * the index, 100 at a time, then sets it (unless the index is empty: an open
  * of a new prefix writes nothing). A thread written meanwhile (or not in the
  * index, or still changing) is migrated by its next checkpoint write or
  * rewrite (CONVO_MIGRATE); one left behind keeps v unset, so the next open
- * tries again. A store of layout 4 on one server needs no walk: only the
- * value sets 4 -> 5 drops. */
+ * tries again. On one server layouts 4 and 5 take the same walk: reindex.lua
+ * writes each thread's u and its values' activity sets from its P:ix:r score,
+ * which both kept as the thread's updated_at. */
 int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_error *err)
 {
     convo_error mine = {0};
-    int state = LAYOUT_OLDER, all = 1, rc = store_version(b, c, NULL, &state, &mine);
-    int done = state == LAYOUT_NOW, drop = !b->cluster && state != LAYOUT_NOW;
-    if (rc == 0 && state == LAYOUT_4 && !reindex) {
-        rc = drop_value_activity(b, c, &mine);
-        if (rc == 0)
-            rc = store_version(b, c, layout_of(b), NULL, &mine);
-        done = 1;
-        drop = 0;
-    }
+    int done = 0, all = 1, rc = store_version(b, c, NULL, &done, &mine);
     if (reindex) /* index keys declared for the first time: every thread again */
         done = 0;
     char *after = NULL;
@@ -291,8 +250,6 @@ int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_erro
         if (rc == 0 && !done && !after)
             rc = convo__rd_oom(&mine);
         freeReplyObject(r);
-        if (rc == 0 && done && drop && !empty) /* a new prefix has no sets to drop */
-            rc = drop_value_activity(b, c, &mine);
         if (rc == 0 && done && all && !empty)
             rc = store_version(b, c, layout_of(b), NULL, &mine);
     }

@@ -1,9 +1,10 @@
-/* list.c — convo_thread_list_ex on the index of layout 5 (one server) or 4 (a
+/* list.c — convo_thread_list_ex on the index of layout 6 (one server) or 4 (a
  * cluster; docs/redis.md, "The thread index"). Candidates come in order from
- * one sorted set: the set of a declared key's value when the filter names one
- * (on one server its recent order is P:ix:r's, list.lua), else the set of
- * every thread (on a cluster its 16 shards, merged); each batch's rows are read in
- * one pipelined round trip and checked against the thread's own keys. An
+ * one sorted set: the set of a declared key's value when the filter names one,
+ * else the set of every thread (on a cluster its 16 shards, merged); each
+ * batch's rows are read in one round trip (on one server in list.lua, which
+ * also orders a recent page by updated_at inside the activity window) and
+ * checked against the thread's own keys. An
  * entry whose thread is gone (deleted, expired) or, on a cluster, says
  * otherwise (a write whose index update was lost) is skipped and repaired. */
 #include "redis_int.h"
@@ -28,7 +29,9 @@ typedef struct source {
     int desc;       /* (time, id) or id descending */
     int order;      /* CONVO_ORDER_* */
     char *kv;       /* "P:ix:{F V}:" when the filter's value is indexed, else NULL */
-    int activity;   /* one server, recent order of a value: its :i set in P:ix:r's order */
+    int window;     /* one server, recent order: ordered by list.lua within the window */
+    int exact;      /* the filter is one key with a value whose text decides: */
+    char *exact_field, *exact_value; /* the stored field and value texts that match */
     int threads;    /* P:threads (one server, id order, no indexed value) */
 } source;
 
@@ -43,6 +46,7 @@ static void source_free(source *s)
     for (size_t i = 0; i < s->nkeys; i++)
         free(s->keys[i]);
     free(s->kv);
+    free(s->exact_value);
 }
 
 static char *concat(const char *a, const char *b)
@@ -53,10 +57,15 @@ static char *concat(const char *a, const char *b)
     return s;
 }
 
-/* The index value of the filter's first declared key with an indexed value. */
-static int kv_of_where(const convo_backend *b, json_t *where, char **kv)
+/* The index value of the filter's first declared key with an indexed value.
+ * When the filter is that key alone with a string, true, false or null, a
+ * thread matches exactly when its stored value's text is the filter's (both
+ * compact as jansson writes them): s->exact, checked on the extra hash's
+ * fields without building the object (a number's text does not decide: 3 and
+ * 3.0 match). */
+static int kv_of_where(const convo_backend *b, json_t *where, source *s)
 {
-    *kv = NULL;
+    s->kv = NULL;
     const char *key;
     json_t *value;
     json_object_foreach(where, key, value) {
@@ -66,9 +75,11 @@ static int kv_of_where(const convo_backend *b, json_t *where, char **kv)
         char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
         if (!text)
             return CONVO_ENOMEM;
-        *kv = convo__rd_ix_kv(b, b->ix_field[f], text, strlen(text));
-        free(text);
-        return *kv ? 0 : CONVO_ENOMEM;
+        s->kv = convo__rd_ix_kv(b, b->ix_field[f], text, strlen(text));
+        s->exact = json_object_size(where) == 1 && strchr("\"tfn", text[0]);
+        s->exact_field = b->ix_field[f];
+        s->exact_value = text;
+        return s->kv ? 0 : CONVO_ENOMEM;
     }
     return 0;
 }
@@ -82,13 +93,12 @@ static int source_pick(const convo_backend *b, const convo_thread_list_opts *o, 
     s->desc = s->lex ? o->reverse : !o->reverse;
     const char *kind = o->order == CONVO_ORDER_RECENT ? "r" : o->order == CONVO_ORDER_CREATED ? "c"
                                                                                            : "i";
-    if (where && kv_of_where(b, where, &s->kv) != 0)
+    if (where && kv_of_where(b, where, s) != 0)
         return CONVO_ENOMEM;
+    s->window = !b->cluster && o->order == CONVO_ORDER_RECENT;
     if (s->kv) {
-        /* layout 5: a common append moves a thread in P:ix:r only (threads.c) */
-        s->activity = !b->cluster && o->order == CONVO_ORDER_RECENT;
         s->nkeys = 1;
-        return (s->keys[0] = concat(s->kv, s->activity ? "i" : kind)) ? 0 : CONVO_ENOMEM;
+        return (s->keys[0] = concat(s->kv, kind)) ? 0 : CONVO_ENOMEM;
     }
     if (b->cluster) {
         for (int i = 0; i < IX_SHARDS; i++, s->nkeys++)
@@ -347,6 +357,23 @@ static int kv_differs(const convo_backend *b, const source *s, const redisReply 
     return 1;
 }
 
+/* s->exact: the HGETALL reply holds the filter's field with its value text
+ * (stored as "ORDINAL JSON"). */
+static int exact_match(const source *s, const redisReply *all)
+{
+    size_t flen = strlen(s->exact_field), vlen = strlen(s->exact_value);
+    for (size_t i = 0; all->type == REDIS_REPLY_ARRAY && i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i], *v = all->element[i + 1];
+        if (f->type != REDIS_REPLY_STRING || f->len != flen ||
+            memcmp(f->str, s->exact_field, flen) != 0)
+            continue;
+        const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
+        return sp && (size_t)(v->str + v->len - sp - 1) == vlen &&
+               memcmp(sp + 1, s->exact_value, vlen) == 0;
+    }
+    return 0;
+}
+
 typedef struct list_state {
     convo_backend *b;
     rconn *c;
@@ -373,6 +400,8 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
         st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
         return 0;
     }
+    if (s->window) /* updated_at inside the window: batch_window() found it */
+        updated = cd->score;
     long long t = s->order == CONVO_ORDER_RECENT ? updated : created;
     if (!s->lex && t != cd->score) { /* written since the range was read, or stale */
         if (st->b->cluster)
@@ -384,7 +413,8 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
     int rc = 0;
     if (r[R_EXTRA] && (rc = convo__rd_extra_text(r[R_EXTRA], &extra, &extra_len)) != 0)
         return rc;
-    if (st->where && !convo__json_contains(extra, extra_len, st->where)) {
+    if (st->where && !(s->exact ? exact_match(s, r[R_EXTRA])
+                                : convo__json_contains(extra, extra_len, st->where))) {
         if (s->kv && kv_differs(st->b, s, r[R_EXTRA]))
             st->fix[st->nfix++] = (repair){cd->id, 0, 1};
         free(extra);
@@ -392,7 +422,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
     }
     const char *last = NULL;
     size_t last_len = 0;
-    if (r[R_LAST] && r[R_LAST]->type != REDIS_REPLY_NIL)
+    if (st->o->with_last_message && r[R_LAST]->type != REDIS_REPLY_NIL)
         rc = record_bytes(r[R_LAST], u, &last, &last_len);
     if (rc == 0 && convo__thread_page_add_row(st->p, cd->id, strlen(cd->id), created, updated,
                                               r[R_LEN]->integer, st->o->with_extra ? extra : NULL,
@@ -414,7 +444,7 @@ static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
         convo__rd_cmd_str(&q[R_EXTRA], "HGETALL");
         convo__rd_cmd_add(&q[R_EXTRA], tk->k[K_EXTRA], tk->len[K_EXTRA]);
     }
-    if (st->o->with_last_message) {
+    if (st->o->with_last_message || st->s->window) { /* the window: its time */
         convo__rd_cmd_str(&q[R_LAST], "LINDEX");
         convo__rd_cmd_add(&q[R_LAST], tk->k[K_MSGS], tk->len[K_MSGS]);
         convo__rd_cmd_add(&q[R_LAST], "-1", 2);
@@ -425,10 +455,10 @@ static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
 static int take_rows(list_state *st, const cand_list *l, redisReply **r, size_t want,
                      convo_error *err)
 {
-    free(st->fix);
-    st->nfix = 0;
-    if (!(st->fix = calloc(l->n + 1, sizeof *st->fix)))
+    repair *fix = realloc(st->fix, (st->nfix + l->n + 1) * sizeof *fix);
+    if (!fix)
         return convo__rd_oom(err);
+    st->fix = fix;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
     int rc = 0;
@@ -446,88 +476,20 @@ static int take_rows(list_state *st, const cand_list *l, redisReply **r, size_t 
     return rc;
 }
 
-/* One server: a batch's candidates and their rows in one round trip
- * (list.lua). *more: the set may hold more after them. */
-static int batch_server(list_state *st, const position *p, size_t k, size_t want,
-                        cand_list *out, int *more, convo_error *err)
+typedef int (*rows_fn)(list_state *st, cand_list *l, redisReply **r, size_t want, void *ctx,
+                       convo_error *err);
+
+static int take_rows_fn(list_state *st, cand_list *l, redisReply **r, size_t want, void *ctx,
+                        convo_error *err)
 {
-    const source *s = st->s;
-    cmd q = {0};
-    redisReply *r = NULL;
-    convo__rd_cmd_add(&q, "EVALSHA", 7);
-    convo__rd_cmd_add(&q, "", 0);
-    convo__rd_cmd_num(&q, 0);
-    convo__rd_cmd_str(&q, s->keys[0]);
-    convo__rd_cmd_str(&q, s->lex        ? (s->desc ? "lexdesc" : "lexasc")
-                          : s->activity ? (s->desc ? "rdesc" : "rasc")
-                          : s->desc     ? "desc"
-                                        : "asc");
-    if (p->set)
-        convo__rd_cmd_num(&q, p->time);
-    else
-        convo__rd_cmd_add(&q, "", 0);
-    convo__rd_cmd_str(&q, p->set ? p->id : "");
-    convo__rd_cmd_num(&q, (long long)k);
-    convo__rd_cmd_str(&q, st->b->prefix);
-    convo__rd_cmd_add(&q, st->where || st->o->with_extra ? "1" : "0", 1);
-    convo__rd_cmd_add(&q, st->o->with_last_message ? "1" : "0", 1);
-    convo__rd_cmd_str(&q, st->b->ix_recent);
-    int rc = q.failed ? convo__rd_oom(err)
-                      : convo__rd_pipeline_script(st->b, st->c, &q, 1, 0, S_LIST, &r, err);
-    convo__rd_cmd_free(&q);
-    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
-        rc = convo__rd_reply_error(r, err);
-    else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-                         r->element[0]->type != REDIS_REPLY_INTEGER))
-        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
-    redisReply **rows = NULL;
-    size_t got = 0;
-    if (rc == 0) {
-        *more = r->element[0]->integer >= (long long)k;
-        rc = take_range(s, r->element[1], p, 1, out, &got);
-        size_t ties = out->n, all = got; /* ties kept, ties read */
-        if (rc == 0)
-            rc = take_range(s, r->element[2], p, 0, out, &got);
-        all += got;
-        if (rc == CONVO_ECORRUPT || (rc == 0 && r->elements != 3 + all))
-            rc = convo__error(err, CONVO_ECORRUPT, NULL, "redis: bad thread index entry");
-        else if (rc != 0)
-            rc = convo__rd_oom(err);
-        if (rc == 0 && !(rows = calloc(out->n * R_PER + 1, sizeof *rows)))
-            rc = convo__rd_oom(err);
-        /* the rows of the ties that were kept: find them by id among those read */
-        size_t nt = all - got;
-        for (size_t i = 0, j = 0; rc == 0 && i < out->n; i++) {
-            const redisReply *row;
-            if (i < ties) {
-                while (j < nt && strncmp(r->element[1]->element[2 * j]->str, out->c[i].id,
-                                         r->element[1]->element[2 * j]->len + 1) != 0)
-                    j++;
-                row = j < nt ? r->element[3 + j] : NULL;
-            } else {
-                row = r->element[3 + nt + (i - ties)];
-            }
-            if (!row || row->type != REDIS_REPLY_ARRAY || row->elements != 4) {
-                rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
-                break;
-            }
-            for (int f = 0; f < R_PER; f++)
-                rows[i * R_PER + f] = row->element[f];
-            if (!st->where && !st->o->with_extra)
-                rows[i * R_PER + R_EXTRA] = NULL;
-            if (!st->o->with_last_message)
-                rows[i * R_PER + R_LAST] = NULL;
-        }
-    }
-    if (rc == 0)
-        rc = take_rows(st, out, rows, want, err);
-    free(rows);
-    freeReplyObject(r);
-    return rc;
+    (void)ctx;
+    return take_rows(st, l, r, want, err);
 }
 
-/* Reads the rows of a batch in one round trip and adds those that belong. */
-static int read_rows(list_state *st, const cand_list *l, size_t want, convo_error *err)
+/* Reads the rows of a batch in one round trip and hands them to take (by
+ * default take_rows: adds those that belong). */
+static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, void *ctx,
+                     convo_error *err)
 {
     size_t n = l->n, per = R_PER;
     cmd *q = calloc(n * per, sizeof *q), *flat = calloc(n * per, sizeof *flat);
@@ -553,7 +515,7 @@ static int read_rows(list_state *st, const cand_list *l, size_t want, convo_erro
         if (q[i].n)
             r[i] = rr[at++];
     if (rc == 0)
-        rc = take_rows(st, l, r, want, err);
+        rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
     if (rr)
         convo__rd_replies_free(rr, nf);
     for (size_t i = 0; q && i < n * per; i++)
@@ -641,6 +603,155 @@ done:
     free(ids);
 }
 
+/* ---- the activity order on one server (layout 6) ---- */
+
+typedef struct window_batch {
+    position *pos;
+    int ended;       /* the set had nothing after the candidates */
+    long long f;     /* the last candidate's score (list.lua) */
+    int progressed;  /* a complete row after the position was met */
+} window_batch;
+
+/* created_at of a message record [created_at, role, bytes] from its first
+ * bytes (a fixarray of 3, then an integer >= 0 as msgpack-c packs it), or 0. */
+static long long record_time(const redisReply *rec)
+{
+    static const unsigned char width[4] = {1, 2, 4, 8}; /* 0xcc .. 0xcf */
+    const unsigned char *p = (const unsigned char *)rec->str;
+    if (rec->type != REDIS_REPLY_STRING || rec->len < 2 || p[0] != 0x93)
+        return 0;
+    if (p[1] < 0x80)
+        return p[1];
+    if (p[1] < 0xcc || p[1] > 0xcf || rec->len < 2u + width[p[1] - 0xcc])
+        return 0;
+    unsigned long long v = 0;
+    for (unsigned i = 0; i < width[p[1] - 0xcc]; i++)
+        v = v << 8 | p[2 + i];
+    return v > INT64_MAX ? 0 : (long long)v;
+}
+
+/* A thread's updated_at from its rows: u, or its last record's created_at
+ * when later, at most u + WINDOW_US - 1 (docs/redis.md, "The activity
+ * window"); -1 when it has no times (gone: repaired). */
+static long long window_time(const redisReply *meta, const redisReply *last)
+{
+    long long c, t;
+    if (meta->type != REDIS_REPLY_ARRAY || meta->elements != 2 ||
+        parse_time(meta->element[0], &c) || parse_time(meta->element[1], &t))
+        return -1;
+    long long at = record_time(last);
+    if (at > t)
+        t = at < t + WINDOW_US - 1 ? at : t + WINDOW_US - 1;
+    return t;
+}
+
+/* (time, id) of c comes after the position in the listing's order. */
+static int after_pos(const source *s, const position *p, const cand *c)
+{
+    cand at = {p->id, p->time};
+    return !p->set || cand_cmp(s, &at, c) < 0;
+}
+
+/* The rows of list.lua's candidates: each one's updated_at, then those after
+ * the position in (updated_at, id) order, as far as they are complete (every
+ * thread not read comes after them); the position moves to the last one. */
+static int window_take(list_state *st, cand_list *l, redisReply **r, size_t want, void *ctx,
+                       convo_error *err)
+{
+    window_batch *w = ctx;
+    const source *s = st->s;
+    size_t *order = calloc(l->n + 1, sizeof *order), n = 0;
+    repair *fix = realloc(st->fix, (st->nfix + l->n + 1) * sizeof *fix);
+    if (fix)
+        st->fix = fix;
+    int rc = order && fix ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < l->n && rc == 0; i++) {
+        redisReply **row = &r[i * R_PER];
+        if (row[R_META]->type == REDIS_REPLY_ERROR)
+            rc = convo__rd_reply_error(row[R_META], err);
+        long long t = rc == 0 ? window_time(row[R_META], row[R_LAST]) : 0;
+        if (t < 0)
+            st->fix[st->nfix++] = (repair){l->c[i].id, 1, s->kv != NULL};
+        l->c[i].score = t;
+        if (t >= 0 && after_pos(s, w->pos, &l->c[i]))
+            order[n++] = i;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: a batch is a few dozen */
+        for (size_t j = i; j > 0 && cand_cmp(s, &l->c[order[j - 1]], &l->c[order[j]]) > 0; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < n && rc == 0 && convo_thread_page_count(st->p) < want; i++) {
+        const cand *cd = &l->c[order[i]];
+        if (!w->ended && (s->desc ? cd->score < w->f : cd->score >= w->f + WINDOW_US))
+            break; /* a thread not read may come before it */
+        rc = take_rows(st, &(cand_list){(cand *)cd, 1, 1}, &r[order[i] * R_PER], want, err);
+        last = order[i];
+    }
+    if (rc == 0 && last != SIZE_MAX) {
+        char *id = strdup(l->c[last].id);
+        if (!id)
+            rc = convo__rd_oom(err);
+        free(w->pos->id);
+        *w->pos = (position){1, l->c[last].score, id};
+        w->progressed = 1;
+    }
+    free(order);
+    return rc;
+}
+
+/* One batch of a page in activity order on one server: list.lua's candidates
+ * (one round trip), their rows (another), ordered here. *k doubles when no
+ * row after the position was complete (more threads than k scored between the
+ * position and its window), so a batch always moves on. */
+static int batch_window(list_state *st, position *pos, size_t *k, size_t want, int *more,
+                        convo_error *err)
+{
+    const source *s = st->s;
+    cmd q = {0};
+    redisReply *r = NULL;
+    convo__rd_cmd_add(&q, "EVALSHA", 7);
+    convo__rd_cmd_add(&q, "", 0);
+    convo__rd_cmd_num(&q, 0);
+    convo__rd_cmd_str(&q, s->keys[0]);
+    convo__rd_cmd_str(&q, s->desc ? "desc" : "asc");
+    if (pos->set)
+        convo__rd_cmd_num(&q, pos->time);
+    else
+        convo__rd_cmd_add(&q, "", 0);
+    convo__rd_cmd_num(&q, (long long)*k);
+    convo__rd_cmd_num(&q, WINDOW_US);
+    int rc = q.failed ? convo__rd_oom(err)
+                      : convo__rd_pipeline_script(st->b, st->c, &q, 1, 0, S_LIST, &r, err);
+    convo__rd_cmd_free(&q);
+    if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(r, err);
+    else if (rc == 0 && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+                         r->element[0]->type != REDIS_REPLY_INTEGER ||
+                         r->element[1]->type != REDIS_REPLY_STRING))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
+    window_batch w = {pos, rc == 0 && r->element[0]->integer != 0, 0, 0};
+    if (rc == 0)
+        w.f = strtoll(r->element[1]->str, NULL, 10);
+    cand_list l = {0};
+    for (size_t i = 2; rc == 0 && i < r->elements; i++)
+        if ((rc = cand_push(&l, r->element[i], 0)) != 0)
+            rc = rc == CONVO_ENOMEM ? convo__rd_oom(err)
+                                    : convo__error(err, rc, NULL, "redis: bad thread index entry");
+    freeReplyObject(r);
+    if (rc == 0 && l.n > 0)
+        rc = read_rows(st, &l, want, window_take, &w, err);
+    if (rc == 0)
+        repair_run(st);
+    *more = rc == 0 && !w.ended;
+    if (rc == 0 && !w.progressed)
+        *k *= 2;
+    cands_free(&l);
+    return rc;
+}
+
 /* ---- the call ---- */
 
 static int list_run(list_state *st, const convo_thread_cursor *after, convo_error *err)
@@ -649,18 +760,26 @@ static int list_run(list_state *st, const convo_thread_cursor *after, convo_erro
     position pos = {after != NULL, after ? after->time : 0, after ? strdup(after->id) : NULL};
     int rc = after && !pos.id ? convo__rd_oom(err) : 0, more = 1;
     int scan = st->where && !st->s->kv; /* a filter the index cannot serve */
+    size_t grown = 0; /* a window batch's count, doubled until it moves on */
     while (rc == 0 && more && convo_thread_page_count(st->p) < want) {
         size_t need = want - convo_thread_page_count(st->p);
         size_t k = scan ? (need * 4 < 200 ? 200 : need * 4) : need < 8 ? 8 : need;
         cand_list l = {0};
         st->nfix = 0;
-        if (!st->b->cluster) {
-            rc = batch_server(st, &pos, k, want, &l, &more, err);
-        } else {
-            rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
-            if (rc == 0 && l.n > 0)
-                rc = read_rows(st, &l, want, err);
+        if (st->s->window) {
+            if (grown < k)
+                grown = k;
+            size_t was = grown;
+            rc = batch_window(st, &pos, &grown, want, &more, err);
+            if (grown == was)
+                grown = 0;
+            free(st->fix);
+            st->fix = NULL;
+            continue;
         }
+        rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
+        if (rc == 0 && l.n > 0)
+            rc = read_rows(st, &l, want, NULL, NULL, err);
         if (rc == 0)
             repair_run(st);
         if (rc == 0 && l.n > 0) {

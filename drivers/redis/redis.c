@@ -189,8 +189,11 @@ static int rd_open(convo_backend **out, convo_url *url, const convo_limits *limi
         return convo__rd_oom(err);
     b->limits = *limits;
     atomic_init(&b->next_gen, 1);
-    for (size_t i = 0; i < RECENT_SLOTS; i++)
+    for (size_t i = 0; i < RECENT_SLOTS; i++) {
         atomic_init(&b->recent[i], 0);
+        atomic_init(&b->moved[i], 0);
+    }
+    b->moved_epoch = convo__now_micros() - 1024; /* a time moved now is not 0 */
     atomic_init(&b->stale_below, 0);
     atomic_init(&b->order_hint, 0);
     long long pool = DEFAULT_POOL;

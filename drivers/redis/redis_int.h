@@ -21,6 +21,12 @@
 #define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
 #define IX_SHARDS 16     /* cluster: the global index sets are split in 16, over the masters */
 #define RELAYOUT_TRIES 3  /* a thread migrated by a call that met it (CONVO_MIGRATE) */
+/* One server (layout 6): a thread's updated_at lies in [u, u + WINDOW_US),
+ * u its activity time, the score of its :r entries; an append inside that
+ * window leaves them alone (docs/redis.md, "The activity window"). Writers
+ * and readers of a store must agree on it: it is part of the layout. */
+#define WINDOW_US 20000
+#define IX_VALUE_MAX 200 /* longer value texts are cut, with "\n" after (index.lua) */
 
 /* The scripts (scripts.c joins the .lua files that make each). */
 enum {
@@ -51,6 +57,8 @@ struct convo_backend {
     atomic_int_fast64_t order_hint; /* the highest checkpoint order this store saw */
     char sha[S_COUNT][41];
     atomic_uint_fast64_t recent[RECENT_SLOTS]; /* threads written lately (convo__rd_run_writer) */
+    atomic_uint_fast64_t moved[RECENT_SLOTS];  /* when this store last set their activity time */
+    int64_t moved_epoch;                       /* µs: moved[] counts from here */
     atomic_uint_fast64_t next_gen;
     atomic_uint_fast64_t stale_below; /* connections with gen < this are suspect */
     rcl *cluster;                       /* redis+cluster: routing (cluster.c) */
@@ -152,6 +160,9 @@ int convo__rd_recent_has(convo_backend *b, uint64_t h);
 int convo__rd_recent_has_messages(convo_backend *b, uint64_t h);
 void convo__rd_recent_set_messages(convo_backend *b, uint64_t h);
 void convo__rd_recent_forget(convo_backend *b, uint64_t h);
+void convo__rd_recent_moved(convo_backend *b, uint64_t h, int64_t at);
+int convo__rd_recent_in_window(convo_backend *b, uint64_t h, int64_t now);
+int64_t convo__rd_spec_now(const thread_keys *tk);
 int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
                             void *ctx, redisReply **reply, convo_error *err);
 int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,

@@ -94,9 +94,10 @@ static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite
 {
     cmd cmds[3] = {{0}}, *call = &cmds[0];
     redisReply *rr[3] = {NULL};
-    int script = w->o->drop_checkpoints                      ? S_REWRITE_CP
-                 : b->ttl_ms == 0 && !w->o->idempotency_key ? S_REWRITE_QUICK
-                                                             : S_REWRITE;
+    /* the quick script moves no value's activity set: on one server, only
+     * for a store without declared keys (layout 6 keeps those sets) */
+    int quick = b->ttl_ms == 0 && !w->o->idempotency_key && (b->cluster || b->ix_nkeys == 0);
+    int script = w->o->drop_checkpoints ? S_REWRITE_CP : quick ? S_REWRITE_QUICK : S_REWRITE;
     int rc = (script == S_REWRITE_QUICK ? rewrite_quick_build(w, call) : rewrite_build(w, call))
                  ? convo__rd_oom(err)
                  : 0;
@@ -144,7 +145,7 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
     packbuf pb = {0};
     if (convo__rd_keys_make(b, thread_id, &tk) != 0)
         return convo__rd_oom(err);
-    int rc = n ? convo__rd_pack_records(msgs, n, NULL, convo__now_micros(), &pb) : 0;
+    int rc = n ? convo__rd_pack_records(msgs, n, NULL, convo__rd_spec_now(&tk), &pb) : 0;
     if (rc != 0)
         rc = convo__rd_pack_error(rc, err);
     rewrite_call w = {b, &tk, keep, opts, &pb, n};

@@ -2,7 +2,8 @@
 -- a script with nothing else in it (no prelude, no index.lua: every
 -- definition, key and argument a script gets costs the server time on each
 -- call): a thread of layout 4 (v 4 and created_at) without a deadline, in a
--- store without ttl, no idempotency key, no checkpoint dropped. Anything else,
+-- store without ttl (and on one server without declared keys), no idempotency
+-- key, no checkpoint dropped. Anything else,
 -- or checkpoints past keep or not indexed by log length, answers CONVO_SLOW
 -- having written nothing, and the client sends the call as rewrite.lua, which
 -- decides those cases (its checks and writes, in its order, are these).
@@ -49,10 +50,9 @@ end
 for i = first, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
-if ixr ~= '' then -- one server: the thread's activity is its P:ix:r score (layout 5)
-  redis.call('HSET', KEYS[2], 'g', string.format('%d', g + 1))
-  redis.call('ZADD', ixr, now, id)
-else -- a cluster: updated_at in meta, the index written by the client after
-  redis.call('HSET', KEYS[2], 'g', string.format('%d', g + 1), 'u', now)
-end
+-- the activity time in meta; on one server (a store without declared keys:
+-- no value's :r set to move) its P:ix:r score too, on a cluster the client
+-- writes the index after
+redis.call('HSET', KEYS[2], 'g', string.format('%d', g + 1), 'u', now)
+if ixr ~= '' then redis.call('ZADD', ixr, now, id) end
 return {0, keep, n, len - keep, g + 1}

@@ -1,8 +1,9 @@
 /* scripts.c — the driver's Lua scripts, each joined from the .lua files of
  * drivers/redis that make it (lua.h, made from them by scripts/embed.sh,
  * defines each file as LUA_<NAME>). Every script but append.lua starts with
- * prelude.lua; those that write a thread go on with index.lua (append.lua
- * starts with it); the checkpoint scripts go on with cp_prelude.lua, and those
+ * prelude.lua; those that write a thread go on with rec_time.lua and
+ * index.lua (append.lua starts with them); the checkpoint scripts go on
+ * with cp_prelude.lua, and those
  * that give a checkpoint its order with checkpoint.lua. Loaded by SCRIPT LOAD
  * on every new connection (conn.c). */
 #include "redis_int.h"
@@ -10,10 +11,10 @@
 
 #define LUA_CP LUA_PRELUDE LUA_CP_PRELUDE
 #define LUA_CP_ORDER LUA_CP_PRELUDE LUA_CHECKPOINT
-#define LUA_IX LUA_PRELUDE LUA_INDEX
+#define LUA_IX LUA_PRELUDE LUA_REC_TIME LUA_INDEX
 
 const char *const convo__rd_scripts[S_COUNT] = {
-    [S_APPEND] = LUA_INDEX LUA_APPEND,
+    [S_APPEND] = LUA_REC_TIME LUA_INDEX LUA_APPEND,
     [S_APPEND_FAST] = LUA_APPEND_FAST,
     [S_EXTRA] = LUA_IX LUA_EXTRA,
     [S_DELETE] = LUA_IX LUA_DELETE,

@@ -10,11 +10,14 @@
 #include <string.h>
 
 /* ---- append ---- */
-/* updated_at and the index change in the same atomic write as the messages:
- * on one server the common append is a MULTI (RPUSHX, ZADD XX of P:ix:r, which
- * holds updated_at since layout 5), every other append the append script
- * (index.lua + append.lua); on a cluster the common one is append_fast.lua
- * (docs/redis.md, "Measuring"). */
+/* The activity order changes in the same atomic write as the messages where
+ * it changes: on one server (layout 6) an append inside its thread's window
+ * (the activity time this store set less than WINDOW_US ago) is a MULTI
+ * (RPUSHX, PTTL) that moves nothing, the thread's updated_at being its last
+ * record's time; every other append is the append script (index.lua +
+ * append.lua), which moves the thread in P:ix:r and its values' :r sets; on a
+ * cluster the common one is append_fast.lua (docs/redis.md, "The activity
+ * window", "Measuring"). */
 
 /* The script's answer: first_seq, or {first_seq, count} for a replay. */
 static int append_result(const redisReply *r, size_t n, convo_append_result *res,
@@ -91,59 +94,38 @@ static int append_persist(convo_backend *b, rconn *c, const thread_keys *tk, con
     return rc;
 }
 
-/* What the EXEC of append_plain() answered, once the batch was pushed: the
- * list's deadline (a store with ttl left it) is removed; a thread that had no
- * P:ix:r entry to move (an older layout's, or one whose entry a crash lost)
- * is indexed from its own keys (reindex.lua). Neither can undo the append, so
- * a failure here is no error: the next listing, sweep or write repairs it. */
-static void append_plain_after(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
-                               const redisReply *moved, const redisReply *pttl)
-{
-    if (pttl->type == REDIS_REPLY_INTEGER && pttl->integer >= 0 &&
-        append_persist(b, c, tk, NULL) != 0)
-        convo__rd_recent_forget(b, h); /* the next write takes the script, which persists */
-    if (moved->type == REDIS_REPLY_INTEGER && moved->integer == 0)
-        (void)convo__rd_ix_reindex(b, c, &tk->id, 1, NULL);
-}
-
 /* The common append on one server (no idempotency key, expected length or
- * generation, no ttl, a thread this store wrote lately) without a script,
- * which costs the server several times a bare push: MULTI, RPUSHX (writes
- * nothing when the list is missing), ZADD XX CH of the thread's P:ix:r entry
- * to the call's clock (moves it, never adds it), the list's PTTL, EXEC, in
- * one round trip and one atomic step. Returns 1 when done, 0 when nothing was
- * pushed (no list: a new thread, or one without messages; the ZADD may have
- * moved the thread, which the script sent next moves again), or an error. */
+ * generation, no ttl, a thread this store appended to lately, inside its
+ * window) without a script, which costs the server several times a bare
+ * push: MULTI, RPUSHX (writes nothing when the list is missing), the list's
+ * PTTL, EXEC, in one round trip and one atomic step. Returns 1 when done, 0
+ * when nothing was pushed (no list: a new thread, or one without messages),
+ * or an error. A deadline found (a store with ttl left it) is removed after:
+ * that cannot undo the append, so its failure is no error (the next write
+ * takes the script, which persists). */
 static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint64_t h,
                         const packbuf *pb, size_t n, convo_append_result *res, convo_error *err)
 {
-    cmd q[5] = {{0}};
-    redisReply *r[5] = {NULL};
-    const char *z = memchr(tk->spec, '\0', tk->spec_len);
+    cmd q[4] = {{0}};
+    redisReply *r[4] = {NULL};
     convo__rd_cmd_str(&q[0], "MULTI");
     convo__rd_cmd_str(&q[1], "RPUSHX");
     convo__rd_cmd_add(&q[1], tk->k[K_MSGS], tk->len[K_MSGS]);
     for (size_t i = 0; i < n; i++)
         convo__rd_cmd_part(&q[1], pb, i);
-    convo__rd_cmd_str(&q[2], "ZADD");
-    convo__rd_cmd_str(&q[2], b->ix_recent);
-    convo__rd_cmd_str(&q[2], "XX");
-    convo__rd_cmd_str(&q[2], "CH");
-    convo__rd_cmd_add(&q[2], tk->spec, z ? (size_t)(z - tk->spec) : tk->spec_len); /* NOW */
-    convo__rd_cmd_str(&q[2], tk->id);
-    convo__rd_cmd_str(&q[3], "PTTL");
-    convo__rd_cmd_add(&q[3], tk->k[K_MSGS], tk->len[K_MSGS]);
-    convo__rd_cmd_str(&q[4], "EXEC");
+    convo__rd_cmd_str(&q[2], "PTTL");
+    convo__rd_cmd_add(&q[2], tk->k[K_MSGS], tk->len[K_MSGS]);
+    convo__rd_cmd_str(&q[3], "EXEC");
     int rc = 0;
-    for (int i = 0; i < 5 && rc == 0; i++)
+    for (int i = 0; i < 4 && rc == 0; i++)
         if (q[i].failed)
             rc = convo__rd_oom(err);
     if (rc == 0)
-        rc = convo__rd_pipeline(b, c, q, 5, r, err);
-    const redisReply *x = rc == 0 ? r[4] : NULL;
+        rc = convo__rd_pipeline(b, c, q, 4, r, err);
+    const redisReply *x = rc == 0 ? r[3] : NULL;
     if (rc == 0 && x->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(x, err);
-    else if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 3))
+    else if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 2))
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to the append");
     else if (rc == 0 && x->element[0]->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(x->element[0], err);
@@ -151,11 +133,14 @@ static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint6
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to RPUSHX");
     else if (rc == 0 && x->element[0]->integer > 0) {
         *res = (convo_append_result){x->element[0]->integer - (long long)n, n, 0};
-        append_plain_after(b, c, tk, h, x->element[1], x->element[2]);
+        const redisReply *pttl = x->element[1];
+        if (pttl->type == REDIS_REPLY_INTEGER && pttl->integer >= 0 &&
+            append_persist(b, c, tk, NULL) != 0)
+            convo__rd_recent_forget(b, h);
         rc = 1;
     }
-    convo__rd_replies_free(r, 5);
-    for (int i = 0; i < 5; i++)
+    convo__rd_replies_free(r, 4);
+    for (int i = 0; i < 4; i++)
         convo__rd_cmd_free(&q[i]);
     return rc;
 }
@@ -168,7 +153,8 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     packbuf pb = {0};
     if (convo__rd_keys_make(b, thread_id, &tk) != 0)
         return convo__rd_oom(err);
-    int rc = convo__rd_pack_records(msgs, n, NULL, convo__now_micros(), &pb);
+    int64_t now = convo__rd_spec_now(&tk); /* the records' time is the script's NOW */
+    int rc = convo__rd_pack_records(msgs, n, NULL, now, &pb);
     if (rc != 0)
         rc = convo__rd_pack_error(rc, err);
     append_call a = {b, &tk, opts, &pb, n};
@@ -176,25 +162,32 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
     int known = convo__rd_recent_has(b, h);
     int simple = !b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
                  opts->expected_length < 0 && opts->expected_generation < 0;
-    int plain = simple && convo__rd_recent_has_messages(b, h);
+    int pushed_before = simple && convo__rd_recent_has_messages(b, h);
+    int plain = pushed_before && convo__rd_recent_in_window(b, h, now);
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
         rc = plain ? append_plain(b, c, &tk, h, &pb, n, res, err) : 0;
-        /* not plain, or nothing pushed: a script; a simple append gets here for
-         * a thread without a message list as far as the store knows (made by
-         * save_extra, say), which only the script that may create can push to */
+        /* not plain, or nothing pushed: the script, alone for a thread this
+         * store appended to (unless the plain push found no list); a simple
+         * append of a thread without a message list as far as the store knows
+         * (made by save_extra, say) goes inside the index protocol at once,
+         * as only the script that may create can push to it */
         if (rc == 0)
-            rc = convo__rd_run_writer_as(b, c, thread_id, known && !simple, append_build, &a, &r,
-                                         err);
+            rc = convo__rd_run_writer_as(b, c, thread_id,
+                                         known && (!simple || (pushed_before && !plain)),
+                                         append_build, &a, &r, err);
         else if (rc == 1)
             rc = 0;
         convo__rd_release(b, c);
     }
     if (rc == 0 && r)
         rc = append_result(r, n, res, err);
-    if (rc == 0 && convo__rd_recent_has(b, h))
+    if (rc == 0 && convo__rd_recent_has(b, h)) {
         convo__rd_recent_set_messages(b, h);
+        if (r && !b->cluster && !res->replayed) /* the script set the activity time */
+            convo__rd_recent_moved(b, h, convo__rd_spec_now(&tk));
+    }
     freeReplyObject(r);
     convo__rd_packbuf_free(&pb);
     free(tk.buf);
@@ -275,63 +268,63 @@ static int by_ord(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sets fields[0..n) into obj in insertion order; CONVO_ECORRUPT on bad text. */
-static int extra_fill(json_t *obj, extra_field *f, size_t n)
-{
-    qsort(f, n, sizeof *f, by_ord);
-    for (size_t i = 0; i < n; i++) {
-        json_error_t je;
-        json_t *k = json_loadb(f[i].key->str, f[i].key->len, JSON_DECODE_ANY, &je);
-        json_t *v = json_loadb(f[i].value->str + f[i].json_at, f[i].value->len - f[i].json_at,
-                               JSON_DECODE_ANY, &je);
-        int ok = k && v && json_is_string(k) &&
-                 json_object_set_new(obj, json_string_value(k), v) == 0;
-        json_decref(k);
-        if (!ok) {
-            if (!(k && json_is_string(k)))
-                json_decref(v);
-            return CONVO_ECORRUPT;
-        }
-    }
-    return 0;
-}
-
 /* The extra object as compact JSON text from the HGETALL reply of the extra
- * hash ("{}" when empty): 0, CONVO_ECORRUPT or CONVO_ENOMEM. */
+ * hash ("{}" when empty): 0, CONVO_ECORRUPT or CONVO_ENOMEM. Each field is
+ * its key's JSON text and each value "ORDINAL JSON", both compact as jansson
+ * wrote them, so the object is their texts joined in ordinal order, checked
+ * in one pass (a listing page joins 20 of them: parsing each part with
+ * jansson and dumping the object cost more than the rest of the page). */
 int convo__rd_extra_text(const redisReply *all, char **out, size_t *len)
 {
     *out = NULL;
     if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
         return CONVO_ECORRUPT;
-    size_t n = all->elements / 2;
-    if (n == 0) {
-        *len = 2;
-        return (*out = strdup("{}")) ? 0 : CONVO_ENOMEM;
-    }
-    extra_field *f = calloc(n, sizeof *f);
-    json_t *obj = json_object();
-    int rc = f && obj ? 0 : CONVO_ENOMEM;
+    size_t n = all->elements / 2, total = 2 + (n ? n - 1 : 0);
+    extra_field *f = calloc(n + 1, sizeof *f);
+    int rc = f ? 0 : CONVO_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        f[i].key = all->element[2 * i];
-        f[i].value = all->element[2 * i + 1];
-        char *end;
-        const redisReply *v = f[i].value;
-        f[i].ord = v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0;
-        if (v->type != REDIS_REPLY_STRING || end == v->str || *end != ' ')
+        const redisReply *k = all->element[2 * i], *v = all->element[2 * i + 1];
+        char *end = NULL;
+        f[i] = (extra_field){v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0, k, v,
+                             0};
+        if (k->type != REDIS_REPLY_STRING || k->len < 2 || k->str[0] != '"' ||
+            v->type != REDIS_REPLY_STRING || end == v->str || *end != ' ' ||
+            (size_t)(end + 1 - v->str) >= v->len)
             rc = CONVO_ECORRUPT;
         else
-            f[i].json_at = (size_t)(end - v->str) + 1;
+            f[i].json_at = (size_t)(end + 1 - v->str);
+        if (rc == 0)
+            total += k->len + 1 + v->len - f[i].json_at;
     }
-    if (rc == 0)
-        rc = extra_fill(obj, f, n);
-    char *text = rc == 0 ? json_dumps(obj, JSON_COMPACT) : NULL;
+    char *text = rc == 0 ? malloc(total + 1) : NULL;
     if (rc == 0 && !text)
         rc = CONVO_ENOMEM;
-    json_decref(obj);
+    if (rc == 0) {
+        qsort(f, n, sizeof *f, by_ord);
+        char *p = text;
+        *p++ = '{';
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                *p++ = ',';
+            memcpy(p, f[i].key->str, f[i].key->len);
+            p += f[i].key->len;
+            *p++ = ':';
+            memcpy(p, f[i].value->str + f[i].json_at, f[i].value->len - f[i].json_at);
+            p += f[i].value->len - f[i].json_at;
+        }
+        *p++ = '}';
+        *p = '\0';
+        if (!convo__json_object_valid(text, total))
+            rc = CONVO_ECORRUPT;
+    }
     free(f);
+    if (rc != 0) {
+        free(text);
+        return rc;
+    }
     *out = text;
-    *len = text ? strlen(text) : 0;
-    return rc;
+    *len = total;
+    return 0;
 }
 
 /* Rebuilds the extra object from the HGETALL reply of the extra hash. */
@@ -531,6 +524,9 @@ int convo__rd_save_extra(convo_backend *b, const char *thread_id, const char *pa
     }
     if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(r, err);
+    uint64_t h = convo__rd_id_hash(thread_id);
+    if (rc == 0 && !b->cluster && convo__rd_recent_has(b, h)) /* the script set it */
+        convo__rd_recent_moved(b, h, convo__rd_spec_now(&tk));
     freeReplyObject(r);
     for (size_t i = 0; i < x.ntexts; i++)
         free(x.texts[i]);

@@ -333,6 +333,10 @@ int convo__checkpoint_set_add(convo_checkpoint_set *set, convo_checkpoint *cp);
 /* 1 when the JSON object text metadata contains filter (a json_t *), as
  * PostgreSQL's jsonb @> does: objects by key, arrays by element, scalars equal. */
 int convo__json_contains(const char *metadata_json, size_t len, void *filter);
+/* 1 when bytes[0..len) is one JSON object (lib/validate.c's scanner where it
+ * is sure, else jansson): an extra object a driver joined from stored parts,
+ * checked in one pass without building it. */
+int convo__json_object_valid(const char *bytes, size_t len);
 
 /* Microseconds since the epoch, from the system clock. */
 int64_t convo__now_micros(void);

@@ -1,0 +1,409 @@
+/* redis-window.c — the activity window of the Redis driver's layout 6 (one
+ * server; docs/redis.md, "The activity window"), seen by a plain hiredis
+ * client: an append inside its thread's window moves nothing and one after it
+ * moves the thread; every writer sets meta's u with the thread's :r scores;
+ * pages in activity order are exact by updated_at inside the window (states
+ * written here behind the store's back, so a reader that did not read one
+ * window further would fail); stores of layouts 4 and 5 are migrated on open.
+ * Usage: tests/redis_window URL PREFIX; every key it writes starts with PREFIX.
+ * A cluster keeps layout 4: the suite is not run there. */
+#include <check.h>
+#include <convo.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WINDOW_US 20000 /* drivers/redis/redis_int.h */
+#define USER "{\"user_id\":\"u1\"}"
+
+static const char *base_url, *base_prefix;
+static redisContext *rc_;
+static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
+static const char *const user_keys[] = {"user_id", NULL};
+
+/* ------------------------------------------------------------ helpers */
+
+static void connect_server(void)
+{
+    const char *hp = base_url + strlen("redis://"), *colon = strchr(hp, ':');
+    ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
+    rc_ = redisConnect("127.0.0.1", atoi(colon + 1));
+    ck_assert_msg(rc_ && !rc_->err, "connect: %s", rc_ ? rc_->errstr : "oom");
+}
+
+static void disconnect_server(void)
+{
+    redisFree(rc_);
+}
+
+static redisReply *cmd(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc_, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
+    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
+    return r;
+}
+
+/* A number the server holds as text (a score, a hash field), or -1. */
+static long long num(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc_, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
+    long long v = r->type == REDIS_REPLY_STRING    ? atoll(r->str)
+                  : r->type == REDIS_REPLY_INTEGER ? r->integer
+                                                   : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static convo_store *open_store(const char *name, const char *const *keys, char *prefix,
+                               size_t size)
+{
+    char url[1024];
+    snprintf(prefix, size, "%s-%s", base_prefix, name);
+    snprintf(url, sizeof url, "%s%sprefix=%s", base_url, strchr(base_url, '?') ? "&" : "?",
+             prefix);
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = keys;
+    convo_store *s = NULL;
+    convo_error err;
+    int rc = convo_open_ex(&s, url, &so, &err);
+    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
+    return s;
+}
+
+static void user_thread(convo_store *s, const char *id, const char *user)
+{
+    char patch[256];
+    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", user);
+    convo_error err;
+    ck_assert_int_eq(convo_save_extra(s, id, patch, &err), 0);
+    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+}
+
+/* created_at of the thread's last message */
+static long long last_created(convo_store *s, const char *id)
+{
+    convo_history *h;
+    convo_error err;
+    ck_assert_int_eq(convo_load(s, id, NULL, &h, &err), 0);
+    long long t = convo_history_created_at(h, convo_history_count(h) - 1);
+    convo_history_free(h);
+    return t;
+}
+
+/* Sets a thread's activity time as a writer would: meta's u, its P:ix:r score
+ * and (user not NULL) its score in the user's :r set. */
+static void set_activity(const char *prefix, const char *id, const char *user, long long u)
+{
+    freeReplyObject(cmd("HSET %s:{%s}:meta u %lld", prefix, id, u));
+    freeReplyObject(cmd("ZADD %s:ix:r XX %lld %s", prefix, u, id));
+    if (user)
+        freeReplyObject(
+            cmd("ZADD %s:ix:{\"user_id\"\"%s\"}:r XX %lld %s", prefix, user, u, id));
+}
+
+/* A thread's u equals its scores in P:ix:r and the user's :r set. */
+static long long activity(const char *prefix, const char *id, const char *user)
+{
+    long long u = num("HGET %s:{%s}:meta u", prefix, id);
+    ck_assert_int_eq(num("ZSCORE %s:ix:r %s", prefix, id), u);
+    if (user)
+        ck_assert_int_eq(num("ZSCORE %s:ix:{\"user_id\"\"%s\"}:r %s", prefix, user, id), u);
+    return u;
+}
+
+/* Walks a listing in pages of `limit`; out gets "id=updated_at" joined. */
+static void walk(convo_store *s, const char *where, int reverse, size_t limit, char *out,
+                 size_t size)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = where;
+    o.reverse = reverse;
+    o.limit = limit;
+    char cursor[512] = "";
+    out[0] = '\0';
+    for (int pages = 0; pages < 1000; pages++) {
+        o.after = cursor[0] ? cursor : NULL;
+        convo_thread_page *p;
+        convo_error err;
+        int rc = convo_thread_list_ex(s, &o, &p, &err);
+        ck_assert_msg(rc == 0, "list: %d %s", rc, err.message);
+        size_t n = convo_thread_page_count(p);
+        for (size_t i = 0; i < n; i++)
+            snprintf(out + strlen(out), size - strlen(out), "%s%s=%lld", *out ? " " : "",
+                     convo_thread_page_id(p, i), (long long)convo_thread_page_updated_at(p, i));
+        if (n)
+            snprintf(cursor, sizeof cursor, "%s", convo_thread_page_cursor(p, n - 1));
+        convo_thread_page_free(p);
+        if (n < limit)
+            return;
+    }
+    ck_abort_msg("the walk did not end");
+}
+
+typedef struct row {
+    char id[16];
+    long long u;
+} row;
+
+static int by_recent(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    return x->u != y->u ? (x->u < y->u ? 1 : -1) : -strcmp(x->id, y->id);
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* An append soon after its thread's last move leaves u and the :r scores as
+ * they are (the thread's updated_at is then its last message's time); once
+ * the window has passed, an append moves them to its own time. A machine
+ * this loaded may take longer than the window between two calls, so the
+ * first part tries up to 20 threads. */
+START_TEST(test_append_inside_window_moves_nothing)
+{
+    char prefix[256], id[32];
+    convo_store *s = open_store("inside", user_keys, prefix, sizeof prefix);
+    convo_error err;
+    int inside = 0;
+    for (int i = 0; i < 20 && !inside; i++) {
+        snprintf(id, sizeof id, "t%d", i);
+        user_thread(s, id, "u1"); /* save_extra: u moves; the append: a script, u moves */
+        long long u = activity(prefix, id, "u1");
+        ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+        long long last = last_created(s, id);
+        if (activity(prefix, id, "u1") == u) {
+            ck_assert_msg(last > u && last < u + WINDOW_US, "u %lld, last %lld", u, last);
+            inside = 1;
+        }
+    }
+    ck_assert_msg(inside, "no append came within %d µs of the one before it", WINDOW_US);
+    usleep(2 * WINDOW_US);
+    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+    ck_assert_int_eq(activity(prefix, id, "u1"), last_created(s, id));
+    convo_close(s);
+}
+END_TEST
+
+/* Every writer but an append inside the window sets u, P:ix:r and the values'
+ * :r scores together to its time: save_extra, a checkpoint put, the tail
+ * rewrite (the common script with declared keys, the quick one without). */
+START_TEST(test_writers_move_the_activity_time)
+{
+    char prefix[256], plain[256];
+    convo_store *s = open_store("writers", user_keys, prefix, sizeof prefix);
+    convo_store *t = open_store("writers-plain", NULL, plain, sizeof plain);
+    convo_error err;
+    user_thread(s, "a", "u1");
+    user_thread(t, "a", "u1");
+    long long before = activity(prefix, "a", "u1");
+    usleep(2 * WINDOW_US);
+    ck_assert_int_eq(convo_save_extra(s, "a", "{\"title\":\"x\"}", &err), 0);
+    long long u = activity(prefix, "a", "u1");
+    ck_assert(u >= before + 2 * WINDOW_US);
+    usleep(2 * WINDOW_US);
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "a";
+    cp.checkpoint_id = "c1";
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), 0);
+    ck_assert(activity(prefix, "a", "u1") >= u + 2 * WINDOW_US);
+    convo_store *w[] = {s, t};
+    const char *pre[] = {prefix, plain};
+    for (int i = 0; i < 2; i++) {
+        u = activity(pre[i], "a", i ? NULL : "u1");
+        usleep(2 * WINDOW_US);
+        convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+        convo_rewrite_result res;
+        ck_assert_int_eq(convo_replace_tail(w[i], "a", 0, &MSG, NULL, 1, &ro, &res, &err), 0);
+        ck_assert_int_eq(activity(pre[i], "a", i ? NULL : "u1"), last_created(w[i], "a"));
+        ck_assert(last_created(w[i], "a") >= u + 2 * WINDOW_US);
+    }
+    convo_close(s);
+    convo_close(t);
+}
+END_TEST
+
+/* Pages in activity order are exact by updated_at: 40 threads of u1 whose
+ * last messages are 1 ms apart, each's u up to 18 ms behind it (so the :r
+ * order is not the updated_at order), four more at one same u (ties by id,
+ * no message after it), one whose message is further past u than a window
+ * (a writer's clock ahead: it counts as u + W - 1), and threads of another
+ * user in between; walked 3 and 7 a page, both ways, with and without the
+ * filter, against the order computed here. */
+START_TEST(test_pages_exact_within_window)
+{
+    char prefix[256], id[16];
+    static char out[16384], want[16384];
+    convo_store *s = open_store("exact", user_keys, prefix, sizeof prefix);
+    row rows[64];
+    size_t n = 0;
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "w%02d", i);
+        user_thread(s, id, "u1");
+        snprintf(rows[n].id, sizeof rows[n].id, "%s", id);
+        rows[n++].u = last_created(s, id);
+        snprintf(id, sizeof id, "o%02d", i);
+        user_thread(s, id, "u2");
+        usleep(1000);
+    }
+    long long base = rows[0].u;
+    for (size_t i = 0; i < 40; i++) /* behind its message by 0, 6, 12 or 18 ms */
+        set_activity(prefix, rows[i].id, "u1", rows[i].u - (long long)(i % 4) * 6000);
+    for (int i = 0; i < 4; i++) { /* no message later than u: updated_at is u */
+        snprintf(rows[n].id, sizeof rows[n].id, "tie%d", i);
+        user_thread(s, rows[n].id, "u1");
+        rows[n].u = rows[20].u + 7;
+        set_activity(prefix, rows[n].id, "u1", rows[n].u);
+        freeReplyObject(cmd("DEL %s:{%s}:msgs", prefix, rows[n].id));
+        n++;
+    }
+    snprintf(rows[n].id, sizeof rows[n].id, "ahead");
+    user_thread(s, "ahead", "u1");
+    set_activity(prefix, "ahead", "u1", base - 5000000); /* its message 5 s past u */
+    rows[n++].u = base - 5000000 + WINDOW_US - 1;
+    qsort(rows, n, sizeof *rows, by_recent);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        want[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            const row *r = &rows[reverse ? n - 1 - i : i];
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s=%lld",
+                     *want ? " " : "", r->id, r->u);
+        }
+        for (size_t limit = 3; limit <= 7; limit += 4) {
+            walk(s, USER, reverse, limit, out, sizeof out);
+            ck_assert_str_eq(out, want);
+        }
+        walk(s, NULL, reverse, 5, out, sizeof out); /* P:ix:r: u2's threads in between */
+        char *p = out, *q = want;
+        for (char *tok = strtok(p, " "); tok; tok = strtok(NULL, " ")) {
+            if (tok[0] == 'o')
+                continue;
+            size_t len = strcspn(q, " ");
+            ck_assert_msg(strncmp(tok, q, len) == 0 && strlen(tok) == len, "%s, not %.*s", tok,
+                          (int)len, q);
+            q += len + (q[len] == ' ');
+        }
+        ck_assert_str_eq(q, "");
+    }
+    convo_close(s);
+}
+END_TEST
+
+/* A thread missing from P:ix:r and its value's :r set (left by an older
+ * writer, or lost) lists again once a write outside its window (a script)
+ * puts its entries back from its own keys. */
+START_TEST(test_script_append_reindexes)
+{
+    char prefix[256], out[4096];
+    convo_store *s = open_store("reindex", user_keys, prefix, sizeof prefix);
+    user_thread(s, "a", "u1");
+    user_thread(s, "b", "u1");
+    freeReplyObject(cmd("ZREM %s:ix:r b", prefix));
+    freeReplyObject(cmd("ZREM %s:ix:{\"user_id\"\"u1\"}:r b", prefix));
+    walk(s, USER, 0, 10, out, sizeof out);
+    ck_assert_msg(strncmp(out, "a=", 2) == 0 && !strchr(out, ' '), "%s", out);
+    usleep(2 * WINDOW_US);
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "b", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    long long u = activity(prefix, "b", "u1");
+    walk(s, USER, 0, 10, out, sizeof out);
+    char want[256];
+    snprintf(want, sizeof want, "b=%lld a=", u);
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+    convo_close(s);
+}
+END_TEST
+
+/* Layouts 4 and 5 -> 6: on open every thread gets meta's u and its values' :r
+ * entries from its P:ix:r score, which both kept as its updated_at (layout 5
+ * had no value activity sets; layout 4's meta u may be stale), and P:store's
+ * v becomes 6; the pages of a value list them in that order with those times,
+ * and the threads' messages and extra are as they were. */
+START_TEST(test_layouts_4_and_5_migrated)
+{
+    for (int from = 4; from <= 5; from++) {
+        char name[16], prefix[256], out[4096], want[256];
+        snprintf(name, sizeof name, "from%d", from);
+        convo_store *s = open_store(name, user_keys, prefix, sizeof prefix);
+        user_thread(s, "a", "u1");
+        user_thread(s, "b", "u1");
+        user_thread(s, "c", "u2");
+        convo_close(s);
+        long long t = now_us() + 60000000; /* later than every message */
+        const char *ids[] = {"a", "b", "c"};
+        for (int i = 0; i < 3; i++) {
+            freeReplyObject(cmd("ZADD %s:ix:r XX %lld %s", prefix, t - i * 1000000, ids[i]));
+            if (from == 5)
+                freeReplyObject(cmd("HDEL %s:{%s}:meta u", prefix, ids[i]));
+            else
+                freeReplyObject(cmd("HSET %s:{%s}:meta u 1", prefix, ids[i]));
+        }
+        if (from == 5) {
+            freeReplyObject(cmd("DEL %s:ix:{\"user_id\"\"u1\"}:r", prefix));
+            freeReplyObject(cmd("DEL %s:ix:{\"user_id\"\"u2\"}:r", prefix));
+        } else { /* layout 4 kept them, with the scores of P:ix:r */
+            freeReplyObject(
+                cmd("ZADD %s:ix:{\"user_id\"\"u1\"}:r %lld a %lld b", prefix, t, t - 1000000));
+        }
+        freeReplyObject(cmd("HSET %s:store v %d", prefix, from));
+
+        s = open_store(name, NULL, prefix, sizeof prefix);
+        ck_assert_int_eq(num("HGET %s:store v", prefix), 6);
+        ck_assert_int_eq(activity(prefix, "a", "u1"), t);
+        ck_assert_int_eq(activity(prefix, "b", "u1"), t - 1000000);
+        ck_assert_int_eq(activity(prefix, "c", "u2"), t - 2000000);
+        walk(s, USER, 0, 1, out, sizeof out);
+        snprintf(want, sizeof want, "a=%lld b=%lld", t, t - 1000000);
+        ck_assert_str_eq(out, want);
+        ck_assert_int_eq(num("LLEN %s:{a}:msgs", prefix), 1);
+        ck_assert_int_eq(num("HLEN %s:{a}:extra", prefix), 1);
+        convo_close(s);
+    }
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
+        return 2;
+    }
+    base_url = argv[1];
+    base_prefix = argv[2];
+    if (strncmp(base_url, "redis://", 8) != 0) {
+        fprintf(stderr, "redis-window: one server only (a cluster keeps layout 4)\n");
+        return 77;
+    }
+    Suite *su = suite_create("redis-window");
+    TCase *tc = tcase_create("server");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, connect_server, disconnect_server);
+    tcase_add_test(tc, test_append_inside_window_moves_nothing);
+    tcase_add_test(tc, test_writers_move_the_activity_time);
+    tcase_add_test(tc, test_pages_exact_within_window);
+    tcase_add_test(tc, test_script_append_reindexes);
+    tcase_add_test(tc, test_layouts_4_and_5_migrated);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
