@@ -152,12 +152,13 @@ static size_t spec_make(char *out, const convo_backend *b, const char *id, size_
     return len;
 }
 
-/* Builds the keys with memcpy: this runs on every call. */
-int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
+/* Builds the keys with memcpy: this runs on every call; with_spec = 0 (a
+ * read) leaves the scripts' index argument out (no clock read). */
+static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, int with_spec)
 {
     size_t plen = strlen(b->prefix), idlen = strlen(id), tlen = encode_tag(NULL, id);
     size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
-    size_t spec_room = spec_make(NULL, b, id, idlen);
+    size_t spec_room = with_spec ? spec_make(NULL, b, id, idlen) : 1;
     if (!(tk->buf = malloc(each * K_COUNT + spec_room)))
         return CONVO_ENOMEM;
     char *first = tk->buf;
@@ -177,9 +178,19 @@ int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
     }
     char *spec = tk->buf + each * K_COUNT;
     tk->spec = spec;
-    tk->spec_len = spec_make(spec, b, id, idlen);
+    tk->spec_len = with_spec ? spec_make(spec, b, id, idlen) : 0;
     tk->id = id;
     return 0;
+}
+
+int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
+{
+    return keys_make(b, id, tk, 1);
+}
+
+int convo__rd_keys_read(const convo_backend *b, const char *id, thread_keys *tk)
+{
+    return keys_make(b, id, tk, 0);
 }
 
 /* ---- script calls and index entries ---- */

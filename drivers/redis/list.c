@@ -320,15 +320,23 @@ static int record_bytes(const redisReply *rec, msgpack_unpacked *u, const char *
     return 0;
 }
 
+/* A time as the scripts write it: decimal digits, at most 18 (µs until the
+ * year 33658), an optional '-' first. */
 static int parse_time(const redisReply *r, long long *out)
 {
-    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 20)
+    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 19)
         return -1;
-    char t[24], *end;
-    memcpy(t, r->str, r->len);
-    t[r->len] = '\0';
-    *out = strtoll(t, &end, 10);
-    return *end ? -1 : 0;
+    size_t i = r->str[0] == '-';
+    if (i == r->len || r->len - i > 18)
+        return -1;
+    long long v = 0;
+    for (; i < r->len; i++) {
+        if (r->str[i] < '0' || r->str[i] > '9')
+            return -1;
+        v = v * 10 + (r->str[i] - '0');
+    }
+    *out = r->str[0] == '-' ? -v : v;
+    return 0;
 }
 
 /* The stored value of the source's key in an HGETALL reply of the extra hash
@@ -498,7 +506,7 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     int rc = q && flat && r && rr && tk ? 0 : convo__rd_oom(err);
     size_t nf = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (convo__rd_keys_make(st->b, l->c[i].id, &tk[i]) != 0) {
+        if (convo__rd_keys_read(st->b, l->c[i].id, &tk[i]) != 0) {
             rc = convo__rd_oom(err);
             break;
         }

@@ -127,6 +127,7 @@ size_t convo__rd_fmt_num(char *buf, long long v);
 void convo__rd_cmd_num(cmd *c, long long v);
 void convo__rd_cmd_free(cmd *c);
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk);
+int convo__rd_keys_read(const convo_backend *b, const char *id, thread_keys *tk); /* no spec */
 void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n);
 void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk);
 void convo__rd_cmd_spec(cmd *c, const thread_keys *tk);
