@@ -1,4 +1,4 @@
-/* ix.c — the thread index (layout 5 on one server, 4 on a cluster; docs/redis.md,
+/* ix.c — the thread index (layout 6 on one server, 4 on a cluster; docs/redis.md,
  * "The thread index"): the
  * declared extra keys (recorded in P:store), the index key of a value, and the
  * index writes the client makes itself: on a cluster after each write (the
@@ -517,7 +517,7 @@ static int sweep_members(convo_backend *b, rconn *c, const char *base, const red
 /* One index set's members whose thread is gone: removed from the set's three
  * kinds (base "P:ix:...:" + r, c, i), then reindexed (a thread re-created
  * meanwhile gets its entries back). It walks base + kind: r, or i for a
- * value on one server (layout 5 keeps no :r there). ZSCAN returns every
+ * value on one server (as when layout 5 kept no :r there). ZSCAN returns every
  * member present throughout, whatever is removed meanwhile. */
 static int sweep_set(convo_backend *b, rconn *c, const char *base, char kind, convo_error *err)
 {

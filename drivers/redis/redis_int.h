@@ -25,7 +25,7 @@
  * u its activity time, the score of its :r entries; an append inside that
  * window leaves them alone (docs/redis.md, "The activity window"). Writers
  * and readers of a store must agree on it: it is part of the layout. */
-#define WINDOW_US 20000
+#define WINDOW_US 5000
 #define IX_VALUE_MAX 200 /* longer value texts are cut, with "\n" after (index.lua) */
 
 /* The scripts (scripts.c joins the .lua files that make each). */
