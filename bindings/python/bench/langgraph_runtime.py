@@ -16,6 +16,7 @@ no timing, but every run must give the conversation back whole.
     CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
         VENV/bin/python bindings/python/bench/langgraph_runtime.py \\
         [--turns 1000] [--full-turns 300] [--payload 200] [--rounds 1] [--only NAME,...] [--json]
+        [--interleave]
 
 VENV: `pip install -c bindings/python/constraints.txt -r bindings/python/bench/requirements.txt`.
 LangGraph's savers run the full list to --full-turns only (each checkpoint holds the whole
@@ -52,6 +53,7 @@ WARM = 7    # warm calls per probe (median)
 FRESH = 3   # fresh savers per probe (median of their first calls)
 SAVER_METHODS = ("put", "put_writes", "get_tuple", "list", "get_delta_channel_history")
 THREAD = {"configurable": {"thread_id": "chat"}}
+EARLY_THREAD = {"configurable": {"thread_id": "chat-early"}}   # --interleave
 
 
 def options():
@@ -62,6 +64,9 @@ def options():
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--only", default="")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--interleave", action="store_true",
+                   help="time the early turns on a second thread, alternating with the "
+                        "last window of the main thread")
     o = p.parse_args()
     o.full_turns = min(o.turns, o.full_turns)
     if o.turns < 4 or o.full_turns < 4 or o.payload < 1 or o.rounds < 1:
@@ -385,22 +390,38 @@ def probe(run, saver, graph, convo, turn):
 
 
 def run_one(o, run, convo):
+    """One run. With --interleave the early figures come from a second thread of the
+    same saver whose turns alternate with the main thread's last window (that thread
+    brought to the window's start first, untimed), so turn 100 and the last turn
+    are timed in the same minutes: on a shared machine the load moves between turn
+    100 and turn 1,000 of one thread. Its messages then count in the bytes too."""
     run.store.create()
     saver = run.store.open()
     empty = run.store.tables()
     meter = instrument(saver)
     graph = chatbot(run.kind, saver, convo)
-    turn_ms, saver_ms, probes, last_calls = [], [], [], {}
+    main, early = {"turn_ms": [], "saver_ms": []}, {"turn_ms": [], "saver_ms": []}
+    probes, last_calls = [], {}
     begin = time.perf_counter()
+    last_window = run.turns - o.window
+    early0 = min(o.early, run.turns) - o.window     # --interleave: untimed early turns
+
+    def turn(t, config, into):
+        before, calls = meter.snapshot()
+        start = time.perf_counter()
+        graph.invoke({"messages": [HumanMessage(**convo.turns[t][0])]}, config)
+        into["turn_ms"].append((time.perf_counter() - start) * 1000)
+        after, now = meter.snapshot()
+        into["saver_ms"].append(after - before)
+        return {k: n - calls.get(k, 0) for k, n in now.items() if n - calls.get(k, 0)}
     try:
         for t in range(run.turns):
-            before, calls = meter.snapshot()
-            start = time.perf_counter()
-            graph.invoke({"messages": [HumanMessage(**convo.turns[t][0])]}, THREAD)
-            turn_ms.append((time.perf_counter() - start) * 1000)
-            after, now = meter.snapshot()
-            saver_ms.append(after - before)
-            last_calls = {k: n - calls.get(k, 0) for k, n in now.items() if n - calls.get(k, 0)}
+            if o.interleave and t == last_window:
+                for e in range(early0):
+                    turn(e, EARLY_THREAD, {"turn_ms": [], "saver_ms": []})
+            if o.interleave and t >= last_window:
+                turn(early0 + t - last_window, EARLY_THREAD, early)
+            last_calls = turn(t, THREAD, main)
             if t + 1 in o.probes:
                 probes.append(probe(run, saver, graph, convo, t + 1))
             if (t + 1) % 100 == 0:
@@ -408,7 +429,8 @@ def run_one(o, run, convo):
                     run.name, t + 1, time.perf_counter() - begin), file=sys.stderr)
     finally:
         run.store.close(saver)
-    return {"turn_ms": turn_ms, "saver_ms": saver_ms, "probes": probes,
+    return {"turn_ms": main["turn_ms"], "saver_ms": main["saver_ms"],
+            "early": early if o.interleave else None, "probes": probes,
             "last_calls": last_calls, "empty": empty, "tables": run.store.tables(),
             "checkpoints": meter.calls.get("put", 0)}
 
@@ -420,6 +442,10 @@ def summarize(o, run, rounds, convo):
 
     def at(ms, turn):
         return statistics.median(ms[max(0, turn - o.window):turn])
+
+    def early_at(r, key):
+        # --interleave: the second thread's timed window, else the main thread's
+        return statistics.median(r["early"][key]) if r.get("early") else at(r[key], early)
 
     def growth(r, names):
         return sum(r["tables"].get(t, 0) - r["empty"].get(t, 0) for t in names)
@@ -433,12 +459,13 @@ def summarize(o, run, rounds, convo):
         "turns": run.turns, "payload": o.payload, "rounds": len(rounds),
         "turns_per_sec": round(med(lambda r: len(r["turn_ms"]) * 1000 / sum(r["turn_ms"])), 1),
         "early_turn": early,
-        "saver_ms_early": round(med(lambda r: at(r["saver_ms"], early)), 3),
+        "interleaved": bool(r0.get("early")),
+        "saver_ms_early": round(med(lambda r: early_at(r, "saver_ms")), 3),
         "saver_ms_last": round(med(lambda r: at(r["saver_ms"], run.turns)), 3),
-        "turn_ms_early": round(med(lambda r: at(r["turn_ms"], early)), 3),
+        "turn_ms_early": round(med(lambda r: early_at(r, "turn_ms")), 3),
         "turn_ms_last": round(med(lambda r: at(r["turn_ms"], run.turns)), 3),
         "late_vs_early": round(med(lambda r: at(r["saver_ms"], run.turns) /
-                                   at(r["saver_ms"], early)), 3),
+                                   early_at(r, "saver_ms")), 3),
         "calls_per_turn": r0["last_calls"],
         "probes": [],
         "checkpoints": r0["checkpoints"],
