@@ -100,7 +100,9 @@ class ConvoSaver(BaseCheckpointSaver):
     max_workers: the thread pool of the async methods. cache_messages: how many
     revived messages the saver keeps (all threads together) so that a read
     revives and loads only the messages it has not seen (0: none kept); reads
-    hand out copies of them (convo/_langgraph_cache.py). assign_ids: a message
+    hand out the held objects again, after checking that none was changed in
+    place (convo/_langgraph_cache.py; a put does not look inside the parent's
+    messages: docs/python.md). assign_ids: a message
     without an id in an input or a write to a message channel gets one when it
     is stored (add_messages would give it one when the write is applied, after
     it was stored), so the put that commits it finds the same text and stores
