@@ -148,9 +148,10 @@ static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo
 }
 
 /* Sends commands [0, n) in one round trip; replies[i] gets each reply. On a
- * connection error nothing is returned and the connection is broken. */
-static int pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
-                          convo_error *err)
+ * connection error nothing is returned and the connection is broken
+ * (replies made in an arena are left to it). */
+int convo__rd_pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
+                             redisReply **replies, int arena, convo_error *err)
 {
     if (rc->broken)
         return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
@@ -161,7 +162,8 @@ static int pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redi
         void *r = NULL;
         if (redisGetReply(rc->c, &r) != REDIS_OK || !r) {
             while (i-- > 0) {
-                freeReplyObject(replies[i]);
+                if (!arena)
+                    freeReplyObject(replies[i]);
                 replies[i] = NULL;
             }
             rc->broken = 1;
@@ -213,7 +215,7 @@ static int pipeline_wait(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redis
         convo__rd_cmd_str(&all[n], "WAIT");
         convo__rd_cmd_num(&all[n], b->wait_replicas);
         convo__rd_cmd_num(&all[n], b->wait_timeout_ms);
-        code = pipeline_plain(b, rc, all, n + 1, got, err);
+        code = convo__rd_pipeline_plain(b, rc, all, n + 1, got, 0, err);
         convo__rd_cmd_free(&all[n]);
     }
     if (code == 0 && (code = convo__rcl_wait_check(got[n], b->wait_replicas, b->redacted, err)))
@@ -245,7 +247,7 @@ int convo__rd_pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisRe
         return pipeline_cluster(b, rc, cmds, n, replies, err);
     if (b->wait_replicas && may_write(cmds, n))
         return pipeline_wait(b, rc, cmds, n, replies, err);
-    return pipeline_plain(b, rc, cmds, n, replies, err);
+    return convo__rd_pipeline_plain(b, rc, cmds, n, replies, 0, err);
 }
 
 int convo__rd_is_noscript(const redisReply *r)

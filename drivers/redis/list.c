@@ -517,15 +517,21 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
             else if (q[i * per + j].failed)
                 rc = convo__rd_oom(err);
     }
+    /* one server: the replies in one arena (arena.c), some 10 elements a row */
+    rd_arena *arena = st->b->cluster || rc != 0 ? NULL : convo__rd_arena_new();
+    if (rc == 0 && !st->b->cluster && !arena)
+        rc = convo__rd_oom(err);
     if (rc == 0)
-        rc = convo__rd_pipeline(st->b, st->c, flat, nf, rr, err);
+        rc = arena ? convo__rd_pipeline_arena(st->b, st->c, flat, nf, rr, arena, err)
+                   : convo__rd_pipeline(st->b, st->c, flat, nf, rr, err);
     for (size_t i = 0, at = 0; i < n * per && rc == 0; i++)
         if (q[i].n)
             r[i] = rr[at++];
     if (rc == 0)
         rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
-    if (rr)
+    if (rr && !arena)
         convo__rd_replies_free(rr, nf);
+    convo__rd_arena_free(arena);
     for (size_t i = 0; q && i < n * per; i++)
         convo__rd_cmd_free(&q[i]);
     for (size_t i = 0; tk && i < n; i++)

@@ -145,6 +145,15 @@ int convo__rd_pack_error(int code, convo_error *err);
 int convo__rd_oom(convo_error *err);
 int convo__rd_reply_error(const redisReply *r, convo_error *err);
 void convo__rd_replies_free(redisReply **replies, size_t n);
+int convo__rd_pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
+                             redisReply **replies, int arena, convo_error *err);
+
+/* arena.c: a pipeline's replies from one arena, freed together */
+typedef struct rd_arena rd_arena;
+rd_arena *convo__rd_arena_new(void);
+void convo__rd_arena_free(rd_arena *a);
+int convo__rd_pipeline_arena(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
+                             redisReply **replies, rd_arena *a, convo_error *err);
 int convo__rd_pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
                        convo_error *err);
 int convo__rd_is_noscript(const redisReply *r);
