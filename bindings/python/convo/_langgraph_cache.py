@@ -39,13 +39,15 @@ def snapshot(item):
         elif t is dict:
             fields[k] = _copy_json(v) if v else _EMPTY_DICT
     extra = getattr(item, "__pydantic_extra__", _NONE)
-    return item.__class__, fields, (_copy_json(extra) if extra and extra is not _NONE else extra)
+    if extra is not _NONE and extra is not None:
+        extra = _copy_json(extra) if extra else _EMPTY_DICT
+    return item.__class__, fields, extra
 
 
 # what an empty list or dict field of a snapshot is: shared by every snapshot, never
 # handed out, so never changed (fewer objects for the garbage collector to track)
-_EMPTY_LIST = []
-_EMPTY_DICT = {}
+EMPTY_LIST = _EMPTY_LIST = []
+EMPTY_DICT = _EMPTY_DICT = {}
 
 
 def _copy_json(v):
@@ -117,16 +119,23 @@ class _Thread:
         self.other = sum(1 for x in self.extras if x is _NONE)
 
     def extend(self):
-        while self.length in self.held:
-            _, item, snap = self.held[self.length]
-            self.prefix.append(item)
-            if isinstance(snap, str) or snap[2] is _NONE:
-                self.other += 1
-                snap = (None, None, _NONE)
-            self.classes.append(snap[0])
-            self.fields.append(snap[1])
-            self.extras.append(snap[2])
-            self.length += 1
+        held, k = self.held, self.length
+        end = k
+        while end in held:
+            end += 1
+        if end == k:
+            return
+        entries = [held[q] for q in range(k, end)]
+        snaps = [e[2] for e in entries]
+        others = [i for i, x in enumerate(snaps) if type(x) is str or x[2] is _NONE]
+        for i in others:
+            snaps[i] = (None, None, _NONE)
+        self.other += len(others)
+        self.prefix.extend([e[1] for e in entries])
+        self.classes.extend([x[0] for x in snaps])
+        self.fields.extend([x[1] for x in snaps])
+        self.extras.extend([x[2] for x in snaps])
+        self.length = end
 
     def unchanged(self):
         """Whether no item of [0, length) was changed since its snapshot."""
@@ -235,7 +244,9 @@ class _Reader:
         self.entry = cache._entry(thread_id, generation, origin, create=hold)
 
     def items(self, serde, value, revive):
-        """The items of a resolved convo.Items; revive(serde, texts) revives texts."""
+        """The items of a resolved convo.Items; revive(serde, texts[, fields])
+        revives texts (and sets fields[i] to the snapshot fields of an item it
+        built from a template, else leaves None)."""
         texts, seqs = value.items, value.seqs
         n = len(texts)
         out = [None] * n
@@ -263,12 +274,20 @@ class _Reader:
                 missing.append(i)
         if not missing:
             return out
-        revived = revive(serde, [value.items[i] for i in missing])
+        texts = [value.items[i] for i in missing]
+        if not (self.hold and self.entry is not None):
+            for i, item in zip(missing, revive(serde, texts)):
+                out[i] = item
+            return out
+        # the reviver gives the snapshot of what it built from a template (fields)
+        fields = [None] * len(missing)
+        revived = revive(serde, texts, fields)
         added = []
-        for i, item in zip(missing, revived):
+        for i, item, f in zip(missing, revived, fields):
             seq = value.seqs[i]
-            if self.hold and self.entry is not None and seq >= 0 and _holdable(item):
-                added.append((seq, value.items[i], item, snapshot(item)))
+            if seq >= 0 and _holdable(item):
+                snap = snapshot(item) if f is None else (item.__class__, f, _EMPTY_DICT)
+                added.append((seq, value.items[i], item, snap))
             out[i] = item
         if added:
             self.cache._hold(self.entry, self.thread_id, added)

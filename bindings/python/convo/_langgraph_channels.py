@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 
-from ._langgraph_cache import MessageCache
+from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache
 from .checkpoint import Items
 
 ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes")
@@ -167,10 +167,16 @@ def _template(role, keys):
     if not ok:
         return False
     empty = tuple((k, type(v)) for k, v in d.items() if type(v) in (list, dict))
-    return cls, dict(d), empty, frozenset(made.__pydantic_fields_set__)
+    # what a snapshot of such a message holds: its empty fields as the shared empties
+    snap = {k: (EMPTY_LIST if type(v) is list else EMPTY_DICT) if type(v) in (list, dict)
+            else v for k, v in d.items()}
+    return cls, dict(d), empty, frozenset(made.__pydantic_fields_set__), snap
 
 
-def _quick(m):
+def _quick(m, fields=None, at=0):
+    """The message of a compact text's members built from its template; None when
+    it has no template. fields: a list whose [at] gets the message's snapshot
+    fields (MessageCache)."""
     key = (m.get("role"), tuple(m))
     t = _templates.get(key)
     if t is None:
@@ -179,10 +185,14 @@ def _quick(m):
             _templates[key] = t
     if t is False or set(map(type, m.values())) != {str}:
         return None
-    cls, base, empty, fields_set = t
+    cls, base, empty, fields_set, snap = t
     d = base.copy()
     d.update(m)
     del d["role"], d["serde"]
+    if fields is not None:
+        f = fields[at] = snap.copy()
+        f.update(m)
+        del f["role"], f["serde"]
     for k, kind in empty:
         d[k] = kind()
     out = _new_object(cls)
@@ -254,10 +264,11 @@ def _serde_tail(text):
     return kind.decode("utf-8"), base64.b64decode(data)
 
 
-def from_log_texts(serde, texts):
+def from_log_texts(serde, texts, fields=None):
     """The items log texts keep, in order; the compact ones parsed by one JSON
     call, the msgpack ones revived by one serde call (a msgpack array of the
-    items' own bytes)."""
+    items' own bytes). fields (a list as long as texts): gets the snapshot
+    fields of each item built from a template (MessageCache)."""
     items = [None] * len(texts)
     packed, compact = [], []
     for i, text in enumerate(texts):
@@ -273,7 +284,8 @@ def from_log_texts(serde, texts):
         # the texts are whole JSON objects (the library checked each): one array
         parsed = json.loads(b"[" + b",".join(bytes(texts[i]) for i in compact) + b"]")
         for i, m in zip(compact, parsed):
-            items[i] = compact_message(m)
+            x = _quick(m, fields, i)
+            items[i] = compact_message(m) if x is None else x
     if len(packed) > 1:
         head = b"\xdd" + len(packed).to_bytes(4, "big")
         values = serde.loads_typed(("msgpack", head + b"".join(data for _, data in packed)))

@@ -472,6 +472,44 @@ class LogTextTests(unittest.TestCase):
         self.assertIsNone(self.ch._quick({"role": "assistant", "content": "x", "tool_calls": [],
                                           "serde": "msg/1"}))
 
+    def test_a_snapshot_sees_every_change_in_place(self):
+        """convo/_langgraph_cache.py: what a held message is compared with before it
+        is handed out again; built by snapshot() or, for a message built from a
+        template, from the fields from_log_texts gives."""
+        from langchain_core.messages import AIMessage, HumanMessage
+        from convo import _langgraph_cache as cache
+
+        def changes():
+            yield lambda m: setattr(m, "content", "other")
+            yield lambda m: setattr(m, "id", "other")
+            yield lambda m: m.additional_kwargs.update(x=1)
+            yield lambda m: m.response_metadata.setdefault("k", []).append(1)
+            yield lambda m: m.tool_calls.append({"name": "f", "args": {}, "id": "c"})
+            yield lambda m: m.__pydantic_extra__.update(note=1)
+            yield lambda m: setattr(m, "name", "n")
+
+        def made():
+            return AIMessage("x", id="a", response_metadata={"k": [0]})
+        texts = [self.ch.log_text(self.serde, HumanMessage("hi", id="h")),
+                 self.ch.log_text(self.serde, AIMessage("yo", id="a"))]
+        for change in changes():
+            m = made()
+            snap = cache.snapshot(m)
+            self.assertTrue(cache.same(m, snap))
+            change(m)
+            self.assertFalse(cache.same(m, snap))
+            fields = [None, None]
+            for i, m in enumerate(self.ch.from_log_texts(self.serde, texts, fields)):
+                snap = (type(m), fields[i], cache.EMPTY_DICT)
+                self.assertEqual(snap, cache.snapshot(m))
+                self.assertTrue(cache.same(m, snap))
+                try:
+                    change(m)
+                except AttributeError:  # a HumanMessage has no tool_calls
+                    continue
+                self.assertFalse(cache.same(m, snap))
+        self.assertEqual((cache.EMPTY_LIST, cache.EMPTY_DICT), ([], {}))
+
     def test_other_serde_writes_the_full_form(self):
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
         from langchain_core.messages import HumanMessage
