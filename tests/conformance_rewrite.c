@@ -531,6 +531,100 @@ START_TEST(test_rewrite_race_appends)
 }
 END_TEST
 
+/* Racing pops alone (no appends), each popper on its own store handle as
+ * separate processes would be: every message is popped exactly once, by the
+ * pop whose rewrite removed it, and the thread ends empty. */
+enum { POPPERS = 4, POPS_EACH = 10, POP_TRIES = 200 };
+
+typedef struct popper {
+    const char *tid;
+    convo_store *store;
+    int rc;
+    int got[POPS_EACH]; /* the "n" of each message popped */
+    int count;
+} popper;
+
+/* One pop as a binding does it: read the last message, remove it on the
+ * (length, generation) read; read again when that lost a race. */
+static int pop_one(popper *p, int *n)
+{
+    for (int tries = 0; tries < POP_TRIES; tries++) {
+        convo_load_opts lo = CONVO_LOAD_OPTS_INIT;
+        lo.tail = 1;
+        lo.with_extra = 0;
+        convo_history *h;
+        convo_error err;
+        int rc = convo_load(p->store, p->tid, &lo, &h, &err);
+        if (rc != 0)
+            return rc;
+        convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+        o.expected_length = convo_history_length(h);
+        o.expected_generation = convo_history_generation(h);
+        json_t *m = NULL;
+        if (convo_history_count(h) == 1) {
+            size_t len;
+            const char *bytes = convo_history_message(h, 0, &len);
+            m = json_loadb(bytes, len, 0, NULL);
+        }
+        convo_history_free(h);
+        if (!m)
+            return CONVO_ERROR; /* the thread was empty: a pop took two messages */
+        *n = (int)json_integer_value(json_object_get(m, "n"));
+        json_decref(m);
+        rc = convo_replace_tail(p->store, p->tid, o.expected_length - 1, NULL, NULL, 0, &o,
+                                NULL, &err);
+        if (rc != CONVO_ECONFLICT)
+            return rc;
+    }
+    return CONVO_ECONFLICT;
+}
+
+static void *pop_racer(void *arg)
+{
+    popper *p = arg;
+    for (int i = 0; i < POPS_EACH && p->rc == 0; i++)
+        if ((p->rc = pop_one(p, &p->got[i])) == 0)
+            p->count++;
+    return NULL;
+}
+
+START_TEST(test_rewrite_race_pops)
+{
+    enum { N = POPPERS * POPS_EACH };
+    char tid[256], text[N][48];
+    const char *msgs[N];
+    TID(tid, "t");
+    for (int i = 0; i < N; i++) {
+        snprintf(text[i], sizeof text[i], "{\"role\":\"user\",\"n\":%d}", i);
+        msgs[i] = text[i];
+    }
+    conf_append(conf_store, tid, msgs, N);
+    pthread_t th[POPPERS];
+    popper p[POPPERS];
+    for (int i = 0; i < POPPERS; i++) {
+        p[i] = (popper){tid, conf_private ? conf_store : conf_open(), 0, {0}, 0};
+        pthread_create(&th[i], NULL, pop_racer, &p[i]);
+    }
+    int seen[N] = {0};
+    for (int i = 0; i < POPPERS; i++) {
+        pthread_join(th[i], NULL);
+        if (p[i].store != conf_store)
+            convo_close(p[i].store);
+        ck_assert_msg(p[i].rc == 0, "popper %d: %s", i, convo_strerror(p[i].rc));
+        for (int k = 0; k < p[i].count; k++) {
+            ck_assert(p[i].got[k] >= 0 && p[i].got[k] < N);
+            seen[p[i].got[k]]++;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(seen[i] == 1, "message %d popped %d times", i, seen[i]);
+    convo_history *h = conf_load(conf_store, tid, NULL);
+    ck_assert_int_eq(convo_history_length(h), 0);
+    ck_assert_int_eq(convo_history_generation(h), N);
+    convo_history_free(h);
+}
+END_TEST
+
 void conf_add_rewrite_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "rewrite");
@@ -545,4 +639,5 @@ void conf_add_rewrite_tests(Suite *s)
     tcase_add_test(tc, test_rewrite_export_import);
     tcase_add_test(tc, test_rewrite_race_same_tail);
     tcase_add_test(tc, test_rewrite_race_appends);
+    tcase_add_test(tc, test_rewrite_race_pops);
 }

@@ -448,7 +448,7 @@ START_TEST(test_rewrite_fork_large)
 END_TEST
 
 /* The commands the server's profiler recorded on this test's collections from
- * the skip-th on, as "aggregate threads, insert batches, delete batches w0"
+ * the skip-th on, as "aggregate threads, update batches, delete batches w0"
  * (w0: sent unacknowledged); *total: how many there are in all. */
 static char *profiled(int skip, int *total)
 {
@@ -508,7 +508,8 @@ static int expect_commands(int skip, const char *want)
 }
 
 /* A replace of the last messages of the top batch costs what an append does:
- * one aggregate and the insert acknowledged, then the collection and the
+ * one aggregate and the batch's upsert (stored only as the top of the chain)
+ * acknowledged, then the collection and the
  * thread index sent unacknowledged. The batch holding message keep - 1 comes
  * from the top batch when it holds it; a pop of the whole top batch, or a
  * rewrite reaching below it, reads it with one find (the top's pb is not
@@ -516,11 +517,11 @@ static int expect_commands(int skip, const char *want)
  * load reads, test_rewrite_race_appends). */
 START_TEST(test_rewrite_round_trips)
 {
-    const char *usual = "aggregate threads, insert batches, delete batches w0, "
+    const char *usual = "aggregate threads, update batches, delete batches w0, "
                         "update threads w0";
-    const char *reads = "aggregate threads, find batches, insert batches, "
+    const char *reads = "aggregate threads, find batches, update batches, "
                         "delete batches w0, update threads w0";
-    const char *append = "aggregate threads, insert batches, update threads w0";
+    const char *append = "aggregate threads, update batches, update threads w0";
     convo_store *s = open_store(NULL);
     bson_oid_t g;
     convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;

@@ -611,7 +611,7 @@ static int put_log_attempt(call *c, const convo_checkpoint_in *cp, const bson_t 
     convo__mg_build_batch(c->b, &t.g, &pos, cp->nmessages, NULL, at, now, m, &doc);
     BSON_APPEND_OID(&doc, "_id", &bid);
     add_pending(cp, order, at, &doc);
-    rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "storing a checkpoint with messages");
+    rc = convo__mg_insert_batch(c, &doc, &dup, "storing a checkpoint with messages");
     if (rc == 0 && !dup) { /* committed: the rest only saves readers the work */
         quietly(c, settle, &t.g, &doc, false);
         quietly(c, convo__mg_index_after_batch, id, &t.g, pos.slot,

@@ -170,6 +170,41 @@ int convo__mg_walk_step(chain_walk *w, const batch_head *h, int64_t *hi)
     return STEP_TAKE;
 }
 
+/* Stores batch doc at its slot s as the new top of its generation's chain:
+ * an upsert {g, s: {$gte: s}} with the batch as $setOnInsert, so it is stored
+ * only while no batch lies at or above s. *dup when one does (another writer
+ * went on top: the slot was taken, or taken and then collected below a
+ * rewrite above it, see "Tail rewrite" in docs/mongo.md) or when its key is
+ * taken; read again then. A plain insert would take a collected slot below
+ * the top: an append or rewrite no load ever reads, reported as done. */
+int convo__mg_insert_batch(call *c, const bson_t *doc, bool *dup, const char *what)
+{
+    bson_iter_t it;
+    bson_t *filter = bson_new(), update = BSON_INITIALIZER, fields, reply;
+    bson_error_t e;
+    *dup = false;
+    if (bson_iter_init_find(&it, doc, "g"))
+        bson_append_iter(filter, "g", 1, &it);
+    BCON_APPEND(filter, "s", "{", "$gte", BCON_INT64(convo__mg_get_int(doc, "s", 0)), "}");
+    BSON_APPEND_DOCUMENT_BEGIN(&update, "$setOnInsert", &fields);
+    bson_copy_to_excluding_noinit(doc, &fields, "g", NULL);
+    bson_append_document_end(&update, &fields);
+    bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+    bool ok = mongoc_collection_update_one(c->batches, filter, &update, opts, &reply, &e);
+    int rc = 0;
+    if (ok)
+        *dup = convo__mg_get_int(&reply, "upsertedCount", 0) != 1;
+    else if (convo__mg_is_duplicate(&e))
+        *dup = true;
+    else
+        rc = convo__mg_fail(c, &e, what);
+    bson_destroy(&reply);
+    bson_destroy(opts);
+    bson_destroy(&update);
+    bson_destroy(filter);
+    return rc;
+}
+
 /* A fence ends generation g after top (NULL: none): no batch can be inserted
  * there any more. */
 int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, bool *dup)
@@ -180,7 +215,7 @@ int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, 
                            "n", BCON_INT64(0), "k", BCON_INT64(p.slot), "f", BCON_BOOL(true));
     if (c->b->ttl_ms)
         BSON_APPEND_DATE_TIME(doc, "exp", convo__mg_now_ms() + 3 * c->b->ttl_ms + TTL_MARGIN_MS);
-    int rc = convo__mg_insert_doc(c, c->batches, doc, dup, "fencing a thread");
+    int rc = convo__mg_insert_batch(c, doc, dup, "fencing a thread");
     bson_destroy(doc);
     return rc;
 }

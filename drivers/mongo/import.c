@@ -116,7 +116,7 @@ static int import_attempt(call *c, const char *id, int64_t first_seq, const piec
         size_t n = p[j].to - p[j].from;
         pos.start = first_seq + (int64_t)p[j].from;
         convo__mg_build_batch(c->b, &t.g, &pos, n, NULL, at[p[j].from], now, p[j].m, &doc);
-        rc = convo__mg_insert_doc(c, c->batches, &doc, again, "importing messages");
+        rc = convo__mg_insert_batch(c, &doc, again, "importing messages");
         bson_destroy(&doc);
         pos.pb = pos.slot; /* the next piece starts where this one ends */
         pos.slot += (int64_t)n;

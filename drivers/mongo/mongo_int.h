@@ -164,6 +164,7 @@ void convo__mg_parse_head(const bson_t *doc, batch_head *h);
 int convo__mg_top_batch(call *c, const bson_oid_t *g, batch_head *h);
 void convo__mg_next_pos(const batch_head *top, batch_pos *p);
 int convo__mg_walk_step(chain_walk *w, const batch_head *h, int64_t *hi);
+int convo__mg_insert_batch(call *c, const bson_t *doc, bool *dup, const char *what);
 int convo__mg_insert_fence(call *c, const bson_oid_t *g, const batch_head *top, bool *dup);
 int convo__mg_retire(call *c, const char *id, const bson_oid_t *g);
 int convo__mg_delete_generation(call *c, const bson_oid_t *g, const char *what);

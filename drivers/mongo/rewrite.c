@@ -319,7 +319,7 @@ static int rewrite_attempt(call *c, const char *id, int64_t keep, const bson_t *
                           "the new tail and the checkpoints it drops are larger than a MongoDB "
                           "document (16 MiB)");
     else
-        rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "rewriting the tail");
+        rc = convo__mg_insert_batch(c, &doc, &dup, "rewriting the tail");
     if (rc == 0 && !dup) { /* committed: the rest only saves readers the work */
         if (drops)
             quietly(c, convo__mg_settle_drop, &t.g, &doc, false);

@@ -250,7 +250,7 @@ static int append_attempt(call *c, const char *id, const bson_t *m, size_t n,
     bson_t doc;
     int64_t at = convo__now_micros();
     convo__mg_build_batch(c->b, &t.g, &pos, n, o->idempotency_key, at, now, m, &doc);
-    rc = convo__mg_insert_doc(c, c->batches, &doc, &dup, "appending");
+    rc = convo__mg_insert_batch(c, &doc, &dup, "appending");
     bson_destroy(&doc);
     if (rc || (*again = dup))
         goto out;

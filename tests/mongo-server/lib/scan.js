@@ -168,9 +168,12 @@ const isIndexHint = (hint) => typeof hint === 'string' || (V.isPlainDoc(hint) &&
 /**
  * The plan for a filter and sort on coll: the hinted index, else the index
  * that bounds the scan most and gives the sort; null when none gives the sort
- * (the caller's other ways apply). equalityValue: store.js's.
+ * (the caller's other ways apply). bounded: also an index the filter bounds by
+ * equalities and a range without a sort (a write's {g, s: {$gte: P}}, read
+ * off {g, s} as mongod reads it, not every document of g). equalityValue:
+ * store.js's.
  */
-function plan(coll, filter, sort, hint, equalityValue) {
+function plan(coll, filter, sort, hint, equalityValue, bounded = false) {
   const sortKeys = sort ? V.keysOf(sort).filter((k) => V.isNumeric(sort[k])) : [];
   let best = null;
   const hinted = isIndexHint(hint);
@@ -194,7 +197,7 @@ function plan(coll, filter, sort, hint, equalityValue) {
       if (f[i] !== k || (j > 0 && s !== dir)) provided = false;
       else if (j === 0) dir = s;
     });
-    if (!hinted && !(provided && sortKeys.length)) continue;
+    if (!hinted && !(provided && sortKeys.length) && !(bounded && eq.length && range)) continue;
     const score = eq.length * 4 + (range ? 2 : 0) + (provided ? 1 : 0);
     if (!best || score > best.score) best = { ix, eq, range, provided, dir, score };
   }

@@ -457,6 +457,10 @@ class Collection {
       return rec ? [rec] : [];
     }
     const cand = keys.length ? this.candidates(filter) : null;
+    if (keys.length && !(cand && cand.exact)) {
+      const p = Scan.plan(this, filter, null, undefined, equalityValue, true);
+      if (p && p.range && p.eq.length) return Scan.scan(this, p, filter, limit, Collection.qview);
+    }
     if (!keys.length || (cand && cand.exact)) {
       const all = cand ? cand.recs : [...this.records.values()];
       const out = limit > 0 ? all.slice(0, limit) : all;

@@ -697,3 +697,35 @@ test('index scans: bounds, descending compound indexes, hint; the profiler count
   assert.deepEqual((await c.cmd('t20', { profile: 0 })).was, 2);
   c.close();
 });
+
+test('an upsert on {g, s: {$gte: P}} stores a document only above every one of g (how convo stores a batch), read off the {g, s} index', async () => {
+  const c = await Client.connect();
+  await c.cmd('t21', { createIndexes: 'b', indexes: [{ key: { g: 1, s: 1 }, name: 'chain', unique: true }, { key: { g: 1, k: 1 }, name: 'key', unique: true }] });
+  const g = new ObjectId();
+  const docs = [];
+  for (let i = 0; i < 100; i++) docs.push({ g, s: Long.fromNumber(i), k: Long.fromNumber(i) });
+  docs.push({ g, s: Long.fromNumber(102), k: Long.fromNumber(102) }); // slot 101 taken, then collected
+  await c.cmd('t21', { insert: 'b', documents: docs });
+  await c.cmd('t21', { profile: 2 });
+  const store = (p, k = p) => c.cmd('t21', { update: 'b', updates: [{ q: { g, s: { $gte: Long.fromNumber(p) } }, u: { $setOnInsert: { s: Long.fromNumber(p), k: Long.fromNumber(k), m: [] } }, upsert: true }] });
+  const below = await store(101); // a writer that read slot 100 as the top: nothing stored
+  assert.equal(below.n, 1);
+  assert.equal(below.nModified, 0);
+  assert.equal(below.upserted, undefined);
+  assert.equal((await c.cmd('t21', { count: 'b', query: { g, s: Long.fromNumber(101) } })).n, 0);
+  const top = await store(103);
+  assert.equal(top.upserted.length, 1);
+  const f = await c.cmd('t21', { find: 'b', filter: { g, s: Long.fromNumber(103) } });
+  assert.deepEqual(Object.keys(f.cursor.firstBatch[0]), ['_id', 'g', 's', 'k', 'm']);
+  const key = await store(104, 5); // its key taken: 11000, nothing stored
+  assert.equal(key.writeErrors[0].code, 11000);
+  assert.equal((await c.cmd('t21', { count: 'b', query: { g } })).n, 102);
+  const prof = await c.cmd('t21', { find: 'system.profile', filter: { op: 'update' }, batchSize: 100 });
+  for (const e of prof.cursor.firstBatch) {
+    assert.equal(e.planSummary, 'IXSCAN { g: 1, s: 1 }');
+    assert.ok(e.docsExamined <= 1, `examined ${e.docsExamined}: not every document of g`);
+  }
+  assert.equal(prof.cursor.firstBatch.length, 3);
+  await c.cmd('t21', { profile: 0 });
+  c.close();
+});
