@@ -10,8 +10,9 @@ compare.
 Reported per run: turns/s, the time spent inside the saver's methods per turn at turn 100
 and at the last turn (medians of the WINDOW turns ending there), get_tuple and get_state
 ms at turn --full-turns and at the last turn (warm, and from a fresh saver on the same
-store), bytes per table and bytes / raw message content. A bench, not a test: it asserts
-no timing, but every run must give the conversation back whole.
+store; the fresh get_state also in CPU ms of the process, which moves less with the load
+of a shared machine), bytes per table and bytes / raw message content. A bench, not a
+test: it asserts no timing, but every run must give the conversation back whole.
 
     CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
         VENV/bin/python bindings/python/bench/langgraph_runtime.py \\
@@ -367,26 +368,40 @@ def timed(f):
     return (time.perf_counter() - start) * 1000
 
 
+def timed_cpu(f):
+    """(wall ms, CPU ms of the process) of f(): the CPU time moves less with the load
+    of a shared machine than the wall time (a server's own CPU is not in it)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    f()
+    return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
+
+
 def probe(run, saver, graph, convo, turn):
     """get_tuple and get_state on the thread's latest checkpoint: warm on the run's saver,
     then the first call of each on FRESH new savers of the same store."""
-    warm_tuple, warm_state, fresh_tuple, fresh_state = [], [], [], []
+    warm_tuple, warm_state, fresh_tuple, fresh_state, fresh_cpu = [], [], [], [], []
     for _ in range(WARM):
         warm_tuple.append(timed(lambda: saver.get_tuple(THREAD)))
         warm_state.append(timed(lambda: graph.get_state(THREAD)))
     for _ in range(FRESH):
-        for f, out in ((lambda s: s.get_tuple(THREAD), fresh_tuple),
-                       (lambda s: chatbot(run.kind, s, convo).get_state(THREAD), fresh_state)):
-            other = run.store.open()
-            try:
-                out.append(timed(lambda: f(other)))
-            finally:
-                run.store.close(other)
+        other = run.store.open()
+        try:
+            fresh_tuple.append(timed(lambda: other.get_tuple(THREAD)))
+        finally:
+            run.store.close(other)
+        other = run.store.open()
+        try:
+            wall, cpu = timed_cpu(lambda: chatbot(run.kind, other, convo).get_state(THREAD))
+            fresh_state.append(wall)
+            fresh_cpu.append(cpu)
+        finally:
+            run.store.close(other)
     convo.check(run.name, graph.get_state(THREAD).values.get("messages"), turn)
     return {"turn": turn, "get_tuple_ms": statistics.median(warm_tuple),
             "get_state_ms": statistics.median(warm_state),
             "fresh_get_tuple_ms": statistics.median(fresh_tuple),
-            "fresh_get_state_ms": statistics.median(fresh_state)}
+            "fresh_get_state_ms": statistics.median(fresh_state),
+            "fresh_get_state_cpu_ms": statistics.median(fresh_cpu)}
 
 
 def run_one(o, run, convo):
@@ -478,7 +493,8 @@ def summarize(o, run, rounds, convo):
         def pick(key, turn=turn):
             return med(lambda r: next(p[key] for p in r["probes"] if p["turn"] == turn))
         out["probes"].append({"turn": turn, **{k: round(pick(k), 2) for k in (
-            "get_tuple_ms", "get_state_ms", "fresh_get_tuple_ms", "fresh_get_state_ms")}})
+            "get_tuple_ms", "get_state_ms", "fresh_get_tuple_ms", "fresh_get_state_ms",
+            "fresh_get_state_cpu_ms")}})
     if run.store.log:
         outside = med(lambda r: growth(r, [t for t in r["tables"] if t not in run.store.log]))
         out["outside_log_bytes"] = outside
@@ -516,16 +532,17 @@ def report(o, results, checks, convo):
           "content bytes at %d turns; median of %d round(s)" % (
               o.payload, fmt(convo.raw_bytes(o.turns)), o.turns, o.rounds))
     print("| run | turns | turns/s | saver ms/turn at %d | at last | last/early | get_tuple ms "
-          "warm / fresh | get_state ms warm / fresh | checkpoints | bytes | bytes / raw | "
-          "outside log B / checkpoint |" % o.early)
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "warm / fresh | get_state ms warm / fresh | fresh get_state CPU ms | checkpoints | "
+          "bytes | bytes / raw | outside log B / checkpoint |" % o.early)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         def probes(key, r=r):
             return "; ".join("%d: %s / %s" % (p["turn"], p[key], p["fresh_" + key])
                              for p in r["probes"])
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        cpu = "; ".join("%d: %s" % (p["turn"], p["fresh_get_state_cpu_ms"]) for p in r["probes"])
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["run"], r["turns"], r["turns_per_sec"], r["saver_ms_early"], r["saver_ms_last"],
-            r["late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"),
+            r["late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"), cpu,
             fmt(r["checkpoints"]), fmt(r["stored_bytes"]), r["stored_per_raw"],
             fmt(r.get("outside_log_per_checkpoint"))))
     print("\nbytes per table (with its indexes), at the end of each run:")
