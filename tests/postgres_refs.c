@@ -3,7 +3,8 @@
  * the swaps began (injected by a trigger) leaves every table as it was, the
  * appended messages included; the generation condition of a put that appends
  * nothing; a version 13 or 14 schema with checkpoints migrated, then put on;
- * the plan of the latest-checkpoint read on a thread of 3,000 checkpoints. */
+ * the plans of the latest-checkpoint read and a list page on a thread of
+ * 3,000 checkpoints. */
 #include "postgres.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,10 +250,11 @@ static char *sql_file(const char *file)
 }
 
 /* The latest checkpoint of a thread with thousands is read as one index entry
- * (a backward scan of checkpoints_by_ns_put under the thread), in the generic
- * plan the driver's prepared statement gets: the statement before read and
- * sorted every checkpoint of the thread, so each get grew with the
- * conversation (docs/postgres.md). */
+ * (a backward scan of checkpoints_by_ns_put under the thread), and a page of a
+ * list as its own entries, in the generic plans the driver's prepared
+ * statements get: the statements before read and sorted every checkpoint of
+ * the thread, so each get and page grew with the conversation
+ * (docs/postgres.md). */
 START_TEST(test_latest_reads_one_checkpoint)
 {
     const char *name = "latest", *schema = schema_name(name);
@@ -284,8 +286,37 @@ START_TEST(test_latest_reads_one_checkpoint)
     ck_assert_msg(strstr(plan, "Index Scan Backward using checkpoints_by_ns_put on checkpoints k "
                                "(actual rows=1 loops=1)") != NULL, "not one index entry:\n%s", plan);
     ck_assert_msg(strstr(plan, "put_seq DESC") == NULL, "a sort by put_seq:\n%s", plan);
-    convo_checkpoint *cp = NULL;
+    /* a page of a list (thread, namespace, before, limit 10): ten index entries */
+    char *list = sql_file("checkpoint_list.sql");
+    char *prepare_list = malloc(strlen(list) + 128);
+    ck_assert_ptr_nonnull(prepare_list);
+    sprintf(prepare_list, "PREPARE page (text, text, text, text, int8, text, text) AS %s", list);
+    exec_in_schema(pg, schema, prepare_list);
+    r = PQexec(pg, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                   "EXECUTE page('t', '', 'c2000', NULL, 10, 't', '')");
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    plan[0] = '\0';
+    for (int i = 0; i < PQntuples(r); i++)
+        snprintf(plan + strlen(plan), sizeof plan - strlen(plan), "%s\n", PQgetvalue(r, i, 0));
+    PQclear(r);
+    printf("postgres_refs: checkpoint_list.sql, a page of 10 before c2000:\n%s", plan);
+    ck_assert_msg(strstr(plan, "Index Scan Backward using checkpoints_by_ns_put on checkpoints k "
+                               "(actual rows=10 loops=1)") != NULL, "not ten index entries:\n%s", plan);
+    convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    lo.thread_id = "t";
+    lo.checkpoint_ns = "";
+    lo.before = "c2000";
+    lo.limit = 3;
+    convo_checkpoint_set *page = NULL;
     convo_error err;
+    ck_assert_msg(convo_checkpoint_list(s, &lo, &page, &err) == 0, "list: %s", err.message);
+    ck_assert_uint_eq(convo_checkpoint_set_count(page), 3);
+    ck_assert_str_eq(convo_checkpoint_id(convo_checkpoint_set_get(page, 0)), "c1999");
+    ck_assert_str_eq(convo_checkpoint_id(convo_checkpoint_set_get(page, 2)), "c1997");
+    convo_checkpoint_set_free(page);
+    free(prepare_list);
+    free(list);
+    convo_checkpoint *cp = NULL;
     ck_assert_msg(convo_checkpoint_get(s, "t", "", NULL, &cp, &err) == 0, "get: %s", err.message);
     ck_assert_str_eq(convo_checkpoint_id(cp), "c3000");
     convo_checkpoint_free(cp);
