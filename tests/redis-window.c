@@ -305,6 +305,53 @@ START_TEST(test_pages_exact_within_window)
 }
 END_TEST
 
+/* More threads share one activity time than a batch reads (12 at u = X, their
+ * messages up to 1.1 ms later), one just below with no message: a batch that
+ * finds nothing complete after its position reads again with twice the
+ * count, and the walk still gives each once in order, both ways. */
+START_TEST(test_pages_past_a_crowded_time)
+{
+    char prefix[256], id[16];
+    static char out[4096], want[4096];
+    convo_store *s = open_store("crowded", user_keys, prefix, sizeof prefix);
+    row rows[16];
+    size_t n = 0;
+    for (int i = 0; i < 12; i++) {
+        snprintf(id, sizeof id, "c%02d", i);
+        user_thread(s, id, "u1");
+        snprintf(rows[n].id, sizeof rows[n].id, "%s", id);
+        rows[n++].u = last_created(s, id);
+    }
+    long long x = rows[0].u - 1000;
+    for (size_t i = 0; i < n; i++) { /* a record [created_at, role, bytes] within x's window */
+        rows[i].u = x + 100 * (long long)(i + 1);
+        unsigned char rec[32] = {0x93, 0xcf};
+        for (int b = 0; b < 8; b++)
+            rec[2 + b] = (unsigned char)((unsigned long long)rows[i].u >> (56 - 8 * b));
+        memcpy(rec + 10, "\xa4user\xc4\x02{}", 9);
+        freeReplyObject(cmd("LSET %s:{%s}:msgs -1 %b", prefix, rows[i].id, rec, (size_t)19));
+        set_activity(prefix, rows[i].id, "u1", x);
+    }
+    snprintf(rows[n].id, sizeof rows[n].id, "below");
+    user_thread(s, "below", "u1");
+    freeReplyObject(cmd("DEL %s:{below}:msgs", prefix));
+    set_activity(prefix, "below", "u1", x - 1);
+    rows[n++].u = x - 1;
+    qsort(rows, n, sizeof *rows, by_recent);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        want[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            const row *r = &rows[reverse ? n - 1 - i : i];
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s=%lld",
+                     *want ? " " : "", r->id, r->u);
+        }
+        walk(s, USER, reverse, 3, out, sizeof out);
+        ck_assert_str_eq(out, want);
+    }
+    convo_close(s);
+}
+END_TEST
+
 /* A thread missing from P:ix:r and its value's :r set (left by an older
  * writer, or lost) lists again once a write outside its window (a script)
  * puts its entries back from its own keys. */
@@ -397,6 +444,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_append_inside_window_moves_nothing);
     tcase_add_test(tc, test_writers_move_the_activity_time);
     tcase_add_test(tc, test_pages_exact_within_window);
+    tcase_add_test(tc, test_pages_past_a_crowded_time);
     tcase_add_test(tc, test_script_append_reindexes);
     tcase_add_test(tc, test_layouts_4_and_5_migrated);
     suite_add_tcase(su, tc);
