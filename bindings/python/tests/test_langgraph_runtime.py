@@ -159,6 +159,30 @@ class Runtime:
         # after the removal are passed by seq, only the new ones as texts
         self.assertEqual([texts for _, _, texts in puts], [1, 1], puts)
 
+    def test_a_message_replaced_by_id(self):
+        """A node returning a message with the id of an old one (add_messages swaps it
+        in place of the old one in a new list): the checkpoint holds the new content,
+        as on InMemorySaver, and later turns go on by prefix."""
+        from langchain_core.messages import AIMessage
+
+        def editing(state):
+            n = len(state["messages"])
+            out = [AIMessage("re %d" % n, id="ai-%d" % n)]
+            if n == 5:
+                out.append(AIMessage("edited", id="ai-1"))
+            return {"messages": out}
+        ours, theirs = (app.make_graph(s, editing) for s in (self.saver(), InMemorySaver()))
+        t = self.tid()
+        for i in range(5):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "turn %d" % i)
+        contents = [m.content for m in ours.get_state(app.config(t)).values["messages"]]
+        self.assertEqual(contents[1], "edited")
+        self.assertEqual(app.history(ours, t), app.history(theirs, t))
+        fresh = app.make_graph(self.saver(cache_messages=0), editing)
+        self.assertEqual(app.history(fresh, t), app.history(theirs, t))
+
     def test_async_turns_equal_in_memory_saver(self):
         ours, theirs = self.graphs()
         t = self.tid()
