@@ -219,11 +219,18 @@ function scan(coll, p, filter, limit, qview) {
     sorted = new SortedIndex(p.ix, coll.records.values());
     coll.sortedIndexes.set(p.ix.name, sorted);
   }
+  // a filter that is only the bounds (equalities, then one range) matches
+  // every entry between them: no query to compile and run per document
+  const bounds = p.ix.fields.slice(0, p.eq.length + (p.range ? 1 : 0));
+  const fk = V.keysOf(filter);
   let query = null;
-  try {
-    query = new Query(V.toQ(filter));
-  } catch (e) {
-    throw new CommandError(2, e.message, 'BadValue');
+  if (fk.length !== bounds.length || !fk.every((k) => bounds.includes(k))
+      || p.eq.some((v) => V.bsonType(v) === 'binData')) {
+    try {
+      query = new Query(V.toQ(filter));
+    } catch (e) {
+      throw new CommandError(2, e.message, 'BadValue');
+    }
   }
   const from = sorted.edge(p, 0);
   const to = sorted.edge(p, 1);
@@ -238,7 +245,7 @@ function scan(coll, p, filter, limit, qview) {
     if (seen.has(rec)) continue;
     seen.add(rec);
     docs++;
-    if (!query.test(qview(rec))) continue;
+    if (query && !query.test(qview(rec))) continue;
     out.push(rec);
     if (limit > 0 && p.provided && out.length >= limit) break;
   }

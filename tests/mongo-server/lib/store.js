@@ -311,9 +311,16 @@ class Collection {
    * so every candidate matches it.
    */
   candidates(filter) {
+    return this.uniqueCandidate(filter) || this.fieldCandidates(filter);
+  }
+
+  /**
+   * Equality on every field of a unique index (not a partial one): at most
+   * one record, read off that index as a server reads it; null when no
+   * unique index is fixed so.
+   */
+  uniqueCandidate(filter) {
     const keys = V.keysOf(filter);
-    // Equality on every field of a unique index (not a partial one): at most
-    // one record, read off that index as a server reads it.
     for (const ix of this.indexes.values()) {
       if (!ix.unique || ix.partial || !ix.fields.every((f) => keys.includes(f))) continue;
       const vals = ix.fields.map((f) => equalityValue(filter[f]));
@@ -321,6 +328,12 @@ class Collection {
       const rec = ix.entries.get(vals.map(canon).join('\u0000'));
       return { recs: rec ? [rec] : [], exact: false };
     }
+    return null;
+  }
+
+  /** An equality or $in condition on the first field of an index: its records. */
+  fieldCandidates(filter) {
+    const keys = V.keysOf(filter);
     for (const k of keys) {
       const m = this.fieldIndex.get(k);
       if (!m) continue;
@@ -456,10 +469,12 @@ class Collection {
       Scan.note(1, rec ? 1 : 0, 'IDHACK');
       return rec ? [rec] : [];
     }
-    const cand = keys.length ? this.candidates(filter) : null;
-    if (keys.length && !(cand && cand.exact)) {
+    let cand = keys.length ? this.uniqueCandidate(filter) : null;
+    if (keys.length && !cand) {
+      // equalities and a range bounding an index: read between the bounds
       const p = Scan.plan(this, filter, null, undefined, equalityValue, true);
       if (p && p.range && p.eq.length) return Scan.scan(this, p, filter, limit, Collection.qview);
+      cand = this.fieldCandidates(filter);
     }
     if (!keys.length || (cand && cand.exact)) {
       const all = cand ? cand.recs : [...this.records.values()];
