@@ -27,9 +27,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Agent, Runner, MemorySession, Usage, tool, setTracingDisabled } from '@openai/agents';
-import { z } from 'zod';
-import { benchOptions, words, convoImports, median, rate, rateAt as rateIn, since, withParam, fileBytes,
+import { Runner, MemorySession, setTracingDisabled } from '@openai/agents';
+import { conversation, scriptedAgent, turnItems, timedSession } from './agents-common.mjs';
+import { benchOptions, convoImports, median, rate, rateAt as rateIn, since, withParam, fileBytes,
   runnable, inTurn } from './common.mjs';
 
 setTracingDisabled(true);
@@ -52,30 +52,8 @@ const postgresUrl = process.env.CONVO_BENCH_POSTGRES_URL ?? process.env.CONVO_TE
 const tag = `agb${process.pid}`;
 
 // The conversation, the same for every session: what the user says and the model answers.
-const said = Array.from({ length: TURNS }, (_, t) => (t % 10 === 9 ? `lookup ${t}` : words(PAYLOAD)));
-const answers = Array.from({ length: TURNS }, () => words(PAYLOAD));
-
-function scriptedAgent() {
-  let turn = 0;
-  const model = {
-    async getResponse({ input }) {
-      const last = input[input.length - 1];
-      const n = input.length;
-      if (last.type !== 'function_call_result' && said[turn].startsWith('lookup')) {
-        return { usage: new Usage(), output: [{ type: 'function_call', id: `fc_${n}`, callId: `call_${n}`,
-          name: 'lookup', arguments: JSON.stringify({ q: said[turn] }), status: 'completed' }] };
-      }
-      return { usage: new Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', id: `msg_${n}`,
-        content: [{ type: 'output_text', text: answers[turn++], annotations: [] }] }] };
-    },
-    async *getStreamedResponse() {
-      throw new Error('not streamed');
-    },
-  };
-  const lookup = tool({ name: 'lookup', description: 'Looks a thing up', parameters: z.object({ q: z.string() }),
-    execute: async ({ q }) => `found ${q}: ${'x'.repeat(PAYLOAD / 2)}` });
-  return new Agent({ name: 'bench', instructions: 'Answer.', model, tools: [lookup] });
-}
+const talk = conversation(TURNS, PAYLOAD);
+const { said } = talk;
 
 let convo;
 let round = 0;
@@ -166,28 +144,6 @@ async function timed(n, make, call) {
   return { ms, got };
 }
 
-// The session as the Runner sees it, every method timed: spent.ms adds up the time from each
-// call of a method of the session (getItems, addItems, applyHistoryTransaction, ...) to its
-// promise settling, the adapter's own share of a Runner turn; spent.calls counts them by name.
-// (The methods are called on the session itself: ConvoSession's private fields need it.)
-function timedSession(session, spent) {
-  return new Proxy(session, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== 'function' || prop === 'constructor') return value;
-      return async (...args) => {
-        const start = process.hrtime.bigint();
-        try {
-          return await value.apply(target, args);
-        } finally {
-          spent.ms += since(start);
-          spent.calls[prop] = (spent.calls[prop] ?? 0) + 1;
-        }
-      };
-    },
-  });
-}
-
 // runner mode: the Runner (and the time spent in the session's own methods per turn); session
 // mode: per turn the calls the Runner made in runner mode; tail mode: the same with getItems(20)
 async function play(spec, session, mode, script) {
@@ -195,7 +151,7 @@ async function play(spec, session, mode, script) {
   const sessionMs = [];
   const spent = { ms: 0, calls: {} };
   const runner = new Runner();
-  const agent = scriptedAgent();
+  const agent = scriptedAgent(talk);
   const seen = mode === 'runner' ? timedSession(session, spent) : session;
   for (let t = 0; t < TURNS; t++) {
     spent.ms = 0;
@@ -270,27 +226,10 @@ function summarize(spec, mode, rounds, rawBytes) {
 
 const specs = runnable('agents-bench', SESSIONS, opts.only);
 
-// The items of each turn, as the Runner adds them with this agent (what it gave MemorySession
-// in a run of it; built here, as a run of the Runner costs minutes at 1,000 turns): the
-// script of session and tail modes, and the conversation every session must give back.
+// The items of each turn: the script of session and tail modes, and the conversation every
+// session must give back.
 function script() {
-  const turns = [];
-  let n = 0;
-  for (let t = 0; t < TURNS; t++) {
-    const items = [{ type: 'message', role: 'user', content: said[t] }];
-    n++;
-    if (said[t].startsWith('lookup')) {
-      items.push({ type: 'function_call', callId: `call_${n}`, name: 'lookup', status: 'completed',
-        arguments: JSON.stringify({ q: said[t] }) });
-      items.push({ type: 'function_call_result', name: 'lookup', callId: `call_${n}`, status: 'completed',
-        output: { type: 'text', text: `found ${said[t]}: ${'x'.repeat(PAYLOAD / 2)}` } });
-      n += 2;
-    }
-    items.push({ type: 'message', role: 'assistant', status: 'completed', id: `msg_${n}`,
-      content: [{ type: 'output_text', text: answers[t], annotations: [] }] });
-    n++;
-    turns.push(items);
-  }
+  const turns = turnItems(talk, TURNS);
   return { script: turns, items: turns.flat() };
 }
 

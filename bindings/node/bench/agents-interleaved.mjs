@@ -15,9 +15,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, Runner, MemorySession, Usage, tool, setTracingDisabled } from '@openai/agents';
-import { z } from 'zod';
-import { words, convoImports, median, since, withParam } from './common.mjs';
+import { Runner, MemorySession, setTracingDisabled } from '@openai/agents';
+import { convoImports, median, since, withParam } from './common.mjs';
+import { conversation, scriptedAgent, turnItems, timedSession } from './agents-common.mjs';
 
 setTracingDisabled(true);
 const { values: opts } = parseArgs({ options: {
@@ -27,49 +27,11 @@ const TURNS = Number(opts.turns);
 const SIZES = opts.sizes.split(',').map(Number);
 const PAYLOAD = 200;
 const LENGTH = Math.max(...SIZES) + TURNS + 10; // turns enough for the longest history and the rounds
-const said = Array.from({ length: LENGTH }, (_, t) => (t % 10 === 9 ? `lookup ${t}` : words(PAYLOAD)));
-const answers = Array.from({ length: LENGTH }, () => words(PAYLOAD));
+const talk = conversation(LENGTH, PAYLOAD);
+const { said } = talk;
 
-// agents-bench.mjs's agent: a tool call every 10th turn, else an answer
-function scriptedAgent(first) {
-  let turn = first;
-  const model = {
-    async getResponse({ input }) {
-      const last = input[input.length - 1];
-      const n = input.length;
-      if (last.type !== 'function_call_result' && said[turn].startsWith('lookup')) {
-        return { usage: new Usage(), output: [{ type: 'function_call', id: `fc_${n}`, callId: `call_${n}`,
-          name: 'lookup', arguments: JSON.stringify({ q: said[turn] }), status: 'completed' }] };
-      }
-      return { usage: new Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', id: `msg_${n}`,
-        content: [{ type: 'output_text', text: answers[turn++], annotations: [] }] }] };
-    },
-    async *getStreamedResponse() {
-      throw new Error('not streamed');
-    },
-  };
-  const lookup = tool({ name: 'lookup', description: 'Looks a thing up', parameters: z.object({ q: z.string() }),
-    execute: async ({ q }) => `found ${q}: ${'x'.repeat(PAYLOAD / 2)}` });
-  return new Agent({ name: 'bench', instructions: 'Answer.', model, tools: [lookup] });
-}
-
-// the first n items the Runner stores in that conversation (as agents-bench.mjs's script())
-function itemsUpTo(n) {
-  const items = [];
-  for (let t = 0; items.length < n; t++) {
-    items.push({ type: 'message', role: 'user', content: said[t] });
-    if (said[t].startsWith('lookup')) {
-      const k = items.length;
-      items.push({ type: 'function_call', callId: `call_${k}`, name: 'lookup', status: 'completed',
-        arguments: JSON.stringify({ q: said[t] }) });
-      items.push({ type: 'function_call_result', name: 'lookup', callId: `call_${k}`, status: 'completed',
-        output: { type: 'text', text: `found ${said[t]}: ${'x'.repeat(PAYLOAD / 2)}` } });
-    }
-    items.push({ type: 'message', role: 'assistant', status: 'completed', id: `msg_${items.length}`,
-      content: [{ type: 'output_text', text: answers[t], annotations: [] }] });
-  }
-  return items.slice(0, n);
-}
+// the first n items the Runner stores in that conversation
+const itemsUpTo = (n) => turnItems(talk, n).flat().slice(0, n);
 
 const [{ Store }, { ConvoSession }] = await convoImports('.', './openai-agents');
 const tmp = mkdtempSync(join(tmpdir(), 'convo-agents-interleaved-'));
@@ -95,16 +57,9 @@ try {
       for (let i = 0; i < n; i += 500) await session.addItems(items.slice(i, i + 500));
       await session.getItems(); // a first read, as after the turns before
       const spent = { ms: 0 };
-      const timed = new Proxy(session, { get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== 'function' || prop === 'constructor') return value;
-        return async (...args) => {
-          const start = process.hrtime.bigint();
-          try { return await value.apply(target, args); } finally { spent.ms += since(start); }
-        };
-      } });
+      const timed = timedSession(session, spent);
       const turnsBefore = items.filter((i) => i.role === 'user').length;
-      runs.push({ name, n, session: timed, close, spent, agent: scriptedAgent(turnsBefore), first: turnsBefore,
+      runs.push({ name, n, session: timed, close, spent, agent: scriptedAgent(talk, turnsBefore), first: turnsBefore,
         turnMs: [], sessionMs: [] });
     }
   }
