@@ -20,7 +20,7 @@
 void convo__ref_free(ref *r)
 {
     msgpack_unpacked_destroy(&r->up);
-    free(r->els);
+    free(r->segs);
     memset(r, 0, sizeof *r);
 }
 
@@ -86,13 +86,13 @@ int convo__ref_decode(const void *bytes, size_t len, ref *r, convo_error *err)
         if (total > MAX_ITEMS)
             return corrupt(err, "too many items");
     }
-    r->els = malloc((total ? total : 1) * sizeof *r->els);
-    if (!r->els)
+    r->segs = malloc((segs->size ? segs->size : 1) * sizeof *r->segs);
+    if (!r->segs)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     for (uint32_t i = 0; i < segs->size; i++) {
         const msgpack_object *g = &segs->ptr[i];
         if (g->type == MSGPACK_OBJECT_STR) {
-            r->els[r->n++] = (elem){-1, g->via.str.ptr, g->via.str.size};
+            r->segs[r->nsegs++] = (seg){-1, 1, g->via.str.ptr, g->via.str.size};
             r->has_inline = 1;
             continue;
         }
@@ -103,22 +103,28 @@ int convo__ref_decode(const void *bytes, size_t len, ref *r, convo_error *err)
             r->from = f;
         if (t > r->end)
             r->end = t;
-        for (int64_t q = f; q < t; q++)
-            r->els[r->n++] = (elem){q, NULL, 0};
+        r->segs[r->nsegs++] = (seg){f, t - f, NULL, 0};
     }
+    r->n = (int64_t)total;
     return 0;
 }
 
+/* Run i continues run i - 1 of the log (the two are stored as one). */
+static int continues(const seg *segs, size_t i)
+{
+    return i > 0 && segs[i].seq >= 0 && segs[i - 1].seq >= 0 &&
+           segs[i].seq == segs[i - 1].seq + segs[i - 1].count;
+}
+
 /* Packs a reference; runs of consecutive seqs become one [from, to]. */
-static int ref_encode(const char *key, const convo_blob *rest, const elem *els, size_t n,
+static int ref_encode(const char *key, const convo_blob *rest, const seg *segs, size_t n,
                       msgpack_sbuffer *sb)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     size_t nsegs = 0;
     for (size_t i = 0; i < n; i++)
-        if (els[i].seq < 0 || i == 0 || els[i - 1].seq < 0 || els[i].seq != els[i - 1].seq + 1)
-            nsegs++;
+        nsegs += !continues(segs, i);
     int bad = msgpack_pack_array(&pk, 5) || msgpack_pack_int64(&pk, ITEMS_LAYOUT) ||
               convo__pack_str(&pk, key);
     if (rest && rest->type)
@@ -128,17 +134,17 @@ static int ref_encode(const char *key, const convo_blob *rest, const elem *els, 
         bad = bad || msgpack_pack_nil(&pk) || msgpack_pack_nil(&pk);
     bad = bad || msgpack_pack_array(&pk, nsegs);
     for (size_t i = 0; !bad && i < n;) {
-        if (els[i].seq < 0) {
-            bad = msgpack_pack_str(&pk, els[i].len) ||
-                  msgpack_pack_str_body(&pk, els[i].text, els[i].len);
+        if (segs[i].seq < 0) {
+            bad = msgpack_pack_str(&pk, segs[i].len) ||
+                  msgpack_pack_str_body(&pk, segs[i].text, segs[i].len);
             i++;
             continue;
         }
         size_t j = i + 1;
-        while (j < n && els[j].seq >= 0 && els[j].seq == els[j - 1].seq + 1)
+        while (j < n && continues(segs, j))
             j++;
-        bad = msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, els[i].seq) ||
-              msgpack_pack_int64(&pk, els[j - 1].seq + 1);
+        bad = msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, segs[i].seq) ||
+              msgpack_pack_int64(&pk, segs[j - 1].seq + segs[j - 1].count);
         i = j;
     }
     return bad ? CONVO_ENOMEM : 0;
@@ -220,28 +226,31 @@ static cp_items *build_items(const ref *r, const convo_history *h, int64_t h_fro
     cp_items *it = calloc(1, sizeof *it);
     if (!it)
         return NULL;
-    size_t n = r->n;
+    size_t n = (size_t)r->n, i = 0;
     it->texts = calloc(n ? n : 1, sizeof *it->texts);
     it->lengths = malloc((n ? n : 1) * sizeof *it->lengths);
     it->seqs = malloc((n ? n : 1) * sizeof *it->seqs);
     int failed = !it->texts || !it->lengths || !it->seqs;
-    for (size_t i = 0; !failed && i < n; i++) {
-        const elem *e = &r->els[i];
-        const char *t = e->text;
-        size_t len = e->len;
-        if (e->seq >= 0 && e->seq < known) {
-            t = NULL;
-            len = 0;
-        } else if (e->seq >= 0) {
-            const convo_history_msg *m = &h->msgs[e->seq - h_from];
-            t = m->bytes;
-            len = m->len;
+    for (size_t g = 0; !failed && g < r->nsegs; g++) {
+        const seg *e = &r->segs[g];
+        for (int64_t q = 0; !failed && q < e->count; q++, i++) {
+            int64_t seq = e->seq >= 0 ? e->seq + q : -1;
+            const char *t = e->text;
+            size_t len = e->len;
+            if (seq >= 0 && seq < known) {
+                t = NULL;
+                len = 0;
+            } else if (seq >= 0) {
+                const convo_history_msg *m = &h->msgs[seq - h_from];
+                t = m->bytes;
+                len = m->len;
+            }
+            it->texts[i] = t ? dupn(t, len) : NULL;
+            it->lengths[i] = len;
+            it->seqs[i] = seq;
+            failed = t && !it->texts[i];
+            it->pub.n = i + 1; /* what the free below releases */
         }
-        it->texts[i] = t ? dupn(t, len) : NULL;
-        it->lengths[i] = len;
-        it->seqs[i] = e->seq;
-        failed = t && !it->texts[i];
-        it->pub.n = i + 1; /* what the free below releases */
     }
     if (!failed && r->key)
         failed = !(it->key = dupn(r->key, r->key_len));
@@ -419,12 +428,12 @@ int convo__items_validate(convo_store *s, const char *what, const convo_items_in
     return 0;
 }
 
-int convo__ref_blob(const char *key, const convo_blob *rest, const elem *els, size_t n,
-                       void **bytes, size_t *len, convo_error *err)
+int convo__ref_blob(const char *key, const convo_blob *rest, const seg *segs, size_t nsegs,
+                    void **bytes, size_t *len, convo_error *err)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    if (ref_encode(key, rest, els, n, &sb) != 0) {
+    if (ref_encode(key, rest, segs, nsegs, &sb) != 0) {
         msgpack_sbuffer_destroy(&sb);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
@@ -485,17 +494,17 @@ int convo__items_encode_write(convo_store *s, const convo_items_in *it, void **b
 {
     *bytes = NULL;
     int rc = convo__items_validate(s, "write", it, err);
-    elem *els = rc == 0 ? malloc((it->n ? it->n : 1) * sizeof *els) : NULL;
-    if (rc == 0 && !els)
+    seg *segs = rc == 0 ? malloc((it->n ? it->n : 1) * sizeof *segs) : NULL;
+    if (rc == 0 && !segs)
         rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; rc == 0 && i < it->n; i++) {
         int64_t q = it->seqs ? it->seqs[i] : -1;
-        els[i] = q >= 0 ? (elem){q, NULL, 0} : (elem){-1, it->items[i], item_len(it, i)};
+        segs[i] = q >= 0 ? (seg){q, 1, NULL, 0} : (seg){-1, 1, it->items[i], item_len(it, i)};
         if (it->seqs_out)
             it->seqs_out[i] = q;
     }
     if (rc == 0)
-        rc = convo__ref_blob(it->key, &it->rest, els, it->n, bytes, len, err);
-    free(els);
+        rc = convo__ref_blob(it->key, &it->rest, segs, it->n, bytes, len, err);
+    free(segs);
     return rc;
 }

@@ -9,27 +9,20 @@
 
 /* Puts retried after another writer grew the log (when the library chose the length). */
 #define MAX_RETRIES 8
-#define FRESH (-2) /* an item that enters the log with this put */
 
-/* A list given as the log's first k messages and the items after them
- * (convo_checkpoint_in.channel_log_prefix), spelled out item by item. */
-typedef struct expanded {
-    convo_items_in in;
-    const char **items;
-    size_t *lengths;
-    int64_t *seqs, *seqs_out;
-} expanded;
-
+/* A channel's list, run by run: the caller's log prefix [0, k) as one run,
+ * then one run per item it gave, so that planning a grown conversation costs
+ * O(new items), not O(list). */
 typedef struct chplan {
     size_t ch;                /* its index in cp->channels */
-    const convo_items_in *in; /* the caller's list, or &x.in when it has a log prefix */
-    const convo_items_in *given;
+    const convo_items_in *in; /* the caller's items (after the prefix) */
     int64_t prefix;           /* the caller's channel_log_prefix (0 = none) */
-    expanded x;
+    seg *segs;                /* the plan: a run of the log, or one item (seq -1: inline) */
+    size_t nsegs, off;        /* off: the run of in's item 0 (1 after a prefix) */
+    int64_t n;                /* items: prefix + in->n */
     ref parent;               /* the parent's list of this channel (n 0 when none) */
-    int64_t *known;           /* per item: its log seq, or -1 */
-    elem *els;                /* the plan: seq, FRESH, or -1 with an inline text */
-    size_t first_fresh, nfresh;
+    int64_t *cand;            /* per run: the parent's seq at its place, for a text compare */
+    size_t first_fresh, nfresh; /* the runs (one item each) that enter the log */
     int64_t fresh_seq;        /* the seq of its first fresh item in the current attempt */
     void *bytes;              /* the encoded reference of the current attempt */
     size_t len;
@@ -43,7 +36,7 @@ typedef struct swapplan {
     const char *type;
     const void *bytes;
     size_t len;
-    int64_t *fresh_at; /* per element of r: the index among the put's fresh items, or -1 */
+    int64_t *fresh_at; /* per run of r: the index among the put's fresh items, or -1 */
     void *enc;
     size_t enc_len;
     int64_t end;       /* 1 + the highest seq of the encoded reference */
@@ -55,17 +48,12 @@ typedef struct plan {
     convo_checkpoint *parent;
     chplan *chs;
     size_t nchs;
-    const elem **fresh; /* the fresh items in append order */
+    const seg **fresh; /* the fresh items in append order */
     size_t nfresh;
     swapplan *sw;
     size_t nsw;
     convo_body_plan body;
 } plan;
-
-static size_t text_len(const convo_items_in *it, size_t i)
-{
-    return it->lengths ? it->lengths[i] : strlen(it->items[i]);
-}
 
 static int same_text(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -75,14 +63,9 @@ static int same_text(const char *a, size_t alen, const char *b, size_t blen)
 static void plan_free(plan *p)
 {
     for (size_t k = 0; k < p->nchs; k++) {
-        expanded *x = &p->chs[k].x;
-        free(x->items);
-        free(x->lengths);
-        free(x->seqs);
-        free(x->seqs_out);
         convo__ref_free(&p->chs[k].parent);
-        free(p->chs[k].known);
-        free(p->chs[k].els);
+        free(p->chs[k].segs);
+        free(p->chs[k].cand);
         free(p->chs[k].bytes);
     }
     for (size_t k = 0; k < p->nsw; k++) {
@@ -102,6 +85,28 @@ static int oom(convo_error *err)
     return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
 }
 
+/* The caller's list as runs: [0, prefix), then one per item. */
+static int list_make(chplan *c, convo_error *err)
+{
+    const convo_items_in *in = c->in;
+    c->off = c->prefix > 0;
+    c->nsegs = c->off + in->n;
+    c->n = c->prefix + (int64_t)in->n;
+    c->segs = malloc((c->nsegs ? c->nsegs : 1) * sizeof *c->segs);
+    c->cand = malloc((c->nsegs ? c->nsegs : 1) * sizeof *c->cand);
+    if (!c->segs || !c->cand)
+        return oom(err);
+    if (c->off)
+        c->segs[0] = (seg){0, c->prefix, NULL, 0};
+    for (size_t j = 0; j < in->n; j++) {
+        int64_t q = in->seqs ? in->seqs[j] : -1;
+        const char *t = in->items ? in->items[j] : NULL;
+        size_t len = q >= 0 ? 0 : in->lengths ? in->lengths[j] : strlen(t);
+        c->segs[c->off + j] = q >= 0 ? (seg){q, 1, NULL, 0} : (seg){-1, 1, t, len};
+    }
+    return 0;
+}
+
 /* The parent's list of channel `name`, when its value there is a reference. */
 static int parent_list(plan *p, const char *name, ref *out, int *found, convo_error *err)
 {
@@ -118,31 +123,49 @@ static int parent_list(plan *p, const char *name, ref *out, int *found, convo_er
     return 0;
 }
 
+static int read_length(plan *p, int64_t *length, int64_t *generation, convo_error *err);
+
 /* A message channel the parent has no list of (the first checkpoint, a
- * parent put without it): its list is taken to be the log's first messages. */
+ * parent put without it): its list is taken to be the log's first messages,
+ * one run as long as the list or the log, whichever is shorter. */
 static int log_prefix(plan *p, chplan *c, convo_error *err)
 {
-    if (c->in->n == 0)
+    if (c->n == 0)
         return 0;
-    convo_load_opts o = CONVO_LOAD_OPTS_INIT;
-    o.limit = (int64_t)c->in->n;
-    o.with_extra = 0;
-    convo_history *h = NULL;
-    int rc = convo__scrubbed(p->s, p->s->driver->load(p->s->backend, p->cp->thread_id, &o, &h,
-                                                      err), err);
-    if (rc == CONVO_ENOTFOUND) {
-        convo__error_clear(err);
-        return 0;
+    int64_t length, generation;
+    int rc = read_length(p, &length, &generation, err);
+    if (rc != 0 || length == 0)
+        return rc;
+    if (!(c->parent.segs = malloc(sizeof *c->parent.segs)))
+        return oom(err);
+    c->parent.n = length < c->n ? length : c->n;
+    c->parent.segs[0] = (seg){0, c->parent.n, NULL, 0};
+    c->parent.nsegs = 1;
+    return 0;
+}
+
+/* The parent's seq at each run of c that is one item without a seq (-1:
+ * none); the walk over the parent's runs moves forward only. */
+static void parent_seqs(chplan *c, int64_t *from, int64_t *end)
+{
+    size_t g = 0;
+    int64_t start = 0, pos = c->prefix;
+    for (size_t i = 0; i < c->nsegs; i++) {
+        c->cand[i] = -1;
+        if (i < c->off)
+            continue;
+        for (; g < c->parent.nsegs && start + c->parent.segs[g].count <= pos; g++)
+            start += c->parent.segs[g].count;
+        if (c->segs[i].seq < 0 && g < c->parent.nsegs && c->parent.segs[g].seq >= 0) {
+            int64_t q = c->parent.segs[g].seq + (pos - start);
+            c->cand[i] = q;
+            if (*end == 0 || q < *from)
+                *from = q;
+            if (q + 1 > *end)
+                *end = q + 1;
+        }
+        pos++;
     }
-    size_t n = rc == 0 ? h->count : 0;
-    if (rc == 0 && !(c->parent.els = malloc((n ? n : 1) * sizeof *c->parent.els)))
-        rc = oom(err);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        c->parent.els[i] = (elem){(int64_t)i, NULL, 0};
-    if (rc == 0)
-        c->parent.n = n;
-    convo_history_free(h);
-    return rc;
 }
 
 /* Which items are the log's messages: the seq the caller gave, else (compared
@@ -150,73 +173,66 @@ static int log_prefix(plan *p, chplan *c, convo_error *err)
 static int find_known(plan *p, convo_error *err)
 {
     int64_t from = 0, end = 0;
-    for (size_t k = 0; k < p->nchs; k++) {
-        chplan *c = &p->chs[k];
-        const convo_items_in *in = c->in;
-        c->known = malloc((in->n ? in->n : 1) * sizeof *c->known);
-        if (!c->known)
-            return oom(err);
-        for (size_t i = 0; i < in->n; i++) {
-            c->known[i] = in->seqs ? in->seqs[i] : -1;
-            int64_t q = i < c->parent.n ? c->parent.els[i].seq : -1;
-            if (c->known[i] < 0 && q >= 0) {
-                if (end == 0 || q < from)
-                    from = q;
-                if (q + 1 > end)
-                    end = q + 1;
-            }
-        }
-    }
+    for (size_t k = 0; k < p->nchs; k++)
+        parent_seqs(&p->chs[k], &from, &end);
     if (end == 0)
         return 0;
     convo_history *h = NULL;
     int rc = convo__items_load(p->s, p->cp->thread_id, from, end, &h, err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {
         chplan *c = &p->chs[k];
-        for (size_t i = 0; i < c->in->n && i < c->parent.n; i++) {
-            int64_t q = c->parent.els[i].seq;
-            if (c->known[i] >= 0 || q < 0)
+        for (size_t i = 0; i < c->nsegs; i++) {
+            int64_t q = c->cand[i];
+            if (q < 0)
                 continue;
             const convo_history_msg *m = &h->msgs[q - from];
-            if (same_text(c->in->items[i], text_len(c->in, i), m->bytes, m->len))
-                c->known[i] = q;
+            if (same_text(c->segs[i].text, c->segs[i].len, m->bytes, m->len))
+                c->segs[i] = (seg){q, 1, NULL, 0};
         }
     }
     convo_history_free(h);
     return rc;
 }
 
-/* Item i of c is the parent's item i (the same seq, or the same inline text). */
-static int matches_parent(const chplan *c, size_t i)
+/* How many items c shares with its parent from the start (the same seqs, or
+ * the same inline texts), run by run; *at: c's first run not shared whole. */
+static int64_t common_start(const chplan *c, size_t *at, int64_t *at_off)
 {
-    const elem *e = &c->parent.els[i];
-    if (e->seq >= 0)
-        return c->known[i] == e->seq;
-    return c->known[i] < 0 && same_text(c->in->items[i], text_len(c->in, i), e->text, e->len);
+    size_t i = 0, j = 0;
+    int64_t io = 0, jo = 0, m = 0;
+    while (i < c->nsegs && j < c->parent.nsegs) {
+        const seg *a = &c->segs[i], *b = &c->parent.segs[j];
+        int64_t step = 1;
+        if (a->seq >= 0 && b->seq >= 0) {
+            if (a->seq + io != b->seq + jo)
+                break;
+            step = a->count - io < b->count - jo ? a->count - io : b->count - jo;
+        } else if (a->seq >= 0 || b->seq >= 0 || !same_text(a->text, a->len, b->text, b->len)) {
+            break;
+        }
+        m += step;
+        if ((io += step) == a->count)
+            i++, io = 0;
+        if ((jo += step) == b->count)
+            j++, jo = 0;
+    }
+    *at = i;
+    *at_off = io;
+    return m;
 }
 
-/* The rule for what enters the log (include/convo.h). */
-static int plan_channel(chplan *c, convo_error *err)
+/* The rule for what enters the log (include/convo.h): the items after all of
+ * the parent's, none of them the log's already, in a message channel. */
+static void plan_channel(chplan *c)
 {
-    const convo_items_in *in = c->in;
-    c->els = malloc((in->n ? in->n : 1) * sizeof *c->els);
-    if (!c->els)
-        return oom(err);
-    size_t m = 0;
-    while (m < in->n && m < c->parent.n && matches_parent(c, m))
-        m++;
-    int append = in->log && m == c->parent.n;
-    for (size_t i = m; append && i < in->n; i++)
-        append = c->known[i] < 0;
-    c->first_fresh = m;
-    c->nfresh = append ? in->n - m : 0;
-    for (size_t i = 0; i < in->n; i++) {
-        if (c->known[i] >= 0)
-            c->els[i] = (elem){c->known[i], NULL, 0};
-        else
-            c->els[i] = (elem){append ? FRESH : -1, in->items[i], text_len(in, i)};
-    }
-    return 0;
+    size_t at;
+    int64_t at_off;
+    int64_t m = common_start(c, &at, &at_off);
+    int append = c->in->log && m == c->parent.n && at_off == 0;
+    for (size_t i = at; append && i < c->nsegs; i++)
+        append = c->segs[i].seq < 0;
+    c->first_fresh = at;
+    c->nfresh = append ? c->nsegs - at : 0;
 }
 
 /* The parent's values holding fresh items inline: its pending writes (idx >= 0:
@@ -257,7 +273,7 @@ static int plan_swaps(plan *p, convo_error *err)
                 return rc;
             continue;
         }
-        w.fresh_at = malloc(w.r.n * sizeof *w.fresh_at);
+        w.fresh_at = malloc((w.r.nsegs ? w.r.nsegs : 1) * sizeof *w.fresh_at);
         if (!w.fresh_at) {
             convo__ref_free(&w.r);
             return oom(err);
@@ -265,9 +281,9 @@ static int plan_swaps(plan *p, convo_error *err)
         /* each inline item takes the next fresh item with the same text,
          * in order (a write of [a, b] appended as ... a, b) */
         size_t cursor = 0, matched = 0;
-        for (size_t i = 0; i < w.r.n; i++) {
+        for (size_t i = 0; i < w.r.nsegs; i++) {
             w.fresh_at[i] = -1;
-            const elem *e = &w.r.els[i];
+            const seg *e = &w.r.segs[i];
             if (e->seq >= 0)
                 continue;
             for (size_t t = 0; t < p->nfresh; t++) {
@@ -290,6 +306,16 @@ static int plan_swaps(plan *p, convo_error *err)
     return 0;
 }
 
+/* 1 + the highest seq of a list's runs (0: none). */
+static int64_t runs_end(const seg *segs, size_t n)
+{
+    int64_t end = 0;
+    for (size_t i = 0; i < n; i++)
+        if (segs[i].seq >= 0 && segs[i].seq + segs[i].count > end)
+            end = segs[i].seq + segs[i].count;
+    return end;
+}
+
 /* Encodes the channels and swaps with the fresh items at seq base.. */
 static int encode_attempt(plan *p, int64_t base, int64_t *log_length, convo_error *err)
 {
@@ -298,31 +324,30 @@ static int encode_attempt(plan *p, int64_t base, int64_t *log_length, convo_erro
         chplan *c = &p->chs[k];
         c->fresh_seq = next;
         for (size_t i = c->first_fresh; i < c->first_fresh + c->nfresh; i++)
-            c->els[i].seq = next++;
-        for (size_t i = 0; i < c->in->n; i++)
-            if (c->els[i].seq + 1 > *log_length)
-                *log_length = c->els[i].seq + 1;
+            c->segs[i].seq = next++;
+        int64_t end = runs_end(c->segs, c->nsegs);
+        if (end > *log_length)
+            *log_length = end;
         free(c->bytes);
         c->bytes = NULL;
-        int rc = convo__ref_blob(c->in->key, &c->in->rest, c->els, c->in->n, &c->bytes, &c->len, err);
+        int rc = convo__ref_blob(c->in->key, &c->in->rest, c->segs, c->nsegs, &c->bytes,
+                                 &c->len, err);
+        for (size_t i = c->first_fresh; i < c->first_fresh + c->nfresh; i++)
+            c->segs[i].seq = -1; /* for the next attempt */
         if (rc != 0)
             return rc;
-        for (size_t i = c->first_fresh; i < c->first_fresh + c->nfresh; i++)
-            c->els[i].seq = FRESH; /* for the next attempt */
     }
     for (size_t k = 0; k < p->nsw; k++) {
         swapplan *w = &p->sw[k];
-        elem *els = malloc(w->r.n * sizeof *els);
-        if (!els)
+        seg *segs = malloc((w->r.nsegs ? w->r.nsegs : 1) * sizeof *segs);
+        if (!segs)
             return oom(err);
-        w->end = 0;
-        for (size_t i = 0; i < w->r.n; i++) {
-            els[i] = w->r.els[i];
+        for (size_t i = 0; i < w->r.nsegs; i++) {
+            segs[i] = w->r.segs[i];
             if (w->fresh_at[i] >= 0)
-                els[i] = (elem){base + w->fresh_at[i], NULL, 0};
-            if (els[i].seq + 1 > w->end)
-                w->end = els[i].seq + 1;
+                segs[i] = (seg){base + w->fresh_at[i], 1, NULL, 0};
         }
+        w->end = runs_end(segs, w->r.nsegs);
         free(w->enc);
         w->enc = NULL;
         convo_blob rest = {NULL, NULL, 0};
@@ -336,10 +361,10 @@ static int encode_attempt(plan *p, int64_t base, int64_t *log_length, convo_erro
             rest = (convo_blob){rtype, w->r.rest, w->r.rest_len};
         }
         if (rc == 0)
-            rc = convo__ref_blob(key, &rest, els, w->r.n, &w->enc, &w->enc_len, err);
+            rc = convo__ref_blob(key, &rest, segs, w->r.nsegs, &w->enc, &w->enc_len, err);
         free(key);
         free(rtype);
-        free(els);
+        free(segs);
         if (rc != 0)
             return rc;
     }
@@ -434,36 +459,6 @@ static int prefix_in_log(plan *p, int64_t k, convo_error *err)
     return rc;
 }
 
-static int expand(chplan *c, convo_error *err)
-{
-    const convo_items_in *it = c->given;
-    size_t k = (size_t)c->prefix, n = k + it->n;
-    expanded *x = &c->x;
-    x->items = calloc(n, sizeof *x->items);
-    x->lengths = calloc(n, sizeof *x->lengths);
-    x->seqs = malloc(n * sizeof *x->seqs);
-    x->seqs_out = it->seqs_out ? malloc(n * sizeof *x->seqs_out) : NULL;
-    if (!x->items || !x->lengths || !x->seqs || (it->seqs_out && !x->seqs_out))
-        return oom(err);
-    for (size_t i = 0; i < k; i++)
-        x->seqs[i] = (int64_t)i;
-    for (size_t j = 0; j < it->n; j++) {
-        int64_t q = it->seqs ? it->seqs[j] : -1;
-        const char *t = it->items ? it->items[j] : NULL;
-        x->seqs[k + j] = q;
-        x->items[k + j] = t;
-        x->lengths[k + j] = it->lengths ? it->lengths[j] : t && q < 0 ? strlen(t) : 0;
-    }
-    x->in = *it;
-    x->in.items = x->items;
-    x->in.lengths = x->lengths;
-    x->in.seqs = x->seqs;
-    x->in.seqs_out = x->seqs_out;
-    x->in.n = n;
-    c->in = &x->in;
-    return 0;
-}
-
 static int plan_make(plan *p, convo_error *err)
 {
     const convo_checkpoint_in *cp = p->cp;
@@ -478,7 +473,7 @@ static int plan_make(plan *p, convo_error *err)
             continue;
         chplan *c = &p->chs[k++];
         c->ch = i;
-        c->in = c->given = cp->channel_items[i];
+        c->in = cp->channel_items[i];
         c->prefix = cp->channel_log_prefix ? cp->channel_log_prefix[i] : 0;
         msgpack_unpacked_init(&c->parent.up);
         char what[300];
@@ -494,8 +489,10 @@ static int plan_make(plan *p, convo_error *err)
         }
     }
     for (size_t k = 0; rc == 0 && k < p->nchs; k++)
-        if (p->chs[k].prefix > 0 && (rc = prefix_in_log(p, p->chs[k].prefix, err)) == 0)
-            rc = expand(&p->chs[k], err);
+        if (p->chs[k].prefix > 0)
+            rc = prefix_in_log(p, p->chs[k].prefix, err);
+    for (size_t k = 0; rc == 0 && k < p->nchs; k++)
+        rc = list_make(&p->chs[k], err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {
         int found = 0;
         rc = parent_list(p, cp->channels[p->chs[k].ch].channel, &p->chs[k].parent, &found, err);
@@ -515,7 +512,7 @@ static int plan_make(plan *p, convo_error *err)
     if (rc == 0)
         rc = find_known(p, err);
     for (size_t k = 0; rc == 0 && k < p->nchs; k++) {
-        rc = plan_channel(&p->chs[k], err);
+        plan_channel(&p->chs[k]);
         p->nfresh += p->chs[k].nfresh;
     }
     if (rc == 0 && p->nfresh) {
@@ -525,13 +522,24 @@ static int plan_make(plan *p, convo_error *err)
         size_t j = 0;
         for (size_t k = 0; k < p->nchs; k++)
             for (size_t i = p->chs[k].first_fresh; i < p->chs[k].first_fresh + p->chs[k].nfresh; i++)
-                p->fresh[j++] = &p->chs[k].els[i];
+                p->fresh[j++] = &p->chs[k].segs[i];
     }
     if (rc == 0)
         rc = plan_swaps(p, err);
     if (rc == 0)
         rc = convo__body_plan(p->parent, cp, &p->body, err);
     return rc;
+}
+
+/* The seqs of the caller's items, once the put is done. */
+static void seqs_out(const chplan *c)
+{
+    for (size_t j = 0; c->in->seqs_out && j < c->in->n; j++) {
+        size_t i = c->off + j;
+        int fresh = i >= c->first_fresh && i < c->first_fresh + c->nfresh;
+        c->in->seqs_out[j] = fresh ? c->fresh_seq + (int64_t)(i - c->first_fresh)
+                                   : c->segs[i].seq >= 0 ? c->segs[i].seq : -1;
+    }
 }
 
 int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error *err)
@@ -557,10 +565,11 @@ int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error 
     int chosen = base < 0;
     if (chosen && rc == 0) {
         base = p.parent ? p.parent->log_length : 0;
-        for (size_t k = 0; k < p.nchs; k++)
-            for (size_t i = 0; i < p.chs[k].in->n; i++)
-                if (p.chs[k].known[i] + 1 > base)
-                    base = p.chs[k].known[i] + 1;
+        for (size_t k = 0; k < p.nchs; k++) {
+            int64_t end = runs_end(p.chs[k].segs, p.chs[k].nsegs);
+            if (end > base)
+                base = end;
+        }
     }
     for (int attempt = 0; rc == 0; attempt++) {
         rc = put_once(&p, base, msgs, err);
@@ -578,18 +587,8 @@ int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error 
         base = length;
         rc = 0;
     }
-    for (size_t k = 0; rc == 0 && k < p.nchs; k++) {
-        const chplan *c = &p.chs[k];
-        for (size_t i = 0; c->in->seqs_out && i < c->in->n; i++) {
-            int fresh = i >= c->first_fresh && i < c->first_fresh + c->nfresh;
-            c->in->seqs_out[i] = c->known[i] >= 0 ? c->known[i]
-                                 : fresh          ? c->fresh_seq + (int64_t)(i - c->first_fresh)
-                                                  : -1;
-        }
-        if (c->prefix > 0 && c->given->seqs_out)
-            memcpy(c->given->seqs_out, c->in->seqs_out + c->prefix,
-                   c->given->n * sizeof *c->given->seqs_out);
-    }
+    for (size_t k = 0; rc == 0 && k < p.nchs; k++)
+        seqs_out(&p.chs[k]);
     convo__messages_free(msgs, p.nfresh);
     plan_free(&p);
     return rc;
