@@ -379,6 +379,7 @@ static int read_length(plan *p, int64_t *length, int64_t *generation, convo_erro
     o.with_extra = 0;
     convo_history *h = NULL;
     convo_error e2;
+    convo__error_clear(&e2); /* the first error is the one kept: start clean */
     int rc = p->s->driver->load(p->s->backend, p->cp->thread_id, &o, &h, &e2);
     *length = *generation = 0;
     if (rc == 0) {

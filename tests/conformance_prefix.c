@@ -196,6 +196,91 @@ START_TEST(test_prefix_not_read_from_a_version_4_struct)
 }
 END_TEST
 
+START_TEST(test_prefix_compared_run_by_run)
+{
+    char tid[256];
+    TID(tid, "t");
+    convo_error err;
+    int64_t out[3] = {-7, -7, -7};
+    ASSERT_OK(put_prefixed(tid, "c3", NULL, 0, M, NULL, 3, NULL, CONVO_CHECKPOINT_IN_VERSION, &err),
+              err);
+    /* the parent's one run [0, 3) against a prefix of 1 and two items by seq:
+     * the same list cut elsewhere, so the new item enters the log */
+    int64_t seqs[3] = {1, 2, -1};
+    const char *texts[3] = {NULL, NULL, M[3]};
+    ASSERT_OK(put_prefixed(tid, "c4", "c3", 1, texts, seqs, 3, out, CONVO_CHECKPOINT_IN_VERSION,
+                           &err), err);
+    ck_assert_int_eq(out[0], 1);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(out[2], 3);
+    /* the items by seq out of order: not the parent's list grown, the new
+     * one stays inline */
+    int64_t swapped[3] = {2, 1, -1};
+    const char *texts2[3] = {NULL, NULL, M[4]};
+    ASSERT_OK(put_prefixed(tid, "x4", "c4", 1, texts2, swapped, 3, out,
+                           CONVO_CHECKPOINT_IN_VERSION, &err), err);
+    ck_assert_int_eq(out[2], -1);
+    assert_log(tid, M, 4);
+    const int64_t all[4] = {0, 1, 2, 3};
+    assert_list(tid, "c4", M, all, 4);
+    const char *want[4] = {M[0], M[2], M[1], M[4]};
+    const int64_t got[4] = {0, 2, 1, -1};
+    assert_list(tid, "x4", want, got, 4);
+}
+END_TEST
+
+START_TEST(test_prefix_over_a_branch)
+{
+    char tid[256];
+    TID(tid, "t");
+    convo_error err;
+    ASSERT_OK(put_prefixed(tid, "c3", NULL, 0, M, NULL, 3, NULL, CONVO_CHECKPOINT_IN_VERSION, &err),
+              err);
+    /* b3 is [0, 2) and an inline item; its child keeps all three (the inline
+     * one by its text) and adds one: the parent's list grown, so the new item
+     * enters the log after the thread's three messages */
+    ASSERT_OK(put_prefixed(tid, "b3", "c3", 2, &BRANCH, NULL, 1, NULL,
+                           CONVO_CHECKPOINT_IN_VERSION, &err), err);
+    const char *tail[2] = {BRANCH, M[3]};
+    int64_t out[2] = {-7, -7};
+    ASSERT_OK(put_prefixed(tid, "b4", "b3", 2, tail, NULL, 2, out, CONVO_CHECKPOINT_IN_VERSION,
+                           &err), err);
+    ck_assert_int_eq(out[0], -1);
+    ck_assert_int_eq(out[1], 3);
+    assert_log(tid, M, 4);
+    const char *want[4] = {M[0], M[1], BRANCH, M[3]};
+    const int64_t seqs[4] = {0, 1, -1, 3};
+    assert_list(tid, "b4", want, seqs, 4);
+    /* a different text where the parent has its inline item: stays inline */
+    ASSERT_OK(put_prefixed(tid, "b4x", "b3", 2, M + 3, NULL, 1, out, CONVO_CHECKPOINT_IN_VERSION,
+                           &err), err);
+    ck_assert_int_eq(out[0], -1);
+    assert_log(tid, M, 4);
+}
+END_TEST
+
+START_TEST(test_prefix_first_list_over_a_longer_log)
+{
+    char tid[256];
+    TID(tid, "t");
+    convo_error err;
+    conf_append(conf_store, tid, M, 3);
+    /* no parent list: the list is taken to be the log's first messages, as
+     * many as it has, and compared by text (the thread has more) */
+    int64_t out[1] = {-7};
+    ASSERT_OK(put_prefixed(tid, "c2", NULL, 1, M + 1, NULL, 1, out, CONVO_CHECKPOINT_IN_VERSION,
+                           &err), err);
+    ck_assert_int_eq(out[0], 1);
+    const int64_t all[3] = {0, 1, 2};
+    assert_list(tid, "c2", M, all, 2);
+    /* a text other than the log's at its place stays inline */
+    ASSERT_OK(put_prefixed(tid, "d2", NULL, 1, &BRANCH, NULL, 1, out,
+                           CONVO_CHECKPOINT_IN_VERSION, &err), err);
+    ck_assert_int_eq(out[0], -1);
+    assert_log(tid, M, 3);
+}
+END_TEST
+
 void conf_add_prefix_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "prefix");
@@ -203,4 +288,7 @@ void conf_add_prefix_tests(Suite *s)
     tcase_add_test(tc, test_prefix_branch_stays_inline);
     tcase_add_test(tc, test_prefix_bad_input_writes_nothing);
     tcase_add_test(tc, test_prefix_not_read_from_a_version_4_struct);
+    tcase_add_test(tc, test_prefix_compared_run_by_run);
+    tcase_add_test(tc, test_prefix_over_a_branch);
+    tcase_add_test(tc, test_prefix_first_list_over_a_longer_log);
 }
