@@ -533,7 +533,7 @@ START_TEST(test_migration_from_version_10)
     convo_store *s = open_keys(schema_url(name, NULL), k);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
-    ck_assert_int_eq(query_long(pg, sql), 17);
+    ck_assert_int_eq(query_long(pg, sql), PG_SCHEMA_VERSION);
     assert_page(s, NULL, CONVO_ORDER_RECENT, 0, 10, "b a");
     assert_page(s, NULL, CONVO_ORDER_ID, 0, 10, "a b");
     assert_page(s, "{\"k\":1}", CONVO_ORDER_RECENT, 0, 10, "a");
@@ -775,7 +775,7 @@ START_TEST(test_migration_from_version_16)
     convo_store *s = open_keys(schema_url(name, NULL), USER_ID);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM \"%s\".schema_version", schema_name(name));
-    ck_assert_int_eq(query_long(pg, sql), 17);
+    ck_assert_int_eq(query_long(pg, sql), PG_SCHEMA_VERSION);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".threads WHERE listed_at = updated_at",
              schema_name(name));
     ck_assert_int_eq(query_long(pg, sql), 30);

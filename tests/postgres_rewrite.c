@@ -69,9 +69,9 @@ START_TEST(test_migration_from_version_7)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v7"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "v7", 2);
+    char *after = rows_as_text(pg, "v7", 3);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
@@ -82,13 +82,11 @@ START_TEST(test_migration_from_version_7)
     free(v);
     ck_assert_int_eq(generation_of(s, "a"), 0);
     ck_assert_int_eq(generation_of(s, "b"), 0);
-    /* (v9) the checkpoints past a keep are found by an index */
-    snprintf(sql, sizeof sql, "SELECT indexdef FROM pg_indexes WHERE schemaname = '%s'"
-             " AND indexname = 'checkpoints_by_log'", schema_name("v7"));
-    v = query1(pg, sql);
-    ck_assert_ptr_nonnull(v);
-    ck_assert_ptr_nonnull(strstr(v, "(tid, log_length)"));
-    free(v);
+    /* (v18) no index of the log length: raising it stays a HOT update, and a
+     * rewrite finds the checkpoints past keep among the thread's */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s'"
+             " AND indexdef LIKE '%%log_length%%'", schema_name("v7"));
+    ck_assert_int_eq(query_long(pg, sql), 0);
 
     /* "a": c1 (log 2: ch v1, x v1), c2 (log 3: ch v2, x v1; two writes), sub/c3 (log 3) */
     convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;

@@ -24,7 +24,7 @@ START_TEST(test_schema_created_and_versioned)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("layout"));
     char *versions = query1(pg, sql);
-    ck_assert_str_eq(versions, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(versions, PG_SCHEMA_VERSIONS);
     free(versions);
     /* (v6) the thread table's primary key is the thread id; every other data
      * table's starts with the thread's numeric key */
@@ -36,7 +36,7 @@ START_TEST(test_schema_created_and_versioned)
              " WHERE n.nspname = '%s' AND i.indisprimary AND c.relname <> 'schema_version'",
              schema_name("layout"));
     char *keys = query1(pg, sql);
-    ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_writes:tid checkpoints:tid "
+    ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_channel_sets:num checkpoint_writes:tid checkpoints:tid "
                            "idempotency_keys:tid indexed_keys:key messages:tid thread_extra:tid "
                            "threads:thread_id");
     free(keys);
@@ -45,7 +45,7 @@ START_TEST(test_schema_created_and_versioned)
     convo_close(s);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version",
              schema_name("layout"));
-    ck_assert_int_eq(query_long(pg, sql), 17);
+    ck_assert_int_eq(query_long(pg, sql), PG_SCHEMA_VERSION);
     PQfinish(pg);
     drop_schema("layout");
 }
@@ -120,7 +120,7 @@ START_TEST(test_concurrent_openers_migrate_once)
     PGconn *pg = admin();
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".schema_version", schema_name("race"));
-    ck_assert_int_eq(query_long(pg, sql), 17);
+    ck_assert_int_eq(query_long(pg, sql), PG_SCHEMA_VERSION);
     PQfinish(pg);
     drop_schema("race");
 }
@@ -306,7 +306,7 @@ START_TEST(test_migration_from_version_3)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v3"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
@@ -382,7 +382,7 @@ START_TEST(test_migration_from_version_4)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v4"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
     list_ids(s, "a", NULL, NULL, ids, sizeof ids);
     ck_assert_str_eq(ids, "a2 a1");
@@ -611,19 +611,25 @@ const char v5_data[] =
  * thread id through the numeric key, the pairs split back) and from the
  * version 7 ones (a body as given: its first byte 0, then the body; NULL
  * otherwise). */
-static const char *const v5_rows[][3] = {
+static const char *const v5_rows[][4] = {
     {"SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
+     "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads"},
     {"SELECT thread_id, extra FROM @S.thread_extra",
+     "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid"},
     {"SELECT thread_id, seq, role, created_at, body FROM @S.messages",
      "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
      " JOIN @S.threads t ON t.tid = m.tid",
      "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
+     " JOIN @S.threads t ON t.tid = m.tid",
+     "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
      " JOIN @S.threads t ON t.tid = m.tid"},
     {"SELECT thread_id, key, first_seq, count, created_at FROM @S.idempotency_keys",
+     "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
+     " JOIN @S.threads t ON t.tid = k.tid",
      "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
      " JOIN @S.threads t ON t.tid = k.tid",
      "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
@@ -640,8 +646,16 @@ static const char *const v5_rows[][3] = {
      " THEN substring(c.body FROM 2) END, c.log_length,"
      " ARRAY(SELECT u.ch FROM @S.channel_versions(c.channel_versions) u),"
      " ARRAY(SELECT u.ver FROM @S.channel_versions(c.channel_versions) u), c.created_at"
+     " FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid",
+     "SELECT t.thread_id, c.checkpoint_ns, @S.id_text(c.checkpoint_id), c.put_seq,"
+     " @S.id_text(c.parent_id), c.metadata, c.body_type, CASE WHEN get_byte(c.body, 0) = 0"
+     " THEN substring(c.body FROM 2) END, c.log_length,"
+     " ARRAY(SELECT u.ch FROM @S.channel_list(c.channel_set, c.versions) u),"
+     " ARRAY(SELECT u.ver FROM @S.channel_list(c.channel_set, c.versions) u), c.created_at"
      " FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid"},
     {"SELECT thread_id, checkpoint_ns, channel, version, type, value FROM @S.checkpoint_blobs",
+     "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
+     " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid",
      "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
      " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid",
      "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
@@ -653,11 +667,14 @@ static const char *const v5_rows[][3] = {
      " ON t.tid = w.tid",
      "SELECT t.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.task_path,"
      " w.channel, w.type, w.value FROM @S.checkpoint_writes w JOIN @S.threads t"
-     " ON t.tid = w.tid"},
+     " ON t.tid = w.tid",
+     "SELECT t.thread_id, w.checkpoint_ns, @S.id_text(w.checkpoint_id), @S.id_text(w.task_id),"
+     " w.idx, w.task_path, w.channel, w.type, w.value FROM @S.checkpoint_writes w"
+     " JOIN @S.threads t ON t.tid = w.tid"}
 };
 
-/* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7),
- * one table a line. */
+/* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7,
+ * 3: version 18), one table a line. */
 char *rows_as_text(PGconn *pg, const char *name, int layout)
 {
     char *out = strdup("");
@@ -704,14 +721,14 @@ START_TEST(test_migration_from_version_5)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v5"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "v5", 2);
+    char *after = rows_as_text(pg, "v5", 3);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
     /* no text thread id left in a child table, the put index is gone (v6), the
-     * log length one there (v9) */
+     * log length one too (added in v9, dropped in v18) */
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM information_schema.columns WHERE table_schema = '%s'"
              " AND column_name = 'thread_id' AND table_name <> 'threads'", schema_name("v5"));
@@ -720,7 +737,7 @@ START_TEST(test_migration_from_version_5)
              " FROM pg_indexes WHERE schemaname = '%s' AND tablename = 'checkpoints'",
              schema_name("v5"));
     v = query1(pg, sql);
-    ck_assert_str_eq(v, "checkpoints_by_log checkpoints_by_ns_put checkpoints_pkey");
+    ck_assert_str_eq(v, "checkpoints_by_ns_put checkpoints_pkey");
     free(v);
     /* messages, extra and key through the driver */
     convo_error err;
@@ -829,9 +846,9 @@ START_TEST(test_migration_from_version_6)
     snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
              " FROM \"%s\".schema_version", schema_name("v6"));
     char *v = query1(pg, sql);
-    ck_assert_str_eq(v, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17");
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "v6", 2);
+    char *after = rows_as_text(pg, "v6", 3);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);

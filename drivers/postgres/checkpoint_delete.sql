@@ -7,18 +7,18 @@ WITH t AS (
     SELECT @S.thread_live($1::text, $4::interval, false) AS tid),
 doomed AS (
     DELETE FROM @S.checkpoints c USING t, unnest($2::text[], $3::text[]) AS k(ns, id)
-     WHERE c.tid = t.tid AND c.checkpoint_ns = k.ns AND c.checkpoint_id = k.id
-    RETURNING c.tid, c.checkpoint_ns, c.checkpoint_id, c.channel_versions),
+     WHERE c.tid = t.tid AND c.checkpoint_ns = k.ns AND c.checkpoint_id = @S.id_pack(k.id)
+    RETURNING c.tid, c.checkpoint_ns, c.checkpoint_id, c.channel_set, c.versions),
 writes AS (
     DELETE FROM @S.checkpoint_writes w USING doomed d
      WHERE w.tid = d.tid AND w.checkpoint_ns = d.checkpoint_ns
        AND w.checkpoint_id = d.checkpoint_id),
 freed AS (
     SELECT d.tid, d.checkpoint_ns AS ns, u.ch, u.ver
-      FROM doomed d, @S.channel_versions(d.channel_versions) AS u
+      FROM doomed d, @S.channel_list(d.channel_set, d.versions) AS u
     EXCEPT
     SELECT c.tid, c.checkpoint_ns, u.ch, u.ver
-      FROM t, @S.checkpoints c, @S.channel_versions(c.channel_versions) AS u
+      FROM t, @S.checkpoints c, @S.channel_list(c.channel_set, c.versions) AS u
      WHERE c.tid = t.tid AND NOT EXISTS (
            SELECT 1 FROM doomed d
             WHERE d.checkpoint_ns = c.checkpoint_ns AND d.checkpoint_id = c.checkpoint_id)),

@@ -10,21 +10,22 @@ WITH sel AS (
                           WHERE k.tid = t.tid AND k.checkpoint_ns = $2::text
                           ORDER BY k.put_seq DESC LIMIT 1) c
      WHERE t.thread_id = $1::text AND (t.expires_at IS NULL OR t.expires_at > now()))
-SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
+SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
+       @S.id_text(s.parent_id),
        s.metadata::text, NULL::text, s.log_length, s.created_at, s.body_type, s.body
   FROM sel s
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
-  FROM sel s CROSS JOIN LATERAL @S.channel_versions(s.channel_versions) AS u
+  FROM sel s CROSS JOIN LATERAL @S.channel_list(s.channel_set, s.versions) AS u
   -- each value by its primary key: a plain join lets the planner, which takes
-  -- channel_versions() for 1,000 rows, hash the whole blobs table (every
+  -- channel_list() for 1,000 rows, hash the whole blobs table (every
   -- thread's values read on every get); LIMIT 1 keeps it a per-row lookup
   LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
                       WHERE b.tid = s.tid AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
-SELECT 2, s.r, NULL, NULL, NULL, w.task_id, w.task_path, w.channel, w.idx, NULL, w.type,
-       w.value
+SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id), w.task_path, w.channel, w.idx,
+       NULL, w.type, w.value
   FROM sel s JOIN @S.checkpoint_writes w
     ON w.tid = s.tid AND w.checkpoint_ns = s.checkpoint_ns
    AND w.checkpoint_id = s.checkpoint_id
