@@ -173,6 +173,23 @@ class MessageCache:
                     return None
             return (t.generation, t.length, t.origin)
 
+    def seq_finder(self, thread_id, generation):
+        """item -> the seq of the held message of the thread it is (at `generation`,
+        unchanged since it was revived), -1 for any other item."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            held = dict(t.held) if t is not None and t.generation == generation else {}
+        where = {}
+
+        def seq_of(item):
+            if not where and held:
+                where.update((id(e[1]), (q, e)) for q, e in held.items())
+            got = where.get(id(item))
+            if got is None or got[1][1] is not item or not same(item, got[1][2]):
+                return -1
+            return got[0]
+        return seq_of
+
     def reader(self, thread_id, generation, origin, hold=True):
         """A reader of the items of one checkpoint read at (generation, origin).
         hold=False (a list across threads): it uses what is held but adds no

@@ -24,16 +24,18 @@ import time
 import uuid
 
 from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache
+from . import _langgraph_delta as delta
 from .checkpoint import Items
 
-ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes")
+ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes deltas")
 ChannelPlan.__doc__ = """What ConvoSaver.put hands to Store.checkpoint_put: channels as
 (name, version text, (type, bytes) or convo.Items or None); listed: a channel is
 Items (the put is then conditional on the thread's generation); hinted: an item
 is passed by its seq, or a list as the log's first messages (valid only at the
 generation the hint was learnt at); prefixes: {channel: k} for the lists passed
 as the log's messages [0, k) and the items after them (Store.checkpoint_put's
-log_prefix)."""
+log_prefix); deltas: {channel: (prefix, texts, seqs)} of the DeltaChannel lists
+stored (convo/_langgraph_delta.py)."""
 
 # LangChain message types -> the role a message is stored under (as the Node binding)
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
@@ -416,6 +418,8 @@ class MessageChannels:
         self._known = collections.OrderedDict()    # (thread, ns, checkpoint id) -> {ch: _Known}
         self._fresh = collections.OrderedDict()    # id(item) -> (item, content, id, thread, seq, gen)
         self._generations = collections.OrderedDict()   # thread -> generation last seen
+        self.delta = delta.DeltaLists()     # DeltaChannel lists (convo/_langgraph_delta.py)
+        self._delta_names = set()   # message channels seen as DeltaChannels
         self._lock = threading.Lock()
 
     # ---- the thread's generation ----
@@ -441,28 +445,53 @@ class MessageChannels:
         channel's list, or an input holding one)."""
         for name in new_versions:
             v = values.get(name)
-            if name in self.names and isinstance(v, list):
+            if name in self.names and (isinstance(v, list) or name not in values or
+                                       delta.is_snapshot(v)):
                 return True
             if name == "__start__" and isinstance(v, dict) and \
                     any(isinstance(v.get(k), list) for k in self.names):
                 return True
         return False
 
-    def plan_put(self, serde, values, versions, new_versions, parent_key, generation):
+    def plan_put(self, serde, values, versions, new_versions, parent_key, generation,
+                 read_parent=None, thread_id=None):
         """The channels of a checkpoint: every channel of `versions`, with a value
         for those whose version is new; a message channel's list as Items: when it
         starts with the parent's list as known at `generation` (the same objects),
         as that many of the log's first messages and only the items after them,
-        those known by seq not serialized again."""
+        those known by seq not serialized again. A DeltaChannel's step (a message
+        channel with a new version and no list): its delta list (read_parent() ->
+        the stored parent, when this saver does not know its list)."""
         parent = {}
         if parent_key and generation is not None:
             with self._lock:
                 parent = self._known.get(parent_key, {})
-        channels, hinted, listed, prefixes = [], False, False, {}
+        channels, hinted, listed, prefixes, deltas = [], False, False, {}, {}
         for name, version in versions.items():
             value = None
-            if name in new_versions and name in values:
-                v = values[name]
+            v = values.get(name)
+            if name in new_versions and name in self.names and \
+                    (name not in values or delta.is_snapshot(v)):
+                d = self.delta.list_in(parent_key, name, generation, read_parent)
+                if d is not None:
+                    value, k, texts, seqs, objects = d
+                    self._delta_names.add(name)
+                    if name in values:
+                        value = value._replace(rest=delta.selection_rest(
+                            self._selection(serde, thread_id, generation, k, texts, seqs,
+                                            v.value)))
+                    if k:
+                        prefixes[name] = k
+                    deltas[name] = (k, texts, seqs, objects)
+                    hinted = hinted or bool(k) or value.seqs is not None
+                    listed = True
+                    channels.append((name, str(version), value))
+                    continue
+                if name in values:      # the parent's value is no list: the snapshot's own
+                    value = Items(self._committed_texts(serde, v.value, False),
+                                  key=delta.SNAPSHOT_KEY, rest=delta.snapshot_rest())
+                    listed = True
+            elif name in new_versions and name in values:
                 if name in self.names and isinstance(v, list):
                     known = parent.get(name)
                     if known is not None and known.generation != generation:
@@ -475,7 +504,24 @@ class MessageChannels:
                     value = self._value(serde, name, v)
                 listed = listed or isinstance(value, Items)
             channels.append((name, str(version), value))
-        return ChannelPlan(channels, listed, hinted, prefixes)
+        return ChannelPlan(channels, listed, hinted, prefixes, deltas)
+
+    def _selection(self, serde, thread_id, generation, prefix, texts, seqs, items):
+        """A _DeltaSnapshot's list as a selection of the delta list stored with it:
+        its items found by the seq of the held message they are, else by text."""
+        held = self.cache.seq_finder(thread_id, generation)
+
+        def seq_of(x):
+            q = held(x)
+            if q < 0:
+                with self._lock:
+                    h = self._fresh.get(id(x))
+                if h is not None and h[3] == thread_id and h[5] == generation and \
+                        _unchanged(h, x):
+                    q = h[4]
+            return q
+        return delta.selection_of(prefix, texts, seqs, items, seq_of,
+                                  lambda x: log_text(serde, x))
 
     def _list_value(self, serde, value, known):
         """(Items of what follows the log prefix, k) for a message channel's list."""
@@ -494,16 +540,17 @@ class MessageChannels:
 
     def _value(self, serde, channel, value):
         if channel in self.names and isinstance(value, list):
-            return Items(self._committed_texts(serde, value))
+            return Items(self._committed_texts(serde, value, channel not in self._delta_names))
         if channel == "__start__" and isinstance(value, dict):
             for key in sorted(self.names):
                 if isinstance(value.get(key), list):
                     rest = {k: v for k, v in value.items() if k != key}
-                    return Items(self._committed_texts(serde, value[key]), key=key,
-                                 rest=serde.dumps_typed(rest) if rest else None)
+                    return Items(self._committed_texts(serde, value[key],
+                                                       key not in self._delta_names),
+                                 key=key, rest=serde.dumps_typed(rest) if rest else None)
         return serde.dumps_typed(value)
 
-    def _committed_texts(self, serde, items):
+    def _committed_texts(self, serde, items, assign=True):
         """The log texts of an input's or a write's items as add_messages will
         commit them, so that the put committing them finds the same texts and
         turns the input and the write into references. add_messages gives a
@@ -511,8 +558,9 @@ class MessageChannels:
         applied, on LangGraph's main thread, while this runs on another: so wait
         a little for it (ID_WAIT seconds at most), then give the message an id of
         our own (it then keeps ours); an id that changed meanwhile (add_messages
-        checks for None, then draws its uuid) is serialized again."""
-        if self.assign_ids and _without_id(items):
+        checks for None, then draws its uuid) is serialized again. assign=False: a
+        DeltaChannel's (its reducer keeps a message without an id as it is)."""
+        if assign and self.assign_ids and _without_id(items):
             deadline = time.monotonic() + ID_WAIT
             delay = 0.0005
             while _without_id(items) and time.monotonic() < deadline:
@@ -533,7 +581,7 @@ class MessageChannels:
         return texts
 
     def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation,
-                 prefixes=None):
+                 prefixes=None, deltas=None):
         """Remembers the seqs the library gave a put's lists (hints for its child
         and for a write of its parent stored after it); a message channel the put
         did not change keeps what its parent's list was known as (LangGraph's
@@ -545,7 +593,7 @@ class MessageChannels:
         fresh = []
         for ch, seqs in (seqs_by_channel or {}).items():
             v = values.get(ch)
-            if ch not in self.names or not isinstance(v, list):
+            if ch not in self.names or not isinstance(v, list) or ch in (deltas or {}):
                 continue
             k = (prefixes or {}).get(ch, 0)
             before = parent.get(ch)
@@ -565,14 +613,22 @@ class MessageChannels:
                 x, q = v[k + i], seqs[i]
                 if q >= 0 and _is_message(x):
                     fresh.append((x, x.content, x.id, q))
+        for ch, (_, _, _, objects) in (deltas or {}).items():
+            # the written messages this put appended: found by seq in a later snapshot
+            out = (seqs_by_channel or {}).get(ch) or ()
+            fresh.extend((x, x.content, x.id, q) for x, q in zip(objects, out)
+                         if x is not None and q >= 0 and _is_message(x))
         with self._lock:
-            for x, content, id_, q in fresh:
+            for x, content, id_, q in fresh[-_MAX_FRESH:]:
                 self._fresh.pop(id(x), None)
                 self._fresh[id(x)] = (x, content, id_, key[0], q, generation)
             while len(self._fresh) > _MAX_FRESH:
                 self._fresh.popitem(last=False)
         if known:
             self._remember(key, known)
+        self.delta.learn(key, parent_key, {
+            ch: d + ((seqs_by_channel or {}).get(ch),) for ch, d in (deltas or {}).items()},
+            [ch for ch in self.names if ch not in new_versions], generation)
 
     def write_value(self, serde, thread_id, channel, value):
         """A pending write's stored value: a list written to a message channel (a
@@ -587,6 +643,14 @@ class MessageChannels:
         if seqs is None:
             return v
         return Items([None if q >= 0 else t for t, q in zip(v.items, seqs)], seqs)
+
+    def write_stored(self, key, task_path, task_id, idx, channel, value, written):
+        """A write stored on checkpoint `key` (write_value's value of `written`): a
+        message list is remembered for the delta list of the checkpoint's child."""
+        if isinstance(value, Items) and value.key is None and channel in self.names:
+            seqs = value.seqs if value.seqs is not None else [-1] * len(value.items)
+            self.delta.record_write(key, task_path, task_id, idx, channel, value.items, seqs,
+                                    self.generation(key[0]), written)
 
     def _fresh_seqs(self, thread_id, items):
         with self._lock:
@@ -612,15 +676,31 @@ class MessageChannels:
         with self._lock:
             before = self._known.get(key, {})
         for c in checkpoint.channels:
-            if c.value is None:
+            has, value = self.channel_value(serde, c, reader)
+            if not has:
                 continue
-            values[c.name] = self._decode(serde, c.value, reader)
+            values[c.name] = value
             if isinstance(c.value, Items) and c.value.key is None:
                 known[c.name] = _Known.read(values[c.name], c.value.seqs, checkpoint.generation,
                                             before.get(c.name))
         if known:
             self._remember(key, known)
+        self.delta.learn_read(key, checkpoint, self.names)
         return values
+
+    def channel_value(self, serde, channel, reader):
+        """(whether get_tuple shows a value of this stored channel, the value): a
+        delta list alone is none; one with a selection is a _DeltaSnapshot."""
+        stored = channel.value
+        if stored is None:
+            return False, None
+        if isinstance(stored, Items) and stored.key == delta.DELTA_KEY:
+            got = delta.selected(stored) if stored.rest is not None else None
+            if got is None or delta._DeltaSnapshot is None:
+                return False, None
+            return True, delta._DeltaSnapshot(
+                reader.items(serde, Items(got[0], got[1]), from_log_texts))
+        return True, self._decode(serde, stored, reader)
 
     def read_write(self, serde, write, reader):
         """The value of a stored pending write (a convo.Write)."""
@@ -629,12 +709,13 @@ class MessageChannels:
     def _decode(self, serde, value, reader):
         if not isinstance(value, Items):
             return serde.loads_typed(value)
+        delta.check_key(value.key)
         items = reader.items(serde, value, from_log_texts)
         if value.key is None:
             return items
         out = serde.loads_typed(value.rest) if value.rest is not None else {}
         out[value.key] = items
-        return out
+        return delta.snapshot_object(out) if value.key == delta.SNAPSHOT_KEY else out
 
     def forget_thread(self, thread_id):
         """Drops every hint about the thread (deleted, or found at another generation)."""
@@ -645,6 +726,7 @@ class MessageChannels:
                 del self._fresh[key]
             self._generations.pop(thread_id, None)
         self.cache.forget(thread_id)
+        self.delta.forget(thread_id)
 
     def _remember(self, key, known):
         with self._lock:

@@ -259,6 +259,88 @@ class ConvoSaver(BaseCheckpointSaver):
             if t is not None:
                 yield t
 
+    def get_delta_channel_history(self, *, config: RunnableConfig,
+                                  channels: Sequence[str]) -> Dict[str, Any]:
+        """BaseCheckpointSaver's walk over a DeltaChannel's ancestors (the writes of each
+        ancestor back to the nearest one holding a value of the channel, oldest first,
+        and that value as the seed), answered with one checkpoint_list of the ancestors
+        (one more per time-travel branch point on the way) instead of a get_tuple per
+        ancestor; each list read only past the log this saver holds."""
+        channels = list(channels)
+        if not channels:
+            return {}
+        try:
+            return self._delta_history(config, channels, True)
+        except Missing:     # a held message dropped meanwhile: read every text
+            return self._delta_history(config, channels, False)
+
+    def _delta_history(self, config, channels, use_known):
+        thread_id, ns, c = _configurable(config)
+        collected = {ch: [] for ch in channels}
+        seeds = {}
+        known = self._channels.cache.known(thread_id) if use_known else None
+        target = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns,
+                                            known=known)
+        if target is not None:
+            self._walk(target, set(channels), collected, seeds, known)
+        out = {}
+        for ch in channels:
+            out[ch] = {"writes": collected[ch]}
+            if ch in seeds:
+                out[ch]["seed"] = seeds[ch]
+        return out
+
+    def _walk(self, target, remaining, collected, seeds, known):
+        """From target's parent back to each channel's seed: the ancestors read one
+        window (checkpoint_list before a checkpoint, as many as LangGraph's counters
+        say lie since the last snapshot) at a time."""
+        def depth_of(cp):
+            counters = cp.metadata.get("counters_since_delta_snapshot") or {}
+            return max([counters[ch][1] + 2 for ch in remaining
+                        if isinstance(counters.get(ch), list) and len(counters[ch]) == 2] or [0])
+
+        depth = max(8, depth_of(target))
+        window, listed = {}, set()
+
+        def page(before):
+            window.clear()
+            listed.add(before)
+            for cp in self._store.checkpoint_list(target.thread_id, ns=target.ns, before=before,
+                                                  limit=depth, page_size=depth, known=known):
+                window[cp.id] = cp
+
+        chain = []      # newest first: (checkpoint, {channel: [write, ...]})
+        cursor = target.parent_id
+        while cursor is not None and remaining:
+            cp = window.get(cursor)
+            if cp is None and target.id not in listed:
+                page(target.id)
+                cp = window.get(cursor)
+            if cp is None:
+                cp = self._store.checkpoint_get(target.thread_id, cursor, ns=target.ns,
+                                                known=known)    # a branch point, or further
+                if cp is None:
+                    break
+                depth = depth_of(cp) or depth * 2
+                page(cursor)
+            reader = self._channels.reader(cp)
+            mine = {}
+            for w in sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)):
+                if w.channel in remaining:
+                    mine.setdefault(w.channel, []).append(w)
+            chain.append((cp, reader, mine))
+            for c in cp.channels:
+                if c.name in remaining:
+                    has, value = self._channels.channel_value(self.serde, c, reader)
+                    if has:
+                        seeds[c.name] = value
+                        remaining.discard(c.name)
+            cursor = cp.parent_id
+        for cp, reader, mine in reversed(chain):
+            for ch, ws in mine.items():
+                collected[ch].extend((w.task_id, ch, self._channels.read_write(self.serde, w, reader))
+                                     for w in ws)
+
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         thread_id, ns, c = _configurable(config)
@@ -288,12 +370,15 @@ class ConvoSaver(BaseCheckpointSaver):
         body = self.serde.dumps_typed({k: v for k, v in checkpoint.items()
                                        if k != "channel_values"})
         metadata = _metadata_json(config, metadata)
+        # the parent as stored (every text), for a DeltaChannel's list this saver lacks
+        read_parent = functools.partial(self._store.checkpoint_get, thread_id,
+                                        parent_key[2], ns=ns) if parent_key else None
         generation = self._channels.generation(thread_id)
         if generation is None and self._channels.has_lists(values, new_versions):
             generation = self._read_generation(thread_id)
         for attempt in (0, 1):
             plan = self._channels.plan_put(self.serde, values, versions, new_versions,
-                                           parent_key, generation)
+                                           parent_key, generation, read_parent, thread_id)
             try:
                 seqs = self._store.checkpoint_put(
                     thread_id, checkpoint["id"], ns=ns,
@@ -309,7 +394,7 @@ class ConvoSaver(BaseCheckpointSaver):
         if plan.listed:
             self._channels.learn_generation(thread_id, generation)
         self._channels.put_done(key, parent_key, values, new_versions, seqs, generation,
-                                plan.prefixes)
+                                plan.prefixes, plan.deltas)
 
     def _read_generation(self, thread_id):
         """The thread's generation (0 for a thread not there yet), read without its
@@ -338,6 +423,10 @@ class ConvoSaver(BaseCheckpointSaver):
                 # their checkpoint (both go to a background executor), and convo keeps
                 # writes only for a stored checkpoint: wait for the put, then save them.
                 self._after_put(key, call)
+            # stored: a DeltaChannel's next put lists them (convo/_langgraph_delta.py)
+            for (idx, channel, value), (_, written) in zip(stored, writes):
+                self._channels.write_stored(key, task_path, task_id, idx, channel, value,
+                                            written if isinstance(written, list) else None)
 
     def delete_thread(self, thread_id: str) -> None:
         text = _thread_text(thread_id)
@@ -406,6 +495,11 @@ class ConvoSaver(BaseCheckpointSaver):
                 yield t
             if len(page) < _PAGE:
                 return
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]) -> Dict[str, Any]:
+        return await self._run(functools.partial(self.get_delta_channel_history,
+                                                 config=config, channels=list(channels)))
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
