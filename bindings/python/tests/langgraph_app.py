@@ -6,14 +6,42 @@ program (a second process of the tests):
     python langgraph_app.py URL THREAD resume ANSWER   resumes it with Command(resume=...)
 
 Each prints the thread's state (snapshot()) as one JSON line. Message ids are
-deterministic, so two savers running the same script hold equal states."""
+deterministic, so two savers running the same script hold equal states. The state's
+messages channel is MessagesState's (add_messages: the whole list in each checkpoint),
+or with CONVO_APP_KIND=delta a DeltaChannel (DeltaState: LangGraph rebuilds the list
+from the ancestors' writes and a snapshot every SNAPSHOT_EVERY updates)."""
 
 import json
+import os
 import sys
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
+
+try:    # a langgraph with DeltaChannel (beta)
+    from langgraph.channels.delta import DeltaChannel
+    from langgraph.graph.message import _messages_delta_reducer
+except ImportError:     # pragma: no cover - depends on what is installed
+    DeltaChannel = None
+
+SNAPSHOT_EVERY = 4      # small: the tests' threads reach several snapshots
+
+if DeltaChannel is not None:
+    class DeltaState(TypedDict):
+        messages: Annotated[list, DeltaChannel(_messages_delta_reducer,
+                                               snapshot_frequency=SNAPSHOT_EVERY)]
+else:   # pragma: no cover
+    DeltaState = None
+
+KIND = os.environ.get("CONVO_APP_KIND", "full")
+
+
+def state_of(kind=None):
+    return DeltaState if (kind or KIND) == "delta" else MessagesState
 
 
 def chatbot(state):
@@ -38,29 +66,29 @@ def approve(state):
                                    id="approval-%d" % len(state["messages"]))]}
 
 
-def make_graph(checkpointer, node):
-    """START -> node -> END over MessagesState."""
-    b = StateGraph(MessagesState)
+def make_graph(checkpointer, node, kind=None):
+    """START -> node -> END over MessagesState (kind "delta": DeltaState)."""
+    b = StateGraph(state_of(kind))
     b.add_node("chatbot", node)
     b.add_edge(START, "chatbot")
     b.add_edge("chatbot", END)
     return b.compile(checkpointer=checkpointer)
 
 
-def chat_graph(checkpointer):
-    return make_graph(checkpointer, chatbot)
+def chat_graph(checkpointer, kind=None):
+    return make_graph(checkpointer, chatbot, kind)
 
 
-def anonymous_chat_graph(checkpointer):
-    b = StateGraph(MessagesState)
+def anonymous_chat_graph(checkpointer, kind=None):
+    b = StateGraph(state_of(kind))
     b.add_node("chatbot", anonymous_chatbot)
     b.add_edge(START, "chatbot")
     b.add_edge("chatbot", END)
     return b.compile(checkpointer=checkpointer)
 
 
-def approval_graph(checkpointer):
-    b = StateGraph(MessagesState)
+def approval_graph(checkpointer, kind=None):
+    b = StateGraph(state_of(kind))
     b.add_node("chatbot", chatbot)
     b.add_node("approve", approve)
     b.add_edge(START, "chatbot")

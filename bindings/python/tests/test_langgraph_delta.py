@@ -1,0 +1,328 @@
+"""ConvoSaver with LangGraph's DeltaChannel (a messages channel whose checkpoints hold no
+list): the runtime's state after every step equal to InMemorySaver's (turns, snapshots,
+interrupt and resume, get_state_history, RemoveMessage, update_state on an old
+checkpoint); each message once, in the thread's log, in the Node saver's stored layout
+(docs/checkpoints.md, the delta list, version 1), read back from that documented form;
+get_delta_channel_history answered with a window read instead of a get per ancestor.
+
+Skipped without a langgraph that has DeltaChannel, failed under CONVO_REQUIRE_LANGGRAPH=1."""
+
+import asyncio
+import json
+import os
+import unittest
+
+import convo
+
+try:
+    from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    from langgraph.types import Command
+    from convo.langgraph import ConvoSaver
+    from convo import _langgraph_delta as delta
+    import langgraph_app as app
+    MISSING = None if app.DeltaChannel is not None else "this langgraph has no DeltaChannel"
+except ImportError as e:  # pragma: no cover - depends on what is installed
+    MISSING = str(e)
+
+from support import DRIVERS
+from test_langgraph import LangGraphCase
+from test_langgraph_runtime import stored
+
+TURNS = int(os.environ.get("CONVO_LANGGRAPH_TURNS", "40")) // 2
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def contents(messages):
+    return [(m.type, m.content, m.id) for m in messages]
+
+
+class DeltaRuntime:
+    def setUp(self):
+        super().setUp()
+        if MISSING:
+            if os.environ.get("CONVO_REQUIRE_LANGGRAPH") == "1":
+                raise AssertionError(MISSING)
+            self.skipTest(MISSING)
+
+    def graphs(self, make=None, saver=None):
+        make = make or app.chat_graph
+        return make(saver or self.saver(), "delta"), make(InMemorySaver(), "delta")
+
+    def same_state(self, ours, theirs, t, what):
+        self.assertEqual(app.snapshot(ours.get_state(app.config(t))),
+                         app.snapshot(theirs.get_state(app.config(t))), what)
+
+    def same_history(self, ours, theirs, t):
+        a, b = app.history(ours, t), app.history(theirs, t)
+        self.assertEqual(a, b)
+        # what the savers return themselves: no channel value but the snapshots
+        # (a _DeltaSnapshot of the same messages), the same pending writes
+        self.assertEqual(stored(ours, t), stored(theirs, t))
+        return a
+
+    def log_of(self, t):
+        return [(m.json()["role"], m.json()["content"])
+                for m in self.store.load_history(t, with_extra=False).messages]
+
+    def test_turns_equal_in_memory_saver_each_message_once_in_the_log(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(TURNS):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "after turn %d" % i)
+        h = self.same_history(ours, theirs, t)
+        messages = h[0]["messages"]
+        self.assertEqual(len(messages), 2 * TURNS)
+        # snapshots were taken (every SNAPSHOT_EVERY updates of the channel)
+        snaps = [x for x, _ in stored(ours, t) if isinstance(x.get("messages"), _DeltaSnapshot)]
+        self.assertGreaterEqual(len(snaps), TURNS // 2 - 1)
+        # each message once, in order, in the log
+        self.assertEqual(self.log_of(t), [("user" if m[0] == "human" else "assistant", m[1])
+                                          for m in messages])
+        # the latest checkpoint's stored value: the delta list, all of it references
+        latest = self.store.checkpoint_get(t)
+        value = latest.values["messages"]
+        self.assertIsInstance(value, convo.Items)
+        self.assertEqual(value.key, delta.DELTA_KEY)
+        self.assertEqual(value.seqs, list(range(2 * TURNS)))
+        # no message inline anywhere: every write and input holding messages refers to the log
+        for cp in self.store.checkpoint_list(t):
+            lists = [w.value for w in cp.writes if isinstance(w.value, convo.Items)]
+            lists += [c.value for c in cp.channels if isinstance(c.value, convo.Items)]
+            for items in lists:
+                self.assertTrue(all(q >= 0 for q in items.seqs), (cp.id, items))
+
+    def test_a_turn_passes_only_its_new_items(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        puts = []
+        real = self.store.checkpoint_put
+
+        def spy(*args, **kwargs):
+            for name, _, value in kwargs.get("channels", ()):
+                if name == "messages" and isinstance(value, convo.Items):
+                    puts.append(((kwargs.get("log_prefix") or {}).get(name, 0),
+                                 len(value.items), value.key))
+            return real(*args, **kwargs)
+        self.store.checkpoint_put = spy
+        self.addCleanup(delattr, self.store, "checkpoint_put")
+        for i in range(8):
+            del puts[:]
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            # the loop checkpoint: the log's 2i messages by prefix and the user's; the
+            # node's: 2i + 1 by prefix and the answer
+            self.assertEqual(puts, [(2 * i, 1, delta.DELTA_KEY), (2 * i + 1, 1, delta.DELTA_KEY)],
+                             "turn %d" % i)
+        self.same_history(ours, theirs, t)
+
+    def test_a_new_saver_goes_on_from_the_stored_lists(self):
+        """A saver that did not write the thread (a restart) reads the parent's delta
+        list once and goes on by prefix; a snapshot taken there selects log ranges."""
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(3):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        again = app.chat_graph(self.saver(), "delta")
+        for i in range(3, 8):
+            for g in (again, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(again, theirs, t, "turn %d" % i)
+        self.same_history(again, theirs, t)
+        self.assertEqual(len(self.log_of(t)), 16)
+        for cp in self.store.checkpoint_list(t):
+            v = cp.values.get("messages")
+            if isinstance(v, convo.Items) and v.rest is not None:
+                sel = json.loads(v.rest.bytes)
+                self.assertEqual(sel["lg_name"], "DeltaSnapshot")
+                self.assertTrue(all(isinstance(s, list) for s in sel["convo_select"]), sel)
+
+    def test_delta_history_in_a_window_equal_to_the_walk(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(7):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        saver = ours.checkpointer
+        calls = []
+        for name in ("checkpoint_get", "checkpoint_list"):
+            real = getattr(self.store, name)
+
+            def counting(*a, _real=real, _name=name, **k):
+                calls.append(_name)
+                return _real(*a, **k)
+            setattr(self.store, name, counting)
+            self.addCleanup(delattr, self.store, name)
+        for tup in list(saver.list(app.config(t)))[:12]:
+            del calls[:]
+            got = saver.get_delta_channel_history(config=tup.config, channels=["messages"])
+            self.assertLessEqual(calls.count("checkpoint_get") + calls.count("checkpoint_list"),
+                                 2, calls)
+            walked = BaseCheckpointSaver.get_delta_channel_history(
+                saver, config=tup.config, channels=["messages"])
+            self.assertEqual(got, walked)
+        self.assertEqual(saver.get_delta_channel_history(config=app.config(t), channels=[]), {})
+        self.assertEqual(saver.get_delta_channel_history(config=app.config(self.tid("none")),
+                                                         channels=["messages"]),
+                         {"messages": {"writes": []}})
+        got = asyncio.run(saver.aget_delta_channel_history(config=app.config(t),
+                                                           channels=["messages"]))
+        self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
+            saver, config=app.config(t), channels=["messages"]))
+
+    def test_interrupt_and_resume(self):
+        ours, theirs = self.graphs(app.approval_graph)
+        t = self.tid()
+        for g in (ours, theirs):
+            g.invoke(app.user(0, "draft this"), app.config(t))
+        self.same_state(ours, theirs, t, "at the interrupt")
+        self.assertEqual(ours.get_state(app.config(t)).next, ("approve",))
+        for g in (ours, theirs):
+            g.invoke(Command(resume="yes"), app.config(t))
+        self.same_state(ours, theirs, t, "after the resume")
+        # resumed by another saver (a restart)
+        for g in (ours, theirs):
+            g.invoke(app.user(1, "again"), app.config(t))
+        fresh = app.approval_graph(self.saver(), "delta")
+        for g in (fresh, theirs):
+            g.invoke(Command(resume="no"), app.config(t))
+        self.same_state(fresh, theirs, t, "resumed after a restart")
+        self.same_history(fresh, theirs, t)
+
+    def test_update_state_on_an_old_checkpoint_and_remove_message(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(5):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        for g in (ours, theirs):
+            old = list(g.get_state_history(app.config(t)))[-6]
+            self.assertEqual(len(old.values["messages"]), 4)
+            branch = g.update_state(old.config, {"messages": [
+                HumanMessage(content="instead", id="user-edit")]})
+            g.invoke(None, branch)
+            g.invoke(app.user(99), app.config(t))
+        self.same_state(ours, theirs, t, "after the branch")
+        for g in (ours, theirs):
+            g.update_state(app.config(t), {"messages": [RemoveMessage(id="user-1"),
+                                                        RemoveMessage(id="ai-1-user-0")]})
+            g.invoke(app.user(100), app.config(t))
+            g.invoke(app.user(101), app.config(t))
+        self.same_state(ours, theirs, t, "after RemoveMessage")
+        h = self.same_history(ours, theirs, t)
+        self.assertNotIn("user-1", [m[2] for m in h[0]["messages"]])
+        # a fresh saver (nothing remembered) reads the same
+        fresh = app.chat_graph(self.saver(cache_messages=0), "delta")
+        self.assertEqual(app.history(fresh, t), h)
+
+    def test_a_message_replaced_by_id(self):
+        def editing(state):
+            n = len(state["messages"])
+            out = [AIMessage("re %d" % n, id="ai-%d" % n)]
+            if n == 5:
+                out.append(AIMessage("edited", id="ai-1"))
+            return {"messages": out}
+        ours, theirs = (app.make_graph(s, editing, "delta") for s in (self.saver(), InMemorySaver()))
+        t = self.tid()
+        for i in range(6):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "turn %d" % i)
+        self.same_history(ours, theirs, t)
+
+    def test_async_turns(self):
+        ours, theirs = self.graphs()
+        t = self.tid()
+
+        async def run():
+            for i in range(6):
+                for g in (ours, theirs):
+                    await g.ainvoke(app.user(i), app.config(t))
+                self.assertEqual(app.snapshot(await ours.aget_state(app.config(t))),
+                                 app.snapshot(await theirs.aget_state(app.config(t))))
+        asyncio.run(run())
+        self.same_history(ours, theirs, t)
+
+    # ---- the stored layout, as docs/checkpoints.md writes it down ----
+
+    def test_reads_the_documented_layout(self):
+        """A thread laid out as the Node saver writes it (by hand, from the documented
+        form: compact messages in the log, a delta list under __convo_delta__, a
+        snapshot as its selection in JSON) reads back as LangGraph's values."""
+        t = self.tid()
+        texts = [json.dumps({"role": r, "content": c, "id": i, "serde": "msg/1"}).encode()
+                 for r, c, i in (("user", "hi", "h1"), ("assistant", "hello", "a1"),
+                                 ("user", "bye", "h2"))]
+        s = self.store
+        body = ("json", json.dumps({"v": 4, "id": "c1", "ts": "2026-01-01T00:00:00+00:00",
+                                    "channel_versions": {"messages": "1"},
+                                    "versions_seen": {}}).encode())
+        s.checkpoint_put(t, "c1", metadata={"step": 1}, body=body, channels=[
+            ("messages", "1", convo.Items(texts[:2], key=delta.DELTA_KEY, log=True))])
+        sel = {"lg_name": "DeltaSnapshot", "convo_select": [[1, 3], "{\"role\":\"user\","
+               "\"content\":\"inline\",\"id\":\"x\",\"serde\":\"msg/1\"}"]}
+        s.checkpoint_put(t, "c2", parent_id="c1", metadata={"step": 2}, body=body, channels=[
+            ("messages", "2", convo.Items(texts, key=delta.DELTA_KEY, log=True,
+                                          rest=("json", json.dumps(sel).encode())))])
+        self.assertEqual(self.log_of(t), [("user", "hi"), ("assistant", "hello"),
+                                          ("user", "bye")])
+        saver = self.saver()
+        first = saver.get_tuple(app.config(t, "c1"))
+        self.assertNotIn("messages", first.checkpoint["channel_values"])
+        second = saver.get_tuple(app.config(t, "c2"))
+        snap = second.checkpoint["channel_values"]["messages"]
+        self.assertIsInstance(snap, _DeltaSnapshot)
+        self.assertEqual(contents(snap.value), [("ai", "hello", "a1"), ("human", "bye", "h2"),
+                                                ("human", "inline", "x")])
+        # the seed LangGraph takes for the channel
+        got = saver.get_delta_channel_history(config=app.config(t, "c2"), channels=["messages"])
+        self.assertEqual(got, {"messages": {"writes": []}})
+        # a snapshot stored as its own list (the parent's value was no list)
+        s.checkpoint_put(t, "c3", parent_id="c2", metadata={"step": 3}, body=body, channels=[
+            ("messages", "3", convo.Items(texts[:1], key="value",
+                                          rest=("json", b'{"lg_name":"DeltaSnapshot"}')))])
+        third = saver.get_tuple(app.config(t, "c3"))
+        self.assertEqual(contents(third.checkpoint["channel_values"]["messages"].value),
+                         [("human", "hi", "h1")])
+        # a reserved name of a later layout: refused, never shown to LangGraph
+        s.checkpoint_put(t, "c4", parent_id="c3", metadata={"step": 4}, body=body, channels=[
+            ("messages", "4", convo.Items(texts, key="__convo_delta_2__", log=True))])
+        with self.assertRaises(convo.CorruptError):
+            saver.get_tuple(app.config(t, "c4"))
+        # a selection out of its list's range: refused too
+        bad = {"lg_name": "DeltaSnapshot", "convo_select": [[0, 9]]}
+        s.checkpoint_put(t, "c5", parent_id="c3", metadata={"step": 4}, body=body, channels=[
+            ("messages", "5", convo.Items(texts, key=delta.DELTA_KEY, log=True,
+                                          rest=("json", json.dumps(bad).encode())))])
+        with self.assertRaises(convo.CorruptError):
+            saver.get_tuple(app.config(t, "c5"))
+
+    def test_writes_the_documented_layout(self):
+        """What a Python app stores is that form: the selection in JSON (readable by the
+        Node saver's serde), ranges of the delta list."""
+        graph = app.chat_graph(self.saver(), "delta")
+        t = self.tid()
+        for i in range(app.SNAPSHOT_EVERY):
+            graph.invoke(app.user(i), app.config(t))
+        rests = [cp.values["messages"].rest for cp in self.store.checkpoint_list(t)
+                 if isinstance(cp.values.get("messages"), convo.Items)
+                 and cp.values["messages"].rest is not None]
+        self.assertTrue(rests)
+        for rest in rests:
+            self.assertEqual(rest.type, "json")
+            sel = json.loads(rest.bytes)
+            self.assertEqual(set(sel), {"lg_name", "convo_select"})
+            n = sum(b - a for a, b in sel["convo_select"])
+            self.assertEqual(sel["convo_select"], [[0, n]])
+
+
+for _driver in DRIVERS + (["redis_cluster"] if os.environ.get(
+        "CONVO_LANGGRAPH_DRIVERS") == "all" else []):
+    _name = "DeltaRuntime_%s" % _driver
+    globals()[_name] = type(_name, (DeltaRuntime, LangGraphCase),
+                            {"driver": _driver, "__module__": __name__})
