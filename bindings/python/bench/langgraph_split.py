@@ -8,8 +8,12 @@ taken apart (MessageCache.known, Store.checkpoint_get, the revival of the tuple)
 
     CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
         VENV/bin/python bindings/python/bench/langgraph_split.py [--turns 1000] [--url URL]
+        [--kind full|delta] [--profile FILE]
 
-The URL defaults to a SQLite file in a temporary folder (removed at the end)."""
+The URL defaults to a SQLite file in a temporary folder (removed at the end). --kind
+delta: the messages channel is a DeltaChannel (get_delta_channel_history and the
+Store.checkpoint_list it makes are timed too). --profile: cProfile of turns 951-1,000
+(the last 50) written to FILE (pstats)."""
 
 import argparse
 import os
@@ -27,8 +31,12 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 import langgraph_runtime as bench  # noqa: E402
 from convo.langgraph import ConvoSaver  # noqa: E402
 
-METHODS = ("get_tuple", "put", "put_writes")
-STORE_CALLS = ("checkpoint_get", "checkpoint_put", "checkpoint_put_writes")
+METHODS = ("get_tuple", "put", "put_writes", "get_delta_channel_history")
+STORE_CALLS = ("checkpoint_get", "checkpoint_put", "checkpoint_put_writes", "checkpoint_list")
+
+
+PROFILES = []   # --profile: a cProfile.Profile per saver method call (on the calling thread)
+PROFILING = []  # non-empty while the calls are profiled
 
 
 def timing(obj, names, spent, lock, prefix=""):
@@ -37,9 +45,18 @@ def timing(obj, names, spent, lock, prefix=""):
 
         def wrapped(*a, _f=original, _n=prefix + name, **k):
             t = time.perf_counter()
+            profile = None
+            if PROFILING and not prefix:
+                import cProfile
+                profile = cProfile.Profile()
+                profile.enable()
             try:
                 return _f(*a, **k)
             finally:
+                if profile is not None:
+                    profile.disable()
+                    with lock:
+                        PROFILES.append(profile)
                 with lock:
                     spent[_n] = spent.get(_n, 0.0) + time.perf_counter() - t
         setattr(obj, name, wrapped)
@@ -58,6 +75,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--turns", type=int, default=1000)
     p.add_argument("--url")
+    p.add_argument("--kind", default="full", choices=("full", "delta"))
+    p.add_argument("--profile")
     o = p.parse_args()
     if o.turns < 150:
         p.error("--turns must be >= 150")
@@ -68,13 +87,21 @@ def main():
         timing(saver, METHODS, spent, lock)
         timing(saver.store, STORE_CALLS, spent, lock, "store.")
         convo = bench.Conversation(o.turns, 200)
-        graph = bench.chatbot("full", saver, convo)
+        graph = bench.chatbot(o.kind, saver, convo)
         thread = {"configurable": {"thread_id": "split-%d" % os.getpid()}}
         per_turn = []
-        for human, _ in convo.turns:
+        for t, (human, _) in enumerate(convo.turns):
+            if o.profile and t == o.turns - 50:
+                PROFILING.append(True)
             spent.clear()
             graph.invoke({"messages": [HumanMessage(**human)]}, thread)
             per_turn.append(dict(spent))
+        if PROFILES:
+            import pstats
+            stats = pstats.Stats(PROFILES[0])
+            for profile in PROFILES[1:]:
+                stats.add(profile)
+            stats.dump_stats(o.profile)
         names = METHODS + tuple("store." + n for n in STORE_CALLS)
         for lo, hi in ((50, 100), (o.turns - 50, o.turns)):
             print("turns %d-%d: %s" % (lo + 1, hi, ", ".join(

@@ -173,6 +173,12 @@ class MessageCache:
                     return None
             return (t.generation, t.length, t.origin)
 
+    def tag(self, thread_id):
+        """(generation, origin) the thread's held messages are of, None if none."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            return None if t is None else (t.generation, t.origin)
+
     def seq_finder(self, thread_id, generation):
         """item -> the seq of the held message of the thread it is (at `generation`,
         unchanged since it was revived), -1 for any other item."""

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 
-from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache
+from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache, Missing
 from . import _langgraph_delta as delta
 from .checkpoint import Items
 
@@ -476,13 +476,14 @@ class MessageChannels:
                 if d is not None:
                     value, k, texts, seqs, objects = d
                     self._delta_names.add(name)
+                    segs = None
                     if name in values:
-                        value = value._replace(rest=delta.selection_rest(
-                            self._selection(serde, thread_id, generation, k, texts, seqs,
-                                            v.value)))
+                        segs = self._selection(serde, thread_id, generation, k, texts, seqs,
+                                               v.value)
+                        value = value._replace(rest=delta.selection_rest(segs))
                     if k:
                         prefixes[name] = k
-                    deltas[name] = (k, texts, seqs, objects)
+                    deltas[name] = (k, texts, seqs, objects, segs)
                     hinted = hinted or bool(k) or value.seqs is not None
                     listed = True
                     channels.append((name, str(version), value))
@@ -581,7 +582,7 @@ class MessageChannels:
         return texts
 
     def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation,
-                 prefixes=None, deltas=None):
+                 prefixes=None, deltas=None, versions=None):
         """Remembers the seqs the library gave a put's lists (hints for its child
         and for a write of its parent stored after it); a message channel the put
         did not change keeps what its parent's list was known as (LangGraph's
@@ -613,7 +614,7 @@ class MessageChannels:
                 x, q = v[k + i], seqs[i]
                 if q >= 0 and _is_message(x):
                     fresh.append((x, x.content, x.id, q))
-        for ch, (_, _, _, objects) in (deltas or {}).items():
+        for ch, (_, _, _, (objects, _), _) in (deltas or {}).items():
             # the written messages this put appended: found by seq in a later snapshot
             out = (seqs_by_channel or {}).get(ch) or ()
             fresh.extend((x, x.content, x.id, q) for x, q in zip(objects, out)
@@ -626,9 +627,11 @@ class MessageChannels:
                 self._fresh.popitem(last=False)
         if known:
             self._remember(key, known)
+        versions = versions if versions is not None else new_versions
         self.delta.learn(key, parent_key, {
             ch: d + ((seqs_by_channel or {}).get(ch),) for ch, d in (deltas or {}).items()},
-            [ch for ch in self.names if ch not in new_versions], generation)
+            [ch for ch in self.names if ch in versions and ch not in new_versions], generation,
+            {ch: delta.UNKNOWN if ch in versions else None for ch in self.names})
 
     def write_value(self, serde, thread_id, channel, value):
         """A pending write's stored value: a list written to a message channel (a
@@ -647,10 +650,16 @@ class MessageChannels:
     def write_stored(self, key, task_path, task_id, idx, channel, value, written):
         """A write stored on checkpoint `key` (write_value's value of `written`): a
         message list is remembered for the delta list of the checkpoint's child."""
-        if isinstance(value, Items) and value.key is None and channel in self.names:
-            seqs = value.seqs if value.seqs is not None else [-1] * len(value.items)
-            self.delta.record_write(key, task_path, task_id, idx, channel, value.items, seqs,
-                                    self.generation(key[0]), written)
+        if channel not in self.names:
+            return
+        if isinstance(value, Items):
+            if value.key is None:
+                seqs = value.seqs if value.seqs is not None else [-1] * len(value.items)
+                self.delta.record_write(key, task_path, task_id, idx, channel, value.items, seqs,
+                                        self.generation(key[0]), written)
+        else:
+            self.delta.record_write(key, task_path, task_id, idx, channel, (), (), None,
+                                    blob=value)
 
     def _fresh_seqs(self, thread_id, items):
         with self._lock:
@@ -701,6 +710,33 @@ class MessageChannels:
             return True, delta._DeltaSnapshot(
                 reader.items(serde, Items(got[0], got[1]), from_log_texts))
         return True, self._decode(serde, stored, reader)
+
+    def delta_history(self, serde, key, channels):
+        """get_delta_channel_history from what this saver remembers of the thread
+        (DeltaLists.history), its messages revived from the held ones and the texts
+        of the writes it stored or read; None when something on the way is not
+        known here; Missing when a message it needs is no longer held."""
+        got = self.delta.history(key, channels)
+        if got is None:
+            return None
+        chain, seeds = got
+        self.cache.known(key[0])   # drops a held message changed in place first
+        generation, origin = self.cache.tag(key[0]) or (-1, -1)
+        reader = self.cache.reader(key[0], generation, origin)
+
+        def items(texts, seqs, at):
+            if at != generation and None in texts:
+                raise Missing(None)
+            return reader.items(serde, Items(list(texts), list(seqs)), from_log_texts)
+        out = {ch: {"writes": []} for ch in channels}
+        for writes in chain:
+            for w in writes:
+                value = serde.loads_typed(w.blob) if w.blob is not None else \
+                    items(w.texts, w.seqs, w.generation)
+                out[w.channel]["writes"].append((w.task_id, w.channel, value))
+        for ch, (texts, seqs, at) in seeds.items():
+            out[ch]["seed"] = delta._DeltaSnapshot(items(texts, seqs, at))
+        return out
 
     def read_write(self, serde, write, reader):
         """The value of a stored pending write (a convo.Write)."""

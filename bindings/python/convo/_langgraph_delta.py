@@ -33,14 +33,28 @@ RESERVED = "__convo_"
 LG_NAME = "DeltaSnapshot"
 _REMOVE_HEAD = b'{"role":"remove"'     # a RemoveMessage's log text: kept inline, not listed
 _SNAPSHOT_REST = ("json", b'{"lg_name":"DeltaSnapshot"}')
-_MAX_ENTRIES = 256      # checkpoints whose delta lists and writes are remembered
+_MAX_ENTRIES = 2048     # checkpoints whose delta lists, writes and parents are remembered
+UNKNOWN = object()      # a seed this saver does not know (the history is then read)
 _DUMPS = dict(separators=(",", ":"), ensure_ascii=False)
 
 Recorded = collections.namedtuple("Recorded", "sort_key idx channel texts seqs generation "
-                                               "objects")
-Recorded.__doc__ = """A pending write of a message list to a checkpoint: its items' texts
-(None for one known only by seq) and seqs (-1: not in the log), valid at `generation`;
-objects: the items written by this process (None: read back)."""
+                                               "objects blob task_id")
+Recorded.__doc__ = """A pending write to a message channel of a checkpoint: a list's items'
+texts (None for one known only by seq) and seqs (-1: not in the log), valid at
+`generation`; objects: the items written by this process (None: read back); blob: the
+(type, bytes) of any other value (texts then empty)."""
+
+
+def _recorded(w, generation):
+    """A Recorded of a stored convo.Write (None for a value no saver of ours writes)."""
+    v = w.value
+    if isinstance(v, Items):
+        if v.key is not None:
+            return None
+        return Recorded((w.task_path or "", w.task_id, w.idx), w.idx, w.channel,
+                        tuple(v.items), tuple(v.seqs), generation, None, None, w.task_id)
+    return Recorded((w.task_path or "", w.task_id, w.idx), w.idx, w.channel, (), (),
+                    generation, None, v, w.task_id)
 
 
 def is_snapshot(value):
@@ -129,6 +143,25 @@ def selection_of(prefix, texts, seqs, items, seq_of, text_of):
     return segs
 
 
+def _segments(segs, prefix, texts, seqs):
+    """(texts, seqs) a selection of a delta list (the log's [0, prefix), then
+    texts/seqs) holds."""
+    out_texts, out_seqs = [], []
+    for seg in segs:
+        if isinstance(seg, str):
+            out_texts.append(seg.encode("utf-8"))
+            out_seqs.append(-1)
+            continue
+        for j in range(seg[0], seg[1]):
+            if j < prefix:
+                out_texts.append(None)
+                out_seqs.append(j)
+            else:
+                out_texts.append(texts[j - prefix])
+                out_seqs.append(seqs[j - prefix])
+    return out_texts, out_seqs
+
+
 def selected(stored):
     """(texts, seqs) of the items a stored delta list's selection (its `rest`)
     holds, or None when its rest is not a selection."""
@@ -183,6 +216,9 @@ class DeltaLists:
     def __init__(self):
         self._lists = collections.OrderedDict()     # key -> {channel: DeltaList}
         self._writes = collections.OrderedDict()    # key -> [Recorded]
+        # key -> (parent id, {channel: seed}): a seed is None (no value), UNKNOWN, or
+        # (texts, seqs, generation) of a _DeltaSnapshot's items
+        self._chain = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def _remember(self, table, key, value):
@@ -192,7 +228,7 @@ class DeltaLists:
             table.popitem(last=False)
 
     def record_write(self, key, task_path, task_id, idx, channel, texts, seqs, generation,
-                     objects=None):
+                     objects=None, blob=None):
         """A write of a message list stored on checkpoint `key`. LangGraph writes only
         to a checkpoint it put or read (whose writes learn() / learn_read() recorded);
         a write stored before this saver's put of its checkpoint returned is kept for
@@ -200,7 +236,7 @@ class DeltaLists:
         child's delta list then lacks its items, which stay inline in the write; what
         LangGraph reads back never depends on the delta list.)"""
         w = Recorded((task_path or "", task_id, idx), idx, channel, tuple(texts), tuple(seqs),
-                     generation, None if objects is None else tuple(objects))
+                     generation, None if objects is None else tuple(objects), blob, task_id)
         with self._lock:
             l = self._writes.get(key)
             if l is None:
@@ -213,10 +249,11 @@ class DeltaLists:
                 l.append(w)
 
     def list_in(self, parent_key, channel, generation, read_parent):
-        """(Items, prefix, texts, seqs, objects) of the delta list of `channel` for a
-        put on `parent_key` at `generation` (texts/seqs: the items after the prefix,
-        for learn(); objects: the written item each stands for, None if unknown);
-        None when the parent's value is not a list. read_parent() -> the
+        """(Items, prefix, texts, seqs, (objects, sources)) of the delta list of
+        `channel` for a put on `parent_key` at `generation` (texts/seqs: the items
+        after the prefix, for learn(); objects: the written item each stands for, None
+        if unknown; sources: the (Recorded write, index) it comes from, None for the
+        parent's list); None when the parent's value is not a list. read_parent() -> the
         stored parent (convo.Checkpoint, texts all given) or None."""
         with self._lock:
             base = self._lists.get(parent_key, {}).get(channel) if parent_key else None
@@ -226,13 +263,16 @@ class DeltaLists:
             got = self._from_parent(read_parent(), channel, generation)
             if got is None:
                 return None
-            start, writes = got
+            if writes is None or not _usable(writes, generation):
+                writes = got[1]     # else the ones recorded here (learn() gives them seqs)
+            start = got[0]
         if start is None:
             start, writes = (0, [], []), ()
         prefix, texts, seqs = start
         objects = [None] * len(texts)
-        for w in sorted((w for w in writes if w.channel == channel and w.idx >= 0),
-                        key=lambda w: w.sort_key):
+        sources = [None] * len(texts)
+        for w in sorted((w for w in writes if w.channel == channel and w.idx >= 0 and
+                         w.blob is None), key=lambda w: w.sort_key):
             hinted = w.generation == generation
             for i, (t, q) in enumerate(zip(w.texts, w.seqs)):
                 if t is not None and t.startswith(_REMOVE_HEAD):
@@ -240,9 +280,11 @@ class DeltaLists:
                 texts.append(t if q < 0 or not hinted else None)
                 seqs.append(q if hinted else -1)
                 objects.append(None if w.objects is None else w.objects[i])
+                sources.append((w, i))
         given = [None if q >= 0 else t for t, q in zip(texts, seqs)]
         hints = seqs if any(q >= 0 for q in seqs) else None
-        return Items(given, hints, key=DELTA_KEY, log=True), prefix, texts, seqs, objects
+        return Items(given, hints, key=DELTA_KEY, log=True), prefix, texts, seqs, \
+            (objects, sources)
 
     def _from_parent(self, cp, channel, generation):
         """(start, writes) from the stored parent; None when its value of the
@@ -256,45 +298,108 @@ class DeltaLists:
             start = base if base is not None else start
         elif value is not None:
             return None
-        writes = [Recorded((w.task_path or "", w.task_id, w.idx), w.idx, w.channel,
-                           tuple(w.value.items), tuple(w.value.seqs), cp.generation, None)
-                  for w in cp.writes if w.channel == channel and isinstance(w.value, Items)
-                  and w.value.key is None]
+        writes = [r for r in (_recorded(w, cp.generation) for w in cp.writes
+                              if w.channel == channel) if r is not None]
         return start, writes
 
-    def learn(self, key, parent_key, stored, kept, generation):
-        """After a put of `key`: stored {channel: (prefix, texts, seqs, _, seqs_out)}: the
-        delta lists it stored; kept: the channels whose version it did not change
-        (their lists are the parent's)."""
+    def learn(self, key, parent_key, stored, kept, generation, seeds):
+        """After a put of `key`: stored {channel: (prefix, texts, seqs, (_, sources),
+        segs, seqs_out)}: the delta lists it stored (segs: a snapshot's selection, or
+        None; the parent's writes it appended then have their seqs);
+        kept: the channels whose version it did not change (their lists and seeds are
+        the parent's); seeds {channel: None (no value) or UNKNOWN} for the others."""
         with self._lock:
             parent = self._lists.get(parent_key, {}) if parent_key else {}
             lists = {ch: parent[ch] for ch in kept if ch in parent}
-            for ch, (prefix, texts, seqs, _, out) in stored.items():
+            up = self._chain.get(parent_key) if parent_key else None
+            seeds = dict(seeds)
+            for ch in kept:
+                if ch in seeds:
+                    seeds[ch] = UNKNOWN if up is None else up[1].get(ch, UNKNOWN)
+            appended = {}
+            for ch, seed in seeds.items():
+                if seed is None and ch not in kept:
+                    lists[ch] = DeltaList(0, (), (), generation)   # not in this checkpoint
+            for ch, (prefix, texts, seqs, (_, sources), segs, out) in stored.items():
                 if out is not None and len(out) == len(texts):
                     seqs = [o if o >= 0 else q for o, q in zip(out, seqs)]
+                    for src, q in zip(sources, seqs):
+                        if src is not None and q >= 0:
+                            appended.setdefault(id(src[0]), (src[0], {}))[1][src[1]] = q
                 lists[ch] = DeltaList(prefix, texts, seqs, generation)
+                seeds[ch] = None if segs is None else \
+                    _segments(segs, prefix, texts, seqs) + (generation,)
             if lists:
                 self._remember(self._lists, key, lists)
+            self._remember(self._chain, key, (parent_key[2] if parent_key else None, seeds))
             if key not in self._writes:     # a write may have come before this put returned
                 self._remember(self._writes, key, [])
+            writes = self._writes.get(parent_key) if appended else None
+            for i, w in enumerate(writes or ()):
+                got = appended.get(id(w))
+                if got is not None and (w.generation == generation or -1 not in got[1]):
+                    writes[i] = w._replace(generation=generation, seqs=tuple(
+                        got[1].get(j, q if w.generation == generation else -1)
+                        for j, q in enumerate(w.seqs)))
 
     def learn_read(self, key, cp, names):
-        """After a read of checkpoint `key`: its delta lists and message-list writes."""
-        lists = {c.name: DeltaList(0, c.value.items, c.value.seqs, cp.generation)
-                 for c in cp.channels if c.name in names and isinstance(c.value, Items)
-                 and c.value.key == DELTA_KEY}
-        writes = [Recorded((w.task_path or "", w.task_id, w.idx), w.idx, w.channel,
-                           tuple(w.value.items), tuple(w.value.seqs), cp.generation, None)
-                  for w in cp.writes if w.channel in names and isinstance(w.value, Items)
-                  and w.value.key is None]
+        """After a read of checkpoint `key`: its delta lists, its writes to message
+        channels, its parent and seeds."""
+        lists, seeds = {}, dict.fromkeys(names)
+        for ch in names.difference(c.name for c in cp.channels):
+            lists[ch] = DeltaList(0, (), (), cp.generation)     # not in this checkpoint
+        for c in cp.channels:
+            if c.name not in names or c.value is None:
+                continue
+            v = c.value
+            if isinstance(v, Items) and v.key == DELTA_KEY:
+                lists[c.name] = DeltaList(0, v.items, v.seqs, cp.generation)
+                got = selected(v) if v.rest is not None else None
+                seeds[c.name] = None if got is None else got + (cp.generation,)
+            else:
+                seeds[c.name] = UNKNOWN
+        writes = [r for r in (_recorded(w, cp.generation) for w in cp.writes
+                              if w.channel in names) if r is not None]
+        if len(writes) < sum(1 for w in cp.writes if w.channel in names):
+            seeds = dict.fromkeys(names, UNKNOWN)   # a write of another kind: read them
         with self._lock:
             if lists:
                 old = self._lists.get(key)
                 self._remember(self._lists, key, dict(old or {}, **lists))
             self._remember(self._writes, key, writes)
+            self._remember(self._chain, key, (cp.parent_id, seeds))
+
+    def history(self, key, channels):
+        """get_delta_channel_history from what this saver remembers: ([(checkpoint's
+        writes to the channels, oldest checkpoint first)], {channel: seed}), or None
+        when an ancestor on the way, its writes or a seed is not known here."""
+        remaining = set(channels)
+        chain, seeds = [], {}
+        with self._lock:
+            entry = self._chain.get(key)
+            if entry is None:
+                return None
+            cursor = entry[0]
+            while cursor is not None and remaining:
+                k = (key[0], key[1], cursor)
+                entry, writes = self._chain.get(k), self._writes.get(k)
+                if entry is None or writes is None:
+                    return None
+                chain.append(sorted((w for w in writes if w.channel in remaining),
+                                    key=lambda w: w.sort_key))
+                for ch in list(remaining):
+                    seed = entry[1].get(ch, UNKNOWN)
+                    if seed is UNKNOWN:
+                        return None
+                    if seed is not None:
+                        seeds[ch] = seed
+                        remaining.discard(ch)
+                cursor = entry[0]
+        chain.reverse()
+        return chain, seeds
 
     def forget(self, thread_id):
         with self._lock:
-            for table in (self._lists, self._writes):
+            for table in (self._lists, self._writes, self._chain):
                 for key in [k for k in table if k[0] == thread_id]:
                     del table[key]

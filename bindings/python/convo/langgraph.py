@@ -263,13 +263,24 @@ class ConvoSaver(BaseCheckpointSaver):
                                   channels: Sequence[str]) -> Dict[str, Any]:
         """BaseCheckpointSaver's walk over a DeltaChannel's ancestors (the writes of each
         ancestor back to the nearest one holding a value of the channel, oldest first,
-        and that value as the seed), answered with one checkpoint_list of the ancestors
-        (one more per time-travel branch point on the way) instead of a get_tuple per
-        ancestor; each list read only past the log this saver holds."""
+        and that value as the seed): from what this saver remembers of the checkpoints
+        it put or read (their parents, seeds and writes; the messages revived from the
+        held ones) when it knows the whole way, else with one checkpoint_list of the
+        ancestors (one more per time-travel branch point on the way) instead of a
+        get_tuple per ancestor, read only past the log this saver holds."""
         channels = list(channels)
         if not channels:
             return {}
+        thread_id, ns, _ = _configurable(config)
+        checkpoint_id = get_checkpoint_id(config)
         try:
+            if checkpoint_id is not None:
+                # the usual call (LangGraph loads a checkpoint it has just read): the
+                # chain this saver put or read, without a store call
+                found = self._channels.delta_history(self.serde, (thread_id, ns, checkpoint_id),
+                                                     channels)
+                if found is not None:
+                    return found
             return self._delta_history(config, channels, True)
         except Missing:     # a held message dropped meanwhile: read every text
             return self._delta_history(config, channels, False)
@@ -394,7 +405,7 @@ class ConvoSaver(BaseCheckpointSaver):
         if plan.listed:
             self._channels.learn_generation(thread_id, generation)
         self._channels.put_done(key, parent_key, values, new_versions, seqs, generation,
-                                plan.prefixes, plan.deltas)
+                                plan.prefixes, plan.deltas, versions)
 
     def _read_generation(self, thread_id):
         """The thread's generation (0 for a thread not there yet), read without its
