@@ -711,6 +711,20 @@ class MessageChannels:
                 reader.items(serde, Items(got[0], got[1]), from_log_texts))
         return True, self._decode(serde, stored, reader)
 
+    def hold_delta_lists(self, serde, checkpoint, channels):
+        """Revives and holds the messages of a checkpoint's delta lists that came with
+        their texts (a saver that does not hold the thread yet): the ancestors read
+        next then come without them. Whether it held any."""
+        reader, held = None, False
+        for c in checkpoint.channels:
+            v = c.value
+            if c.name in channels and isinstance(v, Items) and v.key == delta.DELTA_KEY and \
+                    any(t is not None for t, q in zip(v.items, v.seqs) if q >= 0):
+                reader = reader or self.reader(checkpoint)
+                reader.items(serde, Items(v.items, v.seqs), from_log_texts)
+                held = True
+        return held
+
     def delta_history(self, serde, key, channels):
         """get_delta_channel_history from what this saver remembers of the thread
         (DeltaLists.history), its messages revived from the held ones and the texts

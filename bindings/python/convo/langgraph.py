@@ -293,6 +293,9 @@ class ConvoSaver(BaseCheckpointSaver):
         target = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns,
                                             known=known)
         if target is not None:
+            if use_known and self._channels.hold_delta_lists(self.serde, target, channels):
+                # the ancestors' lists and writes then come without the texts held
+                known = self._channels.cache.known(thread_id)
             self._walk(target, set(channels), collected, seeds, known)
         out = {}
         for ch in channels:
