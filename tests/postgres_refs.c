@@ -211,11 +211,12 @@ static void migrate_and_put(const char *name, int version)
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    /* version 15's function: the swaps in a loop, one by primary key each */
+    /* version 15's function (19's since): the swaps in a loop, one by primary
+     * key each */
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
              " WHERE n.nspname = '%s' AND p.proname = 'checkpoint_put_refs'"
-             " AND p.prosrc LIKE '%%FOR i IN 1 .. coalesce(cardinality(p_sw_ids), 0) LOOP%%'"
+             " AND p.prosrc LIKE '%%FOR i IN 1 .. n LOOP%%'"
              " AND p.prosrc NOT LIKE '%%unnest(%%'",
              schema_name(name));
     ck_assert_int_eq(query_long(pg, sql), 1);

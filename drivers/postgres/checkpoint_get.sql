@@ -1,6 +1,7 @@
 -- checkpoint_get.sql: checkpoint $3 of thread $1, namespace $2.
 -- The rows, one per item, ordered by checkpoint (r), then kind: 0 the checkpoint
--- itself, 1 a channel and its value, 2 a pending write. Columns: kind, r,
+-- itself, 1 a channel and its value, 2 a pending write (names and versions
+-- back from their stored forms: migrate-19.sql). Columns: kind, r,
 -- thread_id, ns, id, s1, s2, s3, n, at, type, value (checkpoints.c reads them).
 -- Only checkpoints of live threads (no deadline, or one ahead).
 WITH sel AS (
@@ -10,11 +11,12 @@ WITH sel AS (
        AND c.checkpoint_ns = $2::text
        AND c.checkpoint_id = @S.id_pack($3::text))
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id),
-       s.metadata::text, NULL::text, s.log_length, s.created_at, s.body_type, s.body
+       @S.id_text(s.parent_id), s.metadata::text, NULL::text, s.log_length, s.created_at,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
   FROM sel s
 UNION ALL
-SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
+SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
+       @S.ver_text(u.ver), NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = v.type), v.value
   FROM sel s CROSS JOIN LATERAL @S.channel_list(s.channel_set, s.versions) AS u
   -- each value by its primary key: a plain join lets the planner, which takes
   -- channel_list() for 1,000 rows, hash the whole blobs table (every
@@ -23,8 +25,10 @@ SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
                       WHERE b.tid = s.tid AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
-SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id), w.task_path, w.channel, w.idx,
-       NULL, w.type, w.value
+SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.channel), w.idx, NULL,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s JOIN @S.checkpoint_writes w
     ON w.tid = s.tid AND w.checkpoint_ns = s.checkpoint_ns
    AND w.checkpoint_id = s.checkpoint_id

@@ -38,11 +38,12 @@ sel AS (
     SELECT x.*, row_number() OVER (ORDER BY x.thread_id, x.put_seq DESC) AS r
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id),
-       s.metadata::text, NULL::text, s.log_length, s.created_at, s.body_type, s.body
+       @S.id_text(s.parent_id), s.metadata::text, NULL::text, s.log_length, s.created_at,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
   FROM sel s
 UNION ALL
-SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
+SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
+       @S.ver_text(u.ver), NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = v.type), v.value
   FROM sel s CROSS JOIN LATERAL @S.channel_list(s.channel_set, s.versions) AS u
   -- each value by its primary key: a plain join lets the planner, which takes
   -- channel_list() for 1,000 rows, hash the whole blobs table (every
@@ -51,8 +52,10 @@ SELECT 1, s.r, NULL, NULL, NULL, u.ch, u.ver, NULL, NULL, NULL, v.type, v.value
                       WHERE b.tid = s.tid AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
-SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id), w.task_path, w.channel, w.idx,
-       NULL, w.type, w.value
+SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.channel), w.idx, NULL,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s JOIN @S.checkpoint_writes w
     ON w.tid = s.tid AND w.checkpoint_ns = s.checkpoint_ns
    AND w.checkpoint_id = s.checkpoint_id
