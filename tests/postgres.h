@@ -36,7 +36,7 @@ void exec_in_schema(PGconn *pg, const char *schema, const char *sql);
 /* An empty schema brought to `version` by the migrations' .sql files. */
 void schema_at_version(const char *name, int version);
 /* Every row of every table of schema `name` as text, one table a line, in the
- * columns of version 5 (layout 0), 6 (1) or 7 and later (2). */
+ * columns of version 5 (layout 0), 6 (1), 7 to 17 (2), 18 (3) or 19 (4). */
 char *rows_as_text(PGconn *pg, const char *name, int layout);
 /* Rows left in any table for thread in schema `name`. */
 long rows_of(PGconn *pg, const char *name, const char *thread);
@@ -62,5 +62,7 @@ void postgres_add_index_tests(Suite *s);
 void postgres_add_refs_tests(Suite *s);
 /* tests/postgres_append.c: which statement an append runs. */
 void postgres_add_append_tests(Suite *s);
+/* tests/postgres_dense.c: checkpoints stored densely (v18, v19). */
+void postgres_add_dense_tests(Suite *s);
 
 #endif

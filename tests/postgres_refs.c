@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *U1 = "{\"role\":\"user\",\"content\":\"hi\"}";
 static const char *A1 = "{\"role\":\"assistant\",\"content\":\"hello\"}";
@@ -330,6 +331,33 @@ START_TEST(test_latest_reads_one_checkpoint)
 }
 END_TEST
 
+/* (v18) The put that turns c1's write into a reference raises c1's
+ * log_length in place: log_length is in no index, so the update is HOT (no
+ * index entry written). With checkpoints_by_log (v9-v17) none was. */
+START_TEST(test_raise_is_hot)
+{
+    const char *name = "hot", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_error err;
+    ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
+    write_answer(s, "c1");
+    const char *both[] = {U1, A1};
+    ck_assert_msg(put_items(s, "c2", "c1", both, NULL, 2, -1, &err) == 0, "%s", err.message);
+    convo_close(s); /* its session ends: its counts reach the statistics */
+    PGconn *pg = admin();
+    ck_assert_int_eq(log_length_of(pg, name, "c1"), 2);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT n_tup_upd * 1000 + n_tup_hot_upd FROM pg_stat_user_tables"
+             " WHERE schemaname = '%s' AND relname = 'checkpoints'", schema);
+    long counts = 0;
+    for (int i = 0; i < 100 && (counts = query_long(pg, sql)) == 0; i++)
+        usleep(50000);
+    ck_assert_msg(counts == 1001, "updates * 1000 + HOT updates: %ld", counts);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 /* Version 15 replaced version 14's checkpoint_put_refs (same signature). */
 START_TEST(test_migration_from_version_14)
 {
@@ -346,5 +374,6 @@ void postgres_add_refs_tests(Suite *s)
     tcase_add_test(tc, test_migration_from_version_13);
     tcase_add_test(tc, test_migration_from_version_14);
     tcase_add_test(tc, test_latest_reads_one_checkpoint);
+    tcase_add_test(tc, test_raise_is_hot);
     suite_add_tcase(s, tc);
 }
