@@ -7,17 +7,20 @@
  * as they keep any channel value. A body that has drifted from its base (the
  * delta over half of it) becomes a new base.
  *
- * Stored layout, version 1 (body type "convo/delta", msgpack):
- *   [1, type: str, length: int, ops: bin]
- * type: the body's own type; length: its bytes; ops: the delta against the
- * base, a sequence of COPY (0x00, varint offset, varint length: bytes of the
- * base) and ADD (0x01, varint length, the bytes). */
+ * Stored layout (body type "convo/delta", msgpack), the smaller of:
+ *   version 1: [1, type: str, length: int, ops: bin]
+ *     type: the body's own type; length: its bytes; ops: the delta against the
+ *     base, a sequence of COPY (0x00, varint offset, varint length: bytes of the
+ *     base) and ADD (0x01, varint length, the bytes).
+ *   version 2: [2, [style, code]]  (body_json.c: a JSON body against a JSON base;
+ *     its type is the base's) */
 #include "internal.h"
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DELTA_LAYOUT 1
+#define JSON_LAYOUT 2
 #define MIN_MATCH 8
 
 typedef struct buf {
@@ -159,11 +162,13 @@ bad:
 
 typedef struct delta {
     msgpack_unpacked up;
-    const char *type;
+    int64_t layout;
+    const char *type; /* version 1 */
     size_t type_len;
     int64_t length;
     const unsigned char *ops;
     size_t ops_len;
+    const msgpack_object *code; /* version 2 */
 } delta;
 
 static int decode(const void *bytes, size_t len, delta *d)
@@ -174,12 +179,17 @@ static int decode(const void *bytes, size_t len, delta *d)
         off != len)
         return -1;
     const msgpack_object *o = &d->up.data;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4)
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 2 ||
+        convo__unpack_int(&o->via.array.ptr[0], &d->layout))
         return -1;
     const msgpack_object *a = o->via.array.ptr;
-    int64_t v;
-    if (convo__unpack_int(&a[0], &v) || v != DELTA_LAYOUT || a[1].type != MSGPACK_OBJECT_STR ||
-        a[1].via.str.size == 0 || convo__unpack_int(&a[2], &d->length) || d->length < 0 ||
+    if (d->layout == JSON_LAYOUT && o->via.array.size == 2) {
+        d->code = &a[1];
+        return a[1].type == MSGPACK_OBJECT_ARRAY && a[1].via.array.size == 2 ? 0 : -1;
+    }
+    if (d->layout != DELTA_LAYOUT || o->via.array.size != 4 ||
+        a[1].type != MSGPACK_OBJECT_STR || a[1].via.str.size == 0 ||
+        convo__unpack_int(&a[2], &d->length) || d->length < 0 ||
         a[3].type != MSGPACK_OBJECT_BIN)
         return -1;
     d->type = a[1].via.str.ptr;
@@ -201,6 +211,51 @@ int convo__body_check(const void *bytes, size_t len, convo_error *err)
 
 /* ---- writing ---- */
 
+/* The version-1 record of body against base (NULL: the body is its own base,
+ * one COPY of it whole). */
+static int pack_ops(const cp_channel *base, const convo_blob *body, msgpack_sbuffer *sb)
+{
+    buf ops = {0};
+    unsigned char op = 0;
+    int bad = base ? diff(base->bytes, base->len, body->bytes, body->len, &ops)
+              : body->len ? put_bytes(&ops, &op, 1) || put_varint(&ops, 0) ||
+                                put_varint(&ops, body->len)
+                          : 0;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    if (!bad)
+        bad = msgpack_pack_array(&pk, 4) || msgpack_pack_int64(&pk, DELTA_LAYOUT) ||
+              convo__pack_str(&pk, body->type) || msgpack_pack_int64(&pk, (int64_t)body->len) ||
+              convo__pack_bin(&pk, ops.p, ops.len);
+    free(ops.p);
+    return bad ? -1 : 0;
+}
+
+/* The version-2 record, when the body is JSON coded exactly against the base
+ * (checked by decoding it): 0, 1 when not, -1 out of memory. */
+static int pack_json(const cp_channel *base, const convo_checkpoint_in *cp, msgpack_sbuffer *sb)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    if (msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, JSON_LAYOUT))
+        return -1;
+    int rc = convo__jdelta_encode(base->bytes, base->len, cp->body.bytes, cp->body.len,
+                                  cp->checkpoint_id, &pk);
+    if (rc != 0)
+        return rc;
+    delta d;
+    char *again = NULL;
+    size_t len = 0;
+    if (decode(sb->data, sb->size, &d) != 0 ||
+        convo__jdelta_decode(base->bytes, base->len, d.code, cp->checkpoint_id, &again, &len))
+        rc = 1;
+    else if (len != cp->body.len || memcmp(again, cp->body.bytes, len) != 0)
+        rc = 1;
+    free(again);
+    msgpack_unpacked_destroy(&d.up);
+    return rc;
+}
+
 int convo__body_plan(const convo_checkpoint *parent, const convo_checkpoint_in *cp,
                      convo_body_plan *out, convo_error *err)
 {
@@ -213,36 +268,27 @@ int convo__body_plan(const convo_checkpoint *parent, const convo_checkpoint_in *
             parent->channels[i].type &&
             strcmp(parent->channels[i].type, cp->body.type) == 0)
             base = &parent->channels[i];
-    buf ops = {0};
-    int rc = 0;
-    if (base) {
-        if (diff(base->bytes, base->len, cp->body.bytes, cp->body.len, &ops) != 0)
-            rc = CONVO_ENOMEM;
-        else if (ops.len > cp->body.len / 2) /* drifted: a new base */
-            base = NULL, ops.len = 0;
-    }
+    msgpack_sbuffer v1, v2;
+    msgpack_sbuffer_init(&v1);
+    msgpack_sbuffer_init(&v2);
+    int rc = 0, json = base ? pack_json(base, cp, &v2) : 1;
+    if (json < 0 || (base && pack_ops(base, &cp->body, &v1)))
+        rc = -1;
+    msgpack_sbuffer *best = json == 0 && v2.size < v1.size ? &v2 : &v1;
+    if (rc == 0 && base && best->size > cp->body.len / 2) /* drifted: a new base */
+        base = NULL;
     if (rc == 0 && !base) {
-        /* this checkpoint's body is the base: its delta copies it whole */
-        unsigned char op = 0;
-        if (cp->body.len && (put_bytes(&ops, &op, 1) || put_varint(&ops, 0) ||
-                             put_varint(&ops, cp->body.len)))
-            rc = CONVO_ENOMEM;
+        msgpack_sbuffer_clear(&v1);
+        best = &v1;
+        rc = pack_ops(NULL, &cp->body, &v1);
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    if (rc == 0 && (msgpack_pack_array(&pk, 4) || msgpack_pack_int64(&pk, DELTA_LAYOUT) ||
-                    convo__pack_str(&pk, cp->body.type) ||
-                    msgpack_pack_int64(&pk, (int64_t)cp->body.len) ||
-                    convo__pack_bin(&pk, ops.p, ops.len)))
-        rc = CONVO_ENOMEM;
-    free(ops.p);
+    msgpack_sbuffer *other = best == &v1 ? &v2 : &v1;
+    msgpack_sbuffer_destroy(other);
     if (rc != 0) {
-        msgpack_sbuffer_destroy(&sb);
+        msgpack_sbuffer_destroy(best);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
-    out->delta = (convo_blob){CONVO_DELTA_TYPE, sb.data, sb.size};
+    out->delta = (convo_blob){CONVO_DELTA_TYPE, best->data, best->size};
     out->channel = (convo_channel_in){CONVO_BODY_CHANNEL, base ? base->version : cp->checkpoint_id,
                                       base ? NULL : &out->base};
     out->base = cp->body;
@@ -270,12 +316,16 @@ int convo__body_resolve(convo_checkpoint *cp, convo_error *err)
     int rc = decode(cp->body, cp->body_len, &d) ? CONVO_ECORRUPT : 0;
     const cp_channel *base = k < cp->nchannels ? &cp->channels[k] : NULL;
     unsigned char *body = NULL;
+    size_t len = 0;
     char *type = NULL;
     if (rc == 0 && (!base || !base->type))
         rc = CONVO_ECORRUPT;
-    if (rc == 0)
-        rc = apply(base->bytes, base->len, d.ops, d.ops_len, (size_t)d.length, &body);
-    if (rc == 0 && !(type = strndup(d.type, d.type_len)))
+    if (rc == 0 && d.layout == JSON_LAYOUT)
+        rc = convo__jdelta_decode(base->bytes, base->len, d.code, cp->id, (char **)&body, &len);
+    else if (rc == 0 && (len = (size_t)d.length, 1))
+        rc = apply(base->bytes, base->len, d.ops, d.ops_len, len, &body);
+    if (rc == 0 && !(type = d.layout == JSON_LAYOUT ? strdup(base->type)
+                                                    : strndup(d.type, d.type_len)))
         rc = CONVO_ENOMEM;
     msgpack_unpacked_destroy(&d.up);
     if (rc != 0) {
@@ -292,7 +342,7 @@ int convo__body_resolve(convo_checkpoint *cp, convo_error *err)
     free(cp->body_type);
     cp->body = body;
     cp->body_type = type;
-    cp->body_len = (size_t)d.length;
+    cp->body_len = len;
     /* the base is the library's, not a channel of the snapshot */
     cp_channel gone = cp->channels[k];
     memmove(&cp->channels[k], &cp->channels[k + 1],

@@ -118,24 +118,7 @@ int convo__items_encode_write(convo_store *s, const convo_items_in *it, void **b
                               size_t *len, convo_error *err);
 /* convo_checkpoint_put with channel_items: cp validated, metadata compact. */
 int convo__items_put(convo_store *s, const convo_checkpoint_in *cp, convo_error *err);
-/* body.c: checkpoint bodies stored as deltas against a base kept as the value
- * of a reserved channel (docs/checkpoints.md). */
-#define CONVO_DELTA_TYPE "convo/delta"
-#define CONVO_BODY_CHANNEL "__convo_body__"
-typedef struct convo_body_plan {
-    int active;               /* 0: the body goes as it is (none) */
-    convo_blob delta;         /* the body to store (malloc'd bytes) */
-    convo_blob base;          /* the base's value when this put introduces it */
-    convo_channel_in channel; /* the reserved channel to list (points at base) */
-} convo_body_plan;
-/* Plans cp's body against the base its parent lists (NULL parent: none). */
-int convo__body_plan(const convo_checkpoint *parent, const convo_checkpoint_in *cp,
-                     convo_body_plan *out, convo_error *err);
-void convo__body_plan_free(convo_body_plan *p);
-/* A body of type CONVO_DELTA_TYPE rebuilt from its base; the reserved channel removed. */
-int convo__body_resolve(convo_checkpoint *cp, convo_error *err);
-/* 0 when bytes are a well-formed delta body, else CONVO_EINVAL. */
-int convo__body_check(const void *bytes, size_t len, convo_error *err);
+#include "body.h"
 /* The driver's get, without resolving references (export copies them as stored). */
 int convo__checkpoint_get_raw(convo_store *s, const char *thread_id, const char *ns,
                               const char *checkpoint_id, convo_checkpoint **out,

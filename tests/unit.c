@@ -16,6 +16,7 @@
 void unit_add_pool_tests(Suite *s);
 /* unit_driver.c: driver versions, NULL getters, allocation failure, password scrubbing. */
 void unit_add_driver_tests(Suite *s);
+void unit_add_body_tests(Suite *s);
 
 /* ---------------------------------------------------------------------- URLs */
 
@@ -1073,6 +1074,7 @@ static Suite *unit_suite(void)
     suite_add_tcase(s, tc);
     unit_add_pool_tests(s);
     unit_add_driver_tests(s);
+    unit_add_body_tests(s);
     return s;
 }
 

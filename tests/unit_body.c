@@ -1,0 +1,259 @@
+/* unit_body.c — the JSON code of checkpoint bodies (lib/body_json.c) and the
+ * choice between it, the byte delta and a new base (lib/body.c): exact round
+ * trips of odd bodies, the bytes a LangGraph body costs, corrupt codes. */
+#include "internal.h"
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UUID "1f0cb2a4-8e6b-6f10-8002-3d5e1c9a7b21"
+
+/* Codes body against base, decodes it and checks the bytes; returns the
+ * code's size, or -1 when the body is not coded (then nothing to check). */
+static long round_trip(const char *base, const char *body, const char *id)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    int rc = convo__jdelta_encode(base, strlen(base), body, strlen(body), id, &pk);
+    ck_assert_int_ge(rc, 0);
+    long size = -1;
+    if (rc == 0) {
+        msgpack_unpacked up;
+        msgpack_unpacked_init(&up);
+        size_t off = 0;
+        ck_assert_int_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+        ck_assert_uint_eq(off, sb.size);
+        char *out = NULL;
+        size_t len = 0;
+        ck_assert_msg(convo__jdelta_decode(base, strlen(base), &up.data, id, &out, &len) == 0, "decoding %s", body);
+        ck_assert_msg(len == strlen(body) && memcmp(out, body, len) == 0,
+                      "round trip of %s gave %.*s", body, (int)len, out);
+        free(out);
+        msgpack_unpacked_destroy(&up);
+        size = (long)sb.size;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    return size;
+}
+
+static const char *JS_BASE =
+    "{\"v\":4,\"id\":\"1f0cb2a4-0000-6f10-8000-3d5e1c9a7b21\",\"ts\":\"2026-11-26T23:01:02.345Z\","
+    "\"channel_values\":{},\"channel_versions\":{\"__start__\":1,\"messages\":2,"
+    "\"branch:to:agent\":2},\"versions_seen\":{\"__input__\":{},\"__start__\":{\"__start__\":1},"
+    "\"agent\":{\"branch:to:agent\":2}},\"pending_sends\":[]}";
+
+/* What LangGraph.js writes each step costs a few bytes, not its text. */
+START_TEST(test_jdelta_langgraph_body)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"v\":4,\"id\":\"%s\",\"ts\":\"2026-11-26T23:09:59.999Z\","
+             "\"channel_values\":{},\"channel_versions\":{\"__start__\":2998,\"messages\":3000,"
+             "\"branch:to:agent\":3000},\"versions_seen\":{\"__input__\":{},\"__start__\":"
+             "{\"__start__\":2998},\"agent\":{\"branch:to:agent\":2999}},\"pending_sends\":[]}",
+             UUID);
+    long n = round_trip(JS_BASE, body, UUID);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_le(n, 36); /* the text is 330 bytes; the byte delta ~120 */
+    /* the same body as the base: one byte of code and the style */
+    ck_assert_int_le(round_trip(JS_BASE, JS_BASE, "other"), 4);
+    /* Python's json.dumps defaults: ", " and ": ", 49-character versions */
+    const char *py_base =
+        "{\"v\": 1, \"ts\": \"2026-11-26T23:01:02.345678+00:00\", \"id\": \"x\", "
+        "\"channel_versions\": {\"messages\": \"00000000000000000000000000000002.0.4861\"}}";
+    const char *py = "{\"v\": 1, \"ts\": \"2026-11-26T23:01:03.000001+00:00\", \"id\": \"" UUID
+                     "\", \"channel_versions\": {\"messages\": "
+                     "\"00000000000000000000000000000012.0.9173\", \"n\xc3\xa9\": \"\xe2\x82\xac\"}}";
+    n = round_trip(py_base, py, UUID);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_le(n, 40);
+}
+END_TEST
+
+/* Bodies that follow none of the rules still come back byte for byte. */
+START_TEST(test_jdelta_odd_bodies)
+{
+    const char *odd[] = {
+        /* an id that is not a UUID, and not the checkpoint's */
+        "{\"v\":4,\"id\":\"checkpoint #7 \xc3\xbc\",\"ts\":\"2026-11-26T23:01:02.345Z\"}",
+        /* times of another shape, out of range, before the base's, leap days */
+        "{\"ts\":\"2026-11-26T23:01:02.345678+00:00\"}",
+        "{\"ts\":\"2026-11-26T23:01:02Z\"}",
+        "{\"ts\":\"2026-02-30T23:01:02.345Z\"}",
+        "{\"ts\":\"2024-02-29T00:00:00.000Z\"}",
+        "{\"ts\":\"1970-01-01T00:00:00.000Z\"}",
+        "{\"ts\":\"0000-03-01T00:00:00.000Z\"}",
+        "{\"ts\":\"9999-12-31T23:59:59.999Z\"}",
+        "{\"ts\":\"2026-11-26T23:01:02.34Z\"}",
+        "{\"ts\":\"2026-11-26 23:01:02.345Z\"}",
+        "{\"ts\":\"2026-11-26T23:01:02.345+05:30\"}",
+        "{\"ts\":\"2026-11-26T23:01:02.345Zjunk-longer-than-eight\"}",
+        /* versions that go down, negative, at the ends of int64 */
+        "{\"channel_versions\":{\"__start__\":-5,\"messages\":1,\"branch:to:agent\":"
+        "9223372036854775807},\"versions_seen\":{\"agent\":{\"x\":-9223372036854775808}}}",
+        /* keys in another order, some gone, some new; containers swapped */
+        "{\"ts\":1,\"v\":4,\"channel_values\":[],\"pending_sends\":{},\"new\":null}",
+        "{\"versions_seen\":[1,[2,{\"a\":null}]],\"channel_versions\":\"text\"}",
+        "{\"v\":[],\"channel_versions\":{},\"versions_seen\":{\"__input__\":[],\"agent\":true}}",
+        /* reals, booleans, nulls, empty keys, escapes, unicode in keys and values */
+        "{\"\":0.5,\"b\":false,\"c\":null,\"d\":-0.25,\"e\":\"line\\nbreak \\\"q\\\" \\\\\","
+        "\"\xf0\x9f\x98\x80\":\"\xe2\x82\xac\xc3\xbc\"}",
+        "{\"v\":4,\"id\":\"" UUID "\",\"list\":[\"" UUID "\",\"" UUID "x\",null,1,[[[]]]]}",
+        /* arrays longer and shorter than the base's */
+        "{\"pending_sends\":[1,2,3]}",
+        "{}",
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+        ck_assert_msg(round_trip(JS_BASE, odd[i], UUID) > 0, "not coded: %s", odd[i]);
+    /* a long, non-ASCII value (metadata-sized and more) */
+    size_t big = 200000;
+    char *huge = malloc(big + 64);
+    ck_assert_ptr_nonnull(huge);
+    int n = snprintf(huge, 64, "{\"v\":4,\"ts\":\"");
+    for (size_t k = 0; k < big; k += 2)
+        memcpy(huge + n + k, "\xc3\xa9", 2);
+    strcpy(huge + n + big, "\"}");
+    ck_assert_int_gt(round_trip(JS_BASE, huge, UUID), (long)big);
+    free(huge);
+    /* a base with another shape than the body */
+    ck_assert_int_gt(round_trip("[1,2,{\"a\":1}]", "{\"a\":[1,{\"b\":2}]}", UUID), 0);
+    ck_assert_int_gt(round_trip("[\"2026-11-26T23:01:02.345Z\"]", "[\"2026-11-26T23:01:02.346Z\"]",
+                                UUID),
+                     0);
+}
+END_TEST
+
+/* Text jansson would not write back the same is not coded (the byte delta
+ * takes it), nor is what is nested too deeply. */
+START_TEST(test_jdelta_not_coded)
+{
+    const char *not_coded[] = {
+        "{ \"v\":4}", "{\"v\":4 }", "{\"v\": 4,\"a\":1}", "{\"v\":1e5}", "{\"v\":1.50}",
+        "{\"v\":4,\"v\":5}", "not json", "{\"v\":99999999999999999999999}",
+        "{\"a\":\"\\u00e9\"}", "{\"a\":\"\\/\"}", "{\"a\":\"\\u00e9\xc3\xa9\"}", "",
+    };
+    for (size_t i = 0; i < sizeof not_coded / sizeof *not_coded; i++)
+        ck_assert_msg(round_trip(JS_BASE, not_coded[i], UUID) == -1, "coded: %s",
+                      not_coded[i]);
+    ck_assert_int_eq(round_trip("not json", "{\"v\":4}", UUID), -1);
+    char deep[400] = "";
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "[");
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "]");
+    ck_assert_int_eq(round_trip(JS_BASE, deep, UUID), -1);
+}
+END_TEST
+
+static int decode_code(const char *base, const void *code, size_t len, char **out)
+{
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0, n = 0;
+    ck_assert_int_eq(msgpack_unpack_next(&up, code, len, &off), MSGPACK_UNPACK_SUCCESS);
+    int rc = convo__jdelta_decode(base, strlen(base), &up.data, UUID, out, &n);
+    msgpack_unpacked_destroy(&up);
+    return rc;
+}
+
+/* A code that does not fit its base is CONVO_ECORRUPT, never a wrong body. */
+START_TEST(test_jdelta_corrupt)
+{
+    struct {
+        const char *code;
+        size_t len;
+    } bad[] = {
+        {"\x92\x04\xc0", 3},                 /* style out of range */
+        {"\x93\x00\xc0\xc0", 4},             /* three members */
+        {"\x92\x00\x9f" "\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0\xc0", 18},
+                                             /* more values than the base has keys */
+        {"\x92\x00\x81\x7f\x01", 5},         /* a key number past the base's */
+        {"\x92\x00\x81\xa1x\xc0", 6},        /* a new key, "unchanged" without a base */
+        {"\x92\x00\xd4\x09\x00", 5},         /* an unknown ext */
+        {"\x92\x00\x91\xd4\x03\x02", 6},     /* a time where the base has an int */
+        {"\x92\x00\x82\xa1x\x01\xa1x\x02", 10}, /* a key twice */
+        {"\x92\x00\xa2\xc3\x28", 5},         /* not UTF-8 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *out = NULL;
+        ck_assert_msg(decode_code(JS_BASE, bad[i].code, bad[i].len, &out) == CONVO_ECORRUPT,
+                      "case %zu decoded", i);
+        ck_assert_ptr_null(out);
+    }
+    char *out = NULL;
+    ck_assert_int_eq(decode_code("not json", "\x92\x00\xc0", 3, &out), CONVO_ECORRUPT);
+}
+END_TEST
+
+/* The plan takes the smallest record: the JSON code for a LangGraph body, the
+ * byte delta for text jansson would change, a new base for a drifted body. */
+START_TEST(test_body_plan_choice)
+{
+    convo_checkpoint *parent =
+        convo__checkpoint_new("t", "", "p", NULL, "{}", NULL, NULL, 0, 0, 0);
+    ck_assert_ptr_nonnull(parent);
+    ck_assert_int_eq(convo__checkpoint_add_channel(parent, CONVO_BODY_CHANNEL, "p", "json",
+                                                   JS_BASE, strlen(JS_BASE)),
+                     0);
+    char body[1024];
+    snprintf(body, sizeof body, "%s", JS_BASE);
+    memcpy(strstr(body, "1f0cb2a4-0000"), UUID, strlen(UUID));
+    memcpy(strstr(body, "23:01:02.345"), "23:05:07.001", 12);
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = UUID;
+    cp.body = (convo_blob){"json", body, strlen(body)};
+    convo_body_plan plan;
+    convo_error err;
+    ck_assert_int_eq(convo__body_plan(parent, &cp, &plan, &err), 0);
+    ck_assert_uint_le(plan.delta.len, 16);
+    ck_assert_str_eq(plan.channel.version, "p"); /* the parent's base */
+    ck_assert_ptr_null(plan.channel.value);
+    /* read back through the reserved channel */
+    convo_checkpoint *got =
+        convo__checkpoint_new("t", "", UUID, "p", "{}", CONVO_DELTA_TYPE, plan.delta.bytes,
+                              plan.delta.len, 0, 0);
+    ck_assert_int_eq(convo__checkpoint_add_channel(got, CONVO_BODY_CHANNEL, "p", "json",
+                                                   JS_BASE, strlen(JS_BASE)),
+                     0);
+    ck_assert_int_eq(convo__body_resolve(got, &err), 0);
+    convo_blob b = convo_checkpoint_body(got);
+    ck_assert_str_eq(b.type, "json");
+    ck_assert_uint_eq(b.len, strlen(body));
+    ck_assert_int_eq(memcmp(b.bytes, body, b.len), 0);
+    ck_assert_uint_eq(convo_checkpoint_channel_count(got), 0);
+    convo_checkpoint_free(got);
+    convo__body_plan_free(&plan);
+    /* a space jansson would not write: the byte delta (version 1) */
+    char spaced[1100];
+    snprintf(spaced, sizeof spaced, "%s ", body);
+    cp.body.bytes = spaced;
+    cp.body.len = strlen(spaced);
+    ck_assert_int_eq(convo__body_plan(parent, &cp, &plan, &err), 0);
+    ck_assert_int_eq(((const unsigned char *)plan.delta.bytes)[1], 1);
+    ck_assert_str_eq(plan.channel.version, "p");
+    convo__body_plan_free(&plan);
+    /* another body altogether: a new base, this checkpoint's */
+    cp.body.bytes = "{\"other\":\"altogether\"}";
+    cp.body.len = strlen(cp.body.bytes);
+    ck_assert_int_eq(convo__body_plan(parent, &cp, &plan, &err), 0);
+    ck_assert_str_eq(plan.channel.version, UUID);
+    ck_assert_ptr_nonnull(plan.channel.value);
+    convo__body_plan_free(&plan);
+    convo_checkpoint_free(parent);
+}
+END_TEST
+
+void unit_add_body_tests(Suite *s)
+{
+    TCase *tc = tcase_create("body");
+    tcase_add_test(tc, test_jdelta_langgraph_body);
+    tcase_add_test(tc, test_jdelta_odd_bodies);
+    tcase_add_test(tc, test_jdelta_not_coded);
+    tcase_add_test(tc, test_jdelta_corrupt);
+    tcase_add_test(tc, test_body_plan_choice);
+    suite_add_tcase(s, tc);
+}
