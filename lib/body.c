@@ -231,29 +231,92 @@ static int pack_ops(const cp_channel *base, const convo_blob *body, msgpack_sbuf
     return bad ? -1 : 0;
 }
 
+/* ---- the checkpoint's names a version-2 code refers to ---- */
+
+typedef struct named {
+    const char *channel, *version;
+} named;
+
+static int by_channel(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->channel, ((const named *)b)->channel);
+}
+
+/* nm from the n pairs in p (the reserved channel left out), sorted in place;
+ * *versions malloc'd. */
+static int names_make(convo_jdelta_names *nm, const char *id, named *p, size_t n,
+                      const char ***versions)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(p[i].channel, CONVO_BODY_CHANNEL) != 0)
+            p[k++] = p[i];
+    qsort(p, k, sizeof *p, by_channel);
+    *versions = malloc((k ? k : 1) * sizeof **versions);
+    if (!*versions)
+        return -1;
+    for (size_t i = 0; i < k; i++)
+        (*versions)[i] = p[i].version;
+    *nm = (convo_jdelta_names){id, *versions, k};
+    return 0;
+}
+
+static int names_of_put(const convo_checkpoint_in *cp, convo_jdelta_names *nm,
+                        const char ***versions)
+{
+    named *p = malloc((cp->nchannels ? cp->nchannels : 1) * sizeof *p);
+    if (!p)
+        return -1;
+    for (size_t i = 0; i < cp->nchannels; i++)
+        p[i] = (named){cp->channels[i].channel, cp->channels[i].version};
+    int rc = names_make(nm, cp->checkpoint_id, p, cp->nchannels, versions);
+    free(p);
+    return rc;
+}
+
+static int names_of_read(const convo_checkpoint *cp, convo_jdelta_names *nm,
+                         const char ***versions)
+{
+    named *p = malloc((cp->nchannels ? cp->nchannels : 1) * sizeof *p);
+    if (!p)
+        return -1;
+    for (size_t i = 0; i < cp->nchannels; i++)
+        p[i] = (named){cp->channels[i].channel, cp->channels[i].version};
+    int rc = names_make(nm, cp->id, p, cp->nchannels, versions);
+    free(p);
+    return rc;
+}
+
 /* The version-2 record, when the body is JSON coded exactly against the base
- * (checked by decoding it): 0, 1 when not, -1 out of memory. */
+ * (checked by decoding it): 0; 2 the same, but the body has keys the base has
+ * not; 1 when not coded; -1 out of memory. */
 static int pack_json(const cp_channel *base, const convo_checkpoint_in *cp, msgpack_sbuffer *sb)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    if (msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, JSON_LAYOUT))
+    convo_jdelta_names nm;
+    const char **versions = NULL;
+    if (names_of_put(cp, &nm, &versions) != 0 || msgpack_pack_array(&pk, 2) ||
+        msgpack_pack_int64(&pk, JSON_LAYOUT)) {
+        free(versions);
         return -1;
-    int rc = convo__jdelta_encode(base->bytes, base->len, cp->body.bytes, cp->body.len,
-                                  cp->checkpoint_id, &pk);
-    if (rc != 0)
-        return rc;
-    delta d;
-    char *again = NULL;
-    size_t len = 0;
-    if (decode(sb->data, sb->size, &d) != 0 ||
-        convo__jdelta_decode(base->bytes, base->len, d.code, cp->checkpoint_id, &again, &len))
-        rc = 1;
-    else if (len != cp->body.len || memcmp(again, cp->body.bytes, len) != 0)
-        rc = 1;
-    free(again);
-    msgpack_unpacked_destroy(&d.up);
-    return rc;
+    }
+    int rc = convo__jdelta_encode(base->bytes, base->len, cp->body.bytes, cp->body.len, &nm, &pk);
+    int new_keys = rc == 2;
+    rc = new_keys ? 0 : rc;
+    if (rc == 0) { /* exact, or not taken */
+        delta d;
+        char *again = NULL;
+        size_t len = 0;
+        if (decode(sb->data, sb->size, &d) != 0 ||
+            convo__jdelta_decode(base->bytes, base->len, d.code, &nm, &again, &len) ||
+            len != cp->body.len || memcmp(again, cp->body.bytes, len) != 0)
+            rc = 1;
+        msgpack_unpacked_destroy(&d.up);
+        free(again);
+    }
+    free(versions);
+    return rc == 0 && new_keys ? 2 : rc;
 }
 
 int convo__body_plan(const convo_checkpoint *parent, const convo_checkpoint_in *cp,
@@ -275,7 +338,8 @@ int convo__body_plan(const convo_checkpoint *parent, const convo_checkpoint_in *
     if (json < 0 || (base && pack_ops(base, &cp->body, &v1)))
         rc = -1;
     msgpack_sbuffer *best = json == 0 && v2.size < v1.size ? &v2 : &v1;
-    if (rc == 0 && base && best->size > cp->body.len / 2) /* drifted: a new base */
+    /* drifted (the delta over half the body, or keys the base has not): a new base */
+    if (rc == 0 && base && (json == 2 || best->size > cp->body.len / 2))
         base = NULL;
     if (rc == 0 && !base) {
         msgpack_sbuffer_clear(&v1);
@@ -320,8 +384,13 @@ int convo__body_resolve(convo_checkpoint *cp, convo_error *err)
     char *type = NULL;
     if (rc == 0 && (!base || !base->type))
         rc = CONVO_ECORRUPT;
-    if (rc == 0 && d.layout == JSON_LAYOUT)
-        rc = convo__jdelta_decode(base->bytes, base->len, d.code, cp->id, (char **)&body, &len);
+    if (rc == 0 && d.layout == JSON_LAYOUT) {
+        convo_jdelta_names nm;
+        const char **versions = NULL;
+        rc = names_of_read(cp, &nm, &versions) ? CONVO_ENOMEM
+             : convo__jdelta_decode(base->bytes, base->len, d.code, &nm, (char **)&body, &len);
+        free(versions);
+    }
     else if (rc == 0 && (len = (size_t)d.length, 1))
         rc = apply(base->bytes, base->len, d.ops, d.ops_len, len, &body);
     if (rc == 0 && !(type = d.layout == JSON_LAYOUT ? strdup(base->type)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* ext types inside the code */
-enum { X_NULL = 1, X_ID = 2, X_TIME = 3, X_PREFIX = 4, X_REPLACE = 5 };
+enum { X_NULL = 1, X_ID = 2, X_TIME = 3, X_PREFIX = 4, X_REPLACE = 5, X_VERSION = 6 };
 #define MIN_PREFIX 4
 #define MAX_DEPTH 64
 
@@ -180,6 +180,9 @@ typedef struct coder {
     msgpack_packer *pk;
     const char *id;
     size_t id_len;
+    const char *const *versions; /* the checkpoint's channel versions */
+    size_t nversions;
+    int new_keys; /* the body has keys where its base has none */
 } coder;
 
 static int pack_ext(msgpack_packer *pk, int8_t type, const void *p, size_t n)
@@ -195,12 +198,15 @@ static int enc_string(coder *c, json_t *t, json_t *b)
     size_t n = json_string_length(t);
     if (n == c->id_len && memcmp(s, c->id, n) == 0)
         return pack_ext(c->pk, X_ID, NULL, 0);
+    unsigned char p[16];
+    for (size_t i = 0; i < c->nversions; i++)
+        if (strlen(c->versions[i]) == n && memcmp(c->versions[i], s, n) == 0)
+            return pack_ext(c->pk, X_VERSION, p, varint_put(p, i));
     if (b && json_is_string(b)) {
         const char *bs = json_string_value(b);
         size_t bn = json_string_length(b);
         iso tb, tt;
         char text[48];
-        unsigned char p[16];
         if (iso_parse(bs, bn, &tb) == 0 && iso_parse(s, n, &tt) == 0 &&
             tt.digits == tb.digits && tt.suffix_len == tb.suffix_len &&
             memcmp(tt.suffix, tb.suffix, tt.suffix_len) == 0 &&
@@ -254,6 +260,7 @@ static int enc_object(coder *c, json_t *t, json_t *b, int depth)
                 bv = json_object_iter_value(j);
                 break;
             }
+        c->new_keys |= !bv;
         rc = bv ? msgpack_pack_uint64(c->pk, at) : msgpack_pack_str_with_body(c->pk, key, n);
         if (rc == 0)
             rc = enc(c, json_object_iter_value(i), bv, depth + 1);
@@ -268,7 +275,7 @@ static int enc_replace(coder *c, json_t *t, int depth)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    coder inner = {&pk, c->id, c->id_len};
+    coder inner = {&pk, c->id, c->id_len, c->versions, c->nversions, 0};
     int rc = enc(&inner, t, NULL, depth + 1);
     if (rc == 0)
         rc = pack_ext(c->pk, X_REPLACE, sb.data, sb.size);
@@ -321,6 +328,10 @@ static json_t *dec_string_ext(const coder *c, int8_t type, const unsigned char *
     uint64_t v;
     if (type == X_ID)
         return json_stringn(c->id, c->id_len);
+    if (type == X_VERSION)
+        return varint_get(p, n, &at, &v) == 0 && at == n && v < c->nversions
+                   ? json_string(c->versions[v])
+                   : NULL;
     if (!b || !json_is_string(b) || varint_get(p, n, &at, &v))
         return NULL;
     const char *bs = json_string_value(b);
@@ -354,6 +365,7 @@ static json_t *dec_ext(const coder *c, const msgpack_object *o, json_t *b, int d
     case X_NULL:
         return json_null();
     case X_ID:
+    case X_VERSION:
     case X_TIME:
     case X_PREFIX:
         return dec_string_ext(c, o->via.ext.type, p, n, b);
@@ -487,7 +499,7 @@ static char *dump(json_t *v, int64_t style, size_t *len)
 }
 
 int convo__jdelta_encode(const void *base, size_t blen, const void *body, size_t len,
-                         const char *id, msgpack_packer *pk)
+                         const convo_jdelta_names *names, msgpack_packer *pk)
 {
     json_t *b = json_loadb(base, blen, JSON_REJECT_DUPLICATES, NULL);
     json_t *t = b ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
@@ -501,9 +513,10 @@ int convo__jdelta_encode(const void *base, size_t blen, const void *body, size_t
             rc = 0;
         free(again);
         if (rc == 0) {
-            coder c = {pk, id, strlen(id)};
+            coder c = {pk, names->id, strlen(names->id), names->versions, names->nversions, 0};
             rc = msgpack_pack_array(pk, 2) || msgpack_pack_int64(pk, style) ? -1
                  : enc(&c, t, b, 0)                                         ? 1 /* too deep */
+                 : c.new_keys                                               ? 2
                                                                             : 0;
         }
     }
@@ -513,7 +526,7 @@ int convo__jdelta_encode(const void *base, size_t blen, const void *body, size_t
 }
 
 int convo__jdelta_decode(const void *base, size_t blen, const msgpack_object *code,
-                         const char *id, char **out, size_t *len)
+                         const convo_jdelta_names *names, char **out, size_t *len)
 {
     int64_t style;
     if (code->type != MSGPACK_OBJECT_ARRAY || code->via.array.size != 2 ||
@@ -521,7 +534,8 @@ int convo__jdelta_decode(const void *base, size_t blen, const msgpack_object *co
         style > CONVO_JSTYLE_ALL)
         return CONVO_ECORRUPT;
     json_t *b = json_loadb(base, blen, JSON_REJECT_DUPLICATES, NULL);
-    coder c = {NULL, id ? id : "", id ? strlen(id) : 0};
+    coder c = {NULL, names->id ? names->id : "", names->id ? strlen(names->id) : 0,
+               names->versions, names->nversions, 0};
     json_t *t = b ? dec(&c, &code->via.array.ptr[1], b, 0) : NULL;
     *out = t ? dump(t, style, len) : NULL;
     json_decref(t);

@@ -219,8 +219,8 @@ START_TEST(test_uuid_ids)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"
                                    " WHERE typeof(task_id) = 'blob'"), 3);
     /* channel names, types and task paths are kept once: a, b, json, ~path,
-     * messages */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_names"), 5);
+     * messages; and (layout 8) the metadata's shape */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_names"), 6);
     /* byte order of the texts: TASK_A "46f2..." < "a-task" < TASK_B "dc5f..."
      * < "zz" (SQLite itself would order every text before every BLOB) */
     cp = get(s, CP3);
@@ -429,7 +429,7 @@ START_TEST(test_migration_6_to_7)
 
     convo_store *s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     7);
+                     8); /* 7, then 8 */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_channels'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
@@ -487,8 +487,11 @@ START_TEST(test_migration_6_to_7)
         " CAST('1' AS BLOB))",
         "INSERT INTO convo_blobs VALUES(1, '', 'a', '7', 'json', CAST('1' AS BLOB))",
         "UPDATE convo_checkpoint_writes SET type = 'json'"};
+    /* (the first fails to prepare since layout 8: the column metadata is
+     * named meta) */
     for (size_t i = 0; i < sizeof old_writes / sizeof *old_writes; i++)
-        ck_assert_msg(sqlite3_exec(old, old_writes[i], NULL, NULL, NULL) == SQLITE_CONSTRAINT,
+        ck_assert_msg(sqlite3_exec(old, old_writes[i], NULL, NULL, NULL) ==
+                          (i == 0 ? SQLITE_ERROR : SQLITE_CONSTRAINT),
                       "%s", old_writes[i]);
     sqlite3_close(old);
     /* opening again changes nothing */

@@ -11,16 +11,19 @@
 
 /* Codes body against base, decodes it and checks the bytes; returns the
  * code's size, or -1 when the body is not coded (then nothing to check). */
+static const char *const VERSIONS[] = {"0000000000002999.0n965ubn18", "3000"};
+
 static long round_trip(const char *base, const char *body, const char *id)
 {
+    convo_jdelta_names names = {id, VERSIONS, 2};
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int rc = convo__jdelta_encode(base, strlen(base), body, strlen(body), id, &pk);
+    int rc = convo__jdelta_encode(base, strlen(base), body, strlen(body), &names, &pk);
     ck_assert_int_ge(rc, 0);
     long size = -1;
-    if (rc == 0) {
+    if (rc == 0 || rc == 2) { /* 2: coded, with keys the base has not */
         msgpack_unpacked up;
         msgpack_unpacked_init(&up);
         size_t off = 0;
@@ -28,7 +31,8 @@ static long round_trip(const char *base, const char *body, const char *id)
         ck_assert_uint_eq(off, sb.size);
         char *out = NULL;
         size_t len = 0;
-        ck_assert_msg(convo__jdelta_decode(base, strlen(base), &up.data, id, &out, &len) == 0, "decoding %s", body);
+        ck_assert_msg(convo__jdelta_decode(base, strlen(base), &up.data, &names, &out, &len) == 0,
+                      "decoding %s", body);
         ck_assert_msg(len == strlen(body) && memcmp(out, body, len) == 0,
                       "round trip of %s gave %.*s", body, (int)len, out);
         free(out);
@@ -58,6 +62,19 @@ START_TEST(test_jdelta_langgraph_body)
     long n = round_trip(JS_BASE, body, UUID);
     ck_assert_int_gt(n, 0);
     ck_assert_int_le(n, 36); /* the text is 330 bytes; the byte delta ~120 */
+    /* LangGraph.js 1.x: string versions with a random part; those the
+     * checkpoint's channel list holds are a reference of 3 bytes */
+    const char *js1 =
+        "{\"v\":4,\"id\":\"" UUID "\",\"ts\":\"2026-11-26T23:09:59.999Z\",\"channel_versions\":"
+        "{\"__start__\":\"0000000000002999.0n965ubn18\",\"messages\":\"3000\"},\"versions_seen\":"
+        "{\"__input__\":{},\"__start__\":{\"__start__\":\"0000000000002998.ku1yj9nr02\"}}}";
+    const char *js1_base =
+        "{\"v\":4,\"id\":\"x\",\"ts\":\"2026-11-26T23:01:02.345Z\",\"channel_versions\":"
+        "{\"__start__\":\"0000000000000003.2xchhcc3dy\",\"messages\":\"2\"},\"versions_seen\":"
+        "{\"__input__\":{},\"__start__\":{\"__start__\":\"0000000000000001.abcdefghij\"}}}";
+    n = round_trip(js1_base, js1, UUID);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_le(n, 44); /* 2 references, and 15 + 4 bytes of the version not listed */
     /* the same body as the base: one byte of code and the style */
     ck_assert_int_le(round_trip(JS_BASE, JS_BASE, "other"), 4);
     /* Python's json.dumps defaults: ", " and ": ", 49-character versions */
@@ -154,7 +171,8 @@ static int decode_code(const char *base, const void *code, size_t len, char **ou
     msgpack_unpacked_init(&up);
     size_t off = 0, n = 0;
     ck_assert_int_eq(msgpack_unpack_next(&up, code, len, &off), MSGPACK_UNPACK_SUCCESS);
-    int rc = convo__jdelta_decode(base, strlen(base), &up.data, UUID, out, &n);
+    convo_jdelta_names names = {UUID, VERSIONS, 2};
+    int rc = convo__jdelta_decode(base, strlen(base), &up.data, &names, out, &n);
     msgpack_unpacked_destroy(&up);
     return rc;
 }
@@ -176,6 +194,7 @@ START_TEST(test_jdelta_corrupt)
         {"\x92\x00\x91\xd4\x03\x02", 6},     /* a time where the base has an int */
         {"\x92\x00\x82\xa1x\x01\xa1x\x02", 10}, /* a key twice */
         {"\x92\x00\xa2\xc3\x28", 5},         /* not UTF-8 */
+        {"\x92\x00\x91\xd4\x06\x02", 6},     /* a channel version past the list */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *out = NULL;
@@ -236,6 +255,15 @@ START_TEST(test_body_plan_choice)
     ck_assert_int_eq(((const unsigned char *)plan.delta.bytes)[1], 1);
     ck_assert_str_eq(plan.channel.version, "p");
     convo__body_plan_free(&plan);
+    /* a body with a key the base has not: coded, but a new base */
+    char more[1100];
+    snprintf(more, sizeof more, "%.*s,\"new\":1}", (int)strlen(body) - 1, body);
+    cp.body.bytes = more;
+    cp.body.len = strlen(more);
+    ck_assert_int_eq(convo__body_plan(parent, &cp, &plan, &err), 0);
+    ck_assert_str_eq(plan.channel.version, UUID);
+    ck_assert_ptr_nonnull(plan.channel.value);
+    convo__body_plan_free(&plan);
     /* another body altogether: a new base, this checkpoint's */
     cp.body.bytes = "{\"other\":\"altogether\"}";
     cp.body.len = strlen(cp.body.bytes);
@@ -247,6 +275,86 @@ START_TEST(test_body_plan_choice)
 }
 END_TEST
 
+/* Metadata as shape and values: exact for jansson's compact text, nothing
+ * else coded, corrupt values refused. */
+static void shape_round_trip(const char *json, const char *want_shape, long max_values)
+{
+    char *shape = NULL, *back = NULL;
+    void *values = NULL;
+    size_t vlen = 0, len = 0;
+    ck_assert_int_eq(convo__json_shape_split(json, strlen(json), 512, &shape, &values, &vlen), 0);
+    if (want_shape)
+        ck_assert_str_eq(shape, want_shape);
+    ck_assert_int_le((long)vlen, max_values);
+    ck_assert_int_eq(convo__json_shape_join(shape, strlen(shape), values, vlen, &back, &len), 0);
+    ck_assert_uint_eq(len, strlen(json));
+    ck_assert_str_eq(back, json);
+    free(shape);
+    free(values);
+    free(back);
+}
+
+START_TEST(test_json_shape)
+{
+    shape_round_trip("{\"source\":\"loop\",\"step\":2998,\"parents\":{}}",
+                     "{\"source\":0,\"step\":0,\"parents\":{}}", 9);
+    shape_round_trip("{\"source\":\"loop\",\"step\":7,\"parents\":{},"
+                     "\"counters_since_delta_snapshot\":{\"messages\":3}}",
+                     NULL, 9);
+    shape_round_trip("{}", "{}", 1);
+    /* odd metadata: unicode keys and values, reals, nulls, booleans, arrays,
+     * numbers at the ends of int64, a long text */
+    shape_round_trip("{\"\xc3\xa9t\xc3\xa9\":\"\xf0\x9f\x98\x80\",\"r\":0.5,\"n\":null,\"t\":true,"
+                     "\"f\":false,\"a\":[1,\"x\",[],{\"k\":-9223372036854775808}],"
+                     "\"big\":9223372036854775807,\"e\":\"\\n\\\"\"}",
+                     "{\"\xc3\xa9t\xc3\xa9\":0,\"r\":0,\"n\":null,\"t\":true,\"f\":false,"
+                     "\"a\":[0,0,[],{\"k\":0}],\"big\":0,\"e\":0}", 64);
+    char *long_text = malloc(100100);
+    ck_assert_ptr_nonnull(long_text);
+    strcpy(long_text, "{\"writes\":\"");
+    memset(long_text + 11, 'x', 100000);
+    strcpy(long_text + 100011, "\"}");
+    shape_round_trip(long_text, "{\"writes\":0}", 100010);
+    free(long_text);
+    /* not coded: not an object, not jansson's compact text, a shape too long */
+    const char *not_coded[] = {"[1]", "{ \"a\":1}", "{\"a\":1.50}", "{\"a\":1,\"a\":2}",
+                               "{\"a\":\"\\u00e9\"}", "nope", ""};
+    char *shape = NULL;
+    void *values = NULL;
+    size_t vlen = 0;
+    for (size_t i = 0; i < sizeof not_coded / sizeof *not_coded; i++) {
+        ck_assert_msg(convo__json_shape_split(not_coded[i], strlen(not_coded[i]), 512, &shape,
+                                              &values, &vlen) == 1,
+                      "coded: %s", not_coded[i]);
+        ck_assert_ptr_null(shape);
+        ck_assert_ptr_null(values);
+    }
+    ck_assert_int_eq(convo__json_shape_split("{\"abcdef\":1}", 12, 10, &shape, &values, &vlen), 1);
+    /* values that do not fit their shape */
+    char *back = NULL;
+    size_t len = 0;
+    const char *shape2 = "{\"a\":0,\"b\":[0]}";
+    struct {
+        const char *v;
+        size_t n;
+    } bad[] = {{"\x91\x01", 2},                /* one value short */
+               {"\x93\x01\x02\x03", 4},        /* one too many */
+               {"\x92\x01\xc0", 3},            /* nil is no value */
+               {"\x92\x01", 2},                /* truncated */
+               {"\x82\x01\x02\x03\x04", 5}};  /* not an array */
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(convo__json_shape_join(shape2, strlen(shape2), bad[i].v, bad[i].n, &back,
+                                             &len) == CONVO_ECORRUPT,
+                      "case %zu joined", i);
+        ck_assert_ptr_null(back);
+    }
+    ck_assert_int_eq(convo__json_shape_join("{\"a\":1}", 7, "\x91\x01", 2, &back, &len),
+                     CONVO_ECORRUPT); /* 1 is no placeholder */
+    ck_assert_int_eq(convo__json_shape_join("[0]", 3, "\x91\x01", 2, &back, &len),
+                     CONVO_ECORRUPT); /* a shape is an object */
+}
+END_TEST
+
 void unit_add_body_tests(Suite *s)
 {
     TCase *tc = tcase_create("body");
@@ -255,5 +363,6 @@ void unit_add_body_tests(Suite *s)
     tcase_add_test(tc, test_jdelta_not_coded);
     tcase_add_test(tc, test_jdelta_corrupt);
     tcase_add_test(tc, test_body_plan_choice);
+    tcase_add_test(tc, test_json_shape);
     suite_add_tcase(s, tc);
 }

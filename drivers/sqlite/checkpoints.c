@@ -7,6 +7,7 @@
 #include "config.h"
 #include "sqlite_int.h"
 #include "compact.h"
+#include "body.h" /* lib/: the metadata's shape and values */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +192,47 @@ static int bind_name(sq_conn *c, sqlite3_stmt *st, int i, const char *name, conv
     return 0;
 }
 
+/* Binds metadata (?6, ?14: cp-put.sql) as its values and the number of its
+ * shape (layout 8), the shape added to convo_names when new and fewer than
+ * SHAPE_NAMES_MAX names are kept; else as its text. *values: what to free
+ * after the statement ran. */
+static int bind_metadata(sq_conn *c, sqlite3_stmt *st, const char *metadata, void **values,
+                         convo_error *err)
+{
+    char *shape = NULL;
+    size_t len = 0;
+    int64_t num = 0;
+    int rc = convo__json_shape_split(metadata, strlen(metadata), SHAPE_MAX_BYTES, &shape,
+                                     values, &len);
+    if (rc < 0)
+        return no_memory(err);
+    int found = rc == 0 ? name_num(c, shape, 0, &num, err) : 0;
+    if (rc == 0 && found == 0) {
+        sqlite3_stmt *q;
+        if ((found = sq_stmt_get(c, ST_NAME_LAST, &q, err)) == 0 &&
+            (found = sq_stmt_step(c, q, "counting names", err)) == 1) {
+            int64_t names = sqlite3_column_int64(q, 0);
+            sq_stmt_done(q);
+            found = names < SHAPE_NAMES_MAX ? name_num(c, shape, 1, &num, err) : 0;
+        }
+    }
+    free(shape);
+    if (found != 1) {
+        free(*values);
+        *values = NULL;
+    }
+    if (found < 0)
+        return found;
+    if (found == 1) {
+        sqlite3_bind_blob(st, 6, *values, (int)len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 14, num);
+    } else {
+        sqlite3_bind_text(st, 6, metadata, -1, SQLITE_STATIC);
+        sqlite3_bind_null(st, 14);
+    }
+    return 0;
+}
+
 /* The checkpoint's channel list as one value (compact.c); *out malloc'd. */
 static int cp_channels_pack(sq_conn *c, const convo_checkpoint_in *cp, unsigned char **out,
                             size_t *len, convo_error *err)
@@ -224,6 +266,7 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
     sqlite3_stmt *st;
     unsigned char *channels;
     size_t channels_len;
+    void *values = NULL;
     int rc = cp_channels_pack(c, cp, &channels, &channels_len, err);
     if (rc)
         return rc;
@@ -240,7 +283,10 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
         sqlite3_bind_int64(st, 13, parent);
     else
         sqlite3_bind_null(st, 13);
-    sqlite3_bind_text(st, 6, cp->metadata_json, -1, SQLITE_STATIC);
+    if ((rc = bind_metadata(c, st, cp->metadata_json, &values, err)) != 0) {
+        free(channels);
+        return rc;
+    }
     if (cp->body.type && (rc = bind_name(c, st, 7, cp->body.type, err)) != 0) {
         free(channels);
         return rc;
@@ -255,6 +301,7 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
     bind_bytes(st, 12, channels, channels_len);
     rc = sq_stmt_run(c, st, "storing a checkpoint", err);
     free(channels);
+    free(values);
     return rc;
 }
 

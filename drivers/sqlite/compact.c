@@ -21,6 +21,7 @@
  *                at one version). */
 #include "config.h"
 #include "compact.h"
+#include "body.h" /* lib/: the metadata's shape and values */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -582,10 +583,37 @@ static const sqlite3_module channel_list_module = {
     .xRowid = list_rowid,
 };
 
+/* convo_metadata(shape, stored): a checkpoint's metadata text. shape NULL:
+ * stored is that text; else stored is the values of that shape (layout 8,
+ * lib/json_shape.c). */
+static void fn_metadata(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+        sqlite3_result_value(ctx, argv[1]);
+        return;
+    }
+    const char *shape = (const char *)sqlite3_value_text(argv[0]);
+    size_t shape_len = (size_t)sqlite3_value_bytes(argv[0]);
+    const void *values = sqlite3_value_blob(argv[1]);
+    size_t values_len = (size_t)sqlite3_value_bytes(argv[1]);
+    char *json = NULL;
+    size_t len = 0;
+    int rc = shape && values ? convo__json_shape_join(shape, shape_len, values, values_len, &json, &len)
+                             : CONVO_ECORRUPT;
+    if (rc == 0)
+        sqlite3_result_text(ctx, json, (int)len, free);
+    else
+        sqlite3_result_error(ctx, "convo: a checkpoint's metadata does not fit its shape", -1);
+}
+
 int sq_compact_register(sqlite3 *db)
 {
     const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "convo_id", 1, flags, NULL, fn_id, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function(db, "convo_metadata", 2, flags, NULL, fn_metadata, NULL,
+                                     NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function(db, "convo_version", 1, flags, NULL, fn_version, NULL,
                                      NULL);

@@ -14,6 +14,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     SQL_MIGRATE_4_5,
     SQL_MIGRATE_5_6,
     SQL_MIGRATE_6_7,
+    SQL_MIGRATE_7_8,
 };
 
 /* The layout version stored in the file; 0 for a file convo never touched. */

@@ -27,7 +27,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-6-7.sql (schema.c). */
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -40,6 +40,11 @@
 /* A checkpoint whose parent is at most this many places before it in its
  * thread's order names it by that number (layout 7), else by its id. */
 #define PARENT_NEAR 16
+/* Layout 8: a metadata shape longer than this, or new when this many names are
+ * kept, leaves the metadata as text (convo_names never shrinks: the bound keeps
+ * metadata of ever new keys from growing it without end). */
+#define SHAPE_MAX_BYTES 512
+#define SHAPE_NAMES_MAX 4096
 
 /* The statements a connection prepares on first use and keeps until it
  * closes: X(NAME) for statements/name.sql ('-' for '_'), whose text is
@@ -64,7 +69,7 @@
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND)                                      \
-    X(CH_VALUES) X(NAME_FIND) X(NAME_ADD)                                                    \
+    X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
     X(WRITE_SWAP)

@@ -1,8 +1,10 @@
 -- cp-list-all, only what was put before put_order ?3
-SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, c.metadata, bt.name AS body_type, c.body,
+SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, c.meta) AS metadata,
+       bt.name AS body_type, c.body,
        c.log_length, c.created_at, c.channels, t.id
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
+  LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
   LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)

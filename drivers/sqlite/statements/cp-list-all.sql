@@ -2,10 +2,12 @@
 -- namespace (NULL: all), with the thread id as column 10 after the columns of
 -- cp-get: threads in id (byte) order, each thread's newest first, the order
 -- of every driver (docs/checkpoints.md).
-SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, c.metadata, bt.name AS body_type, c.body,
+SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, c.meta) AS metadata,
+       bt.name AS body_type, c.body,
        c.log_length, c.created_at, c.channels, t.id
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
+  LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
   LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)
