@@ -45,7 +45,8 @@ static convo_append_result append_with(convo_store *s, const char *thread, int64
 }
 
 /* The plain statement for the call without conditions only: a condition, a
- * batch or a ttl each need the statement that has it. */
+ * batch, a ttl or (v20) a message over the preview's cap each need the
+ * statement that has it. */
 START_TEST(test_plain_statement_for_the_plain_call_only)
 {
     char app[64], more[128];
@@ -66,11 +67,21 @@ START_TEST(test_plain_statement_for_the_plain_call_only)
     ck_assert_int_eq(append_with(s, "t", -1, -1, 1).first_seq, 6);
     assert_last_statement(app, "-- append_plain.sql");
     ck_assert_int_eq(length_of(s, "t"), 7);
+    /* (v20) a message over the preview's cap: the statement that applies it */
+    char big[1200];
+    snprintf(big, sizeof big, "{\"role\":\"user\",\"content\":\"%01100d\"}", 7);
+    const char *msgs[1] = {big};
+    convo_append_result r;
+    ck_assert_int_eq(convo_append(s, "t", msgs, NULL, 1, NULL, &r, &err), 0);
+    assert_last_statement(app, "-- append_one.sql");
+    msgs[0] = msg1;
+    ck_assert_int_eq(convo_append(s, "t", msgs, NULL, 1, NULL, &r, &err), 0);
+    assert_last_statement(app, "-- append_plain.sql");
     convo_close(s);
 
     snprintf(more, sizeof more, "application_name=%s&pool=1&ttl=100", app);
     convo_store *t = open_ok(schema_url("plain", more));
-    ck_assert_int_eq(append_with(t, "t", -1, -1, 1).first_seq, 7);
+    ck_assert_int_eq(append_with(t, "t", -1, -1, 1).first_seq, 9);
     assert_last_statement(app, "-- append_one.sql");
     convo_close(t);
     drop_schema("plain");

@@ -10,10 +10,13 @@
 -- drawn as an upsert's proposed row would; while $4 is within the window of
 -- the thread's listed_at (migrate-17.sql) no indexed column changes and the
 -- update is HOT (no index entry). A write without ttl clears a deadline: as
--- NULL stays NULL, that too leaves the update HOT.
+-- NULL stays NULL, that too leaves the update HOT. (v20) The thread row keeps
+-- the message as its preview (migrate-20.sql).
 WITH alloc AS (
     UPDATE @S.threads t SET length = t.length + 1, updated_at = $4::timestamptz,
-        listed_at = @S.listed_at(t.listed_at, $4::timestamptz), expires_at = now() + $6::interval
+        listed_at = @S.listed_at(t.listed_at, $4::timestamptz), expires_at = now() + $6::interval,
+        preview_seq = t.length, preview_gen = t.generation,
+        preview = @S.appended_preview($2::bytea)
      WHERE t.thread_id = $1::text AND ($5::int8 < 0 OR t.length = $5::int8)
        AND ($7::int8 < 0 OR t.generation = $7::int8)
        AND (t.expires_at IS NULL OR t.expires_at > now())

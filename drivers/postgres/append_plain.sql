@@ -6,10 +6,13 @@
 -- instructions against append_one.sql's 172,000). No row back (a missing
 -- thread, one with a deadline: its store had a ttl) sends the call to
 -- append.sql, which creates it or clears the deadline as append_one.sql
--- would.
+-- would. (v20) The thread row keeps the message as its preview: the driver
+-- sends only messages within appended_preview()'s cap here (the others go to
+-- append_one.sql), so it is stored without the test (2,700 instructions).
 WITH alloc AS (
     UPDATE @S.threads t SET length = t.length + 1, updated_at = $4::timestamptz,
-        listed_at = @S.listed_at(t.listed_at, $4::timestamptz)
+        listed_at = @S.listed_at(t.listed_at, $4::timestamptz), preview_seq = t.length,
+        preview_gen = t.generation, preview = $2::bytea
      WHERE t.thread_id = $1::text AND t.expires_at IS NULL
     RETURNING t.tid, t.length - 1 AS first_seq)
 INSERT INTO @S.messages (tid, seq, created_at, role, body)

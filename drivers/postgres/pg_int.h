@@ -17,6 +17,10 @@
 #define OID_TEXT_ARRAY 1009
 #define OID_TIMESTAMPTZ 1184
 #define TTL_LEN 16 /* an interval in binary: microseconds, days, months */
+/* The longest message a thread row keeps as its preview (migrate-20.sql's
+ * appended_preview()): append_plain.sql stores the body as it is, so longer
+ * ones go to append_one.sql, which applies the cap. */
+#define PREVIEW_MAX 1024
 
 /* The prepared statements, one .sql file each (conn.c lists them). */
 enum {

@@ -13,6 +13,7 @@ static const char *const migrations[] = {
     SQL_MIGRATE_6, SQL_MIGRATE_7, SQL_MIGRATE_8, SQL_MIGRATE_9, SQL_MIGRATE_10,
     SQL_MIGRATE_11, SQL_MIGRATE_12, SQL_MIGRATE_13, SQL_MIGRATE_14, SQL_MIGRATE_15,
     SQL_MIGRATE_16, SQL_MIGRATE_17, SQL_MIGRATE_18, SQL_MIGRATE_19,
+    SQL_MIGRATE_20,
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 

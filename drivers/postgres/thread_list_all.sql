@@ -9,12 +9,17 @@
 -- those it needs). threads_by_created gives the order: the scan starts at the
 -- cursor and stops after $3 rows (the activity order is
 -- thread_list_recent.sql's, since v17). Expired and staged
--- (convo import's .convo-import-*) threads are skipped.
+-- (convo import's .convo-import-*) threads are skipped. (v20) The extra and
+-- the last message come from the thread row where it keeps them
+-- (migrate-20.sql: extra_text, preview), else from thread_extra and messages.
 SELECT t.thread_id, t.created_at, t.updated_at, t.length,
-       CASE WHEN $4::bool THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x
-                                          WHERE x.tid = t.tid), '{}') END,
-       CASE WHEN $5::bool AND t.length > 0 THEN (SELECT m.body FROM @S.messages m
-                                               WHERE m.tid = t.tid AND m.seq = t.length - 1) END
+       CASE WHEN $4::bool THEN coalesce(t.extra_text, (SELECT x.extra::text
+                                                          FROM @S.thread_extra x
+                                                         WHERE x.tid = t.tid), '{}') END,
+       CASE WHEN $5::bool AND t.length > 0 THEN coalesce(
+            CASE WHEN t.preview_seq = t.length - 1 AND t.preview_gen = t.generation
+                 THEN t.preview END,
+            (SELECT m.body FROM @S.messages m WHERE m.tid = t.tid AND m.seq = t.length - 1)) END
   FROM @S.threads t
  WHERE (t.@C, t.thread_id) @R ($2::timestamptz, $1::text)
    AND (t.expires_at IS NULL OR t.expires_at > now())

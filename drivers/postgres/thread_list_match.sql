@@ -7,9 +7,11 @@
 -- index instead, testing every thread. The cost grows with the matching
 -- threads, not with the others.
 SELECT t.thread_id, t.created_at, t.updated_at, t.length,
-       CASE WHEN $4::bool THEN m.extra::text END,
-       CASE WHEN $5::bool AND t.length > 0 THEN (SELECT b.body FROM @S.messages b
-                                               WHERE b.tid = t.tid AND b.seq = t.length - 1) END
+       CASE WHEN $4::bool THEN coalesce(t.extra_text, m.extra::text) END,
+       CASE WHEN $5::bool AND t.length > 0 THEN coalesce(
+            CASE WHEN t.preview_seq = t.length - 1 AND t.preview_gen = t.generation
+                 THEN t.preview END,
+            (SELECT b.body FROM @S.messages b WHERE b.tid = t.tid AND b.seq = t.length - 1)) END
   FROM @S.threads_matching($6::text::jsonb) m,
        LATERAL (SELECT * FROM @S.threads r WHERE r.tid = m.tid OFFSET 0) t
  WHERE (t.@C, t.thread_id) @R ($2::timestamptz, $1::text)

@@ -8,13 +8,18 @@
 -- page's threads, whose listed_at is then above it less one window. The page
 -- is those threads sorted by updated_at: the index read from the cursor to
 -- one window past f. Each thread's extra and last message are read for the
--- page's rows only (the outer query).
+-- page's rows only (the outer query), from the row's copies where it keeps
+-- them (v20, as in thread_list_all.sql).
 SELECT p.thread_id, p.created_at, p.updated_at, p.length,
-       CASE WHEN $4::bool THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x
-                                          WHERE x.tid = p.tid), '{}') END,
-       CASE WHEN $5::bool AND p.length > 0 THEN (SELECT m.body FROM @S.messages m
-                                               WHERE m.tid = p.tid AND m.seq = p.length - 1) END
-  FROM (SELECT t.thread_id, t.created_at, t.updated_at, t.length, t.tid
+       CASE WHEN $4::bool THEN coalesce(p.extra_text, (SELECT x.extra::text
+                                                          FROM @S.thread_extra x
+                                                         WHERE x.tid = p.tid), '{}') END,
+       CASE WHEN $5::bool AND p.length > 0 THEN coalesce(
+            CASE WHEN p.preview_seq = p.length - 1 AND p.preview_gen = p.generation
+                 THEN p.preview END,
+            (SELECT m.body FROM @S.messages m WHERE m.tid = p.tid AND m.seq = p.length - 1)) END
+  FROM (SELECT t.thread_id, t.created_at, t.updated_at, t.length, t.tid, t.generation,
+               t.preview_seq, t.preview_gen, t.preview, t.extra_text
           FROM @S.threads t
          WHERE (@K::text IS NULL OR (t.keyvals -> @K::text) = ($6::text::jsonb -> @K::text))
            AND t.listed_at <= $2::timestamptz

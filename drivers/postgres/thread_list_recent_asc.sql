@@ -4,11 +4,15 @@
 -- below the last one's listed_at plus one window, and so have the page's
 -- threads, whose listed_at is then below it too.
 SELECT p.thread_id, p.created_at, p.updated_at, p.length,
-       CASE WHEN $4::bool THEN coalesce((SELECT x.extra::text FROM @S.thread_extra x
-                                          WHERE x.tid = p.tid), '{}') END,
-       CASE WHEN $5::bool AND p.length > 0 THEN (SELECT m.body FROM @S.messages m
-                                               WHERE m.tid = p.tid AND m.seq = p.length - 1) END
-  FROM (SELECT t.thread_id, t.created_at, t.updated_at, t.length, t.tid
+       CASE WHEN $4::bool THEN coalesce(p.extra_text, (SELECT x.extra::text
+                                                          FROM @S.thread_extra x
+                                                         WHERE x.tid = p.tid), '{}') END,
+       CASE WHEN $5::bool AND p.length > 0 THEN coalesce(
+            CASE WHEN p.preview_seq = p.length - 1 AND p.preview_gen = p.generation
+                 THEN p.preview END,
+            (SELECT m.body FROM @S.messages m WHERE m.tid = p.tid AND m.seq = p.length - 1)) END
+  FROM (SELECT t.thread_id, t.created_at, t.updated_at, t.length, t.tid, t.generation,
+               t.preview_seq, t.preview_gen, t.preview, t.extra_text
           FROM @S.threads t
          WHERE (@K::text IS NULL OR (t.keyvals -> @K::text) = ($6::text::jsonb -> @K::text))
            AND t.listed_at > $2::timestamptz - @S.listed_window()

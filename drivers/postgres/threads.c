@@ -31,8 +31,10 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
         values[1] = bodies;
         values[2] = roles;
     }
-    /* the common call asks for no condition: a statement without them */
-    int plain = n == 1 && opts->expected_length < 0 && opts->expected_generation < 0 && !b->ttl;
+    /* the common call asks for no condition: a statement without them (and,
+     * its message short enough to be the preview, without the cap) */
+    int plain = n == 1 && opts->expected_length < 0 && opts->expected_generation < 0 &&
+                !b->ttl && msgs[0].len <= PREVIEW_MAX;
     PGresult *r;
     rc = convo__pg_run(b, plain ? ST_APPEND_PLAIN : n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY,
                        values, lens, &r, err);
