@@ -44,7 +44,7 @@ static char recent_kind(void)
 /* P:store's v: 4 on a cluster, 6 on one server (tests/redis-window.c). */
 static const char *store_layout(void)
 {
-    return cluster ? "4" : "6";
+    return cluster ? "4" : "7";
 }
 
 /* ------------------------------------------------------------ helpers */

@@ -1,10 +1,12 @@
-/* redis-window.c — the activity window of the Redis driver's layout 6 (one
- * server; docs/redis.md, "The activity window"), seen by a plain hiredis
+/* redis-window.c — the activity window of the Redis driver's layouts 6 and 7
+ * (one server; docs/redis.md, "The activity window"), seen by a plain hiredis
  * client: an append inside its thread's window moves nothing and one after it
- * moves the thread; every writer sets meta's u with the thread's :r scores;
+ * moves the thread; a pop inside it records its time in meta's p (layout 7);
+ * every other writer sets meta's u with the thread's :r scores;
  * pages in activity order are exact by updated_at inside the window (states
  * written here behind the store's back, so a reader that did not read one
- * window further would fail); stores of layouts 4 and 5 are migrated on open.
+ * window further, or left out p, would fail); stores of layouts 4 and 5 are
+ * migrated on open, one of layout 6 becomes 7 without a walk.
  * Usage: tests/redis_window URL PREFIX; every key it writes starts with PREFIX.
  * A cluster keeps layout 4: the suite is not run there. */
 #include <check.h>
@@ -377,7 +379,139 @@ START_TEST(test_script_append_reindexes)
 }
 END_TEST
 
-/* Layouts 4 and 5 -> 6: on open every thread gets meta's u and its values' :r
+/* The newest thread of an unfiltered listing and its updated_at. */
+static long long newest(convo_store *s, char *id, size_t size)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.limit = 1;
+    convo_thread_page *p;
+    convo_error err;
+    ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+    ck_assert_int_eq(convo_thread_page_count(p), 1);
+    snprintf(id, size, "%s", convo_thread_page_id(p, 0));
+    long long t = convo_thread_page_updated_at(p, 0);
+    convo_thread_page_free(p);
+    return t;
+}
+
+/* A pop soon after its thread's last move (layout 7: the quick script of a
+ * store without declared keys) records its time in meta's p and leaves u and
+ * the P:ix:r score alone; the thread then lists at the pop's time (a reader
+ * without p would give its remaining message's). Once the window has passed
+ * a pop moves u and the score to its time. Both replies of the quick script:
+ * the generation (an expected length given) and {removed, generation}. A
+ * loaded machine may take longer than the window between two calls, so the
+ * first part tries up to 20 threads. */
+START_TEST(test_pop_inside_window_records_p)
+{
+    char prefix[256], id[32], got[32];
+    convo_store *s = open_store("pop", NULL, prefix, sizeof prefix);
+    convo_error err;
+    convo_rewrite_result res;
+    const char *two[] = {MSG, MSG};
+    long long p = -1;
+    for (int i = 0; i < 20 && p < 0; i++) {
+        snprintf(id, sizeof id, "p%d", i);
+        ck_assert_int_eq(convo_append(s, id, two, NULL, 2, NULL, NULL, &err), 0);
+        long long u = activity(prefix, id, NULL), before = now_us();
+        convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+        ro.expected_length = 2;
+        ck_assert_int_eq(convo_replace_tail(s, id, 1, NULL, NULL, 0, &ro, &res, &err), 0);
+        ck_assert_int_eq(res.first_seq, 1);
+        ck_assert_int_eq(res.count, 0);
+        ck_assert_int_eq(res.removed, 1);
+        ck_assert_int_eq(res.generation, 1);
+        ck_assert_int_eq(num("HGET %s:{%s}:meta g", prefix, id), 1);
+        if (activity(prefix, id, NULL) != u) { /* outside the window: moved, no p */
+            ck_assert_int_eq(num("HGET %s:{%s}:meta p", prefix, id), -1);
+            continue;
+        }
+        p = num("HGET %s:{%s}:meta p", prefix, id);
+        ck_assert_msg(p >= before && p >= u && p < u + WINDOW_US, "u %lld, p %lld", u, p);
+        ck_assert_int_eq(newest(s, got, sizeof got), p);
+        ck_assert_str_eq(got, id);
+    }
+    ck_assert_msg(p >= 0, "no pop came within %d µs of its thread's move", WINDOW_US);
+    usleep(2 * WINDOW_US);
+    convo_rewrite_opts any = CONVO_REWRITE_OPTS_INIT;
+    ck_assert_int_eq(convo_replace_tail(s, id, 0, NULL, NULL, 0, &any, &res, &err), 0);
+    ck_assert_int_eq(res.removed, 1);
+    ck_assert_int_eq(res.generation, 2);
+    long long u = activity(prefix, id, NULL);
+    ck_assert_msg(u >= p + 2 * WINDOW_US, "u %lld, p %lld", u, p);
+    ck_assert_int_eq(newest(s, got, sizeof got), u);
+    convo_close(s);
+}
+END_TEST
+
+/* Pages are exact with p (layout 7): updated_at = the latest of u, p and the
+ * last message's time, at most u + W - 1; threads whose u order differs from
+ * that order (a p inside the window, one past it, one below u, one not a
+ * time), walked 2 a page both ways against the order computed here. */
+START_TEST(test_pages_exact_with_p)
+{
+    char prefix[256], out[4096], want[4096];
+    convo_store *s = open_store("exact-p", NULL, prefix, sizeof prefix);
+    convo_error err;
+    long long b = now_us() + 60000000; /* later than every message */
+    static const struct {
+        const char *id;
+        long long u;
+        const char *p; /* "" = none, "D" = u + D */
+        long long listed;
+    } t[] = {
+        {"q0", 0, "4000", 4000},   {"q1", 1000, "", 1000},         {"q2", 2000, "9000", 6999},
+        {"q3", 3000, "-2000", 3000}, {"q4", 6000, "", 6000}, {"q5", 500, "x", 500},
+    };
+    row rows[6];
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(convo_append(s, t[i].id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+        set_activity(prefix, t[i].id, NULL, b + t[i].u);
+        if (strcmp(t[i].p, "x") == 0)
+            freeReplyObject(cmd("HSET %s:{%s}:meta p x", prefix, t[i].id));
+        else if (t[i].p[0])
+            freeReplyObject(
+                cmd("HSET %s:{%s}:meta p %lld", prefix, t[i].id, b + t[i].u + atoll(t[i].p)));
+        snprintf(rows[i].id, sizeof rows[i].id, "%s", t[i].id);
+        rows[i].u = b + t[i].listed;
+    }
+    qsort(rows, 6, sizeof *rows, by_recent);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        want[0] = '\0';
+        for (size_t i = 0; i < 6; i++) {
+            const row *r = &rows[reverse ? 5 - i : i];
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s=%lld",
+                     *want ? " " : "", r->id, r->u);
+        }
+        walk(s, NULL, reverse, 2, out, sizeof out);
+        ck_assert_str_eq(out, want);
+    }
+    convo_close(s);
+}
+END_TEST
+
+/* Layout 6 -> 7 changes no thread (7 only adds meta's p): an open sets
+ * P:store's v to 7 without the walk, which would have written u again from
+ * the P:ix:r score. */
+START_TEST(test_layout6_becomes_7_without_walk)
+{
+    char prefix[256];
+    convo_store *s = open_store("from6", NULL, prefix, sizeof prefix);
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "a", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    convo_close(s);
+    convo_close(open_store("from6", NULL, prefix, sizeof prefix)); /* finds a thread: sets v */
+    ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
+    freeReplyObject(cmd("HSET %s:store v 6", prefix));
+    freeReplyObject(cmd("HSET %s:{a}:meta u 1", prefix));
+    s = open_store("from6", NULL, prefix, sizeof prefix);
+    ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
+    ck_assert_int_eq(num("HGET %s:{a}:meta u", prefix), 1);
+    convo_close(s);
+}
+END_TEST
+
+/* Layouts 4 and 5 -> 6 (now 7): on open every thread gets meta's u and its values' :r
  * entries from its P:ix:r score, which both kept as its updated_at (layout 5
  * had no value activity sets; layout 4's meta u may be stale), and P:store's
  * v becomes 6; the pages of a value list them in that order with those times,
@@ -411,7 +545,7 @@ START_TEST(test_layouts_4_and_5_migrated)
         freeReplyObject(cmd("HSET %s:store v %d", prefix, from));
 
         s = open_store(name, NULL, prefix, sizeof prefix);
-        ck_assert_int_eq(num("HGET %s:store v", prefix), 6);
+        ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
         ck_assert_int_eq(activity(prefix, "a", "u1"), t);
         ck_assert_int_eq(activity(prefix, "b", "u1"), t - 1000000);
         ck_assert_int_eq(activity(prefix, "c", "u2"), t - 2000000);
@@ -447,6 +581,9 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_pages_past_a_crowded_time);
     tcase_add_test(tc, test_script_append_reindexes);
     tcase_add_test(tc, test_layouts_4_and_5_migrated);
+    tcase_add_test(tc, test_pop_inside_window_records_p);
+    tcase_add_test(tc, test_pages_exact_with_p);
+    tcase_add_test(tc, test_layout6_becomes_7_without_walk);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

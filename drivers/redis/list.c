@@ -403,7 +403,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
         return 0;
     if (m->type == REDIS_REPLY_ERROR || r[R_LEN]->type == REDIS_REPLY_ERROR)
         return convo__rd_reply_error(m->type == REDIS_REPLY_ERROR ? m : r[R_LEN], NULL);
-    if (m->type != REDIS_REPLY_ARRAY || m->elements != 2 ||
+    if (m->type != REDIS_REPLY_ARRAY || m->elements != 3 ||
         parse_time(m->element[0], &created) || parse_time(m->element[1], &updated)) {
         st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
         return 0;
@@ -446,6 +446,7 @@ static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
     convo__rd_cmd_add(&q[R_META], tk->k[K_META], tk->len[K_META]);
     convo__rd_cmd_add(&q[R_META], "c", 1);
     convo__rd_cmd_add(&q[R_META], "u", 1);
+    convo__rd_cmd_add(&q[R_META], "p", 1);
     convo__rd_cmd_str(&q[R_LEN], "LLEN");
     convo__rd_cmd_add(&q[R_LEN], tk->k[K_MSGS], tk->len[K_MSGS]);
     if (st->where || st->o->with_extra) {
@@ -644,16 +645,19 @@ static long long record_time(const redisReply *rec)
     return v > INT64_MAX ? 0 : (long long)v;
 }
 
-/* A thread's updated_at from its rows: u, or its last record's created_at
- * when later, at most u + WINDOW_US - 1 (docs/redis.md, "The activity
- * window"); -1 when it has no times (gone: repaired). */
+/* A thread's updated_at from its rows: u, or its last record's created_at or
+ * the time of its last rewrite inside the window (p, layout 7) when later, at
+ * most u + WINDOW_US - 1 (docs/redis.md, "The activity window"); -1 when it
+ * has no times (gone: repaired). A p that is not a time is no rewrite's. */
 static long long window_time(const redisReply *meta, const redisReply *last)
 {
-    long long c, t;
-    if (meta->type != REDIS_REPLY_ARRAY || meta->elements != 2 ||
+    long long c, t, p;
+    if (meta->type != REDIS_REPLY_ARRAY || meta->elements != 3 ||
         parse_time(meta->element[0], &c) || parse_time(meta->element[1], &t))
         return -1;
     long long at = record_time(last);
+    if (parse_time(meta->element[2], &p) == 0 && p > at)
+        at = p;
     if (at > t)
         t = at < t + WINDOW_US - 1 ? at : t + WINDOW_US - 1;
     return t;

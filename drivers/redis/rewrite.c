@@ -8,6 +8,7 @@
 
 typedef struct rewrite_call {
     const convo_backend *b;
+    int in_window; /* one server: the store set the thread's activity time lately */
     const thread_keys *tk;
     int64_t keep;
     const convo_rewrite_opts *o;
@@ -30,8 +31,8 @@ static int rewrite_build(const rewrite_call *w, cmd *c)
     return c->failed ? CONVO_ENOMEM : 0;
 }
 
-/* rewrite_quick.lua's call: four keys, the clock, P:ix:r ('' on a cluster),
- * the id, keep, the conditions, the records. */
+/* rewrite_quick.lua's call: four keys, the clock, P:ix:r ('p' inside the
+ * window, '' on a cluster), the id, keep, the conditions, the records. */
 static int rewrite_quick_build(const rewrite_call *w, cmd *c)
 {
     static const int keys[] = {K_MSGS, K_META, K_CP, K_CPIDX};
@@ -43,7 +44,7 @@ static int rewrite_quick_build(const rewrite_call *w, cmd *c)
     for (int i = 0; i < 4; i++)
         convo__rd_cmd_add(c, tk->k[keys[i]], tk->len[keys[i]]);
     convo__rd_cmd_add(c, tk->spec, z ? (size_t)(z - tk->spec) : tk->spec_len); /* NOW */
-    convo__rd_cmd_str(c, w->b->cluster ? "" : w->b->ix_recent);
+    convo__rd_cmd_str(c, w->b->cluster ? "" : w->in_window ? "p" : w->b->ix_recent);
     convo__rd_cmd_str(c, tk->id);
     convo__rd_cmd_num(c, w->keep);
     convo__rd_cmd_num(c, w->o->expected_length);
@@ -51,6 +52,29 @@ static int rewrite_quick_build(const rewrite_call *w, cmd *c)
     for (size_t i = 0; i < w->n; i++)
         convo__rd_cmd_part(c, w->pb, i);
     return c->failed ? CONVO_ENOMEM : 0;
+}
+
+/* rewrite_quick.lua's answer: the generation when an expected length was
+ * given, else {removed, generation}. */
+static int rewrite_quick_result(const rewrite_call *w, const redisReply *r,
+                                convo_rewrite_result *res, convo_error *err)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        return convo__rd_reply_error(r, err);
+    long long removed = -1, gen = -1;
+    if (r->type == REDIS_REPLY_INTEGER && w->o->expected_length >= 0) {
+        removed = w->o->expected_length - w->keep;
+        gen = r->integer;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[1]->type == REDIS_REPLY_INTEGER) {
+        removed = r->element[0]->integer;
+        gen = r->element[1]->integer;
+    }
+    if (removed < 0 || gen < 1)
+        return convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a tail rewrite");
+    *res = (convo_rewrite_result){w->keep, w->n, removed, gen, 0};
+    return 0;
 }
 
 /* The script's answer {replayed, first_seq, count, removed, generation}. */
@@ -90,7 +114,7 @@ static int is_status(const redisReply *r, const char *what)
  * length yet (CONVO_MIGRATE, nothing written) is migrated and the script sent
  * again. */
 static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite_call *w,
-                       redisReply **r, convo_error *err)
+                       redisReply **r, int *ran, convo_error *err)
 {
     cmd cmds[3] = {{0}}, *call = &cmds[0];
     redisReply *rr[3] = {NULL};
@@ -129,7 +153,8 @@ static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite
         freeReplyObject(*r);
         *r = NULL;
     }
-    if (rc == 0 && b->cluster && (*r)->type == REDIS_REPLY_ARRAY)
+    *ran = script;
+    if (rc == 0 && b->cluster && (*r)->type != REDIS_REPLY_ERROR)
         (void)convo__rd_ix_write(b, c, id, rr[1], rr[2], NULL);
     convo__rd_replies_free(rr, 3);
     for (size_t i = 0; i < 3; i++)
@@ -148,15 +173,23 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
     int rc = n ? convo__rd_pack_records(msgs, n, NULL, convo__rd_spec_now(&tk), &pb) : 0;
     if (rc != 0)
         rc = convo__rd_pack_error(rc, err);
-    rewrite_call w = {b, &tk, keep, opts, &pb, n};
+    uint64_t h = convo__rd_id_hash(thread_id);
+    int64_t now = convo__rd_spec_now(&tk);
+    rewrite_call w = {b, !b->cluster && convo__rd_recent_in_window(b, h, now), &tk, keep, opts,
+                      &pb, n};
     rconn *c;
     redisReply *r = NULL;
+    int ran = S_REWRITE;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
-        rc = rewrite_run(b, c, thread_id, &w, &r, err);
+        rc = rewrite_run(b, c, thread_id, &w, &r, &ran, err);
         convo__rd_release(b, c);
     }
     if (rc == 0)
-        rc = rewrite_result(r, res, err);
+        rc = ran == S_REWRITE_QUICK ? rewrite_quick_result(&w, r, res, err)
+                                    : rewrite_result(r, res, err);
+    /* the script moved the activity time (one server, outside the window) */
+    if (rc == 0 && !b->cluster && !w.in_window && !res->replayed && convo__rd_recent_has(b, h))
+        convo__rd_recent_moved(b, h, now);
     freeReplyObject(r);
     convo__rd_packbuf_free(&pb);
     free(tk.buf);
