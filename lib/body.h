@@ -40,6 +40,7 @@ int convo__body_check(const void *bytes, size_t len, convo_error *err);
 #define CONVO_JSTYLE_SPACED 1 /* ", " and ": " (Python's json.dumps), else "," ":" */
 #define CONVO_JSTYLE_ASCII 2  /* non-ASCII as \u escapes */
 #define CONVO_JSTYLE_ALL 3
+#define CONVO_JSTYLE_MSGPACK 4 /* not text: a msgpack map, packed back by msgpack-c */
 typedef struct convo_jdelta_names {
     const char *id;              /* the checkpoint's id */
     const char *const *versions; /* its channel versions, by channel name (strcmp order),

@@ -1,4 +1,5 @@
-/* body_json.c — a JSON body coded as what it changes in its base's JSON tree
+/* body_json.c — a JSON body (or a msgpack map, as LangGraph Python writes its
+ * bodies) coded as what it changes in its base's tree
  * (docs/checkpoints.md "Checkpoint bodies as deltas", version 2): unchanged
  * subtrees are one byte, the checkpoint's own id and ISO times against the
  * base's are a few, the rest is msgpack. Exact: a body is coded only when
@@ -477,6 +478,113 @@ static json_t *dec(const coder *c, const msgpack_object *o, json_t *b, int depth
     }
 }
 
+/* ---- msgpack bodies (LangGraph Python's serializer) as the same trees ---- */
+
+static json_t *from_msgpack(const msgpack_object *o, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return NULL;
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL:
+        return json_null();
+    case MSGPACK_OBJECT_BOOLEAN:
+        return json_boolean(o->via.boolean);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        return o->via.u64 <= INT64_MAX ? json_integer((json_int_t)o->via.u64) : NULL;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return json_integer(o->via.i64);
+    case MSGPACK_OBJECT_FLOAT64:
+        return json_real(o->via.f64);
+    case MSGPACK_OBJECT_STR:
+        return json_stringn(o->via.str.size ? o->via.str.ptr : "", o->via.str.size);
+    case MSGPACK_OBJECT_ARRAY: {
+        json_t *a = json_array();
+        for (uint32_t i = 0; a && i < o->via.array.size; i++) {
+            json_t *v = from_msgpack(&o->via.array.ptr[i], depth + 1);
+            if (!v || json_array_append_new(a, v)) {
+                json_decref(a);
+                a = NULL;
+            }
+        }
+        return a;
+    }
+    case MSGPACK_OBJECT_MAP: {
+        json_t *m = json_object();
+        for (uint32_t i = 0; m && i < o->via.map.size; i++) {
+            const msgpack_object *k = &o->via.map.ptr[i].key;
+            const char *key = k->type == MSGPACK_OBJECT_STR && k->via.str.size ? k->via.str.ptr : "";
+            json_t *v = k->type == MSGPACK_OBJECT_STR && !json_object_getn(m, key, k->via.str.size)
+                            ? from_msgpack(&o->via.map.ptr[i].val, depth + 1)
+                            : NULL;
+            if (!v || json_object_setn_new(m, key, k->via.str.size, v)) {
+                json_decref(m);
+                m = NULL;
+            }
+        }
+        return m;
+    }
+    default: /* bin, ext, float32: not kept exactly by a tree */
+        return NULL;
+    }
+}
+
+static int to_msgpack(msgpack_packer *pk, json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        int rc = msgpack_pack_map(pk, json_object_size(v));
+        const char *k;
+        size_t n;
+        json_t *x;
+        json_object_keylen_foreach(v, k, n, x)
+        {
+            if (rc == 0)
+                rc = msgpack_pack_str_with_body(pk, k, n) || to_msgpack(pk, x);
+        }
+        return rc;
+    }
+    case JSON_ARRAY: {
+        int rc = msgpack_pack_array(pk, json_array_size(v));
+        for (size_t i = 0; rc == 0 && i < json_array_size(v); i++)
+            rc = to_msgpack(pk, json_array_get(v, i));
+        return rc;
+    }
+    case JSON_STRING:
+        return msgpack_pack_str_with_body(pk, json_string_value(v), json_string_length(v));
+    case JSON_INTEGER:
+        return msgpack_pack_int64(pk, json_integer_value(v));
+    case JSON_REAL:
+        return msgpack_pack_double(pk, json_real_value(v));
+    case JSON_TRUE:
+        return msgpack_pack_true(pk);
+    case JSON_FALSE:
+        return msgpack_pack_false(pk);
+    default:
+        return msgpack_pack_nil(pk);
+    }
+}
+
+static int is_msgpack_map(const void *p, size_t len)
+{
+    unsigned char c = len ? *(const unsigned char *)p : 0;
+    return (c & 0xf0) == 0x80 || c == 0xde || c == 0xdf;
+}
+
+/* The tree of a body or base: JSON text, or a msgpack map (msgpack set). */
+static json_t *load(const void *p, size_t len, int msgpack)
+{
+    if (!msgpack)
+        return json_loadb(p, len, JSON_REJECT_DUPLICATES, NULL);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    json_t *v = NULL;
+    if (msgpack_unpack_next(&up, p, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len)
+        v = from_msgpack(&up.data, 0);
+    msgpack_unpacked_destroy(&up);
+    return v;
+}
+
 /* ---- the two ends ---- */
 
 /* jansson's output flags for a style: compact or ", "/": ", ASCII only or not */
@@ -488,6 +596,18 @@ static size_t dump_flags(int64_t style)
 
 static char *dump(json_t *v, int64_t style, size_t *len)
 {
+    if (style == CONVO_JSTYLE_MSGPACK) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        if (to_msgpack(&pk, v) || !sb.data) {
+            msgpack_sbuffer_destroy(&sb);
+            return NULL;
+        }
+        *len = sb.size;
+        return sb.data;
+    }
     size_t n = json_dumpb(v, NULL, 0, dump_flags(style));
     char *s = n ? malloc(n) : NULL;
     if (s && json_dumpb(v, s, n, dump_flags(style)) != n) {
@@ -501,10 +621,12 @@ static char *dump(json_t *v, int64_t style, size_t *len)
 int convo__jdelta_encode(const void *base, size_t blen, const void *body, size_t len,
                          const convo_jdelta_names *names, msgpack_packer *pk)
 {
-    json_t *b = json_loadb(base, blen, JSON_REJECT_DUPLICATES, NULL);
-    json_t *t = b ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    int msgpack = is_msgpack_map(body, len);
+    json_t *b = load(base, blen, msgpack);
+    json_t *t = b ? load(body, len, msgpack) : NULL;
     int rc = 1;
-    for (int64_t style = 0; t && rc == 1 && style <= CONVO_JSTYLE_ALL; style++) {
+    for (int64_t style = msgpack ? CONVO_JSTYLE_MSGPACK : 0;
+         t && rc == 1 && style <= (msgpack ? CONVO_JSTYLE_MSGPACK : CONVO_JSTYLE_ALL); style++) {
         size_t n;
         char *again = dump(t, style, &n);
         if (!again)
@@ -531,9 +653,9 @@ int convo__jdelta_decode(const void *base, size_t blen, const msgpack_object *co
     int64_t style;
     if (code->type != MSGPACK_OBJECT_ARRAY || code->via.array.size != 2 ||
         convo__unpack_int(&code->via.array.ptr[0], &style) || style < 0 ||
-        style > CONVO_JSTYLE_ALL)
+        style > CONVO_JSTYLE_MSGPACK)
         return CONVO_ECORRUPT;
-    json_t *b = json_loadb(base, blen, JSON_REJECT_DUPLICATES, NULL);
+    json_t *b = load(base, blen, style == CONVO_JSTYLE_MSGPACK);
     coder c = {NULL, names->id ? names->id : "", names->id ? strlen(names->id) : 0,
                names->versions, names->nversions, 0};
     json_t *t = b ? dec(&c, &code->via.array.ptr[1], b, 0) : NULL;

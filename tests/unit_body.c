@@ -13,14 +13,15 @@
  * code's size, or -1 when the body is not coded (then nothing to check). */
 static const char *const VERSIONS[] = {"0000000000002999.0n965ubn18", "3000"};
 
-static long round_trip(const char *base, const char *body, const char *id)
+static long round_trip_n(const char *base, size_t blen, const char *body, size_t len,
+                         const char *id)
 {
     convo_jdelta_names names = {id, VERSIONS, 2};
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int rc = convo__jdelta_encode(base, strlen(base), body, strlen(body), &names, &pk);
+    int rc = convo__jdelta_encode(base, blen, body, len, &names, &pk);
     ck_assert_int_ge(rc, 0);
     long size = -1;
     if (rc == 0 || rc == 2) { /* 2: coded, with keys the base has not */
@@ -30,17 +31,22 @@ static long round_trip(const char *base, const char *body, const char *id)
         ck_assert_int_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
         ck_assert_uint_eq(off, sb.size);
         char *out = NULL;
-        size_t len = 0;
-        ck_assert_msg(convo__jdelta_decode(base, strlen(base), &up.data, &names, &out, &len) == 0,
-                      "decoding %s", body);
-        ck_assert_msg(len == strlen(body) && memcmp(out, body, len) == 0,
-                      "round trip of %s gave %.*s", body, (int)len, out);
+        size_t n = 0;
+        ck_assert_msg(convo__jdelta_decode(base, blen, &up.data, &names, &out, &n) == 0,
+                      "decoding %.*s", (int)len, body);
+        ck_assert_msg(n == len && memcmp(out, body, len) == 0, "round trip of %.*s gave %.*s",
+                      (int)len, body, (int)n, out);
         free(out);
         msgpack_unpacked_destroy(&up);
         size = (long)sb.size;
     }
     msgpack_sbuffer_destroy(&sb);
     return size;
+}
+
+static long round_trip(const char *base, const char *body, const char *id)
+{
+    return round_trip_n(base, strlen(base), body, strlen(body), id);
 }
 
 static const char *JS_BASE =
@@ -87,6 +93,73 @@ START_TEST(test_jdelta_langgraph_body)
     n = round_trip(py_base, py, UUID);
     ck_assert_int_gt(n, 0);
     ck_assert_int_le(n, 40);
+}
+END_TEST
+
+/* A LangGraph Python body, msgpack as its serializer writes it. */
+static size_t py_body(char *out, const char *id, const char *ts, const char *v1, const char *v2,
+                      int odd)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, odd ? 6 : 5);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int64(&pk, 4);
+    msgpack_pack_str_with_body(&pk, "ts", 2);
+    msgpack_pack_str_with_body(&pk, ts, strlen(ts));
+    msgpack_pack_str_with_body(&pk, "id", 2);
+    msgpack_pack_str_with_body(&pk, id, strlen(id));
+    msgpack_pack_str_with_body(&pk, "channel_versions", 16);
+    msgpack_pack_map(&pk, 2);
+    msgpack_pack_str_with_body(&pk, "__start__", 9);
+    msgpack_pack_str_with_body(&pk, v1, strlen(v1));
+    msgpack_pack_str_with_body(&pk, "messages", 8);
+    msgpack_pack_str_with_body(&pk, v2, strlen(v2));
+    msgpack_pack_str_with_body(&pk, "pending_sends", 13);
+    msgpack_pack_array(&pk, 0);
+    if (odd == 1) { /* a float32 and a bin: no tree keeps them exactly */
+        msgpack_pack_str_with_body(&pk, "f", 1);
+        msgpack_pack_float(&pk, 0.5f);
+    } else if (odd == 2) {
+        msgpack_pack_str_with_body(&pk, "b", 1);
+        msgpack_pack_bin_with_body(&pk, "\x00\x01", 2);
+    } else if (odd == 3) { /* a float64, nil, booleans, a negative int */
+        msgpack_pack_str_with_body(&pk, "o", 1);
+        msgpack_pack_array(&pk, 5);
+        msgpack_pack_double(&pk, 0.25);
+        msgpack_pack_nil(&pk);
+        msgpack_pack_true(&pk);
+        msgpack_pack_false(&pk);
+        msgpack_pack_int64(&pk, -70000);
+    }
+    memcpy(out, sb.data, sb.size);
+    size_t n = sb.size;
+    msgpack_sbuffer_destroy(&sb);
+    return n;
+}
+
+START_TEST(test_jdelta_msgpack_body)
+{
+    char base[512], body[512];
+    size_t bl = py_body(base, "x", "2026-11-26T23:01:02.345678+00:00",
+                        "00000000000000000000000000000001.0.4861", "00000000000000000000000000000002.0.1234", 0);
+    size_t n = py_body(body, UUID, "2026-11-26T23:01:03.000001+00:00",
+                       "0000000000002999.0n965ubn18", "00000000000000000000000000000012.0.9173", 0);
+    long size = round_trip_n(base, bl, body, n, UUID);
+    ck_assert_int_gt(size, 0);
+    ck_assert_int_le(size, 40); /* of 180 bytes */
+    n = py_body(body, UUID, "2026-11-26T23:01:03.000001+00:00", "a", "b", 3);
+    ck_assert_int_gt(round_trip_n(base, bl, body, n, UUID), 0);
+    for (int odd = 1; odd <= 2; odd++) {
+        n = py_body(body, UUID, "2026-11-26T23:01:03.000001+00:00", "a", "b", odd);
+        ck_assert_int_eq(round_trip_n(base, bl, body, n, UUID), -1);
+    }
+    /* a msgpack body against a JSON base, and a truncated one: not coded */
+    n = py_body(body, UUID, "t", "a", "b", 0);
+    ck_assert_int_eq(round_trip_n(JS_BASE, strlen(JS_BASE), body, n, UUID), -1);
+    ck_assert_int_eq(round_trip_n(base, bl, body, n - 1, UUID), -1);
 }
 END_TEST
 
@@ -360,6 +433,7 @@ void unit_add_body_tests(Suite *s)
     TCase *tc = tcase_create("body");
     tcase_add_test(tc, test_jdelta_langgraph_body);
     tcase_add_test(tc, test_jdelta_odd_bodies);
+    tcase_add_test(tc, test_jdelta_msgpack_body);
     tcase_add_test(tc, test_jdelta_not_coded);
     tcase_add_test(tc, test_jdelta_corrupt);
     tcase_add_test(tc, test_body_plan_choice);
