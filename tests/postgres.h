@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* The driver's schema version, and every version a schema it made records. */
-#define PG_SCHEMA_VERSION 20
-#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20"
+#define PG_SCHEMA_VERSION 21
+#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21"
 
 extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
 extern unsigned run_id;
@@ -62,7 +62,7 @@ void postgres_add_index_tests(Suite *s);
 void postgres_add_refs_tests(Suite *s);
 /* tests/postgres_append.c: which statement an append runs. */
 void postgres_add_append_tests(Suite *s);
-/* tests/postgres_dense.c: checkpoints stored densely (v18, v19). */
+/* tests/postgres_dense.c: checkpoints stored densely (v18, v19, v21). */
 void postgres_add_dense_tests(Suite *s);
 /* tests/postgres_preview.c: the thread row's copies of its last message and extra (v20). */
 void postgres_add_preview_tests(Suite *s);

@@ -1,8 +1,9 @@
-/* postgres_dense.c — checkpoints stored densely (schema versions 18 and 19):
+/* postgres_dense.c — checkpoints stored densely (schema versions 18, 19, 21):
  * ids, names and versions in their stored forms and back exactly as put (a
  * canonical UUID in 16 bytes, an upper-case one and a 16-byte text id as
  * text; LangGraph JS's versions packed; names once), and a version 17 schema
- * holding such ids and versions migrated with every row the same. */
+ * holding such ids and versions migrated with every row the same; the values'
+ * key filling its pages. */
 #include "postgres.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,11 +167,56 @@ START_TEST(test_migration_from_version_17)
 }
 END_TEST
 
+/* (v21) The values' key in the order they arrive: a thread's versions grow
+ * with its puts, so each new entry goes at the right end of the thread's range
+ * (pages split 90/10). 400 checkpoints of 3 new values each: 1,200 entries in
+ * 10 pages; by channel first (v19) each channel's range grew inside the index
+ * and split in half: 13 (both measured, PostgreSQL 15). */
+START_TEST(test_values_key_fills_its_pages)
+{
+    const char *name = "vkey", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_blob value = {"json", "null", 4};
+    for (int i = 1; i <= 400; i++) {
+        char id[64], version[32];
+        snprintf(id, sizeof id, "1f1e9eee-1758-6660-8003-%012d", i);
+        snprintf(version, sizeof version, "%016d.k27lp6lcw6", i);
+        convo_channel_in ch[3] = {{"__start__", version, &value},
+                                  {"branch:to:model", version, &value},
+                                  {"messages", version, &value}};
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "t";
+        cp.checkpoint_id = id;
+        cp.channels = ch;
+        cp.nchannels = 3;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+    }
+    convo_close(s);
+    PGconn *pg = admin();
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT indexdef FROM pg_indexes WHERE schemaname = '%s'"
+             " AND indexname = 'checkpoint_blobs_pkey'", schema);
+    char *v = query1(pg, sql);
+    ck_assert_ptr_nonnull(strstr(v, "(tid, version, checkpoint_ns, channel)"));
+    free(v);
+    snprintf(sql, sizeof sql, "SELECT count(*) * 1000 + pg_relation_size("
+             "'\"%s\".checkpoint_blobs_pkey') / 8192 FROM \"%s\".checkpoint_blobs",
+             schema, schema);
+    long rows_pages = query_long(pg, sql);
+    ck_assert_int_eq(rows_pages / 1000, 1200);
+    ck_assert_msg(rows_pages % 1000 <= 11, "%ld pages for 1,200 entries", rows_pages % 1000);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 void postgres_add_dense_tests(Suite *s)
 {
     TCase *tc = tcase_create("dense");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_dense_forms);
     tcase_add_test(tc, test_migration_from_version_17);
+    tcase_add_test(tc, test_values_key_fills_its_pages);
     suite_add_tcase(s, tc);
 }
