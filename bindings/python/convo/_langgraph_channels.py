@@ -17,6 +17,7 @@ JsonPlusSerializer writes msgpack); items a JS app wrote ("serde": "json" or
 
 import base64
 import collections
+import itertools
 import json
 import operator
 import threading
@@ -738,18 +739,26 @@ class MessageChannels:
         generation, origin = self.cache.tag(key[0]) or (-1, -1)
         reader = self.cache.reader(key[0], generation, origin)
 
-        def items(texts, seqs, at):
-            if at != generation and None in texts:
+        # every list of the way revived by one reader call (a call per write costs
+        # more than the few items each holds), then cut back into the writes
+        # (the seeds first: a seed is the log's first messages, held, taken in one slice)
+        lists = list(seeds.values()) + [(w.texts, w.seqs, w.generation) for writes in chain
+                                        for w in writes if w.blob is None]
+        texts, seqs = [], []
+        for t, q, at in lists:
+            if at != generation and None in t:
                 raise Missing(None)
-            return reader.items(serde, Items(list(texts), list(seqs)), from_log_texts)
+            texts.extend(t)
+            seqs.extend(q if at == generation else [-1] * len(q))
+        revived = iter(reader.items(serde, Items(texts, seqs), from_log_texts))
         out = {ch: {"writes": []} for ch in channels}
+        for ch, (t, _, _) in seeds.items():
+            out[ch]["seed"] = delta._DeltaSnapshot(list(itertools.islice(revived, len(t))))
         for writes in chain:
             for w in writes:
                 value = serde.loads_typed(w.blob) if w.blob is not None else \
-                    items(w.texts, w.seqs, w.generation)
+                    list(itertools.islice(revived, len(w.texts)))
                 out[w.channel]["writes"].append((w.task_id, w.channel, value))
-        for ch, (texts, seqs, at) in seeds.items():
-            out[ch]["seed"] = delta._DeltaSnapshot(items(texts, seqs, at))
         return out
 
     def read_write(self, serde, write, reader):
