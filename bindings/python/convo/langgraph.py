@@ -293,6 +293,8 @@ class ConvoSaver(BaseCheckpointSaver):
         target = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns,
                                             known=known)
         if target is not None:
+            self._channels.delta.learn_read((target.thread_id, target.ns, target.id), target,
+                                            self._channels.names)
             if use_known and self._channels.hold_delta_lists(self.serde, target, channels):
                 # the ancestors' lists and writes then come without the texts held
                 known = self._channels.cache.known(thread_id)
@@ -337,6 +339,10 @@ class ConvoSaver(BaseCheckpointSaver):
                     break
                 depth = depth_of(cp) or depth * 2
                 page(cursor)
+            # remembered: the next call knows this part of the way (a restarted saver
+            # reads the window once, not at every turn until its own puts fill it)
+            self._channels.delta.learn_read((cp.thread_id, cp.ns, cp.id), cp,
+                                            self._channels.names)
             reader = self._channels.reader(cp)
             mine = {}
             for w in sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)):

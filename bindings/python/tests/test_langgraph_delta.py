@@ -167,6 +167,11 @@ class DeltaRuntime:
                 del calls[:]
                 got = s.get_delta_channel_history(config=tup.config, channels=["messages"])
                 self.assertLessEqual(len(calls), most, calls)
+                # the way read once is remembered: the next call makes none
+                del calls[:]
+                self.assertEqual(s.get_delta_channel_history(config=tup.config,
+                                                             channels=["messages"]), got)
+                self.assertEqual(calls, [])
                 self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
                     s, config=tup.config, channels=["messages"]))
                 fresh = self.saver()
