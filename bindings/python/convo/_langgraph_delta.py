@@ -398,8 +398,10 @@ class DeltaLists:
         chain.reverse()
         return chain, seeds
 
-    def forget(self, thread_id):
+    def forget(self, thread_id=None):
+        """Drops what is remembered of a thread (of every thread: None), whose
+        checkpoints were deleted or pruned."""
         with self._lock:
             for table in (self._lists, self._writes, self._chain):
-                for key in [k for k in table if k[0] == thread_id]:
+                for key in [k for k in table if thread_id is None or k[0] == thread_id]:
                     del table[key]

@@ -476,6 +476,8 @@ class ConvoSaver(BaseCheckpointSaver):
         writes and the values no remaining checkpoint needs."""
         for run_id in run_ids:
             self._store.checkpoint_delete(filter={"run_id": run_id})
+        # a remembered DeltaChannel history must not outlive the checkpoints it ran through
+        self._channels.delta.forget()
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """keep_latest: the latest checkpoint of each namespace stays, with its
@@ -490,6 +492,8 @@ class ConvoSaver(BaseCheckpointSaver):
                 self._store.checkpoint_prune(_thread_text(thread_id), keep)
             except NotFoundError:
                 pass
+            finally:
+                self._channels.delta.forget(_thread_text(thread_id))
 
     # ---- the async API: the sync calls on the saver's thread pool ----
 

@@ -184,6 +184,28 @@ class DeltaRuntime:
         self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
             saver, config=app.config(t), channels=["messages"]))
 
+    def test_history_after_prune_and_delete_for_runs_is_the_stored_one(self):
+        """What the saver remembers of a chain goes with the checkpoints: after a prune or
+        a delete_for_runs its history is what a saver reading the store finds."""
+        saver = self.saver()
+        graph = app.chat_graph(saver, "delta")
+        t, u = self.tid(), self.tid("u")
+        for i in range(3):
+            graph.invoke(app.user(i), {"configurable": {"thread_id": u},
+                                       "metadata": {"run_id": "run-%d" % i}})
+            graph.invoke(app.user(i), app.config(t))
+        for thread, drop in ((t, lambda: saver.prune([t])),
+                             (u, lambda: saver.delete_for_runs(["run-2"]))):
+            config = saver.get_tuple(app.config(thread)).config
+            before = saver.get_delta_channel_history(config=config, channels=["messages"])
+            self.assertTrue(before["messages"]["writes"])
+            drop()
+            config = saver.get_tuple(app.config(thread)).config
+            got = saver.get_delta_channel_history(config=config, channels=["messages"])
+            self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
+                self.saver(), config=config, channels=["messages"]))
+            self.assertNotEqual(got, before)
+
     def test_interrupt_and_resume(self):
         ours, theirs = self.graphs(app.approval_graph)
         t = self.tid()
