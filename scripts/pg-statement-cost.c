@@ -7,7 +7,8 @@
  *
  * NPARAMS 3: bench_insert.sql into @S.bench_cost (thread, seq, body);
  * 4: append_plain.sql (thread, body, role, created_at); 7: append_one.sql
- * (... expected length -1, ttl NULL, expected generation -1). burst: thread-0,
+ * (... expected length -1, ttl NULL, expected generation -1); 0: a statement
+ * without parameters (a read: any number of rows). burst: thread-0,
  * each call 1 ms after the last (inside its listed_at window); spread: a
  * random one of thread-0..thread-1999, each call 2 s after the last. BASE:
  * the first seq (raw) and the seed (spread). */
@@ -87,7 +88,8 @@ int main(int argc, char **argv)
         r = PQexecPrepared(pg, "cost", nparams, nparams == 3 ? raw : app,
                            nparams == 3 ? raw_len : app_len, binary, 1);
         ExecStatusType st = PQresultStatus(r);
-        if (st != PGRES_COMMAND_OK && (st != PGRES_TUPLES_OK || PQntuples(r) != 1)) {
+        if (st != PGRES_COMMAND_OK &&
+            (st != PGRES_TUPLES_OK || (nparams > 0 && PQntuples(r) != 1))) {
             fprintf(stderr, "run %d: %s", i, st == PGRES_TUPLES_OK ? "no row\n"
                                                                    : PQerrorMessage(pg));
             return 1;

@@ -14,6 +14,14 @@
 # thread, 1 ms apart, inside its listed_at window; spread: random threads 2 s
 # apart), and the backend's total at 600 less its total at 100, over 500, is
 # printed. Needs valgrind, PostgreSQL's server binaries, cc and libpq.
+#
+# Reads too: FILE.sql:0 is a statement without parameters (its values written
+# in), run the same way, whatever rows it gives (the two modes then differ in
+# nothing). PG_COST_STORE=threads makes the store what `convo bench --scenario
+# threads` reads instead: user_id declared as an index key, each thread's
+# extra {"user_id": "u000NN" (20 users), "title": ...} and its 3 messages of
+# about 200 bytes, and a thread "load20" of 20 such messages (docs/postgres.md
+# "Costs", version 20: the page against the load).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 statements=("$@")
@@ -66,15 +74,36 @@ start() { # start [valgrind args...]
 }
 
 start
+keys=()
+[ "${PG_COST_STORE:-}" != threads ] || keys=(--index-key user_id)
 "$root/tools/convo" --url "postgres:///postgres?host=$dir&port=$port&user=postgres&schema=cost" \
-  append thread-0 '{"role":"user","content":"hi"}' >/dev/null
-psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
+  "${keys[@]}" append thread-0 '{"role":"user","content":"hi"}' >/dev/null
+if [ "${PG_COST_STORE:-}" = threads ]; then
+  psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
+CREATE FUNCTION pg_temp.msg(n integer) RETURNS bytea LANGUAGE sql AS
+$$ SELECT convert_to('{"role":"user","content":"' || repeat('m', 170 + n % 10) || '"}', 'UTF8') $$;
+DO $$ BEGIN FOR i IN 1..1999 LOOP
+  PERFORM cost.save_extra('thread-' || i, jsonb_build_object('user_id',
+      'u' || lpad((i % 20)::text, 5, '0'), 'title', 'conversation ' || i), 1048576,
+      timestamptz '2020-01-01' + i * interval '1 s', NULL);
+  PERFORM cost.append('thread-' || i, ARRAY[pg_temp.msg(i), pg_temp.msg(i + 1),
+      pg_temp.msg(i + 2)], ARRAY['user', 'assistant', 'user'],
+      timestamptz '2020-01-01' + i * interval '1 s', NULL, -1, -1, NULL);
+END LOOP;
+FOR i IN 1..20 LOOP
+  PERFORM cost.append('load20', ARRAY[pg_temp.msg(i)], ARRAY['user'],
+      timestamptz '2020-01-02' + i * interval '1 s', NULL, -1, -1, NULL);
+END LOOP; END $$;
+EOF
+else
+  psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null <<'EOF'
 DO $$ BEGIN FOR i IN 1..1999 LOOP
   PERFORM cost.append('thread-' || i, ARRAY['\x7b7d'::bytea, '\x7b7d', '\x7b7d'],
       ARRAY['user', 'user', 'user'], timestamptz '2020-01-01' + i * interval '1 s',
       NULL, -1, -1, NULL);
 END LOOP; END $$;
 EOF
+fi
 sed 's/@S/cost/g; s/@T/bench_cost/g' "$root/drivers/postgres/bench_create.sql" |
   psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null
 psql -qX "$conn" -c 'VACUUM ANALYZE' >/dev/null
