@@ -440,24 +440,33 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
     return rc;
 }
 
-static void row_cmds(const list_state *st, const thread_keys *tk, cmd *q)
+/* A row's commands, appended at q; at[R_*] gets each one's index in q
+ * (SIZE_MAX for one not sent). Returns how many. */
+static size_t row_cmds(const list_state *st, const thread_keys *tk, cmd *q, size_t *at)
 {
-    convo__rd_cmd_str(&q[R_META], "HMGET");
-    convo__rd_cmd_add(&q[R_META], tk->k[K_META], tk->len[K_META]);
-    convo__rd_cmd_add(&q[R_META], "c", 1);
-    convo__rd_cmd_add(&q[R_META], "u", 1);
-    convo__rd_cmd_add(&q[R_META], "p", 1);
-    convo__rd_cmd_str(&q[R_LEN], "LLEN");
-    convo__rd_cmd_add(&q[R_LEN], tk->k[K_MSGS], tk->len[K_MSGS]);
+    size_t n = 0;
+    at[R_META] = n;
+    convo__rd_cmd_str(&q[n], "HMGET");
+    convo__rd_cmd_add(&q[n], tk->k[K_META], tk->len[K_META]);
+    convo__rd_cmd_add(&q[n], "c", 1);
+    convo__rd_cmd_add(&q[n], "u", 1);
+    convo__rd_cmd_add(&q[n++], "p", 1);
+    at[R_LEN] = n;
+    convo__rd_cmd_str(&q[n], "LLEN");
+    convo__rd_cmd_add(&q[n++], tk->k[K_MSGS], tk->len[K_MSGS]);
+    at[R_EXTRA] = at[R_LAST] = SIZE_MAX;
     if (st->where || st->o->with_extra) {
-        convo__rd_cmd_str(&q[R_EXTRA], "HGETALL");
-        convo__rd_cmd_add(&q[R_EXTRA], tk->k[K_EXTRA], tk->len[K_EXTRA]);
+        at[R_EXTRA] = n;
+        convo__rd_cmd_str(&q[n], "HGETALL");
+        convo__rd_cmd_add(&q[n++], tk->k[K_EXTRA], tk->len[K_EXTRA]);
     }
     if (st->o->with_last_message || st->s->window) { /* the window: its time */
-        convo__rd_cmd_str(&q[R_LAST], "LINDEX");
-        convo__rd_cmd_add(&q[R_LAST], tk->k[K_MSGS], tk->len[K_MSGS]);
-        convo__rd_cmd_add(&q[R_LAST], "-1", 2);
+        at[R_LAST] = n;
+        convo__rd_cmd_str(&q[n], "LINDEX");
+        convo__rd_cmd_add(&q[n], tk->k[K_MSGS], tk->len[K_MSGS]);
+        convo__rd_cmd_add(&q[n++], "-1", 2);
     }
+    return n;
 }
 
 /* Adds the candidates of l that belong, r[i * R_PER ..] being each one's rows. */
@@ -500,22 +509,26 @@ static int take_rows_fn(list_state *st, cand_list *l, redisReply **r, size_t wan
 static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, void *ctx,
                      convo_error *err)
 {
+    /* the commands dense in q (a row has 2 to 4), at[] each one's place
+     * (a cmd is a few hundred bytes: one array of them, no copies) */
     size_t n = l->n, per = R_PER;
-    cmd *q = calloc(n * per, sizeof *q), *flat = calloc(n * per, sizeof *flat);
+    cmd *q = calloc(n * per, sizeof *q);
+    size_t *at = calloc(n * per, sizeof *at);
     redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
     thread_keys *tk = calloc(n, sizeof *tk);
-    int rc = q && flat && r && rr && tk ? 0 : convo__rd_oom(err);
+    int rc = q && at && r && rr && tk ? 0 : convo__rd_oom(err);
     size_t nf = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (convo__rd_keys_read(st->b, l->c[i].id, &tk[i]) != 0) {
             rc = convo__rd_oom(err);
             break;
         }
-        row_cmds(st, &tk[i], &q[i * per]);
+        size_t first = nf;
+        nf += row_cmds(st, &tk[i], &q[nf], &at[i * per]);
         for (size_t j = 0; j < per; j++)
-            if (q[i * per + j].n)
-                flat[nf++] = q[i * per + j];
-            else if (q[i * per + j].failed)
+            at[i * per + j] += at[i * per + j] == SIZE_MAX ? 0 : first;
+        for (size_t j = first; j < nf; j++)
+            if (q[j].failed)
                 rc = convo__rd_oom(err);
     }
     /* one server: the replies in one arena (arena.c), some 10 elements a row */
@@ -523,22 +536,21 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     if (rc == 0 && !st->b->cluster && !arena)
         rc = convo__rd_oom(err);
     if (rc == 0)
-        rc = arena ? convo__rd_pipeline_arena(st->b, st->c, flat, nf, rr, arena, err)
-                   : convo__rd_pipeline(st->b, st->c, flat, nf, rr, err);
-    for (size_t i = 0, at = 0; i < n * per && rc == 0; i++)
-        if (q[i].n)
-            r[i] = rr[at++];
+        rc = arena ? convo__rd_pipeline_arena(st->b, st->c, q, nf, rr, arena, err)
+                   : convo__rd_pipeline(st->b, st->c, q, nf, rr, err);
+    for (size_t i = 0; i < n * per && rc == 0; i++)
+        r[i] = at[i] == SIZE_MAX ? NULL : rr[at[i]];
     if (rc == 0)
         rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
     if (rr && !arena)
         convo__rd_replies_free(rr, nf);
     convo__rd_arena_free(arena);
-    for (size_t i = 0; q && i < n * per; i++)
+    for (size_t i = 0; q && i < nf; i++)
         convo__rd_cmd_free(&q[i]);
     for (size_t i = 0; tk && i < n; i++)
         free(tk[i].buf);
     free(q);
-    free(flat);
+    free(at);
     free(r);
     free(rr);
     free(tk);
@@ -720,12 +732,101 @@ static int window_take(list_state *st, cand_list *l, redisReply **r, size_t want
     return rc;
 }
 
-/* One batch of a page in activity order on one server: list.lua's candidates
- * (one round trip), their rows (another), ordered here. *k doubles when no
- * row after the position was complete (more threads than k scored between the
- * position and its window), so a batch always moves on. */
-static int batch_window(list_state *st, position *pos, size_t *k, size_t want, int *more,
-                        convo_error *err)
+/* list.lua's answer read without a script (a script call and its three
+ * redis.calls cost the server some 160,000 instructions a page, docs/redis.md
+ * "The activity window"): in one MULTI, the first k - 1 members from the
+ * position, then the k-th and WINDOW_EXTRA more with their scores (a score
+ * costs the server a snprintf of a double, 4,400 instructions: only these
+ * are asked for). When those reach past the k-th's window (or the set
+ * ended), they hold every member list.lua would return: l, w->f and
+ * w->ended become its answer and *done is set. Else (more than WINDOW_EXTRA
+ * members within one window of the k-th) list.lua reads them. */
+#define WINDOW_EXTRA 4
+
+static int cand_add(cand_list *l, const redisReply *id, convo_error *err)
+{
+    int rc = cand_push(l, id, 0);
+    if (rc == CONVO_ENOMEM)
+        return convo__rd_oom(err);
+    return rc ? convo__error(err, rc, NULL, "redis: bad thread index entry") : 0;
+}
+
+static void window_range(const source *s, cmd *q, const char *from, long long first,
+                         long long count, int scores)
+{
+    convo__rd_cmd_str(q, s->desc ? "ZREVRANGEBYSCORE" : "ZRANGEBYSCORE");
+    convo__rd_cmd_str(q, s->keys[0]);
+    convo__rd_cmd_str(q, from);
+    convo__rd_cmd_str(q, s->desc ? "-inf" : "+inf");
+    if (scores)
+        convo__rd_cmd_str(q, "WITHSCORES");
+    convo__rd_cmd_str(q, "LIMIT");
+    convo__rd_cmd_num(q, first);
+    convo__rd_cmd_num(q, count);
+}
+
+static int window_plain(list_state *st, const position *pos, size_t k, window_batch *w,
+                        cand_list *l, int *done, convo_error *err)
+{
+    const source *s = st->s;
+    cmd q[4] = {{0}};
+    redisReply *r[4] = {NULL};
+    char from[32];
+    *done = 0;
+    if (s->desc)
+        snprintf(from, sizeof from, pos->set ? "%lld" : "+inf", pos->time);
+    else
+        snprintf(from, sizeof from, pos->set ? "(%lld" : "-inf", pos->time - WINDOW_US);
+    convo__rd_cmd_str(&q[0], "MULTI");
+    window_range(s, &q[1], from, 0, (long long)k - 1, 0);
+    window_range(s, &q[2], from, (long long)k - 1, WINDOW_EXTRA + 1, 1);
+    convo__rd_cmd_str(&q[3], "EXEC");
+    int rc = 0;
+    for (int i = 0; i < 4 && rc == 0; i++)
+        if (q[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0)
+        rc = convo__rd_pipeline(st->b, st->c, q, 4, r, err);
+    const redisReply *x = rc == 0 ? r[3] : NULL, *head = NULL, *tail = NULL;
+    if (rc == 0 && x->type == REDIS_REPLY_ERROR)
+        rc = convo__rd_reply_error(x, err);
+    else if (rc == 0 && (x->type != REDIS_REPLY_ARRAY || x->elements != 2 ||
+                         (head = x->element[0])->type != REDIS_REPLY_ARRAY ||
+                         (tail = x->element[1])->type != REDIS_REPLY_ARRAY ||
+                         tail->elements % 2 || head->elements > k - 1))
+        rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
+    size_t got = rc == 0 ? head->elements + tail->elements / 2 : 0, take = 0;
+    for (size_t i = 0; rc == 0 && i < tail->elements / 2; i++) {
+        const redisReply *e = tail->element[2 * i + 1];
+        char *end = NULL;
+        long long v = e->type == REDIS_REPLY_STRING ? strtoll(e->str, &end, 10) : 0;
+        if (!end || *end != '\0')
+            rc = convo__error(err, CONVO_EIO, NULL, "redis: bad score in a listing");
+        else if (i == 0)
+            w->f = v;
+        else if (take == 0 && (s->desc ? v <= w->f - WINDOW_US : v >= w->f + WINDOW_US))
+            take = i; /* the first past the k-th's window */
+    }
+    if (rc == 0) {
+        w->ended = got < k;
+        /* complete: the set ended, or a member past the window was read */
+        *done = w->ended || take > 0 || tail->elements / 2 < WINDOW_EXTRA + 1;
+        if (take == 0)
+            take = tail->elements / 2;
+    }
+    for (size_t i = 0; rc == 0 && *done && i < head->elements + take; i++)
+        rc = cand_add(l, i < head->elements ? head->element[i]
+                                            : tail->element[2 * (i - head->elements)],
+                      err);
+    convo__rd_replies_free(r, 4);
+    for (int i = 0; i < 4; i++)
+        convo__rd_cmd_free(&q[i]);
+    return rc;
+}
+
+/* list.lua's candidates (one round trip): its answer {ended, f, members...}. */
+static int window_script(list_state *st, const position *pos, size_t k, window_batch *w,
+                         cand_list *l, convo_error *err)
 {
     const source *s = st->s;
     cmd q = {0};
@@ -739,7 +840,7 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
         convo__rd_cmd_num(&q, pos->time);
     else
         convo__rd_cmd_add(&q, "", 0);
-    convo__rd_cmd_num(&q, (long long)*k);
+    convo__rd_cmd_num(&q, (long long)k);
     convo__rd_cmd_num(&q, WINDOW_US);
     int rc = q.failed ? convo__rd_oom(err)
                       : convo__rd_pipeline_script(st->b, st->c, &q, 1, 0, S_LIST, &r, err);
@@ -750,15 +851,30 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
                          r->element[0]->type != REDIS_REPLY_INTEGER ||
                          r->element[1]->type != REDIS_REPLY_STRING))
         rc = convo__error(err, CONVO_EIO, NULL, "redis: unexpected reply to a listing");
-    window_batch w = {pos, rc == 0 && r->element[0]->integer != 0, 0, 0};
-    if (rc == 0)
-        w.f = strtoll(r->element[1]->str, NULL, 10);
-    cand_list l = {0};
+    if (rc == 0) {
+        w->ended = r->element[0]->integer != 0;
+        w->f = strtoll(r->element[1]->str, NULL, 10);
+    }
     for (size_t i = 2; rc == 0 && i < r->elements; i++)
-        if ((rc = cand_push(&l, r->element[i], 0)) != 0)
-            rc = rc == CONVO_ENOMEM ? convo__rd_oom(err)
-                                    : convo__error(err, rc, NULL, "redis: bad thread index entry");
+        rc = cand_add(l, r->element[i], err);
     freeReplyObject(r);
+    return rc;
+}
+
+/* One batch of a page in activity order on one server: the candidates (one
+ * round trip: a plain range read, or list.lua when more than WINDOW_EXTRA
+ * threads crowd the k-th's window), their rows (another), ordered here. *k
+ * doubles when no row after the position was complete (more threads than k
+ * scored between the position and its window), so a batch always moves on. */
+static int batch_window(list_state *st, position *pos, size_t *k, size_t want, int *more,
+                        convo_error *err)
+{
+    window_batch w = {pos, 0, 0, 0};
+    cand_list l = {0};
+    int done = 0;
+    int rc = window_plain(st, pos, *k, &w, &l, &done, err);
+    if (rc == 0 && !done)
+        rc = window_script(st, pos, *k, &w, &l, err);
     if (rc == 0 && l.n > 0)
         rc = read_rows(st, &l, want, window_take, &w, err);
     if (rc == 0)
