@@ -98,6 +98,19 @@ START_TEST(test_dense_forms)
     v = query1(pg, sql);
     ck_assert_str_eq(v, "16 16 17"); /* as put: JS twice, then the UUID */
     free(v);
+    /* the stored forms exactly (v22 computes them without a regular expression,
+     * and must give the bytes versions 19-21 stored) */
+    snprintf(sql, sizeof sql, "SELECT string_agg(encode(\"%s\".ver_pack(x), 'hex') || '/' ||"
+             " encode(\"%s\".id_pack(x), 'hex'), ' ' ORDER BY o) FROM unnest(ARRAY['" VER_JS
+             "', '" UUID_A "', '000000.', '12345.x', '', 'v1']) WITH ORDINALITY AS u(x, o)",
+             schema, schema);
+    v = query1(pg, sql);
+    ck_assert_str_eq(v, "0110000002576b32376c70366c637736/"
+                        "303030303030303030303030303539392e6b32376c70366c637736 "
+                        "021f1e9eee175866608003f7e2ee72e981/1f1e9eee175866608003f7e2ee72e981 "
+                        "010600000000/3030303030302e 31323334352e78/31323334352e78 00/ "
+                        "7631/7631");
+    free(v);
     snprintf(sql, sizeof sql, "SELECT string_agg(octet_length(task_id)::text, ' ')"
              " FROM \"%s\".checkpoint_writes", schema);
     v = query1(pg, sql);
