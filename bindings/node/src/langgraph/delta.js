@@ -33,22 +33,26 @@ export function isDeltaList(items) {
  * in its order, as segments of the `rest` object: [from, to) ranges of the delta list's
  * indexes, or a string, an item that is not in the list (its log message text). So the
  * snapshot's messages are the log's, whatever the reducer did (removed, replaced or moved
- * messages), and the put still appends the step's new messages. */
+ * messages), and the put still appends the step's new messages. The delta list's first
+ * `prefix` items are the log's messages 0, 1, ... (index = seq): only the rest is indexed. */
 export async function selectionOf(delta, list, seqOf, textOf) {
+  const { prefix, n } = delta;
   const bySeq = new Map();
-  delta.seqs.forEach((q, i) => { if (q >= 0) bySeq.set(q, i); });
+  for (let i = prefix; i < n; i++) if (delta.seqs[i] >= 0) bySeq.set(delta.seqs[i], i);
+  const indexOf = (q) => (q < 0 ? -1 : q < prefix ? q : bySeq.get(q) ?? -1);
   let byText = null;
   const used = new Set();
   const segs = [];
   for (const item of list) {
     const q = seqOf(item);
-    let j = q >= 0 && bySeq.has(q) && !used.has(bySeq.get(q)) ? bySeq.get(q) : -1;
+    let j = indexOf(q);
+    if (used.has(j)) j = -1;
     let text = null;
     if (j < 0) {
       text = await textOf(item);
       if (!byText) {
         byText = new Map();
-        for (let i = delta.texts.length - 1; i >= 0; i--) {
+        for (let i = n - 1; i >= 0; i--) {
           const at = byText.get(delta.texts[i]);
           if (at) at.push(i); else byText.set(delta.texts[i], [i]);
         }
@@ -113,8 +117,11 @@ function sorted(writes) {
 /**
  * What a saver remembers to build a put's delta list in O(new items): the delta list it
  * stored (or read) per checkpoint, and the message-list writes it stored per checkpoint.
- * A list is { texts, seqs, generation }: every item's text, and its seq where seqs[i] >= 0
- * is known for the saver's generation token `generation`.
+ * A list is { texts, seqs, n, prefix, generation }: items [0, n) of the arrays texts and seqs
+ * (the arrays are shared along a chain of checkpoints: a child's list extends its parent's
+ * in place when nothing else did), seqs[i] >= 0 known for the saver's generation token
+ * `generation`, and the first `prefix` items the log's messages 0, 1, ... (passed to the
+ * Store as the list's logPrefix, so neither this module nor libconvo walks them).
  */
 export class DeltaLists {
   #lists = new Map();  // thread\0ns\0id -> Map channel -> list
@@ -132,7 +139,8 @@ export class DeltaLists {
 
   /** The delta list of `channel` for a put of `key` whose parent is `parentKey` (parent:
    * its stored checkpoint, read when this saver does not know the parent's list), as the
-   * Store's items, or null when it cannot be made (the parent's value is not a list). */
+   * Store's items after a log prefix ({ items, prefix, texts, seqs, n }), or null when it
+   * cannot be made (the parent's value is not a list). */
   async listIn(readParent, parentKey, channel, generation) {
     let base = parentKey ? this.#lists.get(parentKey)?.get(channel) : null;
     let writes = parentKey ? this.#writes.get(parentKey) : null;
@@ -141,15 +149,20 @@ export class DeltaLists {
       if (parent === undefined) return null;
       const ch = parent?.channels.find((c) => c.channel === channel);
       if (ch && ch.value && !ch.items) return null; // a plain value (Overwrite...): not a list
-      base = ch?.items ? { texts: ch.items.texts, seqs: ch.items.seqs.map(() => -1), generation: null }
-        : { texts: [], seqs: [], generation: null };
+      const texts = ch?.items ? Array.from(ch.items.texts) : [];
+      base = { texts, seqs: texts.map(() => -1), n: texts.length, prefix: 0, generation: null };
       writes = (parent?.writes ?? []).filter((w) => w.items).map((w) => ({ taskPath: w.taskPath,
         taskId: w.taskId, idx: w.idx, channel: w.channel, texts: w.items.texts }));
     }
-    base ??= { texts: [], seqs: [], generation: null };
-    const hinted = base.generation === generation && base.seqs.some((q) => q >= 0);
-    const texts = base.texts.slice();
-    const seqs = hinted ? Array.from(base.seqs) : new Array(base.seqs.length).fill(-1);
+    base ??= { texts: [], seqs: [], n: 0, prefix: 0, generation: null };
+    let hinted = base.generation === generation && base.prefix > 0;
+    for (let i = base.prefix; !hinted && base.generation === generation && i < base.n; i++) {
+      hinted = base.seqs[i] >= 0;
+    }
+    // the parent's arrays grown in place when this is their first child, else a copy
+    const shared = hinted && base.texts.length === base.n && base.seqs.length === base.n;
+    const texts = shared ? base.texts : base.texts.slice(0, base.n);
+    const seqs = shared ? base.seqs : hinted ? base.seqs.slice(0, base.n) : new Array(base.n).fill(-1);
     for (const w of sorted((writes ?? []).filter((x) => x.channel === channel && x.idx >= 0))) {
       for (const t of w.texts) {
         if (t.startsWith(REMOVE_HEAD)) continue;
@@ -157,19 +170,27 @@ export class DeltaLists {
         seqs.push(-1);
       }
     }
-    const items = texts.map((t, i) => (seqs[i] >= 0 ? null : t));
-    return { items: { items, seqs: hinted ? seqs : null, key: DELTA_KEY, log: true }, hinted, texts, seqs };
+    const n = texts.length;
+    const prefix = hinted ? base.prefix : 0;
+    const items = new Array(n - prefix);
+    for (let i = prefix; i < n; i++) items[i - prefix] = seqs[i] >= 0 ? null : texts[i];
+    return { items: { items, seqs: hinted ? seqs.slice(prefix, n) : null, key: DELTA_KEY, log: true },
+      prefix, hinted, texts, seqs, n };
   }
 
-  /** After a put of `key`: the lists it stored (channel -> { texts, seqsOut }), and the
-   * lists of the parent it kept (channels whose version it did not change). */
+  /** After a put of `key`: the lists it stored (channel -> { list: listIn's, seqsOut: the
+   * seqs of the items after its prefix }), and the lists of the parent it kept (channels
+   * whose version it did not change). */
   learn(key, parentKey, stored, kept, generation) {
     const m = new Map();
     const parent = parentKey ? this.#lists.get(parentKey) : null;
     for (const ch of kept) if (parent?.has(ch)) m.set(ch, parent.get(ch));
-    for (const [ch, { texts, seqsOut }] of stored) {
-      const seqs = seqsOut ?? texts.map(() => -1);
-      m.set(ch, { texts, seqs, generation });
+    for (const [ch, { list, seqsOut }] of stored) {
+      const { texts, seqs, n } = list;
+      let prefix = list.prefix;
+      for (let i = prefix; i < n; i++) seqs[i] = seqsOut ? seqsOut[i - prefix] : -1;
+      while (prefix < n && seqs[prefix] === prefix) prefix++;
+      m.set(ch, { texts, seqs, n, prefix, generation });
     }
     if (m.size) remember(this.#lists, key, m);
   }

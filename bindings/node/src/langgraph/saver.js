@@ -235,7 +235,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       // what followed each list's log prefix: the seqs the put gave its items
       for (const [ch, rest] of lists) this.#hints.learn(rest, put.seqsOut[ch], threadId, log);
       this.#delta.learn(this.#key(c, checkpoint.id), c.checkpoint_id ? this.#key(c, c.checkpoint_id) : null,
-        deltas.map(([ch, texts]) => [ch, { texts, seqsOut: put.seqsOut[ch] }]),
+        deltas.map(([ch, list]) => [ch, { list, seqsOut: put.seqsOut[ch] }]),
         this.messageChannels.filter((ch) => !(ch in newVersions)), log);
       return;
     }
@@ -269,8 +269,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
       if (message && channel in newVersions && (snap || !(channel in values))) {
         const d = await this.#deltaIn(store, c, log, channel, snap);
         if (d) {
-          channels.push({ channel, version, items: d.items });
-          deltas.push([channel, d.texts]);
+          channels.push({ channel, version, items: d.items, logPrefix: d.prefix });
+          deltas.push([channel, d]);
           continue;
         }
       }
