@@ -126,12 +126,11 @@ static int diff(const unsigned char *base, size_t blen, const unsigned char *t, 
     return bad ? -1 : 0;
 }
 
-static int apply(const unsigned char *base, size_t blen, const unsigned char *ops, size_t olen,
-                 size_t tlen, unsigned char **out)
+/* Runs ops over base into t (NULL: only checks them); 0 when they are
+ * well formed and make exactly tlen bytes. */
+static int run_ops(const unsigned char *base, size_t blen, const unsigned char *ops, size_t olen,
+                   unsigned char *t, size_t tlen)
 {
-    unsigned char *t = malloc(tlen ? tlen : 1);
-    if (!t)
-        return CONVO_ENOMEM;
     size_t at = 0, w = 0;
     while (at < olen) {
         unsigned char op = ops[at++];
@@ -139,25 +138,35 @@ static int apply(const unsigned char *base, size_t blen, const unsigned char *op
         if (op == 0) {
             if (get_varint(ops, olen, &at, &a) || get_varint(ops, olen, &at, &n) || a > blen ||
                 n > blen - a || n > tlen - w)
-                goto bad;
-            memcpy(t + w, base + a, n);
+                return -1;
+            if (t && n) /* an empty base may have no bytes at all */
+                memcpy(t + w, base + a, n);
         } else if (op == 1) {
             if (get_varint(ops, olen, &at, &n) || n > olen - at || n > tlen - w)
-                goto bad;
-            memcpy(t + w, ops + at, n);
+                return -1;
+            if (t)
+                memcpy(t + w, ops + at, n);
             at += n;
         } else {
-            goto bad;
+            return -1;
         }
         w += n;
     }
-    if (w != tlen)
-        goto bad;
+    return w == tlen ? 0 : -1;
+}
+
+/* The stored length is trusted for the allocation only once the ops make it. */
+static int apply(const unsigned char *base, size_t blen, const unsigned char *ops, size_t olen,
+                 size_t tlen, unsigned char **out)
+{
+    if (run_ops(base, blen, ops, olen, NULL, tlen) != 0)
+        return CONVO_ECORRUPT;
+    unsigned char *t = malloc(tlen ? tlen : 1);
+    if (!t)
+        return CONVO_ENOMEM;
+    run_ops(base, blen, ops, olen, t, tlen);
     *out = t;
     return 0;
-bad:
-    free(t);
-    return CONVO_ECORRUPT;
 }
 
 typedef struct delta {

@@ -117,7 +117,19 @@ static int iso_parse(const char *s, size_t n, iso *t)
     int64_t scale = 1;
     for (int i = 0; i < t->digits; i++)
         scale *= 10;
-    t->units = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) * scale) + frac;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    if (secs > (INT64_MAX - frac) / scale || secs < INT64_MIN / scale)
+        return -1; /* nanoseconds after 2262: no time in 64 bits, kept as a string */
+    t->units = secs * scale + frac;
+    return 0;
+}
+
+/* 0 when a + b fits in 64 bits (*sum set), else -1 */
+static int add_units(int64_t a, int64_t b, int64_t *sum)
+{
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return -1;
+    *sum = a + b;
     return 0;
 }
 
@@ -208,11 +220,12 @@ static int enc_string(coder *c, json_t *t, json_t *b)
         size_t bn = json_string_length(b);
         iso tb, tt;
         char text[48];
+        int64_t dv;
         if (iso_parse(bs, bn, &tb) == 0 && iso_parse(s, n, &tt) == 0 &&
             tt.digits == tb.digits && tt.suffix_len == tb.suffix_len &&
             memcmp(tt.suffix, tb.suffix, tt.suffix_len) == 0 &&
-            iso_format(&tb, tt.units, text) == n && memcmp(text, s, n) == 0) {
-            int64_t dv = tt.units - tb.units;
+            iso_format(&tb, tt.units, text) == n && memcmp(text, s, n) == 0 &&
+            tb.units != INT64_MIN && add_units(tt.units, -tb.units, &dv) == 0) {
             uint64_t z = ((uint64_t)dv << 1) ^ (uint64_t)(dv >> 63);
             return pack_ext(c->pk, X_TIME, p, varint_put(p, z));
         }
@@ -353,8 +366,8 @@ static json_t *dec_string_ext(const coder *c, int8_t type, const unsigned char *
     char text[48];
     if (at != n || iso_parse(bs, bn, &tb))
         return NULL;
-    int64_t dv = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-    size_t len = iso_format(&tb, tb.units + dv, text);
+    int64_t dv = (int64_t)(v >> 1) ^ -(int64_t)(v & 1), units;
+    size_t len = add_units(tb.units, dv, &units) ? 0 : iso_format(&tb, units, text);
     return len ? json_stringn(text, len) : NULL;
 }
 
@@ -440,8 +453,11 @@ static json_t *dec_map(const coder *c, const msgpack_object *o, json_t *b, int d
             }
         }
         json_t *v = key ? dec(c, &kv->val, bv, depth + 1) : NULL;
-        if (!v || json_object_getn(r, key, n) || json_object_setn_new(r, key, n, v)) {
+        if (!v || json_object_getn(r, key, n)) {
             json_decref(v);
+            json_decref(r);
+            r = NULL;
+        } else if (json_object_setn_new(r, key, n, v)) { /* a key not UTF-8: v released */
             json_decref(r);
             r = NULL;
         }

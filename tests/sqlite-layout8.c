@@ -203,6 +203,46 @@ START_TEST(test_shape_bound)
 }
 END_TEST
 
+/* Values that do not fit their shape, or have none (a corrupt row), are
+ * CONVO_ECORRUPT on a read that joins them: not a generic error, and not the
+ * values' bytes given as the metadata's text. */
+START_TEST(test_corrupt_values)
+{
+    const char *path = db_path("corrupt");
+    const char *bad[] = {
+        "UPDATE convo_checkpoints SET meta = x'91a46c6f6f70'",   /* one value short */
+        "UPDATE convo_checkpoints SET meta = x'93a46c6f6f700001'", /* one too many */
+        "UPDATE convo_checkpoints SET meta = x'92a46c6f6f'",     /* truncated */
+        "UPDATE convo_checkpoints SET meta = x'92c0c0'",         /* nil is no value */
+        "UPDATE convo_checkpoints SET meta_shape = NULL",        /* values without a shape */
+        "UPDATE convo_checkpoints SET meta_shape = meta_shape + 1000", /* a shape not kept */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        convo_store *s = open_db(path);
+        put(s, "t", "c0", NULL, "{\"source\":\"loop\",\"step\":0,\"parents\":{}}");
+        convo_close(s);
+        ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                       " WHERE meta_shape IS NOT NULL"),
+                         1);
+        exec_raw(path, bad[i]);
+        s = open_db(path);
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_get(s, "t", "", "c0", &cp, &err) == CONVO_ECORRUPT,
+                      "case %zu: get gave %d (%s)", i, err.code, err.message);
+        ck_assert_ptr_null(cp);
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        convo_checkpoint_set *set = NULL;
+        ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == CONVO_ECORRUPT,
+                      "case %zu: list gave %d (%s)", i, err.code, err.message);
+        ck_assert_ptr_null(set);
+        convo_close(s);
+        db_path("corrupt");
+    }
+}
+END_TEST
+
 /* A layout-7 file (metadata as text in column metadata) is migrated on open
  * and reads back as it was; a layout-7 process can no longer use it. */
 START_TEST(test_migration_7_to_8)
@@ -288,6 +328,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_metadata_as_values);
     tcase_add_test(tc, test_shape_bound);
+    tcase_add_test(tc, test_corrupt_values);
     tcase_add_test(tc, test_migration_7_to_8);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);

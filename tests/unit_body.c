@@ -268,6 +268,11 @@ START_TEST(test_jdelta_corrupt)
         {"\x92\x00\x82\xa1x\x01\xa1x\x02", 10}, /* a key twice */
         {"\x92\x00\xa2\xc3\x28", 5},         /* not UTF-8 */
         {"\x92\x00\x91\xd4\x06\x02", 6},     /* a channel version past the list */
+        {"\x92\x00\x81\xa2\xc3\x28\x01", 7}, /* a key not UTF-8 (was freed twice) */
+        {"\x92\x00\x93\xc0\xc0\xc7\x0a\x03\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", 18},
+                                             /* a time INT64_MAX units past the base's */
+        {"\x92\x00\x93\xc0\xc0\xc7\x0a\x03\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 18},
+                                             /* ... INT64_MIN units before it */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *out = NULL;
@@ -277,6 +282,69 @@ START_TEST(test_jdelta_corrupt)
     }
     char *out = NULL;
     ck_assert_int_eq(decode_code("not json", "\x92\x00\xc0", 3, &out), CONVO_ECORRUPT);
+}
+END_TEST
+
+/* Times whose units do not fit in 64 bits (nanoseconds after 2262) are coded
+ * as strings, not as a difference that overflowed. */
+START_TEST(test_jdelta_time_range)
+{
+    const char *base = "{\"ts\":\"2026-11-26T23:01:02.123456789Z\"}";
+    const char *bodies[] = {
+        "{\"ts\":\"2026-11-26T23:01:03.123456789Z\"}",
+        "{\"ts\":\"9999-12-31T23:59:59.999999999Z\"}",
+        "{\"ts\":\"0000-01-01T00:00:00.000000000Z\"}",
+        "{\"ts\":\"9999-12-31T23:59:59.99999999+00:00\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++)
+        ck_assert_int_gt(round_trip(base, bodies[i], UUID), 0);
+    /* a base at the far end and a body at the near one */
+    ck_assert_int_gt(round_trip("{\"ts\":\"0000-01-01T00:00:00.0000000Z\"}",
+                                "{\"ts\":\"9999-12-31T23:59:59.9999999Z\"}", UUID),
+                     0);
+}
+END_TEST
+
+/* A version-1 record whose stored length is not what its ops make is
+ * CONVO_ECORRUPT before anything of that length is allocated. */
+static int resolve_v1(const char *record, size_t len)
+{
+    convo_checkpoint *cp = convo__checkpoint_new("t", "", "c", NULL, "{}", CONVO_DELTA_TYPE,
+                                                 record, len, 0, 0);
+    ck_assert_ptr_nonnull(cp);
+    ck_assert_int_eq(convo__checkpoint_add_channel(cp, CONVO_BODY_CHANNEL, "b", "json", "{}", 2),
+                     0);
+    convo_error err;
+    int rc = convo__body_resolve(cp, &err);
+    if (rc == 0) {
+        convo_blob b = convo_checkpoint_body(cp);
+        ck_assert_str_eq(b.type, "json");
+        ck_assert_uint_eq(b.len, 2);
+        ck_assert_int_eq(memcmp(b.bytes, "{}", 2), 0);
+    }
+    convo_checkpoint_free(cp);
+    return rc;
+}
+
+START_TEST(test_body_corrupt_length)
+{
+    /* [1, "json", 2, bin(COPY 0 2)]: well formed */
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\x02\xc4\x03\x00\x00\x02", 13), 0);
+    /* the same ops with a length of 2^62 (malloc'd whole before) */
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\xcf\x40\0\0\0\0\0\0\0\xc4\x03\x00\x00\x02", 21),
+                     CONVO_ECORRUPT);
+    /* a length past what the ops make, and one short of it */
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\x03\xc4\x03\x00\x00\x02", 13),
+                     CONVO_ECORRUPT);
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\x01\xc4\x03\x00\x00\x02", 13),
+                     CONVO_ECORRUPT);
+    /* a negative length, a copy past the base, an op that is neither */
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\xff\xc4\x03\x00\x00\x02", 13),
+                     CONVO_ECORRUPT);
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\x02\xc4\x03\x00\x01\x02", 13),
+                     CONVO_ECORRUPT);
+    ck_assert_int_eq(resolve_v1("\x94\x01\xa4json\x02\xc4\x03\x02\x00\x02", 13),
+                     CONVO_ECORRUPT);
 }
 END_TEST
 
@@ -436,6 +504,8 @@ void unit_add_body_tests(Suite *s)
     tcase_add_test(tc, test_jdelta_msgpack_body);
     tcase_add_test(tc, test_jdelta_not_coded);
     tcase_add_test(tc, test_jdelta_corrupt);
+    tcase_add_test(tc, test_jdelta_time_range);
+    tcase_add_test(tc, test_body_corrupt_length);
     tcase_add_test(tc, test_body_plan_choice);
     tcase_add_test(tc, test_json_shape);
     suite_add_tcase(s, tc);

@@ -585,11 +585,13 @@ static const sqlite3_module channel_list_module = {
 
 /* convo_metadata(shape, stored): a checkpoint's metadata text. shape NULL:
  * stored is that text; else stored is the values of that shape (layout 8,
- * lib/json_shape.c). */
+ * lib/json_shape.c). Values without their shape (a blob where text is kept,
+ * or a shape number convo_names lacks) are SQLITE_CORRUPT, not text. */
 static void fn_metadata(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL &&
+        sqlite3_value_type(argv[1]) == SQLITE_TEXT) {
         sqlite3_result_value(ctx, argv[1]);
         return;
     }
@@ -601,10 +603,12 @@ static void fn_metadata(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     size_t len = 0;
     int rc = shape && values ? convo__json_shape_join(shape, shape_len, values, values_len, &json, &len)
                              : CONVO_ECORRUPT;
-    if (rc == 0)
+    if (rc == 0) {
         sqlite3_result_text(ctx, json, (int)len, free);
-    else
+    } else {
         sqlite3_result_error(ctx, "convo: a checkpoint's metadata does not fit its shape", -1);
+        sqlite3_result_error_code(ctx, rc == CONVO_ENOMEM ? SQLITE_NOMEM : SQLITE_CORRUPT);
+    }
 }
 
 int sq_compact_register(sqlite3 *db)
