@@ -2,9 +2,9 @@
 -- 6 and 7; list.c, when its MULTI found more than WINDOW_EXTRA members within
 -- the k-th's window): members of a set by activity time (P:ix:r, or a
 -- value's :r), whose score S, the thread's u, has S <= U < S + W for its
--- updated_at U. Reads only the set: the rows are read after it, pipelined, by the client, which
--- orders them by (U, id) (a row read in Lua cost the server more than the
--- whole pipelined read).
+-- updated_at U. Reads only the set: the rows are read after it, pipelined,
+-- by the client, which orders them by (U, id) (a row read in Lua cost the
+-- server more than the whole pipelined read).
 -- ARGV: set key, 'desc' or 'asc', the position's time ('' = none), count k,
 -- the window W (µs).
 -- Returns {ended, f, members...}: the first k members in score order from
