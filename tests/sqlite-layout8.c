@@ -6,8 +6,13 @@
  *   - past the bound on names a new shape leaves the metadata as text;
  *   - a layout-7 file is migrated on open, its rows read back as they were,
  *     and a layout-7 process that had it open can no longer read or write
- *     checkpoints (the column it names is gone).
+ *     checkpoints (the column it names is gone);
+ *   - a fresh store's get of a checkpoint at the end of a long chain of bodies
+ *     coded against a base (and a short list there) reads as many pages of
+ *     the file as on a short chain: no walk back along the chain, no
+ *     per-checkpoint read of bases (pages counted by a VFS shim, not timed).
  * `tests/sqlite_layout8 DIR`: DIR a scratch folder. */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <convo.h>
 #include <sqlite3.h>
@@ -316,6 +321,204 @@ START_TEST(test_migration_7_to_8)
 }
 END_TEST
 
+/* ---- a VFS shim counting the pages SQLite reads (the file and its WAL) ---- */
+
+typedef struct counted_file {
+    sqlite3_file base; /* pMethods: counted_io */
+    sqlite3_file *real;
+} counted_file;
+
+static sqlite3_vfs *real_vfs;
+static long page_reads;
+
+#define REAL(f) (((counted_file *)(f))->real)
+static int c_close(sqlite3_file *f)
+{
+    int rc = REAL(f)->pMethods ? REAL(f)->pMethods->xClose(REAL(f)) : SQLITE_OK;
+    free(REAL(f));
+    return rc;
+}
+static int c_read(sqlite3_file *f, void *p, int n, sqlite3_int64 at)
+{
+    page_reads++;
+    return REAL(f)->pMethods->xRead(REAL(f), p, n, at);
+}
+static int c_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 at)
+{
+    return REAL(f)->pMethods->xWrite(REAL(f), p, n, at);
+}
+static int c_truncate(sqlite3_file *f, sqlite3_int64 n)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), n);
+}
+static int c_sync(sqlite3_file *f, int flags) { return REAL(f)->pMethods->xSync(REAL(f), flags); }
+static int c_size(sqlite3_file *f, sqlite3_int64 *n)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), n);
+}
+static int c_lock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xLock(REAL(f), l); }
+static int c_unlock(sqlite3_file *f, int l) { return REAL(f)->pMethods->xUnlock(REAL(f), l); }
+static int c_reserved(sqlite3_file *f, int *out)
+{
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int c_control(sqlite3_file *f, int op, void *arg)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int c_sector(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int c_chars(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int c_shm_map(sqlite3_file *f, int pg, int size, int extend, void volatile **p)
+{
+    return REAL(f)->pMethods->xShmMap(REAL(f), pg, size, extend, p);
+}
+static int c_shm_lock(sqlite3_file *f, int at, int n, int flags)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), at, n, flags);
+}
+static void c_shm_barrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int c_shm_unmap(sqlite3_file *f, int del)
+{
+    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+
+/* version 2: no memory-mapped reads (xFetch), so every page read is an xRead */
+static const sqlite3_io_methods counted_io = {
+    2,       c_close,    c_read,     c_write,       c_truncate, c_sync,    c_size,
+    c_lock,  c_unlock,   c_reserved, c_control,     c_sector,   c_chars,   c_shm_map,
+    c_shm_lock, c_shm_barrier, c_shm_unmap, NULL, NULL};
+
+static int c_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    counted_file *cf = (counted_file *)f;
+    cf->base.pMethods = NULL;
+    cf->real = calloc(1, (size_t)real_vfs->szOsFile);
+    if (!cf->real)
+        return SQLITE_NOMEM;
+    int rc = real_vfs->xOpen(real_vfs, name, cf->real, flags, out);
+    if (rc != SQLITE_OK || !cf->real->pMethods) {
+        free(cf->real);
+        return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
+    }
+    cf->base.pMethods = &counted_io;
+    return SQLITE_OK;
+}
+
+/* The shim as the default VFS (the driver opens its files with the default). */
+static void count_reads(void)
+{
+    static sqlite3_vfs vfs;
+    if (real_vfs)
+        return;
+    real_vfs = sqlite3_vfs_find(NULL);
+    ck_assert_ptr_nonnull(real_vfs);
+    vfs = *real_vfs;
+    vfs.szOsFile = (int)sizeof(counted_file);
+    vfs.zName = "convo-counted";
+    vfs.xOpen = c_open;
+    vfs.pNext = NULL;
+    ck_assert_int_eq(sqlite3_vfs_register(&vfs, 1), SQLITE_OK);
+}
+
+/* A chain of n checkpoints whose bodies code against a base (LangGraph's
+ * shape: its id, a time, channel versions) on a new file at path. */
+static void chain(const char *path, int n)
+{
+    convo_store *s = open_db(path);
+    char id[32], parent[32], body[512];
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "c%05d", i);
+        /* one message a checkpoint: items are what makes libconvo code the body */
+        char msg[64];
+        snprintf(msg, sizeof msg, "{\"role\":\"user\",\"content\":\"m%d\"}", i);
+        const char *texts[] = {msg};
+        convo_items_in items = {0};
+        items.items = texts;
+        items.n = 1;
+        items.log = 1;
+        const convo_items_in *per_channel[] = {&items};
+        convo_channel_in ch = {"messages", id, NULL};
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.channel_items = per_channel;
+        cp.thread_id = "t";
+        cp.checkpoint_id = id;
+        cp.parent_id = i ? parent : NULL;
+        char meta[80];
+        snprintf(meta, sizeof meta, M_LOOP, i);
+        cp.metadata_json = meta;
+        int len = snprintf(body, sizeof body,
+                           "{\"v\":4,\"ts\":\"2026-11-27T00:%02d:%02d.%06d+00:00\",\"id\":\"%s\","
+                           "\"channel_versions\":{\"messages\":\"%s\",\"b\":\"00000000000000000000000000000001.0\"},"
+                           "\"versions_seen\":{\"__input__\":{},\"node\":{\"messages\":\"%s\"}},"
+                           "\"pending_sends\":[]}",
+                           (i / 60) % 60, i % 60, i, id, id, i ? parent : id);
+        cp.body = (convo_blob){"json", body, (size_t)len};
+        cp.channels = &ch;
+        cp.nchannels = 1;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put %s: %s", id, err.message);
+        memcpy(parent, id, sizeof id);
+    }
+    convo_close(s);
+}
+
+/* Pages read by a new store's get of checkpoint id (NULL: the latest) and a
+ * list of the 3 newest; the body checked as put. */
+static long fresh_reads(const char *path, const char *id, const char *want_id)
+{
+    convo_store *s = open_db(path);
+    page_reads = 0;
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", "", id, &cp, &err) == 0, "get: %s", err.message);
+    ck_assert_str_eq(convo_checkpoint_id(cp), want_id);
+    convo_blob b = convo_checkpoint_body(cp);
+    ck_assert_str_eq(b.type, "json");
+    char want[40];
+    snprintf(want, sizeof want, "\"id\":\"%s\"", want_id);
+    ck_assert_ptr_nonnull(memmem(b.bytes, b.len, want, strlen(want)));
+    convo_checkpoint_free(cp);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    o.limit = 3;
+    convo_checkpoint_set *set = NULL;
+    ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "list: %s", err.message);
+    ck_assert_int_eq(convo_checkpoint_set_count(set), 3);
+    convo_checkpoint_set_free(set);
+    long reads = page_reads;
+    convo_close(s);
+    return reads;
+}
+
+/* A fresh get at the end of 1,500 coded checkpoints reads about the pages it
+ * reads at the end of 15 (the B-tree one level deeper): not the chain. */
+START_TEST(test_fresh_get_reads_no_chain)
+{
+    count_reads();
+    char short_path[600], long_path[600];
+    snprintf(short_path, sizeof short_path, "%s", db_path("chain-short"));
+    snprintf(long_path, sizeof long_path, "%s", db_path("chain-long"));
+    chain(short_path, 15);
+    chain(long_path, 1500);
+    /* the bodies are stored coded (else this would pin nothing about bases) */
+    ck_assert_int_ge(sql_int(long_path, "SELECT count(*) FROM convo_checkpoints AS c"
+                                        " JOIN convo_names AS n ON n.num = c.body_type"
+                                        " WHERE n.name = 'convo/delta'"),
+                     1499);
+    long few = fresh_reads(short_path, NULL, "c00014");
+    long many = fresh_reads(long_path, NULL, "c01499");
+    long mid = fresh_reads(long_path, "c00750", "c00750");
+    ck_assert_int_gt(few, 0);
+    ck_assert_msg(many <= few + 8 && mid <= few + 8,
+                  "a fresh get read %ld pages after 1,500 checkpoints (%ld mid-chain), "
+                  "%ld after 15",
+                  many, mid, few);
+    /* the file is that large: reading the chain would cost far more */
+    ck_assert_int_gt(sql_int(long_path, "PRAGMA page_count"), few + 40);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -330,6 +533,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_shape_bound);
     tcase_add_test(tc, test_corrupt_values);
     tcase_add_test(tc, test_migration_7_to_8);
+    tcase_add_test(tc, test_fresh_get_reads_no_chain);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
