@@ -26,6 +26,7 @@ CONVO_TEST_POSTGRES_URL (its runs skipped with a note when neither is set), a sc
 run, dropped at the end; SQLite: files in a temporary folder, sized with dbstat."""
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -376,32 +377,63 @@ def timed_cpu(f):
     return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
 
 
+class FullCollections:
+    """Counts Python's full (generation 2) garbage collections while active."""
+    def __init__(self):
+        self.count, self.active = 0, False
+        gc.callbacks.append(self._seen)
+
+    def _seen(self, phase, info):
+        if self.active and phase == "start" and info.get("generation") == 2:
+            self.count += 1
+
+
+FULL_GC = FullCollections()
+
+
+def settled():
+    """Before a timed fresh call: the garbage of earlier calls (the previous fresh saver,
+    its compiled graph) collected untimed, so a full collection it owes, whose cost grows
+    with the whole heap of this process (~60-130 ms at 1,000 turns), is not charged to
+    the call (they landed in the fresh figures at random: 26-34 vs 133-138 ms CPU on the
+    same code, docs/performance.md "fresh get_state and the garbage collector")."""
+    gc.collect()
+    FULL_GC.active = True
+
+
 def probe(run, saver, graph, convo, turn):
     """get_tuple and get_state on the thread's latest checkpoint: warm on the run's saver,
-    then the first call of each on FRESH new savers of the same store."""
+    then the first call of each on FRESH new savers of the same store (each after a full
+    collection, untimed; the full collections that still fall inside are counted)."""
     warm_tuple, warm_state, fresh_tuple, fresh_state, fresh_cpu = [], [], [], [], []
     for _ in range(WARM):
         warm_tuple.append(timed(lambda: saver.get_tuple(THREAD)))
         warm_state.append(timed(lambda: graph.get_state(THREAD)))
+    FULL_GC.count = 0
     for _ in range(FRESH):
         other = run.store.open()
         try:
+            settled()
             fresh_tuple.append(timed(lambda: other.get_tuple(THREAD)))
         finally:
+            FULL_GC.active = False
             run.store.close(other)
         other = run.store.open()
         try:
+            settled()
             wall, cpu = timed_cpu(lambda: chatbot(run.kind, other, convo).get_state(THREAD))
             fresh_state.append(wall)
             fresh_cpu.append(cpu)
         finally:
+            FULL_GC.active = False
             run.store.close(other)
     convo.check(run.name, graph.get_state(THREAD).values.get("messages"), turn)
     return {"turn": turn, "get_tuple_ms": statistics.median(warm_tuple),
             "get_state_ms": statistics.median(warm_state),
             "fresh_get_tuple_ms": statistics.median(fresh_tuple),
             "fresh_get_state_ms": statistics.median(fresh_state),
-            "fresh_get_state_cpu_ms": statistics.median(fresh_cpu)}
+            "fresh_get_state_cpu_ms": statistics.median(fresh_cpu),
+            "fresh_full_collections": FULL_GC.count}
 
 
 def run_one(o, run, convo):
@@ -494,7 +526,7 @@ def summarize(o, run, rounds, convo):
             return med(lambda r: next(p[key] for p in r["probes"] if p["turn"] == turn))
         out["probes"].append({"turn": turn, **{k: round(pick(k), 2) for k in (
             "get_tuple_ms", "get_state_ms", "fresh_get_tuple_ms", "fresh_get_state_ms",
-            "fresh_get_state_cpu_ms")}})
+            "fresh_get_state_cpu_ms", "fresh_full_collections")}})
     if run.store.log:
         outside = med(lambda r: growth(r, [t for t in r["tables"] if t not in run.store.log]))
         out["outside_log_bytes"] = outside
@@ -539,7 +571,9 @@ def report(o, results, checks, convo):
         def probes(key, r=r):
             return "; ".join("%d: %s / %s" % (p["turn"], p[key], p["fresh_" + key])
                              for p in r["probes"])
-        cpu = "; ".join("%d: %s" % (p["turn"], p["fresh_get_state_cpu_ms"]) for p in r["probes"])
+        cpu = "; ".join("%d: %s (%s full GC)" % (p["turn"], p["fresh_get_state_cpu_ms"],
+                                                 p["fresh_full_collections"])
+                        for p in r["probes"])
         print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["run"], r["turns"], r["turns_per_sec"], r["saver_ms_early"], r["saver_ms_last"],
             r["late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"), cpu,
