@@ -315,6 +315,7 @@ static int resolve_v1(const char *record, size_t len)
     ck_assert_int_eq(convo__checkpoint_add_channel(cp, CONVO_BODY_CHANNEL, "b", "json", "{}", 2),
                      0);
     convo_error err;
+    convo__error_clear(&err);
     int rc = convo__body_resolve(cp, &err);
     if (rc == 0) {
         convo_blob b = convo_checkpoint_body(cp);
