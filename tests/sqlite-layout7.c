@@ -24,8 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "sqlite_layout.h"
 
-static const char *sqldir, *dir;
+static const char *sqldir;
 
 #define CP1 "1f1e9d80-3eda-6630-837f-58595672227b"
 #define CP2 "1f1e9d80-3ef5-63e0-8380-5c8b846e6a1b"
@@ -33,53 +34,6 @@ static const char *sqldir, *dir;
 #define TASK_A "46f2b824-1007-5938-980a-efe0c0bb8de3"
 #define TASK_B "dc5f84fc-65f3-50ef-b0aa-0cc429ae0809"
 #define UPPER "1F1E9D80-3EFF-6020-8382-FC0644D73835"
-
-static const char *db_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
-        unlink(f);
-    }
-    return buf;
-}
-
-static convo_store *open_db(const char *path)
-{
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_store *s = NULL;
-    convo_error err;
-    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
-    return s;
-}
-
-static long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
-                  sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static void exec_raw(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    char *msg = NULL;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
-    sqlite3_close(db);
-}
 
 /* The whole of a file of the source tree (malloc'd). */
 static char *slurp(const char *name)

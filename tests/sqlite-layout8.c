@@ -20,55 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *dir;
-
-static const char *db_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
-        unlink(f);
-    }
-    return buf;
-}
-
-static convo_store *open_db(const char *path)
-{
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_store *s = NULL;
-    convo_error err;
-    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
-    return s;
-}
-
-static long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
-                  sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static void exec_raw(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    char *msg = NULL;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
-    sqlite3_close(db);
-}
+#include "sqlite_layout.h"
 
 static void put(convo_store *s, const char *tid, const char *id, const char *parent,
                 const char *metadata)

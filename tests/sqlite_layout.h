@@ -1,0 +1,65 @@
+/* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c,
+ * tests/sqlite-layout8.c; one program each) share: a fresh database file in
+ * the run's scratch folder, a store on it, and raw SQL against the file that
+ * asserts as it goes. Each program sets `dir` from its arguments. */
+#ifndef CONVO_TESTS_SQLITE_LAYOUT_H
+#define CONVO_TESTS_SQLITE_LAYOUT_H
+
+#include <check.h>
+#include <convo.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static const char *dir; /* the scratch folder */
+
+/* DIR/NAME-PID.db, with any file of that name (and its -wal, -shm) removed */
+static const char *db_path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char f[600];
+        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
+        unlink(f);
+    }
+    return buf;
+}
+
+static convo_store *open_db(const char *path)
+{
+    char url[600];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
+    return s;
+}
+
+/* the first column of the first row of SQL on the file */
+static long long sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void exec_raw(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    char *msg = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
+    sqlite3_close(db);
+}
+
+#endif
