@@ -1210,6 +1210,7 @@ static Suite *postgres_suite(void)
     postgres_add_refs_tests(s);
     postgres_add_append_tests(s);
     postgres_add_dense_tests(s);
+    postgres_add_compact_tests(s);
     postgres_add_preview_tests(s);
     tc = tcase_create("cost");
     tcase_set_timeout(tc, 300);

@@ -21,7 +21,7 @@ cand AS (
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid AND k.checkpoint_ns = $2::text
                             AND ($3::text IS NULL OR k.put_seq < bp.p)
-                            AND ($4::text IS NULL OR k.metadata @> $4::text::jsonb)
+                            AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now())
        AND ($1::text IS NULL OR t.thread_id = $1::text)
@@ -30,7 +30,7 @@ cand AS (
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid
                             AND ($3::text IS NULL OR k.put_seq < bp.p)
-                            AND ($4::text IS NULL OR k.metadata @> $4::text::jsonb)
+                            AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
        AND ($1::text IS NULL OR t.thread_id = $1::text)),

@@ -1,6 +1,6 @@
 -- checkpoint_put.sql: a checkpoint with its channel values ($9 channels,
 -- $10 versions, $11 types, $12 values: NULL type where the version is stored
 -- already), then time and ttl.
-SELECT @S.checkpoint_put($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text,
+SELECT @S.checkpoint_put($1::text, $2::text, $3::text, $4::text, $5::text::json, $6::text,
        $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
        $13::timestamptz, $14::interval)

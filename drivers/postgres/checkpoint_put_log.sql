@@ -2,6 +2,6 @@
 -- bodies, $14 roles), the expected length ($15) and generation ($16; below
 -- 0: any), then time and ttl; the messages and the checkpoint in one
 -- transaction.
-SELECT @S.checkpoint_put_log($1::text, $2::text, $3::text, $4::text, $5::text::jsonb,
+SELECT @S.checkpoint_put_log($1::text, $2::text, $3::text, $4::text, $5::text::json,
        $6::text, $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
        $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval)

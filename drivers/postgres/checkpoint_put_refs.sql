@@ -3,7 +3,7 @@
 -- ids, $20 task ids or NULL, $21 idx, $22 channels, $23 versions, $24 old
 -- types, $25 old values, $26 new types, $27 new values, $28 log lengths); the
 -- put and the swaps in one transaction.
-SELECT @S.checkpoint_put_refs($1::text, $2::text, $3::text, $4::text, $5::text::jsonb,
+SELECT @S.checkpoint_put_refs($1::text, $2::text, $3::text, $4::text, $5::text::json,
        $6::text, $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
        $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval,
        $19::text[], $20::text[], $21::int8[], $22::text[], $23::text[], $24::text[],

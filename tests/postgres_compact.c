@@ -1,0 +1,208 @@
+/* postgres_compact.c — a checkpoint row's versions as one bytea and its
+ * metadata as the json text put (schema version 23): versions of every length
+ * back exactly (one over 255 bytes takes 4-byte lengths), the metadata stored
+ * as its compact text and filtered by containment, and a version 22 schema
+ * migrated with every row the same. */
+#include "postgres.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UUID_A "1f1e9eee-1758-6660-8003-f7e2ee72e981"
+#define UUID_B "1f1e9eee-1758-6660-8003-f7e2ee72e982"
+#define VER_JS "0000000000000599.k27lp6lcw6"
+#define META "{\"source\":\"loop\",\"step\":3,\"writes\":{\"model\":{\"n\":[1,2]}},\"z\":null}"
+
+static char long_version[301];
+
+static void put3(convo_store *s, const char *id, const char *v1, const char *v2,
+                 const char *v3, const char *metadata)
+{
+    convo_blob value = {"json", "null", 4};
+    convo_channel_in ch[3] = {{"messages", v1, &value},
+                              {"branch:to:model", v2, &value},
+                              {"__start__", v3, &value}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = id;
+    cp.metadata_json = metadata;
+    cp.channels = ch;
+    cp.nchannels = 3;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put %s: %s", id, err.message);
+}
+
+static void versions_are(convo_store *s, const char *id, const char *v1, const char *v2,
+                         const char *v3)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", "", id, &cp, &err) == 0, "get %s: %s", id,
+                  err.message);
+    ck_assert_uint_eq(convo_checkpoint_channel_count(cp), 3);
+    const char *want[3] = {v1, v2, v3};
+    const char *names[3] = {"messages", "branch:to:model", "__start__"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *ver = NULL;
+        convo_blob value;
+        const char *ch = convo_checkpoint_channel(cp, i, &ver, &value);
+        size_t k = 0;
+        while (k < 3 && strcmp(names[k], ch) != 0)
+            k++;
+        ck_assert_msg(k < 3, "channel %s", ch);
+        ck_assert_str_eq(ver, want[k]);
+        ck_assert(value.type && strcmp(value.type, "json") == 0 && value.len == 4);
+    }
+    convo_checkpoint_free(cp);
+}
+
+static char *stored(PGconn *pg, const char *schema, const char *what, const char *id_hex)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\".checkpoints c"
+             " WHERE c.checkpoint_id = '\\x%s'", what, schema, id_hex);
+    return query1(pg, sql);
+}
+
+/* Versions of 1, 2, 9, 27 and 300 bytes back exactly; the stored value is the
+ * width of a length, the lengths and the versions, nothing more. */
+START_TEST(test_versions_joined)
+{
+    const char *name = "vjoin", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, VER_JS, "7", "v-\xc3\xa9t\xc3\xa9-7", "{}");
+    put3(s, UUID_B, long_version, VER_JS, "!x", "{}");
+    versions_are(s, UUID_A, VER_JS, "7", "v-\xc3\xa9t\xc3\xa9-7");
+    versions_are(s, UUID_B, long_version, VER_JS, "!x");
+    convo_close(s);
+    PGconn *pg = admin();
+    /* 1 + 3 lengths + 16 (JS packed) + 1 + 9 */
+    char *v = stored(pg, schema, "encode(substring(c.versions FOR 4), 'hex') || ' ' ||"
+                     " octet_length(c.versions)", "1f1e9eee175866608003f7e2ee72e981");
+    ck_assert_str_eq(v, "01100109 30");
+    free(v);
+    /* 1 + 3 four-byte lengths + 300 + 16 + 2 */
+    v = stored(pg, schema, "encode(substring(c.versions FOR 5), 'hex') || ' ' ||"
+               " octet_length(c.versions)", "1f1e9eee175866608003f7e2ee72e982");
+    ck_assert_str_eq(v, "040000012c 331");
+    free(v);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
+/* The metadata is kept as the compact text the library passes (smaller than
+ * jsonb), read back as the same object, and a list filters it by containment. */
+START_TEST(test_metadata_as_text)
+{
+    const char *name = "meta", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, "1", "1", "1", META);
+    put3(s, UUID_B, "2", "2", "2", "{\"source\":\"input\",\"step\":4}");
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
+    ck_assert_str_eq(convo_checkpoint_metadata(cp), META);
+    convo_checkpoint_free(cp);
+    const char *filters[4] = {"{\"writes\":{\"model\":{\"n\":[2]}}}", "{\"step\":4}",
+                              "{\"writes\":{\"model\":{\"n\":[3]}}}", "{\"z\":null}"};
+    const char *found[4] = {UUID_A, UUID_B, NULL, UUID_A};
+    for (int i = 0; i < 4; i++) {
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        o.filter_json = filters[i];
+        convo_checkpoint_set *set = NULL;
+        ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+        ck_assert_uint_eq(convo_checkpoint_set_count(set), found[i] ? 1 : 0);
+        if (found[i])
+            ck_assert_str_eq(convo_checkpoint_id(convo_checkpoint_set_get(set, 0)), found[i]);
+        convo_checkpoint_set_free(set);
+    }
+    convo_close(s);
+    PGconn *pg = admin();
+    char *v = stored(pg, schema, "c.metadata::text || ' ' || (pg_column_size(c.metadata) <"
+                     " pg_column_size(c.metadata::jsonb))", "1f1e9eee175866608003f7e2ee72e981");
+    ck_assert_str_eq(v, META " true");
+    free(v);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
+/* What a version 22 schema held, written by its own functions: versions as
+ * an array, metadata as jsonb, a long version among them. */
+static char *v22_data(void)
+{
+    static char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT @S.checkpoint_put('t', '', '" UUID_A "', NULL, '" META "', 'json',"
+             " '\\x007b7d', 0, ARRAY['messages', 'branch:to:model', '__start__'],"
+             " ARRAY['" VER_JS "', '', '%s'], ARRAY['json', 'json', 'json'],"
+             " ARRAY['\\x6e756c6c'::bytea, '\\x6e756c6c', '\\x6e756c6c'], now(), NULL);"
+             "SELECT @S.checkpoint_put('t', '', '" UUID_B "', '" UUID_A "', '{}', NULL,"
+             " NULL, 0, ARRAY['messages', 'branch:to:model', '__start__'],"
+             " ARRAY['v2', '', '%s'], ARRAY['json', NULL, NULL],"
+             " ARRAY['\\x6e756c6c'::bytea, NULL, NULL], now(), NULL);"
+             "SELECT @S.checkpoint_put_writes('t', '', '" UUID_B "', '" UUID_A "', 'p',"
+             " ARRAY[0::int8], ARRAY['messages'], ARRAY['json'], ARRAY['\\x31'::bytea], NULL)",
+             long_version, long_version);
+    return sql;
+}
+
+/* A version 22 schema is migrated on open: every row reads the same (the
+ * metadata keeps jsonb's text), the versions are one value, and the driver
+ * reads and extends it. */
+START_TEST(test_migration_from_version_22)
+{
+    schema_at_version("d22", 22);
+    PGconn *pg = admin();
+    const char *schema = schema_name("d22");
+    exec_in_schema(pg, schema, v22_data());
+    char *before = rows_as_text(pg, "d22", 4);
+    ck_assert_msg(strstr(before, "k27lp6lcw6") != NULL, "v22 data: %s", before);
+    convo_store *s = open_ok(schema_url("d22", NULL));
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT string_agg(version::text, ',' ORDER BY version)"
+             " FROM \"%s\".schema_version", schema);
+    char *v = query1(pg, sql);
+    ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
+    free(v);
+    char *after = rows_as_text(pg, "d22", 4);
+    ck_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    snprintf(sql, sizeof sql, "SELECT string_agg(a.attname || ' ' || format_type(a.atttypid,"
+             " a.atttypmod), ', ' ORDER BY a.attname) FROM pg_attribute a"
+             " WHERE a.attrelid = '\"%s\".checkpoints'::regclass"
+             " AND a.attname IN ('versions', 'metadata')", schema);
+    v = query1(pg, sql);
+    ck_assert_str_eq(v, "metadata json, versions bytea");
+    free(v);
+    versions_are(s, UUID_A, VER_JS, "", long_version);
+    versions_are(s, UUID_B, "v2", "", long_version);
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
+    /* as jsonb gave it (keys by length, then bytes) */
+    ck_assert_str_eq(convo_checkpoint_metadata(cp), "{\"z\":null,\"step\":3,\"source\":"
+                     "\"loop\",\"writes\":{\"model\":{\"n\":[1,2]}}}");
+    convo_checkpoint_free(cp);
+    put3(s, "1f1e9eee-1758-6660-8003-f7e2ee72e983", "v3", VER_JS, long_version, META);
+    versions_are(s, "1f1e9eee-1758-6660-8003-f7e2ee72e983", "v3", VER_JS, long_version);
+    convo_close(s);
+    PQfinish(pg);
+    drop_schema("d22");
+}
+END_TEST
+
+void postgres_add_compact_tests(Suite *s)
+{
+    memset(long_version, 'x', sizeof long_version - 1);
+    memcpy(long_version, "77.", 3); /* no zero-padded count: kept as its bytes */
+    TCase *tc = tcase_create("compact");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_versions_joined);
+    tcase_add_test(tc, test_metadata_as_text);
+    tcase_add_test(tc, test_migration_from_version_22);
+    suite_add_tcase(s, tc);
+}
