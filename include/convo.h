@@ -387,7 +387,7 @@ typedef struct convo_checkpoint_get_opts {
 CONVO_EXTERN int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opts,
                                          convo_checkpoint **out, convo_error *err);
 
-#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 3
+#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 4
 typedef struct convo_checkpoint_list_opts {
     unsigned int version;
     const char *thread_id;     /* NULL = every thread */
@@ -407,9 +407,16 @@ typedef struct convo_checkpoint_list_opts {
     int64_t known_generation; /* -1 = nothing known */
     int64_t known_length;     /* 0 = nothing known */
     int64_t known_origin;     /* -1 = nothing known */
+    /* ---- version 4: 1 = a channel value that is a list of items comes back
+     * without its items (convo_items n = 0; its key and rest as stored), and
+     * the log is not read for it: a walk over ancestors that needs only their
+     * pending writes and metadata (LangGraph's delta channel history) reads
+     * none of their lists. The key and rest still tell which list a channel
+     * holds; other values, pending writes and metadata are as without it. */
+    int without_channel_items;
 } convo_checkpoint_list_opts;
 #define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, \
-                                          NULL, NULL, NULL, -1, 0, -1 }
+                                          NULL, NULL, NULL, -1, 0, -1, 0 }
 
 /* Newest first (the order in which they were put). */
 CONVO_EXTERN int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,

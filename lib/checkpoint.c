@@ -604,7 +604,7 @@ int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opt
     if (rc == 0)
         rc = convo__checkpoint_get_raw(s, opts->thread_id, opts->checkpoint_ns,
                                        opts->checkpoint_id, out, err);
-    if (rc == 0 && (rc = convo__items_resolve(s, *out, &k, err)) == 0)
+    if (rc == 0 && (rc = convo__items_resolve(s, *out, &k, 0, err)) == 0)
         rc = convo__body_resolve(*out, err);
     if (rc != 0 && out && *out) {
         convo_checkpoint_free(*out);
@@ -645,13 +645,17 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_LIST_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL, "unknown checkpoint list opts version");
         memcpy(&o, opts,
-               opts->version >= 3   ? sizeof o
+               opts->version >= 4   ? sizeof o
+               : opts->version == 3 ? offsetof(convo_checkpoint_list_opts, without_channel_items)
                : opts->version == 2 ? offsetof(convo_checkpoint_list_opts, known_generation)
                                     : offsetof(convo_checkpoint_list_opts, before_thread_id));
         o.version = CONVO_CHECKPOINT_LIST_OPTS_VERSION;
     }
     convo__known k = {o.known_generation, o.known_length, o.known_origin};
     int rc = check_known(&k, err);
+    if (rc == 0 && o.without_channel_items != 0 && o.without_channel_items != 1)
+        rc = convo__error(err, CONVO_EINVAL, NULL, "without_channel_items is %d, not 0 or 1",
+                          o.without_channel_items);
     if (rc == 0 && o.known_length > 0 && !o.thread_id)
         rc = convo__error(err, CONVO_EINVAL, NULL,
                           "known_length is what is known of one thread's log: it needs thread_id");
@@ -687,7 +691,8 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
     for (size_t i = 0; rc == 0 && i < (*out)->count; i++)
-        if ((rc = convo__items_resolve(s, (*out)->items[i], &k, err)) == 0)
+        if ((rc = convo__items_resolve(s, (*out)->items[i], &k, o.without_channel_items, err)) ==
+            0)
             rc = convo__body_resolve((*out)->items[i], err);
     if (rc != 0) {
         convo_checkpoint_set_free(*out);

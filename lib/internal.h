@@ -94,13 +94,15 @@ struct convo_checkpoint_set {
 
 /* items.c: log references. The blob type of a stored reference. */
 #define CONVO_ITEMS_TYPE "convo/items"
-/* Resolves every "convo/items" value of cp with one load of the log. */
+/* Resolves every "convo/items" value of cp with one load of the log; with
+ * without_channel_items its channels' lists get their key and rest only (the
+ * log is read for its writes alone). */
 /* What a caller holds of a thread's log (convo_checkpoint_get_opts): length 0 = nothing. */
 typedef struct convo__known {
     int64_t generation, length, origin;
 } convo__known;
 int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
-                         convo_error *err);
+                         int without_channel_items, convo_error *err);
 void convo__items_free(cp_items *it);
 /* 0 when b (type CONVO_ITEMS_TYPE) is a well-formed reference, else CONVO_EINVAL;
  * *end is 1 + its highest seq (0 when none). */

@@ -328,7 +328,7 @@ static int load_log(convo_store *s, convo_checkpoint *cp, const convo__known *kn
 }
 
 int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
-                         convo_error *err)
+                         int without_channel_items, convo_error *err)
 {
     size_t total = cp->nchannels + cp->nwrites, nrefs = 0;
     for (size_t i = 0; i < cp->nchannels; i++)
@@ -351,6 +351,10 @@ int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__know
                                           : cp->writes[k - cp->nchannels].bytes;
         size_t len = k < cp->nchannels ? cp->channels[k].len : cp->writes[k - cp->nchannels].len;
         rc = convo__ref_decode(b, len, &refs[k], err);
+        if (rc == 0 && without_channel_items && k < cp->nchannels) {
+            refs[k].nsegs = 0; /* its key and rest, no item: nothing of the log to read */
+            refs[k].n = refs[k].from = refs[k].end = 0;
+        }
         if (rc == 0 && refs[k].end > 0) {
             if (end == 0 || refs[k].from < from)
                 from = refs[k].from;

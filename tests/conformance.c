@@ -1074,6 +1074,7 @@ int main(int argc, char **argv)
     conf_add_rewrite_tests(s);
     conf_add_items_tests(s);
     conf_add_known_tests(s);
+    conf_add_list_items_tests(s);
     conf_add_prefix_tests(s);
     conf_add_thread_index_tests(s);
     conf_add_copy_tests(s);

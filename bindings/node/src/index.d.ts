@@ -254,9 +254,12 @@ export declare class Store {
   /** known: the caller holds messages [0, knownLength) of the thread at that generation and
    * origin (a StoredCheckpoint's); items below knownLength then come back with a null text. */
   checkpointGet(threadId: string, ns?: string, id?: string | null, known?: KnownLog): Promise<StoredCheckpoint>;
+  /** withoutChannelItems: channel lists come back with their key and rest but no items (the
+   * log is not read for them); writes, metadata and plain values as without it. */
   checkpointList(opts?: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
-    filter?: Record<string, unknown> | string | null } & KnownLog): Promise<StoredCheckpoint[]>;
+    filter?: Record<string, unknown> | string | null; withoutChannelItems?: boolean } & KnownLog):
+    Promise<StoredCheckpoint[]>;
   checkpointPrune(threadId: string, keepLast: number): Promise<void>;
   checkpointDelete(opts: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;

@@ -66,6 +66,20 @@ for (const [name, base] of drivers()) {
         const listed = await store.checkpointList({ threadId: t });
         assert.deepEqual(listed.map((c) => c.id), ['c1', 'c0', 'in']);
         assert.deepEqual(listed[0].channels[0].items.texts, [U1, A1]);
+        // without the channels' items: their key and rest, the writes and plain values whole
+        const lean = await store.checkpointList({ threadId: t, withoutChannelItems: true });
+        assert.deepEqual(lean.map((c) => c.id), ['c1', 'c0', 'in']);
+        assert.deepEqual(lean[0].channels[0].items, { texts: [], seqs: [], key: null, rest: null });
+        assert.equal(lean[0].generation, -1); // nothing of the log read
+        assert.deepEqual(lean[2].channels[0].items.texts, []);
+        assert.equal(lean[2].channels[0].items.key, 'messages');
+        assert.equal(text(lean[2].channels[0].items.rest), '{"x":1}');
+        assert.deepEqual(lean[2].writes.map((w) => w.items?.texts ?? text(w.value)), [[U1], '2']);
+        assert.deepEqual(lean[1].writes[0].items, c0.writes[0].items);
+        assert.equal(text(lean[1].channels.find((c) => c.channel === 'plain').value), '[1]');
+        assert.deepEqual(lean.map((c) => c.metadata), listed.map((c) => c.metadata));
+        await assert.rejects(store.checkpointList({ threadId: t, withoutChannelItems: 1 }),
+          /withoutChannelItems must be a boolean/);
       } finally {
         await store.close();
       }

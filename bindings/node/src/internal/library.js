@@ -183,6 +183,7 @@ koffi.struct('convo_checkpoint_list_opts', {
   known_generation: 'int64_t', // version 3: what the caller holds of thread_id's log
   known_length: 'int64_t',
   known_origin: 'int64_t',
+  without_channel_items: 'int', // version 4: channel lists without their items
 });
 koffi.struct('convo_checkpoint_get_opts', {
   version: 'unsigned int',

@@ -206,7 +206,8 @@ export class DeltaLists {
 /**
  * LangGraph's getDeltaChannelHistory answered from the store: the checkpoint, then its
  * ancestors listed in one call per stretch of the chain (a time-travel branch point starts
- * a new stretch), each ancestor's writes resolved from the log by libconvo. Returns exactly
+ * a new stretch) without their channels' items, each ancestor's writes resolved from the log
+ * by libconvo, and the seed's value read alone (one more call). Returns exactly
  * what BaseCheckpointSaver's walk over getTuple returns: per channel, the writes of every
  * ancestor from the nearest one holding a value of the channel (its `seed`) to the parent,
  * oldest first, each checkpoint's in (task path, task id, idx) order.
@@ -243,18 +244,24 @@ export async function deltaHistory(store, config, channels, { valueOf, hasValue,
     return d;
   };
   let depth = Math.max(8, depthOf(target));
+  // the window's checkpoints come without their channels' items (their writes and which
+  // channel holds a value are all the walk needs); the seed's value is read alone
   const window = new Map();
+  const listed = new Set();
   const page = async (before) => {
     window.clear();
-    for (const cp of await store.checkpointList({ threadId, ns, before, limit: depth, ...known })) {
+    listed.clear();
+    for (const cp of await store.checkpointList({ threadId, ns, before, limit: depth,
+      withoutChannelItems: true, ...known })) {
       window.set(cp.id, cp);
+      listed.add(cp);
     }
   };
   const remaining = new Set(channels);
   const chain = []; // newest first: [checkpoint, { channel: [write, ...] }]
   let cursor = target.parentId;
   let listedBefore = null;
-  while (cursor && remaining.size) {
+  walk: while (cursor && remaining.size) {
     let cp = window.get(cursor);
     if (!cp) {
       if (listedBefore !== target.id) {
@@ -275,7 +282,9 @@ export async function deltaHistory(store, config, channels, { valueOf, hasValue,
     for (const ch of [...remaining]) {
       const stored = cp.channels.find((x) => x.channel === ch);
       if (stored && hasValue(stored)) {
-        seeds[ch] = await valueOf(stored, cp);
+        const whole = listed.has(cp) && stored.items ? await get(cp.id) : cp;
+        if (!whole) break walk; // removed since it was listed: the chain ends there
+        seeds[ch] = await valueOf(whole.channels.find((x) => x.channel === ch), whole);
         remaining.delete(ch);
       }
     }
