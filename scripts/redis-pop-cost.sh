@@ -40,11 +40,14 @@ redis-cli -p "$port" zadd P:ix:r $u $t >/dev/null
     for i in $(seq "$n"); do
         resp MULTI; resp RPUSHX "$msgs" "$rec"; resp PTTL "$msgs"; resp EXEC
         if [ "$mode" = window ]; then
-            resp EVALSHA "$sha" 4 "$msgs" "$meta" 'P:{thread-000001}:cp' \
-                'P:{thread-000001}:cpidx' $((u + 1000)) p $t 20 21 -1
-        else
-            resp EVALSHA "$sha" 4 "$msgs" "$meta" 'P:{thread-000001}:cp' \
-                'P:{thread-000001}:cpidx' $((u + 1000 + i)) P:ix:r $t 20 21 -1
+            resp EVALSHA "$sha" 2 "$msgs" "$meta" $((u + 1000)) p - 21 -1
+        else # ARGV[2] is "P:ix:r\0ID" (a NUL cannot pass through resp's arguments)
+            printf '*10\r\n'
+            for a in EVALSHA "$sha" 2 "$msgs" "$meta" $((u + 1000 + i)); do
+                printf '$%d\r\n%s\r\n' "${#a}" "$a"
+            done
+            printf '$%d\r\nP:ix:r\0%s\r\n' $((7 + ${#t})) "$t"
+            for a in - 21 -1; do printf '$%d\r\n%s\r\n' "${#a}" "$a"; done
         fi
     done
 } >"$dir/in.resp"

@@ -14,6 +14,8 @@ typedef struct rewrite_call {
     const convo_rewrite_opts *o;
     const packbuf *pb;
     size_t n;
+    char *ix_arg; /* one server outside the window: "P:ix:r\0ID" */
+    size_t ix_arg_len;
 } rewrite_call;
 
 static int rewrite_build(const rewrite_call *w, cmd *c)
@@ -31,22 +33,31 @@ static int rewrite_build(const rewrite_call *w, cmd *c)
     return c->failed ? CONVO_ENOMEM : 0;
 }
 
-/* rewrite_quick.lua's call: four keys, the clock, P:ix:r ('p' inside the
- * window, '' on a cluster), the id, keep, the conditions, the records. */
+/* rewrite_quick.lua's call: msgs and meta (and cp, cpidx on a cluster), the
+ * clock, 'p' inside the window, "P:ix:r\0ID" outside it ('' on a cluster),
+ * keep ('-' for a pop of the last message of the expected length), the
+ * conditions, the records: every key and argument costs the server about
+ * 1,000 instructions (docs/redis.md, "The quick script"). */
 static int rewrite_quick_build(const rewrite_call *w, cmd *c)
 {
     static const int keys[] = {K_MSGS, K_META, K_CP, K_CPIDX};
     const thread_keys *tk = w->tk;
     const char *z = memchr(tk->spec, '\0', tk->spec_len);
+    int nkeys = w->b->cluster ? 4 : 2;
     convo__rd_cmd_add(c, "EVALSHA", 7);
     convo__rd_cmd_add(c, "", 0); /* set by convo__rd_pipeline_script() */
-    convo__rd_cmd_num(c, 4);
-    for (int i = 0; i < 4; i++)
+    convo__rd_cmd_num(c, nkeys);
+    for (int i = 0; i < nkeys; i++)
         convo__rd_cmd_add(c, tk->k[keys[i]], tk->len[keys[i]]);
     convo__rd_cmd_add(c, tk->spec, z ? (size_t)(z - tk->spec) : tk->spec_len); /* NOW */
-    convo__rd_cmd_str(c, w->b->cluster ? "" : w->in_window ? "p" : w->b->ix_recent);
-    convo__rd_cmd_str(c, tk->id);
-    convo__rd_cmd_num(c, w->keep);
+    if (w->ix_arg)
+        convo__rd_cmd_add(c, w->ix_arg, w->ix_arg_len);
+    else
+        convo__rd_cmd_str(c, w->b->cluster ? "" : "p");
+    if (w->n == 0 && w->o->expected_length >= 0 && w->keep == w->o->expected_length - 1)
+        convo__rd_cmd_add(c, "-", 1);
+    else
+        convo__rd_cmd_num(c, w->keep);
     convo__rd_cmd_num(c, w->o->expected_length);
     convo__rd_cmd_num(c, w->o->expected_generation);
     for (size_t i = 0; i < w->n; i++)
@@ -54,17 +65,31 @@ static int rewrite_quick_build(const rewrite_call *w, cmd *c)
     return c->failed ? CONVO_ENOMEM : 0;
 }
 
-/* rewrite_quick.lua's answer: the generation when an expected length was
- * given, else {removed, generation}. */
+/* Decimal digits (at most 18) as a number, else -1. */
+static long long decimal(const char *s, size_t len)
+{
+    long long v = 0;
+    if (len == 0 || len > 18)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* rewrite_quick.lua's answer: the generation (as text) when an expected
+ * length was given, else {removed, generation}. */
 static int rewrite_quick_result(const rewrite_call *w, const redisReply *r,
                                 convo_rewrite_result *res, convo_error *err)
 {
     if (r->type == REDIS_REPLY_ERROR)
         return convo__rd_reply_error(r, err);
     long long removed = -1, gen = -1;
-    if (r->type == REDIS_REPLY_INTEGER && w->o->expected_length >= 0) {
+    if (r->type == REDIS_REPLY_STRING && w->o->expected_length >= 0) {
         removed = w->o->expected_length - w->keep;
-        gen = r->integer;
+        gen = decimal(r->str, r->len);
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_INTEGER &&
                r->element[1]->type == REDIS_REPLY_INTEGER) {
@@ -162,6 +187,19 @@ static int rewrite_run(convo_backend *b, rconn *c, const char *id, const rewrite
     return rc;
 }
 
+/* The quick script's index argument outside the window: P:ix:r, NUL, the id. */
+static int ix_arg_make(const convo_backend *b, const char *id, rewrite_call *w)
+{
+    size_t kl = strlen(b->ix_recent), il = strlen(id);
+    if (!(w->ix_arg = malloc(kl + 1 + il)))
+        return CONVO_ENOMEM;
+    memcpy(w->ix_arg, b->ix_recent, kl);
+    w->ix_arg[kl] = '\0';
+    memcpy(w->ix_arg + kl + 1, id, il);
+    w->ix_arg_len = kl + 1 + il;
+    return 0;
+}
+
 int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep,
                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
                            convo_rewrite_result *res, convo_error *err)
@@ -176,7 +214,9 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
     uint64_t h = convo__rd_id_hash(thread_id);
     int64_t now = convo__rd_spec_now(&tk);
     rewrite_call w = {b, !b->cluster && convo__rd_recent_in_window(b, h, now), &tk, keep, opts,
-                      &pb, n};
+                      &pb, n, NULL, 0};
+    if (rc == 0 && !b->cluster && !w.in_window && (rc = ix_arg_make(b, thread_id, &w)) != 0)
+        rc = convo__rd_oom(err);
     rconn *c;
     redisReply *r = NULL;
     int ran = S_REWRITE;
@@ -192,6 +232,7 @@ int convo__rd_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
         convo__rd_recent_moved(b, h, now);
     freeReplyObject(r);
     convo__rd_packbuf_free(&pb);
+    free(w.ix_arg);
     free(tk.buf);
     return rc;
 }
