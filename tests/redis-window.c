@@ -561,6 +561,121 @@ START_TEST(test_layouts_4_and_5_migrated)
 }
 END_TEST
 
+/* The quick script raises the generation as text (the last digit, or the
+ * number when it ends in 9): pops and a regenerated last answer through
+ * 9 -> 10 and 19 -> 20, with and without an expected length, against the
+ * stored g and a load. */
+START_TEST(test_quick_generation_as_text)
+{
+    char prefix[256];
+    convo_store *s = open_store("gen", NULL, prefix, sizeof prefix);
+    convo_error err;
+    convo_rewrite_result res;
+    const char *again = "{\"role\":\"assistant\",\"content\":\"again\"}";
+    ck_assert_int_eq(convo_append(s, "g", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    int64_t gen;
+    for (gen = 1; gen <= 21; gen++) {
+        convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
+        if (gen % 2)
+            ro.expected_length = 2;
+        if (gen % 3 == 0) { /* the last answer again: one LSET */
+            ro.expected_generation = gen - 1;
+            ck_assert_int_eq(convo_append(s, "g", &MSG, NULL, 1, NULL, NULL, &err), 0);
+            ck_assert_int_eq(convo_replace_tail(s, "g", 1, &again, NULL, 1, &ro, &res, &err), 0);
+            ck_assert_int_eq(res.count, 1);
+            ck_assert_int_eq(num("LLEN %s:{g}:msgs", prefix), 2);
+            ck_assert_int_eq(convo_replace_tail(s, "g", 1, NULL, NULL, 0, NULL, &res, &err), 0);
+            gen++;
+        } else {
+            ck_assert_int_eq(convo_append(s, "g", &MSG, NULL, 1, NULL, NULL, &err), 0);
+            ck_assert_int_eq(convo_replace_tail(s, "g", 1, NULL, NULL, 0, &ro, &res, &err), 0);
+        }
+        ck_assert_int_eq(res.removed, 1);
+        ck_assert_int_eq(res.generation, gen);
+        ck_assert_int_eq(num("HGET %s:{g}:meta g", prefix), gen);
+    }
+    convo_history *h;
+    ck_assert_int_eq(convo_load(s, "g", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_generation(h), gen - 1);
+    ck_assert_uint_eq(convo_history_count(h), 1);
+    convo_history_free(h);
+    convo_rewrite_opts stale = CONVO_REWRITE_OPTS_INIT;
+    stale.expected_generation = gen - 2;
+    ck_assert_int_eq(convo_replace_tail(s, "g", 0, NULL, NULL, 0, &stale, &res, &err),
+                     CONVO_ECONFLICT);
+    ck_assert_int_eq(convo_replace_tail(s, "missing", 0, NULL, NULL, 0, NULL, &res, &err),
+                     CONVO_ENOTFOUND);
+    convo_close(s);
+}
+END_TEST
+
+/* A page's last message is read from the record's msgpack headers in place:
+ * every integer width of created_at, fixstr / str8 roles, bin8 / bin16 / str
+ * bytes come back exactly; a truncated record, one that is not a 3-array,
+ * and one whose bytes are neither str nor bin are CONVO_ECORRUPT. */
+#define REC(literal) literal, sizeof literal - 1
+
+START_TEST(test_page_last_message_records)
+{
+    char prefix[256], big[300];
+    convo_store *s = open_store("rec", NULL, prefix, sizeof prefix);
+    convo_error err;
+    memset(big, 'x', sizeof big);
+    memcpy(big, "{\"r\":\"", 6);
+    memcpy(big + sizeof big - 2, "\"}", 2);
+    static const struct {
+        const char *rec;
+        size_t len;
+        int ok;
+    } cases[] = {
+        {REC("\x93\x05\xa4user\xc4\x02{}"), 1}, /* fixint, fixstr, bin8 */
+        {REC("\x93\xcf\0\0\0\0\0\0\0\x07\xd9\x01u\xa2{}"), 1}, /* uint64, str8, fixstr */
+        {REC("\x93\xd3\0\0\0\0\0\0\0\x07\xa1u\xc4\x02{}"), 1}, /* int64 */
+        {REC("\x93\x05\xa4user\xc4\x05{}"), 0}, /* bytes past the end */
+        {REC("\x93\x05\xa9user"), 0}, /* role past the end */
+        {REC("\x92\x05\xa4user"), 0}, /* not [t, role, bytes] */
+        {REC("\x93\x05\xa4user\x05"), 0}, /* bytes not str or bin */
+        {REC("\x93\xcf\0\0"), 0}, /* time past the end */
+        {REC("\x93\x80\xa1u\xa2{}"), 0}, /* time a map */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] + 1; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%zu", i);
+        ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+        char rec[400];
+        size_t len;
+        if (i < sizeof cases / sizeof cases[0]) {
+            memcpy(rec, cases[i].rec, cases[i].len);
+            len = cases[i].len;
+        } else { /* bin16 */
+            memcpy(rec, "\x93\x05\xa1u\xc5\x01\x2c", 7);
+            memcpy(rec + 7, big, sizeof big);
+            len = 7 + sizeof big;
+        }
+        freeReplyObject(cmd("LSET %s:{%s}:msgs -1 %b", prefix, id, rec, len));
+        convo_thread_list_opts lo = CONVO_THREAD_LIST_OPTS_INIT;
+        lo.limit = 1;
+        lo.with_last_message = 1;
+        convo_thread_page *p = NULL;
+        int ok = i == sizeof cases / sizeof cases[0] || cases[i].ok;
+        int rc = convo_thread_list_ex(s, &lo, &p, &err);
+        ck_assert_msg(rc == (ok ? 0 : CONVO_ECORRUPT), "case %zu: %d", i, rc);
+        if (ok) {
+            size_t got_len;
+            const char *got = convo_thread_page_last_message(p, 0, &got_len);
+            ck_assert_str_eq(convo_thread_page_id(p, 0), id);
+            if (i == sizeof cases / sizeof cases[0])
+                ck_assert(got_len == sizeof big && memcmp(got, big, got_len) == 0);
+            else
+                ck_assert(got_len == 2 && memcmp(got, "{}", 2) == 0);
+        }
+        convo_thread_page_free(p);
+        ck_assert_int_eq(convo_thread_delete(s, id, &err), 0);
+    }
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -586,6 +701,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_pop_inside_window_records_p);
     tcase_add_test(tc, test_pages_exact_with_p);
     tcase_add_test(tc, test_layout6_becomes_7_without_walk);
+    tcase_add_test(tc, test_quick_generation_as_text);
+    tcase_add_test(tc, test_page_last_message_records);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

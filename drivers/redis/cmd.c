@@ -60,6 +60,15 @@ size_t convo__rd_fmt_num(char *buf, long long v)
 {
     char tmp[24];
     size_t n = 0, len = 0;
+    if (v >= 0 && v < 100) { /* most: a command's arguments and their lengths */
+        if (v < 10) {
+            buf[0] = (char)('0' + v);
+            return 1;
+        }
+        buf[0] = (char)('0' + v / 10);
+        buf[1] = (char)('0' + v % 10);
+        return 2;
+    }
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     do {
         tmp[n++] = (char)('0' + u % 10);
@@ -80,6 +89,20 @@ void convo__rd_cmd_num(cmd *c, long long v)
     }
     char *buf = c->nums[c->nnums++];
     convo__rd_cmd_add(c, buf, convo__rd_fmt_num(buf, v));
+}
+
+/* n empty commands, not zeroed (a cmd is a few hundred bytes, most of them
+ * inline room a command fills as it grows): NULL when out of memory. */
+cmd *convo__rd_cmds_new(size_t n)
+{
+    cmd *q = malloc((n ? n : 1) * sizeof *q);
+    for (size_t i = 0; q && i < n; i++) {
+        q[i].argv = NULL;
+        q[i].lens = NULL;
+        q[i].n = q[i].cap = 0;
+        q[i].nnums = q[i].failed = 0;
+    }
+    return q;
 }
 
 void convo__rd_cmd_free(cmd *c)

@@ -10,7 +10,6 @@
 #include "redis_int.h"
 #include <jansson.h>
 #include <math.h>
-#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,27 +295,51 @@ typedef struct repair {
     int kv_stale; /* its value is not the source's any more */
 } repair;
 
-/* The bytes of a message record [created_at, role, bytes]. */
-static int record_bytes(const redisReply *rec, msgpack_unpacked *u, const char **bytes,
-                        size_t *len)
+/* The length of the msgpack header at p[0..n) of a str or bin (kinds 1 and
+ * 2: which are allowed) and its payload's length; 0 when it is neither. */
+static size_t blob_head(const unsigned char *p, size_t n, int kinds, size_t *len)
 {
-    size_t off = 0;
-    if (rec->type != REDIS_REPLY_STRING ||
-        msgpack_unpack_next(u, rec->str, rec->len, &off) != MSGPACK_UNPACK_SUCCESS)
-        return CONVO_ECORRUPT;
-    msgpack_object o = u->data;
-    if (o.type != MSGPACK_OBJECT_ARRAY || o.via.array.size != 3)
-        return CONVO_ECORRUPT;
-    msgpack_object *f = &o.via.array.ptr[2];
-    if (f->type == MSGPACK_OBJECT_BIN) {
-        *bytes = f->via.bin.ptr;
-        *len = f->via.bin.size;
-    } else if (f->type == MSGPACK_OBJECT_STR) {
-        *bytes = f->via.str.ptr;
-        *len = f->via.str.size;
-    } else {
-        return CONVO_ECORRUPT;
+    size_t w;
+    if (n >= 1 && (kinds & 1) && p[0] >= 0xa0 && p[0] <= 0xbf) {
+        *len = p[0] & 0x1f;
+        return 1;
     }
+    if (n >= 1 && (kinds & 1) && p[0] >= 0xd9 && p[0] <= 0xdb)
+        w = (size_t)1 << (p[0] - 0xd9);
+    else if (n >= 1 && (kinds & 2) && p[0] >= 0xc4 && p[0] <= 0xc6)
+        w = (size_t)1 << (p[0] - 0xc4);
+    else
+        return 0;
+    if (n < 1 + w)
+        return 0;
+    size_t v = 0;
+    for (size_t i = 0; i < w; i++)
+        v = v << 8 | p[1 + i];
+    *len = v;
+    return 1 + w;
+}
+
+/* The bytes of a message record [created_at, role, bytes], read from its
+ * msgpack headers in place (msgpack_unpack_next() made a zone, a malloc, for
+ * each row's last message). */
+static int record_bytes(const redisReply *rec, const char **bytes, size_t *len)
+{
+    static const unsigned char width[8] = {1, 2, 4, 8, 1, 2, 4, 8}; /* 0xcc .. 0xd3 */
+    const unsigned char *p = (const unsigned char *)rec->str;
+    size_t n = rec->type == REDIS_REPLY_STRING ? rec->len : 0, at = 2, h, l;
+    if (n < 2 || p[0] != 0x93)
+        return CONVO_ECORRUPT;
+    if (p[1] >= 0xcc && p[1] <= 0xd3)
+        at += width[p[1] - 0xcc];
+    else if (p[1] >= 0x80 && p[1] < 0xe0) /* not a fixint */
+        return CONVO_ECORRUPT;
+    if (at > n || !(h = blob_head(p + at, n - at, 1, &l)) || l > n - at - h)
+        return CONVO_ECORRUPT;
+    at += h + l;
+    if (!(h = blob_head(p + at, n - at, 3, &l)) || l > n - at - h)
+        return CONVO_ECORRUPT;
+    *bytes = (const char *)p + at + h;
+    *len = l;
     return 0;
 }
 
@@ -394,7 +417,7 @@ typedef struct list_state {
 } list_state;
 
 /* Checks one candidate against its rows (r[R_*]) and adds it to the page. */
-static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpacked *u)
+static int take_row(list_state *st, const cand *cd, redisReply **r)
 {
     const source *s = st->s;
     const redisReply *m = r[R_META];
@@ -431,7 +454,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r, msgpack_unpa
     const char *last = NULL;
     size_t last_len = 0;
     if (st->o->with_last_message && r[R_LAST]->type != REDIS_REPLY_NIL)
-        rc = record_bytes(r[R_LAST], u, &last, &last_len);
+        rc = record_bytes(r[R_LAST], &last, &last_len);
     if (rc == 0 && convo__thread_page_add_row(st->p, cd->id, strlen(cd->id), created, updated,
                                               r[R_LEN]->integer, st->o->with_extra ? extra : NULL,
                                               extra_len, last, last_len) != 0)
@@ -477,11 +500,9 @@ static int take_rows(list_state *st, const cand_list *l, redisReply **r, size_t 
     if (!fix)
         return convo__rd_oom(err);
     st->fix = fix;
-    msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
     int rc = 0;
     for (size_t i = 0; i < l->n && rc == 0 && convo_thread_page_count(st->p) < want; i++) {
-        rc = take_row(st, &l->c[i], &r[i * R_PER], &u);
+        rc = take_row(st, &l->c[i], &r[i * R_PER]);
         if (rc == CONVO_ECORRUPT)
             rc = convo__error(err, rc, NULL, "redis: thread %s could not be decoded",
                               l->c[i].id);
@@ -490,7 +511,6 @@ static int take_rows(list_state *st, const cand_list *l, redisReply **r, size_t 
         else if (rc != 0)
             rc = convo__error(err, rc, NULL, "redis: reading thread %s failed", l->c[i].id);
     }
-    msgpack_unpacked_destroy(&u);
     return rc;
 }
 
@@ -512,7 +532,7 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     /* the commands dense in q (a row has 2 to 4), at[] each one's place
      * (a cmd is a few hundred bytes: one array of them, no copies) */
     size_t n = l->n, per = R_PER;
-    cmd *q = calloc(n * per, sizeof *q);
+    cmd *q = convo__rd_cmds_new(n * per);
     size_t *at = calloc(n * per, sizeof *at);
     redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
     thread_keys *tk = calloc(n, sizeof *tk);
@@ -785,8 +805,13 @@ static int window_plain(list_state *st, const position *pos, size_t k, window_ba
     for (int i = 0; i < 4 && rc == 0; i++)
         if (q[i].failed)
             rc = convo__rd_oom(err);
+    /* one server: the replies in one arena (arena.c), as the rows' */
+    rd_arena *arena = st->b->cluster || rc != 0 ? NULL : convo__rd_arena_new();
+    if (rc == 0 && !st->b->cluster && !arena)
+        rc = convo__rd_oom(err);
     if (rc == 0)
-        rc = convo__rd_pipeline(st->b, st->c, q, 4, r, err);
+        rc = arena ? convo__rd_pipeline_arena(st->b, st->c, q, 4, r, arena, err)
+                   : convo__rd_pipeline(st->b, st->c, q, 4, r, err);
     const redisReply *x = rc == 0 ? r[3] : NULL, *head = NULL, *tail = NULL;
     if (rc == 0 && x->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(x, err);
@@ -818,7 +843,9 @@ static int window_plain(list_state *st, const position *pos, size_t k, window_ba
         rc = cand_add(l, i < head->elements ? head->element[i]
                                             : tail->element[2 * (i - head->elements)],
                       err);
-    convo__rd_replies_free(r, 4);
+    if (!arena)
+        convo__rd_replies_free(r, 4);
+    convo__rd_arena_free(arena);
     for (int i = 0; i < 4; i++)
         convo__rd_cmd_free(&q[i]);
     return rc;

@@ -125,6 +125,7 @@ void convo__rd_cmd_add(cmd *c, const char *s, size_t len);
 void convo__rd_cmd_str(cmd *c, const char *s);
 size_t convo__rd_fmt_num(char *buf, long long v);
 void convo__rd_cmd_num(cmd *c, long long v);
+cmd *convo__rd_cmds_new(size_t n);
 void convo__rd_cmd_free(cmd *c);
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk);
 int convo__rd_keys_read(const convo_backend *b, const char *id, thread_keys *tk); /* no spec */
