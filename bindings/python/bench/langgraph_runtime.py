@@ -3,12 +3,17 @@ StateGraph whose one node answers each user message with a 200-byte AIMessage,
 graph.invoke per turn on one thread, with `messages` as MessagesState (add_messages: the
 whole list in each checkpoint) and as a DeltaChannel (when the installed langgraph has
 it), on langgraph-checkpoint-sqlite's SqliteSaver, langgraph-checkpoint-postgres's
-PostgresSaver and convo.langgraph.ConvoSaver over SQLite and PostgreSQL, in one run. The
+PostgresSaver and convo.langgraph.ConvoSaver over SQLite and PostgreSQL, in one run, and
+reference-memory: a control saver keeping LangGraph's objects by reference (what LangGraph's
+own runtime costs inside a saver's timed window). The
 shape and the seeded text of bindings/node/bench/langgraph-runtime.mjs, so the figures
 compare.
 
 Reported per run: turns/s, the time spent inside the saver's methods per turn at turn 100
-and at the last turn (medians of the WINDOW turns ending there), get_tuple and get_state
+and at the last turn (medians of the WINDOW turns ending there), wall (the union of the
+intervals when a call is under way: under async durability LangGraph's next step runs on
+the main thread inside a put's window) and the saver's own CPU (the thread CPU time of the
+threads running its calls, inside them: what waits for the GIL is not in it), get_tuple and get_state
 ms at turn --full-turns and at the last turn (warm, and from a fresh saver on the same
 store; the fresh get_state also in CPU ms of the process, which moves less with the load
 of a shared machine), bytes per table and bytes / raw message content. A bench, not a
@@ -17,7 +22,7 @@ test: it asserts no timing, but every run must give the conversation back whole.
     CONVO_LIBRARY=$BUILD/.libs/libconvo.so PYTHONPATH=bindings/python \\
         VENV/bin/python bindings/python/bench/langgraph_runtime.py \\
         [--turns 1000] [--full-turns 300] [--payload 200] [--rounds 1] [--only NAME,...] [--json]
-        [--interleave]
+        [--interleave] [--durability async|sync|exit]
 
 VENV: `pip install -c bindings/python/constraints.txt -r bindings/python/bench/requirements.txt`.
 LangGraph's savers run the full list to --full-turns only (each checkpoint holds the whole
@@ -40,6 +45,7 @@ import uuid
 from typing import Annotated, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
@@ -66,6 +72,9 @@ def options():
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--only", default="")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--durability", default="async", choices=("async", "sync", "exit"),
+                   help="LangGraph's durability for graph.invoke (its default: async, the "
+                        "puts on a background thread)")
     p.add_argument("--interleave", action="store_true",
                    help="time the early turns on a second thread, alternating with the "
                         "last window of the main thread")
@@ -147,14 +156,25 @@ def chatbot(kind, checkpointer, convo):
 # base get_delta_channel_history calls get_tuple), and the calls per method ----
 
 class Meter:
+    """ms: the wall time while any saver call is under way (on any thread); cpu_ms: the
+    CPU time of the threads running the saver's calls, inside their outermost calls
+    (time.thread_time: a thread waiting for the GIL or for a lock uses none, so LangGraph's
+    work on the main thread overlapping a put's window is not in it)."""
     def __init__(self):
         self.ms = 0.0
+        self.cpu_ms = 0.0
         self.calls = {}
         self.active = 0
         self.start = 0.0
         self.lock = threading.Lock()
+        self.local = threading.local()
 
     def enter(self, name):
+        local = self.local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        if depth == 0:
+            local.cpu = time.thread_time()
         with self.lock:
             self.calls[name] = self.calls.get(name, 0) + 1
             if self.active == 0:
@@ -162,14 +182,18 @@ class Meter:
             self.active += 1
 
     def leave(self):
+        local = self.local
+        local.depth -= 1
+        cpu = (time.thread_time() - local.cpu) * 1000 if local.depth == 0 else 0.0
         with self.lock:
+            self.cpu_ms += cpu
             self.active -= 1
             if self.active == 0:
                 self.ms += (time.perf_counter() - self.start) * 1000
 
     def snapshot(self):
         with self.lock:
-            return self.ms, dict(self.calls)
+            return self.ms, self.cpu_ms, dict(self.calls)
 
 
 def instrument(saver):
@@ -333,8 +357,71 @@ class LangGraphPostgres(Backend):
         pg_drop(self.pg_url, self.schema)
 
 
+class ReferenceSaver(BaseCheckpointSaver):
+    """The control (bindings/node/bench/langgraph-runtime.mjs's ReferenceSaver): keeps
+    LangGraph's own objects by reference, serializes and copies nothing, so its time per
+    turn is what LangGraph's runtime costs around a saver (its DeltaChannel history is
+    BaseCheckpointSaver's walk over get_tuple, each a dict look-up here)."""
+
+    def __init__(self):
+        super().__init__()
+        self.threads = {}   # thread -> {"tuples": {id: CheckpointTuple}, "latest": id}
+
+    def get_tuple(self, config):
+        c = config["configurable"]
+        t = self.threads.get(c["thread_id"])
+        if t is None:
+            return None
+        return t["tuples"].get(c.get("checkpoint_id") or t["latest"])
+
+    def list(self, config, *, filter=None, before=None, limit=None):
+        t = self.threads.get(config["configurable"]["thread_id"]) if config else None
+        if t is not None:
+            yield from reversed(list(t["tuples"].values()))
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        c = config["configurable"]
+        thread_id, ns = c["thread_id"], c.get("checkpoint_ns", "")
+        t = self.threads.setdefault(thread_id, {"tuples": {}, "latest": None})
+        own = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                                "checkpoint_id": checkpoint["id"]}}
+        parent = c.get("checkpoint_id")
+        t["tuples"][checkpoint["id"]] = CheckpointTuple(
+            own, checkpoint, metadata, parent and {"configurable": {
+                "thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}, [])
+        t["latest"] = checkpoint["id"]
+        return own
+
+    def put_writes(self, config, writes, task_id, task_path=""):
+        c = config["configurable"]
+        t = self.threads.get(c["thread_id"])
+        found = t and t["tuples"].get(c["checkpoint_id"])
+        if found is not None:
+            found.pending_writes.extend((task_id, ch, v) for ch, v in writes)
+
+    def delete_thread(self, thread_id):
+        self.threads.pop(thread_id, None)
+
+
+class ReferenceMemory(Backend):
+    backend = "memory"
+
+    def create(self):
+        self.instance = ReferenceSaver()
+
+    def open(self):
+        return self.instance
+
+    def close(self, saver):
+        pass
+
+    def tables(self):
+        return {}
+
+
 SAVERS = {"langgraph-sqlite": LangGraphSqlite, "langgraph-postgres": LangGraphPostgres,
-          "convo-sqlite": ConvoSqlite, "convo-postgres": ConvoPostgres}
+          "convo-sqlite": ConvoSqlite, "convo-postgres": ConvoPostgres,
+          "reference-memory": ReferenceMemory}
 
 
 class Run:
@@ -436,6 +523,10 @@ def probe(run, saver, graph, convo, turn):
             "fresh_full_collections": FULL_GC.count}
 
 
+def new_series():
+    return {"turn_ms": [], "saver_ms": [], "saver_cpu_ms": []}
+
+
 def run_one(o, run, convo):
     """One run. With --interleave the early figures come from a second thread of the
     same saver whose turns alternate with the main thread's last window (that thread
@@ -447,25 +538,27 @@ def run_one(o, run, convo):
     empty = run.store.tables()
     meter = instrument(saver)
     graph = chatbot(run.kind, saver, convo)
-    main, early = {"turn_ms": [], "saver_ms": []}, {"turn_ms": [], "saver_ms": []}
+    main, early = new_series(), new_series()
     probes, last_calls = [], {}
     begin = time.perf_counter()
     last_window = run.turns - o.window
     early0 = min(o.early, run.turns) - o.window     # --interleave: untimed early turns
 
     def turn(t, config, into):
-        before, calls = meter.snapshot()
+        before, cpu, calls = meter.snapshot()
         start = time.perf_counter()
-        graph.invoke({"messages": [HumanMessage(**convo.turns[t][0])]}, config)
+        graph.invoke({"messages": [HumanMessage(**convo.turns[t][0])]}, config,
+                     durability=o.durability)
         into["turn_ms"].append((time.perf_counter() - start) * 1000)
-        after, now = meter.snapshot()
+        after, cpu_after, now = meter.snapshot()
         into["saver_ms"].append(after - before)
+        into["saver_cpu_ms"].append(cpu_after - cpu)
         return {k: n - calls.get(k, 0) for k, n in now.items() if n - calls.get(k, 0)}
     try:
         for t in range(run.turns):
             if o.interleave and t == last_window:
                 for e in range(early0):
-                    turn(e, EARLY_THREAD, {"turn_ms": [], "saver_ms": []})
+                    turn(e, EARLY_THREAD, new_series())
             if o.interleave and t >= last_window:
                 turn(early0 + t - last_window, EARLY_THREAD, early)
             last_calls = turn(t, THREAD, main)
@@ -477,6 +570,7 @@ def run_one(o, run, convo):
     finally:
         run.store.close(saver)
     return {"turn_ms": main["turn_ms"], "saver_ms": main["saver_ms"],
+            "saver_cpu_ms": main["saver_cpu_ms"],
             "early": early if o.interleave else None, "probes": probes,
             "last_calls": last_calls, "empty": empty, "tables": run.store.tables(),
             "checkpoints": meter.calls.get("put", 0)}
@@ -509,6 +603,11 @@ def summarize(o, run, rounds, convo):
         "interleaved": bool(r0.get("early")),
         "saver_ms_early": round(med(lambda r: early_at(r, "saver_ms")), 3),
         "saver_ms_last": round(med(lambda r: at(r["saver_ms"], run.turns)), 3),
+        "saver_cpu_ms_early": round(med(lambda r: early_at(r, "saver_cpu_ms")), 3),
+        "saver_cpu_ms_last": round(med(lambda r: at(r["saver_cpu_ms"], run.turns)), 3),
+        "cpu_late_vs_early": round(med(lambda r: at(r["saver_cpu_ms"], run.turns) /
+                                       early_at(r, "saver_cpu_ms")), 3),
+        "durability": o.durability,
         "turn_ms_early": round(med(lambda r: early_at(r, "turn_ms")), 3),
         "turn_ms_last": round(med(lambda r: at(r["turn_ms"], run.turns)), 3),
         "late_vs_early": round(med(lambda r: at(r["saver_ms"], run.turns) /
@@ -563,10 +662,12 @@ def report(o, results, checks, convo):
     print("LangGraph runtime chatbot (Python): %d-byte user message and answer per turn, %s raw "
           "content bytes at %d turns; median of %d round(s)" % (
               o.payload, fmt(convo.raw_bytes(o.turns)), o.turns, o.rounds))
-    print("| run | turns | turns/s | saver ms/turn at %d | at last | last/early | get_tuple ms "
+    print("durability %s%s" % (o.durability, ", interleaved" if o.interleave else ""))
+    print("| run | turns | turns/s | saver ms/turn at %d | at last | last/early | saver CPU "
+          "ms/turn at %d → last (last/early) | get_tuple ms "
           "warm / fresh | get_state ms warm / fresh | fresh get_state CPU ms | checkpoints | "
-          "bytes | bytes / raw | outside log B / checkpoint |" % o.early)
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "bytes | bytes / raw | outside log B / checkpoint |" % (o.early, o.early))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         def probes(key, r=r):
             return "; ".join("%d: %s / %s" % (p["turn"], p[key], p["fresh_" + key])
@@ -574,9 +675,10 @@ def report(o, results, checks, convo):
         cpu = "; ".join("%d: %s (%s full GC)" % (p["turn"], p["fresh_get_state_cpu_ms"],
                                                  p["fresh_full_collections"])
                         for p in r["probes"])
-        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s | %s | %s | %s | %s → %s (%s) | %s | %s | %s | %s | %s | %s | %s |" % (
             r["run"], r["turns"], r["turns_per_sec"], r["saver_ms_early"], r["saver_ms_last"],
-            r["late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"), cpu,
+            r["late_vs_early"], r["saver_cpu_ms_early"], r["saver_cpu_ms_last"],
+            r["cpu_late_vs_early"], probes("get_tuple_ms"), probes("get_state_ms"), cpu,
             fmt(r["checkpoints"]), fmt(r["stored_bytes"]), r["stored_per_raw"],
             fmt(r.get("outside_log_per_checkpoint"))))
     print("\nbytes per table (with its indexes), at the end of each run:")

@@ -12,8 +12,9 @@ taken apart (MessageCache.known, Store.checkpoint_get, the revival of the tuple)
 
 The URL defaults to a SQLite file in a temporary folder (removed at the end). --kind
 delta: the messages channel is a DeltaChannel (get_delta_channel_history and the
-Store.checkpoint_list it makes are timed too). --profile: cProfile of turns 951-1,000
-(the last 50) written to FILE (pstats)."""
+Store.checkpoint_list it makes are timed too). --profile: cProfile (in thread CPU time) of
+the saver's calls in turns 51-100 and in the last 50, written to FILE.early and FILE.late
+(pstats; compare them with profile_growth.py)."""
 
 import argparse
 import os
@@ -35,7 +36,7 @@ METHODS = ("get_tuple", "put", "put_writes", "get_delta_channel_history")
 STORE_CALLS = ("checkpoint_get", "checkpoint_put", "checkpoint_put_writes", "checkpoint_list")
 
 
-PROFILES = []   # --profile: a cProfile.Profile per saver method call (on the calling thread)
+PROFILES = []   # --profile: per window, a cProfile.Profile per saver method call
 PROFILING = []  # non-empty while the calls are profiled
 
 
@@ -48,7 +49,8 @@ def timing(obj, names, spent, lock, prefix=""):
             profile = None
             if PROFILING and not prefix:
                 import cProfile
-                profile = cProfile.Profile()
+                # the thread's CPU time: a call waiting for the GIL or a lock costs nothing
+                profile = cProfile.Profile(time.thread_time)
                 profile.enable()
             try:
                 return _f(*a, **k)
@@ -56,7 +58,7 @@ def timing(obj, names, spent, lock, prefix=""):
                 if profile is not None:
                     profile.disable()
                     with lock:
-                        PROFILES.append(profile)
+                        PROFILES[-1].append(profile)
                 with lock:
                     spent[_n] = spent.get(_n, 0.0) + time.perf_counter() - t
         setattr(obj, name, wrapped)
@@ -91,17 +93,20 @@ def main():
         thread = {"configurable": {"thread_id": "split-%d" % os.getpid()}}
         per_turn = []
         for t, (human, _) in enumerate(convo.turns):
-            if o.profile and t == o.turns - 50:
+            if o.profile and t in (50, o.turns - 50):
                 PROFILING.append(True)
+                PROFILES.append([])
+            elif o.profile and t == 100:
+                PROFILING.clear()
             spent.clear()
             graph.invoke({"messages": [HumanMessage(**human)]}, thread)
             per_turn.append(dict(spent))
-        if PROFILES:
+        for window, profiles in zip(("early", "late"), PROFILES):
             import pstats
-            stats = pstats.Stats(PROFILES[0])
-            for profile in PROFILES[1:]:
+            stats = pstats.Stats(profiles[0])
+            for profile in profiles[1:]:
                 stats.add(profile)
-            stats.dump_stats(o.profile)
+            stats.dump_stats("%s.%s" % (o.profile, window))
         names = METHODS + tuple("store." + n for n in STORE_CALLS)
         for lo, hi in ((50, 100), (o.turns - 50, o.turns)):
             print("turns %d-%d: %s" % (lo + 1, hi, ", ".join(

@@ -66,10 +66,6 @@ def same(item, snap):
         getattr(item, "__pydantic_extra__", _NONE) == snap[2]
 
 
-def _same_entry(entry):
-    return same(entry[1], entry[2])
-
-
 _HOLDABLE = {}      # type -> whether its objects are held (asked once per type)
 
 
@@ -137,14 +133,21 @@ class _Thread:
         self.extras.extend([x[2] for x in snaps])
         self.length = end
 
-    def unchanged(self):
-        """Whether no item of [0, length) was changed since its snapshot."""
-        items = self.prefix
-        if self.other:
-            return all(same(x, self.held[q][2]) for q, x in enumerate(items))
-        return list(map(type, items)) == self.classes and \
-            list(map(_fields_of, items)) == self.fields and \
-            list(map(_extras_of, items)) == self.extras
+    def first_changed(self, k):
+        """The first seq of [0, k) (k <= length) whose item was changed since its
+        snapshot, -1 when none was: three passes at C speed when every item is a
+        pydantic model."""
+        items, classes, fields, extras = self.prefix, self.classes, self.fields, self.extras
+        if len(items) < k or len(classes) < k:
+            return min(len(items), len(classes))   # truncated by another thread meanwhile
+        if k < len(items):
+            items, classes, fields, extras = items[:k], classes[:k], fields[:k], extras[:k]
+        if not self.other and list(map(type, items)) == classes and \
+                list(map(_fields_of, items)) == fields and \
+                list(map(_extras_of, items)) == extras:
+            return -1
+        held = self.held
+        return next((q for q, x in enumerate(items) if not same(x, held[q][2])), -1)
 
 
 class MessageCache:
@@ -156,22 +159,28 @@ class MessageCache:
 
     def known(self, thread_id):
         """Store.checkpoint_get's `known` for the thread: (generation, length,
-        origin), or None when nothing is held. A held message changed in place
-        since it was revived is dropped first: the read then gives its text and
-        those of the messages after it (checked again when handed out)."""
+        origin), or None when nothing is held. Nothing is checked here: a read
+        checks the held messages it hands out (_Reader.items), so a read that
+        hands out few of them (a DeltaChannel's checkpoint, a write) costs O(new),
+        not O(held); one changed in place is dropped there and the read made again
+        (Missing)."""
         with self._lock:
             t = self._threads.get(thread_id)
             if t is None or t.length == 0 or t.origin < 0:
                 return None
             self._threads.move_to_end(thread_id)
-            if not t.unchanged():
-                k = next(q for q in range(t.length) if not _same_entry(t.held[q]))
-                del t.held[k]
-                self._count -= 1
-                t.truncate(k)
-                if k == 0:
-                    return None
             return (t.generation, t.length, t.origin)
+
+    def _drop(self, entry, thread_id, seq):
+        """Drops held message seq, found changed in place: the next read gives its
+        text (and those after it) again."""
+        with self._lock:
+            if self._threads.get(thread_id) is not entry or seq not in entry.held:
+                return
+            del entry.held[seq]
+            self._count -= 1
+            if seq < entry.length:
+                entry.truncate(seq)
 
     def tag(self, thread_id):
         """(generation, origin) the thread's held messages are of, None if none."""
@@ -258,9 +267,10 @@ class MessageCache:
 
 
 class _Reader:
-    """Revives the item lists of one checkpoint: held items handed out again (those
-    left out of the read were checked by known()), the others revived with one
-    serde call per list and kept for the next read when they are in the log."""
+    """Revives the item lists of one checkpoint: held items handed out again after
+    checking that none was changed in place (one that was is dropped and Missing
+    raised: the caller reads again), the others revived with one serde call per
+    list and kept for the next read when they are in the log."""
 
     def __init__(self, cache, thread_id, generation, origin, hold):
         self.cache, self.thread_id, self.hold = cache, thread_id, hold
@@ -279,19 +289,26 @@ class _Reader:
         start = 0
         if self.entry is not None:
             # the usual list: the log's first messages, those held left out of the
-            # read (checked by known()), taken with one slice
-            prefix = self.entry.prefix
+            # read, checked at C speed and taken with one slice
+            entry = self.entry
+            prefix = entry.prefix
             k = texts.count(None)
             if k and k <= len(prefix) and texts[k - 1] is None and \
                     texts[:k].count(None) == k and seqs[:k] == list(range(k)):
+                changed = entry.first_changed(k)
+                if changed >= 0:
+                    self.cache._drop(entry, self.thread_id, changed)
+                    raise Missing(changed)
                 out[:k] = prefix[:k]
                 start = k
         for i in range(start, n):
             text, seq = texts[i], seqs[i]
             got = held.get(seq)
-            if got is not None and (text is None or (got[0] == text and same(got[1], got[2]))):
+            if got is not None and (text is None or got[0] == text) and same(got[1], got[2]):
                 out[i] = got[1]
             elif text is None:
+                if got is not None:     # changed in place since it was revived
+                    self.cache._drop(self.entry, self.thread_id, seq)
                 raise Missing(seq)
             else:
                 missing.append(i)

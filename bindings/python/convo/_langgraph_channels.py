@@ -735,7 +735,6 @@ class MessageChannels:
         if got is None:
             return None
         chain, seeds = got
-        self.cache.known(key[0])   # drops a held message changed in place first
         generation, origin = self.cache.tag(key[0]) or (-1, -1)
         reader = self.cache.reader(key[0], generation, origin)
 

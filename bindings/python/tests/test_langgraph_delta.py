@@ -266,6 +266,27 @@ class DeltaRuntime:
             self.same_state(ours, theirs, t, "turn %d" % i)
         self.same_history(ours, theirs, t)
 
+    def test_a_node_changing_a_message_in_place(self):
+        """Reads check the held messages they hand out, not every held one (a
+        DeltaChannel's checkpoint hands out few): a message a node changed in place
+        (content, a dict inside it) is never given back, neither in the seed nor in
+        a write, at any turn (a snapshot every few turns): the state and the
+        history are what a saver without a cache reads from the same store."""
+        def meddling(state):
+            state["messages"][0].content = "meddled"
+            for m in state["messages"][1:-1]:
+                m.additional_kwargs["seen"] = True
+            state["messages"][-1].content += " (meddled)"
+            return app.chatbot(state)
+        ours = app.make_graph(self.saver(), meddling, "delta")
+        t = self.tid()
+        for i in range(10):
+            ours.invoke(app.user(i), app.config(t))
+            uncached = app.make_graph(self.saver(cache_messages=0), meddling, "delta")
+            self.same_state(ours, uncached, t, "turn %d" % i)
+        self.assertEqual(app.history(ours, t), app.history(uncached, t))
+        self.assertEqual(stored(ours, t), stored(uncached, t))
+
     def test_async_turns(self):
         ours, theirs = self.graphs()
         t = self.tid()
