@@ -306,7 +306,7 @@ long rows_of(PGconn *pg, const char *name, const char *thread)
 {
     static const char *const tables[] = {"threads", "thread_extra", "messages",
                                          "idempotency_keys", "checkpoints",
-                                         "checkpoint_blobs", "checkpoint_writes"};
+                                         "checkpoint_blobs"}; /* (v24) writes in checkpoints */
     long n = 0;
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
         /* (v6) a child row names its thread by key: the thread's rows, and

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* The driver's schema version, and every version a schema it made records. */
-#define PG_SCHEMA_VERSION 23
-#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23"
+#define PG_SCHEMA_VERSION 24
+#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24"
 
 extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
 extern unsigned run_id;
@@ -36,7 +36,7 @@ void exec_in_schema(PGconn *pg, const char *schema, const char *sql);
 /* An empty schema brought to `version` by the migrations' .sql files. */
 void schema_at_version(const char *name, int version);
 /* Every row of every table of schema `name` as text, one table a line, in the
- * columns of version 5 (layout 0), 6 (1), 7 to 17 (2), 18 (3) or 19 (4). */
+ * columns of version 5 (layout 0), 6 (1), 7 to 17 (2), 18 (3), 19 to 23 (4) or 24 (5). */
 char *rows_as_text(PGconn *pg, const char *name, int layout);
 /* Rows left in any table for thread in schema `name`. */
 long rows_of(PGconn *pg, const char *name, const char *thread);

@@ -129,6 +129,63 @@ START_TEST(test_metadata_as_text)
 }
 END_TEST
 
+static void write1(convo_store *s, const char *id, const char *task, int64_t idx,
+                   const char *value, int want)
+{
+    convo_write_in w = {idx, "messages", {"json", value, strlen(value)}};
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put_writes(s, "t", "", id, task, "~p", &w, 1, &err) == want,
+                  "write %s %lld: %s", task, (long long)idx, err.message);
+}
+
+/* (v24) The pending writes are an array in their checkpoint's row, in
+ * (task, idx) order: idx >= 0 idempotent, idx < 0 replaced, a put again of
+ * the checkpoint keeps them, none for a checkpoint that is not there, and no
+ * writes table. */
+START_TEST(test_writes_in_the_row)
+{
+    const char *name = "wrow", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, "1", "1", "1", "{}");
+    write1(s, UUID_A, UUID_B, 1, "11", 0);
+    write1(s, UUID_A, UUID_B, 0, "10", 0);
+    write1(s, UUID_A, UUID_B, 0, "99", 0);  /* kept as first written */
+    write1(s, UUID_A, UUID_B, -1, "98", 0);
+    write1(s, UUID_A, UUID_B, -1, "-1", 0); /* replaced */
+    write1(s, UUID_A, "task-a", 0, "20", 0);
+    write1(s, UUID_B, UUID_B, 0, "30", CONVO_ENOTFOUND);
+    put3(s, UUID_A, "2", "2", "2", "{}");   /* the same checkpoint again */
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
+    ck_assert_uint_eq(convo_checkpoint_write_count(cp), 4);
+    const char *want[4][3] = {{UUID_B, "-1", "-1"}, {UUID_B, "0", "10"}, {UUID_B, "1", "11"},
+                              {"task-a", "0", "20"}};
+    for (size_t i = 0; i < 4; i++) {
+        const char *path = NULL, *channel = NULL;
+        int64_t idx = 0;
+        convo_blob value;
+        ck_assert_str_eq(convo_checkpoint_write(cp, i, &path, &idx, &channel, &value),
+                         want[i][0]);
+        ck_assert_int_eq(idx, atoi(want[i][1]));
+        ck_assert_str_eq(path, "~p");
+        ck_assert(value.len == strlen(want[i][2]) &&
+                  memcmp(value.bytes, want[i][2], value.len) == 0);
+    }
+    convo_checkpoint_free(cp);
+    convo_close(s);
+    PGconn *pg = admin();
+    char what[256];
+    snprintf(what, sizeof what, "cardinality(c.writes) || ' ' ||"
+             " (to_regclass('\"%s\".checkpoint_writes') IS NULL)", schema);
+    char *v = stored(pg, schema, what, "1f1e9eee175866608003f7e2ee72e981");
+    ck_assert_str_eq(v, "4 true");
+    free(v);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 /* What a version 22 schema held, written by its own functions: versions as
  * an array, metadata as jsonb, a long version among them. */
 static char *v22_data(void)
@@ -167,7 +224,7 @@ START_TEST(test_migration_from_version_22)
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "d22", 4);
+    char *after = rows_as_text(pg, "d22", 5);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
@@ -178,10 +235,13 @@ START_TEST(test_migration_from_version_22)
     v = query1(pg, sql);
     ck_assert_str_eq(v, "metadata json, versions bytea");
     free(v);
-    versions_are(s, UUID_A, VER_JS, "", long_version);
-    versions_are(s, UUID_B, "v2", "", long_version);
     convo_checkpoint *cp = NULL;
     convo_error err;
+    versions_are(s, UUID_A, VER_JS, "", long_version);
+    versions_are(s, UUID_B, "v2", "", long_version);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_B, &cp, &err), 0);
+    ck_assert_uint_eq(convo_checkpoint_write_count(cp), 1); /* (v24) from its table */
+    convo_checkpoint_free(cp);
     ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
     /* as jsonb gave it (keys by length, then bytes) */
     ck_assert_str_eq(convo_checkpoint_metadata(cp), "{\"z\":null,\"step\":3,\"source\":"
@@ -203,6 +263,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_versions_joined);
     tcase_add_test(tc, test_metadata_as_text);
+    tcase_add_test(tc, test_writes_in_the_row);
     tcase_add_test(tc, test_migration_from_version_22);
     suite_add_tcase(s, tc);
 }

@@ -36,7 +36,7 @@ START_TEST(test_schema_created_and_versioned)
              " WHERE n.nspname = '%s' AND i.indisprimary AND c.relname <> 'schema_version'",
              schema_name("layout"));
     char *keys = query1(pg, sql);
-    ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_channel_sets:num checkpoint_names:num checkpoint_writes:tid "
+    ck_assert_str_eq(keys, "checkpoint_blobs:tid checkpoint_channel_sets:num checkpoint_names:num "
                            "checkpoints:tid "
                            "idempotency_keys:tid indexed_keys:key messages:tid thread_extra:tid "
                            "threads:thread_id");
@@ -612,13 +612,15 @@ const char v5_data[] =
  * thread id through the numeric key, the pairs split back) and from the
  * version 7 ones (a body as given: its first byte 0, then the body; NULL
  * otherwise). */
-static const char *const v5_rows[][5] = {
+static const char *const v5_rows[][6] = {
     {"SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
+     "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads",
      "SELECT thread_id, length, created_at, updated_at, expires_at FROM @S.threads"},
     {"SELECT thread_id, extra FROM @S.thread_extra",
+     "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
      "SELECT t.thread_id, x.extra FROM @S.thread_extra x JOIN @S.threads t ON t.tid = x.tid",
@@ -631,8 +633,12 @@ static const char *const v5_rows[][5] = {
      "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
      " JOIN @S.threads t ON t.tid = m.tid",
      "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
+     " JOIN @S.threads t ON t.tid = m.tid",
+     "SELECT t.thread_id, m.seq, m.role, m.created_at, m.body FROM @S.messages m"
      " JOIN @S.threads t ON t.tid = m.tid"},
     {"SELECT thread_id, key, first_seq, count, created_at FROM @S.idempotency_keys",
+     "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
+     " JOIN @S.threads t ON t.tid = k.tid",
      "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
      " JOIN @S.threads t ON t.tid = k.tid",
      "SELECT t.thread_id, k.key, k.first_seq, k.count, k.created_at FROM @S.idempotency_keys k"
@@ -667,6 +673,14 @@ static const char *const v5_rows[][5] = {
      " ARRAY(SELECT (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch)"
      " FROM @S.channel_list(c.channel_set, c.versions) u),"
      " ARRAY(SELECT @S.ver_text(u.ver) FROM @S.channel_list(c.channel_set, c.versions) u),"
+     " c.created_at FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid",
+     "SELECT t.thread_id, c.checkpoint_ns, @S.id_text(c.checkpoint_id), c.put_seq,"
+     " @S.id_text(c.parent_id), c.metadata, (SELECT n.name FROM @S.checkpoint_names n"
+     " WHERE n.num = c.body_type), CASE WHEN get_byte(c.body, 0) = 0"
+     " THEN substring(c.body FROM 2) END, c.log_length,"
+     " ARRAY(SELECT (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch)"
+     " FROM @S.channel_list(c.channel_set, c.versions) u),"
+     " ARRAY(SELECT @S.ver_text(u.ver) FROM @S.channel_list(c.channel_set, c.versions) u),"
      " c.created_at FROM @S.checkpoints c JOIN @S.threads t ON t.tid = c.tid"},
     {"SELECT thread_id, checkpoint_ns, channel, version, type, value FROM @S.checkpoint_blobs",
      "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
@@ -675,6 +689,10 @@ static const char *const v5_rows[][5] = {
      " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid",
      "SELECT t.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.value"
      " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid",
+     "SELECT t.thread_id, b.checkpoint_ns, c.name, @S.ver_text(b.version), y.name, b.value"
+     " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid"
+     " JOIN @S.checkpoint_names c ON c.num = b.channel JOIN @S.checkpoint_names y"
+     " ON y.num = b.type",
      "SELECT t.thread_id, b.checkpoint_ns, c.name, @S.ver_text(b.version), y.name, b.value"
      " FROM @S.checkpoint_blobs b JOIN @S.threads t ON t.tid = b.tid"
      " JOIN @S.checkpoint_names c ON c.num = b.channel JOIN @S.checkpoint_names y"
@@ -694,11 +712,18 @@ static const char *const v5_rows[][5] = {
      " w.idx, p.name, c.name, y.name, w.value FROM @S.checkpoint_writes w"
      " JOIN @S.threads t ON t.tid = w.tid JOIN @S.checkpoint_names p ON p.num = w.task_path"
      " JOIN @S.checkpoint_names c ON c.num = w.channel"
+     " JOIN @S.checkpoint_names y ON y.num = w.type",
+     "SELECT t.thread_id, c.checkpoint_ns, @S.id_text(c.checkpoint_id), @S.id_text(w.task_id),"
+     " w.idx, p.name, n.name, y.name, w.value FROM @S.checkpoints c"
+     " CROSS JOIN LATERAL unnest(c.writes) AS w JOIN @S.threads t ON t.tid = c.tid"
+     " JOIN @S.checkpoint_names p ON p.num = w.task_path"
+     " JOIN @S.checkpoint_names n ON n.num = w.channel"
      " JOIN @S.checkpoint_names y ON y.num = w.type"}
 };
 
 /* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7,
- * 3: version 18, 4: version 19), one table a line. */
+ * 3: version 18, 4: version 19, 5: version 24, the writes in their checkpoints),
+ * one table a line. */
 char *rows_as_text(PGconn *pg, const char *name, int layout)
 {
     char *out = strdup("");
@@ -747,7 +772,7 @@ START_TEST(test_migration_from_version_5)
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "v5", 4);
+    char *after = rows_as_text(pg, "v5", 5);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);
@@ -872,7 +897,7 @@ START_TEST(test_migration_from_version_6)
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    char *after = rows_as_text(pg, "v6", 4);
+    char *after = rows_as_text(pg, "v6", 5);
     ck_assert_str_eq(after, before);
     free(before);
     free(after);

@@ -1,6 +1,6 @@
 -- checkpoint_delete.sql: removes the checkpoints (namespace $2[i], id $3[i])
--- of thread $1, their pending writes and the values no remaining checkpoint of
--- their namespace lists, in one statement; returns how many were removed. A
+-- of thread $1 (with their pending writes, in their rows since v24) and the
+-- values no remaining checkpoint of their namespace lists, in one statement; returns how many were removed. A
 -- missing or expired thread removes nothing. $4: the store's ttl. All parts
 -- see one snapshot, so "remaining" leaves the doomed rows out by name.
 WITH t AS (
@@ -9,10 +9,6 @@ doomed AS (
     DELETE FROM @S.checkpoints c USING t, unnest($2::text[], $3::text[]) AS k(ns, id)
      WHERE c.tid = t.tid AND c.checkpoint_ns = k.ns AND c.checkpoint_id = @S.id_pack(k.id)
     RETURNING c.tid, c.checkpoint_ns, c.checkpoint_id, c.channel_set, c.versions),
-writes AS (
-    DELETE FROM @S.checkpoint_writes w USING doomed d
-     WHERE w.tid = d.tid AND w.checkpoint_ns = d.checkpoint_ns
-       AND w.checkpoint_id = d.checkpoint_id),
 freed AS (
     SELECT d.tid, d.checkpoint_ns AS ns, u.ch, u.ver
       FROM doomed d, @S.channel_list(d.channel_set, d.versions) AS u

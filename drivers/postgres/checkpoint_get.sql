@@ -29,7 +29,5 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.channel), w.idx, NULL,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
-  FROM sel s JOIN @S.checkpoint_writes w
-    ON w.tid = s.tid AND w.checkpoint_ns = s.checkpoint_ns
-   AND w.checkpoint_id = s.checkpoint_id
+  FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS w
 ORDER BY 2, 1
