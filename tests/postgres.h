@@ -51,6 +51,8 @@ void put_checkpoint(convo_store *s, const char *thread, const char *id);
 /* Waits (up to 5 s) until a session of application `app` waits for a lock. */
 void wait_for_lock_wait(const char *app);
 double seconds_now(void);
+/* The text of drivers/postgres/FILE, malloc'd (tests/postgres_refs.c). */
+char *statement_text(const char *file);
 
 /* tests/postgres_schema.c: schema versions, migrations, the .sql files. */
 void postgres_add_schema_tests(Suite *s);

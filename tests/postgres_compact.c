@@ -186,6 +186,61 @@ START_TEST(test_writes_in_the_row)
 }
 END_TEST
 
+/* The planner's total cost of EXECUTE stmt on pg (generic plan). */
+static double plan_cost(PGconn *pg, const char *execute)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "EXPLAIN (FORMAT JSON) %s", execute);
+    char *plan = query1(pg, sql);
+    ck_assert_ptr_nonnull(plan);
+    const char *at = strstr(plan, "\"Total Cost\": ");
+    ck_assert_ptr_nonnull(at);
+    double cost = atof(at + strlen("\"Total Cost\": "));
+    free(plan);
+    return cost;
+}
+
+/* The get, latest and page statements are planned under jit_above_cost
+ * (100,000) at 3,001 checkpoints: version 23's channel_list counted its
+ * generate_series() as 1,000 rows a checkpoint, which costed a page of 10 at
+ * 250,000 and JIT-compiled it on every run (about 250 ms). */
+START_TEST(test_reads_planned_cheap)
+{
+    const char *name = "cheap", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, VER_JS, "7", "8", "{\"source\":\"loop\"}");
+    write1(s, UUID_A, UUID_B, 0, "1", 0);
+    convo_close(s);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema,
+                   "INSERT INTO @S.checkpoints (tid, put_seq, log_length, created_at, checkpoint_ns,"
+                   " checkpoint_id, parent_id, body_type, metadata, channel_set, versions, body,"
+                   " writes) SELECT c.tid, c.put_seq + g, 0, c.created_at, '',"
+                   " @S.id_pack('c' || g), NULL, c.body_type, c.metadata, c.channel_set,"
+                   " c.versions, c.body, c.writes FROM @S.checkpoints c,"
+                   " generate_series(1, 3000) g; ANALYZE @S.checkpoints");
+    exec_in_schema(pg, schema, "SET plan_cache_mode = force_generic_plan");
+    static const char *const files[3][3] = {
+        {"checkpoint_list.sql", "page (text, text, text, text, int8, text, text)",
+         "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL)"},
+        {"checkpoint_latest.sql", "latest (text, text)", "EXECUTE latest('t', '')"},
+        {"checkpoint_get.sql", "one (text, text, text)", "EXECUTE one('t', '', 'c7')"}};
+    for (int i = 0; i < 3; i++) {
+        char *text = statement_text(files[i][0]);
+        char *prepare = malloc(strlen(text) + 128);
+        ck_assert_ptr_nonnull(prepare);
+        sprintf(prepare, "PREPARE %s AS %s", files[i][1], text);
+        exec_in_schema(pg, schema, prepare);
+        double cost = plan_cost(pg, files[i][2]);
+        ck_assert_msg(cost < 100000, "%s: cost %.0f", files[i][0], cost);
+        free(prepare);
+        free(text);
+    }
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 /* What a version 22 schema held, written by its own functions: versions as
  * an array, metadata as jsonb, a long version among them. */
 static char *v22_data(void)
@@ -264,6 +319,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_add_test(tc, test_versions_joined);
     tcase_add_test(tc, test_metadata_as_text);
     tcase_add_test(tc, test_writes_in_the_row);
+    tcase_add_test(tc, test_reads_planned_cheap);
     tcase_add_test(tc, test_migration_from_version_22);
     suite_add_tcase(s, tc);
 }

@@ -239,7 +239,7 @@ START_TEST(test_migration_from_version_13)
 END_TEST
 
 /* The text of drivers/postgres/FILE, malloc'd. */
-static char *sql_file(const char *file)
+char *statement_text(const char *file)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", POSTGRES_SQL_DIR, file);
@@ -272,7 +272,7 @@ START_TEST(test_latest_reads_one_checkpoint)
                    " NULL, c.body_type, c.metadata, c.channel_set, c.versions, c.body"
                    " FROM @S.checkpoints c, generate_series(1, 3000) g;"
                    " ANALYZE @S.checkpoints");
-    char *latest = sql_file("checkpoint_latest.sql");
+    char *latest = statement_text("checkpoint_latest.sql");
     char *prepare = malloc(strlen(latest) + 64);
     ck_assert_ptr_nonnull(prepare);
     sprintf(prepare, "PREPARE latest (text, text) AS %s", latest);
@@ -290,7 +290,7 @@ START_TEST(test_latest_reads_one_checkpoint)
                                "(actual rows=1 loops=1)") != NULL, "not one index entry:\n%s", plan);
     ck_assert_msg(strstr(plan, "put_seq DESC") == NULL, "a sort by put_seq:\n%s", plan);
     /* a page of a list (thread, namespace, before, limit 10): ten index entries */
-    char *list = sql_file("checkpoint_list.sql");
+    char *list = statement_text("checkpoint_list.sql");
     char *prepare_list = malloc(strlen(list) + 128);
     ck_assert_ptr_nonnull(prepare_list);
     sprintf(prepare_list, "PREPARE page (text, text, text, text, int8, text, text) AS %s", list);
