@@ -11,7 +11,7 @@
 //
 //   node --expose-gc langgraph-runtime.mjs [--turns 1000] [--full-turns 300] [--payload 200]
 //        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--keep DIR] [--json]
-//        [--interleave]
+//        [--interleave] [--durability async|sync|exit] [--profile]
 //
 // --interleave: the early figures come from a second thread of the same saver whose turns
 // alternate with the last window of the main thread (both threads brought there first,
@@ -34,7 +34,9 @@ import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import { Session } from 'node:inspector/promises';
 import { benchOptions, words, convoImports, median, since, withParam, runnable } from './common.mjs';
+import { samplesOf, insideWindows, nowUs } from './profile-windows.mjs';
 
 const { StateGraph, MessagesAnnotation, START, END } = langgraph;
 const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime', {
@@ -43,7 +45,22 @@ const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime'
   rounds: { type: 'string', default: '1' },
   keep: { type: 'string' }, // a folder for the SQLite files; they and the PostgreSQL schemas are kept
   interleave: { type: 'boolean', default: false },
+  durability: { type: 'string', default: 'async' },
+  profile: { type: 'boolean', default: false },
 });
+// --profile: V8's CPU profiler runs through each convo run, and the saver's own CPU per turn
+// is its CPU in its windows less the LangGraph and LangChain work the profiler saw in them
+// outside the saver's calls (profile-windows.mjs): LangGraph's own growth taken out
+const PROFILE = opts.profile;
+const PROFILE_US = 200; // the sampling interval
+// LangGraph's durability: 'async' (its default: the next step runs while a put is under way,
+// so its work lands inside the saver's timed windows) or 'sync' (each step waits for its
+// put: the windows hold the saver's own work)
+const DURABILITY = opts.durability;
+if (!['async', 'sync', 'exit'].includes(DURABILITY)) {
+  console.error('langgraph-runtime: --durability is async, sync or exit');
+  process.exit(2);
+}
 const INTERLEAVE = opts.interleave;
 const ROUNDS = Number(opts.rounds);
 const FULL_TURNS = Math.min(TURNS, Number(opts['full-turns']));
@@ -97,7 +114,8 @@ const cpuMs = (since_) => { const d = process.cpuUsage(since_); return (d.user +
 function instrument(saver) {
   // cpuMs: the process's CPU time (its threads: libconvo's calls run on libuv's pool) during
   // those intervals, which a loaded machine stretches less than their wall time
-  const meter = { ms: 0, cpuMs: 0, calls: {}, byMethod: {}, active: 0, start: 0n, cpuStart: null };
+  const meter = { ms: 0, cpuMs: 0, calls: {}, byMethod: {}, active: 0, start: 0n, cpuStart: null,
+    windows: [], startUs: 0 }; // windows: the current turn's [from, to] us (--profile)
   for (const name of SAVER_METHODS) {
     const original = saver[name];
     if (typeof original !== 'function') continue;
@@ -108,6 +126,7 @@ function instrument(saver) {
       if (meter.active++ === 0) {
         meter.start = process.hrtime.bigint();
         meter.cpuStart = process.cpuUsage();
+        meter.startUs = nowUs();
       }
       return process.hrtime.bigint();
     };
@@ -116,6 +135,7 @@ function instrument(saver) {
       if (--meter.active === 0) {
         meter.ms += since(meter.start);
         meter.cpuMs += cpuMs(meter.cpuStart);
+        meter.windows.push([meter.startUs, nowUs()]);
       }
     };
     if (name === 'list') { // an async generator: under way until it is done
@@ -280,6 +300,7 @@ for (const name of ['langgraph-sqlite', 'langgraph-postgres', 'convo-sqlite', 'c
 
 const threadConfig = { configurable: { thread_id: 'chat' } };
 const earlyConfig = { configurable: { thread_id: 'chat-early' } }; // --interleave
+const invokeConfig = (config) => ({ ...config, durability: DURABILITY });
 
 // getTuple and getState on the thread's latest checkpoint: warm on the run's saver, then
 // the first call of each on FRESH new savers of the same store.
@@ -332,16 +353,25 @@ async function runOne(run) {
     const cpuStart = process.cpuUsage();
     const calls = { ...meter.calls };
     const byMethod = { ...meter.byMethod };
+    meter.windows = [];
     const start = process.hrtime.bigint();
-    await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, config);
+    await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, invokeConfig(config));
     into.turnMs.push(since(start));
     into.turnCpu.push(cpuMs(cpuStart));
     into.saverMs.push(meter.ms - before);
     into.saverCpu.push(meter.cpuMs - beforeCpu);
     into.methodMs.push(Object.fromEntries(Object.entries(meter.byMethod).map(([k, ms]) => [k, ms - (byMethod[k] ?? 0)])));
+    into.windows.push(meter.windows);
     into.lastCalls = Object.fromEntries(Object.entries(meter.calls).map(([k, n]) => [k, n - (calls[k] ?? 0)]));
   };
   const early0 = Math.min(EARLY, run.turns) - WINDOW; // --interleave: early turns before the timed ones
+  const session = PROFILE && run.saver.startsWith('convo') ? new Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: PROFILE_US });
+    await session.post('Profiler.start');
+  }
   try {
     for (let t = 0; t < run.turns; t++) {
       if (INTERLEAVE && t === run.turns - WINDOW) {
@@ -353,18 +383,29 @@ async function runOne(run) {
       if ((t + 1) % 100 === 0) console.error(`langgraph-runtime: ${run.name}: turn ${t + 1}, ${since(begin) / 1000 | 0} s`);
     }
   } finally {
+    if (session) {
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      const samples = samplesOf(profile, PROFILE_US);
+      for (const s of [main, early]) {
+        s.overlapMs = s.windows.map((w) => insideWindows(samples, w).framework);
+        s.ownCpu = s.saverCpu.map((c, i) => c - s.overlapMs[i]);
+      }
+    }
     await run.close(saver);
   }
   saver = null;
   const tables = await run.tables();
-  const { lastCalls, ...figures } = main;
+  const { lastCalls, windows: _w, ...figures } = main;
+  if (early) delete early.windows;
   return { ...figures, early: INTERLEAVE ? early : null, probes, lastCalls, empty, tables,
     checkpoints: meter.calls.put ?? 0 };
 }
 
 // per turn: wall and CPU ms of the turn and of the saver within it, ms by method
 function series() {
-  return { turnMs: [], saverMs: [], turnCpu: [], saverCpu: [], methodMs: [], lastCalls: null };
+  return { turnMs: [], saverMs: [], turnCpu: [], saverCpu: [], methodMs: [], lastCalls: null, windows: [],
+    overlapMs: null, ownCpu: null };
 }
 
 // ---- figures ----
@@ -396,7 +437,7 @@ function summarize(run, rounds) {
   const early = Math.min(EARLY, run.turns);
   const out = {
     run: run.name, saver: run.saver, backend: run.backend, kind: run.kind, turns: run.turns,
-    payload: PAYLOAD, rounds: rounds.length, interleaved: INTERLEAVE,
+    payload: PAYLOAD, rounds: rounds.length, interleaved: INTERLEAVE, durability: DURABILITY,
     turns_per_sec: +m((r) => (r.turnMs.length * 1000) / r.turnMs.reduce((a, b) => a + b, 0)).toFixed(1),
     early_turn: early,
     saver_ms_early: +m((r) => at(r, 'saverMs', early)).toFixed(3),
@@ -407,6 +448,13 @@ function summarize(run, rounds) {
     saver_cpu_ms_early: +m((r) => at(r, 'saverCpu', early)).toFixed(3),
     saver_cpu_ms_last: +m((r) => at(r, 'saverCpu', run.turns)).toFixed(3),
     cpu_late_vs_early: +m((r) => at(r, 'saverCpu', run.turns) / at(r, 'saverCpu', early)).toFixed(3),
+    ...(rounds[0].ownCpu ? {
+      overlap_ms_early: +m((r) => at(r, 'overlapMs', early)).toFixed(3),
+      overlap_ms_last: +m((r) => at(r, 'overlapMs', run.turns)).toFixed(3),
+      saver_own_cpu_ms_early: +m((r) => at(r, 'ownCpu', early)).toFixed(3),
+      saver_own_cpu_ms_last: +m((r) => at(r, 'ownCpu', run.turns)).toFixed(3),
+      own_cpu_late_vs_early: +m((r) => at(r, 'ownCpu', run.turns) / at(r, 'ownCpu', early)).toFixed(3),
+    } : {}),
     turn_cpu_ms_early: +m((r) => at(r, 'turnCpu', early)).toFixed(3),
     turn_cpu_ms_last: +m((r) => at(r, 'turnCpu', run.turns)).toFixed(3),
     calls_per_turn: r0.lastCalls,
@@ -442,6 +490,10 @@ function targets(c, results) {
     [`saver time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.late_vs_early <= 1.2,
     [`saver CPU time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.cpu_late_vs_early <= 1.2,
   };
+  if (c.own_cpu_late_vs_early !== undefined) {
+    t[`saver own CPU time (LangGraph's overlap taken out) at turn ${c.turns} within 20% of turn ${c.early_turn}`] =
+      c.own_cpu_late_vs_early <= 1.2;
+  }
   if (c.backend === 'sqlite') t['total <= 4.5x raw content'] = c.stored_per_raw <= 4.5;
   if (delta?.turns === c.turns) {
     t["5x fewer bytes than LangGraph's DeltaChannel saver"] = delta.stored_bytes >= 5 * c.stored_bytes;
@@ -486,19 +538,22 @@ if (opts.json) {
 } else {
   const fmt = (n) => (Number.isFinite(n) ? n.toLocaleString('en-US') : '—');
   console.log(`LangGraph runtime chatbot: ${PAYLOAD}-byte user message and answer per turn, ` +
-    `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; median of ${ROUNDS} round(s)` +
+    `${fmt(rawBytes(TURNS))} raw content bytes at ${TURNS} turns; ${DURABILITY} durability; median of ${ROUNDS} round(s)` +
     (INTERLEAVE ? `; turn ${EARLY} figures from a second thread interleaved with the last ${WINDOW} turns` : ''));
   console.log('| run | turns | turns/s | saver ms/turn at ' + EARLY + ' | at last | last/early | ' +
     'saver CPU ms/turn at ' + EARLY + ' / last (last/early) | turn CPU ms at ' + EARLY + ' / last | ' +
     'getTuple ms warm / fresh | getState ms warm / fresh | checkpoints | bytes | bytes / raw | ' +
-    'outside log B / checkpoint |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    'outside log B / checkpoint |' + (PROFILE ? ` saver own CPU ms/turn at ${EARLY} / last (last/early) | ` +
+      `LangGraph in the saver's windows ms/turn at ${EARLY} / last |` : ''));
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|' + (PROFILE ? '---|---|' : ''));
   for (const r of results) {
     const probes = (key) => r.probes.map((p) => `${p.turn}: ${p[key]} / ${p[`fresh_${key}`]}`).join('; ');
     console.log(`| ${r.run} | ${r.turns} | ${r.turns_per_sec} | ${r.saver_ms_early} | ${r.saver_ms_last} | ` +
       `${r.late_vs_early} | ${r.saver_cpu_ms_early} / ${r.saver_cpu_ms_last} (${r.cpu_late_vs_early}) | ` +
       `${r.turn_cpu_ms_early} / ${r.turn_cpu_ms_last} | ${probes('get_tuple_ms')} | ${probes('get_state_ms')} | ${fmt(r.checkpoints)} | ` +
-      `${fmt(r.stored_bytes)} | ${r.stored_per_raw} | ${fmt(r.outside_log_per_checkpoint)} |`);
+      `${fmt(r.stored_bytes)} | ${r.stored_per_raw} | ${fmt(r.outside_log_per_checkpoint)} |` +
+      (PROFILE ? (r.saver_own_cpu_ms_early === undefined ? ' — | — |' : ` ${r.saver_own_cpu_ms_early} / ` +
+        `${r.saver_own_cpu_ms_last} (${r.own_cpu_late_vs_early}) | ${r.overlap_ms_early} / ${r.overlap_ms_last} |`) : ''));
   }
   console.log('\nbytes per table (with its indexes), at the end of each run:');
   for (const r of results) {

@@ -214,8 +214,10 @@ export class DeltaLists {
  *   valueOf(stored channel or write, its checkpoint) -> the value getTuple gives for it
  *   known: what the saver holds of the thread's log (the Store's known* read options)
  *   hasValue(stored channel) -> whether getTuple shows that channel value
+ *   headOf(thread, ns, id) -> { parentId, counters } of a checkpoint the saver put (its
+ *     counters_since_delta_snapshot), so the checkpoint itself is not read; else undefined
  */
-export async function deltaHistory(store, config, channels, { valueOf, hasValue, threadOf, known }) {
+export async function deltaHistory(store, config, channels, { valueOf, hasValue, threadOf, known, headOf }) {
   if (channels.length === 0) return {};
   const collected = Object.fromEntries(channels.map((ch) => [ch, []]));
   const seeds = {};
@@ -233,7 +235,9 @@ export async function deltaHistory(store, config, channels, { valueOf, hasValue,
       throw e;
     }
   };
-  const target = await get(c.checkpoint_id ?? null);
+  const head = c.checkpoint_id ? headOf?.(threadId, ns, c.checkpoint_id) : undefined;
+  const target = head ? { id: c.checkpoint_id, parentId: head.parentId,
+    metadata: { counters_since_delta_snapshot: head.counters } } : await get(c.checkpoint_id ?? null);
   if (!target) return result();
   // how far back the nearest snapshot is: LangGraph counts the supersteps since it (an
   // updateState checkpoint has no count: its parent's is taken at the branch point)
@@ -251,11 +255,18 @@ export async function deltaHistory(store, config, channels, { valueOf, hasValue,
   const page = async (before) => {
     window.clear();
     listed.clear();
-    for (const cp of await store.checkpointList({ threadId, ns, before, limit: depth,
-      withoutChannelItems: true, ...known })) {
+    let cps;
+    try {
+      cps = await store.checkpointList({ threadId, ns, before, limit: depth, withoutChannelItems: true, ...known });
+    } catch (e) {
+      if (e instanceof NotFoundError) return false; // `before` removed since the saver put it
+      throw e;
+    }
+    for (const cp of cps) {
       window.set(cp.id, cp);
       listed.add(cp);
     }
+    return true;
   };
   const remaining = new Set(channels);
   const chain = []; // newest first: [checkpoint, { channel: [write, ...] }]
@@ -266,7 +277,7 @@ export async function deltaHistory(store, config, channels, { valueOf, hasValue,
     if (!cp) {
       if (listedBefore !== target.id) {
         listedBefore = target.id;
-        await page(target.id);
+        if (!(await page(target.id))) return result();
         cp = window.get(cursor);
       }
       if (!cp) {

@@ -67,7 +67,7 @@ function sortWrites(writes) {
 export class ConvoSaver extends BaseCheckpointSaver {
   #store;
   #owned;
-  #puts = new Map();       // thread\0ns\0id -> true: checkpoints this saver put
+  #puts = new Map();       // thread\0ns\0id -> { parentId, counters }: checkpoints this saver put
   #revived;                 // revived items per thread, generation and seq (revived.js)
   #hints = new Hints();
   #delta = new DeltaLists(); // delta.js: what a put of a DeltaChannel's list needs
@@ -180,6 +180,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     return deltaHistory(store, config, channels, {
       threadOf: threadText,
       known: Revived.known(held),
+      headOf: (threadId, ns, id) => this.#puts.get(`${threadId}\0${ns}\0${id}`),
       hasValue: (ch) => (ch.items ? !isDeltaList(ch.items) : Boolean(ch.value) && ch.value.type !== RECORD_TYPE),
       valueOf: (x, cp) => this.#writeValue(x, cp.threadId, this.#revived.logOf(cp.threadId, cp, held), held),
     });
@@ -203,7 +204,10 @@ export class ConvoSaver extends BaseCheckpointSaver {
       this.#wake(key, false);
       throw e;
     }
-    remember(this.#puts, key, true, MAX_PUTS);
+    // what getDeltaChannelHistory needs of it (delta.js), so it does not read it again
+    const counters = metadata?.counters_since_delta_snapshot;
+    remember(this.#puts, key, { parentId: c.checkpoint_id ?? null,
+      counters: counters === undefined ? undefined : structuredClone(counters) }, MAX_PUTS);
     this.#wake(key, true);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
