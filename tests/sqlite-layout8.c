@@ -224,6 +224,11 @@ START_TEST(test_migration_7_to_8)
                    "DROP VIEW convo_checkpoint_view;"
                    "ALTER TABLE convo_checkpoints DROP COLUMN meta_shape;"
                    "ALTER TABLE convo_checkpoints RENAME COLUMN meta TO metadata;"
+                   /* and layout 9 undone (its lists here are full: a one-channel delta is no smaller) */
+                   "ALTER TABLE convo_checkpoints RENAME COLUMN channel_list TO channels;"
+                   "DROP TABLE convo_checkpoint_reach;"
+                   "CREATE INDEX convo_checkpoints_by_log_length"
+                   " ON convo_checkpoints(thread, log_length);"
                    /* a stand-in for layout 7's view, which the migration replaces */
                    "CREATE VIEW convo_checkpoint_view AS SELECT metadata FROM convo_checkpoints;"
                    "UPDATE convo_meta SET value = '7' WHERE key = 'schema_version'");
@@ -239,7 +244,7 @@ START_TEST(test_migration_7_to_8)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     8);
+                     9);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE meta_shape IS NULL AND typeof(meta) = 'text'"),
                      4);

@@ -23,7 +23,7 @@
 static const char *dir;
 
 /* The layout version this libconvo writes (drivers/sqlite/migrate-6-7.sql). */
-#define LAYOUT 8
+#define LAYOUT 9
 
 /* ------------------------------------------------------------ helpers */
 
@@ -366,7 +366,7 @@ START_TEST(test_delete_and_prune_leave_nothing)
     /* two checkpoints with their channel lists, the 2 values they use, 2 writes */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE length(channels) > 0"), 2);
+                                   " WHERE length(channel_list) > 0"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 2);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
@@ -555,7 +555,7 @@ START_TEST(test_rewrite_fails_whole)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE length(channels) > 0"), 1);
+                                   " WHERE length(channel_list) > 0"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT generation FROM convo_threads WHERE id = 't'"), 1);
     convo_close(s);
@@ -914,8 +914,10 @@ START_TEST(test_migration_3_to_4)
     convo_store *s = open_db(path, NULL);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_threads WHERE generation = 0"), 2);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
-                                   " WHERE name = 'convo_checkpoints_by_log_length'"), 1);
+    /* layout 9: the bound of a's checkpoints' log_length (a-3: 3) */
+    ck_assert_int_eq(sql_int(path, "SELECT log_length FROM convo_checkpoint_reach AS r"
+                                   " JOIN convo_threads AS t ON t.num = r.thread"
+                                   " WHERE t.id = 'a'"), 3);
     /* every stored thread is at generation 0; a-3 refers to all 3 messages */
     ck_assert_int_eq(generation_of(s, "a"), 0);
     ck_assert_int_eq(generation_of(s, "b"), 0);
@@ -930,8 +932,14 @@ START_TEST(test_migration_3_to_4)
      * others (log_length 0) stay, a-2 with its value */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE length(channels) > 0"), 1);
+                                   " WHERE length(channel_list) > 0"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
+    /* the drop made the bound exact again */
+    ck_assert_int_eq(sql_int(path, "SELECT r.log_length = (SELECT max(c.log_length)"
+                                   " FROM convo_checkpoints AS c WHERE c.thread = r.thread)"
+                                   " FROM convo_checkpoint_reach AS r"
+                                   " JOIN convo_threads AS t ON t.num = r.thread"
+                                   " WHERE t.id = 'a'"), 1);
     /* version "2" in its stored form (drivers/sqlite/compact.c: number 2) */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE version = x'0102'"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
@@ -965,18 +973,18 @@ END_TEST
 
 START_TEST(test_schema_too_new)
 {
-    const char *path = db_path("v9");
+    const char *path = db_path("v10");
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '9' WHERE key = 'schema_version'");
+    exec_raw(db, "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
     convo_store *s = NULL;
     convo_error err;
     ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.message, "version 9"));
+    ck_assert_ptr_nonnull(strstr(err.message, "version 10"));
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints'"), 0);
 }

@@ -25,19 +25,65 @@ int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
     return rc;
 }
 
+/* sq_lists_settle()'s test for the checkpoints that refer to more than
+ * *(int64_t *)arg messages. */
+static int beyond(void *arg, int64_t key, int64_t log_length)
+{
+    (void)key;
+    return log_length > *(const int64_t *)arg;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Keys, sorted, of checkpoints about to go. */
+typedef struct key_set {
+    int64_t *keys;
+    size_t n;
+} key_set;
+
+static int in_set(void *arg, int64_t key, int64_t log_length)
+{
+    const key_set *set = arg;
+    (void)log_length;
+    return bsearch(&key, set->keys, set->n, sizeof key, by_key) != NULL;
+}
+
+/* Before the checkpoints keys[0..n) of thread num go. */
+static int settle_keys(sq_conn *c, int64_t num, int64_t *keys, size_t n, convo_error *err)
+{
+    key_set set = {keys, n};
+    qsort(keys, n, sizeof *keys, by_key);
+    return sq_lists_settle(c, num, in_set, &set, err);
+}
+
 /* A rewrite keeping keep messages of thread num: the checkpoints that refer to
  * more are a conflict naming one of them, or with drop removed with their
  * channel lists, pending writes and the values no other checkpoint uses. */
 int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_CP_BEYOND, &st, err);
+    int rc = sq_stmt_get(c, ST_REACH_GET, &st, err);
     if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    if ((rc = sq_stmt_step(c, st, "reading the thread's log bound", err)) < 0)
+        return rc;
+    int64_t bound = rc ? sqlite3_column_int64(st, 0) : 0;
+    if (rc)
+        sq_stmt_done(st);
+    if (bound <= keep) /* one seek: no checkpoint refers to more */
+        return 0;
+    if ((rc = sq_stmt_get(c, ST_CP_BEYOND, &st, err)) != 0)
         return rc;
     sqlite3_bind_int64(st, 1, num);
     sqlite3_bind_int64(st, 2, keep);
     if ((rc = sq_stmt_step(c, st, "reading checkpoints", err)) <= 0)
-        return rc;
+        return rc < 0 ? rc : sq_run_with_ints(c, ST_REACH_SET, 1, num, 0, 0,
+                                              "setting the thread's log bound", err);
     if (!drop) {
         char id[SQ_UUID_TEXT + 1];
         rc = convo__error(err, CONVO_ECONFLICT, NULL,
@@ -50,13 +96,18 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
         return rc;
     }
     sq_stmt_done(st);
-    rc = sq_run_with_ints(c, ST_CP_ORPHANS_BEYOND, 3, num, keep, PARENT_NEAR,
-                          "naming parents by id", err);
+    rc = sq_lists_settle(c, num, beyond, &keep, err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_CP_ORPHANS_BEYOND, 3, num, keep, PARENT_NEAR,
+                              "naming parents by id", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0,
                               "deleting pending writes", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE_BEYOND, 2, num, keep, 0, "deleting checkpoints",
+                              err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_REACH_SET, 1, num, 0, 0, "setting the thread's log bound",
                               err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, num, key_of(num, 0), key_of(num, MAX_LENGTH),
@@ -270,9 +321,19 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
     int rc = cp_channels_pack(c, cp, &channels, &channels_len, err);
     if (rc)
         return rc;
-    if ((rc = sq_stmt_get(c, ST_CP_PUT, &st, err)) != 0) {
+    unsigned char *delta = NULL;
+    size_t delta_len = 0;
+    if ((rc = sq_list_for_put(c, at->key, cp->checkpoint_ns, channels, channels_len, &delta,
+                              &delta_len, err)) != 0 ||
+        (rc = sq_stmt_get(c, ST_CP_PUT, &st, err)) != 0) {
         free(channels);
+        free(delta);
         return rc;
+    }
+    if (delta) { /* layout 9: what changed against the row before */
+        free(channels);
+        channels = delta;
+        channels_len = delta_len;
     }
     sqlite3_bind_int64(st, 1, at->key);
     sqlite3_bind_int64(st, 2, num);
@@ -302,7 +363,8 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
     rc = sq_stmt_run(c, st, "storing a checkpoint", err);
     free(channels);
     free(values);
-    return rc;
+    return rc ? rc : sq_run_with_ints(c, ST_REACH_RAISE, 2, num, cp->log_length, 0,
+                                      "raising the thread's log bound", err);
 }
 
 /* Binds a channel version in its stored form (compact.c). */
@@ -368,6 +430,8 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
                    ? at.key - parent.key : 0;
         rc = rc < 0 ? rc : 0;
     }
+    if (rc == 0 && old)
+        rc = sq_list_before_change(c, at.key, err);
     if (rc == 0)
         rc = cp_row_put(c, num, &at, near, cp, err);
     return rc ? rc : cp_values_put(c, num, cp, err);
@@ -464,7 +528,10 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
     sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
     sq_bind_id(st, 3, w->checkpoint_id);
     sqlite3_bind_int64(st, 4, w->log_length);
-    return sq_stmt_run(c, st, "raising a checkpoint's log length", err);
+    if ((rc = sq_stmt_run(c, st, "raising a checkpoint's log length", err)) != 0)
+        return rc;
+    return sq_run_with_ints(c, ST_REACH_RAISE, 2, num, w->log_length, 0,
+                            "raising the thread's log bound", err);
 }
 
 static int put_refs_tx(sq_conn *c, void *arg, convo_error *err)
@@ -543,16 +610,19 @@ int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char
 /* Adds every channel of the channel list of checkpoint key (column 9 of row)
  * with its value, wherever in the thread's history that value was first
  * stored. */
-static int cp_add_channels(sq_conn *c, convo_checkpoint *cp, int64_t key, sqlite3_stmt *row,
-                           convo_error *err)
+static int cp_add_channels(sq_conn *c, sq_list_cache *k, convo_checkpoint *cp, int64_t key,
+                           sqlite3_stmt *row, convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_CH_VALUES, &st, err);
+    const unsigned char *list;
+    size_t len;
+    int rc = sq_list_full(c, k, key, sqlite3_column_blob(row, 9),
+                          (size_t)sqlite3_column_bytes(row, 9), &list, &len, err);
+    if (rc == 0)
+        rc = sq_stmt_get(c, ST_CH_VALUES, &st, err);
     if (rc)
         return rc;
-    const void *list = sqlite3_column_blob(row, 9);
-    sqlite3_bind_blob64(st, 1, list ? list : "", (sqlite3_uint64)sqlite3_column_bytes(row, 9),
-                        SQLITE_TRANSIENT);
+    sqlite3_bind_blob64(st, 1, list, (sqlite3_uint64)len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, key >> SEQ_BITS);
     sqlite3_bind_text(st, 3, convo_checkpoint_ns(cp), -1, SQLITE_STATIC);
     while ((rc = sq_stmt_step(c, st, "reading checkpoint channels", err)) == 1) {
@@ -598,7 +668,7 @@ static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_er
  * id, parent_id, metadata, body_type, body, log_length, created_at, channels: those of
  * statements/cp-get.sql, cp-latest.sql, cp-list-*.sql (tests/sqlite-sql.c
  * checks them). */
-static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
+static int cp_from_row(sq_conn *c, sq_list_cache *k, sqlite3_stmt *st, const char *thread_id,
                        convo_checkpoint **out, convo_error *err)
 {
     int64_t key = sqlite3_column_int64(st, 0);
@@ -613,7 +683,7 @@ static int cp_from_row(sq_conn *c, sqlite3_stmt *st, const char *thread_id,
         sqlite3_column_int64(st, 8));
     if (!cp)
         return no_memory(err);
-    int rc = cp_add_channels(c, cp, key, st, err);
+    int rc = cp_add_channels(c, k, cp, key, st, err);
     if (rc == 0)
         rc = cp_add_writes(c, cp, key, err);
     if (rc) {
@@ -651,8 +721,10 @@ static int get_tx(sq_conn *c, void *arg, convo_error *err)
     }
     if ((rc = sq_stmt_step(c, st, "reading a checkpoint", err)) <= 0)
         return rc < 0 ? rc : cp_not_found(err);
-    rc = cp_from_row(c, st, a->thread_id, &a->cp, err);
+    sq_list_cache k = {0};
+    rc = cp_from_row(c, &k, st, a->thread_id, &a->cp, err);
     sq_stmt_done(st);
+    sq_list_cache_clear(&k);
     return rc;
 }
 
@@ -673,6 +745,7 @@ typedef struct cp_list_args {
     const convo_checkpoint_list_opts *o;
     void *filter;
     convo_checkpoint_set *set;
+    sq_list_cache lists; /* keep_all: a thread's rows come newest first */
 } cp_list_args;
 
 /* Adds the checkpoints st yields whose metadata matches, until the set holds
@@ -689,8 +762,9 @@ static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_lis
                                                a->filter))
             continue;
         convo_checkpoint *cp;
-        rc = cp_from_row(c, st, thread_id ? thread_id : (const char *)sqlite3_column_text(st, 10),
-                         &cp, err);
+        rc = cp_from_row(c, &a->lists, st,
+                         thread_id ? thread_id : (const char *)sqlite3_column_text(st, 10), &cp,
+                         err);
         if (rc == 0 && convo__checkpoint_set_add(a->set, cp) != 0)
             rc = no_memory(err);
         if (rc)
@@ -770,10 +844,11 @@ static int cp_list_tx(sq_conn *c, void *arg, convo_error *err)
 int sq_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
                        convo_checkpoint_set **out, convo_error *err)
 {
-    cp_list_args a = {o, filter, convo__checkpoint_set_new()};
+    cp_list_args a = {o, filter, convo__checkpoint_set_new(), {.keep_all = 1}};
     if (!a.set)
         return no_memory(err);
     int rc = sq_run_tx(b, 0, cp_list_tx, &a, err);
+    sq_list_cache_clear(&a.lists);
     if (rc) {
         convo_checkpoint_set_free(a.set);
         return rc;
@@ -870,6 +945,8 @@ static int prune_tx(sq_conn *c, void *arg, convo_error *err)
         return rc < 0 ? rc : convo__error(err, CONVO_ENOTFOUND, NULL, "thread not found");
     prune_plan p = {0};
     rc = prune_decide(c, t.num, a->keep_last, &p, err);
+    if (rc == 0 && p.ndoomed)
+        rc = settle_keys(c, t.num, p.doomed, p.ndoomed, err);
     for (size_t i = 0; i < p.ndoomed && rc == 0; i++)
         rc = sq_checkpoints_delete(c, p.doomed[i], p.doomed[i], err);
     if (rc == 0 && p.ndoomed)
@@ -900,12 +977,22 @@ static int delete_tx(sq_conn *c, void *arg, convo_error *err)
     int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
     if (rc <= 0)
         return rc; /* no thread: nothing to remove */
+    int64_t *keys = malloc((a->n ? a->n : 1) * sizeof *keys);
+    size_t n = 0;
+    if (!keys)
+        return no_memory(err);
     for (size_t i = 0; i < a->n && rc >= 0; i++) {
         cp_place at;
-        rc = cp_find(c, t.num, a->ns[i], a->ids[i], &at, err);
-        if (rc == 1 && (rc = sq_checkpoints_delete(c, at.key, at.key, err)) == 0)
-            a->removed++;
+        if ((rc = cp_find(c, t.num, a->ns[i], a->ids[i], &at, err)) == 1)
+            keys[n++] = at.key;
     }
+    if (rc >= 0 && n)
+        rc = settle_keys(c, t.num, keys, n, err);
+    for (size_t i = 0; i < n && rc >= 0; i++) /* sorted: an id named twice goes once */
+        if ((i == 0 || keys[i] != keys[i - 1]) &&
+            (rc = sq_checkpoints_delete(c, keys[i], keys[i], err)) == 0)
+            a->removed++;
+    free(keys);
     if (rc >= 0 && a->removed)
         rc = sq_run_with_ints(c, ST_BLOB_UNUSED, 3, t.num, key_of(t.num, 0),
                               key_of(t.num, MAX_LENGTH), "deleting unused channel values", err);
@@ -935,7 +1022,10 @@ static int run_ints(sq_conn *c, enum stmt_id id, const int64_t *v, int n, const 
 int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, convo_error *err)
 {
     int64_t order;
-    int rc = cp_last_order(c, &order, err);
+    /* a copied delta whose row before is left behind is first stored in full */
+    int rc = sq_lists_settle(c, src, beyond, &upto, err);
+    if (rc == 0)
+        rc = cp_last_order(c, &order, err);
     int64_t v[7] = {key_of(src, 0), key_of(src, MAX_LENGTH), key_of(dst, 0), dst, upto,
                     order, convo__now_micros()};
     if (rc == 0)
@@ -943,6 +1033,9 @@ int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, conv
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_TAKE_ORDERS, 1, sqlite3_changes(c->db), 0, 0,
                               "taking put orders", err);
+    if (rc == 0)
+        rc = sq_run_with_ints(c, ST_REACH_SET, 1, dst, 0, 0, "setting the thread's log bound",
+                              err);
     if (rc == 0)
         rc = run_ints(c, ST_WRITE_COPY, v, 5, "copying pending writes", err);
     int64_t blobs[4] = {src, 0, 0, dst};

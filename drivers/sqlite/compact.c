@@ -17,8 +17,13 @@
  * (convo_names), varint name number, varint length + stored version, where
  * the version may also be
  *   0x04 same    a varint k: the version of entry k (from 0) of this list,
- *                which is not itself a 0x04 (a step writes several channels
- *                at one version). */
+ *                which is not itself a 0x04 or 0x05 (a step writes several
+ *                channels at one version);
+ *   0x05 gone    (layout 9, in a delta only) the channel is not in the list.
+ * Layout 9: a list may also be a delta, a 0x00 byte and then entries in this
+ * form, against the list of the row before it (lists.c): the channels whose
+ * version changed or that came, and those gone. A full list never starts with
+ * 0x00 (name numbers start at 1). */
 #include "config.h"
 #include "compact.h"
 #include "body.h" /* lib/: the metadata's shape and values */
@@ -26,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { V_TEXT = 0, V_NUMBER = 1, V_UUID = 2, V_PADDED = 3, V_SAME = 4 };
+enum { V_TEXT = 0, V_NUMBER = 1, V_UUID = 2, V_PADDED = 3, V_SAME = 4, V_GONE = 5 };
 #define MAX_DIGITS 18 /* below 10^18: fits an int64 */
 
 static int hex_value(int ch)
@@ -286,6 +291,129 @@ static long channel_next(const unsigned char *p, size_t n, int64_t *channel,
     return (long)(at + used + (size_t)l);
 }
 
+int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *count)
+{
+    size_t at = n && p[0] == 0 ? 1 : 0, cap = 0, k = 0;
+    int64_t channel;
+    const unsigned char *v;
+    size_t vl;
+    long used;
+    for (size_t i = at; (used = channel_next(p + i, n - i, &channel, &v, &vl)) > 0;
+         i += (size_t)used)
+        cap++;
+    if (used < 0)
+        return -2;
+    sq_entry *e = malloc((cap ? cap : 1) * sizeof *e);
+    if (!e)
+        return -1;
+    for (; (used = channel_next(p + at, n - at, &channel, &v, &vl)) > 0; at += (size_t)used) {
+        uint64_t same;
+        e[k] = (sq_entry){channel, v, vl};
+        if (v[0] == V_GONE && vl == 1 && p[0] == 0)
+            e[k].len = 0;
+        else if (v[0] == V_SAME) {
+            if (varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k || !e[same].len ||
+                e[same].version[0] == V_SAME)
+                break;
+            e[k].version = e[same].version;
+            e[k].len = e[same].len;
+        } else if (v[0] == V_GONE)
+            break;
+        if (k && e[k - 1].channel >= channel)
+            break;
+        k++;
+    }
+    if (k != cap) {
+        free(e);
+        return -2;
+    }
+    *out = e;
+    *count = k;
+    return 0;
+}
+
+static int same_version(const sq_entry *a, const sq_entry *b)
+{
+    return a->len == b->len && memcmp(a->version, b->version, a->len) == 0;
+}
+
+/* Merges two entry lists sorted by channel: mode 0 applies delta b to list a,
+ * mode 1 gives the delta from list a to list b. */
+static int entries_merge(const sq_entry *a, size_t na, const sq_entry *b, size_t nb, int mode,
+                         sq_entry **out, size_t *n)
+{
+    sq_entry *e = malloc((na + nb ? na + nb : 1) * sizeof *e);
+    size_t i = 0, j = 0, k = 0;
+    if (!e)
+        return -1;
+    while (i < na || j < nb) {
+        int side = i == na ? 1 : j == nb ? -1 : a[i].channel < b[j].channel ? -1
+                                              : a[i].channel > b[j].channel;
+        if (side < 0) { /* a only: kept, or gone from b */
+            if (mode == 0)
+                e[k++] = a[i];
+            else
+                e[k++] = (sq_entry){a[i].channel, NULL, 0};
+            i++;
+            continue;
+        }
+        if (mode == 0 ? b[j].len != 0 : side > 0 || !same_version(&a[i], &b[j]))
+            e[k++] = b[j];
+        i += side == 0;
+        j++;
+    }
+    *out = e;
+    *n = k;
+    return 0;
+}
+
+int sq_list_apply(const sq_entry *base, size_t nbase, const sq_entry *delta, size_t ndelta,
+                  sq_entry **out, size_t *n)
+{
+    return entries_merge(base, nbase, delta, ndelta, 0, out, n);
+}
+
+int sq_list_diff(const sq_entry *base, size_t nbase, const sq_entry *full, size_t nfull,
+                 sq_entry **out, size_t *n)
+{
+    return entries_merge(base, nbase, full, nfull, 1, out, n);
+}
+
+int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, size_t *outlen)
+{
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++)
+        cap += 20 + e[i].len;
+    unsigned char *buf = malloc(cap), same_buf[11];
+    size_t len = 0;
+    if (!buf)
+        return -1;
+    if (delta)
+        buf[len++] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *v = e[i].version;
+        size_t vl = e[i].len, same = 0;
+        while (vl && same < i && !(e[same].len && same_version(&e[same], &e[i])))
+            same++;
+        if (!vl) {
+            same_buf[0] = V_GONE;
+            v = same_buf;
+            vl = 1;
+        } else if (same < i) {
+            same_buf[0] = V_SAME;
+            vl = 1 + varint_put(same_buf + 1, same);
+            v = same_buf;
+        }
+        len += varint_put(buf + len, (uint64_t)e[i].channel);
+        len += varint_put(buf + len, vl);
+        memcpy(buf + len, v, vl);
+        len += vl;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
 /* ---- SQL functions ---- */
 
 static void fn_id(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -394,6 +522,7 @@ typedef struct list_cursor {
     sqlite3_vtab_cursor base;
     unsigned char *list; /* a copy of the argument */
     size_t len, at;
+    size_t start;        /* 1 in a delta (layout 9), whose gone entries are skipped */
     long entry;          /* bytes of the current entry; 0 at the end */
     int64_t channel;
     const unsigned char *version;
@@ -469,14 +598,15 @@ static int list_close(sqlite3_vtab_cursor *cur)
  * c->at and not be a V_SAME itself. */
 static int list_version_of(list_cursor *c, uint64_t k)
 {
-    size_t at = 0;
+    size_t at = c->start;
     int64_t channel;
     for (uint64_t i = 0;; i++) {
         long n = channel_next(c->list + at, c->at - at, &channel, &c->version, &c->version_len);
         if (n <= 0)
             return SQLITE_CORRUPT;
         if (i == k)
-            return c->version[0] == V_SAME ? SQLITE_CORRUPT : SQLITE_OK;
+            return c->version[0] == V_SAME || c->version[0] == V_GONE ? SQLITE_CORRUPT
+                                                                      : SQLITE_OK;
         at += (size_t)n;
     }
 }
@@ -486,7 +616,12 @@ static int list_read(list_cursor *c)
     uint64_t k;
     c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
                             &c->version_len);
-    if (c->entry < 0)
+    while (c->entry > 0 && c->start && c->version[0] == V_GONE && c->version_len == 1) {
+        c->at += (size_t)c->entry;
+        c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
+                                &c->version_len);
+    }
+    if (c->entry < 0 || (c->entry > 0 && c->version[0] == V_GONE))
         return SQLITE_CORRUPT;
     if (c->entry == 0 || c->version[0] != V_SAME)
         return SQLITE_OK;
@@ -503,7 +638,7 @@ static int list_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, in
     (void)idxstr;
     sqlite3_free(c->list);
     c->list = NULL;
-    c->len = c->at = 0;
+    c->len = c->at = c->start = 0;
     c->row = 0;
     c->entry = 0;
     if (idx != 1 || argc < 1 || sqlite3_value_type(argv[0]) == SQLITE_NULL)
@@ -514,6 +649,7 @@ static int list_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, in
         if (!(c->list = sqlite3_malloc64(c->len)))
             return SQLITE_NOMEM;
         memcpy(c->list, p, c->len);
+        c->at = c->start = c->list[0] == 0;
     }
     return list_read(c);
 }

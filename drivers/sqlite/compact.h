@@ -41,6 +41,29 @@ long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap);
 int sq_channels_pack(const int64_t *channels, const char *const *versions, size_t n,
                      unsigned char **out, size_t *outlen);
 
+/* Layout 9: one entry of a channel list, its version in the stored form;
+ * len 0: (in a delta) the channel is gone. */
+typedef struct sq_entry {
+    int64_t channel;
+    const unsigned char *version;
+    size_t len;
+} sq_entry;
+
+/* The entries of a stored list, full or delta (its first byte 0x00), in
+ * channel order, versions pointing into p (a 0x04 resolved): *out malloc'd.
+ * 0, -1 out of memory, -2 malformed. */
+int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *count);
+/* Full list base with delta applied; entries point where theirs did. */
+int sq_list_apply(const sq_entry *base, size_t nbase, const sq_entry *delta, size_t ndelta,
+                  sq_entry **out, size_t *n);
+/* The delta from full list base to full list full: changed or new channels
+ * and (len 0) gone ones. */
+int sq_list_diff(const sq_entry *base, size_t nbase, const sq_entry *full, size_t nfull,
+                 sq_entry **out, size_t *n);
+/* Entries packed as a full list, or with delta as a delta (0x00 first, len 0
+ * entries as 0x05); equal versions after the first as 0x04. 0 or -1. */
+int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, size_t *outlen);
+
 /* Registers on db the SQL functions the layout's statements and migrations use:
  * convo_id(text), convo_version(text), the aggregate convo_channels(channel
  * number, version) and the table-valued convo_channel_list(channels) with

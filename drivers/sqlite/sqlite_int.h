@@ -11,6 +11,7 @@
  *                  rows kept with each thread's extra and activity
  *   list.c         the thread index's listing (thread_list_ex)
  *   checkpoints.c  checkpoints, their channel values and pending writes
+ *   lists.c        (layout 9) channel lists stored as deltas, their chains
  *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
  *
  * The SQL lives in files of its own, embedded at build time by scripts/embed.sh
@@ -26,8 +27,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-6-7.sql (schema.c). */
-#define SCHEMA_VERSION 8
+ * migrate-8-9.sql (schema.c). */
+#define SCHEMA_VERSION 9
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -45,6 +46,10 @@
  * metadata of ever new keys from growing it without end). */
 #define SHAPE_MAX_BYTES 512
 #define SHAPE_NAMES_MAX 4096
+/* Layout 9: a delta channel list is decoded against at most this many rows
+ * before it, the last of them a full list (lists.c). */
+#define LIST_CHAIN_MAX 16
+#define LIST_CACHE_MAX (LIST_CHAIN_MAX + 1)
 
 /* The statements a connection prepares on first use and keeps until it
  * closes: X(NAME) for statements/name.sql ('-' for '_'), whose text is
@@ -68,7 +73,9 @@
     X(LIST_KEY_RECENT_REVERSE_BARE)                                                          \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
-    X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND)                                      \
+    X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND) \
+    X(CP_CHAIN) X(CP_LIST_OF) X(CP_LIST_SET) X(CP_LIST_WALK) X(CP_NEXT)                     \
+    X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
@@ -263,6 +270,35 @@ int sq_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_las
                         convo_error *err);
 int sq_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
                          const char *const *ids, size_t n, uint64_t *removed, convo_error *err);
+
+/* ---- lists.c: channel lists as deltas (layout 9) ---- */
+
+/* Decoded lists of one call (a list or a get), by checkpoint key; a list keeps
+ * every row of a chain it decodes (keep_all), so the rows after come from it. */
+typedef struct sq_list_cache {
+    int keep_all;
+    size_t n;
+    int64_t keys[LIST_CACHE_MAX];
+    unsigned char *lists[LIST_CACHE_MAX];
+    size_t lens[LIST_CACHE_MAX];
+} sq_list_cache;
+
+void sq_list_cache_clear(sq_list_cache *k);
+/* The full list of checkpoint key, whose stored list is list[0..len): list
+ * itself, or decoded against the rows before it (*out then in k). */
+int sq_list_full(sq_conn *c, sq_list_cache *k, int64_t key, const void *list, size_t len,
+                 const unsigned char **out, size_t *outlen, convo_error *err);
+/* What to store for full list full[0..len) of a checkpoint put at key in
+ * namespace ns: *out a delta (malloc'd), or NULL: store the full list. */
+int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char *full,
+                    size_t len, unsigned char **out, size_t *outlen, convo_error *err);
+/* Before checkpoint key's list changes: the row after it, if a delta against
+ * it, is stored in full. */
+int sq_list_before_change(sq_conn *c, int64_t key, convo_error *err);
+/* Before the checkpoints of thread num for which gone() is true go: each one
+ * that stays right after one that goes, if a delta, is stored in full. */
+typedef int (*sq_gone_fn)(void *arg, int64_t key, int64_t log_length);
+int sq_lists_settle(sq_conn *c, int64_t num, sq_gone_fn gone, void *arg, convo_error *err);
 
 /* ---- rewrite.c ---- */
 

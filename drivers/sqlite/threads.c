@@ -359,6 +359,8 @@ int sq_thread_purge(sq_conn *c, int64_t num, convo_error *err)
     if (rc == 0)
         rc = sq_checkpoints_delete(c, lo, hi, err);
     if (rc == 0)
+        rc = sq_run_with_ints(c, ST_REACH_DELETE, 1, num, 0, 0, "deleting a log bound", err);
+    if (rc == 0)
         rc = sq_run_with_ints(c, ST_BLOB_DELETE, 1, num, 0, 0, "deleting channel values", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_THREAD_DELETE, 1, num, 0, 0, "deleting a thread", err);

@@ -3,12 +3,12 @@
 -- ?6 in their order; a parent named by place that is not copied is named by
 -- id
 INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, parent, meta,
-  body_type, body, log_length, created_at, put_order, channels, meta_shape)
+  body_type, body, log_length, created_at, put_order, channel_list, meta_shape)
   SELECT c.key - ?1 + ?3, ?4, c.ns, c.id,
     CASE WHEN p.log_length > ?5 THEN p.id ELSE c.parent_id END,
     CASE WHEN p.log_length > ?5 THEN NULL ELSE c.parent END,
     c.meta, c.body_type, c.body, c.log_length,
-    ?7, ?6 + row_number() OVER (ORDER BY c.key), c.channels, c.meta_shape
+    ?7, ?6 + row_number() OVER (ORDER BY c.key), c.channel_list, c.meta_shape
   FROM convo_checkpoints AS c LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
   WHERE c.key >= ?1 AND c.key <= ?2 AND c.log_length <= ?5
   ORDER BY c.key;

@@ -2,7 +2,7 @@
 -- along the key range ("+" keeps the planner on that range); columns as cp-get
 SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, c.meta) AS metadata,
        bt.name AS body_type, c.body,
-       c.log_length, c.created_at, c.channels
+       c.log_length, c.created_at, c.channel_list
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
   LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape

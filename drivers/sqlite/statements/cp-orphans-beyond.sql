@@ -1,11 +1,13 @@
 -- before the checkpoints of thread ?1 that refer to more than ?2 messages go
 -- (cp-delete-beyond.sql): those that stay and name one as their parent by
--- place (at most ?3 places before them) name it by id
+-- place (at most ?3 places before them) name it by id; one walk of the
+-- thread's key range, the parent found by its key
 UPDATE convo_checkpoints
   SET parent_id = (SELECT p.id FROM convo_checkpoints AS p
                    WHERE p.key = convo_checkpoints.key - convo_checkpoints.parent),
       parent = NULL
-  WHERE key IN (SELECT c.key FROM convo_checkpoints AS d
-                JOIN convo_checkpoints AS c ON c.key > d.key AND c.key <= d.key + ?3
-                WHERE d.thread = ?1 AND d.log_length > ?2
-                AND c.key - c.parent = d.key AND c.log_length <= ?2);
+  WHERE key IN (SELECT c.key FROM convo_checkpoints AS c
+                JOIN convo_checkpoints AS d ON d.key = c.key - c.parent
+                WHERE c.key >= ?1 << 32 AND c.key <= (?1 << 32) + 4294967295
+                AND c.parent BETWEEN 1 AND ?3 AND c.log_length <= ?2
+                AND d.log_length > ?2);

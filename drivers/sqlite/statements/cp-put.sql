@@ -5,5 +5,5 @@
 -- ?1 the parent is (NULL: ?5 names it by id), ?14 the number of the
 -- metadata's shape in convo_names (NULL: ?6 is its text, else its values)
 INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id, parent,
-  meta, body_type, body, log_length, created_at, put_order, channels, meta_shape)
+  meta, body_type, body, log_length, created_at, put_order, channel_list, meta_shape)
   VALUES(?1, ?2, ?3, ?4, ?5, ?13, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14);
