@@ -1,5 +1,5 @@
 /* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c,
- * tests/sqlite-layout8.c; one program each) share: a fresh database file in
+ * tests/sqlite-layout8.c, tests/sqlite-layout9.c; one program each) share: a fresh database file in
  * the run's scratch folder, a store on it, and raw SQL against the file that
  * asserts as it goes. Each program sets `dir` from its arguments. */
 #ifndef CONVO_TESTS_SQLITE_LAYOUT_H
