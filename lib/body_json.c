@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* ext types inside the code */
-enum { X_NULL = 1, X_ID = 2, X_TIME = 3, X_PREFIX = 4, X_REPLACE = 5, X_VERSION = 6 };
+enum { X_NULL = 1, X_ID = 2, X_TIME = 3, X_PREFIX = 4, X_REPLACE = 5, X_VERSION = 6, X_SEQ = 7 };
 #define MIN_PREFIX 4
 #define MAX_DEPTH 64
 
@@ -187,6 +187,57 @@ static int varint_get(const unsigned char *p, size_t len, size_t *at, uint64_t *
     return -1;
 }
 
+/* ---- counters with a random tail (JS LangGraph's channel versions) ---- */
+
+/* "0000000000002992.jfhgkzdobc": a zero-padded decimal counter of `width`
+ * digits (at most 18 significant), a dot, and a tail of 1..12 characters of
+ * [0-9a-z] (a base-36 number; only the counter part is read when tail is
+ * NULL). 0 when s has that shape. */
+#define SEQ_TAIL_MAX 12
+static int seq_parse(const char *s, size_t n, size_t *width, uint64_t *counter,
+                     uint64_t *tail, size_t *tail_len)
+{
+    size_t w = 0, zeros = 0;
+    while (w < n && s[w] >= '0' && s[w] <= '9')
+        w++;
+    while (zeros + 1 < w && s[zeros] == '0')
+        zeros++;
+    if (w == 0 || w - zeros > 18 || w >= n || s[w] != '.')
+        return -1;
+    *width = w;
+    *counter = 0;
+    for (size_t i = zeros; i < w; i++)
+        *counter = *counter * 10 + (uint64_t)(s[i] - '0');
+    if (!tail)
+        return 0;
+    size_t len = n - w - 1;
+    if (len == 0 || len > SEQ_TAIL_MAX)
+        return -1;
+    *tail = 0;
+    for (size_t i = w + 1; i < n; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'z' ? s[i] - 'a' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        *tail = *tail * 36 + (uint64_t)d;
+    }
+    *tail_len = len;
+    return 0;
+}
+
+/* Bytes that hold any base-36 number of len digits. */
+static size_t seq_tail_bytes(size_t len)
+{
+    uint64_t max = 1;
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++)
+        max *= 36;
+    for (max -= 1; max; max >>= 8)
+        k++;
+    return k ? k : 1;
+}
+
 /* ---- encoding ---- */
 
 typedef struct coder {
@@ -228,6 +279,19 @@ static int enc_string(coder *c, json_t *t, json_t *b)
             tb.units != INT64_MIN && add_units(tt.units, -tb.units, &dv) == 0) {
             uint64_t z = ((uint64_t)dv << 1) ^ (uint64_t)(dv >> 63);
             return pack_ext(c->pk, X_TIME, p, varint_put(p, z));
+        }
+        size_t w, bw, len;
+        uint64_t num, bnum, tail;
+        if (seq_parse(s, n, &w, &num, &tail, &len) == 0 &&
+            seq_parse(bs, bn, &bw, &bnum, NULL, NULL) == 0 && w == bw) {
+            /* the counter as a difference to the base's, the tail in base 36 */
+            unsigned char q[32];
+            int64_t dv = (int64_t)(num - bnum);
+            size_t at = varint_put(q, ((uint64_t)dv << 1) ^ (uint64_t)(dv >> 63));
+            q[at++] = (unsigned char)len;
+            for (size_t i = 0, k = seq_tail_bytes(len); i < k; i++, tail >>= 8)
+                q[at++] = (unsigned char)(tail & 0xff);
+            return pack_ext(c->pk, X_SEQ, q, at);
         }
         size_t k = 0;
         while (k < n && k < bn && s[k] == bs[k])
@@ -335,6 +399,42 @@ static int enc(coder *c, json_t *t, json_t *b, int depth)
 
 static json_t *dec(const coder *c, const msgpack_object *o, json_t *b, int depth);
 
+/* X_SEQ: counter difference zv (read up to p[at]), tail length, tail bytes,
+ * against base string bs. */
+static json_t *dec_seq(const unsigned char *p, size_t n, size_t at, uint64_t zv,
+                       const char *bs, size_t bn)
+{
+    size_t width;
+    uint64_t bnum, tail = 0;
+    if (seq_parse(bs, bn, &width, &bnum, NULL, NULL) || at >= n)
+        return NULL;
+    size_t len = p[at++];
+    if (len == 0 || len > SEQ_TAIL_MAX || n - at != seq_tail_bytes(len))
+        return NULL;
+    for (size_t i = n; i-- > at;)
+        tail = tail << 8 | p[i];
+    int64_t dv = (int64_t)(zv >> 1) ^ -(int64_t)(zv & 1);
+    uint64_t num = bnum + (uint64_t)dv;
+    char text[24 + SEQ_TAIL_MAX + 64];
+    if (num > UINT64_C(999999999999999999) || width > 64)
+        return NULL;
+    char digits[24];
+    size_t k = 0;
+    do {
+        digits[k++] = (char)('0' + num % 10);
+        num /= 10;
+    } while (num);
+    if (k > width)
+        return NULL;
+    memset(text, '0', width - k);
+    for (size_t i = 0; i < k; i++)
+        text[width - 1 - i] = digits[i];
+    text[width] = '.';
+    for (size_t i = len; i-- > 0; tail /= 36)
+        text[width + 1 + i] = "0123456789abcdefghijklmnopqrstuvwxyz"[tail % 36];
+    return tail ? NULL : json_stringn(text, width + 1 + len);
+}
+
 static json_t *dec_string_ext(const coder *c, int8_t type, const unsigned char *p, size_t n,
                               json_t *b)
 {
@@ -350,6 +450,8 @@ static json_t *dec_string_ext(const coder *c, int8_t type, const unsigned char *
         return NULL;
     const char *bs = json_string_value(b);
     size_t bn = json_string_length(b);
+    if (type == X_SEQ)
+        return dec_seq(p, n, at, v, bs, bn);
     if (type == X_PREFIX) {
         if (v > bn)
             return NULL;
@@ -382,6 +484,7 @@ static json_t *dec_ext(const coder *c, const msgpack_object *o, json_t *b, int d
     case X_VERSION:
     case X_TIME:
     case X_PREFIX:
+    case X_SEQ:
         return dec_string_ext(c, o->via.ext.type, p, n, b);
     case X_REPLACE: {
         msgpack_unpacked up;

@@ -282,6 +282,58 @@ START_TEST(test_jdelta_corrupt)
     }
     char *out = NULL;
     ck_assert_int_eq(decode_code("not json", "\x92\x00\xc0", 3, &out), CONVO_ECORRUPT);
+    /* a counter with a random tail (ext 7) that does not fit */
+    const char *seq_base = "{\"a\":\"0000000000000001.abc\"}";
+    struct {
+        const char *code;
+        size_t len;
+    } seq_bad[] = {
+        {"\x92\x00\x91\xd5\x07\x00\x00", 7},             /* a tail of 0 digits */
+        {"\x92\x00\x91\xd6\x07\x00\x01\x05\x00", 9},     /* 2 bytes for 1 digit */
+        {"\x92\x00\x91\xc7\x03\x07\x00\x01\x24", 9},     /* 36: not 1 base-36 digit */
+        {"\x92\x00\x91\xc7\x03\x07\x09\x01\x05", 9},     /* a counter below 0 */
+        {"\x92\x00\x91\xc7\x03\x07\x00\x0d\x05", 9},     /* 13 digits */
+    };
+    for (size_t i = 0; i < sizeof seq_bad / sizeof *seq_bad; i++) {
+        ck_assert_msg(decode_code(seq_base, seq_bad[i].code, seq_bad[i].len, &out) ==
+                          CONVO_ECORRUPT,
+                      "counter case %zu decoded", i);
+        ck_assert_ptr_null(out);
+    }
+    /* the right code decodes: 0000000000000002.f */
+    ck_assert_int_eq(decode_code(seq_base, "\x92\x00\x91\xc7\x03\x07\x02\x01\x0f", 9, &out),
+                     0);
+    ck_assert_int_eq(memcmp(out, "{\"a\":\"0000000000000002.f\"}", 26), 0);
+    free(out);
+}
+END_TEST
+
+/* JS LangGraph's versions ("0000000000002998.ku1yj9nr02") that the channel
+ * list does not hold (versions_seen) are coded as the counter's difference to
+ * the base's and the tail in base 36: 12 bytes, not the 18 of a shared prefix
+ * and the rest; any other string falls back, and every one comes back
+ * exactly. */
+START_TEST(test_jdelta_counter_tail)
+{
+    char body[512], base[512];
+    const char *pairs[][2] = {
+        {"0000000000002998.ku1yj9nr02", "0000000000000001.abcdefghij"},
+        {"0000000000000001.0000000000", "0000000000002998.ku1yj9nr02"}, /* lower, zeros */
+        {"0000000000000009.zzzzzzzzzzzz", "0000000000000001.a"},      /* 12 digits */
+        {"0000000000000009.zzzzzzzzzzzzz", "0000000000000001.a"},     /* 13: a prefix */
+        {"000000000000009.abc", "0000000000000001.a"},                /* other width */
+        {"0000000000000009.ABC", "0000000000000001.a"},               /* not base 36 */
+        {"00000000000000000000000000000005.0.837", "00000000000000000000000000000001.0.1"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        snprintf(body, sizeof body, "{\"id\":\"" UUID "\",\"seen\":{\"x\":\"%s\"}}",
+                 pairs[i][0]);
+        snprintf(base, sizeof base, "{\"id\":\"b\",\"seen\":{\"x\":\"%s\"}}", pairs[i][1]);
+        long n = round_trip(base, body, UUID);
+        ck_assert_msg(n > 0, "case %zu not coded", i);
+        if (i == 0)
+            ck_assert_int_le(n, 20); /* with a shared prefix and the rest: 26 */
+    }
 }
 END_TEST
 
@@ -506,6 +558,7 @@ void unit_add_body_tests(Suite *s)
     tcase_add_test(tc, test_jdelta_not_coded);
     tcase_add_test(tc, test_jdelta_corrupt);
     tcase_add_test(tc, test_jdelta_time_range);
+    tcase_add_test(tc, test_jdelta_counter_tail);
     tcase_add_test(tc, test_body_corrupt_length);
     tcase_add_test(tc, test_body_plan_choice);
     tcase_add_test(tc, test_json_shape);
