@@ -6,7 +6,8 @@
  *   pg-statement-cost CONNINFO SCHEMA FILE.sql NPARAMS N burst|spread BASE
  *
  * NPARAMS 3: bench_insert.sql into @S.bench_cost (thread, seq, body);
- * 4: append_plain.sql (thread, body, role, created_at); 7: append_one.sql
+ * 4: append_plain.sql up to schema 22 (thread, body, role, created_at); 5:
+ * append_plain.sql since 23 (... and created_at's whole second); 7: append_one.sql
  * (... expected length -1, ttl NULL, expected generation -1); 0: a statement
  * without parameters (a read: any number of rows). burst: thread-0,
  * each call 1 ms after the last (inside its listed_at window); spread: a
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
         return 1;
     }
     PQclear(r);
-    char body[200], at[8], minus1[8], seq[8], thread[32];
+    char body[200], at[8], second[8], minus1[8], seq[8], thread[32];
     memset(body, 'x', sizeof body);
     put64(minus1, (uint64_t)-1);
     srand((unsigned)base);
@@ -79,12 +80,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         int k = spread ? rand() % 2000 : 0;
         int tl = snprintf(thread, sizeof thread, "thread-%d", k);
-        put64(at, (uint64_t)(t0 + (spread ? INT64_C(2000000) : INT64_C(1000)) * i));
+        int64_t at_micros = t0 + (spread ? INT64_C(2000000) : INT64_C(1000)) * i;
+        put64(at, (uint64_t)at_micros);
         put64(seq, (uint64_t)(base + i));
         const char *raw[3] = {thread, seq, body};
         const int raw_len[3] = {tl, 8, (int)sizeof body};
         const char *app[7] = {thread, body, "user", at, minus1, NULL, minus1};
         const int app_len[7] = {tl, (int)sizeof body, 4, 8, 8, 0, 8};
+        if (nparams == 5) { /* append_plain.sql's activity second */
+            put64(second, (uint64_t)(at_micros - at_micros % 1000000));
+            app[4] = second;
+        }
         r = PQexecPrepared(pg, "cost", nparams, nparams == 3 ? raw : app,
                            nparams == 3 ? raw_len : app_len, binary, 1);
         ExecStatusType st = PQresultStatus(r);

@@ -15,6 +15,13 @@
 # apart), and the backend's total at 600 less its total at 100, over 500, is
 # printed. Needs valgrind, PostgreSQL's server binaries, cc and libpq.
 #
+# PG_COST_KEEP=DIR keeps each counted backend's callgrind output there
+# (NAME-MODE-N), for a per-function difference of the 600 and 100 runs
+# (scripts/pg-cost-diff.sh).
+#
+# PG_COST_SETUP=FILE.sql runs that SQL (@S: the schema) on the store before
+# the counts: a layout to try against the one the driver makes.
+#
 # Reads too: FILE.sql:0 is a statement without parameters (its values written
 # in), run the same way, whatever rows it gives (the two modes then differ in
 # nothing). PG_COST_STORE=threads makes the store what `convo bench --scenario
@@ -106,6 +113,9 @@ EOF
 fi
 sed 's/@S/cost/g; s/@T/bench_cost/g' "$root/drivers/postgres/bench_create.sql" |
   psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null
+if [ -n "${PG_COST_SETUP:-}" ]; then
+  sed 's/@S/cost/g' "$PG_COST_SETUP" | psql -qX "$conn" -v ON_ERROR_STOP=1 >/dev/null
+fi
 psql -qX "$conn" -c 'VACUUM ANALYZE' >/dev/null
 stop
 mkdir "$dir/out"
@@ -122,6 +132,7 @@ instructions() {
   local out=$dir/out/cg.$backend
   for _ in $(seq 1 60); do grep -q '^totals:' "$out" 2>/dev/null && break; sleep 1; done
   awk '/^totals:/ {print $2}' "$out"
+  [ -z "${PG_COST_KEEP:-}" ] || cp "$out" "$PG_COST_KEEP/$(basename "$1" .sql)-$4-$3"
 }
 
 printf '%-28s %12s %12s\n' statement burst spread
