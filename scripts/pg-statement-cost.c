@@ -6,9 +6,11 @@
  *   pg-statement-cost CONNINFO SCHEMA FILE.sql NPARAMS N burst|spread BASE
  *
  * NPARAMS 3: bench_insert.sql into @S.bench_cost (thread, seq, body);
- * 4: append_plain.sql up to schema 22 (thread, body, role, created_at); 5:
- * append_plain.sql since 23 (... and created_at's whole second); 7: append_one.sql
- * (... expected length -1, ttl NULL, expected generation -1); 0: a statement
+ * 4: append_plain.sql before the appends' listed second (thread, body, role,
+ * created_at); 5: append_plain.sql (... and created_at's whole second); 7:
+ * append_one.sql before it (thread, body, role, created_at, expected length
+ * -1, ttl NULL, expected generation -1); 8: append_one.sql (... and the
+ * whole second); 0: a statement
  * without parameters (a read: any number of rows). burst: thread-0,
  * each call 1 ms after the last (inside its listed_at window); spread: a
  * random one of thread-0..thread-1999, each call 2 s after the last. BASE:
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
     srand((unsigned)base);
     /* 2027-01-15 08:00:00 UTC in microseconds since 2000-01-01 */
     int64_t t0 = (INT64_C(1800000000) - INT64_C(946684800)) * 1000000;
-    static const int binary[7] = {1, 1, 1, 1, 1, 1, 1};
+    static const int binary[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int i = 0; i < n; i++) {
         int k = spread ? rand() % 2000 : 0;
         int tl = snprintf(thread, sizeof thread, "thread-%d", k);
@@ -85,12 +87,11 @@ int main(int argc, char **argv)
         put64(seq, (uint64_t)(base + i));
         const char *raw[3] = {thread, seq, body};
         const int raw_len[3] = {tl, 8, (int)sizeof body};
-        const char *app[7] = {thread, body, "user", at, minus1, NULL, minus1};
-        const int app_len[7] = {tl, (int)sizeof body, 4, 8, 8, 0, 8};
-        if (nparams == 5) { /* append_plain.sql's activity second */
-            put64(second, (uint64_t)(at_micros - at_micros % 1000000));
+        put64(second, (uint64_t)(at_micros - at_micros % 1000000));
+        const char *app[8] = {thread, body, "user", at, minus1, NULL, minus1, second};
+        const int app_len[8] = {tl, (int)sizeof body, 4, 8, 8, 0, 8, 8};
+        if (nparams == 5) /* append_plain.sql's activity second */
             app[4] = second;
-        }
         r = PQexecPrepared(pg, "cost", nparams, nparams == 3 ? raw : app,
                            nparams == 3 ? raw_len : app_len, binary, 1);
         ExecStatusType st = PQresultStatus(r);

@@ -6,7 +6,7 @@
 #
 #   scripts/pg-statement-cost.sh [FILE.sql:NPARAMS ...]
 #
-# Default: bench_insert.sql:3 append_one.sql:7 append_plain.sql:4 from
+# Default: bench_insert.sql:3 append_one.sql:8 append_plain.sql:5 from
 # drivers/postgres. A private PostgreSQL (fsync off, autovacuum off) in a
 # temporary folder, a store made by tools/convo (build first) with 2,000
 # threads of 3 messages, then the postmaster under valgrind: each statement
@@ -33,7 +33,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 statements=("$@")
 [ ${#statements[@]} -gt 0 ] || statements=("$root/drivers/postgres/bench_insert.sql:3"
-  "$root/drivers/postgres/append_one.sql:7" "$root/drivers/postgres/append_plain.sql:4")
+  "$root/drivers/postgres/append_one.sql:8" "$root/drivers/postgres/append_plain.sql:5")
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bindir/postgres" ] || { echo "no PostgreSQL server binaries" >&2; exit 1; }

@@ -1,8 +1,9 @@
 -- append_many.sql: append_one.sql for a batch ($2 bodies, $3 roles, as
 -- arrays); the first seq back. (v20) The batch's last message is the preview.
+-- listed_at: $8, the write's second, as in append_one.sql.
 WITH alloc AS (
     UPDATE @S.threads t SET length = t.length + cardinality($2::bytea[]),
-        updated_at = $4::timestamptz, listed_at = @S.listed_at(t.listed_at, $4::timestamptz),
+        updated_at = $4::timestamptz, listed_at = $8::timestamptz,
         expires_at = now() + $6::interval,
         preview_seq = t.length + cardinality($2::bytea[]) - 1, preview_gen = t.generation,
         preview = @S.appended_preview(($2::bytea[])[cardinality($2::bytea[])])

@@ -21,8 +21,8 @@ static const struct {
     int nparams;
     const char *sql;
 } statements[ST_COUNT] = {
-    [ST_APPEND_ONE] = {"convo_append_one", 7, SQL_APPEND_ONE},
-    [ST_APPEND_MANY] = {"convo_append_many", 7, SQL_APPEND_MANY},
+    [ST_APPEND_ONE] = {"convo_append_one", 8, SQL_APPEND_ONE},
+    [ST_APPEND_MANY] = {"convo_append_many", 8, SQL_APPEND_MANY},
     [ST_APPEND] = {"convo_append", 8, SQL_APPEND},
     [ST_LOAD] = {"convo_load", 5, SQL_LOAD},
     [ST_SAVE_EXTRA] = {"convo_save_extra", 5, SQL_SAVE_EXTRA},
@@ -43,7 +43,7 @@ static const struct {
     [ST_CP_DELETE] = {"convo_cp_delete", 4, SQL_CHECKPOINT_DELETE},
     [ST_COPY] = {"convo_copy", 6, SQL_THREAD_COPY},
     [ST_CP_PUT_REFS] = {"convo_cp_put_refs", 28, SQL_CHECKPOINT_PUT_REFS},
-    [ST_APPEND_PLAIN] = {"convo_append_plain", 4, SQL_APPEND_PLAIN},
+    [ST_APPEND_PLAIN] = {"convo_append_plain", 5, SQL_APPEND_PLAIN},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */

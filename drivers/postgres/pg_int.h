@@ -21,6 +21,9 @@
  * appended_preview()): append_plain.sql stores the body as it is, so longer
  * ones go to append_one.sql, which applies the cap. */
 #define PREVIEW_MAX 1024
+/* The appends' listed_at: their time's whole second, which keeps listed_at
+ * <= updated_at < listed_at + listed_window() (migrate-17.sql: 1 s). */
+#define LISTED_SECOND_MICROS INT64_C(1000000)
 
 /* The prepared statements, one .sql file each (conn.c lists them). */
 enum {

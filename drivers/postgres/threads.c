@@ -12,16 +12,20 @@
  * is not the expected one or the thread's deadline has passed (for
  * ST_APPEND_PLAIN: when it has a deadline at all). */
 static int append_fast(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
-                       size_t n, const char *at, const convo_append_opts *opts, int *done,
+                       size_t n, int64_t at_micros, const convo_append_opts *opts, int *done,
                        convo_append_result *res, convo_error *err)
 {
-    char expected[8], generation[8];
+    char at[8], second[8], expected[8], generation[8];
+    put64(at, (uint64_t)at_micros);
+    int64_t into = at_micros % LISTED_SECOND_MICROS; /* below 0 before 2000 */
+    put64(second, (uint64_t)(at_micros - (into < 0 ? into + LISTED_SECOND_MICROS : into)));
     put64(expected, (uint64_t)opts->expected_length);
     put64(generation, (uint64_t)opts->expected_generation);
-    const char *values[7] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl,
-                             generation};
-    int lens[7] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
-                   TTL_LEN, 8};
+    /* the plain statement's $5 is the second; the others' $8 */
+    const char *values[8] = {thread_id, msgs[0].bytes, msgs[0].role, at, expected, b->ttl,
+                             generation, second};
+    int lens[8] = {(int)strlen(thread_id), (int)msgs[0].len, (int)strlen(msgs[0].role), 8, 8,
+                   TTL_LEN, 8, 8};
     char *bodies = NULL, *roles = NULL;
     int rc = n > 1 ? convo__pg_encode_batch(msgs, n, &bodies, &lens[1], &roles, &lens[2])
                    : msgs[0].len >= (size_t)1 << 30 ? CONVO_ETOOLARGE : 0;
@@ -35,6 +39,10 @@ static int append_fast(convo_backend *b, const char *thread_id, const convo_mess
      * its message short enough to be the preview, without the cap) */
     int plain = n == 1 && opts->expected_length < 0 && opts->expected_generation < 0 &&
                 !b->ttl && msgs[0].len <= PREVIEW_MAX;
+    if (plain) {
+        values[4] = second;
+        lens[4] = 8;
+    }
     PGresult *r;
     rc = convo__pg_run(b, plain ? ST_APPEND_PLAIN : n == 1 ? ST_APPEND_ONE : ST_APPEND_MANY,
                        values, lens, &r, err);
@@ -87,11 +95,12 @@ int convo__pg_append(convo_backend *b, const char *thread_id, const convo_messag
                      size_t n, const convo_append_opts *opts, convo_append_result *res,
                      convo_error *err)
 {
+    int64_t at_micros = convo__now_micros() - PG_EPOCH_MICROS;
     char at[8];
-    put64(at, (uint64_t)(convo__now_micros() - PG_EPOCH_MICROS));
+    put64(at, (uint64_t)at_micros);
     int done = 0, rc = 0;
     if (!opts->idempotency_key) /* with a key, the key is looked up under the row lock */
-        rc = append_fast(b, thread_id, msgs, n, at, opts, &done, res, err);
+        rc = append_fast(b, thread_id, msgs, n, at_micros, opts, &done, res, err);
     if (rc == 0 && !done)
         rc = append_function(b, thread_id, msgs, n, at, opts, res, err);
     return rc;
