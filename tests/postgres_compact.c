@@ -1,12 +1,16 @@
 /* postgres_compact.c — a checkpoint row's versions as one bytea and its
- * metadata as the json text put (schema version 23): versions of every length
- * back exactly (one over 255 bytes takes 4-byte lengths), the metadata stored
- * as its compact text and filtered by containment, and a version 22 schema
- * migrated with every row the same. */
+ * metadata as the json text put (schema version 23), its pending writes in
+ * the row (24, 25): versions of every length back exactly (one over 255 bytes
+ * takes 4-byte lengths), the metadata stored as its compact text and filtered
+ * by containment, writes merged and kept under concurrency, the reads planned
+ * under the JIT threshold, and a version 22 schema migrated with every row the
+ * same. */
 #include "postgres.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define UUID_A "1f1e9eee-1758-6660-8003-f7e2ee72e981"
 #define UUID_B "1f1e9eee-1758-6660-8003-f7e2ee72e982"
@@ -138,10 +142,10 @@ static void write1(convo_store *s, const char *id, const char *task, int64_t idx
                   "write %s %lld: %s", task, (long long)idx, err.message);
 }
 
-/* (v24) The pending writes are an array in their checkpoint's row, in
- * (task, idx) order: idx >= 0 idempotent, idx < 0 replaced, a put again of
- * the checkpoint keeps them, none for a checkpoint that is not there, and no
- * writes table. */
+/* (v24) The pending writes are an array in their checkpoint's row (v25: in
+ * the order written; the library sorts them): idx >= 0 idempotent, idx < 0
+ * replaced, a put again of the checkpoint keeps them, none for a checkpoint
+ * that is not there, and no writes table. */
 START_TEST(test_writes_in_the_row)
 {
     const char *name = "wrow", *schema = schema_name(name);
@@ -181,6 +185,65 @@ START_TEST(test_writes_in_the_row)
     char *v = stored(pg, schema, what, "1f1e9eee175866608003f7e2ee72e981");
     ck_assert_str_eq(v, "4 true");
     free(v);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
+typedef struct {
+    convo_store *s;
+    const char *task;
+    int rc;
+} writer;
+
+static void *write_task(void *arg)
+{
+    writer *w = arg;
+    convo_write_in in = {0, "messages", {"json", "1", 1}};
+    convo_error err;
+    w->rc = convo_checkpoint_put_writes(w->s, "t", "", UUID_A, w->task, "~p", &in, 1, &err);
+    return NULL;
+}
+
+/* (v24) Two tasks' writes to one checkpoint at once: both update its row, the
+ * second waits for the first's lock and merges into what it wrote (READ
+ * COMMITTED re-reads the row), so neither is lost. The row is held locked
+ * until both wait for it. */
+START_TEST(test_concurrent_writes_both_kept)
+{
+    const char *name = "wboth", *schema = schema_name(name);
+    char app[64], more[128];
+    snprintf(app, sizeof app, "pgx_wboth_%08x", run_id);
+    snprintf(more, sizeof more, "application_name=%s&pool=1", app);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, "1", "1", "1", "{}");
+    writer w[2] = {{open_ok(schema_url(name, more)), UUID_B, -1},
+                   {open_ok(schema_url(name, more)), "task-a", -1}};
+    PGconn *holder = admin(), *pg = admin();
+    char sql[512];
+    snprintf(sql, sizeof sql, "BEGIN; SELECT 1 FROM \"%s\".checkpoints FOR UPDATE", schema);
+    free(query1(holder, sql));
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, write_task, &w[i]);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_stat_activity WHERE"
+             " application_name = '%s' AND wait_event_type = 'Lock'", app);
+    for (int i = 0; i < 200 && query_long(pg, sql) < 2; i++)
+        usleep(50 * 1000);
+    ck_assert_int_eq(query_long(pg, sql), 2);
+    free(query1(holder, "COMMIT"));
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(w[i].rc, 0);
+        convo_close(w[i].s);
+    }
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
+    ck_assert_uint_eq(convo_checkpoint_write_count(cp), 2);
+    convo_checkpoint_free(cp);
+    convo_close(s);
+    PQfinish(holder);
     PQfinish(pg);
     drop_schema(name);
 }
@@ -319,6 +382,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_add_test(tc, test_versions_joined);
     tcase_add_test(tc, test_metadata_as_text);
     tcase_add_test(tc, test_writes_in_the_row);
+    tcase_add_test(tc, test_concurrent_writes_both_kept);
     tcase_add_test(tc, test_reads_planned_cheap);
     tcase_add_test(tc, test_migration_from_version_22);
     suite_add_tcase(s, tc);
