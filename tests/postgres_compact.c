@@ -263,10 +263,28 @@ static double plan_cost(PGconn *pg, const char *execute)
     return cost;
 }
 
+/* The shared buffers EXECUTE stmt reads (EXPLAIN ANALYZE, the plan's total). */
+static long plan_buffers(PGconn *pg, const char *execute)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) %s", execute);
+    char *plan = query1(pg, sql);
+    ck_assert_ptr_nonnull(plan);
+    const char *at = strstr(plan, "\"Shared Hit Blocks\": ");
+    ck_assert_ptr_nonnull(at);
+    long hits = atol(at + strlen("\"Shared Hit Blocks\": "));
+    at = strstr(plan, "\"Shared Read Blocks\": ");
+    ck_assert_ptr_nonnull(at);
+    hits += atol(at + strlen("\"Shared Read Blocks\": "));
+    free(plan);
+    return hits;
+}
+
 /* The get, latest and page statements are planned under jit_above_cost
  * (100,000) at 3,001 checkpoints: version 23's channel_list counted its
  * generate_series() as 1,000 rows a checkpoint, which costed a page of 10 at
- * 250,000 and JIT-compiled it on every run (about 250 ms). */
+ * 250,000 and JIT-compiled it on every run (about 250 ms). And a page with
+ * `before` deep in the thread reads no more than the first page. */
 START_TEST(test_reads_planned_cheap)
 {
     const char *name = "cheap", *schema = schema_name(name);
@@ -299,6 +317,14 @@ START_TEST(test_reads_planned_cheap)
         free(prepare);
         free(text);
     }
+    /* a page before the 1,500th checkpoint reads what a first page reads: the
+     * position of `before` is an index condition (it was a filter, every
+     * newer checkpoint read, while the statement allowed `before` NULL) */
+    long first = plan_buffers(pg, "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL)");
+    long before = plan_buffers(pg, "EXECUTE page('t', '', 'c1500', NULL, 10, 't', '')");
+    printf("postgres_compact: a first page %ld buffers, a page before c1500 %ld\n", first, before);
+    ck_assert_msg(before < first + 30, "a page before c1500 read %ld buffers, a first page %ld",
+                  before, first);
     PQfinish(pg);
     drop_schema(name);
 }

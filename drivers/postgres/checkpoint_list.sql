@@ -20,7 +20,7 @@ cand AS (
     SELECT c.*, t.thread_id FROM @S.threads t CROSS JOIN bp
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid AND k.checkpoint_ns = $2::text
-                            AND ($3::text IS NULL OR k.put_seq < bp.p)
+                            AND k.put_seq < CASE WHEN $3::text IS NULL THEN 9223372036854775807 ELSE bp.p END
                             AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now())
@@ -29,7 +29,7 @@ cand AS (
     SELECT c.*, t.thread_id FROM @S.threads t CROSS JOIN bp
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid
-                            AND ($3::text IS NULL OR k.put_seq < bp.p)
+                            AND k.put_seq < CASE WHEN $3::text IS NULL THEN 9223372036854775807 ELSE bp.p END
                             AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
