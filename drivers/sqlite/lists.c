@@ -212,7 +212,8 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
         return rc;
     sqlite3_bind_int64(st, 1, key);
     if ((rc = sq_stmt_step(c, st, "reading a channel list", err)) != 1)
-        return rc;
+        return rc; /* 0: no such row, nothing to store */
+    rc = 0;
     size_t len = (size_t)sqlite3_column_bytes(st, 0);
     unsigned char *list = malloc(len ? len : 1);
     if (!list) {
