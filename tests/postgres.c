@@ -1212,6 +1212,7 @@ static Suite *postgres_suite(void)
     postgres_add_dense_tests(s);
     postgres_add_compact_tests(s);
     postgres_add_preview_tests(s);
+    postgres_add_expiry_tests(s);
     tc = tcase_create("cost");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_append_cost_against_raw_insert);

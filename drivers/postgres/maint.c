@@ -53,8 +53,28 @@ int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t fir
     return rc;
 }
 
+/* expiry_index.sql, for an opener with a ttl: the store gets threads_by_expiry
+ * (migrate-26.sql) before this opener writes its first deadline. */
+int convo__pg_expiry_open(convo_backend *b, convo_error *err)
+{
+    if (!b->ttl)
+        return 0;
+    char *sql = convo__pg_fill(b, SQL_EXPIRY_INDEX, NULL);
+    if (!sql)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    pg_conn *c;
+    int rc = convo__pg_conn_get(b, &c, err);
+    if (rc == 0) {
+        rc = convo__pg_exec(b, c->pg, sql, err);
+        convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
+    }
+    free(sql);
+    return rc;
+}
+
 /* In batches, each its own transaction, until a batch comes back short. Any
- * store sweeps what stores with ttl left behind. */
+ * store sweeps what stores with ttl left behind (without threads_by_expiry,
+ * in a store no ttl opener opened, by reading every thread row). */
 int convo__pg_sweep(convo_backend *b, uint64_t *removed, convo_error *err)
 {
     char limit[4];

@@ -196,6 +196,8 @@ int convo__pg_checkpoint_delete(convo_backend *b, const char *thread_id, const c
 int convo__pg_thread_import(convo_backend *b, const char *thread_id, int64_t first_seq,
                             const convo_message_in *msgs, const int64_t *created_at, size_t n,
                             int64_t generation, int *skipped, convo_error *err);
+/* An opener with a ttl: threads_by_expiry made if missing (migrate-26.sql). */
+int convo__pg_expiry_open(convo_backend *b, convo_error *err);
 int convo__pg_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
 int convo__pg_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
                         double *seconds, convo_error *err);

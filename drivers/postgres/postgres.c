@@ -132,6 +132,8 @@ static int pg_open(convo_backend **out, convo_url *url, const convo_limits *limi
     if (rc == 0)
         rc = convo__pg_migrate(b, err);
     if (rc == 0)
+        rc = convo__pg_expiry_open(b, err);
+    if (rc == 0)
         rc = convo__pg_index_open(b, err);
     if (rc != 0) {
         pg_close(b);
