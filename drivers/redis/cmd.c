@@ -177,12 +177,13 @@ static size_t spec_make(char *out, const convo_backend *b, const char *id, size_
 
 /* Builds the keys with memcpy: this runs on every call; with_spec = 0 (a
  * read) leaves the scripts' index argument out (no clock read). */
-static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, int with_spec)
+static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, int with_spec,
+                     int nkeys)
 {
     size_t plen = strlen(b->prefix), idlen = strlen(id), tlen = encode_tag(NULL, id);
     size_t each = plen + tlen + 16; /* "P:{" tag "}:" suffix NUL */
     size_t spec_room = with_spec ? spec_make(NULL, b, id, idlen) : 1;
-    if (!(tk->buf = malloc(each * K_COUNT + spec_room)))
+    if (!(tk->buf = malloc(each * (size_t)nkeys + spec_room)))
         return CONVO_ENOMEM;
     char *first = tk->buf;
     memcpy(first, b->prefix, plen);
@@ -191,6 +192,11 @@ static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, in
     memcpy(first + plen + 2 + tlen, "}:", 2);
     size_t head = plen + tlen + 4;
     for (int i = 0; i < K_COUNT; i++) {
+        if (i >= nkeys) { /* not built: a listing's row reads the first four */
+            tk->k[i] = NULL;
+            tk->len[i] = 0;
+            continue;
+        }
         char *k = tk->buf + each * (size_t)i;
         size_t slen = strlen(key_suffix[i]);
         if (i > 0)
@@ -199,7 +205,7 @@ static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, in
         tk->k[i] = k;
         tk->len[i] = head + slen;
     }
-    char *spec = tk->buf + each * K_COUNT;
+    char *spec = tk->buf + each * (size_t)nkeys;
     tk->spec = spec;
     tk->spec_len = with_spec ? spec_make(spec, b, id, idlen) : 0;
     tk->id = id;
@@ -208,12 +214,17 @@ static int keys_make(const convo_backend *b, const char *id, thread_keys *tk, in
 
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk)
 {
-    return keys_make(b, id, tk, 1);
+    return keys_make(b, id, tk, 1, K_COUNT);
 }
 
 int convo__rd_keys_read(const convo_backend *b, const char *id, thread_keys *tk)
 {
-    return keys_make(b, id, tk, 0);
+    return keys_make(b, id, tk, 0, K_COUNT);
+}
+
+int convo__rd_keys_row(const convo_backend *b, const char *id, thread_keys *tk)
+{
+    return keys_make(b, id, tk, 0, K_EXTRA + 1);
 }
 
 /* ---- script calls and index entries ---- */

@@ -539,7 +539,7 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     int rc = q && at && r && rr && tk ? 0 : convo__rd_oom(err);
     size_t nf = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (convo__rd_keys_read(st->b, l->c[i].id, &tk[i]) != 0) {
+        if (convo__rd_keys_row(st->b, l->c[i].id, &tk[i]) != 0) {
             rc = convo__rd_oom(err);
             break;
         }

@@ -129,6 +129,8 @@ cmd *convo__rd_cmds_new(size_t n);
 void convo__rd_cmd_free(cmd *c);
 int convo__rd_keys_make(const convo_backend *b, const char *id, thread_keys *tk);
 int convo__rd_keys_read(const convo_backend *b, const char *id, thread_keys *tk); /* no spec */
+/* msgs, idem, meta and extra only (a listing's row): the others NULL */
+int convo__rd_keys_row(const convo_backend *b, const char *id, thread_keys *tk);
 void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n);
 void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk);
 void convo__rd_cmd_spec(cmd *c, const thread_keys *tk);
