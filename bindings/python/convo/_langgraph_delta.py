@@ -342,9 +342,11 @@ class DeltaLists:
                         got[1].get(j, q if w.generation == generation else -1)
                         for j, q in enumerate(w.seqs)))
 
-    def learn_read(self, key, cp, names):
+    def learn_read(self, key, cp, names, items=True):
         """After a read of checkpoint `key`: its delta lists, its writes to message
-        channels, its parent and seeds."""
+        channels, its parent and seeds. items=False: cp was listed without its lists'
+        items (Store.checkpoint_list channel_items=False): its delta lists are not
+        known, nor the seed of a snapshot (its selection indexes the items)."""
         lists, seeds = {}, dict.fromkeys(names)
         for ch in names.difference(c.name for c in cp.channels):
             lists[ch] = DeltaList(0, (), (), cp.generation)     # not in this checkpoint
@@ -352,7 +354,9 @@ class DeltaLists:
             if c.name not in names or c.value is None:
                 continue
             v = c.value
-            if isinstance(v, Items) and v.key == DELTA_KEY:
+            if isinstance(v, Items) and v.key == DELTA_KEY and not items:
+                seeds[c.name] = None if v.rest is None else UNKNOWN
+            elif isinstance(v, Items) and v.key == DELTA_KEY:
                 lists[c.name] = DeltaList(0, v.items, v.seqs, cp.generation)
                 got = selected(v) if v.rest is not None else None
                 seeds[c.name] = None if got is None else got + (cp.generation,)

@@ -35,7 +35,7 @@ LOAD_OPTS_VERSION = 1
 CHECKPOINT_IN_VERSION = 5
 WRITES_IN_VERSION = 1
 FORK_OPTS_VERSION = 2
-CHECKPOINT_LIST_OPTS_VERSION = 3
+CHECKPOINT_LIST_OPTS_VERSION = 4
 CHECKPOINT_GET_OPTS_VERSION = 1
 DUMP_OPTS_VERSION = 2
 
@@ -273,7 +273,7 @@ class WritesIn(ctypes.Structure):
 
 
 class CheckpointListOpts(ctypes.Structure):
-    """convo_checkpoint_list_opts (version 3); CONVO_CHECKPOINT_LIST_OPTS_INIT is
+    """convo_checkpoint_list_opts (version 4); CONVO_CHECKPOINT_LIST_OPTS_INIT is
     CheckpointListOpts.init()."""
     _fields_ = [
         ("version", ctypes.c_uint),
@@ -287,11 +287,13 @@ class CheckpointListOpts(ctypes.Structure):
         ("known_generation", ctypes.c_int64),
         ("known_length", ctypes.c_int64),
         ("known_origin", ctypes.c_int64),
+        ("without_channel_items", ctypes.c_int),  # version 4
     ]
 
     @classmethod
     def init(cls):
-        return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None, -1, 0, -1)
+        return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None, -1, 0, -1,
+                   0)
 
 
 class CheckpointGetOpts(ctypes.Structure):

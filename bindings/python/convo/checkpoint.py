@@ -443,7 +443,8 @@ class CheckpointCalls:
             lib.convo_checkpoint_set_free(out)
 
     def checkpoint_list(self, thread_id=None, *, ns=None, before=None, before_thread_id=None,
-                        before_ns=None, limit=None, filter=None, page_size=100, known=None):
+                        before_ns=None, limit=None, filter=None, page_size=100, known=None,
+                        channel_items=True):
         """Yields Checkpoints newest first (the order they were put in), of
         one thread or of every thread (thread_id None), of one namespace or
         of all (ns None). before: a checkpoint id; only checkpoints put before
@@ -454,7 +455,11 @@ class CheckpointCalls:
         time, so memory stays bounded; across threads or namespaces, in one call.
 
         known: as for checkpoint_get, what the caller holds of thread_id's log
-        (needs thread_id).
+        (needs thread_id). channel_items=False: a channel value that is a list of
+        items comes back as an Items without items (its key and rest as stored)
+        and the log is not read for it (convo_checkpoint_list_opts v4
+        without_channel_items): for a walk that needs the ancestors' pending
+        writes and metadata, not their lists.
 
         Arguments are checked at once; the first page is fetched on the first
         next()."""
@@ -475,6 +480,7 @@ class CheckpointCalls:
         if known is not None and thread_id is None:
             raise invalid("known applies to one thread's log: give thread_id")
         _known_in(opts, known)
+        opts.without_channel_items = 0 if channel_items else 1
         remaining = None if limit is None else _int(limit, "limit", 0)
         size = _int(page_size, "page_size", 1)
         return self._iter_checkpoints(opts, keep, remaining, size)

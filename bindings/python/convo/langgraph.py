@@ -38,8 +38,10 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
                       "'convo-store[langgraph]' (%s)" % e) from e
 
 from ._langgraph_cache import Missing
+from ._langgraph_delta import DELTA_KEY
 from ._langgraph_channels import MessageChannels
 from .asyncio import Checkpointer
+from .checkpoint import Items
 from .errors import ConflictError, NotFoundError, invalid
 from .store import Store
 from . import _lib
@@ -319,11 +321,19 @@ class ConvoSaver(BaseCheckpointSaver):
         window, listed = {}, set()
 
         def page(before):
+            # without the ancestors' lists (the library resolves none: each is O(history)),
+            # their writes are what the walk needs; a seed's checkpoint is read again
             window.clear()
             listed.add(before)
             for cp in self._store.checkpoint_list(target.thread_id, ns=target.ns, before=before,
-                                                  limit=depth, page_size=depth, known=known):
+                                                  limit=depth, page_size=depth, known=known,
+                                                  channel_items=False):
                 window[cp.id] = cp
+
+        def needs_items(cp):
+            return any(c.name in remaining and isinstance(c.value, Items) and
+                       not (c.value.key == DELTA_KEY and c.value.rest is None)
+                       for c in cp.channels)
 
         chain = []      # newest first: (checkpoint, {channel: [write, ...]})
         cursor = target.parent_id
@@ -332,6 +342,7 @@ class ConvoSaver(BaseCheckpointSaver):
             if cp is None and target.id not in listed:
                 page(target.id)
                 cp = window.get(cursor)
+            bare = cp is not None
             if cp is None:
                 cp = self._store.checkpoint_get(target.thread_id, cursor, ns=target.ns,
                                                 known=known)    # a branch point, or further
@@ -339,10 +350,17 @@ class ConvoSaver(BaseCheckpointSaver):
                     break
                 depth = depth_of(cp) or depth * 2
                 page(cursor)
+            elif needs_items(cp):
+                # a value of a channel walked for (the seed: a snapshot's selection)
+                cp = self._store.checkpoint_get(target.thread_id, cursor, ns=target.ns,
+                                                known=known)
+                if cp is None:
+                    break
+                bare = False
             # remembered: the next call knows this part of the way (a restarted saver
             # reads the window once, not at every turn until its own puts fill it)
             self._channels.delta.learn_read((cp.thread_id, cp.ns, cp.id), cp,
-                                            self._channels.names)
+                                            self._channels.names, items=not bare)
             reader = self._channels.reader(cp)
             mine = {}
             for w in sorted(cp.writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)):

@@ -377,6 +377,28 @@ class ItemsTests:
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_list(known=known)    # known needs the thread
 
+    def test_list_without_channel_items(self):
+        """channel_items=False: a list comes back without its items, with its key and
+        rest as stored; a value that is no list, the writes and the metadata as
+        without it."""
+        t = self.tid()
+        self.store.checkpoint_put(t, "c1", metadata={"step": 1}, channels=[
+            ("messages", "1", convo.Items(self.M, key="__convo_delta__", rest=("json", b'{"a":1}'),
+                                          log=True)),
+            ("other", "1", ("json", b"7"))])
+        self.store.checkpoint_put_writes(t, "c1", "task", [
+            (0, "messages", convo.Items([{"role": "user", "content": "w"}]))])
+        bare, = self.store.checkpoint_list(t, channel_items=False)
+        whole, = self.store.checkpoint_list(t)
+        value = bare.values["messages"]
+        self.assertEqual((value.items, value.key, value.rest),
+                         ([], "__convo_delta__", convo.Blob("json", b'{"a":1}')))
+        self.assertEqual(len(whole.values["messages"].items), 2)
+        self.assertEqual(bare.values["other"], whole.values["other"])
+        self.assertEqual(bare.writes, whole.writes)
+        self.assertEqual(bare.writes[0].value.json(), [{"role": "user", "content": "w"}])
+        self.assertEqual(bare.metadata, whole.metadata)
+
     def test_a_list_given_as_a_log_prefix(self):
         """log_prefix={channel: k} (convo_checkpoint_in v5): the list is the log's
         first k messages and the given items; seqs come back for the given ones."""
