@@ -366,6 +366,10 @@ class ReferenceSaver(BaseCheckpointSaver):
     def __init__(self):
         super().__init__()
         self.threads = {}   # thread -> {"tuples": {id: CheckpointTuple}, "latest": id}
+        # (thread, checkpoint id) -> its pending writes: LangGraph may store a task's
+        # writes before the put of their checkpoint (both on its background executor)
+        self.writes = {}
+        self.lock = threading.Lock()
 
     def get_tuple(self, config):
         c = config["configurable"]
@@ -386,21 +390,25 @@ class ReferenceSaver(BaseCheckpointSaver):
         own = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                 "checkpoint_id": checkpoint["id"]}}
         parent = c.get("checkpoint_id")
+        with self.lock:
+            pending = self.writes.setdefault((thread_id, checkpoint["id"]), [])
         t["tuples"][checkpoint["id"]] = CheckpointTuple(
             own, checkpoint, metadata, parent and {"configurable": {
-                "thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}, [])
+                "thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}, pending)
         t["latest"] = checkpoint["id"]
         return own
 
     def put_writes(self, config, writes, task_id, task_path=""):
         c = config["configurable"]
-        t = self.threads.get(c["thread_id"])
-        found = t and t["tuples"].get(c["checkpoint_id"])
-        if found is not None:
-            found.pending_writes.extend((task_id, ch, v) for ch, v in writes)
+        with self.lock:
+            pending = self.writes.setdefault((c["thread_id"], c["checkpoint_id"]), [])
+        pending.extend((task_id, ch, v) for ch, v in writes)
 
     def delete_thread(self, thread_id):
         self.threads.pop(thread_id, None)
+        with self.lock:
+            for key in [k for k in self.writes if k[0] == thread_id]:
+                del self.writes[key]
 
 
 class ReferenceMemory(Backend):
