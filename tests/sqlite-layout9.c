@@ -11,6 +11,8 @@
  *     conflicts, one within it does not, and a bound left too high by a
  *     removal is made exact by the next rewrite;
  *   - a delta that does not decode is CONVO_ECORRUPT;
+ *   - a connection's memory of the last list it decoded is not taken for a
+ *     row another connection rewrote at the same place;
  *   - a layout-8 file is migrated on open (lists kept, bounds filled, the
  *     index on log_length gone) and a layout-8 process that had it open can
  *     no longer read or write checkpoints.
@@ -420,6 +422,74 @@ START_TEST(test_migration_8_to_9)
 }
 END_TEST
 
+/* Checkpoint id of thread "m" with channels a and b at those versions. */
+static void put_ab(convo_store *s, const char *id, const char *va, const char *vb)
+{
+    convo_blob v = {"json", "1", 1};
+    convo_channel_in ch[2] = {{"a", va, &v}, {"b", vb, &v}};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "m";
+    cp.checkpoint_id = id;
+    cp.metadata_json = "{\"x\":1}";
+    cp.channels = ch;
+    cp.nchannels = 2;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put %s: %s", id, err.message);
+}
+
+static void assert_ab(convo_store *s, const char *id, const char *va, const char *vb)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "m", "", id, &cp, &err) == 0, "%s", err.message);
+    const char *version;
+    convo_blob value;
+    ck_assert_int_eq(convo_checkpoint_channel_count(cp), 2);
+    convo_checkpoint_channel(cp, 0, &version, &value);
+    ck_assert_str_eq(version, va);
+    convo_checkpoint_channel(cp, 1, &version, &value);
+    ck_assert_str_eq(version, vb);
+    convo_checkpoint_free(cp);
+}
+
+/* A connection remembers the last list it decoded or stored (a put after a
+ * put reads one row, not the chain). Another store's connection removes the
+ * rows and puts new ones at the same places, the last with the very bytes
+ * the first remembered but after a different row: the first must not take
+ * its memory for that row's list (it would give a1, not a9). */
+START_TEST(test_memo_of_another_connection)
+{
+    const char *path = db_path("memo");
+    convo_store *s1 = open_db(path), *s2 = open_db(path);
+    put_ab(s1, "m0", "a0", "b0");
+    put_ab(s1, "m1", "a1", "b0");
+    put_ab(s1, "m2", "a1", "b2"); /* a delta: b -> b2 */
+    assert_ab(s1, "m2", "a1", "b2");
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "m";
+    o.filter_json = "{\"x\":1}";
+    o.before = "m1";
+    uint64_t removed;
+    convo_error err;
+    ck_assert_int_eq(convo_checkpoint_delete(s2, &o, &removed, &err), 0);
+    ck_assert_int_eq(removed, 1); /* m0 */
+    o.before = NULL;
+    ck_assert_int_eq(convo_checkpoint_delete(s2, &o, &removed, &err), 0);
+    ck_assert_int_eq(removed, 2);
+    put_ab(s2, "n0", "a9", "b0");
+    put_ab(s2, "n1", "a9", "b0"); /* the same list: an empty delta */
+    put_ab(s2, "n2", "a9", "b2"); /* b -> b2 again, at m2's place */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
+                                   " WHERE substr(channel_list, 1, 1) = x'00'"),
+                     2);
+    assert_ab(s1, "n2", "a9", "b2");
+    put_ab(s1, "n3", "a9", "b3"); /* after a row another connection wrote */
+    assert_ab(s2, "n3", "a9", "b3");
+    convo_close(s2);
+    convo_close(s1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -438,6 +508,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_reput_changing_a_list);
     tcase_add_test(tc, test_undecodable_delta_is_corrupt);
     tcase_add_test(tc, test_migration_8_to_9);
+    tcase_add_test(tc, test_memo_of_another_connection);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);

@@ -16,6 +16,7 @@
  * that names one of them as its parent by place names it by id from then on. */
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
 {
+    sq_list_memo_clear(c);
     int rc = sq_run_with_ints(c, ST_CP_ORPHANS, 3, lo, hi, PARENT_NEAR,
                               "naming parents by id", err);
     if (rc == 0)

@@ -153,6 +153,8 @@ int sq_run_tx(convo_backend *b, int write, tx_body body, void *arg, convo_error 
             rc = sq_exec_id(c, ST_COMMIT, "committing", err);
         if (rc != 0 && !sqlite3_get_autocommit(c->db))
             sq_exec_id(c, ST_ROLLBACK, "rolling back", NULL);
+        if (rc != 0) /* it may describe a row rolled back */
+            sq_list_memo_clear(c);
     }
     /* a connection stuck in a transaction would block every other writer */
     int broken = !b->memory && !sqlite3_get_autocommit(c->db);
@@ -220,6 +222,7 @@ static void sq_disconnect(void *ctx, void *conn)
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(c->stmts[i]);
     sqlite3_close(c->db);
+    sq_list_memo_clear(c);
     free(c);
 }
 

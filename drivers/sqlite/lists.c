@@ -23,6 +23,63 @@ static int is_delta(const void *p, size_t n)
     return n > 0 && ((const unsigned char *)p)[0] == 0;
 }
 
+void sq_list_memo_clear(sq_conn *c)
+{
+    free(c->memo.stored);
+    free(c->memo.full);
+    memset(&c->memo, 0, sizeof c->memo);
+}
+
+static int data_version(sq_conn *c, int64_t *v, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_DATA_VERSION, &st, err);
+    if (rc == 0 && (rc = sq_stmt_step(c, st, "reading the data version", err)) == 1) {
+        *v = sqlite3_column_int64(st, 0);
+        sq_stmt_done(st);
+        return 0;
+    }
+    return rc < 0 ? rc : convo__error(err, CONVO_ERROR, NULL, "sqlite: no data_version");
+}
+
+/* 1 when the memo is checkpoint key stored as p[0..n) and no other
+ * connection committed since it was taken (a row's stored bytes and the rows
+ * before it decide its list, and a change to those rows goes through a
+ * commit of another connection or through this one, which clears the memo). */
+static int memo_hit(sq_conn *c, int64_t key, const void *p, size_t n, convo_error *err)
+{
+    int64_t v;
+    if (!c->memo.valid || c->memo.key != key || c->memo.stored_len != n ||
+        (n && memcmp(c->memo.stored, p, n) != 0))
+        return 0;
+    int rc = data_version(c, &v, err);
+    return rc ? rc : v == c->memo.data_version;
+}
+
+/* Takes checkpoint key's stored and full lists as the memo (none when out of
+ * memory: it only spares reads). */
+static int memo_set(sq_conn *c, int64_t key, const void *stored, size_t n, const void *full,
+                    size_t full_len, int depth, convo_error *err)
+{
+    int64_t v;
+    int rc = data_version(c, &v, err);
+    sq_list_memo_clear(c);
+    if (rc)
+        return rc;
+    c->memo.stored = malloc(n ? n : 1);
+    c->memo.full = malloc(full_len ? full_len : 1);
+    if (!c->memo.stored || !c->memo.full) {
+        sq_list_memo_clear(c);
+        return 0;
+    }
+    if (n)
+        memcpy(c->memo.stored, stored, n);
+    if (full_len)
+        memcpy(c->memo.full, full, full_len);
+    c->memo = (struct sq_list_memo){key, v, c->memo.stored, c->memo.full, n, full_len, depth, 1};
+    return 0;
+}
+
 void sq_list_cache_clear(sq_list_cache *k)
 {
     for (size_t i = 0; i < k->n; i++)
@@ -154,18 +211,74 @@ int sq_list_full(sq_conn *c, sq_list_cache *k, int64_t key, const void *list, si
             *outlen = k->lens[i];
             return 0;
         }
+    int rc = memo_hit(c, key, list, len, err);
+    if (rc) {
+        *out = c->memo.full;
+        *outlen = c->memo.full_len;
+        return rc < 0 ? rc : 0;
+    }
     chain ch;
     sq_entry *e = NULL;
     size_t n = 0;
     sq_list_cache_clear(k);
-    int rc = chain_read(c, key, &ch, err);
+    rc = chain_read(c, key, &ch, err);
     if (rc == 0)
         rc = ch.n ? chain_decode(&ch, k->keep_all ? k : NULL, &e, &n, err) : list_corrupt(err);
     if (rc == 0)
         rc = apply(&e, &n, list, len, err);
     if (rc == 0)
         rc = cache_put(k, key, e, n, out, outlen, err);
+    if (rc == 0)
+        rc = memo_set(c, key, list, len, *out, *outlen, (int)ch.n, err);
     free(e);
+    chain_free(&ch);
+    return rc;
+}
+
+/* The row before key in its thread: 1 with its key, whether its namespace is
+ * ns and whether it is the memo; 0 when there is none. */
+static int pred_probe(sq_conn *c, int64_t key, const char *ns, int64_t *pkey, int *same_ns,
+                      int *memo, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_CP_CHAIN, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, key_of(key >> SEQ_BITS, 0));
+    sqlite3_bind_int64(st, 2, key);
+    sqlite3_bind_int(st, 3, 1);
+    if ((rc = sq_stmt_step(c, st, "reading the checkpoint before", err)) != 1)
+        return rc;
+    const char *pns = (const char *)sqlite3_column_text(st, 1);
+    *pkey = sqlite3_column_int64(st, 0);
+    *same_ns = pns && strcmp(pns, ns) == 0;
+    rc = memo_hit(c, *pkey, sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2), err);
+    sq_stmt_done(st);
+    if (rc < 0)
+        return rc;
+    *memo = rc;
+    return 1;
+}
+
+/* The entries of the full list of the row before key and how many deltas its
+ * chain holds: from the memo, else decoded; *base NULL with *depth
+ * LIST_CHAIN_MAX when no full list is near enough. */
+static int pred_list(sq_conn *c, int64_t key, int memo, sq_entry **base, size_t *n,
+                     int *depth, convo_error *err)
+{
+    if (memo) {
+        int rc = sq_list_entries(c->memo.full, c->memo.full_len, base, n);
+        *depth = c->memo.depth;
+        return rc == 0 ? 0 : rc == -1 ? no_memory(err) : list_corrupt(err);
+    }
+    chain ch;
+    int rc = chain_read(c, key, &ch, err);
+    *base = NULL;
+    *depth = LIST_CHAIN_MAX;
+    if (rc == 0 && ch.full) {
+        *depth = (int)ch.n - 1;
+        rc = chain_decode(&ch, NULL, base, n, err);
+    }
     chain_free(&ch);
     return rc;
 }
@@ -173,32 +286,41 @@ int sq_list_full(sq_conn *c, sq_list_cache *k, int64_t key, const void *list, si
 int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char *full,
                     size_t len, unsigned char **out, size_t *outlen, convo_error *err)
 {
-    chain ch;
     sq_entry *base = NULL, *now = NULL, *d = NULL;
     size_t nbase = 0, nnow = 0, nd = 0;
+    int64_t pkey;
+    int same_ns = 0, memo = 0, depth = LIST_CHAIN_MAX;
     *out = NULL;
-    int rc = chain_read(c, key, &ch, err);
+    int rc = pred_probe(c, key, ns, &pkey, &same_ns, &memo, err);
     /* a full list: the thread's first, after another namespace, or a chain
      * at its bound */
-    if (rc || !ch.full || strcmp(ch.ns, ns) != 0) {
-        chain_free(&ch);
+    if (rc == 1 && same_ns)
+        rc = pred_list(c, key, memo, &base, &nbase, &depth, err);
+    if (rc < 0)
         return rc;
-    }
-    rc = chain_decode(&ch, NULL, &base, &nbase, err);
-    if (rc == 0 && (rc = sq_list_entries(full, len, &now, &nnow)) != 0)
-        rc = rc == -1 ? no_memory(err) : list_corrupt(err);
-    if (rc == 0 && sq_list_diff(base, nbase, now, nnow, &d, &nd) != 0)
-        rc = no_memory(err);
-    if (rc == 0 && sq_list_pack(d, nd, 1, out, outlen) != 0)
-        rc = no_memory(err);
-    if (rc == 0 && *outlen >= len) {
-        free(*out);
-        *out = NULL;
+    rc = 0;
+    if (base && depth + 1 < LIST_CHAIN_MAX + 1) {
+        if ((rc = sq_list_entries(full, len, &now, &nnow)) != 0)
+            rc = rc == -1 ? no_memory(err) : list_corrupt(err);
+        if (rc == 0 && sq_list_diff(base, nbase, now, nnow, &d, &nd) != 0)
+            rc = no_memory(err);
+        if (rc == 0 && sq_list_pack(d, nd, 1, out, outlen) != 0)
+            rc = no_memory(err);
+        if (rc == 0 && *outlen >= len) {
+            free(*out);
+            *out = NULL;
+        }
     }
     free(base);
     free(now);
     free(d);
-    chain_free(&ch);
+    if (rc == 0)
+        rc = *out ? memo_set(c, key, *out, *outlen, full, len, depth + 1, err)
+                  : memo_set(c, key, full, len, full, len, 0, err);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -207,6 +329,7 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
 {
     sqlite3_stmt *st;
     sq_list_cache k = {0};
+    sq_list_memo_clear(c);
     int rc = sq_stmt_get(c, ST_CP_LIST_OF, &st, err);
     if (rc)
         return rc;
@@ -237,6 +360,7 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
     rc = sq_stmt_run(c, st, "storing a channel list in full", err);
     free(list);
     sq_list_cache_clear(&k);
+    sq_list_memo_clear(c); /* it names the bytes the row had */
     return rc;
 }
 
@@ -258,6 +382,7 @@ int sq_list_before_change(sq_conn *c, int64_t key, convo_error *err)
 
 int sq_lists_settle(sq_conn *c, int64_t num, sq_gone_fn gone, void *arg, convo_error *err)
 {
+    sq_list_memo_clear(c); /* rows are about to go */
     sqlite3_stmt *st;
     int64_t *keys = NULL;
     size_t n = 0, cap = 0;

@@ -75,7 +75,7 @@
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND) \
     X(CP_CHAIN) X(CP_LIST_OF) X(CP_LIST_SET) X(CP_LIST_WALK) X(CP_NEXT)                     \
-    X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE)                                      \
+    X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE) X(DATA_VERSION)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
     X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
@@ -94,12 +94,23 @@ struct sq_open_read {
     int64_t num, at, length;
 };
 
+/* The last channel list this connection decoded or stored (lists.c): the
+ * checkpoint's key, its stored bytes, its full list and how many deltas its
+ * chain holds; valid while no other connection committed (data_version). */
+struct sq_list_memo {
+    int64_t key, data_version;
+    unsigned char *stored, *full;
+    size_t stored_len, full_len;
+    int depth, valid;
+};
+
 typedef struct sq_conn {
     sqlite3 *db;
     int busy_ms;
     int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
     struct sq_open_read open_read; /* cleared when a transaction starts */
+    struct sq_list_memo memo;      /* layout 9 (lists.c) */
 } sq_conn;
 
 struct convo_backend {
@@ -284,6 +295,9 @@ typedef struct sq_list_cache {
 } sq_list_cache;
 
 void sq_list_cache_clear(sq_list_cache *k);
+/* Forgets the memo: after a rollback, and before this connection changes or
+ * removes checkpoint rows other than by a put. */
+void sq_list_memo_clear(sq_conn *c);
 /* The full list of checkpoint key, whose stored list is list[0..len): list
  * itself, or decoded against the rows before it (*out then in k). */
 int sq_list_full(sq_conn *c, sq_list_cache *k, int64_t key, const void *list, size_t len,
