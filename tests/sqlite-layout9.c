@@ -352,6 +352,22 @@ START_TEST(test_undecodable_delta_is_corrupt)
     convo_error err;
     exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'00ff' WHERE id = 'k03'");
     ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "k03", &cp, &err), CONVO_ECORRUPT);
+    /* well-formed entries saying what a stored delta never says: channel 2
+     * (b) at the version of a 0x04 without its entry number, and channel 4
+     * gone where the list before has no channel 4 */
+    exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'0001030061330203006231'"
+                   " WHERE id = 'k03'");
+    assert_get_k(s, "t", 4);
+    exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'000103006134020104'"
+                   " WHERE id = 'k04'");
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "k04", &cp, &err), CONVO_ECORRUPT);
+    ck_assert_ptr_null(cp);
+    exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'000103006134' WHERE id = 'k04'");
+    assert_get_k(s, "t", 5);
+    exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'000103006135040105'"
+                   " WHERE id = 'k05'");
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "k05", &cp, &err), CONVO_ECORRUPT);
+    ck_assert_ptr_null(cp);
     /* no full list within 16 rows before a delta */
     exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'00' WHERE id = 'k00'");
     ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "k02", &cp, &err), CONVO_ECORRUPT);

@@ -312,7 +312,8 @@ int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *co
         if (v[0] == V_GONE && vl == 1 && p[0] == 0)
             e[k].len = 0;
         else if (v[0] == V_SAME) {
-            if (varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k || !e[same].len ||
+            if (vl < 2 || varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k ||
+                !e[same].len ||
                 e[same].version[0] == V_SAME)
                 break;
             e[k].version = e[same].version;
@@ -338,7 +339,8 @@ static int same_version(const sq_entry *a, const sq_entry *b)
 }
 
 /* Merges two entry lists sorted by channel: mode 0 applies delta b to list a,
- * mode 1 gives the delta from list a to list b. */
+ * mode 1 gives the delta from list a to list b. 0, -1 out of memory, -2 (mode
+ * 0) b says gone of a channel a does not have. */
 static int entries_merge(const sq_entry *a, size_t na, const sq_entry *b, size_t nb, int mode,
                          sq_entry **out, size_t *n)
 {
@@ -356,6 +358,10 @@ static int entries_merge(const sq_entry *a, size_t na, const sq_entry *b, size_t
                 e[k++] = (sq_entry){a[i].channel, NULL, 0};
             i++;
             continue;
+        }
+        if (mode == 0 && side > 0 && b[j].len == 0) { /* gone, yet not in a */
+            free(e);
+            return -2;
         }
         if (mode == 0 ? b[j].len != 0 : side > 0 || !same_version(&a[i], &b[j]))
             e[k++] = b[j];

@@ -53,7 +53,8 @@ typedef struct sq_entry {
  * channel order, versions pointing into p (a 0x04 resolved): *out malloc'd.
  * 0, -1 out of memory, -2 malformed. */
 int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *count);
-/* Full list base with delta applied; entries point where theirs did. */
+/* Full list base with delta applied; entries point where theirs did. 0, -1
+ * out of memory, -2 the delta removes a channel base does not have. */
 int sq_list_apply(const sq_entry *base, size_t nbase, const sq_entry *delta, size_t ndelta,
                   sq_entry **out, size_t *n);
 /* The delta from full list base to full list full: changed or new channels

@@ -155,7 +155,7 @@ static int apply(sq_entry **cur, size_t *ncur, const unsigned char *p, size_t n,
     rc = sq_list_apply(*cur, *ncur, d, nd, &merged, &nm);
     free(d);
     if (rc)
-        return no_memory(err);
+        return rc == -1 ? no_memory(err) : list_corrupt(err);
     free(*cur);
     *cur = merged;
     *ncur = nm;
