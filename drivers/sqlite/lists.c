@@ -261,10 +261,11 @@ static int pred_probe(sq_conn *c, int64_t key, const char *ns, int64_t *pkey, in
 }
 
 /* The entries of the full list of the row before key and how many deltas its
- * chain holds: from the memo, else decoded; *base NULL with *depth
- * LIST_CHAIN_MAX when no full list is near enough. */
+ * chain holds: from the memo, else decoded (then packed in *hold, which the
+ * entries point into: the chain's rows are freed here); *base NULL with
+ * *depth LIST_CHAIN_MAX when no full list is near enough. */
 static int pred_list(sq_conn *c, int64_t key, int memo, sq_entry **base, size_t *n,
-                     int *depth, convo_error *err)
+                     int *depth, unsigned char **hold, convo_error *err)
 {
     if (memo) {
         int rc = sq_list_entries(c->memo.full, c->memo.full_len, base, n);
@@ -279,7 +280,14 @@ static int pred_list(sq_conn *c, int64_t key, int memo, sq_entry **base, size_t 
         *depth = (int)ch.n - 1;
         rc = chain_decode(&ch, NULL, base, n, err);
     }
+    size_t len;
+    if (rc == 0 && *base && sq_list_pack(*base, *n, 0, hold, &len) != 0)
+        rc = no_memory(err);
+    free(*base);
+    *base = NULL;
     chain_free(&ch);
+    if (rc == 0 && *hold && (rc = sq_list_entries(*hold, len, base, n)) != 0)
+        rc = rc == -1 ? no_memory(err) : list_corrupt(err);
     return rc;
 }
 
@@ -288,6 +296,7 @@ int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char
 {
     sq_entry *base = NULL, *now = NULL, *d = NULL;
     size_t nbase = 0, nnow = 0, nd = 0;
+    unsigned char *hold = NULL;
     int64_t pkey;
     int same_ns = 0, memo = 0, depth = LIST_CHAIN_MAX;
     *out = NULL;
@@ -295,9 +304,11 @@ int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char
     /* a full list: the thread's first, after another namespace, or a chain
      * at its bound */
     if (rc == 1 && same_ns)
-        rc = pred_list(c, key, memo, &base, &nbase, &depth, err);
-    if (rc < 0)
+        rc = pred_list(c, key, memo, &base, &nbase, &depth, &hold, err);
+    if (rc < 0) {
+        free(hold);
         return rc;
+    }
     rc = 0;
     if (base && depth + 1 < LIST_CHAIN_MAX + 1) {
         if ((rc = sq_list_entries(full, len, &now, &nnow)) != 0)
@@ -314,6 +325,7 @@ int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char
     free(base);
     free(now);
     free(d);
+    free(hold);
     if (rc == 0)
         rc = *out ? memo_set(c, key, *out, *outlen, full, len, depth + 1, err)
                   : memo_set(c, key, full, len, full, len, 0, err);
