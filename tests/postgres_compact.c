@@ -95,6 +95,44 @@ START_TEST(test_versions_joined)
 }
 END_TEST
 
+/* A versions value that does not decode (lengths past its end, no width, a
+ * width past its end, empty) is CONVO_ECORRUPT on get, latest and list, not
+ * the server's "index out of valid range" as a bad argument (CONVO_EINVAL). */
+START_TEST(test_corrupt_versions_are_ecorrupt)
+{
+    const char *name = "vcorrupt", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    put3(s, UUID_A, VER_JS, "7", "!x", "{}");
+    PGconn *pg = admin();
+    const char *bad[] = {"'\\x'", "'\\x01'", "'\\x0105'", "'\\x01ff0161'",
+                         "'\\x020000000100'", "'\\x01100109'"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "UPDATE @S.checkpoints SET versions = %s::bytea", bad[i]);
+        exec_in_schema(pg, schema, sql);
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        int rc = convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "get with versions %s: %d %s", bad[i], rc,
+                      err.message);
+        ck_assert_ptr_null(cp);
+        rc = convo_checkpoint_get(s, "t", "", NULL, &cp, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "latest with versions %s: %d %s", bad[i], rc,
+                      err.message);
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        convo_checkpoint_set *set = NULL;
+        rc = convo_checkpoint_list(s, &o, &set, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "list with versions %s: %d %s", bad[i], rc,
+                      err.message);
+        ck_assert_ptr_null(set);
+    }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 /* The metadata is kept as the compact text the library passes (smaller than
  * jsonb), read back as the same object, and a list filters it by containment. */
 START_TEST(test_metadata_as_text)
@@ -406,6 +444,7 @@ void postgres_add_compact_tests(Suite *s)
     TCase *tc = tcase_create("compact");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_versions_joined);
+    tcase_add_test(tc, test_corrupt_versions_are_ecorrupt);
     tcase_add_test(tc, test_metadata_as_text);
     tcase_add_test(tc, test_writes_in_the_row);
     tcase_add_test(tc, test_concurrent_writes_both_kept);

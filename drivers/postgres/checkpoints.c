@@ -483,6 +483,22 @@ static int checkpoint_read_error(int rc, convo_error *err)
     return convo__error(err, rc, NULL, "out of memory reading checkpoints");
 }
 
+/* A read statement's failure: get_byte() or substring() past the end of a
+ * stored value (a checkpoint's versions, channel_list() in migrate-24.sql)
+ * is a corrupt row, not a bad argument (SQLSTATE class 22 is CONVO_EINVAL). */
+static int read_failed(int rc, convo_error *err)
+{
+    if (!err || (strcmp(err->backend_code, "2202E") != 0 &&
+                 strcmp(err->backend_code, "22011") != 0))
+        return rc;
+    char state[sizeof err->backend_code], msg[sizeof err->message];
+    memcpy(state, err->backend_code, sizeof state);
+    memcpy(msg, err->message, sizeof msg);
+    err->code = 0; /* convo__error() keeps the first error */
+    return convo__error(err, CONVO_ECORRUPT, state,
+                        "postgres: a stored checkpoint does not decode (%.200s)", msg);
+}
+
 int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
                              const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
@@ -492,7 +508,7 @@ int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
     PGresult *r;
     int rc = convo__pg_run(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r, err);
     if (rc != 0)
-        return rc;
+        return read_failed(rc, err);
     convo_checkpoint *cp = NULL;
     rc = PQntuples(r) ? checkpoints_from_rows(r, NULL, &cp) : CONVO_ENOTFOUND;
     PQclear(r);
@@ -519,7 +535,7 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
     PGresult *r;
     int rc = convo__pg_run(b, ST_CP_LIST, values, lens, &r, err);
     if (rc != 0)
-        return rc;
+        return read_failed(rc, err);
     convo_checkpoint_set *set = convo__checkpoint_set_new();
     rc = set ? checkpoints_from_rows(r, set, NULL) : CONVO_ENOMEM;
     PQclear(r);
