@@ -287,6 +287,51 @@ START_TEST(test_concurrent_writes_both_kept)
 }
 END_TEST
 
+/* (v27) In a table never analyzed, a write finds its checkpoint through the
+ * primary key: 200 checkpoints each with a write read nothing of
+ * checkpoints_by_ns_put (the plan on it filtered checkpoint_id over the
+ * thread: about 20,000 entries for these 200 writes). */
+START_TEST(test_writes_use_the_primary_key_unanalyzed)
+{
+    const char *name = "wpkey", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    for (int i = 1; i <= 200; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "1f1e9eee-1758-6660-8003-%012d", i);
+        convo_blob value = {"json", "null", 4};
+        convo_channel_in ch[1] = {{"messages", "1", &value}};
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "t";
+        cp.checkpoint_id = id;
+        cp.channels = ch;
+        cp.nchannels = 1;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+        write1(s, id, UUID_B, 0, "1", 0);
+    }
+    convo_close(s); /* its session ends: its counts reach the statistics */
+    PGconn *pg = admin();
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT reltuples < 0 FROM pg_class WHERE oid ="
+             " '\"%s\".checkpoints'::regclass", schema);
+    char *never = query1(pg, sql);
+    snprintf(sql, sizeof sql, "SELECT sum(idx_tup_read) FILTER (WHERE indexrelname ="
+             " 'checkpoints_by_ns_put') * 1000000 + sum(idx_scan) FILTER (WHERE indexrelname"
+             " = 'checkpoints_pkey') FROM pg_stat_user_indexes WHERE schemaname = '%s'", schema);
+    long counts = 0;
+    for (int i = 0; i < 100 && (counts = query_long(pg, sql)) % 1000000 == 0; i++)
+        usleep(50000);
+    printf("postgres_compact: never analyzed %s, by_ns_put entries read %ld, pkey scans %ld\n",
+           never, counts / 1000000, counts % 1000000);
+    ck_assert_msg(counts / 1000000 < 1000, "checkpoints_by_ns_put read %ld entries",
+                  counts / 1000000);
+    ck_assert_int_ge(counts % 1000000, 200);
+    free(never);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 /* The planner's total cost of EXECUTE stmt on pg (generic plan). */
 static double plan_cost(PGconn *pg, const char *execute)
 {
@@ -448,6 +493,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_add_test(tc, test_metadata_as_text);
     tcase_add_test(tc, test_writes_in_the_row);
     tcase_add_test(tc, test_concurrent_writes_both_kept);
+    tcase_add_test(tc, test_writes_use_the_primary_key_unanalyzed);
     tcase_add_test(tc, test_reads_planned_cheap);
     tcase_add_test(tc, test_migration_from_version_22);
     suite_add_tcase(s, tc);
