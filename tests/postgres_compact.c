@@ -97,7 +97,9 @@ END_TEST
 
 /* A versions value that does not decode (lengths past its end, no width, a
  * width past its end, empty) is CONVO_ECORRUPT on get, latest and list, not
- * the server's "index out of valid range" as a bad argument (CONVO_EINVAL). */
+ * the server's "index out of valid range" as a bad argument (CONVO_EINVAL);
+ * so is one that reads as other versions (schema 28: a length one short, a
+ * byte left over, a width of 0 or 2). */
 START_TEST(test_corrupt_versions_are_ecorrupt)
 {
     const char *name = "vcorrupt", *schema = schema_name(name);
@@ -105,9 +107,24 @@ START_TEST(test_corrupt_versions_are_ecorrupt)
     put3(s, UUID_A, VER_JS, "7", "!x", "{}");
     PGconn *pg = admin();
     const char *bad[] = {"'\\x'", "'\\x01'", "'\\x0105'", "'\\x01ff0161'",
-                         "'\\x020000000100'", "'\\x01100109'"};
+                         "'\\x020000000100'", "'\\x01100109'", NULL, NULL, NULL, NULL};
+    /* the stored value: width 1, lengths 16, 1, 2, the versions (VER_JS
+     * packed, "7", "!x"); with one length short, a byte more, width 0 or 2 */
+    PGconn *pg0 = admin();
+    char *good = stored(pg0, schema, "encode(c.versions, 'hex')",
+                        "1f1e9eee175866608003f7e2ee72e981");
+    PQfinish(pg0);
+    ck_assert_int_eq(strncmp(good, "01100102", 8), 0);
+    char variants[4][160];
+    snprintf(variants[0], sizeof variants[0], "'\\x010f%s'", good + 4);
+    snprintf(variants[1], sizeof variants[1], "'\\x%s00'", good);
+    snprintf(variants[2], sizeof variants[2], "'\\x00%s'", good + 2);
+    snprintf(variants[3], sizeof variants[3], "'\\x02%s'", good + 2);
+    free(good);
+    for (int i = 0; i < 4; i++)
+        bad[6 + i] = variants[i];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char sql[256];
+        char sql[320];
         snprintf(sql, sizeof sql, "UPDATE @S.checkpoints SET versions = %s::bytea", bad[i]);
         exec_in_schema(pg, schema, sql);
         convo_checkpoint *cp = NULL;
