@@ -150,6 +150,48 @@ START_TEST(test_corrupt_versions_are_ecorrupt)
 }
 END_TEST
 
+/* A pending write whose channel number has no name, or whose task id,
+ * channel or idx is NULL in the row's pending_write[] (a type without
+ * constraints), is CONVO_ECORRUPT on get and list, not a write named "". */
+static void write1(convo_store *s, const char *id, const char *task, int64_t idx,
+                   const char *value, int want);
+
+START_TEST(test_corrupt_writes_are_ecorrupt)
+{
+    const char *name = "wcorrupt", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    PGconn *pg = admin();
+    const char *set[] = {"writes[1].channel = 2147483647", "writes[1].channel = NULL",
+                         "writes[1].task_id = NULL", "writes[1].idx = NULL"};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++) {
+        exec_in_schema(pg, schema, "DELETE FROM @S.checkpoints");
+        put3(s, UUID_A, VER_JS, "7", "!x", "{}");
+        write1(s, UUID_A, UUID_B, 0, "1", 0);
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        ck_assert_int_eq(convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err), 0);
+        ck_assert_uint_eq(convo_checkpoint_write_count(cp), 1);
+        convo_checkpoint_free(cp);
+        cp = NULL;
+        char sql[160];
+        snprintf(sql, sizeof sql, "UPDATE @S.checkpoints SET %s", set[i]);
+        exec_in_schema(pg, schema, sql);
+        int rc = convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "get after %s: %d %s", set[i], rc, err.message);
+        ck_assert_ptr_null(cp);
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        convo_checkpoint_set *cs = NULL;
+        rc = convo_checkpoint_list(s, &o, &cs, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "list after %s: %d %s", set[i], rc, err.message);
+        ck_assert_ptr_null(cs);
+    }
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 /* The metadata is kept as the compact text the library passes (smaller than
  * jsonb), read back as the same object, and a list filters it by containment. */
 START_TEST(test_metadata_as_text)
@@ -507,6 +549,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_versions_joined);
     tcase_add_test(tc, test_corrupt_versions_are_ecorrupt);
+    tcase_add_test(tc, test_corrupt_writes_are_ecorrupt);
     tcase_add_test(tc, test_metadata_as_text);
     tcase_add_test(tc, test_writes_in_the_row);
     tcase_add_test(tc, test_concurrent_writes_both_kept);

@@ -427,6 +427,12 @@ static int item_from_row(convo_checkpoint *cp, const PGresult *r, int row, int k
 {
     const char *value = PQgetvalue(r, row, 11);
     size_t len = (size_t)PQgetlength(r, row, 11);
+    /* a channel's name, a write's task id, channel and idx are never NULL: a
+     * name number with no name or a NULL field in the row's pending_write[]
+     * (which has no constraints, unlike version 23's table) is corruption */
+    if (PQgetisnull(r, row, 5) ||
+        (kind == 2 && (PQgetisnull(r, row, 7) || PQgetisnull(r, row, 8))))
+        return CONVO_ECORRUPT;
     if (kind == 1)
         return convo__checkpoint_add_channel(cp, PQgetvalue(r, row, 5), PQgetvalue(r, row, 6),
                                              text_or_null(r, row, 10), value, len);
