@@ -391,6 +391,73 @@ START_TEST(test_writes_use_the_primary_key_unanalyzed)
 }
 END_TEST
 
+/* Reads by id in a new store: a handle analyzes a checkpoints table the server
+ * never analyzed after its 128th put (checkpoint_analyze.sql), so a get by id
+ * and a list before an id are planned on checkpoints_pkey. Without it each of
+ * these 200 gets read the thread's checkpoints through checkpoints_by_ns_put
+ * with the id as a filter: 44,040 entries for the gets and lists below. */
+START_TEST(test_reads_by_id_in_a_new_store)
+{
+    const char *name = "rpkey", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    char ids[200][64];
+    for (int i = 0; i < 200; i++) {
+        snprintf(ids[i], sizeof ids[i], "1f1e9eee-1758-6660-8003-%012d", i + 1);
+        convo_blob value = {"json", "null", 4};
+        convo_channel_in ch[1] = {{"messages", "1", &value}};
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "t";
+        cp.checkpoint_id = ids[i];
+        cp.channels = ch;
+        cp.nchannels = 1;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+    }
+    for (int i = 0; i < 200; i++) {
+        convo_error err;
+        convo_checkpoint *cp = NULL;
+        ck_assert_msg(convo_checkpoint_get(s, "t", "", ids[i], &cp, &err) == 0,
+                      "get %s: %s", ids[i], err.message);
+        ck_assert_str_eq(convo_checkpoint_id(cp), ids[i]);
+        convo_checkpoint_free(cp);
+        if (i % 10 == 9) {
+            convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+            lo.thread_id = "t";
+            lo.checkpoint_ns = "";
+            lo.before = ids[i];
+            lo.limit = 2;
+            convo_checkpoint_set *set = NULL;
+            ck_assert_msg(convo_checkpoint_list(s, &lo, &set, &err) == 0, "list: %s",
+                          err.message);
+            ck_assert_uint_eq(convo_checkpoint_set_count(set), 2);
+            convo_checkpoint_set_free(set);
+        }
+    }
+    convo_close(s); /* its session ends: its counts reach the statistics */
+    PGconn *pg = admin();
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT reltuples >= 0 FROM pg_class WHERE oid ="
+             " '\"%s\".checkpoints'::regclass", schema);
+    char *analyzed = query1(pg, sql);
+    /* by_ns_put entries read + 1,000,000 x pkey scans; the 20 lists' pages read
+     * 2-3 entries each on by_ns_put, a get none */
+    snprintf(sql, sizeof sql, "SELECT sum(idx_tup_read) FILTER (WHERE indexrelname ="
+             " 'checkpoints_by_ns_put') + 1000000 * sum(idx_scan) FILTER (WHERE indexrelname"
+             " = 'checkpoints_pkey') FROM pg_stat_user_indexes WHERE schemaname = '%s'", schema);
+    long counts = 0;
+    for (int i = 0; i < 100 && (counts = query_long(pg, sql)) / 1000000 < 200; i++)
+        usleep(50000);
+    printf("postgres_compact: analyzed %s; 200 puts, 200 gets and 20 lists read %ld"
+           " by_ns_put entries, %ld pkey scans\n", analyzed, counts % 1000000, counts / 1000000);
+    ck_assert_str_eq(analyzed, "t");
+    ck_assert_msg(counts % 1000000 < 1000, "checkpoints_by_ns_put read %ld entries",
+                  counts % 1000000);
+    free(analyzed);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
 /* The planner's total cost of EXECUTE stmt on pg (generic plan). */
 static double plan_cost(PGconn *pg, const char *execute)
 {
@@ -554,6 +621,7 @@ void postgres_add_compact_tests(Suite *s)
     tcase_add_test(tc, test_writes_in_the_row);
     tcase_add_test(tc, test_concurrent_writes_both_kept);
     tcase_add_test(tc, test_writes_use_the_primary_key_unanalyzed);
+    tcase_add_test(tc, test_reads_by_id_in_a_new_store);
     tcase_add_test(tc, test_reads_planned_cheap);
     tcase_add_test(tc, test_migration_from_version_22);
     suite_add_tcase(s, tc);

@@ -1029,7 +1029,9 @@ START_TEST(test_sql_files_load_on_their_own)
         for (size_t i = 0; i < n; i++) {
             char word[16];
             first_word(files[i].text, word, sizeof word);
-            int create = strcmp(word, "CREATE") == 0 || strcmp(word, "SET") == 0;
+            /* run as they are: definitions, settings, DO blocks (no parameters) */
+            int create = strcmp(word, "CREATE") == 0 || strcmp(word, "SET") == 0 ||
+                         strcmp(word, "DO") == 0;
             int drop = strcmp(word, "DROP") == 0;
             if (files[i].used || (pass == 0 && !create) || (pass == 1 && (create || drop)) ||
                 (pass == 2 && !drop))

@@ -3,6 +3,7 @@
  * checkpoint comes back from rows of one statement, one row per item. */
 #include "config.h"
 #include "pg_int.h"
+#include "sql.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,27 @@ static void checkpoint_params_free(cp_params *p)
     free(p->body);
 }
 
+/* After this handle's ANALYZE_AFTER_PUTS-th checkpoint put, once:
+ * checkpoint_analyze.sql (an ANALYZE of a checkpoints table the server never
+ * analyzed, so that gets by id are planned on the primary key). A failure is
+ * not the put's: it is dropped. */
+#define ANALYZE_AFTER_PUTS 128
+
+static void put_done(convo_backend *b)
+{
+    if (__atomic_add_fetch(&b->cp_puts, 1, __ATOMIC_RELAXED) != ANALYZE_AFTER_PUTS)
+        return;
+    char *sql = convo__pg_fill(b, SQL_CHECKPOINT_ANALYZE, NULL);
+    pg_conn *c;
+    convo_error ignored;
+    memset(&ignored, 0, sizeof ignored);
+    if (sql && convo__pg_conn_get(b, &c, &ignored) == 0) {
+        (void)convo__pg_exec(b, c->pg, sql, &ignored);
+        convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
+    }
+    free(sql);
+}
+
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
     cp_params p = {0};
@@ -192,8 +214,10 @@ int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
     PGresult *r;
     rc = convo__pg_run(b, ST_CP_PUT, p.values, p.lens, &r, err);
     checkpoint_params_free(&p);
-    if (rc == 0)
+    if (rc == 0) {
         PQclear(r);
+        put_done(b);
+    }
     return rc;
 }
 
@@ -249,8 +273,10 @@ int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
     PGresult *r;
     rc = convo__pg_run(b, ST_CP_PUT_LOG, p.values, p.lens, &r, err);
     log_params_free(&p);
-    if (rc == 0)
+    if (rc == 0) {
         PQclear(r);
+        put_done(b);
+    }
     return rc;
 }
 
@@ -318,8 +344,10 @@ int convo__pg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *c
         for (int k = 0; k < SWAP_ARRAYS; k++)
             values[18 + k] = arrays[k];
         PGresult *r;
-        if ((rc = convo__pg_run(b, ST_CP_PUT_REFS, values, lens, &r, err)) == 0)
+        if ((rc = convo__pg_run(b, ST_CP_PUT_REFS, values, lens, &r, err)) == 0) {
             PQclear(r);
+            put_done(b);
+        }
     } else {
         rc = convo__pg_too_large(rc, err);
     }

@@ -63,6 +63,7 @@ struct convo_backend {
     convo_limits limits;
     char ttl_interval[16]; /* ttl=S as a binary interval parameter */
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
+    unsigned long cp_puts; /* checkpoint puts through this handle (checkpoint_analyze.sql) */
 };
 
 /* ---- conn.c: connections, errors, statements */
