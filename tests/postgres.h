@@ -1,7 +1,7 @@
 /* postgres.h — what the files of tests/postgres_extra share: the test server,
  * schemas unique to a run, a libpq connection behind the driver's back
  * (tests/postgres.c), and old layouts with their data
- * (tests/postgres_schema.c). */
+ * (tests/postgres_schema.c); each file's function that adds its test cases. */
 #ifndef CONVO_TESTS_POSTGRES_H
 #define CONVO_TESTS_POSTGRES_H
 
@@ -20,6 +20,8 @@ extern const char *msg1;     /* a user message */
 /* What a version 5 store held, written with its own functions. */
 extern const char v5_data[];
 
+/* base_url with more query parameters ("a=b&c=d"); a static buffer of 4. */
+const char *url_with(const char *params);
 /* A schema name unique to this run ("pgx_RUN_name"); a static buffer of 4. */
 const char *schema_name(const char *name);
 /* base_url with schema=schema_name(name) and more parameters (or NULL). */
@@ -54,6 +56,18 @@ double seconds_now(void);
 /* The text of drivers/postgres/FILE, malloc'd (tests/postgres_refs.c). */
 char *statement_text(const char *file);
 
+/* tests/postgres_url.c: URL parameters, schema names, passwords in no message. */
+void postgres_add_url_tests(Suite *s);
+/* tests/postgres_ttl.c: ttl, deadlines and sweep; HOT appends. */
+void postgres_add_ttl_tests(Suite *s);
+/* tests/postgres_data.c: bytes kept, corrupt checkpoints, SQLSTATEs, one transaction. */
+void postgres_add_data_tests(Suite *s);
+/* tests/postgres_concurrency.c: races across processes, a shared pool. */
+void postgres_add_concurrency_tests(Suite *s);
+/* tests/postgres_failures.c: lost connections, timeouts, the restart case. */
+void postgres_add_failure_tests(Suite *s);
+/* tests/postgres_cost.c: an append next to a raw INSERT. */
+void postgres_add_cost_tests(Suite *s);
 /* tests/postgres_schema.c: schema versions, migrations, the .sql files. */
 void postgres_add_schema_tests(Suite *s);
 /* tests/postgres_rewrite.c: the tail rewrite and the generation (v8). */
