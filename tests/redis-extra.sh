@@ -1,8 +1,9 @@
 #!/bin/sh
-# redis-extra.sh — the Redis driver's own checks (tests/redis.c: key scheme,
-# TTL expiry, restarts, timeouts, lost scripts) on CONVO_TEST_REDIS_URL. The
-# restart and pause cases use a private redis-server the program starts, so
-# suites sharing the test server are never disturbed.
+# redis-extra.sh — the Redis driver's own checks (tests/redis.c and its
+# tests/redis_*.c: key scheme, TTL expiry, restarts, timeouts, lost scripts)
+# on CONVO_TEST_REDIS_URL. The restart and pause cases use a private
+# redis-server the program starts, so suites sharing the test server are
+# never disturbed.
 set -eu
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 if [ -z "${CONVO_TEST_REDIS_URL:-}" ]; then
@@ -20,7 +21,8 @@ wrap() {
 }
 status=0
 wrap "$top_builddir/tests/redis_extra" || status=1
-# put order, layout migrations and the tail rewrite (tests/redis-layout.c), in a fresh prefix
+# put order, layout migrations and the tail rewrite (tests/redis-layout.c and its
+# tests/redis_layout_*.c), in a fresh prefix
 wrap "$top_builddir/tests/redis_layout" "$CONVO_TEST_REDIS_URL" "convo-layout-$(convo_random)" ||
     status=1
 # the thread index: pages read only what matches, ttl, delete, repairs, layout 3 migrated
