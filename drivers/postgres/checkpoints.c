@@ -3,7 +3,7 @@
  * checkpoint comes back from rows of one statement, one row per item. */
 #include "config.h"
 #include "pg_int.h"
-#include "sql.h"
+#include "drivers/postgres/sql.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
