@@ -6,22 +6,39 @@
 import { fromLogMessages } from './log.js';
 
 /** One thread's log as revived at one generation and origin; also the token of the saver's
- * seq hints for that thread (a new Log leaves every hint of the old one unused). */
+ * seq hints for that thread (a new Log leaves every hint of the old one unused). Seq by seq,
+ * in three dense arrays (no object per entry: a read looks at each held item once, and the
+ * list it hands out is a copy of `items`): the item, and its content and id when revived. */
 class Log {
   constructor(thread, generation, origin) {
     this.thread = thread;
     this.generation = generation;
     this.origin = origin;
-    this.entries = []; // seq -> { v, content, id }: the item and what it had when revived
+    this.items = []; // seq -> the item (undefined: not revived)
+    this.contents = []; // seq -> its content when revived
+    this.ids = []; // seq -> its id when revived
     this.count = 0; // entries set
     this.length = 0; // entries [0, length) are all set
   }
 }
 
-// An entry whose object was changed in place (content or id; LangGraph's reducer gives an id
-// to a message without one) no longer is what the log holds.
-function changed(e) {
-  return e.v !== null && typeof e.v === 'object' && (e.v.content !== e.content || e.v.id !== e.id);
+// How many of the log's first `length` items still have the content and id they were revived
+// with (an object changed in place, content or id, is no longer what the log holds; LangGraph's
+// reducer gives an id to a message without one).
+function unchangedPrefix(log, length) {
+  const { items, contents, ids } = log;
+  let k = 0;
+  for (; k < length; k++) {
+    const v = items[k];
+    if (v !== null && typeof v === 'object' && (v.content !== contents[k] || v.id !== ids[k])) break;
+  }
+  return k;
+}
+
+// Whether the log's item at seq was changed in place since it was revived.
+function changedAt(log, seq) {
+  const v = log.items[seq];
+  return v !== null && typeof v === 'object' && (v.content !== log.contents[seq] || v.id !== log.ids[seq]);
 }
 
 export class Revived {
@@ -48,24 +65,25 @@ export class Revived {
     this.#threads.delete(thread);
   }
 
-  /** What a read of thread may say it holds: { log, entries, length } (entries: a snapshot
-   * the read takes elided items from), or null. An item changed in place since it was
-   * revived is dropped with every one after it: the read gives their texts again. */
+  /** What a read of thread may say it holds: { log, items, length } (items: a snapshot the
+   * read takes elided items from), or null. An item changed in place since it was revived is
+   * dropped with every one after it: the read gives their texts again. */
   hold(thread) {
     const log = this.#threads.get(thread);
     if (!log) return null;
     this.#threads.delete(thread); // most recently used
     this.#threads.set(thread, log);
-    let k = 0;
-    while (k < log.length && !changed(log.entries[k])) k++;
+    const k = unchangedPrefix(log, log.length);
     if (k < log.length) {
-      const kept = log.entries.slice(0, k); // a new array: reads under way keep theirs
+      // new arrays: reads under way keep theirs
       this.#items -= log.count - k;
-      log.entries = kept;
+      log.items = log.items.slice(0, k);
+      log.contents = log.contents.slice(0, k);
+      log.ids = log.ids.slice(0, k);
       log.count = k;
       log.length = k;
     }
-    return log.length > 0 && log.origin >= 0 ? { log, entries: log.entries, length: log.length } : null;
+    return log.length > 0 && log.origin >= 0 ? { log, items: log.items, length: log.length } : null;
   }
 
   /** The known* options of a read holding `held`. */
@@ -103,22 +121,27 @@ export class Revived {
 
   /** The items a resolved list of the Store stores (texts null below the held length): held
    * items as they are, the others revived once and kept in `log`; their seqs are learnt as
-   * hints under `log`. */
+   * hints under `log`. A list that starts with the held items in seq order (a message channel
+   * read at its log's length) is a copy of that many held items and what follows. */
   async items(serde, hints, stored, thread, log, held) {
     const { texts, seqs } = stored;
-    const values = new Array(texts.length);
+    const n = texts.length;
+    const from = held && log === held.log ? heldPrefix(texts, seqs, held.length) : 0;
+    const values = from ? held.items.slice(0, from) : [];
     const reviveAt = [];
-    for (let i = 0; i < texts.length; i++) {
+    for (let i = from; i < n; i++) {
       const q = seqs[i];
       if (texts[i] === null) {
-        const e = held && log === held.log ? held.entries[q] : undefined;
-        if (!e) throw new Error(`convo: the log's item ${q} was left out of a read but is not held`);
-        values[i] = e.v;
+        const v = held && log === held.log && q < held.length ? held.items[q] : undefined;
+        if (v === undefined) throw new Error(`convo: the log's item ${q} was left out of a read but is not held`);
+        values.push(v);
         continue;
       }
-      const e = log && q >= 0 ? log.entries[q] : undefined;
-      if (e && !changed(e)) values[i] = e.v;
-      else reviveAt.push(i);
+      if (log && q >= 0 && log.items[q] !== undefined && !changedAt(log, q)) values.push(log.items[q]);
+      else {
+        reviveAt.push(i);
+        values.push(null);
+      }
     }
     if (!reviveAt.length) return values;
     const revived = await fromLogMessages(serde, reviveAt.map((i) => texts[i]));
@@ -138,13 +161,15 @@ export class Revived {
   #add(log, seq, v) {
     // a read finishing after its thread was dropped or replaced adds nothing
     if (this.#threads.get(log.thread) !== log) return;
-    if (log.entries[seq] === undefined) {
+    if (log.items[seq] === undefined) {
       if (this.#items >= this.#maxItems && !this.#evict(log)) return;
       this.#items++;
       log.count++;
     }
-    log.entries[seq] = { v, content: v?.content, id: v?.id };
-    while (log.entries[log.length] !== undefined) log.length++;
+    log.items[seq] = v;
+    log.contents[seq] = v?.content;
+    log.ids[seq] = v?.id;
+    while (log.items[log.length] !== undefined) log.length++;
   }
 
   // Drops least recently used threads other than `keep` while over a bound; whether there
@@ -156,4 +181,13 @@ export class Revived {
     }
     return this.#items < this.#maxItems;
   }
+}
+
+// How many of a resolved list's first items are held items 0, 1, ... (text left out, seq i at
+// index i), at most `length`.
+function heldPrefix(texts, seqs, length) {
+  const end = Math.min(texts.length, length);
+  let i = 0;
+  while (i < end && texts[i] === null && seqs[i] === i) i++;
+  return i;
 }
