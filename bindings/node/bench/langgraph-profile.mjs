@@ -8,8 +8,13 @@
 // thread pool and are not in a main-thread profile: callgrind of `convo bench --graph` is
 // their measure (docs/performance.md).
 //
+// --saver reference: the control saver (reference-saver.mjs: LangGraph's objects by
+// reference), to tell LangGraph's own work from what a saver adds to it. Per window also the
+// process's CPU by thread (thread-cpu.mjs: the main thread, V8's workers, libuv's pool).
+//
 //   node --expose-gc langgraph-profile.mjs [--turns 1000] [--early 100] [--window 50]
-//        [--kind full|delta] [--durability async|sync] [--url sqlite:PATH] [--json]
+//        [--kind full|delta] [--durability async|sync] [--url sqlite:PATH]
+//        [--saver convo|reference] [--json]
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +24,8 @@ import * as langgraph from '@langchain/langgraph';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { words, convoImports } from './common.mjs';
 import { samplesOf, insideWindows, nowUs } from './profile-windows.mjs';
+import { ReferenceSaver } from './reference-saver.mjs';
+import * as threadCpu from './thread-cpu.mjs';
 
 const INTERVAL_US = 100;
 
@@ -26,12 +33,14 @@ const { values: opts } = parseArgs({ options: {
   turns: { type: 'string', default: '1000' }, early: { type: 'string', default: '100' },
   window: { type: 'string', default: '50' }, kind: { type: 'string', default: 'full' },
   durability: { type: 'string', default: 'async' }, url: { type: 'string' },
+  saver: { type: 'string', default: 'convo' },
   json: { type: 'boolean', default: false },
 } });
 const TURNS = Number(opts.turns);
 const EARLY = Number(opts.early);
 const WINDOW = Number(opts.window);
 if (!(EARLY >= WINDOW && TURNS >= EARLY + WINDOW)) throw new Error('need --window <= --early <= --turns - --window');
+if (!['convo', 'reference'].includes(opts.saver)) throw new Error('--saver is convo or reference');
 const { StateGraph, MessagesAnnotation, START, END } = langgraph;
 const state = opts.kind === 'delta' ? new langgraph.StateSchema({ messages: langgraph.MessagesDeltaValue })
   : MessagesAnnotation;
@@ -109,11 +118,11 @@ function instrument(target) {
 }
 
 const [{ ConvoSaver }] = await convoImports('./langgraph');
-const timing = process.env.N24_TIME ? await import('./n24-timing.mjs') : null;
-let snap = null;
+await threadCpu.mark();
 const tmp = mkdtempSync(join(tmpdir(), 'convo-lg-profile-'));
-const saver = new ConvoSaver(opts.url ?? `sqlite:${join(tmp, 'p.db')}`);
-await saver.store();
+const saver = opts.saver === 'reference' ? new ReferenceSaver()
+  : new ConvoSaver(opts.url ?? `sqlite:${join(tmp, 'p.db')}`);
+await saver.store?.();
 const meter = instrument(saver);
 const graph = new StateGraph(state)
   .addNode('model', (s) => ({ messages: [new AIMessage(answerTo.get(s.messages.at(-1).id))] }))
@@ -132,31 +141,31 @@ try {
       await session.post('Profiler.start');
       meter.windows = [];
       meter.cpu = 0;
-      out[window] = { from: t, cpu: process.cpuUsage() };
-      snap = timing?.snapshot();
+      out[window] = { from: t, cpu: process.cpuUsage(), threads: threadCpu.snapshot() };
     }
     await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, config);
     const ending = t === EARLY - 1 ? 'early' : t === TURNS - 1 ? 'last' : null;
     if (ending) {
       const { profile } = await session.post('Profiler.stop');
       const cpu = process.cpuUsage(out[ending].cpu);
-      if (timing) console.log(ending, JSON.stringify(timing.diff(snap, WINDOW)));
+      const threads = threadCpu.since(out[ending].threads, WINDOW);
       const windowMs = meter.windows.reduce((a, [s0, s1]) => a + s1 - s0, 0) / 1000 / WINDOW;
       out[ending] = { turns: [out[ending].from, t + 1], process_cpu_ms_per_turn:
-        +((cpu.user + cpu.system) / 1000 / WINDOW).toFixed(3),
+        +((cpu.user + cpu.system) / 1000 / WINDOW).toFixed(3), cpu_ms_per_turn_by_thread: threads,
       saver_window_ms_per_turn: +windowMs.toFixed(3), saver_window_cpu_ms_per_turn: +(meter.cpu / WINDOW).toFixed(3),
       ...summarize(profile, WINDOW, meter.windows) };
     }
   }
 } finally {
   session.disconnect();
-  await saver.close();
+  await saver.close?.();
   rmSync(tmp, { recursive: true, force: true });
 }
 if (opts.json) console.log(JSON.stringify(out));
 else {
   for (const [w, r] of Object.entries(out)) {
-    console.log(`${w} turns ${r.turns[0]}..${r.turns[1]}: process CPU ${r.process_cpu_ms_per_turn} ms/turn; ` +
+    console.log(`${w} turns ${r.turns[0]}..${r.turns[1]}: process CPU ${r.process_cpu_ms_per_turn} ms/turn ` +
+      `(by thread: ${Object.entries(r.cpu_ms_per_turn_by_thread ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}); ` +
       `saver windows ${r.saver_window_ms_per_turn} ms/turn wall, ${r.saver_window_cpu_ms_per_turn} CPU; inside them (main thread): ` +
       Object.entries(r.in_saver_windows).map(([k, v]) => `${k} ${v}`).join(', '));
     console.log('  main-thread self ms/turn by part, whole turn:');

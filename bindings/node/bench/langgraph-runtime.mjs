@@ -13,6 +13,11 @@
 //        [--rounds 1] [--only convo-sqlite-full,langgraph-sqlite-delta,...] [--keep DIR] [--json]
 //        [--interleave] [--durability async|sync|exit] [--profile]
 //
+// --profile also splits the process's CPU per turn by thread (thread-cpu.mjs: the main thread,
+// libuv's pool where libconvo runs, V8's workers) and gives the saver's work alone: the main
+// thread's samples in the saver's own frames inside its windows plus the pool's CPU in the turn
+// (libconvo's calls are the only pool work of a convo run) — LangGraph's and V8's out.
+//
 // --interleave: the early figures come from a second thread of the same saver whose turns
 // alternate with the last window of the main thread (both threads brought there first,
 // untimed), so the early and the last turns are timed in the same minutes: on a shared
@@ -33,10 +38,11 @@ import * as langgraph from '@langchain/langgraph';
 import { HumanMessage, AIMessage } from '@langchain/core/messages';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
-import { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { Session } from 'node:inspector/promises';
 import { benchOptions, words, convoImports, median, since, withParam, runnable } from './common.mjs';
 import { samplesOf, insideWindows, nowUs } from './profile-windows.mjs';
+import { ReferenceSaver } from './reference-saver.mjs';
+import * as threadCpu from './thread-cpu.mjs';
 
 const { StateGraph, MessagesAnnotation, START, END } = langgraph;
 const { opts, TURNS, PAYLOAD, WINDOW, EARLY } = benchOptions('langgraph-runtime', {
@@ -192,42 +198,6 @@ const pgDrop = (schema) => pgQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 
 // ---- the savers: open on a store (a fresh saver on the same store for `again`) ----
 
-// A control, not a saver to use: it keeps the objects LangGraph hands it, by reference, and
-// gives them back (no copy, no serialization: O(1) a call whatever the conversation's
-// length), so its "saver time" is what LangGraph itself does while one of its calls is under
-// way (the next step's reducer runs beside a put with async durability).
-class ReferenceSaver extends BaseCheckpointSaver {
-  threads = new Map(); // thread -> { tuples: Map id -> tuple, latest: id }
-  async getTuple(config) {
-    const t = this.threads.get(config.configurable?.thread_id);
-    const id = config.configurable?.checkpoint_id ?? t?.latest;
-    return t?.tuples.get(id);
-  }
-  async *list(config) {
-    const t = this.threads.get(config.configurable?.thread_id);
-    if (t) yield* [...t.tuples.values()].reverse();
-  }
-  async put(config, checkpoint, metadata) {
-    const threadId = config.configurable.thread_id;
-    const ns = config.configurable.checkpoint_ns ?? '';
-    let t = this.threads.get(threadId);
-    if (!t) this.threads.set(threadId, (t = { tuples: new Map(), latest: null }));
-    const own = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
-    const parent = config.configurable.checkpoint_id;
-    t.tuples.set(checkpoint.id, { config: own, checkpoint, metadata, pendingWrites: [],
-      parentConfig: parent ? { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: parent } } : undefined });
-    t.latest = checkpoint.id;
-    return own;
-  }
-  async putWrites(config, writes, taskId) {
-    const tuple = this.threads.get(config.configurable.thread_id)?.tuples.get(config.configurable.checkpoint_id);
-    for (const [channel, value] of writes) tuple?.pendingWrites.push([taskId, channel, value]);
-  }
-  async deleteThread(threadId) {
-    this.threads.delete(threadId);
-  }
-}
-
 let ConvoSaver;
 async function convoSaver(url) {
   ConvoSaver ??= (await convoImports('./langgraph'))[0].ConvoSaver;
@@ -354,9 +324,11 @@ async function runOne(run) {
     const calls = { ...meter.calls };
     const byMethod = { ...meter.byMethod };
     meter.windows = [];
+    const threads = PROFILE ? threadCpu.snapshot() : null;
     const start = process.hrtime.bigint();
     await graph.invoke({ messages: [new HumanMessage(turns[t].human)] }, invokeConfig(config));
     into.turnMs.push(since(start));
+    if (threads) into.threadCpu.push(threadCpu.since(threads));
     into.turnCpu.push(cpuMs(cpuStart));
     into.saverMs.push(meter.ms - before);
     into.saverCpu.push(meter.cpuMs - beforeCpu);
@@ -390,6 +362,7 @@ async function runOne(run) {
       for (const s of [main, early]) {
         s.overlapMs = s.windows.map((w) => insideWindows(samples, w).framework);
         s.ownCpu = s.saverCpu.map((c, i) => c - s.overlapMs[i]);
+        s.saverMainMs = s.windows.map((w) => insideWindows(samples, w).saver);
       }
     }
     await run.close(saver);
@@ -405,7 +378,7 @@ async function runOne(run) {
 // per turn: wall and CPU ms of the turn and of the saver within it, ms by method
 function series() {
   return { turnMs: [], saverMs: [], turnCpu: [], saverCpu: [], methodMs: [], lastCalls: null, windows: [],
-    overlapMs: null, ownCpu: null };
+    overlapMs: null, ownCpu: null, saverMainMs: null, threadCpu: [] };
 }
 
 // ---- figures ----
@@ -427,6 +400,10 @@ function summarize(run, rounds) {
   const at = (r, key, turn, f = (x) => x) => {
     const xs = (turn < run.turns && r.early ? r.early[key] : r[key].slice(Math.max(0, turn - WINDOW), turn));
     return median(xs.map(f));
+  };
+  const meanAt = (r, key, turn, f = (x) => x) => {
+    const xs = (turn < run.turns && r.early ? r.early[key] : r[key].slice(Math.max(0, turn - WINDOW), turn));
+    return xs.reduce((a, x) => a + f(x), 0) / xs.length;
   };
   // the bytes of both threads with --interleave (the second one ends at the early turn)
   const raw = rawBytes(run.turns) + (INTERLEAVE && EARLY < run.turns ? rawBytes(EARLY) : 0);
@@ -454,6 +431,15 @@ function summarize(run, rounds) {
       saver_own_cpu_ms_early: +m((r) => at(r, 'ownCpu', early)).toFixed(3),
       saver_own_cpu_ms_last: +m((r) => at(r, 'ownCpu', run.turns)).toFixed(3),
       own_cpu_late_vs_early: +m((r) => at(r, 'ownCpu', run.turns) / at(r, 'ownCpu', early)).toFixed(3),
+      // thread CPU comes in clock ticks (10 ms): means over the window, not medians
+      ...(rounds[0].threadCpu.length ? (() => {
+        const byThread = (turn) => Object.fromEntries(['main', 'pool', 'v8'].map((k) =>
+          [k, +m((r) => meanAt(r, 'threadCpu', turn, (x) => x[k])).toFixed(3)]));
+        const saverOnly = (turn) => m((r) => meanAt(r, 'saverMainMs', turn) + meanAt(r, 'threadCpu', turn, (x) => x.pool));
+        return { cpu_by_thread_early: byThread(early), cpu_by_thread_last: byThread(run.turns),
+          saver_only_cpu_ms_early: +saverOnly(early).toFixed(3), saver_only_cpu_ms_last: +saverOnly(run.turns).toFixed(3),
+          saver_only_late_vs_early: +(saverOnly(run.turns) / saverOnly(early)).toFixed(3) };
+      })() : {}),
     } : {}),
     turn_cpu_ms_early: +m((r) => at(r, 'turnCpu', early)).toFixed(3),
     turn_cpu_ms_last: +m((r) => at(r, 'turnCpu', run.turns)).toFixed(3),
@@ -490,6 +476,10 @@ function targets(c, results) {
     [`saver time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.late_vs_early <= 1.2,
     [`saver CPU time at turn ${c.turns} within 20% of turn ${c.early_turn}`]: c.cpu_late_vs_early <= 1.2,
   };
+  if (c.saver_only_late_vs_early !== undefined) {
+    t[`saver-only CPU (its main-thread samples + libconvo on the pool) at turn ${c.turns} within 20% of turn ${c.early_turn}`] =
+      c.saver_only_late_vs_early <= 1.2;
+  }
   if (c.own_cpu_late_vs_early !== undefined) {
     t[`saver own CPU time (LangGraph's overlap taken out) at turn ${c.turns} within 20% of turn ${c.early_turn}`] =
       c.own_cpu_late_vs_early <= 1.2;
@@ -514,6 +504,10 @@ function targets(c, results) {
 // ---- main ----
 
 const runs = runnable('langgraph-runtime', RUNS, opts.only);
+if (PROFILE) { // before the first libconvo call: finds libuv's pool
+  await threadCpu.mark();
+  console.error(`langgraph-runtime: libuv's pool: ${threadCpu.poolSize()} threads`);
+}
 const perRun = new Map(runs.map((run) => [run, []]));
 try {
   for (let round = 0; round < ROUNDS; round++) {
@@ -544,8 +538,9 @@ if (opts.json) {
     'saver CPU ms/turn at ' + EARLY + ' / last (last/early) | turn CPU ms at ' + EARLY + ' / last | ' +
     'getTuple ms warm / fresh | getState ms warm / fresh | checkpoints | bytes | bytes / raw | ' +
     'outside log B / checkpoint |' + (PROFILE ? ` saver own CPU ms/turn at ${EARLY} / last (last/early) | ` +
-      `LangGraph in the saver's windows ms/turn at ${EARLY} / last |` : ''));
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|' + (PROFILE ? '---|---|' : ''));
+      `LangGraph in the saver's windows ms/turn at ${EARLY} / last | saver only (its main-thread samples + libuv's pool) ` +
+      `ms/turn at ${EARLY} / last (last/early) | CPU by thread main / pool / V8 at ${EARLY} -> last |` : ''));
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|' + (PROFILE ? '---|---|---|---|' : ''));
   for (const r of results) {
     const probes = (key) => r.probes.map((p) => `${p.turn}: ${p[key]} / ${p[`fresh_${key}`]}`).join('; ');
     console.log(`| ${r.run} | ${r.turns} | ${r.turns_per_sec} | ${r.saver_ms_early} | ${r.saver_ms_last} | ` +
@@ -553,7 +548,10 @@ if (opts.json) {
       `${r.turn_cpu_ms_early} / ${r.turn_cpu_ms_last} | ${probes('get_tuple_ms')} | ${probes('get_state_ms')} | ${fmt(r.checkpoints)} | ` +
       `${fmt(r.stored_bytes)} | ${r.stored_per_raw} | ${fmt(r.outside_log_per_checkpoint)} |` +
       (PROFILE ? (r.saver_own_cpu_ms_early === undefined ? ' — | — |' : ` ${r.saver_own_cpu_ms_early} / ` +
-        `${r.saver_own_cpu_ms_last} (${r.own_cpu_late_vs_early}) | ${r.overlap_ms_early} / ${r.overlap_ms_last} |`) : ''));
+        `${r.saver_own_cpu_ms_last} (${r.own_cpu_late_vs_early}) | ${r.overlap_ms_early} / ${r.overlap_ms_last} |`) +
+        (r.saver_only_cpu_ms_early === undefined ? ' — | — |' : ` ${r.saver_only_cpu_ms_early} / ${r.saver_only_cpu_ms_last} ` +
+          `(${r.saver_only_late_vs_early}) | ${Object.values(r.cpu_by_thread_early).join(' / ')} -> ` +
+          `${Object.values(r.cpu_by_thread_last).join(' / ')} |`) : ''));
   }
   console.log('\nbytes per table (with its indexes), at the end of each run:');
   for (const r of results) {
