@@ -2,7 +2,8 @@
  * against a real server (CONVO_TEST_POSTGRES_URL): the helpers the files of
  * the program share (postgres.h) and the suite, whose test cases live in one
  * file per concern: URL parameters (postgres_url.c), ttl and sweep
- * (postgres_ttl.c), data kept and errors mapped (postgres_data.c), races
+ * (postgres_ttl.c), data kept and errors mapped (postgres_data.c), rows
+ * that do not decode (postgres_corrupt.c), races
  * across threads and processes (postgres_concurrency.c), lost connections,
  * timeouts and the restart (postgres_failures.c), the cost of an append next
  * to a raw INSERT (postgres_cost.c), the schema and its migrations
@@ -227,6 +228,7 @@ static Suite *postgres_suite(void)
     postgres_add_schema_tests(s);
     postgres_add_ttl_tests(s);
     postgres_add_data_tests(s);
+    postgres_add_corrupt_tests(s);
     postgres_add_concurrency_tests(s);
     postgres_add_failure_tests(s);
     postgres_add_rewrite_tests(s);

@@ -68,6 +68,8 @@ void postgres_add_concurrency_tests(Suite *s);
 void postgres_add_failure_tests(Suite *s);
 /* tests/postgres_cost.c: an append next to a raw INSERT. */
 void postgres_add_cost_tests(Suite *s);
+/* tests/postgres_corrupt.c: rows that do not decode are CONVO_ECORRUPT, reads and writes. */
+void postgres_add_corrupt_tests(Suite *s);
 /* tests/postgres_schema.c: schema versions, migrations, the .sql files. */
 void postgres_add_schema_tests(Suite *s);
 /* tests/postgres_rewrite.c: the tail rewrite and the generation (v8). */

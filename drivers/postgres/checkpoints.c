@@ -517,22 +517,6 @@ static int checkpoint_read_error(int rc, convo_error *err)
     return convo__error(err, rc, NULL, "out of memory reading checkpoints");
 }
 
-/* A read statement's failure: get_byte() or substring() past the end of a
- * stored value (a checkpoint's versions, channel_list() in migrate-24.sql)
- * is a corrupt row, not a bad argument (SQLSTATE class 22 is CONVO_EINVAL). */
-static int read_failed(int rc, convo_error *err)
-{
-    if (!err || (strcmp(err->backend_code, "2202E") != 0 &&
-                 strcmp(err->backend_code, "22011") != 0))
-        return rc;
-    char state[sizeof err->backend_code], msg[sizeof err->message];
-    memcpy(state, err->backend_code, sizeof state);
-    memcpy(msg, err->message, sizeof msg);
-    err->code = 0; /* convo__error() keeps the first error */
-    return convo__error(err, CONVO_ECORRUPT, state,
-                        "postgres: a stored checkpoint does not decode (%.200s)", msg);
-}
-
 int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
                              const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
 {
@@ -540,9 +524,10 @@ int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
     int lens[3] = {(int)strlen(thread_id), (int)strlen(ns),
                    checkpoint_id ? (int)strlen(checkpoint_id) : 0};
     PGresult *r;
-    int rc = convo__pg_run(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r, err);
+    int rc = convo__pg_run_stored(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r,
+                                  err);
     if (rc != 0)
-        return read_failed(rc, err);
+        return rc;
     convo_checkpoint *cp = NULL;
     rc = PQntuples(r) ? checkpoints_from_rows(r, NULL, &cp) : CONVO_ENOTFOUND;
     PQclear(r);
@@ -567,9 +552,9 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
         if (i != 4)
             lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
-    int rc = convo__pg_run(b, ST_CP_LIST, values, lens, &r, err);
+    int rc = convo__pg_run_stored(b, ST_CP_LIST, values, lens, &r, err);
     if (rc != 0)
-        return read_failed(rc, err);
+        return rc;
     convo_checkpoint_set *set = convo__checkpoint_set_new();
     rc = set ? checkpoints_from_rows(r, set, NULL) : CONVO_ENOMEM;
     PQclear(r);
@@ -591,7 +576,7 @@ int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
     const char *values[3] = {thread_id, keep, b->ttl};
     const int lens[3] = {(int)strlen(thread_id), 8, TTL_LEN};
     PGresult *r;
-    int rc = convo__pg_run(b, ST_CP_PRUNE, values, lens, &r, err);
+    int rc = convo__pg_run_stored(b, ST_CP_PRUNE, values, lens, &r, err);
     if (rc == 0)
         PQclear(r);
     return rc;
@@ -616,7 +601,7 @@ int convo__pg_checkpoint_delete(convo_backend *b, const char *thread_id, const c
     PGresult *r = NULL;
     int rc = failed || !arrays[0] || !arrays[1]
                  ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory")
-                 : convo__pg_run(b, ST_CP_DELETE, values, lens, &r, err);
+                 : convo__pg_run_stored(b, ST_CP_DELETE, values, lens, &r, err);
     if (rc == 0) {
         *removed = (uint64_t)convo__pg_get_int(r, 0, 0);
         PQclear(r);

@@ -375,6 +375,30 @@ int convo__pg_run(convo_backend *b, int st, const char *const *values, const int
     return run(b, &s, values, lengths, out, err);
 }
 
+/* SQLSTATEs of a stored value that does not decode: get_byte() or substring()
+ * past its end (2202E, 22011; channel_list() raises 2202E for a versions value
+ * that does not check) and bytes that are not UTF-8 (22021, convert_from() in
+ * id_text() and ver_text()). */
+static int does_not_decode(const char *state)
+{
+    return strcmp(state, "2202E") == 0 || strcmp(state, "22011") == 0 ||
+           strcmp(state, "22021") == 0;
+}
+
+int convo__pg_run_stored(convo_backend *b, int st, const char *const *values,
+                         const int *lengths, PGresult **out, convo_error *err)
+{
+    convo_error e = {0}; /* the SQLSTATE even when err is NULL */
+    int rc = convo__pg_run(b, st, values, lengths, out, &e);
+    if (rc == 0)
+        return 0;
+    if (!does_not_decode(e.backend_code))
+        return convo__error(err, rc, e.backend_code, "%s", e.message);
+    const char *why = strncmp(e.message, "postgres: ", 10) == 0 ? e.message + 10 : e.message;
+    return convo__error(err, CONVO_ECORRUPT, e.backend_code,
+                        "postgres: a stored checkpoint does not decode (%.200s)", why);
+}
+
 /* The parameters of the thread_list_*.sql shapes, typed: a shape uses some. */
 static const Oid list_types[LIST_NPARAMS] = {OID_TEXT, OID_TIMESTAMPTZ, OID_INT8, OID_BOOL,
                                              OID_BOOL, OID_TEXT, OID_BOOL};

@@ -87,6 +87,11 @@ int convo__pg_exec(const convo_backend *b, PGconn *pg, const char *sql, convo_er
  * retried on serialization failures and deadlocks; *out is the caller's. */
 int convo__pg_run(convo_backend *b, int st, const char *const *values, const int *lengths,
                   PGresult **out, convo_error *err);
+/* convo__pg_run() for a statement that decodes stored checkpoints (ids,
+ * versions) and whose texts the core checked: a value that does not decode
+ * is CONVO_ECORRUPT, not class 22's CONVO_EINVAL. */
+int convo__pg_run_stored(convo_backend *b, int st, const char *const *values,
+                         const int *lengths, PGresult **out, convo_error *err);
 /* The same for list shape `shape` (b->list_sql, LIST_NPARAMS typed parameters). */
 int convo__pg_run_list(convo_backend *b, int shape, const char *const *values,
                        const int *lengths, PGresult **out, convo_error *err);

@@ -236,7 +236,7 @@ static int fork_run(convo_backend *b, int statement, const char *src, const char
     const char *values[6] = {src, dst, up, generation, at, b->ttl};
     const int lens[6] = {(int)strlen(src), (int)strlen(dst), 8, 8, 8, TTL_LEN};
     PGresult *r;
-    int rc = convo__pg_run(b, statement, values, lens, &r, err);
+    int rc = convo__pg_run_stored(b, statement, values, lens, &r, err); /* copy: versions */
     if (rc == 0)
         PQclear(r);
     return rc;
@@ -295,7 +295,7 @@ static int rewrite_fast(convo_backend *b, const rewrite_params *p, int64_t keep,
     const int lens[8] = {p->lens[0], p->lens[1], p->lens[2], p->lens[3],
                          p->lens[4], p->lens[6], p->lens[7], p->lens[9]};
     PGresult *r;
-    int rc = convo__pg_run(b, ST_REPLACE_TAIL_FAST, values, lens, &r, err);
+    int rc = convo__pg_run_stored(b, ST_REPLACE_TAIL_FAST, values, lens, &r, err);
     if (rc != 0)
         return rc;
     *done = PQntuples(r) == 1;
@@ -326,7 +326,7 @@ int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
         rc = rewrite_fast(b, &p, keep, n, &done, res, err);
     PGresult *r = NULL;
     if (rc == 0 && !done)
-        rc = convo__pg_run(b, ST_REPLACE_TAIL, p.values, p.lens, &r, err);
+        rc = convo__pg_run_stored(b, ST_REPLACE_TAIL, p.values, p.lens, &r, err);
     free(p.bodies);
     free(p.roles);
     if (rc != 0 || done)

@@ -1,0 +1,199 @@
+/* postgres_corrupt.c — a checkpoint row the driver cannot decode is
+ * CONVO_ECORRUPT for every call that decodes it, not CONVO_EINVAL: an id
+ * whose bytes are not UTF-8 (SQLSTATE 22021 from convert_from()) on get,
+ * latest, list and the rewrite that names it; a versions value that does not
+ * check (2202E from channel_list()) also on prune, delete, the rewrite that
+ * drops checkpoints and the copy of a thread with its checkpoints. Each such
+ * call writes nothing; deleting the thread still works. The caller's err may
+ * be NULL. Part of tests/postgres_extra (postgres.h). */
+#include "postgres.h"
+#include <check.h>
+#include <convo.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const two[] = {"{\"role\":\"user\",\"content\":\"a\"}",
+                                  "{\"role\":\"assistant\",\"content\":\"b\"}"};
+
+/* Thread "t" of schema `name`: two messages, checkpoints c1 and c2 of log
+ * length 2 (c2's parent c1), then `corrupt` (SQL, @S the schema) on its rows. */
+static convo_store *corrupt_thread(const char *name, const char *corrupt)
+{
+    drop_schema(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_error err;
+    ck_assert_int_eq(convo_append(s, "t", two, NULL, 2, NULL, NULL, &err), 0);
+    const char *ids[] = {"c1", "c2"};
+    for (int i = 0; i < 2; i++) {
+        convo_blob value = {"json", i ? "2" : "1", 1};
+        convo_channel_in ch = {"ch", i ? "v2" : "v1", &value};
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "t";
+        cp.checkpoint_id = ids[i];
+        cp.parent_id = i ? ids[0] : NULL;
+        cp.channels = &ch;
+        cp.nchannels = 1;
+        cp.log_length = 2;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
+    }
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name(name), corrupt);
+    PQfinish(pg);
+    return s;
+}
+
+/* rc is CONVO_ECORRUPT, with a message that says so. */
+static void is_corrupt(const char *what, int rc, const convo_error *err)
+{
+    ck_assert_msg(rc == CONVO_ECORRUPT, "%s: %d %s (%s)", what, rc, err->message,
+                  err->backend_code);
+    ck_assert_msg(strstr(err->message, "corrupt") || strstr(err->message, "decode"), "%s: %s",
+                  what, err->message);
+}
+
+/* get c2 (unless its id is what is corrupt: no id finds it), latest and list. */
+static void reads_are_corrupt(convo_store *s, int by_id)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    if (by_id)
+        is_corrupt("get", convo_checkpoint_get(s, "t", "", "c2", &cp, &err), &err);
+    ck_assert_ptr_null(cp);
+    is_corrupt("latest", convo_checkpoint_get(s, "t", "", NULL, &cp, &err), &err);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", NULL, &cp, NULL), CONVO_ECORRUPT);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    convo_checkpoint_set *set = NULL;
+    is_corrupt("list", convo_checkpoint_list(s, &o, &set, &err), &err);
+    ck_assert_ptr_null(set);
+}
+
+/* The thread as it was: two messages at generation 0, two checkpoint rows. */
+static void unchanged(convo_store *s, const char *name)
+{
+    convo_history *h;
+    convo_error err;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), 0);
+    ck_assert_int_eq(convo_history_count(h), 2);
+    ck_assert_int_eq(convo_history_generation(h), 0);
+    convo_history_free(h);
+    PGconn *pg = admin();
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".checkpoints", schema_name(name));
+    ck_assert_int_eq(query_long(pg, sql), 2);
+    PQfinish(pg);
+}
+
+/* The thread goes, corrupt rows and all. */
+static void delete_thread(convo_store *s, const char *name)
+{
+    convo_error err;
+    ck_assert_msg(convo_thread_delete(s, "t", &err) == 0, "delete: %s", err.message);
+    PGconn *pg = admin();
+    ck_assert_int_eq(rows_of(pg, name, "t"), 0);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+
+/* The ids of c1 and c2 start with a byte that is not UTF-8. */
+START_TEST(test_id_not_utf8_is_corrupt)
+{
+    const char *name = "idbad";
+    convo_store *s = corrupt_thread(name, "UPDATE @S.checkpoints SET checkpoint_id ="
+                                          " '\\xff63'::bytea || checkpoint_id");
+    reads_are_corrupt(s, 0);
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT; /* refused: names a checkpoint past keep */
+    convo_rewrite_result res;
+    convo_error err;
+    is_corrupt("rewrite", convo_replace_tail(s, "t", 1, NULL, NULL, 0, &o, &res, &err), &err);
+    ck_assert_int_eq(convo_replace_tail(s, "t", 1, NULL, NULL, 0, &o, &res, NULL),
+                     CONVO_ECORRUPT);
+    o.idempotency_key = "k"; /* replace_tail() itself, not the one-statement form */
+    is_corrupt("rewrite with a key", convo_replace_tail(s, "t", 1, NULL, NULL, 0, &o, &res, &err),
+               &err);
+    unchanged(s, name);
+    /* what needs no id still works */
+    ck_assert_int_eq(convo_checkpoint_prune(s, "t", 5, &err), 0);
+    delete_thread(s, name);
+}
+END_TEST
+
+/* A parent id that is not UTF-8: the reads that return it. */
+START_TEST(test_parent_not_utf8_is_corrupt)
+{
+    const char *name = "parentbad";
+    convo_store *s = corrupt_thread(name, "UPDATE @S.checkpoints SET parent_id = '\\xc3'::bytea"
+                                          " WHERE parent_id IS NOT NULL");
+    reads_are_corrupt(s, 1);
+    unchanged(s, name);
+    delete_thread(s, name);
+}
+END_TEST
+
+/* Every row's versions one byte short of its lengths. */
+START_TEST(test_versions_corrupt_on_writes)
+{
+    const char *name = "verbad";
+    convo_store *s = corrupt_thread(name, "UPDATE @S.checkpoints SET versions ="
+                                          " substring(versions FOR octet_length(versions) - 1)");
+    reads_are_corrupt(s, 1);
+    convo_error err;
+    is_corrupt("prune", convo_checkpoint_prune(s, "t", 1, &err), &err);
+    ck_assert_int_eq(convo_checkpoint_prune(s, "t", 1, NULL), CONVO_ECORRUPT);
+    convo_checkpoint_list_opts lo = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    lo.thread_id = "t";
+    uint64_t removed = 9;
+    int rc = convo_checkpoint_delete(s, &lo, &removed, &err);
+    is_corrupt("delete", rc, &err);
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = 1;
+    convo_rewrite_result res;
+    is_corrupt("rewrite dropping", convo_replace_tail(s, "t", 1, NULL, NULL, 0, &o, &res, &err),
+               &err);
+    o.idempotency_key = "k";
+    is_corrupt("rewrite dropping, with a key",
+               convo_replace_tail(s, "t", 1, NULL, NULL, 0, &o, &res, &err), &err);
+    convo_fork_opts fo = CONVO_FORK_OPTS_INIT;
+    fo.with_checkpoints = 1;
+    is_corrupt("copy", convo_thread_fork_ex(s, "t", "u", -1, &fo, &err), &err);
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "u", NULL, &h, &err), CONVO_ENOTFOUND);
+    unchanged(s, name);
+    delete_thread(s, name);
+}
+END_TEST
+
+/* Data the caller gave that the server refuses stays CONVO_EINVAL: a value
+ * type that is not UTF-8 (the core checks only its length). */
+START_TEST(test_bad_input_stays_einval)
+{
+    const char *name = "inbad";
+    convo_store *s = open_ok(schema_url(name, NULL));
+    convo_blob value = {"\xff", "1", 1};
+    convo_channel_in ch = {"ch", "v1", &value};
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = "t";
+    cp.checkpoint_id = "c1";
+    cp.channels = &ch;
+    cp.nchannels = 1;
+    convo_error err;
+    int rc = convo_checkpoint_put(s, &cp, &err);
+    ck_assert_msg(rc == CONVO_EINVAL, "put: %d %s (%s)", rc, err.message, err.backend_code);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
+void postgres_add_corrupt_tests(Suite *s)
+{
+    TCase *tc = tcase_create("corrupt");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_id_not_utf8_is_corrupt);
+    tcase_add_test(tc, test_parent_not_utf8_is_corrupt);
+    tcase_add_test(tc, test_versions_corrupt_on_writes);
+    tcase_add_test(tc, test_bad_input_stays_einval);
+    suite_add_tcase(s, tc);
+}
