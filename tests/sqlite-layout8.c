@@ -219,7 +219,8 @@ START_TEST(test_migration_7_to_8)
         put(s, "t", id, k ? parent : NULL, k == 3 ? ODD : m);
     }
     convo_close(s);
-    exec_raw(path, "DELETE FROM convo_checkpoints WHERE id = 'first';"
+    exec_raw(path, LAYOUT_10_TO_9
+                   "DELETE FROM convo_checkpoints WHERE id = 'first';"
                    "DELETE FROM convo_names WHERE num = 100000;"
                    "DROP VIEW convo_checkpoint_view;"
                    "ALTER TABLE convo_checkpoints DROP COLUMN meta_shape;"
@@ -244,7 +245,7 @@ START_TEST(test_migration_7_to_8)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     9);
+                     10);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE meta_shape IS NULL AND typeof(meta) = 'text'"),
                      4);

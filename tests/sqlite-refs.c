@@ -108,7 +108,8 @@ static char *snapshot(const char *path)
         "SELECT group_concat(key || ':' || hex(body), ',') FROM convo_messages",
         "SELECT group_concat(id || ':' || log_length, ',') FROM (SELECT id, log_length FROM"
         " convo_checkpoints ORDER BY key)",
-        "SELECT group_concat(type || ':' || hex(value), ',') FROM convo_checkpoint_writes",
+        "SELECT group_concat(hex(pending), ',') FROM (SELECT pending FROM convo_checkpoints"
+        " ORDER BY key)", /* layout 10: pending writes in the row */
         "SELECT group_concat(channel || ':' || type || ':' || hex(value), ',') FROM convo_blobs",
         "SELECT group_concat(updated_at || ':' || length, ',') FROM convo_activity"};
     sqlite3 *db;
@@ -202,7 +203,7 @@ START_TEST(test_put_refs_swap_fails)
     convo_error err;
     ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
     write_answer(s, "c1");
-    exec_raw(path, "CREATE TRIGGER test_boom BEFORE UPDATE ON convo_checkpoint_writes"
+    exec_raw(path, "CREATE TRIGGER test_boom BEFORE UPDATE OF pending ON convo_checkpoints"
                    " BEGIN SELECT RAISE(ABORT, 'injected'); END");
     char *before = snapshot(path);
     const char *both[] = {U1, A1};

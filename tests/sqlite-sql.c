@@ -19,6 +19,7 @@
 #include <convo.h>
 #include <sqlite3.h>
 #include "compact.h"
+#include "pending.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -94,8 +95,10 @@ static sqlite3 *scratch(const char *name, char *path, size_t size)
     unlink(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    /* the functions the driver registers on each connection (compact.c) */
+    /* the functions the driver registers on each connection (compact.c,
+     * pending.c) */
     ck_assert_int_eq(sq_compact_register(db), SQLITE_OK);
+    ck_assert_int_eq(sq_pending_register(db), SQLITE_OK);
     return db;
 }
 
@@ -298,8 +301,7 @@ END_TEST
  * log_length; convo_checkpoint_reach spares the walk when nothing is past
  * what the rewrite keeps). */
 static const char *const rewrite_reads[] = {"cp-beyond.sql", "cp-delete-beyond.sql",
-                                            "cp-orphans-beyond.sql",
-                                            "write-delete-beyond.sql"};
+                                            "cp-orphans-beyond.sql"};
 
 START_TEST(test_rewrite_statements_search)
 {
@@ -442,9 +444,11 @@ START_TEST(test_list_statements_search)
 END_TEST
 
 /* A put with log references runs these once per swap, inside its write
- * transaction: each must seek its row by a unique index, never walk a table. */
-static const char *const swap_statements[] = {"write-swap.sql", "blob-swap.sql",
-                                              "cp-log-at-least.sql"};
+ * transaction (a pending write's swap: cp-find.sql, then its row by key,
+ * layout 10): each must seek its row by an index, never walk a table. */
+static const char *const swap_statements[] = {"cp-find.sql", "cp-pending-get.sql",
+                                              "cp-pending-set.sql", "blob-swap.sql",
+                                              "cp-log-at-least.sql", "cp-get.sql"};
 
 START_TEST(test_swap_statements_search)
 {
@@ -455,6 +459,10 @@ START_TEST(test_swap_statements_search)
         char *plan = plan_of(db, swap_statements[i]);
         ck_assert_msg(strstr(plan, "SEARCH") != NULL && strstr(plan, "SCAN") == NULL,
                       "%s does not search: %s", swap_statements[i], plan);
+        /* layout 10: a lookup by id on the id's first 8 bytes (or its text) */
+        ck_assert_msg(strstr(swap_statements[i], "pending") != NULL ||
+                          strstr(plan, "convo_checkpoints_by_id (thread=? AND <expr>=?)") != NULL,
+                      "%s does not seek by id: %s", swap_statements[i], plan);
         free(plan);
     }
     sqlite3_close(db);

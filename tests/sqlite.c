@@ -22,8 +22,8 @@
 
 static const char *dir;
 
-/* The layout version this libconvo writes (drivers/sqlite/migrate-6-7.sql). */
-#define LAYOUT 9
+/* The layout version this libconvo writes (drivers/sqlite/migrate-9-10.sql). */
+#define LAYOUT 10
 
 /* ------------------------------------------------------------ helpers */
 
@@ -186,7 +186,7 @@ static long long checkpoint_rows(const char *path)
 {
     return sql_int(path, "SELECT (SELECT count(*) FROM convo_checkpoints)"
                          " + (SELECT count(*) FROM convo_blobs)"
-                         " + (SELECT count(*) FROM convo_checkpoint_writes)");
+                         " + (SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL)");
 }
 
 static void exec_raw(sqlite3 *db, const char *sql)
@@ -368,7 +368,7 @@ START_TEST(test_delete_and_prune_leave_nothing)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 2);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 2);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
     ck_assert_int_eq(checkpoint_rows(path), 0);
     put_cp(s, "t", "again", "9", "9");
@@ -552,7 +552,7 @@ START_TEST(test_rewrite_fails_whole)
     ck_assert_int_eq(r.generation, 1);
     /* c3 and what only it used are gone; c0 and its value stay */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 1);
@@ -933,7 +933,7 @@ START_TEST(test_migration_3_to_4)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 1);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_writes"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 0);
     /* the drop made the bound exact again */
     ck_assert_int_eq(sql_int(path, "SELECT r.log_length = (SELECT max(c.log_length)"
                                    " FROM convo_checkpoints AS c WHERE c.thread = r.thread)"
@@ -973,18 +973,18 @@ END_TEST
 
 START_TEST(test_schema_too_new)
 {
-    const char *path = db_path("v10");
+    const char *path = db_path("v11");
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
+    exec_raw(db, "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
     convo_store *s = NULL;
     convo_error err;
     ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.message, "version 10"));
+    ck_assert_ptr_nonnull(strstr(err.message, "version 11"));
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints'"), 0);
 }

@@ -62,4 +62,19 @@ static void exec_raw(const char *path, const char *sql)
     sqlite3_close(db);
 }
 
+/* SQL turning a layout-10 file whose checkpoints have no pending writes back
+ * into layout 9's tables, for the migration checks of older layouts (run
+ * before their own steps back). */
+#define LAYOUT_10_TO_9                                                                       \
+    "DROP INDEX convo_checkpoints_by_id;"                                                    \
+    "ALTER TABLE convo_checkpoints DROP COLUMN pending;"                                     \
+    "ALTER TABLE convo_checkpoints RENAME COLUMN parent_place TO parent;"                    \
+    "CREATE UNIQUE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread, ns, id);"      \
+    "CREATE TABLE convo_checkpoint_writes(checkpoint INTEGER NOT NULL,"                      \
+    " task_id BLOB NOT NULL, idx INTEGER NOT NULL,"                                          \
+    " task_path INTEGER NOT NULL CHECK (typeof(task_path) = 'integer'),"                     \
+    " channel INTEGER NOT NULL CHECK (typeof(channel) = 'integer'),"                         \
+    " type INTEGER NOT NULL CHECK (typeof(type) = 'integer'), value BLOB NOT NULL,"          \
+    " PRIMARY KEY(checkpoint, task_id, idx)) WITHOUT ROWID;"
+
 #endif

@@ -7,20 +7,19 @@
 #include "config.h"
 #include "sqlite_int.h"
 #include "compact.h"
+#include "pending.h"
 #include "body.h" /* lib/: the metadata's shape and values */
 #include <stdlib.h>
 #include <string.h>
 
 /* Deletes the checkpoints whose keys lie in [lo, hi] with their pending
- * writes (not their values: see statements/blob-unused.sql); a checkpoint
+ * writes (in their rows; not their values: see statements/blob-unused.sql); a checkpoint
  * that names one of them as its parent by place names it by id from then on. */
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err)
 {
     sq_list_memo_clear(c);
     int rc = sq_run_with_ints(c, ST_CP_ORPHANS, 3, lo, hi, PARENT_NEAR,
                               "naming parents by id", err);
-    if (rc == 0)
-        rc = sq_run_with_ints(c, ST_WRITE_DELETE, 2, lo, hi, 0, "deleting pending writes", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE, 2, lo, hi, 0, "deleting checkpoints", err);
     return rc;
@@ -101,9 +100,6 @@ int sq_checkpoints_beyond(sq_conn *c, int64_t num, int64_t keep, int drop, convo
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_ORPHANS_BEYOND, 3, num, keep, PARENT_NEAR,
                               "naming parents by id", err);
-    if (rc == 0)
-        rc = sq_run_with_ints(c, ST_WRITE_DELETE_BEYOND, 2, num, keep, 0,
-                              "deleting pending writes", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_CP_DELETE_BEYOND, 2, num, keep, 0, "deleting checkpoints",
                               err);
@@ -487,6 +483,128 @@ int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
     return sq_run_tx(b, 1, cp_put_tx, &a, err);
 }
 
+/* The pending writes of checkpoint key, decoded, with room for extra more:
+ * *w points into *record (both malloc'd). */
+static int pending_read(sq_conn *c, int64_t key, size_t extra, unsigned char **record,
+                        sq_write **w, size_t *n, convo_error *err)
+{
+    sqlite3_stmt *st;
+    size_t len = 0;
+    sq_write *decoded = NULL;
+    int rc = sq_stmt_get(c, ST_CP_PENDING_GET, &st, err);
+    *record = NULL;
+    if (rc == 0)
+        sqlite3_bind_int64(st, 1, key);
+    if (rc || (rc = sq_stmt_step(c, st, "reading pending writes", err)) <= 0)
+        return rc < 0 ? rc : cp_not_found(err);
+    const void *p = sqlite3_column_blob(st, 0);
+    len = p ? (size_t)sqlite3_column_bytes(st, 0) : 0;
+    if (len && (*record = malloc(len)) != NULL)
+        memcpy(*record, p, len);
+    sq_stmt_done(st);
+    rc = len && !*record ? -1 : sq_writes_decode(*record, len, &decoded, n);
+    sq_write *room = rc == 0 ? realloc(decoded, (*n + extra + 1) * sizeof *room) : NULL;
+    if (!room) {
+        free(decoded);
+        free(*record);
+        *record = NULL;
+        return rc == -2 ? convo__error(err, CONVO_ECORRUPT, NULL,
+                                       "sqlite: the pending writes of a checkpoint do not decode")
+                        : no_memory(err);
+    }
+    *w = room;
+    return 0;
+}
+
+/* Stores w[0..n) as checkpoint key's pending writes; frees record and w. */
+static int pending_store(sq_conn *c, int64_t key, unsigned char *record, sq_write *w, size_t n,
+                         convo_error *err)
+{
+    sqlite3_stmt *st;
+    unsigned char *packed;
+    size_t len;
+    int rc = sq_writes_encode(w, n, &packed, &len);
+    free(w);
+    free(record);
+    if (rc)
+        return rc == -1 ? no_memory(err) : convo__error(err, CONVO_ECORRUPT, NULL,
+                                                        "sqlite: a pending write twice");
+    if ((rc = sq_stmt_get(c, ST_CP_PENDING_SET, &st, err)) != 0) {
+        free(packed);
+        return rc;
+    }
+    sqlite3_bind_int64(st, 1, key);
+    if (packed)
+        sqlite3_bind_blob64(st, 2, packed, (sqlite3_uint64)len, free);
+    else
+        sqlite3_bind_null(st, 2);
+    return sq_stmt_run(c, st, "storing pending writes", err);
+}
+
+/* A task id's stored form in w (16 bytes when a canonical UUID, in buf). */
+static void write_task(sq_write *w, const char *task_id, unsigned char buf[SQ_UUID_BYTES])
+{
+    size_t len = strlen(task_id);
+    w->uuid = sq_uuid_pack(task_id, len, buf);
+    w->task = w->uuid ? buf : (const unsigned char *)task_id;
+    w->task_len = w->uuid ? SQ_UUID_BYTES : len;
+}
+
+/* A swapped pending write (layout 10: in its checkpoint's row): 1 when it was
+ * exactly old_type and old_value and is now the new value, 0 when not. */
+static int swap_write(sq_conn *c, int64_t num, const char *ns, const convo_swap *s,
+                      int64_t old_type, convo_error *err)
+{
+    cp_place at;
+    unsigned char *record, buf[SQ_UUID_BYTES];
+    sq_write *w, want;
+    size_t n, j = 0;
+    int64_t type;
+    int rc = cp_find(c, num, ns, s->checkpoint_id, &at, err);
+    if (rc <= 0 || (rc = pending_read(c, at.key, 0, &record, &w, &n, err)) != 0)
+        return rc;
+    write_task(&want, s->task_id, buf);
+    while (j < n && !(w[j].uuid == want.uuid && w[j].task_len == want.task_len &&
+                      memcmp(w[j].task, want.task, want.task_len) == 0 && w[j].idx == s->idx &&
+                      w[j].type == old_type && w[j].len == s->old_value.len &&
+                      (w[j].len == 0 || memcmp(w[j].value, s->old_value.bytes, w[j].len) == 0)))
+        j++;
+    if (j == n || (rc = name_num(c, s->new_value.type, 1, &type, err)) < 0) {
+        free(w);
+        free(record);
+        return j == n ? 0 : rc;
+    }
+    w[j].type = type;
+    w[j].value = s->new_value.bytes;
+    w[j].len = s->new_value.len;
+    rc = pending_store(c, at.key, record, w, n, err);
+    return rc ? rc : 1;
+}
+
+/* A swapped channel value: 1 when it was exactly old_type and old_value (and
+ * its checkpoint exists) and is now the new value, 0 when not. */
+static int swap_value(sq_conn *c, int64_t num, const char *ns, const convo_swap *w,
+                      int64_t channel, int64_t old_type, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_BLOB_SWAP, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, num);
+    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+    sq_bind_id(st, 3, w->checkpoint_id);
+    sqlite3_bind_int64(st, 4, channel);
+    if ((rc = bind_version(st, 5, w->version, err)) != 0)
+        return rc;
+    sqlite3_bind_int64(st, 6, old_type);
+    bind_bytes(st, 7, w->old_value.bytes, w->old_value.len);
+    if ((rc = bind_name(c, st, 8, w->new_value.type, err)) != 0)
+        return rc;
+    bind_bytes(st, 9, w->new_value.bytes, w->new_value.len);
+    rc = sq_stmt_run(c, st, "replacing a value by a log reference", err);
+    return rc ? rc : sqlite3_changes(c->db) > 0;
+}
+
 /* One swap of a put with log references: the value it names becomes
  * new_value while it is exactly old_value, and then its checkpoint's
  * log_length covers what the reference names. A value missing or changed
@@ -502,26 +620,9 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
         rc = name_num(c, w->channel, 0, &channel, err);
     if (rc <= 0)
         return rc;
-    if ((rc = sq_stmt_get(c, w->task_id ? ST_WRITE_SWAP : ST_BLOB_SWAP, &st, err)) != 0)
-        return rc;
-    sqlite3_bind_int64(st, 1, num);
-    sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
-    sq_bind_id(st, 3, w->checkpoint_id);
-    if (w->task_id) {
-        sq_bind_id(st, 4, w->task_id);
-        sqlite3_bind_int64(st, 5, w->idx);
-    } else {
-        sqlite3_bind_int64(st, 4, channel);
-        if ((rc = bind_version(st, 5, w->version, err)) != 0)
-            return rc;
-    }
-    sqlite3_bind_int64(st, 6, old_type);
-    bind_bytes(st, 7, w->old_value.bytes, w->old_value.len);
-    if ((rc = bind_name(c, st, 8, w->new_value.type, err)) != 0)
-        return rc;
-    bind_bytes(st, 9, w->new_value.bytes, w->new_value.len);
-    if ((rc = sq_stmt_run(c, st, "replacing a value by a log reference", err)) != 0 ||
-        sqlite3_changes(c->db) == 0)
+    rc = w->task_id ? swap_write(c, num, ns, w, old_type, err)
+                    : swap_value(c, num, ns, w, channel, old_type, err);
+    if (rc <= 0)
         return rc;
     if ((rc = sq_stmt_get(c, ST_CP_LOG_AT_LEAST, &st, err)) != 0)
         return rc;
@@ -561,41 +662,53 @@ typedef struct writes_args {
     size_t n;
 } writes_args;
 
-/* idx >= 0 is kept once per (task, idx): the first write stays; a negative
- * idx (errors, interrupts) replaces. */
-static int write_put(sq_conn *c, int64_t key, const writes_args *a, const convo_write_in *w,
-                     convo_error *err)
+/* The writes of one call as pending.c's entries, names as numbers (added
+ * when new); task in buf when a UUID. */
+static int writes_of(sq_conn *c, const writes_args *a, unsigned char buf[SQ_UUID_BYTES],
+                     sq_write *add, convo_error *err)
 {
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, w->idx >= 0 ? ST_WRITE_KEEP : ST_WRITE_REPLACE, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, key);
-    sq_bind_id(st, 2, a->task_id);
-    sqlite3_bind_int64(st, 3, w->idx);
-    if ((rc = bind_name(c, st, 4, a->task_path, err)) != 0 ||
-        (rc = bind_name(c, st, 5, w->channel, err)) != 0 ||
-        (rc = bind_name(c, st, 6, w->value.type, err)) != 0)
-        return rc;
-    bind_bytes(st, 7, w->value.bytes, w->value.len);
-    return sq_stmt_run(c, st, "storing a pending write", err);
+    int64_t path;
+    int rc = name_num(c, a->task_path, 1, &path, err);
+    for (size_t i = 0; i < a->n && rc >= 0; i++) {
+        const convo_write_in *in = &a->writes[i];
+        write_task(&add[i], a->task_id, buf);
+        add[i].idx = in->idx;
+        add[i].path = path;
+        add[i].value = in->value.bytes;
+        add[i].len = in->value.len;
+        if ((rc = name_num(c, in->channel, 1, &add[i].channel, err)) >= 0)
+            rc = name_num(c, in->value.type, 1, &add[i].type, err);
+    }
+    return rc < 0 ? rc : 0;
 }
 
 /* The checkpoint is looked up inside the write transaction, so a concurrent
- * thread_delete either comes first (CONVO_ENOTFOUND) or removes these writes. */
+ * thread_delete either comes first (CONVO_ENOTFOUND) or removes these writes.
+ * Layout 10: the writes are merged into the record in the checkpoint's row;
+ * an idx >= 0 is kept once per (task, idx), the first write stays; a negative
+ * idx (errors, interrupts) replaces. */
 static int writes_tx(sq_conn *c, void *arg, convo_error *err)
 {
     writes_args *a = arg;
     thread_row t;
     cp_place at;
+    unsigned char *record, buf[SQ_UUID_BYTES];
+    sq_write *w;
+    size_t n;
     int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
     if (rc > 0)
         rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &at, err);
     if (rc <= 0)
         return rc < 0 ? rc : cp_not_found(err);
-    rc = 0;
-    for (size_t i = 0; i < a->n && rc == 0; i++)
-        rc = write_put(c, at.key, a, &a->writes[i], err);
+    sq_write *add = malloc((a->n ? a->n : 1) * sizeof *add);
+    if (!add)
+        return no_memory(err);
+    if ((rc = writes_of(c, a, buf, add, err)) == 0 &&
+        (rc = pending_read(c, at.key, a->n, &record, &w, &n, err)) == 0) {
+        sq_writes_merge(w, &n, add, a->n);
+        rc = pending_store(c, at.key, record, w, n, err);
+    }
+    free(add);
     return rc ? rc : sq_thread_extend(c, &t, err);
 }
 
@@ -1037,8 +1150,6 @@ int sq_checkpoints_copy(sq_conn *c, int64_t src, int64_t dst, int64_t upto, conv
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_REACH_SET, 1, dst, 0, 0, "setting the thread's log bound",
                               err);
-    if (rc == 0)
-        rc = run_ints(c, ST_WRITE_COPY, v, 5, "copying pending writes", err);
     int64_t blobs[4] = {src, 0, 0, dst};
     if (rc == 0)
         rc = run_ints(c, ST_BLOB_COPY, blobs, 4, "copying channel values", err);

@@ -99,7 +99,7 @@ const char *sq_column_id(sqlite3_stmt *st, int i, char buf[SQ_UUID_TEXT + 1])
     return (const char *)sqlite3_column_text(st, i);
 }
 
-static size_t varint_put(unsigned char *p, uint64_t v)
+size_t sq_varint_put(unsigned char *p, uint64_t v)
 {
     size_t n = 0;
     while (v >= 0x80) {
@@ -111,7 +111,7 @@ static size_t varint_put(unsigned char *p, uint64_t v)
 }
 
 /* Bytes read (0: malformed) with the value in *v. */
-static size_t varint_get(const unsigned char *p, size_t n, uint64_t *v)
+size_t sq_varint_get(const unsigned char *p, size_t n, uint64_t *v)
 {
     *v = 0;
     for (size_t i = 0; i < n && i < 10; i++) {
@@ -145,13 +145,13 @@ size_t sq_version_pack(const char *v, size_t len, unsigned char *out)
         zeros++;
     if (run == len && run > 0 && zeros == 0 && run <= MAX_DIGITS) {
         out[0] = V_NUMBER;
-        return 1 + varint_put(out + 1, digits_value(v, run));
+        return 1 + sq_varint_put(out + 1, digits_value(v, run));
     }
     /* padded pays from two leading zeros on (tag, width, varint >= 3 bytes) */
     if (run >= 2 && run <= 255 && zeros >= 2 && run - zeros <= MAX_DIGITS) {
         out[0] = V_PADDED;
         out[1] = (unsigned char)run;
-        size_t n = 2 + varint_put(out + 2, digits_value(v + zeros, run - zeros));
+        size_t n = 2 + sq_varint_put(out + 2, digits_value(v + zeros, run - zeros));
         memcpy(out + n, v + run, len - run);
         return n + len - run;
     }
@@ -189,7 +189,7 @@ long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap)
         out[n - 1] = '\0';
         return (long)(n - 1);
     case V_NUMBER:
-        if (!(used = varint_get(p + 1, n - 1, &v)) || used != n - 1 || cap < 20)
+        if (!(used = sq_varint_get(p + 1, n - 1, &v)) || used != n - 1 || cap < 20)
             return -1;
         k = decimal(v, out);
         out[k] = '\0';
@@ -200,7 +200,7 @@ long sq_version_unpack(const unsigned char *p, size_t n, char *out, size_t cap)
         sq_uuid_unpack(p + 1, out);
         return SQ_UUID_TEXT;
     case V_PADDED:
-        if (n < 3 || !(used = varint_get(p + 2, n - 2, &v)))
+        if (n < 3 || !(used = sq_varint_get(p + 2, n - 2, &v)))
             return -1;
         width = p[1];
         k = decimal(v, num);
@@ -252,16 +252,16 @@ int sq_channels_pack(const int64_t *channels, const char *const *versions, size_
         size_t vl = strlen(ps[i].version), same = 0;
         while (same < i && strcmp(ps[same].version, ps[i].version) != 0)
             same++;
-        len += varint_put(buf + len, (uint64_t)ps[i].channel);
+        len += sq_varint_put(buf + len, (uint64_t)ps[i].channel);
         unsigned char *at = buf + len;
         size_t packed;
         if (same < i) {
             at[10] = V_SAME;
-            packed = 1 + varint_put(at + 11, same);
+            packed = 1 + sq_varint_put(at + 11, same);
         } else {
             packed = sq_version_pack(ps[i].version, vl, at + 10);
         }
-        len += varint_put(at, packed);
+        len += sq_varint_put(at, packed);
         memmove(buf + len, at + 10, packed);
         len += packed;
     }
@@ -280,11 +280,11 @@ static long channel_next(const unsigned char *p, size_t n, int64_t *channel,
     size_t used, at;
     if (n == 0)
         return 0;
-    if (!(used = varint_get(p, n, &l)) || l > INT64_MAX)
+    if (!(used = sq_varint_get(p, n, &l)) || l > INT64_MAX)
         return -1;
     *channel = (int64_t)l;
     at = used;
-    if (!(used = varint_get(p + at, n - at, &l)) || l > n - at - used || l == 0)
+    if (!(used = sq_varint_get(p + at, n - at, &l)) || l > n - at - used || l == 0)
         return -1;
     *version = p + at + used;
     *version_len = (size_t)l;
@@ -312,7 +312,7 @@ int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *co
         if (v[0] == V_GONE && vl == 1 && p[0] == 0)
             e[k].len = 0;
         else if (v[0] == V_SAME) {
-            if (vl < 2 || varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k ||
+            if (vl < 2 || sq_varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k ||
                 !e[same].len ||
                 e[same].version[0] == V_SAME)
                 break;
@@ -407,11 +407,11 @@ int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, si
             vl = 1;
         } else if (same < i) {
             same_buf[0] = V_SAME;
-            vl = 1 + varint_put(same_buf + 1, same);
+            vl = 1 + sq_varint_put(same_buf + 1, same);
             v = same_buf;
         }
-        len += varint_put(buf + len, (uint64_t)e[i].channel);
-        len += varint_put(buf + len, vl);
+        len += sq_varint_put(buf + len, (uint64_t)e[i].channel);
+        len += sq_varint_put(buf + len, vl);
         memcpy(buf + len, v, vl);
         len += vl;
     }
@@ -632,7 +632,7 @@ static int list_read(list_cursor *c)
     if (c->entry == 0 || c->version[0] != V_SAME)
         return SQLITE_OK;
     if (c->version_len < 2 ||
-        varint_get(c->version + 1, c->version_len - 1, &k) != c->version_len - 1)
+        sq_varint_get(c->version + 1, c->version_len - 1, &k) != c->version_len - 1)
         return SQLITE_CORRUPT;
     return list_version_of(c, k);
 }

@@ -25,6 +25,11 @@ void sq_bind_id(sqlite3_stmt *st, int i, const char *id);
  * column's own text (valid until the statement moves); NULL for NULL. */
 const char *sq_column_id(sqlite3_stmt *st, int i, char buf[SQ_UUID_TEXT + 1]);
 
+/* A varint of v at p (at most 10 bytes): its length. */
+size_t sq_varint_put(unsigned char *p, uint64_t v);
+/* Bytes read from p[0..n) (0: malformed) with the value in *v. */
+size_t sq_varint_get(const unsigned char *p, size_t n, uint64_t *v);
+
 /* The stored form of a channel version (bytes; at most len + 2 of them, so a
  * buffer of len + 16 always holds it); decoding gives the text back exactly. */
 size_t sq_version_pack(const char *v, size_t len, unsigned char *out);

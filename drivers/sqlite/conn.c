@@ -6,6 +6,7 @@
 #include "config.h"
 #include "sqlite_int.h"
 #include "compact.h"
+#include "pending.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -205,8 +206,11 @@ static int conn_configure(convo_backend *b, sq_conn *c, convo_error *err)
 #ifdef SQLITE_DBCONFIG_DEFENSIVE
     sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 #endif
-    /* layout 7's compact forms, which its statements and migration use */
+    /* layout 7's compact forms and layout 10's pending writes, which their
+     * statements and migrations use */
     int rc = sq_compact_register(c->db);
+    if (rc == SQLITE_OK)
+        rc = sq_pending_register(c->db);
     if (rc != SQLITE_OK)
         return sq_conn_error(c, rc, err, "registering convo's SQL functions");
     rc = b->memory ? 0 : set_wal(c, err);

@@ -28,7 +28,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-8-9.sql (schema.c). */
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -61,7 +61,7 @@
     X(THREAD_EXPIRED) X(THREAD_ANY_DEADLINE) X(THREAD_ACTIVITY)                              \
     X(IDEM_GET) X(IDEM_PUT) X(IDEM_DELETE)                                                   \
     X(MSG_INSERT) X(MSG_REPLACE) X(MSG_LAST) X(MSG_LAST_BODY) X(MSG_RANGE) X(MSG_DELETE)     \
-    X(MSG_COPY) X(CP_COPY) X(WRITE_COPY) X(BLOB_COPY)                                        \
+    X(MSG_COPY) X(CP_COPY) X(BLOB_COPY)                                                     \
     X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET) X(ACTIVITY_NEWEST)  \
     X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
     X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
@@ -78,8 +78,7 @@
     X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE) X(DATA_VERSION)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
-    X(WRITE_KEEP) X(WRITE_REPLACE) X(WRITE_LIST) X(WRITE_DELETE) X(WRITE_DELETE_BEYOND)      \
-    X(WRITE_SWAP)
+    X(WRITE_LIST) X(CP_PENDING_GET) X(CP_PENDING_SET)
 
 enum stmt_id {
 #define SQ_STMT_ID(name) ST_##name,

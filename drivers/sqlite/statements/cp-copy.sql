@@ -1,14 +1,15 @@
 -- copy: the checkpoints with keys in [?1, ?2] and log_length <= ?5 to thread
 -- ?4 at the same places (keys from ?3 on), each put now (?7), put_order after
 -- ?6 in their order; a parent named by place that is not copied is named by
--- id
-INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, parent, meta,
-  body_type, body, log_length, created_at, put_order, channel_list, meta_shape)
+-- id; their pending writes (layout 10: in the row) with them
+INSERT INTO convo_checkpoints(key, thread, ns, id, parent_id, parent_place, meta,
+  body_type, body, log_length, created_at, put_order, channel_list, meta_shape, pending)
   SELECT c.key - ?1 + ?3, ?4, c.ns, c.id,
     CASE WHEN p.log_length > ?5 THEN p.id ELSE c.parent_id END,
-    CASE WHEN p.log_length > ?5 THEN NULL ELSE c.parent END,
+    CASE WHEN p.log_length > ?5 THEN NULL ELSE c.parent_place END,
     c.meta, c.body_type, c.body, c.log_length,
-    ?7, ?6 + row_number() OVER (ORDER BY c.key), c.channel_list, c.meta_shape
-  FROM convo_checkpoints AS c LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
+    ?7, ?6 + row_number() OVER (ORDER BY c.key), c.channel_list, c.meta_shape,
+    c.pending
+  FROM convo_checkpoints AS c LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   WHERE c.key >= ?1 AND c.key <= ?2 AND c.log_length <= ?5
   ORDER BY c.key;

@@ -6,6 +6,6 @@ SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metada
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
   LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
-  LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
+  LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   WHERE c.key >= ?1 AND c.key <= ?2 AND +c.ns = ?3
   ORDER BY c.key DESC LIMIT 1;

@@ -8,7 +8,7 @@ SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metada
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
   LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
-  LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent
+  LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   JOIN convo_threads AS t ON t.num = c.thread
   WHERE (t.expires_at IS NULL OR t.expires_at > ?1)
   AND (?2 IS NULL OR +c.ns = ?2)

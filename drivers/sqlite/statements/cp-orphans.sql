@@ -2,6 +2,6 @@
 -- one as their parent by place (at most ?3 places before them) name it by id
 UPDATE convo_checkpoints
   SET parent_id = (SELECT p.id FROM convo_checkpoints AS p
-                   WHERE p.key = convo_checkpoints.key - convo_checkpoints.parent),
-      parent = NULL
-  WHERE key > ?2 AND key <= ?2 + ?3 AND key - parent BETWEEN ?1 AND ?2;
+                   WHERE p.key = convo_checkpoints.key - convo_checkpoints.parent_place),
+      parent_place = NULL
+  WHERE key > ?2 AND key <= ?2 + ?3 AND key - parent_place BETWEEN ?1 AND ?2;
