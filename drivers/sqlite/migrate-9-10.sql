@@ -1,8 +1,8 @@
 -- Layout 9 -> 10: a checkpoint's pending writes are one record in its row
 -- (`pending`, drivers/sqlite/pending.c) instead of a row each in
--- convo_checkpoint_writes, and the index of checkpoints by id holds a 16-byte
--- id's first 8 bytes (docs/sqlite.md, "Layout 10: pending writes in the
--- checkpoint row, a narrower index by id").
+-- convo_checkpoint_writes, and the index of checkpoints by id holds 6 bytes
+-- of a 16-byte id and the row key (docs/sqlite.md, "Layout 10: pending
+-- writes in the checkpoint row, a narrower index by id").
 --
 -- Each checkpoint's writes are packed into its record in (task id, idx)
 -- order; the table goes. `parent` is renamed so that a layout-9 process that
@@ -17,8 +17,10 @@ UPDATE convo_checkpoints
                  FROM convo_checkpoint_writes AS w WHERE w.checkpoint = convo_checkpoints.key)
   WHERE key IN (SELECT checkpoint FROM convo_checkpoint_writes);
 DROP TABLE convo_checkpoint_writes;
--- no longer unique: put finds an existing (thread, ns, id) first, in its
--- write transaction, and replaces it under its key
+-- bytes 3-8 of a 16-byte id (a time-ordered UUID's fastest-changing time
+-- bits, a random UUID's random ones), a text id whole; then the row key, whose
+-- range is the thread. No longer unique: put finds an existing (thread, ns,
+-- id) first, in its write transaction, and replaces it under its key.
 DROP INDEX convo_checkpoints_by_id;
-CREATE INDEX convo_checkpoints_by_id ON convo_checkpoints(thread,
-  CASE WHEN typeof(id) = 'blob' THEN substr(id, 1, 8) ELSE id END);
+CREATE INDEX convo_checkpoints_by_id ON convo_checkpoints(
+  CASE WHEN typeof(id) = 'blob' THEN substr(id, 3, 6) ELSE id END);
