@@ -307,8 +307,9 @@ static int cp_channels_pack(sq_conn *c, const convo_checkpoint_in *cp, unsigned 
 }
 
 /* parent: how many places before at->key the parent is (it is named by that
- * place, not by its id), or 0 (by its id). */
-static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t parent,
+ * place, not by its id), or 0 (by its id); old: the row is there already (its
+ * pending writes stay). */
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t parent, int old,
                       const convo_checkpoint_in *cp, convo_error *err)
 {
     sqlite3_stmt *st;
@@ -357,6 +358,7 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t paren
     sqlite3_bind_int64(st, 10, at->created_at);
     sqlite3_bind_int64(st, 11, at->put_order);
     bind_bytes(st, 12, channels, channels_len);
+    sqlite3_bind_int(st, 15, old);
     rc = sq_stmt_run(c, st, "storing a checkpoint", err);
     free(channels);
     free(values);
@@ -430,7 +432,7 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     if (rc == 0 && old)
         rc = sq_list_before_change(c, at.key, err);
     if (rc == 0)
-        rc = cp_row_put(c, num, &at, near, cp, err);
+        rc = cp_row_put(c, num, &at, near, old, cp, err);
     return rc ? rc : cp_values_put(c, num, cp, err);
 }
 
