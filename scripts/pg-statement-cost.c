@@ -10,7 +10,9 @@
  * created_at); 5: append_plain.sql (... and created_at's whole second); 7:
  * append_one.sql before it (thread, body, role, created_at, expected length
  * -1, ttl NULL, expected generation -1); 8: append_one.sql (... and the
- * whole second); 0: a statement
+ * whole second); 6: an append that names the thread by its tid, as a client
+ * that remembered it would (tid, body, role, created_at, its second, and the
+ * seq the last run on that thread returned, 0 before: a hint); 0: a statement
  * without parameters (a read: any number of rows). burst: thread-0,
  * each call 1 ms after the last (inside its listed_at window); spread: a
  * random one of thread-0..thread-1999, each call 2 s after the last. BASE:
@@ -52,6 +54,38 @@ static char *statement(const char *path, const char *schema)
     return out;
 }
 
+static uint64_t be64(const char *in)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (unsigned char)in[i];
+    return v;
+}
+
+/* tids[k], last[k]: the tid of thread-k and its last seq (mode 6) */
+static int tids_of(PGconn *pg, const char *schema, int64_t *tids, int64_t *last)
+{
+    char sql[320];
+    snprintf(sql, sizeof sql, "SELECT substr(t.thread_id, 8)::int, t.tid, (SELECT max(m.seq)"
+             " FROM %s.messages m WHERE m.tid = t.tid) FROM %s.threads t"
+             " WHERE t.thread_id ~ '^thread-[0-9]+$'", schema, schema);
+    PGresult *r = PQexec(pg, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "tids: %s", PQerrorMessage(pg));
+        PQclear(r);
+        return 1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        int k = atoi(PQgetvalue(r, i, 0));
+        if (k >= 0 && k < 2000) {
+            tids[k] = atoll(PQgetvalue(r, i, 1));
+            last[k] = atoll(PQgetvalue(r, i, 2));
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 8) {
@@ -72,7 +106,10 @@ int main(int argc, char **argv)
         return 1;
     }
     PQclear(r);
-    char body[200], at[8], second[8], minus1[8], seq[8], thread[32];
+    char body[200], at[8], second[8], minus1[8], seq[8], thread[32], tid[8], hint[8];
+    static int64_t last[2000], tids[2000]; /* mode 6: each thread's last seq, its tid */
+    if (nparams == 6 && tids_of(pg, argv[2], tids, last) != 0)
+        return 1;
     memset(body, 'x', sizeof body);
     put64(minus1, (uint64_t)-1);
     srand((unsigned)base);
@@ -92,8 +129,13 @@ int main(int argc, char **argv)
         const int app_len[8] = {tl, (int)sizeof body, 4, 8, 8, 0, 8, 8};
         if (nparams == 5) /* append_plain.sql's activity second */
             app[4] = second;
-        r = PQexecPrepared(pg, "cost", nparams, nparams == 3 ? raw : app,
-                           nparams == 3 ? raw_len : app_len, binary, 1);
+        put64(tid, (uint64_t)tids[k]);
+        put64(hint, (uint64_t)last[k]);
+        const char *named[6] = {tid, body, "user", at, second, hint};
+        const int named_len[6] = {8, (int)sizeof body, 4, 8, 8, 8};
+        r = PQexecPrepared(pg, "cost", nparams,
+                           nparams == 3 ? raw : nparams == 6 ? named : app,
+                           nparams == 3 ? raw_len : nparams == 6 ? named_len : app_len, binary, 1);
         ExecStatusType st = PQresultStatus(r);
         if (st != PGRES_COMMAND_OK &&
             (st != PGRES_TUPLES_OK || (nparams > 0 && PQntuples(r) != 1))) {
@@ -101,6 +143,8 @@ int main(int argc, char **argv)
                                                                    : PQerrorMessage(pg));
             return 1;
         }
+        if (nparams == 6)
+            last[k] = (int64_t)be64(PQgetvalue(r, 0, 0));
         PQclear(r);
     }
     printf("%d\n", PQbackendPID(pg)); /* its callgrind file is named after it */
