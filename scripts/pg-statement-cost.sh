@@ -22,6 +22,12 @@
 # PG_COST_SETUP=FILE.sql runs that SQL (@S: the schema) on the store before
 # the counts: a layout to try against the one the driver makes.
 #
+# FILE.sql:6 is an append that names its thread by tid ($1, as a client that
+# remembered it would), with body, role, time and second as above and $6 a
+# hint, the seq the last run on that thread returned (at the start, the
+# thread's last seq): the shapes in scripts/pg-append-shapes/ (docs/postgres.md
+# "Costs", an append without the thread row).
+#
 # Reads too: FILE.sql:0 is a statement without parameters (its values written
 # in), run the same way, whatever rows it gives (the two modes then differ in
 # nothing). PG_COST_STORE=threads makes the store what `convo bench --scenario
