@@ -454,6 +454,61 @@ START_TEST(test_import_times)
 }
 END_TEST
 
+/* The updated_at of thread in a first page of every thread (-1: not listed). */
+static int64_t updated_at(convo_store *s, const char *thread, int64_t *created_at)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.order = CONVO_ORDER_ID;
+    o.limit = 10000;
+    convo_thread_page *p;
+    convo_error err;
+    ck_assert_msg(convo_thread_list_ex(s, &o, &p, &err) == 0, "list: %s", err.message);
+    int64_t at = -1;
+    for (size_t i = 0; i < convo_thread_page_count(p); i++)
+        if (strcmp(convo_thread_page_id(p, i), thread) == 0) {
+            at = convo_thread_page_updated_at(p, i);
+            *created_at = convo_thread_page_created_at(p, i);
+        }
+    convo_thread_page_free(p);
+    return at;
+}
+
+/* A thread imported at the last time a store holds (INT64_MAX microseconds):
+ * the writes after it, to other threads, still get times at or past their
+ * own creation, never one that wrapped around (SQLite gave the time after
+ * every other thread's activity, INT64_MAX + 1, to the next write, also once
+ * that thread was deleted). */
+START_TEST(test_write_after_the_last_time)
+{
+    convo_store *dst = open_url(urls[_i]);
+    char last[96], after[2][96];
+    snprintf(last, sizeof last, "%s-last-time", prefix);
+    membuf m = dump_with_time(last, INT64_MAX);
+    convo_error err;
+    int rc = convo_import(dst, mem_read, &m, NULL, NULL, &err);
+    free(m.data);
+    ck_assert_msg(rc == 0 || rc == CONVO_EINVAL, "import: %d %s", rc, err.message);
+    for (int k = 0; k < 2; k++) {
+        snprintf(after[k], sizeof after[k], "%s-after-last-%d", prefix, k);
+        ck_assert_int_eq(convo_save_extra(dst, after[k], "{\"a\":1}", &err), 0);
+        const char *msg = "{\"role\":\"user\",\"content\":\"later\"}";
+        ck_assert_int_eq(convo_append(dst, after[k], &msg, NULL, 1, NULL, NULL, &err), 0);
+        int64_t created = 0, updated = updated_at(dst, after[k], &created);
+        ck_assert_msg(created > 0 && updated >= created, "%s: %s created %lld, updated %lld",
+                      convo_store_driver(dst), after[k], (long long)created, (long long)updated);
+        convo_history *h;
+        ck_assert_int_eq(convo_load(dst, after[k], NULL, &h, &err), 0);
+        ck_assert_int_gt(convo_history_created_at(h, 0), 0);
+        convo_history_free(h);
+        if (k == 0 && rc == 0) /* the next round writes with the last thread gone */
+            ck_assert_int_eq(convo_thread_delete(dst, last, &err), 0);
+    }
+    for (int k = 0; k < 2; k++)
+        convo_thread_delete(dst, after[k], NULL);
+    convo_close(dst);
+}
+END_TEST
+
 /* ---- export of a live store: a write function that changes the store at the
  * first flush, i.e. after the first chunk of the thread being exported ---- */
 
@@ -838,6 +893,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_not_a_dump, 0, nurls);
     tcase_add_loop_test(tc, test_end_counts, 0, nurls);
     tcase_add_loop_test(tc, test_import_times, 0, nurls);
+    tcase_add_loop_test(tc, test_write_after_the_last_time, 0, nurls);
     tcase_add_loop_test(tc, test_import_other_writer, 0, nurls);
     tcase_add_loop_test(tc, test_import_repeated_or_different, 0, nurls);
     tcase_add_loop_test(tc, test_export_named_twice, 0, nurls);

@@ -159,7 +159,8 @@ int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *
     if (other > floor)
         floor = other;
     int64_t now = convo__now_micros();
-    *at = now > floor ? now : floor + 1;
+    /* an imported time can be the last one (INT64_MAX): later writes share it */
+    *at = now > floor ? now : floor < INT64_MAX ? floor + 1 : floor;
     return rc;
 }
 
