@@ -191,8 +191,10 @@ static void migrate_and_put(const char *name, int version)
     ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
     convo_close(s);
     char sql[1024];
-    snprintf(sql, sizeof sql, "SELECT encode(value, 'hex') FROM \"%s\".checkpoint_blobs",
-             schema_name("refsrc"));
+    /* (v29) the value is in the checkpoint's row */
+    snprintf(sql, sizeof sql, "SELECT encode(u.value, 'hex') FROM \"%s\".checkpoints c,"
+             " \"%s\".channel_vals(c.channel_set, c.versions, c.vals) u"
+             " WHERE u.value IS NOT NULL", schema_name("refsrc"), schema_name("refsrc"));
     char *items = query1(pg, sql);
     ck_assert_ptr_nonnull(items);
     drop_schema("refsrc");

@@ -43,13 +43,17 @@ SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id)
   FROM sel s
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
-       @S.ver_text(u.ver), NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = v.type), v.value
-  FROM sel s CROSS JOIN LATERAL @S.channel_list(s.channel_set, s.versions) AS u
-  -- each value by its primary key: a plain join lets the planner, which takes
-  -- channel_list() for 1,000 rows, hash the whole blobs table (every
+       @S.ver_text(u.ver), NULL, NULL, NULL,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = coalesce(u.type, v.type)),
+       CASE WHEN u.type IS NULL THEN v.value ELSE u.value END
+  FROM sel s CROSS JOIN LATERAL @S.channel_vals(s.channel_set, s.versions, s.vals) AS u
+  -- a value not in the row (v29: over 255 bytes; v28 rows: every one) by
+  -- the blobs' primary key: a plain join lets the planner, which takes
+  -- channel_vals() for 1,000 rows, hash the whole blobs table (every
   -- thread's values read on every get); LIMIT 1 keeps it a per-row lookup
   LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
-                      WHERE b.tid = s.tid AND b.checkpoint_ns = s.checkpoint_ns
+                      WHERE u.type IS NULL AND b.tid = s.tid
+                        AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
 SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),

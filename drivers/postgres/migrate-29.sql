@@ -1,0 +1,327 @@
+-- migrate-29.sql: schema version 29 — small channel values in the checkpoint's
+-- row (issue 24). A channel value was a row of checkpoint_blobs (a 24-byte
+-- tuple header and 4-byte line pointer, tid, namespace, channel, type and
+-- version again) and an entry in its primary key: about 145 bytes for a
+-- log reference of 9-21 bytes, 197 bytes a checkpoint of a LangGraph run.
+-- Now a value of at most 255 bytes is in `vals`, one bytea in the row beside
+-- `versions`, in the channel set's order: each channel's type number (4
+-- bytes, big-endian; 0: the value is in checkpoint_blobs), each value's
+-- length (1 byte; 0 where the type is 0), then the values. A put that lists a
+-- channel without a value (stored already) copies it from its parent's row
+-- when the parent holds it inline (a reference is copied, not a message), so
+-- every checkpoint reads its small values from its own row: nothing to find
+-- elsewhere, nothing to move when a prune or delete removes the checkpoint
+-- that first had a value. Larger values, and a value the parent does not
+-- have, stay in checkpoint_blobs, found by (channel, version) as before; rows
+-- of version 28 (vals NULL) read as before. A swap of a channel value
+-- (checkpoint_put_refs) changes it in the named checkpoint's row and in the
+-- row being put. channel_vals() reads a row's list with its inline values and
+-- checks vals against itself (SQLSTATE 2202E, CONVO_ECORRUPT, as
+-- channel_list() does for versions).
+--
+-- Run by the driver (schema.c) in order, each in the transaction that records
+-- its version; @S is the schema's quoted name. Never edit a released migration:
+-- a change is a new one (docs/postgres.md).
+
+ALTER TABLE @S.checkpoints ADD COLUMN vals bytea;
+
+-- channel_list() and each channel's inline type and value (NULL where there
+-- is none: look in checkpoint_blobs); a value that does not check reads
+-- get_byte(p_vals, -1), which raises
+CREATE FUNCTION @S.channel_vals(p_set integer, p_versions bytea, p_vals bytea,
+    OUT ch integer, OUT ver bytea, OUT type integer, OUT value bytea)
+RETURNS SETOF record
+LANGUAGE sql STABLE AS $fn$
+    SELECT x.ch,
+           CASE WHEN x.w IN (1, 4) AND 1 + x.w * x.n + x.total = octet_length(p_versions)
+                THEN substring(p_versions FROM x.start + 1 FOR x.len)
+                ELSE int4send(get_byte(p_versions, -1)) END,
+           CASE WHEN p_vals IS NULL OR x.t = 0 THEN NULL ELSE x.t END,
+           CASE WHEN p_vals IS NULL THEN NULL
+                WHEN 5 * x.n + x.vtotal <> octet_length(p_vals) OR x.t < 0
+                     OR (x.t = 0 AND x.vlen <> 0)
+                THEN int4send(get_byte(p_vals, -1))
+                WHEN x.t = 0 THEN NULL
+                ELSE substring(p_vals FROM x.vstart + 1 FOR x.vlen) END
+      FROM (SELECT l.ch, l.o, l.len, l.w, l.n, l.t, l.vlen,
+                   sum(l.len) OVER () AS total,
+                   (1 + l.w * l.n + sum(l.len) OVER (ORDER BY l.o) - l.len)::int AS start,
+                   sum(l.vlen) OVER () AS vtotal,
+                   (5 * l.n + sum(l.vlen) OVER (ORDER BY l.o) - l.vlen)::int AS vstart
+              FROM (SELECT u.ch, u.o, w, cardinality(s.channels) AS n,
+                           CASE w WHEN 1 THEN get_byte(p_versions, u.o::int)
+                                  ELSE (get_byte(p_versions, 4 * u.o::int - 3) << 24)
+                                       | (get_byte(p_versions, 4 * u.o::int - 2) << 16)
+                                       | (get_byte(p_versions, 4 * u.o::int - 1) << 8)
+                                       | get_byte(p_versions, 4 * u.o::int) END AS len,
+                           CASE WHEN p_vals IS NULL THEN 0
+                                ELSE (get_byte(p_vals, 4 * u.o::int - 4) << 24)
+                                     | (get_byte(p_vals, 4 * u.o::int - 3) << 16)
+                                     | (get_byte(p_vals, 4 * u.o::int - 2) << 8)
+                                     | get_byte(p_vals, 4 * u.o::int - 1) END AS t,
+                           CASE WHEN p_vals IS NULL THEN 0
+                                ELSE get_byte(p_vals, 4 * cardinality(s.channels)
+                                                      + u.o::int - 1) END AS vlen
+                      FROM @S.checkpoint_channel_sets s,
+                           get_byte(p_versions, 0) AS w,
+                           unnest(s.channels) WITH ORDINALITY AS u(ch, o)
+                     WHERE s.num = p_set) l) x
+     ORDER BY x.o
+$fn$;
+
+-- a row's vals with the value of (channel, version) swapped from the old one
+-- to the new (a new value over 255 bytes, or a type without a number: NULL);
+-- NULL when the row does not hold exactly the old one inline
+CREATE FUNCTION @S.vals_swap(p_set integer, p_versions bytea, p_vals bytea, p_ch integer,
+    p_ver bytea, p_old_type integer, p_old bytea, p_new_type integer, p_new bytea)
+RETURNS bytea
+LANGUAGE sql STABLE AS $fn$
+    SELECT CASE WHEN bool_or(u.ch = p_ch AND u.ver = p_ver AND u.type = p_old_type
+                             AND u.value = p_old)
+                     AND p_new_type IS NOT NULL AND octet_length(p_new) <= 255
+           THEN string_agg(int4send(coalesce(x.type, 0)), ''::bytea ORDER BY x.o)
+                || string_agg(set_byte('\x00'::bytea, 0, coalesce(octet_length(x.value), 0)),
+                              ''::bytea ORDER BY x.o)
+                || coalesce(string_agg(x.value, ''::bytea ORDER BY x.o), ''::bytea) END
+      FROM @S.channel_vals(p_set, p_versions, p_vals) WITH ORDINALITY AS u(ch, ver, type,
+           value, o)
+     CROSS JOIN LATERAL (SELECT u.o,
+               CASE WHEN u.ch = p_ch AND u.ver = p_ver THEN p_new_type ELSE u.type END,
+               CASE WHEN u.ch = p_ch AND u.ver = p_ver THEN p_new ELSE u.value END) AS x(o,
+           type, value)
+$fn$;
+
+-- version 25's checkpoint_put: a value of at most 255 bytes in vals, one the
+-- put does not bring copied from the parent's row
+CREATE OR REPLACE FUNCTION @S.checkpoint_put(p_thread text, p_ns text, p_id text,
+    p_parent text, p_metadata json, p_body_type text, p_body bytea,
+    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],
+    p_values bytea[], p_at timestamptz, p_ttl interval) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_tid bigint;
+    names integer[] := @S.name_nums(coalesce(p_channels, '{}') || p_types || p_body_type);
+    n integer := coalesce(cardinality(p_channels), 0);
+    vers bytea[] := '{}';
+    v bytea;
+    lens bytea := '';
+    wide bytea := '';
+    joined bytea := '';
+    longest integer := 0;
+    vtypes bytea := '';
+    vlens bytea := '';
+    vdata bytea := '';
+    t integer;
+    b bytea;
+    blobs integer[] := '{}';
+    v_parent bytea := @S.id_pack(p_parent);
+BEGIN
+    -- the thread's row lock keeps prune and delete out; the position is taken
+    -- under it, so a later put of the same thread always gets a higher one
+    SELECT c.tid INTO v_tid FROM @S.thread_claim(p_thread, p_ttl, p_at) c;
+    FOR i IN 1 .. n LOOP
+        v := @S.ver_pack(p_versions[i]);
+        IF v IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'CV400', MESSAGE = 'a channel without a version';
+        END IF;
+        vers := vers || v;
+        lens := lens || set_byte('\x00'::bytea, 0, least(octet_length(v), 255));
+        wide := wide || int4send(octet_length(v));
+        joined := joined || v;
+        longest := greatest(longest, octet_length(v));
+        t := NULL;
+        b := NULL;
+        IF p_types[i] IS NOT NULL THEN
+            IF octet_length(p_values[i]) <= 255 THEN
+                t := names[n + i];
+                b := p_values[i];
+            ELSE
+                blobs := blobs || i;
+            END IF;
+        ELSIF v_parent IS NOT NULL THEN
+            -- the parent's value when it lists this version (inline or not)
+            SELECT coalesce(u.type, 0), u.value INTO t, b
+              FROM @S.checkpoints k,
+                   @S.channel_vals(k.channel_set, k.versions, k.vals) AS u
+             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.checkpoint_id = v_parent
+               AND (k.tid, k.checkpoint_ns, k.checkpoint_id) <= (v_tid, p_ns, v_parent)
+               AND u.ch = names[i] AND u.ver = v;
+        END IF;
+        IF t IS NULL AND p_types[i] IS NULL AND NOT EXISTS (
+               SELECT 1 FROM @S.checkpoint_blobs x WHERE x.tid = v_tid
+                  AND x.checkpoint_ns = p_ns AND x.channel = names[i] AND x.version = v) THEN
+            -- not the parent's (a put naming another as its parent): any
+            -- checkpoint of the thread holding it inline, newest first
+            SELECT u.type, u.value INTO t, b
+              FROM @S.checkpoints k,
+                   @S.channel_vals(k.channel_set, k.versions, k.vals) AS u
+             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.vals IS NOT NULL
+               AND u.ch = names[i] AND u.ver = v AND u.type IS NOT NULL
+             ORDER BY k.put_seq DESC LIMIT 1;
+        END IF;
+        IF t IS NULL OR t = 0 THEN
+            vtypes := vtypes || '\x00000000'::bytea;
+            vlens := vlens || '\x00'::bytea;
+        ELSE
+            vtypes := vtypes || int4send(t);
+            vlens := vlens || set_byte('\x00'::bytea, 0, octet_length(b));
+            vdata := vdata || b;
+        END IF;
+    END LOOP;
+    IF longest <= 255 THEN
+        joined := '\x01'::bytea || lens || joined;
+    ELSE
+        joined := '\x04'::bytea || wide || joined;
+    END IF;
+    IF cardinality(blobs) > 0 THEN
+        INSERT INTO @S.checkpoint_blobs (tid, channel, type, checkpoint_ns, version, value)
+        SELECT v_tid, names[i], names[n + i], p_ns, vers[i], p_values[i]
+          FROM unnest(blobs) AS i
+        ON CONFLICT DO NOTHING;
+    END IF;
+    INSERT INTO @S.checkpoints AS c (tid, put_seq, log_length, created_at, channel_set,
+        body_type, checkpoint_ns, checkpoint_id, parent_id, metadata, versions, body, vals)
+    VALUES (v_tid, nextval('@S.checkpoint_put_seq'), p_log_length, p_at,
+        @S.channel_set(names[1:n]), names[2 * n + 1], p_ns, @S.id_pack(p_id),
+        v_parent, p_metadata, joined, p_body, vtypes || vlens || vdata)
+    ON CONFLICT (tid, checkpoint_ns, checkpoint_id) DO UPDATE SET
+        parent_id = excluded.parent_id, metadata = excluded.metadata,
+        body_type = excluded.body_type, body = excluded.body,
+        log_length = excluded.log_length, channel_set = excluded.channel_set,
+        versions = excluded.versions, vals = excluded.vals;
+END
+$fn$;
+
+-- version 27's checkpoint_put_refs: a channel value's swap also in the rows
+-- holding it inline, the named checkpoint's and the one being put
+CREATE OR REPLACE FUNCTION @S.checkpoint_put_refs(p_thread text, p_ns text, p_id text,
+    p_parent text, p_metadata json, p_body_type text, p_body bytea,
+    p_log_length bigint, p_channels text[], p_versions text[], p_types text[],
+    p_values bytea[], p_bodies bytea[], p_roles text[], p_expected bigint,
+    p_generation bigint, p_at timestamptz, p_ttl interval, p_sw_ids text[],
+    p_sw_tasks text[], p_sw_idx bigint[], p_sw_channels text[], p_sw_versions text[],
+    p_sw_old_types text[], p_sw_old bytea[], p_sw_new_types text[], p_sw_new bytea[],
+    p_sw_log bigint[]) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_tid bigint;
+    gen bigint;
+    v_id bytea;
+    v_task bytea;
+    v_ver bytea;
+    v_put bytea := @S.id_pack(p_id);
+    n integer := coalesce(cardinality(p_sw_ids), 0);
+    names integer[];
+BEGIN
+    IF coalesce(cardinality(p_bodies), 0) > 0 THEN
+        -- append() checks the length and the generation before it writes
+        PERFORM @S.checkpoint_put_log(p_thread, p_ns, p_id, p_parent, p_metadata,
+            p_body_type, p_body, p_log_length, p_channels, p_versions, p_types, p_values,
+            p_bodies, p_roles, p_expected, p_generation, p_at, p_ttl);
+    ELSE
+        PERFORM @S.checkpoint_put(p_thread, p_ns, p_id, p_parent, p_metadata, p_body_type,
+            p_body, p_log_length, p_channels, p_versions, p_types, p_values, p_at, p_ttl);
+    END IF;
+    -- the put holds the thread's row lock from its claim on: the generation
+    -- read here is the one it wrote under; a mismatch undoes the put with the
+    -- rest of the statement (a thread the put created is at 0)
+    SELECT t.tid, t.generation INTO v_tid, gen FROM @S.threads t WHERE t.thread_id = p_thread;
+    IF p_generation >= 0 AND gen <> p_generation THEN
+        RAISE EXCEPTION USING ERRCODE = 'CV409', MESSAGE = format(
+            'thread is at generation %s, expected %s', gen, p_generation);
+    END IF;
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    -- an old type no row has names nothing: its number is NULL and no row matches
+    names := @S.name_nums(p_sw_old_types || p_sw_new_types || p_sw_channels);
+    -- each value changes only while it is exactly the old one (type and
+    -- bytes); the checkpoint of one that changed covers what it refers to
+    -- (log_length is in no index: the raise is a HOT update)
+    FOR i IN 1 .. n LOOP
+        v_id := @S.id_pack(p_sw_ids[i]);
+        IF p_sw_tasks[i] IS NOT NULL THEN
+            v_task := @S.id_pack(p_sw_tasks[i]);
+            UPDATE @S.checkpoints k SET log_length = greatest(k.log_length, p_sw_log[i]),
+                writes = ARRAY(
+                    SELECT CASE WHEN o.task_id = v_task AND o.idx = p_sw_idx[i]
+                                 AND o.type = names[i] AND o.value = p_sw_old[i]
+                           THEN ROW(o.idx, o.task_path, o.channel, names[n + i], o.task_id,
+                                    p_sw_new[i])::@S.pending_write
+                           ELSE ROW(o.idx, o.task_path, o.channel, o.type, o.task_id,
+                                    o.value)::@S.pending_write END
+                      FROM unnest(k.writes) WITH ORDINALITY AS o(idx, task_path, channel,
+                           type, task_id, value, ord)
+                     ORDER BY o.ord)
+             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.checkpoint_id = v_id
+               AND (k.tid, k.checkpoint_ns, k.checkpoint_id) <= (v_tid, p_ns, v_id)
+               AND EXISTS (SELECT 1 FROM unnest(k.writes) AS o
+                            WHERE o.task_id = v_task AND o.idx = p_sw_idx[i]
+                              AND o.type = names[i] AND o.value = p_sw_old[i]);
+        ELSE
+            v_ver := @S.ver_pack(p_sw_versions[i]);
+            UPDATE @S.checkpoints k SET log_length = greatest(k.log_length, p_sw_log[i]),
+                vals = @S.vals_swap(k.channel_set, k.versions, k.vals, names[2 * n + i],
+                                    v_ver, names[i], p_sw_old[i], names[n + i], p_sw_new[i])
+             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.checkpoint_id IN (v_id, v_put)
+               AND (k.tid, k.checkpoint_ns, k.checkpoint_id)
+                   <= (v_tid, p_ns, greatest(v_id, v_put))
+               AND k.vals IS NOT NULL
+               AND @S.vals_swap(k.channel_set, k.versions, k.vals, names[2 * n + i], v_ver,
+                                names[i], p_sw_old[i], names[n + i], p_sw_new[i]) IS NOT NULL;
+            UPDATE @S.checkpoint_blobs x SET type = names[n + i], value = p_sw_new[i]
+             WHERE x.tid = v_tid AND x.checkpoint_ns = p_ns AND x.channel = names[2 * n + i]
+               AND x.version = v_ver
+               AND x.type = names[i] AND x.value = p_sw_old[i]
+               AND EXISTS (SELECT 1 FROM @S.checkpoints k WHERE k.tid = v_tid
+                             AND k.checkpoint_ns = p_ns AND k.checkpoint_id = v_id
+                             AND (k.tid, k.checkpoint_ns, k.checkpoint_id)
+                                 <= (v_tid, p_ns, v_id));
+            IF FOUND THEN
+                UPDATE @S.checkpoints k SET log_length = p_sw_log[i]
+                 WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.checkpoint_id = v_id
+                   AND (k.tid, k.checkpoint_ns, k.checkpoint_id) <= (v_tid, p_ns, v_id)
+                   AND k.log_length < p_sw_log[i];
+            END IF;
+        END IF;
+    END LOOP;
+END
+$fn$;
+
+-- version 24's thread_copy: the inline values copied with their rows
+CREATE OR REPLACE FUNCTION @S.thread_copy(p_src text, p_dst text, p_upto bigint,
+    p_generation bigint, p_at timestamptz, p_ttl interval) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    src bigint;
+    dst bigint;
+    len bigint;
+    n bigint;
+    seqs bigint[];
+BEGIN
+    PERFORM @S.thread_fork(p_src, p_dst, p_upto, p_generation, p_at, p_ttl);
+    SELECT t.tid INTO src FROM @S.threads t WHERE t.thread_id = p_src;
+    SELECT t.tid, t.length INTO dst, len FROM @S.threads t WHERE t.thread_id = p_dst;
+    SELECT count(*) INTO n FROM @S.checkpoints k WHERE k.tid = src AND k.log_length <= len;
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(x.s ORDER BY x.s) INTO seqs FROM (
+        SELECT nextval('@S.checkpoint_put_seq') AS s FROM generate_series(1, n)) x;
+    INSERT INTO @S.checkpoints (tid, put_seq, log_length, created_at, channel_set,
+        checkpoint_ns, checkpoint_id, parent_id, body_type, metadata, versions, body, writes,
+        vals)
+    SELECT dst, seqs[k.rank], k.log_length, p_at, k.channel_set, k.checkpoint_ns,
+           k.checkpoint_id, k.parent_id, k.body_type, k.metadata, k.versions, k.body, k.writes,
+           k.vals
+      FROM (SELECT c.*, row_number() OVER (ORDER BY c.put_seq) AS rank
+              FROM @S.checkpoints c WHERE c.tid = src AND c.log_length <= len) k;
+    INSERT INTO @S.checkpoint_blobs (tid, checkpoint_ns, channel, version, type, value)
+    SELECT dst, b.checkpoint_ns, b.channel, b.version, b.type, b.value
+      FROM @S.checkpoint_blobs b
+     WHERE b.tid = src AND (b.checkpoint_ns, b.channel, b.version) IN (
+           SELECT DISTINCT k.checkpoint_ns, u.ch, u.ver
+             FROM @S.checkpoints k, @S.channel_list(k.channel_set, k.versions) AS u
+            WHERE k.tid = dst);
+END
+$fn$;
