@@ -11,9 +11,11 @@
 -- when the parent holds it inline (a reference is copied, not a message), so
 -- every checkpoint reads its small values from its own row: nothing to find
 -- elsewhere, nothing to move when a prune or delete removes the checkpoint
--- that first had a value. Larger values, and a value the parent does not
--- have, stay in checkpoint_blobs, found by (channel, version) as before; rows
--- of version 28 (vals NULL) read as before. A swap of a channel value
+-- that first had a value. A version its parent does not list is looked for
+-- in checkpoint_blobs and in the namespace's 16 newest checkpoints (bounded:
+-- not found, it is empty). Larger values stay in checkpoint_blobs, found by
+-- (channel, version) as before; rows of version 28 (vals NULL) read as
+-- before. A swap of a channel value
 -- (checkpoint_put_refs) changes it in the named checkpoint's row and in the
 -- row being put. channel_vals() reads a row's list with its inline values and
 -- checks vals against itself (SQLSTATE 2202E, CONVO_ECORRUPT, as
@@ -115,6 +117,11 @@ DECLARE
     b bytea;
     blobs integer[] := '{}';
     v_parent bytea := @S.id_pack(p_parent);
+    parent_read boolean := false;
+    par_ch integer[];
+    par_ver bytea[];
+    par_type integer[];
+    par_val bytea[];
 BEGIN
     -- the thread's row lock keeps prune and delete out; the position is taken
     -- under it, so a later put of the same thread always gets a higher one
@@ -138,26 +145,46 @@ BEGIN
             ELSE
                 blobs := blobs || i;
             END IF;
-        ELSIF v_parent IS NOT NULL THEN
+        ELSE
+            IF NOT parent_read THEN
+                -- the parent's list, once: (channel, version, type or 0, value)
+                SELECT array_agg(u.ch ORDER BY u.o), array_agg(u.ver ORDER BY u.o),
+                       array_agg(coalesce(u.type, 0) ORDER BY u.o),
+                       array_agg(u.value ORDER BY u.o)
+                  INTO par_ch, par_ver, par_type, par_val
+                  FROM @S.checkpoints k,
+                       @S.channel_vals(k.channel_set, k.versions, k.vals)
+                       WITH ORDINALITY AS u(ch, ver, type, value, o)
+                 WHERE v_parent IS NOT NULL AND k.tid = v_tid AND k.checkpoint_ns = p_ns
+                   AND k.checkpoint_id = v_parent
+                   AND (k.tid, k.checkpoint_ns, k.checkpoint_id) <= (v_tid, p_ns, v_parent);
+                parent_read := true;
+            END IF;
             -- the parent's value when it lists this version (inline or not)
-            SELECT coalesce(u.type, 0), u.value INTO t, b
-              FROM @S.checkpoints k,
-                   @S.channel_vals(k.channel_set, k.versions, k.vals) AS u
-             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.checkpoint_id = v_parent
-               AND (k.tid, k.checkpoint_ns, k.checkpoint_id) <= (v_tid, p_ns, v_parent)
-               AND u.ch = names[i] AND u.ver = v;
+            FOR j IN 1 .. coalesce(cardinality(par_ch), 0) LOOP
+                IF par_ch[j] = names[i] AND par_ver[j] = v THEN
+                    t := par_type[j];
+                    b := par_val[j];
+                    EXIT;
+                END IF;
+            END LOOP;
         END IF;
         IF t IS NULL AND p_types[i] IS NULL AND NOT EXISTS (
                SELECT 1 FROM @S.checkpoint_blobs x WHERE x.tid = v_tid
                   AND x.checkpoint_ns = p_ns AND x.channel = names[i] AND x.version = v) THEN
-            -- not the parent's (a put naming another as its parent): any
-            -- checkpoint of the thread holding it inline, newest first
+            -- not its parent's (a put naming another parent, or none): one of
+            -- the namespace's 16 newest checkpoints holding it inline; a
+            -- version in none of them is taken as empty (the scan is bounded:
+            -- a LangGraph channel at a new version without a value is empty,
+            -- and every put lists it)
             SELECT u.type, u.value INTO t, b
-              FROM @S.checkpoints k,
+              FROM (SELECT k.channel_set, k.versions, k.vals FROM @S.checkpoints k
+                     WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns
+                     ORDER BY k.put_seq DESC LIMIT 16) k,
                    @S.channel_vals(k.channel_set, k.versions, k.vals) AS u
-             WHERE k.tid = v_tid AND k.checkpoint_ns = p_ns AND k.vals IS NOT NULL
+             WHERE k.vals IS NOT NULL AND position(v IN k.versions) > 0
                AND u.ch = names[i] AND u.ver = v AND u.type IS NOT NULL
-             ORDER BY k.put_seq DESC LIMIT 1;
+             LIMIT 1;
         END IF;
         IF t IS NULL OR t = 0 THEN
             vtypes := vtypes || '\x00000000'::bytea;
