@@ -161,8 +161,13 @@ START_TEST(test_corrupt_writes_are_ecorrupt)
     const char *name = "wcorrupt", *schema = schema_name(name);
     convo_store *s = open_ok(schema_url(name, NULL));
     PGconn *pg = admin();
-    const char *set[] = {"writes[1].channel = 2147483647", "writes[1].channel = NULL",
-                         "writes[1].task_id = NULL", "writes[1].idx = NULL"};
+    /* (v30) packed elements: an unnamed channel number, a NULL element, one
+     * shorter than its header, one shorter than its task id's length */
+    const char *set[] = {"writes[1] = overlay(writes[1] PLACING int4send(2147483647)"
+                         " FROM 13 FOR 4)", "writes[1] = NULL",
+                         "writes[1] = substring(writes[1] FROM 1 FOR 20)",
+                         "writes[1] = overlay(writes[1] PLACING int4send(1000) FROM 21 FOR 4)",
+                         "writes[1] = overlay(writes[1] PLACING int4send(-1) FROM 21 FOR 4)"};
     for (size_t i = 0; i < sizeof set / sizeof *set; i++) {
         exec_in_schema(pg, schema, "DELETE FROM @S.checkpoints");
         put3(s, UUID_A, VER_JS, "7", "!x", "{}");

@@ -115,7 +115,8 @@ START_TEST(test_dense_forms)
                         "7631/7631");
     free(v);
     snprintf(sql, sizeof sql, "SELECT string_agg(octet_length(w.task_id)::text, ' ')"
-             " FROM \"%s\".checkpoints c, unnest(c.writes) AS w", schema);
+             " FROM \"%s\".checkpoints c, unnest(c.writes) AS e,"
+             " \"%s\".write_fields(e) AS w", schema, schema);
     v = query1(pg, sql);
     ck_assert_str_eq(v, "16 16 16");
     free(v);

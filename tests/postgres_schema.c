@@ -715,14 +715,16 @@ static const char *const v5_rows[][6] = {
      " JOIN @S.checkpoint_names y ON y.num = w.type",
      "SELECT t.thread_id, c.checkpoint_ns, @S.id_text(c.checkpoint_id), @S.id_text(w.task_id),"
      " w.idx, p.name, n.name, y.name, w.value FROM @S.checkpoints c"
-     " CROSS JOIN LATERAL unnest(c.writes) AS w JOIN @S.threads t ON t.tid = c.tid"
+     " CROSS JOIN LATERAL unnest(c.writes) AS e CROSS JOIN LATERAL @S.write_fields(e) AS w"
+     " JOIN @S.threads t ON t.tid = c.tid"
      " JOIN @S.checkpoint_names p ON p.num = w.task_path"
      " JOIN @S.checkpoint_names n ON n.num = w.channel"
      " JOIN @S.checkpoint_names y ON y.num = w.type"}
 };
 
 /* The rows of v5_rows' column `layout` (0: version 5, 1: version 6, 2: version 7,
- * 3: version 18, 4: version 19, 5: version 24, the writes in their checkpoints),
+ * 3: version 18, 4: version 19, 5: version 24, the writes in their checkpoints; since
+ * version 30 as packed elements),
  * one table a line. */
 char *rows_as_text(PGconn *pg, const char *name, int layout)
 {

@@ -33,5 +33,6 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.channel), w.idx, NULL,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
-  FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS w
+  FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
+  CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
 ORDER BY 2, 1

@@ -15,6 +15,7 @@ static const char *const migrations[] = {
     SQL_MIGRATE_16, SQL_MIGRATE_17, SQL_MIGRATE_18, SQL_MIGRATE_19,
     SQL_MIGRATE_20, SQL_MIGRATE_21, SQL_MIGRATE_22, SQL_MIGRATE_23, SQL_MIGRATE_24, SQL_MIGRATE_25,
     SQL_MIGRATE_26, SQL_MIGRATE_27, SQL_MIGRATE_28, SQL_MIGRATE_29,
+    SQL_MIGRATE_30,
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
 
