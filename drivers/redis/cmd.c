@@ -147,6 +147,25 @@ static size_t encode_tag(char *out, const char *id)
     return n;
 }
 
+/* "P:{tag}:", the start of every key of thread id, at out (NULL: only its
+ * length); the key of kind k is it followed by convo__rd_key_suffix(k). */
+size_t convo__rd_key_head(const convo_backend *b, const char *id, char *out)
+{
+    size_t plen = strlen(b->prefix), tlen = encode_tag(NULL, id);
+    if (out) {
+        memcpy(out, b->prefix, plen);
+        memcpy(out + plen, ":{", 2);
+        encode_tag(out + plen + 2, id);
+        memcpy(out + plen + 2 + tlen, "}:", 2);
+    }
+    return plen + tlen + 4;
+}
+
+const char *convo__rd_key_suffix(int kind)
+{
+    return key_suffix[kind];
+}
+
 /* The index argument of the scripts that write (index.lua): "NOW", and on
  * one server "\0P:ix:\0ID" and the declared fields, at out; with out NULL,
  * the room it needs. */

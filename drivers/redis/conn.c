@@ -147,15 +147,43 @@ static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo
     return code;
 }
 
+/* Sends commands [0, n) of a pipeline on one server (their replies are the
+ * caller's to read). */
+int convo__rd_send(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err)
+{
+    if (rc->broken)
+        return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
+    return send_commands(b, rc, cmds, n, err);
+}
+
+/* Sends a pipeline already in RESP form (buf[0..len)) on one server. */
+int convo__rd_send_raw(convo_backend *b, rconn *rc, const char *buf, size_t len, convo_error *err)
+{
+    if (rc->broken)
+        return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
+    struct iovec iov = {(void *)buf, len};
+    return send_all(b, rc, &iov, 1, err);
+}
+
+/* A read of replies failed (errnum, or 0: the server closed the connection):
+ * the connection is broken, named as hiredis would. */
+int convo__rd_read_failed(convo_backend *b, rconn *rc, int errnum, convo_error *err)
+{
+    if (errnum != 0)
+        return send_error(b, rc, errnum, err);
+    rc->broken = 1;
+    atomic_store(&b->stale_below, atomic_load(&b->next_gen));
+    return convo__error(err, CONVO_EIO, NULL, "redis: Server closed the connection (%s)",
+                        b->redacted);
+}
+
 /* Sends commands [0, n) in one round trip; replies[i] gets each reply. On a
  * connection error nothing is returned and the connection is broken
  * (replies made in an arena are left to it). */
 int convo__rd_pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
                              redisReply **replies, int arena, convo_error *err)
 {
-    if (rc->broken)
-        return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
-    int code = send_commands(b, rc, cmds, n, err);
+    int code = convo__rd_send(b, rc, cmds, n, err);
     if (code != 0)
         return code;
     for (size_t i = 0; i < n; i++) {

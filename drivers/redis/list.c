@@ -524,40 +524,143 @@ static int take_rows_fn(list_state *st, cand_list *l, redisReply **r, size_t wan
     return take_rows(st, l, r, want, err);
 }
 
-/* Reads the rows of a batch in one round trip and hands them to take (by
- * default take_rows: adds those that belong). */
-static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, void *ctx,
-                     convo_error *err)
+/* ---- the rows' request on one server, written in RESP at once ---- */
+/* (building a cmd and four keys per row, then formatting them, was a sixth
+ * of a page's client instructions) */
+
+typedef struct resp_out {
+    char *p;
+    size_t len;
+} resp_out;
+
+static void put(resp_out *q, const char *s, size_t n)
 {
-    /* the commands dense in q (a row has 2 to 4), at[] each one's place
-     * (a cmd is a few hundred bytes: one array of them, no copies) */
-    size_t n = l->n, per = R_PER;
-    cmd *q = convo__rd_cmds_new(n * per);
-    size_t *at = calloc(n * per, sizeof *at);
-    redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
+    memcpy(q->p + q->len, s, n);
+    q->len += n;
+}
+
+#define PUT(q, lit) put(q, lit, sizeof lit - 1)
+
+/* A key argument: "$LEN\r\n" head suffix "\r\n". */
+static void put_key(resp_out *q, const char *head, size_t hlen, int kind)
+{
+    const char *suffix = convo__rd_key_suffix(kind);
+    size_t slen = strlen(suffix);
+    q->p[q->len++] = '$';
+    q->len += convo__rd_fmt_num(q->p + q->len, (long long)(hlen + slen));
+    PUT(q, "\r\n");
+    put(q, head, hlen);
+    put(q, suffix, slen);
+    PUT(q, "\r\n");
+}
+
+/* The room a row's commands need, its keys starting with a head of hlen. */
+static size_t row_room(size_t hlen)
+{
+    return 4 * (hlen + 32) + 128;
+}
+
+/* What row_cmds() sends, written at q (which has row_room()). */
+static size_t row_resp(const list_state *st, const char *head, size_t hlen, resp_out *q,
+                       size_t *at)
+{
+    size_t n = 0;
+    at[R_META] = n++;
+    PUT(q, "*5\r\n$5\r\nHMGET\r\n");
+    put_key(q, head, hlen, K_META);
+    PUT(q, "$1\r\nc\r\n$1\r\nu\r\n$1\r\np\r\n");
+    at[R_LEN] = n++;
+    PUT(q, "*2\r\n$4\r\nLLEN\r\n");
+    put_key(q, head, hlen, K_MSGS);
+    at[R_EXTRA] = at[R_LAST] = SIZE_MAX;
+    if (st->where || st->o->with_extra) {
+        at[R_EXTRA] = n++;
+        PUT(q, "*2\r\n$7\r\nHGETALL\r\n");
+        put_key(q, head, hlen, K_EXTRA);
+    }
+    if (st->o->with_last_message || st->s->window) {
+        at[R_LAST] = n++;
+        PUT(q, "*3\r\n$6\r\nLINDEX\r\n");
+        put_key(q, head, hlen, K_MSGS);
+        PUT(q, "$2\r\n-1\r\n");
+    }
+    return n;
+}
+
+/* The rows of l on one server: one request written at once, the replies in
+ * arena; at[] as read_rows() has it, *nf the number of commands. */
+static int rows_one_server(list_state *st, const cand_list *l, size_t *at, redisReply **rr,
+                           rd_arena *arena, size_t *nf, convo_error *err)
+{
+    size_t room = 0, hmax = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        size_t h = convo__rd_key_head(st->b, l->c[i].id, NULL);
+        room += row_room(h);
+        hmax = h > hmax ? h : hmax;
+    }
+    resp_out q = {malloc(room + hmax), 0};
+    if (!q.p)
+        return convo__rd_oom(err);
+    char *head = q.p + room; /* each row's "P:{tag}:", after the request's room */
+    *nf = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        size_t hlen = convo__rd_key_head(st->b, l->c[i].id, head), first = *nf;
+        *nf += row_resp(st, head, hlen, &q, &at[i * R_PER]);
+        for (size_t j = 0; j < R_PER; j++)
+            at[i * R_PER + j] += at[i * R_PER + j] == SIZE_MAX ? 0 : first;
+    }
+    int rc = convo__rd_send_raw(st->b, st->c, q.p, q.len, err);
+    free(q.p);
+    return rc ? rc : convo__rd_replies_arena(st->b, st->c, *nf, rr, arena, err);
+}
+
+/* The rows of l on a cluster, routed command by command. */
+static int rows_cluster(list_state *st, const cand_list *l, size_t *at, redisReply **rr,
+                        size_t *nf, convo_error *err)
+{
+    size_t n = l->n;
+    cmd *q = convo__rd_cmds_new(n * R_PER);
     thread_keys *tk = calloc(n, sizeof *tk);
-    int rc = q && at && r && rr && tk ? 0 : convo__rd_oom(err);
-    size_t nf = 0;
+    int rc = q && tk ? 0 : convo__rd_oom(err);
+    *nf = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (convo__rd_keys_row(st->b, l->c[i].id, &tk[i]) != 0) {
             rc = convo__rd_oom(err);
             break;
         }
-        size_t first = nf;
-        nf += row_cmds(st, &tk[i], &q[nf], &at[i * per]);
-        for (size_t j = 0; j < per; j++)
-            at[i * per + j] += at[i * per + j] == SIZE_MAX ? 0 : first;
-        for (size_t j = first; j < nf; j++)
+        size_t first = *nf;
+        *nf += row_cmds(st, &tk[i], &q[*nf], &at[i * R_PER]);
+        for (size_t j = 0; j < R_PER; j++)
+            at[i * R_PER + j] += at[i * R_PER + j] == SIZE_MAX ? 0 : first;
+        for (size_t j = first; j < *nf; j++)
             if (q[j].failed)
                 rc = convo__rd_oom(err);
     }
-    /* one server: the replies in one arena (arena.c), some 10 elements a row */
-    rd_arena *arena = st->b->cluster || rc != 0 ? NULL : convo__rd_arena_new();
-    if (rc == 0 && !st->b->cluster && !arena)
-        rc = convo__rd_oom(err);
     if (rc == 0)
-        rc = arena ? convo__rd_pipeline_arena(st->b, st->c, q, nf, rr, arena, err)
-                   : convo__rd_pipeline(st->b, st->c, q, nf, rr, err);
+        rc = convo__rd_pipeline(st->b, st->c, q, *nf, rr, err);
+    for (size_t i = 0; q && i < *nf; i++)
+        convo__rd_cmd_free(&q[i]);
+    for (size_t i = 0; tk && i < n; i++)
+        free(tk[i].buf);
+    free(q);
+    free(tk);
+    return rc;
+}
+
+/* Reads the rows of a batch in one round trip and hands them to take (by
+ * default take_rows: adds those that belong). */
+static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, void *ctx,
+                     convo_error *err)
+{
+    size_t n = l->n, per = R_PER, nf = 0;
+    size_t *at = calloc(n * per, sizeof *at);
+    redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
+    /* one server: the replies in one arena (arena.c), some 10 elements a row */
+    rd_arena *arena = st->b->cluster ? NULL : convo__rd_arena_new();
+    int rc = at && r && rr && (st->b->cluster || arena) ? 0 : convo__rd_oom(err);
+    if (rc == 0)
+        rc = arena ? rows_one_server(st, l, at, rr, arena, &nf, err)
+                   : rows_cluster(st, l, at, rr, &nf, err);
     for (size_t i = 0; i < n * per && rc == 0; i++)
         r[i] = at[i] == SIZE_MAX ? NULL : rr[at[i]];
     if (rc == 0)
@@ -565,15 +668,9 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     if (rr && !arena)
         convo__rd_replies_free(rr, nf);
     convo__rd_arena_free(arena);
-    for (size_t i = 0; q && i < nf; i++)
-        convo__rd_cmd_free(&q[i]);
-    for (size_t i = 0; tk && i < n; i++)
-        free(tk[i].buf);
-    free(q);
     free(at);
     free(r);
     free(rr);
-    free(tk);
     return rc;
 }
 

@@ -124,6 +124,8 @@ typedef int (*build_fn)(void *ctx, cmd *c, int create);
 void convo__rd_cmd_add(cmd *c, const char *s, size_t len);
 void convo__rd_cmd_str(cmd *c, const char *s);
 size_t convo__rd_fmt_num(char *buf, long long v);
+size_t convo__rd_key_head(const convo_backend *b, const char *id, char *out);
+const char *convo__rd_key_suffix(int kind);
 void convo__rd_cmd_num(cmd *c, long long v);
 cmd *convo__rd_cmds_new(size_t n);
 void convo__rd_cmd_free(cmd *c);
@@ -150,6 +152,9 @@ int convo__rd_reply_error(const redisReply *r, convo_error *err);
 void convo__rd_replies_free(redisReply **replies, size_t n);
 int convo__rd_pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
                              redisReply **replies, int arena, convo_error *err);
+int convo__rd_send(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err);
+int convo__rd_send_raw(convo_backend *b, rconn *rc, const char *buf, size_t len, convo_error *err);
+int convo__rd_read_failed(convo_backend *b, rconn *rc, int errnum, convo_error *err);
 
 /* arena.c: a pipeline's replies from one arena, freed together */
 typedef struct rd_arena rd_arena;
@@ -157,6 +162,8 @@ rd_arena *convo__rd_arena_new(void);
 void convo__rd_arena_free(rd_arena *a);
 int convo__rd_pipeline_arena(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
                              redisReply **replies, rd_arena *a, convo_error *err);
+int convo__rd_replies_arena(convo_backend *b, rconn *rc, size_t n, redisReply **replies,
+                            rd_arena *a, convo_error *err);
 int convo__rd_pipeline(convo_backend *b, rconn *rc, cmd *cmds, size_t n, redisReply **replies,
                        convo_error *err);
 int convo__rd_is_noscript(const redisReply *r);
