@@ -8,15 +8,25 @@ Reads hand out the held message objects themselves (as the Node saver does): cop
 each one per read cost more than the read of the new messages (docs/performance.md).
 A held message keeps beside it a private snapshot taken when it was revived (its class,
 a copy of its fields whose lists and dicts are copied down to their JSON-like leaves, and
-of its pydantic extras); a read first compares each held message with its snapshot (its fields and pydantic
-extras, by ==, at C speed), and a message changed in place since (its content, its id,
-a field, a list or dict inside one) is dropped and revived again from the log, so a
-node changing a message of its state in place never changes what a later read gives.
-Any other object inside a field is shared with the snapshot, so a change inside it is
-not seen (docs/python.md "Revived messages are kept")."""
+of its pydantic extras), and a read hands out only messages still equal to it: a message
+changed in place since (its content, its id, a field, a list or dict inside one) is
+dropped and revived again from the log, so a node changing a message of its state in
+place never changes what a later read gives. Any other object inside a field is shared
+with the snapshot, so a change inside it is not seen (docs/python.md "Revived messages
+are kept").
 
+What a read of n held messages checks costs O(1) a message with a small constant, not a
+comparison of each one's fields: a held pydantic message is *watched* — its
+`__pydantic_fields_set__` (the set pydantic adds a field's name to whenever the field
+is assigned, `msg.content = ...`) is replaced by a _Watch that also marks the message's
+seq changed; strings cannot change in place, so what is left to look at is its lists and
+dicts: those empty when it was revived are compared, all of the thread's together, with
+one shared empty of their kind (one C-level list comparison), the few that were not with
+their copies. A message whose class pydantic does not call the set's add() for (found
+once per class) is compared field by field, as before."""
+
+import bisect
 import collections
-import operator
 import threading
 
 
@@ -66,6 +76,103 @@ def same(item, snap):
         getattr(item, "__pydantic_extra__", _NONE) == snap[2]
 
 
+class _Watch(set):
+    """A held pydantic message's __pydantic_fields_set__: the set of its fields given
+    when it was built, to which pydantic's __setattr__ adds the name of every field
+    assigned since: add() also marks the message's seq in its thread's `changed`. A
+    copy or a pickle of the message gets a plain set."""
+    __slots__ = ("thread", "seq")
+
+    def add(self, name):
+        set.add(self, name)
+        thread = self.thread
+        if thread is not None:
+            thread.changed.add(self.seq)
+
+    def __reduce__(self):
+        return set, (list(self),)
+
+    def __copy__(self):
+        return set(self)
+
+    def __deepcopy__(self, memo):
+        return set(self)
+
+
+_WATCHABLE = {}     # type -> whether an assignment to a field of its objects reaches _Watch.add
+
+
+def _watchable(item):
+    """Whether item is a pydantic model whose field assignments go through its
+    __pydantic_fields_set__'s add() (tried once per class, on a copy of the item)."""
+    t = type(item)
+    answer = _WATCHABLE.get(t)
+    if answer is None:
+        answer = False
+        try:
+            if isinstance(getattr(item, "__pydantic_fields_set__", None), set) and \
+                    "id" in item.__dict__:
+                probe = item.__copy__()
+                _object_setattr(probe, "__pydantic_fields_set__",
+                                _Probe(probe.__pydantic_fields_set__))
+                probe.id = "convo-probe"
+                answer = probe.__pydantic_fields_set__.added and \
+                    probe.__dict__.get("id") == "convo-probe"
+        except Exception:   # noqa: BLE001 - a class we cannot try is compared field by field
+            answer = False
+        if len(_WATCHABLE) < 256:
+            _WATCHABLE[t] = answer
+    return answer
+
+
+def _watch(entry, seq, item, snap):
+    """The parts of an item about to be held at seq (see _Thread), its fields set
+    replaced by a _Watch when it is a watched message."""
+    if snap is item:
+        return (), ()       # a str
+    if not _watchable(item):
+        return None
+    parts = _watch_parts(item, snap)
+    w = _Watch(item.__pydantic_fields_set__)
+    w.thread, w.seq = entry, seq
+    _object_setattr(item, "__pydantic_fields_set__", w)
+    return parts
+
+
+class _Probe(set):
+    """What _watchable tries a class with: whether pydantic called add()."""
+    __slots__ = ("added",)
+
+    def __init__(self, *args):
+        set.__init__(self, *args)
+        self.added = False
+
+    def add(self, name):
+        set.add(self, name)
+        self.added = True
+
+
+def _watch_parts(item, snap):
+    """(empties, deep) of a watched message: its list and dict fields (and pydantic
+    extras) that are empty, and [(container, its snapshot copy)] of the others."""
+    empties, deep = [], []
+    fields = snap[1]
+    for k, v in item.__dict__.items():
+        t = type(v)
+        if t is list or t is dict:
+            if v:
+                deep.append((v, fields[k]))
+            else:
+                empties.append(v)
+    extra = item.__pydantic_extra__
+    if extra is not None:
+        if extra:
+            deep.append((extra, snap[2]))
+        else:
+            empties.append(extra)
+    return empties, deep
+
+
 _HOLDABLE = {}      # type -> whether its objects are held (asked once per type)
 
 
@@ -83,70 +190,99 @@ def _holdable(item):
     return answer
 
 
-_fields_of = operator.attrgetter("__dict__")
-_extras_of = operator.attrgetter("__pydantic_extra__")
 _NONE = object()
+_object_setattr = object.__setattr__
 
 
 class _Thread:
-    """What is held of one thread's log: seq -> (text, item, snapshot), valid at
-    (generation, origin); length: the seqs [0, length) are all held. For those,
-    parallel lists by seq: `prefix` the items (a read takes them with one slice),
-    `classes`, `fields`, `extras` their snapshots (compared with the items' own
-    with three C-level passes); `other`: how many of them are not pydantic models
-    (a str, another object: compared one by one)."""
-    __slots__ = ("generation", "origin", "held", "length", "prefix", "classes", "fields",
-                 "extras", "other")
+    """What is held of one thread's log: seq -> (text, item, snapshot, parts), valid
+    at (generation, origin); parts: _watch_parts of a watched message, ((), ()) for
+    a str, None for an item compared field by field. length: the seqs [0, length)
+    are all held; for those, lists by seq, so that a read checks them at C speed:
+    `prefix` the items (a read takes them with one slice), `classes` their classes,
+    `empties` the lists and dicts empty when they were revived, in seq order, with
+    `blanks` (the shared empty of each one's kind) beside them and `ends[q]` the
+    number of them before seq q; `deep` the others as (seqs, containers, copies);
+    `other`: how many of them are compared field by field. `changed`: the seqs of
+    watched messages a field of which was assigned (_Watch)."""
+    __slots__ = ("generation", "origin", "held", "length", "prefix", "classes", "empties",
+                 "blanks", "ends", "deep", "other", "changed")
 
     def __init__(self, generation, origin):
         self.generation, self.origin = generation, origin
         self.held = {}
+        self.changed = set()
         self.length = 0
         self.truncate(0)
 
     def truncate(self, k):
         # new lists: a read under way keeps its own
-        self.length = k
-        self.prefix = [self.held[q][1] for q in range(k)]
-        snaps = [self.held[q][2] for q in range(k)]
-        self.classes = [x[0] for x in snaps]
-        self.fields = [x[1] for x in snaps]
-        self.extras = [x[2] for x in snaps]
-        self.other = sum(1 for x in self.extras if x is _NONE)
+        self.length = 0
+        self.classes, self.empties, self.blanks, self.ends = [], [], [], [0]
+        self.deep = ([], [], [])
+        self.other = 0
+        self.prefix = []
+        self.changed.difference_update([q for q in self.changed.copy() if q >= k])
+        self._add([self.held[q] for q in range(k)])
 
     def extend(self):
         held, k = self.held, self.length
         end = k
         while end in held:
             end += 1
-        if end == k:
-            return
-        entries = [held[q] for q in range(k, end)]
-        snaps = [e[2] for e in entries]
-        others = [i for i, x in enumerate(snaps) if type(x) is str or x[2] is _NONE]
-        for i in others:
-            snaps[i] = (None, None, _NONE)
-        self.other += len(others)
+        if end > k:
+            self._add([held[q] for q in range(k, end)])
+
+    def _add(self, entries):
+        """Appends held entries (the seqs from length on) to the lists; the prefix
+        last: a read that finds k items in it finds the rest of the lists ready."""
+        seqs, objs, copies = self.deep
+        empties, ends = self.empties, self.ends
+        for q, (_, item, _, parts) in enumerate(entries, self.length):
+            if parts is None:
+                self.other += 1
+            else:
+                empties.extend(parts[0])
+                for container, copy in parts[1]:
+                    seqs.append(q)
+                    objs.append(container)
+                    copies.append(copy)
+            ends.append(len(empties))
+        self.blanks.extend([EMPTY_LIST if type(x) is list else EMPTY_DICT
+                            for x in empties[len(self.blanks):]])
+        self.classes.extend([e[1].__class__ for e in entries])
         self.prefix.extend([e[1] for e in entries])
-        self.classes.extend([x[0] for x in snaps])
-        self.fields.extend([x[1] for x in snaps])
-        self.extras.extend([x[2] for x in snaps])
-        self.length = end
+        self.length += len(entries)
 
     def first_changed(self, k):
         """The first seq of [0, k) (k <= length) whose item was changed since its
-        snapshot, -1 when none was: three passes at C speed when every item is a
-        pydantic model."""
-        items, classes, fields, extras = self.prefix, self.classes, self.fields, self.extras
-        if len(items) < k or len(classes) < k:
-            return min(len(items), len(classes))   # truncated by another thread meanwhile
-        if k < len(items):
-            items, classes, fields, extras = items[:k], classes[:k], fields[:k], extras[:k]
-        if not self.other and list(map(type, items)) == classes and \
-                list(map(_fields_of, items)) == fields and \
-                list(map(_extras_of, items)) == extras:
-            return -1
+        snapshot, -1 when none was: the seqs marked changed, then one C-level
+        comparison each of the items' classes, of the empty containers with the
+        blanks and of the others with their copies."""
+        items, classes, ends = self.prefix, self.classes, self.ends
+        if len(items) < k or len(classes) < k or len(ends) <= k:
+            return min(len(items), len(classes), len(ends) - 1)  # truncated meanwhile
         held = self.held
+        if self.changed:
+            for q in sorted(self.changed.copy()):   # a copy: another thread may add
+                if q >= k:
+                    break
+                got = held.get(q)
+                if got is None or not same(got[1], got[2]):
+                    return q
+                self.changed.discard(q)     # assigned an equal value: nothing changed
+        if k < len(items):
+            items, classes = items[:k], classes[:k]
+        if not self.other:
+            e = ends[k]
+            empties, blanks = self.empties, self.blanks
+            if e < len(empties) or len(blanks) != e:
+                empties, blanks = empties[:e], blanks[:e]
+            seqs, objs, copies = self.deep
+            d = bisect.bisect_left(seqs, k)
+            if list(map(type, items)) == classes and empties == blanks and \
+                    objs[:d] == copies[:d]:
+                return -1
         return next((q for q, x in enumerate(items) if not same(x, held[q][2])), -1)
 
 
@@ -178,6 +314,7 @@ class MessageCache:
             if self._threads.get(thread_id) is not entry or seq not in entry.held:
                 return
             del entry.held[seq]
+            entry.changed.discard(seq)
             self._count -= 1
             if seq < entry.length:
                 entry.truncate(seq)
@@ -243,8 +380,10 @@ class MessageCache:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
             for seq, text, item, snapshot in added:
+                parts = _watch(entry, seq, item, snapshot)
                 if seq in entry.held:
-                    entry.held[seq] = (text, item, snapshot)
+                    entry.held[seq] = (text, item, snapshot, parts)
+                    entry.changed.discard(seq)
                     if seq < entry.length:
                         entry.truncate(seq)
                     continue
@@ -252,7 +391,7 @@ class MessageCache:
                     pass
                 if self._count >= self.limit:
                     return
-                entry.held[seq] = (text, item, snapshot)
+                entry.held[seq] = (text, item, snapshot, parts)
                 self._count += 1
             entry.extend()
 
