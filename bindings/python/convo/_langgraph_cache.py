@@ -29,6 +29,8 @@ import bisect
 import collections
 import threading
 
+from .checkpoint import seq_range
+
 
 class Missing(Exception):
     """The read left out a message this cache no longer holds (dropped meanwhile
@@ -433,7 +435,7 @@ class _Reader:
             prefix = entry.prefix
             k = texts.count(None)
             if k and k <= len(prefix) and texts[k - 1] is None and \
-                    texts[:k].count(None) == k and seqs[:k] == list(range(k)):
+                    texts[:k].count(None) == k and seqs[:k] == seq_range(k):
                 changed = entry.first_changed(k)
                 if changed >= 0:
                     self.cache._drop(entry, self.thread_id, changed)

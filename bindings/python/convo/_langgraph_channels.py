@@ -26,7 +26,7 @@ import uuid
 
 from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache, Missing
 from . import _langgraph_delta as delta
-from .checkpoint import Items
+from .checkpoint import Items, seq_range
 
 ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes deltas")
 ChannelPlan.__doc__ = """What ConvoSaver.put hands to Store.checkpoint_put: channels as
@@ -332,8 +332,8 @@ class _Known:
     __slots__ = ("head", "tail", "tail_seqs", "idless", "generation")
 
     def __init__(self, items, prefix, tail_seqs, generation, idless=None):
-        self.head = tuple(items[:prefix])
-        self.tail = tuple(items[prefix:])
+        self.head = items[:prefix]      # lists never changed: one copy, not two
+        self.tail = items[prefix:]
         self.tail_seqs = tail_seqs
         self.generation = generation
         self.idless = _idless(self.head) if idless is None else idless
@@ -344,7 +344,7 @@ class _Known:
         before: what a put of the same checkpoint told us (its id-less positions
         hold for the items read back)."""
         n = len(seqs)
-        if seqs == list(range(n)):
+        if seqs == seq_range(n):
             k = n
         else:
             k = 0
@@ -358,9 +358,11 @@ class _Known:
 
     def prefix_of(self, items):
         """How many of items' first ones are, unchanged, the log's messages [0, k)
-        this list started with: its head's objects, at their places."""
+        this list started with: its head's objects at their places (or objects equal
+        to them: a list comparison tells them apart by pointer, without a step per
+        item in Python)."""
         k = len(self.head)
-        if not k or len(items) < k or not all(map(operator.is_, items, self.head)):
+        if not k or len(items) < k or (items[:k] if len(items) > k else items) != self.head:
             return 0
         for i in self.idless:
             if i < k and items[i].id is not None:

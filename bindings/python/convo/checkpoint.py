@@ -6,6 +6,7 @@ import collections
 import collections.abc
 import ctypes
 import json
+import threading
 
 from . import _lib
 from ._args import _text, _json_bytes, _int, _items
@@ -166,23 +167,55 @@ def _items_in(value, what, keep):
     return it, out
 
 
+_PTR = ctypes.sizeof(ctypes.c_void_p)
+_range_list = []            # [0, 1, 2, ...]: seq_range's slices share its int objects
+_range_bytes = bytearray()  # the same as int64 in the machine's order
+_range_lock = threading.Lock()
+
+
+def seq_range(n):
+    """list(range(n)), its ints shared with every other call's (a comparison of two
+    such lists is one of pointers)."""
+    if len(_range_list) < n:
+        with _range_lock:
+            if len(_range_list) < n:
+                grown = list(range(len(_range_list), max(n, 2 * len(_range_list), 1024)))
+                _range_bytes.extend(bytes((ctypes.c_int64 * len(grown))(*grown)))
+                _range_list.extend(grown)
+    return _range_list[:n]
+
+
+def _array(address, ctype, start, n):
+    return (ctype * n).from_address(address + start * ctypes.sizeof(ctype))[:]
+
+
 def _items_out(items):
     """A resolved list; an item left out because the caller holds it (a get with
-    `known`) has the text None and its seq."""
+    `known`) has the text None and its seq. The usual read of a conversation (its
+    first k items left out, at seqs 0..k-1) is found in the C arrays' bytes and its
+    k entries made without a Python object each."""
     n = items.n
     if n == 0:
         return Items([], [], _str(items.key), _blob_out(items.rest), None)
-    # each array read in one call (a ctypes index per element costs more than the copy)
-    ptrs = ctypes.cast(items.items, ctypes.POINTER(ctypes.c_void_p * n)).contents[:]
-    lengths = ctypes.cast(items.lengths, ctypes.POINTER(ctypes.c_size_t * n)).contents[:]
-    # the items left out (known=) are the first ones: no call for each of them
-    k = ptrs.count(None)
-    if k and ptrs[:k] == [None] * k:
-        texts = [None] * k + [ctypes.string_at(p, m) for p, m in zip(ptrs[k:], lengths[k:])]
+    ptrs_at = ctypes.cast(items.items, ctypes.c_void_p).value
+    seqs_at = ctypes.cast(items.seqs, ctypes.c_void_p).value if items.seqs else None
+    lengths_at = ctypes.cast(items.lengths, ctypes.c_void_p).value
+    raw = ctypes.string_at(ptrs_at, n * _PTR)
+    k = (len(raw) - len(raw.lstrip(b"\0"))) // _PTR    # the NULL texts in front
+    seq_range(k)
+    if k and seqs_at is not None and \
+            ctypes.string_at(seqs_at, 8 * k) == _range_bytes[:8 * k]:
+        texts, seqs = [None] * k, seq_range(k)
+        ptrs = _array(ptrs_at, ctypes.c_void_p, k, n - k)
+        lengths = _array(lengths_at, ctypes.c_size_t, k, n - k)
+        seqs += _array(seqs_at, ctypes.c_int64, k, n - k)
     else:
-        texts = [None if p is None else ctypes.string_at(p, m) for p, m in zip(ptrs, lengths)]
-    seqs = (ctypes.cast(items.seqs, ctypes.POINTER(ctypes.c_int64 * n)).contents[:]
-            if items.seqs else [-1] * n)
+        texts = []
+        ptrs = _array(ptrs_at, ctypes.c_void_p, 0, n)
+        lengths = _array(lengths_at, ctypes.c_size_t, 0, n)
+        seqs = _array(seqs_at, ctypes.c_int64, 0, n) if seqs_at is not None else [-1] * n
+    # each array read in one call (a ctypes index per element costs more than the copy)
+    texts += [None if p is None else ctypes.string_at(p, m) for p, m in zip(ptrs, lengths)]
     return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
 
 
