@@ -387,7 +387,7 @@ typedef struct convo_checkpoint_get_opts {
 CONVO_EXTERN int convo_checkpoint_get_ex(convo_store *s, const convo_checkpoint_get_opts *opts,
                                          convo_checkpoint **out, convo_error *err);
 
-#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 4
+#define CONVO_CHECKPOINT_LIST_OPTS_VERSION 5
 typedef struct convo_checkpoint_list_opts {
     unsigned int version;
     const char *thread_id;     /* NULL = every thread */
@@ -414,9 +414,18 @@ typedef struct convo_checkpoint_list_opts {
      * none of their lists. The key and rest still tell which list a channel
      * holds; other values, pending writes and metadata are as without it. */
     int without_channel_items;
+    /* ---- version 5: a channel name: each checkpoint comes back with only what
+     * a walk over ancestors for that channel needs (LangGraph's delta channel
+     * history): its ids, parent, log_length and created_at, that one channel
+     * (its version, and its value as without_channel_items gives it: a list's
+     * key and rest, no item; a plain value whole) and its pending writes to that
+     * channel alone (resolved as usual); no body (type NULL), metadata "{}", no
+     * other channel or write, and the log read for those writes alone. The
+     * metadata filter still applies to the stored metadata. NULL = everything. */
+    const char *only_channel;
 } convo_checkpoint_list_opts;
 #define CONVO_CHECKPOINT_LIST_OPTS_INIT { CONVO_CHECKPOINT_LIST_OPTS_VERSION, NULL, NULL, NULL, 0, \
-                                          NULL, NULL, NULL, -1, 0, -1, 0 }
+                                          NULL, NULL, NULL, -1, 0, -1, 0, NULL }
 
 /* Newest first (the order in which they were put). */
 CONVO_EXTERN int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,

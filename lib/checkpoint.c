@@ -29,25 +29,33 @@ static void *dup_bytes(const void *b, size_t len, int *failed)
     return c;
 }
 
+static void channel_free(cp_channel *c)
+{
+    free(c->channel);
+    free(c->version);
+    free(c->type);
+    free(c->bytes);
+    convo__items_free(c->items);
+}
+
+static void write_free(cp_write *w)
+{
+    free(w->task_id);
+    free(w->task_path);
+    free(w->channel);
+    free(w->type);
+    free(w->bytes);
+    convo__items_free(w->items);
+}
+
 void convo_checkpoint_free(convo_checkpoint *cp)
 {
     if (!cp)
         return;
-    for (size_t i = 0; i < cp->nchannels; i++) {
-        free(cp->channels[i].channel);
-        free(cp->channels[i].version);
-        free(cp->channels[i].type);
-        free(cp->channels[i].bytes);
-        convo__items_free(cp->channels[i].items);
-    }
-    for (size_t i = 0; i < cp->nwrites; i++) {
-        free(cp->writes[i].task_id);
-        free(cp->writes[i].task_path);
-        free(cp->writes[i].channel);
-        free(cp->writes[i].type);
-        free(cp->writes[i].bytes);
-        convo__items_free(cp->writes[i].items);
-    }
+    for (size_t i = 0; i < cp->nchannels; i++)
+        channel_free(&cp->channels[i]);
+    for (size_t i = 0; i < cp->nwrites; i++)
+        write_free(&cp->writes[i]);
     free(cp->channels);
     free(cp->writes);
     free(cp->thread_id);
@@ -633,6 +641,40 @@ int convo__checkpoint_get_raw(convo_store *s, const char *thread_id, const char 
     return convo__scrubbed(s, rc, err);
 }
 
+/* list opts v5 only_channel: cp as read by the driver, cut down to that channel
+ * and its writes, without its body and metadata (before anything is resolved:
+ * neither the log nor the body code is read for what is dropped). */
+static int keep_channel(convo_checkpoint *cp, const char *channel, convo_error *err)
+{
+    char *empty = strdup("{}");
+    if (!empty)
+        return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    free(cp->metadata);
+    cp->metadata = empty;
+    free(cp->body_type);
+    free(cp->body);
+    cp->body_type = NULL;
+    cp->body = NULL;
+    cp->body_len = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < cp->nchannels; i++) {
+        if (strcmp(cp->channels[i].channel, channel) == 0)
+            cp->channels[n++] = cp->channels[i];
+        else
+            channel_free(&cp->channels[i]);
+    }
+    cp->nchannels = n;
+    n = 0;
+    for (size_t i = 0; i < cp->nwrites; i++) {
+        if (strcmp(cp->writes[i].channel, channel) == 0)
+            cp->writes[n++] = cp->writes[i];
+        else
+            write_free(&cp->writes[i]);
+    }
+    cp->nwrites = n;
+    return 0;
+}
+
 int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts,
                           convo_checkpoint_set **out, convo_error *err)
 {
@@ -645,7 +687,8 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
         if (opts->version < 1 || opts->version > CONVO_CHECKPOINT_LIST_OPTS_VERSION)
             return convo__error(err, CONVO_EINVAL, NULL, "unknown checkpoint list opts version");
         memcpy(&o, opts,
-               opts->version >= 4   ? sizeof o
+               opts->version >= 5   ? sizeof o
+               : opts->version == 4 ? offsetof(convo_checkpoint_list_opts, only_channel)
                : opts->version == 3 ? offsetof(convo_checkpoint_list_opts, without_channel_items)
                : opts->version == 2 ? offsetof(convo_checkpoint_list_opts, known_generation)
                                     : offsetof(convo_checkpoint_list_opts, before_thread_id));
@@ -656,6 +699,8 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (rc == 0 && o.without_channel_items != 0 && o.without_channel_items != 1)
         rc = convo__error(err, CONVO_EINVAL, NULL, "without_channel_items is %d, not 0 or 1",
                           o.without_channel_items);
+    if (rc == 0 && o.only_channel)
+        rc = check_key("only_channel", o.only_channel, 0, err);
     if (rc == 0 && o.known_length > 0 && !o.thread_id)
         rc = convo__error(err, CONVO_EINVAL, NULL,
                           "known_length is what is known of one thread's log: it needs thread_id");
@@ -690,10 +735,16 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (rc == 0)
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
-    for (size_t i = 0; rc == 0 && i < (*out)->count; i++)
-        if ((rc = convo__items_resolve(s, (*out)->items[i], &k, o.without_channel_items, err)) ==
-            0)
-            rc = convo__body_resolve((*out)->items[i], err);
+    for (size_t i = 0; rc == 0 && i < (*out)->count; i++) {
+        convo_checkpoint *cp = (*out)->items[i];
+        if (o.only_channel) {
+            if ((rc = keep_channel(cp, o.only_channel, err)) == 0)
+                rc = convo__items_resolve(s, cp, &k, 1, err);
+            continue;
+        }
+        if ((rc = convo__items_resolve(s, cp, &k, o.without_channel_items, err)) == 0)
+            rc = convo__body_resolve(cp, err);
+    }
     if (rc != 0) {
         convo_checkpoint_set_free(*out);
         *out = NULL;

@@ -1075,6 +1075,7 @@ int main(int argc, char **argv)
     conf_add_items_tests(s);
     conf_add_known_tests(s);
     conf_add_list_items_tests(s);
+    conf_add_list_only_tests(s);
     conf_add_prefix_tests(s);
     conf_add_thread_index_tests(s);
     conf_add_copy_tests(s);

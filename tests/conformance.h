@@ -116,6 +116,8 @@ void conf_add_items_tests(Suite *s);
 void conf_add_known_tests(Suite *s);
 /* conformance_list_items.c: lists without their channels' items (list opts v4). */
 void conf_add_list_items_tests(Suite *s);
+/* conformance_list_only.c: lists of one channel and its writes, for a walk (list opts v5). */
+void conf_add_list_only_tests(Suite *s);
 /* conformance_prefix.c: channel lists given as a log prefix and what follows (v5 puts). */
 void conf_add_prefix_tests(Suite *s);
 /* conformance_threads.c: the thread index (convo_thread_list_ex). */
