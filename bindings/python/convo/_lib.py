@@ -35,7 +35,7 @@ LOAD_OPTS_VERSION = 1
 CHECKPOINT_IN_VERSION = 5
 WRITES_IN_VERSION = 1
 FORK_OPTS_VERSION = 2
-CHECKPOINT_LIST_OPTS_VERSION = 4
+CHECKPOINT_LIST_OPTS_VERSION = 5
 CHECKPOINT_GET_OPTS_VERSION = 1
 DUMP_OPTS_VERSION = 2
 
@@ -288,12 +288,13 @@ class CheckpointListOpts(ctypes.Structure):
         ("known_length", ctypes.c_int64),
         ("known_origin", ctypes.c_int64),
         ("without_channel_items", ctypes.c_int),  # version 4
+        ("only_channel", ctypes.c_char_p),  # version 5
     ]
 
     @classmethod
     def init(cls):
         return cls(CHECKPOINT_LIST_OPTS_VERSION, None, None, None, 0, None, None, None, -1, 0, -1,
-                   0)
+                   0, None)
 
 
 class CheckpointGetOpts(ctypes.Structure):

@@ -477,7 +477,7 @@ class CheckpointCalls:
 
     def checkpoint_list(self, thread_id=None, *, ns=None, before=None, before_thread_id=None,
                         before_ns=None, limit=None, filter=None, page_size=100, known=None,
-                        channel_items=True):
+                        channel_items=True, only_channel=None):
         """Yields Checkpoints newest first (the order they were put in), of
         one thread or of every thread (thread_id None), of one namespace or
         of all (ns None). before: a checkpoint id; only checkpoints put before
@@ -492,7 +492,10 @@ class CheckpointCalls:
         items comes back as an Items without items (its key and rest as stored)
         and the log is not read for it (convo_checkpoint_list_opts v4
         without_channel_items): for a walk that needs the ancestors' pending
-        writes and metadata, not their lists.
+        writes and metadata, not their lists. only_channel: a channel name: each
+        checkpoint with only that channel (without its list's items) and its
+        pending writes to it, no body (None), metadata "{}" (v5 only_channel): for
+        a walk over ancestors for that channel.
 
         Arguments are checked at once; the first page is fetched on the first
         next()."""
@@ -514,6 +517,8 @@ class CheckpointCalls:
             raise invalid("known applies to one thread's log: give thread_id")
         _known_in(opts, known)
         opts.without_channel_items = 0 if channel_items else 1
+        if only_channel is not None:
+            opts.only_channel = keep(_text(only_channel, "only_channel"))
         remaining = None if limit is None else _int(limit, "limit", 0)
         size = _int(page_size, "page_size", 1)
         return self._iter_checkpoints(opts, keep, remaining, size)

@@ -319,6 +319,10 @@ class ConvoSaver(BaseCheckpointSaver):
 
         depth = max(8, depth_of(target))
         window, listed = {}, set()
+        # one message channel walked for (the usual case): the ancestors listed with that
+        # channel and its writes alone, no body, metadata nor other channel (list opts v5)
+        only = next(iter(remaining)) if len(remaining) == 1 and \
+            self._channels.names == remaining else None
 
         def page(before):
             # without the ancestors' lists (the library resolves none: each is O(history)),
@@ -327,7 +331,7 @@ class ConvoSaver(BaseCheckpointSaver):
             listed.add(before)
             for cp in self._store.checkpoint_list(target.thread_id, ns=target.ns, before=before,
                                                   limit=depth, page_size=depth, known=known,
-                                                  channel_items=False):
+                                                  channel_items=False, only_channel=only):
                 window[cp.id] = cp
 
         def needs_items(cp):

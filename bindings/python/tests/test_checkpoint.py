@@ -399,6 +399,35 @@ class ItemsTests:
         self.assertEqual(bare.writes[0].value.json(), [{"role": "user", "content": "w"}])
         self.assertEqual(bare.metadata, whole.metadata)
 
+    def test_list_only_channel(self):
+        """only_channel=NAME: each checkpoint with that channel alone (a list without
+        its items) and its writes to it; no body, metadata {}; the filter still
+        applies to the stored metadata."""
+        t = self.tid()
+        self.store.checkpoint_put(t, "c1", metadata={"step": 1}, body=("json", b"{}"), channels=[
+            ("messages", "1", convo.Items(self.M, key="__convo_delta__", rest=("json", b'{"a":1}'),
+                                          log=True)),
+            ("other", "1", ("json", b"7"))])
+        self.store.checkpoint_put(t, "c2", parent_id="c1", metadata={"step": 2},
+                                  body=("json", b"{}"), channels=[("other", "2", ("json", b"8"))])
+        self.store.checkpoint_put_writes(t, "c1", "task", [
+            (0, "messages", convo.Items([{"role": "user", "content": "w"}])),
+            (1, "other", ("json", b"9"))])
+        c2, c1 = self.store.checkpoint_list(t, only_channel="messages")
+        whole = list(self.store.checkpoint_list(t))[1]
+        self.assertEqual((c2.id, c2.parent_id, c1.id, c1.parent_id), ("c2", "c1", "c1", None))
+        self.assertEqual((c1.body, c1.metadata, c2.channels, c2.writes), (None, {}, (), ()))
+        self.assertEqual([c.name for c in c1.channels], ["messages"])
+        value = c1.values["messages"]
+        self.assertEqual((value.items, value.key, value.rest),
+                         ([], "__convo_delta__", convo.Blob("json", b'{"a":1}')))
+        self.assertEqual(c1.writes, tuple(w for w in whole.writes if w.channel == "messages"))
+        self.assertEqual(len(whole.writes), 2)
+        got = list(self.store.checkpoint_list(t, only_channel="other", filter={"step": 2}))
+        self.assertEqual([(c.id, c.values) for c in got], [("c2", {"other": convo.Blob("json", b"8")})])
+        with self.assertRaises(convo.InvalidError):
+            list(self.store.checkpoint_list(t, only_channel=""))
+
     def test_a_list_given_as_a_log_prefix(self):
         """log_prefix={channel: k} (convo_checkpoint_in v5): the list is the log's
         first k messages and the given items; seqs come back for the given ones."""

@@ -50,7 +50,7 @@ STRUCTS = {
     "convo_checkpoint_list_opts": (_lib.CheckpointListOpts, [
         "version", "thread_id", "checkpoint_ns", "before", "limit", "filter_json",
         "before_thread_id", "before_ns", "known_generation", "known_length", "known_origin",
-        "without_channel_items"]),
+        "without_channel_items", "only_channel"]),
     "convo_checkpoint_get_opts": (_lib.CheckpointGetOpts, [
         "version", "thread_id", "checkpoint_ns", "checkpoint_id", "known_generation",
         "known_length", "known_origin"]),
@@ -134,8 +134,8 @@ class LayoutTests(unittest.TestCase):
         self.assertEqual((o.version, o.n, bool(o.items)), (1, 0, False))
         o = _lib.CheckpointListOpts.init()
         self.assertEqual((o.version, o.limit, o.before_thread_id, o.known_generation,
-                          o.known_length, o.known_origin, o.without_channel_items),
-                         (4, 0, None, -1, 0, -1, 0))
+                          o.known_length, o.known_origin, o.without_channel_items,
+                          o.only_channel), (5, 0, None, -1, 0, -1, 0, None))
         o = _lib.CheckpointGetOpts.init()
         self.assertEqual((o.version, o.checkpoint_id, o.known_generation, o.known_length,
                           o.known_origin), (1, None, -1, 0, -1))
