@@ -255,10 +255,13 @@ export declare class Store {
    * origin (a StoredCheckpoint's); items below knownLength then come back with a null text. */
   checkpointGet(threadId: string, ns?: string, id?: string | null, known?: KnownLog): Promise<StoredCheckpoint>;
   /** withoutChannelItems: channel lists come back with their key and rest but no items (the
-   * log is not read for them); writes, metadata and plain values as without it. */
+   * log is not read for them); writes, metadata and plain values as without it. onlyChannel:
+   * each checkpoint with that channel alone (a list without items) and its writes to it, no
+   * body, metadata {}. */
   checkpointList(opts?: { threadId?: string | null; ns?: string | null; before?: string | null;
     beforeThreadId?: string | null; beforeNs?: string | null; limit?: number;
-    filter?: Record<string, unknown> | string | null; withoutChannelItems?: boolean } & KnownLog):
+    filter?: Record<string, unknown> | string | null; withoutChannelItems?: boolean;
+    onlyChannel?: string | null } & KnownLog):
     Promise<StoredCheckpoint[]>;
   checkpointPrune(threadId: string, keepLast: number): Promise<void>;
   checkpointDelete(opts: { threadId?: string | null; ns?: string | null; before?: string | null;

@@ -68,17 +68,19 @@ function knownOpts(o) {
 }
 
 const LIST_KEYS = ['threadId', 'ns', 'before', 'beforeThreadId', 'beforeNs', 'limit', 'filter',
-  'knownGeneration', 'knownLength', 'knownOrigin', 'withoutChannelItems'];
+  'knownGeneration', 'knownLength', 'knownOrigin', 'withoutChannelItems', 'onlyChannel'];
 
 /** convo_checkpoint_list_opts from { threadId, ns, before, beforeThreadId, beforeNs, limit, filter,
- * knownGeneration, knownLength, knownOrigin, withoutChannelItems }. */
+ * knownGeneration, knownLength, knownOrigin, withoutChannelItems, onlyChannel }. */
 function listOpts(query, what) {
   const o = known(query, LIST_KEYS, what);
   const { threadId = null, ns = null, before = null, beforeThreadId = null, beforeNs = null,
-    limit = 0, filter = null, withoutChannelItems = false } = o;
+    limit = 0, filter = null, withoutChannelItems = false, onlyChannel = null } = o;
   const without = bool(withoutChannelItems, 'withoutChannelItems');
+  const only = optText(onlyChannel, 'onlyChannel');
   return {
-    version: without ? 4 : 3, thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
+    version: only !== null ? 5 : without ? 4 : 3, only_channel: only,
+    thread_id: optText(threadId, 'threadId'), checkpoint_ns: optText(ns, 'ns'),
     before: optText(before, 'before'), limit: int(limit, 'limit', 0),
     filter_json: json(filter, 'filter'), before_thread_id: optText(beforeThreadId, 'beforeThreadId'),
     before_ns: optText(beforeNs, 'beforeNs'), ...knownOpts(o), without_channel_items: without ? 1 : 0,
@@ -535,7 +537,9 @@ export class Store {
   /** Newest first: { threadId, ns, before, beforeThreadId, beforeNs, limit, filter } (and what
    * the caller holds of threadId's log, as for checkpointGet). withoutChannelItems: a channel
    * whose value is a list comes back with its key and rest and no items (texts and seqs []),
-   * and the log is not read for it: for a walk that needs only writes and metadata. */
+   * and the log is not read for it: for a walk that needs only writes and metadata.
+   * onlyChannel: each checkpoint with that channel alone (its list without items) and its
+   * writes to it, no body, metadata {} (list opts v5): for a walk over one channel. */
   async checkpointList(query) {
     const opts = listOpts(query, 'checkpointList options');
     const out = [null];

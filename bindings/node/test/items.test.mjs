@@ -80,6 +80,14 @@ for (const [name, base] of drivers()) {
         assert.deepEqual(lean.map((c) => c.metadata), listed.map((c) => c.metadata));
         await assert.rejects(store.checkpointList({ threadId: t, withoutChannelItems: 1 }),
           /withoutChannelItems must be a boolean/);
+        // one channel and its writes alone (list opts v5): no body, metadata {}
+        const only = await store.checkpointList({ threadId: t, onlyChannel: 'plain' });
+        assert.deepEqual(only.map((c) => c.id), ['c1', 'c0', 'in']);
+        assert.deepEqual(only[1].channels.map((c) => c.channel), ['plain']);
+        assert.equal(text(only[1].channels[0].value), '[1]');
+        assert.deepEqual(only.map((c) => [c.metadata, c.body?.type ?? null]),
+          [[{}, null], [{}, null], [{}, null]]);
+        assert.deepEqual(only.flatMap((c) => c.writes), []);
       } finally {
         await store.close();
       }

@@ -184,6 +184,7 @@ koffi.struct('convo_checkpoint_list_opts', {
   known_length: 'int64_t',
   known_origin: 'int64_t',
   without_channel_items: 'int', // version 4: channel lists without their items
+  only_channel: 'const char *', // version 5: one channel and its writes, no body nor metadata
 });
 koffi.struct('convo_checkpoint_get_opts', {
   version: 'unsigned int',
