@@ -18,7 +18,7 @@ are kept").
 What a read of n held messages checks costs O(1) a message with a small constant, not a
 comparison of each one's fields: a held pydantic message is *watched* — its
 `__pydantic_fields_set__` (the set pydantic adds a field's name to whenever the field
-is assigned, `msg.content = ...`) is replaced by a _Watch that also marks the message's
+is assigned, `msg.content = ...`) is replaced by a Watch that also marks the message's
 seq changed; strings cannot change in place, so what is left to look at is its lists and
 dicts: those empty when it was revived are compared, all of the thread's together, with
 one shared empty of their kind (one C-level list comparison), the few that were not with
@@ -78,16 +78,17 @@ def same(item, snap):
         getattr(item, "__pydantic_extra__", _NONE) == snap[2]
 
 
-class _Watch(set):
+class Watch(set):
     """A held pydantic message's __pydantic_fields_set__: the set of its fields given
     when it was built, to which pydantic's __setattr__ adds the name of every field
-    assigned since: add() also marks the message's seq in its thread's `changed`. A
-    copy or a pickle of the message gets a plain set."""
+    assigned since: add() also marks the message's seq in its thread's `changed`
+    (`thread` and `seq` set when it is held; a message built from a template gets
+    one unset). A copy or a pickle of the message gets a plain set."""
     __slots__ = ("thread", "seq")
 
     def add(self, name):
         set.add(self, name)
-        thread = self.thread
+        thread = getattr(self, "thread", None)     # unset: not held (yet)
         if thread is not None:
             thread.changed.add(self.seq)
 
@@ -101,7 +102,7 @@ class _Watch(set):
         return set(self)
 
 
-_WATCHABLE = {}     # type -> whether an assignment to a field of its objects reaches _Watch.add
+_WATCHABLE = {}     # type -> whether an assignment to a field of its objects reaches Watch.add
 
 
 def _watchable(item):
@@ -127,15 +128,20 @@ def _watchable(item):
     return answer
 
 
-def _watch(entry, seq, item, snap):
+def _watch(entry, seq, item, snap, empties=None):
     """The parts of an item about to be held at seq (see _Thread), its fields set
-    replaced by a _Watch when it is a watched message."""
+    replaced by a Watch when it is a watched message. empties: those of an item
+    built from a template (its fields set already a Watch of no thread)."""
     if snap is item:
         return (), ()       # a str
     if not _watchable(item):
         return None
+    w = item.__pydantic_fields_set__
+    if empties is not None and type(w) is Watch and getattr(w, "thread", None) is None:
+        w.thread, w.seq = entry, seq
+        return empties, ()
     parts = _watch_parts(item, snap)
-    w = _Watch(item.__pydantic_fields_set__)
+    w = Watch(w)
     w.thread, w.seq = entry, seq
     _object_setattr(item, "__pydantic_fields_set__", w)
     return parts
@@ -206,7 +212,7 @@ class _Thread:
     `blanks` (the shared empty of each one's kind) beside them and `ends[q]` the
     number of them before seq q; `deep` the others as (seqs, containers, copies);
     `other`: how many of them are compared field by field. `changed`: the seqs of
-    watched messages a field of which was assigned (_Watch)."""
+    watched messages a field of which was assigned (Watch)."""
     __slots__ = ("generation", "origin", "held", "length", "prefix", "classes", "empties",
                  "blanks", "ends", "deep", "other", "changed")
 
@@ -376,13 +382,14 @@ class MessageCache:
 
 
     def _hold(self, entry, thread_id, added):
-        """Keeps [(seq, text, item, snapshot)] in entry while the limit allows (an
-        item revived again replaces the one held)."""
+        """Keeps [(seq, text, item, snapshot, empties)] in entry while the limit
+        allows (an item revived again replaces the one held); empties: those of
+        an item built from a template, else None."""
         with self._lock:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
-            for seq, text, item, snapshot in added:
-                parts = _watch(entry, seq, item, snapshot)
+            for seq, text, item, snapshot, empties in added:
+                parts = _watch(entry, seq, item, snapshot, empties)
                 if seq in entry.held:
                     entry.held[seq] = (text, item, snapshot, parts)
                     entry.changed.discard(seq)
@@ -419,8 +426,8 @@ class _Reader:
 
     def items(self, serde, value, revive):
         """The items of a resolved convo.Items; revive(serde, texts[, fields])
-        revives texts (and sets fields[i] to the snapshot fields of an item it
-        built from a template, else leaves None)."""
+        revives texts (and sets fields[i] to (the snapshot fields, the empty lists
+        and dicts) of an item it built from a template, else leaves None)."""
         texts, seqs = value.items, value.seqs
         n = len(texts)
         out = [None] * n
@@ -467,8 +474,11 @@ class _Reader:
         for i, item, f in zip(missing, revived, fields):
             seq = value.seqs[i]
             if seq >= 0 and _holdable(item):
-                snap = snapshot(item) if f is None else (item.__class__, f, _EMPTY_DICT)
-                added.append((seq, value.items[i], item, snap))
+                if f is None:
+                    added.append((seq, value.items[i], item, snapshot(item), None))
+                else:
+                    added.append((seq, value.items[i], item, (item.__class__, f[0], _EMPTY_DICT),
+                                  f[1]))
             out[i] = item
         if added:
             self.cache._hold(self.entry, self.thread_id, added)

@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 
-from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache, Missing
+from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache, Missing, Watch
 from . import _langgraph_delta as delta
 from .checkpoint import Items, seq_range
 
@@ -192,16 +192,21 @@ def _quick(m, fields=None, at=0):
     d = base.copy()
     d.update(m)
     del d["role"], d["serde"]
+    extra = {}
+    made = [extra]
+    for k, kind in empty:
+        v = d[k] = kind()
+        made.append(v)
     if fields is not None:
-        f = fields[at] = snap.copy()
+        f = snap.copy()
         f.update(m)
         del f["role"], f["serde"]
-    for k, kind in empty:
-        d[k] = kind()
+        fields[at] = (f, made)      # the snapshot's fields, the empty lists and dicts
     out = _new_object(cls)
     _set(out, "__dict__", d)
-    _set(out, "__pydantic_fields_set__", set(fields_set))
-    _set(out, "__pydantic_extra__", {})
+    # a set pydantic adds a field's name to when it is assigned (MessageCache watches it)
+    _set(out, "__pydantic_fields_set__", Watch(fields_set))
+    _set(out, "__pydantic_extra__", extra)
     _set(out, "__pydantic_private__", None)
     return out
 

@@ -81,7 +81,7 @@ class Watch(unittest.TestCase):
 
     def test_held_messages_are_watched(self):
         c, revive, held = self.cached(Message)
-        self.assertTrue(all(type(m.__pydantic_fields_set__) is cache._Watch for m in held))
+        self.assertTrue(all(type(m.__pydantic_fields_set__) is cache.Watch for m in held))
         # a copy, a pickle and a deep copy of a held message are plain and equal to it
         for other in (copy.copy(held[1]), held[1].model_copy(), copy.deepcopy(held[1]),
                       pickle.loads(pickle.dumps(held[1]))):
