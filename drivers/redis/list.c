@@ -426,13 +426,13 @@ static int take_row(list_state *st, const cand *cd, redisReply **r)
         return 0;
     if (m->type == REDIS_REPLY_ERROR || r[R_LEN]->type == REDIS_REPLY_ERROR)
         return convo__rd_reply_error(m->type == REDIS_REPLY_ERROR ? m : r[R_LEN], NULL);
+    /* the window: updated_at is what window_time() made of u (cd->score) */
     if (m->type != REDIS_REPLY_ARRAY || m->elements != 3 ||
-        parse_time(m->element[0], &created) || parse_time(m->element[1], &updated)) {
+        parse_time(m->element[0], &created) ||
+        (s->window ? (updated = cd->score, 0) : parse_time(m->element[1], &updated))) {
         st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
         return 0;
     }
-    if (s->window) /* updated_at inside the window: batch_window() found it */
-        updated = cd->score;
     long long t = s->order == CONVO_ORDER_RECENT ? updated : created;
     if (!s->lex && t != cd->score) { /* written since the range was read, or stale */
         if (st->b->cluster)
@@ -592,9 +592,9 @@ static size_t row_resp(const list_state *st, const char *head, size_t hlen, resp
 static int rows_one_server(list_state *st, const cand_list *l, size_t *at, redisReply **rr,
                            rd_arena *arena, size_t *nf, convo_error *err)
 {
-    size_t room = 0, hmax = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        size_t h = convo__rd_key_head(st->b, l->c[i].id, NULL);
+    size_t room = 0, hmax = 0, plen = strlen(st->b->prefix);
+    for (size_t i = 0; i < l->n; i++) { /* a tag is at most 3 bytes a byte of the id */
+        size_t h = plen + 3 * strlen(l->c[i].id) + 4;
         room += row_room(h);
         hmax = h > hmax ? h : hmax;
     }
