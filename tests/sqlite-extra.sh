@@ -2,6 +2,7 @@
 # sqlite-extra.sh — the SQLite driver's own checks (tests/sqlite.c: ttl and
 # sweep, schema migration 1 -> 2, what delete and prune leave, -wal/-shm modes)
 # in a temporary folder, each of its .sql files on its own (tests/sqlite-sql.c),
+# layout 10's record of pending writes on its own (tests/sqlite-pending.c),
 # the thread index (tests/sqlite-index.c: page cost, migrations 4 -> 5 -> 6, ttl,
 # the open entry),
 # the put with log references (tests/sqlite-refs.c: one transaction),
@@ -22,6 +23,7 @@ run() {
 }
 run "$top_builddir/tests/sqlite_extra" "$dir"
 run "$top_builddir/tests/sqlite_sql" "$top_srcdir/drivers/sqlite" "$dir"
+run "$top_builddir/tests/sqlite_pending"
 run "$top_builddir/tests/sqlite_index" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/sqlite_refs" "$dir"
 run "$top_builddir/tests/sqlite_layout7" "$top_srcdir/drivers/sqlite" "$dir"
