@@ -88,9 +88,9 @@ function summarize(profile, n, windows) {
   const round = (o) => Object.fromEntries(Object.entries(o).sort((a, b) => b[1] - a[1])
     .map(([k, v]) => [k, +v.toFixed(3)]));
   const top = Object.fromEntries(Object.entries(round(fns)).slice(0, 25));
-  const inside = insideWindows(samplesOf(profile, INTERVAL_US), windows);
-  return { in_saver_windows: round(Object.fromEntries(Object.entries(inside).map(([k, v]) => [k, v / n]))),
-    parts: round(parts), top };
+  const { byMethod, ...inside } = insideWindows(samplesOf(profile, INTERVAL_US), windows);
+  const perTurn = (o) => round(Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v / n])));
+  return { in_saver_windows: perTurn(inside), saver_by_method: perTurn(byMethod), parts: round(parts), top };
 }
 
 // the saver's windows: the union of the intervals when one of its calls is under way, in the
@@ -168,6 +168,8 @@ else {
       `(by thread: ${Object.entries(r.cpu_ms_per_turn_by_thread ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}); ` +
       `saver windows ${r.saver_window_ms_per_turn} ms/turn wall, ${r.saver_window_cpu_ms_per_turn} CPU; inside them (main thread): ` +
       Object.entries(r.in_saver_windows).map(([k, v]) => `${k} ${v}`).join(', '));
+    console.log('  the saver\'s own samples in them by method: ' +
+      Object.entries(r.saver_by_method).map(([k, v]) => `${k} ${v}`).join(', '));
     console.log('  main-thread self ms/turn by part, whole turn:');
     console.log('  ' + Object.entries(r.parts).map(([k, v]) => `${k} ${v}`).join(', '));
     console.log('  top functions: ' + Object.entries(r.top).map(([k, v]) => `${k} ${v}`).join('; '));

@@ -40,7 +40,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { Session } from 'node:inspector/promises';
 import { benchOptions, words, convoImports, median, since, withParam, runnable } from './common.mjs';
-import { samplesOf, insideWindows, nowUs } from './profile-windows.mjs';
+import { samplesOf, insideWindows, nowUs, METHODS } from './profile-windows.mjs';
 import { ReferenceSaver } from './reference-saver.mjs';
 import * as threadCpu from './thread-cpu.mjs';
 
@@ -362,7 +362,9 @@ async function runOne(run) {
       for (const s of [main, early]) {
         s.overlapMs = s.windows.map((w) => insideWindows(samples, w).framework);
         s.ownCpu = s.saverCpu.map((c, i) => c - s.overlapMs[i]);
-        s.saverMainMs = s.windows.map((w) => insideWindows(samples, w).saver);
+        const inside = s.windows.map((w) => insideWindows(samples, w));
+        s.saverMainMs = inside.map((x) => x.saver);
+        s.saverMethodMs = inside.map((x) => x.byMethod);
       }
     }
     await run.close(saver);
@@ -378,7 +380,7 @@ async function runOne(run) {
 // per turn: wall and CPU ms of the turn and of the saver within it, ms by method
 function series() {
   return { turnMs: [], saverMs: [], turnCpu: [], saverCpu: [], methodMs: [], lastCalls: null, windows: [],
-    overlapMs: null, ownCpu: null, saverMainMs: null, threadCpu: [] };
+    overlapMs: null, ownCpu: null, saverMainMs: null, saverMethodMs: null, threadCpu: [] };
 }
 
 // ---- figures ----
@@ -436,7 +438,10 @@ function summarize(run, rounds) {
         const byThread = (turn) => Object.fromEntries(['main', 'pool', 'v8'].map((k) =>
           [k, +m((r) => meanAt(r, 'threadCpu', turn, (x) => x[k])).toFixed(3)]));
         const saverOnly = (turn) => m((r) => meanAt(r, 'saverMainMs', turn) + meanAt(r, 'threadCpu', turn, (x) => x.pool));
+        const byMethod = (turn) => Object.fromEntries(METHODS.map((k) =>
+          [k, +m((r) => meanAt(r, 'saverMethodMs', turn, (x) => x[k])).toFixed(3)]).filter(([, v]) => v > 0));
         return { cpu_by_thread_early: byThread(early), cpu_by_thread_last: byThread(run.turns),
+          saver_main_ms_by_method_early: byMethod(early), saver_main_ms_by_method_last: byMethod(run.turns),
           saver_only_cpu_ms_early: +saverOnly(early).toFixed(3), saver_only_cpu_ms_last: +saverOnly(run.turns).toFixed(3),
           saver_only_late_vs_early: +(saverOnly(run.turns) / saverOnly(early)).toFixed(3) };
       })() : {}),
@@ -556,6 +561,15 @@ if (opts.json) {
   console.log('\nbytes per table (with its indexes), at the end of each run:');
   for (const r of results) {
     console.log(`- ${r.run}: ` + Object.entries(r.tables).map(([t, n]) => `${t} ${fmt(n)}`).join(', '));
+  }
+  if (PROFILE) {
+    console.log(`\nthe saver's main-thread CPU (profile samples) by method, ms per turn at turn ${EARLY} -> the last:`);
+    for (const r of results.filter((x) => x.saver_main_ms_by_method_early)) {
+      const keys = [...new Set([...Object.keys(r.saver_main_ms_by_method_early), ...Object.keys(r.saver_main_ms_by_method_last)])];
+      console.log(`- ${r.run}: ` + keys.map((k) => `${k} ${r.saver_main_ms_by_method_early[k] ?? 0} -> ` +
+        `${r.saver_main_ms_by_method_last[k] ?? 0}`).join(', ') + `; libconvo on the pool ${r.cpu_by_thread_early.pool} -> ` +
+        `${r.cpu_by_thread_last.pool}`);
+    }
   }
   console.log('\nsaver calls in the last turn; ms per turn by method (inclusive) at turn ' + EARLY + ' -> the last:');
   for (const r of results) {

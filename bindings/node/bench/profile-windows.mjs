@@ -12,6 +12,18 @@
 
 export const KINDS = ['saver', 'framework', 'idle', 'gc', 'rest'];
 
+// The saver method a sample of the saver's own work is part of: the outermost frame of this
+// package on its stack whose function names one (a continuation after an await starts at its
+// own async function: a Store call resumed in #call, koffi's callback, is 'store call').
+const METHOD_OF = {
+  getTuple: 'getTuple', '#tuple': 'getTuple', checkpointGet: 'getTuple',
+  put: 'put', '#putOnce': 'put', '#channelsIn': 'put', '#readLog': 'put', '#deltaIn': 'put', checkpointPut: 'put',
+  putWrites: 'putWrites', '#putWrites': 'putWrites', checkpointPutWrites: 'putWrites',
+  list: 'list', checkpointList: 'list', getDeltaChannelHistory: 'getDeltaChannelHistory',
+  '#listValue': 'values', '#writeValue': 'values', items: 'values',
+};
+export const METHODS = [...new Set(Object.values(METHOD_OF)), 'store call'];
+
 function partOf(frame) {
   const { url, functionName } = frame;
   if (!url) {
@@ -22,7 +34,8 @@ function partOf(frame) {
   return url.includes('@langchain/') ? 'framework' : 'rest';
 }
 
-/** The profile's samples: { at: [us], dt: [us], kind: [one of KINDS] }, in time order;
+/** The profile's samples: { at: [us], dt: [us], kind: [one of KINDS], method: [one of METHODS
+ * for a saver sample, else null] }, in time order;
  * intervalUs: the sampling interval the profiler was given. */
 export function samplesOf(profile, intervalUs) {
   const byId = new Map(profile.nodes.map((x) => [x.id, x]));
@@ -37,7 +50,19 @@ export function samplesOf(profile, intervalUs) {
     }
     return v;
   };
+  const methods = new Map(); // node id -> the outermost saver method on its stack, or null
+  const methodOf = (id) => {
+    let v = methods.get(id);
+    if (v === undefined) {
+      const { url, functionName } = byId.get(id).callFrame;
+      const up = parent.has(id) ? methodOf(parent.get(id)) : null;
+      v = up ?? (url.includes('/bindings/node/src/') ? METHOD_OF[functionName] ?? null : null);
+      methods.set(id, v);
+    }
+    return v;
+  };
   const n = profile.samples.length;
+  const method = new Array(n).fill(null);
   const at = new Float64Array(n);
   const dt = new Float64Array(n);
   const kind = new Array(n);
@@ -48,21 +73,27 @@ export function samplesOf(profile, intervalUs) {
     dt[i] = Math.min(intervalUs, profile.timeDeltas[i + 1] ?? intervalUs);
     const id = profile.samples[i];
     kind[i] = isOurs(id) ? 'saver' : partOf(byId.get(id).callFrame);
+    if (kind[i] === 'saver') method[i] = methodOf(id) ?? 'store call';
   }
-  return { at, dt, kind };
+  return { at, dt, kind, method };
 }
 
-/** ms of each kind among the samples inside `windows` ([[from, to] us, ...], sorted). */
+/** ms of each kind among the samples inside `windows` ([[from, to] us, ...], sorted), and of the
+ * saver's samples by method (`byMethod`). */
 export function insideWindows(samples, windows) {
   const out = Object.fromEntries(KINDS.map((k) => [k, 0]));
+  const byMethod = Object.fromEntries(METHODS.map((k) => [k, 0]));
   let w = 0;
   let i = lowerBound(samples.at, windows.length ? windows[0][0] : Infinity);
   for (; i < samples.at.length && w < windows.length; i++) {
     const t = samples.at[i];
     while (w < windows.length && windows[w][1] < t) w++;
-    if (w < windows.length && windows[w][0] <= t) out[samples.kind[i]] += samples.dt[i] / 1000;
+    if (w < windows.length && windows[w][0] <= t) {
+      out[samples.kind[i]] += samples.dt[i] / 1000;
+      if (samples.method[i]) byMethod[samples.method[i]] += samples.dt[i] / 1000;
+    }
   }
-  return out;
+  return { ...out, byMethod };
 }
 
 function lowerBound(xs, v) {
