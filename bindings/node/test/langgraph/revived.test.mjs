@@ -172,6 +172,19 @@ for (const [name, base] of drivers()) {
         assert.equal(t.checkpoint.channel_values.messages[3].content, 'answer to question 1');
         assert.equal(t.checkpoint.channel_values.messages[2], held[2]);
         assert.notEqual(t.checkpoint.channel_values.messages[3], held[3]);
+        // each read hands out an array of its own (a copy of the held items): one an app
+        // empties or fills is not the next read's
+        const read = (await saver.getTuple(cfg)).checkpoint.channel_values.messages;
+        const other = (await saver.getTuple(cfg)).checkpoint.channel_values.messages;
+        assert.notEqual(other, read);
+        const length = read.length;
+        read.length = 1;
+        read.push(new HumanMessage({ content: 'pushed by the app', id: 'pushed' }));
+        assert.equal(other.length, length);
+        const next = (await saver.getTuple(cfg)).checkpoint.channel_values.messages;
+        assert.equal(next.length, length);
+        assert.deepEqual(shown(next), await fresh(store));
+        assert.deepEqual(shown(other), await fresh(store));
         // a message without an id that LangGraph's reducer gives one in place: stored without
         await store.checkpointPrune('chat', 0);
         const noId = new ConvoSaver(store);
