@@ -26,9 +26,9 @@ static convo_store *corrupt_thread(const char *name, const char *corrupt)
     convo_error err;
     ck_assert_int_eq(convo_append(s, "t", two, NULL, 2, NULL, NULL, &err), 0);
     const char *ids[] = {"c1", "c2"};
-    /* (v29) values over 255 bytes, rows of checkpoint_blobs: prune decodes
+    /* (v31) values over 1,024 bytes, rows of checkpoint_blobs: prune decodes
      * the remaining rows' versions only to free values there */
-    static char big[2][300];
+    static char big[2][1100];
     for (int i = 0; i < 2; i++) {
         memset(big[i], i ? '2' : '1', sizeof big[i]);
         convo_blob value = {"json", big[i], sizeof big[i]};

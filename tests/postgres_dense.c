@@ -193,7 +193,7 @@ START_TEST(test_values_key_fills_its_pages)
 {
     const char *name = "vkey", *schema = schema_name(name);
     convo_store *s = open_ok(schema_url(name, NULL));
-    static char big[256]; /* (v29) over 255 bytes: a row of checkpoint_blobs */
+    static char big[1025]; /* (v31) over 1,024 bytes: a row of checkpoint_blobs */
     memset(big, ' ', sizeof big);
     convo_blob value = {"json", big, sizeof big};
     for (int i = 1; i <= 400; i++) {

@@ -93,9 +93,9 @@ START_TEST(test_small_values_in_the_row)
     PGconn *pg = admin();
     ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoint_blobs"), 1);
     ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoints WHERE vals IS NULL"), 0);
-    /* C's row: 3 types, 3 lengths, "x" quoted and "yy" */
+    /* C's row: (v31) its form, 3 types, 3 lengths, "x" quoted and "yy" */
     ck_assert_int_eq(count_in(pg, schema, "octet_length(vals) FROM @S.checkpoints c"
-                              " ORDER BY put_seq DESC LIMIT 1"), 12 + 3 + 3 + 2);
+                              " ORDER BY put_seq DESC LIMIT 1"), 1 + 12 + 6 + 3 + 2);
     convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
     o.thread_id = "t";
     o.before = UUID_B; /* A and B go; C stays readable */
@@ -183,7 +183,8 @@ START_TEST(test_swap_reaches_the_copy)
 END_TEST
 
 /* A vals value that does not fill itself exactly (a length one off, a byte
- * more or less, a type on a channel without a value) is CONVO_ECORRUPT on
+ * more or less, a length on a channel without a value, a negative type) is
+ * CONVO_ECORRUPT on
  * get, latest and list. */
 START_TEST(test_corrupt_vals_are_ecorrupt)
 {
@@ -194,14 +195,15 @@ START_TEST(test_corrupt_vals_are_ecorrupt)
     /* good: types (json, bytes, 0), lengths 3, 2, 0, then "x" quoted and yy */
     const char *bad[] = {"'\\x'", "substring(vals FROM 1 FOR octet_length(vals) - 1)",
                          "vals || '\\x00'::bytea",
-                         "overlay(vals PLACING '\\x02'::bytea FROM 13 FOR 1)",
-                         "overlay(vals PLACING '\\x01'::bytea FROM 15 FOR 1)",
+                         "overlay(vals PLACING '\\x0002'::bytea FROM 14 FOR 2)",
+                         "overlay(vals PLACING '\\x0001'::bytea FROM 18 FOR 2)",
                          "overlay(vals PLACING '\\x80'::bytea FROM 1 FOR 1)"};
     char sql[320];
     snprintf(sql, sizeof sql, "SELECT encode(vals, 'hex') FROM \"%s\".checkpoints", schema);
     char *good = query1(pg, sql);
-    ck_assert_uint_eq(strlen(good), 2 * (12 + 3 + 5));
-    ck_assert_str_eq(good + 16, "00000000" "030200" "227822" "7979");
+    ck_assert_uint_eq(strlen(good), 2 * (1 + 12 + 6 + 5));
+    ck_assert_int_eq(strncmp(good, "02", 2), 0); /* (v31) its form */
+    ck_assert_str_eq(good + 18, "00000000" "000300020000" "227822" "7979");
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(sql, sizeof sql, "UPDATE @S.checkpoints SET vals = '\\x%s'", good);
         exec_in_schema(pg, schema, sql); /* good again */
@@ -263,6 +265,55 @@ START_TEST(test_migration_from_version_28)
 }
 END_TEST
 
+/* (v31) A value the put brings stays in its row up to 1,024 bytes: an input
+ * of 300 bytes swapped for a reference by the child's put (the swap before
+ * the put) leaves nothing in checkpoint_blobs, and the child copies the
+ * reference; a copy over 255 bytes goes to checkpoint_blobs once, and the
+ * rows after read it there. */
+START_TEST(test_input_inline_until_swapped)
+{
+    const char *name = "inli", *schema = schema_name(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    char input[301];
+    memset(input, 'i', sizeof input - 1);
+    input[300] = '\0';
+    put_abc(s, UUID_A, NULL, "1", input, "1", "b", 1);
+    PGconn *pg = admin();
+    ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoint_blobs"), 0);
+    values_are(s, UUID_A, input, "b");
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "SELECT @S.checkpoint_put_refs('t', '', '" UUID_B "', '" UUID_A "', '{}',"
+             " NULL, NULL, 1, ARRAY['a', 'b'], ARRAY['1', '1'], ARRAY[NULL, NULL]::text[],"
+             " ARRAY[NULL, NULL]::bytea[], ARRAY['\\x6d'::bytea], ARRAY['user'], -1, -1,"
+             " now(), NULL, ARRAY['" UUID_A "'], ARRAY[NULL]::text[], ARRAY[0::int8],"
+             " ARRAY['a'], ARRAY['1'], ARRAY['json'], ARRAY[convert_to('%s', 'UTF8')],"
+             " ARRAY['ref'], ARRAY['\\x2a'::bytea], ARRAY[1::int8])", input);
+    exec_in_schema(pg, schema, sql);
+    ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoint_blobs"), 0);
+    for (int i = 0; i < 2; i++) {
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        ck_assert_int_eq(convo_checkpoint_get(s, "t", "", i ? UUID_B : UUID_A, &cp, &err), 0);
+        convo_blob v;
+        ck_assert_str_eq(convo_checkpoint_channel(cp, 0, NULL, &v), "a");
+        ck_assert_str_eq(v.type, "ref");
+        ck_assert_uint_eq(v.len, 1);
+        convo_checkpoint_free(cp);
+    }
+    /* D copies its parent C's two values of 300 bytes: into the blobs */
+    put_abc(s, UUID_C, NULL, "2", input, "2", "b", 1);
+    ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoint_blobs"), 0);
+    put_abc(s, UUID_D, UUID_C, "2", NULL, "2", NULL, 0);
+    ck_assert_int_eq(count_in(pg, schema, "count(*) FROM @S.checkpoint_blobs"), 2);
+    values_are(s, UUID_C, input, "b");
+    values_are(s, UUID_D, input, "b");
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 void postgres_add_inline_tests(Suite *s)
 {
     memset(big, 'v', sizeof big - 1);
@@ -273,5 +324,6 @@ void postgres_add_inline_tests(Suite *s)
     tcase_add_test(tc, test_swap_reaches_the_copy);
     tcase_add_test(tc, test_corrupt_vals_are_ecorrupt);
     tcase_add_test(tc, test_migration_from_version_28);
+    tcase_add_test(tc, test_input_inline_until_swapped);
     suite_add_tcase(s, tc);
 }
