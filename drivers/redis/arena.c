@@ -55,7 +55,8 @@ static inline int header(const char *p, size_t len, size_t at, long long *v, siz
     long long x = 0;
     i += (size_t)neg;
     for (d = i; i < len && (unsigned char)(p[i] - '0') < 10; i++)
-        x = x * 10 + (p[i] - '0');
+        if (i - d < 18) /* more digits are refused below, and would overflow x */
+            x = x * 10 + (p[i] - '0');
     if (i + 1 >= len)
         return i - d > 18 ? -1 : 0;
     if (p[i] != '\r' || p[i + 1] != '\n' || i == d || i - d > 18)
