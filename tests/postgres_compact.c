@@ -152,7 +152,9 @@ END_TEST
 
 /* A pending write whose channel number has no name, or whose task id,
  * channel or idx is NULL in the row's pending_write[] (a type without
- * constraints), is CONVO_ECORRUPT on get and list, not a write named "". */
+ * constraints), is CONVO_ECORRUPT on get and list, not a write named "";
+ * (v30) an element shorter than its header or task id also on put_writes,
+ * whose merge reads the stored elements (not CONVO_EINVAL). */
 static void write1(convo_store *s, const char *id, const char *task, int64_t idx,
                    const char *value, int want);
 
@@ -190,6 +192,20 @@ START_TEST(test_corrupt_writes_are_ecorrupt)
         rc = convo_checkpoint_list(s, &o, &cs, &err);
         ck_assert_msg(rc == CONVO_ECORRUPT, "list after %s: %d %s", set[i], rc, err.message);
         ck_assert_ptr_null(cs);
+        if (i < 2) /* the elements that do not decode: a write merged in reads them */
+            continue;
+        convo_write_in w = {1, "messages", {"json", "2", 1}};
+        rc = convo_checkpoint_put_writes(s, "t", "", UUID_A, UUID_B, "~p", &w, 1, &err);
+        ck_assert_msg(rc == CONVO_ECORRUPT, "put_writes after %s: %d %s", set[i], rc,
+                      err.message);
+        ck_assert_int_eq(convo_checkpoint_put_writes(s, "t", "", UUID_A, UUID_B, "~p", &w, 1,
+                                                     NULL),
+                         CONVO_ECORRUPT);
+        /* a value type that is not UTF-8 is still the caller's */
+        convo_write_in bad = {2, "messages", {"\xff", "2", 1}};
+        ck_assert_int_eq(convo_checkpoint_put_writes(s, "t", "", UUID_A, UUID_B, "~p", &bad, 1,
+                                                     NULL),
+                         CONVO_EINVAL);
     }
     PQfinish(pg);
     convo_close(s);

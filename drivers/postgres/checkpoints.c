@@ -403,7 +403,8 @@ int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, con
     for (int i = 0; i < 5; i++)
         lens[i] = (int)strlen(values[i]);
     PGresult *r;
-    rc = convo__pg_run(b, ST_CP_WRITES, values, lens, &r, err);
+    /* the merge reads the stored elements (write_fields(): 2202E) */
+    rc = convo__pg_run_stored_bytes(b, ST_CP_WRITES, values, lens, &r, err);
     for (int i = 0; i < 4; i++)
         free(arrays[i]);
     if (rc == 0)

@@ -379,24 +379,38 @@ int convo__pg_run(convo_backend *b, int st, const char *const *values, const int
  * past its end (2202E, 22011; channel_list() raises 2202E for a versions value
  * that does not check) and bytes that are not UTF-8 (22021, convert_from() in
  * id_text() and ver_text()). */
-static int does_not_decode(const char *state)
+static int does_not_decode(const char *state, int utf8)
 {
     return strcmp(state, "2202E") == 0 || strcmp(state, "22011") == 0 ||
-           strcmp(state, "22021") == 0;
+           (utf8 && strcmp(state, "22021") == 0);
 }
 
-int convo__pg_run_stored(convo_backend *b, int st, const char *const *values,
-                         const int *lengths, PGresult **out, convo_error *err)
+/* utf8: 22021 also means stored bytes (the statement takes no text the core
+ * did not check). */
+static int run_stored(convo_backend *b, int st, const char *const *values, const int *lengths,
+                      int utf8, PGresult **out, convo_error *err)
 {
     convo_error e = {0}; /* the SQLSTATE even when err is NULL */
     int rc = convo__pg_run(b, st, values, lengths, out, &e);
     if (rc == 0)
         return 0;
-    if (!does_not_decode(e.backend_code))
+    if (!does_not_decode(e.backend_code, utf8))
         return convo__error(err, rc, e.backend_code, "%s", e.message);
     const char *why = strncmp(e.message, "postgres: ", 10) == 0 ? e.message + 10 : e.message;
     return convo__error(err, CONVO_ECORRUPT, e.backend_code,
                         "postgres: a stored checkpoint does not decode (%.200s)", why);
+}
+
+int convo__pg_run_stored(convo_backend *b, int st, const char *const *values,
+                         const int *lengths, PGresult **out, convo_error *err)
+{
+    return run_stored(b, st, values, lengths, 1, out, err);
+}
+
+int convo__pg_run_stored_bytes(convo_backend *b, int st, const char *const *values,
+                               const int *lengths, PGresult **out, convo_error *err)
+{
+    return run_stored(b, st, values, lengths, 0, out, err);
 }
 
 /* The parameters of the thread_list_*.sql shapes, typed: a shape uses some. */

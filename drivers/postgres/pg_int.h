@@ -92,6 +92,11 @@ int convo__pg_run(convo_backend *b, int st, const char *const *values, const int
  * is CONVO_ECORRUPT, not class 22's CONVO_EINVAL. */
 int convo__pg_run_stored(convo_backend *b, int st, const char *const *values,
                          const int *lengths, PGresult **out, convo_error *err);
+/* The same for a statement that also takes text the core did not check (a
+ * put_writes's value types, which may be not UTF-8: 22021 is the caller's,
+ * CONVO_EINVAL) and decodes stored values past their ends (2202E, 22011). */
+int convo__pg_run_stored_bytes(convo_backend *b, int st, const char *const *values,
+                               const int *lengths, PGresult **out, convo_error *err);
 /* The same for list shape `shape` (b->list_sql, LIST_NPARAMS typed parameters). */
 int convo__pg_run_list(convo_backend *b, int shape, const char *const *values,
                        const int *lengths, PGresult **out, convo_error *err);
