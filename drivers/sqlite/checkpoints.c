@@ -536,10 +536,14 @@ static int pending_store(sq_conn *c, int64_t key, unsigned char *record, sq_writ
         return rc;
     }
     sqlite3_bind_int64(st, 1, key);
-    if (packed)
-        sqlite3_bind_blob64(st, 2, packed, (sqlite3_uint64)len, free);
-    else
-        sqlite3_bind_null(st, 2);
+    /* a record past SQLite's length limit (SQLITE_TOOBIG) is refused, never
+     * left unbound: that would store NULL, no writes at all */
+    rc = packed ? sqlite3_bind_blob64(st, 2, packed, (sqlite3_uint64)len, free)
+                : sqlite3_bind_null(st, 2);
+    if (rc != SQLITE_OK) {
+        sq_stmt_done(st);
+        return sq_conn_error(c, rc, err, "storing pending writes");
+    }
     return sq_stmt_run(c, st, "storing pending writes", err);
 }
 

@@ -286,7 +286,7 @@ static void pack_final(sqlite3_context *ctx)
     size_t len = 0;
     int rc = a && !a->failed ? sq_writes_encode(a->w, a->n, &out, &len) : a ? -1 : 0;
     if (rc == 0 && out)
-        sqlite3_result_blob(ctx, out, (int)len, free);
+        sqlite3_result_blob64(ctx, out, (sqlite3_uint64)len, free); /* TOOBIG past the limit */
     else if (rc == 0)
         sqlite3_result_null(ctx);
     else if (rc == -2)
