@@ -151,6 +151,7 @@ def compact_message(m):
 _QUICK_ROLES = ("user", "assistant", "system")
 _QUICK_FIELDS = frozenset(("content", "id", "name"))
 _templates = {}     # (role, keys) -> (class, __dict__, empty containers, fields set) or False
+_STR_ONLY = frozenset((str,))
 _new_object = object.__new__
 _set = object.__setattr__
 
@@ -186,26 +187,31 @@ def _quick(m, fields=None, at=0):
         t = _template(*key)
         if len(_templates) < 64:    # key orders a log's texts may have: bounded
             _templates[key] = t
-    if t is False or set(map(type, m.values())) != {str}:
+    if t is False or not _STR_ONLY.issuperset(map(type, m.values())):
         return None
     cls, base, empty, fields_set, snap = t
     d = base.copy()
     d.update(m)
     del d["role"], d["serde"]
     extra = {}
-    made = [extra]
-    for k, kind in empty:
-        v = d[k] = kind()
-        made.append(v)
-    if fields is not None:
+    out = _new_object(cls)
+    if fields is None:
+        for k, kind in empty:
+            d[k] = kind()
+        fields_set = set(fields_set)
+    else:
+        made = [extra]
+        for k, kind in empty:
+            v = d[k] = kind()
+            made.append(v)
         f = snap.copy()
         f.update(m)
         del f["role"], f["serde"]
         fields[at] = (f, made)      # the snapshot's fields, the empty lists and dicts
-    out = _new_object(cls)
+        # a set pydantic adds a field's name to when it is assigned (MessageCache watches it)
+        fields_set = Watch(fields_set)
     _set(out, "__dict__", d)
-    # a set pydantic adds a field's name to when it is assigned (MessageCache watches it)
-    _set(out, "__pydantic_fields_set__", Watch(fields_set))
+    _set(out, "__pydantic_fields_set__", fields_set)
     _set(out, "__pydantic_extra__", extra)
     _set(out, "__pydantic_private__", None)
     return out
@@ -719,14 +725,16 @@ class MessageChannels:
                 reader.items(serde, Items(got[0], got[1]), from_log_texts))
         return True, self._decode(serde, stored, reader)
 
-    def hold_delta_lists(self, serde, checkpoint, channels):
+    def hold_delta_lists(self, serde, checkpoint, channels, bare_only=False):
         """Revives and holds the messages of a checkpoint's delta lists that came with
         their texts (a saver that does not hold the thread yet): the ancestors read
-        next then come without them. Whether it held any."""
+        next then come without them. bare_only: not a snapshot's list (reading the
+        snapshot's value revives and holds its messages). Whether it held any."""
         reader, held = None, False
         for c in checkpoint.channels:
             v = c.value
             if c.name in channels and isinstance(v, Items) and v.key == delta.DELTA_KEY and \
+                    not (bare_only and v.rest is not None) and \
                     any(t is not None for t, q in zip(v.items, v.seqs) if q >= 0):
                 reader = reader or self.reader(checkpoint)
                 reader.items(serde, Items(v.items, v.seqs), from_log_texts)

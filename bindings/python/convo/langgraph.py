@@ -192,8 +192,10 @@ class ConvoSaver(BaseCheckpointSaver):
             if known is None:
                 # nothing of the thread held (a fresh saver): a DeltaChannel's list came
                 # whole; held now, LangGraph's get_delta_channel_history that follows
-                # reads the checkpoint again without the log's texts
-                self._channels.hold_delta_lists(self.serde, cp, self._channels.names)
+                # reads the checkpoint again without the log's texts (a snapshot's
+                # messages are held as its value is read)
+                self._channels.hold_delta_lists(self.serde, cp, self._channels.names,
+                                                bare_only=True)
             return self._tuple(cp)
         except Missing:     # dropped meanwhile (another thread's read): read them all
             cp = self._store.checkpoint_get(thread_id, cp.id, ns=ns)
