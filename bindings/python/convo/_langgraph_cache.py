@@ -27,6 +27,8 @@ once per class) is compared field by field, as before."""
 
 import bisect
 import collections
+import itertools
+import operator
 import threading
 
 from .checkpoint import seq_range
@@ -181,6 +183,11 @@ def _watch_parts(item, snap):
     return empties, deep
 
 
+_PARTS = operator.itemgetter(3)     # of a held entry
+_EMPTIES = operator.itemgetter(0)   # of parts
+_DEEP = operator.itemgetter(1)
+_BLANK_OF = {list: EMPTY_LIST, dict: EMPTY_DICT}
+
 _HOLDABLE = {}      # type -> whether its objects are held (asked once per type)
 
 
@@ -246,18 +253,24 @@ class _Thread:
         last: a read that finds k items in it finds the rest of the lists ready."""
         seqs, objs, copies = self.deep
         empties, ends = self.empties, self.ends
-        for q, (_, item, _, parts) in enumerate(entries, self.length):
-            if parts is None:
-                self.other += 1
-            else:
-                empties.extend(parts[0])
-                for container, copy in parts[1]:
-                    seqs.append(q)
-                    objs.append(container)
-                    copies.append(copy)
-            ends.append(len(empties))
-        self.blanks.extend([EMPTY_LIST if type(x) is list else EMPTY_DICT
-                            for x in empties[len(self.blanks):]])
+        parts = list(map(_PARTS, entries))
+        if None in parts or any(map(_DEEP, parts)):
+            for q, p in enumerate(parts, self.length):
+                if p is None:
+                    self.other += 1
+                else:
+                    empties.extend(p[0])
+                    for container, copy in p[1]:
+                        seqs.append(q)
+                        objs.append(container)
+                        copies.append(copy)
+                ends.append(len(empties))
+        else:   # the usual entries (messages, strings): their empties at C speed
+            lists = list(map(_EMPTIES, parts))
+            ends.extend(itertools.islice(itertools.accumulate(map(len, lists),
+                                                              initial=len(empties)), 1, None))
+            empties.extend(itertools.chain.from_iterable(lists))
+        self.blanks.extend(map(_BLANK_OF.__getitem__, map(type, empties[len(self.blanks):])))
         self.classes.extend([e[1].__class__ for e in entries])
         self.prefix.extend([e[1] for e in entries])
         self.length += len(entries)
@@ -389,7 +402,13 @@ class MessageCache:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
             for seq, text, item, snapshot, empties in added:
-                parts = _watch(entry, seq, item, snapshot, empties)
+                w = item.__pydantic_fields_set__ if empties is not None else None
+                if type(w) is Watch and _WATCHABLE.get(type(item)):
+                    # just built from a template by this read (its Watch of no thread yet)
+                    w.thread, w.seq = entry, seq
+                    parts = empties, ()
+                else:
+                    parts = _watch(entry, seq, item, snapshot, empties)
                 if seq in entry.held:
                     entry.held[seq] = (text, item, snapshot, parts)
                     entry.changed.discard(seq)
