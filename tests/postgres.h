@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* The driver's schema version, and every version a schema it made records. */
-#define PG_SCHEMA_VERSION 33
-#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33"
+#define PG_SCHEMA_VERSION 34
+#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34"
 
 extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
 extern unsigned run_id;
