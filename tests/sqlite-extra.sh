@@ -6,6 +6,7 @@
 # the thread index (tests/sqlite-index.c: page cost, migrations 4 -> 5 -> 6, ttl,
 # the open entry),
 # the put with log references (tests/sqlite-refs.c: one transaction),
+# list opts v5 only_channel in the driver's statements (tests/sqlite-list-only.c),
 # the checkpoint suite (tests/checkpoints) with and without ttl, then
 # `convo sweep` through the tool.
 set -eu
@@ -26,6 +27,7 @@ run "$top_builddir/tests/sqlite_sql" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/sqlite_pending"
 run "$top_builddir/tests/sqlite_index" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/sqlite_refs" "$dir"
+run "$top_builddir/tests/sqlite_list_only" "$dir"
 run "$top_builddir/tests/sqlite_layout7" "$top_srcdir/drivers/sqlite" "$dir"
 run "$top_builddir/tests/sqlite_layout8" "$dir"
 run "$top_builddir/tests/sqlite_layout9" "$dir"

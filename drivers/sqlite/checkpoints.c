@@ -729,9 +729,9 @@ int sq_checkpoint_put_writes(convo_backend *b, const char *thread_id, const char
 
 /* Adds every channel of the channel list of checkpoint key (column 9 of row)
  * with its value, wherever in the thread's history that value was first
- * stored. */
+ * stored; only: that channel alone (NULL: every one). */
 static int cp_add_channels(sq_conn *c, sq_list_cache *k, convo_checkpoint *cp, int64_t key,
-                           sqlite3_stmt *row, convo_error *err)
+                           sqlite3_stmt *row, const char *only, convo_error *err)
 {
     sqlite3_stmt *st;
     const unsigned char *list;
@@ -745,6 +745,7 @@ static int cp_add_channels(sq_conn *c, sq_list_cache *k, convo_checkpoint *cp, i
     sqlite3_bind_blob64(st, 1, list, (sqlite3_uint64)len, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, key >> SEQ_BITS);
     sqlite3_bind_text(st, 3, convo_checkpoint_ns(cp), -1, SQLITE_STATIC);
+    bind_text_or_null(st, 4, only);
     while ((rc = sq_stmt_step(c, st, "reading checkpoint channels", err)) == 1) {
         const char *type = (const char *)sqlite3_column_text(st, 2);
         const void *value = sqlite3_column_blob(st, 3);
@@ -759,14 +760,17 @@ static int cp_add_channels(sq_conn *c, sq_list_cache *k, convo_checkpoint *cp, i
     return rc;
 }
 
-/* Adds the pending writes of checkpoint key in (task_id, idx) order. */
-static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_error *err)
+/* Adds the pending writes of checkpoint key in (task_id, idx) order; only:
+ * those to that channel alone (NULL: every one). */
+static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, const char *only,
+                         convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_WRITE_LIST, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, key);
+    bind_text_or_null(st, 2, only);
     while ((rc = sq_stmt_step(c, st, "reading pending writes", err)) == 1) {
         const void *value = sqlite3_column_blob(st, 5);
         char task[SQ_UUID_TEXT + 1];
@@ -787,25 +791,26 @@ static int cp_add_writes(sq_conn *c, convo_checkpoint *cp, int64_t key, convo_er
 /* The whole checkpoint on the current row of st, whose columns are key, ns,
  * id, parent_id, metadata, body_type, body, log_length, created_at, channels: those of
  * statements/cp-get.sql, cp-latest.sql, cp-list-*.sql (tests/sqlite-sql.c
- * checks them). */
+ * checks them). only: list opts v5 only_channel, that channel and its writes
+ * alone (NULL: all); a NULL metadata column (a lean listing) reads as {}. */
 static int cp_from_row(sq_conn *c, sq_list_cache *k, sqlite3_stmt *st, const char *thread_id,
-                       convo_checkpoint **out, convo_error *err)
+                       const char *only, convo_checkpoint **out, convo_error *err)
 {
+    const char *metadata = (const char *)sqlite3_column_text(st, 4);
     int64_t key = sqlite3_column_int64(st, 0);
     const char *body_type = (const char *)sqlite3_column_text(st, 5);
     const void *body = sqlite3_column_blob(st, 6);
     char id[SQ_UUID_TEXT + 1], parent[SQ_UUID_TEXT + 1];
     convo_checkpoint *cp = convo__checkpoint_new(
         thread_id, (const char *)sqlite3_column_text(st, 1), sq_column_id(st, 2, id),
-        sq_column_id(st, 3, parent),
-        (const char *)sqlite3_column_text(st, 4), body_type, body ? body : "",
+        sq_column_id(st, 3, parent), metadata ? metadata : "{}", body_type, body ? body : "",
         (size_t)sqlite3_column_bytes(st, 6), sqlite3_column_int64(st, 7),
         sqlite3_column_int64(st, 8));
     if (!cp)
         return no_memory(err);
-    int rc = cp_add_channels(c, k, cp, key, st, err);
+    int rc = cp_add_channels(c, k, cp, key, st, only, err);
     if (rc == 0)
-        rc = cp_add_writes(c, cp, key, err);
+        rc = cp_add_writes(c, cp, key, only, err);
     if (rc) {
         convo_checkpoint_free(cp);
         return rc;
@@ -842,7 +847,7 @@ static int get_tx(sq_conn *c, void *arg, convo_error *err)
     if ((rc = sq_stmt_step(c, st, "reading a checkpoint", err)) <= 0)
         return rc < 0 ? rc : cp_not_found(err);
     sq_list_cache k = {0};
-    rc = cp_from_row(c, &k, st, a->thread_id, &a->cp, err);
+    rc = cp_from_row(c, &k, st, a->thread_id, NULL, &a->cp, err);
     sq_stmt_done(st);
     sq_list_cache_clear(&k);
     return rc;
@@ -868,8 +873,17 @@ typedef struct cp_list_args {
     sq_list_cache lists; /* keep_all: a thread's rows come newest first */
 } cp_list_args;
 
+/* A listing's ?9: with only_channel and no metadata filter, neither metadata
+ * nor body is read (the core hands out neither). */
+static void bind_lean(sqlite3_stmt *st, const cp_list_args *a)
+{
+    if (a->o->only_channel && !a->filter)
+        sqlite3_bind_int(st, 9, 1);
+}
+
 /* Adds the checkpoints st yields whose metadata matches, until the set holds
- * limit; thread_id NULL: the thread id is column 10. */
+ * limit; thread_id NULL: the thread id is column 10. A lean listing
+ * (bind_lean) has no metadata to match and no filter. */
 static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_list_args *a,
                      convo_error *err)
 {
@@ -878,13 +892,15 @@ static int list_rows(sq_conn *c, sqlite3_stmt *st, const char *thread_id, cp_lis
         if (a->o->limit && convo_checkpoint_set_count(a->set) >= a->o->limit)
             break;
         const char *metadata = (const char *)sqlite3_column_text(st, 4);
-        if (!metadata || !convo__json_contains(metadata, (size_t)sqlite3_column_bytes(st, 4),
-                                               a->filter))
+        int lean = a->o->only_channel && !a->filter;
+        if (!lean && (!metadata ||
+                      !convo__json_contains(metadata, (size_t)sqlite3_column_bytes(st, 4),
+                                            a->filter)))
             continue;
         convo_checkpoint *cp;
         rc = cp_from_row(c, &a->lists, st,
-                         thread_id ? thread_id : (const char *)sqlite3_column_text(st, 10), &cp,
-                         err);
+                         thread_id ? thread_id : (const char *)sqlite3_column_text(st, 10),
+                         a->o->only_channel, &cp, err);
         if (rc == 0 && convo__checkpoint_set_add(a->set, cp) != 0)
             rc = no_memory(err);
         if (rc)
@@ -931,6 +947,7 @@ static int list_thread(sq_conn *c, cp_list_args *a, const cp_place *before, int6
     bind_text_or_null(st, 3, o->checkpoint_ns);
     if (before)
         sqlite3_bind_int64(st, 4, before->put_order);
+    bind_lean(st, a);
     return list_rows(c, st, o->thread_id, a, err);
 }
 
@@ -945,6 +962,7 @@ static int list_all(sq_conn *c, cp_list_args *a, const cp_place *before, convo_e
     bind_text_or_null(st, 2, a->o->checkpoint_ns);
     if (before)
         sqlite3_bind_int64(st, 3, before->put_order);
+    bind_lean(st, a);
     return list_rows(c, st, NULL, a, err);
 }
 

@@ -1,6 +1,6 @@
--- cp-list-all, only what was put before put_order ?3
-SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, c.meta) AS metadata,
-       bt.name AS body_type, c.body,
+-- cp-list-all, only what was put before put_order ?3 (?9 as there)
+SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, CASE WHEN ?9 IS NULL THEN convo_metadata(ms.name, c.meta) END AS metadata,
+       bt.name AS body_type, CASE WHEN ?9 IS NULL THEN c.body END AS body,
        c.log_length, c.created_at, c.channel_list, t.id
   FROM convo_checkpoints AS c
   LEFT JOIN convo_names AS bt ON bt.num = c.body_type
