@@ -15,20 +15,22 @@ place never changes what a later read gives. Any other object inside a field is 
 with the snapshot, so a change inside it is not seen (docs/python.md "Revived messages
 are kept").
 
-What a read of n held messages checks costs O(1) a message with a small constant, not a
-comparison of each one's fields: a held pydantic message is *watched* — its
-`__pydantic_fields_set__` (the set pydantic adds a field's name to whenever the field
-is assigned, `msg.content = ...`) is replaced by a Watch that also marks the message's
-seq changed; strings cannot change in place, so what is left to look at is its lists and
-dicts: those empty when it was revived are compared, all of the thread's together, with
-one shared empty of their kind (one C-level list comparison), the few that were not with
-their copies. A message whose class pydantic does not call the set's add() for (found
-once per class) is compared field by field, as before."""
+What a read of n held messages checks costs O(the messages changed since), not O(n): a
+held pydantic message is *watched* — its `__pydantic_fields_set__` (the set pydantic
+adds a field's name to whenever the field is assigned, `msg.content = ...`) is replaced
+by a Watch that also marks the message's seq changed, and each list and dict in it (its
+fields, its pydantic extras, and the lists and dicts inside those down to the leaves) by
+a WatchedList / WatchedDict that marks it on any change in place (append, update, item
+assignment, ...); strings cannot change in place. A read looks at the marked seqs alone,
+each compared with its snapshot (a mark is a hint, the snapshot the truth), and at the
+few messages of a class pydantic does not call the set's add() for (found once per
+class), compared field by field. Not seen: writes that bypass pydantic and the
+containers (`msg.__dict__[k] = v`, `object.__setattr__`, `msg.__class__ = C`, a list
+method called as `list.append(msg.tool_calls, x)`)."""
 
 import bisect
 import collections
-import itertools
-import operator
+import copy
 import threading
 
 from .checkpoint import seq_range
@@ -48,9 +50,9 @@ def snapshot(item):
     fields = item.__dict__.copy()
     for k, v in fields.items():
         t = type(v)
-        if t is list:
+        if t in _LISTS:
             fields[k] = _copy_json(v) if v else _EMPTY_LIST
-        elif t is dict:
+        elif t in _DICTS:
             fields[k] = _copy_json(v) if v else _EMPTY_DICT
     extra = getattr(item, "__pydantic_extra__", _NONE)
     if extra is not _NONE and extra is not None:
@@ -84,15 +86,14 @@ class Watch(set):
     """A held pydantic message's __pydantic_fields_set__: the set of its fields given
     when it was built, to which pydantic's __setattr__ adds the name of every field
     assigned since: add() also marks the message's seq in its thread's `changed`
-    (`thread` and `seq` set when it is held; a message built from a template gets
-    one unset). A copy or a pickle of the message gets a plain set."""
+    (`thread` and `seq` set when it is held, `thread` None again when it is no
+    longer held; a message built from a template gets one unset). A copy or a
+    pickle of the message gets a plain set."""
     __slots__ = ("thread", "seq")
 
     def add(self, name):
         set.add(self, name)
-        thread = getattr(self, "thread", None)     # unset: not held (yet)
-        if thread is not None:
-            thread.changed.add(self.seq)
+        _mark(self)
 
     def __reduce__(self):
         return set, (list(self),)
@@ -102,6 +103,123 @@ class Watch(set):
 
     def __deepcopy__(self, memo):
         return set(self)
+
+
+def _mark(watch):
+    thread = getattr(watch, "thread", None)     # unset: not held (yet)
+    if thread is not None:
+        thread.changed.add(watch.seq)
+
+
+def _marking(base, name):
+    """base's method `name` that first marks the container's message changed (a
+    read that sees the change in place sees the mark too)."""
+    method = getattr(base, name)
+
+    def marking(self, *args, **kwargs):
+        w = getattr(self, "watch", None)
+        if w is not None:
+            _mark(w)
+        return method(self, *args, **kwargs)
+    marking.__name__ = marking.__qualname__ = name
+    return marking
+
+
+def _plain(v, memo):
+    """copy.deepcopy of v with its watched lists and dicts plain ones."""
+    if type(v) not in _WATCHED:
+        return copy.deepcopy(v, memo)
+    got = memo.get(id(v))
+    if got is not None:
+        return got
+    if type(v) is WatchedList:
+        out = memo[id(v)] = []
+        out.extend(_plain(x, memo) for x in v)
+    else:
+        out = memo[id(v)] = {}
+        out.update((k, _plain(x, memo)) for k, x in v.items())
+    return out
+
+
+class WatchedList(list):
+    """A list inside a held message: equal to the list; any change in place marks
+    the message (`watch`: its Watch) changed. A copy (copy.copy, copy.deepcopy,
+    pickle) is a plain list."""
+    __slots__ = ("watch",)
+
+    def __copy__(self):
+        return list(self)
+
+    def __deepcopy__(self, memo):
+        return _plain(self, memo)
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
+class WatchedDict(dict):
+    """A dict inside a held message, as WatchedList."""
+    __slots__ = ("watch",)
+
+    def __copy__(self):
+        return dict(self)
+
+    def __deepcopy__(self, memo):
+        return _plain(self, memo)
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
+              "insert", "pop", "remove", "clear", "sort", "reverse"):
+    setattr(WatchedList, _name, _marking(list, _name))
+for _name in ("__setitem__", "__delitem__", "__ior__", "update", "setdefault", "pop",
+              "popitem", "clear"):
+    setattr(WatchedDict, _name, _marking(dict, _name))
+
+_LISTS = frozenset((list, WatchedList))
+_DICTS = frozenset((dict, WatchedDict))
+_CONTAINERS = _LISTS | _DICTS
+_WATCHED = frozenset((WatchedList, WatchedDict))
+
+
+def watched(v, watch):
+    """v with every list and dict in it (v itself, and down to the leaves) a
+    watched one marking `watch`; other values as they are (shared)."""
+    t = type(v)
+    if t in _DICTS:
+        out = WatchedDict(v)
+        for k, x in v.items():
+            if type(x) in _CONTAINERS:
+                dict.__setitem__(out, k, watched(x, watch))
+    elif t in _LISTS:
+        out = WatchedList(v)
+        for i, x in enumerate(v):
+            if type(x) in _CONTAINERS:
+                list.__setitem__(out, i, watched(x, watch))
+    else:
+        return v
+    out.watch = watch
+    return out
+
+
+def _all_watched(v, watch):
+    t = type(v)
+    if t in _WATCHED:
+        return v.watch is watch and all(_all_watched(x, watch) for x in
+                                        (v.values() if t is WatchedDict else v))
+    return t is not list and t is not dict
+
+
+def fully_watched(item, thread):
+    """Whether a held message's fields set and every list and dict in it still mark
+    it in `thread` (an assignment may have put a plain list in: such a message is
+    compared at each read until it is revived again)."""
+    w = item.__pydantic_fields_set__
+    return type(w) is Watch and getattr(w, "thread", None) is thread and \
+        all(_all_watched(v, w) for v in item.__dict__.values()) and \
+        _all_watched(item.__pydantic_extra__, w)
 
 
 _WATCHABLE = {}     # type -> whether an assignment to a field of its objects reaches Watch.add
@@ -130,23 +248,38 @@ def _watchable(item):
     return answer
 
 
-def _watch(entry, seq, item, snap, empties=None):
-    """The parts of an item about to be held at seq (see _Thread), its fields set
-    replaced by a Watch when it is a watched message. empties: those of an item
-    built from a template (its fields set already a Watch of no thread)."""
+def _watch(entry, seq, item, snap, from_template=False):
+    """Whether an item about to be held at seq is watched (a str needs nothing): its
+    fields set replaced by a Watch of (entry, seq), its lists and dicts by watched
+    ones; False for an item to compare field by field at each read. from_template:
+    built from a template by this read (its Watch and containers made already, of no
+    thread yet)."""
     if snap is item:
-        return (), ()       # a str
+        return True         # a str
     if not _watchable(item):
-        return None
+        return False
     w = item.__pydantic_fields_set__
-    if empties is not None and type(w) is Watch and getattr(w, "thread", None) is None:
+    if from_template and type(w) is Watch and getattr(w, "thread", None) is None:
         w.thread, w.seq = entry, seq
-        return empties, ()
-    parts = _watch_parts(item, snap)
+        return True
     w = Watch(w)
+    d = item.__dict__
+    for k, v in d.items():
+        if type(v) in _CONTAINERS:
+            d[k] = watched(v, w)    # an existing key: no change of size while iterating
+    extra = item.__pydantic_extra__
+    if extra is not None:
+        _object_setattr(item, "__pydantic_extra__", watched(extra, w))
     w.thread, w.seq = entry, seq
     _object_setattr(item, "__pydantic_fields_set__", w)
-    return parts
+    return True
+
+
+def _unwatch(item):
+    """A message no longer held: its changes mark nothing."""
+    w = getattr(item, "__pydantic_fields_set__", None)
+    if type(w) is Watch:
+        w.thread = None
 
 
 class _Probe(set):
@@ -161,32 +294,6 @@ class _Probe(set):
         set.add(self, name)
         self.added = True
 
-
-def _watch_parts(item, snap):
-    """(empties, deep) of a watched message: its list and dict fields (and pydantic
-    extras) that are empty, and [(container, its snapshot copy)] of the others."""
-    empties, deep = [], []
-    fields = snap[1]
-    for k, v in item.__dict__.items():
-        t = type(v)
-        if t is list or t is dict:
-            if v:
-                deep.append((v, fields[k]))
-            else:
-                empties.append(v)
-    extra = item.__pydantic_extra__
-    if extra is not None:
-        if extra:
-            deep.append((extra, snap[2]))
-        else:
-            empties.append(extra)
-    return empties, deep
-
-
-_PARTS = operator.itemgetter(3)     # of a held entry
-_EMPTIES = operator.itemgetter(0)   # of parts
-_DEEP = operator.itemgetter(1)
-_BLANK_OF = {list: EMPTY_LIST, dict: EMPTY_DICT}
 
 _HOLDABLE = {}      # type -> whether its objects are held (asked once per type)
 
@@ -210,18 +317,14 @@ _object_setattr = object.__setattr__
 
 
 class _Thread:
-    """What is held of one thread's log: seq -> (text, item, snapshot, parts), valid
-    at (generation, origin); parts: _watch_parts of a watched message, ((), ()) for
-    a str, None for an item compared field by field. length: the seqs [0, length)
-    are all held; for those, lists by seq, so that a read checks them at C speed:
-    `prefix` the items (a read takes them with one slice), `classes` their classes,
-    `empties` the lists and dicts empty when they were revived, in seq order, with
-    `blanks` (the shared empty of each one's kind) beside them and `ends[q]` the
-    number of them before seq q; `deep` the others as (seqs, containers, copies);
-    `other`: how many of them are compared field by field. `changed`: the seqs of
-    watched messages a field of which was assigned (Watch)."""
-    __slots__ = ("generation", "origin", "held", "length", "prefix", "classes", "empties",
-                 "blanks", "ends", "deep", "other", "changed")
+    """What is held of one thread's log: seq -> (text, item, snapshot, watched), valid
+    at (generation, origin); watched: False for an item compared field by field at
+    each read (a class pydantic does not report assignments of). length: the seqs
+    [0, length) are all held; `prefix` their items by seq (a read takes them with one
+    slice), `others` the seqs among them of items compared field by field.
+    `changed`: the seqs of watched messages changed since they were checked (Watch,
+    WatchedList, WatchedDict)."""
+    __slots__ = ("generation", "origin", "held", "length", "prefix", "others", "changed")
 
     def __init__(self, generation, origin):
         self.generation, self.origin = generation, origin
@@ -233,10 +336,7 @@ class _Thread:
     def truncate(self, k):
         # new lists: a read under way keeps its own
         self.length = 0
-        self.classes, self.empties, self.blanks, self.ends = [], [], [], [0]
-        self.deep = ([], [], [])
-        self.other = 0
-        self.prefix = []
+        self.prefix, self.others = [], []
         self.changed.difference_update([q for q in self.changed.copy() if q >= k])
         self._add([self.held[q] for q in range(k)])
 
@@ -251,60 +351,33 @@ class _Thread:
     def _add(self, entries):
         """Appends held entries (the seqs from length on) to the lists; the prefix
         last: a read that finds k items in it finds the rest of the lists ready."""
-        seqs, objs, copies = self.deep
-        empties, ends = self.empties, self.ends
-        parts = list(map(_PARTS, entries))
-        if None in parts or any(map(_DEEP, parts)):
-            for q, p in enumerate(parts, self.length):
-                if p is None:
-                    self.other += 1
-                else:
-                    empties.extend(p[0])
-                    for container, copy in p[1]:
-                        seqs.append(q)
-                        objs.append(container)
-                        copies.append(copy)
-                ends.append(len(empties))
-        else:   # the usual entries (messages, strings): their empties at C speed
-            lists = list(map(_EMPTIES, parts))
-            ends.extend(itertools.islice(itertools.accumulate(map(len, lists),
-                                                              initial=len(empties)), 1, None))
-            empties.extend(itertools.chain.from_iterable(lists))
-        self.blanks.extend(map(_BLANK_OF.__getitem__, map(type, empties[len(self.blanks):])))
-        self.classes.extend([e[1].__class__ for e in entries])
+        self.others.extend([q for q, e in enumerate(entries, self.length) if not e[3]])
         self.prefix.extend([e[1] for e in entries])
         self.length += len(entries)
 
     def first_changed(self, k):
         """The first seq of [0, k) (k <= length) whose item was changed since its
-        snapshot, -1 when none was: the seqs marked changed, then one C-level
-        comparison each of the items' classes, of the empty containers with the
-        blanks and of the others with their copies."""
-        items, classes, ends = self.prefix, self.classes, self.ends
-        if len(items) < k or len(classes) < k or len(ends) <= k:
-            return min(len(items), len(classes), len(ends) - 1)  # truncated meanwhile
+        snapshot, -1 when none was: the seqs marked changed and those compared field
+        by field, each compared with its snapshot."""
+        items = self.prefix
+        if len(items) < k:
+            return len(items)   # truncated meanwhile
         held = self.held
-        if self.changed:
-            for q in sorted(self.changed.copy()):   # a copy: another thread may add
-                if q >= k:
-                    break
-                got = held.get(q)
-                if got is None or not same(got[1], got[2]):
-                    return q
-                self.changed.discard(q)     # assigned an equal value: nothing changed
-        if k < len(items):
-            items, classes = items[:k], classes[:k]
-        if not self.other:
-            e = ends[k]
-            empties, blanks = self.empties, self.blanks
-            if e < len(empties) or len(blanks) != e:
-                empties, blanks = empties[:e], blanks[:e]
-            seqs, objs, copies = self.deep
-            d = bisect.bisect_left(seqs, k)
-            if list(map(type, items)) == classes and empties == blanks and \
-                    objs[:d] == copies[:d]:
-                return -1
-        return next((q for q, x in enumerate(items) if not same(x, held[q][2])), -1)
+        suspects = sorted(self.changed.copy())  # a copy: another thread may add
+        others = self.others
+        if others:
+            suspects = sorted(set(suspects).union(others[:bisect.bisect_left(others, k)]))
+        for q in suspects:
+            if q >= k:
+                break
+            got = held.get(q)
+            if got is None or not same(got[1], got[2]):
+                return q
+            # an equal value assigned: still watched whole, nothing to look at again
+            if got[3] and q in self.changed and (isinstance(got[1], str) or
+                                                 fully_watched(got[1], self)):
+                self.changed.discard(q)
+        return -1
 
 
 class MessageCache:
@@ -334,7 +407,7 @@ class MessageCache:
         with self._lock:
             if self._threads.get(thread_id) is not entry or seq not in entry.held:
                 return
-            del entry.held[seq]
+            _unwatch(entry.held.pop(seq)[1])
             entry.changed.discard(seq)
             self._count -= 1
             if seq < entry.length:
@@ -351,16 +424,22 @@ class MessageCache:
         unchanged since it was revived), -1 for any other item."""
         with self._lock:
             t = self._threads.get(thread_id)
-            held = dict(t.held) if t is not None and t.generation == generation else {}
+            if t is None or t.generation != generation:
+                t = None
+            held = dict(t.held) if t is not None else {}
         where = {}
 
         def seq_of(item):
             if not where and held:
                 where.update((id(e[1]), (q, e)) for q, e in held.items())
             got = where.get(id(item))
-            if got is None or got[1][1] is not item or not same(item, got[1][2]):
+            if got is None or got[1][1] is not item:
                 return -1
-            return got[0]
+            q, e = got
+            # a watched message not marked is unchanged; any other is compared
+            if not (e[3] and q not in t.changed) and not same(item, e[2]):
+                return -1
+            return q
         return seq_of
 
     def reader(self, thread_id, generation, origin, hold=True):
@@ -373,7 +452,13 @@ class MessageCache:
         with self._lock:
             t = self._threads.pop(thread_id, None)
             if t is not None:
-                self._count -= len(t.held)
+                self._release(t)
+
+    def _release(self, t):
+        """A thread's entry no longer kept: its messages mark nothing (nor keep it)."""
+        self._count -= len(t.held)
+        for e in t.held.values():
+            _unwatch(e[1])
 
     def _entry(self, thread_id, generation, origin, create=True):
         """The thread's entry for items read at (generation, origin): the held one,
@@ -389,28 +474,28 @@ class MessageCache:
             if origin < 0 or not create:
                 return None
             if t is not None:
-                self._count -= len(t.held)
+                self._release(t)
             t = self._threads[thread_id] = _Thread(generation, origin)
             return t
 
 
     def _hold(self, entry, thread_id, added):
-        """Keeps [(seq, text, item, snapshot, empties)] in entry while the limit
-        allows (an item revived again replaces the one held); empties: those of
-        an item built from a template, else None."""
+        """Keeps [(seq, text, item, snapshot, from_template)] in entry while the
+        limit allows (an item revived again replaces the one held); from_template:
+        an item this read built from a template (its Watch made, of no thread)."""
         with self._lock:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
-            for seq, text, item, snapshot, empties in added:
-                w = item.__pydantic_fields_set__ if empties is not None else None
+            for seq, text, item, snapshot, from_template in added:
+                w = item.__pydantic_fields_set__ if from_template else None
                 if type(w) is Watch and _WATCHABLE.get(type(item)):
-                    # just built from a template by this read (its Watch of no thread yet)
                     w.thread, w.seq = entry, seq
-                    parts = empties, ()
+                    watching = True
                 else:
-                    parts = _watch(entry, seq, item, snapshot, empties)
+                    watching = _watch(entry, seq, item, snapshot, from_template)
                 if seq in entry.held:
-                    entry.held[seq] = (text, item, snapshot, parts)
+                    _unwatch(entry.held[seq][1])
+                    entry.held[seq] = (text, item, snapshot, watching)
                     entry.changed.discard(seq)
                     if seq < entry.length:
                         entry.truncate(seq)
@@ -419,7 +504,7 @@ class MessageCache:
                     pass
                 if self._count >= self.limit:
                     return
-                entry.held[seq] = (text, item, snapshot, parts)
+                entry.held[seq] = (text, item, snapshot, watching)
                 self._count += 1
             entry.extend()
 
@@ -428,7 +513,7 @@ class MessageCache:
         for thread_id, t in self._threads.items():
             if t is not keep:
                 del self._threads[thread_id]
-                self._count -= len(t.held)
+                self._release(t)
                 return True
         return False
 
@@ -445,8 +530,9 @@ class _Reader:
 
     def items(self, serde, value, revive):
         """The items of a resolved convo.Items; revive(serde, texts[, fields])
-        revives texts (and sets fields[i] to (the snapshot fields, the empty lists
-        and dicts) of an item it built from a template, else leaves None)."""
+        revives texts (and sets fields[i] to the snapshot fields of an item it built
+        from a template, its fields set a Watch and its lists and dicts watched ones
+        of that Watch, else leaves None)."""
         texts, seqs = value.items, value.seqs
         n = len(texts)
         out = [None] * n
@@ -456,7 +542,7 @@ class _Reader:
         start = 0
         if self.entry is not None:
             # the usual list: the log's first messages, those held left out of the
-            # read, checked at C speed and taken with one slice
+            # read, found at C speed, checked by their marks and taken with one slice
             entry = self.entry
             prefix = entry.prefix
             k = texts.count(None)
@@ -494,10 +580,10 @@ class _Reader:
             seq = value.seqs[i]
             if seq >= 0 and _holdable(item):
                 if f is None:
-                    added.append((seq, value.items[i], item, snapshot(item), None))
+                    added.append((seq, value.items[i], item, snapshot(item), False))
                 else:
-                    added.append((seq, value.items[i], item, (item.__class__, f[0], _EMPTY_DICT),
-                                  f[1]))
+                    added.append((seq, value.items[i], item, (item.__class__, f, _EMPTY_DICT),
+                                  True))
             out[i] = item
         if added:
             self.cache._hold(self.entry, self.thread_id, added)

@@ -24,7 +24,8 @@ import threading
 import time
 import uuid
 
-from ._langgraph_cache import EMPTY_DICT, EMPTY_LIST, MessageCache, Missing, Watch
+from ._langgraph_cache import (EMPTY_DICT, EMPTY_LIST, MessageCache, Missing, Watch,
+                               WatchedDict, WatchedList)
 from . import _langgraph_delta as delta
 from .checkpoint import Items, seq_range
 
@@ -153,6 +154,7 @@ _QUICK_FIELDS = frozenset(("content", "id", "name"))
 _templates = {}     # (role, keys) -> (class, __dict__, empty containers, fields set) or False
 _STR_ONLY = frozenset((str,))
 _new_object = object.__new__
+_WATCHED_KIND = {list: WatchedList, dict: WatchedDict}
 _set = object.__setattr__
 
 
@@ -200,16 +202,18 @@ def _quick(m, fields=None, at=0):
             d[k] = kind()
         fields_set = set(fields_set)
     else:
-        made = [extra]
+        # a set pydantic adds a field's name to when it is assigned, and lists and
+        # dicts marking a change in place: MessageCache watches them
+        fields_set = Watch(fields_set)
+        extra = WatchedDict()
+        extra.watch = fields_set
         for k, kind in empty:
-            v = d[k] = kind()
-            made.append(v)
+            v = d[k] = _WATCHED_KIND[kind]()
+            v.watch = fields_set
         f = snap.copy()
         f.update(m)
         del f["role"], f["serde"]
-        fields[at] = (f, made)      # the snapshot's fields, the empty lists and dicts
-        # a set pydantic adds a field's name to when it is assigned (MessageCache watches it)
-        fields_set = Watch(fields_set)
+        fields[at] = f      # the snapshot's fields
     _set(out, "__dict__", d)
     _set(out, "__pydantic_fields_set__", fields_set)
     _set(out, "__pydantic_extra__", extra)

@@ -475,8 +475,8 @@ class LogTextTests(unittest.TestCase):
     def test_a_snapshot_sees_every_change_in_place(self):
         """convo/_langgraph_cache.py: what a held message is compared with before it
         is handed out again; built by snapshot() or, for a message built from a
-        template, from the fields from_log_texts gives (with the message's empty
-        lists and dicts, each the very object in the message)."""
+        template, from the fields from_log_texts gives (the message's lists and dicts
+        then watched ones of its Watch, which a change in place marks)."""
         from langchain_core.messages import AIMessage, HumanMessage
         from convo import _langgraph_cache as cache
 
@@ -501,11 +501,15 @@ class LogTextTests(unittest.TestCase):
             self.assertFalse(cache.same(m, snap))
             fields = [None, None]
             for i, m in enumerate(self.ch.from_log_texts(self.serde, texts, fields)):
-                snap = (type(m), fields[i][0], cache.EMPTY_DICT)
+                snap = (type(m), fields[i], cache.EMPTY_DICT)
                 self.assertEqual(snap, cache.snapshot(m))
-                empties = [v for v in list(m.__dict__.values()) + [m.__pydantic_extra__]
-                           if type(v) in (list, dict)]
-                self.assertEqual(sorted(map(id, fields[i][1])), sorted(map(id, empties)))
+                w = m.__pydantic_fields_set__
+                self.assertIs(type(w), cache.Watch)
+                containers = [v for v in list(m.__dict__.values()) + [m.__pydantic_extra__]
+                              if isinstance(v, (list, dict))]
+                self.assertTrue(containers)
+                self.assertTrue(all(type(v) in (cache.WatchedList, cache.WatchedDict) and
+                                    v.watch is w for v in containers))
                 self.assertTrue(cache.same(m, snap))
                 try:
                     change(m)
