@@ -334,10 +334,10 @@ class _Thread:
         self.truncate(0)
 
     def truncate(self, k):
-        # new lists: a read under way keeps its own
+        # new lists: a read under way keeps its own (the marks stay: the messages
+        # held past k are still handed out by seq, their marks checked then)
         self.length = 0
         self.prefix, self.others = [], []
-        self.changed.difference_update([q for q in self.changed.copy() if q >= k])
         self._add([self.held[q] for q in range(k)])
 
     def extend(self):
@@ -494,7 +494,8 @@ class MessageCache:
                 else:
                     watching = _watch(entry, seq, item, snapshot, from_template)
                 if seq in entry.held:
-                    _unwatch(entry.held[seq][1])
+                    if entry.held[seq][1] is not item:
+                        _unwatch(entry.held[seq][1])
                     entry.held[seq] = (text, item, snapshot, watching)
                     entry.changed.discard(seq)
                     if seq < entry.length:
@@ -535,7 +536,7 @@ class _Reader:
         of that Watch, else leaves None)."""
         texts, seqs = value.items, value.seqs
         n = len(texts)
-        out = [None] * n
+        out = None
         missing = []
         # a dict read while another thread adds to it (_hold) is safe under the GIL
         held = self.entry.held if self.entry is not None else {}
@@ -552,13 +553,17 @@ class _Reader:
                 if changed >= 0:
                     self.cache._drop(entry, self.thread_id, changed)
                     raise Missing(changed)
-                out[:k] = prefix[:k]
+                out = prefix[:k]    # the caller's own list: one pass over n pointers
+                out += [None] * (n - k)
                 start = k
+        if out is None:
+            out = [None] * n
         for i in range(start, n):
             text, seq = texts[i], seqs[i]
             got = held.get(seq)
-            if got is not None and (text is None or got[0] == text) and same(got[1], got[2]):
-                out[i] = got[1]
+            if got is not None and (text is None or got[0] == text) and (
+                    (got[3] and seq not in self.entry.changed) or same(got[1], got[2])):
+                out[i] = got[1]     # watched and not marked, or equal to its snapshot
             elif text is None:
                 if got is not None:     # changed in place since it was revived
                     self.cache._drop(self.entry, self.thread_id, seq)

@@ -29,7 +29,7 @@ from ._langgraph_cache import (EMPTY_DICT, EMPTY_LIST, MessageCache, Missing, Wa
 from . import _langgraph_delta as delta
 from .checkpoint import Items, seq_range
 
-ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes deltas")
+ChannelPlan = collections.namedtuple("ChannelPlan", "channels listed hinted prefixes deltas heads")
 ChannelPlan.__doc__ = """What ConvoSaver.put hands to Store.checkpoint_put: channels as
 (name, version text, (type, bytes) or convo.Items or None); listed: a channel is
 Items (the put is then conditional on the thread's generation); hinted: an item
@@ -37,7 +37,9 @@ is passed by its seq, or a list as the log's first messages (valid only at the
 generation the hint was learnt at); prefixes: {channel: k} for the lists passed
 as the log's messages [0, k) and the items after them (Store.checkpoint_put's
 log_prefix); deltas: {channel: (prefix, texts, seqs)} of the DeltaChannel lists
-stored (convo/_langgraph_delta.py)."""
+stored (convo/_langgraph_delta.py); heads: {channel: a private copy of the list's
+first prefixes[channel] items} (made by the prefix check: put_done extends it into the
+child's head instead of copying the list again)."""
 
 # LangChain message types -> the role a message is stored under (as the Node binding)
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
@@ -346,8 +348,14 @@ class _Known:
     Python (identity and id checks at C speed), so a put passes only what is new."""
     __slots__ = ("head", "tail", "tail_seqs", "idless", "generation")
 
-    def __init__(self, items, prefix, tail_seqs, generation, idless=None):
-        self.head = items[:prefix]      # lists never changed: one copy, not two
+    def __init__(self, items, prefix, tail_seqs, generation, idless=None, head=None):
+        """head: a private list of items' first len(head) objects (<= prefix), taken
+        over and extended instead of copying items[:prefix] again."""
+        if head is not None and len(head) <= prefix:
+            head.extend(items[len(head):prefix])
+            self.head = head
+        else:
+            self.head = items[:prefix]      # lists never changed: one copy, not two
         self.tail = items[prefix:]
         self.tail_seqs = tail_seqs
         self.generation = generation
@@ -372,17 +380,21 @@ class _Known:
         return cls(items, k, list(seqs[k:]), generation, idless)
 
     def prefix_of(self, items):
-        """How many of items' first ones are, unchanged, the log's messages [0, k)
-        this list started with: its head's objects at their places (or objects equal
-        to them: a list comparison tells them apart by pointer, without a step per
-        item in Python)."""
+        """(k, head): how many of items' first ones are, unchanged, the log's messages
+        [0, k) this list started with: its head's objects at their places (or objects
+        equal to them: a list comparison tells them apart by pointer, without a step
+        per item in Python); head: the copy of items[:k] the comparison made (the
+        child's head is made from it), None when it made none."""
         k = len(self.head)
-        if not k or len(items) < k or (items[:k] if len(items) > k else items) != self.head:
-            return 0
+        if not k or len(items) < k:
+            return 0, None
+        head = items[:k] if len(items) > k else None
+        if (items if head is None else head) != self.head:
+            return 0, None
         for i in self.idless:
             if i < k and items[i].id is not None:
                 k = i
-        return k
+        return k, (head if head is not None and len(head) == k else None)
 
     def seq_at(self, i, item):
         """The seq of items[i] when it is the object this list had at i (-1 else)."""
@@ -484,7 +496,7 @@ class MessageChannels:
         if parent_key and generation is not None:
             with self._lock:
                 parent = self._known.get(parent_key, {})
-        channels, hinted, listed, prefixes, deltas = [], False, False, {}, {}
+        channels, hinted, listed, prefixes, deltas, heads = [], False, False, {}, {}, {}
         for name, version in versions.items():
             value = None
             v = values.get(name)
@@ -515,15 +527,17 @@ class MessageChannels:
                     known = parent.get(name)
                     if known is not None and known.generation != generation:
                         known = None
-                    value, k = self._list_value(serde, v, known)
+                    value, k, head = self._list_value(serde, v, known)
                     if k:
                         prefixes[name] = k
+                    if head is not None:
+                        heads[name] = head
                     hinted = hinted or bool(k) or any(q >= 0 for q in value.seqs)
                 else:
                     value = self._value(serde, name, v)
                 listed = listed or isinstance(value, Items)
             channels.append((name, str(version), value))
-        return ChannelPlan(channels, listed, hinted, prefixes, deltas)
+        return ChannelPlan(channels, listed, hinted, prefixes, deltas, heads)
 
     def _selection(self, serde, thread_id, generation, prefix, texts, seqs, items):
         """A _DeltaSnapshot's list as a selection of the delta list stored with it:
@@ -543,8 +557,9 @@ class MessageChannels:
                                   lambda x: log_text(serde, x))
 
     def _list_value(self, serde, value, known):
-        """(Items of what follows the log prefix, k) for a message channel's list."""
-        k = known.prefix_of(value) if known is not None else 0
+        """(Items of what follows the log prefix, k, a private copy of value[:k] or
+        None) for a message channel's list."""
+        k, head = known.prefix_of(value) if known is not None else (0, None)
         rest = value[k:] if k else value
         if known is None:
             seqs = [-1] * len(rest)
@@ -555,7 +570,7 @@ class MessageChannels:
         else:
             seqs = [known.seq_at(i, x) for i, x in enumerate(rest, k)]
         texts = [None if q >= 0 else log_text(serde, x) for x, q in zip(rest, seqs)]
-        return Items(texts, seqs, log=True), k
+        return Items(texts, seqs, log=True), k, head
 
     def _value(self, serde, channel, value):
         if channel in self.names and isinstance(value, list):
@@ -600,11 +615,11 @@ class MessageChannels:
         return texts
 
     def put_done(self, key, parent_key, values, new_versions, seqs_by_channel, generation,
-                 prefixes=None, deltas=None, versions=None):
+                 prefixes=None, deltas=None, versions=None, heads=None):
         """Remembers the seqs the library gave a put's lists (hints for its child
         and for a write of its parent stored after it); a message channel the put
         did not change keeps what its parent's list was known as (LangGraph's
-        input checkpoint changes only __start__). prefixes: the plan's."""
+        input checkpoint changes only __start__). prefixes, heads: the plan's."""
         with self._lock:
             parent = self._known.get(parent_key, {}) if parent_key else {}
         known = {ch: k for ch, k in parent.items()
@@ -624,7 +639,8 @@ class MessageChannels:
             if k and before is not None:
                 idless = frozenset(i for i in before.idless if i < k) | \
                     frozenset(k + i for i in _idless(v[k:k + n]))
-            known[ch] = _Known(v, k + n, seqs[n:], generation, idless)
+            known[ch] = _Known(v, k + n, seqs[n:], generation, idless,
+                               (heads or {}).get(ch) if k else None)
             # the items past the parent's list: those this put may have appended
             start = (len(before.head) + len(before.tail) if before is not None
                      else len(v) - 64) - k

@@ -443,7 +443,7 @@ class ConvoSaver(BaseCheckpointSaver):
         if plan.listed:
             self._channels.learn_generation(thread_id, generation)
         self._channels.put_done(key, parent_key, values, new_versions, seqs, generation,
-                                plan.prefixes, plan.deltas, versions)
+                                plan.prefixes, plan.deltas, versions, plan.heads)
 
     def _read_generation(self, thread_id):
         """The thread's generation (0 for a thread not there yet), read without its
