@@ -419,23 +419,44 @@ class MessageCache:
             t = self._threads.get(thread_id)
             return None if t is None else (t.generation, t.origin)
 
-    def seq_finder(self, thread_id, generation):
-        """item -> the seq of the held message of the thread it is (at `generation`,
-        unchanged since it was revived), -1 for any other item."""
+    def held_head(self, thread_id, generation, items):
+        """How many of items' first ones are the thread's held messages [0, h) at
+        `generation`, in order and unchanged since they were held: the objects (or
+        equal ones) by one C-level list comparison, then their marks."""
         with self._lock:
             t = self._threads.get(thread_id)
             if t is None or t.generation != generation:
-                t = None
-            held = dict(t.held) if t is not None else {}
+                return 0
+            prefix = t.prefix
+        h = min(len(items), len(prefix))
+        if not h or (items if len(items) == h else items[:h]) != \
+                (prefix if len(prefix) == h else prefix[:h]):
+            return 0
+        c = t.first_changed(h)
+        return h if c < 0 else c
+
+    def seq_finder(self, thread_id, generation, start=0):
+        """item -> the seq (>= start) of the held message of the thread it is (at
+        `generation`, unchanged since it was revived), -1 for any other item."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None or t.generation != generation:
+                return lambda item: -1
+            held, prefix, length = t.held, t.prefix, t.length
         where = {}
+        built = []
 
         def seq_of(item):
-            if not where and held:
-                where.update((id(e[1]), (q, e)) for q, e in held.items())
-            got = where.get(id(item))
-            if got is None or got[1][1] is not item:
+            if not built:
+                built.append(True)
+                where.update((id(x), q) for q, x in enumerate(prefix[start:length], start))
+                if len(held) > length:      # held past a gap (rare): look at them all
+                    where.update((id(e[1]), q) for q, e in list(held.items())
+                                 if q >= max(length, start))
+            q = where.get(id(item), -1)
+            e = held.get(q) if q >= 0 else None
+            if e is None or e[1] is not item:
                 return -1
-            q, e = got
             # a watched message not marked is unchanged; any other is compared
             if not (e[3] and q not in t.changed) and not same(item, e[2]):
                 return -1

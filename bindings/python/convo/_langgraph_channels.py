@@ -541,8 +541,11 @@ class MessageChannels:
 
     def _selection(self, serde, thread_id, generation, prefix, texts, seqs, items):
         """A _DeltaSnapshot's list as a selection of the delta list stored with it:
-        its items found by the seq of the held message they are, else by text."""
-        held = self.cache.seq_finder(thread_id, generation)
+        its first items, when they are the held log's first messages, as one range
+        (no step each); the others found by the seq of the held message they are,
+        else by text."""
+        head = min(self.cache.held_head(thread_id, generation, items), prefix)
+        held = self.cache.seq_finder(thread_id, generation, head)
 
         def seq_of(x):
             q = held(x)
@@ -554,7 +557,7 @@ class MessageChannels:
                     q = h[4]
             return q
         return delta.selection_of(prefix, texts, seqs, items, seq_of,
-                                  lambda x: log_text(serde, x))
+                                  lambda x: log_text(serde, x), head)
 
     def _list_value(self, serde, value, known):
         """(Items of what follows the log prefix, k, a private copy of value[:k] or

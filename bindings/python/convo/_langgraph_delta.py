@@ -17,7 +17,7 @@ import collections
 import json
 import threading
 
-from .checkpoint import Items
+from .checkpoint import Items, seq_range
 from .errors import CorruptError
 from . import _lib
 
@@ -78,8 +78,9 @@ class DeltaList:
 
     def __init__(self, prefix, texts, seqs, generation):
         m = len(seqs)
-        if m and seqs[-1] == prefix + m - 1 and seqs == list(range(prefix, prefix + m)):
-            n = m   # the usual list: all in the log, in order (compared at C speed)
+        if m and seqs[-1] == prefix + m - 1 and seqs == seq_range(prefix + m)[prefix:]:
+            n = m   # the usual list: all in the log, in order (compared at C speed, a read's
+            # seqs sharing seq_range's ints: by pointer)
         else:
             n = 0
             while n < m and seqs[n] == prefix + n:
@@ -104,20 +105,22 @@ def _usable(writes, generation):
     return all(w.generation == generation or None not in w.texts for w in writes)
 
 
-def selection_of(prefix, texts, seqs, items, seq_of, text_of):
+def selection_of(prefix, texts, seqs, items, seq_of, text_of, head=0):
     """Which items of a delta list (the log's [0, prefix), then texts/seqs) a
     snapshot's list holds, in its order: [from, to) ranges of the delta list's
-    indexes, or an item's own log text (one not found in it)."""
+    indexes, or an item's own log text (one not found in it). head (<= prefix):
+    items[:head] are known to be the log's messages [0, head), in order (no look
+    at each)."""
     by_seq = {q: prefix + i for i, q in enumerate(seqs) if q >= 0}
     by_text = None
     used = set()
-    segs = []
-    for item in items:
+    segs = [[0, head]] if head else []
+    for item in items[head:] if head else items:
         q = seq_of(item)
         j = -1
         if q >= 0:
             j = q if q < prefix else by_seq.get(q, -1)
-            if j in used:
+            if j < head or j in used:
                 j = -1
         text = None
         if j < 0:
@@ -128,7 +131,7 @@ def selection_of(prefix, texts, seqs, items, seq_of, text_of):
                     if texts[i] is not None:
                         by_text.setdefault(texts[i], []).append(prefix + i)
             at = by_text.get(text)
-            while at and at[-1] in used:
+            while at and (at[-1] in used or at[-1] < head):
                 at.pop()
             if at:
                 j = at.pop()
@@ -152,13 +155,15 @@ def _segments(segs, prefix, texts, seqs):
             out_texts.append(seg.encode("utf-8"))
             out_seqs.append(-1)
             continue
-        for j in range(seg[0], seg[1]):
-            if j < prefix:
-                out_texts.append(None)
-                out_seqs.append(j)
-            else:
-                out_texts.append(texts[j - prefix])
-                out_seqs.append(seqs[j - prefix])
+        lo, hi = seg
+        if lo < prefix:     # the log's messages: one slice, not a step each
+            top = min(hi, prefix)
+            out_texts += [None] * (top - lo)
+            out_seqs += seq_range(top)[lo:]
+            lo = top
+        if lo < hi:
+            out_texts += texts[lo - prefix:hi - prefix]
+            out_seqs += seqs[lo - prefix:hi - prefix]
     return out_texts, out_seqs
 
 

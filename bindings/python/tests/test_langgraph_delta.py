@@ -120,6 +120,46 @@ class DeltaRuntime:
                              "turn %d" % i)
         self.same_history(ours, theirs, t)
 
+    def test_a_snapshot_selects_the_held_log_in_one_range(self):
+        """A snapshot's put finds its list's first items, the held log's messages,
+        as one range (no look at each: O(new) a snapshot, not O(history)); only the
+        turn's new messages are looked up one by one. The selection is the one a
+        look at each gives, and the state and history are InMemorySaver's."""
+        ours, theirs = self.graphs()
+        t = self.tid()
+        saver = ours.checkpointer
+        cache = saver._channels.cache
+        real_select, real_finder = delta.selection_of, cache.seq_finder
+        seen = []
+
+        def select(prefix, texts, seqs, items, seq_of, text_of, head=0):
+            looked = []
+
+            def counted(x):
+                looked.append(x)
+                return seq_of(x)
+            got = real_select(prefix, texts, seqs, items, counted, text_of, head)
+            # the same selection, each item looked up (the held ones by seq)
+            gen, _ = cache.tag(t)
+            every = real_finder(t, gen, 0)
+            self.assertEqual(got, real_select(prefix, texts, seqs, items,
+                                              lambda x: every(x) if every(x) >= 0 else
+                                              seq_of(x), text_of, 0))
+            seen.append((len(items), head, len(looked)))
+            return got
+        delta.selection_of = select
+        self.addCleanup(setattr, delta, "selection_of", real_select)
+        for i in range(12):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+            self.same_state(ours, theirs, t, "turn %d" % i)
+        self.same_history(ours, theirs, t)
+        late = [x for x in seen if x[0] > 8]
+        self.assertGreaterEqual(len(late), 3, seen)
+        for n, head, looked in late:
+            self.assertGreaterEqual(head, n - 2, seen)
+            self.assertLessEqual(looked, 2, seen)
+
     def test_a_new_saver_goes_on_from_the_stored_lists(self):
         """A saver that did not write the thread (a restart) reads the parent's delta
         list once and goes on by prefix; a snapshot taken there selects log ranges."""
@@ -372,6 +412,47 @@ class DeltaRuntime:
             self.assertEqual(set(sel), {"lg_name", "convo_select"})
             n = sum(b - a for a, b in sel["convo_select"])
             self.assertEqual(sel["convo_select"], [[0, n]])
+
+
+@unittest.skipIf(MISSING is not None and os.environ.get("CONVO_REQUIRE_LANGGRAPH") != "1",
+                 "no DeltaChannel: %s" % MISSING)
+class Selection(unittest.TestCase):
+    """delta.selection_of with a known head gives what a look at each item gives;
+    _segments gives the items a selection names, the log's as one slice."""
+
+    def test_a_head_selects_as_a_look_at_each(self):
+        prefix, texts, seqs = 6, [b"g", b"h", b"x"], [6, 7, -1]
+        objects = ["m%d" % i for i in range(8)] + ["x", "new"]
+        where = {x: i for i, x in enumerate(objects[:8])}
+        cases = [objects[:8], objects[:8] + ["new"], objects[:5] + ["m7", "m5", "new", "x"],
+                 objects[:6] + ["m2", "m6"], ["new"], []]
+        for items in cases:
+            every = delta.selection_of(prefix, texts, seqs, items, lambda x: where.get(x, -1),
+                                       lambda x: x.encode())
+            head = 0
+            while head < min(len(items), prefix) and items[head] == objects[head]:
+                head += 1
+            for h in range(head + 1):
+                self.assertEqual(delta.selection_of(prefix, texts, seqs, items,
+                                                    lambda x: where.get(x, -1),
+                                                    lambda x: x.encode(), h), every, (items, h))
+
+    def test_segments_of_a_selection(self):
+        prefix, texts, seqs = 4, [b"e", b"f", b"g"], [4, -1, 9]
+
+        def each(segs):
+            out_t, out_q = [], []
+            for seg in segs:
+                if isinstance(seg, str):
+                    out_t.append(seg.encode())
+                    out_q.append(-1)
+                    continue
+                for j in range(*seg):
+                    out_t.append(None if j < prefix else texts[j - prefix])
+                    out_q.append(j if j < prefix else seqs[j - prefix])
+            return out_t, out_q
+        for segs in ([[0, 4]], [[0, 7]], [[2, 6], "x", [0, 1]], [[5, 7], [1, 3]], [], ["y"]):
+            self.assertEqual(delta._segments(segs, prefix, texts, seqs), each(segs), segs)
 
 
 for _driver in DRIVERS + (["redis_cluster"] if os.environ.get(
