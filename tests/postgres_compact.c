@@ -535,8 +535,8 @@ START_TEST(test_reads_planned_cheap)
                    " generate_series(1, 3000) g; ANALYZE @S.checkpoints");
     exec_in_schema(pg, schema, "SET plan_cache_mode = force_generic_plan");
     static const char *const files[3][3] = {
-        {"checkpoint_list.sql", "page (text, text, text, text, int8, text, text)",
-         "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL)"},
+        {"checkpoint_list.sql", "page (text, text, text, text, int8, text, text, text)",
+         "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL, NULL)"},
         {"checkpoint_latest.sql", "latest (text, text)", "EXECUTE latest('t', '')"},
         {"checkpoint_get.sql", "one (text, text, text)", "EXECUTE one('t', '', 'c7')"}};
     for (int i = 0; i < 3; i++) {
@@ -553,8 +553,8 @@ START_TEST(test_reads_planned_cheap)
     /* a page before the 1,500th checkpoint reads what a first page reads: the
      * position of `before` is an index condition (it was a filter, every
      * newer checkpoint read, while the statement allowed `before` NULL) */
-    long first = plan_buffers(pg, "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL)");
-    long before = plan_buffers(pg, "EXECUTE page('t', '', 'c1500', NULL, 10, 't', '')");
+    long first = plan_buffers(pg, "EXECUTE page('t', '', NULL, NULL, 10, NULL, NULL, NULL)");
+    long before = plan_buffers(pg, "EXECUTE page('t', '', 'c1500', NULL, 10, 't', '', NULL)");
     printf("postgres_compact: a first page %ld buffers, a page before c1500 %ld\n", first, before);
     ck_assert_msg(before < first + 30, "a page before c1500 read %ld buffers, a first page %ld",
                   before, first);

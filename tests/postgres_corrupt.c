@@ -5,7 +5,9 @@
  * check (2202E from channel_list()) also on prune, delete, the rewrite that
  * drops checkpoints and the copy of a thread with its checkpoints. Each such
  * call writes nothing; deleting the thread still works. The caller's err may
- * be NULL. Part of tests/postgres_extra (postgres.h). */
+ * be NULL. A listing of one channel (list opts v5 only_channel) decodes no
+ * other channel's write nor the metadata. Part of tests/postgres_extra
+ * (postgres.h). */
 #include "postgres.h"
 #include <check.h>
 #include <convo.h>
@@ -191,6 +193,65 @@ START_TEST(test_bad_input_stays_einval)
 }
 END_TEST
 
+/* list opts v5 only_channel reaches the statement (checkpoint_list.sql $8):
+ * c2's metadata is no object and c1's write to "other" does not decode; a
+ * listing of "ch" reads neither and lists both, a whole listing is corrupt. */
+START_TEST(test_only_channel_reads_no_other)
+{
+    const char *name = "onlych";
+    convo_store *s = corrupt_thread(name, "SELECT 1");
+    static const convo_blob X = {"json", "\"x\"", 3}, Y = {"json", "\"y\"", 3};
+    convo_write_in w[2] = {{0, "ch", X}, {1, "other", Y}};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = "t";
+    in.checkpoint_id = "c1";
+    in.task_id = "agent";
+    in.writes = w;
+    in.n = 2;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "%s", err.message);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name(name),
+                   "UPDATE @S.checkpoints SET metadata = '[1]' WHERE checkpoint_id ="
+                   " (SELECT checkpoint_id FROM @S.checkpoints WHERE parent_id IS NOT NULL);"
+                   "UPDATE @S.checkpoints SET writes = (SELECT array_agg(CASE"
+                   " WHEN substring(e FROM 13 FOR 4) = int4send((SELECT num FROM"
+                   " @S.checkpoint_names WHERE name = 'other'))"
+                   " THEN overlay(e PLACING '\\x00ffffff'::bytea FROM 21 FOR 4) ELSE e END"
+                   " ORDER BY o) FROM unnest(writes) WITH ORDINALITY AS u(e, o))"
+                   " WHERE writes IS NOT NULL");
+    PQfinish(pg);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    convo_checkpoint_set *set = NULL;
+    is_corrupt("list", convo_checkpoint_list(s, &o, &set, &err), &err);
+    ck_assert_ptr_null(set);
+    o.only_channel = "other";
+    is_corrupt("list of other", convo_checkpoint_list(s, &o, &set, &err), &err);
+    o.only_channel = "ch";
+    ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(convo_checkpoint_set_count(set), 2);
+    const convo_checkpoint *c1 = convo_checkpoint_set_get(set, 1);
+    ck_assert_str_eq(convo_checkpoint_id(c1), "c1");
+    ck_assert_str_eq(convo_checkpoint_metadata(convo_checkpoint_set_get(set, 0)), "{}");
+    ck_assert_ptr_null(convo_checkpoint_body(c1).type);
+    const char *version, *task_path, *channel;
+    convo_blob value;
+    int64_t idx;
+    ck_assert_uint_eq(convo_checkpoint_channel_count(c1), 1);
+    ck_assert_str_eq(convo_checkpoint_channel(c1, 0, &version, &value), "ch");
+    ck_assert_str_eq(version, "v1");
+    ck_assert_uint_eq(value.len, 1100);
+    ck_assert_uint_eq(convo_checkpoint_write_count(c1), 1);
+    ck_assert_str_eq(convo_checkpoint_write(c1, 0, &task_path, &idx, &channel, &value), "agent");
+    ck_assert_str_eq(channel, "ch");
+    ck_assert_uint_eq(value.len, 3);
+    ck_assert_int_eq(memcmp(value.bytes, "\"x\"", 3), 0);
+    convo_checkpoint_set_free(set);
+    delete_thread(s, name);
+}
+END_TEST
+
 void postgres_add_corrupt_tests(Suite *s)
 {
     TCase *tc = tcase_create("corrupt");
@@ -199,5 +260,6 @@ void postgres_add_corrupt_tests(Suite *s)
     tcase_add_test(tc, test_parent_not_utf8_is_corrupt);
     tcase_add_test(tc, test_versions_corrupt_on_writes);
     tcase_add_test(tc, test_bad_input_stays_einval);
+    tcase_add_test(tc, test_only_channel_reads_no_other);
     suite_add_tcase(s, tc);
 }

@@ -295,10 +295,10 @@ START_TEST(test_latest_reads_one_checkpoint)
     char *list = statement_text("checkpoint_list.sql");
     char *prepare_list = malloc(strlen(list) + 128);
     ck_assert_ptr_nonnull(prepare_list);
-    sprintf(prepare_list, "PREPARE page (text, text, text, text, int8, text, text) AS %s", list);
+    sprintf(prepare_list, "PREPARE page (text, text, text, text, int8, text, text, text) AS %s", list);
     exec_in_schema(pg, schema, prepare_list);
     r = PQexec(pg, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                   "EXECUTE page('t', '', 'c2000', NULL, 10, 't', '')");
+                   "EXECUTE page('t', '', 'c2000', NULL, 10, 't', '', NULL)");
     ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
     plan[0] = '\0';
     for (int i = 0; i < PQntuples(r); i++)

@@ -3,7 +3,10 @@
 -- checkpoint id of thread $6 and namespace $7), $4 metadata it contains, $5
 -- limit. Kind 9 says `before` names no checkpoint. put_seq is one order for
 -- the whole store, so `before` compares with every thread's.
--- Rows as in checkpoint_get.sql; only checkpoints of live threads.
+-- Rows as in checkpoint_get.sql; only checkpoints of live threads. $8 a
+-- channel name (list opts v5 only_channel; NULL: everything): each checkpoint
+-- with that channel and its writes to it alone, metadata {} and no body; the
+-- other channels' values and writes are neither looked up nor decoded.
 WITH bp AS (
     SELECT min(c.put_seq) AS p FROM @S.threads t
       JOIN @S.checkpoints c ON c.tid = t.tid
@@ -38,8 +41,11 @@ sel AS (
     SELECT x.*, row_number() OVER (ORDER BY x.thread_id, x.put_seq DESC) AS r
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id), s.metadata::text, NULL::text, s.log_length, s.created_at,
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
+       @S.id_text(s.parent_id), CASE WHEN $8::text IS NULL THEN s.metadata::text ELSE '{}' END,
+       NULL::text, s.log_length, s.created_at,
+       CASE WHEN $8::text IS NULL
+            THEN (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type) END,
+       CASE WHEN $8::text IS NULL THEN s.body END
   FROM sel s
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
@@ -55,6 +61,7 @@ SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE
                       WHERE u.type IS NULL AND b.tid = s.tid
                         AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
+ WHERE $8::text IS NULL OR u.ch = (SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text)
 UNION ALL
 SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
@@ -62,6 +69,10 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
   CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
+ -- only_channel: an element of another channel (its bytes 13-16) is not
+ -- decoded; a short one is, and write_fields() says it is corrupt
+ WHERE $8::text IS NULL OR octet_length(e) < 24 OR substring(e FROM 13 FOR 4) =
+       int4send((SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL

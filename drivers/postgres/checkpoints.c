@@ -546,10 +546,11 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
     (void)filter; /* the server applies it: metadata @> filter */
     char limit[8];
     put64(limit, (uint64_t)o->limit);
-    const char *values[7] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
-                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns};
-    int lens[7] = {0, 0, 0, 0, 8, 0, 0};
-    for (int i = 0; i < 7; i++)
+    const char *values[8] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
+                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns,
+                             o->only_channel};
+    int lens[8] = {0, 0, 0, 0, 8, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
         if (i != 4)
             lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
