@@ -367,16 +367,23 @@ class _Thread:
         others = self.others
         if others:
             suspects = sorted(set(suspects).union(others[:bisect.bisect_left(others, k)]))
+        changed = self.changed
         for q in suspects:
             if q >= k:
                 break
             got = held.get(q)
-            if got is None or not same(got[1], got[2]):
+            if got is None:
                 return q
-            # an equal value assigned: still watched whole, nothing to look at again
-            if got[3] and q in self.changed and (isinstance(got[1], str) or
-                                                 fully_watched(got[1], self)):
-                self.changed.discard(q)
+            marked = q in changed
+            # unmarked before the comparison: a change made after it marks again
+            changed.discard(q)
+            if not same(got[1], got[2]):
+                changed.add(q)
+                return q
+            # an equal value assigned: unmarked only while the message is watched whole
+            if marked and not (got[3] and (isinstance(got[1], str) or
+                                           fully_watched(got[1], self))):
+                changed.add(q)
         return -1
 
 
