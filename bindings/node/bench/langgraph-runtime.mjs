@@ -121,7 +121,8 @@ function instrument(saver) {
   // cpuMs: the process's CPU time (its threads: libconvo's calls run on libuv's pool) during
   // those intervals, which a loaded machine stretches less than their wall time
   const meter = { ms: 0, cpuMs: 0, calls: {}, byMethod: {}, active: 0, start: 0n, cpuStart: null,
-    windows: [], startUs: 0 }; // windows: the current turn's [from, to] us (--profile)
+    windows: [], startUs: 0, // windows: the current turn's [from, to] us (--profile)
+    durations: {} }; // per method, each call's wall ms (a call on the main thread holds the loop so long)
   for (const name of SAVER_METHODS) {
     const original = saver[name];
     if (typeof original !== 'function') continue;
@@ -137,7 +138,9 @@ function instrument(saver) {
       return process.hrtime.bigint();
     };
     const leave = (start) => {
-      meter.byMethod[name] = (meter.byMethod[name] ?? 0) + since(start);
+      const ms = since(start);
+      meter.byMethod[name] = (meter.byMethod[name] ?? 0) + ms;
+      (meter.durations[name] ??= []).push(ms);
       if (--meter.active === 0) {
         meter.ms += since(meter.start);
         meter.cpuMs += cpuMs(meter.cpuStart);
@@ -374,7 +377,12 @@ async function runOne(run) {
   const { lastCalls, windows: _w, ...figures } = main;
   if (early) delete early.windows;
   return { ...figures, early: INTERLEAVE ? early : null, probes, lastCalls, empty, tables,
-    checkpoints: meter.calls.put ?? 0 };
+    checkpoints: meter.calls.put ?? 0,
+    callMs: Object.fromEntries(Object.entries(meter.durations).map(([k, xs]) => {
+      const sorted = xs.sort((a, b) => a - b);
+      return [k, { p50: sorted[Math.floor(0.5 * sorted.length)], p99: sorted[Math.floor(0.99 * sorted.length)],
+        max: sorted.at(-1) }];
+    })) };
 }
 
 // per turn: wall and CPU ms of the turn and of the saver within it, ms by method
@@ -459,6 +467,9 @@ function summarize(run, rounds) {
       fresh_get_state_ms: +probeAt(turn, 'fresh_get_state_ms').toFixed(2),
     })),
     checkpoints: r0.checkpoints,
+    // the whole run (probes included): each method's calls, wall ms p50 / p99 / max
+    call_ms: Object.fromEntries(Object.keys(r0.callMs).map((k) => [k, Object.fromEntries(['p50', 'p99', 'max']
+      .map((q) => [q, +m((r) => r.callMs[k][q]).toFixed(2)]))])),
     tables: Object.fromEntries(Object.entries(r0.tables).sort((a, b) => b[1] - a[1])),
     stored_bytes: stored,
     raw_content_bytes: raw,
@@ -570,6 +581,11 @@ if (opts.json) {
         `${r.saver_main_ms_by_method_last[k] ?? 0}`).join(', ') + `; libconvo on the pool ${r.cpu_by_thread_early.pool} -> ` +
         `${r.cpu_by_thread_last.pool}`);
     }
+  }
+  console.log('\na call per method, wall ms p50 / p99 / max over the whole run (a call on the main thread holds the ' +
+    'event loop so long; one on the pool does not):');
+  for (const r of results) {
+    console.log(`- ${r.run}: ` + Object.entries(r.call_ms).map(([k, v]) => `${k} ${v.p50} / ${v.p99} / ${v.max}`).join(', '));
   }
   console.log('\nsaver calls in the last turn; ms per turn by method (inclusive) at turn ' + EARLY + ' -> the last:');
   for (const r of results) {

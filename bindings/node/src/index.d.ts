@@ -172,6 +172,11 @@ export interface OpenOptions {
    * them reads only matching threads). Recorded in the store by the first opener naming them;
    * an opener naming others is an InvalidError; omitted = whatever the store recorded. */
   indexedKeys?: string[] | null;
+  /** true: each call runs libconvo on the calling thread (its promise is settled when the
+   * call returns; the event loop waits meanwhile): for memory: and sqlite:, whose calls take
+   * microseconds. Default false: calls run on libuv's thread pool. The open itself always
+   * runs on the pool. */
+  sync?: boolean;
 }
 
 export type ThreadOrder = 'recent' | 'created' | 'id';
@@ -218,6 +223,8 @@ export declare class Store {
   static open(url: string, opts?: OpenOptions): Promise<Store>;
   static readonly version: string;
   readonly driver: string;
+  /** Whether calls run on the calling thread (OpenOptions.sync). */
+  readonly sync: boolean;
   /** Closes once the calls under way are done. */
   close(): Promise<void>;
   /** close(), for `await using store = await Store.open(url)` (where the runtime has

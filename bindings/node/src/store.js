@@ -1,5 +1,6 @@
 // store.js — Store: every call of include/convo.h as a Promise. Calls that reach
-// the backend run on libuv's thread pool (koffi async), so the event loop keeps going.
+// the backend run on libuv's thread pool (koffi async), so the event loop keeps going;
+// a store opened with { sync: true } runs them on the calling thread instead.
 import {
   C, loadLibrary, callAsync, copyBytes, copyText, newError, koffi, WriteFn, ReadFn,
 } from './internal/library.js';
@@ -7,6 +8,12 @@ import { fromCall, InvalidError, ConflictError, codes } from './errors.js';
 import { text, optText, int, list, options, known, bool } from './internal/args.js';
 import { listOptions, readPage } from './internal/threads.js';
 import { itemsIn, itemsOut, seqsOut, releaseItems } from './internal/items.js';
+import { drive } from './internal/drive.js';
+
+/** For this package's adapters, not exported by it: `store[steps]` gives some calls as
+ * generators of their steps (../internal/drive.js), so that an adapter on a store opened with
+ * { sync: true } finishes its own call without waiting for a turn of the event loop. */
+export const steps = Symbol('convo.Store.steps');
 
 
 function fail(rc, err) {
@@ -124,15 +131,17 @@ function checkpointOut(cp) {
 
 export class Store {
   #handle;
+  #sync;
   #pending = 0;
   #closing = null;
   #drained = null;
 
-  constructor(handle) {
+  constructor(handle, sync = false) {
     if (!handle || typeof handle === 'string') {
       throw new TypeError('use `await Store.open(url)`');
     }
     this.#handle = handle;
+    this.#sync = sync === true;
   }
 
   /**
@@ -140,10 +149,15 @@ export class Store {
    * opts.indexedKeys: the top-level extra keys the thread index keeps an index for
    * (recorded in the store by the first opener that names them; an opener naming
    * others is an InvalidError; omitted = whatever the store recorded).
+   * opts.sync: true runs each call's C function on the calling thread (the promise is
+   * settled when the call returns; the event loop waits for it): for an embedded store
+   * (memory:, sqlite:) whose calls take microseconds; false (the default): on libuv's
+   * thread pool. The open itself always runs on the pool.
    */
   static async open(url, opts) {
-    const { indexedKeys = null } = known(opts, ['indexedKeys'], 'open options');
+    const { indexedKeys = null, sync = false } = known(opts, ['indexedKeys', 'sync'], 'open options');
     text(url, 'url');
+    bool(sync, 'sync');
     const keys = indexedKeys === null ? null :
       list(indexedKeys, 'indexedKeys').map((k, i) => text(k, `indexedKeys[${i}]`));
     loadLibrary();
@@ -154,12 +168,18 @@ export class Store {
         max_batch_messages: 0, max_extra_bytes: 0, max_checkpoint_bytes: 0, roles: null,
         indexed_keys: [...keys, null] }, err);
     if (rc !== 0) throw fail(rc, err);
-    return new Store(out[0]);
+    return new Store(out[0], sync);
   }
 
   get driver() {
     return C.convo_store_driver(this.#live());
   }
+
+  /** Whether calls run on the calling thread (Store.open's `sync`). */
+  get sync() {
+    return this.#sync;
+  }
+
 
   static get version() {
     loadLibrary();
@@ -171,10 +191,18 @@ export class Store {
     return this.#handle;
   }
 
-  // Runs one C call that fills err; keeps the store open until it is done.
-  async #call(fn, ...args) {
+  // Runs one C call that fills err: at once on a store opened with { sync: true } (returns
+  // or throws), else on the pool (a promise); keeps the store open until it is done.
+  #call(fn, ...args) {
     const s = this.#live();
     const err = newError();
+    if (!this.#sync) return this.#callOnPool(fn, s, args, err);
+    const rc = fn(s, ...args, err);
+    if (rc !== 0) throw fail(rc, err);
+    return undefined;
+  }
+
+  async #callOnPool(fn, s, args, err) {
     this.#pending++;
     let rc;
     try {
@@ -183,6 +211,16 @@ export class Store {
       if (--this.#pending === 0 && this.#drained) this.#drained();
     }
     if (rc !== 0) throw fail(rc, err);
+  }
+
+  // (a method replaced on the instance, e.g. by a test's spy, is called as it is)
+  get [steps]() {
+    const own = (name, gen) => (this[name] === Store.prototype[name] ? gen :
+      function* viaMethod(...args) { return yield this[name](...args); }.bind(this));
+    return {
+      checkpointPut: own('checkpointPut', (cp) => this.#checkpointPut(cp)),
+      checkpointPutWrites: own('checkpointPutWrites', (...args) => this.#checkpointPutWrites(...args)),
+    };
   }
 
   // #call for a write to threadId whose ConflictError gets the thread's length and
@@ -437,6 +475,10 @@ export class Store {
    * items given, whose seqsOut are then the only ones returned.
    */
   async checkpointPut(cp) {
+    return drive(this.#checkpointPut(cp));
+  }
+
+  *#checkpointPut(cp) {
     if (typeof cp !== 'object' || cp === null || Array.isArray(cp)) {
       throw new InvalidError(codes.EINVAL, 'checkpointPut takes a checkpoint object');
     }
@@ -479,7 +521,7 @@ export class Store {
         channel_items: withItems ? lists.map((x) => x?.input ?? null) : null,
         channel_log_prefix: prefixes.some((k) => k > 0) ? BigInt64Array.from(prefixes, BigInt) : null,
       };
-      await this.#call(C.convo_checkpoint_put, input);
+      yield this.#call(C.convo_checkpoint_put, input);
       const out = {};
       lists.forEach((x, i) => { if (x) out[channels[i].channel] = seqsOut(x.out, x.n); });
       return { seqsOut: out };
@@ -491,6 +533,10 @@ export class Store {
   /** writes: [{ idx, channel, value: {type, bytes} } or { idx, channel, items }] (items as
    * checkpointPut's: a list kept inline until the put that appends it to the log). */
   async checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes) {
+    return drive(this.#checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes));
+  }
+
+  *#checkpointPutWrites(threadId, ns, checkpointId, taskId, taskPath, writes) {
     const lists = [];
     try {
       const w = list(writes, 'writes').map((x, i) => {
@@ -506,10 +552,10 @@ export class Store {
       const args = [text(threadId, 'threadId'), optText(ns, 'ns') ?? '', text(checkpointId, 'checkpointId'),
         text(taskId, 'taskId'), optText(taskPath, 'taskPath') ?? ''];
       if (!lists.some((x) => x)) {
-        await this.#call(C.convo_checkpoint_put_writes, ...args, w.length ? w : null, w.length);
+        yield this.#call(C.convo_checkpoint_put_writes, ...args, w.length ? w : null, w.length);
         return;
       }
-      await this.#call(C.convo_checkpoint_put_writes_ex, { version: 1, thread_id: args[0],
+      yield this.#call(C.convo_checkpoint_put_writes_ex, { version: 1, thread_id: args[0],
         checkpoint_ns: args[1], checkpoint_id: args[2], task_id: args[3], task_path: args[4],
         writes: w, n: w.length, items: lists.map((x) => x?.input ?? null) });
     } finally {

@@ -9,6 +9,9 @@ import path from 'node:path';
 import { ConvoSaver } from '../src/langgraph/index.js';
 
 const base = process.env.CONVO_VALIDATE_URL || 'memory:';
+// CONVO_VALIDATE_SYNC=0 / 1: the saver's `sync` option (unset: its default for the URL)
+const sync = process.env.CONVO_VALIDATE_SYNC;
+const options = sync === undefined || sync === '' ? {} : { sync: sync === '1' };
 let dir = null;
 
 function freshUrl() {
@@ -26,9 +29,9 @@ function freshUrl() {
 }
 
 export const initializer = {
-  checkpointerName: `ConvoSaver(${base.split(':')[0]})`,
+  checkpointerName: `ConvoSaver(${base.split(':')[0]}${sync ? `, sync ${sync}` : ''})`,
   async createCheckpointer() {
-    const saver = new ConvoSaver(freshUrl());
+    const saver = new ConvoSaver(freshUrl(), options);
     await saver.store();
     return saver;
   },

@@ -25,10 +25,10 @@ echo "saver.test.mjs: $passed passed, $failed failed"
 # @langchain/langgraph-checkpoint-validation's suite, unmodified, with its opt-in
 # delta-channel cases (bindings/node/validation), once per driver. A skipped case
 # counts as failed: none may be skipped.
-validate() { # NAME URL
+validate() { # NAME URL [SYNC: the saver's option, 0 or 1; default: its default for the URL]
     local name=$1 url=$2 json=$T/validate-$1.json vrc counts
     echo "== LangGraph checkpoint validation suite on $name"
-    (cd "$pkg" && CONVO_VALIDATE_URL=$url NO_COLOR=1 node node_modules/vitest/vitest.mjs run \
+    (cd "$pkg" && CONVO_VALIDATE_URL=$url CONVO_VALIDATE_SYNC=${3:-} NO_COLOR=1 node node_modules/vitest/vitest.mjs run \
         --globals --reporter=dot --reporter=json --outputFile.json="$json" validation/validation.spec.mjs) 2>&1 |
         tail -n 40
     vrc=${PIPESTATUS[0]}
@@ -47,7 +47,8 @@ wanted() {
     case " $(echo "$CONVO_TEST_DRIVERS" | tr ',' ' ') " in *" $1 "*) return 0 ;; esac
     return 1
 }
-if wanted memory; then validate memory memory:; fi
+# memory: twice: its calls on the main thread (the saver's default there) and on the pool
+if wanted memory; then validate memory memory:; validate memory-pool memory: 0; fi
 if wanted sqlite; then validate sqlite sqlite:; fi
 for kind in REDIS POSTGRES MONGO; do
     var=CONVO_TEST_${kind}_URL

@@ -25,6 +25,14 @@ export interface ConvoSaverOptions {
    * treat them as immutable (a change of content or id is seen and the message read again).
    */
   cache?: { threads?: number; items?: number } | false;
+  /**
+   * Only with a URL (a Store passed in keeps how it was opened): the Store's calls run on the
+   * main thread (Store.open's `sync`), so each put and putWrites is done when it returns and
+   * is settled before LangGraph's next step runs. Default true for memory: and sqlite: (their
+   * calls take microseconds; a write waiting for another process's lock holds the event loop
+   * up to the store's busy_timeout), false for the network drivers (calls on libuv's pool).
+   */
+  sync?: boolean;
 }
 
 /**

@@ -5,7 +5,8 @@
 // identity afterwards and passed as its seq, without its text.
 import { randomUUID } from 'node:crypto';
 import { coerceMessageLikeToMessage } from '@langchain/core/messages';
-import { toLogMessage, unchanged } from './log.js';
+import { logMessageSteps, unchanged } from './log.js';
+import { drive } from '../internal/drive.js';
 import { isMessage, validRole } from '../internal/roles.js';
 
 /** LangGraph's input channel: its value is the graph's input ({ messages: [...], ... }). */
@@ -82,8 +83,13 @@ export class Hints {
 /** A list of values as the Store's items ({ items, seqs, log }) and the count of its first
  * items that are the log's first messages (`prefix`, passed as the channel's logPrefix; the
  * items and seqs are those of the rest): a hinted item goes as its seq alone, any other as its
- * log message text. A prefix or a seq given makes the put conditional on that generation. */
-export async function listIn(serde, hints, list, thread, generation, log) {
+ * log message text. A prefix or a seq given makes the put conditional on that generation.
+ * The result, or a promise of it when the serde's dumps are promises (listInSteps: its steps). */
+export function listIn(serde, hints, list, thread, generation, log) {
+  return drive(listInSteps(serde, hints, list, thread, generation, log));
+}
+
+export function* listInSteps(serde, hints, list, thread, generation, log) {
   const prefix = hints.prefixOf(list, generation);
   const seqs = hints.seqsOf(list, thread, generation, prefix);
   const items = new Array(seqs.length);
@@ -93,7 +99,7 @@ export async function listIn(serde, hints, list, thread, generation, log) {
       items[i] = null;
       hinted = true;
     } else {
-      items[i] = await toLogMessage(serde, list[prefix + i]);
+      items[i] = yield* logMessageSteps(serde, list[prefix + i]);
     }
   }
   return { items: { items, seqs: hinted ? seqs : null, log }, prefix, seqs };

@@ -6,6 +6,7 @@ import { load } from '@langchain/core/load';
 import { isMessage, roleOf, contentOf } from '../internal/roles.js';
 import { logText, valueText, plainLangChainValue } from '../internal/logtext.js';
 import { compactCandidate, compactMessage, sameJson } from '../internal/compact.js';
+import { drive } from '../internal/drive.js';
 
 export { plainLangChainValue };
 
@@ -28,14 +29,30 @@ export function unchanged(entry, item) {
   return entry.content === item.content && entry.id === item.id;
 }
 
-/** The log message (a JSON string) that stores one item of a message channel. */
-export async function toLogMessage(serde, item) {
+/** serde.dumpsTyped(value), given at once (not as a promise) when the serde is LangGraph's
+ * JsonPlusSerializer with its own dumpsTyped, which is its `_dumps` and nothing that waits
+ * (test/langgraph/sync.test.mjs compares the two): a put then needs no turn of the event loop. */
+export function dumpsTyped(serde, value) {
+  if (serde?.dumpsTyped === JsonPlusSerializer.prototype.dumpsTyped && typeof serde._dumps === 'function') {
+    return value instanceof Uint8Array ? ['bytes', value] : ['json', serde._dumps(value)];
+  }
+  return serde.dumpsTyped(value);
+}
+
+/** The log message (a JSON string) that stores one item of a message channel: the text, or
+ * a promise of it when the serde's is one. */
+export function toLogMessage(serde, item) {
+  return drive(logMessageSteps(serde, item));
+}
+
+/** toLogMessage's steps, for a caller that runs its own (../internal/drive.js). */
+export function* logMessageSteps(serde, item) {
   if (isMessage(item)) {
     const e = cacheOf(serde).get(item);
     if (e && unchanged(e, item)) return e.text;
   }
-  const [type, bytes] = await serde.dumpsTyped(item);
-  const text = await compactLogText(serde, item, type, bytes) ??
+  const [type, bytes] = yield dumpsTyped(serde, item);
+  const text = (yield* compactLogText(serde, item, type, bytes)) ??
     logText(roleOf(item), contentOf(item), type, bytes);
   if (isMessage(item)) cacheOf(serde).set(item, { text, content: item.content, id: item.id });
   return text;
@@ -44,11 +61,11 @@ export async function toLogMessage(serde, item) {
 // The compact text ("msg/1") of a message, when the serde is LangGraph's own (which revives
 // such a message by its class's constructor) and the message its class makes of the compact
 // fields serializes to the same JSON as the original: else null (the full form).
-async function compactLogText(serde, item, type, bytes) {
+function* compactLogText(serde, item, type, bytes) {
   if (serde?.constructor !== JsonPlusSerializer || type !== 'json' || !isMessage(item)) return null;
   const c = compactCandidate(roleOf(item), item);
   if (c === null) return null;
-  const [type2, bytes2] = await serde.dumpsTyped(c.rebuilt);
+  const [type2, bytes2] = yield dumpsTyped(serde, c.rebuilt);
   return type2 === type && sameJson(bytes2, bytes) ? c.text : null;
 }
 

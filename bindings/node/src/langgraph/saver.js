@@ -5,10 +5,11 @@
 import {
   BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, maxChannelVersion, writesSortKey, compareWritesSortKeys,
 } from '@langchain/langgraph-checkpoint';
-import { Store } from '../store.js';
+import { Store, steps } from '../store.js';
+import { drive, driveAsync } from '../internal/drive.js';
 import { NotFoundError, ConflictError, InvalidError, CorruptError, codes } from '../errors.js';
-import { fromLogMessages, toLogMessage } from './log.js';
-import { Hints, INPUT, listIn, inputKey, asCommitted } from './items.js';
+import { fromLogMessages, toLogMessage, dumpsTyped } from './log.js';
+import { Hints, INPUT, listInSteps, inputKey, asCommitted } from './items.js';
 import { Revived } from './revived.js';
 import { RECORD_TYPE, takePrefixes, wrapOwnField, legacyRecords, recordsSpan, seqsOf } from './legacy.js';
 import { DeltaLists, deltaHistory, isDeltaList, snapshotList, selectionOf, selected, snapshotOut,
@@ -24,6 +25,21 @@ function remember(map, key, value, max) {
 
 function invalid(message) {
   return new InvalidError(codes.EINVAL, `ConvoSaver: ${message}`);
+}
+
+// The drivers in the process (memory:, sqlite:): their calls take microseconds, so the saver
+// runs them on the main thread (Store.open's `sync`) and each of its promises is settled
+// before LangGraph's next step runs, as LangGraph's SqliteSaver does with better-sqlite3.
+const EMBEDDED = new Set(['memory', 'sqlite']);
+
+function syncFor(urlOrStore, sync) {
+  if (urlOrStore instanceof Store) {
+    if (sync !== undefined) throw invalid('sync is for a URL: open the Store with Store.open(url, { sync })');
+    return undefined;
+  }
+  if (sync !== undefined && typeof sync !== 'boolean') throw invalid(`sync must be a boolean, not ${typeof sync}`);
+  const scheme = typeof urlOrStore === 'string' ? urlOrStore.slice(0, Math.max(0, urlOrStore.indexOf(':'))) : '';
+  return sync ?? EMBEDDED.has(scheme.toLowerCase());
 }
 
 // A number (or bigint) as thread id is taken as its decimal text, as LangGraph's own savers
@@ -66,6 +82,7 @@ function sortWrites(writes) {
 
 export class ConvoSaver extends BaseCheckpointSaver {
   #store;
+  #opened = null;           // the Store once #store has resolved: a put need not wait for it
   #owned;
   #puts = new Map();       // thread\0ns\0id -> { parentId, counters }: checkpoints this saver put
   #revived;                 // revived items per thread, generation and seq (revived.js)
@@ -78,8 +95,9 @@ export class ConvoSaver extends BaseCheckpointSaver {
   #closed = false;
 
   constructor(urlOrStore, { messageChannels = ['messages'], serde, writesWaitMs = 60000,
-    coerceMessages = true, cache = {} } = {}) {
+    coerceMessages = true, cache = {}, sync } = {}) {
     super(serde);
+    const syncCalls = syncFor(urlOrStore, sync);
     const { threads = 64, items = 100000 } = cache === false ? { threads: 0, items: 0 } : cache;
     for (const [k, v] of [['threads', threads], ['items', items]]) {
       if (!Number.isSafeInteger(v) || v < 0) throw invalid(`cache.${k} must be an integer >= 0, not ${v}`);
@@ -89,8 +107,8 @@ export class ConvoSaver extends BaseCheckpointSaver {
     this.coerceMessages = coerceMessages;
     this.#writesWaitMs = writesWaitMs;
     this.#owned = !(urlOrStore instanceof Store);
-    this.#store = this.#owned ? Store.open(urlOrStore) : Promise.resolve(urlOrStore);
-    this.#store.catch(() => {}); // reported by the first call that needs the store
+    this.#store = this.#owned ? Store.open(urlOrStore, { sync: syncCalls }) : Promise.resolve(urlOrStore);
+    this.#store.then((s) => { this.#opened = s; }, () => {}); // an error is reported by the first call that needs the store
   }
 
   // convo stores a (channel, version) value once per thread and namespace, so a
@@ -186,20 +204,27 @@ export class ConvoSaver extends BaseCheckpointSaver {
     });
   }
 
-  async put(config, checkpoint, metadata, newVersions) {
+  // put and putWrites run as generators of their steps (../internal/drive.js): on a store
+  // opened with { sync: true } and LangGraph's own serde every step is a value, so the call
+  // is done when it returns and its promise is settled before LangGraph's next step runs.
+  put(config, checkpoint, metadata, newVersions) {
+    return driveAsync(this.#put(config, checkpoint, metadata, newVersions));
+  }
+
+  *#put(config, checkpoint, metadata, newVersions) {
     const c = requireThread(config);
     const threadId = c.thread_id;
     const ns = c.checkpoint_ns ?? '';
     const key = `${threadId}\0${ns}\0${checkpoint.id}`;
     try {
       const committed = this.#committedInput(checkpoint, newVersions); // before any await
-      const store = await this.#store;
+      const store = this.#opened ?? (yield this.#store);
       // LangGraph's loop does not wait for the writes of a step before it puts the next
       // checkpoint: this put waits for those this saver is storing on its parent, so that
       // it finds them and turns those it commits into log references
       const writing = this.#writing.get(`${threadId}\0${ns}\0${c.checkpoint_id}`);
-      if (writing) await Promise.allSettled([...writing]);
-      await this.#putOnce(store, c, committed, metadata, newVersions);
+      if (writing) yield Promise.allSettled([...writing]);
+      yield* this.#putOnce(store, c, committed, metadata, newVersions);
     } catch (e) {
       this.#wake(key, false);
       throw e;
@@ -215,17 +240,17 @@ export class ConvoSaver extends BaseCheckpointSaver {
   // One checkpointPut: message lists as items with the seqs this saver knows, conditional on
   // the generation it last read the thread at (a thread rewritten since: the put is made
   // again with texts only, unconditional, and teaches no seq).
-  async #putOnce(store, c, checkpoint, metadata, newVersions) {
+  *#putOnce(store, c, checkpoint, metadata, newVersions) {
     const threadId = c.thread_id;
     const { channel_values: values = {}, ...rest } = checkpoint;
     const versions = { ...checkpoint.channel_versions, ...newVersions };
-    const [bodyType, bodyBytes] = await this.serde.dumpsTyped(wrapOwnField(rest));
-    let log = this.#revived.current(threadId) ?? await this.#readLog(store, threadId); // hints' token
+    const [bodyType, bodyBytes] = yield dumpsTyped(this.serde, wrapOwnField(rest));
+    let log = this.#revived.current(threadId) ?? (yield this.#readLog(store, threadId)); // hints' token
     for (let attempt = 0; ; attempt++) {
-      const { channels, lists, deltas } = await this.#channelsIn(store, c, log, values, versions, newVersions);
+      const { channels, lists, deltas } = yield* this.#channelsIn(store, c, log, values, versions, newVersions);
       let put;
       try {
-        put = await store.checkpointPut({
+        put = yield* store[steps].checkpointPut({
           threadId, ns: c.checkpoint_ns ?? '', id: checkpoint.id, parentId: c.checkpoint_id ?? null,
           metadata: metadata ?? {}, body: { type: bodyType, bytes: bodyBytes }, channels,
           expectedGeneration: log ? log.generation : -1,
@@ -262,7 +287,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
 
   // The Store's channels of a put: a value for each new version; a message channel's list
   // (log: its new items enter the log) and the input's message list as items.
-  async #channelsIn(store, c, log, values, versions, newVersions) {
+  *#channelsIn(store, c, log, values, versions, newVersions) {
     const threadId = c.thread_id;
     const channels = [];
     const lists = [];
@@ -271,7 +296,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
       const message = this.messageChannels.includes(channel);
       const snap = message && channel in values ? snapshotList(values[channel]) : null;
       if (message && channel in newVersions && (snap || !(channel in values))) {
-        const d = await this.#deltaIn(store, c, log, channel, snap);
+        const d = yield this.#deltaIn(store, c, log, channel, snap);
         if (d) {
           channels.push({ channel, version, items: d.items, logPrefix: d.prefix });
           deltas.push([channel, d]);
@@ -285,17 +310,17 @@ export class ConvoSaver extends BaseCheckpointSaver {
       const v = values[channel];
       const key = channel === INPUT ? inputKey(v, this.messageChannels) : snap ? SNAPSHOT_KEY : null;
       if (key === null && !(message && Array.isArray(v))) {
-        const [type, bytes] = await this.serde.dumpsTyped(v);
+        const [type, bytes] = yield dumpsTyped(this.serde, v);
         channels.push({ channel, version, value: { type, bytes } });
         continue;
       }
       const list = key === null ? v : v[key];
-      const r = await listIn(this.serde, this.#hints, list, threadId, log, key === null || Boolean(snap));
+      const r = yield* listInSteps(this.serde, this.#hints, list, threadId, log, key === null || Boolean(snap));
       if (key !== null) {
         const { [key]: _, ...others } = snap ? { ...snap.rest, [key]: list } : v;
         r.items.key = key;
         if (Object.keys(others).length) {
-          const [type, bytes] = await this.serde.dumpsTyped(others);
+          const [type, bytes] = yield dumpsTyped(this.serde, others);
           r.items.rest = { type, bytes };
         }
       }
@@ -349,10 +374,19 @@ export class ConvoSaver extends BaseCheckpointSaver {
   }
 
 
-  async putWrites(config, writes, taskId, taskPath = '') {
-    const c = requireThread(config);
+  putWrites(config, writes, taskId, taskPath = '') {
+    try {
+      const c = requireThread(config);
+      const done = drive(this.#putWrites(c, writes, taskId, taskPath));
+      return done instanceof Promise ? this.#underWay(c, done) : Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  // A putWrites call that had to wait, known as under way on its checkpoint until it is done.
+  async #underWay(c, call) {
     const key = `${c.thread_id}\0${c.checkpoint_ns ?? ''}\0${c.checkpoint_id}`;
-    const call = this.#putWrites(c, writes, taskId, taskPath);
     let set = this.#writing.get(key);
     if (!set) this.#writing.set(key, (set = new Set()));
     set.add(call);
@@ -364,7 +398,7 @@ export class ConvoSaver extends BaseCheckpointSaver {
     }
   }
 
-  async #putWrites(c, writes, taskId, taskPath) {
+  *#putWrites(c, writes, taskId, taskPath) {
     const lists = writes.map(([channel, value]) => (this.messageChannels.includes(channel) &&
       Array.isArray(value) ? this.#committed(value) : null)); // before any await
     const w = [];
@@ -373,25 +407,25 @@ export class ConvoSaver extends BaseCheckpointSaver {
       if (lists[i]) {
         // never hinted: a write is not conditional on the generation; its items stay
         // inline until the put that appends them turns them into references
-        const r = await listIn(this.serde, this.#hints, lists[i], c.thread_id, null, false);
+        const r = yield* listInSteps(this.serde, this.#hints, lists[i], c.thread_id, null, false);
         w.push({ idx, channel, items: r.items });
       } else {
-        const [type, bytes] = await this.serde.dumpsTyped(value);
+        const [type, bytes] = yield dumpsTyped(this.serde, value);
         w.push({ idx, channel, value: { type, bytes } });
       }
     }
-    const store = await this.#store;
+    const store = this.#opened ?? (yield this.#store);
     const ns = c.checkpoint_ns ?? '';
     try {
-      await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
+      yield* store[steps].checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
       // LangGraph's loop does not wait for a checkpoint's put before it saves the
       // writes of that checkpoint's tasks (the put is chained after the previous
       // puts; the writes go at once), and convo keeps writes only for a stored
       // checkpoint: wait until this saver has put it, then save them.
-      await this.#putOf(`${c.thread_id}\0${ns}\0${c.checkpoint_id}`, e);
-      await store.checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
+      yield this.#putOf(`${c.thread_id}\0${ns}\0${c.checkpoint_id}`, e);
+      yield* store[steps].checkpointPutWrites(c.thread_id, ns, c.checkpoint_id, taskId, taskPath ?? '', w);
     }
     // stored: a DeltaChannel's next put lists them (delta.js)
     for (const x of w) {

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { MemorySaver } from '@langchain/langgraph';
 import { ConvoSaver } from 'convo/langgraph';
 import { buildGraph, runStep, SEGMENTS } from './langgraph-script.mjs';
-import { drivers, freshUrl } from '../support.mjs';
+import { drivers, freshUrl, wanted } from '../support.mjs';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -26,9 +26,12 @@ const builddir = process.env.top_builddir ?? join(here, '..', '..', '..', '..');
 const convoTool = join(builddir, 'tools', 'convo');
 
 // SQLite and every server: a fresh file, prefix, schema or database (memory: is one
-// store per process, and this test is about crossing processes)
+// store per process, and this test is about crossing processes); SQLite twice: with its
+// calls on the main thread (the saver's default there) and on libuv's pool
 function persistentDrivers() {
-  return drivers().filter(([name]) => name !== 'memory').map(([name, base]) => [name, freshUrl(base)]);
+  const out = drivers().filter(([name]) => name !== 'memory').map(([name, base]) => [name, freshUrl(base), {}]);
+  if (wanted('sqlite')) out.push(['sqlite, calls on the pool', freshUrl('sqlite:'), { sync: false }]);
+  return out;
 }
 
 let reference;
@@ -43,10 +46,10 @@ async function referenceRun() {
   return reference;
 }
 
-async function segmentInChild(url, threadId, segment) {
+async function segmentInChild(url, threadId, segment, opts) {
   const { stdout } = await run(process.execPath, [self], {
     maxBuffer: 256 << 20,
-    env: { ...process.env, CONVO_LG_CHILD: JSON.stringify([url, threadId, segment]) },
+    env: { ...process.env, CONVO_LG_CHILD: JSON.stringify([url, threadId, segment, opts]) },
   });
   return stdout.trim().split('\n').map((line) => JSON.parse(line));
 }
@@ -66,13 +69,13 @@ function checkLog(lines, messages) {
 }
 
 function registerTests() {
-  for (const [driver, url] of persistentDrivers()) {
+  for (const [driver, url, opts] of persistentDrivers()) {
     test(`LangGraph runtime on ConvoSaver (${driver})`, async (t) => {
       const expected = await referenceRun();
       const threadId = 'chat'; // as the reference: LangGraph copies it into the metadata
       const got = [];
       for (let segment = 0; segment < SEGMENTS.length; segment++) {
-        got.push(...await segmentInChild(url, threadId, segment));
+        got.push(...await segmentInChild(url, threadId, segment, opts));
       }
       assert.equal(got.length, expected.length);
       expected.forEach((want, i) => {
@@ -93,8 +96,8 @@ function registerTests() {
 }
 
 if (process.env.CONVO_LG_CHILD) {
-  const [url, threadId, segment] = JSON.parse(process.env.CONVO_LG_CHILD);
-  const saver = new ConvoSaver(url);
+  const [url, threadId, segment, opts] = JSON.parse(process.env.CONVO_LG_CHILD);
+  const saver = new ConvoSaver(url, opts);
   try {
     const graph = buildGraph(saver);
     for (const step of SEGMENTS[segment]) {

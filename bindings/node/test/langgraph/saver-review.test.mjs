@@ -34,10 +34,15 @@ async function copyOf(saver, config) {
   return saver.put(parent, checkpoint, meta, {});
 }
 
-for (const [name, base] of drivers()) {
+// memory: and SQLite twice: their calls on the main thread (the saver's default there) and
+// on libuv's pool
+const modes = drivers().flatMap(([name, base]) => (['memory', 'sqlite'].includes(name)
+  ? [[name, base, {}], [`${name}, calls on the pool`, base, { sync: false }]] : [[name, base, {}]]));
+
+for (const [name, base, opts] of modes) {
   describe(`ConvoSaver review on ${name}`, () => {
     test('bad configs and filters reject with InvalidError; nothing is written', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const first = await putValues(saver, root('t'), { x: 1 });
       const all = async (config, options) => {
         const ids = [];
@@ -65,7 +70,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('a number as thread id names the thread of its decimal text, as in LangGraph', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const c1 = await putValues(saver, root(7), { messages: [new HumanMessage({ content: 'hi', id: 'h' })] });
       assert.equal(c1.configurable.thread_id, '7');
       await saver.putWrites(c1, [['x', 1]], 'task');
@@ -91,7 +96,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('a copied checkpoint (__copy__) has the values of the one copied', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const a = new HumanMessage({ content: 'hi', id: 'a' });
       const b = new AIMessage({ content: 'hello there', id: 'b' });
       const c1 = await putValues(saver, root('t'), { messages: [a] });
@@ -108,7 +113,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('a checkpoint field named __convo_log__ comes back', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const a = new HumanMessage({ content: 'hi', id: 'a' });
       for (const mark of [{ messages: 7 }, null, 'x', [1, 2]]) {
         const c = await putValues(saver, root(`m${JSON.stringify(mark)}`), { messages: [a] },
@@ -125,7 +130,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('a message changed in place is stored as it is at the put', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const h = new HumanMessage({ content: 'first text', id: 'h' });
       const c1 = await putValues(saver, root('m'), { messages: [h] });
       h.content = 'second text';
@@ -144,7 +149,7 @@ for (const [name, base] of drivers()) {
     test('a tail rewritten by another writer is not mixed into the next put', async () => {
       // The saver's mirror of the log was checked by length only: a rewrite that kept the
       // length let its next put take the other writer's message for its own.
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const store = await saver.store();
       const h1 = new HumanMessage({ content: 'hello', id: 'h1' });
       const a1 = new AIMessage({ content: 'first answer', id: 'a1' });
@@ -169,7 +174,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('close ends the putWrites calls waiting for a put', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const t0 = Date.now();
       const waiting = saver.putWrites({ configurable: { thread_id: 'w', checkpoint_ns: '',
         checkpoint_id: uuid6(-1) } }, [['a', 1]], 'task');
@@ -182,7 +187,7 @@ for (const [name, base] of drivers()) {
     });
 
     test('contents with escapes, unicode and lone surrogates round-trip', async () => {
-      const saver = new ConvoSaver(freshUrl(base));
+      const saver = new ConvoSaver(freshUrl(base), opts);
       const odd = ['"content":"quoted" \\ \n\t\u0000\u2028 é 中文 🎉 \ud800 x \udfff end',
         '\\"content\\":\\"' + 'z'.repeat(40), '🎉'.repeat(20), '\ud83c'.repeat(9)];
       const items = [];
