@@ -1,7 +1,8 @@
 #!/bin/bash
 # validation/run.sh — ConvoSaver's message channels in the log (saver.test.mjs) and
 # LangGraph's checkpoint validation suite (unmodified, 718 cases, plus its opt-in
-# delta-channel cases), on memory:, SQLite and every server named by CONVO_TEST_*_URL.
+# delta-channel cases), on memory: (its calls on the main thread, then on the pool), SQLite
+# and every server named by CONVO_TEST_*_URL.
 # Run by tests/node.sh (make check); by hand:
 #   CONVO_LIBRARY=.../libconvo.so top_builddir=BUILD bindings/node/validation/run.sh
 # The last line is "N passed, N failed" (a skipped case counts as failed).
