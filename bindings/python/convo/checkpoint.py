@@ -281,8 +281,11 @@ def _known_in(opts, known):
     opts.known_origin = _int(known[2], "known origin", -1)
 
 
-def _read_checkpoint(cp):
-    """A Checkpoint from a convo_checkpoint pointer (not freed here)."""
+def _read_checkpoint(cp, thread_ns=None, lean=False):
+    """A Checkpoint from a convo_checkpoint pointer (not freed here). thread_ns: the
+    (thread_id, ns) of a listing of one thread and namespace, which every checkpoint
+    of it has; lean: listed with only_channel, so without body and with metadata
+    "{}" (list opts v5): neither is asked of the library."""
     version, blob = ctypes.c_char_p(), _lib.Blob()
     channels = []
     items = _lib.Items()
@@ -300,15 +303,21 @@ def _read_checkpoint(cp):
                  else _blob_out(blob))
         writes.append(Write(task.decode("utf-8"), _str(task_path.value) or "", idx.value,
                             channel.value.decode("utf-8"), value))
-    metadata = lib.convo_checkpoint_metadata(cp)
-    try:
-        metadata = metadata.decode("utf-8") if metadata is not None else "{}"
-    except UnicodeDecodeError as e:
-        raise CorruptError(_lib.ECORRUPT, "stored metadata is not UTF-8: %s" % e) from None
-    return Checkpoint(_str(lib.convo_checkpoint_thread_id(cp)), _str(lib.convo_checkpoint_ns(cp)),
+    if lean:
+        metadata, body = "{}", None
+    else:
+        metadata = lib.convo_checkpoint_metadata(cp)
+        try:
+            metadata = metadata.decode("utf-8") if metadata is not None else "{}"
+        except UnicodeDecodeError as e:
+            raise CorruptError(_lib.ECORRUPT, "stored metadata is not UTF-8: %s" % e) from None
+        body = _blob_out(lib.convo_checkpoint_body(cp))
+    if thread_ns is None:
+        thread_ns = (_str(lib.convo_checkpoint_thread_id(cp)), _str(lib.convo_checkpoint_ns(cp)))
+    return Checkpoint(thread_ns[0], thread_ns[1],
                       _str(lib.convo_checkpoint_id(cp)), _str(lib.convo_checkpoint_parent_id(cp)),
                       metadata, lib.convo_checkpoint_log_length(cp),
-                      lib.convo_checkpoint_created_at(cp), _blob_out(lib.convo_checkpoint_body(cp)),
+                      lib.convo_checkpoint_created_at(cp), body,
                       tuple(channels), tuple(writes), lib.convo_checkpoint_generation(cp),
                       lib.convo_checkpoint_log_origin(cp))
 
@@ -469,8 +478,12 @@ class CheckpointCalls:
     def _checkpoint_page(self, opts):
         out = ctypes.c_void_p()
         self._call(lib.convo_checkpoint_list, ctypes.byref(opts), ctypes.byref(out))
+        # one thread and namespace: every checkpoint's, not asked of each
+        thread_ns = None if opts.thread_id is None or opts.checkpoint_ns is None else \
+            (opts.thread_id.decode("utf-8"), opts.checkpoint_ns.decode("utf-8"))
+        lean = opts.only_channel is not None
         try:
-            return [_read_checkpoint(lib.convo_checkpoint_set_get(out, i))
+            return [_read_checkpoint(lib.convo_checkpoint_set_get(out, i), thread_ns, lean)
                     for i in range(lib.convo_checkpoint_set_count(out))]
         finally:
             lib.convo_checkpoint_set_free(out)

@@ -137,6 +137,9 @@ class ConvoSaver(BaseCheckpointSaver):
         self._committing = {}   # (thread, ns, id) -> puts of a child of it under way
         self._cond = threading.Condition()
         self._closed = False
+        # per calling thread: the checkpoint a fresh get_tuple read with its delta lists
+        # whole, which LangGraph's get_delta_channel_history asks for next
+        self._fresh = threading.local()
 
     @classmethod
     def from_conn_string(cls, url, **options):
@@ -189,14 +192,21 @@ class ConvoSaver(BaseCheckpointSaver):
         if cp is None or (keep is not None and not keep(cp)):
             return None
         try:
+            held = False
             if known is None:
                 # nothing of the thread held (a fresh saver): a DeltaChannel's list came
-                # whole; held now, LangGraph's get_delta_channel_history that follows
-                # reads the checkpoint again without the log's texts (a snapshot's
-                # messages are held as its value is read)
-                self._channels.hold_delta_lists(self.serde, cp, self._channels.names,
-                                                bare_only=True)
-            return self._tuple(cp)
+                # whole; held now (a snapshot's messages are held as its value is read)
+                held = self._channels.hold_delta_lists(self.serde, cp, self._channels.names,
+                                                       bare_only=True)
+            found = self._tuple(cp)
+            if held:
+                # learned as the get_delta_channel_history that follows would learn it
+                # right after reading it: that call walks from here without reading it
+                # again (one store call less)
+                self._channels.delta.learn_read((cp.thread_id, cp.ns, cp.id), cp,
+                                                self._channels.names)
+                self._fresh.target = cp
+            return found
         except Missing:     # dropped meanwhile (another thread's read): read them all
             cp = self._store.checkpoint_get(thread_id, cp.id, ns=ns)
             return None if cp is None else self._tuple(cp)
@@ -299,8 +309,19 @@ class ConvoSaver(BaseCheckpointSaver):
         collected = {ch: [] for ch in channels}
         seeds = {}
         known = self._channels.cache.known(thread_id) if use_known else None
-        target = self._store.checkpoint_get(thread_id, get_checkpoint_id(config), ns=ns,
-                                            known=known)
+        checkpoint_id = get_checkpoint_id(config)
+        fresh, self._fresh.target = getattr(self._fresh, "target", None), None
+        if use_known and fresh is not None and checkpoint_id is not None and \
+                (fresh.thread_id, fresh.ns, fresh.id) == (thread_id, ns, checkpoint_id):
+            # this thread's get_tuple just read it whole, held its lists and learned it;
+            # its parents do not change: the walk starts there (a checkpoint deleted
+            # since is read again below and found missing, as without this)
+            try:
+                self._walk(fresh, set(channels), collected, seeds, known)
+                return self._history(channels, collected, seeds)
+            except NotFoundError:
+                collected, seeds = {ch: [] for ch in channels}, {}
+        target = self._store.checkpoint_get(thread_id, checkpoint_id, ns=ns, known=known)
         if target is not None:
             self._channels.delta.learn_read((target.thread_id, target.ns, target.id), target,
                                             self._channels.names)
@@ -308,6 +329,10 @@ class ConvoSaver(BaseCheckpointSaver):
                 # the ancestors' lists and writes then come without the texts held
                 known = self._channels.cache.known(thread_id)
             self._walk(target, set(channels), collected, seeds, known)
+        return self._history(channels, collected, seeds)
+
+    @staticmethod
+    def _history(channels, collected, seeds):
         out = {}
         for ch in channels:
             out[ch] = {"writes": collected[ch]}

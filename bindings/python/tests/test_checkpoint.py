@@ -423,6 +423,10 @@ class ItemsTests:
                          ([], "__convo_delta__", convo.Blob("json", b'{"a":1}')))
         self.assertEqual(c1.writes, tuple(w for w in whole.writes if w.channel == "messages"))
         self.assertEqual(len(whole.writes), 2)
+        # one thread and namespace (its page's thread and ns given to each checkpoint)
+        self.assertEqual(list(self.store.checkpoint_list(t, ns="", only_channel="messages")),
+                         [c2, c1])
+        self.assertEqual((c1.thread_id, c1.ns), (t, ""))
         got = list(self.store.checkpoint_list(t, only_channel="other", filter={"step": 2}))
         self.assertEqual([(c.id, c.values) for c in got], [("c2", {"other": convo.Blob("json", b"8")})])
         with self.assertRaises(convo.InvalidError):

@@ -225,6 +225,46 @@ class DeltaRuntime:
         self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
             saver, config=app.config(t), channels=["messages"]))
 
+    def test_a_fresh_get_state_reads_its_checkpoint_once(self):
+        """A fresh saver's get_tuple reads the checkpoint with its delta list whole; the
+        get_delta_channel_history LangGraph asks next in that thread walks from it
+        without reading it again (the ancestors' window and the seed's checkpoint);
+        one whose checkpoint was deleted meanwhile is what a reading saver finds."""
+        ours, theirs = self.graphs()
+        t = self.tid()
+        for i in range(7):
+            for g in (ours, theirs):
+                g.invoke(app.user(i), app.config(t))
+        calls = []
+        for name in ("checkpoint_get", "checkpoint_list"):
+            real = getattr(self.store, name)
+
+            def counting(*a, _real=real, _name=name, **k):
+                calls.append((_name, a[1] if len(a) > 1 else k.get("before")))
+                return _real(*a, **k)
+            setattr(self.store, name, counting)
+            self.addCleanup(delattr, self.store, name)
+        fresh = app.chat_graph(self.saver(), "delta")
+        state = fresh.get_state(app.config(t))
+        self.assertEqual(app.snapshot(state), app.snapshot(theirs.get_state(app.config(t))))
+        target = state.config["configurable"]["checkpoint_id"]
+        self.assertEqual(calls[0], ("checkpoint_get", None), calls)
+        self.assertNotIn(("checkpoint_get", target), calls)
+        self.assertLessEqual(len(calls), 3, calls)
+        saver = self.saver()
+        tup = saver.get_tuple(app.config(t))
+        got = saver.get_delta_channel_history(config=tup.config, channels=["messages"])
+        self.assertEqual(got, BaseCheckpointSaver.get_delta_channel_history(
+            self.saver(), config=tup.config, channels=["messages"]))
+        # deleted by another saver between the two calls: the walk's listing finds no
+        # checkpoint; the history is then read as without the get_tuple before it
+        saver = self.saver()
+        tup = saver.get_tuple(app.config(t))
+        self.saver().delete_thread(t)
+        self.assertEqual(saver.get_delta_channel_history(config=tup.config,
+                                                         channels=["messages"]),
+                         {"messages": {"writes": []}})
+
     def test_history_after_prune_and_delete_for_runs_is_the_stored_one(self):
         """What the saver remembers of a chain goes with the checkpoints: after a prune or
         a delete_for_runs its history is what a saver reading the store finds."""
