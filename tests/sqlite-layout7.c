@@ -212,8 +212,9 @@ START_TEST(test_uuid_ids)
     check_cp(cp = get(s, CP3), CP3, "short", "5", "1");
     ck_assert_int_eq(convo_checkpoint_write_count(cp), 5);
     convo_checkpoint_free(cp);
-    /* the values only the removed ones used are gone: a 4, 5 and b 1 stay */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 3);
+    /* the values a 4, 5 and b 1 stay, read above from the list entries of the
+     * rows that remain (layout 11: small values are not in convo_blobs) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     convo_close(s);
 }
 END_TEST
@@ -310,8 +311,10 @@ START_TEST(test_versions_exact)
         snprintf(id, sizeof id, "c%zu", i);
         put_cp(s, id, NULL, versions[i], versions[(i + 1) % n]);
     }
-    /* distinct versions are distinct values: one value per (channel, version) */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), (long long)(2 * n));
+    /* distinct versions are distinct values: one value per (channel, version),
+     * each read back below; since layout 11 in the list entry of the checkpoint
+     * that brought it (none over 4,096 bytes here), not in convo_blobs */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     for (size_t i = 0; i < n; i++) {
         snprintf(id, sizeof id, "c%zu", i);
         convo_checkpoint *cp = get(s, id);
@@ -388,7 +391,7 @@ START_TEST(test_migration_6_to_7)
 
     convo_store *s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     10); /* 7, then 8, 9 and 10 */
+                     11); /* 7, then 8, 9, 10 and 11 */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_channels'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
@@ -431,9 +434,12 @@ START_TEST(test_migration_6_to_7)
     ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
     ck_assert_int_eq(convo_checkpoint_set_count(set), 3);
     convo_checkpoint_set_free(set);
-    /* and a prune drops the values only the pruned one used */
+    /* and a prune drops the values only the pruned one used; CP3's new value
+     * "9" is in its list entry (layout 11), the migrated ones stay rows */
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE thread = 1"), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs WHERE thread = 1"), 2);
+    check_cp(cp = get(s, CP3), CP3, CP2, "9", "1");
+    convo_checkpoint_free(cp);
     convo_close(s);
     /* a layout-6 process that had the file open writes nothing: no checkpoint
      * without a channel list, no pending write or value named by text */

@@ -183,14 +183,17 @@ START_TEST(test_lists_are_deltas)
                                    " WHERE substr(channel_list, 1, 1) <> x'00'"),
                      5); /* k00, k35 after 16 deltas, and k12, k15, k18: without c a
                           * full list is no longer than the delta */
-    /* in full the 40 lists take 520 bytes (12-15 each) */
+    /* since layout 11 an entry holds the value its checkpoint brings (6-7
+     * bytes here, 8 more a value): a delta of a and b takes 29 bytes */
     ck_assert_int_le(sql_int(path, "SELECT max(length(channel_list)) FROM convo_checkpoints"
                                    " WHERE substr(channel_list, 1, 1) = x'00'"),
-                     13);
+                     29);
+    /* 380 bytes of lists (layout 9) and the 56 values with their 3 more bytes
+     * an entry, which full lists repeat */
     ck_assert_int_le(sql_int(path, "SELECT sum(length(channel_list)) FROM convo_checkpoints"),
-                     380);
-    /* the values stay once per version */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), N + 14 + 2);
+                     808);
+    /* the values stay once per version, in the entries (none in convo_blobs) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     convo_close(s);
 }
 END_TEST
@@ -240,8 +243,9 @@ START_TEST(test_prune_and_delete_keep_the_rest_readable)
     ck_assert_int_eq(sql_int(path, "SELECT substr(channel_list, 1, 1) <> x'00'"
                                    " FROM convo_checkpoints ORDER BY key LIMIT 1"),
                      1);
-    /* and the values the removed ones alone used are gone */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 5 + 3 + 1);
+    /* and the values the removed ones alone used are gone with their rows
+     * (layout 11: in the list entries; the rest read back above) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     convo_close(s);
 }
 END_TEST
@@ -355,8 +359,15 @@ START_TEST(test_undecodable_delta_is_corrupt)
     /* well-formed entries saying what a stored delta never says: channel 2
      * (b) at the version of a 0x04 without its entry number, and channel 4
      * gone where the list before has no channel 4 */
-    exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'0001030061330203006231'"
-                   " WHERE id = 'k03'");
+    /* (layout 11: with the values k03 brought, a3 and b1, in the entries) */
+    char sql[256];
+    int json = (int)sql_int(path, "SELECT num FROM convo_names WHERE name = 'json'");
+    ck_assert_int_lt(json, 128);
+    snprintf(sql, sizeof sql,
+             "UPDATE convo_checkpoints SET channel_list = x'00010003006133%02x0422613322"
+             "020003006231%02x0422623122' WHERE id = 'k03'",
+             json, json);
+    exec_raw(path, sql);
     assert_get_k(s, "t", 4);
     exec_raw(path, "UPDATE convo_checkpoints SET channel_list = x'000103006134020104'"
                    " WHERE id = 'k04'");
@@ -404,7 +415,7 @@ START_TEST(test_migration_8_to_9)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     10);
+                     11);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_log_length'"),
                      0);

@@ -99,7 +99,8 @@ static int64_t write_seq(convo_store *s, const char *id)
 }
 
 /* What the file holds, read behind the driver's back: one line per table of
- * thread "t" (row, messages, checkpoints with log_length, write values). */
+ * thread "t" (row, messages, checkpoints with log_length, write values,
+ * channel values in rows and in the lists). */
 static char *snapshot(const char *path)
 {
     static const char *const queries[] = {
@@ -111,6 +112,8 @@ static char *snapshot(const char *path)
         "SELECT group_concat(hex(pending), ',') FROM (SELECT pending FROM convo_checkpoints"
         " ORDER BY key)", /* layout 10: pending writes in the row */
         "SELECT group_concat(channel || ':' || type || ':' || hex(value), ',') FROM convo_blobs",
+        "SELECT group_concat(hex(channel_list), ',') FROM (SELECT channel_list FROM"
+        " convo_checkpoints ORDER BY key)", /* layout 11: small values in the lists */
         "SELECT group_concat(updated_at || ':' || length, ',') FROM convo_activity"};
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);

@@ -23,7 +23,7 @@
 static const char *dir;
 
 /* The layout version this libconvo writes (drivers/sqlite/migrate-9-10.sql). */
-#define LAYOUT 10
+#define LAYOUT 11
 
 /* ------------------------------------------------------------ helpers */
 
@@ -363,11 +363,12 @@ START_TEST(test_delete_and_prune_leave_nothing)
     }
     convo_error err;
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
-    /* two checkpoints with their channel lists, the 2 values they use, 2 writes */
+    /* two checkpoints with their channel lists, 2 writes; the 2 values they use
+     * are in their list entries (layout 11), none in convo_blobs */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 2);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 2);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 2);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
     ck_assert_int_eq(checkpoint_rows(path), 0);
@@ -550,10 +551,11 @@ START_TEST(test_rewrite_fails_whole)
     ck_assert_int_eq(r.replayed, 0);
     ck_assert_int_eq(r.removed, 2);
     ck_assert_int_eq(r.generation, 1);
-    /* c3 and what only it used are gone; c0 and its value stay */
+    /* c3 and what only it used are gone; c0 and its value (in its list entry:
+     * layout 11) stay */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_messages"), 2);
@@ -973,18 +975,18 @@ END_TEST
 
 START_TEST(test_schema_too_new)
 {
-    const char *path = db_path("v11");
+    const char *path = db_path("v12");
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
+    exec_raw(db, "UPDATE convo_meta SET value = '12' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
     convo_store *s = NULL;
     convo_error err;
     ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.message, "version 11"));
+    ck_assert_ptr_nonnull(strstr(err.message, "version 12"));
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints'"), 0);
 }

@@ -206,7 +206,7 @@ static int cp_next_order(sq_conn *c, int64_t *put_order, convo_error *err)
 /* The number of name (a channel name, value type or task path) in
  * convo_names, which keeps each once: 1 with *num, or with create 0, 0 when
  * it has none; with create a new name is added in the caller's transaction. */
-static int name_num(sq_conn *c, const char *name, int create, int64_t *num, convo_error *err)
+int sq_name_num(sq_conn *c, const char *name, int create, int64_t *num, convo_error *err)
 {
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_NAME_FIND, &st, err);
@@ -233,7 +233,7 @@ static int name_num(sq_conn *c, const char *name, int create, int64_t *num, conv
 static int bind_name(sq_conn *c, sqlite3_stmt *st, int i, const char *name, convo_error *err)
 {
     int64_t num;
-    int rc = name_num(c, name, 1, &num, err);
+    int rc = sq_name_num(c, name, 1, &num, err);
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(st, i, num);
@@ -254,14 +254,14 @@ static int bind_metadata(sq_conn *c, sqlite3_stmt *st, const char *metadata, voi
                                      values, &len);
     if (rc < 0)
         return no_memory(err);
-    int found = rc == 0 ? name_num(c, shape, 0, &num, err) : 0;
+    int found = rc == 0 ? sq_name_num(c, shape, 0, &num, err) : 0;
     if (rc == 0 && found == 0) {
         sqlite3_stmt *q;
         if ((found = sq_stmt_get(c, ST_NAME_LAST, &q, err)) == 0 &&
             (found = sq_stmt_step(c, q, "counting names", err)) == 1) {
             int64_t names = sqlite3_column_int64(q, 0);
             sq_stmt_done(q);
-            found = names < SHAPE_NAMES_MAX ? name_num(c, shape, 1, &num, err) : 0;
+            found = names < SHAPE_NAMES_MAX ? sq_name_num(c, shape, 1, &num, err) : 0;
         }
     }
     free(shape);
@@ -281,65 +281,40 @@ static int bind_metadata(sq_conn *c, sqlite3_stmt *st, const char *metadata, voi
     return 0;
 }
 
-/* The checkpoint's channel list as one value (compact.c); *out malloc'd. */
-static int cp_channels_pack(sq_conn *c, const convo_checkpoint_in *cp, unsigned char **out,
-                            size_t *len, convo_error *err)
-{
-    size_t n = cp->nchannels;
-    int64_t *nums = malloc((n ? n : 1) * sizeof *nums);
-    const char **versions = malloc((n ? n : 1) * sizeof *versions);
-    int rc = nums && versions ? 0 : no_memory(err);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        versions[i] = cp->channels[i].version;
-        rc = name_num(c, cp->channels[i].channel, 1, &nums[i], err);
-        rc = rc < 0 ? rc : 0;
-    }
-    if (rc == 0) {
-        rc = sq_channels_pack(nums, versions, n, out, len);
-        if (rc == -2)
-            rc = convo__error(err, CONVO_EINVAL, NULL, "a checkpoint names a channel twice");
-        else if (rc)
-            rc = no_memory(err);
-    }
-    free(nums);
-    free(versions);
-    return rc;
-}
-
-/* parent: how many places before at->key the parent is (it is named by that
- * place, not by its id), or 0 (by its id); old: the row is there already (its
- * pending writes stay). */
-static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t parent, int old,
-                      const convo_checkpoint_in *cp, convo_error *err)
+/* near: how many places before at->key the parent is (it is named by that
+ * place, not by its id), or 0 (by its id); parent: the parent's key (0: none
+ * or not found); old: the row is there already (its pending writes stay).
+ * Layout 11: the list's entries hold the small values (values.c); the values
+ * for convo_blobs are marked in p->to_blob. */
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t near,
+                      int64_t parent, int old, const convo_checkpoint_in *cp,
+                      sq_put_list *p, convo_error *err)
 {
     sqlite3_stmt *st;
-    unsigned char *channels;
-    size_t channels_len;
+    sq_list_base base;
+    unsigned char *channels = NULL;
+    size_t channels_len = 0;
     void *values = NULL;
-    int rc = cp_channels_pack(c, cp, &channels, &channels_len, err);
+    int rc = sq_list_base_get(c, at->key, cp->checkpoint_ns, &base, err);
     if (rc)
         return rc;
-    unsigned char *delta = NULL;
-    size_t delta_len = 0;
-    if ((rc = sq_list_for_put(c, at->key, cp->checkpoint_ns, channels, channels_len, &delta,
-                              &delta_len, err)) != 0 ||
-        (rc = sq_stmt_get(c, ST_CP_PUT, &st, err)) != 0) {
+    if ((rc = sq_values_place(c, num, cp, old, parent, &base, p, err)) == 0)
+        rc = sq_list_encode(c, at->key, cp->checkpoint_ns, &base, p->e, p->n, &channels,
+                            &channels_len, err);
+    sq_list_base_free(&base);
+    if (rc == 0)
+        rc = sq_stmt_get(c, ST_CP_PUT, &st, err);
+    if (rc) {
         free(channels);
-        free(delta);
         return rc;
-    }
-    if (delta) { /* layout 9: what changed against the row before */
-        free(channels);
-        channels = delta;
-        channels_len = delta_len;
     }
     sqlite3_bind_int64(st, 1, at->key);
     sqlite3_bind_int64(st, 2, num);
     sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
     sq_bind_id(st, 4, cp->checkpoint_id);
-    sq_bind_id(st, 5, parent ? NULL : cp->parent_id);
-    if (parent)
-        sqlite3_bind_int64(st, 13, parent);
+    sq_bind_id(st, 5, near ? NULL : cp->parent_id);
+    if (near)
+        sqlite3_bind_int64(st, 13, near);
     else
         sqlite3_bind_null(st, 13);
     if ((rc = bind_metadata(c, st, cp->metadata_json, &values, err)) != 0) {
@@ -396,13 +371,14 @@ static int cp_blob_put(sq_conn *c, int64_t num, const char *ns, const convo_chan
     return sq_stmt_run(c, st, "storing a channel value", err);
 }
 
-/* The values the snapshot brings (its channel list is in its row). */
+/* The values the snapshot brings that its list's entries do not hold (large
+ * ones, layout 11). */
 static int cp_values_put(sq_conn *c, int64_t num, const convo_checkpoint_in *cp,
-                         convo_error *err)
+                         const sq_put_list *p, convo_error *err)
 {
     int rc = 0;
     for (size_t i = 0; i < cp->nchannels && rc == 0; i++)
-        if (cp->channels[i].value)
+        if (cp->channels[i].value && p->to_blob[i])
             rc = cp_blob_put(c, num, cp->checkpoint_ns, &cp->channels[i], err);
     return rc;
 }
@@ -421,19 +397,25 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     int rc = old ? 0 : cp_next_key(c, num, &at.key, err);
     if (rc == 0 && !old)
         rc = cp_next_order(c, &at.put_order, err);
-    cp_place parent;
+    cp_place parent = {0, 0, 0};
     int64_t near = 0;
     if (rc == 0 && found && cp->parent_id) {
         rc = cp_find(c, num, cp->checkpoint_ns, cp->parent_id, &parent, err);
         near = rc == 1 && at.key - parent.key >= 1 && at.key - parent.key <= PARENT_NEAR
                    ? at.key - parent.key : 0;
+        if (rc != 1)
+            parent.key = 0;
         rc = rc < 0 ? rc : 0;
     }
     if (rc == 0 && old)
         rc = sq_list_before_change(c, at.key, err);
+    sq_put_list p = {0};
     if (rc == 0)
-        rc = cp_row_put(c, num, &at, near, old, cp, err);
-    return rc ? rc : cp_values_put(c, num, cp, err);
+        rc = cp_row_put(c, num, &at, near, parent.key, old, cp, &p, err);
+    if (rc == 0)
+        rc = cp_values_put(c, num, cp, &p, err);
+    sq_put_list_free(&p);
+    return rc;
 }
 
 typedef struct put_args {
@@ -445,9 +427,12 @@ typedef struct put_args {
     size_t nswaps;
 } put_args;
 
+static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w,
+                    convo_error *err);
+
 /* The put of checkpoint_put, put_log and put_refs: the conditions, then the
- * messages as append stores them (nmsgs > 0), then the checkpoint, in the
- * caller's write transaction; *t is the thread after it. */
+ * messages as append stores them (nmsgs > 0), the swaps of put_refs, then the
+ * checkpoint, in the caller's write transaction; *t is the thread after it. */
 static int put_in_tx(sq_conn *c, const put_args *a, thread_row *t, convo_error *err)
 {
     const convo_checkpoint_in *cp = a->cp;
@@ -461,6 +446,10 @@ static int put_in_tx(sq_conn *c, const put_args *a, thread_row *t, convo_error *
         return sq_generation_conflict(t->generation, cp->expected_generation, err);
     int rc = a->nmsgs ? sq_log_append(c, cp->thread_id, found, t, a->msgs, a->nmsgs, NULL, err)
                       : sq_thread_ensure(c, cp->thread_id, found, t, err);
+    /* the swaps first: the rows they shrink (the parent's, layout 11) make
+     * room in their page for the new row */
+    for (size_t i = 0; i < a->nswaps && rc == 0; i++)
+        rc = swap_one(c, t->num, cp->checkpoint_ns, &a->swaps[i], err);
     return rc ? rc : cp_store(c, t->num, found, cp, err);
 }
 
@@ -575,7 +564,7 @@ static int swap_write(sq_conn *c, int64_t num, const char *ns, const convo_swap 
                       w[j].type == old_type && w[j].len == s->old_value.len &&
                       (w[j].len == 0 || memcmp(w[j].value, s->old_value.bytes, w[j].len) == 0)))
         j++;
-    if (j == n || (rc = name_num(c, s->new_value.type, 1, &type, err)) < 0) {
+    if (j == n || (rc = sq_name_num(c, s->new_value.type, 1, &type, err)) < 0) {
         free(w);
         free(record);
         return j == n ? 0 : rc;
@@ -588,11 +577,13 @@ static int swap_write(sq_conn *c, int64_t num, const char *ns, const convo_swap 
 }
 
 /* A swapped channel value: 1 when it was exactly old_type and old_value (and
- * its checkpoint exists) and is now the new value, 0 when not. */
+ * its checkpoint exists) and is now the new value, 0 when not. Layout 11: in
+ * convo_blobs and in the list entries that hold it (values.c). */
 static int swap_value(sq_conn *c, int64_t num, const char *ns, const convo_swap *w,
                       int64_t channel, int64_t old_type, convo_error *err)
 {
     sqlite3_stmt *st;
+    int64_t new_type;
     int rc = sq_stmt_get(c, ST_BLOB_SWAP, &st, err);
     if (rc)
         return rc;
@@ -607,8 +598,21 @@ static int swap_value(sq_conn *c, int64_t num, const char *ns, const convo_swap 
     if ((rc = bind_name(c, st, 8, w->new_value.type, err)) != 0)
         return rc;
     bind_bytes(st, 9, w->new_value.bytes, w->new_value.len);
-    rc = sq_stmt_run(c, st, "replacing a value by a log reference", err);
-    return rc ? rc : sqlite3_changes(c->db) > 0;
+    if ((rc = sq_stmt_run(c, st, "replacing a value by a log reference", err)) != 0)
+        return rc;
+    int swapped = sqlite3_changes(c->db) > 0; /* a large value, or one a full list held */
+    cp_place at;
+    size_t len = strlen(w->version);
+    unsigned char *version = malloc(len + 16);
+    if (!version)
+        return no_memory(err);
+    size_t vlen = sq_version_pack(w->version, len, version);
+    if ((rc = cp_find(c, num, ns, w->checkpoint_id, &at, err)) == 1 &&
+        (rc = sq_name_num(c, w->new_value.type, 1, &new_type, err)) == 1)
+        rc = sq_values_swap(c, at.key, ns, channel, version, vlen, old_type, &w->old_value,
+                            new_type, &w->new_value, err);
+    free(version);
+    return rc < 0 ? rc : rc || swapped;
 }
 
 /* One swap of a put with log references: the value it names becomes
@@ -621,9 +625,9 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
     sqlite3_stmt *st;
     int64_t channel = 0, old_type;
     /* a channel or type that has no number yet names no stored value */
-    int rc = name_num(c, w->old_value.type, 0, &old_type, err);
+    int rc = sq_name_num(c, w->old_value.type, 0, &old_type, err);
     if (rc == 1 && !w->task_id)
-        rc = name_num(c, w->channel, 0, &channel, err);
+        rc = sq_name_num(c, w->channel, 0, &channel, err);
     if (rc <= 0)
         return rc;
     rc = w->task_id ? swap_write(c, num, ns, w, old_type, err)
@@ -644,12 +648,8 @@ static int swap_one(sq_conn *c, int64_t num, const char *ns, const convo_swap *w
 
 static int put_refs_tx(sq_conn *c, void *arg, convo_error *err)
 {
-    const put_args *a = arg;
     thread_row t;
-    int rc = put_in_tx(c, a, &t, err);
-    for (size_t i = 0; i < a->nswaps && rc == 0; i++)
-        rc = swap_one(c, t.num, a->cp->checkpoint_ns, &a->swaps[i], err);
-    return rc;
+    return put_in_tx(c, arg, &t, err);
 }
 
 /* The put and its swaps in one write transaction: a failing swap statement
@@ -674,7 +674,7 @@ static int writes_of(sq_conn *c, const writes_args *a, unsigned char buf[SQ_UUID
                      sq_write *add, convo_error *err)
 {
     int64_t path;
-    int rc = name_num(c, a->task_path, 1, &path, err);
+    int rc = sq_name_num(c, a->task_path, 1, &path, err);
     for (size_t i = 0; i < a->n && rc >= 0; i++) {
         const convo_write_in *in = &a->writes[i];
         write_task(&add[i], a->task_id, buf);
@@ -682,8 +682,8 @@ static int writes_of(sq_conn *c, const writes_args *a, unsigned char buf[SQ_UUID
         add[i].path = path;
         add[i].value = in->value.bytes;
         add[i].len = in->value.len;
-        if ((rc = name_num(c, in->channel, 1, &add[i].channel, err)) >= 0)
-            rc = name_num(c, in->value.type, 1, &add[i].type, err);
+        if ((rc = sq_name_num(c, in->channel, 1, &add[i].channel, err)) >= 0)
+            rc = sq_name_num(c, in->value.type, 1, &add[i].type, err);
     }
     return rc < 0 ? rc : 0;
 }

@@ -23,7 +23,10 @@
  * Layout 9: a list may also be a delta, a 0x00 byte and then entries in this
  * form, against the list of the row before it (lists.c): the channels whose
  * version changed or that came, and those gone. A full list never starts with
- * 0x00 (name numbers start at 1). */
+ * 0x00 (name numbers start at 1).
+ * Layout 11: an entry may hold its version's value: varint name number, a
+ * 0x00 byte (a length no version has), varint length + stored version, varint
+ * type number (convo_names, at least 1), varint length + the value's bytes. */
 #include "config.h"
 #include "compact.h"
 #include "body.h" /* lib/: the metadata's shape and values */
@@ -272,9 +275,9 @@ int sq_channels_pack(const int64_t *channels, const char *const *versions, size_
 }
 
 /* One entry of a channel list at p[0..n): 0 at its end, -1 malformed, else
- * the bytes it takes, with the name's number and the stored version. */
-static long channel_next(const unsigned char *p, size_t n, int64_t *channel,
-                         const unsigned char **version, size_t *version_len)
+ * the bytes it takes, with the name's number, the stored version and (layout
+ * 11) the value it holds (type 0: none). */
+static long channel_next(const unsigned char *p, size_t n, sq_entry *e)
 {
     uint64_t l;
     size_t used, at;
@@ -282,34 +285,48 @@ static long channel_next(const unsigned char *p, size_t n, int64_t *channel,
         return 0;
     if (!(used = sq_varint_get(p, n, &l)) || l > INT64_MAX)
         return -1;
-    *channel = (int64_t)l;
+    e->channel = (int64_t)l;
+    e->type = 0;
+    e->value = NULL;
+    e->value_len = 0;
     at = used;
+    int valued = at < n && p[at] == 0;
+    at += (size_t)valued;
     if (!(used = sq_varint_get(p + at, n - at, &l)) || l > n - at - used || l == 0)
         return -1;
-    *version = p + at + used;
-    *version_len = (size_t)l;
+    e->version = p + at + used;
+    e->len = (size_t)l;
+    at += used + (size_t)l;
+    if (!valued)
+        return (long)at;
+    if (!(used = sq_varint_get(p + at, n - at, &l)) || l == 0 || l > INT64_MAX)
+        return -1;
+    e->type = (int64_t)l;
+    at += used;
+    if (!(used = sq_varint_get(p + at, n - at, &l)) || l > n - at - used)
+        return -1;
+    e->value = p + at + used;
+    e->value_len = (size_t)l;
     return (long)(at + used + (size_t)l);
 }
 
 int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *count)
 {
     size_t at = n && p[0] == 0 ? 1 : 0, cap = 0, k = 0;
-    int64_t channel;
-    const unsigned char *v;
-    size_t vl;
+    sq_entry one;
     long used;
-    for (size_t i = at; (used = channel_next(p + i, n - i, &channel, &v, &vl)) > 0;
-         i += (size_t)used)
+    for (size_t i = at; (used = channel_next(p + i, n - i, &one)) > 0; i += (size_t)used)
         cap++;
     if (used < 0)
         return -2;
     sq_entry *e = malloc((cap ? cap : 1) * sizeof *e);
     if (!e)
         return -1;
-    for (; (used = channel_next(p + at, n - at, &channel, &v, &vl)) > 0; at += (size_t)used) {
+    for (; (used = channel_next(p + at, n - at, &e[k])) > 0; at += (size_t)used) {
         uint64_t same;
-        e[k] = (sq_entry){channel, v, vl};
-        if (v[0] == V_GONE && vl == 1 && p[0] == 0)
+        const unsigned char *v = e[k].version;
+        size_t vl = e[k].len;
+        if (v[0] == V_GONE && vl == 1 && p[0] == 0 && !e[k].type)
             e[k].len = 0;
         else if (v[0] == V_SAME) {
             if (vl < 2 || sq_varint_get(v + 1, vl - 1, &same) != vl - 1 || same >= k ||
@@ -320,7 +337,7 @@ int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *co
             e[k].len = e[same].len;
         } else if (v[0] == V_GONE)
             break;
-        if (k && e[k - 1].channel >= channel)
+        if (k && e[k - 1].channel >= e[k].channel)
             break;
         k++;
     }
@@ -355,7 +372,7 @@ static int entries_merge(const sq_entry *a, size_t na, const sq_entry *b, size_t
             if (mode == 0)
                 e[k++] = a[i];
             else
-                e[k++] = (sq_entry){a[i].channel, NULL, 0};
+                e[k++] = (sq_entry){.channel = a[i].channel};
             i++;
             continue;
         }
@@ -363,7 +380,9 @@ static int entries_merge(const sq_entry *a, size_t na, const sq_entry *b, size_t
             free(e);
             return -2;
         }
-        if (mode == 0 ? b[j].len != 0 : side > 0 || !same_version(&a[i], &b[j]))
+        /* mode 1: a changed version, or a value a does not hold (layout 11) */
+        if (mode == 0 ? b[j].len != 0
+                      : side > 0 || !same_version(&a[i], &b[j]) || (b[j].type && !a[i].type))
             e[k++] = b[j];
         i += side == 0;
         j++;
@@ -385,11 +404,35 @@ int sq_list_diff(const sq_entry *base, size_t nbase, const sq_entry *full, size_
     return entries_merge(base, nbase, full, nfull, 1, out, n);
 }
 
+void sq_list_fill(sq_entry *e, size_t n, const sq_entry *base, size_t nbase)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < nbase && base[j].channel < e[i].channel)
+            j++;
+        if (j < nbase && base[j].channel == e[i].channel && e[i].len && base[j].type &&
+            same_version(&e[i], &base[j])) {
+            e[i].type = base[j].type;
+            e[i].value = base[j].value;
+            e[i].value_len = base[j].value_len;
+        }
+    }
+}
+
+const sq_entry *sq_list_find(const sq_entry *e, size_t n, int64_t channel,
+                             const unsigned char *v, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (e[i].channel == channel && e[i].len == len && memcmp(e[i].version, v, len) == 0)
+            return &e[i];
+    return NULL;
+}
+
 int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, size_t *outlen)
 {
     size_t cap = 1;
     for (size_t i = 0; i < n; i++)
-        cap += 20 + e[i].len;
+        cap += 40 + e[i].len + e[i].value_len;
     unsigned char *buf = malloc(cap), same_buf[11];
     size_t len = 0;
     if (!buf)
@@ -411,9 +454,19 @@ int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, si
             v = same_buf;
         }
         len += sq_varint_put(buf + len, (uint64_t)e[i].channel);
+        int valued = e[i].len && e[i].type > 0;
+        if (valued)
+            buf[len++] = 0;
         len += sq_varint_put(buf + len, vl);
         memcpy(buf + len, v, vl);
         len += vl;
+        if (valued) {
+            len += sq_varint_put(buf + len, (uint64_t)e[i].type);
+            len += sq_varint_put(buf + len, e[i].value_len);
+            if (e[i].value_len)
+                memcpy(buf + len, e[i].value, e[i].value_len);
+            len += e[i].value_len;
+        }
     }
     *out = buf;
     *outlen = len;
@@ -522,7 +575,7 @@ static void channels_final(sqlite3_context *ctx)
 
 /* ---- convo_channel_list(channels): the entries of a channel list ---- */
 
-enum { COL_CHANNEL, COL_VERSION, COL_VERSION_TEXT, COL_CHANNELS };
+enum { COL_CHANNEL, COL_VERSION, COL_VERSION_TEXT, COL_TYPE, COL_VALUE, COL_CHANNELS };
 
 typedef struct list_cursor {
     sqlite3_vtab_cursor base;
@@ -530,9 +583,7 @@ typedef struct list_cursor {
     size_t len, at;
     size_t start;        /* 1 in a delta (layout 9), whose gone entries are skipped */
     long entry;          /* bytes of the current entry; 0 at the end */
-    int64_t channel;
-    const unsigned char *version;
-    size_t version_len;
+    sq_entry e;          /* the current entry (its version resolved) */
     int64_t row;
 } list_cursor;
 
@@ -541,7 +592,8 @@ static int list_connect(sqlite3 *db, void *aux, int argc, const char *const *arg
 {
     (void)aux, (void)argc, (void)argv, (void)errmsg;
     int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(channel INTEGER, version BLOB,"
-                                      " version_text TEXT, channels HIDDEN)");
+                                      " version_text TEXT, type INTEGER, value BLOB,"
+                                      " channels HIDDEN)");
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_vtab *t = sqlite3_malloc(sizeof *t);
@@ -601,18 +653,21 @@ static int list_close(sqlite3_vtab_cursor *cur)
 }
 
 /* The version of entry k of the list, which must come before the one at
- * c->at and not be a V_SAME itself. */
+ * c->at and not be a V_SAME itself (the current entry keeps its value). */
 static int list_version_of(list_cursor *c, uint64_t k)
 {
     size_t at = c->start;
-    int64_t channel;
+    sq_entry e;
     for (uint64_t i = 0;; i++) {
-        long n = channel_next(c->list + at, c->at - at, &channel, &c->version, &c->version_len);
+        long n = channel_next(c->list + at, c->at - at, &e);
         if (n <= 0)
             return SQLITE_CORRUPT;
-        if (i == k)
-            return c->version[0] == V_SAME || c->version[0] == V_GONE ? SQLITE_CORRUPT
-                                                                      : SQLITE_OK;
+        if (i == k) {
+            c->e.version = e.version;
+            c->e.len = e.len;
+            return e.version[0] == V_SAME || e.version[0] == V_GONE ? SQLITE_CORRUPT
+                                                                    : SQLITE_OK;
+        }
         at += (size_t)n;
     }
 }
@@ -620,19 +675,16 @@ static int list_version_of(list_cursor *c, uint64_t k)
 static int list_read(list_cursor *c)
 {
     uint64_t k;
-    c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
-                            &c->version_len);
-    while (c->entry > 0 && c->start && c->version[0] == V_GONE && c->version_len == 1) {
+    c->entry = channel_next(c->list + c->at, c->len - c->at, &c->e);
+    while (c->entry > 0 && c->start && c->e.version[0] == V_GONE && c->e.len == 1) {
         c->at += (size_t)c->entry;
-        c->entry = channel_next(c->list + c->at, c->len - c->at, &c->channel, &c->version,
-                                &c->version_len);
+        c->entry = channel_next(c->list + c->at, c->len - c->at, &c->e);
     }
-    if (c->entry < 0 || (c->entry > 0 && c->version[0] == V_GONE))
+    if (c->entry < 0 || (c->entry > 0 && c->e.version[0] == V_GONE))
         return SQLITE_CORRUPT;
-    if (c->entry == 0 || c->version[0] != V_SAME)
+    if (c->entry == 0 || c->e.version[0] != V_SAME)
         return SQLITE_OK;
-    if (c->version_len < 2 ||
-        sq_varint_get(c->version + 1, c->version_len - 1, &k) != c->version_len - 1)
+    if (c->e.len < 2 || sq_varint_get(c->e.version + 1, c->e.len - 1, &k) != c->e.len - 1)
         return SQLITE_CORRUPT;
     return list_version_of(c, k);
 }
@@ -680,24 +732,36 @@ static int list_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
     long n;
     switch (col) {
     case COL_CHANNEL:
-        sqlite3_result_int64(ctx, c->channel);
+        sqlite3_result_int64(ctx, c->e.channel);
         break;
     case COL_VERSION:
-        sqlite3_result_blob(ctx, c->version, (int)c->version_len, SQLITE_TRANSIENT);
+        sqlite3_result_blob(ctx, c->e.version, (int)c->e.len, SQLITE_TRANSIENT);
         break;
     case COL_VERSION_TEXT:
-        if (!(text = sqlite3_malloc64(SQ_VERSION_TEXT_MAX(c->version_len)))) {
+        if (!(text = sqlite3_malloc64(SQ_VERSION_TEXT_MAX(c->e.len)))) {
             sqlite3_result_error_nomem(ctx);
             break;
         }
-        n = sq_version_unpack(c->version, c->version_len, text,
-                              SQ_VERSION_TEXT_MAX(c->version_len));
+        n = sq_version_unpack(c->e.version, c->e.len, text, SQ_VERSION_TEXT_MAX(c->e.len));
         if (n < 0) {
             sqlite3_free(text);
             sqlite3_result_error_code(ctx, SQLITE_CORRUPT);
         } else {
             sqlite3_result_text(ctx, text, (int)n, sqlite3_free);
         }
+        break;
+    case COL_TYPE:
+        if (c->e.type)
+            sqlite3_result_int64(ctx, c->e.type);
+        else
+            sqlite3_result_null(ctx);
+        break;
+    case COL_VALUE:
+        if (c->e.type) /* an empty value is an empty BLOB, not NULL */
+            sqlite3_result_blob(ctx, c->e.value_len ? (const void *)c->e.value : "",
+                                (int)c->e.value_len, SQLITE_TRANSIENT);
+        else
+            sqlite3_result_null(ctx);
         break;
     default:
         sqlite3_result_null(ctx);

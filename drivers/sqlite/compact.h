@@ -47,11 +47,15 @@ int sq_channels_pack(const int64_t *channels, const char *const *versions, size_
                      unsigned char **out, size_t *outlen);
 
 /* Layout 9: one entry of a channel list, its version in the stored form;
- * len 0: (in a delta) the channel is gone. */
+ * len 0: (in a delta) the channel is gone. Layout 11: an entry may hold the
+ * value of its version (type > 0, the number of its type in convo_names). */
 typedef struct sq_entry {
     int64_t channel;
     const unsigned char *version;
     size_t len;
+    int64_t type;               /* 0: no value in the entry */
+    const unsigned char *value;
+    size_t value_len;
 } sq_entry;
 
 /* The entries of a stored list, full or delta (its first byte 0x00), in
@@ -62,10 +66,17 @@ int sq_list_entries(const unsigned char *p, size_t n, sq_entry **out, size_t *co
  * out of memory, -2 the delta removes a channel base does not have. */
 int sq_list_apply(const sq_entry *base, size_t nbase, const sq_entry *delta, size_t ndelta,
                   sq_entry **out, size_t *n);
-/* The delta from full list base to full list full: changed or new channels
- * and (len 0) gone ones. */
+/* The delta from full list base to full list full: changed or new channels,
+ * those with a value where base has none (layout 11) and (len 0) gone ones. */
 int sq_list_diff(const sq_entry *base, size_t nbase, const sq_entry *full, size_t nfull,
                  sq_entry **out, size_t *n);
+/* Layout 11: each entry of e at the version base's entry for its channel
+ * holds takes that entry's value when it has one (both in channel order): a
+ * value stored once stays. */
+void sq_list_fill(sq_entry *e, size_t n, const sq_entry *base, size_t nbase);
+/* The entry of e[0..n) for channel at version v[0..len), or NULL. */
+const sq_entry *sq_list_find(const sq_entry *e, size_t n, int64_t channel,
+                             const unsigned char *v, size_t len);
 /* Entries packed as a full list, or with delta as a delta (0x00 first, len 0
  * entries as 0x05); equal versions after the first as 0x04. 0 or -1. */
 int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, size_t *outlen);
@@ -73,7 +84,8 @@ int sq_list_pack(const sq_entry *e, size_t n, int delta, unsigned char **out, si
 /* Registers on db the SQL functions the layout's statements and migrations use:
  * convo_id(text), convo_version(text), the aggregate convo_channels(channel
  * number, version) and the table-valued convo_channel_list(channels) with
- * columns channel (number), version (stored form), version_text. SQLITE_OK or
+ * columns channel (number), version (stored form), version_text, type and value
+ * (layout 11: the value the entry holds; NULL type: none). SQLITE_OK or
  * SQLite's error. */
 int sq_compact_register(sqlite3 *db);
 

@@ -261,78 +261,162 @@ static int pred_probe(sq_conn *c, int64_t key, const char *ns, int64_t *pkey, in
 }
 
 /* The entries of the full list of the row before key and how many deltas its
- * chain holds: from the memo, else decoded (then packed in *hold, which the
- * entries point into: the chain's rows are freed here); *base NULL with
- * *depth LIST_CHAIN_MAX when no full list is near enough. */
-static int pred_list(sq_conn *c, int64_t key, int memo, sq_entry **base, size_t *n,
-                     int *depth, unsigned char **hold, convo_error *err)
+ * chain holds, packed in *hold (which the entries point into): from the memo,
+ * else decoded; at the chain's bound (no full list within LIST_CHAIN_MAX rows
+ * before key) *depth is LIST_CHAIN_MAX and the row's list is decoded against
+ * its own chain (layout 11: a full list stored next carries its values). */
+static int pred_list(sq_conn *c, int64_t key, int64_t pkey, int memo, sq_entry **base,
+                     size_t *n, int *depth, unsigned char **hold, convo_error *err)
 {
-    if (memo) {
-        int rc = sq_list_entries(c->memo.full, c->memo.full_len, base, n);
-        *depth = c->memo.depth;
-        return rc == 0 ? 0 : rc == -1 ? no_memory(err) : list_corrupt(err);
-    }
-    chain ch;
-    int rc = chain_read(c, key, &ch, err);
+    size_t len = 0;
+    int rc = 0;
     *base = NULL;
     *depth = LIST_CHAIN_MAX;
-    if (rc == 0 && ch.full) {
-        *depth = (int)ch.n - 1;
-        rc = chain_decode(&ch, NULL, base, n, err);
+    if (memo) {
+        *depth = c->memo.depth;
+        len = c->memo.full_len;
+        if (!(*hold = malloc(len ? len : 1)))
+            return no_memory(err);
+        if (len)
+            memcpy(*hold, c->memo.full, len);
+    } else {
+        chain ch;
+        sq_entry *e = NULL;
+        if ((rc = chain_read(c, key, &ch, err)) == 0 && ch.full) {
+            *depth = (int)ch.n - 1;
+            rc = chain_decode(&ch, NULL, &e, n, err);
+            if (rc == 0 && e && sq_list_pack(e, *n, 0, hold, &len) != 0)
+                rc = no_memory(err);
+        } else if (rc == 0 && ch.n) {
+            sq_list_cache k = {0};
+            const unsigned char *full;
+            rc = sq_list_full(c, &k, pkey, ch.lists[0], ch.lens[0], &full, &len, err);
+            if (rc == 0 && !(*hold = malloc(len ? len : 1)))
+                rc = no_memory(err);
+            if (rc == 0 && len)
+                memcpy(*hold, full, len);
+            sq_list_cache_clear(&k);
+        }
+        free(e);
+        chain_free(&ch);
     }
-    size_t len;
-    if (rc == 0 && *base && sq_list_pack(*base, *n, 0, hold, &len) != 0)
-        rc = no_memory(err);
-    free(*base);
-    *base = NULL;
-    chain_free(&ch);
     if (rc == 0 && *hold && (rc = sq_list_entries(*hold, len, base, n)) != 0)
         rc = rc == -1 ? no_memory(err) : list_corrupt(err);
     return rc;
 }
 
-int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char *full,
-                    size_t len, unsigned char **out, size_t *outlen, convo_error *err)
+int sq_list_base_get(sq_conn *c, int64_t key, const char *ns, sq_list_base *b,
+                     convo_error *err)
 {
-    sq_entry *base = NULL, *now = NULL, *d = NULL;
-    size_t nbase = 0, nnow = 0, nd = 0;
-    unsigned char *hold = NULL;
-    int64_t pkey;
-    int same_ns = 0, memo = 0, depth = LIST_CHAIN_MAX;
-    *out = NULL;
-    int rc = pred_probe(c, key, ns, &pkey, &same_ns, &memo, err);
+    int same_ns = 0, memo = 0;
+    memset(b, 0, sizeof *b);
+    b->depth = LIST_CHAIN_MAX;
+    int rc = pred_probe(c, key, ns, &b->pred, &same_ns, &memo, err);
     /* a full list: the thread's first, after another namespace, or a chain
      * at its bound */
     if (rc == 1 && same_ns)
-        rc = pred_list(c, key, memo, &base, &nbase, &depth, &hold, err);
+        rc = pred_list(c, key, b->pred, memo, &b->e, &b->n, &b->depth, &b->hold, err);
+    if (rc == 1 && !same_ns)
+        b->pred = 0;
     if (rc < 0) {
-        free(hold);
+        sq_list_base_free(b);
         return rc;
     }
-    rc = 0;
-    if (base && depth + 1 < LIST_CHAIN_MAX + 1) {
-        if ((rc = sq_list_entries(full, len, &now, &nnow)) != 0)
-            rc = rc == -1 ? no_memory(err) : list_corrupt(err);
-        if (rc == 0 && sq_list_diff(base, nbase, now, nnow, &d, &nd) != 0)
+    return 0;
+}
+
+void sq_list_base_free(sq_list_base *b)
+{
+    free(b->e);
+    free(b->hold);
+    memset(b, 0, sizeof *b);
+}
+
+/* The values over SQ_CARRY_MAX bytes that entries e[0..n) hold and held[]
+ * says they did not bring go to convo_blobs (NULL held: every one). */
+static int spill_large(sq_conn *c, int64_t num, const char *ns, sq_entry *e, size_t n,
+                       const unsigned char *held, convo_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (e[i].type && e[i].value_len > SQ_CARRY_MAX && (!held || !held[i]))
+            rc = sq_values_spill(c, num, ns, &e[i], err);
+    return rc;
+}
+
+int sq_list_encode(sq_conn *c, int64_t key, const char *ns, const sq_list_base *b,
+                   sq_entry *now, size_t n, unsigned char **out, size_t *outlen,
+                   convo_error *err)
+{
+    unsigned char *full = NULL, *delta = NULL, *held = calloc(n ? n : 1, 1);
+    size_t full_len = 0, delta_len = 0, nd = 0;
+    sq_entry *d = NULL;
+    int rc = 0;
+    *out = NULL;
+    if (!held)
+        return no_memory(err);
+    if (b->e)
+        sq_list_fill(now, n, b->e, b->n);
+    for (size_t i = 0; i < n; i++) { /* its own value, not the row before's */
+        const sq_entry *f = b->e ? sq_list_find(b->e, b->n, now[i].channel, now[i].version,
+                                                now[i].len) : NULL;
+        held[i] = now[i].type != 0 && !(f && f->type);
+    }
+    if (sq_list_pack(now, n, 0, &full, &full_len) != 0) {
+        free(held);
+        return no_memory(err);
+    }
+    if (b->e && b->depth < LIST_CHAIN_MAX) {
+        if (sq_list_diff(b->e, b->n, now, n, &d, &nd) != 0 ||
+            sq_list_pack(d, nd, 1, &delta, &delta_len) != 0)
             rc = no_memory(err);
-        if (rc == 0 && sq_list_pack(d, nd, 1, out, outlen) != 0)
-            rc = no_memory(err);
-        if (rc == 0 && *outlen >= len) {
-            free(*out);
-            *out = NULL;
+        else if (delta_len >= full_len) {
+            free(delta);
+            delta = NULL;
         }
     }
-    free(base);
-    free(now);
     free(d);
-    free(hold);
-    if (rc == 0)
-        rc = *out ? memo_set(c, key, *out, *outlen, full, len, depth + 1, err)
-                  : memo_set(c, key, full, len, full, len, 0, err);
-    if (rc) {
-        free(*out);
-        *out = NULL;
+    /* stored in full: a large value from a row before is not repeated here */
+    if (rc == 0 && !delta && (rc = spill_large(c, key >> SEQ_BITS, ns, now, n, held, err)) == 0) {
+        free(full);
+        if (sq_list_pack(now, n, 0, &full, &full_len) != 0) {
+            full = NULL;
+            rc = no_memory(err);
+        }
     }
+    free(held);
+    if (rc == 0)
+        rc = delta ? memo_set(c, key, delta, delta_len, full, full_len, b->depth + 1, err)
+                   : memo_set(c, key, full, full_len, full, full_len, 0, err);
+    if (rc) {
+        free(full);
+        free(delta);
+        return rc;
+    }
+    if (delta) {
+        free(full);
+        full = delta;
+        full_len = delta_len;
+    }
+    *out = full;
+    *outlen = full_len;
+    return 0;
+}
+
+/* The full list full[0..len) of a row of thread num, namespace ns, with its
+ * values over SQ_CARRY_MAX bytes moved to convo_blobs: *out malloc'd. */
+static int settled_form(sq_conn *c, int64_t num, const char *ns, const unsigned char *full,
+                        size_t len, unsigned char **out, size_t *outlen, convo_error *err)
+{
+    sq_entry *e;
+    size_t n;
+    int rc = sq_list_entries(full, len, &e, &n);
+    if (rc)
+        return rc == -1 ? no_memory(err) : list_corrupt(err);
+    if ((rc = spill_large(c, num, ns, e, n, NULL, err)) == 0 &&
+        sq_list_pack(e, n, 0, out, outlen) != 0)
+        rc = no_memory(err);
+    free(e);
     return rc;
 }
 
@@ -351,7 +435,11 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
     rc = 0;
     size_t len = (size_t)sqlite3_column_bytes(st, 0);
     unsigned char *list = malloc(len ? len : 1);
-    if (!list) {
+    const char *ns_col = (const char *)sqlite3_column_text(st, 1);
+    char *ns = strdup(ns_col ? ns_col : "");
+    if (!list || !ns) {
+        free(list);
+        free(ns);
         sq_stmt_done(st);
         return no_memory(err);
     }
@@ -359,18 +447,25 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
         memcpy(list, sqlite3_column_blob(st, 0), len);
     sq_stmt_done(st);
     const unsigned char *full;
-    size_t full_len;
+    unsigned char *stored = NULL;
+    size_t full_len, stored_len = 0;
     if (!is_delta(list, len) ||
         (rc = sq_list_full(c, &k, key, list, len, &full, &full_len, err)) != 0 ||
+        (rc = settled_form(c, key >> SEQ_BITS, ns, full, full_len, &stored, &stored_len,
+                           err)) != 0 ||
         (rc = sq_stmt_get(c, ST_CP_LIST_SET, &st, err)) != 0) {
         free(list);
+        free(ns);
+        free(stored);
         sq_list_cache_clear(&k);
         return rc;
     }
     sqlite3_bind_int64(st, 1, key);
-    sqlite3_bind_blob64(st, 2, full, full_len, SQLITE_STATIC);
+    sqlite3_bind_blob64(st, 2, stored, stored_len, SQLITE_STATIC);
     rc = sq_stmt_run(c, st, "storing a channel list in full", err);
     free(list);
+    free(ns);
+    free(stored);
     sq_list_cache_clear(&k);
     sq_list_memo_clear(c); /* it names the bytes the row had */
     return rc;

@@ -17,6 +17,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     SQL_MIGRATE_7_8,
     SQL_MIGRATE_8_9,
     SQL_MIGRATE_9_10,
+    SQL_MIGRATE_10_11,
 };
 
 /* The layout version stored in the file; 0 for a file convo never touched. */

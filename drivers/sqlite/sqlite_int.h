@@ -28,7 +28,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-8-9.sql (schema.c). */
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -77,7 +77,7 @@
     X(CP_CHAIN) X(CP_LIST_OF) X(CP_LIST_SET) X(CP_LIST_WALK) X(CP_NEXT)                     \
     X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE) X(DATA_VERSION)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
-    X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP)                                   \
+    X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP) X(BLOB_HAS)                               \
     X(WRITE_LIST) X(CP_PENDING_GET) X(CP_PENDING_SET)
 
 enum stmt_id {
@@ -301,10 +301,27 @@ void sq_list_memo_clear(sq_conn *c);
  * itself, or decoded against the rows before it (*out then in k). */
 int sq_list_full(sq_conn *c, sq_list_cache *k, int64_t key, const void *list, size_t len,
                  const unsigned char **out, size_t *outlen, convo_error *err);
-/* What to store for full list full[0..len) of a checkpoint put at key in
- * namespace ns: *out a delta (malloc'd), or NULL: store the full list. */
-int sq_list_for_put(sq_conn *c, int64_t key, const char *ns, const unsigned char *full,
-                    size_t len, unsigned char **out, size_t *outlen, convo_error *err);
+/* The list a put at key in namespace ns is coded against: the decoded full
+ * list of the row just before key when it is of ns (e NULL: none, then pred
+ * is 0, else that row's key), entries pointing into hold; depth: how many
+ * deltas its chain holds. */
+typedef struct sq_list_base {
+    struct sq_entry *e;
+    size_t n;
+    unsigned char *hold;
+    int64_t pred;
+    int depth;
+} sq_list_base;
+int sq_list_base_get(sq_conn *c, int64_t key, const char *ns, sq_list_base *b,
+                     convo_error *err);
+void sq_list_base_free(sq_list_base *b);
+/* What to store for a checkpoint put at key in namespace ns whose full list
+ * is now[0..n): entries at the version base holds take base's value (layout
+ * 11; or none), then *out (malloc'd) is a delta against base, or the full list
+ * (values it takes from base over SQ_CARRY_MAX bytes then in convo_blobs). */
+int sq_list_encode(sq_conn *c, int64_t key, const char *ns, const sq_list_base *b,
+                   struct sq_entry *now, size_t n, unsigned char **out, size_t *outlen,
+                   convo_error *err);
 /* Before checkpoint key's list changes: the row after it, if a delta against
  * it, is stored in full. */
 int sq_list_before_change(sq_conn *c, int64_t key, convo_error *err);
@@ -312,6 +329,45 @@ int sq_list_before_change(sq_conn *c, int64_t key, convo_error *err);
  * that stays right after one that goes, if a delta, is stored in full. */
 typedef int (*sq_gone_fn)(void *arg, int64_t key, int64_t log_length);
 int sq_lists_settle(sq_conn *c, int64_t num, sq_gone_fn gone, void *arg, convo_error *err);
+
+/* ---- values.c: channel values in the list entries (layout 11) ---- */
+
+/* A put's list: its entries (versions pointing into packed), with the values
+ * they hold; to_blob[i]: cp->channels[i]'s value goes to convo_blobs. */
+typedef struct sq_put_list {
+    unsigned char *packed;
+    size_t packed_len;
+    struct sq_entry *e;
+    size_t n;
+    unsigned char **owned; /* copies of values found elsewhere */
+    size_t nowned;
+    unsigned char *to_blob;
+} sq_put_list;
+/* The entries of cp's list in thread num, each new to the row before (b) with
+ * the value already stored for its version or else the one cp brings (small:
+ * in the entry, else to_blob); old: cp's row is there already; parent: the
+ * parent's key, 0 when none or not found. */
+int sq_values_place(sq_conn *c, int64_t num, const convo_checkpoint_in *cp, int old,
+                    int64_t parent, const sq_list_base *b, sq_put_list *p, convo_error *err);
+void sq_put_list_free(sq_put_list *p);
+/* A value a full list would repeat (it came from a row before) is kept in the
+ * entry up to this many bytes; a larger one goes to convo_blobs. */
+#define SQ_CARRY_MAX 64
+/* The value of entry e (of thread num, namespace ns) into convo_blobs (a
+ * version stored there already keeps its value); e then holds none. */
+int sq_values_spill(sq_conn *c, int64_t num, const char *ns, struct sq_entry *e,
+                    convo_error *err);
+/* The value of (channel, version) held in list entries of namespace ns rows
+ * from the checkpoint at key back through its chain and forward to the
+ * thread's end: 1 when some held exactly old_type / old and now hold
+ * new_type / new, 0 when none. */
+int sq_values_swap(sq_conn *c, int64_t key, const char *ns, int64_t channel,
+                   const unsigned char *version, size_t version_len, int64_t old_type,
+                   const convo_blob *old, int64_t new_type, const convo_blob *new_value,
+                   convo_error *err);
+/* The number of name in convo_names (checkpoints.c): 1 with *num, 0 when it
+ * has none and create is 0 (with create a new name is added). */
+int sq_name_num(sq_conn *c, const char *name, int create, int64_t *num, convo_error *err);
 
 /* ---- rewrite.c ---- */
 

@@ -1,2 +1,2 @@
--- the stored channel list of checkpoint key ?1
-SELECT channel_list FROM convo_checkpoints WHERE key = ?1;
+-- the stored channel list of checkpoint key ?1, and its namespace
+SELECT channel_list, ns FROM convo_checkpoints WHERE key = ?1;
