@@ -115,7 +115,7 @@ static long long last_created(convo_store *s, const char *id)
  * and (user not NULL) its score in the user's :r set. */
 static void set_activity(const char *prefix, const char *id, const char *user, long long u)
 {
-    freeReplyObject(cmd("HSET %s:{%s}:meta u %lld", prefix, id, u));
+    freeReplyObject(cmd("HSET %s:{%s}:extra u %lld", prefix, id, u));
     freeReplyObject(cmd("ZADD %s:ix:r XX %lld %s", prefix, u, id));
     if (user)
         freeReplyObject(
@@ -125,7 +125,7 @@ static void set_activity(const char *prefix, const char *id, const char *user, l
 /* A thread's u equals its scores in P:ix:r and the user's :r set. */
 static long long activity(const char *prefix, const char *id, const char *user)
 {
-    long long u = num("HGET %s:{%s}:meta u", prefix, id);
+    long long u = num("HGET %s:{%s}:extra u", prefix, id);
     ck_assert_int_eq(num("ZSCORE %s:ix:r %s", prefix, id), u);
     if (user)
         ck_assert_int_eq(num("ZSCORE %s:ix:{\"user_id\"\"%s\"}:r %s", prefix, user, id), u);
@@ -425,10 +425,10 @@ START_TEST(test_pop_inside_window_records_p)
         ck_assert_int_eq(res.generation, 1);
         ck_assert_int_eq(num("HGET %s:{%s}:meta g", prefix, id), 1);
         if (activity(prefix, id, NULL) != u) { /* outside the window: moved, no p */
-            ck_assert_int_eq(num("HGET %s:{%s}:meta p", prefix, id), -1);
+            ck_assert_int_eq(num("HGET %s:{%s}:extra p", prefix, id), -1);
             continue;
         }
-        p = num("HGET %s:{%s}:meta p", prefix, id);
+        p = num("HGET %s:{%s}:extra p", prefix, id);
         ck_assert_msg(p >= before && p >= u && p < u + WINDOW_US, "u %lld, p %lld", u, p);
         ck_assert_int_eq(newest(s, got, sizeof got), p);
         ck_assert_str_eq(got, id);
@@ -470,10 +470,10 @@ START_TEST(test_pages_exact_with_p)
         ck_assert_int_eq(convo_append(s, t[i].id, &MSG, NULL, 1, NULL, NULL, &err), 0);
         set_activity(prefix, t[i].id, NULL, b + t[i].u);
         if (strcmp(t[i].p, "x") == 0)
-            freeReplyObject(cmd("HSET %s:{%s}:meta p x", prefix, t[i].id));
+            freeReplyObject(cmd("HSET %s:{%s}:extra p x", prefix, t[i].id));
         else if (t[i].p[0])
             freeReplyObject(
-                cmd("HSET %s:{%s}:meta p %lld", prefix, t[i].id, b + t[i].u + atoll(t[i].p)));
+                cmd("HSET %s:{%s}:extra p %lld", prefix, t[i].id, b + t[i].u + atoll(t[i].p)));
         snprintf(rows[i].id, sizeof rows[i].id, "%s", t[i].id);
         rows[i].u = b + t[i].listed;
     }
@@ -492,32 +492,12 @@ START_TEST(test_pages_exact_with_p)
 }
 END_TEST
 
-/* Layout 6 -> 7 changes no thread (7 only adds meta's p): an open sets
- * P:store's v to 7 without the walk, which would have written u again from
- * the P:ix:r score. */
-START_TEST(test_layout6_becomes_7_without_walk)
-{
-    char prefix[256];
-    convo_store *s = open_store("from6", NULL, prefix, sizeof prefix);
-    convo_error err;
-    ck_assert_int_eq(convo_append(s, "a", &MSG, NULL, 1, NULL, NULL, &err), 0);
-    convo_close(s);
-    convo_close(open_store("from6", NULL, prefix, sizeof prefix)); /* finds a thread: sets v */
-    ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
-    freeReplyObject(cmd("HSET %s:store v 6", prefix));
-    freeReplyObject(cmd("HSET %s:{a}:meta u 1", prefix));
-    s = open_store("from6", NULL, prefix, sizeof prefix);
-    ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
-    ck_assert_int_eq(num("HGET %s:{a}:meta u", prefix), 1);
-    convo_close(s);
-}
-END_TEST
-
-/* Layouts 4 and 5 -> 6 (now 7): on open every thread gets meta's u and its values' :r
+/* Layouts 4 and 5 -> 6 (now 8): on open every thread gets its u and its values' :r
  * entries from its P:ix:r score, which both kept as its updated_at (layout 5
  * had no value activity sets; layout 4's meta u may be stale), and P:store's
- * v becomes 6; the pages of a value list them in that order with those times,
- * and the threads' messages and extra are as they were. */
+ * v becomes 8; the pages of a value list them in that order with those times,
+ * and the threads' messages and extra are as they were. Their c and u were
+ * meta's then: layout 8 moves them into the extra hash (tests/redis-layout8.c). */
 START_TEST(test_layouts_4_and_5_migrated)
 {
     for (int from = 4; from <= 5; from++) {
@@ -532,9 +512,10 @@ START_TEST(test_layouts_4_and_5_migrated)
         const char *ids[] = {"a", "b", "c"};
         for (int i = 0; i < 3; i++) {
             freeReplyObject(cmd("ZADD %s:ix:r XX %lld %s", prefix, t - i * 1000000, ids[i]));
-            if (from == 5)
-                freeReplyObject(cmd("HDEL %s:{%s}:meta u", prefix, ids[i]));
-            else
+            long long c = num("HGET %s:{%s}:extra c", prefix, ids[i]);
+            freeReplyObject(cmd("HDEL %s:{%s}:extra c u", prefix, ids[i]));
+            freeReplyObject(cmd("HSET %s:{%s}:meta c %lld", prefix, ids[i], c));
+            if (from == 4)
                 freeReplyObject(cmd("HSET %s:{%s}:meta u 1", prefix, ids[i]));
         }
         if (from == 5) {
@@ -547,7 +528,7 @@ START_TEST(test_layouts_4_and_5_migrated)
         freeReplyObject(cmd("HSET %s:store v %d", prefix, from));
 
         s = open_store(name, NULL, prefix, sizeof prefix);
-        ck_assert_int_eq(num("HGET %s:store v", prefix), 7);
+        ck_assert_int_eq(num("HGET %s:store v", prefix), 8);
         ck_assert_int_eq(activity(prefix, "a", "u1"), t);
         ck_assert_int_eq(activity(prefix, "b", "u1"), t - 1000000);
         ck_assert_int_eq(activity(prefix, "c", "u2"), t - 2000000);
@@ -555,7 +536,9 @@ START_TEST(test_layouts_4_and_5_migrated)
         snprintf(want, sizeof want, "a=%lld b=%lld", t, t - 1000000);
         ck_assert_str_eq(out, want);
         ck_assert_int_eq(num("LLEN %s:{a}:msgs", prefix), 1);
-        ck_assert_int_eq(num("HLEN %s:{a}:extra", prefix), 1);
+        ck_assert_int_eq(num("HLEN %s:{a}:extra", prefix), 3); /* "user_id", c, u */
+        ck_assert_int_eq(num("HEXISTS %s:{a}:meta c", prefix), 0);
+        ck_assert_int_eq(num("HEXISTS %s:{a}:meta u", prefix), 0);
         convo_close(s);
     }
 }
@@ -700,7 +683,6 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_layouts_4_and_5_migrated);
     tcase_add_test(tc, test_pop_inside_window_records_p);
     tcase_add_test(tc, test_pages_exact_with_p);
-    tcase_add_test(tc, test_layout6_becomes_7_without_walk);
     tcase_add_test(tc, test_quick_generation_as_text);
     tcase_add_test(tc, test_page_last_message_records);
     suite_add_tcase(su, tc);

@@ -216,8 +216,8 @@ START_TEST(test_read_only_open_writes_nothing)
     convo_close(s);
     convo_close(open_prefix(base_url, prefix, NULL));
     redisReply *r = cmd(c, "HGET %s v", store_key);
-    ck_assert_msg(r->type == REDIS_REPLY_STRING && strcmp(r->str, "7") == 0,
-                  "%s v is not 7 after an open of a store with threads", store_key);
+    ck_assert_msg(r->type == REDIS_REPLY_STRING && strcmp(r->str, "8") == 0,
+                  "%s v is not 8 after an open of a store with threads", store_key);
     freeReplyObject(r);
     redisFree(c);
 }

@@ -29,8 +29,11 @@ for i = 1, #ARGV, 3 do
   end
 end
 if redis.call('HLEN', CP) ~= redis.call('ZLEXCOUNT', CPIDX, '[l\0', '(l\1') then return 0 end
--- with created_at (layout 4: set with the index, and with u on a cluster)
--- already, it is back in layout 4
+-- with created_at (layout 4: set with the index, and with u on a cluster;
+-- in the extra hash on one server since layout 8) already, it is back in
+-- layout 4
 local m = redis.call('HMGET', META, 'v', 'c')
-if m[1] ~= '4' then redis.call('HSET', META, 'v', m[2] and '4' or '3') end
+if m[1] ~= '4' then
+  redis.call('HSET', META, 'v', (m[2] or redis.call('HGET', EXTRA, 'c')) and '4' or '3')
+end
 return 1

@@ -14,7 +14,10 @@
 --                           value's JSON text, a number as %.17g, cut at 200
 --                           bytes + "\n"), by activity time, created_at, id
 --                           (score 0)
--- meta keeps c (created_at) and u, µs as decimal text. On a cluster u is the
+-- c (created_at) and u, µs as decimal text, live in meta on a cluster and in
+-- the extra hash on one server (layout 8: a page reads that hash whole, one
+-- command a row for the extra and the times; the extra's own fields are JSON
+-- texts, which start with '"'). On a cluster u is the
 -- thread's updated_at; on one server (layout 6) u is its activity time, the
 -- score of its :r entries, which every script moves to NOW together, and a
 -- common append inside the window (threads.c) leaves alone: there the
@@ -32,6 +35,9 @@ do
   IX_NOW, IX_P, IX_ID = parts[1], parts[2], parts[3]
   for i = 4, #parts do IX_F[#IX_F + 1] = parts[i] end
 end
+-- the hash of c and u (and p, the quick rewrite's): the extra hash on one
+-- server, meta on a cluster
+local IX_ROW = IX_P and KEYS[4] or KEYS[3]
 
 -- created_at of a message record as decimal text, or nil (rec_time.lua)
 local function ix_rec_time(rec)
@@ -70,10 +76,24 @@ local function ix_values()
 end
 
 -- What a write needs to know before it writes: meta's v and c, and (for a
--- write that changes the extra) the thread's index values.
+-- write that changes the extra) the thread's index values. On one server c
+-- is read only where its value is used (a write that changes the extra) or
+-- may be missing (a thread of layout 1 to 3): a thread of layout 4 has it
+-- (true stands for it; the walk of layout 8 moved it into the extra hash).
 local function ix_begin(extra_changes)
-  local m = redis.call('HMGET', KEYS[3], 'v', 'c')
-  return {v = m[1], c = m[2], before = extra_changes and ix_values() or nil}
+  local v, c
+  if IX_P then
+    v = redis.call('HGET', KEYS[3], 'v')
+    if extra_changes or (v and v ~= '4') then
+      c = redis.call('HGET', IX_ROW, 'c')
+    else
+      c = v == '4'
+    end
+  else
+    local m = redis.call('HMGET', KEYS[3], 'v', 'c')
+    v, c = m[1], m[2]
+  end
+  return {v = v, c = c, before = extra_changes and ix_values() or nil}
 end
 
 local function ix_add_kv(kv, c, u)
@@ -106,10 +126,14 @@ local function ix_end(st)
   if not c then
     c = (not created and ix_rec_time(redis.call('LINDEX', KEYS[1], 0))) or IX_NOW
   end
-  local meta = {'u', IX_NOW}
-  if created or st.v == '3' then meta[3], meta[4] = 'v', '4' end
-  if not st.c then meta[#meta + 1], meta[#meta + 2] = 'c', c end
-  redis.call('HSET', KEYS[3], unpack(meta))
+  local row = {'u', IX_NOW}
+  if not st.c then row[3], row[4] = 'c', c end
+  if (created or st.v == '3') and IX_P then
+    redis.call('HSET', KEYS[3], 'v', '4')
+  elseif created or st.v == '3' then
+    row[#row + 1], row[#row + 2] = 'v', '4'
+  end
+  redis.call('HSET', IX_ROW, unpack(row))
   if not IX_P then return end
   if not st.c then return ix_add(c, IX_NOW) end
   redis.call('ZADD', IX_P .. 'r', IX_NOW, IX_ID)

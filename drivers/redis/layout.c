@@ -4,19 +4,20 @@
  * decode), for every thread when a store is opened, and for one thread when a
  * call finds it in an older layout (CONVO_MIGRATE); 3 -> 4 (the thread index,
  * reindex.lua) and, on one server, 4 or 5 -> 6 (the activity window: meta's u
- * the activity time, values' activity sets again; reindex.lua too) and 6 -> 7
- * (meta's p, a rewrite's time inside the window: nothing to change). */
+ * the activity time, values' activity sets again; reindex.lua too), 6 -> 7
+ * (meta's p, a rewrite's time inside the window: nothing to change) and 6 or
+ * 7 -> 8 (the extra's fields in meta: reindex.lua moves them). */
 #include "redis_int.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define CP_LAYOUT "3" /* checkpoints indexed by log length */
 
-/* P:store's v of this version: 7 on one server (the activity window, with
- * meta's p); a cluster keeps layout 4. */
+/* P:store's v of this version: 8 on one server (the activity window, meta's
+ * p, the extra's fields in meta); a cluster keeps layout 4. */
 static const char *layout_of(const convo_backend *b)
 {
-    return b->cluster ? "4" : "7";
+    return b->cluster ? "4" : "8";
 }
 
 /* Sends cmds[0..n) in one pipeline, every step-th one (from 0) a call of
@@ -198,12 +199,10 @@ static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *
 }
 
 /* HGET P:store v, or (with value) HSET P:store v value; *now = it said
- * this version's layout, or (one server) 6, which differs from 7 only by
- * meta's p, absent in each of its threads: then v is set to 7 at once. */
+ * this version's layout. */
 static int store_version(convo_backend *b, rconn *c, const char *value, int *now,
                          convo_error *err)
 {
-    int six = 0;
     cmd q = {0};
     redisReply *r = NULL;
     convo__rd_cmd_str(&q, value ? "HSET" : "HGET");
@@ -215,27 +214,23 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *now
     if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(r, err);
     if (rc == 0 && now) {
-        int one = r->type == REDIS_REPLY_STRING && r->len == 1;
-        *now = one && r->str[0] == layout_of(b)[0];
-        six = one && !b->cluster && r->str[0] == '6';
+        *now = r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == layout_of(b)[0];
     }
     freeReplyObject(r);
     convo__rd_cmd_free(&q);
-    if (rc == 0 && six && (rc = store_version(b, c, layout_of(b), NULL, err)) == 0)
-        *now = 1;
     return rc;
 }
 
-/* P:store's v = 7 (one server; 4 on a cluster) says every thread of the store
+/* P:store's v = 8 (one server; 4 on a cluster) says every thread of the store
  * is in this version's layout; until then each open migrates the threads of
  * the index, 100 at a time, then sets it (unless the index is empty: an open
  * of a new prefix writes nothing). A thread written meanwhile (or not in the
  * index, or still changing) is migrated by its next checkpoint write or
  * rewrite (CONVO_MIGRATE); one left behind keeps v unset, so the next open
- * tries again. On one server layout 6 becomes 7 without a walk (no thread
- * changes); layouts 4 and 5 take the same walk: reindex.lua
- * writes each thread's u and its values' activity sets from its P:ix:r score,
- * which both kept as the thread's updated_at. */
+ * tries again. On one server every older layout takes the same walk:
+ * reindex.lua moves the extra's fields into meta (layout 8) and writes each
+ * thread's u and its values' activity sets from its P:ix:r score, which
+ * layouts 4 and 5 kept as the thread's updated_at. */
 int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_error *err)
 {
     convo_error mine = {0};

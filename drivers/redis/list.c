@@ -442,7 +442,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r)
     char *extra = NULL;
     size_t extra_len = 0;
     int rc = 0;
-    if (r[R_EXTRA] && (rc = convo__rd_extra_text(r[R_EXTRA], &extra, &extra_len)) != 0)
+    if (r[R_EXTRA] && (rc = convo__rd_extra_text(st->b, r[R_EXTRA], &extra, &extra_len)) != 0)
         return rc;
     if (st->where && !(s->exact ? exact_match(s, r[R_EXTRA])
                                 : convo__json_contains(extra, extra_len, st->where))) {
@@ -557,27 +557,23 @@ static void put_key(resp_out *q, const char *head, size_t hlen, int kind)
 /* The room a row's commands need, its keys starting with a head of hlen. */
 static size_t row_room(size_t hlen)
 {
-    return 4 * (hlen + 32) + 128;
+    return 3 * (hlen + 32) + 96;
 }
 
-/* What row_cmds() sends, written at q (which has row_room()). */
+/* A row's commands on one server, written at q (which has row_room()):
+ * HGETALL extra, which holds the thread's c, u and p too (layout 8), LLEN
+ * msgs and, for the last message or the window's time, LINDEX msgs -1. */
 static size_t row_resp(const list_state *st, const char *head, size_t hlen, resp_out *q,
                        size_t *at)
 {
     size_t n = 0;
     at[R_META] = n++;
-    PUT(q, "*5\r\n$5\r\nHMGET\r\n");
-    put_key(q, head, hlen, K_META);
-    PUT(q, "$1\r\nc\r\n$1\r\nu\r\n$1\r\np\r\n");
+    PUT(q, "*2\r\n$7\r\nHGETALL\r\n");
+    put_key(q, head, hlen, K_EXTRA);
     at[R_LEN] = n++;
     PUT(q, "*2\r\n$4\r\nLLEN\r\n");
     put_key(q, head, hlen, K_MSGS);
     at[R_EXTRA] = at[R_LAST] = SIZE_MAX;
-    if (st->where || st->o->with_extra) {
-        at[R_EXTRA] = n++;
-        PUT(q, "*2\r\n$7\r\nHGETALL\r\n");
-        put_key(q, head, hlen, K_EXTRA);
-    }
     if (st->o->with_last_message || st->s->window) {
         at[R_LAST] = n++;
         PUT(q, "*3\r\n$6\r\nLINDEX\r\n");
@@ -585,6 +581,43 @@ static size_t row_resp(const list_state *st, const char *head, size_t hlen, resp
         PUT(q, "$2\r\n-1\r\n");
     }
     return n;
+}
+
+/* A row's HGETALL extra (one server, layout 8) seen as the rest reads a row:
+ * its c, u and p as the reply of HMGET meta c u p on a cluster, the whole
+ * hash as the extra's (the extra text passes over c, u and p). */
+typedef struct meta_view {
+    redisReply arr, nil;
+    redisReply *el[3];
+} meta_view;
+
+static void meta_view_make(meta_view *v, redisReply *all)
+{
+    v->nil = (redisReply){.type = REDIS_REPLY_NIL};
+    v->el[0] = v->el[1] = v->el[2] = &v->nil;
+    v->arr = (redisReply){.type = REDIS_REPLY_ARRAY, .elements = 3, .element = v->el};
+    for (size_t i = 0; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i];
+        if (f->type != REDIS_REPLY_STRING || f->len != 1)
+            continue;
+        int k = f->str[0] == 'c' ? 0 : f->str[0] == 'u' ? 1 : f->str[0] == 'p' ? 2 : -1;
+        if (k >= 0)
+            v->el[k] = all->element[i + 1];
+    }
+}
+
+/* r[i * R_PER ..] of one server's rows made as the cluster's are. */
+static void rows_viewed(const list_state *st, size_t n, redisReply **r, meta_view *views)
+{
+    int extra = st->where || st->o->with_extra;
+    for (size_t i = 0; i < n; i++) {
+        redisReply **row = &r[i * R_PER], *all = row[R_META];
+        row[R_EXTRA] = extra ? all : NULL;
+        if (all->type != REDIS_REPLY_ARRAY)
+            continue; /* an error: take_row() reports it */
+        meta_view_make(&views[i], all);
+        row[R_META] = &views[i].arr;
+    }
 }
 
 /* The rows of l on one server: one request written at once, the replies in
@@ -657,17 +690,21 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
     /* one server: the replies in one arena (arena.c), some 10 elements a row */
     rd_arena *arena = st->b->cluster ? NULL : convo__rd_arena_new();
-    int rc = at && r && rr && (st->b->cluster || arena) ? 0 : convo__rd_oom(err);
+    meta_view *views = arena ? calloc(n + 1, sizeof *views) : NULL;
+    int rc = at && r && rr && (st->b->cluster || (arena && views)) ? 0 : convo__rd_oom(err);
     if (rc == 0)
         rc = arena ? rows_one_server(st, l, at, rr, arena, &nf, err)
                    : rows_cluster(st, l, at, rr, &nf, err);
     for (size_t i = 0; i < n * per && rc == 0; i++)
         r[i] = at[i] == SIZE_MAX ? NULL : rr[at[i]];
+    if (rc == 0 && arena)
+        rows_viewed(st, n, r, views);
     if (rc == 0)
         rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
     if (rr && !arena)
         convo__rd_replies_free(rr, nf);
     convo__rd_arena_free(arena);
+    free(views);
     free(at);
     free(r);
     free(rr);

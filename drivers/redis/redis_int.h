@@ -242,7 +242,10 @@ int convo__rd_ix_write(convo_backend *b, rconn *c, const char *id, const redisRe
 int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                          convo_error *err);
 int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err);
-int convo__rd_extra_text(const redisReply *all, char **out, size_t *len);
+/* a field of the extra: on one server its hash also holds the thread's c, u
+ * and p (layout 8), not the extra's */
+int convo__rd_extra_field(const convo_backend *b, const redisReply *field);
+int convo__rd_extra_text(const convo_backend *b, const redisReply *all, char **out, size_t *len);
 
 /* list.c: convo_thread_list_ex */
 int convo__rd_thread_list_ex(convo_backend *b, const convo_thread_list_opts *o, void *where,

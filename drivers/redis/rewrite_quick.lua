@@ -19,8 +19,8 @@
 -- (removed is that length - keep), else {removed, generation}: first_seq is
 -- keep, count the records sent (converting a table reply costs the server
 -- about a redis.call, a number next to nothing).
-local m = redis.call('HMGET', KEYS[2], 'g', 'c', 'co')
-if not m[2] or redis.call('PTTL', KEYS[2]) ~= -1 then
+local m = redis.call('HMGET', KEYS[2], 'g', 'v', 'co')
+if m[2] ~= '4' or redis.call('PTTL', KEYS[2]) ~= -1 then
   return redis.status_reply('CONVO_SLOW') -- missing, another layout, a deadline
 end
 -- the generation stays text (a stored g and ARGV[5] are both decimal): a
@@ -40,11 +40,11 @@ end
 if m[3] then
   local base = string.sub(KEYS[2], 1, -5)
   local cp, cpidx = KEYS[3] or base .. 'cp', KEYS[4] or base .. 'cpidx'
-  local v, ncp = redis.call('HGET', KEYS[2], 'v'), redis.call('HLEN', cp)
-  if v ~= '4' or (ncp > 0 and
+  local ncp = redis.call('HLEN', cp)
+  if ncp > 0 and
       (ncp ~= redis.call('ZLEXCOUNT', cpidx, '[l\0', '(l\1') or
        #redis.call('ZRANGEBYLEX', cpidx, string.format('[l\0%016x\0', keep + 1), '(l\1',
-                   'LIMIT', 0, 1) > 0)) then
+                   'LIMIT', 0, 1) > 0) then
     return redis.status_reply('CONVO_SLOW')
   end
 end
@@ -68,13 +68,18 @@ local d = string.byte(g, -1)
 g = d >= 48 and d < 57 and string.sub(g, 1, -2) .. string.char(d + 1) or string.format('%.0f', g + 1)
 -- the activity time (docs/redis.md, "The activity window"): on one server
 -- (a store without declared keys: no value's :r set to move) inside the
--- window the store remembers ('p', layout 7) in meta's p, which updated_at
--- takes when later, the index left alone; else meta's u and (one server) the
--- thread's P:ix:r score; on a cluster the client writes the index after
-if ARGV[2] == 'p' then
-  redis.call('HSET', KEYS[2], 'g', g, 'p', ARGV[1])
-else
+-- window the store remembers ('p', layout 7) in p, which updated_at takes
+-- when later, the index left alone; else u and (one server) the thread's
+-- P:ix:r score; on a cluster the client writes the index after. p and u are
+-- meta's on a cluster, the extra hash's on one server (layout 8)
+if ARGV[2] == '' then
   redis.call('HSET', KEYS[2], 'g', g, 'u', ARGV[1])
+else
+  redis.call('HSET', KEYS[2], 'g', g)
+  redis.call('HSET', string.sub(KEYS[2], 1, -5) .. 'extra', ARGV[2] == 'p' and 'p' or 'u',
+             ARGV[1])
+end
+if ARGV[2] ~= '' and ARGV[2] ~= 'p' then
   local z = string.find(ARGV[2], '\0', 1, true)
   if z then
     redis.call('ZADD', string.sub(ARGV[2], 1, z - 1), ARGV[1], string.sub(ARGV[2], z + 1))

@@ -268,34 +268,48 @@ static int by_ord(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+int convo__rd_extra_field(const convo_backend *b, const redisReply *field)
+{
+    return b->cluster || (field->type == REDIS_REPLY_STRING && field->len > 0 &&
+                          field->str[0] == '"');
+}
+
 /* The extra object as compact JSON text from the HGETALL reply of the extra
  * hash ("{}" when empty): 0, CONVO_ECORRUPT or CONVO_ENOMEM. Each field is
  * its key's JSON text and each value "ORDINAL JSON", both compact as jansson
  * wrote them, so the object is their texts joined in ordinal order, checked
  * in one pass (a listing page joins 20 of them: parsing each part with
- * jansson and dumping the object cost more than the rest of the page). */
-int convo__rd_extra_text(const redisReply *all, char **out, size_t *len)
+ * jansson and dumping the object cost more than the rest of the page). On
+ * one server the hash also holds the thread's c, u and p (layout 8): passed
+ * over. */
+int convo__rd_extra_text(const convo_backend *b, const redisReply *all, char **out, size_t *len)
 {
     *out = NULL;
     if (all->type != REDIS_REPLY_ARRAY || all->elements % 2)
         return CONVO_ECORRUPT;
-    size_t n = all->elements / 2, total = 2 + (n ? n - 1 : 0);
-    extra_field *f = calloc(n + 1, sizeof *f);
+    size_t n = 0, total = 1;
+    extra_field *f = calloc(all->elements / 2 + 1, sizeof *f);
     int rc = f ? 0 : CONVO_ENOMEM;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < all->elements / 2 && rc == 0; i++) {
         const redisReply *k = all->element[2 * i], *v = all->element[2 * i + 1];
         char *end = NULL;
-        f[i] = (extra_field){v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0, k, v,
+        if (!convo__rd_extra_field(b, k))
+            continue;
+        f[n] = (extra_field){v->type == REDIS_REPLY_STRING ? strtoll(v->str, &end, 10) : 0, k, v,
                              0};
+        total++; /* a comma, or the closing brace */
         if (k->type != REDIS_REPLY_STRING || k->len < 2 || k->str[0] != '"' ||
             v->type != REDIS_REPLY_STRING || end == v->str || *end != ' ' ||
             (size_t)(end + 1 - v->str) >= v->len)
             rc = CONVO_ECORRUPT;
         else
-            f[i].json_at = (size_t)(end + 1 - v->str);
+            f[n].json_at = (size_t)(end + 1 - v->str);
         if (rc == 0)
-            total += k->len + 1 + v->len - f[i].json_at;
+            total += k->len + 1 + v->len - f[n].json_at;
+        n++;
     }
+    if (n == 0)
+        total = 2;
     char *text = rc == 0 ? malloc(total + 1) : NULL;
     if (rc == 0 && !text)
         rc = CONVO_ENOMEM;
@@ -328,14 +342,15 @@ int convo__rd_extra_text(const redisReply *all, char **out, size_t *len)
 }
 
 /* Rebuilds the extra object from the HGETALL reply of the extra hash. */
-static int extra_rebuild(const redisReply *all, convo_history *h, convo_error *err)
+static int extra_rebuild(const convo_backend *b, const redisReply *all, convo_history *h,
+                         convo_error *err)
 {
     if (all->type == REDIS_REPLY_ARRAY && all->elements == 0)
         return 0;
     char *text;
     size_t len;
-    int rc = convo__rd_extra_text(all, &text, &len);
-    if (rc == 0 && convo__history_set_extra(h, text, len) != 0)
+    int rc = convo__rd_extra_text(b, all, &text, &len);
+    if (rc == 0 && len > 2 && convo__history_set_extra(h, text, len) != 0)
         rc = CONVO_ENOMEM;
     free(text);
     if (rc == CONVO_ECORRUPT)
@@ -432,7 +447,7 @@ static int load_send(convo_backend *b, rconn *c, const thread_keys *tk, const co
         rc = add_records(list, first, from, to, h, err);
     }
     if (rc == 0 && o->with_extra)
-        rc = extra_rebuild(x->element[3], h, err);
+        rc = extra_rebuild(b, x->element[3], h, err);
     convo__rd_replies_free(replies, n);
     return rc;
 }
@@ -712,14 +727,20 @@ static int fork_write(convo_backend *b, rconn *c, const char *dst, const thread_
         cmd_reply_str(&cmds[1], m->type == REDIS_REPLY_ARRAY && m->elements == 3 ? m->element[i]
                                                                                   : m);
     convo__rd_cmd_num(&cmds[1], generation);
+    size_t fields = 0; /* on one server the hash holds c, u and p too: not copied */
+    for (size_t i = 0; i + 1 < elements_of(extra); i += 2)
+        fields += convo__rd_extra_field(b, extra->element[i]) ? 2 : 0;
     if (cps) {
-        cmd_count(&cmds[1], counts[4], (long long)elements_of(extra));
+        cmd_count(&cmds[1], counts[4], (long long)fields);
         cmd_count(&cmds[1], counts[5], atomic_load_explicit(&b->order_hint, memory_order_relaxed));
     }
     for (size_t i = 0; i < list->elements; i++)
         cmd_reply_str(&cmds[1], list->element[i]);
-    for (size_t i = 0; i < elements_of(extra); i++)
-        cmd_reply_str(&cmds[1], extra->element[i]);
+    for (size_t i = 0; i + 1 < elements_of(extra); i += 2)
+        if (convo__rd_extra_field(b, extra->element[i])) {
+            cmd_reply_str(&cmds[1], extra->element[i]);
+            cmd_reply_str(&cmds[1], extra->element[i + 1]);
+        }
     if (cps)
         add_checkpoint_lists(&cmds[1], snap, counts);
     convo__rd_cmd_index(&cmds[2], b, "ZADD", dst);
