@@ -646,8 +646,12 @@ def targets(c, results):
     def lg(kind):
         return next((r for r in results if r["run"] == "langgraph-%s-%s" % (c["backend"], kind)),
                     None)
-    t = {"saver time at turn %d within 20%% of turn %d" % (c["turns"], c["early_turn"]):
-         c["late_vs_early"] <= 1.2}
+    t = {"saver time at turn %d within 20%% of turn %d (wall of its windows)" % (
+        c["turns"], c["early_turn"]): c["late_vs_early"] <= 1.2}
+    if c.get("cpu_late_vs_early") is not None:
+        # the saver's own thread CPU: what a loaded machine's waiting is not in
+        t["saver CPU at turn %d within 20%% of turn %d" % (c["turns"], c["early_turn"])] = \
+            c["cpu_late_vs_early"] <= 1.2
     delta = lg("delta")
     if delta and delta["turns"] == c["turns"]:
         t["5x fewer bytes than LangGraph's DeltaChannel saver"] = \
