@@ -20,6 +20,7 @@ static const convo_blob REST = {"json", "{\"x\":1}", 7};
 static const convo_blob COUNT = {"json", "5", 1};
 static const convo_blob BODY = {"json", "{\"v\":4,\"ts\":\"now\"}", 19};
 static const convo_blob OTHER = {"json", "\"other\"", 7};
+static const char *put_ns = ""; /* the namespace put() and write_list() use */
 
 /* Checkpoint id (parent or NULL, metadata step, a body) with "messages" M[0..n)
  * under `key` (with REST) or the list itself, and a plain "count". */
@@ -39,6 +40,7 @@ static void put(const char *tid, const char *id, const char *parent, size_t n, c
     snprintf(meta, sizeof meta, "{\"step\":%d}", step);
     convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
     cp.thread_id = tid;
+    cp.checkpoint_ns = put_ns;
     cp.checkpoint_id = id;
     cp.parent_id = parent;
     cp.metadata_json = meta;
@@ -71,6 +73,7 @@ static void write_list(const char *tid, const char *id, const char *task, int64_
     convo_write_in w[2] = {{0, "messages", {NULL, NULL, 0}}, {1, "other", OTHER}};
     convo_writes_in in = CONVO_WRITES_IN_INIT;
     in.thread_id = tid;
+    in.checkpoint_ns = put_ns;
     in.checkpoint_id = id;
     in.task_id = task;
     in.writes = w;
@@ -298,10 +301,62 @@ START_TEST(test_list_only_channel_versions)
 }
 END_TEST
 
+/* o listed whole and with only_channel "messages": the same checkpoints (thread,
+ * namespace, id) in the same order, each cut down as same_for_channel says. */
+static void same_listing(convo_checkpoint_list_opts o, size_t count)
+{
+    convo_checkpoint_set *full = NULL, *only = NULL;
+    convo_error err;
+    o.only_channel = NULL;
+    ASSERT_OK(convo_checkpoint_list(conf_store, &o, &full, &err), err);
+    o.only_channel = "messages";
+    ASSERT_OK(convo_checkpoint_list(conf_store, &o, &only, &err), err);
+    ck_assert_uint_eq(convo_checkpoint_set_count(full), count);
+    ck_assert_uint_eq(convo_checkpoint_set_count(only), count);
+    for (size_t i = 0; i < count; i++) {
+        const convo_checkpoint *a = convo_checkpoint_set_get(full, i);
+        const convo_checkpoint *b = convo_checkpoint_set_get(only, i);
+        ck_assert_str_eq(convo_checkpoint_thread_id(a), convo_checkpoint_thread_id(b));
+        ck_assert_str_eq(convo_checkpoint_ns(a), convo_checkpoint_ns(b));
+        same_for_channel(a, b, "messages");
+    }
+    convo_checkpoint_set_free(full);
+    convo_checkpoint_set_free(only);
+}
+
+START_TEST(test_list_only_channel_every_thread)
+{
+    /* two threads in a namespace of this test alone, listed with thread_id NULL:
+     * whole, from `before` in the other thread, with a limit, with a filter */
+    char ns[256], t1[256], t2[256];
+    TID(ns, "ns");
+    TID(t1, "a");
+    TID(t2, "b");
+    put_ns = ns;
+    three(t1);
+    three(t2);
+    put_ns = "";
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.checkpoint_ns = ns;
+    same_listing(o, 6);
+    o.before = "c5";
+    o.before_thread_id = t2;
+    same_listing(o, 5); /* put before it: t1's three, then t2's c1 and c3 */
+    o.limit = 1;
+    same_listing(o, 1);
+    o.limit = 0;
+    o.before = NULL;
+    o.before_thread_id = NULL;
+    o.filter_json = "{\"step\":2}";
+    same_listing(o, 2);
+}
+END_TEST
+
 void conf_add_list_only_tests(Suite *s)
 {
     TCase *tc = conf_tcase(s, "list_only");
     tcase_add_test(tc, test_list_only_channel);
     tcase_add_test(tc, test_list_only_channel_filter_and_before);
     tcase_add_test(tc, test_list_only_channel_versions);
+    tcase_add_test(tc, test_list_only_channel_every_thread);
 }

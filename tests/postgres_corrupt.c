@@ -252,6 +252,39 @@ START_TEST(test_only_channel_reads_no_other)
 }
 END_TEST
 
+/* A NULL element of c1's writes (version 33: CONVO_ECORRUPT, never dropped)
+ * has no channel bytes to skip it by: a listing of one channel is corrupt too,
+ * not that channel's writes without it (the element may have been one). */
+START_TEST(test_only_channel_null_write_is_corrupt)
+{
+    const char *name = "onlynull";
+    convo_store *s = corrupt_thread(name, "SELECT 1");
+    static const convo_blob X = {"json", "\"x\"", 3};
+    convo_write_in w = {0, "ch", X};
+    convo_writes_in in = CONVO_WRITES_IN_INIT;
+    in.thread_id = "t";
+    in.checkpoint_id = "c1";
+    in.task_id = "agent";
+    in.writes = &w;
+    in.n = 1;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "%s", err.message);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema_name(name),
+                   "UPDATE @S.checkpoints SET writes = array_append(writes, NULL)"
+                   " WHERE writes IS NOT NULL");
+    PQfinish(pg);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    convo_checkpoint_set *set = NULL;
+    is_corrupt("list", convo_checkpoint_list(s, &o, &set, &err), &err);
+    o.only_channel = "ch";
+    is_corrupt("list of ch", convo_checkpoint_list(s, &o, &set, &err), &err);
+    ck_assert_ptr_null(set);
+    delete_thread(s, name);
+}
+END_TEST
+
 void postgres_add_corrupt_tests(Suite *s)
 {
     TCase *tc = tcase_create("corrupt");
@@ -261,5 +294,6 @@ void postgres_add_corrupt_tests(Suite *s)
     tcase_add_test(tc, test_versions_corrupt_on_writes);
     tcase_add_test(tc, test_bad_input_stays_einval);
     tcase_add_test(tc, test_only_channel_reads_no_other);
+    tcase_add_test(tc, test_only_channel_null_write_is_corrupt);
     suite_add_tcase(s, tc);
 }

@@ -70,8 +70,9 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
   FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
   CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
  -- only_channel: an element of another channel (its bytes 13-16) is not
- -- decoded; a short one is, and write_fields() says it is corrupt
- WHERE $8::text IS NULL OR octet_length(e) < 24 OR substring(e FROM 13 FOR 4) =
+ -- decoded; a short or NULL one is (it may have been of this channel), and
+ -- write_fields() says it is corrupt
+ WHERE $8::text IS NULL OR e IS NULL OR octet_length(e) < 24 OR substring(e FROM 13 FOR 4) =
        int4send((SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
