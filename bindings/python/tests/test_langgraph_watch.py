@@ -194,10 +194,17 @@ class Watch(unittest.TestCase):
 
     def test_a_langchain_message_revived_from_its_log_text_is_watched(self):
         """Messages built from a template (the compact log text) and from the serde's
-        bytes (a message the compact form cannot hold): both watched whole."""
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-        from convo import _langgraph_channels as channels
+        bytes (a message the compact form cannot hold): both watched whole. Skipped
+        without LangChain and LangGraph (pydantic alone), failed under
+        CONVO_REQUIRE_LANGGRAPH=1."""
+        try:
+            from langchain_core.messages import AIMessage, HumanMessage
+            from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+            from convo import _langgraph_channels as channels
+        except ImportError as e:
+            if os.environ.get("CONVO_REQUIRE_LANGGRAPH") == "1":
+                raise
+            self.skipTest("langgraph is not installed: %s" % e)
         serde = JsonPlusSerializer()
         made = [HumanMessage("hi", id="h"), AIMessage("yo", id="a"),
                 AIMessage("call", id="t", tool_calls=[{"name": "f", "args": {"a": [1]},
