@@ -180,7 +180,6 @@ export class Store {
     return this.#sync;
   }
 
-
   static get version() {
     loadLibrary();
     return C.convo_version();
