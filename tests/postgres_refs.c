@@ -214,13 +214,13 @@ static void migrate_and_put(const char *name, int version)
     char *v = query1(pg, sql);
     ck_assert_str_eq(v, PG_SCHEMA_VERSIONS);
     free(v);
-    /* version 15's function (24's since): the swaps in a loop, one by primary
-     * key each (a write's in its checkpoint's row since v24) */
+    /* version 15's function (35's since): the swaps in a loop (a write's in
+     * its checkpoint's row since v24), each row they name updated once (v35) */
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
              " WHERE n.nspname = '%s' AND p.proname = 'checkpoint_put_refs'"
              " AND p.prosrc LIKE '%%FOR i IN 1 .. n LOOP%%'"
-             " AND p.prosrc LIKE '%%writes = ARRAY(%%'",
+             " AND p.prosrc LIKE '%%SET writes = w, vals = vs%%'",
              schema_name(name));
     ck_assert_int_eq(query_long(pg, sql), 1);
     write_answer(s, "c1");
