@@ -11,7 +11,7 @@ WITH sel AS (
        AND c.checkpoint_ns = $2::text
        AND c.checkpoint_id = @S.id_pack($3::text))
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id), s.metadata::text, NULL::text, s.log_length, s.created_at,
+       @S.id_text(s.parent_id), @S.meta_text(s.metadata), NULL::text, s.log_length, s.created_at,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
   FROM sel s
 UNION ALL

@@ -24,7 +24,7 @@ cand AS (
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid AND k.checkpoint_ns = $2::text
                             AND k.put_seq < CASE WHEN $3::text IS NULL THEN 9223372036854775807 ELSE bp.p END
-                            AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
+                            AND ($4::text IS NULL OR @S.meta_jsonb(k.metadata) @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NOT NULL AND (t.expires_at IS NULL OR t.expires_at > now())
        AND ($1::text IS NULL OR t.thread_id = $1::text)
@@ -33,7 +33,7 @@ cand AS (
      CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoints k
                           WHERE k.tid = t.tid
                             AND k.put_seq < CASE WHEN $3::text IS NULL THEN 9223372036854775807 ELSE bp.p END
-                            AND ($4::text IS NULL OR k.metadata::jsonb @> $4::text::jsonb)
+                            AND ($4::text IS NULL OR @S.meta_jsonb(k.metadata) @> $4::text::jsonb)
                           ORDER BY k.put_seq DESC LIMIT $5::int8) c
      WHERE $2::text IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
        AND ($1::text IS NULL OR t.thread_id = $1::text)),
@@ -41,7 +41,7 @@ sel AS (
     SELECT x.*, row_number() OVER (ORDER BY x.thread_id, x.put_seq DESC) AS r
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id), CASE WHEN $8::text IS NULL THEN s.metadata::text ELSE '{}' END,
+       @S.id_text(s.parent_id), CASE WHEN $8::text IS NULL THEN @S.meta_text(s.metadata) ELSE '{}' END,
        NULL::text, s.log_length, s.created_at,
        CASE WHEN $8::text IS NULL
             THEN (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type) END,
