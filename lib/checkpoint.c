@@ -735,16 +735,15 @@ int convo_checkpoint_list(convo_store *s, const convo_checkpoint_list_opts *opts
     if (rc == 0)
         rc = convo__scrubbed(s, s->driver->checkpoint_list(s->backend, &o, filter, out, err), err);
     json_decref(filter);
-    for (size_t i = 0; rc == 0 && i < (*out)->count; i++) {
-        convo_checkpoint *cp = (*out)->items[i];
-        if (o.only_channel) {
-            if ((rc = keep_channel(cp, o.only_channel, err)) == 0)
-                rc = convo__items_resolve(s, cp, &k, 1, err);
-            continue;
-        }
-        if ((rc = convo__items_resolve(s, cp, &k, o.without_channel_items, err)) == 0)
-            rc = convo__body_resolve(cp, err);
-    }
+    for (size_t i = 0; rc == 0 && o.only_channel && i < (*out)->count; i++)
+        rc = keep_channel((*out)->items[i], o.only_channel, err);
+    /* one read of the log for the whole set where the caller knows it (a walk
+     * over ancestors: not two loads per checkpoint) */
+    if (rc == 0)
+        rc = convo__items_resolve_many(s, (*out)->items, (*out)->count, &k,
+                                       o.only_channel ? 1 : o.without_channel_items, err);
+    for (size_t i = 0; rc == 0 && !o.only_channel && i < (*out)->count; i++)
+        rc = convo__body_resolve((*out)->items[i], err);
     if (rc != 0) {
         convo_checkpoint_set_free(*out);
         *out = NULL;

@@ -103,6 +103,14 @@ typedef struct convo__known {
 } convo__known;
 int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
                          int without_channel_items, convo_error *err);
+/* The same for n checkpoints listed together: when they are of one thread and
+ * the caller knows its log, the log is read once for them all (its last
+ * message they name and message 0, to check the generation and origin known,
+ * and the texts past what is known), not twice per checkpoint; otherwise, or
+ * when the check fails, each is resolved on its own. */
+int convo__items_resolve_many(convo_store *s, convo_checkpoint *const *cps, size_t n,
+                              const convo__known *known, int without_channel_items,
+                              convo_error *err);
 void convo__items_free(cp_items *it);
 /* 0 when b (type CONVO_ITEMS_TYPE) is a well-formed reference, else CONVO_EINVAL;
  * *end is 1 + its highest seq (0 when none). */

@@ -327,6 +327,117 @@ static int load_log(convo_store *s, convo_checkpoint *cp, const convo__known *kn
     return rc;
 }
 
+/* The log range [*from, *end) cp's references name (*end 0: none), decoded
+ * as convo__items_resolve decodes them. */
+static int refs_span(const convo_checkpoint *cp, int without_channel_items, int64_t *from,
+                     int64_t *end, convo_error *err)
+{
+    *from = *end = 0;
+    for (size_t k = 0; k < cp->nchannels + cp->nwrites; k++) {
+        int channel = k < cp->nchannels;
+        const cp_channel *c = channel ? &cp->channels[k] : NULL;
+        const cp_write *w = channel ? NULL : &cp->writes[k - cp->nchannels];
+        if (!convo__is_items(channel ? c->type : w->type) || (channel && without_channel_items))
+            continue;
+        ref r;
+        int rc = convo__ref_decode(channel ? c->bytes : w->bytes, channel ? c->len : w->len, &r,
+                                   err);
+        if (rc != 0)
+            return rc;
+        if (r.end > 0) {
+            if (*end == 0 || r.from < *from)
+                *from = r.from;
+            if (r.end > *end)
+                *end = r.end;
+        }
+        convo__ref_free(&r);
+    }
+    return 0;
+}
+
+/* Every reference of cp resolved against h (messages from h_from on), texts
+ * below `elide` left out. */
+static int resolve_from(convo_checkpoint *cp, int without_channel_items, const convo_history *h,
+                        int64_t h_from, int64_t elide, convo_error *err)
+{
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < cp->nchannels + cp->nwrites; k++) {
+        int channel = k < cp->nchannels;
+        cp_channel *c = channel ? &cp->channels[k] : NULL;
+        cp_write *w = channel ? NULL : &cp->writes[k - cp->nchannels];
+        if (!convo__is_items(channel ? c->type : w->type))
+            continue;
+        ref r;
+        if ((rc = convo__ref_decode(channel ? c->bytes : w->bytes, channel ? c->len : w->len, &r,
+                                    err)) != 0)
+            break;
+        if (channel && without_channel_items)
+            r.nsegs = 0, r.n = 0; /* its key and rest, no item */
+        cp_items *it = build_items(&r, h, h_from, elide);
+        convo__ref_free(&r);
+        if (!it)
+            rc = convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+        else if (channel)
+            c->items = it;
+        else
+            w->items = it;
+    }
+    return rc;
+}
+
+int convo__items_resolve_many(convo_store *s, convo_checkpoint *const *cps, size_t n,
+                              const convo__known *known, int without_channel_items,
+                              convo_error *err)
+{
+    int64_t lo = 0, end = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int64_t f, e;
+        rc = refs_span(cps[i], without_channel_items, &f, &e, err);
+        if (rc == 0 && e > end)
+            end = e;
+        if (rc == 0 && i > 0 && strcmp(cps[i]->thread_id, cps[0]->thread_id) != 0)
+            end = -1; /* not one thread: each on its own */
+    }
+    if (rc != 0)
+        return rc;
+    convo_history *h = NULL, *first = NULL;
+    int same = 0;
+    if (n > 1 && end > 0 && known && known->length > 0) {
+        /* what load_log() checks for one, once for them all: the log's last
+         * message they name and message 0 at the generation and origin known
+         * (seqs are dense: every lower one is there too) */
+        lo = (known->length < end ? known->length : end) - 1;
+        rc = convo__items_load(s, cps[0]->thread_id, lo, end, &h, err);
+        if (rc == 0 && lo > 0)
+            rc = convo__items_load(s, cps[0]->thread_id, 0, 1, &first, err);
+        if (rc == 0) {
+            const convo_history *zero = lo > 0 ? first : h;
+            same = h->generation == known->generation && zero->generation == known->generation &&
+                   zero->msgs[0].created_at == known->origin;
+        }
+        convo_history_free(first);
+        if (rc == CONVO_ECORRUPT)
+            convo__error_name_thread(err, cps[0]->thread_id);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!same) {
+            rc = convo__items_resolve(s, cps[i], known, without_channel_items, err);
+            continue;
+        }
+        int64_t f, e;
+        rc = refs_span(cps[i], without_channel_items, &f, &e, err);
+        if (rc == 0 && e > 0) {
+            cps[i]->generation = known->generation;
+            cps[i]->origin = known->origin;
+        }
+        if (rc == 0)
+            rc = resolve_from(cps[i], without_channel_items, h, lo, known->length, err);
+    }
+    convo_history_free(h);
+    return rc;
+}
+
 int convo__items_resolve(convo_store *s, convo_checkpoint *cp, const convo__known *known,
                          int without_channel_items, convo_error *err)
 {

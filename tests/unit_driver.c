@@ -1,7 +1,8 @@
 /* unit_driver.c — Check tests for what the core does around a driver: a
  * version-1 driver's optional calls, the checkpoint getters on NULL, a key with
- * a C1 control, allocation failure in the memory driver, and passwords scrubbed
- * from every error a driver returns. */
+ * a C1 control, allocation failure in the memory driver, passwords scrubbed
+ * from every error a driver returns, and a listing's one read of a log its
+ * caller knows. */
 #include "internal.h"
 #include <check.h>
 #include <pthread.h>
@@ -221,6 +222,112 @@ START_TEST(test_scrub_after_every_driver_call)
 }
 END_TEST
 
+/* The memory driver's load, counted: how often a listing reads the log. */
+static const convo_driver *counted_driver;
+static int counted_loads;
+
+static int counting_load(convo_backend *b, const char *thread_id, const convo_load_opts *opts,
+                         convo_history **out, convo_error *err)
+{
+    counted_loads++;
+    return counted_driver->load(b, thread_id, opts, out, err);
+}
+
+/* Ten checkpoints whose writes refer to the log, listed by a caller that knows
+ * the log: one check of the log for the whole set (two loads), not two per
+ * checkpoint; the items as a listing that knows nothing gives them, texts of
+ * what is known left out. A generation not the thread's: each on its own. */
+START_TEST(test_list_reads_the_known_log_once)
+{
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_int_eq(convo_open(&s, "memory:", &err), 0);
+    char texts[20][64];
+    const char *msgs[20];
+    for (int i = 0; i < 20; i++) {
+        snprintf(texts[i], sizeof texts[i], "{\"role\":\"user\",\"content\":\"m%d\"}", i);
+        msgs[i] = texts[i];
+    }
+    ck_assert_int_eq(convo_append(s, "t", msgs, NULL, 20, NULL, NULL, &err), 0);
+    char id[10][8], parent[8] = "";
+    for (int i = 0; i < 10; i++) {
+        snprintf(id[i], sizeof id[i], "c%d", i);
+        convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+        cp.thread_id = "t";
+        cp.checkpoint_id = id[i];
+        cp.parent_id = i ? parent : NULL;
+        cp.log_length = 20;
+        ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "%s", err.message);
+        int64_t seqs[2] = {2 * i, 2 * i + 1};
+        convo_items_in it = CONVO_ITEMS_IN_INIT;
+        it.items = &msgs[2 * i];
+        it.seqs = seqs;
+        it.n = 2;
+        const convo_items_in *per[1] = {&it};
+        convo_write_in w = {0, "messages", {NULL, NULL, 0}};
+        convo_writes_in in = CONVO_WRITES_IN_INIT;
+        in.thread_id = "t";
+        in.checkpoint_id = id[i];
+        in.task_id = "task";
+        in.writes = &w;
+        in.n = 1;
+        in.items = per;
+        ck_assert_msg(convo_checkpoint_put_writes_ex(s, &in, &err) == 0, "%s", err.message);
+        strcpy(parent, id[i]);
+    }
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    o.only_channel = "messages";
+    convo_checkpoint_set *whole = NULL, *set = NULL;
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &whole, &err), 0);
+    ck_assert_uint_eq(convo_checkpoint_set_count(whole), 10);
+    convo_driver d = *s->driver;
+    counted_driver = s->driver;
+    d.load = counting_load;
+    s->driver = &d;
+    convo_history *h = NULL;
+    ck_assert_int_eq(convo_load(s, "t", NULL, &h, &err), 0);
+    o.known_generation = convo_history_generation(h);
+    o.known_origin = convo_history_created_at(h, 0);
+    convo_history_free(h);
+    for (int64_t length = 11; length <= 20; length += 9) {
+        o.known_length = length;
+        counted_loads = 0;
+        ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
+        ck_assert_int_le(counted_loads, 2);
+        for (size_t i = 0; i < 10; i++) {
+            convo_items a, b;
+            ck_assert_int_eq(convo_checkpoint_write_items(convo_checkpoint_set_get(whole, i), 0, &a),
+                             1);
+            ck_assert_int_eq(convo_checkpoint_write_items(convo_checkpoint_set_get(set, i), 0, &b), 1);
+            ck_assert_uint_eq(a.n, 2);
+            ck_assert_uint_eq(b.n, 2);
+            ck_assert_int_eq(convo_checkpoint_generation(convo_checkpoint_set_get(set, i)),
+                             o.known_generation);
+            for (size_t k = 0; k < 2; k++) {
+                ck_assert_int_eq(a.seqs[k], b.seqs[k]);
+                if (b.seqs[k] < length)
+                    ck_assert_ptr_null(b.items[k]);
+                else
+                    ck_assert_str_eq(a.items[k], b.items[k]);
+            }
+        }
+        convo_checkpoint_set_free(set);
+    }
+    o.known_generation++;
+    counted_loads = 0;
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
+    ck_assert_int_ge(counted_loads, 10); /* each checkpoint reads its messages again */
+    convo_items b;
+    ck_assert_int_eq(convo_checkpoint_write_items(convo_checkpoint_set_get(set, 9), 0, &b), 1);
+    ck_assert_str_eq(b.items[0], msgs[0]);
+    convo_checkpoint_set_free(set);
+    s->driver = counted_driver;
+    convo_checkpoint_set_free(whole);
+    convo_close(s);
+}
+END_TEST
+
 void unit_add_driver_tests(Suite *s)
 {
     TCase *tc = tcase_create("driver");
@@ -230,5 +337,6 @@ void unit_add_driver_tests(Suite *s)
     tcase_add_test(tc, test_memory_append_nomem_leaves_nothing);
     tcase_add_test(tc, test_scrub_password_fields_only);
     tcase_add_test(tc, test_scrub_after_every_driver_call);
+    tcase_add_test(tc, test_list_reads_the_known_log_once);
     suite_add_tcase(s, tc);
 }
