@@ -285,6 +285,34 @@ START_TEST(test_only_channel_null_write_is_corrupt)
 }
 END_TEST
 
+/* Since schema 36 checkpoints.metadata is text (meta_pack()), no longer json
+ * checked by the server: a text that is no JSON object once meta_text() puts
+ * its fragments back is CONVO_ECORRUPT on get, latest and list, and on a list
+ * with a metadata filter (meta_jsonb(): 22P02), not handed out or EINVAL. */
+START_TEST(test_metadata_not_json_is_corrupt)
+{
+    const char *name = "metatext";
+    convo_store *s = corrupt_thread(name, "UPDATE @S.checkpoints SET metadata = E'{\"a\":\\x0c'");
+    reads_are_corrupt(s, 1);
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    o.filter_json = "{\"step\":1}";
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    is_corrupt("list with a filter", convo_checkpoint_list(s, &o, &set, &err), &err);
+    ck_assert_ptr_null(set);
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, NULL), CONVO_ECORRUPT);
+    /* one channel's listing does not read the metadata, but the filter does */
+    o.only_channel = "ch";
+    is_corrupt("list of ch with a filter", convo_checkpoint_list(s, &o, &set, &err), &err);
+    o.filter_json = NULL;
+    ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(convo_checkpoint_set_count(set), 2);
+    convo_checkpoint_set_free(set);
+    delete_thread(s, name);
+}
+END_TEST
+
 void postgres_add_corrupt_tests(Suite *s)
 {
     TCase *tc = tcase_create("corrupt");
@@ -295,5 +323,6 @@ void postgres_add_corrupt_tests(Suite *s)
     tcase_add_test(tc, test_bad_input_stays_einval);
     tcase_add_test(tc, test_only_channel_reads_no_other);
     tcase_add_test(tc, test_only_channel_null_write_is_corrupt);
+    tcase_add_test(tc, test_metadata_not_json_is_corrupt);
     suite_add_tcase(s, tc);
 }

@@ -424,7 +424,9 @@ static const char *text_or_null(const PGresult *r, int row, int col)
 static int checkpoint_from_row(const PGresult *r, int row, convo_checkpoint **out)
 {
     size_t mlen;
+    /* (v36) a text column: the server no longer checks that it is JSON */
     if (PQgetisnull(r, row, 6) || PQgetvalue(r, row, 6)[0] != '{' ||
+        !convo__json_object_valid(PQgetvalue(r, row, 6), (size_t)PQgetlength(r, row, 6)) ||
         convo__pg_get_int(r, row, 8) < 0)
         return CONVO_ECORRUPT;
     const char *body_type = text_or_null(r, row, 10);
@@ -554,9 +556,18 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
         if (i != 4)
             lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
-    int rc = convo__pg_run_stored(b, ST_CP_LIST, values, lens, &r, err);
-    if (rc != 0)
+    convo_error e = {0}; /* the SQLSTATE even when err is NULL */
+    int rc = convo__pg_run_stored(b, ST_CP_LIST, values, lens, &r, &e);
+    /* the core checked the filter: 22P02 is a stored metadata text (v36) that
+     * meta_jsonb() cannot read as JSON */
+    if (rc != 0 && o->filter_json && strcmp(e.backend_code, "22P02") == 0)
+        return convo__error(err, CONVO_ECORRUPT, e.backend_code,
+                            "postgres: a stored checkpoint's metadata does not decode as JSON");
+    if (rc != 0) {
+        if (err)
+            *err = e;
         return rc;
+    }
     convo_checkpoint_set *set = convo__checkpoint_set_new();
     rc = set ? checkpoints_from_rows(r, set, NULL) : CONVO_ENOMEM;
     PQclear(r);
