@@ -14,7 +14,10 @@
 //    SDK at run time (its types do): it also loads in the project without it;
 //  - a project with the tarball, ai and zod: streamText and toUIMessageStream's onEnd on
 //    saveChat (convo/ai-sdk), run twice likewise; convo/ai-sdk imports nothing of the SDK at
-//    run time either.
+//    run time either;
+//  - a project with the tarball and AI SDK 6 (what `npm install ai` picks on Node 18 and 20,
+//    since ai 7 needs Node 22): the same two turns saved from toUIMessageStreamResponse's
+//    onFinish (ai 6 has no toUIMessageStream function), as docs/frameworks.md shows.
 // The framework versions are the ones of package-lock.json; npm's cache makes it quick.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,6 +34,8 @@ const tsc = path.join(pkg, 'node_modules', 'typescript', 'bin', 'tsc');
 const library = process.env.CONVO_LIBRARY ?? path.join(srcdir, '.libs', 'libconvo.so');
 const lock = JSON.parse(readFileSync(path.join(pkg, 'package-lock.json'), 'utf8')).packages;
 const versionOf = (name) => lock[`node_modules/${name}`].version;
+// AI SDK 6, not in package-lock.json (its devDependency is ai 7): the 6.x release tested
+const AI6 = '6.0.326';
 
 let tmp, tarball;
 
@@ -87,20 +92,21 @@ function withoutLibrary() {
   return env;
 }
 
-let rootProject, graphProject, historyProject, agentsProject, aiProject;
+let rootProject, graphProject, historyProject, agentsProject, aiProject, ai6Project;
 
 before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'convo-package-'));
   assert.ok(!path.relative(srcdir, tmp).match(/^[^.]/), `${tmp} is inside the source tree`);
   const packed = await ok('npm pack', run('npm', ['pack', '--pack-destination', tmp], { cwd: pkg }));
   tarball = path.join(tmp, packed.stdout.trim().split('\n').pop());
-  [rootProject, graphProject, historyProject, agentsProject, aiProject] = await Promise.all([
+  [rootProject, graphProject, historyProject, agentsProject, aiProject, ai6Project] = await Promise.all([
     project('root', [], ['root.ts']),
     project('langgraph', ['@langchain/langgraph', '@langchain/core'].map((n) => `${n}@${versionOf(n)}`),
       ['graph.ts']),
     project('langchain', [`@langchain/core@${versionOf('@langchain/core')}`], ['history.ts']),
     project('agents', ['@openai/agents', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['agents.ts']),
     project('ai-sdk', ['ai', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['aisdk.ts']),
+    project('ai-sdk-6', [`ai@${AI6}`, `zod@${versionOf('zod')}`], ['aisdk6.ts']),
   ]);
 });
 
@@ -233,6 +239,20 @@ test('the AI SDK on convo/ai-sdk in a project with ai', async () => {
   const second = await ok('aisdk.js', run(process.execPath, ['aisdk.js'], { cwd: aiProject, env: withLibrary() }));
   assert.equal(second.stdout, 'saved 2 of 6\nsaved 2 of 8\nchat 8: ' + Array(4).fill('user,assistant').join(',') +
     '\nmeta demo null\nchats chat:reply 7\n');
+});
+
+test('the AI SDK 6 on convo/ai-sdk: the chat saved from toUIMessageStreamResponse\'s onFinish', async () => {
+  await ok('tsc (tsc --init)', tscRun(ai6Project, 'aisdk6.ts', 'init'));
+  const bare = await tscRun(ai6Project, 'aisdk6.ts', 'bare', '--noEmit');
+  const ours = bare.out.split('\n').filter((l) => /(^| )error TS\d+/.test(l) &&
+    (!l.startsWith('node_modules/') || l.startsWith('node_modules/convo/')));
+  assert.deepEqual(ours, [], `tsc (bare tsconfig):\n${bare.out}`);
+  const first = await ok('aisdk6.js', run(process.execPath, ['aisdk6.js'], { cwd: ai6Project, env: withLibrary() }));
+  assert.equal(first.stdout, 'saved 2 of 2\nsaved 2 of 4\nchat 4: user,assistant,user,assistant ' +
+    'hi|reply 1|bye|reply 3\nmeta demo null\n');
+  const second = await ok('aisdk6.js', run(process.execPath, ['aisdk6.js'], { cwd: ai6Project, env: withLibrary() }));
+  assert.equal(second.stdout, 'saved 2 of 6\nsaved 2 of 8\nchat 8: ' + Array(4).fill('user,assistant').join(',') +
+    ' hi|reply 1|bye|reply 3|hi|reply 5|bye|reply 7\nmeta demo null\n');
 });
 
 test('convo/ai-sdk loads without the SDK installed (it imports none of it at run time)', async () => {
