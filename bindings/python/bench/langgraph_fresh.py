@@ -22,6 +22,7 @@ import json
 import os
 import statistics
 import sys
+import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,14 +73,23 @@ def probe(o):
     built = json.load(open(o.built))
     store = backends(built)[0 if o.saver == "convo" else 1]
     convo = bench.Conversation(built["turns"], 200)
-    walls, cpus = [], []
+    walls, cpus, collections, gc_ms, tracked = [], [], [], [], []
     for _ in range(o.calls):
         saver = store.open()
         try:
             graph = bench.chatbot(built["kind"], saver, convo)
             gc.collect()
             got = []
-            wall, cpu = bench.timed_cpu(lambda: got.append(graph.get_state(bench.THREAD)))
+            watch = GcWatch()
+            before = len(gc.get_objects())
+            gc.callbacks.append(watch)
+            try:
+                wall, cpu = bench.timed_cpu(lambda: got.append(graph.get_state(bench.THREAD)))
+            finally:
+                gc.callbacks.remove(watch)
+            tracked.append(len(gc.get_objects()) - before)
+            collections.append(watch.counts)
+            gc_ms.append(watch.ms)
             convo.check(o.saver, got[0].values.get("messages"), built["turns"])
             walls.append(wall)
             cpus.append(cpu)
@@ -88,7 +98,25 @@ def probe(o):
     print(json.dumps({"saver": o.saver, "label": o.label, "turns": built["turns"],
                       "kind": built["kind"], "wall_ms": statistics.median(walls),
                       "cpu_ms": statistics.median(cpus), "walls": [round(w, 2) for w in walls],
-                      "cpus": [round(c, 2) for c in cpus]}))
+                      "cpus": [round(c, 2) for c in cpus],
+                      # collections by generation, their ms, the tracked objects it left
+                      "gc": collections, "gc_ms": [round(m, 2) for m in gc_ms],
+                      "tracked": tracked}))
+
+
+class GcWatch:
+    """A gc.callbacks entry counting the collections of a call by generation and
+    the wall time they took."""
+
+    def __init__(self):
+        self.counts, self.ms, self._start = [0, 0, 0], 0.0, 0.0
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.counts[info["generation"]] += 1
+            self.ms += (time.perf_counter() - self._start) * 1000
 
 
 def drop(o):

@@ -8,9 +8,11 @@ Reads hand out the held message objects themselves (as the Node saver does): cop
 each one per read cost more than the read of the new messages (docs/performance.md).
 A held message keeps beside it a private snapshot taken when it was revived (its class,
 a copy of its fields whose lists and dicts are copied down to their JSON-like leaves, and
-of its pydantic extras), and a read hands out only messages still equal to it: a message
-changed in place since (its content, its id, a field, a list or dict inside one) is
-dropped and revived again from the log, so a node changing a message of its state in
+of its pydantic extras; for a message built from a template, rebuilt from its log text
+when it is compared instead of kept, so a held message costs the garbage collector what
+its class's constructor would), and a read hands out only messages still equal to it:
+a message changed in place since (its content, its id, a field, a list or dict inside
+one) is dropped and revived again from the log, so a node changing a message of its state in
 place never changes what a later read gives. Any other object inside a field is shared
 with the snapshot, so a change inside it is not seen (docs/python.md "Revived messages
 are kept").
@@ -317,28 +319,47 @@ _object_setattr = object.__setattr__
 
 
 class _Thread:
-    """What is held of one thread's log: seq -> (text, item, snapshot, watched), valid
-    at (generation, origin); watched: False for an item compared field by field at
-    each read (a class pydantic does not report assignments of). length: the seqs
-    [0, length) are all held; `prefix` their items by seq (a read takes them with one
-    slice), `others` the seqs among them of items compared field by field.
-    `changed`: the seqs of watched messages changed since they were checked (Watch,
-    WatchedList, WatchedDict)."""
-    __slots__ = ("generation", "origin", "held", "length", "prefix", "others", "changed")
+    """What is held of one thread's log, valid at (generation, origin): `held` seq ->
+    item, `texts` seq -> its log text, `snaps` seq -> its snapshot, or for an item
+    built from a template the function rebuilding it from its text when needed; and
+    `fieldwise` the seqs of items compared field by field at each read (a class
+    pydantic does not report assignments of). Parallel dicts, not a tuple a message:
+    fewer objects for the garbage collector (docs/performance.md, py28k). length: the
+    seqs [0, length) are all held; `prefix` their items by seq (a read takes them
+    with one slice), `others` the seqs among them in fieldwise. `changed`: the seqs
+    of watched messages changed since they were checked (Watch, WatchedList,
+    WatchedDict)."""
+    __slots__ = ("generation", "origin", "held", "texts", "snaps", "fieldwise",
+                 "length", "prefix", "others", "changed")
 
     def __init__(self, generation, origin):
         self.generation, self.origin = generation, origin
-        self.held = {}
+        self.held, self.texts, self.snaps = {}, {}, {}
+        self.fieldwise = set()
         self.changed = set()
         self.length = 0
         self.truncate(0)
+
+    def snapshot(self, seq):
+        """The snapshot of held item seq (KeyError when it is not held)."""
+        snap = self.snaps[seq]
+        t = type(snap)
+        return snap if t is tuple or t is str else snap(self.texts[seq])
+
+    def same(self, seq, item):
+        """Whether item (held at seq) is still what its snapshot says."""
+        try:
+            snap = self.snapshot(seq)
+        except KeyError:    # dropped meanwhile
+            return False
+        return same(item, snap)
 
     def truncate(self, k):
         # new lists: a read under way keeps its own (the marks stay: the messages
         # held past k are still handed out by seq, their marks checked then)
         self.length = 0
         self.prefix, self.others = [], []
-        self._add([self.held[q] for q in range(k)])
+        self._add(k)
 
     def extend(self):
         held, k = self.held, self.length
@@ -346,14 +367,16 @@ class _Thread:
         while end in held:
             end += 1
         if end > k:
-            self._add([held[q] for q in range(k, end)])
+            self._add(end)
 
-    def _add(self, entries):
-        """Appends held entries (the seqs from length on) to the lists; the prefix
-        last: a read that finds k items in it finds the rest of the lists ready."""
-        self.others.extend([q for q, e in enumerate(entries, self.length) if not e[3]])
-        self.prefix.extend([e[1] for e in entries])
-        self.length += len(entries)
+    def _add(self, end):
+        """Appends the held seqs [length, end) to the lists; the prefix last: a read
+        that finds k items in it finds the rest of the lists ready."""
+        k, held = self.length, self.held
+        if self.fieldwise:
+            self.others.extend([q for q in range(k, end) if q in self.fieldwise])
+        self.prefix.extend([held[q] for q in range(k, end)])
+        self.length = end
 
     def first_changed(self, k):
         """The first seq of [0, k) (k <= length) whose item was changed since its
@@ -371,18 +394,18 @@ class _Thread:
         for q in suspects:
             if q >= k:
                 break
-            got = held.get(q)
-            if got is None:
+            item = held.get(q)
+            if item is None:
                 return q
             marked = q in changed
             # unmarked before the comparison: a change made after it marks again
             changed.discard(q)
-            if not same(got[1], got[2]):
+            if not self.same(q, item):
                 changed.add(q)
                 return q
             # an equal value assigned: unmarked only while the message is watched whole
-            if marked and not (got[3] and (isinstance(got[1], str) or
-                                           fully_watched(got[1], self))):
+            if marked and not (q not in self.fieldwise and (isinstance(item, str) or
+                                                             fully_watched(item, self))):
                 changed.add(q)
         return -1
 
@@ -414,7 +437,10 @@ class MessageCache:
         with self._lock:
             if self._threads.get(thread_id) is not entry or seq not in entry.held:
                 return
-            _unwatch(entry.held.pop(seq)[1])
+            _unwatch(entry.held.pop(seq))
+            entry.texts.pop(seq, None)
+            entry.snaps.pop(seq, None)
+            entry.fieldwise.discard(seq)
             entry.changed.discard(seq)
             self._count -= 1
             if seq < entry.length:
@@ -458,14 +484,13 @@ class MessageCache:
                 built.append(True)
                 where.update((id(x), q) for q, x in enumerate(prefix[start:length], start))
                 if len(held) > length:      # held past a gap (rare): look at them all
-                    where.update((id(e[1]), q) for q, e in list(held.items())
+                    where.update((id(x), q) for q, x in list(held.items())
                                  if q >= max(length, start))
             q = where.get(id(item), -1)
-            e = held.get(q) if q >= 0 else None
-            if e is None or e[1] is not item:
+            if q < 0 or held.get(q) is not item:
                 return -1
             # a watched message not marked is unchanged; any other is compared
-            if not (e[3] and q not in t.changed) and not same(item, e[2]):
+            if (q in t.fieldwise or q in t.changed) and not t.same(q, item):
                 return -1
             return q
         return seq_of
@@ -485,8 +510,8 @@ class MessageCache:
     def _release(self, t):
         """A thread's entry no longer kept: its messages mark nothing (nor keep it)."""
         self._count -= len(t.held)
-        for e in t.held.values():
-            _unwatch(e[1])
+        for item in t.held.values():
+            _unwatch(item)
 
     def _entry(self, thread_id, generation, origin, create=True):
         """The thread's entry for items read at (generation, origin): the held one,
@@ -507,24 +532,29 @@ class MessageCache:
             return t
 
 
-    def _hold(self, entry, thread_id, added):
-        """Keeps [(seq, text, item, snapshot, from_template)] in entry while the
-        limit allows (an item revived again replaces the one held); from_template:
-        an item this read built from a template (its Watch made, of no thread)."""
+    def _hold(self, entry, thread_id, seqs, texts, items, snaps):
+        """Keeps items (at seqs, of log texts) in entry while the limit allows (an
+        item revived again replaces the one held); snaps: each one's snapshot, or for
+        an item this read built from a template (its Watch made, of no thread) the
+        function rebuilding its snapshot from its text when needed."""
         with self._lock:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
-            for seq, text, item, snapshot, from_template in added:
+            held = entry.held
+            for seq, text, item, snap in zip(seqs, texts, items, snaps):
+                from_template = type(snap) is not tuple and type(snap) is not str
                 w = item.__pydantic_fields_set__ if from_template else None
                 if type(w) is Watch and _WATCHABLE.get(type(item)):
                     w.thread, w.seq = entry, seq
                     watching = True
                 else:
-                    watching = _watch(entry, seq, item, snapshot, from_template)
-                if seq in entry.held:
-                    if entry.held[seq][1] is not item:
-                        _unwatch(entry.held[seq][1])
-                    entry.held[seq] = (text, item, snapshot, watching)
+                    watching = _watch(entry, seq, item, snap, from_template)
+                if from_template and not watching:
+                    snap = snap(text)   # compared at each read: kept
+                if seq in held:
+                    if held[seq] is not item:
+                        _unwatch(held[seq])
+                    self._keep(entry, seq, text, item, snap, watching)
                     entry.changed.discard(seq)
                     if seq < entry.length:
                         entry.truncate(seq)
@@ -533,9 +563,19 @@ class MessageCache:
                     pass
                 if self._count >= self.limit:
                     return
-                entry.held[seq] = (text, item, snapshot, watching)
+                self._keep(entry, seq, text, item, snap, watching)
                 self._count += 1
             entry.extend()
+
+    @staticmethod
+    def _keep(entry, seq, text, item, snap, watching):
+        entry.texts[seq] = text
+        entry.snaps[seq] = snap
+        if watching:
+            entry.fieldwise.discard(seq)
+        else:
+            entry.fieldwise.add(seq)
+        entry.held[seq] = item      # last: a reader that finds the item finds the rest
 
     def _evict(self, keep):
         """Drops the least recently used thread other than keep's; False when none."""
@@ -559,20 +599,20 @@ class _Reader:
 
     def items(self, serde, value, revive):
         """The items of a resolved convo.Items; revive(serde, texts[, fields])
-        revives texts (and sets fields[i] to the snapshot fields of an item it built
-        from a template, its fields set a Watch and its lists and dicts watched ones
-        of that Watch, else leaves None)."""
+        revives texts (and sets fields[i], for an item it built from a template, its
+        fields set a Watch and its lists and dicts watched ones of that Watch, to a
+        function of its text giving its snapshot; else leaves None)."""
         texts, seqs = value.items, value.seqs
         n = len(texts)
         out = None
         missing = []
         # a dict read while another thread adds to it (_hold) is safe under the GIL
-        held = self.entry.held if self.entry is not None else {}
+        entry = self.entry
+        held = entry.held if entry is not None else {}
         start = 0
-        if self.entry is not None:
+        if entry is not None:
             # the usual list: the log's first messages, those held left out of the
             # read, found at C speed, checked by their marks and taken with one slice
-            entry = self.entry
             prefix = entry.prefix
             k = texts.count(None)
             if k and k <= len(prefix) and texts[k - 1] is None and \
@@ -589,12 +629,13 @@ class _Reader:
         for i in range(start, n):
             text, seq = texts[i], seqs[i]
             got = held.get(seq)
-            if got is not None and (text is None or got[0] == text) and (
-                    (got[3] and seq not in self.entry.changed) or same(got[1], got[2])):
-                out[i] = got[1]     # watched and not marked, or equal to its snapshot
+            if got is not None and (text is None or entry.texts.get(seq) == text) and (
+                    (seq not in entry.fieldwise and seq not in entry.changed) or
+                    entry.same(seq, got)):
+                out[i] = got    # watched and not marked, or equal to its snapshot
             elif text is None:
                 if got is not None:     # changed in place since it was revived
-                    self.cache._drop(self.entry, self.thread_id, seq)
+                    self.cache._drop(entry, self.thread_id, seq)
                 raise Missing(seq)
             else:
                 missing.append(i)
@@ -605,19 +646,21 @@ class _Reader:
             for i, item in zip(missing, revive(serde, texts)):
                 out[i] = item
             return out
-        # the reviver gives the snapshot of what it built from a template (fields)
+        # the reviver says which items it built from a template (fields): their
+        # snapshots are rebuilt from their texts when needed (rare), not kept: two
+        # objects a message fewer for the garbage collector
         fields = [None] * len(missing)
         revived = revive(serde, texts, fields)
-        added = []
-        for i, item, f in zip(missing, revived, fields):
-            seq = value.seqs[i]
-            if seq >= 0 and _holdable(item):
-                if f is None:
-                    added.append((seq, value.items[i], item, snapshot(item), False))
-                else:
-                    added.append((seq, value.items[i], item, (item.__class__, f, _EMPTY_DICT),
-                                  True))
+        seqs = value.seqs
+        added = [j for j, i in enumerate(missing) if seqs[i] >= 0 and _holdable(revived[j])]
+        for i, item in zip(missing, revived):
             out[i] = item
         if added:
-            self.cache._hold(self.entry, self.thread_id, added)
+            if len(added) < len(missing):
+                texts = [texts[j] for j in added]
+                revived = [revived[j] for j in added]
+                fields = [fields[j] for j in added]
+            self.cache._hold(entry, self.thread_id, [seqs[missing[j]] for j in added], texts,
+                             revived, [snapshot(x) if f is None else f
+                                       for x, f in zip(revived, fields)])
         return out

@@ -181,10 +181,8 @@ def _template(role, keys):
     return cls, dict(d), empty, frozenset(made.__pydantic_fields_set__), snap
 
 
-def _quick(m, fields=None, at=0):
-    """The message of a compact text's members built from its template; None when
-    it has no template. fields: a list whose [at] gets the message's snapshot
-    fields (MessageCache)."""
+def _template_of(m):
+    """The template of a compact text's members, None when it has none."""
     key = (m.get("role"), tuple(m))
     t = _templates.get(key)
     if t is None:
@@ -192,6 +190,32 @@ def _quick(m, fields=None, at=0):
         if len(_templates) < 64:    # key orders a log's texts may have: bounded
             _templates[key] = t
     if t is False or not _STR_ONLY.issuperset(map(type, m.values())):
+        return None
+    return t
+
+
+def text_snapshot(text):
+    """The MessageCache snapshot of the message _quick builds from a compact log
+    text (its class, its fields with the empty lists and dicts the shared empties,
+    no extras): rebuilt from the text when a held message is compared, not kept."""
+    m = json.loads(text)
+    t = _template_of(m) if isinstance(m, dict) else None
+    if t is None:
+        raise ValueError("convo: a held message's text has no template")
+    f = t[4].copy()
+    f.update(m)
+    del f["role"], f["serde"]
+    return t[0], f, EMPTY_DICT
+
+
+def _quick(m, fields=None, at=0):
+    """The message of a compact text's members built from its template; None when
+    it has no template. fields: a list whose [at] gets text_snapshot (MessageCache:
+    the message watched, its snapshot rebuilt from its text when needed)."""
+    t = _templates.get((m.get("role"), tuple(m)))     # _template_of inline: once a message
+    if t is None:
+        t = _template_of(m)
+    if not t or not _STR_ONLY.issuperset(map(type, m.values())):
         return None
     cls, base, empty, fields_set, snap = t
     d = base.copy()
@@ -212,10 +236,7 @@ def _quick(m, fields=None, at=0):
         for k, kind in empty:
             v = d[k] = _WATCHED_KIND[kind]()
             v.watch = fields_set
-        f = snap.copy()
-        f.update(m)
-        del f["role"], f["serde"]
-        fields[at] = f      # the snapshot's fields
+        fields[at] = text_snapshot
     _set(out, "__dict__", d)
     _set(out, "__pydantic_fields_set__", fields_set)
     _set(out, "__pydantic_extra__", extra)
@@ -284,6 +305,9 @@ def _serde_tail(text):
     return kind.decode("utf-8"), base64.b64decode(data)
 
 
+_CHUNK = 256
+
+
 def from_log_texts(serde, texts, fields=None):
     """The items log texts keep, in order; the compact ones parsed by one JSON
     call, the msgpack ones revived by one serde call (a msgpack array of the
@@ -300,12 +324,15 @@ def from_log_texts(serde, texts, fields=None):
             packed.append((i, tail[1]))
         else:
             items[i] = from_log_text(serde, text)
-    if compact:
-        # the texts are whole JSON objects (the library checked each): one array
-        parsed = json.loads(b"[" + b",".join(bytes(texts[i]) for i in compact) + b"]")
-        for i, m in zip(compact, parsed):
+    # the texts are whole JSON objects (the library checked each): one array a chunk
+    # (the parsed dicts of the whole list alive at once would cost collections)
+    for at in range(0, len(compact), _CHUNK):
+        chunk = compact[at:at + _CHUNK]
+        parsed = json.loads(b"[" + b",".join(bytes(texts[i]) for i in chunk) + b"]")
+        for i, m in zip(chunk, parsed):
             x = _quick(m, fields, i)
             items[i] = compact_message(m) if x is None else x
+        del parsed
     if len(packed) > 1:
         head = b"\xdd" + len(packed).to_bytes(4, "big")
         values = serde.loads_typed(("msgpack", head + b"".join(data for _, data in packed)))

@@ -475,8 +475,9 @@ class LogTextTests(unittest.TestCase):
     def test_a_snapshot_sees_every_change_in_place(self):
         """convo/_langgraph_cache.py: what a held message is compared with before it
         is handed out again; built by snapshot() or, for a message built from a
-        template, from the fields from_log_texts gives (the message's lists and dicts
-        then watched ones of its Watch, which a change in place marks)."""
+        template, rebuilt from its text by the function from_log_texts gives (the
+        message's lists and dicts then watched ones of its Watch, which a change in
+        place marks)."""
         from langchain_core.messages import AIMessage, HumanMessage
         from convo import _langgraph_cache as cache
 
@@ -501,8 +502,12 @@ class LogTextTests(unittest.TestCase):
             self.assertFalse(cache.same(m, snap))
             fields = [None, None]
             for i, m in enumerate(self.ch.from_log_texts(self.serde, texts, fields)):
-                snap = (type(m), fields[i], cache.EMPTY_DICT)
+                # not kept: rebuilt from the text, the same each time
+                self.assertIs(fields[i], self.ch.text_snapshot)
+                snap = fields[i](texts[i])
                 self.assertEqual(snap, cache.snapshot(m))
+                self.assertEqual(snap, fields[i](texts[i]))
+                self.assertIsNot(snap[1], fields[i](texts[i])[1])
                 w = m.__pydantic_fields_set__
                 self.assertIs(type(w), cache.Watch)
                 containers = [v for v in list(m.__dict__.values()) + [m.__pydantic_extra__]
