@@ -167,11 +167,13 @@ START_TEST(test_corrupt_writes_are_ecorrupt)
     PGconn *pg = admin();
     /* (v30) packed elements: an unnamed channel number, a NULL element, one
      * shorter than its header, one shorter than its task id's length */
-    const char *set[] = {"writes[1] = overlay(writes[1] PLACING int4send(2147483647)"
-                         " FROM 13 FOR 4)", "writes[1] = NULL",
+    /* (v39) the short form: a channel number no name has, NULL, cut inside
+     * the task id, a task id's length past the element, an unknown form */
+    const char *set[] = {"writes[1] = overlay(writes[1] PLACING '\\xffff' FROM 6 FOR 2)",
+                         "writes[1] = NULL",
                          "writes[1] = substring(writes[1] FROM 1 FOR 20)",
-                         "writes[1] = overlay(writes[1] PLACING int4send(1000) FROM 21 FOR 4)",
-                         "writes[1] = overlay(writes[1] PLACING int4send(-1) FROM 21 FOR 4)"};
+                         "writes[1] = overlay(writes[1] PLACING '\\xc8' FROM 10 FOR 1)",
+                         "writes[1] = overlay(writes[1] PLACING '\\x07' FROM 1 FOR 1)"};
     for (size_t i = 0; i < sizeof set / sizeof *set; i++) {
         exec_in_schema(pg, schema, "DELETE FROM @S.checkpoints");
         put3(s, UUID_A, VER_JS, "7", "!x", "{}");

@@ -214,10 +214,12 @@ START_TEST(test_only_channel_reads_no_other)
     exec_in_schema(pg, schema_name(name),
                    "UPDATE @S.checkpoints SET metadata = '[1]' WHERE checkpoint_id ="
                    " (SELECT checkpoint_id FROM @S.checkpoints WHERE parent_id IS NOT NULL);"
+                   /* (v39) the short form: the channel in bytes 6-7, the task
+                    * id's length in byte 10 */
                    "UPDATE @S.checkpoints SET writes = (SELECT array_agg(CASE"
-                   " WHEN substring(e FROM 13 FOR 4) = int4send((SELECT num FROM"
-                   " @S.checkpoint_names WHERE name = 'other'))"
-                   " THEN overlay(e PLACING '\\x00ffffff'::bytea FROM 21 FOR 4) ELSE e END"
+                   " WHEN substring(e FROM 6 FOR 2) = substring(int4send((SELECT num FROM"
+                   " @S.checkpoint_names WHERE name = 'other')) FROM 3)"
+                   " THEN overlay(e PLACING '\\xff'::bytea FROM 10 FOR 1) ELSE e END"
                    " ORDER BY o) FROM unnest(writes) WITH ORDINALITY AS u(e, o))"
                    " WHERE writes IS NOT NULL");
     PQfinish(pg);

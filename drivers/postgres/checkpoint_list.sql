@@ -69,11 +69,22 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
   CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
- -- only_channel: an element of another channel (its bytes 13-16) is not
- -- decoded; a short or NULL one is (it may have been of this channel), and
+ -- only_channel: an element of another channel (v39: bytes 6-7 of the short
+ -- form, 14-17 of the long one; v30's form: 13-16) is not decoded; a short,
+ -- empty, NULL or unknown one is (it may have been of this channel), and
  -- write_fields() says it is corrupt
- WHERE $8::text IS NULL OR e IS NULL OR octet_length(e) < 24 OR substring(e FROM 13 FOR 4) =
-       int4send((SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
+ WHERE $8::text IS NULL OR e IS NULL
+    OR CASE WHEN octet_length(e) = 0 THEN true
+            WHEN get_byte(e, 0) = 1
+            THEN octet_length(e) < 10 OR substring(e FROM 6 FOR 2) = substring(int4send((
+                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text)) FROM 3)
+            WHEN get_byte(e, 0) = 2
+            THEN octet_length(e) < 25 OR substring(e FROM 14 FOR 4) = int4send((
+                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
+            WHEN get_byte(e, 0) IN (0, 255)
+            THEN octet_length(e) < 24 OR substring(e FROM 13 FOR 4) = int4send((
+                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
+            ELSE true END
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL
