@@ -23,7 +23,7 @@
 #include "sqlite_layout.h"
 
 #define CP1 "1f1ea1bf-f11c-6fd0-8063-654e85edccb8"
-#define CP2 "1f1ea1bf-f11c-6fd0-8064-5bd96ac901cb" /* CP1's bytes 3-8, as CP3 */
+#define CP2 "1f1ea1bf-f11c-6fd0-8064-5bd96ac901cb" /* CP1's first 8 bytes, as CP3 */
 #define CP3 "1f1ea1bf-f11c-6fd0-8065-7c192acd2557"
 #define TASK_A "46f2b824-1007-5938-980a-efe0c0bb8de3"
 #define TASK_B "dc5f84fc-65f3-50ef-b0aa-0cc429ae0809"
@@ -204,7 +204,7 @@ START_TEST(test_ids_sharing_the_indexed_bytes)
     put(s, "t", "1f1ea1bf", CP3); /* text: 8 characters of the UUIDs' hex */
     put(s, "t", "text id", "1f1ea1bf");
     put(s, "u", CP2, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT count(DISTINCT substr(id, 3, 6)) FROM"
+    ck_assert_int_eq(sql_int(path, "SELECT count(DISTINCT substr(id, 5, 4)) FROM"
                                    " convo_checkpoints WHERE typeof(id) = 'blob'"), 1);
     const char *ids[] = {CP1, CP2, CP3, "1f1ea1bf", "text id"};
     for (int i = 0; i < 5; i++) {
@@ -279,12 +279,12 @@ START_TEST(test_migration_9_to_10)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     11);
+                     12);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_writes'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE pending IS NOT NULL"), 2);
-    ck_assert_int_eq(sql_int(path, "SELECT sql LIKE '%substr(id, 3, 6)%' FROM sqlite_master"
+    ck_assert_int_eq(sql_int(path, "SELECT sql LIKE '%substr(id, 5, 4)%' FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_id'"), 1);
     const char *one[] = {TASK_A "/-1=\"e\"", TASK_B "/0=\"b0\"", "zz/0=\"z\""};
     convo_checkpoint *cp = get(s, "t", CP1);

@@ -284,7 +284,7 @@ START_TEST(test_migration_10_to_11)
     exec_raw(path, "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     11);
+                     12);
     assert_value(s, "t", "c", "a", "2", a2);
     assert_value(s, "t", "c", "b", "1", b1);
     put_ab(s, "t", "d", "c", "3", "\"a3\"", "1", NULL);

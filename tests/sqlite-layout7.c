@@ -391,7 +391,7 @@ START_TEST(test_migration_6_to_7)
 
     convo_store *s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     11); /* 7, then 8, 9, 10 and 11 */
+                     12); /* 7, then 8, 9, 10, 11 and 12 */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_channels'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"

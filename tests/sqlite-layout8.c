@@ -245,7 +245,7 @@ START_TEST(test_migration_7_to_8)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     11);
+                     12);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE meta_shape IS NULL AND typeof(meta) = 'text'"),
                      4);

@@ -18,6 +18,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     SQL_MIGRATE_8_9,
     SQL_MIGRATE_9_10,
     SQL_MIGRATE_10_11,
+    SQL_MIGRATE_11_12,
 };
 
 /* The layout version stored in the file; 0 for a file convo never touched. */

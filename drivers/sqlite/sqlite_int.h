@@ -28,7 +28,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-8-9.sql (schema.c). */
-#define SCHEMA_VERSION 11
+#define SCHEMA_VERSION 12
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are

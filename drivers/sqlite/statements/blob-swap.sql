@@ -7,6 +7,6 @@ UPDATE convo_blobs SET type = ?8, value = ?9
     AND type = ?6 AND value = ?7
     AND EXISTS (SELECT 1 FROM convo_checkpoints
                 WHERE key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295
-                  AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 3, 6) ELSE id END
-                      = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 3, 6) ELSE ?3 END
+                  AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END
+                      = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
                   AND ns = ?2 AND id = ?3);

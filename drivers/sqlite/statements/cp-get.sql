@@ -1,4 +1,4 @@
--- checkpoint (?1 thread number, ?2 ns, ?3 id: bytes 3-8 of a 16-byte id, or a
+-- checkpoint (?1 thread number, ?2 ns, ?3 id: bytes 5-8 of a 16-byte id, or a
 -- text id, and the thread's key range find it in convo_checkpoints_by_id);
 -- the columns are the ones cp_from_row() reads, in its order (tests/sqlite.c
 -- checks them)
@@ -10,6 +10,6 @@ SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metada
   LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
   LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   WHERE c.key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295
-    AND CASE WHEN typeof(c.id) = 'blob' THEN substr(c.id, 3, 6) ELSE c.id END
-        = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 3, 6) ELSE ?3 END
+    AND CASE WHEN typeof(c.id) = 'blob' THEN substr(c.id, 5, 4) ELSE c.id END
+        = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
     AND c.ns = ?2 AND c.id = ?3;
