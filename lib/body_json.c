@@ -10,7 +10,17 @@
 #include <string.h>
 
 /* ext types inside the code */
-enum { X_NULL = 1, X_ID = 2, X_TIME = 3, X_PREFIX = 4, X_REPLACE = 5, X_VERSION = 6, X_SEQ = 7 };
+enum {
+    X_NULL = 1,
+    X_ID = 2,
+    X_TIME = 3,
+    X_PREFIX = 4,
+    X_REPLACE = 5,
+    X_VERSION = 6,
+    X_SEQ = 7,
+    X_VERSIONS = 8
+};
+#define VERSIONS_MAX 64 /* values of one ext 8 */
 #define MIN_PREFIX 4
 #define MAX_DEPTH 64
 
@@ -306,6 +316,42 @@ static int enc_string(coder *c, json_t *t, json_t *b)
     return msgpack_pack_str_with_body(c->pk, s, n);
 }
 
+/* The index of the checkpoint's version s (n bytes), or -1. */
+static long version_index(const coder *c, const char *s, size_t n)
+{
+    for (size_t i = 0; i < c->nversions; i++)
+        if (strlen(c->versions[i]) == n && memcmp(c->versions[i], s, n) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* t against b, same keys in the same order, changed up to position last:
+ * ext 8 when every one of those values is unchanged or one of the
+ * checkpoint's versions (channel_versions, a node's versions_seen); 1 when
+ * not, so the caller codes it as an array. */
+static int enc_versions(coder *c, json_t *t, json_t *b, size_t last)
+{
+    unsigned char p[VERSIONS_MAX * 2];
+    size_t at = 0, k = 0;
+    if (last > VERSIONS_MAX || c->nversions >= 16383)
+        return 1;
+    for (void *i = json_object_iter(t), *j = json_object_iter(b); k < last;
+         i = json_object_iter_next(t, i), j = json_object_iter_next(b, j), k++) {
+        json_t *v = json_object_iter_value(i);
+        long x = 0;
+        if (!same(v, json_object_iter_value(j))) {
+            if (!json_is_string(v) ||
+                (json_string_length(v) == c->id_len &&
+                 memcmp(json_string_value(v), c->id, c->id_len) == 0) ||
+                (x = version_index(c, json_string_value(v), json_string_length(v))) < 0)
+                return 1;
+            x++;
+        }
+        at += varint_put(p + at, (uint64_t)x);
+    }
+    return pack_ext(c->pk, X_VERSIONS, p, at) ? -1 : 0;
+}
+
 static int enc_object(coder *c, json_t *t, json_t *b, int depth)
 {
     int positional = b && json_object_size(t) == json_object_size(b);
@@ -319,6 +365,8 @@ static int enc_object(coder *c, json_t *t, json_t *b, int depth)
         else if (!same(json_object_iter_value(i), json_object_iter_value(j)))
             last = k + 1;
     }
+    if (positional && last && enc_versions(c, t, b, last) == 0)
+        return 0;
     if (positional) { /* the base's keys in its order: the values, trailing ones unchanged left out */
         int rc = msgpack_pack_array(c->pk, last);
         void *i = json_object_iter(t), *j = json_object_iter(b);
@@ -473,6 +521,34 @@ static json_t *dec_string_ext(const coder *c, int8_t type, const unsigned char *
     return len ? json_stringn(text, len) : NULL;
 }
 
+/* ext 8 against object b: per leading key of b, 0 (its value unchanged) or
+ * 1 + the index of one of the checkpoint's versions. */
+static json_t *dec_versions(const coder *c, const unsigned char *p, size_t n, json_t *b)
+{
+    if (!b || !json_is_object(b))
+        return NULL;
+    json_t *r = json_object();
+    size_t at = 0;
+    for (void *j = json_object_iter(b); r && j; j = json_object_iter_next(b, j)) {
+        uint64_t x = 0;
+        if (at < n && (varint_get(p, n, &at, &x) || x > c->nversions))
+            x = UINT64_MAX;
+        json_t *v = x == UINT64_MAX ? NULL
+                    : x ? json_string(c->versions[x - 1])
+                        : json_incref(json_object_iter_value(j));
+        if (!v || json_object_setn_new_nocheck(r, json_object_iter_key(j),
+                                               json_object_iter_key_len(j), v)) {
+            json_decref(r);
+            r = NULL;
+        }
+    }
+    if (r && at < n) { /* more positions than b has keys */
+        json_decref(r);
+        r = NULL;
+    }
+    return r;
+}
+
 static json_t *dec_ext(const coder *c, const msgpack_object *o, json_t *b, int depth)
 {
     const unsigned char *p = (const unsigned char *)o->via.ext.ptr;
@@ -486,6 +562,8 @@ static json_t *dec_ext(const coder *c, const msgpack_object *o, json_t *b, int d
     case X_PREFIX:
     case X_SEQ:
         return dec_string_ext(c, o->via.ext.type, p, n, b);
+    case X_VERSIONS:
+        return dec_versions(c, p, n, b);
     case X_REPLACE: {
         msgpack_unpacked up;
         msgpack_unpacked_init(&up);

@@ -273,6 +273,12 @@ START_TEST(test_jdelta_corrupt)
                                              /* a time INT64_MAX units past the base's */
         {"\x92\x00\x93\xc0\xc0\xc7\x0a\x03\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 18},
                                              /* ... INT64_MIN units before it */
+        {"\x92\x00\xd4\x08\x03", 5},         /* ext 8: a version past the list */
+        {"\x92\x00\xd4\x08\x80", 5},         /* ext 8: a varint cut short */
+        {"\x92\x00\xc7\x09\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00", 14},
+                                             /* ext 8: 9 places, the base has 8 keys */
+        {"\x92\x00\x91\xd4\x08\x01", 6},     /* ext 8 where the base has an int */
+        {"\x92\x00\x81\xa1x\xd4\x08\x01", 8}, /* ext 8 without a base */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *out = NULL;
@@ -334,6 +340,48 @@ START_TEST(test_jdelta_counter_tail)
         if (i == 0)
             ck_assert_int_le(n, 20); /* with a shared prefix and the rest: 26 */
     }
+}
+END_TEST
+
+/* An object of the base's keys whose changed values are all the checkpoint's
+ * versions (channel_versions, a node's versions_seen) is one ext 8 with a byte
+ * a key (0: unchanged, else 1 + the version's index), not an array of ext 6
+ * references of 3 bytes each; an object with any other change, or a version
+ * that is the checkpoint's id, is coded as before; each comes back exactly. */
+START_TEST(test_jdelta_versions_object)
+{
+    const char *base = "{\"id\":\"b\",\"cv\":{\"a\":\"x\",\"b\":\"y\",\"c\":\"z\",\"d\":\"w\"}}";
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"id\":\"" UUID "\",\"cv\":{\"a\":\"%s\",\"b\":\"%s\",\"c\":\"%s\",\"d\":\"w\"}}",
+             VERSIONS[0], VERSIONS[1], VERSIONS[1]);
+    /* style, the array of 2, ext 2 for the id, ext 8 of 3 places (6 bytes)
+     * against 10 for an array of three ext 6 */
+    ck_assert_int_eq(round_trip(base, body, UUID), 2 + 1 + 3 + 6);
+    /* unchanged places among versions */
+    snprintf(body, sizeof body,
+             "{\"id\":\"" UUID "\",\"cv\":{\"a\":\"x\",\"b\":\"%s\",\"c\":\"z\",\"d\":\"%s\"}}",
+             VERSIONS[1], VERSIONS[0]);
+    ck_assert_int_eq(round_trip(base, body, UUID), 2 + 1 + 3 + 6);
+    /* one version: ext 8 of one byte */
+    snprintf(body, sizeof body,
+             "{\"id\":\"" UUID "\",\"cv\":{\"a\":\"%s\",\"b\":\"y\",\"c\":\"z\",\"d\":\"w\"}}",
+             VERSIONS[1]);
+    ck_assert_int_eq(round_trip(base, body, UUID), 2 + 1 + 3 + 3);
+    /* a change that is not a version, an int, the id: not ext 8, still exact */
+    const char *other[] = {"\"q\"", "7", "\"" UUID "\""};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(body, sizeof body,
+                 "{\"id\":\"" UUID "\",\"cv\":{\"a\":\"%s\",\"b\":%s,\"c\":\"z\",\"d\":\"w\"}}",
+                 VERSIONS[0], other[i]);
+        long n = round_trip(base, body, UUID);
+        ck_assert_msg(n > 2 + 1 + 3 + 4, "case %zu: %ld bytes", i, n);
+    }
+    /* another key order: a map, as before */
+    snprintf(body, sizeof body,
+             "{\"id\":\"" UUID "\",\"cv\":{\"b\":\"%s\",\"a\":\"x\",\"c\":\"z\",\"d\":\"w\"}}",
+             VERSIONS[0]);
+    ck_assert_int_gt(round_trip(base, body, UUID), 0);
 }
 END_TEST
 
@@ -559,6 +607,7 @@ void unit_add_body_tests(Suite *s)
     tcase_add_test(tc, test_jdelta_corrupt);
     tcase_add_test(tc, test_jdelta_time_range);
     tcase_add_test(tc, test_jdelta_counter_tail);
+    tcase_add_test(tc, test_jdelta_versions_object);
     tcase_add_test(tc, test_body_corrupt_length);
     tcase_add_test(tc, test_body_plan_choice);
     tcase_add_test(tc, test_json_shape);
