@@ -230,6 +230,7 @@ static Suite *postgres_suite(void)
     postgres_add_data_tests(s);
     postgres_add_corrupt_tests(s);
     postgres_add_concurrency_tests(s);
+    postgres_add_race_tests(s);
     postgres_add_failure_tests(s);
     postgres_add_rewrite_tests(s);
     postgres_add_index_tests(s);

@@ -66,6 +66,8 @@ void postgres_add_data_tests(Suite *s);
 void postgres_add_concurrency_tests(Suite *s);
 /* tests/postgres_failures.c: lost connections, timeouts, the restart case. */
 void postgres_add_failure_tests(Suite *s);
+/* tests/postgres_races.c: an append racing a pop, rewrite or delete; processes on one thread. */
+void postgres_add_race_tests(Suite *s);
 /* tests/postgres_cost.c: an append next to a raw INSERT. */
 void postgres_add_cost_tests(Suite *s);
 /* tests/postgres_corrupt.c: rows that do not decode are CONVO_ECORRUPT, reads and writes. */
