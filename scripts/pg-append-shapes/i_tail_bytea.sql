@@ -1,0 +1,9 @@
+-- (i) the tail as one bytea, the message concatenated (a driver would send a packed
+-- record: time, role, body); with the preview copy; for the count the tail starts
+-- again past 1,400 bytes. Mode 5; PG_COST_SETUP=setup_tail_bytea.sql
+UPDATE @S.threads t SET length = t.length + 1, updated_at = $4::timestamptz,
+    listed_at = $5::timestamptz, preview_seq = t.length, preview_gen = t.generation,
+    preview = $2::bytea,
+    tail = CASE WHEN octet_length(t.tail) > 1400 THEN $2::bytea ELSE t.tail || $2::bytea END
+ WHERE t.thread_id = $1::text AND t.expires_at IS NULL AND $3::text IS NOT NULL
+RETURNING t.length - 1
