@@ -30,6 +30,8 @@ wrap "$top_builddir/tests/redis_index" "$CONVO_TEST_REDIS_URL" "convo-index-$(co
     status=1
 wrap "$top_builddir/tests/redis_window" "$CONVO_TEST_REDIS_URL" "convo-window-$(convo_random)" ||
     status=1
+wrap "$top_builddir/tests/redis_guess" "$CONVO_TEST_REDIS_URL" "convo-guess-$(convo_random)" ||
+    status=1
 # how a page reads its replies (a private redis-server of its own)
 wrap "$top_builddir/tests/redis_layout8" "$CONVO_TEST_REDIS_URL" "convo-layout8-$(convo_random)" ||
     status=1

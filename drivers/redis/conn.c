@@ -125,7 +125,9 @@ static char *format_command(const cmd *c, size_t *len)
 
 /* The whole pipeline in one buffer and one sendmsg: on the stack when it is
  * small (a common append's five commands are), else malloc'd. */
-static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err)
+/* cmds [0, n), then raw (RESP already, raw_len bytes) when given, in one write. */
+static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, const char *raw,
+                         size_t raw_len, convo_error *err)
 {
     char small[2048];
     size_t room = 0;
@@ -140,8 +142,8 @@ static int send_commands(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
         len += resp_write(&cmds[i], buf + len);
-    struct iovec iov = {buf, len};
-    int code = send_all(b, rc, &iov, 1, err);
+    struct iovec iov[2] = {{buf, len}, {(void *)raw, raw_len}};
+    int code = send_all(b, rc, iov, raw && raw_len ? 2 : 1, err);
     if (buf != small)
         free(buf);
     return code;
@@ -153,7 +155,16 @@ int convo__rd_send(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error
 {
     if (rc->broken)
         return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
-    return send_commands(b, rc, cmds, n, err);
+    return send_commands(b, rc, cmds, n, NULL, 0, err);
+}
+
+/* convo__rd_send(), then a pipeline already in RESP form, in one write. */
+int convo__rd_send_with(convo_backend *b, rconn *rc, cmd *cmds, size_t n, const char *raw,
+                        size_t raw_len, convo_error *err)
+{
+    if (rc->broken)
+        return convo__error(err, CONVO_EIO, NULL, "redis: connection lost (%s)", b->redacted);
+    return send_commands(b, rc, cmds, n, raw, raw_len, err);
 }
 
 /* Sends a pipeline already in RESP form (buf[0..len)) on one server. */

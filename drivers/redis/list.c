@@ -287,8 +287,6 @@ static int fetch(convo_backend *b, rconn *c, const source *s, const position *p,
 
 /* ---- rows ---- */
 
-enum { R_META, R_LEN, R_EXTRA, R_LAST, R_PER };
-
 typedef struct repair {
     const char *id;
     int gone;     /* no thread (or no times): its entries go, then reindexed */
@@ -524,65 +522,6 @@ static int take_rows_fn(list_state *st, cand_list *l, redisReply **r, size_t wan
     return take_rows(st, l, r, want, err);
 }
 
-/* ---- the rows' request on one server, written in RESP at once ---- */
-/* (building a cmd and four keys per row, then formatting them, was a sixth
- * of a page's client instructions) */
-
-typedef struct resp_out {
-    char *p;
-    size_t len;
-} resp_out;
-
-static void put(resp_out *q, const char *s, size_t n)
-{
-    memcpy(q->p + q->len, s, n);
-    q->len += n;
-}
-
-#define PUT(q, lit) put(q, lit, sizeof lit - 1)
-
-/* A key argument: "$LEN\r\n" head suffix "\r\n". */
-static void put_key(resp_out *q, const char *head, size_t hlen, int kind)
-{
-    const char *suffix = convo__rd_key_suffix(kind);
-    size_t slen = strlen(suffix);
-    q->p[q->len++] = '$';
-    q->len += convo__rd_fmt_num(q->p + q->len, (long long)(hlen + slen));
-    PUT(q, "\r\n");
-    put(q, head, hlen);
-    put(q, suffix, slen);
-    PUT(q, "\r\n");
-}
-
-/* The room a row's commands need, its keys starting with a head of hlen. */
-static size_t row_room(size_t hlen)
-{
-    return 3 * (hlen + 32) + 96;
-}
-
-/* A row's commands on one server, written at q (which has row_room()):
- * HGETALL extra, which holds the thread's c, u and p too (layout 8), LLEN
- * msgs and, for the last message or the window's time, LINDEX msgs -1. */
-static size_t row_resp(const list_state *st, const char *head, size_t hlen, resp_out *q,
-                       size_t *at)
-{
-    size_t n = 0;
-    at[R_META] = n++;
-    PUT(q, "*2\r\n$7\r\nHGETALL\r\n");
-    put_key(q, head, hlen, K_EXTRA);
-    at[R_LEN] = n++;
-    PUT(q, "*2\r\n$4\r\nLLEN\r\n");
-    put_key(q, head, hlen, K_MSGS);
-    at[R_EXTRA] = at[R_LAST] = SIZE_MAX;
-    if (st->o->with_last_message || st->s->window) {
-        at[R_LAST] = n++;
-        PUT(q, "*3\r\n$6\r\nLINDEX\r\n");
-        put_key(q, head, hlen, K_MSGS);
-        PUT(q, "$2\r\n-1\r\n");
-    }
-    return n;
-}
-
 /* A row's HGETALL extra (one server, layout 8) seen as the rest reads a row:
  * its c, u and p as the reply of HMGET meta c u p on a cluster, the whole
  * hash as the extra's (the extra text passes over c, u and p). */
@@ -620,30 +559,25 @@ static void rows_viewed(const list_state *st, size_t n, redisReply **r, meta_vie
     }
 }
 
-/* The rows of l on one server: one request written at once, the replies in
- * arena; at[] as read_rows() has it, *nf the number of commands. */
+/* The rows of l on one server: one request written at once (rows.c), the
+ * replies in arena; at[] as read_rows() has it, *nf the number of commands. */
 static int rows_one_server(list_state *st, const cand_list *l, size_t *at, redisReply **rr,
                            rd_arena *arena, size_t *nf, convo_error *err)
 {
-    size_t room = 0, hmax = 0, plen = strlen(st->b->prefix);
-    for (size_t i = 0; i < l->n; i++) { /* a tag is at most 3 bytes a byte of the id */
-        size_t h = plen + 3 * strlen(l->c[i].id) + 4;
-        room += row_room(h);
-        hmax = h > hmax ? h : hmax;
-    }
-    resp_out q = {malloc(room + hmax), 0};
-    if (!q.p)
-        return convo__rd_oom(err);
-    char *head = q.p + room; /* each row's "P:{tag}:", after the request's room */
-    *nf = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        size_t hlen = convo__rd_key_head(st->b, l->c[i].id, head), first = *nf;
-        *nf += row_resp(st, head, hlen, &q, &at[i * R_PER]);
-        for (size_t j = 0; j < R_PER; j++)
-            at[i * R_PER + j] += at[i * R_PER + j] == SIZE_MAX ? 0 : first;
-    }
-    int rc = convo__rd_send_raw(st->b, st->c, q.p, q.len, err);
-    free(q.p);
+    const char **ids = malloc((l->n + 1) * sizeof *ids);
+    rd_rows_req q = {.at = at};
+    for (size_t i = 0; ids && i < l->n; i++)
+        ids[i] = l->c[i].id;
+    int rc = ids && convo__rd_rows_resp(st->b, ids, l->n,
+                                        st->o->with_last_message || st->s->window, &q) == 0
+                 ? 0
+                 : convo__rd_oom(err);
+    free(ids);
+    if (rc != 0)
+        return rc;
+    *nf = q.ncmds;
+    rc = convo__rd_send_raw(st->b, st->c, q.buf, q.len, err);
+    free(q.buf);
     return rc ? rc : convo__rd_replies_arena(st->b, st->c, *nf, rr, arena, err);
 }
 
@@ -680,8 +614,23 @@ static int rows_cluster(list_state *st, const cand_list *l, size_t *at, redisRep
     return rc;
 }
 
-/* Reads the rows of a batch in one round trip and hands them to take (by
- * default take_rows: adds those that belong). */
+/* Hands the rows r of l (r[i * R_PER ..], NULL where not read) to take (by
+ * default take_rows: adds those that belong); on one server a row's R_META
+ * is its HGETALL extra, seen as the cluster's rows first. */
+static int rows_take(list_state *st, cand_list *l, redisReply **r, size_t want, rows_fn take,
+                     void *ctx, convo_error *err)
+{
+    meta_view *views = st->b->cluster ? NULL : calloc(l->n + 1, sizeof *views);
+    if (!st->b->cluster && !views)
+        return convo__rd_oom(err);
+    if (views)
+        rows_viewed(st, l->n, r, views);
+    int rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
+    free(views);
+    return rc;
+}
+
+/* Reads the rows of a batch in one round trip and hands them to take. */
 static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, void *ctx,
                      convo_error *err)
 {
@@ -690,21 +639,17 @@ static int read_rows(list_state *st, cand_list *l, size_t want, rows_fn take, vo
     redisReply **r = calloc(n * per, sizeof *r), **rr = calloc(n * per, sizeof *rr);
     /* one server: the replies in one arena (arena.c), some 10 elements a row */
     rd_arena *arena = st->b->cluster ? NULL : convo__rd_arena_new();
-    meta_view *views = arena ? calloc(n + 1, sizeof *views) : NULL;
-    int rc = at && r && rr && (st->b->cluster || (arena && views)) ? 0 : convo__rd_oom(err);
+    int rc = at && r && rr && (st->b->cluster || arena) ? 0 : convo__rd_oom(err);
     if (rc == 0)
         rc = arena ? rows_one_server(st, l, at, rr, arena, &nf, err)
                    : rows_cluster(st, l, at, rr, &nf, err);
     for (size_t i = 0; i < n * per && rc == 0; i++)
         r[i] = at[i] == SIZE_MAX ? NULL : rr[at[i]];
-    if (rc == 0 && arena)
-        rows_viewed(st, n, r, views);
     if (rc == 0)
-        rc = (take ? take : take_rows_fn)(st, l, r, want, ctx, err);
+        rc = rows_take(st, l, r, want, take, ctx, err);
     if (rr && !arena)
         convo__rd_replies_free(rr, nf);
     convo__rd_arena_free(arena);
-    free(views);
     free(at);
     free(r);
     free(rr);
@@ -919,8 +864,131 @@ static void window_range(const source *s, cmd *q, const char *from, long long fi
     convo__rd_cmd_num(q, count);
 }
 
+/* The guess of a batch's candidates (rows.c): the ids the same batch found
+ * last time, whose rows window_plain() reads right after the candidates, in
+ * the same round trip. */
+typedef struct guessed {
+    char *ids;        /* each ending with '\0' (NULL: no guess) */
+    size_t n;
+    const char **id;  /* each one */
+    size_t *at;       /* n * R_PER: its rows' replies in r (SIZE_MAX: none) */
+    redisReply **rr;  /* the candidates' 4 replies, then the rows' */
+    rd_arena *arena;  /* which holds them */
+} guessed;
+
+static void guessed_free(guessed *g)
+{
+    free(g->ids);
+    free(g->id);
+    free(g->at);
+    free(g->rr);
+    convo__rd_arena_free(g->arena);
+    *g = (guessed){0};
+}
+
+/* The batch's key in the guess: direction, count, position and set. */
+static size_t guess_key(const source *s, const position *pos, size_t k, char **out)
+{
+    size_t klen = strlen(s->keys[0]), ilen = pos->set ? strlen(pos->id) : 0;
+    char *key = malloc(64 + klen + ilen);
+    if (!key)
+        return 0;
+    int h = snprintf(key, 64, "%d %zu %d %lld ", s->desc, k, pos->set, pos->set ? pos->time : 0);
+    memcpy(key + h, s->keys[0], klen + 1);
+    if (ilen)
+        memcpy(key + h + klen + 1, pos->id, ilen);
+    *out = key;
+    return (size_t)h + klen + 1 + ilen;
+}
+
+/* g gets the guess of the batch (none: g->n is 0); only out of memory fails. */
+static int guess_take(list_state *st, const position *pos, size_t k, guessed *g,
+                      convo_error *err)
+{
+    char *key = NULL;
+    size_t klen = st->b->guess ? guess_key(st->s, pos, k, &key) : 0;
+    int rc = st->b->guess && !key ? CONVO_ENOMEM : 0;
+    if (rc == 0 && key)
+        rc = convo__rd_guess_get(st->b->guess, key, klen, &g->ids, &g->n);
+    free(key);
+    if (rc == 0 && g->n > 0) {
+        g->id = malloc(g->n * sizeof *g->id);
+        g->at = malloc(g->n * R_PER * sizeof *g->at);
+        rc = g->id && g->at ? 0 : CONVO_ENOMEM;
+        for (size_t i = 0, at = 0; rc == 0 && i < g->n; i++) {
+            g->id[i] = g->ids + at;
+            at += strlen(g->id[i]) + 1;
+        }
+    }
+    return rc ? convo__rd_oom(err) : 0;
+}
+
+/* The batch's candidates l (in order) are remembered as its guess. */
+static void guess_keep(list_state *st, const position *pos, size_t k, const cand_list *l)
+{
+    char *key = NULL;
+    const char **ids = st->b->guess ? malloc((l->n + 1) * sizeof *ids) : NULL;
+    size_t klen = ids ? guess_key(st->s, pos, k, &key) : 0;
+    for (size_t i = 0; key && i < l->n; i++)
+        ids[i] = l->c[i].id;
+    if (key) /* out of memory: not remembered, the next read takes two round trips */
+        convo__rd_guess_put(st->b->guess, key, klen, ids, l->n);
+    free(key);
+    free(ids);
+}
+
+/* The candidates' MULTI q[4], then the guessed rows, in one round trip; r[4]
+ * the MULTI's replies, g->rr[4 ..] the rows'. */
+static int send_guessed(list_state *st, cmd *q, redisReply **r, guessed *g, convo_error *err)
+{
+    rd_rows_req req = {.at = g->at};
+    if (convo__rd_rows_resp(st->b, g->id, g->n, 1, &req) != 0)
+        return convo__rd_oom(err);
+    g->arena = convo__rd_arena_new();
+    g->rr = calloc(4 + req.ncmds, sizeof *g->rr);
+    int rc = g->arena && g->rr ? 0 : convo__rd_oom(err);
+    if (rc == 0)
+        rc = convo__rd_send_with(st->b, st->c, q, 4, req.buf, req.len, err);
+    free(req.buf);
+    if (rc == 0)
+        rc = convo__rd_replies_arena(st->b, st->c, 4 + req.ncmds, g->rr, g->arena, err);
+    for (size_t i = 0; rc == 0 && i < g->n * R_PER; i++)
+        g->at[i] += g->at[i] == SIZE_MAX ? 0 : 4;
+    for (int i = 0; rc == 0 && i < 4; i++)
+        r[i] = g->rr[i];
+    return rc;
+}
+
+/* The rows of l from the guess when it holds every candidate (*used set):
+ * read after the candidates, as read_rows() would. */
+static int rows_guessed(list_state *st, cand_list *l, guessed *g, size_t want, window_batch *w,
+                        int *used, convo_error *err)
+{
+    *used = 0;
+    redisReply **r = calloc(l->n * R_PER + 1, sizeof *r);
+    if (!r)
+        return convo__rd_oom(err);
+    size_t j = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (j >= g->n || strcmp(g->id[j], l->c[i].id) != 0) /* mostly in the same order */
+            for (j = 0; j < g->n && strcmp(g->id[j], l->c[i].id) != 0; j++)
+                ;
+        if (j == g->n) { /* a candidate not guessed: read_rows() reads them all */
+            free(r);
+            return 0;
+        }
+        for (size_t x = 0; x < R_PER; x++)
+            r[i * R_PER + x] = g->at[j * R_PER + x] == SIZE_MAX ? NULL : g->rr[g->at[j * R_PER + x]];
+        j++;
+    }
+    *used = 1;
+    int rc = rows_take(st, l, r, want, window_take, w, err);
+    free(r);
+    return rc;
+}
+
 static int window_plain(list_state *st, const position *pos, size_t k, window_batch *w,
-                        cand_list *l, int *done, convo_error *err)
+                        cand_list *l, int *done, guessed *g, convo_error *err)
 {
     const source *s = st->s;
     cmd q[4] = {{0}};
@@ -939,11 +1007,14 @@ static int window_plain(list_state *st, const position *pos, size_t k, window_ba
     for (int i = 0; i < 4 && rc == 0; i++)
         if (q[i].failed)
             rc = convo__rd_oom(err);
-    /* one server: the replies in one arena (arena.c), as the rows' */
-    rd_arena *arena = st->b->cluster || rc != 0 ? NULL : convo__rd_arena_new();
-    if (rc == 0 && !st->b->cluster && !arena)
+    /* one server: the replies in one arena (arena.c), as the rows'; with a
+     * guess, the guessed rows' too, read in the same round trip */
+    rd_arena *arena = st->b->cluster || rc != 0 || g->n ? NULL : convo__rd_arena_new();
+    if (rc == 0 && !st->b->cluster && !g->n && !arena)
         rc = convo__rd_oom(err);
-    if (rc == 0)
+    if (rc == 0 && g->n)
+        rc = send_guessed(st, q, r, g, err);
+    else if (rc == 0)
         rc = arena ? convo__rd_pipeline_arena(st->b, st->c, q, 4, r, arena, err)
                    : convo__rd_pipeline(st->b, st->c, q, 4, r, err);
     const redisReply *x = rc == 0 ? r[3] : NULL, *head = NULL, *tail = NULL;
@@ -977,7 +1048,7 @@ static int window_plain(list_state *st, const position *pos, size_t k, window_ba
         rc = cand_add(l, i < head->elements ? head->element[i]
                                             : tail->element[2 * (i - head->elements)],
                       err);
-    if (!arena)
+    if (!arena && !g->n)
         convo__rd_replies_free(r, 4);
     convo__rd_arena_free(arena);
     for (int i = 0; i < 4; i++)
@@ -1032,12 +1103,24 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
 {
     window_batch w = {pos, 0, 0, 0};
     cand_list l = {0};
-    int done = 0;
-    int rc = window_plain(st, pos, *k, &w, &l, &done, err);
+    guessed g = {0};
+    position at = {pos->set, pos->time, pos->id}; /* the batch's key (pos moves) */
+    int done = 0, used = 0;
+    int rc = guess_take(st, pos, *k, &g, err);
+    if (rc == 0 && (at.id = pos->id ? strdup(pos->id) : NULL) == NULL && pos->id)
+        rc = convo__rd_oom(err);
+    if (rc == 0)
+        rc = window_plain(st, pos, *k, &w, &l, &done, &g, err);
     if (rc == 0 && !done)
         rc = window_script(st, pos, *k, &w, &l, err);
-    if (rc == 0 && l.n > 0)
+    if (rc == 0 && l.n > 0 && done && g.n)
+        rc = rows_guessed(st, &l, &g, want, &w, &used, err);
+    if (rc == 0 && l.n > 0 && !used)
         rc = read_rows(st, &l, want, window_take, &w, err);
+    if (rc == 0 && l.n > 0 && !(used && l.n == g.n))
+        guess_keep(st, &at, *k, &l);
+    guessed_free(&g);
+    free(at.id);
     if (rc == 0)
         repair_run(st);
     *more = rc == 0 && !w.ended;

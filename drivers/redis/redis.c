@@ -110,10 +110,15 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
     if (rc == 0 && qdb > 0 && strcmp(url->scheme, "redis+cluster") == 0)
         rc = convo__error(err, CONVO_EINVAL, NULL,
                           "redis+cluster URL: a cluster has only database 0");
+    long long guess = 1; /* a page's batch sends the rows of last time's candidates (rows.c) */
+    if (rc == 0)
+        rc = convo__url_take_int(url, "page_guess", 0, 1, &guess, err);
     b->wait_replicas = (int)wait;
     b->wait_timeout_ms = (int)wait_t;
     if (rc != 0)
         return rc;
+    if (guess && strcmp(url->scheme, "redis+cluster") != 0 && !(b->guess = convo__rd_guess_new()))
+        return convo__rd_oom(err);
     char *prefix = convo__url_take(url, "prefix");
     b->prefix = prefix ? prefix : strdup(DEFAULT_PREFIX);
     if (!b->prefix)
@@ -174,6 +179,7 @@ static void rd_close(convo_backend *b)
     free(b->index_key);
     free(b->store_key);
     convo__rd_ix_free(b);
+    convo__rd_guess_free(b->guess);
     free(b);
 }
 

@@ -73,6 +73,7 @@ struct convo_backend {
     char *ix_prefix;              /* "P:ix:" */
     char *ix_recent;              /* "P:ix:r": on one server, every thread by updated_at */
     char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:", the global sets' shards */
+    struct rd_guess *guess;       /* one server: a page's batches' last candidates (rows.c) */
 };
 
 /* Runs on each batch of keys SCAN finds (convo__rd_scan_each). */
@@ -154,7 +155,26 @@ int convo__rd_pipeline_plain(convo_backend *b, rconn *rc, cmd *cmds, size_t n,
                              redisReply **replies, int arena, convo_error *err);
 int convo__rd_send(convo_backend *b, rconn *rc, cmd *cmds, size_t n, convo_error *err);
 int convo__rd_send_raw(convo_backend *b, rconn *rc, const char *buf, size_t len, convo_error *err);
+int convo__rd_send_with(convo_backend *b, rconn *rc, cmd *cmds, size_t n, const char *raw,
+                        size_t raw_len, convo_error *err);
 int convo__rd_read_failed(convo_backend *b, rconn *rc, int errnum, convo_error *err);
+
+/* rows.c: a listing's rows on one server, and the guess of a batch's
+ * candidates. A row is R_PER replies (R_EXTRA is list.c's). */
+enum { R_META, R_LEN, R_EXTRA, R_LAST, R_PER };
+typedef struct rd_rows_req {
+    char *buf; /* the request in RESP (malloc'd) */
+    size_t len, ncmds;
+    size_t *at; /* the caller's: n * R_PER, each reply's index (SIZE_MAX: none) */
+} rd_rows_req;
+int convo__rd_rows_resp(const convo_backend *b, const char *const *ids, size_t n, int last,
+                        rd_rows_req *out);
+typedef struct rd_guess rd_guess;
+rd_guess *convo__rd_guess_new(void);
+void convo__rd_guess_free(rd_guess *g);
+int convo__rd_guess_get(rd_guess *g, const char *key, size_t klen, char **ids, size_t *n);
+void convo__rd_guess_put(rd_guess *g, const char *key, size_t klen, const char *const *ids,
+                         size_t n);
 
 /* arena.c: a pipeline's replies from one arena, freed together */
 typedef struct rd_arena rd_arena;

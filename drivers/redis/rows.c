@@ -1,0 +1,203 @@
+/* rows.c — a listing page's rows on one server: their request written in
+ * RESP at once (building a cmd and four keys per row, then formatting them,
+ * was a sixth of a page's client instructions), and the guess of a batch's
+ * candidates: the ids the same batch (the same set, direction, position and
+ * count) found last time in this store, whose rows are sent in the round trip
+ * that reads the candidates, so that a page read again whose candidates are
+ * the same costs one round trip instead of two (docs/redis.md, "The thread
+ * index", *The guess*). A guess is only ever used for rows read after the
+ * candidates; list.c takes a guessed row only for a candidate it read. */
+#include "redis_int.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the rows' request ---- */
+
+typedef struct resp_out {
+    char *p;
+    size_t len;
+} resp_out;
+
+static void put(resp_out *q, const char *s, size_t n)
+{
+    memcpy(q->p + q->len, s, n);
+    q->len += n;
+}
+
+#define PUT(q, lit) put(q, lit, sizeof lit - 1)
+
+/* A key argument: "$LEN\r\n" head suffix "\r\n". */
+static void put_key(resp_out *q, const char *head, size_t hlen, int kind)
+{
+    const char *suffix = convo__rd_key_suffix(kind);
+    size_t slen = strlen(suffix);
+    q->p[q->len++] = '$';
+    q->len += convo__rd_fmt_num(q->p + q->len, (long long)(hlen + slen));
+    PUT(q, "\r\n");
+    put(q, head, hlen);
+    put(q, suffix, slen);
+    PUT(q, "\r\n");
+}
+
+/* The room a row's commands need, its keys starting with a head of hlen. */
+static size_t row_room(size_t hlen)
+{
+    return 3 * (hlen + 32) + 96;
+}
+
+/* A row's commands, written at q (which has row_room()): HGETALL extra,
+ * which holds the thread's c, u and p too (layout 8), LLEN msgs and, when
+ * last is set, LINDEX msgs -1. */
+static size_t row_resp(const char *head, size_t hlen, int last, resp_out *q, size_t *at)
+{
+    size_t n = 0;
+    at[R_META] = n++;
+    PUT(q, "*2\r\n$7\r\nHGETALL\r\n");
+    put_key(q, head, hlen, K_EXTRA);
+    at[R_LEN] = n++;
+    PUT(q, "*2\r\n$4\r\nLLEN\r\n");
+    put_key(q, head, hlen, K_MSGS);
+    at[R_EXTRA] = at[R_LAST] = SIZE_MAX;
+    if (last) {
+        at[R_LAST] = n++;
+        PUT(q, "*3\r\n$6\r\nLINDEX\r\n");
+        put_key(q, head, hlen, K_MSGS);
+        PUT(q, "$2\r\n-1\r\n");
+    }
+    return n;
+}
+
+int convo__rd_rows_resp(const convo_backend *b, const char *const *ids, size_t n, int last,
+                        rd_rows_req *out)
+{
+    size_t room = 0, hmax = 0, plen = strlen(b->prefix);
+    for (size_t i = 0; i < n; i++) { /* a tag is at most 3 bytes a byte of the id */
+        size_t h = plen + 3 * strlen(ids[i]) + 4;
+        room += row_room(h);
+        hmax = h > hmax ? h : hmax;
+    }
+    resp_out q = {malloc(room + hmax + 1), 0};
+    if (!q.p)
+        return CONVO_ENOMEM;
+    char *head = q.p + room; /* each row's "P:{tag}:", after the request's room */
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t hlen = convo__rd_key_head(b, ids[i], head), first = nc;
+        nc += row_resp(head, hlen, last, &q, &out->at[i * R_PER]);
+        for (size_t j = 0; j < R_PER; j++)
+            out->at[i * R_PER + j] += out->at[i * R_PER + j] == SIZE_MAX ? 0 : first;
+    }
+    out->buf = q.p;
+    out->len = q.len;
+    out->ncmds = nc;
+    return 0;
+}
+
+/* ---- the guess ---- */
+
+#define GUESS_SLOTS 32 /* batches remembered, the least recently used replaced */
+#define GUESS_IDS 64   /* a batch of more candidates is not remembered */
+
+typedef struct guess_slot {
+    char *key;  /* the batch: NULL for a free slot */
+    size_t klen;
+    char *ids;  /* its candidates' ids, each ending with '\0' */
+    size_t len, n;
+    unsigned long long used;
+} guess_slot;
+
+struct rd_guess {
+    pthread_mutex_t mu;
+    unsigned long long clock;
+    guess_slot s[GUESS_SLOTS];
+};
+
+rd_guess *convo__rd_guess_new(void)
+{
+    rd_guess *g = calloc(1, sizeof *g);
+    if (g && pthread_mutex_init(&g->mu, NULL) != 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void convo__rd_guess_free(rd_guess *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < GUESS_SLOTS; i++) {
+        free(g->s[i].key);
+        free(g->s[i].ids);
+    }
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+static guess_slot *slot_of(rd_guess *g, const char *key, size_t klen)
+{
+    for (size_t i = 0; i < GUESS_SLOTS; i++)
+        if (g->s[i].key && g->s[i].klen == klen && memcmp(g->s[i].key, key, klen) == 0)
+            return &g->s[i];
+    return NULL;
+}
+
+int convo__rd_guess_get(rd_guess *g, const char *key, size_t klen, char **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    if (!g)
+        return 0;
+    int rc = 0;
+    pthread_mutex_lock(&g->mu);
+    guess_slot *s = slot_of(g, key, klen);
+    if (s && (*ids = malloc(s->len)) != NULL) {
+        memcpy(*ids, s->ids, s->len);
+        *n = s->n;
+        s->used = ++g->clock;
+    } else if (s) {
+        rc = CONVO_ENOMEM;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+void convo__rd_guess_put(rd_guess *g, const char *key, size_t klen, const char *const *ids,
+                         size_t n)
+{
+    if (!g || n > GUESS_IDS)
+        return;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(ids[i]) + 1;
+    char *k = malloc(klen), *v = malloc(len + 1);
+    if (!k || !v) { /* not remembered: the next read takes two round trips */
+        free(k);
+        free(v);
+        return;
+    }
+    memcpy(k, key, klen);
+    for (size_t i = 0, at = 0; i < n; i++) {
+        size_t l = strlen(ids[i]) + 1;
+        memcpy(v + at, ids[i], l);
+        at += l;
+    }
+    pthread_mutex_lock(&g->mu);
+    guess_slot *s = slot_of(g, key, klen);
+    if (!s) { /* a free slot, else the least recently used */
+        s = &g->s[0];
+        for (size_t i = 0; i < GUESS_SLOTS; i++) {
+            if (!g->s[i].key) {
+                s = &g->s[i];
+                break;
+            }
+            if (g->s[i].used < s->used)
+                s = &g->s[i];
+        }
+    }
+    free(s->key);
+    free(s->ids);
+    *s = (guess_slot){k, klen, v, len, n, ++g->clock};
+    pthread_mutex_unlock(&g->mu);
+}
