@@ -7,7 +7,9 @@
 # private redis-server on loopback under callgrind, its counters zeroed
 # around N pages, then N loads; the client's with --toggle-collect.
 #
-#   scripts/redis-page-cost.sh [N]     (CONVO_LIBDIR: another build's libconvo.so)
+#   scripts/redis-page-cost.sh [N]     (CONVO_LIBDIR: another build's libconvo.so;
+#                                       CONVO_PAGE_COST_PARAMS: more URL parameters,
+#                                       e.g. '&page_guess=0')
 set -eu
 n=${1:-100}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +29,7 @@ valgrind --tool=callgrind --callgrind-out-file="$dir/server.%p" redis-server --p
     --bind 127.0.0.1 --save '' --appendonly no >"$dir/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
-url="redis://127.0.0.1:$port?prefix=cost"
+url="redis://127.0.0.1:$port?prefix=cost${CONVO_PAGE_COST_PARAMS:-}"
 "$dir/harness" "$url" seed
 per() { # inclusive instructions of function $2 in callgrind file $1, per call of the harness
     callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
