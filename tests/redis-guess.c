@@ -115,6 +115,21 @@ static void page(convo_store *s, const char *where, size_t limit, const char *af
     convo_thread_page_free(p);
 }
 
+/* The first page's return code (its rows freed). */
+static int page_rc(convo_store *s, const char *where, size_t limit, convo_error *err)
+{
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = where;
+    o.limit = limit;
+    o.with_extra = 1;
+    o.with_last_message = 1;
+    convo_thread_page *p = NULL;
+    int rc = convo_thread_list_ex(s, &o, &p, err);
+    if (rc == 0)
+        convo_thread_page_free(p);
+    return rc;
+}
+
 /* The same first page from a store with the guess (read twice: the second
  * read takes the guess the first one left) and one without. */
 static void same_page(convo_store *guess, convo_store *plain, const char *where, size_t limit)
@@ -207,12 +222,14 @@ START_TEST(test_guess_follows_changes)
 END_TEST
 
 /* A guessed thread that is no candidate any more may have keys of any type:
- * its rows' errors are not the page's. */
+ * its rows' errors are not the page's. A guessed candidate's are, as
+ * without the guess (CONVO_ECORRUPT), and the connection, whose replies were
+ * all read, serves the next page. */
 START_TEST(test_guessed_row_of_another_type)
 {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s-type", base_prefix);
-    convo_store *s = open_store(prefix, ""), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_store(prefix, "&pool=1"), *plain = open_store(prefix, "&page_guess=0");
     convo_error err;
     threads_of(s, "g", 8, "u1");
     same_page(s, plain, USER, 5);
@@ -221,6 +238,14 @@ START_TEST(test_guessed_row_of_another_type)
     cmd("SET %s:{g-t07}:msgs x", prefix);
     same_page(s, plain, USER, 5);
     cmd("DEL %s:{g-t07}:extra %s:{g-t07}:msgs", prefix, prefix);
+    same_page(s, plain, USER, 5);
+    cmd("DEL %s:{g-t05}:msgs", prefix);
+    cmd("SET %s:{g-t05}:msgs x", prefix);
+    ck_assert_int_eq(page_rc(s, USER, 5, &err), CONVO_ECORRUPT);
+    ck_assert_msg(strstr(err.message, "thread g-t05") != NULL, "%s", err.message);
+    ck_assert_int_eq(page_rc(plain, USER, 5, &err), CONVO_ECORRUPT);
+    cmd("DEL %s:{g-t05}:msgs", prefix);
+    same_page(s, plain, USER, 5);
     convo_close(plain);
     convo_close(s);
 }
