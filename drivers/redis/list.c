@@ -293,73 +293,6 @@ typedef struct repair {
     int kv_stale; /* its value is not the source's any more */
 } repair;
 
-/* The length of the msgpack header at p[0..n) of a str or bin (kinds 1 and
- * 2: which are allowed) and its payload's length; 0 when it is neither. */
-static size_t blob_head(const unsigned char *p, size_t n, int kinds, size_t *len)
-{
-    size_t w;
-    if (n >= 1 && (kinds & 1) && p[0] >= 0xa0 && p[0] <= 0xbf) {
-        *len = p[0] & 0x1f;
-        return 1;
-    }
-    if (n >= 1 && (kinds & 1) && p[0] >= 0xd9 && p[0] <= 0xdb)
-        w = (size_t)1 << (p[0] - 0xd9);
-    else if (n >= 1 && (kinds & 2) && p[0] >= 0xc4 && p[0] <= 0xc6)
-        w = (size_t)1 << (p[0] - 0xc4);
-    else
-        return 0;
-    if (n < 1 + w)
-        return 0;
-    size_t v = 0;
-    for (size_t i = 0; i < w; i++)
-        v = v << 8 | p[1 + i];
-    *len = v;
-    return 1 + w;
-}
-
-/* The bytes of a message record [created_at, role, bytes], read from its
- * msgpack headers in place (msgpack_unpack_next() made a zone, a malloc, for
- * each row's last message). */
-static int record_bytes(const redisReply *rec, const char **bytes, size_t *len)
-{
-    static const unsigned char width[8] = {1, 2, 4, 8, 1, 2, 4, 8}; /* 0xcc .. 0xd3 */
-    const unsigned char *p = (const unsigned char *)rec->str;
-    size_t n = rec->type == REDIS_REPLY_STRING ? rec->len : 0, at = 2, h, l;
-    if (n < 2 || p[0] != 0x93)
-        return CONVO_ECORRUPT;
-    if (p[1] >= 0xcc && p[1] <= 0xd3)
-        at += width[p[1] - 0xcc];
-    else if (p[1] >= 0x80 && p[1] < 0xe0) /* not a fixint */
-        return CONVO_ECORRUPT;
-    if (at > n || !(h = blob_head(p + at, n - at, 1, &l)) || l > n - at - h)
-        return CONVO_ECORRUPT;
-    at += h + l;
-    if (!(h = blob_head(p + at, n - at, 3, &l)) || l > n - at - h)
-        return CONVO_ECORRUPT;
-    *bytes = (const char *)p + at + h;
-    *len = l;
-    return 0;
-}
-
-/* A time as the scripts write it: decimal digits, at most 18 (µs until the
- * year 33658), an optional '-' first. */
-static int parse_time(const redisReply *r, long long *out)
-{
-    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 19)
-        return -1;
-    size_t i = r->str[0] == '-';
-    if (i == r->len || r->len - i > 18)
-        return -1;
-    long long v = 0;
-    for (; i < r->len; i++) {
-        if (r->str[i] < '0' || r->str[i] > '9')
-            return -1;
-        v = v * 10 + (r->str[i] - '0');
-    }
-    *out = r->str[0] == '-' ? -v : v;
-    return 0;
-}
-
 /* The stored value of the source's key in an HGETALL reply of the extra hash
  * is not the source's value (a stale entry of a cluster). */
 static int kv_differs(const convo_backend *b, const source *s, const redisReply *all)
@@ -426,8 +359,8 @@ static int take_row(list_state *st, const cand *cd, redisReply **r)
         return convo__rd_reply_error(m->type == REDIS_REPLY_ERROR ? m : r[R_LEN], NULL);
     /* the window: updated_at is what window_time() made of u (cd->score) */
     if (m->type != REDIS_REPLY_ARRAY || m->elements != 3 ||
-        parse_time(m->element[0], &created) ||
-        (s->window ? (updated = cd->score, 0) : parse_time(m->element[1], &updated))) {
+        convo__rd_parse_time(m->element[0], &created) ||
+        (s->window ? (updated = cd->score, 0) : convo__rd_parse_time(m->element[1], &updated))) {
         st->fix[st->nfix++] = (repair){cd->id, 1, s->kv != NULL};
         return 0;
     }
@@ -452,7 +385,7 @@ static int take_row(list_state *st, const cand *cd, redisReply **r)
     const char *last = NULL;
     size_t last_len = 0;
     if (st->o->with_last_message && r[R_LAST]->type != REDIS_REPLY_NIL)
-        rc = record_bytes(r[R_LAST], &last, &last_len);
+        rc = convo__rd_record_bytes(r[R_LAST], &last, &last_len);
     if (rc == 0 && convo__thread_page_add_row(st->p, cd->id, strlen(cd->id), created, updated,
                                               r[R_LEN]->integer, st->o->with_extra ? extra : NULL,
                                               extra_len, last, last_len) != 0)
@@ -738,24 +671,6 @@ typedef struct window_batch {
     int progressed;  /* a complete row after the position was met */
 } window_batch;
 
-/* created_at of a message record [created_at, role, bytes] from its first
- * bytes (a fixarray of 3, then an integer >= 0 as msgpack-c packs it), or 0. */
-static long long record_time(const redisReply *rec)
-{
-    static const unsigned char width[4] = {1, 2, 4, 8}; /* 0xcc .. 0xcf */
-    const unsigned char *p = (const unsigned char *)rec->str;
-    if (rec->type != REDIS_REPLY_STRING || rec->len < 2 || p[0] != 0x93)
-        return 0;
-    if (p[1] < 0x80)
-        return p[1];
-    if (p[1] < 0xcc || p[1] > 0xcf || rec->len < 2u + width[p[1] - 0xcc])
-        return 0;
-    unsigned long long v = 0;
-    for (unsigned i = 0; i < width[p[1] - 0xcc]; i++)
-        v = v << 8 | p[2 + i];
-    return v > INT64_MAX ? 0 : (long long)v;
-}
-
 /* A thread's updated_at from its rows: u, or its last record's created_at or
  * the time of its last rewrite inside the window (p, layout 7) when later, at
  * most u + WINDOW_US - 1 (docs/redis.md, "The activity window"); -1 when it
@@ -764,10 +679,10 @@ static long long window_time(const redisReply *meta, const redisReply *last)
 {
     long long c, t, p;
     if (meta->type != REDIS_REPLY_ARRAY || meta->elements != 3 ||
-        parse_time(meta->element[0], &c) || parse_time(meta->element[1], &t))
+        convo__rd_parse_time(meta->element[0], &c) || convo__rd_parse_time(meta->element[1], &t))
         return -1;
-    long long at = record_time(last);
-    if (parse_time(meta->element[2], &p) == 0 && p > at)
+    long long at = convo__rd_record_time(last);
+    if (convo__rd_parse_time(meta->element[2], &p) == 0 && p > at)
         at = p;
     if (at > t)
         t = at < t + WINDOW_US - 1 ? at : t + WINDOW_US - 1;
@@ -959,30 +874,48 @@ static int send_guessed(list_state *st, cmd *q, redisReply **r, guessed *g, conv
     return rc;
 }
 
-/* The rows of l from the guess when it holds every candidate (*used set):
- * read after the candidates, as read_rows() would. */
+/* The rows of l from the guess (read after the candidates, as read_rows()
+ * would), those of candidates not guessed read in one more round trip; *used
+ * is set when the guess served (some candidate was guessed), *all when it
+ * was l exactly. */
 static int rows_guessed(list_state *st, cand_list *l, guessed *g, size_t want, window_batch *w,
-                        int *used, convo_error *err)
+                        int *used, int *all, convo_error *err)
 {
-    *used = 0;
-    redisReply **r = calloc(l->n * R_PER + 1, sizeof *r);
-    if (!r)
-        return convo__rd_oom(err);
-    size_t j = 0;
-    for (size_t i = 0; i < l->n; i++) {
+    size_t n = l->n, j = 0, nm = 0, nf = 0;
+    redisReply **r = calloc(n * R_PER + 1, sizeof *r), **rr = calloc(n * R_PER + 1, sizeof *rr);
+    size_t *at = calloc(n * R_PER + 1, sizeof *at);
+    cand_list miss = {calloc(n + 1, sizeof(cand)), 0, n}; /* the ids are l's */
+    size_t *slot = calloc(n + 1, sizeof *slot);          /* a missed one's place in l */
+    rd_arena *arena = convo__rd_arena_new();
+    int rc = r && rr && at && miss.c && slot && arena ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         if (j >= g->n || strcmp(g->id[j], l->c[i].id) != 0) /* mostly in the same order */
             for (j = 0; j < g->n && strcmp(g->id[j], l->c[i].id) != 0; j++)
                 ;
-        if (j == g->n) { /* a candidate not guessed: read_rows() reads them all */
-            free(r);
-            return 0;
+        if (j == g->n) { /* not guessed: read below */
+            slot[nm] = i;
+            miss.c[nm++] = l->c[i];
+            continue;
         }
         for (size_t x = 0; x < R_PER; x++)
             r[i * R_PER + x] = g->at[j * R_PER + x] == SIZE_MAX ? NULL : g->rr[g->at[j * R_PER + x]];
         j++;
     }
-    *used = 1;
-    int rc = rows_take(st, l, r, want, window_take, w, err);
+    miss.n = nm;
+    *used = rc == 0 && nm < n;
+    *all = *used && nm == 0 && n == g->n;
+    if (*used && nm > 0)
+        rc = rows_one_server(st, &miss, at, rr, arena, &nf, err);
+    for (size_t k = 0; *used && rc == 0 && k < nm; k++)
+        for (size_t x = 0; x < R_PER; x++)
+            r[slot[k] * R_PER + x] = at[k * R_PER + x] == SIZE_MAX ? NULL : rr[at[k * R_PER + x]];
+    if (*used && rc == 0)
+        rc = rows_take(st, l, r, want, window_take, w, err);
+    convo__rd_arena_free(arena);
+    free(slot);
+    free(miss.c);
+    free(at);
+    free(rr);
     free(r);
     return rc;
 }
@@ -1105,7 +1038,7 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
     cand_list l = {0};
     guessed g = {0};
     position at = {pos->set, pos->time, pos->id}; /* the batch's key (pos moves) */
-    int done = 0, used = 0;
+    int done = 0, used = 0, all = 0;
     int rc = guess_take(st, pos, *k, &g, err);
     if (rc == 0 && (at.id = pos->id ? strdup(pos->id) : NULL) == NULL && pos->id)
         rc = convo__rd_oom(err);
@@ -1114,10 +1047,10 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
     if (rc == 0 && !done)
         rc = window_script(st, pos, *k, &w, &l, err);
     if (rc == 0 && l.n > 0 && done && g.n)
-        rc = rows_guessed(st, &l, &g, want, &w, &used, err);
+        rc = rows_guessed(st, &l, &g, want, &w, &used, &all, err);
     if (rc == 0 && l.n > 0 && !used)
         rc = read_rows(st, &l, want, window_take, &w, err);
-    if (rc == 0 && l.n > 0 && !(used && l.n == g.n))
+    if (rc == 0 && l.n > 0 && !all)
         guess_keep(st, &at, *k, &l);
     guessed_free(&g);
     free(at.id);

@@ -169,6 +169,9 @@ typedef struct rd_rows_req {
 } rd_rows_req;
 int convo__rd_rows_resp(const convo_backend *b, const char *const *ids, size_t n, int last,
                         rd_rows_req *out);
+int convo__rd_record_bytes(const redisReply *rec, const char **bytes, size_t *len);
+long long convo__rd_record_time(const redisReply *rec);
+int convo__rd_parse_time(const redisReply *r, long long *out);
 typedef struct rd_guess rd_guess;
 rd_guess *convo__rd_guess_new(void);
 void convo__rd_guess_free(rd_guess *g);

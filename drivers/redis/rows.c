@@ -6,7 +6,8 @@
  * that reads the candidates, so that a page read again whose candidates are
  * the same costs one round trip instead of two (docs/redis.md, "The thread
  * index", *The guess*). A guess is only ever used for rows read after the
- * candidates; list.c takes a guessed row only for a candidate it read. */
+ * candidates; list.c takes a guessed row only for a candidate it read. And
+ * the times and last record of a row's replies, read in place. */
 #include "redis_int.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -92,6 +93,93 @@ int convo__rd_rows_resp(const convo_backend *b, const char *const *ids, size_t n
     out->len = q.len;
     out->ncmds = nc;
     return 0;
+}
+
+/* ---- a row's replies read in place ---- */
+
+/* The length of the msgpack header at p[0..n) of a str or bin (kinds 1 and
+ * 2: which are allowed) and its payload's length; 0 when it is neither. */
+static size_t blob_head(const unsigned char *p, size_t n, int kinds, size_t *len)
+{
+    size_t w;
+    if (n >= 1 && (kinds & 1) && p[0] >= 0xa0 && p[0] <= 0xbf) {
+        *len = p[0] & 0x1f;
+        return 1;
+    }
+    if (n >= 1 && (kinds & 1) && p[0] >= 0xd9 && p[0] <= 0xdb)
+        w = (size_t)1 << (p[0] - 0xd9);
+    else if (n >= 1 && (kinds & 2) && p[0] >= 0xc4 && p[0] <= 0xc6)
+        w = (size_t)1 << (p[0] - 0xc4);
+    else
+        return 0;
+    if (n < 1 + w)
+        return 0;
+    size_t v = 0;
+    for (size_t i = 0; i < w; i++)
+        v = v << 8 | p[1 + i];
+    *len = v;
+    return 1 + w;
+}
+
+/* The bytes of a message record [created_at, role, bytes], read from its
+ * msgpack headers in place (msgpack_unpack_next() made a zone, a malloc, for
+ * each row's last message). */
+int convo__rd_record_bytes(const redisReply *rec, const char **bytes, size_t *len)
+{
+    static const unsigned char width[8] = {1, 2, 4, 8, 1, 2, 4, 8}; /* 0xcc .. 0xd3 */
+    const unsigned char *p = (const unsigned char *)rec->str;
+    size_t n = rec->type == REDIS_REPLY_STRING ? rec->len : 0, at = 2, h, l;
+    if (n < 2 || p[0] != 0x93)
+        return CONVO_ECORRUPT;
+    if (p[1] >= 0xcc && p[1] <= 0xd3)
+        at += width[p[1] - 0xcc];
+    else if (p[1] >= 0x80 && p[1] < 0xe0) /* not a fixint */
+        return CONVO_ECORRUPT;
+    if (at > n || !(h = blob_head(p + at, n - at, 1, &l)) || l > n - at - h)
+        return CONVO_ECORRUPT;
+    at += h + l;
+    if (!(h = blob_head(p + at, n - at, 3, &l)) || l > n - at - h)
+        return CONVO_ECORRUPT;
+    *bytes = (const char *)p + at + h;
+    *len = l;
+    return 0;
+}
+
+/* A time as the scripts write it: decimal digits, at most 18 (µs until the
+ * year 33658), an optional '-' first. */
+int convo__rd_parse_time(const redisReply *r, long long *out)
+{
+    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 19)
+        return -1;
+    size_t i = r->str[0] == '-';
+    if (i == r->len || r->len - i > 18)
+        return -1;
+    long long v = 0;
+    for (; i < r->len; i++) {
+        if (r->str[i] < '0' || r->str[i] > '9')
+            return -1;
+        v = v * 10 + (r->str[i] - '0');
+    }
+    *out = r->str[0] == '-' ? -v : v;
+    return 0;
+}
+
+/* created_at of a message record [created_at, role, bytes] from its first
+ * bytes (a fixarray of 3, then an integer >= 0 as msgpack-c packs it), or 0. */
+long long convo__rd_record_time(const redisReply *rec)
+{
+    static const unsigned char width[4] = {1, 2, 4, 8}; /* 0xcc .. 0xcf */
+    const unsigned char *p = (const unsigned char *)rec->str;
+    if (rec->type != REDIS_REPLY_STRING || rec->len < 2 || p[0] != 0x93)
+        return 0;
+    if (p[1] < 0x80)
+        return p[1];
+    if (p[1] < 0xcc || p[1] > 0xcf || rec->len < 2u + width[p[1] - 0xcc])
+        return 0;
+    unsigned long long v = 0;
+    for (unsigned i = 0; i < width[p[1] - 0xcc]; i++)
+        v = v << 8 | p[2 + i];
+    return v > INT64_MAX ? 0 : (long long)v;
 }
 
 /* ---- the guess ---- */
