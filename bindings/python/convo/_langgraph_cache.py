@@ -540,7 +540,7 @@ class MessageCache:
         with self._lock:
             if self._threads.get(thread_id) is not entry:
                 return      # dropped or replaced meanwhile
-            held = entry.held
+            held, kept_texts, kept_snaps = entry.held, entry.texts, entry.snaps
             for seq, text, item, snap in zip(seqs, texts, items, snaps):
                 from_template = type(snap) is not tuple and type(snap) is not str
                 w = item.__pydantic_fields_set__ if from_template else None
@@ -563,7 +563,12 @@ class MessageCache:
                     pass
                 if self._count >= self.limit:
                     return
-                self._keep(entry, seq, text, item, snap, watching)
+                # _keep inline (a seq not held is in no other table): a call a message less
+                kept_texts[seq] = text
+                kept_snaps[seq] = snap
+                if not watching:
+                    entry.fieldwise.add(seq)
+                held[seq] = item
                 self._count += 1
             entry.extend()
 
