@@ -334,7 +334,7 @@ START_TEST(test_index_keys_declared_late)
     ck_assert_int_eq(convo_save_extra(s, "c", "{\"user_id\":\"u2\"}", &err), 0);
     ck_assert_int_eq(convo_save_extra(s, "d", "{\"user_id\":1}", &err), 0);
     ck_assert_int_eq(convo_save_extra(s, "e", "{\"user_id\":\"u1\",\"x\":true}", &err), 0);
-    /* this store read no keys at open: the GIN index serves it meanwhile */
+    /* this store declared no keys: its first page reads the ones recorded by then */
     convo_store *late = open_keys(schema_url(name, NULL), odd);
     assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 10, "e a");
     convo_close(s);
@@ -374,6 +374,43 @@ START_TEST(test_index_keys_declared_late)
                   "%s", err.message);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".indexed_keys", schema_name(name));
     ck_assert_int_eq(query_long(pg, sql), 2);
+    PQfinish(pg);
+    drop_schema(name);
+}
+END_TEST
+
+/* An opener that declares no keys runs no index_keys.sql at open (a saver that
+ * lists no threads pays nothing for the index): its first page reads the
+ * recorded keys, and a page that could not read them fails and leaves the next
+ * one to try again. One that declares keys records or checks them at open. */
+START_TEST(test_index_keys_read_by_the_first_page)
+{
+    const char *name = "ixfirst";
+    convo_store *s = open_keys(schema_url(name, NULL), USER_ID);
+    convo_error err;
+    ck_assert_int_eq(convo_save_extra(s, "a", "{\"user_id\":\"u1\"}", &err), 0);
+    ck_assert_int_eq(convo_save_extra(s, "b", "{\"user_id\":\"u2\"}", &err), 0);
+    convo_close(s);
+    PGconn *pg = admin();
+    const char *revoke = "REVOKE EXECUTE ON FUNCTION @S.index_keys(text[]) FROM PUBLIC, CURRENT_USER";
+    exec_in_schema(pg, schema_name(name), revoke);
+    s = open_ok(schema_url(name, NULL)); /* failed here when the keys were read at open */
+    convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+    o.where_json = "{\"user_id\":\"u1\"}";
+    convo_thread_page *page = NULL;
+    ck_assert_int_ne(convo_thread_list_ex(s, &o, &page, &err), 0);
+    ck_assert_ptr_null(page);
+    ck_assert_msg(strcmp(err.backend_code, "42501") == 0, "%s %s", err.backend_code, err.message);
+    convo_store_opts so = CONVO_STORE_OPTS_INIT;
+    so.indexed_keys = USER_ID;
+    convo_store *declaring = NULL;
+    ck_assert_int_ne(convo_open_ex(&declaring, schema_url(name, NULL), &so, &err), 0);
+    ck_assert_ptr_null(declaring);
+    exec_in_schema(pg, schema_name(name),
+                   "GRANT EXECUTE ON FUNCTION @S.index_keys(text[]) TO PUBLIC, CURRENT_USER");
+    assert_page(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0, 10, "a");
+    assert_page(s, NULL, CONVO_ORDER_ID, 0, 10, "a b");
+    convo_close(s);
     PQfinish(pg);
     drop_schema(name);
 }
@@ -832,6 +869,7 @@ void postgres_add_index_tests(Suite *s)
     tcase_add_test(tc, test_index_plans);
     tcase_add_test(tc, test_index_page_reads_only_the_page);
     tcase_add_test(tc, test_index_keys_declared_late);
+    tcase_add_test(tc, test_index_keys_read_by_the_first_page);
     tcase_add_test(tc, test_index_declaration_waits_for_writers);
     tcase_add_test(tc, test_index_skips_expired_staged_deleted);
     tcase_add_test(tc, test_index_cursor_time_out_of_range);

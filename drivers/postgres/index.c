@@ -159,26 +159,54 @@ static int make_shapes(convo_backend *b, PGconn *pg, convo_error *err)
     return rc ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory") : 0;
 }
 
+/* The keys and shapes dropped (a failed read leaves none half made). */
+static void index_forget(convo_backend *b)
+{
+    for (int s = 0; s < LIST_SHAPES; s++) {
+        free(b->list_sql[s]);
+        b->list_sql[s] = NULL;
+    }
+    for (size_t k = 0; b->keys && b->keys[k]; k++)
+        free(b->keys[k]);
+    free(b->keys);
+    b->keys = NULL;
+    b->nkeys = 0;
+}
+
+/* index_keys.sql and the shapes, once (under index_lock). */
+static int index_read(convo_backend *b, convo_error *err)
+{
+    pthread_mutex_lock(&b->index_lock);
+    int rc = 0;
+    if (!b->index_read) {
+        pg_conn *c;
+        rc = convo__pg_conn_get(b, &c, err);
+        if (rc == 0) {
+            rc = read_keys(b, c->pg, err);
+            if (rc == 0)
+                rc = make_shapes(b, c->pg, err);
+            convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
+        }
+        if (rc == 0)
+            b->index_read = 1;
+        else
+            index_forget(b);
+    }
+    pthread_mutex_unlock(&b->index_lock);
+    return rc;
+}
+
+/* An opener that declares keys records or checks them now (CV400 at open when
+ * they differ); one that declares none has the recorded ones read by its first
+ * page: a store that lists no threads (a saver) runs no index_keys.sql. */
 int convo__pg_index_open(convo_backend *b, convo_error *err)
 {
-    pg_conn *c;
-    int rc = convo__pg_conn_get(b, &c, err);
-    if (rc != 0)
-        return rc;
-    rc = read_keys(b, c->pg, err);
-    if (rc == 0)
-        rc = make_shapes(b, c->pg, err);
-    convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
-    return rc;
+    return b->limits.indexed_keys ? index_read(b, err) : 0;
 }
 
 void convo__pg_index_close(convo_backend *b)
 {
-    for (int s = 0; s < LIST_SHAPES; s++)
-        free(b->list_sql[s]);
-    for (size_t k = 0; b->keys && b->keys[k]; k++)
-        free(b->keys[k]);
-    free(b->keys);
+    index_forget(b);
 }
 
 /* ---- a page ---- */
@@ -262,13 +290,16 @@ int convo__pg_thread_list_ex(convo_backend *b, const convo_thread_list_opts *o, 
                              const convo_thread_cursor *after, convo_thread_page **out,
                              convo_error *err)
 {
+    int rc = index_read(b, err);
+    if (rc != 0)
+        return rc;
     int key = where ? where_key(b, where) : -1, shape = o->order * 2 + o->reverse;
     if (key >= 0 && o->order == CONVO_ORDER_RECENT)
         shape = LIST_KEY_SHAPE(key, o->reverse);
     else if (where)
         shape += 6;
     list_params p;
-    int rc = list_params_init(&p, o, where, after, err);
+    rc = list_params_init(&p, o, where, after, err);
     PGresult *r;
     if (rc == 0)
         rc = convo__pg_run_list(b, shape, p.values, p.lens, &r, err);

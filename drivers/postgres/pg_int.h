@@ -6,6 +6,7 @@
 
 #include <convo/driver.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdint.h>
 
 /* PostgreSQL timestamps count microseconds from 2000-01-01, not 1970-01-01. */
@@ -60,6 +61,10 @@ struct convo_backend {
     char *list_sql[LIST_SHAPES]; /* NULL: a shape this store has not (no such key) */
     char **keys;                 /* the recorded index keys, sorted; NULL-terminated */
     size_t nkeys;
+    /* keys and list_sql are read once (index.c): at open when the opener declares
+     * keys, else by the first page, under index_lock */
+    pthread_mutex_t index_lock;
+    int index_read;
     convo_limits limits;
     char ttl_interval[16]; /* ttl=S as a binary interval parameter */
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */

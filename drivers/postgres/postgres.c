@@ -80,6 +80,7 @@ static void pg_close(convo_backend *b)
         return;
     convo__pool_free(b->pool);
     convo__pg_index_close(b);
+    pthread_mutex_destroy(&b->index_lock);
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
     free(b->conninfo);
@@ -128,6 +129,7 @@ static int pg_open(convo_backend **out, convo_url *url, const convo_limits *limi
     if (!b)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     b->limits = *limits;
+    pthread_mutex_init(&b->index_lock, NULL);
     int rc = setup(b, url, err);
     if (rc == 0)
         rc = convo__pg_migrate(b, err);
