@@ -157,7 +157,12 @@ START_TEST(test_appends_leave_the_extra_alone)
     long cold = query_long(pg, sql);
     printf("postgres: %d appends in about %ld s: %ld updates of threads not HOT\n", N, seconds,
            cold);
-    ck_assert_int_le(cold, seconds + 2); /* + the save_extra's claim */
+    /* one update leaving its page a second (the activity window), + the
+     * save_extra's claim; and a few more where the page was full because
+     * pruning was held back by another session's snapshot (autovacuum's
+     * analyze on a loaded machine: seen once as 4 against a bound of 3).
+     * Every append not HOT would be N. */
+    ck_assert_int_le(cold, seconds + 6);
     snprintf(sql, sizeof sql,
              "SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE schemaname = '%s'"
              " AND relname = 'thread_extra'", schema_name("hot"));
