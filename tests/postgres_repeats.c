@@ -51,6 +51,34 @@ static void reads_back(const convo_checkpoint *cp, const char *const v[4])
     }
 }
 
+/* A listing of each one channel (list opts v5 only_channel:
+ * checkpoint_list_channel.sql) reads the same versions and values: thread t's
+ * checkpoints newest first with versions vs[k] (n of them). */
+static void only_reads_back(convo_store *s, const char *const (*vs)[4], size_t n)
+{
+    const char *names[4] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < 4; i++) {
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        o.only_channel = names[i];
+        convo_checkpoint_set *set = NULL;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+        ck_assert_uint_eq(convo_checkpoint_set_count(set), n);
+        for (size_t k = 0; k < n; k++) {
+            const convo_checkpoint *cp = convo_checkpoint_set_get(set, k);
+            const char *ver = NULL;
+            convo_blob x;
+            ck_assert_uint_eq(convo_checkpoint_channel_count(cp), 1);
+            ck_assert_str_eq(convo_checkpoint_channel(cp, 0, &ver, &x), names[i]);
+            ck_assert_str_eq(ver, vs[k][i]);
+            ck_assert_msg(x.type && x.len == 3 && ((const char *)x.bytes)[1] == 'A' + (int)i,
+                          "%s: no value", names[i]);
+        }
+        convo_checkpoint_set_free(set);
+    }
+}
+
 static void get_reads_back(convo_store *s, const char *id, const char *const v[4])
 {
     convo_checkpoint *cp = NULL;
@@ -106,6 +134,9 @@ START_TEST(test_repeats_stored_once)
     reads_back(convo_checkpoint_set_get(set, 1), v1);
     reads_back(convo_checkpoint_set_get(set, 2), v1);
     convo_checkpoint_set_free(set);
+    const char *const newest_first[3][4] = {{"7", "8", "7", "8"}, {"7", "7", "7", "x-9"},
+                                            {"7", "7", "7", "x-9"}};
+    only_reads_back(s, newest_first, 3);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 2, &err), 0);
     get_reads_back(s, UUID_B, v1);
     PQfinish(pg);
@@ -153,6 +184,13 @@ START_TEST(test_corrupt_third_form)
         o.thread_id = "t";
         convo_checkpoint_set *set = NULL;
         ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), CONVO_ECORRUPT);
+        /* one channel's listing checks the row's lengths too */
+        for (char c = 'a'; c <= 'd'; c++) {
+            const char only[2] = {c, 0};
+            o.only_channel = only;
+            ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), CONVO_ECORRUPT);
+            ck_assert_ptr_null(set);
+        }
         convo_checkpoint_set_free(set);
         PQfinish(pg);
         convo_close(s);

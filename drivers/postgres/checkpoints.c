@@ -557,7 +557,10 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
             lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
     convo_error e = {0}; /* the SQLSTATE even when err is NULL */
-    int rc = convo__pg_run_stored(b, ST_CP_LIST, values, lens, &r, &e);
+    /* only_channel: a statement of its own that reads that channel alone
+     * (checkpoint_list_channel.sql), cheaper to plan and to run */
+    int rc = convo__pg_run_stored(b, o->only_channel ? ST_CP_LIST_CHANNEL : ST_CP_LIST, values,
+                                  lens, &r, &e);
     /* the core checked the filter: 22P02 is a stored metadata text (v36) that
      * meta_jsonb() cannot read as JSON */
     if (rc != 0 && o->filter_json && strcmp(e.backend_code, "22P02") == 0)
