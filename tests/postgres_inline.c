@@ -231,6 +231,38 @@ START_TEST(test_corrupt_vals_are_ecorrupt)
         convo_checkpoint_set *set = NULL;
         rc = convo_checkpoint_list(s, &o, &set, &err);
         ck_assert_msg(rc == CONVO_ECORRUPT, "list with vals %s: %d", bad[i], rc);
+        /* one channel's listing (checkpoint_list_channel.sql) checks the row */
+        for (char c = 'a'; c <= 'c'; c++) {
+            const char only[2] = {c, 0};
+            o.only_channel = only;
+            rc = convo_checkpoint_list(s, &o, &set, &err);
+            ck_assert_msg(rc == CONVO_ECORRUPT, "list of %s with vals %s: %d", only, bad[i], rc);
+        }
+    }
+    /* good again: each channel's listing reads its value */
+    snprintf(sql, sizeof sql, "UPDATE @S.checkpoints SET vals = '\\x%s'", good);
+    exec_in_schema(pg, schema, sql);
+    const char *want[3] = {"\"x\"", "yy", NULL};
+    for (int k = 0; k < 3; k++) {
+        const char only[2] = {(char)('a' + k), 0};
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        o.only_channel = only;
+        convo_checkpoint_set *set = NULL;
+        convo_error err;
+        ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, 0);
+        ck_assert_uint_eq(convo_checkpoint_channel_count(cp), 1);
+        const char *ver;
+        convo_blob v;
+        ck_assert_str_eq(convo_checkpoint_channel(cp, 0, &ver, &v), only);
+        if (want[k])
+            ck_assert_msg(v.type && v.len == strlen(want[k]) &&
+                          memcmp(v.bytes, want[k], v.len) == 0, "%s: %.*s", only,
+                          (int)v.len, (const char *)v.bytes);
+        else
+            ck_assert_ptr_null(v.type);
+        convo_checkpoint_set_free(set);
     }
     free(good);
     PQfinish(pg);

@@ -107,7 +107,13 @@ one AS (
                                     - CASE WHEN g.q < g.p THEN g.lens[g.q] ELSE 0 END + 1
                                FOR g.lens[g.q])
                 ELSE int4send(get_byte(g.versions, -1)) END AS ver,
-           CASE WHEN g.vals IS NULL OR g.t = 0 THEN NULL ELSE g.t END AS type,
+           -- the type is always read (the value only when it is not NULL): it
+           -- carries the row's check
+           CASE WHEN g.vals IS NULL THEN NULL
+                WHEN g.h + (4 + g.lw) * g.n + g.vtotal <> octet_length(g.vals) OR g.t < 0
+                     OR (g.t = 0 AND g.vlen <> 0)
+                THEN get_byte(g.vals, -1)
+                WHEN g.t = 0 THEN NULL ELSE g.t END AS type,
            CASE WHEN g.vals IS NULL THEN NULL
                 WHEN g.h + (4 + g.lw) * g.n + g.vtotal <> octet_length(g.vals) OR g.t < 0
                      OR (g.t = 0 AND g.vlen <> 0)
