@@ -98,7 +98,7 @@ agg AS (
                     FROM generate_series(1, o.n) AS g(i)) l) a),
 -- the version (a repeated one: the bytes of q's) and the value, as
 -- channel_vals() reads them
-one AS (
+one AS MATERIALIZED (  -- (each expression once, not again in the joins below)
     SELECT g.r, g.tid, g.checkpoint_ns, g.chn,
            CASE WHEN g.w IN (1, 2, 4) AND 1 + g.vw * g.n + g.total = octet_length(g.versions)
                      AND g.q IS NOT NULL
@@ -141,7 +141,39 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        $8::text, w.idx, NULL,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s CROSS JOIN ch CROSS JOIN LATERAL unnest(s.writes) AS e
-  CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
+  -- write_fields()'s reading of the three forms (migrate-39.sql) written out
+  -- here: called in FROM it is not inlined, and its SQL-function call per
+  -- element was most of this statement's time (0.26 ms each, 100 of them);
+  -- the same checks (another first byte, an element shorter than its header
+  -- or its task id, NULL: get_byte(.., -1), 2202E)
+  CROSS JOIN LATERAL (
+      SELECT CASE WHEN y.s THEN ((get_byte(e, 1) << 8) | get_byte(e, 2))
+                                - CASE WHEN get_byte(e, 1) >= 128 THEN 65536 ELSE 0 END
+                  ELSE ('x' || encode(substring(e FROM y.o + 1 FOR 8), 'hex'))::bit(64)::bigint
+             END AS idx,
+             CASE WHEN y.s THEN (get_byte(e, 3) << 8) | get_byte(e, 4)
+                  ELSE ('x' || encode(substring(e FROM y.o + 9 FOR 4), 'hex'))::bit(32)::integer
+             END AS task_path,
+             CASE WHEN y.s THEN (get_byte(e, 7) << 8) | get_byte(e, 8)
+                  ELSE ('x' || encode(substring(e FROM y.o + 17 FOR 4), 'hex'))::bit(32)::integer
+             END AS type,
+             substring(e FROM y.h + 1 FOR y.tlen) AS task_id,
+             substring(e FROM y.h + 1 + y.tlen) AS value
+        FROM (SELECT x.s, x.o, x.h,
+                     CASE WHEN x.ok AND x.len >= 0 AND x.h + x.len <= octet_length(e)
+                          THEN x.len ELSE get_byte(coalesce(e, '\x'::bytea), -1) END AS tlen
+                FROM (SELECT f.b = 1 AS s, CASE WHEN f.b = 2 THEN 1 ELSE 0 END AS o,
+                             CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25 ELSE 24 END AS h,
+                             f.b IN (0, 1, 2, 255)
+                             AND octet_length(e) >= CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25
+                                                            ELSE 24 END AS ok,
+                             CASE WHEN f.b = 1 AND octet_length(e) >= 10 THEN get_byte(e, 9)
+                                  WHEN f.b = 1 THEN -1
+                                  ELSE ('x' || encode(substring(e FROM CASE WHEN f.b = 2 THEN 22
+                                                                            ELSE 21 END FOR 4),
+                                                      'hex'))::bit(32)::integer END AS len
+                        FROM (SELECT CASE WHEN octet_length(e) > 0 THEN get_byte(e, 0) END AS b)
+                             f) x) y) w
  -- an element of another channel (v39: bytes 6-7 of the short form, 14-17 of
  -- the long one; v30's form: 13-16) is not decoded; a short, empty, NULL or
  -- unknown one is (it may have been of this channel), and write_fields() says
