@@ -38,20 +38,34 @@ static void write1(convo_store *s, const char *task, int64_t idx, const char *va
 }
 
 /* The writes of UUID_A as "task-length idx value;" in the library's order;
- * rc of the get (the text is empty when it fails). */
-static int writes_of(convo_store *s, char *out, size_t size)
+ * rc of the get (the text is empty when it fails). With only, read by a
+ * listing of the channel (list opts v5 only_channel:
+ * checkpoint_list_channel.sql reads the elements itself). */
+static int writes_read(convo_store *s, char *out, size_t size, int only)
 {
     convo_checkpoint *cp = NULL;
+    convo_checkpoint_set *set = NULL;
     convo_error err;
     out[0] = '\0';
-    int rc = convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err);
+    int rc;
+    if (only) {
+        convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+        o.thread_id = "t";
+        o.only_channel = "messages";
+        rc = convo_checkpoint_list(s, &o, &set, &err);
+        if (rc == 0)
+            ck_assert_uint_eq(convo_checkpoint_set_count(set), 1);
+    } else {
+        rc = convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err);
+    }
     if (rc != 0)
         return rc;
-    for (size_t i = 0; i < convo_checkpoint_write_count(cp); i++) {
+    const convo_checkpoint *c = only ? convo_checkpoint_set_get(set, 0) : cp;
+    for (size_t i = 0; i < convo_checkpoint_write_count(c); i++) {
         const char *path = NULL, *channel = NULL;
         int64_t idx = 0;
         convo_blob v;
-        const char *task = convo_checkpoint_write(cp, i, &path, &idx, &channel, &v);
+        const char *task = convo_checkpoint_write(c, i, &path, &idx, &channel, &v);
         ck_assert_str_eq(path, "~p");
         ck_assert_str_eq(channel, "messages");
         size_t at = strlen(out);
@@ -59,7 +73,20 @@ static int writes_of(convo_store *s, char *out, size_t size)
                  (const char *)v.bytes);
     }
     convo_checkpoint_free(cp);
+    convo_checkpoint_set_free(set);
     return 0;
+}
+
+/* The same text by a get and by the channel's listing (rc of both). */
+static int writes_of(convo_store *s, char *out, size_t size)
+{
+    char *listed = malloc(size);
+    ck_assert_ptr_nonnull(listed);
+    int rc = writes_read(s, out, size, 0), lrc = writes_read(s, listed, size, 1);
+    ck_assert_msg(lrc == rc, "get %d, listing of the channel %d", rc, lrc);
+    ck_assert_str_eq(listed, out);
+    free(listed);
+    return rc;
 }
 
 /* The first byte and length of each element of UUID_A's writes, "b:len,...". */
