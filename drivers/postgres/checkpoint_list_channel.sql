@@ -52,8 +52,10 @@ sel AS (
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x),
 -- the channel's number (none: no checkpoint lists it or writes to it)
 ch AS (SELECT (SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text) AS num),
--- the channel's place p in each row's set of n channels, and the forms
-pos AS (
+-- the channel's place p in each row's set of n channels, and the forms (this
+-- and the next MATERIALIZED: their expressions are not copied into the later
+-- ones' by the planner, which planned the statement in 2.9 ms warm, 2.2 so)
+pos AS MATERIALIZED (
     SELECT s.r, s.tid, s.checkpoint_ns, s.versions, s.vals, ch.num AS chn, p.p, p.n,
            get_byte(s.versions, 0) AS w,
            CASE get_byte(s.versions, 0) WHEN 4 THEN 4 ELSE 1 END AS vw,
@@ -67,7 +69,7 @@ pos AS (
      WHERE p.p IS NOT NULL),
 -- over the row's channels: the versions' and values' lengths before p and in
 -- all, the last channel at or before p whose version is written out (q)
-agg AS (
+agg AS MATERIALIZED (
     SELECT o.*, a.total, a.pre, a.q, a.lens, a.vtotal, a.vpre, a.vlen,
            CASE WHEN o.vals IS NULL THEN 0
                 ELSE (get_byte(o.vals, o.h + 4 * o.p - 4) << 24)
@@ -121,7 +123,59 @@ one AS MATERIALIZED (  -- (each expression once, not again in the joins below)
                 WHEN g.t = 0 THEN NULL
                 ELSE substring(g.vals FROM g.h + (4 + g.lw) * g.n + g.vpre + 1 FOR g.vlen) END
                AS value
-      FROM agg g)
+      FROM agg g),
+-- the channel's write elements (an element of another channel, by its
+-- channel bytes: v39 bytes 6-7 of the short form, 14-17 of the long one, v30's
+-- form 13-16, is not decoded; a short, empty, NULL or unknown one is: it may
+-- have been of this channel, and the checks below say it is corrupt), then
+-- write_fields()'s reading of the three forms (migrate-39.sql) written out:
+-- write_fields() in FROM is not inlined, and its SQL-function call per
+-- element was most of the statement's time (0.26 ms each, 100 of them); each
+-- level MATERIALIZED so that the planner does not copy one level's
+-- expressions into the next (a plan of this statement took 2.9 ms warm, 2.2
+-- with them)
+we AS MATERIALIZED (
+    SELECT s.r, e, CASE WHEN octet_length(e) > 0 THEN get_byte(e, 0) END AS b
+      FROM sel s CROSS JOIN ch CROSS JOIN LATERAL unnest(s.writes) AS e
+     WHERE e IS NULL
+        OR CASE WHEN octet_length(e) = 0 THEN true
+                WHEN get_byte(e, 0) = 1
+                THEN octet_length(e) < 10 OR substring(e FROM 6 FOR 2) = substring(int4send(ch.num) FROM 3)
+                WHEN get_byte(e, 0) = 2
+                THEN octet_length(e) < 25 OR substring(e FROM 14 FOR 4) = int4send(ch.num)
+                WHEN get_byte(e, 0) IN (0, 255)
+                THEN octet_length(e) < 24 OR substring(e FROM 13 FOR 4) = int4send(ch.num)
+                ELSE true END),
+wx AS MATERIALIZED (
+    SELECT f.r, f.e, f.b = 1 AS s, CASE WHEN f.b = 2 THEN 1 ELSE 0 END AS o,
+           CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25 ELSE 24 END AS h,
+           f.b IN (0, 1, 2, 255)
+           AND octet_length(f.e) >= CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25 ELSE 24 END AS ok,
+           CASE WHEN f.b = 1 AND octet_length(f.e) >= 10 THEN get_byte(f.e, 9)
+                WHEN f.b = 1 THEN -1
+                ELSE ('x' || encode(substring(f.e FROM CASE WHEN f.b = 2 THEN 22 ELSE 21 END
+                                              FOR 4), 'hex'))::bit(32)::integer END AS len
+      FROM we f),
+wy AS MATERIALIZED (
+    SELECT x.r, x.e, x.s, x.o, x.h,
+           CASE WHEN x.ok AND x.len >= 0 AND x.h + x.len <= octet_length(x.e)
+                THEN x.len ELSE get_byte(coalesce(x.e, '\x'::bytea), -1) END AS tlen
+      FROM wx x),
+w AS (
+    SELECT y.r,
+           CASE WHEN y.s THEN ((get_byte(y.e, 1) << 8) | get_byte(y.e, 2))
+                              - CASE WHEN get_byte(y.e, 1) >= 128 THEN 65536 ELSE 0 END
+                ELSE ('x' || encode(substring(y.e FROM y.o + 1 FOR 8), 'hex'))::bit(64)::bigint
+           END AS idx,
+           CASE WHEN y.s THEN (get_byte(y.e, 3) << 8) | get_byte(y.e, 4)
+                ELSE ('x' || encode(substring(y.e FROM y.o + 9 FOR 4), 'hex'))::bit(32)::integer
+           END AS task_path,
+           CASE WHEN y.s THEN (get_byte(y.e, 7) << 8) | get_byte(y.e, 8)
+                ELSE ('x' || encode(substring(y.e FROM y.o + 17 FOR 4), 'hex'))::bit(32)::integer
+           END AS type,
+           substring(y.e FROM y.h + 1 FOR y.tlen) AS task_id,
+           substring(y.e FROM y.h + 1 + y.tlen) AS value
+      FROM wy y)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
        @S.id_text(s.parent_id), '{}', NULL::text, s.log_length, s.created_at, NULL, NULL::bytea
   FROM sel s
@@ -136,57 +190,11 @@ SELECT 1, u.r, NULL, NULL, NULL, $8::text, @S.ver_text(u.ver), NULL, NULL, NULL,
                         AND b.checkpoint_ns = u.checkpoint_ns
                         AND b.channel = u.chn AND b.version = u.ver LIMIT 1) v ON true
 UNION ALL
-SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
+SELECT 2, w.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
        $8::text, w.idx, NULL,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
-  FROM sel s CROSS JOIN ch CROSS JOIN LATERAL unnest(s.writes) AS e
-  -- write_fields()'s reading of the three forms (migrate-39.sql) written out
-  -- here: called in FROM it is not inlined, and its SQL-function call per
-  -- element was most of this statement's time (0.26 ms each, 100 of them);
-  -- the same checks (another first byte, an element shorter than its header
-  -- or its task id, NULL: get_byte(.., -1), 2202E)
-  CROSS JOIN LATERAL (
-      SELECT CASE WHEN y.s THEN ((get_byte(e, 1) << 8) | get_byte(e, 2))
-                                - CASE WHEN get_byte(e, 1) >= 128 THEN 65536 ELSE 0 END
-                  ELSE ('x' || encode(substring(e FROM y.o + 1 FOR 8), 'hex'))::bit(64)::bigint
-             END AS idx,
-             CASE WHEN y.s THEN (get_byte(e, 3) << 8) | get_byte(e, 4)
-                  ELSE ('x' || encode(substring(e FROM y.o + 9 FOR 4), 'hex'))::bit(32)::integer
-             END AS task_path,
-             CASE WHEN y.s THEN (get_byte(e, 7) << 8) | get_byte(e, 8)
-                  ELSE ('x' || encode(substring(e FROM y.o + 17 FOR 4), 'hex'))::bit(32)::integer
-             END AS type,
-             substring(e FROM y.h + 1 FOR y.tlen) AS task_id,
-             substring(e FROM y.h + 1 + y.tlen) AS value
-        FROM (SELECT x.s, x.o, x.h,
-                     CASE WHEN x.ok AND x.len >= 0 AND x.h + x.len <= octet_length(e)
-                          THEN x.len ELSE get_byte(coalesce(e, '\x'::bytea), -1) END AS tlen
-                FROM (SELECT f.b = 1 AS s, CASE WHEN f.b = 2 THEN 1 ELSE 0 END AS o,
-                             CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25 ELSE 24 END AS h,
-                             f.b IN (0, 1, 2, 255)
-                             AND octet_length(e) >= CASE f.b WHEN 1 THEN 10 WHEN 2 THEN 25
-                                                            ELSE 24 END AS ok,
-                             CASE WHEN f.b = 1 AND octet_length(e) >= 10 THEN get_byte(e, 9)
-                                  WHEN f.b = 1 THEN -1
-                                  ELSE ('x' || encode(substring(e FROM CASE WHEN f.b = 2 THEN 22
-                                                                            ELSE 21 END FOR 4),
-                                                      'hex'))::bit(32)::integer END AS len
-                        FROM (SELECT CASE WHEN octet_length(e) > 0 THEN get_byte(e, 0) END AS b)
-                             f) x) y) w
- -- an element of another channel (v39: bytes 6-7 of the short form, 14-17 of
- -- the long one; v30's form: 13-16) is not decoded; a short, empty, NULL or
- -- unknown one is (it may have been of this channel), and write_fields() says
- -- it is corrupt
- WHERE (e IS NULL
-        OR CASE WHEN octet_length(e) = 0 THEN true
-                WHEN get_byte(e, 0) = 1
-                THEN octet_length(e) < 10 OR substring(e FROM 6 FOR 2) = substring(int4send(ch.num) FROM 3)
-                WHEN get_byte(e, 0) = 2
-                THEN octet_length(e) < 25 OR substring(e FROM 14 FOR 4) = int4send(ch.num)
-                WHEN get_byte(e, 0) IN (0, 255)
-                THEN octet_length(e) < 24 OR substring(e FROM 13 FOR 4) = int4send(ch.num)
-                ELSE true END)
+  FROM w
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL
