@@ -240,7 +240,8 @@ int convo__rd_guess_get(rd_guess *g, const char *key, size_t klen, char **ids, s
     int rc = 0;
     pthread_mutex_lock(&g->mu);
     guess_slot *s = slot_of(g, key, klen);
-    if (s && (*ids = malloc(s->len)) != NULL) {
+    /* + 1: a guess of no candidates has len 0, and malloc(0) may return NULL */
+    if (s && (*ids = malloc(s->len + 1)) != NULL) {
         memcpy(*ids, s->ids, s->len);
         *n = s->n;
         s->used = ++g->clock;
