@@ -3,10 +3,8 @@
 -- checkpoint id of thread $6 and namespace $7), $4 metadata it contains, $5
 -- limit. Kind 9 says `before` names no checkpoint. put_seq is one order for
 -- the whole store, so `before` compares with every thread's.
--- Rows as in checkpoint_get.sql; only checkpoints of live threads. $8 a
--- channel name (list opts v5 only_channel; NULL: everything): each checkpoint
--- with that channel and its writes to it alone, metadata {} and no body; the
--- other channels' values and writes are neither looked up nor decoded.
+-- Rows as in checkpoint_get.sql; only checkpoints of live threads. A listing
+-- of one channel (list opts v5 only_channel) runs checkpoint_list_channel.sql.
 WITH bp AS (
     SELECT min(c.put_seq) AS p FROM @S.threads t
       JOIN @S.checkpoints c ON c.tid = t.tid
@@ -41,11 +39,8 @@ sel AS (
     SELECT x.*, row_number() OVER (ORDER BY x.thread_id, x.put_seq DESC) AS r
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x)
 SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id), CASE WHEN $8::text IS NULL THEN @S.meta_text(s.metadata) ELSE '{}' END,
-       NULL::text, s.log_length, s.created_at,
-       CASE WHEN $8::text IS NULL
-            THEN (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type) END,
-       CASE WHEN $8::text IS NULL THEN s.body END
+       @S.id_text(s.parent_id), @S.meta_text(s.metadata), NULL::text, s.log_length, s.created_at,
+       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
   FROM sel s
 UNION ALL
 SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
@@ -61,7 +56,6 @@ SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE
                       WHERE u.type IS NULL AND b.tid = s.tid
                         AND b.checkpoint_ns = s.checkpoint_ns
                         AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
- WHERE $8::text IS NULL OR u.ch = (SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text)
 UNION ALL
 SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
@@ -69,22 +63,6 @@ SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
   FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
   CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
- -- only_channel: an element of another channel (v39: bytes 6-7 of the short
- -- form, 14-17 of the long one; v30's form: 13-16) is not decoded; a short,
- -- empty, NULL or unknown one is (it may have been of this channel), and
- -- write_fields() says it is corrupt
- WHERE $8::text IS NULL OR e IS NULL
-    OR CASE WHEN octet_length(e) = 0 THEN true
-            WHEN get_byte(e, 0) = 1
-            THEN octet_length(e) < 10 OR substring(e FROM 6 FOR 2) = substring(int4send((
-                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text)) FROM 3)
-            WHEN get_byte(e, 0) = 2
-            THEN octet_length(e) < 25 OR substring(e FROM 14 FOR 4) = int4send((
-                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
-            WHEN get_byte(e, 0) IN (0, 255)
-            THEN octet_length(e) < 24 OR substring(e FROM 13 FOR 4) = int4send((
-                 SELECT n.num FROM @S.checkpoint_names n WHERE n.name = $8::text))
-            ELSE true END
 UNION ALL
 SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL

@@ -1,9 +1,9 @@
 -- checkpoint_list_channel.sql: checkpoint_list.sql for list opts v5
--- only_channel ($8, never NULL here: the driver runs checkpoint_list.sql
--- without it). Same parameters, same rows and order as checkpoint_list.sql
--- with $8 set: each checkpoint's id, parent, log length and time (metadata
--- {} and no body: neither is read), the one channel's version and value, its
--- pending writes. What the wide statement spent (py28k: ~50 ms of 3 fresh
+-- only_channel: its seven parameters and $8 the channel (never NULL: without
+-- one the driver runs checkpoint_list.sql). Rows and order as that
+-- statement's, for each checkpoint its id, parent, log length and time
+-- (metadata {} and no body: neither is read), the one channel's version and
+-- value, its pending writes to that channel. What the wide statement spent (py28k: ~50 ms of 3 fresh
 -- get_states decoding, ~40 ms planning it cold) is not spent here:
 --   * no channel_vals(): its window functions decoded every channel of every
 --     row (offsets of all versions and values) to keep one; here one

@@ -558,7 +558,8 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
     PGresult *r;
     convo_error e = {0}; /* the SQLSTATE even when err is NULL */
     /* only_channel: a statement of its own that reads that channel alone
-     * (checkpoint_list_channel.sql), cheaper to plan and to run */
+     * (checkpoint_list_channel.sql, $8), cheaper to plan and to run; the wide
+     * one takes the first seven values */
     int rc = convo__pg_run_stored(b, o->only_channel ? ST_CP_LIST_CHANNEL : ST_CP_LIST, values,
                                   lens, &r, &e);
     /* the core checked the filter: 22P02 is a stored metadata text (v36) that

@@ -33,7 +33,7 @@ static const struct {
     [ST_CP_WRITES] = {"convo_cp_writes", 10, SQL_CHECKPOINT_PUT_WRITES},
     [ST_CP_GET] = {"convo_cp_get", 3, SQL_CHECKPOINT_GET},
     [ST_CP_LATEST] = {"convo_cp_latest", 2, SQL_CHECKPOINT_LATEST},
-    [ST_CP_LIST] = {"convo_cp_list", 8, SQL_CHECKPOINT_LIST},
+    [ST_CP_LIST] = {"convo_cp_list", 7, SQL_CHECKPOINT_LIST},
     [ST_CP_PRUNE] = {"convo_cp_prune", 3, SQL_CHECKPOINT_PRUNE},
     [ST_IMPORT] = {"convo_import", 7, SQL_THREAD_IMPORT},
     [ST_SWEEP] = {"convo_sweep", 1, SQL_SWEEP},
