@@ -619,9 +619,13 @@ class _Reader:
             # the usual list: the log's first messages, those held left out of the
             # read, found at C speed, checked by their marks and taken with one slice
             prefix = entry.prefix
-            k = texts.count(None)
-            if k and k <= len(prefix) and texts[k - 1] is None and \
-                    texts[:k].count(None) == k and seqs[:k] == seq_range(k):
+            k = getattr(texts, "held", None)    # a LeftOut: its first k known as read
+            if k is None:
+                k = texts.count(None)
+                if not (k and texts[k - 1] is None and texts[:k].count(None) == k and
+                        seqs[:k] == seq_range(k)):
+                    k = 0
+            if k and k <= len(prefix):
                 changed = entry.first_changed(k)
                 if changed >= 0:
                     self.cache._drop(entry, self.thread_id, changed)

@@ -389,15 +389,16 @@ class _Known:
         self.idless = _idless(self.head) if idless is None else idless
 
     @classmethod
-    def read(cls, items, seqs, generation, before=None):
+    def read(cls, items, seqs, generation, before=None, held=0):
         """From a resolved list: its items and the seq of each (-1: inline).
         before: what a put of the same checkpoint told us (its id-less positions
-        hold for the items read back)."""
+        hold for the items read back); held: seqs[:held] are known to be 0, 1, ...
+        (the items a read left out), so only the others are looked at."""
         n = len(seqs)
-        if seqs == seq_range(n):
+        k = min(held, n)    # seqs[:held] known to be 0..held-1 (a LeftOut read)
+        if not k and seqs == seq_range(n):
             k = n
         else:
-            k = 0
             while k < n and seqs[k] == k:
                 k += 1
         idless = None
@@ -755,7 +756,8 @@ class MessageChannels:
             values[c.name] = value
             if isinstance(c.value, Items) and c.value.key is None:
                 known[c.name] = _Known.read(values[c.name], c.value.seqs, checkpoint.generation,
-                                            before.get(c.name))
+                                            before.get(c.name),
+                                            getattr(c.value.items, "held", 0))
         if known:
             self._remember(key, known)
         self.delta.learn_read(key, checkpoint, self.names)

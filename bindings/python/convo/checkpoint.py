@@ -189,23 +189,52 @@ def _array(address, ctype, start, n):
     return (ctype * n).from_address(address + start * ctypes.sizeof(ctype))[:]
 
 
+class LeftOut(list):
+    """The texts of a read list whose first `held` items the read left out (a get
+    with `known`: text None) at seqs 0..held-1, established when the list was read
+    from the C arrays, so that a reader need not look at those n entries again."""
+    __slots__ = ("held",)
+
+
+def _leading_nulls(ptrs_at, n):
+    """How many of the n pointers at ptrs_at are NULL in front: a read left out the
+    log's first messages (and no later one, the usual read), found by a binary
+    search for the first non-NULL one and one comparison of the bytes before it
+    (not a step a pointer: O(log n) calls and a memcmp); any other layout by the
+    bytes' lstrip."""
+    at = ctypes.c_void_p.from_address
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(ptrs_at + mid * _PTR).value is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    # lo: 0 (pointer 0 is not NULL), or n, or pointer lo is not NULL
+    if not lo or ctypes.string_at(ptrs_at, lo * _PTR) == bytes(lo * _PTR):
+        return lo
+    raw = ctypes.string_at(ptrs_at, n * _PTR)
+    return (len(raw) - len(raw.lstrip(b"\0"))) // _PTR
+
+
 def _items_out(items):
     """A resolved list; an item left out because the caller holds it (a get with
     `known`) has the text None and its seq. The usual read of a conversation (its
     first k items left out, at seqs 0..k-1) is found in the C arrays' bytes and its
-    k entries made without a Python object each."""
+    k entries made without a Python object each; its texts are then a LeftOut."""
     n = items.n
     if n == 0:
         return Items([], [], _str(items.key), _blob_out(items.rest), None)
     ptrs_at = ctypes.cast(items.items, ctypes.c_void_p).value
     seqs_at = ctypes.cast(items.seqs, ctypes.c_void_p).value if items.seqs else None
     lengths_at = ctypes.cast(items.lengths, ctypes.c_void_p).value
-    raw = ctypes.string_at(ptrs_at, n * _PTR)
-    k = (len(raw) - len(raw.lstrip(b"\0"))) // _PTR    # the NULL texts in front
+    k = _leading_nulls(ptrs_at, n)
     seq_range(k)
     if k and seqs_at is not None and \
             ctypes.string_at(seqs_at, 8 * k) == _range_bytes[:8 * k]:
-        texts, seqs = [None] * k, seq_range(k)
+        texts, seqs = LeftOut([None]), seq_range(k)
+        texts *= k      # in place: still a LeftOut
+        texts.held = k
         ptrs = _array(ptrs_at, ctypes.c_void_p, k, n - k)
         lengths = _array(lengths_at, ctypes.c_size_t, k, n - k)
         seqs += _array(seqs_at, ctypes.c_int64, k, n - k)

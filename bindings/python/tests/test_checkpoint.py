@@ -377,6 +377,27 @@ class ItemsTests:
         with self.assertRaises(convo.InvalidError):
             self.store.checkpoint_list(known=known)    # known needs the thread
 
+    def test_the_items_a_read_left_out_in_front_are_counted_once(self):
+        """A read with `known` tells how many items it left out in front (texts a
+        LeftOut with `held`): all of a list within what is held, the first ones of a
+        longer one, none when the thread is no longer what the caller holds."""
+        from convo.checkpoint import LeftOut
+        t = self.tid()
+        m = [{"role": "user", "content": "m%d" % i} for i in range(5)]
+        self.store.checkpoint_put(t, "c1", channels={"messages": ("1", convo.Items(m, log=True))})
+        first = self.store.checkpoint_get(t)
+        for length, held in ((5, 5), (9, 5), (3, 3), (1, 1)):
+            value = self.store.checkpoint_get(
+                t, known=(first.generation, length, first.log_origin)).values["messages"]
+            self.assertIsInstance(value.items, LeftOut)
+            self.assertEqual((value.items.held, value.seqs), (held, list(range(5))))
+            self.assertEqual(value.items[:held], [None] * held)
+            self.assertEqual([json.loads(x) for x in value.items[held:]], m[held:])
+        value = self.store.checkpoint_get(
+            t, known=(first.generation + 1, 5, first.log_origin)).values["messages"]
+        self.assertNotIsInstance(value.items, LeftOut)
+        self.assertEqual(value.json(), m)
+
     def test_list_without_channel_items(self):
         """channel_items=False: a list comes back without its items, with its key and
         rest as stored; a value that is no list, the writes and the metadata as

@@ -298,6 +298,45 @@ class Watch(unittest.TestCase):
             return count[0]
         self.assertEqual(calls(20), calls(2000))
 
+    def test_a_read_told_its_held_prefix_does_not_look_at_it(self):
+        """A read whose texts say how many items it left out in front (LeftOut, as
+        the binding reads them from the library) hands the held ones out without
+        looking at those entries (the usual check counts and slices all n texts:
+        fails here), and still drops a message changed in place."""
+        from convo.checkpoint import LeftOut
+
+        class Strict(LeftOut):
+            __slots__ = ()
+
+            def count(self, x):
+                raise AssertionError("counted")
+
+            def __getitem__(self, i):
+                if isinstance(i, slice) or i < self.held:
+                    raise AssertionError("looked at item %r" % (i,))
+                return list.__getitem__(self, i)
+        c, revive, first = self.cached(Message)
+        texts = Strict([None] * 3 + self.TEXTS[3:])
+        texts.held = 3
+        again = c.reader("t", 1, 7).items(None, convo.Items(texts, list(range(5))), revive)
+        self.assertTrue(all(x is y for x, y in zip(first, again)))
+        first[1].content = "changed"
+        with self.assertRaises(cache.Missing) as e:
+            c.reader("t", 1, 7).items(None, convo.Items(texts, list(range(5))), revive)
+        self.assertEqual(e.exception.args[0], 1)
+
+    def test_leading_nulls_of_any_layout(self):
+        """The NULL texts in front of a read's C array: found by a binary search in the
+        usual layout, and by a scan of the bytes when NULLs come after a text too."""
+        import ctypes
+        from convo.checkpoint import _leading_nulls
+        p = ctypes.cast(ctypes.c_char_p(b"x"), ctypes.c_void_p).value
+        for layout, want in (([None] * 5, 5), ([p] * 4, 0), ([None] * 3 + [p] * 2, 3),
+                             ([None, None, p, None], 2), ([None, p, None, None], 1),
+                             ([None, p, None, None, None, None, None], 1), ([None], 1)):
+            arr = (ctypes.c_void_p * len(layout))(*layout)
+            self.assertEqual(_leading_nulls(ctypes.addressof(arr), len(layout)), want, layout)
+
     def test_a_held_message_costs_the_collector_what_its_constructor_does(self):
         """A fresh read of n messages (built from a template, held, watched) leaves
         about the objects the garbage collector counts that the class's own
