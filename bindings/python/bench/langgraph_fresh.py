@@ -13,6 +13,8 @@ build made.
     $PY $B/langgraph_fresh.py probe --saver convo --built built.json [--calls 5]
     $PY $B/langgraph_fresh.py probe --saver langgraph --built built.json
     $PY $B/langgraph_fresh.py drop --built built.json
+    valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no \\
+        $PY $B/langgraph_fresh.py probe --saver convo --built built.json --calls 3 --callgrind
 
 URL: a PostgreSQL URL, or sqlite:FOLDER (the two files are made there)."""
 
@@ -74,7 +76,12 @@ def probe(o):
     store = backends(built)[0 if o.saver == "convo" else 1]
     convo = bench.Conversation(built["turns"], 200)
     walls, cpus, collections, gc_ms, tracked = [], [], [], [], []
-    for _ in range(o.calls):
+    cg = None
+    if o.callgrind:
+        import langgraph_turn_cost
+        cg = langgraph_turn_cost.helper()
+        cg.cg_start()
+    for call in range(o.calls):
         saver = store.open()
         try:
             graph = bench.chatbot(built["kind"], saver, convo)
@@ -83,9 +90,14 @@ def probe(o):
             watch = GcWatch()
             before = len(gc.get_objects())
             gc.callbacks.append(watch)
+            counted = cg is not None and call > 0  # the first warms the process up
+            if counted:
+                cg.cg_toggle()
             try:
                 wall, cpu = bench.timed_cpu(lambda: got.append(graph.get_state(bench.THREAD)))
             finally:
+                if counted:
+                    cg.cg_toggle()
                 gc.callbacks.remove(watch)
             tracked.append(len(gc.get_objects()) - before)
             collections.append(watch.counts)
@@ -141,6 +153,10 @@ def main():
     p.add_argument("--saver", default="convo", choices=("convo", "langgraph"))
     p.add_argument("--calls", type=int, default=5)
     p.add_argument("--label", default="", help="a name for this probe in its output")
+    p.add_argument("--callgrind", action="store_true",
+                   help="under valgrind --tool=callgrind --instr-atstart=no "
+                   "--collect-atstart=no: count the instructions of every get_state but "
+                   "the first (callgrind's total / (calls - 1) is one fresh get_state)")
     o = p.parse_args()
     if o.mode == "build" and not o.url:
         p.error("build needs --url")
