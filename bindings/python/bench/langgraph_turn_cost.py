@@ -126,8 +126,8 @@ def probe(o):
     folder = tempfile.mkdtemp(prefix="turncost.")
     try:
         store = backend(o.saver)
-        saver = store.open()
         if o.saver == "reference":
+            saver = store.open()
             # held in memory: built here, before any instruction is counted
             graph = bench.chatbot(o.kind, saver, convo)
             for t in range(o.turns):
