@@ -102,6 +102,10 @@ static void writes_of_three(convo_store *s, const char *tid)
     write_ok(s, tid, CP1, TASK_A, -1, "\"replaced\"");
 }
 
+/* every record of pending writes: in a row, or (layout 13) waiting apart */
+#define RECORDS "(SELECT pending FROM convo_checkpoints WHERE pending IS NOT NULL" \
+                " UNION ALL SELECT pending FROM convo_checkpoint_pending)"
+
 START_TEST(test_writes_in_the_row)
 {
     const char *path = db_path("writes");
@@ -111,12 +115,10 @@ START_TEST(test_writes_in_the_row)
     writes_of_three(s, "t");
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_writes'"), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE pending IS NOT NULL"), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM " RECORDS), 1);
     /* a group per task: UUID ids as 0x10 and 16 bytes, others 0x00, length,
      * text; a count; per write 5 one-byte varints and the value */
-    ck_assert_int_eq(sql_int(path, "SELECT length(pending) FROM convo_checkpoints"
-                                   " WHERE pending IS NOT NULL"),
+    ck_assert_int_eq(sql_int(path, "SELECT length(pending) FROM " RECORDS),
                      (18 + 5 + 10 + 5 + 4) + (1 + 1 + 6 + 1 + 5) + (18 + 5 + 4) +
                          (1 + 1 + 2 + 1 + 5 + 3));
     convo_checkpoint *cp = get(s, "t", CP1);
@@ -159,8 +161,7 @@ START_TEST(test_writes_in_the_row)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE thread = 1"),
                      1);
     /* t's CP2, u's CP1 and CP2 */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
-                                   " WHERE pending IS NOT NULL"), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM " RECORDS), 3);
     ck_assert_int_eq(convo_checkpoint_get(s, "t", "", CP1, &cp, &err), CONVO_ENOTFOUND);
     convo_close(s);
 }
@@ -172,12 +173,21 @@ START_TEST(test_undecodable_record_is_corrupt)
     convo_store *s = open_db(path);
     put(s, "t", CP1, NULL);
     write_ok(s, "t", CP1, TASK_A, 0, "1");
-    /* a group without its writes, a value longer than the record, a bad tag */
+    /* a group without its writes, a value longer than the record, a bad tag;
+     * in the record waiting apart (layout 13: CP1 is the newest), then in the
+     * row */
     const char *bad[] = {"x'10" "46f2b82410075938980aefe0c0bb8de3" "02" "00010203" "0131'",
                          "x'0002" "7a7a" "01" "00010203" "09" "31'", "x'07'"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    const char *table = "convo_checkpoint_pending";
+    for (size_t i = 0; i < 2 * (sizeof bad / sizeof *bad); i++) {
         char sql[256];
-        snprintf(sql, sizeof sql, "UPDATE convo_checkpoints SET pending = %s", bad[i]);
+        if (i == sizeof bad / sizeof *bad) {
+            exec_raw(path, "UPDATE convo_checkpoints SET pending = (SELECT pending FROM"
+                           " convo_checkpoint_pending); DELETE FROM convo_checkpoint_pending");
+            table = "convo_checkpoints";
+        }
+        snprintf(sql, sizeof sql, "UPDATE %s SET pending = %s", table,
+                 bad[i % (sizeof bad / sizeof *bad)]);
         exec_raw(path, sql);
         convo_checkpoint *cp = NULL;
         convo_error err;
@@ -187,7 +197,8 @@ START_TEST(test_undecodable_record_is_corrupt)
         convo_checkpoint_set *set = NULL;
         ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), CONVO_ECORRUPT);
         ck_assert_int_eq(put_write(s, "t", CP1, "x", 0, "1", 1, &err), CONVO_ECORRUPT);
-        snprintf(sql, sizeof sql, "SELECT pending = %s FROM convo_checkpoints", bad[i]);
+        snprintf(sql, sizeof sql, "SELECT pending = %s FROM %s",
+                 bad[i % (sizeof bad / sizeof *bad)], table);
         ck_assert_int_eq(sql_int(path, sql), 1); /* nothing written */
     }
     convo_close(s);
@@ -247,7 +258,7 @@ START_TEST(test_migration_9_to_10)
     put(s, "t", CP3, CP2);
     convo_close(s);
     /* layout-9 rows: writes in their table, task ids as 16 bytes or text */
-    exec_raw(path, LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "INSERT INTO convo_names(name) VALUES('~path'), ('messages'), ('__error__');"
                    "INSERT INTO convo_checkpoint_writes SELECT c.key, x'"
                    "dc5f84fc65f350efb0aa0cc429ae0809', 0, p.num, m.num, j.num, CAST('\"b0\"' AS BLOB)"
@@ -279,7 +290,7 @@ START_TEST(test_migration_9_to_10)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     12);
+                     13);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_writes'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"

@@ -137,9 +137,9 @@ START_TEST(test_migration_11_to_12)
     put(s, "t", ID_A, NULL, "\"a\"");
     put(s, "t", ID_B, ID_A, "\"b\"");
     put(s, "t", "text", ID_B, "\"x\"");
-    write_one(s, "t", ID_B, "\"wb\"");
+    write_one(s, "t", ID_A, "\"wa\""); /* in its row (layout 13: two rows after it) */
     convo_close(s);
-    exec_raw(path, "DROP INDEX convo_checkpoints_by_id;"
+    exec_raw(path, LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
                    "CREATE INDEX convo_checkpoints_by_id ON convo_checkpoints("
                    " CASE WHEN typeof(id) = 'blob' THEN substr(id, 3, 6) ELSE id END);"
                    "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
@@ -147,13 +147,13 @@ START_TEST(test_migration_11_to_12)
                                    " WHERE name = 'convo_checkpoints_by_id'"), 1);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     12);
+                     13);
     ck_assert_int_eq(sql_int(path, "SELECT sql LIKE '%substr(id, 5, 4)%' FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_id'"), 1);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_id'"), 1);
-    assert_cp(s, "t", ID_A, NULL, "\"a\"", NULL);
-    assert_cp(s, "t", ID_B, ID_A, "\"b\"", "\"wb\"");
+    assert_cp(s, "t", ID_A, NULL, "\"a\"", "\"wa\"");
+    assert_cp(s, "t", ID_B, ID_A, "\"b\"", NULL);
     assert_cp(s, "t", "text", ID_B, "\"x\"", NULL);
     put(s, "t", ID_C, "text", "\"c\"");
     assert_cp(s, "t", ID_C, "text", "\"c\"", NULL);
@@ -171,7 +171,7 @@ START_TEST(test_migration_fails_whole)
     convo_store *s = open_db(path);
     put(s, "t", ID_A, NULL, "\"a\"");
     convo_close(s);
-    exec_raw(path, "DROP INDEX convo_checkpoints_by_id;"
+    exec_raw(path, LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
                    "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
     char url[600];
     snprintf(url, sizeof url, "sqlite:%s", path);

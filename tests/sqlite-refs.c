@@ -111,6 +111,8 @@ static char *snapshot(const char *path)
         " convo_checkpoints ORDER BY key)",
         "SELECT group_concat(hex(pending), ',') FROM (SELECT pending FROM convo_checkpoints"
         " ORDER BY key)", /* layout 10: pending writes in the row */
+        "SELECT group_concat(key || ':' || hex(pending), ',') FROM (SELECT key, pending FROM"
+        " convo_checkpoint_pending ORDER BY key)", /* layout 13: the newest's, apart */
         "SELECT group_concat(channel || ':' || type || ':' || hex(value), ',') FROM convo_blobs",
         "SELECT group_concat(hex(channel_list), ',') FROM (SELECT channel_list FROM"
         " convo_checkpoints ORDER BY key)", /* layout 11: small values in the lists */
@@ -197,17 +199,25 @@ START_TEST(test_put_refs_fails_whole)
 }
 END_TEST
 
-/* A swap statement failing (the write's update) also rolls back the
- * messages appended before it in the transaction. */
+/* A swap statement failing (the write's update: layout 13, of its record
+ * waiting apart; or of its record in c1's row, as a layout-12 file holds it)
+ * also rolls back the messages appended before it in the transaction. */
+static const char *const swap_failures[] = {
+    "CREATE TRIGGER test_boom BEFORE INSERT ON convo_checkpoint_pending"
+    " BEGIN SELECT RAISE(ABORT, 'injected'); END",
+    "UPDATE convo_checkpoints SET pending = (SELECT pending FROM convo_checkpoint_pending);"
+    "DELETE FROM convo_checkpoint_pending;"
+    "CREATE TRIGGER test_boom BEFORE UPDATE OF pending ON convo_checkpoints"
+    " BEGIN SELECT RAISE(ABORT, 'injected'); END"};
+
 START_TEST(test_put_refs_swap_fails)
 {
-    const char *path = db_path("refs-swap");
+    const char *path = db_path(_i ? "refs-swap-move" : "refs-swap");
     convo_store *s = open_db(path);
     convo_error err;
     ck_assert_msg(put_items(s, "c1", NULL, &U1, NULL, 1, -1, &err) == 0, "%s", err.message);
     write_answer(s, "c1");
-    exec_raw(path, "CREATE TRIGGER test_boom BEFORE UPDATE OF pending ON convo_checkpoints"
-                   " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    exec_raw(path, swap_failures[_i]);
     char *before = snapshot(path);
     const char *both[] = {U1, A1};
     ck_assert_int_eq(put_items(s, "c2", "c1", both, NULL, 2, -1, &err), CONVO_ERROR);
@@ -255,7 +265,8 @@ int main(int argc, char **argv)
     Suite *suite = suite_create("sqlite-refs");
     TCase *tc = tcase_create("sqlite-refs");
     tcase_add_test(tc, test_put_refs_fails_whole);
-    tcase_add_test(tc, test_put_refs_swap_fails);
+    tcase_add_loop_test(tc, test_put_refs_swap_fails, 0,
+                        (int)(sizeof swap_failures / sizeof *swap_failures));
     tcase_add_test(tc, test_put_refs_generation_without_messages);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);

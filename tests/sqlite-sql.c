@@ -445,10 +445,14 @@ END_TEST
 
 /* A put with log references runs these once per swap, inside its write
  * transaction (a pending write's swap: cp-find.sql, then its row by key,
- * layout 10): each must seek its row by an index, never walk a table. */
+ * layout 10; layout 13: every put moves the thread's waiting records into
+ * their rows; cp-pending-wait.sql, an insert by key, has no plan): each must
+ * seek its row by an index, never walk a table. */
 static const char *const swap_statements[] = {"cp-find.sql", "cp-pending-get.sql",
-                                              "cp-pending-set.sql", "blob-swap.sql",
-                                              "cp-log-at-least.sql", "cp-get.sql"};
+                                              "cp-pending-set.sql", "cp-pending-settle.sql",
+                                              "cp-pending-settled.sql",
+                                              "blob-swap.sql", "cp-log-at-least.sql",
+                                              "cp-get.sql"};
 
 START_TEST(test_swap_statements_search)
 {

@@ -23,7 +23,7 @@
 static const char *dir;
 
 /* The layout version this libconvo writes (drivers/sqlite/migrate-11-12.sql). */
-#define LAYOUT 12
+#define LAYOUT 13
 
 /* ------------------------------------------------------------ helpers */
 
@@ -186,7 +186,8 @@ static long long checkpoint_rows(const char *path)
 {
     return sql_int(path, "SELECT (SELECT count(*) FROM convo_checkpoints)"
                          " + (SELECT count(*) FROM convo_blobs)"
-                         " + (SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL)");
+                         " + (SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL)"
+                         " + (SELECT count(*) FROM convo_checkpoint_pending)"); /* layout 13 */
 }
 
 static void exec_raw(sqlite3 *db, const char *sql)
@@ -369,7 +370,9 @@ START_TEST(test_delete_and_prune_leave_nothing)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE length(channel_list) > 0"), 2);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_blobs"), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 2);
+    /* layout 13: the two newest checkpoints' writes wait apart */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoint_pending"), 2);
     ck_assert_int_eq(convo_checkpoint_prune(s, "t", 0, &err), 0);
     ck_assert_int_eq(checkpoint_rows(path), 0);
     put_cp(s, "t", "again", "9", "9");
@@ -975,18 +978,18 @@ END_TEST
 
 START_TEST(test_schema_too_new)
 {
-    const char *path = db_path("v13");
+    const char *path = db_path("v14");
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'");
+    exec_raw(db, "UPDATE convo_meta SET value = '14' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
     convo_store *s = NULL;
     convo_error err;
     ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.message, "version 13"));
+    ck_assert_ptr_nonnull(strstr(err.message, "version 14"));
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints'"), 0);
 }

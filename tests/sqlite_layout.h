@@ -62,6 +62,13 @@ static void exec_raw(const char *path, const char *sql)
     sqlite3_close(db);
 }
 
+/* SQL turning a layout-13 file back into layout 12's tables (its pending
+ * writes waiting apart are lost: the checks run it with none waiting), for the
+ * migration checks of older layouts (run before their own steps back). */
+#define LAYOUT_13_TO_12                                                                      \
+    "DROP TRIGGER convo_checkpoint_pending_gone;"                                            \
+    "DROP TABLE convo_checkpoint_pending;"
+
 /* SQL turning a layout-10 file whose checkpoints have no pending writes back
  * into layout 9's tables, for the migration checks of older layouts (run
  * before their own steps back). */

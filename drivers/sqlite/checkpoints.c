@@ -383,6 +383,21 @@ static int cp_values_put(sq_conn *c, int64_t num, const convo_checkpoint_in *cp,
     return rc;
 }
 
+/* Layout 13: a new checkpoint of thread num (row key) moves the pending
+ * writes waiting apart of the rows before the one before it into their rows:
+ * swapped by the put before, and no longer the last row, whose growth would
+ * move it to a page of its own and leave its place empty. */
+static int pending_settle(sq_conn *c, int64_t num, int64_t key, convo_error *err)
+{
+    int64_t lo = key_of(num, 0), hi = key - 2;
+    if (hi < lo)
+        return 0;
+    int rc = sq_run_with_ints(c, ST_CP_PENDING_SETTLE, 2, lo, hi, 0,
+                              "moving pending writes into their checkpoint", err);
+    return rc ? rc : sq_run_with_ints(c, ST_CP_PENDING_SETTLED, 2, lo, hi, 0,
+                                      "moving pending writes into their checkpoint", err);
+}
+
 /* Stores cp in thread num, which existed before this transaction when found.
  * The same key again replaces the checkpoint in place, keeping its key and
  * put_order (its places in the orders), created_at and pending writes; its
@@ -409,6 +424,8 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     }
     if (rc == 0 && old)
         rc = sq_list_before_change(c, at.key, err);
+    if (rc == 0 && !old)
+        rc = pending_settle(c, num, at.key, err);
     sq_put_list p = {0};
     if (rc == 0)
         rc = cp_row_put(c, num, &at, near, parent.key, old, cp, &p, err);
@@ -475,9 +492,11 @@ int sq_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
 }
 
 /* The pending writes of checkpoint key, decoded, with room for extra more:
- * *w points into *record (both malloc'd). */
+ * *w points into *record (both malloc'd); *apart: 1 when they are to be
+ * stored apart from the row (layout 13: they wait there, or the row has none
+ * and is one of its thread's two newest). */
 static int pending_read(sq_conn *c, int64_t key, size_t extra, unsigned char **record,
-                        sq_write **w, size_t *n, convo_error *err)
+                        sq_write **w, size_t *n, int *apart, convo_error *err)
 {
     sqlite3_stmt *st;
     size_t len = 0;
@@ -490,6 +509,7 @@ static int pending_read(sq_conn *c, int64_t key, size_t extra, unsigned char **r
         return rc < 0 ? rc : cp_not_found(err);
     const void *p = sqlite3_column_blob(st, 0);
     len = p ? (size_t)sqlite3_column_bytes(st, 0) : 0;
+    *apart = sqlite3_column_int(st, 1);
     if (len && (*record = malloc(len)) != NULL)
         memcpy(*record, p, len);
     sq_stmt_done(st);
@@ -507,9 +527,10 @@ static int pending_read(sq_conn *c, int64_t key, size_t extra, unsigned char **r
     return 0;
 }
 
-/* Stores w[0..n) as checkpoint key's pending writes; frees record and w. */
-static int pending_store(sq_conn *c, int64_t key, unsigned char *record, sq_write *w, size_t n,
-                         convo_error *err)
+/* Stores w[0..n) as checkpoint key's pending writes, in its row or (apart)
+ * waiting in convo_checkpoint_pending; frees record and w. */
+static int pending_store(sq_conn *c, int64_t key, int apart, unsigned char *record, sq_write *w,
+                         size_t n, convo_error *err)
 {
     sqlite3_stmt *st;
     unsigned char *packed;
@@ -520,7 +541,7 @@ static int pending_store(sq_conn *c, int64_t key, unsigned char *record, sq_writ
     if (rc)
         return rc == -1 ? no_memory(err) : convo__error(err, CONVO_ECORRUPT, NULL,
                                                         "sqlite: a pending write twice");
-    if ((rc = sq_stmt_get(c, ST_CP_PENDING_SET, &st, err)) != 0) {
+    if ((rc = sq_stmt_get(c, apart ? ST_CP_PENDING_WAIT : ST_CP_PENDING_SET, &st, err)) != 0) {
         free(packed);
         return rc;
     }
@@ -555,8 +576,8 @@ static int swap_write(sq_conn *c, int64_t num, const char *ns, const convo_swap 
     sq_write *w, want;
     size_t n, j = 0;
     int64_t type;
-    int rc = cp_find(c, num, ns, s->checkpoint_id, &at, err);
-    if (rc <= 0 || (rc = pending_read(c, at.key, 0, &record, &w, &n, err)) != 0)
+    int apart, rc = cp_find(c, num, ns, s->checkpoint_id, &at, err);
+    if (rc <= 0 || (rc = pending_read(c, at.key, 0, &record, &w, &n, &apart, err)) != 0)
         return rc;
     write_task(&want, s->task_id, buf);
     while (j < n && !(w[j].uuid == want.uuid && w[j].task_len == want.task_len &&
@@ -572,7 +593,7 @@ static int swap_write(sq_conn *c, int64_t num, const char *ns, const convo_swap 
     w[j].type = type;
     w[j].value = s->new_value.bytes;
     w[j].len = s->new_value.len;
-    rc = pending_store(c, at.key, record, w, n, err);
+    rc = pending_store(c, at.key, apart, record, w, n, err);
     return rc ? rc : 1;
 }
 
@@ -692,7 +713,8 @@ static int writes_of(sq_conn *c, const writes_args *a, unsigned char buf[SQ_UUID
  * thread_delete either comes first (CONVO_ENOTFOUND) or removes these writes.
  * Layout 10: the writes are merged into the record in the checkpoint's row;
  * an idx >= 0 is kept once per (task, idx), the first write stays; a negative
- * idx (errors, interrupts) replaces. */
+ * idx (errors, interrupts) replaces. Layout 13: the record of one of the
+ * thread's two newest checkpoints waits apart (pending_settle). */
 static int writes_tx(sq_conn *c, void *arg, convo_error *err)
 {
     writes_args *a = arg;
@@ -701,6 +723,7 @@ static int writes_tx(sq_conn *c, void *arg, convo_error *err)
     unsigned char *record, buf[SQ_UUID_BYTES];
     sq_write *w;
     size_t n;
+    int apart;
     int rc = sq_thread_get(c, a->thread_id, VIEW_READ, &t, NULL, NULL, err);
     if (rc > 0)
         rc = cp_find(c, t.num, a->ns, a->checkpoint_id, &at, err);
@@ -710,9 +733,9 @@ static int writes_tx(sq_conn *c, void *arg, convo_error *err)
     if (!add)
         return no_memory(err);
     if ((rc = writes_of(c, a, buf, add, err)) == 0 &&
-        (rc = pending_read(c, at.key, a->n, &record, &w, &n, err)) == 0) {
+        (rc = pending_read(c, at.key, a->n, &record, &w, &n, &apart, err)) == 0) {
         sq_writes_merge(w, &n, add, a->n);
-        rc = pending_store(c, at.key, record, w, n, err);
+        rc = pending_store(c, at.key, apart, record, w, n, err);
     }
     free(add);
     return rc ? rc : sq_thread_extend(c, &t, err);

@@ -27,8 +27,8 @@
 #include "sql.h"
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
- * migrate-8-9.sql (schema.c). */
-#define SCHEMA_VERSION 12
+ * migrate-12-13.sql (schema.c). */
+#define SCHEMA_VERSION 13
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -78,7 +78,8 @@
     X(REACH_RAISE) X(REACH_GET) X(REACH_SET) X(REACH_DELETE) X(DATA_VERSION)                                      \
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP) X(BLOB_HAS)                               \
-    X(WRITE_LIST) X(CP_PENDING_GET) X(CP_PENDING_SET)
+    X(WRITE_LIST) X(CP_PENDING_GET) X(CP_PENDING_SET) X(CP_PENDING_WAIT)                      \
+    X(CP_PENDING_SETTLE) X(CP_PENDING_SETTLED)
 
 enum stmt_id {
 #define SQ_STMT_ID(name) ST_##name,
