@@ -227,10 +227,38 @@ START_TEST(test_failures_roll_back)
     ck_assert_int_eq(in_row(path, "c1"), 0);
     const char *w[] = {"\"w\""};
     assert_writes(s, "t", "c1", w, 1);
+    /* the record's move into the row failing: the same */
+    exec_raw(path, "DROP TRIGGER test_boom;"
+                   "CREATE TRIGGER test_boom BEFORE UPDATE OF pending ON convo_checkpoints"
+                   " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), CONVO_ERROR);
+    ck_assert_ptr_nonnull(strstr(err.message, "injected"));
+    ck_assert_int_eq(waiting(path), 1);
     exec_raw(path, "DROP TRIGGER test_boom");
     ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "%s", err.message);
     ck_assert_int_eq(waiting(path), 0);
+    ck_assert_int_eq(in_row(path, "c1"), 1);
     assert_writes(s, "t", "c1", w, 1);
+    /* a call of no writes on the newest leaves a record of none waiting,
+     * which moves into its row as none */
+    ck_assert_int_eq(convo_checkpoint_put_writes(s, "t", "", "c3", TASK, "~path", NULL, 0, &err),
+                     0);
+    put(s, "t", "c4", "c3", NULL);
+    put(s, "t", "c5", "c4", NULL);
+    ck_assert_int_eq(waiting(path), 0);
+    ck_assert_int_eq(in_row(path, "c3"), 0);
+    assert_writes(s, "t", "c3", NULL, 0);
+    /* more records waiting than there can be (three before the row before
+     * the new one) is a corrupt file, and nothing is written */
+    exec_raw(path, "INSERT INTO convo_checkpoint_pending SELECT key, NULL FROM convo_checkpoints"
+                   " WHERE thread = (SELECT num FROM convo_threads WHERE id = 't')"
+                   " AND id IN ('c1', 'c2', 'c3')");
+    cp.checkpoint_id = "c6";
+    cp.parent_id = "c5";
+    ck_assert_int_eq(convo_checkpoint_put(s, &cp, &err), CONVO_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(err.message, "more than two"));
+    ck_assert_int_eq(waiting(path), 3);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints WHERE id = 'c6'"), 0);
     convo_close(s);
 }
 END_TEST

@@ -389,13 +389,49 @@ static int cp_values_put(sq_conn *c, int64_t num, const convo_checkpoint_in *cp,
  * move it to a page of its own and leave its place empty. */
 static int pending_settle(sq_conn *c, int64_t num, int64_t key, convo_error *err)
 {
-    int64_t lo = key_of(num, 0), hi = key - 2;
+    sqlite3_stmt *st;
+    int64_t lo = key_of(num, 0), hi = key - 2, keys[2];
+    void *records[2] = {NULL, NULL};
+    size_t lens[2], n = 0;
     if (hi < lo)
         return 0;
-    int rc = sq_run_with_ints(c, ST_CP_PENDING_SETTLE, 2, lo, hi, 0,
+    int rc = sq_stmt_get(c, ST_CP_PENDING_SETTLE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_int64(st, 1, lo);
+    sqlite3_bind_int64(st, 2, hi);
+    /* at most two wait (cp-pending-get.sql); copied out before the rows change */
+    while (rc == 0 && (rc = sq_stmt_step(c, st, "reading waiting pending writes", err)) == 1) {
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        int null = sqlite3_column_type(st, 1) == SQLITE_NULL; /* a call of no writes */
+        if (n == 2 || (!null && !(records[n] = malloc(len ? len : 1)))) {
+            sq_stmt_done(st);
+            rc = n == 2 ? convo__error(err, CONVO_ECORRUPT, NULL,
+                                       "sqlite: more than two checkpoints' writes wait")
+                        : no_memory(err);
+            break;
+        }
+        if (len)
+            memcpy(records[n], sqlite3_column_blob(st, 1), len);
+        keys[n] = sqlite3_column_int64(st, 0);
+        lens[n++] = len;
+        rc = 0;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((rc = sq_stmt_get(c, ST_CP_PENDING_SET, &st, err)) == 0) {
+            sqlite3_bind_int64(st, 1, keys[i]);
+            if (records[i])
+                sqlite3_bind_blob64(st, 2, records[i], lens[i], SQLITE_STATIC);
+            else
+                sqlite3_bind_null(st, 2);
+            rc = sq_stmt_run(c, st, "moving pending writes into their checkpoint", err);
+        }
+    for (size_t i = 0; i < n; i++)
+        free(records[i]);
+    if (rc == 0 && n)
+        rc = sq_run_with_ints(c, ST_CP_PENDING_SETTLED, 2, lo, hi, 0,
                               "moving pending writes into their checkpoint", err);
-    return rc ? rc : sq_run_with_ints(c, ST_CP_PENDING_SETTLED, 2, lo, hi, 0,
-                                      "moving pending writes into their checkpoint", err);
+    return rc;
 }
 
 /* Stores cp in thread num, which existed before this transaction when found.
