@@ -19,9 +19,11 @@ SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE
        @S.ver_text(u.ver), NULL, NULL, NULL,
        (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = coalesce(u.type, v.type)),
        CASE WHEN u.type IS NULL THEN v.value ELSE u.value END
-  FROM sel s CROSS JOIN LATERAL @S.channel_vals(s.channel_set, s.versions, s.vals) AS u
+  -- (v41) channel_vals() as PL/pgSQL: compiled and planned once a connection,
+  -- not again in each statement that reads a checkpoint (migrate-41.sql)
+  FROM sel s CROSS JOIN LATERAL @S.channel_vals_proc(s.channel_set, s.versions, s.vals) AS u
   -- a value not in the row (v29: over 255 bytes; v28 rows: every one) by
-  -- the blobs' primary key: a plain join lets the planner, which takes
+  -- the blobs' primary key: a plain join lets the planner, which took
   -- channel_vals() for 1,000 rows, hash the whole blobs table (every
   -- thread's values read on every get); LIMIT 1 keeps it a per-row lookup
   LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
