@@ -173,15 +173,20 @@ _range_bytes = bytearray()  # the same as int64 in the machine's order
 _range_lock = threading.Lock()
 
 
-def seq_range(n):
-    """list(range(n)), its ints shared with every other call's (a comparison of two
-    such lists is one of pointers)."""
+def _grow_range(n):
+    """_range_list and _range_bytes at least n long."""
     if len(_range_list) < n:
         with _range_lock:
             if len(_range_list) < n:
                 grown = list(range(len(_range_list), max(n, 2 * len(_range_list), 1024)))
                 _range_bytes.extend(bytes((ctypes.c_int64 * len(grown))(*grown)))
                 _range_list.extend(grown)
+
+
+def seq_range(n):
+    """list(range(n)), its ints shared with every other call's (a comparison of two
+    such lists is one of pointers)."""
+    _grow_range(n)
     return _range_list[:n]
 
 
@@ -229,22 +234,31 @@ def _items_out(items):
     seqs_at = ctypes.cast(items.seqs, ctypes.c_void_p).value if items.seqs else None
     lengths_at = ctypes.cast(items.lengths, ctypes.c_void_p).value
     k = _leading_nulls(ptrs_at, n)
-    seq_range(k)
-    if k and seqs_at is not None and \
-            ctypes.string_at(seqs_at, 8 * k) == _range_bytes[:8 * k]:
-        texts, seqs = LeftOut([None]), seq_range(k)
-        texts *= k      # in place: still a LeftOut
+    every = False
+    if k and seqs_at is not None:
+        # the seqs of the usual read are 0..n-1: then one slice of the shared ints
+        _grow_range(n)
+        every = ctypes.string_at(seqs_at, 8 * n) == _range_bytes[:8 * n]
+    if every or (k and seqs_at is not None and
+                 ctypes.string_at(seqs_at, 8 * k) == _range_bytes[:8 * k]):
+        # each list made at its full length at once (an n-list grown by += is copied)
+        texts = LeftOut([None])
+        texts *= n      # in place: still a LeftOut
         texts.held = k
         ptrs = _array(ptrs_at, ctypes.c_void_p, k, n - k)
         lengths = _array(lengths_at, ctypes.c_size_t, k, n - k)
-        seqs += _array(seqs_at, ctypes.c_int64, k, n - k)
+        if every:
+            seqs = _range_list[:n]
+        else:
+            seqs = _range_list[:k]
+            seqs += _array(seqs_at, ctypes.c_int64, k, n - k)
     else:
-        texts = []
+        texts, k = [None] * n, 0
         ptrs = _array(ptrs_at, ctypes.c_void_p, 0, n)
         lengths = _array(lengths_at, ctypes.c_size_t, 0, n)
         seqs = _array(seqs_at, ctypes.c_int64, 0, n) if seqs_at is not None else [-1] * n
     # each array read in one call (a ctypes index per element costs more than the copy)
-    texts += [None if p is None else ctypes.string_at(p, m) for p, m in zip(ptrs, lengths)]
+    texts[k:] = [None if p is None else ctypes.string_at(p, m) for p, m in zip(ptrs, lengths)]
     return Items(texts, seqs, _str(items.key), _blob_out(items.rest), None)
 
 

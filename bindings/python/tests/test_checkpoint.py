@@ -397,6 +397,16 @@ class ItemsTests:
             t, known=(first.generation + 1, 5, first.log_origin)).values["messages"]
         self.assertNotIsInstance(value.items, LeftOut)
         self.assertEqual(value.json(), m)
+        # a write: two of the log's messages, then one kept inline (seq -1)
+        self.store.checkpoint_put_writes(t, "c1", "task", [
+            (0, "messages", convo.Items([None, None, {"role": "user", "content": "w"}],
+                                        seqs=[0, 1, -1]))])
+        got = self.store.checkpoint_get(t, known=(first.generation, 5, first.log_origin))
+        w = got.writes[0].value
+        self.assertIsInstance(w.items, LeftOut)
+        self.assertEqual((w.items.held, w.seqs), (2, [0, 1, -1]))
+        self.assertEqual(w.items[:2], [None, None])
+        self.assertEqual(json.loads(w.items[2]), {"role": "user", "content": "w"})
 
     def test_list_without_channel_items(self):
         """channel_items=False: a list comes back without its items, with its key and
