@@ -23,8 +23,8 @@ The probe's messages continue the built conversation (the same seeded words), so
 t's messages are those of langgraph_runtime.py's turn t. Durability "sync" (the graph
 waits for its puts at each step's end). Callgrind's collection is the process's, not a
 thread's: --collect saver also counts what LangGraph's main thread runs while a put is
-under way on its executor (runs of one build differ by up to 2 M in 10 turns); --collect
-turn counts everything, the figure to compare. Outside valgrind the client requests are
+under way on its executor (runs of one build differed by up to half); --collect turn
+counts everything, the figure to compare. Outside valgrind the client requests are
 no-ops (the probe then just prints the wall ms of its measured turns)."""
 
 import argparse
