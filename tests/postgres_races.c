@@ -329,7 +329,7 @@ static void run_appenders(const char *name, int pops)
     convo_history *h = check_thread(s, "t");
     long kept = 0;
     for (int p = 0; p < PROCS; p++) {
-        char who[16], text[64];
+        char who[16], text[96];
         snprintf(who, sizeof who, "p%d", p);
         for (long i = 0; i < EACH; i++) {
             message_of(text, sizeof text, who, i);

@@ -249,7 +249,7 @@ START_TEST(test_list_reads_the_known_log_once)
         msgs[i] = texts[i];
     }
     ck_assert_int_eq(convo_append(s, "t", msgs, NULL, 20, NULL, NULL, &err), 0);
-    char id[10][8], parent[8] = "";
+    char id[10][16], parent[16] = "";
     for (int i = 0; i < 10; i++) {
         snprintf(id[i], sizeof id[i], "c%d", i);
         convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
