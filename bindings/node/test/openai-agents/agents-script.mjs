@@ -113,11 +113,19 @@ async function main(args) {
   const session = new ConvoSession({ url, sessionId });
   const { agent, guard } = scriptedAgent();
   // CONVO_AGENTS_WAIT=1: say "ready" once loaded and play on the first line of stdin (so that
-  // processes started together play at once)
-  if (process.env.CONVO_AGENTS_WAIT === '1') {
+  // processes started together play at once); CONVO_AGENTS_WAIT=step: play each turn on a line
+  // of its own (so that a test can make two processes play their turns at once, turn by turn,
+  // however a loaded machine schedules them)
+  const wait = process.env.CONVO_AGENTS_WAIT;
+  if (wait === '1') {
     console.log('"ready"');
     for await (const line of createInterface({ input: process.stdin })) if (line) break;
   }
+  const lines = wait === 'step' ? createInterface({ input: process.stdin })[Symbol.asyncIterator]() : null;
+  const go = async () => {
+    for (let r = await lines.next(); !r.done; r = await lines.next()) if (r.value) return;
+  };
+  if (wait === 'step') console.log('"ready"');
   try {
     if (resume) {
       let text = '';
@@ -126,6 +134,7 @@ async function main(args) {
       console.log(JSON.stringify((await runner.run(agent, state, { session })).finalOutput));
     }
     for (const turn of turns) {
+      if (wait === 'step') await go();
       console.log(JSON.stringify((await runner.run(agent, turn, { session })).finalOutput));
     }
   } finally {

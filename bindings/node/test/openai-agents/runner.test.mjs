@@ -234,21 +234,40 @@ for (const [name, base] of drivers()) {
   test(`${name}: two processes playing turns on one session at once`, async () => {
     const url = freshUrl(base);
     const turnsOf = (p) => Array.from({ length: 8 }, (_, i) => (i % 2 ? `weather T${p}x${i}` : `${p}:${i}`));
-    // both loaded, then told to go at the same moment
+    // both loaded, then told to play each turn at the same moment, turn by turn (a process
+    // left to play all its turns at once may, on a loaded machine, finish before the other
+    // starts: the turns would not overlap)
     const children = ['a', 'b'].map((p) => {
       const child = spawn(process.execPath, [script, url, 'shared', ...turnsOf(p)],
-        { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, CONVO_AGENTS_WAIT: '1' } });
+        { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, CONVO_AGENTS_WAIT: 'step' } });
       let out = '';
-      const ready = new Promise((resolve) => child.stdout.on('data', (d) => {
+      let waiter = null;
+      const lineCount = () => out.split('\n').length - 1;
+      // resolves once the child has printed n lines ("ready", then one a turn)
+      const printed = (n) => new Promise((resolve) => {
+        if (lineCount() >= n) resolve();
+        else waiter = { n, resolve };
+      });
+      child.stdout.on('data', (d) => {
         out += d;
-        if (out.includes('\n')) resolve();
-      }));
+        if (waiter && lineCount() >= waiter.n) {
+          const { resolve } = waiter;
+          waiter = null;
+          resolve();
+        }
+      });
       const done = new Promise((resolve, reject) => child.on('close', (code) => (code === 0
         ? resolve(out.trim().split('\n').slice(1).map((l) => JSON.parse(l))) : reject(new Error(`${p} exited ${code}`)))));
-      return { child, ready, done };
+      done.catch(() => {});
+      return { child, printed, done };
     });
-    await Promise.all(children.map((c) => c.ready));
-    for (const c of children) c.child.stdin.end('go\n');
+    await Promise.all(children.map((c) => c.printed(1)));
+    for (let turn = 0; turn < 8; turn++) {
+      for (const c of children) c.child.stdin.write('go\n');
+      await Promise.race([Promise.all(children.map((c) => c.printed(turn + 2))),
+        Promise.all(children.map((c) => c.done))]);
+    }
+    for (const c of children) c.child.stdin.end();
     const [a, b] = await Promise.all(children.map((c) => c.done));
     assert.equal(a.length, 8);
     assert.equal(b.length, 8);
