@@ -11,6 +11,7 @@
  *                  rows kept with each thread's extra and activity
  *   list.c         the thread index's listing (thread_list_ex)
  *   checkpoints.c  checkpoints, their channel values and pending writes
+ *   removal.c      checkpoints removed (delete, beyond a length, prune) and copied
  *   lists.c        (layout 9) channel lists stored as deltas, their chains
  *   maint.c        sweep (ttl), bench's raw baseline, stored bytes
  *
@@ -253,7 +254,18 @@ int sq_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void
                       const convo_thread_cursor *after, convo_thread_page **out,
                       convo_error *err);
 
-/* ---- checkpoints.c ---- */
+/* Where a checkpoint stands: its row key (its place in its thread's order),
+ * its place in the store's order, and the time of its first put. */
+typedef struct cp_place {
+    int64_t key, put_order, created_at;
+} cp_place;
+
+/* ---- checkpoints.c and removal.c ---- */
+/* 1 with *at filled for checkpoint (ns, id) of thread num, 0 if none. */
+int sq_cp_find(sq_conn *c, int64_t num, const char *ns, const char *id, cp_place *at,
+               convo_error *err);
+/* The store's last put_order. */
+int sq_cp_last_order(sq_conn *c, int64_t *put_order, convo_error *err);
 
 int sq_checkpoints_delete(sq_conn *c, int64_t lo, int64_t hi, convo_error *err);
 /* Copies the checkpoints of thread src with log_length <= upto, their channel
