@@ -3,8 +3,9 @@
 -- checkpoint id of thread $6 and namespace $7), $4 metadata it contains, $5
 -- limit. Kind 9 says `before` names no checkpoint. put_seq is one order for
 -- the whole store, so `before` compares with every thread's.
--- Rows as in checkpoint_get.sql; only checkpoints of live threads. A listing
--- of one channel (list opts v5 only_channel) runs checkpoint_list_channel.sql.
+-- Rows as in checkpoint_get.sql (one a checkpoint, as stored: the driver
+-- decodes them); only checkpoints of live threads. A listing of one channel
+-- (list opts v5 only_channel) runs checkpoint_list_channel.sql.
 WITH bp AS (
     SELECT min(c.put_seq) AS p FROM @S.threads t
       JOIN @S.checkpoints c ON c.tid = t.tid
@@ -38,32 +39,11 @@ cand AS (
 sel AS (
     SELECT x.*, row_number() OVER (ORDER BY x.thread_id, x.put_seq DESC) AS r
       FROM (SELECT * FROM cand ORDER BY thread_id, put_seq DESC LIMIT $5::int8) x)
-SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, @S.id_text(s.checkpoint_id),
-       @S.id_text(s.parent_id), @S.meta_text(s.metadata), NULL::text, s.log_length, s.created_at,
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = s.body_type), s.body
+SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
+       s.metadata, s.log_length, s.created_at, s.body_type, s.body, s.tid, s.channel_set,
+       s.versions, s.vals, s.writes
   FROM sel s
 UNION ALL
-SELECT 1, s.r, NULL, NULL, NULL, (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = u.ch),
-       @S.ver_text(u.ver), NULL, NULL, NULL,
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = coalesce(u.type, v.type)),
-       CASE WHEN u.type IS NULL THEN v.value ELSE u.value END
-  FROM sel s CROSS JOIN LATERAL @S.channel_vals(s.channel_set, s.versions, s.vals) AS u
-  -- a value not in the row (v29: over 255 bytes; v28 rows: every one) by
-  -- the blobs' primary key: a plain join lets the planner, which takes
-  -- channel_vals() for 1,000 rows, hash the whole blobs table (every
-  -- thread's values read on every get); LIMIT 1 keeps it a per-row lookup
-  LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
-                      WHERE u.type IS NULL AND b.tid = s.tid
-                        AND b.checkpoint_ns = s.checkpoint_ns
-                        AND b.channel = u.ch AND b.version = u.ver LIMIT 1) v ON true
-UNION ALL
-SELECT 2, s.r, NULL, NULL, NULL, @S.id_text(w.task_id),
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.task_path),
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.channel), w.idx, NULL,
-       (SELECT n.name FROM @S.checkpoint_names n WHERE n.num = w.type), w.value
-  FROM sel s CROSS JOIN LATERAL unnest(s.writes) AS e
-  CROSS JOIN LATERAL @S.write_fields(e) AS w  -- (v30) packed elements
-UNION ALL
-SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 9, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM bp WHERE $3::text IS NOT NULL AND bp.p IS NULL
-ORDER BY 2, 1
+ORDER BY 2

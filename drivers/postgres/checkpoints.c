@@ -1,6 +1,6 @@
 /* checkpoints.c — the PostgreSQL driver's checkpoint calls: put (with messages
  * in one transaction: put_log), pending writes, get, list and prune; a
- * checkpoint comes back from rows of one statement, one row per item. */
+ * checkpoint comes back as its row, decoded by readback.c. */
 #include "config.h"
 #include "pg_int.h"
 #include "drivers/postgres/sql.h"
@@ -20,12 +20,6 @@ static const void *bytes_or_empty(const void *bytes)
  * compresses nothing in a row under about 2 kB, and bodies are mostly JSON or
  * msgpack: a LangGraph-shaped body of 526 bytes is stored in 210. */
 enum { BODY_AS_GIVEN = 0, BODY_DEFLATED = 1, BODY_DEFLATE_MIN = 64 };
-
-static uint32_t get32(const char *p)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
-}
 
 /* src deflated into dst (room for compressBound(len)) as a zlib stream: its
  * length, 0 on failure. The window and hash table are sized to the body (a
@@ -72,41 +66,6 @@ static int body_encode(const convo_blob *body, char **out, int *out_len)
         *out_len = (int)(1 + len);
     }
     *out = buf;
-    return 0;
-}
-
-/* The body of a stored one into *out (malloc'd, or NULL for none: *len 0);
- * CONVO_ECORRUPT when it is neither form. */
-static int body_decode(const char *stored, size_t n, char **out, size_t *len)
-{
-    *out = NULL;
-    *len = 0;
-    if (n >= 1 && stored[0] == BODY_AS_GIVEN) {
-        if (n == 1)
-            return 0;
-        if (!(*out = malloc(n - 1)))
-            return CONVO_ENOMEM;
-        memcpy(*out, stored + 1, n - 1);
-        *len = n - 1;
-        return 0;
-    }
-    if (n < 5 || stored[0] != BODY_DEFLATED)
-        return CONVO_ECORRUPT;
-    uint32_t want = get32(stored + 1);
-    /* deflate gives at most about 1:1032: a larger length is not a body's */
-    if (want == 0 || want > (uint32_t)INT_MAX || want > (uint64_t)(n - 5) * 1032 + 64)
-        return CONVO_ECORRUPT;
-    char *buf = malloc(want);
-    if (!buf)
-        return CONVO_ENOMEM;
-    uLongf got = want;
-    if (uncompress((Bytef *)buf, &got, (const Bytef *)stored + 5, (uLong)(n - 5)) != Z_OK ||
-        got != want) {
-        free(buf);
-        return CONVO_ECORRUPT;
-    }
-    *out = buf;
-    *len = want;
     return 0;
 }
 
@@ -412,113 +371,10 @@ int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, con
     return rc;
 }
 
-/* Column col of row, or NULL when it is SQL NULL. */
-static const char *text_or_null(const PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
-}
-
-/* The checkpoint of a kind-0 row into *out: CONVO_ECORRUPT when its metadata
- * is not an object, its log length is negative or its body is in neither
- * stored form (nothing convo writes). */
-static int checkpoint_from_row(const PGresult *r, int row, convo_checkpoint **out)
-{
-    size_t mlen;
-    /* (v36) a text column: the server no longer checks that it is JSON */
-    if (PQgetisnull(r, row, 6) || PQgetvalue(r, row, 6)[0] != '{' ||
-        !convo__json_object_valid(PQgetvalue(r, row, 6), (size_t)PQgetlength(r, row, 6)) ||
-        convo__pg_get_int(r, row, 8) < 0)
-        return CONVO_ECORRUPT;
-    const char *body_type = text_or_null(r, row, 10);
-    char *body = NULL;
-    size_t blen = 0;
-    if (body_type && PQgetisnull(r, row, 11))
-        return CONVO_ECORRUPT;
-    int rc = body_type ? body_decode(PQgetvalue(r, row, 11), (size_t)PQgetlength(r, row, 11),
-                                     &body, &blen) : 0;
-    if (rc != 0)
-        return rc;
-    char *metadata = convo__pg_compact_json(r, row, 6, &mlen);
-    if (!metadata) {
-        free(body);
-        return CONVO_ENOMEM;
-    }
-    convo_checkpoint *cp = convo__checkpoint_new(
-        PQgetvalue(r, row, 2), PQgetvalue(r, row, 3), PQgetvalue(r, row, 4),
-        text_or_null(r, row, 5), metadata, body_type, body ? body : "", blen,
-        convo__pg_get_int(r, row, 8), convo__pg_get_int(r, row, 9) + PG_EPOCH_MICROS);
-    free(metadata);
-    free(body);
-    *out = cp;
-    return cp ? 0 : CONVO_ENOMEM;
-}
-
-/* Adds a channel (kind 1) or a pending write (kind 2) row to cp. */
-static int item_from_row(convo_checkpoint *cp, const PGresult *r, int row, int kind)
-{
-    const char *value = PQgetvalue(r, row, 11);
-    size_t len = (size_t)PQgetlength(r, row, 11);
-    /* a channel's name, a write's task id, channel and idx are never NULL: a
-     * name number with no name or a NULL field in the row's pending_write[]
-     * (which has no constraints, unlike version 23's table) is corruption */
-    if (PQgetisnull(r, row, 5) ||
-        (kind == 2 && (PQgetisnull(r, row, 7) || PQgetisnull(r, row, 8))))
-        return CONVO_ECORRUPT;
-    if (kind == 1)
-        return convo__checkpoint_add_channel(cp, PQgetvalue(r, row, 5), PQgetvalue(r, row, 6),
-                                             text_or_null(r, row, 10), value, len);
-    return convo__checkpoint_add_write(cp, PQgetvalue(r, row, 5), PQgetvalue(r, row, 6),
-                                       convo__pg_get_int(r, row, 8), PQgetvalue(r, row, 7),
-                                       PQgetvalue(r, row, 10), value, len);
-}
-
-/* Turns the rows of checkpoint_get.sql (_latest, _list) into checkpoints,
- * adding each to set (or, when set is NULL, returning the only one in
- * *single). CONVO_ENOTFOUND on a kind-9 row, CONVO_ECORRUPT on rows convo
- * never writes, CONVO_ENOMEM. */
-static int checkpoints_from_rows(const PGresult *r, convo_checkpoint_set *set,
-                                 convo_checkpoint **single)
-{
-    convo_checkpoint *cp = NULL;
-    int rows = PQntuples(r), rc = 0;
-    for (int i = 0; i < rows && rc == 0; i++) {
-        int kind = (int)convo__pg_get_int(r, i, 0);
-        if (kind == 9) {
-            rc = CONVO_ENOTFOUND;
-        } else if (kind != 0) {
-            rc = cp ? item_from_row(cp, r, i, kind) : CONVO_ECORRUPT;
-        } else {
-            if (cp && set) {
-                convo__checkpoint_finish(cp);
-                rc = convo__checkpoint_set_add(set, cp); /* owns cp, also on failure */
-            } else {
-                convo_checkpoint_free(cp);
-            }
-            cp = NULL;
-            if (rc == 0)
-                rc = checkpoint_from_row(r, i, &cp);
-        }
-    }
-    if (rc != 0 || !cp) {
-        convo_checkpoint_free(cp);
-        return rc;
-    }
-    convo__checkpoint_finish(cp);
-    if (set)
-        return convo__checkpoint_set_add(set, cp);
-    *single = cp;
-    return 0;
-}
-
-/* The error of a failed checkpoints_from_rows(): corrupt data or memory. */
-static int checkpoint_read_error(int rc, convo_error *err)
-{
-    if (rc == CONVO_ECORRUPT)
-        return convo__error(err, rc, NULL,
-                            "postgres: a stored checkpoint is corrupt (metadata not an object, "
-                            "negative log length, or rows out of order)");
-    return convo__error(err, rc, NULL, "out of memory reading checkpoints");
-}
+/* The reads: a statement that gives checkpoint rows as stored, then
+ * readback.c's decoding, again when a row changed between the rows and the
+ * values read from checkpoint_blobs (a concurrent swap, prune or delete). */
+enum { READ_ATTEMPTS = 8 };
 
 int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char *ns,
                              const char *checkpoint_id, convo_checkpoint **out, convo_error *err)
@@ -526,40 +382,39 @@ int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
     const char *values[3] = {thread_id, ns, checkpoint_id};
     int lens[3] = {(int)strlen(thread_id), (int)strlen(ns),
                    checkpoint_id ? (int)strlen(checkpoint_id) : 0};
-    PGresult *r;
-    int rc = convo__pg_run_stored(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r,
-                                  err);
-    if (rc != 0)
-        return rc;
+    int rc = PG_READ_AGAIN;
     convo_checkpoint *cp = NULL;
-    rc = PQntuples(r) ? checkpoints_from_rows(r, NULL, &cp) : CONVO_ENOTFOUND;
-    PQclear(r);
+    for (int attempt = 0; rc == PG_READ_AGAIN && attempt < READ_ATTEMPTS; attempt++) {
+        PGresult *r;
+        rc = convo__pg_run_stored(b, checkpoint_id ? ST_CP_GET : ST_CP_LATEST, values, lens, &r,
+                                  err);
+        if (rc != 0)
+            return rc;
+        rc = PQntuples(r) ? convo__pg_read_rows(b, r, NULL, NULL, &cp, err) : CONVO_ENOTFOUND;
+        PQclear(r);
+    }
     if (rc == CONVO_ENOTFOUND)
         return convo__error(err, rc, NULL, "checkpoint not found");
-    if (rc != 0)
-        return checkpoint_read_error(rc, err);
+    if (rc == PG_READ_AGAIN)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "postgres: the checkpoint changed under %d reads", READ_ATTEMPTS);
+    if (rc != 0) {
+        convo_checkpoint_free(cp);
+        return rc;
+    }
     *out = cp;
     return 0;
 }
 
-int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
-                              void *filter, convo_checkpoint_set **out, convo_error *err)
+/* One listing: the statement's rows into a new set (*out). */
+static int list_once(convo_backend *b, const convo_checkpoint_list_opts *o,
+                     const char *const *values, const int *lens, convo_checkpoint_set **out,
+                     convo_error *err)
 {
-    (void)filter; /* the server applies it: metadata @> filter */
-    char limit[8];
-    put64(limit, (uint64_t)o->limit);
-    const char *values[8] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
-                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns,
-                             o->only_channel};
-    int lens[8] = {0, 0, 0, 0, 8, 0, 0, 0};
-    for (int i = 0; i < 8; i++)
-        if (i != 4)
-            lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     PGresult *r;
     convo_error e = {0}; /* the SQLSTATE even when err is NULL */
-    /* only_channel: a statement of its own that reads that channel alone
-     * (checkpoint_list_channel.sql, $8), cheaper to plan and to run; the wide
-     * one takes the first seven values */
+    /* only_channel: a statement of its own that carries no metadata nor body
+     * (checkpoint_list_channel.sql); the driver decodes that channel alone */
     int rc = convo__pg_run_stored(b, o->only_channel ? ST_CP_LIST_CHANNEL : ST_CP_LIST, values,
                                   lens, &r, &e);
     /* the core checked the filter: 22P02 is a stored metadata text (v36) that
@@ -573,16 +428,38 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
         return rc;
     }
     convo_checkpoint_set *set = convo__checkpoint_set_new();
-    rc = set ? checkpoints_from_rows(r, set, NULL) : CONVO_ENOMEM;
+    rc = set ? convo__pg_read_rows(b, r, o->only_channel, set, NULL, err)
+             : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     PQclear(r);
     if (rc != 0) {
         convo_checkpoint_set_free(set);
-        if (rc == CONVO_ENOTFOUND)
-            return convo__error(err, rc, NULL, "checkpoint '%s' not found", o->before);
-        return checkpoint_read_error(rc, err);
+        return rc;
     }
     *out = set;
     return 0;
+}
+
+int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
+                              void *filter, convo_checkpoint_set **out, convo_error *err)
+{
+    (void)filter; /* the server applies it: metadata @> filter */
+    char limit[8];
+    put64(limit, (uint64_t)o->limit);
+    const char *values[7] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
+                             o->limit ? limit : NULL, o->before_thread_id, o->before_ns};
+    int lens[7] = {0, 0, 0, 0, 8, 0, 0};
+    for (int i = 0; i < 7; i++)
+        if (i != 4)
+            lens[i] = values[i] ? (int)strlen(values[i]) : 0;
+    int rc = PG_READ_AGAIN;
+    for (int attempt = 0; rc == PG_READ_AGAIN && attempt < READ_ATTEMPTS; attempt++)
+        rc = list_once(b, o, values, lens, out, err);
+    if (rc == CONVO_ENOTFOUND)
+        return convo__error(err, rc, NULL, "checkpoint '%s' not found", o->before);
+    if (rc == PG_READ_AGAIN)
+        return convo__error(err, CONVO_ECONFLICT, NULL,
+                            "postgres: the checkpoints changed under %d reads", READ_ATTEMPTS);
+    return rc;
 }
 
 int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t keep_last,

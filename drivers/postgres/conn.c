@@ -44,7 +44,9 @@ static const struct {
     [ST_COPY] = {"convo_copy", 6, SQL_THREAD_COPY},
     [ST_CP_PUT_REFS] = {"convo_cp_put_refs", 28, SQL_CHECKPOINT_PUT_REFS},
     [ST_APPEND_PLAIN] = {"convo_append_plain", 5, SQL_APPEND_PLAIN},
-    [ST_CP_LIST_CHANNEL] = {"convo_cp_list_channel", 8, SQL_CHECKPOINT_LIST_CHANNEL},
+    [ST_CP_LIST_CHANNEL] = {"convo_cp_list_channel", 7, SQL_CHECKPOINT_LIST_CHANNEL},
+    [ST_CP_NAMES] = {"convo_cp_names", 4, SQL_CHECKPOINT_NAMES_GET},
+    [ST_CP_BLOBS] = {"convo_cp_blobs", 7, SQL_CHECKPOINT_BLOBS_GET},
 };
 
 /* What replaces @X in a .sql file (NULL: X is no placeholder). */

@@ -14,6 +14,7 @@
 #define OID_BOOL 16
 #define OID_BYTEA 17
 #define OID_INT8 20
+#define OID_INT4 23
 #define OID_TEXT 25
 #define OID_TEXT_ARRAY 1009
 #define OID_TIMESTAMPTZ 1184
@@ -32,7 +33,7 @@ enum {
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
     ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
     ST_REPLACE_TAIL_FAST, ST_CP_DELETE, ST_COPY, ST_CP_PUT_REFS, ST_APPEND_PLAIN, ST_CP_LIST_CHANNEL,
-    ST_COUNT
+    ST_CP_NAMES, ST_CP_BLOBS, ST_COUNT
 };
 
 /* The thread index's statements (index.c), thread_list_*.sql filled in for
@@ -52,6 +53,9 @@ typedef struct pg_conn {
     int64_t done_at;   /* monotonic microseconds when its last call succeeded; 0: never */
 } pg_conn;
 
+/* readback.c: the store's copy of checkpoint_names and checkpoint_channel_sets. */
+typedef struct pg_names pg_names;
+
 struct convo_backend {
     convo_pool *pool;
     char *conninfo;     /* the URL for libpq: convo's parameters removed */
@@ -69,6 +73,7 @@ struct convo_backend {
     char ttl_interval[16]; /* ttl=S as a binary interval parameter */
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
     unsigned long cp_puts; /* checkpoint puts through this handle (checkpoint_analyze.sql) */
+    pg_names *names;       /* the names stored checkpoints' numbers stand for (readback.c) */
 };
 
 /* ---- conn.c: connections, errors, statements */
@@ -143,6 +148,8 @@ char *convo__pg_array_finish(pg_array *a, int *len);
 
 /* A malloc'd NUL-terminated compact copy of jsonb text column col, or NULL. */
 char *convo__pg_compact_json(const PGresult *r, int row, int col, size_t *len);
+/* The same for bytes [in, in+n). */
+char *convo__pg_compact_json_bytes(const char *in, size_t n, size_t *len);
 /* The message bodies (bytea[]) and their roles (text[]) as two array
  * parameters: 0, CONVO_ETOOLARGE (over 1 GiB) or CONVO_ENOMEM. */
 int convo__pg_encode_batch(const convo_message_in *msgs, size_t n, char **bodies, int *blen,
@@ -187,6 +194,56 @@ int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
 int convo__pg_thread_list_ex(convo_backend *b, const convo_thread_list_opts *opts, void *where,
                              const convo_thread_cursor *after, convo_thread_page **out,
                              convo_error *err);
+/* unpack.c: the packed columns of a checkpoint row (docs/postgres.md), each
+ * function 0 or CONVO_ECORRUPT for bytes convo never writes (or CONVO_ENOMEM) */
+typedef struct pg_chan {
+    int32_t ch;          /* checkpoint_names number */
+    const char *ver;     /* its stored version (ver_pack() bytes), in the row */
+    size_t ver_len;
+    int32_t type;        /* 0: no value in the row (checkpoint_blobs, or none) */
+    const char *value;
+    size_t len;
+} pg_chan;
+/* The n channels of set (its numbers, in order) with their versions and the
+ * values vals holds (vals_null: a row of version 28, none). */
+int convo__pg_unpack_channels(const int32_t *set, size_t n, const char *versions,
+                              size_t vlen, const char *vals, size_t vals_len, int vals_null,
+                              pg_chan *out);
+typedef struct pg_write {
+    int64_t idx;
+    int32_t task_path, channel, type; /* checkpoint_names numbers */
+    const char *task, *value;         /* id_pack() task id, the value: in the element */
+    size_t task_len, len;
+} pg_write;
+/* One element of writes (NULL: corrupt). */
+int convo__pg_unpack_write(const char *elem, size_t len, pg_write *w);
+/* 1 and the element's channel number when its header reads, else 0. */
+int convo__pg_write_channel(const char *elem, size_t len, int32_t *channel);
+/* id_text() and ver_text() in C: *out malloc'd, NUL-terminated. */
+int convo__pg_id_text(const char *p, size_t n, char **out);
+int convo__pg_ver_text(const char *p, size_t n, char **out);
+/* meta_text(): the metadata with meta_pack()'s fragments back, malloc'd. */
+char *convo__pg_meta_text(const char *p, size_t n, size_t *len);
+/* A one-dimensional array in binary (array_send): its elements (bytes NULL:
+ * an SQL NULL) in *out, malloc'd, pointing into p. */
+typedef struct pg_array_elem {
+    const char *bytes;
+    size_t len;
+} pg_array_elem;
+int convo__pg_unpack_array(const char *p, size_t n, pg_array_elem **out, size_t *count);
+
+/* readback.c */
+int convo__pg_names_init(convo_backend *b);
+void convo__pg_names_free(convo_backend *b);
+/* A read of rows changed between its two statements: run it again. */
+#define PG_READ_AGAIN 1
+/* The checkpoints of the rows of checkpoint_get.sql (_latest, _list,
+ * _list_channel with only_channel) into set, or the one into *single:
+ * CONVO_ENOTFOUND for a kind-9 row, CONVO_ECORRUPT (err says what), or
+ * PG_READ_AGAIN. */
+int convo__pg_read_rows(convo_backend *b, const PGresult *r, const char *only_channel,
+                        convo_checkpoint_set *set, convo_checkpoint **single, convo_error *err);
+
 /* checkpoints.c */
 int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err);
 int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,

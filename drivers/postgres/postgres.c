@@ -80,6 +80,7 @@ static void pg_close(convo_backend *b)
         return;
     convo__pool_free(b->pool);
     convo__pg_index_close(b);
+    convo__pg_names_free(b);
     pthread_mutex_destroy(&b->index_lock);
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
@@ -117,7 +118,7 @@ static int setup(convo_backend *b, convo_url *url, convo_error *err)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     if ((rc = check_uri(b, err)) != 0)
         return rc;
-    if (convo__pg_statements_init(b) != 0)
+    if (convo__pg_statements_init(b) != 0 || convo__pg_names_init(b) != 0)
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     return 0;
 }

@@ -109,8 +109,13 @@ static size_t put_number(const char *tok, size_t n, char *out)
  * malloc'd NUL-terminated compact copy of column col, or NULL. */
 char *convo__pg_compact_json(const PGresult *r, int row, int col, size_t *len)
 {
-    const char *in = PQgetvalue(r, row, col);
-    size_t n = (size_t)PQgetlength(r, row, col), o = 0;
+    return convo__pg_compact_json_bytes(PQgetvalue(r, row, col),
+                                        (size_t)PQgetlength(r, row, col), len);
+}
+
+char *convo__pg_compact_json_bytes(const char *in, size_t n, size_t *len)
+{
+    size_t o = 0;
     char *out = malloc(2 * n + 64); /* exponent forms may be longer */
     int in_string = 0, escaped = 0;
     for (size_t i = 0; out && i < n; i++) {

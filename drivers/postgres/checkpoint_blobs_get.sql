@@ -1,0 +1,17 @@
+-- checkpoint_blobs_get.sql: the channel values a read found not in its
+-- checkpoints' rows (type 0 in vals, or a row of version 28 without vals),
+-- from checkpoint_blobs by primary key, one entry i per (thread tid, namespace,
+-- channel, version): $1 tids, $2 namespaces, $5 channels, $6 versions. Each
+-- entry also names its checkpoint ($3 id_pack() id) and the versions and vals
+-- the read decoded ($4, $7): ok is false when that row is gone or changed since
+-- (a swap, a prune, a delete between the two statements), and the driver reads
+-- again. A value not found: the channel has none (type NULL).
+SELECT x.i, EXISTS (SELECT 1 FROM @S.checkpoints k
+                     WHERE k.tid = x.tid AND k.checkpoint_ns = x.ns AND k.checkpoint_id = x.id
+                       AND k.versions = x.versions AND k.vals IS NOT DISTINCT FROM x.vals) AS ok,
+       v.type, v.value
+  FROM unnest($1::int8[], $2::text[], $3::bytea[], $4::bytea[], $5::int4[], $6::bytea[],
+              $7::bytea[]) WITH ORDINALITY AS x(tid, ns, id, versions, ch, ver, vals, i)
+  LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
+                      WHERE b.tid = x.tid AND b.checkpoint_ns = x.ns
+                        AND b.channel = x.ch AND b.version = x.ver LIMIT 1) v ON true
