@@ -247,6 +247,7 @@ static Suite *postgres_suite(void)
     postgres_add_writes_short_tests(s);
     postgres_add_fill_tests(s);
     postgres_add_cold_tests(s);
+    postgres_add_readback_tests(s);
     postgres_add_preview_tests(s);
     postgres_add_expiry_tests(s);
     postgres_add_cost_tests(s);

@@ -100,6 +100,8 @@ void postgres_add_repeats_tests(Suite *s);
 void postgres_add_lookup_tests(Suite *s);
 /* tests/postgres_writes_short.c: pending writes with short fields (v39). */
 void postgres_add_writes_short_tests(Suite *s);
+/* tests/postgres_readback.c */
+void postgres_add_readback_tests(Suite *s);
 /* tests/postgres_fill.c: the B-trees in put and append order at fillfactor 100 (v40). */
 void postgres_add_fill_tests(Suite *s);
 /* tests/postgres_cold.c: channel_vals_proc(), the PL/pgSQL channel_vals() (v41). */

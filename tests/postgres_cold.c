@@ -1,7 +1,9 @@
-/* postgres_cold.c — channel_vals_proc() (schema version 41), the PL/pgSQL
- * channel_vals() that checkpoint_latest.sql and checkpoint_get.sql call: the
- * same rows as channel_vals() for every form a row is stored in, the same
- * SQLSTATE for corrupt bytes, and a store of version 40 migrated to it. */
+/* postgres_cold.c — the readings of a row's packed versions and vals:
+ * channel_vals_proc() (schema version 41, PL/pgSQL) and, since the driver
+ * reads rows raw, the driver's C decoder (drivers/postgres/unpack.c): the same
+ * channels as channel_vals() for every form a row is stored in, corrupt bytes
+ * refused by all three (SQLSTATE 2202E; the driver's CONVO_ECORRUPT on get,
+ * latest and list), and a store of version 40 migrated. */
 #include "postgres.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,65 @@ static char *differing(PGconn *pg, const char *schema)
              " k.vals) u)) || '/' || count(*) FROM \"%s\".checkpoints k",
              schema, schema, schema);
     return query1(pg, sql);
+}
+
+/* The channels of checkpoint `id` as channel_vals() and the blobs read them
+ * (what checkpoint_get.sql selected before the driver decoded rows itself),
+ * one "name=version:type:hex" each, in name order. */
+static char *sql_channels(PGconn *pg, const char *schema, const char *id)
+{
+    char sql[1536];
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce(string_agg(n.name || '=' || \"%s\".ver_text(u.ver) || ':' ||"
+             " coalesce(y.name, '') || ':' || coalesce(encode(CASE WHEN u.type IS NULL"
+             " THEN v.value ELSE u.value END, 'hex'), ''), ';' ORDER BY n.name COLLATE \"C\"), '')"
+             " FROM \"%s\".checkpoints k"
+             " CROSS JOIN LATERAL \"%s\".channel_vals(k.channel_set, k.versions, k.vals) u"
+             " JOIN \"%s\".checkpoint_names n ON n.num = u.ch"
+             " LEFT JOIN \"%s\".checkpoint_blobs v ON u.type IS NULL AND v.tid = k.tid"
+             " AND v.checkpoint_ns = k.checkpoint_ns AND v.channel = u.ch AND v.version = u.ver"
+             " LEFT JOIN \"%s\".checkpoint_names y ON y.num = coalesce(u.type, v.type)"
+             " WHERE k.checkpoint_id = \"%s\".id_pack('%s')",
+             schema, schema, schema, schema, schema, schema, schema, id);
+    return query1(pg, sql);
+}
+
+/* The same from the driver's checkpoint. */
+static char *driver_channels(const convo_checkpoint *cp)
+{
+    size_t cap = 64;
+    for (size_t i = 0; i < convo_checkpoint_channel_count(cp); i++) {
+        const char *ver;
+        convo_blob v;
+        cap += strlen(convo_checkpoint_channel(cp, i, &ver, &v)) + strlen(ver) + 2 * v.len +
+               (v.type ? strlen(v.type) : 0) + 8;
+    }
+    char *out = malloc(cap);
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < convo_checkpoint_channel_count(cp); i++) {
+        const char *ver;
+        convo_blob v;
+        const char *name = convo_checkpoint_channel(cp, i, &ver, &v);
+        o += (size_t)sprintf(out + o, "%s%s=%s:%s:", i ? ";" : "", name, ver,
+                             v.type ? v.type : "");
+        for (size_t k = 0; v.type && k < v.len; k++)
+            o += (size_t)sprintf(out + o, "%02x", ((const unsigned char *)v.bytes)[k]);
+    }
+    return out;
+}
+
+/* The driver's get of thread t's checkpoint id reads what channel_vals() reads. */
+static void driver_reads_alike(convo_store *s, PGconn *pg, const char *schema, const char *id)
+{
+    convo_checkpoint *cp = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_get(s, "t", "", id, &cp, &err) == 0, "%s", err.message);
+    char *want = sql_channels(pg, schema, id), *got = driver_channels(cp);
+    ck_assert_msg(strcmp(want, got) == 0, "%s: SQL %s, driver %s", id, want, got);
+    free(want);
+    free(got);
+    convo_checkpoint_free(cp);
 }
 
 /* Rows as puts store them: versions of form 1 (lengths in a byte), 2 (a
@@ -73,6 +134,8 @@ START_TEST(test_proc_reads_what_channel_vals_reads)
     char *d = differing(pg, schema);
     ck_assert_str_eq(d, "0/4");
     free(d);
+    for (int i = 0; i < 4; i++)
+        driver_reads_alike(s, pg, schema, ids[i]);
     /* and what the driver reads back through it */
     convo_checkpoint *cp = NULL;
     convo_error err;
@@ -107,9 +170,34 @@ static char *state_of(PGconn *pg, const char *schema, const char *fn)
     return out;
 }
 
-/* Good bytes of each form read the same rows in both functions (vals of form
- * 1 too, which puts no longer write); corrupt ones raise in both with the same
- * SQLSTATE (2202E: CONVO_ECORRUPT). */
+/* The driver's get, latest and list of the row: CONVO_ECORRUPT when corrupt,
+ * else the channels channel_vals() reads. */
+static void driver_on_case(convo_store *s, PGconn *pg, const char *schema, size_t i,
+                           int corrupt)
+{
+    convo_checkpoint *cp = NULL;
+    convo_checkpoint_set *set = NULL;
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = "t";
+    convo_error err;
+    if (!corrupt) {
+        driver_reads_alike(s, pg, schema, UUID_A);
+        return;
+    }
+    int rc = convo_checkpoint_get(s, "t", "", UUID_A, &cp, &err);
+    ck_assert_msg(rc == CONVO_ECORRUPT, "case %zu: get %d %s", i, rc, err.message);
+    ck_assert_msg(strstr(err.message, "corrupt") != NULL, "case %zu: %s", i, err.message);
+    ck_assert_int_eq(convo_checkpoint_get(s, "t", "", NULL, &cp, NULL), CONVO_ECORRUPT);
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, NULL), CONVO_ECORRUPT);
+    o.only_channel = "b";
+    ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, NULL), CONVO_ECORRUPT);
+    ck_assert_ptr_null(cp);
+    ck_assert_ptr_null(set);
+}
+
+/* Good bytes of each form read the same rows in both functions and the driver
+ * (vals of form 1 too, which puts no longer write); corrupt ones raise in both
+ * with the same SQLSTATE (2202E) and are CONVO_ECORRUPT in the driver. */
 START_TEST(test_corrupt_bytes_raise_alike)
 {
     const char *name = "cold2", *schema = schema_name(name);
@@ -151,6 +239,7 @@ START_TEST(test_corrupt_bytes_raise_alike)
         if (i < 3)
             ck_assert_msg(strncmp(a, "rows (", 6) == 0, "case %zu: %s", i, a);
         raised += strncmp(a, "error 2202E", 11) == 0;
+        driver_on_case(s, pg, schema, i, strncmp(a, "error", 5) == 0);
         free(a);
         free(b);
     }
