@@ -45,7 +45,12 @@ function note(keys, docs, plan) {
 
 const sign = (x) => (x < 0 ? -1 : 1);
 const MAX_STRING = Symbol('maxString'); // above every string, below every object
-const rankOf = (v) => ({ int: 3, long: 3, double: 3, decimal: 3, string: 4 }[V.bsonType(v)]);
+const rankOf = (v) => ({ int: 3, long: 3, double: 3, decimal: 3, string: 4, objectId: 8 }[V.bsonType(v)]);
+const RANGE_OPS = ['$gt', '$gte', '$lt', '$lte'];
+// the ends of a type's bracket, for a range open on one side
+const OID_MIN = new V.ObjectId('000000000000000000000000');
+const OID_MAX = new V.ObjectId('ffffffffffffffffffffffff');
+const bracket = { 3: [-Infinity, Infinity], 4: ['', MAX_STRING], 8: [OID_MIN, OID_MAX] };
 
 function cmpBound(v, b) {
   if (b === MAX_STRING) return rankOf(v) === 3 || rankOf(v) === 4 || V.compareValues(v, '') < 0 ? -1 : 1;
@@ -54,28 +59,34 @@ function cmpBound(v, b) {
 
 /**
  * The range a condition puts on a field, bracketed by type as mongod brackets
- * index bounds ({$lt: 5} covers the numbers below 5, nothing else): {lo, hi}
- * with {v, incl}; null when the condition is not a range of one type.
+ * index bounds ({$lt: 5} covers the numbers below 5, nothing else): {lo, hi,
+ * exact} with {v, incl}; exact false when the condition has other operators
+ * besides ($nin, $ne, ...: mongod applies them to what the bounds read, so
+ * does scan()); null when the condition is not a range of one type.
  */
 function rangeOf(cond) {
   if (!V.isPlainDoc(cond)) return null;
   const ks = V.keysOf(cond);
-  if (!ks.length) return null;
   let lo = null;
   let hi = null;
   let rank = null;
+  let exact = true;
   for (const k of ks) {
+    if (!RANGE_OPS.includes(k)) {
+      exact = false;
+      continue;
+    }
     const v = cond[k];
     const r = rankOf(v);
     if (!r || (rank && r !== rank) || (r === 3 && Number.isNaN(V.numberOf(v)))) return null;
     rank = r;
     if (k === '$gt' || k === '$gte') lo = { v, incl: k === '$gte' };
-    else if (k === '$lt' || k === '$lte') hi = { v, incl: k === '$lte' };
-    else return null;
+    else hi = { v, incl: k === '$lte' };
   }
-  if (!lo) lo = { v: rank === 3 ? -Infinity : '', incl: true };
-  if (!hi) hi = { v: rank === 3 ? Infinity : MAX_STRING, incl: true };
-  return { lo, hi };
+  if (!rank) return null;
+  if (!lo) lo = { v: bracket[rank][0], incl: true };
+  if (!hi) hi = { v: bracket[rank][1], incl: true };
+  return { lo, hi, exact };
 }
 
 class SortedIndex {
@@ -170,7 +181,9 @@ const isIndexHint = (hint) => typeof hint === 'string' || (V.isPlainDoc(hint) &&
  * that bounds the scan most and gives the sort; null when none gives the sort
  * (the caller's other ways apply). bounded: also an index the filter bounds by
  * equalities and a range without a sort (a write's {g, s: {$gte: P}}, read
- * off {g, s} as mongod reads it, not every document of g). equalityValue:
+ * off {g, s} as mongod reads it, not every document of g; a delete's search
+ * for leftovers, {g: {$gte: A, $lte: B, $nin: [...]}}, off {g, ...} between A
+ * and B, not every document). equalityValue:
  * store.js's.
  */
 function plan(coll, filter, sort, hint, equalityValue, bounded = false) {
@@ -197,7 +210,7 @@ function plan(coll, filter, sort, hint, equalityValue, bounded = false) {
       if (f[i] !== k || (j > 0 && s !== dir)) provided = false;
       else if (j === 0) dir = s;
     });
-    if (!hinted && !(provided && sortKeys.length) && !(bounded && eq.length && range)) continue;
+    if (!hinted && !(provided && sortKeys.length) && !(bounded && range)) continue;
     const score = eq.length * 4 + (range ? 2 : 0) + (provided ? 1 : 0);
     if (!best || score > best.score) best = { ix, eq, range, provided, dir, score };
   }
@@ -225,7 +238,7 @@ function scan(coll, p, filter, limit, qview) {
   const fk = V.keysOf(filter);
   let query = null;
   if (fk.length !== bounds.length || !fk.every((k) => bounds.includes(k))
-      || p.eq.some((v) => V.bsonType(v) === 'binData')) {
+      || (p.range && !p.range.exact) || p.eq.some((v) => V.bsonType(v) === 'binData')) {
     try {
       query = new Query(V.toQ(filter));
     } catch (e) {

@@ -471,9 +471,9 @@ class Collection {
     }
     let cand = keys.length ? this.uniqueCandidate(filter) : null;
     if (keys.length && !cand) {
-      // equalities and a range bounding an index: read between the bounds
+      // a range (after equalities, if any) bounding an index: read between the bounds
       const p = Scan.plan(this, filter, null, undefined, equalityValue, true);
-      if (p && p.range && p.eq.length) return Scan.scan(this, p, filter, limit, Collection.qview);
+      if (p && p.range) return Scan.scan(this, p, filter, limit, Collection.qview);
       cand = this.fieldCandidates(filter);
     }
     if (!keys.length || (cand && cand.exact)) {

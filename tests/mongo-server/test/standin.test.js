@@ -729,3 +729,39 @@ test('an upsert on {g, s: {$gte: P}} stores a document only above every one of g
   await c.cmd('t21', { profile: 0 });
   c.close();
 });
+
+test('a range of ObjectIds on an index\'s first field, with $nin (how convo looks for a deleted thread\'s leftovers), is read off the index between its bounds', async () => {
+  const c = await Client.connect();
+  await c.cmd('t22', { createIndexes: 'b', indexes: [{ key: { g: 1, s: 1 }, name: 'chain', unique: true }] });
+  const gens = [];
+  for (let i = 0; i < 30; i++) gens.push(new ObjectId(`${(i * 8).toString(16).padStart(2, '0')}${'0'.repeat(22)}`));
+  const docs = [];
+  gens.forEach((g, i) => { for (let s = 0; s < 10; s++) docs.push({ g, s: Long.fromNumber(s), i }); });
+  docs.push({ g: 'a string', s: Long.fromNumber(0) }, { s: Long.fromNumber(1) }); // other types, no g
+  await c.cmd('t22', { insert: 'b', documents: docs });
+  await c.cmd('t22', { profile: 2 });
+  const ids = (r) => r.cursor.firstBatch.map((d) => `${d.g}/${d.s}`).sort();
+  const cases = [
+    { $gte: gens[10], $lte: gens[12], $nin: [] },
+    { $gte: gens[10], $lte: gens[12], $nin: [gens[11]] },
+    { $gt: gens[10], $lt: gens[12] },
+    { $gt: gens[27] },
+    { $lte: gens[1], $ne: gens[0] },
+  ];
+  for (const cond of cases) {
+    const scanned = await c.cmd('t22', { find: 'b', filter: { g: cond }, hint: { $natural: 1 }, batchSize: 1000 });
+    const read = await c.cmd('t22', { find: 'b', filter: { g: cond }, batchSize: 1000 });
+    assert.deepEqual(ids(read), ids(scanned), JSON.stringify(cond));
+  }
+  const want = await c.cmd('t22', { find: 'b', filter: { g: cases[1] }, batchSize: 1000 });
+  assert.equal(want.cursor.firstBatch.length, 20, 'the $nin applies to what the bounds read');
+  const prof = await c.cmd('t22', { find: 'system.profile', filter: { op: 'query', 'command.hint': { $exists: false } }, batchSize: 100 });
+  assert.equal(prof.cursor.firstBatch.length, cases.length + 1);
+  const inRange = [30, 30, 10, 20, 20]; // entries between each case's bounds
+  prof.cursor.firstBatch.slice(0, cases.length).forEach((e, k) => {
+    assert.equal(e.planSummary, 'IXSCAN { g: 1, s: 1 }');
+    assert.equal(e.docsExamined, inRange[k], `case ${k}: the entries between the bounds, not every document`);
+  });
+  await c.cmd('t22', { profile: 0 });
+  c.close();
+});
