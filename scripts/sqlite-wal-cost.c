@@ -1,0 +1,197 @@
+/* sqlite-wal-cost.c — where the SQLite driver's appends with the thread index
+ * lose their mean: the writes of `convo bench --scenario threads` (a thread's
+ * save_extra with its user_id, then one append a message; blocks of 250
+ * threads into a store that declares user_id and one that does not, turn
+ * about), with every commit's WAL frames and every WAL checkpoint and log
+ * restart counted against the call that paid it. Counts do not depend on the
+ * machine's load; the times printed beside them do.
+ *
+ * Built and run by scripts/sqlite-wal-cost.sh. It sees each SQLite connection
+ * libconvo opens by defining sqlite3_open_v2 itself (the real one is found
+ * with dlsym) and sets a WAL hook on it that does what SQLite's automatic
+ * checkpoint does (a PASSIVE checkpoint once the log holds 1,000 frames), or,
+ * with mode "none", never checkpoints: the log then only grows and is never
+ * restarted. */
+#define _GNU_SOURCE
+#include <convo.h>
+#include <dlfcn.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BLOCK 250
+#define AUTO_FRAMES 1000
+
+enum { SAVE_EXTRA, APPEND, OPS };
+enum { INDEXED, BARE, STORES };
+
+typedef struct counts {
+    double frames[OPS], commits[OPS];
+    double checkpoints[OPS], checkpoint_secs[OPS], restarts[OPS];
+    double secs[OPS];
+    double *append_us;
+    size_t appends;
+} counts;
+
+static counts stats[STORES];
+static int last_frames[STORES];
+static int current_op, checkpointing = 1;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* After each commit: n is the log's frame count. Fewer than before means the
+ * commit started the log over (SQLite then writes and syncs its header). */
+static int wal_hook(void *ctx, sqlite3 *db, const char *name, int n)
+{
+    int s = (int)(long)ctx;
+    counts *c = &stats[s];
+    c->commits[current_op]++;
+    if (n < last_frames[s]) {
+        c->restarts[current_op]++;
+        c->frames[current_op] += n;
+    } else
+        c->frames[current_op] += n - last_frames[s];
+    last_frames[s] = n;
+    if (checkpointing && n >= AUTO_FRAMES) {
+        double t0 = now();
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        c->checkpoints[current_op]++;
+        c->checkpoint_secs[current_op] += now() - t0;
+    }
+    return 0;
+}
+
+int sqlite3_open_v2(const char *file, sqlite3 **db, int flags, const char *vfs)
+{
+    int (*real)(const char *, sqlite3 **, int, const char *);
+    *(void **)&real = dlsym(RTLD_NEXT, "sqlite3_open_v2");
+    int rc = real(file, db, flags, vfs);
+    const char *tail = file ? strrchr(file, '.') : NULL;
+    if (rc == SQLITE_OK && tail && (!strcmp(tail, ".indexed") || !strcmp(tail, ".bare")))
+        sqlite3_wal_hook(*db, wal_hook, (void *)(long)(strcmp(tail, ".bare") == 0));
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* user_of() of tools/bench_threads.c */
+static size_t user_of(size_t threads, size_t users, size_t i)
+{
+    size_t small = threads / 10, small_users = users / 10 ? users / 10 : 1;
+    if (i < small)
+        return i % small_users;
+    return small_users + (i - small) % (users - small_users ? users - small_users : 1);
+}
+
+static int seed_thread(convo_store *st, int s, size_t threads, size_t users, size_t i,
+                       const char *const *msgs)
+{
+    char tid[32], patch[128];
+    snprintf(tid, sizeof tid, "t%08zu", i);
+    snprintf(patch, sizeof patch, "{\"user_id\":\"u%05zu\",\"title\":\"conversation %zu\"}",
+             user_of(threads, users, i), i);
+    counts *c = &stats[s];
+    current_op = SAVE_EXTRA;
+    double t0 = now();
+    if (convo_save_extra(st, tid, patch, NULL) != 0)
+        return -1;
+    c->secs[SAVE_EXTRA] += now() - t0;
+    current_op = APPEND;
+    for (int m = 0; m < 3; m++) {
+        t0 = now();
+        if (convo_append(st, tid, &msgs[m % 2], NULL, 1, NULL, NULL, NULL) != 0)
+            return -1;
+        double t = now() - t0;
+        c->secs[APPEND] += t;
+        c->append_us[c->appends++] = t * 1e6;
+    }
+    return 0;
+}
+
+static void report(size_t threads, const char *mode)
+{
+    static const char *const names[] = {"indexed", "bare"};
+    for (int s = 0; s < STORES; s++) {
+        counts *c = &stats[s];
+        qsort(c->append_us, c->appends, sizeof *c->append_us, cmp_double);
+        printf("{\"store\":\"%s\",\"threads\":%zu,\"checkpoints\":\"%s\","
+               "\"frames_per_save_extra\":%.3f,\"frames_per_append\":%.3f,"
+               "\"checkpoints_in_save_extra\":%.0f,\"checkpoints_in_appends\":%.0f,"
+               "\"restarts_in_save_extra\":%.0f,\"restarts_in_appends\":%.0f,"
+               "\"checkpoint_s_in_appends\":%.3f,\"append_us_mean\":%.2f,\"append_us_p50\":%.2f,"
+               "\"append_us_p99\":%.1f,\"save_extra_us_mean\":%.2f}\n",
+               names[s], threads, mode, c->frames[SAVE_EXTRA] / c->commits[SAVE_EXTRA],
+               c->frames[APPEND] / c->commits[APPEND], c->checkpoints[SAVE_EXTRA],
+               c->checkpoints[APPEND], c->restarts[SAVE_EXTRA], c->restarts[APPEND],
+               c->checkpoint_secs[APPEND], c->secs[APPEND] / (double)c->appends * 1e6,
+               c->append_us[c->appends / 2], c->append_us[c->appends * 99 / 100],
+               c->secs[SAVE_EXTRA] / (double)threads * 1e6);
+    }
+    printf("{\"append_ratio\":%.3f,\"append_ratio_p50\":%.3f}\n",
+           stats[BARE].secs[APPEND] / stats[INDEXED].secs[APPEND] *
+               (double)stats[INDEXED].appends / (double)stats[BARE].appends,
+           stats[BARE].append_us[stats[BARE].appends / 2] /
+               stats[INDEXED].append_us[stats[INDEXED].appends / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5 || (strcmp(argv[4], "auto") && strcmp(argv[4], "none"))) {
+        fprintf(stderr, "usage: sqlite-wal-cost DIR THREADS USERS auto|none\n");
+        return 2;
+    }
+    size_t threads = strtoul(argv[2], NULL, 10), users = strtoul(argv[3], NULL, 10);
+    checkpointing = !strcmp(argv[4], "auto");
+    if (threads < 10 || users < 10)
+        return 2;
+    static const char *const names[] = {"indexed", "bare"};
+    const char *const keys[] = {"user_id", NULL};
+    convo_store *st[STORES];
+    for (int s = 0; s < STORES; s++) {
+        char url[1024];
+        snprintf(url, sizeof url, "sqlite:%s/wal-cost.%s", argv[1], names[s]);
+        convo_store_opts so = CONVO_STORE_OPTS_INIT;
+        so.indexed_keys = s == INDEXED ? keys : NULL;
+        convo_error err;
+        stats[s].append_us = calloc(threads * 3, sizeof(double));
+        if (!stats[s].append_us || convo_open_ex(&st[s], url, &so, &err) != 0) {
+            fprintf(stderr, "sqlite-wal-cost: %s: %s\n", url, err.message);
+            return 1;
+        }
+    }
+    char text[201], msgs[2][300];
+    memset(text, 'x', 200);
+    text[200] = '\0';
+    snprintf(msgs[0], sizeof msgs[0], "{\"role\":\"user\",\"content\":\"%s\"}", text);
+    snprintf(msgs[1], sizeof msgs[1], "{\"role\":\"assistant\",\"content\":\"%s\"}", text);
+    const char *const m[2] = {msgs[0], msgs[1]};
+    for (size_t b = 0; b < threads; b += BLOCK) {
+        int first = (b / BLOCK) % 2 ? BARE : INDEXED; /* as the bench: turn about */
+        for (int k = 0; k < STORES; k++) {
+            int s = k ? !first : first;
+            for (size_t i = b; i < b + BLOCK && i < threads; i++)
+                if (seed_thread(st[s], s, threads, users, i, m) != 0) {
+                    fprintf(stderr, "sqlite-wal-cost: a write failed\n");
+                    return 1;
+                }
+        }
+    }
+    report(threads, argv[4]);
+    for (int s = 0; s < STORES; s++) {
+        convo_close(st[s]);
+        free(stats[s].append_us);
+    }
+    return 0;
+}
