@@ -11,7 +11,8 @@
  * with dlsym) and sets a WAL hook on it that does what SQLite's automatic
  * checkpoint does (a PASSIVE checkpoint once the log holds 1,000 frames), or,
  * with mode "none", never checkpoints: the log then only grows and is never
- * restarted. */
+ * restarted. WAL_COST_ONLY=indexed (or bare) writes into that store only and
+ * prints nothing, for an instruction count of its calls under callgrind. */
 #define _GNU_SOURCE
 #include <convo.h>
 #include <dlfcn.h>
@@ -34,11 +35,13 @@ typedef struct counts {
     double secs[OPS];
     double *append_us;
     size_t appends;
+    double plain_secs; /* appends that neither checkpointed nor restarted the log */
+    size_t plain;
 } counts;
 
 static counts stats[STORES];
 static int last_frames[STORES];
-static int current_op, checkpointing = 1;
+static int current_op, checkpointing = 1, spiked; /* the call checkpointed or restarted */
 
 static double now(void)
 {
@@ -56,6 +59,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int n)
     c->commits[current_op]++;
     if (n < last_frames[s]) {
         c->restarts[current_op]++;
+        spiked = 1;
         c->frames[current_op] += n;
     } else
         c->frames[current_op] += n - last_frames[s];
@@ -64,6 +68,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int n)
         double t0 = now();
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         c->checkpoints[current_op]++;
+        spiked = 1;
         c->checkpoint_secs[current_op] += now() - t0;
     }
     return 0;
@@ -110,11 +115,16 @@ static int seed_thread(convo_store *st, int s, size_t threads, size_t users, siz
     c->secs[SAVE_EXTRA] += now() - t0;
     current_op = APPEND;
     for (int m = 0; m < 3; m++) {
+        spiked = 0;
         t0 = now();
         if (convo_append(st, tid, &msgs[m % 2], NULL, 1, NULL, NULL, NULL) != 0)
             return -1;
         double t = now() - t0;
         c->secs[APPEND] += t;
+        if (!spiked) {
+            c->plain_secs += t;
+            c->plain++;
+        }
         c->append_us[c->appends++] = t * 1e6;
     }
     return 0;
@@ -122,6 +132,8 @@ static int seed_thread(convo_store *st, int s, size_t threads, size_t users, siz
 
 static void report(size_t threads, const char *mode)
 {
+    if (!stats[INDEXED].appends || !stats[BARE].appends)
+        return; /* one store's writes only, for an instruction count */
     static const char *const names[] = {"indexed", "bare"};
     for (int s = 0; s < STORES; s++) {
         counts *c = &stats[s];
@@ -131,19 +143,22 @@ static void report(size_t threads, const char *mode)
                "\"checkpoints_in_save_extra\":%.0f,\"checkpoints_in_appends\":%.0f,"
                "\"restarts_in_save_extra\":%.0f,\"restarts_in_appends\":%.0f,"
                "\"checkpoint_s_in_appends\":%.3f,\"append_us_mean\":%.2f,\"append_us_p50\":%.2f,"
-               "\"append_us_p99\":%.1f,\"save_extra_us_mean\":%.2f}\n",
+               "\"append_us_p99\":%.1f,\"plain_append_us_mean\":%.2f,"
+               "\"save_extra_us_mean\":%.2f}\n",
                names[s], threads, mode, c->frames[SAVE_EXTRA] / c->commits[SAVE_EXTRA],
                c->frames[APPEND] / c->commits[APPEND], c->checkpoints[SAVE_EXTRA],
                c->checkpoints[APPEND], c->restarts[SAVE_EXTRA], c->restarts[APPEND],
                c->checkpoint_secs[APPEND], c->secs[APPEND] / (double)c->appends * 1e6,
                c->append_us[c->appends / 2], c->append_us[c->appends * 99 / 100],
-               c->secs[SAVE_EXTRA] / (double)threads * 1e6);
+               c->plain_secs / (double)c->plain * 1e6, c->secs[SAVE_EXTRA] / (double)threads * 1e6);
     }
-    printf("{\"append_ratio\":%.3f,\"append_ratio_p50\":%.3f}\n",
+    printf("{\"append_ratio\":%.3f,\"append_ratio_p50\":%.3f,\"plain_append_ratio\":%.3f}\n",
            stats[BARE].secs[APPEND] / stats[INDEXED].secs[APPEND] *
                (double)stats[INDEXED].appends / (double)stats[BARE].appends,
            stats[BARE].append_us[stats[BARE].appends / 2] /
-               stats[INDEXED].append_us[stats[INDEXED].appends / 2]);
+               stats[INDEXED].append_us[stats[INDEXED].appends / 2],
+           stats[BARE].plain_secs / (double)stats[BARE].plain /
+               (stats[INDEXED].plain_secs / (double)stats[INDEXED].plain));
 }
 
 int main(int argc, char **argv)
@@ -177,10 +192,13 @@ int main(int argc, char **argv)
     snprintf(msgs[0], sizeof msgs[0], "{\"role\":\"user\",\"content\":\"%s\"}", text);
     snprintf(msgs[1], sizeof msgs[1], "{\"role\":\"assistant\",\"content\":\"%s\"}", text);
     const char *const m[2] = {msgs[0], msgs[1]};
+    const char *only = getenv("WAL_COST_ONLY"); /* one store's writes (callgrind) */
     for (size_t b = 0; b < threads; b += BLOCK) {
         int first = (b / BLOCK) % 2 ? BARE : INDEXED; /* as the bench: turn about */
         for (int k = 0; k < STORES; k++) {
             int s = k ? !first : first;
+            if (only && strcmp(only, names[s]))
+                continue;
             for (size_t i = b; i < b + BLOCK && i < threads; i++)
                 if (seed_thread(st[s], s, threads, users, i, m) != 0) {
                     fprintf(stderr, "sqlite-wal-cost: a write failed\n");
