@@ -47,7 +47,7 @@ typedef struct convo_history convo_history;
 typedef struct convo_thread_page convo_thread_page;
 
 /* Store options; start from CONVO_STORE_OPTS_INIT. A limit of 0 keeps the default. */
-#define CONVO_STORE_OPTS_VERSION 2
+#define CONVO_STORE_OPTS_VERSION 3
 typedef struct convo_store_opts {
     unsigned int version;
     size_t max_message_bytes;    /* default 1 MiB */
@@ -62,8 +62,19 @@ typedef struct convo_store_opts {
      * that declares them records them in the store; later openers without the
      * declaration maintain the same ones; one declaring others is CONVO_EINVAL. */
     const char *const *indexed_keys;
+    /* ---- version 3 ---- */
+    /* Wait hooks (NULL = none; both or neither): wait_enter() is called just
+     * before libconvo waits for something of this store's (the SQLite driver's
+     * free connection, busy lock and WAL switch), in the waiting thread, and
+     * wait_leave(what wait_enter returned) just after, before libconvo locks
+     * anything again; never nested, never around network or disk I/O. For a
+     * caller that keeps a lock of its own during its calls and must let other
+     * threads take it while a call waits: Python passes PyEval_SaveThread and
+     * PyEval_RestoreThread (bindings/python, docs/python.md). */
+    void *(*wait_enter)(void);
+    void (*wait_leave)(void *entered);
 } convo_store_opts;
-#define CONVO_STORE_OPTS_INIT { CONVO_STORE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL }
+#define CONVO_STORE_OPTS_INIT { CONVO_STORE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
 
 #define CONVO_DEFAULT_MAX_MESSAGE_BYTES ((size_t)1 << 20)
 #define CONVO_DEFAULT_MAX_BATCH_MESSAGES ((size_t)10000)

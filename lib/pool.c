@@ -1,6 +1,7 @@
 /* pool.c — a small, blocking pool of backend connections shared by the
  * threads that use one store. Connections are made lazily; a broken one is
- * dropped on release, so the next call reconnects. */
+ * dropped on release, so the next call reconnects. Also the wait hooks
+ * (convo_store_opts version 3) that a wait of the pool or a driver runs in. */
 #include "internal.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,7 +13,26 @@ struct convo_pool {
     void *ctx;
     void **idle;
     size_t nidle, size, open; /* open = idle + in use */
+    convo_wait_hooks wait;
 };
+
+void convo__wait_begin(convo_wait *w, const convo_wait_hooks *hooks)
+{
+    w->hooks = hooks && hooks->enter ? hooks : NULL;
+    w->entered = w->hooks ? w->hooks->enter() : NULL;
+}
+
+void convo__wait_end(convo_wait *w)
+{
+    if (w->hooks)
+        w->hooks->leave(w->entered);
+    w->hooks = NULL;
+}
+
+void convo__pool_set_wait(convo_pool *p, const convo_wait_hooks *hooks)
+{
+    p->wait = *hooks;
+}
 
 int convo__pool_new(convo_pool **out, size_t size, const convo_pool_ops *ops, void *ctx)
 {
@@ -44,16 +64,28 @@ void convo__pool_free(convo_pool *p)
 
 int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err)
 {
+    convo_wait w = {NULL, NULL};
     pthread_mutex_lock(&p->lock);
-    while (p->nidle == 0 && p->open >= p->size)
+    while (p->nidle == 0 && p->open >= p->size) {
+        if (p->wait.enter && !w.hooks) {
+            /* enter may give up a lock of the caller's that the thread
+             * releasing a connection needs first: never call it holding ours */
+            pthread_mutex_unlock(&p->lock);
+            convo__wait_begin(&w, &p->wait);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
         pthread_cond_wait(&p->freed, &p->lock);
+    }
     if (p->nidle > 0) {
         *conn = p->idle[--p->nidle];
         pthread_mutex_unlock(&p->lock);
+        convo__wait_end(&w); /* leave may block (on the caller's lock): after ours */
         return 0;
     }
     p->open++; /* reserve the slot, then connect without holding the lock */
     pthread_mutex_unlock(&p->lock);
+    convo__wait_end(&w); /* before connect, whose own waits enter again */
     int rc = p->ops->connect(p->ctx, conn, err);
     if (rc != 0) {
         pthread_mutex_lock(&p->lock);

@@ -88,12 +88,23 @@ int convo_open_ex(convo_store **out, const char *url_text, const convo_store_opt
         return convo__error(err, CONVO_ENOTSUP, NULL, "driver %s has unsupported version %u",
                             driver->name, driver->version);
     }
+    convo_wait_hooks wait = {NULL, NULL};
+    if (opts && opts->version >= 3) {
+        wait.enter = opts->wait_enter;
+        wait.leave = opts->wait_leave;
+    }
+    if (!wait.enter != !wait.leave) {
+        convo__url_free(url);
+        return convo__error(err, CONVO_EINVAL, NULL,
+                            "wait_enter and wait_leave are set together or not at all");
+    }
     convo_store *s = calloc(1, sizeof *s);
     if (!s) {
         convo__url_free(url);
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     }
     s->driver = driver;
+    s->limits.wait = wait;
     s->limits.max_message_bytes =
         or_default(opts ? opts->max_message_bytes : 0, CONVO_DEFAULT_MAX_MESSAGE_BYTES);
     s->limits.max_batch_messages =

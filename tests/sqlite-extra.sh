@@ -7,6 +7,7 @@
 # the open entry),
 # the put with log references (tests/sqlite-refs.c: one transaction),
 # list opts v5 only_channel in the driver's statements (tests/sqlite-list-only.c),
+# the wait hooks around busy waits and the WAL switch (tests/sqlite-wait.c),
 # the checkpoint suite (tests/checkpoints) with and without ttl, then
 # `convo sweep` through the tool.
 set -eu
@@ -35,6 +36,7 @@ run "$top_builddir/tests/sqlite_layout10" "$dir"
 run "$top_builddir/tests/sqlite_layout11" "$dir"
 run "$top_builddir/tests/sqlite_layout12" "$dir"
 run "$top_builddir/tests/sqlite_layout13" "$dir"
+run "$top_builddir/tests/sqlite_wait" "$dir"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
 # the thread index of what the checkpoint suites wrote, checked against the tables

@@ -442,7 +442,7 @@ START_TEST(test_thread_ids)
 }
 END_TEST
 
-static const convo_limits limits = {100, 10, 100, 1000, NULL};
+static const convo_limits limits = {100, 10, 100, 1000, NULL, {NULL, NULL}};
 
 static int check_message(const char *m, size_t len, char *const *roles, char **role)
 {
@@ -626,7 +626,7 @@ START_TEST(test_message_fast_path)
     ck_assert(scan_sure(strcat(keys, "}")));
     strcpy(keys + strlen(keys) - 1, ",\"k32\":32}");
     ck_assert(!scan_sure(keys));
-    ck_assert_int_eq(convo__check_message(keys, strlen(keys), &(convo_limits){4096, 10, 100, 1000, NULL},
+    ck_assert_int_eq(convo__check_message(keys, strlen(keys), &(convo_limits){4096, 10, 100, 1000, NULL, {NULL, NULL}},
                                           NULL, (char **)&role, NULL),
                      0);
     ck_assert_str_eq(role, "u");
@@ -681,7 +681,7 @@ START_TEST(test_message_fast_path_against_jansson)
     uint64_t x = 0x9E3779B97F4A7C15u;
     unsigned sure = 0, tried = 0;
     char buf[1024], want[CONVO_MAX_ROLE_BYTES + 1];
-    convo_limits big = {sizeof buf, 10, 100, 1000, NULL};
+    convo_limits big = {sizeof buf, 10, 100, 1000, NULL, {NULL, NULL}};
     for (int round = 0; round < 60000; round++) {
         const char *seed = common_messages[round % (sizeof common_messages / sizeof *common_messages)];
         size_t len = strlen(seed);

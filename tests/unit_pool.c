@@ -1,5 +1,6 @@
 /* unit_pool.c — Check tests of the core's connection pool (lib/pool.c) on a fake
- * connector: contention, connect failures, and callers blocking while it is full. */
+ * connector: contention, connect failures, callers blocking while it is full,
+ * and the wait hooks called around that wait. */
 #include "internal.h"
 #include <check.h>
 #include <pthread.h>
@@ -163,6 +164,104 @@ START_TEST(test_pool_blocks_when_full)
 }
 END_TEST
 
+/* ---- the wait hooks (convo_store_opts version 3) around acquire's wait ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int enters, leaves, bad_token;
+    convo_pool *pool;
+    void *release_in_enter, *release_in_leave; /* what a hook gives back itself */
+} hooked = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, NULL, NULL};
+static int hook_token;
+
+static void *hook_enter(void)
+{
+    /* the pool's lock is not held here: releasing takes it */
+    if (hooked.release_in_enter)
+        convo__pool_release(hooked.pool, hooked.release_in_enter, false);
+    pthread_mutex_lock(&hooked.lock);
+    hooked.enters++;
+    pthread_cond_broadcast(&hooked.changed);
+    pthread_mutex_unlock(&hooked.lock);
+    return &hook_token;
+}
+
+static void hook_leave(void *entered)
+{
+    /* nor here */
+    if (hooked.release_in_leave)
+        convo__pool_release(hooked.pool, hooked.release_in_leave, false);
+    pthread_mutex_lock(&hooked.lock);
+    hooked.leaves++;
+    hooked.bad_token += entered != &hook_token;
+    pthread_cond_broadcast(&hooked.changed);
+    pthread_mutex_unlock(&hooked.lock);
+}
+
+static const convo_wait_hooks counting_hooks = {hook_enter, hook_leave};
+
+static void hooks_reset(convo_pool *pool)
+{
+    hooked.enters = hooked.leaves = hooked.bad_token = 0;
+    hooked.pool = pool;
+    hooked.release_in_enter = hooked.release_in_leave = NULL;
+}
+
+/* acquire without a wait calls no hook; one that waits calls enter once before
+ * blocking and leave once after, each without the pool's lock held */
+START_TEST(test_pool_wait_hooks)
+{
+    pool_ctx ctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    convo_pool *pool;
+    ck_assert_int_eq(convo__pool_new(&pool, 2, &fake_ops, &ctx), 0);
+    convo__pool_set_wait(pool, &counting_hooks);
+    hooks_reset(pool);
+    void *a, *b;
+    ck_assert_int_eq(convo__pool_acquire(pool, &a, NULL), 0);
+    ck_assert_int_eq(convo__pool_acquire(pool, &b, NULL), 0);
+    ck_assert_int_eq(hooked.enters, 0);
+
+    /* enter itself frees a connection: the waiter takes it without sleeping */
+    hooked.release_in_enter = a;
+    void *c;
+    ck_assert_int_eq(convo__pool_acquire(pool, &c, NULL), 0);
+    ck_assert_ptr_eq(c, a);
+    ck_assert_int_eq(hooked.enters, 1);
+    ck_assert_int_eq(hooked.leaves, 1);
+    ck_assert_int_eq(hooked.bad_token, 0);
+
+    /* a waiter in another thread: enter before it sleeps, leave once woken;
+     * leave gives back the other connection (a deadlock if the lock were held) */
+    hooks_reset(pool);
+    hooked.release_in_leave = b;
+    blocker w = {pool, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, pool_wait, &w), 0);
+    pthread_mutex_lock(&hooked.lock);
+    while (hooked.enters == 0)
+        pthread_cond_wait(&hooked.changed, &hooked.lock);
+    pthread_mutex_unlock(&hooked.lock);
+    ck_assert_int_eq(hooked.leaves, 0);
+    convo__pool_release(pool, c, false);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.got, 1);
+    ck_assert_int_eq(hooked.enters, 1);
+    ck_assert_int_eq(hooked.leaves, 1);
+    ck_assert_int_eq(hooked.bad_token, 0);
+
+    /* both connections are idle again: no wait, no hook */
+    void *d, *e;
+    ck_assert_int_eq(convo__pool_acquire(pool, &d, NULL), 0);
+    ck_assert_int_eq(convo__pool_acquire(pool, &e, NULL), 0);
+    ck_assert_int_eq(hooked.enters, 1);
+    convo__pool_release(pool, d, false);
+    convo__pool_release(pool, e, false);
+    ck_assert_int_eq(ctx.made, 2);
+    convo__pool_free(pool);
+}
+END_TEST
+
 void unit_add_pool_tests(Suite *s)
 {
     TCase *tc = tcase_create("pool");
@@ -170,5 +269,6 @@ void unit_add_pool_tests(Suite *s)
     tcase_add_test(tc, test_pool_contention);
     tcase_add_test(tc, test_pool_connect_failure);
     tcase_add_test(tc, test_pool_blocks_when_full);
+    tcase_add_test(tc, test_pool_wait_hooks);
     suite_add_tcase(s, tc);
 }

@@ -179,19 +179,51 @@ static int try_wal(sq_conn *c)
     return rc;
 }
 
+/* The milliseconds to sleep after the count-th BUSY in a row (0 first), or 0
+ * to give up: sqlite3_busy_timeout's schedule, which ends at busy_ms in all. */
+static int busy_delay(int count, int busy_ms)
+{
+    static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+    static const int totals[] = {0, 1, 3, 8, 18, 33, 53, 78, 103, 128, 178, 228};
+    const int last = (int)(sizeof delays / sizeof *delays) - 1;
+    int64_t delay = delays[count < last ? count : last];
+    int64_t prior = count <= last ? totals[count]
+                                  : totals[last] + (int64_t)delays[last] * (count - last);
+    if (prior + delay > busy_ms)
+        delay = busy_ms - prior;
+    return delay > 0 ? (int)delay : 0;
+}
+
+/* Sleeps ms between the store's wait hooks. */
+static void busy_sleep(sq_conn *c, int ms)
+{
+    convo_wait w;
+    convo__wait_begin(&w, c->wait);
+    sqlite3_sleep(ms);
+    convo__wait_end(&w);
+}
+
+/* The busy handler, instead of sqlite3_busy_timeout's (the same schedule) so
+ * that each of its sleeps runs between the wait hooks. */
+static int busy_wait(void *arg, int count)
+{
+    sq_conn *c = arg;
+    int ms = busy_delay(count, c->busy_ms);
+    if (ms > 0)
+        busy_sleep(c, ms);
+    return ms > 0;
+}
+
 /* Switching a new file to WAL needs an exclusive lock and SQLite answers BUSY
  * at once, without the busy handler, while another process holds any lock on
  * it (as when several open a new file together): retry up to busy_timeout. */
 static int set_wal(sq_conn *c, convo_error *err)
 {
-    static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
-    int waited = 0, rc, i = 0;
-    while (((rc = try_wal(c)) & 0xff) == SQLITE_BUSY && waited < c->busy_ms) {
-        int ms = delays[i < 11 ? i++ : 11];
-        ms = ms < c->busy_ms - waited ? ms : c->busy_ms - waited;
-        sqlite3_sleep(ms);
-        waited += ms;
-    }
+    int rc, ms;
+    for (int count = 0; ((rc = try_wal(c)) & 0xff) == SQLITE_BUSY &&
+                        (ms = busy_delay(count, c->busy_ms)) > 0;
+         count++)
+        busy_sleep(c, ms);
     if (rc == SQLITE_DONE)
         return convo__error(err, CONVO_ENOTSUP, NULL,
                             "sqlite: the database could not be switched to WAL mode (a network"
@@ -202,7 +234,7 @@ static int set_wal(sq_conn *c, convo_error *err)
 static int conn_configure(convo_backend *b, sq_conn *c, convo_error *err)
 {
     sqlite3_extended_result_codes(c->db, 1);
-    sqlite3_busy_timeout(c->db, b->busy_ms);
+    sqlite3_busy_handler(c->db, busy_wait, c);
 #ifdef SQLITE_DBCONFIG_DEFENSIVE
     sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 #endif
@@ -237,6 +269,7 @@ static int sq_connect(void *ctx, void **out, convo_error *err)
     if (!c)
         return no_memory(err);
     c->busy_ms = b->busy_ms;
+    c->wait = &b->limits.wait;
     c->ttl_us = (int64_t)b->ttl_s * 1000000;
     /* the file exists already (made 0600 by sq_open): never let SQLite create it */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (b->memory ? SQLITE_OPEN_CREATE : 0);

@@ -166,6 +166,8 @@ static int sq_open(convo_backend **out, convo_url *url, const convo_limits *limi
         rc = set_path(b, path, err);
     if (rc == 0 && convo__pool_new(&b->pool, b->memory ? 1 : (size_t)pool, &sq_pool_ops, b) != 0)
         rc = no_memory(err);
+    if (rc == 0)
+        convo__pool_set_wait(b->pool, &b->limits.wait);
     void *first;
     convo_error first_err;
     convo__error_clear(&first_err);

@@ -108,6 +108,7 @@ struct sq_list_memo {
 typedef struct sq_conn {
     sqlite3 *db;
     int busy_ms;
+    const convo_wait_hooks *wait;  /* the store's (its backend's limits) */
     int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
     struct sq_open_read open_read; /* cleared when a transaction starts */

@@ -21,6 +21,12 @@ typedef struct convo_message_in {
 } convo_message_in;
 
 /* Limits in force for a store (defaults applied). */
+/* Called around a wait of the driver's (convo__wait_begin / _end). */
+typedef struct convo_wait_hooks {
+    void *(*enter)(void);
+    void (*leave)(void *entered);
+} convo_wait_hooks;
+
 typedef struct convo_limits {
     size_t max_message_bytes;
     size_t max_batch_messages;
@@ -32,6 +38,8 @@ typedef struct convo_limits {
      * that declares them, uses the recorded ones when NULL, and refuses other
      * ones with CONVO_EINVAL. */
     char *const *indexed_keys;
+    /* The opener's wait hooks (convo_store_opts version 3), both NULL or both set. */
+    convo_wait_hooks wait;
 } convo_limits;
 
 /* A position in a thread listing (convo_thread_list_ex): the row's sort time
@@ -374,6 +382,17 @@ void convo__pool_free(convo_pool *p);
 int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err);
 /* broken: the connection failed and must be dropped, not reused. */
 void convo__pool_release(convo_pool *p, void *conn, bool broken);
+/* Calls hooks around acquire's wait for a free connection (no hooks: NULLs). */
+void convo__pool_set_wait(convo_pool *p, const convo_wait_hooks *hooks);
+
+/* A wait between convo__wait_begin(&w, hooks) and convo__wait_end(&w): the
+ * hooks' enter before it, their leave after it; nothing when hooks->enter is NULL. */
+typedef struct convo_wait {
+    const convo_wait_hooks *hooks;
+    void *entered;
+} convo_wait;
+void convo__wait_begin(convo_wait *w, const convo_wait_hooks *hooks);
+void convo__wait_end(convo_wait *w);
 
 /* ---- the drivers built into libconvo ----
  * Each defines its table; lib/registry.c lists those configure found. None is

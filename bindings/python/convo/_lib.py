@@ -27,7 +27,7 @@ CODE_NAMES = {
     ECORRUPT: "CONVO_ECORRUPT",
 }
 
-STORE_OPTS_VERSION = 2
+STORE_OPTS_VERSION = 3
 THREAD_LIST_OPTS_VERSION = 1
 APPEND_OPTS_VERSION = 2
 REWRITE_OPTS_VERSION = 1
@@ -61,11 +61,13 @@ class StoreOpts(ctypes.Structure):
         ("max_checkpoint_bytes", ctypes.c_size_t),
         ("roles", ctypes.POINTER(ctypes.c_char_p)),
         ("indexed_keys", ctypes.POINTER(ctypes.c_char_p)),  # version 2
+        ("wait_enter", ctypes.c_void_p),  # version 3: void *(*)(void)
+        ("wait_leave", ctypes.c_void_p),  # void (*)(void *)
     ]
 
     @classmethod
     def init(cls):
-        return cls(STORE_OPTS_VERSION, 0, 0, 0, 0, None, None)
+        return cls(STORE_OPTS_VERSION, 0, 0, 0, 0, None, None, None, None)
 
 
 class ThreadListOpts(ctypes.Structure):
@@ -511,6 +513,14 @@ def _candidates():
     yield SONAME
 
 
+def _declare(lib):
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
 def _load():
     tried = []
     for path in _candidates():
@@ -522,17 +532,21 @@ def _load():
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
             continue
-        for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(lib, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
-        return lib, path
+        return _declare(lib), path
     raise ImportError("convo: cannot load libconvo; set CONVO_LIBRARY to the path of "
                       "libconvo.so, or install libconvo (`make install`; a --prefix other than /usr/local "
                       "is found through its convo.pc on PKG_CONFIG_PATH). Tried: " + "; ".join(tried))
 
 
 lib, path = _load()
+
+# The same library with the GIL kept during each call (dlopen gives the same
+# handle, so the same functions): for the stores whose calls wait on nothing
+# but their own locks (memory:, sqlite:), opened with GIL_WAIT_HOOKS so that
+# libconvo gives the GIL up around each of those waits (docs/python.md).
+kept = _declare(ctypes.PyDLL(path))
+GIL_WAIT_HOOKS = (ctypes.cast(ctypes.pythonapi.PyEval_SaveThread, ctypes.c_void_p).value,
+                  ctypes.cast(ctypes.pythonapi.PyEval_RestoreThread, ctypes.c_void_p).value)
 
 
 def strerror(code):

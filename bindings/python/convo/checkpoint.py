@@ -445,7 +445,7 @@ class CheckpointCalls:
             raise invalid("expected_length and expected_generation apply only with messages")
         if listed and messages:
             raise invalid("messages cannot be given with Items channels")
-        self._call(lib.convo_checkpoint_put, ctypes.byref(cp))
+        self._call(self._lib.convo_checkpoint_put, ctypes.byref(cp))
         if not listed:
             return None
         return {name: [out[k] for k in range(it.n)] for name, (_, it, out) in listed.items()}
@@ -483,9 +483,9 @@ class CheckpointCalls:
             for i, it in listed.items():
                 ptrs[i] = ctypes.pointer(it)
             w.items = ctypes.cast(ptrs, ctypes.POINTER(ctypes.POINTER(_lib.ItemsIn)))
-            self._call(lib.convo_checkpoint_put_writes_ex, ctypes.byref(w))
+            self._call(self._lib.convo_checkpoint_put_writes_ex, ctypes.byref(w))
             return
-        self._call(lib.convo_checkpoint_put_writes, _text(thread_id, "thread_id"),
+        self._call(self._lib.convo_checkpoint_put_writes, _text(thread_id, "thread_id"),
                    _text(ns, "ns"), _text(checkpoint_id, "checkpoint_id"),
                    _text(task_id, "task_id"), _text(task_path, "task_path"),
                    arr if writes else None, len(writes))
@@ -510,7 +510,7 @@ class CheckpointCalls:
         _known_in(opts, known)
         out = ctypes.c_void_p()
         try:
-            self._call(lib.convo_checkpoint_get_ex, ctypes.byref(opts), ctypes.byref(out))
+            self._call(self._lib.convo_checkpoint_get_ex, ctypes.byref(opts), ctypes.byref(out))
         except NotFoundError:
             return None
         try:
@@ -520,7 +520,7 @@ class CheckpointCalls:
 
     def _checkpoint_page(self, opts):
         out = ctypes.c_void_p()
-        self._call(lib.convo_checkpoint_list, ctypes.byref(opts), ctypes.byref(out))
+        self._call(self._lib.convo_checkpoint_list, ctypes.byref(opts), ctypes.byref(out))
         # one thread and namespace: every checkpoint's, not asked of each
         thread_ns = None if opts.thread_id is None or opts.checkpoint_ns is None else \
             (opts.thread_id.decode("utf-8"), opts.checkpoint_ns.decode("utf-8"))
@@ -604,7 +604,7 @@ class CheckpointCalls:
     def checkpoint_prune(self, thread_id, keep_last):
         """Keeps the newest keep_last checkpoints of each namespace of the
         thread (and what they need), removes the rest."""
-        self._call(lib.convo_checkpoint_prune, _text(thread_id, "thread_id"),
+        self._call(self._lib.convo_checkpoint_prune, _text(thread_id, "thread_id"),
                    _int(keep_last, "keep_last", 0))
 
     def checkpoint_delete(self, thread_id=None, *, ns=None, filter=None, before=None,
@@ -632,7 +632,7 @@ class CheckpointCalls:
         if limit is not None:
             opts.limit = _int(limit, "limit", 1)
         removed = ctypes.c_uint64()
-        self._call(lib.convo_checkpoint_delete, ctypes.byref(opts), ctypes.byref(removed))
+        self._call(self._lib.convo_checkpoint_delete, ctypes.byref(opts), ctypes.byref(removed))
         return removed.value
 
 

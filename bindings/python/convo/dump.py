@@ -4,6 +4,7 @@ libconvo's callbacks so that memory does not grow with the data."""
 
 import collections
 import ctypes
+import tempfile
 
 from . import _lib
 from ._args import _text, _int
@@ -101,7 +102,7 @@ class DumpCalls:
                 run.exc = e
                 return -1
         callback = _lib.WRITE_FN(write)
-        return run.call(self, lib.convo_export, arr, n, callback, None)
+        return run.call(self, self._lib.convo_export, arr, n, callback, None)
 
     def import_(self, file, *, progress=None):
         """Reads a dump from file (anything with readinto() or read(n)) and
@@ -130,7 +131,7 @@ class DumpCalls:
                 run.exc = e
                 return -1
         callback = _lib.READ_FN(on_read)
-        return run.call(self, lib.convo_import, callback, None)
+        return run.call(self, self._lib.convo_import, callback, None)
 
     def copy(self, dst, thread_ids=None, *, progress=None):
         """Copies the threads named (None: all) with everything they hold
@@ -138,10 +139,23 @@ class DumpCalls:
         bounded memory; returns DumpStats."""
         if not hasattr(dst, "_using"):
             raise invalid("dst must be an open convo.Store")
+        if dst._lib is not self._lib:
+            return self._copy_through_file(dst, thread_ids, progress)
         run = _Run(progress)
         arr, n = _thread_ids(thread_ids)
         with dst._using() as dst_handle:
-            return run.call(self, lib.convo_copy, dst_handle, arr, n)
+            return run.call(self, self._lib.convo_copy, dst_handle, arr, n)
+
+    def _copy_through_file(self, dst, thread_ids, progress):
+        """copy between a store that keeps the GIL and one that does not: one
+        libconvo call for both would either run the hooks of the first in a
+        thread without the GIL (a fatal error) or wait on the second's server
+        holding it (a deadlock when its pool is full), so the dump goes
+        through a temporary file (in memory up to 16 MiB)."""
+        with tempfile.SpooledTemporaryFile(max_size=16 << 20) as f:
+            self.export(f, thread_ids)
+            f.seek(0)
+            return dst.import_(f, progress=progress)
 
 
 __all__ = ["DumpStats", "DumpCalls"]

@@ -101,7 +101,7 @@ class RewriteCalls:
         res = _lib.RewriteResult()
         tid = _text(thread_id, "thread_id")
         try:
-            self._call(lib.convo_replace_tail, tid, _int(keep, "keep", 0), arr, lens, n,
+            self._call(self._lib.convo_replace_tail, tid, _int(keep, "keep", 0), arr, lens, n,
                        ctypes.byref(opts), ctypes.byref(res))
         except ConflictError as e:
             self._explain_conflict(e, tid)

@@ -70,11 +70,20 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
     naming them; an opener without them keeps them; one naming others is an
     InvalidError. Every failure raises a subclass of convo.ConvoError.
     A Store may be used from many threads at once; close() waits for calls
-    in progress, and it is also a context manager."""
+    in progress, and it is also a context manager.
+
+    keep_gil: True makes each call keep the GIL except while libconvo waits
+    (for a connection of the store's pool, SQLite's lock held by another
+    connection or process), so that a thread coming back from a call does
+    not wait for another thread to give the GIL up; the default for memory:
+    and sqlite: (calls that do not wait on a server). False releases the GIL
+    for the whole of every call; the only choice for the other drivers,
+    whose calls wait on the network (docs/python.md, threads and the GIL)."""
 
     def __init__(self, url, *, max_message_bytes=0, max_batch_messages=0, max_extra_bytes=0,
-                 max_checkpoint_bytes=0, roles=None, indexed_keys=None):
+                 max_checkpoint_bytes=0, roles=None, indexed_keys=None, keep_gil=None):
         self._handle = None
+        self._lib = lib
         self._cond = threading.Condition()
         self._busy = 0
         opts = _lib.StoreOpts.init()
@@ -92,13 +101,35 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
                 raise invalid("indexed_keys must be a list of strings")
             keys = [_text(k, "indexed key") for k in indexed_keys]
             opts.indexed_keys = (ctypes.c_char_p * (len(keys) + 1))(*keys, None)
+        url_b = _text(url, "url")
+        local = url_b == b"memory:" or url_b.startswith(b"sqlite:")
+        if keep_gil is None:
+            keep_gil = local
+        elif not isinstance(keep_gil, bool):
+            raise invalid("keep_gil must be True, False or None")
+        elif keep_gil and not local:
+            raise invalid("keep_gil=True is for memory: and sqlite: stores only: the other "
+                          "drivers' calls wait on the network")
+        if keep_gil:
+            opts.wait_enter, opts.wait_leave = _lib.GIL_WAIT_HOOKS
+        else:
+            opts.version = 2  # no hooks: also what a libconvo older than the binding reads
         handle = ctypes.c_void_p()
         err = _lib.Error()
-        rc = lib.convo_open_ex(ctypes.byref(handle), _text(url, "url"), ctypes.byref(opts),
-                               ctypes.byref(err))
+        # convo_open_ex waits too (the switch to WAL, a migration's lock): with the hooks
+        call = _lib.kept if keep_gil else lib
+        rc = call.convo_open_ex(ctypes.byref(handle), url_b, ctypes.byref(opts),
+                                ctypes.byref(err))
+        if rc == _lib.EINVAL and keep_gil and b"convo_store_opts version" in err.message:
+            # a libconvo without the hooks: every call releases the GIL, as before them
+            opts.version, opts.wait_enter, opts.wait_leave, keep_gil = 2, None, None, False
+            rc = lib.convo_open_ex(ctypes.byref(handle), url_b, ctypes.byref(opts),
+                                   ctypes.byref(err))
         if rc != 0:
             raise from_struct(rc, err)
         self._handle = handle
+        self._lib = _lib.kept if keep_gil else lib
+        self.keep_gil = keep_gil
         self.driver = lib.convo_store_driver(handle).decode("ascii")
 
     # ---- lifetime ----
@@ -110,7 +141,7 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
             while self._busy:
                 self._cond.wait()
         if handle is not None:
-            lib.convo_close(handle)
+            self._lib.convo_close(handle)  # with the GIL when the hooks may run
 
     @property
     def closed(self):
@@ -183,7 +214,7 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         res = _lib.AppendResult()
         tid = _text(thread_id, "thread_id")
         try:
-            self._call(lib.convo_append, tid, arr, lens, n, ctypes.byref(opts),
+            self._call(self._lib.convo_append, tid, arr, lens, n, ctypes.byref(opts),
                        ctypes.byref(res))
         except ConflictError as e:
             self._explain_conflict(e, tid)
@@ -200,7 +231,7 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         opts.with_extra = 1 if with_extra else 0
         h = ctypes.c_void_p()
         try:
-            self._call(lib.convo_load, _text(thread_id, "thread_id"), ctypes.byref(opts),
+            self._call(self._lib.convo_load, _text(thread_id, "thread_id"), ctypes.byref(opts),
                        ctypes.byref(h))
         except NotFoundError:
             return None
@@ -255,11 +286,11 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         data = _json_bytes(extra, "extra")
         if b"\0" in data:
             raise invalid("extra contains a NUL character")
-        self._call(lib.convo_save_extra, _text(thread_id, "thread_id"), data)
+        self._call(self._lib.convo_save_extra, _text(thread_id, "thread_id"), data)
 
     def delete(self, thread_id):
         """Removes the thread entirely; NotFoundError when it does not exist."""
-        self._call(lib.convo_thread_delete, _text(thread_id, "thread_id"))
+        self._call(self._lib.convo_thread_delete, _text(thread_id, "thread_id"))
 
     def fork(self, src, dst, upto=None, *, expected_generation=None, with_checkpoints=False):
         """Copies messages [0, upto) (all when upto is None) and the extra
@@ -278,14 +309,14 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         if not isinstance(with_checkpoints, bool):
             raise invalid("with_checkpoints must be True or False")
         opts.with_checkpoints = 1 if with_checkpoints else 0
-        self._call(lib.convo_thread_fork_ex, _text(src, "src"), _text(dst, "dst"), upto,
+        self._call(self._lib.convo_thread_fork_ex, _text(src, "src"), _text(dst, "dst"), upto,
                    ctypes.byref(opts))
 
     def _page(self, after, size):
         """One page of thread ids strictly after `after`: (ids, next)."""
         page = ctypes.c_void_p()
         after_b = None if after is None else _text(after, "after")
-        self._call(lib.convo_thread_list, after_b, size, ctypes.byref(page))
+        self._call(self._lib.convo_thread_list, after_b, size, ctypes.byref(page))
         try:
             ids = [lib.convo_thread_page_id(page, i).decode("utf-8")
                    for i in range(lib.convo_thread_page_count(page))]
@@ -326,13 +357,13 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
         """Removes the threads whose ttl (the URL's ttl=S) has passed and
         returns their number (0 where the server expires data itself)."""
         removed = ctypes.c_uint64()
-        self._call(lib.convo_sweep, ctypes.byref(removed))
+        self._call(self._lib.convo_sweep, ctypes.byref(removed))
         return removed.value
 
     def stored_bytes(self):
         """Bytes the backend uses for this store's data (docs/performance.md)."""
         size = ctypes.c_int64()
-        self._call(lib.convo_store_bytes, ctypes.byref(size))
+        self._call(self._lib.convo_store_bytes, ctypes.byref(size))
         return size.value
 
     def bench_raw(self, payload, n):
@@ -343,7 +374,7 @@ class Store(CheckpointCalls, DumpCalls, RewriteCalls, ThreadCalls):
             raise invalid("payload must be bytes, not %s" % type(payload).__name__)
         payload = bytes(payload)
         seconds = ctypes.c_double()
-        self._call(lib.convo_bench_raw, payload, len(payload), _int(n, "n", 0),
+        self._call(self._lib.convo_bench_raw, payload, len(payload), _int(n, "n", 0),
                    ctypes.byref(seconds))
         return seconds.value
 

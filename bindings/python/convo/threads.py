@@ -111,7 +111,7 @@ class ThreadCalls:
         argument or cursor; NotSupportedError on a driver without the index."""
         opts = _list_opts(where, order, reverse, after, limit, with_extra, with_last_message)
         page = ctypes.c_void_p()
-        self._call(lib.convo_thread_list_ex, ctypes.byref(opts), ctypes.byref(page))
+        self._call(self._lib.convo_thread_list_ex, ctypes.byref(opts), ctypes.byref(page))
         try:
             nxt = lib.convo_thread_page_next(page)
             return ThreadPage(_rows(page, with_extra, with_last_message),

@@ -20,7 +20,7 @@ STRUCTS = {
     "convo_error": (_lib.Error, ["code", "backend_code", "message"]),
     "convo_store_opts": (_lib.StoreOpts, ["version", "max_message_bytes", "max_batch_messages",
                                           "max_extra_bytes", "max_checkpoint_bytes", "roles",
-                                          "indexed_keys"]),
+                                          "indexed_keys", "wait_enter", "wait_leave"]),
     "convo_thread_list_opts": (_lib.ThreadListOpts, [
         "version", "where_json", "order", "reverse", "after", "limit", "with_extra",
         "with_last_message"]),
@@ -153,8 +153,8 @@ class LayoutTests(unittest.TestCase):
         o = _lib.LoadOpts.init()
         self.assertEqual((o.version, o.from_seq, o.limit, o.tail, o.with_extra), (1, 0, 0, 0, 1))
         o = _lib.StoreOpts.init()
-        self.assertEqual((o.version, o.max_message_bytes, bool(o.roles), bool(o.indexed_keys)),
-                         (2, 0, False, False))
+        self.assertEqual((o.version, o.max_message_bytes, bool(o.roles), bool(o.indexed_keys),
+                          o.wait_enter, o.wait_leave), (3, 0, False, False, None, None))
         o = _lib.ThreadListOpts.init()
         self.assertEqual((o.version, o.where_json, o.order, o.reverse, o.after, o.limit),
                          (1, None, 0, 0, None, 0))
