@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A checkpoint `id` of thread t: channels names[i] at versions[i], each
+static const char *put_thread = "t"; /* the thread put_cp() puts to */
+
+/* A checkpoint `id` of thread put_thread: channels names[i] at versions[i], each
  * value vals[i] (NULL: none) of type "json"; one pending write to
  * names[0] of task `task`. */
 static void put_cp(convo_store *s, const char *id, size_t n, const char *const *names,
@@ -24,7 +26,7 @@ static void put_cp(convo_store *s, const char *id, size_t n, const char *const *
         ch[i] = (convo_channel_in){names[i], versions[i], vals[i] ? &v[i] : NULL};
     }
     convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
-    cp.thread_id = "t";
+    cp.thread_id = put_thread;
     cp.checkpoint_id = id;
     cp.channels = ch;
     cp.nchannels = n;
@@ -33,7 +35,7 @@ static void put_cp(convo_store *s, const char *id, size_t n, const char *const *
     ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "put: %s", err.message);
     convo_write_in w = {0, names[0], {"msgpack", "\x01", 1}};
     convo_writes_in in = CONVO_WRITES_IN_INIT;
-    in.thread_id = "t";
+    in.thread_id = put_thread;
     in.checkpoint_id = id;
     in.task_id = task;
     in.task_path = "~__pregel_pull, model";
@@ -206,6 +208,49 @@ START_TEST(test_numbers_naming_nothing_are_corrupt)
 }
 END_TEST
 
+/* A listing of checkpoints whose values are in checkpoint_blobs (three
+ * threads, a checkpoint each at the same versions, two such channels each with
+ * values of their own, and one channel with none) gives each its own, by the
+ * one look-up of the read. */
+START_TEST(test_listed_values_from_the_blobs_each_its_own)
+{
+    const char *name = "rb6";
+    drop_schema(name);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    static char big[3][2][1100];
+    const char *threads[3] = {"t1", "t2", "t3"}, *vers[3] = {"1", "1", "1"};
+    for (int i = 0; i < 3; i++) {
+        memset(big[i][0], 'a' + i, 1099);
+        memset(big[i][1], 'A' + i, 1099);
+        const char *n[] = {"p", "q", "r"}, *x[] = {big[i][0], big[i][1], NULL};
+        put_thread = threads[i];
+        put_cp(s, "c", 3, n, vers, x, "task");
+    }
+    put_thread = "t";
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    convo_checkpoint_set *set = NULL;
+    convo_error err;
+    ck_assert_msg(convo_checkpoint_list(s, &o, &set, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(convo_checkpoint_set_count(set), 3);
+    for (int i = 0; i < 3; i++) {
+        const convo_checkpoint *cp = convo_checkpoint_set_get(set, (size_t)i);
+        ck_assert_str_eq(convo_checkpoint_thread_id(cp), threads[i]); /* threads in id order */
+        const char *ver;
+        convo_blob v;
+        for (size_t c = 0; c < 2; c++) {
+            convo_checkpoint_channel(cp, c, &ver, &v);
+            ck_assert_uint_eq(v.len, 1099);
+            ck_assert_int_eq(((const char *)v.bytes)[0], (c ? 'A' : 'a') + i);
+        }
+        convo_checkpoint_channel(cp, 2, &ver, &v);
+        ck_assert_ptr_null(v.type);
+    }
+    convo_checkpoint_set_free(set);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 typedef struct reader {
     convo_store *s;
     int rc;
@@ -342,6 +387,7 @@ void postgres_add_readback_tests(Suite *s)
     tcase_add_test(tc, test_versions_and_ids_back_as_put);
     tcase_add_test(tc, test_names_added_later_are_found);
     tcase_add_test(tc, test_numbers_naming_nothing_are_corrupt);
+    tcase_add_test(tc, test_listed_values_from_the_blobs_each_its_own);
     tcase_add_test(tc, test_row_changed_under_the_read_is_read_again);
     tcase_add_test(tc, test_row_changing_every_time_is_a_conflict);
     suite_add_tcase(s, tc);

@@ -1,12 +1,13 @@
 -- checkpoint_blobs_get.sql: the channel values a read found not in its
 -- checkpoints' rows (type 0 in vals, or a row of version 28 without vals),
 -- from checkpoint_blobs by primary key, one entry i per (thread tid, namespace,
--- channel, version): $1 tids, $2 namespaces, $5 channels, $6 versions. Each
--- entry also names its checkpoint ($3 id_pack() id) and the versions and vals
--- the read decoded ($4, $7): ok is false when that row is gone or changed since
--- (a swap, a prune, a delete between the two statements), and the driver reads
--- again. A value not found: the channel has none (type NULL).
-SELECT x.i, EXISTS (SELECT 1 FROM @S.checkpoints k
+-- channel, version): $1 tids, $2 namespaces, $5 channels, $6 versions. The
+-- first entry of each checkpoint also names it ($3 id_pack() id) and gives the
+-- versions and vals the read decoded ($4, $7; NULL in its other entries): ok
+-- is false when that row is gone or changed since (a swap, a prune, a delete
+-- between the two statements), and the driver reads again. A value not found:
+-- the channel has none (type NULL).
+SELECT x.i, x.versions IS NULL OR EXISTS (SELECT 1 FROM @S.checkpoints k
                      WHERE k.tid = x.tid AND k.checkpoint_ns = x.ns AND k.checkpoint_id = x.id
                        AND k.versions = x.versions AND k.vals IS NOT DISTINCT FROM x.vals) AS ok,
        v.type, v.value

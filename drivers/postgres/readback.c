@@ -363,20 +363,23 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
     *n = 0;
     const PGresult *r = x->r;
     for (int i = 0; i < rows; i++) {
+        int first = 1; /* the row's first entry carries its check */
         for (size_t o = 0; o < x->rows[i].nch; o++) {
             pg_chan *c = &x->rows[i].ch[o];
             if (c->type != 0)
                 continue;
             char ch[4];
             put32(ch, (uint32_t)c->ch);
-            const int cols[5] = {C_TID, C_NS, C_ID, C_VERSIONS, C_VALS};
+            static const int cols[4] = {C_TID, C_NS, C_ID, C_VERSIONS};
             for (int k = 0; k < 4; k++)
-                convo__pg_array_add(&a[k], PQgetvalue(r, i, cols[k]),
+                convo__pg_array_add(&a[k], k < 2 || first ? PQgetvalue(r, i, cols[k]) : NULL,
                                     (size_t)PQgetlength(r, i, cols[k]));
             convo__pg_array_add(&a[4], ch, 4);
             convo__pg_array_add(&a[5], c->ver, c->ver_len);
-            convo__pg_array_add(&a[6], PQgetisnull(r, i, C_VALS) ? NULL : PQgetvalue(r, i, C_VALS),
+            convo__pg_array_add(&a[6], !first || PQgetisnull(r, i, C_VALS)
+                                           ? NULL : PQgetvalue(r, i, C_VALS),
                                 (size_t)PQgetlength(r, i, C_VALS));
+            first = 0;
             (*n)++;
         }
     }
