@@ -52,14 +52,29 @@ static int fd_write(void *ctx, const void *buf, size_t len)
     return 0;
 }
 
+/* The import's end of the socket: the calling thread's wait for the export is
+ * a wait between the destination's hooks (the export may need what they give
+ * up: a connection of the source held by a thread waiting for the caller's
+ * lock, as a Python callback does). */
+typedef struct copy_reader {
+    int fd;
+    const convo_wait_hooks *wait;
+} copy_reader;
+
 static long fd_read(void *ctx, void *buf, size_t len)
 {
-    return (long)recv(*(int *)ctx, buf, len, 0);
+    copy_reader *r = ctx;
+    convo_wait w;
+    convo__wait_begin(&w, r->wait);
+    long n = (long)recv(r->fd, buf, len, 0);
+    convo__wait_end(&w);
+    return n;
 }
 
 static void *copy_export(void *arg)
 {
     copy_job *j = arg;
+    convo__wait_unhook_thread(); /* the source's hooks are the calling thread's */
     j->rc = convo_export(j->src, j->ids, j->n, fd_write, j, NULL, &j->stats, &j->err);
     shutdown(j->fd, SHUT_WR);
     return NULL;
@@ -81,7 +96,8 @@ int convo_copy(convo_store *src, convo_store *dst, const char *const *thread_ids
         close(fds[1]);
         return convo__error(err, CONVO_ENOMEM, NULL, "cannot start the exporting thread");
     }
-    int rc = convo_import(dst, fd_read, &fds[1], opts, stats, err);
+    copy_reader reader = {fds[1], &dst->limits.wait};
+    int rc = convo_import(dst, fd_read, &reader, opts, stats, err);
     shutdown(fds[1], SHUT_RDWR); /* unblocks the exporter if the import stopped early */
     pthread_join(t, NULL);
     close(fds[0]);

@@ -16,9 +16,24 @@ struct convo_pool {
     convo_wait_hooks wait;
 };
 
+/* Set in threads of libconvo's own (convo_copy's export): the hooks are the
+ * caller's, for the caller's threads; such a thread holds no lock of theirs. */
+static _Thread_local bool unhooked;
+
+void convo__wait_unhook_thread(void)
+{
+    unhooked = true;
+}
+
+/* The hooks a wait of this thread runs: NULL for none. */
+static const convo_wait_hooks *active(const convo_wait_hooks *hooks)
+{
+    return hooks && hooks->enter && !unhooked ? hooks : NULL;
+}
+
 void convo__wait_begin(convo_wait *w, const convo_wait_hooks *hooks)
 {
-    w->hooks = hooks && hooks->enter ? hooks : NULL;
+    w->hooks = active(hooks);
     w->entered = w->hooks ? w->hooks->enter() : NULL;
 }
 
@@ -67,7 +82,7 @@ int convo__pool_acquire(convo_pool *p, void **conn, convo_error *err)
     convo_wait w = {NULL, NULL};
     pthread_mutex_lock(&p->lock);
     while (p->nidle == 0 && p->open >= p->size) {
-        if (p->wait.enter && !w.hooks) {
+        if (!w.hooks && active(&p->wait)) {
             /* enter may give up a lock of the caller's that the thread
              * releasing a connection needs first: never call it holding ours */
             pthread_mutex_unlock(&p->lock);

@@ -393,6 +393,8 @@ typedef struct convo_wait {
 } convo_wait;
 void convo__wait_begin(convo_wait *w, const convo_wait_hooks *hooks);
 void convo__wait_end(convo_wait *w);
+/* The calling thread, one of libconvo's own, runs no hooks from now on. */
+void convo__wait_unhook_thread(void);
 
 /* ---- the drivers built into libconvo ----
  * Each defines its table; lib/registry.c lists those configure found. None is
