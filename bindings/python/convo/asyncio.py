@@ -46,7 +46,8 @@ class Checkpointer:
 
     url_or_store is a URL (the store is opened here, and closed by close())
     or an open convo.Store (shared, left open). options are Store's keyword
-    options. max_workers bounds the calls running at once (default: Python's
+    options; keep_gil defaults to False here, so that the event loop runs
+    while libconvo works (docs/python.md, threads and the GIL). max_workers bounds the calls running at once (default: Python's
     ThreadPoolExecutor default). A cancelled call may still complete in its
     thread: give appends an idempotency key when retrying after a cancel."""
 
@@ -56,6 +57,7 @@ class Checkpointer:
                 raise TypeError("store options apply only when a URL is given")
             self._store, self._owns_store = url_or_store, False
         else:
+            options.setdefault("keep_gil", False)
             self._store, self._owns_store = Store(url_or_store, **options), True
         if max_workers is None:
             max_workers = min(32, (os.cpu_count() or 1) + 4)

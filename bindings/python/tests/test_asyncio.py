@@ -226,5 +226,18 @@ class CheckpointerTests:
 
 support.per_driver(globals(), CheckpointerTests)
 
+
+class GilChoiceTests(unittest.TestCase):
+    def test_a_store_opened_here_releases_the_gil_unless_told(self):
+        """the event loop runs during a call's C part: keep_gil=False by default"""
+        for cp, keep in ((Checkpointer("memory:"), False),
+                         (Checkpointer("memory:", keep_gil=True), True)):
+            self.addCleanup(cp.close)
+            self.assertIs(cp.store.keep_gil, keep)
+        with convo.Store("memory:") as s:
+            cp = Checkpointer(s)
+            self.addCleanup(cp.close)
+            self.assertIs(cp.store.keep_gil, True)  # a store given keeps its choice
+
 if __name__ == "__main__":
     unittest.main()
