@@ -1,6 +1,7 @@
 #!/bin/sh
 # fuzz.sh — builds the libFuzzer targets of tests/fuzz/ (fuzz_url, fuzz_message,
-# fuzz_dump) with clang, AddressSanitizer and UndefinedBehaviorSanitizer from
+# fuzz_dump; fuzz_pg_unpack too when the PostgreSQL driver is built) with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer from
 # lib/*.c and the memory driver, and runs each for a short time over a copy of
 # its seed corpus (tests/fuzz/corpus/TARGET/). A crash, leak or failed check fails
 # and the input is kept in $top_builddir/tests/fuzz-artifacts/.
@@ -44,6 +45,13 @@ fi
 if pkg-config --exists msgpack; then MSGPACK=msgpack; else MSGPACK=msgpack-c; fi
 DEPS_CFLAGS=$(pkg-config --cflags jansson "$MSGPACK")
 DEPS_LIBS=$(pkg-config --libs jansson "$MSGPACK")
+# fuzz_pg_unpack (the PostgreSQL driver's decoder, drivers/postgres/unpack.c)
+# when the build has that driver: it needs libpq's headers only.
+if grep -q '^#define HAVE_DRIVER_POSTGRES 1' "$top_builddir/config.h"; then
+    if pkg-config --exists libpq; then PG_CFLAGS=$(pkg-config --cflags libpq)
+    else PG_CFLAGS=-I$(pg_config --includedir); fi
+    [ -n "${CONVO_FUZZ_TARGETS:-}" ] || TARGETS="$TARGETS fuzz_pg_unpack"
+fi
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/convo-fuzz.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -81,8 +89,12 @@ for src in "$top_srcdir"/lib/*.c "$top_srcdir"/drivers/memory/*.c; do
 done
 for p in $pids; do wait "$p" || { echo "fuzz: FAIL: compiling libconvo with $CLANG"; exit 1; }; done
 build() { # build TARGET: the program $W/TARGET
+    local extra=""
+    if [ "$1" = fuzz_pg_unpack ]; then
+        extra="-I$top_srcdir/drivers/postgres ${PG_CFLAGS:-} $top_srcdir/drivers/postgres/unpack.c"
+    fi
     # shellcheck disable=SC2086
-    "$CLANG" $CFLAGS -fsanitize=fuzzer "$top_srcdir/tests/fuzz/$1.c" "$W"/obj-*.o \
+    "$CLANG" $CFLAGS -fsanitize=fuzzer "$top_srcdir/tests/fuzz/$1.c" $extra "$W"/obj-*.o \
         $DEPS_LIBS -o "$W/$1"
 }
 
