@@ -66,7 +66,7 @@ static int by_num(const void *a, const void *b)
 /* Both entry kinds start with their num: one search for both. */
 static void *find(void *base, size_t n, size_t size, int32_t num)
 {
-    return bsearch(&num, base, n, size, by_num);
+    return n ? bsearch(&num, base, n, size, by_num) : NULL; /* base NULL: nothing held */
 }
 
 /* The name of number num (a string the store keeps until it closes), or NULL. */
