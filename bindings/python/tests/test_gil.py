@@ -226,6 +226,36 @@ class GilTests(unittest.TestCase):
                 self.assertEqual(cm.exception.code, convo.ETIMEOUT)
                 self.assertIn("still locked after 100 ms", str(cm.exception))
 
+    def test_a_libconvo_without_the_hooks_releases_the_gil(self):
+        """an older libconvo refuses convo_store_opts version 3: the store is
+        opened again with version 2 and keep_gil=False"""
+        from unittest import mock
+        from convo import _lib
+        seen = []
+
+        class Old:
+            def convo_open_ex(self, handle, url, opts, err):
+                seen.append(opts._obj.version)
+                err._obj.message = b"unsupported convo_store_opts version 3"
+                return _lib.EINVAL
+
+        real_open = _lib.lib.convo_open_ex
+
+        def open_v2(handle, url, opts, err):
+            seen.append(opts._obj.version)
+            return real_open(handle, url, opts, err)
+        with mock.patch.object(_lib, "kept", Old()), \
+                mock.patch.object(_lib.lib, "convo_open_ex", open_v2):
+            s = convo.Store("memory:")
+        with s:
+            self.assertEqual(seen, [3, 2])
+            self.assertIs(s.keep_gil, False)
+            s.append("t", {"role": "user"})
+            self.assertEqual(len(s.load("t")[0]), 1)
+        # another InvalidError of the open is raised, not retried without the hooks
+        with self.assertRaisesRegex(convo.InvalidError, "bogus"):
+            convo.Store("sqlite:" + self.path("bad.db") + "?bogus=1")
+
     def test_copy_between_a_store_keeping_the_gil_and_one_not(self):
         with convo.Store("memory:") as src, \
                 convo.Store("sqlite:" + self.path("copy.db"), keep_gil=False) as dst:
