@@ -275,11 +275,11 @@ START_TEST(test_migration_12_to_13)
     write_one(s, "t", "c1", TASK, 0, "\"w1\""); /* in its row: c3 is after c2 */
     ck_assert_int_eq(in_row(path, "c1"), 1);
     convo_close(s);
-    exec_raw(path, LAYOUT_13_TO_12
+    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12
                    "UPDATE convo_meta SET value = '12' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     13);
+                     14);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN"
                                    " ('convo_checkpoint_pending', 'convo_checkpoint_pending_gone')"),
                      2);
@@ -302,7 +302,7 @@ START_TEST(test_migration_fails_whole)
     convo_store *s = open_db(path);
     put(s, "t", "c1", NULL, NULL);
     convo_close(s);
-    exec_raw(path, LAYOUT_13_TO_12 "CREATE TABLE convo_checkpoint_pending(x);"
+    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12 "CREATE TABLE convo_checkpoint_pending(x);"
                    "UPDATE convo_meta SET value = '12' WHERE key = 'schema_version'");
     char url[600];
     snprintf(url, sizeof url, "sqlite:%s", path);

@@ -468,6 +468,10 @@ START_TEST(test_swap_statements_search)
         ck_assert_msg(strstr(swap_statements[i], "pending") != NULL ||
                           strstr(plan, "convo_checkpoints_by_id (<expr>=? AND rowid>? AND rowid<?)") != NULL,
                       "%s does not seek by id: %s", swap_statements[i], plan);
+        /* layout 14: an ordered row by the first ordered row of its block */
+        ck_assert_msg(strstr(swap_statements[i], "pending") != NULL ||
+                          strstr(plan, "convo_checkpoints_ordered_by_id (thread=? AND id<?)") != NULL,
+                      "%s does not seek the ordered rows: %s", swap_statements[i], plan);
         free(plan);
     }
     sqlite3_close(db);

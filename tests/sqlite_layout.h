@@ -62,6 +62,18 @@ static void exec_raw(const char *path, const char *sql)
     sqlite3_close(db);
 }
 
+/* SQL turning a layout-14 file back into layout 13's (every row indexed by id
+ * again), for the migration checks of older layouts (run before their own
+ * steps back). */
+#define LAYOUT_14_TO_13                                                                      \
+    "DROP TRIGGER convo_checkpoints_first_gone;"                                             \
+    "DROP TRIGGER convo_checkpoints_unordered_needed;"                                       \
+    "DROP INDEX convo_checkpoints_ordered_by_id;"                                            \
+    "DROP INDEX convo_checkpoints_by_id;"                                                    \
+    "ALTER TABLE convo_checkpoints DROP COLUMN unordered;"                                   \
+    "CREATE INDEX convo_checkpoints_by_id ON convo_checkpoints("                             \
+    " CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END);"
+
 /* SQL turning a layout-13 file back into layout 12's tables (its pending
  * writes waiting apart are lost: the checks run it with none waiting), for the
  * migration checks of older layouts (run before their own steps back). */

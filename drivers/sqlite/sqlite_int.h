@@ -29,7 +29,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-12-13.sql (schema.c). */
-#define SCHEMA_VERSION 13
+#define SCHEMA_VERSION 14
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
