@@ -1,23 +1,22 @@
 -- where checkpoint (?1 thread number, ?2 ns, ?3 id) stands (layout 14): an
--- unordered row has its entry in convo_checkpoints_by_id (bytes 5-8 of a
--- 16-byte id, or a text id: one seek, of an empty index for LangGraph's ids);
--- an ordered row is in the block of 16 positions of the greatest first
--- ordered row of a block at or below its id (convo_checkpoints_ordered_by_id,
--- then that block's keys); scalar subqueries only (no temporary table); the
--- same look-up in cp-get, cp-log-at-least and blob-swap
+-- ordered row is in the block of 16 positions of the greatest first ordered
+-- row of a block at or below its id (convo_checkpoints_ordered_by_id, then
+-- that block's keys); an unordered row has its entry in convo_checkpoints_by_id
+-- (bytes 5-8 of a 16-byte id, or a text id), read only when the first finds
+-- nothing (LIMIT 1); no temporary table; the same look-up, as the key of a
+-- row, in cp-get, cp-log-at-least and blob-swap
 SELECT key, created_at, put_order FROM convo_checkpoints
-  WHERE key = coalesce(
-      (SELECT key FROM convo_checkpoints
-         WHERE unordered = 1
-           AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END
-               = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
-           AND key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295 AND id = ?3 AND ns = ?2),
-      (SELECT key FROM convo_checkpoints
-         WHERE key BETWEEN (SELECT key FROM convo_checkpoints
-                            WHERE thread = ?1 AND id <= ?3 AND unordered = 2
-                            ORDER BY id DESC LIMIT 1)
-                   AND (SELECT key FROM convo_checkpoints
-                            WHERE thread = ?1 AND id <= ?3 AND unordered = 2
-                            ORDER BY id DESC LIMIT 1) | 15
-           AND id = ?3 AND ns = ?2 AND unordered <> 1))
-    AND ns = ?2;
+  WHERE key BETWEEN (SELECT key FROM convo_checkpoints
+                     WHERE thread = ?1 AND id <= ?3 AND unordered = 2
+                     ORDER BY id DESC LIMIT 1)
+            AND (SELECT key FROM convo_checkpoints
+                     WHERE thread = ?1 AND id <= ?3 AND unordered = 2
+                     ORDER BY id DESC LIMIT 1) | 15
+    AND id = ?3 AND ns = ?2 AND unordered <> 1
+UNION ALL
+SELECT key, created_at, put_order FROM convo_checkpoints
+  WHERE unordered = 1
+    AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END
+        = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
+    AND key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295 AND id = ?3 AND ns = ?2
+LIMIT 1;

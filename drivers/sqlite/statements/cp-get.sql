@@ -10,16 +10,16 @@ SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metada
   LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   WHERE c.key = coalesce(
       (SELECT key FROM convo_checkpoints
-         WHERE unordered = 1
-           AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END
-               = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
-           AND key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295 AND id = ?3 AND ns = ?2),
-      (SELECT key FROM convo_checkpoints
          WHERE key BETWEEN (SELECT key FROM convo_checkpoints
                             WHERE thread = ?1 AND id <= ?3 AND unordered = 2
                             ORDER BY id DESC LIMIT 1)
                    AND (SELECT key FROM convo_checkpoints
                             WHERE thread = ?1 AND id <= ?3 AND unordered = 2
                             ORDER BY id DESC LIMIT 1) | 15
-           AND id = ?3 AND ns = ?2 AND unordered <> 1))
+           AND id = ?3 AND ns = ?2 AND unordered <> 1),
+      (SELECT key FROM convo_checkpoints
+         WHERE unordered = 1
+           AND CASE WHEN typeof(id) = 'blob' THEN substr(id, 5, 4) ELSE id END
+               = CASE WHEN typeof(?3) = 'blob' THEN substr(?3, 5, 4) ELSE ?3 END
+           AND key BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295 AND id = ?3 AND ns = ?2))
     AND c.ns = ?2 AND c.id = ?3;
