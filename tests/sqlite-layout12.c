@@ -171,14 +171,10 @@ START_TEST(test_migration_fails_whole)
     convo_store *s = open_db(path);
     put(s, "t", ID_A, NULL, "\"a\"");
     convo_close(s);
-    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
-                   "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_error err;
-    ck_assert_int_ne(convo_open(&s, url, &err), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     11);
+    assert_migration_fails_whole(path,
+                                 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
+                                 "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'",
+                                 11);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_id'"), 0);
 }

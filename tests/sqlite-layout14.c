@@ -286,14 +286,10 @@ START_TEST(test_migration_fails_whole)
     convo_store *s = open_db(path);
     put(s, "t", "c1", NULL);
     convo_close(s);
-    exec_raw(path, LAYOUT_14_TO_13 "CREATE TABLE convo_checkpoints_ordered_by_id(x);"
-                   "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'");
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_error err;
-    ck_assert_int_ne(convo_open(&s, url, &err), 0);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     13);
+    assert_migration_fails_whole(path,
+                                 LAYOUT_14_TO_13 "CREATE TABLE convo_checkpoints_ordered_by_id(x);"
+                                 "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'",
+                                 13);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_checkpoints')"
                                    " WHERE name = 'unordered'"), 0);
 }

@@ -1,5 +1,5 @@
-/* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c,
- * tests/sqlite-layout8.c, tests/sqlite-layout9.c; one program each) share: a fresh database file in
+/* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c to
+ * tests/sqlite-layout14.c; one program each) share: a fresh database file in
  * the run's scratch folder, a store on it, and raw SQL against the file that
  * asserts as it goes. Each program sets `dir` from its arguments. */
 #ifndef CONVO_TESTS_SQLITE_LAYOUT_H
@@ -60,6 +60,28 @@ static void exec_raw(const char *path, const char *sql)
     int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
     sqlite3_close(db);
+}
+
+/* the layout version the file records */
+static inline long long schema_version_of(const char *path)
+{
+    return sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'");
+}
+
+/* A migration runs in the open's one transaction: after breaking_sql (which
+ * steps a file back to layout `from` in a way its migration cannot finish),
+ * an open fails and the file still records layout `from`. The caller checks
+ * what the migration would have made is not there. */
+static inline void assert_migration_fails_whole(const char *path, const char *breaking_sql,
+                                                int from)
+{
+    exec_raw(path, breaking_sql);
+    char url[600];
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    convo_store *s = NULL;
+    convo_error err;
+    ck_assert_int_ne(convo_open(&s, url, &err), 0);
+    ck_assert_int_eq(schema_version_of(path), from);
 }
 
 /* SQL turning a layout-14 file back into layout 13's (every row indexed by id
