@@ -153,18 +153,25 @@ class CheckpointerTests:
         self.assertEqual(copy.messages, [{"role": "user", "i": 0}])
 
     def test_load_runs_off_the_event_loop(self):
+        # the call blocks until the event loop has ticked 3 times: on the loop's
+        # own thread it could never see them (the wait gives up after 30 s and
+        # the test fails), off it the ticks come while it waits -- no timing
         t = self.tid()
         seen = []
+        loop_ran = threading.Event()
         real_load = self.cp.store.load
         def slow_load(*args, **kwargs):
             seen.append(threading.current_thread())
-            time.sleep(0.3)  # a slow backend
+            if not loop_ran.wait(30):  # a slow backend, until the loop has run
+                raise AssertionError("the event loop did not run during the call")
             return real_load(*args, **kwargs)
         async def ticker(stop):
             ticks = 0
             while not stop.is_set():
                 await asyncio.sleep(0.01)
                 ticks += 1
+                if ticks == 3:
+                    loop_ran.set()
             return ticks
         async def go():
             await self.cp.append(t, {"role": "user"})
@@ -178,22 +185,25 @@ class CheckpointerTests:
         self.assertEqual(len(seen), 1)
         self.assertIsNot(seen[0], threading.current_thread())
         self.assertTrue(seen[0].name.startswith("convo"), seen[0].name)
-        self.assertGreaterEqual(ticks, 10)  # the loop kept running during the 0.3 s call
+        self.assertGreaterEqual(ticks, 3)  # the loop kept running during the call
         self.assertGreaterEqual(len(data.messages), 1)
 
     def test_calls_run_in_parallel(self):
-        # 8 blocked calls take about one call's time, not eight
+        # 4 calls each wait until all 4 are inside the store at once: run one
+        # after another they never meet (the barrier gives up after 30 s and
+        # the test fails) -- no timing. The default pool has >= 5 workers.
         t = self.tid()
         real_append = self.cp.store.append
+        together = threading.Barrier(4, timeout=30)
         def slow_append(*args, **kwargs):
-            time.sleep(0.2)
+            together.wait()
             return real_append(*args, **kwargs)
         async def go():
             with mock.patch.object(self.cp.store, "append", side_effect=slow_append):
-                start = time.monotonic()
-                await asyncio.gather(*(self.cp.append(t, {"role": "user"}) for _ in range(8)))
-                return time.monotonic() - start
-        self.assertLess(self.run_async(go()), 1.0)
+                await asyncio.gather(*(self.cp.append(t, {"role": "user"}) for _ in range(4)))
+        self.run_async(go())
+        self.assertFalse(together.broken)
+        self.assertEqual(len(self.store.load(t)[0]), 4)
 
     def test_shared_store_is_left_open(self):
         async def go():

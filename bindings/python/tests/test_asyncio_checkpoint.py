@@ -100,23 +100,30 @@ class AsyncCheckpointTests:
             "stored_bytes": lambda: self.cp.stored_bytes(),
         }
 
-        async def ticker(stop):
-            ticks = 0
-            while not stop.is_set():
-                await asyncio.sleep(0.01)
-                ticks += 1
-            return ticks
-
+        # each call blocks until the event loop has ticked 3 times: on the loop's
+        # own thread it could never see them (the wait gives up after 30 s and the
+        # test fails), off it the ticks come while it waits -- no timing
         for name, call in calls.items():
             seen = []
+            loop_ran = threading.Event()
             real = getattr(self.store, name)
 
-            def slow(*args, real=real, **kwargs):
+            async def ticker(stop, loop_ran=loop_ran):
+                ticks = 0
+                while not stop.is_set():
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                    if ticks == 3:
+                        loop_ran.set()
+                return ticks
+
+            def slow(*args, real=real, seen=seen, loop_ran=loop_ran, **kwargs):
                 seen.append(threading.current_thread())
-                time.sleep(0.2)  # a stalled backend
+                if not loop_ran.wait(30):  # a stalled backend, until the loop has run
+                    raise AssertionError("the event loop did not run during the call")
                 return real(*args, **kwargs)
 
-            async def go():
+            async def go(name=name, call=call, slow=slow, ticker=ticker):
                 stop = asyncio.Event()
                 ticks = asyncio.ensure_future(ticker(stop))
                 with mock.patch.object(self.store, name, side_effect=slow):
@@ -127,7 +134,7 @@ class AsyncCheckpointTests:
                 ticks = asyncio.run(go())
                 self.assertEqual(len(seen), 1)
                 self.assertTrue(seen[0].name.startswith("convo"), seen[0].name)
-                self.assertGreaterEqual(ticks, 5)  # the loop ran during the 0.2 s call
+                self.assertGreaterEqual(ticks, 3)  # the loop ran during the call
 
     def test_list_pages_are_fetched_off_the_event_loop(self):
         t = self.tid()
