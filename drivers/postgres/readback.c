@@ -69,13 +69,15 @@ static void *find(void *base, size_t n, size_t size, int32_t num)
     return n ? bsearch(&num, base, n, size, by_num) : NULL; /* base NULL: nothing held */
 }
 
-/* The name of number num (a string the store keeps until it closes), or NULL. */
+/* The name of number num (a string the store keeps until it closes), or NULL.
+ * Read under the lock: another thread's refresh may move the entries. */
 static const char *name_of(pg_names *c, int32_t num)
 {
     pthread_mutex_lock(&c->lock);
     name_entry *e = find(c->names, c->nnames, sizeof *c->names, num);
+    const char *name = e ? e->name : NULL;
     pthread_mutex_unlock(&c->lock);
-    return e ? e->name : NULL;
+    return name;
 }
 
 /* The number of a name, or 0 (names are numbered from 1). */
