@@ -183,8 +183,10 @@ static int refresh(convo_backend *b, int32_t name, int32_t set, convo_error *err
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < PQntuples(r) && rc == 0; i++)
         rc = add_row(c, r, i);
-    qsort(c->names, c->nnames, sizeof *c->names, by_num);
-    qsort(c->sets, c->nsets, sizeof *c->sets, by_num);
+    if (c->nnames) /* none yet: a NULL array, which qsort may not be given */
+        qsort(c->names, c->nnames, sizeof *c->names, by_num);
+    if (c->nsets)
+        qsort(c->sets, c->nsets, sizeof *c->sets, by_num);
     pthread_mutex_unlock(&c->lock);
     PQclear(r);
     if (rc == CONVO_ECORRUPT)
