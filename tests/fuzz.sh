@@ -46,10 +46,11 @@ if pkg-config --exists msgpack; then MSGPACK=msgpack; else MSGPACK=msgpack-c; fi
 DEPS_CFLAGS=$(pkg-config --cflags jansson "$MSGPACK")
 DEPS_LIBS=$(pkg-config --libs jansson "$MSGPACK")
 # fuzz_pg_unpack (the PostgreSQL driver's decoder, drivers/postgres/unpack.c)
-# when the build has that driver: it needs libpq's headers only.
-if grep -q '^#define HAVE_DRIVER_POSTGRES 1' "$top_builddir/config.h"; then
-    if pkg-config --exists libpq; then PG_CFLAGS=$(pkg-config --cflags libpq)
-    else PG_CFLAGS=-I$(pg_config --includedir); fi
+# when the build has that driver (configure found it as pkg-config's libpq): it
+# needs libpq's headers only.
+if grep -q '^#define HAVE_DRIVER_POSTGRES 1' "$top_builddir/config.h" &&
+    pkg-config --exists libpq; then
+    PG_CFLAGS=$(pkg-config --cflags libpq)
     [ -n "${CONVO_FUZZ_TARGETS:-}" ] || TARGETS="$TARGETS fuzz_pg_unpack"
 fi
 
@@ -89,7 +90,7 @@ for src in "$top_srcdir"/lib/*.c "$top_srcdir"/drivers/memory/*.c; do
 done
 for p in $pids; do wait "$p" || { echo "fuzz: FAIL: compiling libconvo with $CLANG"; exit 1; }; done
 build() { # build TARGET: the program $W/TARGET
-    local extra=""
+    extra=""
     if [ "$1" = fuzz_pg_unpack ]; then
         extra="-I$top_srcdir/drivers/postgres ${PG_CFLAGS:-} $top_srcdir/drivers/postgres/unpack.c"
     fi
