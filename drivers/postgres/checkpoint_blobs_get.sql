@@ -6,7 +6,8 @@
 -- versions and vals the read decoded ($4, $7; NULL in its other entries): ok
 -- is false when that row is gone or changed since (a swap, a prune, a delete
 -- between the two statements), and the driver reads again. A value not found:
--- the channel has none (type NULL).
+-- the channel has none (type NULL). The rows come back in i's order (the
+-- driver matches them to its entries by position and checks i).
 SELECT x.i, x.versions IS NULL OR EXISTS (SELECT 1 FROM @S.checkpoints k
                      WHERE k.tid = x.tid AND k.checkpoint_ns = x.ns AND k.checkpoint_id = x.id
                        AND k.versions = x.versions AND k.vals IS NOT DISTINCT FROM x.vals) AS ok,
@@ -16,3 +17,4 @@ SELECT x.i, x.versions IS NULL OR EXISTS (SELECT 1 FROM @S.checkpoints k
   LEFT JOIN LATERAL (SELECT b.type, b.value FROM @S.checkpoint_blobs b
                       WHERE b.tid = x.tid AND b.checkpoint_ns = x.ns
                         AND b.channel = x.ch AND b.version = x.ver LIMIT 1) v ON true
+ ORDER BY x.i

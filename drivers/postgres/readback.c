@@ -423,7 +423,9 @@ static int fetch_blobs(read_ctx *x, int rows)
             pg_chan *c = &x->rows[i].ch[o];
             if (c->type != 0)
                 continue;
-            int row = (int)e++; /* WITH ORDINALITY, in the arrays' order */
+            int row = (int)e++; /* WITH ORDINALITY, ORDER BY i: the arrays' order */
+            if (convo__pg_get_int(b, row, 0) != (int64_t)row + 1)
+                return corrupt(x, "its values in checkpoint_blobs come back out of order");
             if (!PQgetvalue(b, row, 1)[0])
                 return PG_READ_AGAIN;
             if (PQgetisnull(b, row, 2))
