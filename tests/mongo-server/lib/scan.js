@@ -11,6 +11,7 @@
 const { Query } = require('mingo');
 const V = require('./values');
 const { CommandError } = require('./errors');
+const { SortedList } = require('./sortedlist');
 
 /** What the commands of the current request examined (reset per command). */
 const stats = { keysExamined: 0, docsExamined: 0, planSummary: null, paused: 0 };
@@ -93,7 +94,7 @@ class SortedIndex {
   constructor(ix, records) {
     this.ix = ix;
     this.dirs = ix.fields.map((f) => sign(V.numberOf(ix.keyDoc[f])));
-    this.entries = [];
+    this.entries = new SortedList((a, b) => this.cmp(a, b));
     for (const rec of records) this.add(rec);
   }
 
@@ -107,31 +108,12 @@ class SortedIndex {
     return a.rec.seq - b.rec.seq;
   }
 
-  /** The first position whose entry is not before e. */
-  position(e) {
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.cmp(this.entries[mid], e) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
   add(rec) {
-    for (const k of this.keysOf(rec.doc)) {
-      const e = { k, rec };
-      this.entries.splice(this.position(e), 0, e);
-    }
+    for (const k of this.keysOf(rec.doc)) this.entries.insert({ k, rec });
   }
 
   remove(rec) {
-    for (const k of this.keysOf(rec.doc)) {
-      let at = this.position({ k, rec });
-      if (!this.entries[at] || this.entries[at].rec !== rec) at = this.entries.findIndex((e) => e.rec === rec);
-      if (at >= 0) this.entries.splice(at, 1);
-    }
+    for (const k of this.keysOf(rec.doc)) this.entries.remove({ k, rec }, (e) => e.rec === rec);
   }
 
   /** -1, 0 or 1: entry e is before, inside or after the plan's bounds, in index order. */
@@ -154,14 +136,7 @@ class SortedIndex {
 
   /** The first position whose entry is at or after side (0: inside, 1: after). */
   edge(plan, side) {
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.where(this.entries[mid], plan) < side) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return this.entries.bound((e) => this.where(e, plan) < side);
   }
 }
 
@@ -251,9 +226,7 @@ function scan(coll, p, filter, limit, qview) {
   const seen = new Set();
   let keys = 0;
   let docs = 0;
-  const forward = p.dir > 0;
-  for (let i = forward ? from : to - 1; forward ? i < to : i >= from; i += forward ? 1 : -1) {
-    const { rec } = sorted.entries[i];
+  for (const { rec } of sorted.entries.range(from, to, p.dir)) {
     keys++;
     if (seen.has(rec)) continue;
     seen.add(rec);

@@ -1,7 +1,7 @@
 'use strict';
 // In-memory databases, collections and indexes.
 //
-// A collection keeps its documents as records {seq, doc, keys, q} in a Map in
+// A collection keeps its documents as records {seq, doc, keys} in a Map in
 // insertion order (natural order).  Updates swap record.doc for a new object,
 // so documents already handed to a cursor batch are never mutated.
 // Unique indexes keep a Map from an index-key string to the owning record,
@@ -123,13 +123,20 @@ function equalityValue(cond) {
  * order): a find fixing the prefix by equality, sorted on f1, with a limit,
  * reads the first few of one group instead of sorting every match.  A group
  * holding an array under f1 (whose sort key depends on the direction) is
- * marked unordered and not used.
+ * marked unordered and not used.  The groups are made the first time a find
+ * can use them (most compound indexes' prefixes, a thread's times, never are)
+ * and kept up to date from then on.
  */
 class OrderedGroups {
   constructor(prefix, f1) {
     this.prefix = prefix;
     this.f1 = f1;
-    this.groups = new Map(); // canon of the prefix values -> {recs, unordered}
+    this.groups = null; // canon of the prefix values -> {recs, unordered}; null until built
+  }
+
+  build(records) {
+    this.groups = new Map();
+    for (const rec of records) this.add(rec);
   }
 
   /** Group keys of a document (several when a prefix field holds an array). */
@@ -165,6 +172,7 @@ class OrderedGroups {
   }
 
   add(rec) {
+    if (!this.groups) return;
     for (const k of this.groupKeys(rec.doc)) {
       let g = this.groups.get(k);
       if (!g) { g = { recs: [], unordered: false }; this.groups.set(k, g); }
@@ -174,6 +182,7 @@ class OrderedGroups {
   }
 
   remove(rec) {
+    if (!this.groups) return;
     for (const k of this.groupKeys(rec.doc)) {
       const g = this.groups.get(k);
       if (!g) continue;
@@ -213,8 +222,9 @@ class Collection {
     this.indexes = new Map();
     this.uuid = new V.BSON.UUID();
     this.options = {};
-    // First field of every index -> Map<canon(value), Set<record>>: lets
-    // equality / $in filters on indexed fields skip the full scan.
+    // First field of every index -> Map<canon(value), record | Set<record>>:
+    // lets equality / $in filters on indexed fields skip the full scan.  A
+    // field's map is made the first time a filter can use it (null till then).
     this.fieldIndex = new Map();
     this.ordered = new Map(); // index name -> OrderedGroups, for compound indexes
     this.sortedIndexes = new Map(); // index name -> Scan.SortedIndex, made when first walked
@@ -266,7 +276,7 @@ class Collection {
   rebuildFieldIndex() {
     const fields = new Set([...this.indexes.values()].map((ix) => ix.fields[0]).filter((f) => !/(^|\.)\d+(\.|$)/.test(f)));
     this.fieldIndex = new Map();
-    for (const f of fields) this.fieldIndex.set(f, new Map());
+    for (const f of fields) this.fieldIndex.set(f, null);
     this.ordered = new Map();
     this.sortedIndexes = new Map();
     for (const ix of this.indexes.values()) {
@@ -283,11 +293,18 @@ class Collection {
     for (const o of this.ordered.values()) o.add(rec);
     for (const o of this.sortedIndexes.values()) o.add(rec);
     for (const [f, m] of this.fieldIndex) {
-      for (const k of Collection.fieldKeys(rec.doc, f)) {
-        let set = m.get(k);
-        if (!set) { set = new Set(); m.set(k, set); }
-        set.add(rec);
-      }
+      if (m) this.fieldMapAdd(m, f, rec);
+    }
+  }
+
+  fieldMapAdd(m, f, rec) {
+    for (const k of Collection.fieldKeys(rec.doc, f)) {
+      // one record under a key is kept bare, two or more in a Set: most
+      // keys (_id's, a thread's id) have one, and a Set costs ~200 bytes
+      const held = m.get(k);
+      if (held === undefined) m.set(k, rec);
+      else if (held instanceof Set) held.add(rec);
+      else if (held !== rec) m.set(k, new Set([held, rec]));
     }
   }
 
@@ -295,9 +312,15 @@ class Collection {
     for (const o of this.ordered.values()) o.remove(rec);
     for (const o of this.sortedIndexes.values()) o.remove(rec);
     for (const [f, m] of this.fieldIndex) {
+      if (!m) continue;
       for (const k of Collection.fieldKeys(rec.doc, f)) {
-        const set = m.get(k);
-        if (set) { set.delete(rec); if (!set.size) m.delete(k); }
+        const held = m.get(k);
+        if (held === rec) {
+          m.delete(k);
+        } else if (held instanceof Set) {
+          held.delete(rec);
+          if (held.size === 1) m.set(k, held.values().next().value);
+        }
       }
     }
   }
@@ -335,8 +358,13 @@ class Collection {
   fieldCandidates(filter) {
     const keys = V.keysOf(filter);
     for (const k of keys) {
-      const m = this.fieldIndex.get(k);
-      if (!m) continue;
+      let m = this.fieldIndex.get(k);
+      if (m === undefined) continue;
+      if (m === null) {
+        m = new Map();
+        for (const rec of this.records.values()) this.fieldMapAdd(m, k, rec);
+        this.fieldIndex.set(k, m);
+      }
       const v = filter[k];
       let vals = null;
       if (V.isPlainDoc(v)) {
@@ -348,7 +376,11 @@ class Collection {
       }
       if (!vals) continue;
       const found = new Set();
-      for (const x of vals) for (const rec of m.get(canon(x)) || []) found.add(rec);
+      for (const x of vals) {
+        const held = m.get(canon(x));
+        if (held instanceof Set) for (const rec of held) found.add(rec);
+        else if (held) found.add(held);
+      }
       const exact = keys.length === 1 && vals.length === 1 && !k.includes('.') && V.bsonType(vals[0]) !== 'binData';
       return { recs: [...found].sort((a, b) => a.seq - b.seq), exact }; // natural order
     }
@@ -369,6 +401,7 @@ class Collection {
       if (o.f1 !== sk[0] || !o.prefix.every((f) => keys.includes(f))) continue;
       const values = o.prefix.map((f) => equalityValue(filter[f]));
       if (values.includes(undefined)) continue;
+      if (!o.groups) o.build(this.records.values());
       const group = OrderedGroups.keyOf(values);
       if (!o.usableFor(group)) continue;
       let query = null;
@@ -429,7 +462,7 @@ class Collection {
     }
     if (Array.isArray(doc._id)) throw new CommandError(2, "can't use an array for _id", 'BadValue');
     const keys = this.checkUnique(doc, null);
-    const rec = { seq: this.nextSeq++, doc, keys: new Map(), q: null };
+    const rec = { seq: this.nextSeq++, doc, keys: new Map() };
     this.setKeys(rec, keys);
     this.records.set(rec.seq, rec);
     this.fieldIndexAdd(rec);
@@ -442,7 +475,6 @@ class Collection {
     this.setKeys(rec, keys);
     this.fieldIndexRemove(rec);
     rec.doc = doc;
-    rec.q = null;
     this.fieldIndexAdd(rec);
   }
 
@@ -452,10 +484,13 @@ class Collection {
     this.records.delete(rec.seq);
   }
 
-  /** Cached query view of a record, for mingo. */
+  /**
+   * The query view of a record, for mingo: made afresh for every test, not
+   * kept (kept, every document tested once was held twice, and at 100,000
+   * threads the garbage collector's marking of that heap took most of the time).
+   */
   static qview(rec) {
-    if (!rec.q) rec.q = V.toQ(rec.doc);
-    return rec.q;
+    return V.toQ(rec.doc);
   }
 
   /** Records matching a filter, in natural order (stops after `limit` if > 0). */
