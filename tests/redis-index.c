@@ -535,6 +535,121 @@ START_TEST(test_keys_declared_later)
 }
 END_TEST
 
+/* ---- the cluster's appends: the :r entries beside the script ---- */
+
+/* The score of id in the :r shard that holds it, as text ("" when none). */
+static void global_r_score(const char *prefix, const char *id, char *out, size_t size)
+{
+    char keys[SHARDS][512];
+    out[0] = '\0';
+    for (int i = 0, n = global_keys(prefix, 'r', keys); i < n; i++) {
+        redisReply *r = on_key(keys[i], "ZSCORE %s %s", keys[i], id);
+        if (r->type == REDIS_REPLY_STRING)
+            snprintf(out, size, "%s", r->str);
+        freeReplyObject(r);
+    }
+}
+
+/* Thread id's entries in its shard's and its user's :r sets hold meta's u. */
+static void ck_r_entries(const char *prefix, const char *id, const char *user)
+{
+    char meta[512], key[512], g[64];
+    thread_key(meta, sizeof meta, prefix, id, "meta");
+    redisReply *u = on_key(meta, "HGET %s u", meta);
+    ck_assert_int_eq(u->type, REDIS_REPLY_STRING);
+    global_r_score(prefix, id, g, sizeof g);
+    ck_assert_str_eq(g, u->str);
+    user_key(key, sizeof key, prefix, user, 'r');
+    redisReply *v = on_key(key, "ZSCORE %s %s", key, id);
+    ck_assert_msg(v->type == REDIS_REPLY_STRING, "%s not in %s", id, key);
+    ck_assert_str_eq(v->str, u->str);
+    freeReplyObject(u);
+    freeReplyObject(v);
+}
+
+/* ZADDs run by the cluster's masters since the last reset (a replica's count
+ * follows its master's when replication gets there). */
+static long long zadd_calls(void)
+{
+    long long total = 0;
+    for (int i = 0; i < nnodes; i++) {
+        redisReply *role = redisCommand(nodes[i], "ROLE");
+        ck_assert_msg(role && role->type == REDIS_REPLY_ARRAY && role->elements > 0, "ROLE");
+        int master = strcmp(role->element[0]->str, "master") == 0;
+        freeReplyObject(role);
+        if (!master)
+            continue;
+        redisReply *r = redisCommand(nodes[i], "INFO commandstats");
+        ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO commandstats");
+        const char *p = strstr(r->str, "cmdstat_zadd:calls=");
+        if (p)
+            total += atoll(p + strlen("cmdstat_zadd:calls="));
+        freeReplyObject(r);
+    }
+    return total;
+}
+
+static void reset_stats(void)
+{
+    for (int i = 0; i < nnodes; i++)
+        freeReplyObject(redisCommand(nodes[i], "CONFIG RESETSTAT"));
+}
+
+/* A common append of a thread the store wrote lately moves its two :r entries
+ * beside its script (2 ZADDs: its shard's, its user's), where ?index_beside=0
+ * writes all six after it; both leave the entries at meta's u. */
+START_TEST(test_append_entries_beside)
+{
+    char prefix[256];
+    convo_error err;
+    for (int beside = 1; beside >= 0; beside--) {
+        convo_store *s = open_store(beside ? "beside" : "after", beside ? NULL : "index_beside=0",
+                                    user_keys, prefix, sizeof prefix);
+        user_thread(s, "t", "u1");
+        long long before = (reset_stats(), zadd_calls());
+        for (int i = 0; i < 10; i++)
+            ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
+        long long calls = zadd_calls() - before;
+        ck_assert_int_eq(calls, beside ? 10 * 2 : 10 * 6);
+        ck_r_entries(prefix, "t", "u1");
+        convo_close(s);
+    }
+}
+END_TEST
+
+/* What the entries moved beside cannot do is done after, in the same call: an
+ * entry missing (ZADD XX adds nothing) is written again; a value another store
+ * changed (this one remembers the old) gets its entry at u; an append refused
+ * (a conflict: nothing written) sets back the entries it moved. */
+START_TEST(test_append_beside_falls_back)
+{
+    char prefix[256], keys[SHARDS][512];
+    convo_error err;
+    convo_store *s = open_store("fallback", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "t", "u1");
+    ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    for (int i = 0, n = global_keys(prefix, 'r', keys); i < n; i++)
+        freeReplyObject(on_key(keys[i], "ZREM %s t", keys[i]));
+    ck_assert(!in_global(prefix, 'r', "t"));
+    ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    ck_r_entries(prefix, "t", "u1");
+
+    convo_store *other = open_store("fallback", NULL, user_keys, prefix, sizeof prefix);
+    ck_assert_int_eq(convo_save_extra(other, "t", "{\"user_id\":\"u2\"}", &err), 0);
+    usleep(2000); /* the append's time differs from the save_extra's */
+    ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    ck_r_entries(prefix, "t", "u2");
+    convo_close(other);
+
+    convo_append_opts o = CONVO_APPEND_OPTS_INIT;
+    o.expected_length = 999;
+    usleep(2000);
+    ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, &o, NULL, &err), CONVO_ECONFLICT);
+    ck_r_entries(prefix, "t", "u2");
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -554,6 +669,10 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_stale_entries_repaired);
     tcase_add_test(tc, test_layout3_migrated);
     tcase_add_test(tc, test_keys_declared_later);
+    if (cluster) {
+        tcase_add_test(tc, test_append_entries_beside);
+        tcase_add_test(tc, test_append_beside_falls_back);
+    }
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

@@ -139,6 +139,52 @@ static int send_writer(convo_backend *b, rconn *c, const thread_keys *tk, cmd *c
     return rc;
 }
 
+/* The :r entries moved beside a known thread's script (beside.c): their
+ * keys as remembered, the call's time, the ZADDs' replies; done = they did
+ * all the index write after the script would have. */
+typedef struct beside_run {
+    char *keys;
+    size_t len, count;
+    const char *now;
+    size_t now_len;
+    redisReply **zr;
+    int sent, protocol, done; /* protocol: the script answered CONVO_CREATE */
+} beside_run;
+
+/* The known thread's script alone (with bs, its ZADDs beside it, after it in
+ * the pipeline, the reads last). */
+static int writer_known(convo_backend *b, rconn *c, const thread_keys *tk, build_fn build,
+                        void *ctx, redisReply **r0, redisReply **ix, beside_run *bs,
+                        convo_error *err)
+{
+    size_t nz = bs ? bs->count : 0;
+    cmd *one = calloc(3 + nz, sizeof *one);
+    redisReply **r = calloc(3 + nz, sizeof *r);
+    int rc = one && r ? 0 : convo__rd_oom(err);
+    int s = rc == 0 ? build(ctx, &one[0], 0) : 0;
+    if (rc == 0 && s < 0)
+        rc = convo__rd_oom(err);
+    if (rc == 0 && nz)
+        convo__rd_beside_zadds(bs->keys, nz, tk->id, bs->now, bs->now_len, &one[1]);
+    for (size_t i = 1; i <= nz && rc == 0; i++)
+        if (one[i].failed)
+            rc = convo__rd_oom(err);
+    if (rc == 0)
+        rc = send_writer(b, c, tk, one, 1 + nz, 0, s, r, ix, err);
+    if (rc == 0) {
+        *r0 = r[0];
+        for (size_t i = 0; i < nz; i++)
+            bs->zr[i] = r[1 + i];
+        if (bs)
+            bs->sent = nz > 0;
+    }
+    for (size_t i = 0; one && i < 3 + nz; i++)
+        convo__rd_cmd_free(&one[i]);
+    free(one);
+    free(r);
+    return rc;
+}
+
 /* Runs a writing script that may create the thread. A thread this store wrote lately is indexed already, so its script runs
  * alone, without leave to create: it answers CONVO_CREATE, having written
  * nothing, when the thread is missing. Then, as for every other thread, the
@@ -147,21 +193,20 @@ static int send_writer(convo_backend *b, rconn *c, const thread_keys *tk, cmd *c
  * ever creates a thread. */
 static int writer_run(convo_backend *b, rconn *c, const thread_keys *tk, int known,
                       build_fn build, void *ctx, redisReply **reply, redisReply **ix,
-                      convo_error *err)
+                      beside_run *bs, convo_error *err)
 {
     uint64_t h = convo__rd_id_hash(tk->id);
     int rc;
     if (known) {
-        cmd one[3] = {{0}};
-        redisReply *r[3] = {NULL};
-        int s = build(ctx, &one[0], 0);
-        rc = s < 0 ? convo__rd_oom(err) : send_writer(b, c, tk, one, 1, 0, s, r, ix, err);
-        convo__rd_cmd_free(&one[0]);
-        if (rc != 0 || !is_create(r[0])) {
-            *reply = r[0];
+        redisReply *r0 = NULL;
+        rc = writer_known(b, c, tk, build, ctx, &r0, ix, bs, err);
+        if (rc != 0 || !is_create(r0)) {
+            *reply = r0;
             return rc;
         }
-        freeReplyObject(r[0]);
+        freeReplyObject(r0);
+        if (bs)
+            bs->protocol = 1;
         if (ix) {
             freeReplyObject(ix[0]);
             freeReplyObject(ix[1]);
@@ -191,22 +236,55 @@ static int writer_run(convo_backend *b, rconn *c, const thread_keys *tk, int kno
 
 /* Runs a writing script that may create the thread; *reply gets its reply.
  * On a cluster the thread's index values are read in the same round trip,
- * after the script, and its index entries written after it (ix.c). */
-int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
-                            void *ctx, redisReply **reply, convo_error *err)
+ * after the script, and its index entries written after it (ix.c) — unless
+ * the entries moved beside the script (now given: the clock the script
+ * writes to meta's u; a known thread whose :r keys the store remembers) did it all, as those reads show. Entries moved
+ * beside a script that wrote nothing are set back from the same reads. */
+static int run_writer(convo_backend *b, rconn *c, const char *id, int known, const char *now,
+                      size_t now_len, build_fn build, void *ctx, redisReply **reply,
+                      convo_error *err)
 {
     thread_keys tk = {0};
     tk.id = id; /* one server: the id is all writer_run needs */
     if (b->cluster && convo__rd_keys_make(b, id, &tk) != 0)
         return convo__rd_oom(err);
     redisReply *ix[2] = {NULL};
-    int rc = writer_run(b, c, &tk, known, build, ctx, reply, b->cluster ? ix : NULL, err);
-    if (rc == 0 && b->cluster && is_written(*reply))
+    beside_run bs = {0};
+    int use = b->cluster && known && now &&
+              convo__rd_beside_get(b, id, &bs.keys, &bs.len, &bs.count) &&
+              (bs.zr = calloc(bs.count, sizeof *bs.zr)) != NULL;
+    bs.now = now;
+    bs.now_len = now_len;
+    int rc = writer_run(b, c, &tk, known, build, ctx, reply, b->cluster ? ix : NULL,
+                        use ? &bs : NULL, err);
+    if (rc == 0 && bs.sent && !bs.protocol)
+        bs.done = is_written(*reply) && convo__rd_beside_done(b, id, bs.keys, bs.len, bs.now,
+                                                              bs.now_len, bs.zr, bs.count,
+                                                              ix[0], ix[1]);
+    if (rc == 0 && b->cluster && !bs.done && (is_written(*reply) || bs.sent)) {
         (void)convo__rd_ix_write(b, c, id, ix[0], ix[1], NULL);
+        convo__rd_beside_learn(b, id, ix[0], ix[1]);
+    }
+    convo__rd_replies_free(bs.zr, bs.zr ? bs.count : 0);
+    free(bs.zr);
+    free(bs.keys);
     freeReplyObject(ix[0]);
     freeReplyObject(ix[1]);
     free(tk.buf);
     return rc;
+}
+
+int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
+                            void *ctx, redisReply **reply, convo_error *err)
+{
+    return run_writer(b, c, id, known, NULL, 0, build, ctx, reply, err);
+}
+
+int convo__rd_run_writer_beside(convo_backend *b, rconn *c, const char *id, int known,
+                                const char *now, size_t now_len, build_fn build, void *ctx,
+                                redisReply **reply, convo_error *err)
+{
+    return run_writer(b, c, id, known, now, now_len, build, ctx, reply, err);
 }
 
 int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,

@@ -113,11 +113,17 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
     long long guess = 1; /* a page's batch sends the rows of last time's candidates (rows.c) */
     if (rc == 0)
         rc = convo__url_take_int(url, "page_guess", 0, 1, &guess, err);
+    long long beside = 1; /* cluster: an append's :r entries beside its script (beside.c) */
+    if (rc == 0)
+        rc = convo__url_take_int(url, "index_beside", 0, 1, &beside, err);
     b->wait_replicas = (int)wait;
     b->wait_timeout_ms = (int)wait_t;
     if (rc != 0)
         return rc;
     if (guess && strcmp(url->scheme, "redis+cluster") != 0 && !(b->guess = convo__rd_guess_new()))
+        return convo__rd_oom(err);
+    if (beside && strcmp(url->scheme, "redis+cluster") == 0 &&
+        !(b->beside = convo__rd_beside_new()))
         return convo__rd_oom(err);
     char *prefix = convo__url_take(url, "prefix");
     b->prefix = prefix ? prefix : strdup(DEFAULT_PREFIX);
@@ -180,6 +186,7 @@ static void rd_close(convo_backend *b)
     free(b->store_key);
     convo__rd_ix_free(b);
     convo__rd_guess_free(b->guess);
+    convo__rd_beside_free(b->beside);
     free(b);
 }
 

@@ -74,6 +74,7 @@ struct convo_backend {
     char *ix_recent;              /* "P:ix:r": on one server, every thread by updated_at */
     char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:", the global sets' shards */
     struct rd_guess *guess;       /* one server: a page's batches' last candidates (rows.c) */
+    struct rd_beside *beside;     /* cluster: the :r keys of threads written lately (beside.c) */
 };
 
 /* Runs on each batch of keys SCAN finds (convo__rd_scan_each). */
@@ -208,6 +209,12 @@ int convo__rd_recent_in_window(convo_backend *b, uint64_t h, int64_t now);
 int64_t convo__rd_spec_now(const thread_keys *tk);
 int convo__rd_run_writer_as(convo_backend *b, rconn *c, const char *id, int known, build_fn build,
                             void *ctx, redisReply **reply, convo_error *err);
+/* The same for an append: on a cluster a known thread's remembered :r
+ * entries are moved to now (the script's clock, which it writes to meta's u)
+ * beside the script (beside.c). */
+int convo__rd_run_writer_beside(convo_backend *b, rconn *c, const char *id, int known,
+                                const char *now, size_t now_len, build_fn build, void *ctx,
+                                redisReply **reply, convo_error *err);
 int convo__rd_run_writer(convo_backend *b, rconn *c, const char *id, build_fn build, void *ctx,
                          redisReply **reply, convo_error *err);
 int convo__rd_index_remove(convo_backend *b, rconn *c, const char *const *ids, size_t n,
@@ -302,5 +309,24 @@ int convo__rd_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
 int convo__rd_checkpoint_delete(convo_backend *b, const char *thread_id, const char *const *ns,
                                 const char *const *ids, size_t n, uint64_t *removed,
                                 convo_error *err);
+
+/* beside.c: a cluster append's :r entries in its own round trip */
+typedef struct rd_beside rd_beside;
+rd_beside *convo__rd_beside_new(void);
+void convo__rd_beside_free(rd_beside *t);
+/* Remembers thread id's :r keys from its reads (convo__rd_ix_read_cmds). */
+void convo__rd_beside_learn(convo_backend *b, const char *id, const redisReply *m,
+                            const redisReply *x);
+/* 1 and a copy (keys, each ending with '\0'; the caller frees) when known. */
+int convo__rd_beside_get(convo_backend *b, const char *id, char **keys, size_t *len,
+                         size_t *count);
+/* out[0..count): ZADD KEY XX CH now id. */
+void convo__rd_beside_zadds(const char *keys, size_t count, const char *id, const char *now,
+                            size_t now_len, cmd *out);
+/* 1 when the ZADDs (replies zr) did all convo__rd_ix_write would do, as the
+ * reads after the script (m, x) show. */
+int convo__rd_beside_done(const convo_backend *b, const char *id, const char *keys, size_t len,
+                          const char *now, size_t now_len, redisReply *const *zr, size_t count,
+                          const redisReply *m, const redisReply *x);
 
 #endif

@@ -145,6 +145,13 @@ static int append_plain(convo_backend *b, rconn *c, const thread_keys *tk, uint6
     return rc;
 }
 
+/* The clock at the head of the scripts' index argument (all of it on a cluster). */
+static size_t spec_clock_len(const thread_keys *tk)
+{
+    const char *z = memchr(tk->spec, '\0', tk->spec_len);
+    return z ? (size_t)(z - tk->spec) : tk->spec_len;
+}
+
 int convo__rd_append(convo_backend *b, const char *thread_id, const convo_message_in *msgs,
                      size_t n, const convo_append_opts *opts, convo_append_result *res,
                      convo_error *err)
@@ -174,9 +181,10 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
          * (made by save_extra, say) goes inside the index protocol at once,
          * as only the script that may create can push to it */
         if (rc == 0)
-            rc = convo__rd_run_writer_as(b, c, thread_id,
-                                         known && (!simple || (pushed_before && !plain)),
-                                         append_build, &a, &r, err);
+            rc = convo__rd_run_writer_beside(b, c, thread_id,
+                                             known && (!simple || (pushed_before && !plain)),
+                                             tk.spec, spec_clock_len(&tk), append_build, &a,
+                                             &r, err);
         else if (rc == 1)
             rc = 0;
         convo__rd_release(b, c);

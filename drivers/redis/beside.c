@@ -1,0 +1,166 @@
+/* beside.c — on a cluster, the activity entries of a thread this store wrote
+ * lately are written beside its append, in the same round trip (docs/redis.md,
+ * "Redis Cluster", *The index beside the append*): the store remembers the
+ * :r keys of each such thread; the reads after the script check them. */
+#include "redis_int.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BESIDE_SLOTS RECENT_SLOTS
+
+typedef struct beside_slot {
+    uint64_t h;  /* the id's hash; 0 = free */
+    char *keys;  /* its :r keys, each ending with '\0' */
+    size_t len, count;
+} beside_slot;
+
+struct rd_beside {
+    pthread_mutex_t mu;
+    beside_slot s[BESIDE_SLOTS];
+};
+
+rd_beside *convo__rd_beside_new(void)
+{
+    rd_beside *t = calloc(1, sizeof *t);
+    if (t && pthread_mutex_init(&t->mu, NULL) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void convo__rd_beside_free(rd_beside *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < BESIDE_SLOTS; i++)
+        free(t->s[i].keys);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static int put(char **buf, size_t *len, size_t *cap, const char *a, size_t alen, const char *b,
+               size_t blen)
+{
+    if (*len + alen + blen + 1 > *cap) {
+        size_t cap2 = (*cap ? *cap * 2 : 128) + alen + blen + 1;
+        char *g = realloc(*buf, cap2);
+        if (!g)
+            return -1;
+        *buf = g;
+        *cap = cap2;
+    }
+    memcpy(*buf + *len, a, alen);
+    memcpy(*buf + *len + alen, b, blen);
+    (*buf)[*len + alen + blen] = '\0';
+    *len += alen + blen + 1;
+    return 0;
+}
+
+/* The :r keys of thread id from its extra's read (x: HMGET extra of the
+ * declared fields), as convo__rd_ix_write writes them: its shard's, then each
+ * indexed value's. NULL when out of memory. */
+static char *rkeys_of(const convo_backend *b, const char *id, const redisReply *x, size_t *len,
+                      size_t *count)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    const char *shard = b->ix_shard[convo__rd_ix_shard(id)];
+    *len = *count = 0;
+    if (put(&buf, len, &cap, shard, strlen(shard), "r", 1) != 0)
+        return NULL;
+    ++*count;
+    for (size_t i = 0; b->ix_nkeys && x && x->type == REDIS_REPLY_ARRAY && i < x->elements; i++) {
+        const redisReply *v = x->element[i];
+        const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
+        if (!sp || i >= b->ix_nkeys)
+            continue;
+        char *kv = convo__rd_ix_kv(b, b->ix_field[i], sp + 1, v->len - (size_t)(sp + 1 - v->str));
+        if (!kv)
+            continue; /* not an indexed value (as convo__rd_ix_write has it) */
+        int bad = put(&buf, len, &cap, kv, strlen(kv), "r", 1);
+        free(kv);
+        if (bad) {
+            free(buf);
+            return NULL;
+        }
+        ++*count;
+    }
+    return buf;
+}
+
+static int meta_valid(const redisReply *m)
+{
+    return m && m->type == REDIS_REPLY_ARRAY && m->elements == 2 &&
+           m->element[0]->type == REDIS_REPLY_STRING && m->element[1]->type == REDIS_REPLY_STRING;
+}
+
+void convo__rd_beside_learn(convo_backend *b, const char *id, const redisReply *m,
+                            const redisReply *x)
+{
+    rd_beside *t = b->beside;
+    if (!t)
+        return;
+    uint64_t h = convo__rd_id_hash(id);
+    size_t len = 0, count = 0;
+    char *keys = meta_valid(m) ? rkeys_of(b, id, x, &len, &count) : NULL;
+    pthread_mutex_lock(&t->mu);
+    beside_slot *s = &t->s[h % BESIDE_SLOTS];
+    free(s->keys);
+    *s = keys ? (beside_slot){h, keys, len, count} : (beside_slot){0};
+    pthread_mutex_unlock(&t->mu);
+}
+
+int convo__rd_beside_get(convo_backend *b, const char *id, char **keys, size_t *len,
+                         size_t *count)
+{
+    rd_beside *t = b->beside;
+    *keys = NULL;
+    *len = *count = 0;
+    if (!t)
+        return 0;
+    uint64_t h = convo__rd_id_hash(id);
+    pthread_mutex_lock(&t->mu);
+    beside_slot *s = &t->s[h % BESIDE_SLOTS];
+    if (s->h == h && s->keys && (*keys = malloc(s->len)) != NULL) {
+        memcpy(*keys, s->keys, s->len);
+        *len = s->len;
+        *count = s->count;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return *keys != NULL;
+}
+
+void convo__rd_beside_zadds(const char *keys, size_t count, const char *id, const char *now,
+                            size_t now_len, cmd *out)
+{
+    const char *k = keys;
+    for (size_t i = 0; i < count; i++, k += strlen(k) + 1) {
+        /* XX: only an entry that is there moves (a thread never appears by
+         * it); CH: 1 tells it moved, so 0 sends the whole write after */
+        convo__rd_cmd_str(&out[i], "ZADD");
+        convo__rd_cmd_str(&out[i], k);
+        convo__rd_cmd_str(&out[i], "XX");
+        convo__rd_cmd_str(&out[i], "CH");
+        convo__rd_cmd_add(&out[i], now, now_len);
+        convo__rd_cmd_str(&out[i], id);
+    }
+}
+
+int convo__rd_beside_done(const convo_backend *b, const char *id, const char *keys, size_t len,
+                          const char *now, size_t now_len, redisReply *const *zr, size_t count,
+                          const redisReply *m, const redisReply *x)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!zr[i] || zr[i]->type != REDIS_REPLY_INTEGER || zr[i]->integer != 1)
+            return 0; /* an entry missing (or at that time already): all of them again */
+    if (!meta_valid(m) || m->element[1]->len != now_len ||
+        memcmp(m->element[1]->str, now, now_len) != 0)
+        return 0; /* another write came between, or the script set another time */
+    size_t got_len, got_count;
+    char *got = rkeys_of(b, id, b->ix_nkeys ? x : NULL, &got_len, &got_count);
+    int same = got && got_count == count && got_len == len && memcmp(got, keys, len) == 0;
+    free(got);
+    return same; /* else its values changed since the store learnt them */
+}
