@@ -6,7 +6,9 @@
  * deleted threads are not listed and their entries go; entries that say
  * otherwise than their thread (a lost index write) are skipped and repaired;
  * a store of layout 3 is migrated on open (created_at / updated_at from its
- * first / last message) and keys declared later index the threads stored.
+ * first / last message) and keys declared later index the threads stored;
+ * on a cluster an append moves its :r entries beside its script (the masters'
+ * ZADDs counted) and falls back to the index write after it where it must.
  * Usage: tests/redis_index URL PREFIX (as tests/redis_layout); every key it
  * writes starts with PREFIX. */
 #include <check.h>
@@ -567,10 +569,12 @@ static void ck_r_entries(const char *prefix, const char *id, const char *user)
     freeReplyObject(v);
 }
 
-/* ZADDs run by the cluster's masters since the last reset (a replica's count
- * follows its master's when replication gets there). */
-static long long zadd_calls(void)
+/* Calls of command (lower case) run by the cluster's masters since the last
+ * reset (a replica's count follows its master's when replication gets there). */
+static long long master_calls(const char *command)
 {
+    char field[64];
+    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
     long long total = 0;
     for (int i = 0; i < nnodes; i++) {
         redisReply *role = redisCommand(nodes[i], "ROLE");
@@ -581,9 +585,9 @@ static long long zadd_calls(void)
             continue;
         redisReply *r = redisCommand(nodes[i], "INFO commandstats");
         ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO commandstats");
-        const char *p = strstr(r->str, "cmdstat_zadd:calls=");
+        const char *p = strstr(r->str, field);
         if (p)
-            total += atoll(p + strlen("cmdstat_zadd:calls="));
+            total += atoll(p + strlen(field));
         freeReplyObject(r);
     }
     return total;
@@ -606,14 +610,33 @@ START_TEST(test_append_entries_beside)
         convo_store *s = open_store(beside ? "beside" : "after", beside ? NULL : "index_beside=0",
                                     user_keys, prefix, sizeof prefix);
         user_thread(s, "t", "u1");
-        long long before = (reset_stats(), zadd_calls());
+        long long before = (reset_stats(), master_calls("zadd"));
         for (int i = 0; i < 10; i++)
             ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
-        long long calls = zadd_calls() - before;
+        long long calls = master_calls("zadd") - before;
         ck_assert_int_eq(calls, beside ? 10 * 2 : 10 * 6);
         ck_r_entries(prefix, "t", "u1");
         convo_close(s);
     }
+}
+END_TEST
+
+/* The first append of a thread the store made without messages (save_extra)
+ * runs one script, the one that may create, not the common one first (which
+ * would answer CONVO_CREATE); the next one runs the common one alone. */
+START_TEST(test_first_append_one_script)
+{
+    char prefix[256];
+    convo_error err;
+    convo_store *s = open_store("first", NULL, user_keys, prefix, sizeof prefix);
+    ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u1\"}", &err), 0);
+    for (int i = 0; i < 2; i++) {
+        long long before = (reset_stats(), master_calls("evalsha"));
+        ck_assert_int_eq(convo_append(s, "t", &MSG, NULL, 1, NULL, NULL, &err), 0);
+        ck_assert_int_eq(master_calls("evalsha") - before, 1);
+        ck_r_entries(prefix, "t", "u1");
+    }
+    convo_close(s);
 }
 END_TEST
 
@@ -672,6 +695,7 @@ int main(int argc, char **argv)
     if (cluster) {
         tcase_add_test(tc, test_append_entries_beside);
         tcase_add_test(tc, test_append_beside_falls_back);
+        tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

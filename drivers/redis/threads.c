@@ -171,6 +171,13 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
                  opts->expected_length < 0 && opts->expected_generation < 0;
     int pushed_before = simple && convo__rd_recent_has_messages(b, h);
     int plain = pushed_before && convo__rd_recent_in_window(b, h, now);
+    /* on a cluster the common script (append_fast.lua) answers CONVO_CREATE
+     * for a thread without a message list: one this store knows but never
+     * appended to (made by save_extra, say) goes inside the protocol at once */
+    int fast = b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
+               opts->expected_length < 0 && opts->expected_generation < 0;
+    int alone = known && (!simple || (pushed_before && !plain)) &&
+                !(fast && !convo__rd_recent_has_messages(b, h));
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
@@ -181,10 +188,8 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
          * (made by save_extra, say) goes inside the index protocol at once,
          * as only the script that may create can push to it */
         if (rc == 0)
-            rc = convo__rd_run_writer_beside(b, c, thread_id,
-                                             known && (!simple || (pushed_before && !plain)),
-                                             tk.spec, spec_clock_len(&tk), append_build, &a,
-                                             &r, err);
+            rc = convo__rd_run_writer_beside(b, c, thread_id, alone, tk.spec,
+                                             spec_clock_len(&tk), append_build, &a, &r, err);
         else if (rc == 1)
             rc = 0;
         convo__rd_release(b, c);
