@@ -1,6 +1,6 @@
 #!/bin/sh
 # fuzz.sh — builds the libFuzzer targets of tests/fuzz/ (fuzz_url, fuzz_message,
-# fuzz_dump; fuzz_pg_unpack too when the PostgreSQL driver is built) with clang,
+# fuzz_dump, fuzz_segment; fuzz_pg_unpack too when the PostgreSQL driver is built) with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer from
 # lib/*.c and the memory driver, and runs each for a short time over a copy of
 # its seed corpus (tests/fuzz/corpus/TARGET/). A crash, leak or failed check fails
@@ -20,7 +20,7 @@ set -eu
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 SECONDS_EACH=${CONVO_FUZZ_SECONDS:-20}
-TARGETS=${CONVO_FUZZ_TARGETS:-fuzz_url fuzz_message fuzz_dump}
+TARGETS=${CONVO_FUZZ_TARGETS:-fuzz_url fuzz_message fuzz_dump fuzz_segment}
 
 skip() {
     if [ "${CONVO_REQUIRE_ALL:-0}" = 1 ]; then
@@ -43,8 +43,8 @@ fi
 [ -n "${CLANG:-}" ] || skip "clang not found"
 [ -f "$top_builddir/config.h" ] || { echo "fuzz: no config.h in $top_builddir (configure first)"; exit 1; }
 if pkg-config --exists msgpack; then MSGPACK=msgpack; else MSGPACK=msgpack-c; fi
-DEPS_CFLAGS=$(pkg-config --cflags jansson "$MSGPACK")
-DEPS_LIBS=$(pkg-config --libs jansson "$MSGPACK")
+DEPS_CFLAGS=$(pkg-config --cflags jansson "$MSGPACK" zlib)
+DEPS_LIBS=$(pkg-config --libs jansson "$MSGPACK" zlib)
 # fuzz_pg_unpack (the PostgreSQL driver's decoder, drivers/postgres/unpack.c)
 # when the build has that driver (configure found it as pkg-config's libpq): it
 # needs libpq's headers only.

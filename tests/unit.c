@@ -17,6 +17,8 @@ void unit_add_pool_tests(Suite *s);
 /* unit_driver.c: driver versions, NULL getters, allocation failure, password scrubbing. */
 void unit_add_driver_tests(Suite *s);
 void unit_add_body_tests(Suite *s);
+/* unit_segment.c: the sealed-segment codec (lib/segment.c). */
+void unit_add_segment_tests(Suite *s);
 
 /* ---------------------------------------------------------------------- URLs */
 
@@ -1076,6 +1078,7 @@ static Suite *unit_suite(void)
     unit_add_pool_tests(s);
     unit_add_driver_tests(s);
     unit_add_body_tests(s);
+    unit_add_segment_tests(s);
     return s;
 }
 
