@@ -7,10 +7,7 @@
  * guessed thread's keys of the wrong type); a walk in pages repeated gives
  * the same rows. Usage: tests/redis_guess URL PREFIX; every key it writes
  * starts with PREFIX. A cluster has no guess: the suite is not run there. */
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
-#include <stdarg.h>
+#include "redis_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,42 +15,13 @@
 
 #define USER "{\"user_id\":\"u1\"}"
 
-static const char *base_url, *base_prefix;
-static redisContext *rc_;
-static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
-static const char *const user_keys[] = {"user_id", NULL};
-
 /* ------------------------------------------------------------ helpers */
-
-static void connect_server(void)
-{
-    const char *hp = base_url + strlen("redis://"), *colon = strchr(hp, ':');
-    ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
-    rc_ = redisConnect("127.0.0.1", atoi(colon + 1));
-    ck_assert_msg(rc_ && !rc_->err, "connect: %s", rc_ ? rc_->errstr : "oom");
-}
-
-static void disconnect_server(void)
-{
-    redisFree(rc_);
-}
-
-static void cmd(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
-    freeReplyObject(r);
-}
 
 /* The server's read events so far (INFO stats total_reads_processed). */
 static long long reads(void)
 {
-    redisReply *r = redisCommand(rc_, "INFO stats");
-    ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO: %s", rc_->errstr);
+    redisReply *r = redisCommand(server(), "INFO stats");
+    ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO: %s", server()->errstr);
     const char *at = strstr(r->str, "total_reads_processed:");
     ck_assert_msg(at != NULL, "no total_reads_processed in INFO");
     long long v = atoll(at + strlen("total_reads_processed:"));
@@ -64,35 +32,12 @@ static long long reads(void)
 /* The server's HGETALL calls so far (INFO commandstats). */
 static long long hgetalls(void)
 {
-    redisReply *r = redisCommand(rc_, "INFO commandstats");
-    ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO: %s", rc_->errstr);
+    redisReply *r = redisCommand(server(), "INFO commandstats");
+    ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO: %s", server()->errstr);
     const char *at = strstr(r->str, "cmdstat_hgetall:calls=");
     long long v = at ? atoll(at + strlen("cmdstat_hgetall:calls=")) : 0;
     freeReplyObject(r);
     return v;
-}
-
-static convo_store *open_store(const char *prefix, const char *extra)
-{
-    char url[1024];
-    snprintf(url, sizeof url, "%s%sprefix=%s%s", base_url, strchr(base_url, '?') ? "&" : "?",
-             prefix, extra);
-    convo_store_opts so = CONVO_STORE_OPTS_INIT;
-    so.indexed_keys = user_keys;
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open_ex(&s, url, &so, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
-    return s;
-}
-
-static void user_thread(convo_store *s, const char *id, const char *user)
-{
-    char patch[256];
-    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", user);
-    convo_error err;
-    ck_assert_int_eq(convo_save_extra(s, id, patch, &err), 0);
-    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
 }
 
 /* One page (after cursor, when given) as text: each row's id, times, length,
@@ -190,7 +135,8 @@ START_TEST(test_page_read_again_one_round_trip)
 {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s-trip", base_prefix);
-    convo_store *s = open_store(prefix, ""), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_at(prefix, NULL, user_keys);
+    convo_store *plain = open_at(prefix, "page_guess=0", user_keys);
     threads_of(s, "g", 12, "u1");
     threads_of(s, "h", 5, "u2");
     same_page(s, plain, USER, 5);
@@ -212,7 +158,8 @@ START_TEST(test_guess_follows_changes)
 {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s-changes", base_prefix);
-    convo_store *s = open_store(prefix, ""), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_at(prefix, NULL, user_keys);
+    convo_store *plain = open_at(prefix, "page_guess=0", user_keys);
     convo_error err;
     threads_of(s, "g", 12, "u1");
     same_page(s, plain, USER, 5);
@@ -240,7 +187,8 @@ START_TEST(test_moved_in_reads_its_row_only)
 {
     char prefix[256], out[8192], oldest[64];
     snprintf(prefix, sizeof prefix, "%s-moved", base_prefix);
-    convo_store *s = open_store(prefix, ""), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_at(prefix, NULL, user_keys);
+    convo_store *plain = open_at(prefix, "page_guess=0", user_keys);
     convo_error err;
     threads_of(s, "g", 14, "u1");
     same_page(s, plain, USER, 5);
@@ -275,22 +223,23 @@ START_TEST(test_guessed_row_of_another_type)
 {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s-type", base_prefix);
-    convo_store *s = open_store(prefix, "&pool=1"), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_at(prefix, "pool=1", user_keys);
+    convo_store *plain = open_at(prefix, "page_guess=0", user_keys);
     convo_error err;
     threads_of(s, "g", 8, "u1");
     same_page(s, plain, USER, 5);
     ck_assert_int_eq(convo_thread_delete(s, "g-t07", &err), 0);
-    cmd("SET %s:{g-t07}:extra x", prefix);
-    cmd("SET %s:{g-t07}:msgs x", prefix);
+    cmd_ok("SET %s:{g-t07}:extra x", prefix);
+    cmd_ok("SET %s:{g-t07}:msgs x", prefix);
     same_page(s, plain, USER, 5);
-    cmd("DEL %s:{g-t07}:extra %s:{g-t07}:msgs", prefix, prefix);
+    cmd_ok("DEL %s:{g-t07}:extra %s:{g-t07}:msgs", prefix, prefix);
     same_page(s, plain, USER, 5);
-    cmd("DEL %s:{g-t05}:msgs", prefix);
-    cmd("SET %s:{g-t05}:msgs x", prefix);
+    cmd_ok("DEL %s:{g-t05}:msgs", prefix);
+    cmd_ok("SET %s:{g-t05}:msgs x", prefix);
     ck_assert_int_eq(page_rc(s, USER, 5, &err), CONVO_ECORRUPT);
     ck_assert_msg(strstr(err.message, "thread g-t05") != NULL, "%s", err.message);
     ck_assert_int_eq(page_rc(plain, USER, 5, &err), CONVO_ECORRUPT);
-    cmd("DEL %s:{g-t05}:msgs", prefix);
+    cmd_ok("DEL %s:{g-t05}:msgs", prefix);
     same_page(s, plain, USER, 5);
     convo_close(plain);
     convo_close(s);
@@ -303,7 +252,8 @@ START_TEST(test_walk_repeated)
 {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s-walk", base_prefix);
-    convo_store *s = open_store(prefix, ""), *plain = open_store(prefix, "&page_guess=0");
+    convo_store *s = open_at(prefix, NULL, user_keys);
+    convo_store *plain = open_at(prefix, "page_guess=0", user_keys);
     threads_of(s, "g", 14, "u1");
     for (int round = 0; round < 3; round++) {
         char cur_a[512] = "", cur_b[512] = "";
@@ -336,20 +286,13 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
-        return 2;
-    }
-    base_url = argv[1];
-    base_prefix = argv[2];
-    if (strncmp(base_url, "redis://", 8) != 0) {
-        fprintf(stderr, "redis-guess: one server only (a cluster has no guess)\n");
-        return 77;
-    }
+    int status = redis_test_args(argc, argv, "redis-guess", "a cluster has no guess");
+    if (status >= 0)
+        return status;
     Suite *su = suite_create("redis-guess");
     TCase *tc = tcase_create("server");
     tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, connect_server, disconnect_server);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
     tcase_add_test(tc, test_page_read_again_one_round_trip);
     tcase_add_test(tc, test_guess_follows_changes);
     tcase_add_test(tc, test_moved_in_reads_its_row_only);
@@ -357,9 +300,5 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_walk_repeated);
     tcase_add_test(tc, test_page_guess_url);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return redis_test_run(su);
 }

@@ -11,25 +11,14 @@
  * ZADDs counted) and falls back to the index write after it where it must.
  * Usage: tests/redis_index URL PREFIX (as tests/redis_layout); every key it
  * writes starts with PREFIX. */
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
-#include <stdarg.h>
+#include "redis_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_NODES 16
 #define SHARDS 16 /* the cluster's global sets (drivers/redis/ix.c) */
-
-static const char *base_url, *base_prefix;
-static int cluster;
-static redisContext *nodes[MAX_NODES];
-static int nnodes;
-static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
-static const char *const user_keys[] = {"user_id", NULL};
 
 /* The sets of one declared value: by activity, creation and id. */
 static const char *value_kinds(void)
@@ -50,85 +39,6 @@ static const char *store_layout(void)
 }
 
 /* ------------------------------------------------------------ helpers */
-
-static void connect_nodes(void)
-{
-    char hosts[512];
-    if (cluster) {
-        const char *ports = getenv("CONVO_TEST_REDIS_CLUSTER_PORTS");
-        ck_assert_msg(ports && *ports, "CONVO_TEST_REDIS_CLUSTER_PORTS is not set");
-        snprintf(hosts, sizeof hosts, "%s", ports);
-    } else {
-        const char *hp = base_url + strlen("redis://");
-        const char *colon = strchr(hp, ':');
-        ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
-        snprintf(hosts, sizeof hosts, "%d", atoi(colon + 1));
-    }
-    for (char *p = strtok(hosts, " "); p && nnodes < MAX_NODES; p = strtok(NULL, " ")) {
-        redisContext *c = redisConnect("127.0.0.1", atoi(p));
-        ck_assert_msg(c && !c->err, "connect to port %s: %s", p, c ? c->errstr : "oom");
-        nodes[nnodes++] = c;
-    }
-}
-
-static void disconnect_nodes(void)
-{
-    while (nnodes > 0)
-        redisFree(nodes[--nnodes]);
-}
-
-/* The node that serves key: the one node, or the master that does not answer MOVED. */
-static redisContext *node_for(const char *key)
-{
-    for (int i = 0; i < nnodes; i++) {
-        redisReply *r = redisCommand(nodes[i], "EXISTS %s", key);
-        ck_assert_msg(r != NULL, "EXISTS %s: %s", key, nodes[i]->errstr);
-        int moved = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED", 5) == 0;
-        freeReplyObject(r);
-        if (!moved)
-            return nodes[i];
-    }
-    ck_abort_msg("no node serves %s", key);
-    return NULL;
-}
-
-/* A command whose first key is key, on its node. */
-static redisReply *on_key(const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisContext *c = node_for(key);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s on %s: %s", fmt, key, c->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s on %s: %s", fmt, key, r->str);
-    return r;
-}
-
-static long long int_on(const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisContext *c = node_for(key);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r && r->type == REDIS_REPLY_INTEGER, "%s on %s: not an integer", fmt, key);
-    long long n = r->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-static unsigned crc16(const char *p, size_t n)
-{
-    unsigned crc = 0;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (unsigned)(unsigned char)p[i] << 8;
-        for (int b = 0; b < 8; b++)
-            crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
-        crc &= 0xffff;
-    }
-    return crc;
-}
 
 /* The keys of every thread's set of a kind ('r', 'c', 'i'): P:ix:r on one
  * server; on a cluster the 16 shards P:ix:{N}:r, N the smallest number of
@@ -184,31 +94,6 @@ static void thread_key(char *out, size_t size, const char *prefix, const char *i
                        const char *suffix)
 {
     snprintf(out, size, "%s:{%s}:%s", prefix, id, suffix);
-}
-
-static convo_store *open_store(const char *name, const char *more, const char *const *keys,
-                               char *prefix, size_t size)
-{
-    char url[1024];
-    snprintf(prefix, size, "%s-%s", base_prefix, name);
-    snprintf(url, sizeof url, "%s%sprefix=%s%s%s", base_url, strchr(base_url, '?') ? "&" : "?",
-             prefix, more ? "&" : "", more ? more : "");
-    convo_store_opts so = CONVO_STORE_OPTS_INIT;
-    so.indexed_keys = keys;
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open_ex(&s, url, &so, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
-    return s;
-}
-
-static void user_thread(convo_store *s, const char *id, const char *user)
-{
-    char patch[256];
-    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", user);
-    convo_error err;
-    ck_assert_int_eq(convo_save_extra(s, id, patch, &err), 0);
-    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
 }
 
 /* The ids of a page (limit 100), joined by spaces; *rows gets the page. */
@@ -675,13 +560,9 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
-        return 2;
-    }
-    base_url = argv[1];
-    base_prefix = argv[2];
-    cluster = strncmp(base_url, "redis+cluster://", 16) == 0;
+    int status = redis_test_args(argc, argv, "redis-index", NULL);
+    if (status >= 0)
+        return status;
     Suite *su = suite_create("redis-index");
     TCase *tc = tcase_create(cluster ? "cluster" : "server");
     tcase_set_timeout(tc, 60);
@@ -698,9 +579,5 @@ int main(int argc, char **argv)
         tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return redis_test_run(su);
 }

@@ -1,7 +1,7 @@
 /* redis-layout.c — tests/redis_layout: the Redis driver's layouts and its
  * tail rewrite, seen by a plain hiredis client, on one server or on a Redis
- * Cluster. This file holds what the others share (redis_layout.h: the nodes,
- * snapshots of a thread's keys, stores on a fresh prefix) and main; the
+ * Cluster. This file holds what the others share (redis_layout.h: snapshots of
+ * a thread's keys; the nodes and stores are tests/redis_test.c's) and main; the
  * checks are in one file per concern: puts that conflict and puts with log
  * references (redis_layout_put.c), stores of layouts 1 and 2 migrated
  * (redis_layout_old.c), the tail rewrite and what it costs
@@ -13,93 +13,18 @@
 #include <check.h>
 #include <convo.h>
 #include <hiredis/hiredis.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_NODES 16
-
-static const char *base_url, *base_prefix;
-int cluster;
-static redisContext *nodes[MAX_NODES];
-static int nnodes;
 
 static const char *const suffixes[] = {"msgs", "idem", "meta", "extra",
                                        "cp",   "cpidx", "blobs", "writes"};
 
 /* ------------------------------------------------------------ helpers */
 
-static void connect_nodes(void)
-{
-    char hosts[512];
-    if (cluster) {
-        const char *ports = getenv("CONVO_TEST_REDIS_CLUSTER_PORTS");
-        ck_assert_msg(ports && *ports, "CONVO_TEST_REDIS_CLUSTER_PORTS is not set");
-        snprintf(hosts, sizeof hosts, "%s", ports);
-    } else {
-        /* redis://HOST:PORT[/...]: the test servers have no password */
-        const char *hp = base_url + strlen("redis://");
-        const char *colon = strchr(hp, ':');
-        ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
-        snprintf(hosts, sizeof hosts, "%d", atoi(colon + 1));
-    }
-    for (char *p = strtok(hosts, " "); p && nnodes < MAX_NODES; p = strtok(NULL, " ")) {
-        redisContext *c = redisConnect("127.0.0.1", atoi(p));
-        ck_assert_msg(c && !c->err, "connect to port %s: %s", p, c ? c->errstr : "oom");
-        nodes[nnodes++] = c;
-    }
-}
-
-static void disconnect_nodes(void)
-{
-    while (nnodes > 0)
-        redisFree(nodes[--nnodes]);
-}
-
-/* The node that serves key: the one node, or the master that does not answer MOVED. */
-redisContext *node_for(const char *key)
-{
-    for (int i = 0; i < nnodes; i++) {
-        redisReply *r = redisCommand(nodes[i], "EXISTS %s", key);
-        ck_assert_msg(r != NULL, "EXISTS %s: %s", key, nodes[i]->errstr);
-        int moved = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED", 5) == 0;
-        freeReplyObject(r);
-        if (!moved)
-            return nodes[i];
-    }
-    ck_abort_msg("no node serves %s", key);
-    return NULL;
-}
-
-/* A command on the node of `key`, which must also be its first key. */
-redisReply *on_key(const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisContext *c = node_for(key);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s on %s: %s", fmt, key, c->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s on %s: %s", fmt, key, r->str);
-    return r;
-}
-
 void key_of(char *out, size_t size, const char *prefix, const char *id, int kind)
 {
     snprintf(out, size, "%s:{%s}:%s", prefix, id, suffixes[kind]);
-}
-
-static unsigned crc16(const char *p, size_t n)
-{
-    unsigned crc = 0;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (unsigned)(unsigned char)p[i] << 8;
-        for (int b = 0; b < 8; b++)
-            crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
-        crc &= 0xffff;
-    }
-    return crc;
 }
 
 /* The thread index key holding id (plain ids: the tag is the id): P:threads,
@@ -175,19 +100,6 @@ void same_snapshot(const bytes *a, const char *prefix, const char *id, const cha
     ck_assert_msg(now.len == a->len && memcmp(now.p, a->p, a->len) == 0,
                   "%s: thread %s changed", what, id);
     free(now.p);
-}
-
-convo_store *open_store(const char *name, const char *more, char *prefix, size_t size)
-{
-    char url[1024];
-    snprintf(prefix, size, "%s-%s", base_prefix, name);
-    snprintf(url, sizeof url, "%s%sprefix=%s%s%s", base_url, strchr(base_url, '?') ? "&" : "?",
-             prefix, more ? "&" : "", more ? more : "");
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open(&s, url, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
-    return s;
 }
 
 const char *const msgs[2] = {"{\"role\":\"user\",\"content\":\"one\"}",
@@ -276,13 +188,9 @@ int hexists(const char *prefix, const char *id, int kind, const char *field, siz
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
-        return 2;
-    }
-    base_url = argv[1];
-    base_prefix = argv[2];
-    cluster = strncmp(base_url, "redis+cluster://", 16) == 0;
+    int status = redis_test_args(argc, argv, "redis-layout", NULL);
+    if (status >= 0)
+        return status;
     Suite *su = suite_create("redis-layout");
     TCase *tc = tcase_create(cluster ? "cluster" : "server");
     tcase_set_timeout(tc, 60);
@@ -291,9 +199,5 @@ int main(int argc, char **argv)
     redis_layout_add_old_tests(tc);
     redis_layout_add_rewrite_tests(tc);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return redis_test_run(su);
 }

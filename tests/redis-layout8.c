@@ -5,73 +5,10 @@
  * and the threads load, list and page as before.
  *
  *   tests/redis_layout8 redis://HOST:PORT PREFIX    (one server; 77 on a cluster) */
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
-#include <stdarg.h>
+#include "redis_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *base_url, *base_prefix;
-static redisContext *rc_;
-static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
-static const char *const user_keys[] = {"user_id", NULL};
-
-static void connect_server(void)
-{
-    const char *hp = base_url + strlen("redis://"), *colon = strchr(hp, ':');
-    ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
-    rc_ = redisConnect("127.0.0.1", atoi(colon + 1));
-    ck_assert_msg(rc_ && !rc_->err, "connect: %s", rc_ ? rc_->errstr : "oom");
-}
-
-static void disconnect_server(void)
-{
-    redisFree(rc_);
-}
-
-static redisReply *cmd(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
-    return r;
-}
-
-/* A number the server holds as text or an integer reply; -1 for nil. */
-static long long num(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    long long v = r->type == REDIS_REPLY_STRING    ? atoll(r->str)
-                  : r->type == REDIS_REPLY_INTEGER ? r->integer
-                                                   : -1;
-    freeReplyObject(r);
-    return v;
-}
-
-static convo_store *open_store(const char *name, const char *const *keys, char *prefix,
-                               size_t size)
-{
-    char url[1024];
-    snprintf(prefix, size, "%s-%s", base_prefix, name);
-    snprintf(url, sizeof url, "%s%sprefix=%s", base_url, strchr(base_url, '?') ? "&" : "?",
-             prefix);
-    convo_store_opts so = CONVO_STORE_OPTS_INIT;
-    so.indexed_keys = keys;
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open_ex(&s, url, &so, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
-    return s;
-}
 
 /* Layout 7's place of a thread's times: c, u and p moved from the extra hash
  * into meta (a field the extra hash lacks stays absent). */
@@ -138,7 +75,7 @@ static void same_rows(const row *a, const row *b, size_t n)
 START_TEST(test_layout7_migrated)
 {
     char prefix[256];
-    convo_store *s = open_store("from7", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("from7", NULL, user_keys, prefix, sizeof prefix);
     convo_error err;
     const char *two[] = {MSG, "{\"role\":\"assistant\",\"content\":\"yes\"}"};
     ck_assert_int_eq(convo_save_extra(s, "a", "{\"user_id\":\"u1\",\"title\":\"x\"}", &err), 0);
@@ -170,7 +107,7 @@ START_TEST(test_layout7_migrated)
     freeReplyObject(cmd("HSET %s:{plain}:extra c %lld", prefix, pc));
     freeReplyObject(cmd("HSET %s:store v 7", prefix));
 
-    s = open_store("from7", NULL, prefix, sizeof prefix);
+    s = open_store("from7", NULL, NULL, prefix, sizeof prefix);
     ck_assert_int_eq(num("HGET %s:store v", prefix), 8);
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(num("HEXISTS %s:{%s}:meta c", prefix, ids[i]), 0);
@@ -217,7 +154,7 @@ END_TEST
 START_TEST(test_layout6_migrated)
 {
     char prefix[256];
-    convo_store *s = open_store("from6", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("from6", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     ck_assert_int_eq(convo_append(s, "a", &MSG, NULL, 1, NULL, NULL, &err), 0);
     row before[2], after[2];
@@ -225,7 +162,7 @@ START_TEST(test_layout6_migrated)
     convo_close(s);
     to_layout7(prefix, "a");
     freeReplyObject(cmd("HSET %s:store v 6", prefix));
-    s = open_store("from6", NULL, prefix, sizeof prefix);
+    s = open_store("from6", NULL, NULL, prefix, sizeof prefix);
     ck_assert_int_eq(num("HGET %s:store v", prefix), 8);
     ck_assert_int_eq(num("HEXISTS %s:{a}:meta c", prefix), 0);
     ck_assert_int_eq(page(s, NULL, after, 2), 1);
@@ -236,26 +173,15 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
-        return 2;
-    }
-    base_url = argv[1];
-    base_prefix = argv[2];
-    if (strncmp(base_url, "redis://", 8) != 0) {
-        fprintf(stderr, "redis-layout8: one server only (a cluster keeps layout 4)\n");
-        return 77;
-    }
+    int status = redis_test_args(argc, argv, "redis-layout8", "a cluster keeps layout 4");
+    if (status >= 0)
+        return status;
     Suite *su = suite_create("redis-layout8");
     TCase *tc = tcase_create("server");
     tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, connect_server, disconnect_server);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
     tcase_add_test(tc, test_layout7_migrated);
     tcase_add_test(tc, test_layout6_migrated);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return redis_test_run(su);
 }

@@ -6,11 +6,8 @@
  * on a free port (it pauses and kills clients: no shared server is disturbed).
  * Usage: tests/redis_page_read (skips, 77, without redis-server). */
 #include <arpa/inet.h>
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
+#include "redis_test.h"
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +17,6 @@
 
 static char dir[256], url[128];
 static int port;
-static redisContext *rc_;
-static const char *const user_keys[] = {"user_id", NULL};
 
 /* ------------------------------------------------------------ the server */
 
@@ -82,42 +77,7 @@ static void server_stop(void)
         fprintf(stderr, "redis-page-read: could not remove %s\n", dir);
 }
 
-static void connect_server(void)
-{
-    rc_ = redisConnect("127.0.0.1", port);
-    ck_assert_msg(rc_ && !rc_->err, "connect: %s", rc_ ? rc_->errstr : "oom");
-}
-
-static void disconnect_server(void)
-{
-    redisFree(rc_);
-}
-
-static void cmd(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
-    freeReplyObject(r);
-}
-
 /* ------------------------------------------------------------ helpers */
-
-static convo_store *open_store(const char *prefix, const char *more)
-{
-    char u[512];
-    snprintf(u, sizeof u, "%s?prefix=%s%s%s", url, prefix, more ? "&" : "", more ? more : "");
-    convo_store_opts so = CONVO_STORE_OPTS_INIT;
-    so.indexed_keys = user_keys;
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open_ex(&s, u, &so, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", u, rc, err.message);
-    return s;
-}
 
 static int page_of(convo_store *s, const char *user, convo_thread_page **p, convo_error *err)
 {
@@ -178,7 +138,7 @@ static void rows_match_loads(convo_store *s, const convo_thread_page *p)
  * start, the buffer grows; every row must still be its thread's. */
 START_TEST(test_rows_larger_than_a_read)
 {
-    convo_store *s = open_store("big", NULL);
+    convo_store *s = open_at("big", NULL, user_keys);
     convo_error err;
     char id[32];
     for (int t = 0; t < 20; t++) {
@@ -212,13 +172,13 @@ END_TEST
  * all read, serves the next page. */
 START_TEST(test_error_reply_among_rows)
 {
-    convo_store *s = open_store("err", NULL);
+    convo_store *s = open_at("err", NULL, user_keys);
     convo_error err;
     thread_of(s, "e1", "u1", 2, 10);
     thread_of(s, "e2", "u1", 2, 10);
     thread_of(s, "ok", "u2", 2, 10);
-    cmd("DEL err:{e1}:msgs");
-    cmd("SET err:{e1}:msgs not-a-list");
+    cmd_ok("DEL err:{e1}:msgs");
+    cmd_ok("SET err:{e1}:msgs not-a-list");
     convo_thread_page *p = NULL;
     int rc = page_of(s, "u1", &p, &err);
     ck_assert_msg(rc == CONVO_ECORRUPT, "page over a wrong type: %d %s", rc, err.message);
@@ -236,13 +196,13 @@ END_TEST
  * connection is dropped, and a page after the pause is whole. */
 START_TEST(test_paused_server_times_out)
 {
-    convo_store *s = open_store("pause", "timeout=300&pool=1");
+    convo_store *s = open_at("pause", "timeout=300&pool=1", user_keys);
     convo_error err;
     thread_of(s, "p1", "u1", 2, 10);
     convo_thread_page *p = NULL;
     ck_assert_int_eq(page_of(s, "u1", &p, &err), 0);
     convo_thread_page_free(p);
-    cmd("CLIENT PAUSE 1200 ALL");
+    cmd_ok("CLIENT PAUSE 1200 ALL");
     int rc = page_of(s, "u1", &p, &err);
     ck_assert_msg(rc == CONVO_ETIMEOUT, "paused server: %d %s", rc, err.message);
     sleep_ms(1300);
@@ -259,13 +219,13 @@ END_TEST
  * (not a hang, not a crash) and the next one reconnects. */
 START_TEST(test_closed_connection)
 {
-    convo_store *s = open_store("kill", "pool=1");
+    convo_store *s = open_at("kill", "pool=1", user_keys);
     convo_error err;
     thread_of(s, "k1", "u1", 2, 10);
     convo_thread_page *p = NULL;
     ck_assert_int_eq(page_of(s, "u1", &p, &err), 0);
     convo_thread_page_free(p);
-    cmd("CLIENT KILL TYPE normal SKIPME yes");
+    cmd_ok("CLIENT KILL TYPE normal SKIPME yes");
     int rc = page_of(s, "u1", &p, &err);
     ck_assert_msg(rc == CONVO_EIO, "closed connection: %d %s", rc, err.message);
     rc = page_of(s, "u1", &p, &err);
@@ -286,19 +246,17 @@ int main(void)
         fprintf(stderr, "redis-page-read: could not start a private redis-server\n");
         return 1;
     }
+    base_url = url;
     Suite *su = suite_create("redis-page-read");
     TCase *tc = tcase_create("server");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, connect_server, disconnect_server);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
     tcase_add_test(tc, test_rows_larger_than_a_read);
     tcase_add_test(tc, test_error_reply_among_rows);
     tcase_add_test(tc, test_paused_server_times_out);
     tcase_add_test(tc, test_closed_connection);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = redis_test_run(su);
     server_stop();
-    return failed ? 1 : 0;
+    return status;
 }

@@ -9,10 +9,7 @@
  * migrated on open, one of layout 6 becomes 7 without a walk.
  * Usage: tests/redis_window URL PREFIX; every key it writes starts with PREFIX.
  * A cluster keeps layout 4: the suite is not run there. */
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
-#include <stdarg.h>
+#include "redis_test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,82 +19,13 @@
 #define WINDOW_US 5000 /* drivers/redis/redis_int.h */
 #define USER "{\"user_id\":\"u1\"}"
 
-static const char *base_url, *base_prefix;
-static redisContext *rc_;
-static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
-static const char *const user_keys[] = {"user_id", NULL};
-
 /* ------------------------------------------------------------ helpers */
-
-static void connect_server(void)
-{
-    const char *hp = base_url + strlen("redis://"), *colon = strchr(hp, ':');
-    ck_assert_msg(colon && !strchr(hp, '@'), "unsupported URL %s", base_url);
-    rc_ = redisConnect("127.0.0.1", atoi(colon + 1));
-    ck_assert_msg(rc_ && !rc_->err, "connect: %s", rc_ ? rc_->errstr : "oom");
-}
-
-static void disconnect_server(void)
-{
-    redisFree(rc_);
-}
-
-static redisReply *cmd(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", fmt, r->str);
-    return r;
-}
-
-/* A number the server holds as text (a score, a hash field), or -1. */
-static long long num(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc_, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(r != NULL, "%s: %s", fmt, rc_->errstr);
-    long long v = r->type == REDIS_REPLY_STRING    ? atoll(r->str)
-                  : r->type == REDIS_REPLY_INTEGER ? r->integer
-                                                   : -1;
-    freeReplyObject(r);
-    return v;
-}
 
 static long long now_us(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
-static convo_store *open_store(const char *name, const char *const *keys, char *prefix,
-                               size_t size)
-{
-    char url[1024];
-    snprintf(prefix, size, "%s-%s", base_prefix, name);
-    snprintf(url, sizeof url, "%s%sprefix=%s", base_url, strchr(base_url, '?') ? "&" : "?",
-             prefix);
-    convo_store_opts so = CONVO_STORE_OPTS_INIT;
-    so.indexed_keys = keys;
-    convo_store *s = NULL;
-    convo_error err;
-    int rc = convo_open_ex(&s, url, &so, &err);
-    ck_assert_msg(rc == 0, "open %s: %d %s", url, rc, err.message);
-    return s;
-}
-
-static void user_thread(convo_store *s, const char *id, const char *user)
-{
-    char patch[256];
-    snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", user);
-    convo_error err;
-    ck_assert_int_eq(convo_save_extra(s, id, patch, &err), 0);
-    ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
 }
 
 /* created_at of the thread's last message */
@@ -182,7 +110,7 @@ static int by_recent(const void *a, const void *b)
 START_TEST(test_append_inside_window_moves_nothing)
 {
     char prefix[256], id[32];
-    convo_store *s = open_store("inside", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("inside", NULL, user_keys, prefix, sizeof prefix);
     convo_error err;
     int inside = 0;
     for (int i = 0; i < 20 && !inside; i++) {
@@ -210,8 +138,8 @@ END_TEST
 START_TEST(test_writers_move_the_activity_time)
 {
     char prefix[256], plain[256];
-    convo_store *s = open_store("writers", user_keys, prefix, sizeof prefix);
-    convo_store *t = open_store("writers-plain", NULL, plain, sizeof plain);
+    convo_store *s = open_store("writers", NULL, user_keys, prefix, sizeof prefix);
+    convo_store *t = open_store("writers-plain", NULL, NULL, plain, sizeof plain);
     convo_error err;
     user_thread(s, "a", "u1");
     user_thread(t, "a", "u1");
@@ -253,7 +181,7 @@ START_TEST(test_pages_exact_within_window)
 {
     char prefix[256], id[16];
     static char out[16384], want[16384];
-    convo_store *s = open_store("exact", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("exact", NULL, user_keys, prefix, sizeof prefix);
     row rows[64];
     size_t n = 0;
     for (int i = 0; i < 40; i++) {
@@ -317,7 +245,7 @@ START_TEST(test_pages_past_a_crowded_time)
 {
     char prefix[256], id[16];
     static char out[4096], want[4096];
-    convo_store *s = open_store("crowded", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("crowded", NULL, user_keys, prefix, sizeof prefix);
     row rows[24];
     size_t n = 0;
     for (int i = 0; i < 20; i++) {
@@ -362,7 +290,7 @@ END_TEST
 START_TEST(test_script_append_reindexes)
 {
     char prefix[256], out[4096];
-    convo_store *s = open_store("reindex", user_keys, prefix, sizeof prefix);
+    convo_store *s = open_store("reindex", NULL, user_keys, prefix, sizeof prefix);
     user_thread(s, "a", "u1");
     user_thread(s, "b", "u1");
     freeReplyObject(cmd("ZREM %s:ix:r b", prefix));
@@ -407,7 +335,7 @@ static long long newest(convo_store *s, char *id, size_t size)
 START_TEST(test_pop_inside_window_records_p)
 {
     char prefix[256], id[32], got[32];
-    convo_store *s = open_store("pop", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("pop", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     convo_rewrite_result res;
     const char *two[] = {MSG, MSG};
@@ -453,7 +381,7 @@ END_TEST
 START_TEST(test_pages_exact_with_p)
 {
     char prefix[256], out[4096], want[4096];
-    convo_store *s = open_store("exact-p", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("exact-p", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     long long b = now_us() + 60000000; /* later than every message */
     static const struct {
@@ -503,7 +431,7 @@ START_TEST(test_layouts_4_and_5_migrated)
     for (int from = 4; from <= 5; from++) {
         char name[16], prefix[256], out[4096], want[256];
         snprintf(name, sizeof name, "from%d", from);
-        convo_store *s = open_store(name, user_keys, prefix, sizeof prefix);
+        convo_store *s = open_store(name, NULL, user_keys, prefix, sizeof prefix);
         user_thread(s, "a", "u1");
         user_thread(s, "b", "u1");
         user_thread(s, "c", "u2");
@@ -527,7 +455,7 @@ START_TEST(test_layouts_4_and_5_migrated)
         }
         freeReplyObject(cmd("HSET %s:store v %d", prefix, from));
 
-        s = open_store(name, NULL, prefix, sizeof prefix);
+        s = open_store(name, NULL, NULL, prefix, sizeof prefix);
         ck_assert_int_eq(num("HGET %s:store v", prefix), 8);
         ck_assert_int_eq(activity(prefix, "a", "u1"), t);
         ck_assert_int_eq(activity(prefix, "b", "u1"), t - 1000000);
@@ -551,7 +479,7 @@ END_TEST
 START_TEST(test_quick_generation_as_text)
 {
     char prefix[256];
-    convo_store *s = open_store("gen", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("gen", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     convo_rewrite_result res;
     const char *again = "{\"role\":\"assistant\",\"content\":\"again\"}";
@@ -601,7 +529,7 @@ END_TEST
 START_TEST(test_page_last_message_records)
 {
     char prefix[256], big[300];
-    convo_store *s = open_store("rec", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("rec", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     memset(big, 'x', sizeof big);
     memcpy(big, "{\"r\":\"", 6);
@@ -661,20 +589,13 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s URL PREFIX\n", argv[0]);
-        return 2;
-    }
-    base_url = argv[1];
-    base_prefix = argv[2];
-    if (strncmp(base_url, "redis://", 8) != 0) {
-        fprintf(stderr, "redis-window: one server only (a cluster keeps layout 4)\n");
-        return 77;
-    }
+    int status = redis_test_args(argc, argv, "redis-window", "a cluster keeps layout 4");
+    if (status >= 0)
+        return status;
     Suite *su = suite_create("redis-window");
     TCase *tc = tcase_create("server");
     tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, connect_server, disconnect_server);
+    tcase_add_checked_fixture(tc, connect_nodes, disconnect_nodes);
     tcase_add_test(tc, test_append_inside_window_moves_nothing);
     tcase_add_test(tc, test_writers_move_the_activity_time);
     tcase_add_test(tc, test_pages_exact_within_window);
@@ -686,9 +607,5 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_quick_generation_as_text);
     tcase_add_test(tc, test_page_last_message_records);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return redis_test_run(su);
 }

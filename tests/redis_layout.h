@@ -1,24 +1,16 @@
 /* redis_layout.h — what the files of tests/redis_layout share
- * (tests/redis-layout.c): the node serving a key, a thread's keys by kind,
- * snapshots of everything a write could change, stores on a fresh prefix,
+ * (tests/redis-layout.c; the nodes and stores are tests/redis_test.h's): a
+ * thread's keys by kind, snapshots of everything a write could change,
  * checkpoint puts and rewrites that must succeed. */
 #ifndef CONVO_TESTS_REDIS_LAYOUT_H
 #define CONVO_TESTS_REDIS_LAYOUT_H
 
-#include <check.h>
-#include <convo.h>
-#include <hiredis/hiredis.h>
-#include <stddef.h>
+#include "redis_test.h"
 #include <stdint.h>
 
-extern int cluster; /* the URL is redis+cluster:// */
 /* two messages, a user's and an assistant's */
 extern const char *const msgs[2];
 
-/* The node that serves key: the one node, or the master that does not answer MOVED. */
-redisContext *node_for(const char *key);
-/* A command on the node of `key`, which must also be its first key; never an error reply. */
-redisReply *on_key(const char *key, const char *fmt, ...);
 /* P:{id}:SUFFIX, kind indexing msgs, idem, meta, extra, cp, cpidx, blobs, writes. */
 void key_of(char *out, size_t size, const char *prefix, const char *id, int kind);
 
@@ -33,8 +25,6 @@ bytes snapshot(const char *prefix, const char *id);
 /* Fails the test (naming `what`) when the snapshot of id is not `a`. */
 void same_snapshot(const bytes *a, const char *prefix, const char *id, const char *what);
 
-/* A store on the run's prefix + "-" + name (written to `prefix`), with more parameters. */
-convo_store *open_store(const char *name, const char *more, char *prefix, size_t size);
 /* A checkpoint with one channel value, and (n > 0) n messages appended at
  * seq `expected` in the same put. */
 int put(convo_store *s, const char *id, const char *ns, const char *cp_id, size_t n,

@@ -97,7 +97,7 @@ static long long eval_thread(const char *lua, const char *prefix, const char *id
 START_TEST(test_old_layout)
 {
     char prefix[256], list[512], meta_a[512], meta_b[512], store_key[512];
-    convo_store *s = open_store("old", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("old", NULL, NULL, prefix, sizeof prefix);
     const char *a = "old-a", *b = "old-b";
     put_ok(s, b, "", "b0"); /* per-thread counters would put a2 (2) after b1 (2) */
     put_ok(s, a, "", "a1");
@@ -115,7 +115,7 @@ START_TEST(test_old_layout)
     snprintf(store_key, sizeof store_key, "%s:store", prefix);
     assert_hget(meta_a, "v", "1");
     /* open migrates every thread of the index, then marks the store */
-    s = open_store("old", NULL, prefix, sizeof prefix);
+    s = open_store("old", NULL, NULL, prefix, sizeof prefix);
     assert_hget(meta_a, "v", "4");
     assert_hget(meta_b, "v", "4");
     assert_hget(store_key, "v", cluster ? "4" : "8");
@@ -159,7 +159,7 @@ END_TEST
 START_TEST(test_layout2_migrated)
 {
     char prefix[256], meta[512], store_key[512];
-    convo_store *s = open_store("two", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("two", NULL, NULL, prefix, sizeof prefix);
     const char *t = "two-t", *plain = "two-plain";
     convo_error err;
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -174,7 +174,7 @@ START_TEST(test_layout2_migrated)
     key_of(meta, sizeof meta, prefix, t, 2);
     assert_hget(meta, "v", "2");
 
-    s = open_store("two", NULL, prefix, sizeof prefix);
+    s = open_store("two", NULL, NULL, prefix, sizeof prefix);
     assert_hget(meta, "v", "4");
     assert_hget(store_key, "v", cluster ? "4" : "8");
     ck_assert_int_eq(loglen_members(prefix, t), 2);
@@ -229,7 +229,7 @@ END_TEST
 START_TEST(test_copy_old_layout_source)
 {
     char prefix[256], meta[512], cpidx[512];
-    convo_store *s = open_store("cpy", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("cpy", NULL, NULL, prefix, sizeof prefix);
     const char *t = "cpy-t";
     convo_error err;
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -271,7 +271,7 @@ END_TEST
 START_TEST(test_layout2_corrupt_record)
 {
     char prefix[256], store_key[512], cp_key[512], meta[512], good_meta[512];
-    convo_store *s = open_store("bad", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("bad", NULL, NULL, prefix, sizeof prefix);
     const char *t = "bad-t", *good = "bad-good";
     convo_error err;
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -284,7 +284,7 @@ START_TEST(test_layout2_corrupt_record)
     freeReplyObject(on_key(cp_key, "HSET %s %b %b", cp_key, "\0c1", (size_t)3, "\xc1", (size_t)1));
     snprintf(store_key, sizeof store_key, "%s:store", prefix);
     freeReplyObject(on_key(store_key, "HSET %s v 2", store_key));
-    s = open_store("bad", NULL, prefix, sizeof prefix);
+    s = open_store("bad", NULL, NULL, prefix, sizeof prefix);
     key_of(meta, sizeof meta, prefix, t, 2);
     key_of(good_meta, sizeof good_meta, prefix, good, 2);
     assert_hget(good_meta, "v", "4");

@@ -16,7 +16,7 @@
 START_TEST(test_put_log_conflict_writes_nothing)
 {
     char prefix[256];
-    convo_store *s = open_store("conflict", "ttl=3600", prefix, sizeof prefix);
+    convo_store *s = open_store("conflict", "ttl=3600", NULL, prefix, sizeof prefix);
     convo_error err;
     const char *t = "t";
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -24,7 +24,7 @@ START_TEST(test_put_log_conflict_writes_nothing)
     /* another store, opened before the snapshot: the first open that finds
      * threads records the layout in P:store */
     char other[256];
-    convo_store *s2 = open_store("conflict", "ttl=3600", other, sizeof other);
+    convo_store *s2 = open_store("conflict", "ttl=3600", NULL, other, sizeof other);
     bytes before = snapshot(prefix, t);
     /* the store wrote t lately: the script alone */
     ck_assert_int_eq(put(s, t, "", "c2", 2, 2, &err), CONVO_ECONFLICT);
@@ -179,7 +179,7 @@ static void assert_raw(const char *prefix, const char *id, int kind, const char 
 START_TEST(test_refs_swapped_in_the_put)
 {
     char prefix[256];
-    convo_store *s = open_store("refs", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("refs", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     put_input(s, "t");
     ck_assert(in_member_at(prefix, "t", 0));
@@ -210,10 +210,10 @@ END_TEST
 START_TEST(test_refs_conflict_writes_nothing)
 {
     char prefix[256], other[256];
-    convo_store *s = open_store("refs-conflict", "ttl=3600", prefix, sizeof prefix);
+    convo_store *s = open_store("refs-conflict", "ttl=3600", NULL, prefix, sizeof prefix);
     convo_error err;
     put_input(s, "t");
-    convo_store *s2 = open_store("refs-conflict", "ttl=3600", other, sizeof other);
+    convo_store *s2 = open_store("refs-conflict", "ttl=3600", NULL, other, sizeof other);
     bytes before = snapshot(prefix, "t");
     ck_assert_int_eq(put_commit(s, "t", "c0", -1, 7, &err), CONVO_ECONFLICT);
     ck_assert_ptr_nonnull(strstr(err.message, "generation 0, expected 7"));
@@ -269,7 +269,7 @@ static int64_t length_of(convo_store *s, const char *id)
 START_TEST(test_refs_undecodable_record_left_alone)
 {
     char prefix[256];
-    convo_store *s = open_store("refs-corrupt", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("refs-corrupt", NULL, NULL, prefix, sizeof prefix);
     convo_error err;
     size_t len, wlen, vlen, clen;
     /* the pending write: left as it is; the value is swapped */

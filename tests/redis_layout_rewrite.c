@@ -18,7 +18,7 @@
 START_TEST(test_rewrite_conflict_writes_nothing)
 {
     char prefix[256];
-    convo_store *s = open_store("rw", "ttl=3600", prefix, sizeof prefix);
+    convo_store *s = open_store("rw", "ttl=3600", NULL, prefix, sizeof prefix);
     const char *t = "rw";
     convo_error err;
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -98,7 +98,7 @@ static void put_value(convo_store *s, const char *id, const char *cp_id, const c
 START_TEST(test_rewrite_drop_values)
 {
     char prefix[256];
-    convo_store *s = open_store("vals", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("vals", NULL, NULL, prefix, sizeof prefix);
     const char *t = "vals";
     convo_error err;
     ck_assert_int_eq(convo_append(s, t, msgs, NULL, 2, NULL, NULL, &err), 0);
@@ -161,8 +161,8 @@ static void *rewriter(void *arg)
 START_TEST(test_fork_races_rewrites)
 {
     char prefix[256];
-    convo_store *s = open_store("fork", NULL, prefix, sizeof prefix);
-    convo_store *s2 = open_store("fork", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("fork", NULL, NULL, prefix, sizeof prefix);
+    convo_store *s2 = open_store("fork", NULL, NULL, prefix, sizeof prefix);
     const char *first[] = {"{\"role\":\"user\",\"content\":\"q\"}",
                            "{\"role\":\"assistant\",\"content\":\"g0\"}",
                            "{\"role\":\"assistant\",\"content\":\"g0\"}",
@@ -259,7 +259,7 @@ static double rewrite_cost(convo_store *s, const char *t, const char *a, int64_t
 START_TEST(test_rewrite_cost)
 {
     char prefix[256];
-    convo_store *s = open_store("cost", NULL, prefix, sizeof prefix);
+    convo_store *s = open_store("cost", NULL, NULL, prefix, sizeof prefix);
     const char *t = "cost-rw", *a = "cost-app";
     convo_error err;
     for (int i = 0; i < 5; i++)
