@@ -4,41 +4,12 @@
  * the swapped values, the raised log_length and the thread's row as they
  * were; the generation condition of a put that appends nothing.
  * `tests/sqlite_refs DIR` works in DIR. */
-#include <check.h>
-#include <convo.h>
-#include <sqlite3.h>
-#include <stdio.h>
+#include "sqlite_layout.h"
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static const char *dir;
 
 static const char *U1 = "{\"role\":\"user\",\"content\":\"hi\"}";
 static const char *A1 = "{\"role\":\"assistant\",\"content\":\"hello\"}";
-
-static const char *db_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
-        unlink(f);
-    }
-    return buf;
-}
-
-static convo_store *open_db(const char *path)
-{
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_store *s = NULL;
-    convo_error err;
-    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
-    return s;
-}
 
 /* Checkpoint id (parent or NULL) whose "messages" channel is the list
  * items (hints: NULL or seqs), under a generation condition (-1: none). */
@@ -136,16 +107,6 @@ static char *snapshot(const char *path)
     }
     sqlite3_close(db);
     return out;
-}
-
-static void exec_raw(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
-    sqlite3_close(db);
 }
 
 static int64_t log_length_of(const char *path, const char *id)

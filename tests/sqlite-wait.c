@@ -4,30 +4,10 @@
  * without hooks the busy timeout and its error are as before; convo_copy's
  * exporting thread runs none, and the copying thread's wait for it is hooked.
  * `tests/sqlite_wait DIR` works in DIR. */
-#include <check.h>
-#include <convo.h>
-#include <sqlite3.h>
+#include "sqlite_layout.h"
 #include <pthread.h>
 #include <semaphore.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-static const char *dir;
-
-/* A fresh file name in dir; the file and its -wal/-shm do not exist. */
-static const char *db_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
-        unlink(f);
-    }
-    return buf;
-}
 
 /* What the hooks saw; the hooks take no argument, so it is global. */
 static struct {

@@ -1,5 +1,6 @@
 /* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c to
- * tests/sqlite-layout14.c; one program each) share: a fresh database file in
+ * tests/sqlite-layout14.c; one program each) and the other checks on a file
+ * (tests/sqlite-refs.c, tests/sqlite-wait.c) share: a fresh database file in
  * the run's scratch folder, a store on it, and raw SQL against the file that
  * asserts as it goes. Each program sets `dir` from its arguments. */
 #ifndef CONVO_TESTS_SQLITE_LAYOUT_H
@@ -14,7 +15,7 @@
 static const char *dir; /* the scratch folder */
 
 /* DIR/NAME-PID.db, with any file of that name (and its -wal, -shm) removed */
-static const char *db_path(const char *name)
+static inline const char *db_path(const char *name)
 {
     static char buf[512];
     snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
@@ -27,7 +28,7 @@ static const char *db_path(const char *name)
     return buf;
 }
 
-static convo_store *open_db(const char *path)
+static inline convo_store *open_db(const char *path)
 {
     char url[600];
     snprintf(url, sizeof url, "sqlite:%s", path);
@@ -38,7 +39,7 @@ static convo_store *open_db(const char *path)
 }
 
 /* the first column of the first row of SQL on the file */
-static long long sql_int(const char *path, const char *sql)
+static inline long long sql_int(const char *path, const char *sql)
 {
     sqlite3 *db;
     sqlite3_stmt *st;
@@ -52,7 +53,7 @@ static long long sql_int(const char *path, const char *sql)
     return v;
 }
 
-static void exec_raw(const char *path, const char *sql)
+static inline void exec_raw(const char *path, const char *sql)
 {
     sqlite3 *db;
     char *msg = NULL;
