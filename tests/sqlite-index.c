@@ -11,9 +11,8 @@
  * `tests/sqlite_index SQLDIR DIR`: SQLDIR is drivers/sqlite of the source
  * tree, DIR a scratch folder; `tests/sqlite_index --check FILE` checks that
  * the index of a store other tests wrote says what its tables say. */
-#include <check.h>
+#include "sqlite_file.h"
 #include <convo.h>
-#include <sqlite3.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,27 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *sqldir, *dir;
+static const char *sqldir;
 
 /* ------------------------------------------------------------ helpers */
 
 static const char *const MSG = "{\"role\":\"user\",\"content\":\"hi\"}";
-
-/* A fresh file name in dir for this test; the file does not exist. */
-static const char *db_path(const char *name)
-{
-    static char buf[2][512];
-    static int n;
-    char *b = buf[n++ % 2];
-    snprintf(b, 512, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", b, suffix[i]);
-        unlink(f);
-    }
-    return b;
-}
 
 /* Opens path (params after '?' when non-NULL) declaring keys (NULL: none). */
 static convo_store *open_keys(const char *path, const char *params, const char *const *keys)
@@ -98,28 +81,6 @@ static void assert_ids(convo_store *s, const char *where, int order, const char 
     const char *got = ids_of(s, where, order);
     ck_assert_msg(strcmp(got, want) == 0, "where %s order %d: got [%s], want [%s]",
                   where ? where : "-", order, got, want);
-}
-
-/* The number the query (one integer) gives on the file, read with SQLite itself. */
-static long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static void exec_raw(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
 }
 
 /* The whole of file sub/name of sqldir (NUL-terminated, malloc'd). */
@@ -352,10 +313,10 @@ static void make_v4(const char *path)
         char name[64];
         snprintf(name, sizeof name, "migrate-%d-%d.sql", v, v + 1);
         char *sql = slurp(name);
-        exec_raw(db, sql);
+        exec_db(db, sql);
         free(sql);
     }
-    exec_raw(db, v4_data);
+    exec_db(db, v4_data);
     sqlite3_close(db);
 }
 
@@ -441,9 +402,9 @@ START_TEST(test_layout4_writer)
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "x");
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_threads SET extra = '{\"user_id\":\"u2\"}' WHERE id = 'x'");
-    exec_raw(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at, generation)"
-                 " VALUES('y', 1234, NULL, NULL, 0)");
+    exec_db(db, "UPDATE convo_threads SET extra = '{\"user_id\":\"u2\"}' WHERE id = 'x'");
+    exec_db(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at, generation)"
+                " VALUES('y', 1234, NULL, NULL, 0)");
     sqlite3_close(db);
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "");
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "");
@@ -457,8 +418,8 @@ START_TEST(test_layout4_writer)
     save(s, "z", "{\"user_id\":\"u2\"}");
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "z x");
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "INSERT INTO convo_messages SELECT (num << 32) | 0, 'user', 9000000000000000,"
-                 " CAST('{\"role\":\"user\"}' AS BLOB) FROM convo_threads WHERE id = 'x'");
+    exec_db(db, "INSERT INTO convo_messages SELECT (num << 32) | 0, 'user', 9000000000000000,"
+                " CAST('{\"role\":\"user\"}' AS BLOB) FROM convo_threads WHERE id = 'x'");
     sqlite3_close(db);
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "z x");
     append1(s, "x");
@@ -657,7 +618,7 @@ static int pages_written(const char *path, convo_store *s, const char *tid,
     sqlite3 *db;
     sqlite3_stmt *st;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    exec_db(db, "PRAGMA wal_checkpoint(TRUNCATE)");
     fn(s, tid);
     ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &st, NULL),
                      SQLITE_OK);
@@ -848,9 +809,9 @@ START_TEST(test_migration_5_to_6)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     char *sql = slurp("migrate-4-5.sql");
-    exec_raw(db, sql);
+    exec_db(db, sql);
     free(sql);
-    exec_raw(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
+    exec_db(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
     sqlite3_close(db);
     convo_store *s = open_keys(path, NULL, USER_ID);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 14);
@@ -882,7 +843,7 @@ START_TEST(test_open_entry_clock_behind)
     append1(s, "x"); /* open: its time is read from its row */
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_threads SET updated_at = updated_at + 3600000000 WHERE id = 'x'");
+    exec_db(db, "UPDATE convo_threads SET updated_at = updated_at + 3600000000 WHERE id = 'x'");
     sqlite3_close(db);
     long long x_at = sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'x'");
     save(s, "y", "{\"user_id\":\"u1\"}");

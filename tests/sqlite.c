@@ -6,9 +6,8 @@
  * messages SIGKILLed, and the modes of the -wal/-shm files.
  * `tests/sqlite_extra DIR` works in DIR. */
 #include "dumpbuf.h"
-#include <check.h>
+#include "sqlite_file.h"
 #include <convo.h>
-#include <sqlite3.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *dir;
-
 /* The layout version this libconvo writes (drivers/sqlite/migrate-11-12.sql). */
 #define LAYOUT 14
 
@@ -32,22 +29,6 @@ static void sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-}
-
-/* A fresh file name in dir for this test; the file does not exist. */
-static const char *db_path(const char *name)
-{
-    static char buf[4][512];
-    static int n;
-    char *b = buf[n++ % 4];
-    snprintf(b, 512, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", b, suffix[i]);
-        unlink(f);
-    }
-    return b;
 }
 
 static convo_store *open_db(const char *path, const char *params)
@@ -166,21 +147,6 @@ static int listed(convo_store *s, const char *id)
     return found;
 }
 
-/* The number the query (one integer) gives on the file, read with SQLite itself. */
-static long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 /* Rows of every checkpoint table together. */
 static long long checkpoint_rows(const char *path)
 {
@@ -188,13 +154,6 @@ static long long checkpoint_rows(const char *path)
                          " + (SELECT count(*) FROM convo_blobs)"
                          " + (SELECT count(*) FROM convo_checkpoints WHERE pending IS NOT NULL)"
                          " + (SELECT count(*) FROM convo_checkpoint_pending)"); /* layout 13 */
-}
-
-static void exec_raw(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : sqlite3_errstr(rc));
 }
 
 static int64_t generation_of(convo_store *s, const char *t)
@@ -394,8 +353,8 @@ START_TEST(test_put_log_fails_whole)
     convo_store *s = open_db(path, NULL);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_names"
-                 " WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
+    exec_db(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_names"
+                " WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END");
     sqlite3_close(db);
     convo_error err;
     const char *two[] = {msg[0], msg[1]};
@@ -532,9 +491,9 @@ START_TEST(test_rewrite_fails_whole)
     put_write(s, "t", "c3", 0);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_messages"
-                 " WHEN CAST(NEW.body AS TEXT) LIKE '%boom%' BEGIN"
-                 " SELECT RAISE(ABORT, 'injected'); END");
+    exec_db(db, "CREATE TRIGGER test_boom BEFORE INSERT ON convo_messages"
+                " WHEN CAST(NEW.body AS TEXT) LIKE '%boom%' BEGIN"
+                " SELECT RAISE(ABORT, 'injected'); END");
     sqlite3_close(db);
     long long rows = checkpoint_rows(path);
     const char *bad[] = {msg[1], "{\"role\":\"user\",\"content\":\"boom\"}"};
@@ -576,8 +535,8 @@ START_TEST(test_rewrite_ttl)
     append_n(t, "a", 2, NULL);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_threads SET expires_at = 1 + (strftime('%s', 'now') + 50)"
-                 " * 1000000 WHERE id = 'a'");
+    exec_db(db, "UPDATE convo_threads SET expires_at = 1 + (strftime('%s', 'now') + 50)"
+                " * 1000000 WHERE id = 'a'");
     sqlite3_close(db);
     long long before = sql_int(path, "SELECT expires_at FROM convo_threads WHERE id = 'a'");
     convo_rewrite_result r;
@@ -592,7 +551,7 @@ START_TEST(test_rewrite_ttl)
     /* expired: not found, nothing written (its remains are swept, not revived) */
     append_n(t, "gone", 2, NULL);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_threads SET expires_at = 1 WHERE id = 'gone'");
+    exec_db(db, "UPDATE convo_threads SET expires_at = 1 WHERE id = 'gone'");
     sqlite3_close(db);
     ck_assert_int_eq(replace(t, "gone", 0, msg, 1, 0, NULL, &r, &err), CONVO_ENOTFOUND);
     ck_assert_int_eq(sql_int(path, "SELECT expires_at FROM convo_threads WHERE id = 'gone'"), 1);
@@ -705,7 +664,7 @@ static void write_v1(const char *path)
 {
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, v1_schema);
+    exec_db(db, v1_schema);
     sqlite3_close(db);
 }
 
@@ -824,7 +783,7 @@ START_TEST(test_migration_2_to_4)
     const char *path = db_path("v2");
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, v2_schema);
+    exec_db(db, v2_schema);
     sqlite3_close(db);
     convo_store *s = open_db(path, NULL);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
@@ -913,8 +872,8 @@ START_TEST(test_migration_3_to_4)
     const char *path = db_path("v3");
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, v2_schema);
-    exec_raw(db, v2_to_v3);
+    exec_db(db, v2_schema);
+    exec_db(db, v2_to_v3);
     sqlite3_close(db);
     convo_store *s = open_db(path, NULL);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), LAYOUT);
@@ -963,8 +922,8 @@ START_TEST(test_migration_3_to_4)
     /* a layout-3 libconvo that had the file open creates threads with its own
      * statement: they are at generation 0 */
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at)"
-                 " VALUES('old-writer', 1, NULL, NULL)");
+    exec_db(db, "INSERT INTO convo_threads(id, created_at, extra, expires_at)"
+                " VALUES('old-writer', 1, NULL, NULL)");
     sqlite3_close(db);
     ck_assert_int_eq(generation_of(s, "old-writer"), 0);
     convo_close(s);
@@ -982,7 +941,7 @@ START_TEST(test_schema_too_new)
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '15' WHERE key = 'schema_version'");
+    exec_db(db, "UPDATE convo_meta SET value = '15' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
@@ -1001,7 +960,7 @@ START_TEST(test_schema_version_negative)
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_raw(db, "UPDATE convo_meta SET value = '-2' WHERE key = 'schema_version'");
+    exec_db(db, "UPDATE convo_meta SET value = '-2' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);

@@ -1,32 +1,14 @@
 /* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c to
  * tests/sqlite-layout14.c; one program each) and the other checks on a file
- * (tests/sqlite-refs.c, tests/sqlite-wait.c) share: a fresh database file in
- * the run's scratch folder, a store on it, and raw SQL against the file that
- * asserts as it goes. Each program sets `dir` from its arguments. */
+ * (tests/sqlite-refs.c, tests/sqlite-wait.c) share: with tests/sqlite_file.h
+ * (a fresh database file in the run's scratch folder, SQL on it), a store on
+ * the file and SQL run on it in a connection of its own. Each program sets
+ * `dir` from its arguments. */
 #ifndef CONVO_TESTS_SQLITE_LAYOUT_H
 #define CONVO_TESTS_SQLITE_LAYOUT_H
 
-#include <check.h>
+#include "sqlite_file.h"
 #include <convo.h>
-#include <sqlite3.h>
-#include <stdio.h>
-#include <unistd.h>
-
-static const char *dir; /* the scratch folder */
-
-/* DIR/NAME-PID.db, with any file of that name (and its -wal, -shm) removed */
-static inline const char *db_path(const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%ld.db", dir, name, (long)getpid());
-    const char *suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char f[600];
-        snprintf(f, sizeof f, "%s%s", buf, suffix[i]);
-        unlink(f);
-    }
-    return buf;
-}
 
 static inline convo_store *open_db(const char *path)
 {
@@ -38,28 +20,12 @@ static inline convo_store *open_db(const char *path)
     return s;
 }
 
-/* the first column of the first row of SQL on the file */
-static inline long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
-                  sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
+/* SQL on the file, in a connection of its own, which must succeed. */
 static inline void exec_raw(const char *path, const char *sql)
 {
     sqlite3 *db;
-    char *msg = NULL;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : sqlite3_errstr(rc));
+    exec_db(db, sql);
     sqlite3_close(db);
 }
 
