@@ -304,6 +304,11 @@ static int too_large(call *c, const char *what)
                         "%s is larger than a MongoDB document (16 MiB)", what);
 }
 
+static int put_try(call *c, const void *cp, bool *again)
+{
+    return put_attempt(c, cp, again);
+}
+
 int convo__mg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, convo_error *err)
 {
     call c;
@@ -315,17 +320,8 @@ int convo__mg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
     for (size_t i = 0; i < cp->nchannels && rc == 0; i++)
         if (cp->channels[i].value && cp->channels[i].value->len > DOC_LIMIT - 4096)
             rc = too_large(&c, "a channel value");
-    for (int attempt = 0; rc == 0; attempt++) {
-        bool again = false;
-        if (attempt == ATTEMPTS) {
-            rc = convo__mg_contention(&c);
-            break;
-        }
-        convo__mg_backoff(attempt);
-        rc = put_attempt(&c, cp, &again);
-        if (!again)
-            break;
-    }
+    if (rc == 0)
+        rc = convo__mg_retry(&c, put_try, cp);
     convo__mg_call_end(&c);
     return rc;
 }
@@ -624,6 +620,17 @@ out:
     return rc;
 }
 
+typedef struct put_log_args {
+    const convo_checkpoint_in *cp;
+    const bson_t *m;
+} put_log_args;
+
+static int put_log_try(call *c, const void *arg, bool *again)
+{
+    const put_log_args *a = arg;
+    return put_log_attempt(c, a->cp, a->m, again);
+}
+
 int convo__mg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp,
                                     const convo_message_in *msgs, convo_error *err)
 {
@@ -643,16 +650,9 @@ int convo__mg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
                               "messages and checkpoint are larger than a MongoDB document "
                               "(16 MiB); put fewer messages with it");
     }
-    for (int attempt = 0; rc == 0; attempt++) {
-        bool again = false;
-        if (attempt == ATTEMPTS) {
-            rc = convo__mg_contention(&c);
-            break;
-        }
-        convo__mg_backoff(attempt);
-        rc = put_log_attempt(&c, cp, &m, &again);
-        if (!again)
-            break;
+    if (rc == 0) {
+        put_log_args a = {cp, &m};
+        rc = convo__mg_retry(&c, put_log_try, &a);
     }
     bson_destroy(&m);
     convo__mg_call_end(&c);

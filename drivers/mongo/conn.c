@@ -62,6 +62,19 @@ int convo__mg_contention(call *c)
                         ATTEMPTS);
 }
 
+int convo__mg_retry(call *c, int (*attempt)(call *c, const void *arg, bool *again),
+                    const void *arg)
+{
+    for (int n = 0; n < ATTEMPTS; n++) {
+        bool again = false;
+        convo__mg_backoff(n);
+        int rc = attempt(c, arg, &again);
+        if (rc != 0 || !again)
+            return rc;
+    }
+    return convo__mg_contention(c);
+}
+
 bool convo__mg_is_duplicate(const bson_error_t *e)
 {
     return (e->domain == MONGOC_ERROR_SERVER || e->domain == MONGOC_ERROR_COLLECTION ||

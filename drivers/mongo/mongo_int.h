@@ -124,6 +124,10 @@ int convo__mg_fail(call *c, const bson_error_t *e, const char *what);
 int convo__mg_corrupt(call *c, const char *what);
 int convo__mg_no_memory(call *c);
 int convo__mg_contention(call *c);
+/* Runs attempt(c, arg, &again) until it fails or does not ask to go again,
+ * backing off after lost races; past ATTEMPTS, convo__mg_contention. */
+int convo__mg_retry(call *c, int (*attempt)(call *c, const void *arg, bool *again),
+                    const void *arg);
 bool convo__mg_is_duplicate(const bson_error_t *e);
 void convo__mg_backoff(int attempt);
 void convo__mg_call_begin(call *c, convo_backend *b, convo_error *err);
@@ -186,6 +190,8 @@ int convo__mg_writable_thread(call *c, const char *id, bool with_extra, bool cre
 bool convo__mg_add_message(bson_t *arr, uint32_t i, const convo_message_in *msg, bool own_at,
                            int64_t at, size_t limit);
 int convo__mg_build_messages(call *c, const convo_message_in *msgs, size_t n, bson_t *arr);
+int convo__mg_batch_messages(call *c, const convo_message_in *msgs, size_t n, const char *key,
+                             const char *too_large, bson_t *arr);
 bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, const batch_pos *p,
                            size_t n, const char *key, int64_t at, int64_t now, const bson_t *m,
                            bson_t *doc);

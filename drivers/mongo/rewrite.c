@@ -339,33 +339,34 @@ out:
     return rc;
 }
 
+typedef struct rewrite_args {
+    const char *id;
+    int64_t keep;
+    const bson_t *m;
+    size_t n;
+    const convo_rewrite_opts *opts;
+    convo_rewrite_result *res;
+} rewrite_args;
+
+static int rewrite_try(call *c, const void *arg, bool *again)
+{
+    const rewrite_args *a = arg;
+    return rewrite_attempt(c, a->id, a->keep, a->m, a->n, a->opts, a->res, again);
+}
+
 int convo__mg_replace_tail(convo_backend *b, const char *id, int64_t keep,
                            const convo_message_in *msgs, size_t n, const convo_rewrite_opts *opts,
                            convo_rewrite_result *res, convo_error *err)
 {
     call c;
-    bson_t m, probe;
-    bson_oid_t zero;
-    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
+    bson_t m;
     convo__mg_call_begin(&c, b, err);
-    int rc = convo__mg_build_messages(&c, msgs, n, &m);
-    bson_oid_init_from_string(&zero, "000000000000000000000000");
+    int rc = convo__mg_batch_messages(
+        &c, msgs, n, opts->idempotency_key,
+        "new tail is larger than a MongoDB document (16 MiB); split it", &m);
     if (rc == 0) {
-        if (!convo__mg_build_batch(b, &zero, &far, n, opts->idempotency_key, 0, 0, &m, &probe))
-            rc = convo__error(err, CONVO_ETOOLARGE, NULL,
-                              "new tail is larger than a MongoDB document (16 MiB); split it");
-        bson_destroy(&probe);
-    }
-    for (int attempt = 0; rc == 0; attempt++) {
-        bool again = false;
-        if (attempt == ATTEMPTS) {
-            rc = convo__mg_contention(&c);
-            break;
-        }
-        convo__mg_backoff(attempt);
-        rc = rewrite_attempt(&c, id, keep, &m, n, opts, res, &again);
-        if (!again)
-            break;
+        rewrite_args a = {id, keep, &m, n, opts, res};
+        rc = convo__mg_retry(&c, rewrite_try, &a);
     }
     bson_destroy(&m);
     convo__mg_call_end(&c);

@@ -32,6 +32,25 @@ int convo__mg_build_messages(call *c, const convo_message_in *msgs, size_t n, bs
     return 0;
 }
 
+/* The same, refused (CONVO_ETOOLARGE, too_large) when a batch document of
+ * them with idempotency key `key` would pass MongoDB's limit: its size is the
+ * same whatever slot, numbers and times it gets. arr is made in any case. */
+int convo__mg_batch_messages(call *c, const convo_message_in *msgs, size_t n, const char *key,
+                             const char *too_large, bson_t *arr)
+{
+    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
+    bson_oid_t zero;
+    bson_t probe;
+    int rc = convo__mg_build_messages(c, msgs, n, arr);
+    if (rc != 0)
+        return rc;
+    bson_oid_init_from_string(&zero, "000000000000000000000000");
+    if (!convo__mg_build_batch(c->b, &zero, &far, n, key, 0, 0, arr, &probe))
+        rc = convo__error(c->err, CONVO_ETOOLARGE, NULL, "%s", too_large);
+    bson_destroy(&probe);
+    return rc;
+}
+
 /* A batch document at p: slot s, messages [start, start + n), generation r
  * (left out while 0). */
 bool convo__mg_build_batch(const convo_backend *b, const bson_oid_t *g, const batch_pos *p,
@@ -266,33 +285,33 @@ out:
     return rc;
 }
 
+typedef struct append_args {
+    const char *id;
+    const bson_t *m;
+    size_t n;
+    const convo_append_opts *opts;
+    convo_append_result *res;
+} append_args;
+
+static int append_try(call *c, const void *arg, bool *again)
+{
+    const append_args *a = arg;
+    return append_attempt(c, a->id, a->m, a->n, a->opts, a->res, again);
+}
+
 int convo__mg_append(convo_backend *b, const char *id, const convo_message_in *msgs, size_t n,
                         const convo_append_opts *opts, convo_append_result *res,
                         convo_error *err)
 {
     call c;
-    bson_t m, probe;
-    bson_oid_t zero;
-    const batch_pos far = {INT64_MAX, 0, INT64_MAX, INT64_MAX}; /* the largest s, e, r, pb */
+    bson_t m;
     convo__mg_call_begin(&c, b, err);
-    int rc = convo__mg_build_messages(&c, msgs, n, &m);
-    bson_oid_init_from_string(&zero, "000000000000000000000000");
-    if (rc == 0) { /* the same size whatever s and times it gets */
-        if (!convo__mg_build_batch(b, &zero, &far, n, opts->idempotency_key, 0, 0, &m, &probe))
-            rc = convo__error(err, CONVO_ETOOLARGE, NULL,
-                              "batch is larger than a MongoDB document (16 MiB); split it");
-        bson_destroy(&probe);
-    }
-    for (int attempt = 0; rc == 0; attempt++) {
-        bool again = false;
-        if (attempt == ATTEMPTS) {
-            rc = convo__mg_contention(&c);
-            break;
-        }
-        convo__mg_backoff(attempt);
-        rc = append_attempt(&c, id, &m, n, opts, res, &again);
-        if (!again)
-            break;
+    int rc = convo__mg_batch_messages(&c, msgs, n, opts->idempotency_key,
+                                      "batch is larger than a MongoDB document (16 MiB); split it",
+                                      &m);
+    if (rc == 0) {
+        append_args a = {id, &m, n, opts, res};
+        rc = convo__mg_retry(&c, append_try, &a);
     }
     bson_destroy(&m);
     convo__mg_call_end(&c);
