@@ -365,6 +365,26 @@ def _read_checkpoint(cp, thread_ns=None, lean=False):
                       lib.convo_checkpoint_log_origin(cp))
 
 
+def _list_opts(keep, thread_id, ns, before, before_thread_id, before_ns, filter):
+    """convo_checkpoint_list_opts of checkpoint_list and checkpoint_delete:
+    which checkpoints (each argument None: not set), its strings kept alive
+    by keep."""
+    opts = _lib.CheckpointListOpts.init()
+    if thread_id is not None:
+        opts.thread_id = keep(_text(thread_id, "thread_id"))
+    if ns is not None:
+        opts.checkpoint_ns = keep(_text(ns, "ns"))
+    if before is not None:
+        opts.before = keep(_text(before, "before"))
+    if before_thread_id is not None:
+        opts.before_thread_id = keep(_text(before_thread_id, "before_thread_id"))
+    if before_ns is not None:
+        opts.before_ns = keep(_text(before_ns, "before_ns"))
+    if filter is not None:
+        opts.filter_json = keep(_metadata_in(filter, "filter"))
+    return opts
+
+
 class CheckpointCalls:
     """The checkpoint calls of convo.Store (see docs/checkpoints.md)."""
 
@@ -556,19 +576,7 @@ class CheckpointCalls:
         Arguments are checked at once; the first page is fetched on the first
         next()."""
         keep = _Keep()
-        opts = _lib.CheckpointListOpts.init()
-        if thread_id is not None:
-            opts.thread_id = keep(_text(thread_id, "thread_id"))
-        if ns is not None:
-            opts.checkpoint_ns = keep(_text(ns, "ns"))
-        if before is not None:
-            opts.before = keep(_text(before, "before"))
-        if before_thread_id is not None:
-            opts.before_thread_id = keep(_text(before_thread_id, "before_thread_id"))
-        if before_ns is not None:
-            opts.before_ns = keep(_text(before_ns, "before_ns"))
-        if filter is not None:
-            opts.filter_json = keep(_metadata_in(filter, "filter"))
+        opts = _list_opts(keep, thread_id, ns, before, before_thread_id, before_ns, filter)
         if known is not None and thread_id is None:
             raise invalid("known applies to one thread's log: give thread_id")
         _known_in(opts, known)
@@ -616,19 +624,7 @@ class CheckpointCalls:
         LangGraph's delete_for_runs: checkpoint_delete(filter={"run_id": r})
         for each run id r."""
         keep = _Keep()
-        opts = _lib.CheckpointListOpts.init()
-        if thread_id is not None:
-            opts.thread_id = keep(_text(thread_id, "thread_id"))
-        if ns is not None:
-            opts.checkpoint_ns = keep(_text(ns, "ns"))
-        if before is not None:
-            opts.before = keep(_text(before, "before"))
-        if before_thread_id is not None:
-            opts.before_thread_id = keep(_text(before_thread_id, "before_thread_id"))
-        if before_ns is not None:
-            opts.before_ns = keep(_text(before_ns, "before_ns"))
-        if filter is not None:
-            opts.filter_json = keep(_metadata_in(filter, "filter"))
+        opts = _list_opts(keep, thread_id, ns, before, before_thread_id, before_ns, filter)
         if limit is not None:
             opts.limit = _int(limit, "limit", 1)
         removed = ctypes.c_uint64()
