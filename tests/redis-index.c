@@ -506,6 +506,30 @@ START_TEST(test_append_entries_beside)
 }
 END_TEST
 
+/* A chat app appends to many threads in turn: each append of 300 threads
+ * written round-robin still moves its entries beside its script (2 ZADDs),
+ * the store remembering every one's keys (a table of 1,024 usable slots by
+ * the id hash's low bits made about a quarter of them fall back each time). */
+START_TEST(test_append_beside_many_threads)
+{
+    char prefix[256], id[32];
+    convo_error err;
+    convo_store *s = open_store("many", NULL, user_keys, prefix, sizeof prefix);
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "chat-%d", i);
+        user_thread(s, id, i % 2 ? "u1" : "u2");
+    }
+    long long before = (reset_stats(), master_calls("zadd"));
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "chat-%d", i);
+        ck_assert_int_eq(convo_append(s, id, &MSG, NULL, 1, NULL, NULL, &err), 0);
+    }
+    ck_assert_int_eq(master_calls("zadd") - before, 300 * 2);
+    ck_r_entries(prefix, "chat-299", "u1");
+    convo_close(s);
+}
+END_TEST
+
 /* The first append of a thread the store made without messages (save_extra)
  * runs one script, the one that may create, not the common one first (which
  * would answer CONVO_CREATE); the next one runs the common one alone. */
@@ -576,6 +600,7 @@ int main(int argc, char **argv)
     if (cluster) {
         tcase_add_test(tc, test_append_entries_beside);
         tcase_add_test(tc, test_append_beside_falls_back);
+        tcase_add_test(tc, test_append_beside_many_threads);
         tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);

@@ -7,17 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BESIDE_SLOTS RECENT_SLOTS
+/* 4,096 threads in sets of 4 ways: a chat app appends to many threads in
+ * turn, and a direct-mapped table by the id's low hash bits (its two lowest
+ * always set: convo__rd_id_hash) made a third of 1,000 such threads evict
+ * each other at every append (docs/performance.md, rc25b) */
+#define BESIDE_WAYS 4
+#define BESIDE_SETS (RECENT_SLOTS / BESIDE_WAYS)
 
 typedef struct beside_slot {
-    uint64_t h;  /* the id's hash; 0 = free */
-    char *keys;  /* its :r keys, each ending with '\0' */
+    uint64_t h;    /* the id's hash; 0 = free */
+    uint64_t used; /* the table's clock when last learnt or read: the oldest goes */
+    char *keys;    /* its :r keys, each ending with '\0' */
     size_t len, count;
 } beside_slot;
 
 struct rd_beside {
     pthread_mutex_t mu;
-    beside_slot s[BESIDE_SLOTS];
+    uint64_t clock;
+    beside_slot s[BESIDE_SETS][BESIDE_WAYS];
 };
 
 rd_beside *convo__rd_beside_new(void)
@@ -34,10 +41,36 @@ void convo__rd_beside_free(rd_beside *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < BESIDE_SLOTS; i++)
-        free(t->s[i].keys);
+    for (size_t i = 0; i < BESIDE_SETS; i++)
+        for (size_t w = 0; w < BESIDE_WAYS; w++)
+            free(t->s[i][w].keys);
     pthread_mutex_destroy(&t->mu);
     free(t);
+}
+
+/* The set of hash h: its bits mixed (FNV-1a's low bits follow the id's last
+ * bytes, its high ones hardly move with them). */
+static beside_slot *set_of(rd_beside *t, uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return t->s[h % BESIDE_SETS];
+}
+
+/* h's slot in its set, or NULL (with *victim: a free one, else the oldest). */
+static beside_slot *find(rd_beside *t, uint64_t h, beside_slot **victim)
+{
+    beside_slot *set = set_of(t, h), *old = &set[0];
+    for (size_t w = 0; w < BESIDE_WAYS; w++) {
+        if (set[w].h == h)
+            return &set[w];
+        if (old->h && (!set[w].h || set[w].used < old->used))
+            old = &set[w];
+    }
+    if (victim)
+        *victim = old;
+    return NULL;
 }
 
 static int put(char **buf, size_t *len, size_t *cap, const char *a, size_t alen, const char *b,
@@ -106,9 +139,39 @@ void convo__rd_beside_learn(convo_backend *b, const char *id, const redisReply *
     size_t len = 0, count = 0;
     char *keys = meta_valid(m) ? rkeys_of(b, id, x, &len, &count) : NULL;
     pthread_mutex_lock(&t->mu);
-    beside_slot *s = &t->s[h % BESIDE_SLOTS];
-    free(s->keys);
-    *s = keys ? (beside_slot){h, keys, len, count} : (beside_slot){0};
+    beside_slot *victim = NULL, *s = find(t, h, &victim);
+    if (!s)
+        s = victim;
+    if (s->h == h || keys) { /* a thread it fails to learn forgets only itself */
+        free(s->keys);
+        *s = keys ? (beside_slot){h, ++t->clock, keys, len, count} : (beside_slot){0};
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+int convo__rd_beside_has(convo_backend *b, uint64_t h)
+{
+    rd_beside *t = b->beside;
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    const beside_slot *s = find(t, h, NULL);
+    int has = s && s->keys;
+    pthread_mutex_unlock(&t->mu);
+    return has;
+}
+
+void convo__rd_beside_forget(convo_backend *b, uint64_t h)
+{
+    rd_beside *t = b->beside;
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    beside_slot *s = find(t, h, NULL);
+    if (s) {
+        free(s->keys);
+        *s = (beside_slot){0};
+    }
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -122,11 +185,12 @@ int convo__rd_beside_get(convo_backend *b, const char *id, char **keys, size_t *
         return 0;
     uint64_t h = convo__rd_id_hash(id);
     pthread_mutex_lock(&t->mu);
-    beside_slot *s = &t->s[h % BESIDE_SLOTS];
-    if (s->h == h && s->keys && (*keys = malloc(s->len)) != NULL) {
+    beside_slot *s = find(t, h, NULL);
+    if (s && s->keys && (*keys = malloc(s->len)) != NULL) {
         memcpy(*keys, s->keys, s->len);
         *len = s->len;
         *count = s->count;
+        s->used = ++t->clock;
     }
     pthread_mutex_unlock(&t->mu);
     return *keys != NULL;

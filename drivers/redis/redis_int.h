@@ -318,6 +318,10 @@ void convo__rd_beside_free(rd_beside *t);
 void convo__rd_beside_learn(convo_backend *b, const char *id, const redisReply *m,
                             const redisReply *x);
 /* 1 and a copy (keys, each ending with '\0'; the caller frees) when known. */
+/* The store remembers thread hash h's keys (it wrote the thread lately: on a
+ * cluster more of them than the recent table keeps); forget: deleted. */
+int convo__rd_beside_has(convo_backend *b, uint64_t h);
+void convo__rd_beside_forget(convo_backend *b, uint64_t h);
 int convo__rd_beside_get(convo_backend *b, const char *id, char **keys, size_t *len,
                          size_t *count);
 /* out[0..count): ZADD KEY XX CH now id. */

@@ -166,7 +166,12 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
         rc = convo__rd_pack_error(rc, err);
     append_call a = {b, &tk, opts, &pb, n};
     uint64_t h = convo__rd_id_hash(thread_id);
-    int known = convo__rd_recent_has(b, h);
+    int known = convo__rd_recent_has(b, h), listed = convo__rd_recent_has_messages(b, h);
+    /* a cluster remembers more threads beside (4 ways) than in the recent
+     * table (1): one it knows only there takes the script alone too; without
+     * a message list that script answers CONVO_CREATE, a round trip more */
+    if (!known && b->cluster && convo__rd_beside_has(b, h))
+        known = listed = 1;
     int simple = !b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
                  opts->expected_length < 0 && opts->expected_generation < 0;
     int pushed_before = simple && convo__rd_recent_has_messages(b, h);
@@ -176,8 +181,7 @@ int convo__rd_append(convo_backend *b, const char *thread_id, const convo_messag
      * appended to (made by save_extra, say) goes inside the protocol at once */
     int fast = b->cluster && b->ttl_ms == 0 && !opts->idempotency_key &&
                opts->expected_length < 0 && opts->expected_generation < 0;
-    int alone = known && (!simple || (pushed_before && !plain)) &&
-                !(fast && !convo__rd_recent_has_messages(b, h));
+    int alone = known && (!simple || (pushed_before && !plain)) && !(fast && !listed);
     rconn *c;
     redisReply *r = NULL;
     if (rc == 0 && (rc = convo__rd_acquire(b, &c, err)) == 0) {
@@ -606,6 +610,7 @@ int convo__rd_thread_delete(convo_backend *b, const char *thread_id, convo_error
         return convo__rd_oom(err);
     /* our next write of this id goes straight to the index protocol */
     convo__rd_recent_forget(b, convo__rd_id_hash(thread_id));
+    convo__rd_beside_forget(b, convo__rd_id_hash(thread_id));
     rconn *c;
     int rc = convo__rd_acquire(b, &c, err);
     if (rc == 0) {
