@@ -114,11 +114,11 @@ static char *slurp(const char *name)
 /* The index says what the tables say: each thread has one entry in the
  * activity order, at the later of its row's updated_at and its last message's
  * created_at, or at the open time (at most one entry, the thread written
- * last, whose activity is past every other entry's); each key row has its row
- * in the key's activity order at the same time as the entry (so only the
- * open thread has open rows); the created_at and length they carry are the
- * thread's (the length: but for the open ones); nothing is left of a removed
- * thread. */
+ * last, whose activity is past every other entry's); each key row of a thread
+ * but the open one has its row in the key's activity order at the same time
+ * as the entry, and the open thread has none there (layout 15); the
+ * created_at and length they carry are the thread's (the length: but for the
+ * open entry's); nothing is left of a removed thread. */
 static const char *const consistency_checks[] = {
     "SELECT count(*) FROM convo_activity AS a LEFT JOIN convo_threads AS t ON t.num = a.num"
     " WHERE t.num IS NULL OR t.id <> a.id",
@@ -136,14 +136,15 @@ static const char *const consistency_checks[] = {
     "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
     " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
     "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
-    " WHERE NOT EXISTS (SELECT 1 FROM convo_thread_recent AS r WHERE r.key = k.key"
-    " AND r.value = k.value AND r.updated_at = a.updated_at AND r.id = k.id"
-    " AND r.thread = k.thread)",
-    "SELECT (SELECT count(*) FROM convo_thread_recent) - (SELECT count(*) FROM convo_thread_keys)",
-    "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
-    " WHERE r.created_at <> a.created_at OR r.id <> a.id"
-    " OR (r.updated_at <> " OPEN " AND a.updated_at <> " OPEN " AND r.length <> a.length)",
-    "SELECT count(*) FROM convo_thread_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
+    " WHERE a.updated_at <> " OPEN " AND NOT EXISTS (SELECT 1 FROM convo_key_recent AS r"
+    " WHERE r.key = k.key AND r.value = k.value AND r.updated_at = a.updated_at"
+    " AND r.id = k.id AND r.thread = k.thread)",
+    "SELECT (SELECT count(*) FROM convo_key_recent) - (SELECT count(*) FROM convo_thread_keys"
+    " AS k JOIN convo_activity AS a ON a.num = k.thread WHERE a.updated_at <> " OPEN ")",
+    "SELECT count(*) FROM convo_key_recent WHERE updated_at = " OPEN,
+    "SELECT count(*) FROM convo_key_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
+    " WHERE r.created_at <> a.created_at OR r.id <> a.id OR r.length <> a.length",
+    "SELECT count(*) FROM convo_key_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
     " WHERE r.updated_at <> a.updated_at",
 };
 
@@ -325,7 +326,7 @@ START_TEST(test_migration_4_to_5)
     const char *path = db_path("v4");
     make_v4(path);
     convo_store *s = open_keys(path, NULL, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 14);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 15);
     /* the activity time: the last message, the last checkpoint, else created_at */
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 50);
@@ -363,8 +364,8 @@ START_TEST(test_migration_4_to_5)
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 0);
     s = open_keys(path, NULL, USER_ID);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE key = 'user_id'"
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent WHERE key = 'user_id'"
                                    " AND value = '\"u1\"' AND updated_at = 300 AND id = 'a'"),
                      1);
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a b");
@@ -376,7 +377,7 @@ START_TEST(test_migration_4_to_5)
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
     assert_ids(s, NULL, CONVO_ORDER_RECENT, "b c a");
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'b'"), 70);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent AS r"
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent AS r"
                                    " JOIN convo_activity AS a ON a.id = r.id"
                                    " WHERE r.updated_at = a.updated_at"),
                      5);
@@ -459,7 +460,7 @@ START_TEST(test_ttl_and_delete)
     /* delete and sweep leave no index row behind */
     ck_assert_int_eq(sql_int(path, "SELECT (SELECT count(*) FROM convo_activity)"
                                    " + (SELECT count(*) FROM convo_thread_keys)"
-                                   " + (SELECT count(*) FROM convo_thread_recent)"),
+                                   " + (SELECT count(*) FROM convo_key_recent)"),
                      0);
     /* a write to an expired thread starts it afresh: new times */
     save(s, "again", "{\"user_id\":\"u1\"}");
@@ -508,7 +509,7 @@ START_TEST(test_index_values)
     /* an object is not kept in the index (containment is not equality) and
      * is found by a walk */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
     assert_ids(s, "{\"user_id\":{\"a\":1}}", CONVO_ORDER_ID, "obj");
     /* a value replaced by an object loses its row, and comes back */
     save(s, "n3", "{\"user_id\":[3]}");
@@ -526,7 +527,7 @@ START_TEST(test_index_values)
     snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", long_text);
     save(s, "long", patch);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
     snprintf(where, sizeof where, "{\"user_id\":\"%s\"}", long_text);
     assert_ids(s, where, CONVO_ORDER_ID, "long");
     /* a fork has the source's rows, with its own id and times */
@@ -670,9 +671,81 @@ START_TEST(test_open_entry_one_page)
     ck_assert_int_gt(pages_written(path, s, "b", save_u2), 1);
     assert_ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, "b");
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "a");
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'b'"
-                                   " AND updated_at = " OPEN),
+    /* the open thread has no row in its key's activity order (layout 15) */
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent WHERE id = 'b'"), 0);
+    convo_close(s);
+    assert_index_consistent(path);
+}
+END_TEST
+
+/* The pages of B-tree `name` (a table or index) that fn(s, tid) writes: the
+ * WAL is emptied first, then the page number of each frame fn's commit wrote
+ * is read from the -wal file and named by dbstat. */
+static int pages_of(const char *path, const char *name, convo_store *s, const char *tid,
+                    void (*fn)(convo_store *, const char *))
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    exec_db(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    fn(s, tid);
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    FILE *f = fopen(wal, "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char header[24];
+    int pages = 0;
+    ck_assert_int_eq(fseek(f, 32, SEEK_SET), 0); /* the WAL header */
+    while (fread(header, 1, sizeof header, f) == sizeof header) {
+        long long page = (long long)header[0] << 24 | header[1] << 16 | header[2] << 8 | header[3];
+        sqlite3_stmt *st;
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM dbstat"
+                                                " WHERE pageno = ?1 AND name = ?2",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_int64(st, 1, page);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+        pages += sqlite3_column_int(st, 0) > 0;
+        sqlite3_finalize(st);
+        ck_assert_int_eq(fseek(f, 4096, SEEK_CUR), 0); /* the page (SQLite's default size) */
+    }
+    fclose(f);
+    sqlite3_close(db);
+    return pages;
+}
+
+/* Threads c0000..c<n-1>, alternately of users u0 and u1: each user's range
+ * of the key orders spans leaves of its own. */
+static void fill_two_users(convo_store *s, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char tid[32], patch[64];
+        snprintf(tid, sizeof tid, "c%04d", i);
+        snprintf(patch, sizeof patch, "{\"user_id\":\"u%d\"}", i % 2);
+        save(s, tid, patch);
+    }
+}
+
+static void save_u0(convo_store *s, const char *tid)
+{
+    save(s, tid, "{\"user_id\":\"u0\"}");
+}
+
+/* A thread's creation with a key writes one leaf of the key's activity order
+ * (convo_key_recent): the thread it closes gets its row there, in its own
+ * user's range, and the new one gets none while it is open (layout 15; it
+ * wrote its open row in its user's range too before, a second leaf). */
+START_TEST(test_creation_one_key_leaf)
+{
+    const char *path = db_path("create");
+    convo_store *s = open_keys(path, NULL, USER_ID);
+    fill_two_users(s, 800); /* c0799, of u1, is open */
+    ck_assert_int_eq(pages_of(path, "convo_key_recent", s, "x", save_u0), 1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent WHERE id = 'c0799'"),
                      1);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent WHERE id = 'x'"), 0);
+    /* and a save_extra to the open thread that repeats its value writes none */
+    ck_assert_int_eq(pages_of(path, "convo_key_recent", s, "x", save_u0), 0);
     convo_close(s);
     assert_index_consistent(path);
 }
@@ -778,7 +851,7 @@ START_TEST(test_open_entry_listed)
     append1(s, "b");
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'c'"), last);
     ck_assert_int_eq(sql_int(path, "SELECT length FROM convo_activity WHERE id = 'c'"), 3);
-    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_thread_recent WHERE id = 'c'"),
+    ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_key_recent WHERE id = 'c'"),
                      last);
     assert_walks_agree(s, NULL, "b c a");
     assert_walks_agree(s, "{\"user_id\":\"u1\"}", "c a");
@@ -814,7 +887,7 @@ START_TEST(test_migration_5_to_6)
     exec_db(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
     sqlite3_close(db);
     convo_store *s = open_keys(path, NULL, USER_ID);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 14);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 15);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE updated_at = " OPEN),
                      0);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
@@ -884,6 +957,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_index_values);
     tcase_add_test(tc, test_every_write);
     tcase_add_test(tc, test_open_entry_one_page);
+    tcase_add_test(tc, test_creation_one_key_leaf);
     tcase_add_test(tc, test_open_entry_listed);
     tcase_add_test(tc, test_open_entry_clock_behind);
     tcase_add_test(tc, test_migration_5_to_6);

@@ -281,10 +281,10 @@ START_TEST(test_migration_10_to_11)
     put_ab(s, "t", "c", "p", "2", a2, "1", NULL);
     convo_close(s);
     ck_assert_int_eq(blobs(path), 3);
-    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12 "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
+    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     14);
+                     SQLITE_LAYOUT_NOW);
     assert_value(s, "t", "c", "a", "2", a2);
     assert_value(s, "t", "c", "b", "1", b1);
     put_ab(s, "t", "d", "c", "3", "\"a3\"", "1", NULL);

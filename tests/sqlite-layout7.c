@@ -393,7 +393,7 @@ START_TEST(test_migration_6_to_7)
 
     convo_store *s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     14); /* 7, then 8, 9, 10, 11, 12, 13 and 14 */
+                     SQLITE_LAYOUT_NOW); /* 7, then 8, 9, 10, 11, 12, 13 and 14 */
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoint_channels'"), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"

@@ -219,7 +219,7 @@ START_TEST(test_migration_7_to_8)
         put(s, "t", id, k ? parent : NULL, k == 3 ? ODD : m);
     }
     convo_close(s);
-    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "DELETE FROM convo_checkpoints WHERE id = 'first';"
                    "DELETE FROM convo_names WHERE num = 100000;"
                    "DROP VIEW convo_checkpoint_view;"
@@ -245,7 +245,7 @@ START_TEST(test_migration_7_to_8)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     14);
+                     SQLITE_LAYOUT_NOW);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"
                                    " WHERE meta_shape IS NULL AND typeof(meta) = 'text'"),
                      4);

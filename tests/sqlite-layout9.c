@@ -400,7 +400,7 @@ START_TEST(test_migration_8_to_9)
     for (int k = 0; k < 6; k++)
         put_k(s, "t", k % 2 ? "sub" : "", k);
     convo_close(s);
-    exec_raw(path, LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "ALTER TABLE convo_checkpoints RENAME COLUMN channel_list TO channels;"
                    "DROP TABLE convo_checkpoint_reach;"
                    "CREATE INDEX convo_checkpoints_by_log_length"
@@ -415,7 +415,7 @@ START_TEST(test_migration_8_to_9)
                      SQLITE_OK);
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
-                     14);
+                     SQLITE_LAYOUT_NOW);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints_by_log_length'"),
                      0);

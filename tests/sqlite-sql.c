@@ -363,7 +363,7 @@ static char *plan_of(sqlite3 *db, const char *name)
 
 /* Each listing and the index that must serve it: a search from the cursor
  * (the thread row is then one rowid seek; the -bare listings read their one
- * B-tree alone): convo_activity and convo_thread_recent are WITHOUT ROWID
+ * B-tree alone): convo_activity and convo_key_recent are WITHOUT ROWID
  * tables in activity order, the key indexes of convo_thread_keys cover what
  * the walk reads. */
 static const struct {
@@ -379,6 +379,7 @@ static const struct {
                             " (updated_at,id)<(?,?))"},
     {"list-key-recent-reverse.sql", "SEARCH i USING PRIMARY KEY (key=? AND value=? AND"
                                     " (updated_at,id)>(?,?))"},
+    {"list-key-open.sql", "SEARCH i USING PRIMARY KEY (updated_at=?)"},
     {"list-key-created.sql", "USING COVERING INDEX convo_thread_keys_by_created (key=? AND"
                              " value=? AND (created_at,id)<(?,?))"},
     {"list-key-created-reverse.sql", "USING COVERING INDEX convo_thread_keys_by_created (key=?"
@@ -390,9 +391,9 @@ static const struct {
     {"list-recent-bare.sql", "SEARCH convo_activity USING PRIMARY KEY ((updated_at,id)<(?,?))"},
     {"list-recent-reverse-bare.sql", "SEARCH convo_activity USING PRIMARY KEY"
                                      " ((updated_at,id)>(?,?))"},
-    {"list-key-recent-bare.sql", "SEARCH convo_thread_recent USING PRIMARY KEY (key=? AND"
+    {"list-key-recent-bare.sql", "SEARCH convo_key_recent USING PRIMARY KEY (key=? AND"
                                  " value=? AND (updated_at,id)<(?,?))"},
-    {"list-key-recent-reverse-bare.sql", "SEARCH convo_thread_recent USING PRIMARY KEY (key=?"
+    {"list-key-recent-reverse-bare.sql", "SEARCH convo_key_recent USING PRIMARY KEY (key=?"
                                          " AND value=? AND (updated_at,id)>(?,?))"},
 };
 

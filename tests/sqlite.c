@@ -19,8 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The layout version this libconvo writes (drivers/sqlite/migrate-11-12.sql). */
-#define LAYOUT 14
+/* The layout version this libconvo writes (drivers/sqlite/sqlite_int.h). */
+#define LAYOUT 15
+/* One past it, as text: a file of a newer libconvo. */
+#define NEXT_LAYOUT "16"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -937,18 +939,18 @@ END_TEST
 
 START_TEST(test_schema_too_new)
 {
-    const char *path = db_path("v15");
+    const char *path = db_path("vnext");
     write_v1(path);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_db(db, "UPDATE convo_meta SET value = '15' WHERE key = 'schema_version'");
+    exec_db(db, "UPDATE convo_meta SET value = '" NEXT_LAYOUT "' WHERE key = 'schema_version'");
     sqlite3_close(db);
     char url[640];
     snprintf(url, sizeof url, "sqlite:%s", path);
     convo_store *s = NULL;
     convo_error err;
     ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.message, "version 15"));
+    ck_assert_ptr_nonnull(strstr(err.message, "version " NEXT_LAYOUT));
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"
                                    " WHERE name = 'convo_checkpoints'"), 0);
 }

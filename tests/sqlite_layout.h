@@ -1,5 +1,5 @@
 /* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c to
- * tests/sqlite-layout14.c; one program each) and the other checks on a file
+ * tests/sqlite-layout15.c; one program each) and the other checks on a file
  * (tests/sqlite-refs.c, tests/sqlite-wait.c) share: with tests/sqlite_file.h
  * (a fresh database file in the run's scratch folder, SQL on it), a store on
  * the file and SQL run on it in a connection of its own. Each program sets
@@ -50,6 +50,26 @@ static inline void assert_migration_fails_whole(const char *path, const char *br
     ck_assert_int_ne(convo_open(&s, url, &err), 0);
     ck_assert_int_eq(schema_version_of(path), from);
 }
+
+/* The layout this libconvo writes (drivers/sqlite/sqlite_int.h, SCHEMA_VERSION). */
+#define SQLITE_LAYOUT_NOW 15
+
+/* SQL turning a layout-15 file back into layout 14's (the open thread's key
+ * rows in the keys' activity orders at the open time again, under the table's
+ * old name), for the migration checks of older layouts (run before their own
+ * steps back). */
+#define LAYOUT_15_TO_14                                                                      \
+    "DROP TRIGGER convo_thread_keys_stale;"                                                  \
+    "ALTER TABLE convo_key_recent RENAME TO convo_thread_recent;"                             \
+    "INSERT INTO convo_thread_recent(key, value, updated_at, id, thread, created_at, length)" \
+    " SELECT k.key, k.value, a.updated_at, k.id, k.thread, k.created_at, a.length"           \
+    " FROM convo_activity AS a JOIN convo_thread_keys AS k ON k.thread = a.num"              \
+    " WHERE a.updated_at = 9223372036854775807;"                                             \
+    "CREATE TRIGGER convo_thread_keys_stale AFTER UPDATE OF extra ON convo_threads"          \
+    " WHEN NEW.updated_at = OLD.updated_at BEGIN"                                            \
+    " DELETE FROM convo_thread_recent WHERE (key, value, id) IN"                             \
+    " (SELECT key, value, id FROM convo_thread_keys WHERE thread = NEW.num);"                \
+    " DELETE FROM convo_thread_keys WHERE thread = NEW.num; END;"
 
 /* SQL turning a layout-14 file back into layout 13's (every row indexed by id
  * again), for the migration checks of older layouts (run before their own

@@ -3,8 +3,9 @@
  * activity order (convo_activity), the extra keys a store indexes (declared
  * once, recorded in convo_indexed_keys, checked at every open that declares
  * some), and each thread's rows for them (convo_thread_keys, and
- * convo_thread_recent at its activity time). The listing that reads them is
- * list.c; the layout is migrate-4-5.sql (docs/sqlite.md, The thread index). */
+ * convo_key_recent at its activity time but for the open thread). The listing
+ * that reads them is list.c; the layout is migrate-4-5.sql and
+ * migrate-14-15.sql (docs/sqlite.md, The thread index). */
 #include "config.h"
 #include "sqlite_int.h"
 #include <jansson.h>
@@ -83,13 +84,17 @@ int sq_index_keys(sq_conn *c, char ***keys, convo_error *err)
 /* ---- the open entry ----
  *
  * The thread written last, from its creation or its second write in a row
- * on, has its entry in convo_activity, and its rows in convo_thread_recent,
- * at ACTIVITY_OPEN, after every other entry; its next writes leave them
- * there, so an append to it writes no page of the index. Its time and length are the thread's own (sq_thread_activity). A write to
- * another thread first gives the open entry and rows those, then opens its
- * own: every entry but the open one is at its thread's time, and since a
- * write's time is past every other thread's (sq_activity_next), the open
- * thread is also the newest, of the store and of each of its key values. */
+ * on, has its entry in convo_activity at ACTIVITY_OPEN, after every other
+ * entry, and no rows in convo_key_recent (layout 15; a listing by a key's
+ * value adds it, list-key-open.sql); its next writes leave that so, so an
+ * append to it writes no page of the index. Its time and length are the
+ * thread's own (sq_thread_activity). A write to another thread first gives
+ * the open entry those and the open thread its key rows, then opens its own:
+ * every entry but the open one is at its thread's time, and since a write's
+ * time is past every other thread's (sq_activity_next), the open thread is
+ * also the newest, of the store and of each of its key values. A thread's
+ * creation with a key so writes one leaf of its keys' orders (the thread it
+ * closes, in that thread's value's range), not two. */
 
 /* Thread num's activity time (the later of its row's updated_at and its last
  * message's created_at) and length, read from the thread, or from what the
@@ -183,10 +188,12 @@ static int activity_move(sq_conn *c, const char *id, int64_t from, int64_t to, i
 }
 
 /* Rows in the activity order of thread num's indexed keys (of `key` only,
- * unless NULL), as of at with length messages. */
+ * unless NULL), as of at with length messages; none at the open time. */
 static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int64_t length,
                       convo_error *err)
 {
+    if (at == ACTIVITY_OPEN)
+        return 0;
     sqlite3_stmt *st;
     int rc = sq_stmt_get(c, ST_RECENT_ADD, &st, err);
     if (rc)
@@ -199,14 +206,19 @@ static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int6
     return sq_stmt_run(c, st, "indexing the extra", err);
 }
 
+static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
+                         convo_error *err);
+
 /* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
- * at `from` move to `to`, with length messages (one of the two the open
- * time), or enter at `to` when from is 0. */
+ * at `from` move to `to`, with length messages: they enter at `to` when from
+ * is 0 or the open time (the open thread has none), and go when `to` is. */
 static int recent_move(sq_conn *c, int64_t num, const char *key, int64_t from, int64_t to,
                        int64_t length, convo_error *err)
 {
-    if (!from)
+    if (!from || from == ACTIVITY_OPEN)
         return recent_add(c, num, to, key, length, err);
+    if (to == ACTIVITY_OPEN)
+        return recent_delete(c, num, key, from, err);
     sqlite3_stmt *keys, *st;
     int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
     if (rc == 0)
@@ -249,7 +261,7 @@ static int activity_close(sq_conn *c, int64_t num, int *newest, convo_error *err
 }
 
 /* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
- * at `from`, or at the open time, go. */
+ * at `from` go (or at the open time: a file of layout 6 to 14 had them). */
 static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
                          convo_error *err)
 {
@@ -296,7 +308,8 @@ static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
  * yet), written at `to` (from sq_activity_next) and with length messages
  * after it, goes to the front of the activity order and of its keys' orders:
  * at `to`, or at the open time when it is new or the newest thread already
- * (its second write in a row), and then nothing more to write while no other
+ * (its second write in a row; its key rows then leave their orders until the
+ * entry closes), and then nothing more to write while no other
  * thread is: an append to the thread written last touches no page of the
  * index, and writes that alternate between threads move one entry each, as
  * before there was an open entry. *entry_at: where its entries are now. */

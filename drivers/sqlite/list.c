@@ -1,8 +1,9 @@
 /* list.c — the SQLite driver's thread listing (convo_thread_list_ex): one
  * read transaction walks one index in the order asked, from the cursor on,
  * and stops at limit + 1 matching rows. A where naming an indexed extra key
- * with a value the index keeps walks that value's range of convo_thread_recent
- * or convo_thread_keys (statements/list-key-*.sql); any other listing walks
+ * with a value the index keeps walks that value's range of convo_key_recent
+ * (and adds the open thread, which has no row there: list-key-open.sql) or
+ * convo_thread_keys (statements/list-key-*.sql); any other listing walks
  * convo_activity, or convo_threads by created_at or id (statements/list-*.sql).
  * Each row is checked against the where on its extra, unless the where is
  * that one key and value, whose range holds the matches exactly; a listing of
@@ -199,6 +200,31 @@ static int bare_listing(sq_conn *c, const list_args *a, convo_error *err)
     return rc < 0 ? rc : 1;
 }
 
+/* A listing by key's value in activity order: the open thread (the thread
+ * written last, which has no row in convo_key_recent) when it holds the value
+ * and the position lets it: run before the range newest first, after it
+ * oldest first (list-key-open.sql). */
+static int add_open_row(sq_conn *c, list_args *a, const char *key, const char *value,
+                        convo_error *err)
+{
+    int descending = !a->o->reverse;
+    if (a->rows > a->o->limit || (descending && a->after && a->after->time < ACTIVITY_OPEN))
+        return 0; /* the page is full, or the cursor is past the open entry */
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, ST_LIST_KEY_OPEN, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    bind_position(st, a);
+    sqlite3_bind_int(st, 7, descending);
+    if ((rc = sq_stmt_step(c, st, "listing threads", err)) == 1) {
+        rc = add_row(c, st, a, err);
+        sq_stmt_done(st);
+    }
+    return rc;
+}
+
 static int list_tx(sq_conn *c, void *arg, convo_error *err)
 {
     list_args *a = arg;
@@ -222,6 +248,9 @@ static int list_tx(sq_conn *c, void *arg, convo_error *err)
             sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
         }
         bind_position(st, a);
+        int open = key && a->o->order == CONVO_ORDER_RECENT;
+        if (open && !a->o->reverse)
+            rc = add_open_row(c, a, key, value, err);
         while (rc == 0 && a->rows <= a->o->limit) {
             rc = sq_stmt_step(c, st, "listing threads", err);
             if (rc != 1)
@@ -229,6 +258,8 @@ static int list_tx(sq_conn *c, void *arg, convo_error *err)
             rc = bare ? add_bare_row(c, st, a, err) : add_row(c, st, a, err);
         }
         sq_stmt_done(st);
+        if (rc == 0 && open && a->o->reverse)
+            rc = add_open_row(c, a, key, value, err);
     }
     free(key);
     free(value);

@@ -29,7 +29,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-12-13.sql (schema.c). */
-#define SCHEMA_VERSION 14
+#define SCHEMA_VERSION 15
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -71,7 +71,7 @@
     X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
     X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
     X(LIST_RECENT_BARE) X(LIST_RECENT_REVERSE_BARE) X(LIST_KEY_RECENT_BARE)                  \
-    X(LIST_KEY_RECENT_REVERSE_BARE)                                                          \
+    X(LIST_KEY_RECENT_REVERSE_BARE) X(LIST_KEY_OPEN)                                         \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND) \
@@ -186,10 +186,11 @@ int sq_thread_find(sq_conn *c, const char *id, enum thread_view view, thread_row
                    convo_error *err);
 int sq_thread_last(sq_conn *c, int64_t num, int64_t *length, int64_t *last_at,
                    convo_error *err);
-/* The time of a thread's entry in the activity orders while it is the thread
- * written last, from its second write in a row (the open entry, index.c): its
- * later writes leave the entry alone, and a reader takes the time and length
- * from the thread itself. */
+/* The time of a thread's entry in the activity order while it is the thread
+ * written last, from its creation or its second write in a row (the open
+ * entry, index.c): its later writes leave the entry alone, and a reader takes
+ * the time and length from the thread itself. Since layout 15 the open thread
+ * has no rows in its keys' activity orders (list-key-open.sql adds it). */
 #define ACTIVITY_OPEN INT64_MAX
 
 int sq_activity_next(sq_conn *c, const thread_row *t, int64_t *at, convo_error *err);
