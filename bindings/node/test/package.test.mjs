@@ -105,8 +105,8 @@ before(async () => {
       ['graph.ts']),
     project('langchain', [`@langchain/core@${versionOf('@langchain/core')}`], ['history.ts']),
     project('agents', ['@openai/agents', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['agents.ts']),
-    project('ai-sdk', ['ai', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['aisdk.ts']),
-    project('ai-sdk-6', [`ai@${AI6}`, `zod@${versionOf('zod')}`], ['aisdk6.ts']),
+    project('ai-sdk', ['ai', 'zod'].map((n) => `${n}@${versionOf(n)}`), ['aisdk.ts', 'aisdk_chat.ts']),
+    project('ai-sdk-6', [`ai@${AI6}`, `zod@${versionOf('zod')}`], ['aisdk6.ts', 'aisdk_chat.ts']),
   ]);
 });
 
