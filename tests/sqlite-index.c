@@ -111,11 +111,17 @@ static char *slurp(const char *name)
 #define ACTIVITY(t) "max(" t ".updated_at, coalesce(" LAST_MESSAGE(t, "m.created_at") ", 0))"
 #define LENGTH(t) "coalesce(" LAST_MESSAGE(t, "(m.key & 4294967295) + 1") ", 0)"
 
+/* Key k's pair as a thread's key values hold it (layout 16: "LEN:KEY" "LEN:VALUE"). */
+#define PAIR(k)                                                                              \
+    "length(CAST(" k ".key AS BLOB)) || ':' || " k ".key || length(CAST(" k ".value AS BLOB))" \
+    " || ':' || " k ".value"
+
 /* The index says what the tables say: each thread has one entry in the
  * activity order, at the later of its row's updated_at and its last message's
  * created_at, or at the open time (at most one entry, the thread written
- * last, whose activity is past every other entry's); each key row of a thread
- * but the open one has its row in the key's activity order at the same time
+ * last, whose activity is past every other entry's); a thread's key values
+ * (layout 16) name exactly its rows in the orders by creation and id; each
+ * of them but the open thread's has its row in the key's activity order at the same time
  * as the entry, and the open thread has none there (layout 15); the
  * created_at and length they carry are the thread's (the length: but for the
  * open entry's); nothing is left of a removed thread. */
@@ -133,15 +139,20 @@ static const char *const consistency_checks[] = {
     "SELECT count(*) FROM convo_activity AS o JOIN convo_threads AS t ON t.num = o.num"
     " JOIN convo_activity AS a ON a.updated_at <> " OPEN
     " WHERE o.updated_at = " OPEN " AND a.updated_at >= " ACTIVITY("t"),
-    "SELECT count(*) FROM convo_thread_keys AS k LEFT JOIN convo_threads AS t"
+    "SELECT count(*) FROM convo_key_threads AS k LEFT JOIN convo_threads AS t"
     " ON t.num = k.thread WHERE t.num IS NULL OR t.id <> k.id OR t.created_at <> k.created_at",
-    "SELECT count(*) FROM convo_thread_keys AS k JOIN convo_activity AS a ON a.num = k.thread"
+    "SELECT count(*) FROM convo_key_threads AS k JOIN convo_activity AS a ON a.num = k.thread"
     " WHERE a.updated_at <> " OPEN " AND NOT EXISTS (SELECT 1 FROM convo_key_recent AS r"
     " WHERE r.key = k.key AND r.value = k.value AND r.updated_at = a.updated_at"
     " AND r.id = k.id AND r.thread = k.thread)",
-    "SELECT (SELECT count(*) FROM convo_key_recent) - (SELECT count(*) FROM convo_thread_keys"
+    "SELECT (SELECT count(*) FROM convo_key_recent) - (SELECT count(*) FROM convo_key_threads"
     " AS k JOIN convo_activity AS a ON a.num = k.thread WHERE a.updated_at <> " OPEN ")",
     "SELECT count(*) FROM convo_key_recent WHERE updated_at = " OPEN,
+    "SELECT count(*) FROM convo_key_threads AS k JOIN convo_threads AS t ON t.num = k.thread"
+    " WHERE t.key_values IS NULL OR instr(t.key_values, " PAIR("k") ") = 0",
+    "SELECT (SELECT count(*) FROM convo_key_threads) - (SELECT count(*) FROM convo_threads AS t"
+    " JOIN convo_indexed_keys AS d ON instr(t.key_values,"
+    " length(CAST(d.key AS BLOB)) || ':' || d.key) > 0)",
     "SELECT count(*) FROM convo_key_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
     " WHERE r.created_at <> a.created_at OR r.id <> a.id OR r.length <> a.length",
     "SELECT count(*) FROM convo_key_recent AS r JOIN convo_activity AS a ON a.num = r.thread"
@@ -326,7 +337,7 @@ START_TEST(test_migration_4_to_5)
     const char *path = db_path("v4");
     make_v4(path);
     convo_store *s = open_keys(path, NULL, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 15);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 16);
     /* the activity time: the last message, the last checkpoint, else created_at */
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 50);
@@ -361,9 +372,9 @@ START_TEST(test_migration_4_to_5)
     convo_close(s);
     /* keys declared on the migrated store: its threads are indexed, the
      * expired and staged ones too (never listed all the same) */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 0);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_threads"), 0);
     s = open_keys(path, NULL, USER_ID);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_threads"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent WHERE key = 'user_id'"
                                    " AND value = '\"u1\"' AND updated_at = 300 AND id = 'a'"),
@@ -387,7 +398,7 @@ START_TEST(test_migration_4_to_5)
     s = open_keys(path, NULL, NULL);
     assert_ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, "b a");
     convo_close(s);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_threads"), 5);
     assert_index_consistent(path);
 }
 END_TEST
@@ -459,7 +470,7 @@ START_TEST(test_ttl_and_delete)
     ck_assert_int_eq(removed, 2);
     /* delete and sweep leave no index row behind */
     ck_assert_int_eq(sql_int(path, "SELECT (SELECT count(*) FROM convo_activity)"
-                                   " + (SELECT count(*) FROM convo_thread_keys)"
+                                   " + (SELECT count(*) FROM convo_key_threads)"
                                    " + (SELECT count(*) FROM convo_key_recent)"),
                      0);
     /* a write to an expired thread starts it afresh: new times */
@@ -508,7 +519,7 @@ START_TEST(test_index_values)
     assert_ids(s, "{\"user_id\":null}", CONVO_ORDER_ID, "nul");
     /* an object is not kept in the index (containment is not equality) and
      * is found by a walk */
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_threads"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
     assert_ids(s, "{\"user_id\":{\"a\":1}}", CONVO_ORDER_ID, "obj");
     /* a value replaced by an object loses its row, and comes back */
@@ -526,7 +537,7 @@ START_TEST(test_index_values)
     long_text[sizeof long_text - 1] = '\0';
     snprintf(patch, sizeof patch, "{\"user_id\":\"%s\"}", long_text);
     save(s, "long", patch);
-    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_keys"), 5);
+    ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_threads"), 5);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_key_recent"), 5);
     snprintf(where, sizeof where, "{\"user_id\":\"%s\"}", long_text);
     assert_ids(s, where, CONVO_ORDER_ID, "long");
@@ -887,7 +898,7 @@ START_TEST(test_migration_5_to_6)
     exec_db(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
     sqlite3_close(db);
     convo_store *s = open_keys(path, NULL, USER_ID);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 15);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 16);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE updated_at = " OPEN),
                      0);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);

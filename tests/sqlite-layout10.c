@@ -258,7 +258,7 @@ START_TEST(test_migration_9_to_10)
     put(s, "t", CP3, CP2);
     convo_close(s);
     /* layout-9 rows: writes in their table, task ids as 16 bytes or text */
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "INSERT INTO convo_names(name) VALUES('~path'), ('messages'), ('__error__');"
                    "INSERT INTO convo_checkpoint_writes SELECT c.key, x'"
                    "dc5f84fc65f350efb0aa0cc429ae0809', 0, p.num, m.num, j.num, CAST('\"b0\"' AS BLOB)"

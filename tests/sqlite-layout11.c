@@ -281,7 +281,7 @@ START_TEST(test_migration_10_to_11)
     put_ab(s, "t", "c", "p", "2", a2, "1", NULL);
     convo_close(s);
     ck_assert_int_eq(blobs(path), 3);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "UPDATE convo_meta SET value = '10' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
                      SQLITE_LAYOUT_NOW);

@@ -139,7 +139,7 @@ START_TEST(test_migration_11_to_12)
     put(s, "t", "text", ID_B, "\"x\"");
     write_one(s, "t", ID_A, "\"wa\""); /* in its row (layout 13: two rows after it) */
     convo_close(s);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
                    "CREATE INDEX convo_checkpoints_by_id ON convo_checkpoints("
                    " CASE WHEN typeof(id) = 'blob' THEN substr(id, 3, 6) ELSE id END);"
                    "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'");
@@ -172,7 +172,7 @@ START_TEST(test_migration_fails_whole)
     put(s, "t", ID_A, NULL, "\"a\"");
     convo_close(s);
     assert_migration_fails_whole(path,
-                                 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
+                                 LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "DROP INDEX convo_checkpoints_by_id;"
                                  "UPDATE convo_meta SET value = '11' WHERE key = 'schema_version'",
                                  11);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"

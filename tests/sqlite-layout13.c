@@ -275,7 +275,7 @@ START_TEST(test_migration_12_to_13)
     write_one(s, "t", "c1", TASK, 0, "\"w1\""); /* in its row: c3 is after c2 */
     ck_assert_int_eq(in_row(path, "c1"), 1);
     convo_close(s);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12
                    "UPDATE convo_meta SET value = '12' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
@@ -303,7 +303,7 @@ START_TEST(test_migration_fails_whole)
     put(s, "t", "c1", NULL, NULL);
     convo_close(s);
     assert_migration_fails_whole(path,
-                                 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "CREATE TABLE convo_checkpoint_pending(x);"
+                                 LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 "CREATE TABLE convo_checkpoint_pending(x);"
                                  "UPDATE convo_meta SET value = '12' WHERE key = 'schema_version'",
                                  12);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM sqlite_master"

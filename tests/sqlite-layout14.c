@@ -252,7 +252,7 @@ START_TEST(test_migration_13_to_14)
     put(s, "u", "b", NULL);
     put(s, "u", "a", NULL);
     convo_close(s);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'");
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'");
     s = open_db(path);
     ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"),
                      SQLITE_LAYOUT_NOW);
@@ -287,7 +287,7 @@ START_TEST(test_migration_fails_whole)
     put(s, "t", "c1", NULL);
     convo_close(s);
     assert_migration_fails_whole(path,
-                                 LAYOUT_15_TO_14 LAYOUT_14_TO_13 "CREATE TABLE convo_checkpoints_ordered_by_id(x);"
+                                 LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 "CREATE TABLE convo_checkpoints_ordered_by_id(x);"
                                  "UPDATE convo_meta SET value = '13' WHERE key = 'schema_version'",
                                  13);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM pragma_table_info('convo_checkpoints')"

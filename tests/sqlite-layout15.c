@@ -116,7 +116,7 @@ START_TEST(test_migration_14_to_15)
 {
     const char *path = db_path("fourteen");
     fill(path);
-    exec_raw(path, LAYOUT_15_TO_14 "UPDATE convo_meta SET value = '14' WHERE key = 'schema_version'");
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 "UPDATE convo_meta SET value = '14' WHERE key = 'schema_version'");
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'c'"
                                    " AND updated_at = " OPEN),
                      1);
@@ -154,7 +154,7 @@ START_TEST(test_migration_fails_whole)
     const char *path = db_path("whole");
     fill(path);
     assert_migration_fails_whole(path,
-                                 LAYOUT_15_TO_14 "CREATE TABLE convo_key_recent(x);"
+                                 LAYOUT_16_TO_15 LAYOUT_15_TO_14 "CREATE TABLE convo_key_recent(x);"
                                  "UPDATE convo_meta SET value = '14' WHERE key = 'schema_version'",
                                  14);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_thread_recent WHERE id = 'c'"

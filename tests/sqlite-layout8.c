@@ -219,7 +219,7 @@ START_TEST(test_migration_7_to_8)
         put(s, "t", id, k ? parent : NULL, k == 3 ? ODD : m);
     }
     convo_close(s);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "DELETE FROM convo_checkpoints WHERE id = 'first';"
                    "DELETE FROM convo_names WHERE num = 100000;"
                    "DROP VIEW convo_checkpoint_view;"

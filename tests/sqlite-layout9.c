@@ -400,7 +400,7 @@ START_TEST(test_migration_8_to_9)
     for (int k = 0; k < 6; k++)
         put_k(s, "t", k % 2 ? "sub" : "", k);
     convo_close(s);
-    exec_raw(path, LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
+    exec_raw(path, LAYOUT_16_TO_15 LAYOUT_15_TO_14 LAYOUT_14_TO_13 LAYOUT_13_TO_12 LAYOUT_10_TO_9
                    "ALTER TABLE convo_checkpoints RENAME COLUMN channel_list TO channels;"
                    "DROP TABLE convo_checkpoint_reach;"
                    "CREATE INDEX convo_checkpoints_by_log_length"

@@ -364,8 +364,8 @@ static char *plan_of(sqlite3 *db, const char *name)
 /* Each listing and the index that must serve it: a search from the cursor
  * (the thread row is then one rowid seek; the -bare listings read their one
  * B-tree alone): convo_activity and convo_key_recent are WITHOUT ROWID
- * tables in activity order, the key indexes of convo_thread_keys cover what
- * the walk reads. */
+ * tables in activity order, convo_key_threads one in creation order, and
+ * its index by id covers what the walk reads. */
 static const struct {
     const char *file, *uses;
 } listings[] = {
@@ -380,13 +380,13 @@ static const struct {
     {"list-key-recent-reverse.sql", "SEARCH i USING PRIMARY KEY (key=? AND value=? AND"
                                     " (updated_at,id)>(?,?))"},
     {"list-key-open.sql", "SEARCH i USING PRIMARY KEY (updated_at=?)"},
-    {"list-key-created.sql", "USING COVERING INDEX convo_thread_keys_by_created (key=? AND"
+    {"list-key-created.sql", "SEARCH i USING PRIMARY KEY (key=? AND"
                              " value=? AND (created_at,id)<(?,?))"},
-    {"list-key-created-reverse.sql", "USING COVERING INDEX convo_thread_keys_by_created (key=?"
+    {"list-key-created-reverse.sql", "SEARCH i USING PRIMARY KEY (key=?"
                                      " AND value=? AND (created_at,id)>(?,?))"},
-    {"list-key-id.sql", "USING COVERING INDEX convo_thread_keys_by_id (key=? AND value=? AND"
+    {"list-key-id.sql", "USING COVERING INDEX convo_key_threads_by_id (key=? AND value=? AND"
                         " id>?)"},
-    {"list-key-id-reverse.sql", "USING COVERING INDEX convo_thread_keys_by_id (key=? AND"
+    {"list-key-id-reverse.sql", "USING COVERING INDEX convo_key_threads_by_id (key=? AND"
                                 " value=? AND id<?)"},
     {"list-recent-bare.sql", "SEARCH convo_activity USING PRIMARY KEY ((updated_at,id)<(?,?))"},
     {"list-recent-reverse-bare.sql", "SEARCH convo_activity USING PRIMARY KEY"
@@ -401,10 +401,11 @@ static const struct {
  * repairs, activity-forget.sql and recent-forget.sql, walk by design.) */
 static const char *const index_upkeep[] = {
     "activity-move.sql", "activity-delete.sql", "recent-move.sql",   "recent-delete.sql",
-    "recent-add.sql",    "keys-put.sql",        "keys-drop.sql",     "keys-delete.sql",
-    "keys-copy.sql",     "thread-touch.sql",    "thread-by-num.sql", "msg-last.sql",
-    "msg-last-body.sql", "keys-of.sql",         "activity-add.sql",  "thread-any-deadline.sql",
-    "activity-newest.sql", "thread-activity.sql"};
+    "recent-add.sql",    "key-threads-add.sql", "key-threads-delete.sql",
+    "thread-set-key-values.sql", "thread-key-values.sql",
+    "thread-touch.sql",    "thread-by-num.sql", "msg-last.sql",
+    "msg-last-body.sql", "activity-add.sql",  "thread-any-deadline.sql",
+    "activity-newest.sql", "thread-activity.sql", "activity-open-holds.sql"};
 
 START_TEST(test_list_statements_search)
 {

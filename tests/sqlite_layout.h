@@ -1,5 +1,5 @@
 /* sqlite_layout.h — what the SQLite layout checks (tests/sqlite-layout7.c to
- * tests/sqlite-layout15.c; one program each) and the other checks on a file
+ * tests/sqlite-layout16.c; one program each) and the other checks on a file
  * (tests/sqlite-refs.c, tests/sqlite-wait.c) share: with tests/sqlite_file.h
  * (a fresh database file in the run's scratch folder, SQL on it), a store on
  * the file and SQL run on it in a connection of its own. Each program sets
@@ -52,7 +52,28 @@ static inline void assert_migration_fails_whole(const char *path, const char *br
 }
 
 /* The layout this libconvo writes (drivers/sqlite/sqlite_int.h, SCHEMA_VERSION). */
-#define SQLITE_LAYOUT_NOW 15
+#define SQLITE_LAYOUT_NOW 16
+
+/* SQL turning a layout-16 file back into layout 15's (a thread's key values
+ * in convo_thread_keys and its two indexes again), for the migration checks
+ * of older layouts (run before their own steps back). */
+#define LAYOUT_16_TO_15                                                                      \
+    "DROP TRIGGER convo_thread_keys_stale;"                                                  \
+    "CREATE TABLE convo_thread_keys(thread INTEGER NOT NULL, key TEXT NOT NULL,"             \
+    " value TEXT NOT NULL, id TEXT NOT NULL, created_at INTEGER NOT NULL,"                   \
+    " PRIMARY KEY(thread, key)) WITHOUT ROWID;"                                              \
+    "INSERT INTO convo_thread_keys(thread, key, value, id, created_at)"                      \
+    " SELECT thread, key, value, id, created_at FROM convo_key_threads;"                     \
+    "CREATE INDEX convo_thread_keys_by_created"                                              \
+    " ON convo_thread_keys(key, value, created_at, id);"                                     \
+    "CREATE INDEX convo_thread_keys_by_id ON convo_thread_keys(key, value, id);"             \
+    "DROP TABLE convo_key_threads;"                                                          \
+    "ALTER TABLE convo_threads DROP COLUMN key_values;"                                      \
+    "CREATE TRIGGER convo_thread_keys_stale AFTER UPDATE OF extra ON convo_threads"          \
+    " WHEN NEW.updated_at = OLD.updated_at BEGIN"                                            \
+    " DELETE FROM convo_key_recent WHERE (key, value, id) IN"                                \
+    " (SELECT key, value, id FROM convo_thread_keys WHERE thread = NEW.num);"                \
+    " DELETE FROM convo_thread_keys WHERE thread = NEW.num; END;"
 
 /* SQL turning a layout-15 file back into layout 14's (the open thread's key
  * rows in the keys' activity orders at the open time again, under the table's

@@ -2,10 +2,11 @@
  * transaction of the write that calls for it: each thread's entry in the
  * activity order (convo_activity), the extra keys a store indexes (declared
  * once, recorded in convo_indexed_keys, checked at every open that declares
- * some), and each thread's rows for them (convo_thread_keys, and
- * convo_key_recent at its activity time but for the open thread). The listing
- * that reads them is list.c; the layout is migrate-4-5.sql and
- * migrate-14-15.sql (docs/sqlite.md, The thread index). */
+ * some), and each thread's values at them (convo_threads.key_values) and
+ * rows for them (convo_key_threads, and convo_key_recent at its activity
+ * time but for the open thread). The listing that reads them is list.c; the
+ * layout is migrate-4-5.sql, migrate-14-15.sql and migrate-15-16.sql
+ * (docs/sqlite.md, The thread index). */
 #include "config.h"
 #include "sqlite_int.h"
 #include <jansson.h>
@@ -187,58 +188,198 @@ static int activity_move(sq_conn *c, const char *id, int64_t from, int64_t to, i
     return rc;
 }
 
-/* Rows in the activity order of thread num's indexed keys (of `key` only,
- * unless NULL), as of at with length messages; none at the open time. */
-static int recent_add(sq_conn *c, int64_t num, int64_t at, const char *key, int64_t length,
-                      convo_error *err)
+/* ---- a thread's key values (convo_threads.key_values, layout 16) ----
+ *
+ * The indexed keys at which a thread holds a value the index keeps, each as
+ * "LEN:KEY" then "LEN:VALUE" (lengths in bytes, in decimal; the value its
+ * canonical text, sq_index_value), in any order, e.g. 7:user_id4:"u1"; NULL
+ * when it holds none. They say which rows the thread has in
+ * convo_key_threads and (but for the open thread) convo_key_recent, so a
+ * move, a close or a removal finds them in the thread's row, which the write
+ * reads or writes anyway, where layouts 5 to 15 kept a table of them. */
+
+typedef struct key_pair {
+    const char *key, *value;
+    int key_len, value_len;
+} key_pair;
+
+/* A thread as its key rows name it; values malloc'd, NULL when none. */
+typedef struct keyed_thread {
+    int64_t num, created_at;
+    char *id, *values;
+    size_t values_len;
+    int changed; /* values differ from the row's */
+} keyed_thread;
+
+static void keyed_free(keyed_thread *t)
 {
-    if (at == ACTIVITY_OPEN)
+    free(t->id);
+    free(t->values);
+}
+
+/* One "LEN:TEXT" of [*p, end) into *s, *len; -1 when malformed. */
+static int pair_field(const char **p, const char *end, const char **s, int *len)
+{
+    size_t n = 0;
+    const char *q = *p;
+    while (q < end && *q >= '0' && *q <= '9' && n <= (size_t)(end - q))
+        n = n * 10 + (size_t)(*q++ - '0');
+    if (q == *p || q == end || *q != ':' || n > (size_t)(end - q - 1) || n > INT32_MAX)
+        return -1;
+    *s = q + 1;
+    *len = (int)n;
+    *p = q + 1 + n;
+    return 0;
+}
+
+/* The pair at *p (of a string ending at end) into *pair: 1, or 0 at the end,
+ * or CONVO_ECORRUPT. */
+static int pair_next(const char **p, const char *end, key_pair *pair, convo_error *err)
+{
+    if (!*p || *p == end)
         return 0;
+    if (pair_field(p, end, &pair->key, &pair->key_len) == 0 &&
+        pair_field(p, end, &pair->value, &pair->value_len) == 0)
+        return 1;
+    return convo__error(err, CONVO_ECORRUPT, NULL, "sqlite: a thread's key_values is malformed");
+}
+
+/* Thread num's id, created_at and key values, from its row. */
+static int keyed_read(sq_conn *c, int64_t num, keyed_thread *t, convo_error *err)
+{
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_RECENT_ADD, &st, err);
+    *t = (keyed_thread){.num = num};
+    int rc = sq_stmt_get(c, ST_THREAD_KEY_VALUES, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, num);
-    sqlite3_bind_int64(st, 2, at);
-    if (key)
-        sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, length);
-    return sq_stmt_run(c, st, "indexing the extra", err);
+    if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
+        return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
+                                          "sqlite: thread number %lld is gone", (long long)num);
+    t->created_at = sqlite3_column_int64(st, 1);
+    t->id = strdup((const char *)sqlite3_column_text(st, 0));
+    if (t->id && sqlite3_column_type(st, 2) != SQLITE_NULL) {
+        t->values_len = (size_t)sqlite3_column_bytes(st, 2);
+        if ((t->values = malloc(t->values_len + 1)) != NULL)
+            memcpy(t->values, sqlite3_column_text(st, 2), t->values_len + 1);
+    }
+    rc = !t->id || (sqlite3_column_type(st, 2) != SQLITE_NULL && !t->values) ? no_memory(err) : 0;
+    sq_stmt_done(st);
+    return rc;
 }
 
-static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
-                         convo_error *err);
-
-/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
- * at `from` move to `to`, with length messages: they enter at `to` when from
- * is 0 or the open time (the open thread has none), and go when `to` is. */
-static int recent_move(sq_conn *c, int64_t num, const char *key, int64_t from, int64_t to,
-                       int64_t length, convo_error *err)
+/* *found: 1 with t's pair for key in *pair, else 0. */
+static int pair_find(const keyed_thread *t, const char *key, key_pair *pair, int *found,
+                     convo_error *err)
 {
-    if (!from || from == ACTIVITY_OPEN)
-        return recent_add(c, num, to, key, length, err);
-    if (to == ACTIVITY_OPEN)
-        return recent_delete(c, num, key, from, err);
-    sqlite3_stmt *keys, *st;
-    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
-    if (rc == 0)
-        rc = sq_stmt_get(c, ST_RECENT_MOVE, &st, err);
+    const char *p = t->values, *end = p ? p + t->values_len : NULL;
+    int rc;
+    size_t key_len = strlen(key);
+    while ((rc = pair_next(&p, end, pair, err)) == 1)
+        if ((size_t)pair->key_len == key_len && memcmp(pair->key, key, key_len) == 0)
+            break;
+    *found = rc == 1;
+    return rc < 0 ? rc : 0;
+}
+
+/* t's values with key's pair replaced by (key, value), or dropped when value
+ * is NULL. */
+static int values_set(keyed_thread *t, const char *key, const char *value, convo_error *err)
+{
+    size_t key_len = strlen(key), value_len = value ? strlen(value) : 0;
+    char *out = malloc(t->values_len + key_len + value_len + 48), *w = out;
+    const char *p = t->values, *end = p ? p + t->values_len : NULL;
+    key_pair pair;
+    int rc;
+    if (!out)
+        return no_memory(err);
+    while ((rc = pair_next(&p, end, &pair, err)) == 1)
+        if ((size_t)pair.key_len != key_len || memcmp(pair.key, key, key_len) != 0)
+            w += sprintf(w, "%d:%.*s%d:%.*s", pair.key_len, pair.key_len, pair.key,
+                         pair.value_len, pair.value_len, pair.value);
+    if (rc == 0 && value)
+        w += sprintf(w, "%zu:%s%zu:%s", key_len, key, value_len, value);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    free(t->values);
+    t->values_len = (size_t)(w - out);
+    t->values = t->values_len ? out : NULL;
+    if (!t->values)
+        free(out);
+    t->changed = 1;
+    return 0;
+}
+
+/* ---- rows of a pair ---- */
+
+/* Thread t's row for pair p in the key's activity order goes from `from` to
+ * `to`: it enters (an insert) when from is 0 or the open time (the open
+ * thread has none), leaves (a delete) when `to` is, moves (an update)
+ * otherwise; nothing when both are. */
+static int pair_recent(sq_conn *c, const keyed_thread *t, const key_pair *p, int64_t from,
+                       int64_t to, int64_t length, convo_error *err)
+{
+    int before = from && from != ACTIVITY_OPEN, after = to && to != ACTIVITY_OPEN;
+    if (!before && !after)
+        return 0;
+    enum stmt_id which = !before ? ST_RECENT_ADD : !after ? ST_RECENT_DELETE : ST_RECENT_MOVE;
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, which, &st, err);
     if (rc)
         return rc;
-    sqlite3_bind_int64(keys, 1, num);
-    if (key)
-        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
-    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
-        for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
-            sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
+    sqlite3_bind_text(st, 1, p->key, p->key_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, p->value, p->value_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, t->id, -1, SQLITE_STATIC);
+    if (which == ST_RECENT_ADD) { /* ?3 at, ?5 thread, ?6 created_at, ?7 length */
+        sqlite3_bind_int64(st, 3, to);
+        sqlite3_bind_int64(st, 5, t->num);
+        sqlite3_bind_int64(st, 6, t->created_at);
+        sqlite3_bind_int64(st, 7, length);
+    } else if (which == ST_RECENT_DELETE) { /* ?3 from, or ?5 the open time */
+        sqlite3_bind_int64(st, 3, from);
+        sqlite3_bind_int64(st, 5, ACTIVITY_OPEN);
+    } else { /* ?3 from, ?5 to, ?6 length */
         sqlite3_bind_int64(st, 3, from);
         sqlite3_bind_int64(st, 5, to);
         sqlite3_bind_int64(st, 6, length);
-        if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
-            sq_stmt_done(keys);
-            return rc;
-        }
     }
+    return sq_stmt_run(c, st, "updating the key index", err);
+}
+
+/* Thread t's row for pair p in the key's orders by creation and by id (the
+ * table convo_key_threads and its index): added, or deleted. */
+static int pair_threads(sq_conn *c, const keyed_thread *t, const key_pair *p, int add,
+                        convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sq_stmt_get(c, add ? ST_KEY_THREADS_ADD : ST_KEY_THREADS_DELETE, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, p->key, p->key_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, p->value, p->value_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, t->created_at);
+    sqlite3_bind_text(st, 4, t->id, -1, SQLITE_STATIC);
+    if (add)
+        sqlite3_bind_int64(st, 5, t->num);
+    return sq_stmt_run(c, st, "indexing the extra", err);
+}
+
+/* Thread num's rows in its keys' activity orders go from `from` to `to`
+ * (pair_recent), with length messages. */
+static int recent_move(sq_conn *c, int64_t num, int64_t from, int64_t to, int64_t length,
+                       convo_error *err)
+{
+    if ((!from || from == ACTIVITY_OPEN) && (!to || to == ACTIVITY_OPEN))
+        return 0; /* neither end has rows */
+    keyed_thread t;
+    int rc = keyed_read(c, num, &t, err);
+    const char *p = t.values, *end = p ? p + t.values_len : NULL;
+    key_pair pair;
+    while (rc == 0 && (rc = pair_next(&p, end, &pair, err)) == 1)
+        rc = pair_recent(c, &t, &pair, from, to, length, err);
+    keyed_free(&t);
     return rc;
 }
 
@@ -255,35 +396,8 @@ static int activity_close(sq_conn *c, int64_t num, int *newest, convo_error *err
     if (rc == 0 && e.at == ACTIVITY_OPEN && !*newest &&
         (rc = sq_thread_activity(c, e.num, &at, &length, err)) == 0 &&
         (rc = activity_move(c, e.id, ACTIVITY_OPEN, at, length, &moved, err)) == 0)
-        rc = recent_move(c, e.num, NULL, ACTIVITY_OPEN, at, length, err);
+        rc = recent_move(c, e.num, ACTIVITY_OPEN, at, length, err);
     free(e.id);
-    return rc;
-}
-
-/* Thread num's rows in its indexed keys' orders (of `key` only, unless NULL)
- * at `from` go (or at the open time: a file of layout 6 to 14 had them). */
-static int recent_delete(sq_conn *c, int64_t num, const char *key, int64_t from,
-                         convo_error *err)
-{
-    sqlite3_stmt *keys, *st;
-    int rc = sq_stmt_get(c, ST_KEYS_OF, &keys, err);
-    if (rc == 0)
-        rc = sq_stmt_get(c, ST_RECENT_DELETE, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(keys, 1, num);
-    if (key)
-        sqlite3_bind_text(keys, 2, key, -1, SQLITE_STATIC);
-    while ((rc = sq_stmt_step(c, keys, "reading the thread's key rows", err)) == 1) {
-        for (int i = 0; i < 3; i++) /* key, value, id: ?1, ?2, ?4 */
-            sqlite3_bind_value(st, i < 2 ? i + 1 : 4, sqlite3_column_value(keys, i));
-        sqlite3_bind_int64(st, 3, from);
-        sqlite3_bind_int64(st, 5, ACTIVITY_OPEN);
-        if ((rc = sq_stmt_run(c, st, "updating the key index", err)) != 0) {
-            sq_stmt_done(keys);
-            return rc;
-        }
-    }
     return rc;
 }
 
@@ -301,7 +415,7 @@ static int activity_repair(sq_conn *c, int64_t num, int64_t at, int64_t length,
                               "entering the thread in the activity order", err);
     if (rc == 0)
         rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "repairing the key index", err);
-    return rc ? rc : recent_add(c, num, at, NULL, length, err);
+    return rc ? rc : recent_move(c, num, 0, at, length, err);
 }
 
 /* Thread t (id; found: 0 when it was created by this write, with no entry
@@ -328,97 +442,89 @@ int sq_activity_front(sq_conn *c, const char *id, const thread_row *t, int found
         return rc;
     if (!moved)
         return activity_repair(c, t->num, *entry_at, length, err);
-    return recent_move(c, t->num, NULL, activity_of(t), *entry_at, length, err);
+    return recent_move(c, t->num, activity_of(t), *entry_at, length, err);
 }
 
 /* Before thread num is removed: its entry in the activity order and its key
  * rows go. Reads its row and its last message, so it runs first. */
 int sq_index_forget(sq_conn *c, int64_t num, convo_error *err)
 {
+    keyed_thread k;
+    int rc = keyed_read(c, num, &k, err);
+    thread_row t = {.num = num};
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_THREAD_BY_NUM, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, num);
-    if ((rc = sq_stmt_step(c, st, "reading a thread", err)) != 1)
-        return rc < 0 ? rc : convo__error(err, CONVO_ECORRUPT, NULL,
-                                          "sqlite: thread number %lld is gone", (long long)num);
-    thread_row t = {.num = num, .updated_at = sqlite3_column_int64(st, 1)};
-    char *id = strdup((const char *)sqlite3_column_text(st, 0));
-    sq_stmt_done(st);
-    if (!id)
-        return no_memory(err);
-    rc = sq_thread_last(c, num, &t.length, &t.last_at, err);
+    if (rc == 0 && (rc = sq_stmt_get(c, ST_THREAD_BY_NUM, &st, err)) == 0) {
+        sqlite3_bind_int64(st, 1, num);
+        if ((rc = sq_stmt_step(c, st, "reading a thread", err)) == 1) {
+            t.updated_at = sqlite3_column_int64(st, 1);
+            sq_stmt_done(st);
+            rc = 0;
+        }
+    }
+    if (rc == 0)
+        rc = sq_thread_last(c, num, &t.length, &t.last_at, err);
     if (rc == 0 && (rc = sq_stmt_get(c, ST_ACTIVITY_DELETE, &st, err)) == 0) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, k.id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, activity_of(&t));
         sqlite3_bind_int64(st, 3, ACTIVITY_OPEN);
         rc = sq_stmt_run(c, st, "removing the thread from the activity order", err);
     }
-    free(id);
-    if (rc == 0 && sqlite3_changes(c->db) == 0) { /* a layout-4 writer's: walk */
-        rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0,
-                              "removing the thread from the activity order", err);
-        if (rc == 0)
-            rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "removing key index rows",
-                                  err);
-    } else if (rc == 0)
-        rc = recent_delete(c, num, NULL, activity_of(&t), err);
-    return rc ? rc : sq_run_with_ints(c, ST_KEYS_DELETE, 1, num, 0, 0, "removing key index rows",
-                                      err);
+    int walk = rc == 0 && sqlite3_changes(c->db) == 0; /* a layout-4 writer's */
+    if (walk && (rc = sq_run_with_ints(c, ST_ACTIVITY_FORGET, 1, num, 0, 0,
+                                       "removing the thread from the activity order", err)) == 0)
+        rc = sq_run_with_ints(c, ST_RECENT_FORGET, 1, num, 0, 0, "removing key index rows", err);
+    const char *p = k.values, *end = p ? p + k.values_len : NULL;
+    key_pair pair;
+    while (rc == 0 && (rc = pair_next(&p, end, &pair, err)) == 1)
+        if ((rc = walk ? 0 : pair_recent(c, &k, &pair, activity_of(&t), 0, 0, err)) == 0)
+            rc = pair_threads(c, &k, &pair, 0, err);
+    keyed_free(&k);
+    return rc;
 }
 
 /* ---- key rows ---- */
 
-/* *same: 1 when thread num's row for indexed key `key` holds value (or it has
- * none and value is NULL: a value the index does not keep), one seek. */
-static int key_row_is(sq_conn *c, int64_t num, const char *key, const char *value, int *same,
-                      convo_error *err)
-{
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_KEYS_OF, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, num);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    if ((rc = sq_stmt_step(c, st, "reading the thread's key rows", err)) < 0)
-        return rc;
-    const char *stored = rc == 1 ? (const char *)sqlite3_column_text(st, 1) : NULL;
-    *same = stored && value ? strcmp(stored, value) == 0 : !stored && !value;
-    if (rc == 1)
-        sq_stmt_done(st);
-    return 0;
-}
-
-/* Thread num, active as of at (ACTIVITY_OPEN: the open entry) with length
+/* Thread t, active as of at (ACTIVITY_OPEN: the open entry) with length
  * messages, holds v at indexed key `key`: its old rows for the key go, new
- * ones come when the value is one the index keeps. */
-static int index_set(sq_conn *c, int64_t num, int64_t at, int64_t length, const char *key,
+ * ones come when the value is one the index keeps, and its key values say so
+ * (t->values; the caller writes them). */
+static int index_set(sq_conn *c, keyed_thread *t, int64_t at, int64_t length, const char *key,
                      const json_t *v, convo_error *err)
 {
     char *value;
-    int same;
+    key_pair old;
+    int found = 0;
     int rc = sq_index_value(v, &value, err);
-    if (rc == 0 && (rc = key_row_is(c, num, key, value, &same, err)) == 0 && same) {
+    if (rc == 0)
+        rc = pair_find(t, key, &old, &found, err);
+    if (rc || (!found && !value) ||
+        (found && value && (size_t)old.value_len == strlen(value) &&
+         memcmp(old.value, value, strlen(value)) == 0)) {
         free(value); /* a patch that repeats the value: the rows are where they belong */
-        return 0;
+        return rc;
     }
+    if (found && (rc = pair_recent(c, t, &old, at, 0, 0, err)) == 0)
+        rc = pair_threads(c, t, &old, 0, err);
+    key_pair now = {key, value, (int)strlen(key), value ? (int)strlen(value) : 0};
+    if (rc == 0 && value && (rc = pair_threads(c, t, &now, 1, err)) == 0)
+        rc = pair_recent(c, t, &now, 0, at, length, err);
     if (rc == 0)
-        rc = recent_delete(c, num, key, at, err);
-    sqlite3_stmt *st;
-    if (rc == 0)
-        rc = sq_stmt_get(c, value ? ST_KEYS_PUT : ST_KEYS_DROP, &st, err);
-    if (rc == 0) {
-        sqlite3_bind_int64(st, 1, num);
-        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-        if (value)
-            sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
-        rc = sq_stmt_run(c, st, "indexing the extra", err);
-    }
-    if (rc == 0 && value)
-        rc = recent_add(c, num, at, key, length, err);
+        rc = values_set(t, key, value, err);
     free(value);
     return rc;
+}
+
+/* Thread t's key values into its row, when they changed. */
+static int values_write(sq_conn *c, const keyed_thread *t, convo_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = t->changed ? sq_stmt_get(c, ST_THREAD_SET_KEY_VALUES, &st, err) : 0;
+    if (rc || !t->changed)
+        return rc;
+    sqlite3_bind_int64(st, 1, t->num);
+    if (t->values)
+        sqlite3_bind_text(st, 2, t->values, (int)t->values_len, SQLITE_STATIC);
+    return sq_stmt_run(c, st, "indexing the extra", err);
 }
 
 /* After a save_extra of patch on thread num (its row already written, its
@@ -429,25 +535,51 @@ int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length, const js
                    convo_error *err)
 {
     char **keys;
+    keyed_thread t = {0};
     int rc = sq_index_keys(c, &keys, err);
     if (rc)
         return rc;
+    if (keys[0])
+        rc = keyed_read(c, num, &t, err);
     for (size_t i = 0; rc == 0 && keys[i]; i++) {
         json_t *v = json_object_get(patch, keys[i]);
         if (v)
-            rc = index_set(c, num, at, length, keys[i], v, err);
+            rc = index_set(c, &t, at, length, keys[i], v, err);
     }
+    rc = rc ? rc : values_write(c, &t, err);
+    keyed_free(&t);
     sq_index_keys_free(keys);
     return rc;
 }
 
 /* A fork: thread dst, created with src's extra, its entry at `at` with
- * length messages, gets src's key rows. */
+ * length messages, gets src's key values and rows. */
 int sq_index_copy(sq_conn *c, int64_t src, int64_t dst, int64_t at, int64_t length,
                   convo_error *err)
 {
-    int rc = sq_run_with_ints(c, ST_KEYS_COPY, 2, src, dst, 0, "indexing the fork's extra", err);
-    return rc ? rc : recent_add(c, dst, at, NULL, length, err);
+    keyed_thread s, d;
+    int rc = keyed_read(c, src, &s, err);
+    if (rc) {
+        keyed_free(&s);
+        return rc;
+    }
+    rc = keyed_read(c, dst, &d, err);
+    const char *p = s.values, *end = p ? p + s.values_len : NULL;
+    key_pair pair;
+    while (rc == 0 && (rc = pair_next(&p, end, &pair, err)) == 1)
+        if ((rc = pair_threads(c, &d, &pair, 1, err)) == 0)
+            rc = pair_recent(c, &d, &pair, 0, at, length, err);
+    if (rc == 0 && s.values) {
+        free(d.values);
+        d.values = s.values;
+        d.values_len = s.values_len;
+        s.values = NULL;
+        d.changed = 1;
+        rc = values_write(c, &d, err);
+    }
+    keyed_free(&s);
+    keyed_free(&d);
+    return rc;
 }
 
 /* ---- declaring the keys (at open) ---- */
@@ -469,13 +601,18 @@ static int backfill(sq_conn *c, char *const *keys, convo_error *err)
                             : NULL;
         thread_row t = {.num = sqlite3_column_int64(st, 0),
                         .updated_at = sqlite3_column_int64(st, 2)};
+        keyed_thread k = {0};
         rc = sq_thread_last(c, t.num, &t.length, &t.last_at, err);
+        if (rc == 0)
+            rc = keyed_read(c, t.num, &k, err);
         for (size_t i = 0; rc == 0 && json_is_object(obj) && keys[i]; i++) {
             json_t *v = json_object_get(obj, keys[i]);
             if (v)
-                rc = index_set(c, t.num, t.num == open_num ? ACTIVITY_OPEN : activity_of(&t),
+                rc = index_set(c, &k, t.num == open_num ? ACTIVITY_OPEN : activity_of(&t),
                                t.length, keys[i], v, err);
         }
+        rc = rc ? rc : values_write(c, &k, err);
+        keyed_free(&k);
         json_decref(obj);
         if (rc)
             sq_stmt_done(st);

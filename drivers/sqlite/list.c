@@ -3,7 +3,7 @@
  * and stops at limit + 1 matching rows. A where naming an indexed extra key
  * with a value the index keeps walks that value's range of convo_key_recent
  * (and adds the open thread, which has no row there: list-key-open.sql) or
- * convo_thread_keys (statements/list-key-*.sql); any other listing walks
+ * convo_key_threads (statements/list-key-*.sql); any other listing walks
  * convo_activity, or convo_threads by created_at or id (statements/list-*.sql).
  * Each row is checked against the where on its extra, unless the where is
  * that one key and value, whose range holds the matches exactly; a listing of
@@ -203,7 +203,8 @@ static int bare_listing(sq_conn *c, const list_args *a, convo_error *err)
 /* A listing by key's value in activity order: the open thread (the thread
  * written last, which has no row in convo_key_recent) when it holds the value
  * and the position lets it: run before the range newest first, after it
- * oldest first (list-key-open.sql). */
+ * oldest first (activity-open-holds.sql says whether it holds the value, in two
+ * seeks; list-key-open.sql reads its row). */
 static int add_open_row(sq_conn *c, list_args *a, const char *key, const char *value,
                         convo_error *err)
 {
@@ -211,8 +212,15 @@ static int add_open_row(sq_conn *c, list_args *a, const char *key, const char *v
     if (a->rows > a->o->limit || (descending && a->after && a->after->time < ACTIVITY_OPEN))
         return 0; /* the page is full, or the cursor is past the open entry */
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_LIST_KEY_OPEN, &st, err);
+    int rc = sq_stmt_get(c, ST_ACTIVITY_OPEN_HOLDS, &st, err);
     if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    if ((rc = sq_stmt_step(c, st, "listing threads", err)) != 1)
+        return rc; /* the common case: the thread written last is not one to list */
+    sq_stmt_done(st);
+    if ((rc = sq_stmt_get(c, ST_LIST_KEY_OPEN, &st, err)) != 0)
         return rc;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);

@@ -29,7 +29,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-12-13.sql (schema.c). */
-#define SCHEMA_VERSION 15
+#define SCHEMA_VERSION 16
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -65,13 +65,13 @@
     X(MSG_COPY) X(CP_COPY) X(BLOB_COPY)                                                     \
     X(ACTIVITY_ADD) X(ACTIVITY_MOVE) X(ACTIVITY_DELETE) X(ACTIVITY_FORGET) X(ACTIVITY_NEWEST)  \
     X(RECENT_MOVE) X(RECENT_DELETE) X(RECENT_ADD) X(RECENT_FORGET)                           \
-    X(KEYS_OF) X(KEYS_PUT) X(KEYS_DROP) X(KEYS_DELETE) X(KEYS_COPY)                          \
+    X(THREAD_KEY_VALUES) X(THREAD_SET_KEY_VALUES) X(KEY_THREADS_ADD) X(KEY_THREADS_DELETE)   \
     X(INDEX_KEYS) X(INDEX_KEY_ADD) X(INDEX_BACKFILL)                                         \
     X(LIST_RECENT) X(LIST_RECENT_REVERSE) X(LIST_CREATED) X(LIST_CREATED_REVERSE)            \
     X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
     X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
     X(LIST_RECENT_BARE) X(LIST_RECENT_REVERSE_BARE) X(LIST_KEY_RECENT_BARE)                  \
-    X(LIST_KEY_RECENT_REVERSE_BARE) X(LIST_KEY_OPEN)                                         \
+    X(LIST_KEY_RECENT_REVERSE_BARE) X(LIST_KEY_OPEN) X(ACTIVITY_OPEN_HOLDS)                  \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND) \

@@ -1,6 +1,4 @@
--- thread ?1, active as of ?2 with ?4 messages: rows in the activity order of
--- its indexed keys (of key ?3 only, unless ?3 is NULL), from its
--- convo_thread_keys rows
+-- thread ?5 (id ?4, created ?6), active as of ?3 with ?7 messages, has value
+-- ?2 at indexed key ?1: its row in the key's activity order
 INSERT INTO convo_key_recent(key, value, updated_at, id, thread, created_at, length)
-  SELECT key, value, ?2, id, thread, created_at, ?4 FROM convo_thread_keys
-  WHERE thread = ?1 AND (?3 IS NULL OR key = ?3);
+  VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7);
