@@ -1,6 +1,6 @@
 /* segment.h — a sealed segment: `rows` records of `cols` byte cells each, stored
  * column by column and deflated (zlib). Shared by the drivers that seal a thread's
- * older checkpoints into one row (SQLite layout 15, PostgreSQL); format in segment.c. */
+ * older checkpoints into one row (SQLite layout 17, PostgreSQL); format in segment.c. */
 #ifndef CONVO_SEGMENT_H
 #define CONVO_SEGMENT_H
 

@@ -40,6 +40,7 @@ run "$top_builddir/tests/sqlite_wait" "$dir"
 run "$top_builddir/tests/sqlite_layout14" "$dir"
 run "$top_builddir/tests/sqlite_layout15" "$dir"
 run "$top_builddir/tests/sqlite_layout16" "$dir"
+run "$top_builddir/tests/sqlite_segments" "$dir"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints.db"
 run "$top_builddir/tests/checkpoints" "sqlite:$dir/checkpoints-ttl.db?ttl=3600"
 # the thread index of what the checkpoint suites wrote, checked against the tables

@@ -337,7 +337,7 @@ START_TEST(test_migration_4_to_5)
     const char *path = db_path("v4");
     make_v4(path);
     convo_store *s = open_keys(path, NULL, NULL);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 16);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 17);
     /* the activity time: the last message, the last checkpoint, else created_at */
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_threads WHERE id = 'a'"), 50);
@@ -898,7 +898,7 @@ START_TEST(test_migration_5_to_6)
     exec_db(db, "UPDATE convo_meta SET value = '5' WHERE key = 'schema_version'");
     sqlite3_close(db);
     convo_store *s = open_keys(path, NULL, USER_ID);
-    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 16);
+    ck_assert_int_eq(sql_int(path, "SELECT value FROM convo_meta WHERE key = 'schema_version'"), 17);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_activity WHERE updated_at = " OPEN),
                      0);
     ck_assert_int_eq(sql_int(path, "SELECT updated_at FROM convo_activity WHERE id = 'a'"), 300);

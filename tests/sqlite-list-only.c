@@ -113,8 +113,9 @@ START_TEST(test_only_channel_reads_no_metadata)
     put(s, "c2", "c1", 2);
     put(s, "c3", "c2", 3);
     convo_close(s);
-    exec_raw(path, "UPDATE convo_checkpoints SET meta_shape = NULL, meta = x'00ff'"
-                   " WHERE id = 'c2'");
+    /* layout 17: c2 is hot, its metadata in convo_checkpoint_hot */
+    exec_raw(path, "UPDATE convo_checkpoint_hot SET meta_shape = NULL, meta = x'00ff'"
+                   " WHERE key = (SELECT key FROM convo_checkpoints WHERE id = 'c2' AND sealed = 0)");
     ck_assert_msg(convo_open(&s, url, &err) == 0, "%s", err.message);
 
     convo_checkpoint_set *set;

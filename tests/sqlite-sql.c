@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 #include "compact.h"
 #include "pending.h"
+#include "segments.h"
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -96,9 +97,10 @@ static sqlite3 *scratch(const char *name, char *path, size_t size)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     /* the functions the driver registers on each connection (compact.c,
-     * pending.c) */
+     * pending.c, segments.c) */
     ck_assert_int_eq(sq_compact_register(db), SQLITE_OK);
     ck_assert_int_eq(sq_pending_register(db), SQLITE_OK);
+    ck_assert_int_eq(sq_segments_register(db), SQLITE_OK);
     return db;
 }
 

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 /* The layout version this libconvo writes (drivers/sqlite/sqlite_int.h). */
-#define LAYOUT 16
+#define LAYOUT 17
 /* One past it, as text: a file of a newer libconvo. */
-#define NEXT_LAYOUT "17"
+#define NEXT_LAYOUT "18"
 
 /* ------------------------------------------------------------ helpers */
 

@@ -10,10 +10,15 @@
 #include "sqlite_file.h"
 #include <convo.h>
 
+/* 0 (the checks of older layouts and of the rows' own columns): open_db's
+ * stores seal nothing (seal=0), so their rows stay as those layouts store
+ * them; 1: layout 17's hot and sealed checkpoints (tests/sqlite-segments.c) */
+static int layout_seal;
+
 static inline convo_store *open_db(const char *path)
 {
     char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
+    snprintf(url, sizeof url, "sqlite:%s%s", path, layout_seal ? "" : "?seal=0");
     convo_store *s = NULL;
     convo_error err;
     ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
@@ -52,12 +57,23 @@ static inline void assert_migration_fails_whole(const char *path, const char *br
 }
 
 /* The layout this libconvo writes (drivers/sqlite/sqlite_int.h, SCHEMA_VERSION). */
-#define SQLITE_LAYOUT_NOW 16
+#define SQLITE_LAYOUT_NOW 17
 
-/* SQL turning a layout-16 file back into layout 15's (a thread's key values
- * in convo_thread_keys and its two indexes again), for the migration checks
- * of older layouts (run before their own steps back). */
+/* SQL turning a layout-17 file with no hot or sealed checkpoint (written with
+ * seal=0) back into layout 16's tables. */
+#define LAYOUT_17_TO_16                                                                      \
+    "DROP TRIGGER convo_checkpoints_sealed_kept;"                                            \
+    "DROP TRIGGER convo_checkpoint_segment_gone;"                                            \
+    "DROP TRIGGER convo_checkpoint_hot_gone;"                                                \
+    "DROP TABLE convo_checkpoint_segments;"                                                  \
+    "DROP TABLE convo_checkpoint_hot;"                                                       \
+    "ALTER TABLE convo_checkpoints DROP COLUMN sealed;"
+
+/* SQL turning a layout-17 file (as LAYOUT_17_TO_16 takes it) back into layout
+ * 15's (a thread's key values in convo_thread_keys and its two indexes again),
+ * for the migration checks of older layouts (run before their own steps back). */
 #define LAYOUT_16_TO_15                                                                      \
+    LAYOUT_17_TO_16                                                                          \
     "DROP TRIGGER convo_thread_keys_stale;"                                                  \
     "CREATE TABLE convo_thread_keys(thread INTEGER NOT NULL, key TEXT NOT NULL,"             \
     " value TEXT NOT NULL, id TEXT NOT NULL, created_at INTEGER NOT NULL,"                   \

@@ -176,33 +176,14 @@ static int bind_metadata(sq_conn *c, sqlite3_stmt *st, const char *metadata, voi
     return 0;
 }
 
-/* near: how many places before at->key the parent is (it is named by that
- * place, not by its id), or 0 (by its id); parent: the parent's key (0: none
- * or not found); old: the row is there already (its pending writes stay).
- * Layout 11: the list's entries hold the small values (values.c); the values
- * for convo_blobs are marked in p->to_blob. */
-static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t near,
-                      int64_t parent, int old, const convo_checkpoint_in *cp,
-                      sq_put_list *p, convo_error *err)
+/* Binds cp-put.sql's arguments (cp-put-hot.sql and hot-put.sql take the same)
+ * and runs st. */
+static int cp_row_run(sq_conn *c, sqlite3_stmt *st, int64_t num, const cp_place *at,
+                      int64_t near, int old, const convo_checkpoint_in *cp,
+                      const unsigned char *channels, size_t channels_len, convo_error *err)
 {
-    sqlite3_stmt *st;
-    sq_list_base base;
-    unsigned char *channels = NULL;
-    size_t channels_len = 0;
     void *values = NULL;
-    int rc = sq_list_base_get(c, at->key, cp->checkpoint_ns, &base, err);
-    if (rc)
-        return rc;
-    if ((rc = sq_values_place(c, num, cp, old, parent, &base, p, err)) == 0)
-        rc = sq_list_encode(c, at->key, cp->checkpoint_ns, &base, p->e, p->n, &channels,
-                            &channels_len, err);
-    sq_list_base_free(&base);
-    if (rc == 0)
-        rc = sq_stmt_get(c, ST_CP_PUT, &st, err);
-    if (rc) {
-        free(channels);
-        return rc;
-    }
+    int rc;
     sqlite3_bind_int64(st, 1, at->key);
     sqlite3_bind_int64(st, 2, num);
     sqlite3_bind_text(st, 3, cp->checkpoint_ns, -1, SQLITE_STATIC);
@@ -212,12 +193,9 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t near,
         sqlite3_bind_int64(st, 13, near);
     else
         sqlite3_bind_null(st, 13);
-    if ((rc = bind_metadata(c, st, cp->metadata_json, &values, err)) != 0) {
-        free(channels);
-        return rc;
-    }
-    if (cp->body.type && (rc = bind_name(c, st, 7, cp->body.type, err)) != 0) {
-        free(channels);
+    if ((rc = bind_metadata(c, st, cp->metadata_json, &values, err)) != 0 ||
+        (cp->body.type && (rc = bind_name(c, st, 7, cp->body.type, err)) != 0)) {
+        sq_stmt_done(st);
         return rc;
     }
     if (!cp->body.type)
@@ -230,8 +208,38 @@ static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t near,
     bind_bytes(st, 12, channels, channels_len);
     sqlite3_bind_int(st, 15, old);
     rc = sq_stmt_run(c, st, "storing a checkpoint", err);
-    free(channels);
     free(values);
+    return rc;
+}
+
+/* near: how many places before at->key the parent is (it is named by that
+ * place, not by its id), or 0 (by its id); parent: the parent's key (0: none
+ * or not found); old: the row is there already (its pending writes stay).
+ * Layout 11: the list's entries hold the small values (values.c); the values
+ * for convo_blobs are marked in p->to_blob. Layout 17: stored hot (the moved
+ * columns in convo_checkpoint_hot, then the row), or with seal=0 in the row. */
+static int cp_row_put(sq_conn *c, int64_t num, const cp_place *at, int64_t near,
+                      int64_t parent, int old, const convo_checkpoint_in *cp,
+                      sq_put_list *p, convo_error *err)
+{
+    sqlite3_stmt *st;
+    sq_list_base base;
+    unsigned char *channels = NULL;
+    size_t channels_len = 0;
+    int rc = sq_list_base_get(c, at->key, cp->checkpoint_ns, &base, err);
+    if (rc)
+        return rc;
+    if ((rc = sq_values_place(c, num, cp, old, parent, &base, p, err)) == 0)
+        rc = sq_list_encode(c, at->key, cp->checkpoint_ns, &base, p->e, p->n, &channels,
+                            &channels_len, err);
+    sq_list_base_free(&base);
+    if (rc == 0 && (rc = sq_stmt_get(c, c->seal ? ST_HOT_PUT : ST_CP_PUT, &st, err)) == 0)
+        rc = cp_row_run(c, st, num, at, near, old, cp, channels, channels_len, err);
+    if (rc == 0 && c->seal && (rc = sq_stmt_get(c, ST_CP_PUT_HOT, &st, err)) == 0)
+        rc = cp_row_run(c, st, num, at, near, old, cp, channels, channels_len, err);
+    free(channels);
+    if (rc == 0 && !c->seal && old)
+        rc = sq_run_with_ints(c, ST_HOT_DELETE, 1, at->key, 0, 0, "storing a checkpoint", err);
     return rc ? rc : sq_run_with_ints(c, ST_REACH_RAISE, 2, num, cp->log_length, 0,
                                       "raising the thread's log bound", err);
 }
@@ -313,7 +321,8 @@ static int pending_settle(sq_conn *c, int64_t num, int64_t key, convo_error *err
         rc = 0;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
-        if ((rc = sq_stmt_get(c, ST_CP_PENDING_SET, &st, err)) == 0) {
+        if ((rc = sq_seg_hot(c, keys[i], err)) >= 0 &&
+            (rc = sq_stmt_get(c, rc ? ST_HOT_PENDING_SET : ST_CP_PENDING_SET, &st, err)) == 0) {
             sqlite3_bind_int64(st, 1, keys[i]);
             if (records[i])
                 sqlite3_bind_blob64(st, 2, records[i], lens[i], SQLITE_STATIC);
@@ -353,6 +362,10 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
             parent.key = 0;
         rc = rc < 0 ? rc : 0;
     }
+    if (rc == 0 && old) { /* layout 17: a sealed checkpoint put again is hot */
+        int hot = sq_seg_hot(c, at.key, err);
+        rc = hot < 0 ? hot : 0;
+    }
     if (rc == 0 && old)
         rc = sq_list_before_change(c, at.key, err);
     if (rc == 0 && !old)
@@ -363,7 +376,7 @@ static int cp_store(sq_conn *c, int64_t num, int found, const convo_checkpoint_i
     if (rc == 0)
         rc = cp_values_put(c, num, cp, &p, err);
     sq_put_list_free(&p);
-    return rc;
+    return rc == 0 && !old ? sq_seg_after_put(c, at.key, err) : rc;
 }
 
 typedef struct put_args {
@@ -472,7 +485,10 @@ static int pending_store(sq_conn *c, int64_t key, int apart, unsigned char *reco
     if (rc)
         return rc == -1 ? no_memory(err) : convo__error(err, CONVO_ECORRUPT, NULL,
                                                         "sqlite: a pending write twice");
-    if ((rc = sq_stmt_get(c, apart ? ST_CP_PENDING_WAIT : ST_CP_PENDING_SET, &st, err)) != 0) {
+    int hot = apart ? 0 : sq_seg_hot(c, key, err); /* layout 17 */
+    if ((rc = hot < 0 ? hot : 0) != 0 ||
+        (rc = sq_stmt_get(c, apart ? ST_CP_PENDING_WAIT
+                                   : hot ? ST_HOT_PENDING_SET : ST_CP_PENDING_SET, &st, err)) != 0) {
         free(packed);
         return rc;
     }

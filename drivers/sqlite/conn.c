@@ -5,6 +5,7 @@
  * the transaction every call runs in. */
 #include "config.h"
 #include "sqlite_int.h"
+#include "segments.h"
 #include "compact.h"
 #include "pending.h"
 #include <stdio.h>
@@ -243,6 +244,8 @@ static int conn_configure(convo_backend *b, sq_conn *c, convo_error *err)
     int rc = sq_compact_register(c->db);
     if (rc == SQLITE_OK)
         rc = sq_pending_register(c->db);
+    if (rc == SQLITE_OK)
+        rc = sq_segments_register(c->db);
     if (rc != SQLITE_OK)
         return sq_conn_error(c, rc, err, "registering convo's SQL functions");
     rc = b->memory ? 0 : set_wal(c, err);
@@ -269,6 +272,7 @@ static int sq_connect(void *ctx, void **out, convo_error *err)
     if (!c)
         return no_memory(err);
     c->busy_ms = b->busy_ms;
+    c->seal = b->seal;
     c->wait = &b->limits.wait;
     c->ttl_us = (int64_t)b->ttl_s * 1000000;
     /* the file exists already (made 0600 by sq_open): never let SQLite create it */

@@ -453,7 +453,8 @@ static int rebase(sq_conn *c, int64_t key, convo_error *err)
         (rc = sq_list_full(c, &k, key, list, len, &full, &full_len, err)) != 0 ||
         (rc = settled_form(c, key >> SEQ_BITS, ns, full, full_len, &stored, &stored_len,
                            err)) != 0 ||
-        (rc = sq_stmt_get(c, ST_CP_LIST_SET, &st, err)) != 0) {
+        (rc = sq_seg_hot(c, key, err)) < 0 || /* layout 17 */
+        (rc = sq_stmt_get(c, rc ? ST_HOT_LIST_SET : ST_CP_LIST_SET, &st, err)) != 0) {
         free(list);
         free(ns);
         free(stored);

@@ -23,6 +23,7 @@ static const char *const migrations[SCHEMA_VERSION] = {
     SQL_MIGRATE_13_14,
     SQL_MIGRATE_14_15,
     SQL_MIGRATE_15_16,
+    SQL_MIGRATE_16_17,
 };
 
 /* The layout version stored in the file; 0 for a file convo never touched. */

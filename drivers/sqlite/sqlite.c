@@ -123,6 +123,8 @@ static int parse_params(convo_backend *b, convo_url *url, int *pool, convo_error
         rc = take_ttl(url, &b->ttl_s, err);
     if (rc == 0)
         rc = sync_param(url, &b->sync_full, err);
+    if (rc == 0) /* layout 17: 0 = this store's puts seal nothing (A/B, the older layouts' tests) */
+        rc = int_param(url, "seal", 0, 1, 1, &b->seal, err);
     return rc ? rc : convo__url_reject_rest(url, err);
 }
 

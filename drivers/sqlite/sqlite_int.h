@@ -29,7 +29,7 @@
 
 /* Version of the stored layout this code writes: migrate-0-1.sql up to
  * migrate-12-13.sql (schema.c). */
-#define SCHEMA_VERSION 16
+#define SCHEMA_VERSION 17
 
 /* A message's row key is (thread number << 32) | seq, and a checkpoint's is
  * (thread number << 32) | its position in put order, so one thread's rows are
@@ -80,7 +80,10 @@
     X(CH_VALUES) X(NAME_FIND) X(NAME_ADD) X(NAME_LAST)                                                  \
     X(BLOB_PUT) X(BLOB_DELETE) X(BLOB_UNUSED) X(BLOB_SWAP) X(BLOB_HAS)                               \
     X(WRITE_LIST) X(CP_PENDING_GET) X(CP_PENDING_SET) X(CP_PENDING_WAIT)                      \
-    X(CP_PENDING_SETTLE) X(CP_PENDING_SETTLED)
+    X(CP_PENDING_SETTLE) X(CP_PENDING_SETTLED)                                                \
+    X(SEG_ROWS) X(SEG_PUT) X(SEG_SEAL) X(SEG_SEAL_HOT) X(SEG_THAW) X(SEG_THAW_MARK)          \
+    X(SEG_DROP) X(CP_SEALED) X(CP_PUT_HOT) X(HOT_PUT) X(HOT_DELETE) X(HOT_DROP)             \
+    X(HOT_PENDING_SET) X(HOT_LIST_SET)
 
 enum stmt_id {
 #define SQ_STMT_ID(name) ST_##name,
@@ -110,6 +113,7 @@ typedef struct sq_conn {
     int busy_ms;
     const convo_wait_hooks *wait;  /* the store's (its backend's limits) */
     int64_t ttl_us;                /* the store's ttl; 0: threads never expire */
+    int seal;                      /* the store's seal= (layout 17, segments.c) */
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
     struct sq_open_read open_read; /* cleared when a transaction starts */
     struct sq_list_memo memo;      /* layout 9 (lists.c) */
@@ -120,6 +124,7 @@ struct convo_backend {
     int memory;       /* one private in-memory database, so one connection */
     int busy_ms;
     int sync_full;    /* PRAGMA synchronous=FULL instead of NORMAL */
+    int seal;         /* seal=0|1 (default 1): puts seal older checkpoints (layout 17) */
     int ttl_s;        /* ttl=S from the URL; 0: none */
     convo_pool *pool; /* of sq_conn */
     convo_limits limits;
@@ -396,5 +401,13 @@ int sq_sweep(convo_backend *b, uint64_t *removed, convo_error *err);
 int sq_bench_raw(convo_backend *b, const char *payload, size_t payload_len, size_t n,
                  double *seconds, convo_error *err);
 int sq_stored_bytes(convo_backend *b, int64_t *bytes, convo_error *err);
+
+/* segments.c (layout 17; convo_sealed() in segments.h): the seal a put at key
+ * makes of the block it leaves behind; and, before a write to checkpoint
+ * key's moved columns, where they are: 1 hot (its block unsealed first when
+ * sealed: convo_checkpoint_hot's statements), 0 in its row or no such row
+ * (convo_checkpoints'), < 0 an error. */
+int sq_seg_after_put(sq_conn *c, int64_t key, convo_error *err);
+int sq_seg_hot(sq_conn *c, int64_t key, convo_error *err);
 
 #endif

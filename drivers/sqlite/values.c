@@ -286,7 +286,9 @@ static int list_store(sq_conn *c, int64_t key, const unsigned char *list, size_t
                       convo_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_CP_LIST_SET, &st, err);
+    int rc = sq_seg_hot(c, key, err); /* layout 17 */
+    if (rc >= 0)
+        rc = sq_stmt_get(c, rc ? ST_HOT_LIST_SET : ST_CP_LIST_SET, &st, err);
     if (rc)
         return rc;
     sqlite3_bind_int64(st, 1, key);

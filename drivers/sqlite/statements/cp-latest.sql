@@ -1,11 +1,16 @@
 -- a thread's newest checkpoint in namespace ?3, keys in [?1, ?2], newest first
 -- along the key range ("+" keeps the planner on that range); columns as cp-get
-SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, c.meta) AS metadata,
-       bt.name AS body_type, c.body,
-       c.log_length, c.created_at, c.channel_list
+-- layout 17: the moved columns of a hot row from convo_checkpoint_hot, of a sealed
+-- one from its block's segment (convo_sealed: segments.c)
+SELECT c.key, c.ns, c.id, coalesce(c.parent_id, p.id) AS parent_id, convo_metadata(ms.name, CASE WHEN c.sealed IS NULL THEN c.meta WHEN c.sealed = 0 THEN h.meta ELSE convo_sealed(g.data, c.key, 1) END) AS metadata,
+       bt.name AS body_type, CASE WHEN c.sealed IS NULL THEN c.body WHEN c.sealed = 0 THEN h.body ELSE convo_sealed(g.data, c.key, 3) END AS body,
+       c.log_length, CASE WHEN c.sealed IS NULL THEN c.created_at WHEN c.sealed = 0 THEN h.created_at ELSE convo_sealed(g.data, c.key, 4) END AS created_at,
+       CASE WHEN c.sealed IS NULL THEN c.channel_list WHEN c.sealed = 0 THEN h.channel_list ELSE convo_sealed(g.data, c.key, 5) END AS channel_list
   FROM convo_checkpoints AS c
-  LEFT JOIN convo_names AS bt ON bt.num = c.body_type
-  LEFT JOIN convo_names AS ms ON ms.num = c.meta_shape
+  LEFT JOIN convo_checkpoint_hot AS h ON c.sealed = 0 AND h.key = c.key
+  LEFT JOIN convo_checkpoint_segments AS g ON c.sealed = 1 AND g.block = c.key >> 4
+  LEFT JOIN convo_names AS bt ON bt.num = CASE WHEN c.sealed IS NULL THEN c.body_type WHEN c.sealed = 0 THEN h.body_type ELSE convo_sealed(g.data, c.key, 2) END
+  LEFT JOIN convo_names AS ms ON ms.num = CASE WHEN c.sealed IS NULL THEN c.meta_shape WHEN c.sealed = 0 THEN h.meta_shape ELSE convo_sealed(g.data, c.key, 6) END
   LEFT JOIN convo_checkpoints AS p ON p.key = c.key - c.parent_place
   WHERE c.key >= ?1 AND c.key <= ?2 AND +c.ns = ?3
   ORDER BY c.key DESC LIMIT 1;

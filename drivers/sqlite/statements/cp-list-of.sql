@@ -1,2 +1,4 @@
 -- the stored channel list of checkpoint key ?1, and its namespace
-SELECT channel_list, ns FROM convo_checkpoints WHERE key = ?1;
+-- layout 17: the moved columns of a hot row from convo_checkpoint_hot, of a sealed
+-- one from its block's segment (convo_sealed: segments.c)
+SELECT CASE WHEN sealed IS NULL THEN channel_list WHEN sealed = 0 THEN (SELECT h.channel_list FROM convo_checkpoint_hot AS h WHERE h.key = convo_checkpoints.key) ELSE convo_sealed((SELECT g.data FROM convo_checkpoint_segments AS g WHERE g.block = convo_checkpoints.key >> 4), convo_checkpoints.key, 5) END, ns FROM convo_checkpoints WHERE key = ?1;

@@ -9,11 +9,14 @@
 -- unordered (1) when the thread's last ordered row (the last of its block of
 -- 16, or of the block of the greatest first ordered row) has an id not below
 -- its own; else ordered: the first of its block (2) or not (0)
+-- layout 17: a seal=0 store's put, the row holding every column (sealed NULL);
+-- a re-put keeps the pending writes a hot row held (then dropped: hot-delete.sql)
 INSERT OR REPLACE INTO convo_checkpoints(key, thread, ns, id, parent_id, parent_place,
   meta, body_type, body, log_length, created_at, put_order, channel_list, meta_shape,
   pending, unordered)
   VALUES(?1, ?2, ?3, ?4, ?5, ?13, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14,
-         CASE WHEN ?15 THEN (SELECT pending FROM convo_checkpoints WHERE key = ?1) END,
+         CASE WHEN ?15 THEN coalesce((SELECT pending FROM convo_checkpoint_hot WHERE key = ?1),
+                                     (SELECT pending FROM convo_checkpoints WHERE key = ?1)) END,
          CASE WHEN ?15 THEN (SELECT unordered FROM convo_checkpoints WHERE key = ?1)
               WHEN ?4 <= coalesce(
                      (SELECT id FROM convo_checkpoints
