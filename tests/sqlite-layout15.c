@@ -109,6 +109,34 @@ START_TEST(test_open_thread_out_of_key_order)
 }
 END_TEST
 
+/* The open thread as another store on the file writes: each listing sees
+ * the thread written last by whichever store wrote it, the listing store's
+ * note of it (list.c, open_holds) renewed when the file changed. */
+START_TEST(test_open_thread_of_another_store)
+{
+    const char *path = db_path("two");
+    fill(path);
+    convo_store *s = open_keys(path), *other = open_keys(path);
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2 a#1");
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "b#0");
+    save(other, "d", "{\"user_id\":\"u2\"}"); /* d open, c closed, by the other store */
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "d#0 b#0");
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2 a#1");
+    append1(other, "a");
+    append1(other, "a"); /* a open */
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "a#3 c#2");
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 1), "c#2 a#3");
+    save(other, "a", "{\"user_id\":\"u2\"}"); /* the open thread's value changes */
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2");
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "a#3 d#0 b#0");
+    save(s, "e", "{\"user_id\":\"u1\"}"); /* and by the listing store itself */
+    ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "e#0 c#2");
+    ck_assert_str_eq(ids(other, "{\"user_id\":\"u1\"}", 0), "e#0 c#2");
+    convo_close(other);
+    convo_close(s);
+}
+END_TEST
+
 /* A layout-14 file (the open thread's rows at the open time, in
  * convo_thread_recent) opens as layout 15: the open rows go, the table is
  * renamed, the listings are the same. */
@@ -202,6 +230,7 @@ int main(int argc, char **argv)
     TCase *tc = tcase_create("layout15");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_open_thread_out_of_key_order);
+    tcase_add_test(tc, test_open_thread_of_another_store);
     tcase_add_test(tc, test_migration_14_to_15);
     tcase_add_test(tc, test_migration_fails_whole);
     tcase_add_test(tc, test_layout14_writer_refused);

@@ -407,7 +407,7 @@ static const char *const index_upkeep[] = {
     "thread-set-key-values.sql", "thread-key-values.sql",
     "thread-touch.sql",    "thread-by-num.sql", "msg-last.sql",
     "msg-last-body.sql", "activity-add.sql",  "thread-any-deadline.sql",
-    "activity-newest.sql", "thread-activity.sql", "activity-open-holds.sql"};
+    "activity-newest.sql", "thread-activity.sql", "activity-open-values.sql"};
 
 START_TEST(test_list_statements_search)
 {

@@ -262,6 +262,7 @@ static void sq_disconnect(void *ctx, void *conn)
         sqlite3_finalize(c->stmts[i]);
     sqlite3_close(c->db);
     sq_list_memo_clear(c);
+    sq_open_memo_clear(c);
     free(c);
 }
 

@@ -244,6 +244,25 @@ static int pair_next(const char **p, const char *end, key_pair *pair, convo_erro
     return convo__error(err, CONVO_ECORRUPT, NULL, "sqlite: a thread's key_values is malformed");
 }
 
+/* *holds: 1 when key values (values, len bytes; NULL: none) hold value at
+ * key (list.c: whether the open thread is one to list). */
+int sq_key_values_hold(const char *values, size_t len, const char *key, const char *value,
+                       int *holds, convo_error *err)
+{
+    const char *p = values, *end = p ? p + len : NULL;
+    size_t key_len = strlen(key), value_len = strlen(value);
+    key_pair pair;
+    int rc;
+    *holds = 0;
+    while ((rc = pair_next(&p, end, &pair, err)) == 1)
+        if ((size_t)pair.key_len == key_len && memcmp(pair.key, key, key_len) == 0) {
+            *holds = (size_t)pair.value_len == value_len &&
+                     memcmp(pair.value, value, value_len) == 0;
+            return 0;
+        }
+    return rc;
+}
+
 /* Thread num's id, created_at and key values, from its row. */
 static int keyed_read(sq_conn *c, int64_t num, keyed_thread *t, convo_error *err)
 {

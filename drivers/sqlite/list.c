@@ -200,26 +200,71 @@ static int bare_listing(sq_conn *c, const list_args *a, convo_error *err)
     return rc < 0 ? rc : 1;
 }
 
+void sq_open_memo_clear(sq_conn *c)
+{
+    free(c->open_memo.values);
+    memset(&c->open_memo, 0, sizeof c->open_memo);
+}
+
+/* The open thread's key values into the connection's note, read in this
+ * transaction (activity-open-values.sql), for data version v (valid: 1 when
+ * it is known). */
+static int open_memo_read(sq_conn *c, unsigned v, int valid, convo_error *err)
+{
+    sqlite3_stmt *st;
+    sq_open_memo_clear(c);
+    int rc = sq_stmt_get(c, ST_ACTIVITY_OPEN_VALUES, &st, err);
+    if (rc == 0 && (rc = sq_stmt_step(c, st, "reading the open thread", err)) == 1) {
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        const unsigned char *text = sqlite3_column_text(st, 0);
+        if (text && (c->open_memo.values = malloc(len + 1)) != NULL) {
+            memcpy(c->open_memo.values, text, len + 1);
+            c->open_memo.values_len = len;
+        }
+        rc = text && !c->open_memo.values ? no_memory(err) : 0;
+        sq_stmt_done(st);
+    }
+    c->open_memo.valid = rc == 0 && valid;
+    c->open_memo.version = v;
+    return rc;
+}
+
+/* *holds: 1 when the thread written last holds value at key. Its key values
+ * come from the connection's note when the file has not changed since it was
+ * taken: SQLite's data version (SQLITE_FCNTL_DATA_VERSION, as this read
+ * transaction sees the file) changes with every commit, this connection's or
+ * another's, so a page read again costs no statement here. */
+static int open_holds(sq_conn *c, const char *key, const char *value, int *holds,
+                      convo_error *err)
+{
+    unsigned v = 0;
+    int known = 0, rc = 0;
+#ifdef SQLITE_FCNTL_DATA_VERSION
+    known = sqlite3_file_control(c->db, "main", SQLITE_FCNTL_DATA_VERSION, &v) == SQLITE_OK;
+#endif
+    if (!known || !c->open_memo.valid || c->open_memo.version != v)
+        rc = open_memo_read(c, v, known, err);
+    return rc ? rc
+              : sq_key_values_hold(c->open_memo.values, c->open_memo.values_len, key, value,
+                                   holds, err);
+}
+
 /* A listing by key's value in activity order: the open thread (the thread
  * written last, which has no row in convo_key_recent) when it holds the value
  * and the position lets it: run before the range newest first, after it
- * oldest first (activity-open-holds.sql says whether it holds the value, in two
- * seeks; list-key-open.sql reads its row). */
+ * oldest first (open_holds says whether it holds the value; list-key-open.sql
+ * reads its row). */
 static int add_open_row(sq_conn *c, list_args *a, const char *key, const char *value,
                         convo_error *err)
 {
     int descending = !a->o->reverse;
     if (a->rows > a->o->limit || (descending && a->after && a->after->time < ACTIVITY_OPEN))
         return 0; /* the page is full, or the cursor is past the open entry */
-    sqlite3_stmt *st;
-    int rc = sq_stmt_get(c, ST_ACTIVITY_OPEN_HOLDS, &st, err);
-    if (rc)
-        return rc;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-    if ((rc = sq_stmt_step(c, st, "listing threads", err)) != 1)
+    int holds;
+    int rc = open_holds(c, key, value, &holds, err);
+    if (rc || !holds)
         return rc; /* the common case: the thread written last is not one to list */
-    sq_stmt_done(st);
+    sqlite3_stmt *st;
     if ((rc = sq_stmt_get(c, ST_LIST_KEY_OPEN, &st, err)) != 0)
         return rc;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);

@@ -71,7 +71,7 @@
     X(LIST_ID) X(LIST_ID_REVERSE) X(LIST_KEY_RECENT) X(LIST_KEY_RECENT_REVERSE)              \
     X(LIST_KEY_CREATED) X(LIST_KEY_CREATED_REVERSE) X(LIST_KEY_ID) X(LIST_KEY_ID_REVERSE)    \
     X(LIST_RECENT_BARE) X(LIST_RECENT_REVERSE_BARE) X(LIST_KEY_RECENT_BARE)                  \
-    X(LIST_KEY_RECENT_REVERSE_BARE) X(LIST_KEY_OPEN) X(ACTIVITY_OPEN_HOLDS)                  \
+    X(LIST_KEY_RECENT_REVERSE_BARE) X(LIST_KEY_OPEN) X(ACTIVITY_OPEN_VALUES)                \
     X(CP_FIND) X(CP_LAST) X(CP_LAST_ORDER) X(CP_TAKE_ORDERS) X(CP_PUT) X(CP_GET) X(CP_LATEST)                  \
     X(CP_LIST_THREAD) X(CP_LIST_ALL) X(CP_LIST_ALL_BEFORE) X(CP_KEYS) X(CP_DELETE)           \
     X(CP_BEYOND) X(CP_DELETE_BEYOND) X(CP_LOG_AT_LEAST) X(CP_ORPHANS) X(CP_ORPHANS_BEYOND) \
@@ -108,6 +108,15 @@ struct sq_list_memo {
     int depth, valid;
 };
 
+/* The key values of the thread written last, as this connection last read
+ * them (list.c), for the data version it read them at. */
+struct sq_open_memo {
+    unsigned version;
+    int valid;
+    char *values; /* NULL: none */
+    size_t values_len;
+};
+
 typedef struct sq_conn {
     sqlite3 *db;
     int busy_ms;
@@ -117,6 +126,7 @@ typedef struct sq_conn {
     sqlite3_stmt *stmts[ST_COUNT]; /* prepared on first use, kept until disconnect */
     struct sq_open_read open_read; /* cleared when a transaction starts */
     struct sq_list_memo memo;      /* layout 9 (lists.c) */
+    struct sq_open_memo open_memo; /* layout 15 (list.c) */
 } sq_conn;
 
 struct convo_backend {
@@ -248,6 +258,9 @@ struct json_t; /* jansson's */
 int sq_index_value(const struct json_t *v, char **out, convo_error *err);
 int sq_index_keys(sq_conn *c, char ***keys, convo_error *err);
 void sq_index_keys_free(char **keys);
+int sq_key_values_hold(const char *values, size_t len, const char *key, const char *value,
+                       int *holds, convo_error *err);
+void sq_open_memo_clear(sq_conn *c);
 int sq_index_declare(convo_backend *b, char *const *keys, convo_error *err);
 int sq_index_extra(sq_conn *c, int64_t num, int64_t at, int64_t length,
                    const struct json_t *patch, convo_error *err);
