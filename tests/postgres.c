@@ -250,6 +250,7 @@ static Suite *postgres_suite(void)
     postgres_add_readback_tests(s);
     postgres_add_preview_tests(s);
     postgres_add_expiry_tests(s);
+    postgres_add_segments_tests(s);
     postgres_add_cost_tests(s);
     return s;
 }

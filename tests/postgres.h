@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* The driver's schema version, and every version a schema it made records. */
-#define PG_SCHEMA_VERSION 41
-#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41"
+#define PG_SCHEMA_VERSION 42
+#define PG_SCHEMA_VERSIONS "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42"
 
 extern const char *base_url; /* CONVO_TEST_POSTGRES_URL */
 extern unsigned run_id;
@@ -110,5 +110,7 @@ void postgres_add_cold_tests(Suite *s);
 void postgres_add_preview_tests(Suite *s);
 /* tests/postgres_expiry.c: threads_by_expiry only where a ttl opener opened (v26). */
 void postgres_add_expiry_tests(Suite *s);
+/* tests/postgres_segments.c: sealed checkpoint segments (v42). */
+void postgres_add_segments_tests(Suite *s);
 
 #endif

@@ -3,8 +3,10 @@
 -- values no remaining checkpoint of their namespace lists, in one statement; returns how many were removed. A
 -- missing or expired thread removes nothing. $4: the store's ttl. All parts
 -- see one snapshot, so "remaining" leaves the doomed rows out by name.
+-- (schema 42) A thread with segments: CV042, the driver unseals it first.
 WITH t AS (
-    SELECT @S.thread_live($1::text, $4::interval, false) AS tid),
+    SELECT CASE WHEN @S.segments_none($1::text, NULL)
+                THEN @S.thread_live($1::text, $4::interval, false) END AS tid),
 doomed AS (
     DELETE FROM @S.checkpoints c USING t, unnest($2::text[], $3::text[]) AS k(ns, id)
      WHERE c.tid = t.tid AND c.checkpoint_ns = k.ns AND c.checkpoint_id = @S.id_pack(k.id)

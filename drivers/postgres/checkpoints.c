@@ -149,8 +149,14 @@ static void checkpoint_params_free(cp_params *p)
  * not the put's: it is dropped. */
 #define ANALYZE_AFTER_PUTS 128
 
-static void put_done(convo_backend *b)
+/* After a put: a seal when one is due (schema 42; its own statements, and
+ * the put has succeeded whatever it meets: a seal not done is done later),
+ * and the statistics once. */
+static void put_done(convo_backend *b, const convo_checkpoint_in *cp)
 {
+    int sealed;
+    (void)convo__pg_seal(b, cp->thread_id, cp->checkpoint_ns ? cp->checkpoint_ns : "", 0,
+                         &sealed, NULL);
     if (__atomic_add_fetch(&b->cp_puts, 1, __ATOMIC_RELAXED) != ANALYZE_AFTER_PUTS)
         return;
     char *sql = convo__pg_fill(b, SQL_CHECKPOINT_ANALYZE, NULL);
@@ -171,11 +177,12 @@ int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
     if (rc != 0)
         return convo__pg_too_large(rc, err);
     PGresult *r;
-    rc = convo__pg_run(b, ST_CP_PUT, p.values, p.lens, &r, err);
+    rc = convo__pg_run_unsealed(b, cp->thread_id, ST_CP_PUT, 14, p.values, p.lens, PG_RUN_PLAIN,
+                                &r, err);
     checkpoint_params_free(&p);
     if (rc == 0) {
         PQclear(r);
-        put_done(b);
+        put_done(b, cp);
     }
     return rc;
 }
@@ -230,11 +237,12 @@ int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
         return convo__pg_too_large(rc, err);
     }
     PGresult *r;
-    rc = convo__pg_run(b, ST_CP_PUT_LOG, p.values, p.lens, &r, err);
+    rc = convo__pg_run_unsealed(b, cp->thread_id, ST_CP_PUT_LOG, 18, p.values, p.lens,
+                                PG_RUN_PLAIN, &r, err);
     log_params_free(&p);
     if (rc == 0) {
         PQclear(r);
-        put_done(b);
+        put_done(b, cp);
     }
     return rc;
 }
@@ -303,9 +311,10 @@ int convo__pg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *c
         for (int k = 0; k < SWAP_ARRAYS; k++)
             values[18 + k] = arrays[k];
         PGresult *r;
-        if ((rc = convo__pg_run(b, ST_CP_PUT_REFS, values, lens, &r, err)) == 0) {
+        if ((rc = convo__pg_run_unsealed(b, cp->thread_id, ST_CP_PUT_REFS, 18 + SWAP_ARRAYS,
+                                         values, lens, PG_RUN_PLAIN, &r, err)) == 0) {
             PQclear(r);
-            put_done(b);
+            put_done(b, cp);
         }
     } else {
         rc = convo__pg_too_large(rc, err);
@@ -362,8 +371,10 @@ int convo__pg_checkpoint_put_writes(convo_backend *b, const char *thread_id, con
     for (int i = 0; i < 5; i++)
         lens[i] = (int)strlen(values[i]);
     PGresult *r;
-    /* the merge reads the stored elements (write_fields(): 2202E) */
-    rc = convo__pg_run_stored_bytes(b, ST_CP_WRITES, values, lens, &r, err);
+    /* the merge reads the stored elements (write_fields(): 2202E); a sealed
+     * checkpoint is unsealed for its writes */
+    rc = convo__pg_run_unsealed(b, thread_id, ST_CP_WRITES, 10, values, lens, PG_RUN_BYTES, &r,
+                                err);
     for (int i = 0; i < 4; i++)
         free(arrays[i]);
     if (rc == 0)
@@ -390,7 +401,17 @@ int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
                                   err);
         if (rc != 0)
             return rc;
-        rc = PQntuples(r) ? convo__pg_read_rows(b, r, NULL, NULL, &cp, err) : CONVO_ENOTFOUND;
+        pg_read_opts o = {.id = checkpoint_id};
+        pg_rows rows;
+        const char *why = NULL;
+        rc = convo__pg_rows_read(r, &o, &rows, &why);
+        if (rc == 0 && rows.n == 0)
+            rc = CONVO_ENOTFOUND;
+        if (rc == 0)
+            rc = convo__pg_read_rows(b, &rows, NULL, NULL, &cp, err);
+        else if (rc == CONVO_ECORRUPT)
+            rc = convo__error(err, rc, NULL, "postgres: a stored checkpoint is corrupt (%s)", why);
+        convo__pg_rows_free(&rows);
         PQclear(r);
     }
     if (rc == CONVO_ENOTFOUND)
@@ -407,7 +428,7 @@ int convo__pg_checkpoint_get(convo_backend *b, const char *thread_id, const char
 }
 
 /* One listing: the statement's rows into a new set (*out). */
-static int list_once(convo_backend *b, const convo_checkpoint_list_opts *o,
+static int list_once(convo_backend *b, const convo_checkpoint_list_opts *o, void *filter,
                      const char *const *values, const int *lens, convo_checkpoint_set **out,
                      convo_error *err)
 {
@@ -427,9 +448,18 @@ static int list_once(convo_backend *b, const convo_checkpoint_list_opts *o,
             *err = e;
         return rc;
     }
-    convo_checkpoint_set *set = convo__checkpoint_set_new();
-    rc = set ? convo__pg_read_rows(b, r, o->only_channel, set, NULL, err)
-             : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    pg_read_opts ro = {.listing = 1, .before = o->before, .filter = filter, .limit = o->limit,
+                       .only_channel = o->only_channel != NULL};
+    pg_rows rows;
+    const char *why = NULL;
+    rc = convo__pg_rows_read(r, &ro, &rows, &why);
+    convo_checkpoint_set *set = rc == 0 ? convo__checkpoint_set_new() : NULL;
+    if (rc == CONVO_ECORRUPT)
+        rc = convo__error(err, rc, NULL, "postgres: a stored checkpoint is corrupt (%s)", why);
+    else if (rc == 0)
+        rc = set ? convo__pg_read_rows(b, &rows, o->only_channel, set, NULL, err)
+                 : convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
+    convo__pg_rows_free(&rows);
     PQclear(r);
     if (rc != 0) {
         convo_checkpoint_set_free(set);
@@ -442,7 +472,8 @@ static int list_once(convo_backend *b, const convo_checkpoint_list_opts *o,
 int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts *o,
                               void *filter, convo_checkpoint_set **out, convo_error *err)
 {
-    (void)filter; /* the server applies it: metadata @> filter */
+    /* the server applies the filter to rows (metadata @> filter), the driver
+     * to sealed checkpoints */
     char limit[8];
     put64(limit, (uint64_t)o->limit);
     const char *values[7] = {o->thread_id, o->checkpoint_ns, o->before, o->filter_json,
@@ -453,7 +484,7 @@ int convo__pg_checkpoint_list(convo_backend *b, const convo_checkpoint_list_opts
             lens[i] = values[i] ? (int)strlen(values[i]) : 0;
     int rc = PG_READ_AGAIN;
     for (int attempt = 0; rc == PG_READ_AGAIN && attempt < READ_ATTEMPTS; attempt++)
-        rc = list_once(b, o, values, lens, out, err);
+        rc = list_once(b, o, filter, values, lens, out, err);
     if (rc == CONVO_ENOTFOUND)
         return convo__error(err, rc, NULL, "checkpoint '%s' not found", o->before);
     if (rc == PG_READ_AGAIN)
@@ -470,7 +501,8 @@ int convo__pg_checkpoint_prune(convo_backend *b, const char *thread_id, size_t k
     const char *values[3] = {thread_id, keep, b->ttl};
     const int lens[3] = {(int)strlen(thread_id), 8, TTL_LEN};
     PGresult *r;
-    int rc = convo__pg_run_stored(b, ST_CP_PRUNE, values, lens, &r, err);
+    int rc = convo__pg_run_unsealed(b, thread_id, ST_CP_PRUNE, 3, values, lens, PG_RUN_STORED, &r,
+                                    err);
     if (rc == 0)
         PQclear(r);
     return rc;
@@ -495,7 +527,8 @@ int convo__pg_checkpoint_delete(convo_backend *b, const char *thread_id, const c
     PGresult *r = NULL;
     int rc = failed || !arrays[0] || !arrays[1]
                  ? convo__error(err, CONVO_ENOMEM, NULL, "out of memory")
-                 : convo__pg_run_stored(b, ST_CP_DELETE, values, lens, &r, err);
+                 : convo__pg_run_unsealed(b, thread_id, ST_CP_DELETE, 4, values, lens,
+                                          PG_RUN_STORED, &r, err);
     if (rc == 0) {
         *removed = (uint64_t)convo__pg_get_int(r, 0, 0);
         PQclear(r);

@@ -33,7 +33,8 @@ enum {
     ST_SAVE_EXTRA, ST_DELETE, ST_LIST, ST_FORK, ST_CP_PUT, ST_CP_WRITES, ST_CP_GET, ST_CP_LATEST,
     ST_CP_LIST, ST_CP_PRUNE, ST_IMPORT, ST_SWEEP, ST_CP_PUT_LOG, ST_REPLACE_TAIL,
     ST_REPLACE_TAIL_FAST, ST_CP_DELETE, ST_COPY, ST_CP_PUT_REFS, ST_APPEND_PLAIN, ST_CP_LIST_CHANNEL,
-    ST_CP_NAMES, ST_CP_BLOBS, ST_COUNT
+    ST_CP_NAMES, ST_CP_BLOBS, ST_CP_SEAL_ROWS, ST_CP_SEAL, ST_CP_UNSEAL_ROWS, ST_CP_UNSEAL,
+    ST_COUNT
 };
 
 /* The thread index's statements (index.c), thread_list_*.sql filled in for
@@ -56,6 +57,14 @@ typedef struct pg_conn {
 /* readback.c: the store's copy of checkpoint_names and checkpoint_channel_sets. */
 typedef struct pg_names pg_names;
 
+/* segments.c: a seal every PG_SEGMENT_ROWS puts of a thread and namespace
+ * packs its oldest rows but PG_SEGMENT_HOT, PG_SEGMENT_ROWS a segment, at
+ * most PG_SEAL_MAX_SEGMENTS segments at once */
+#define PG_SEGMENT_ROWS 16
+#define PG_SEGMENT_HOT 4
+#define PG_SEAL_MAX_SEGMENTS 64
+#define PG_SEAL_SLOTS 256
+
 struct convo_backend {
     convo_pool *pool;
     char *conninfo;     /* the URL for libpq: convo's parameters removed */
@@ -74,6 +83,11 @@ struct convo_backend {
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
     unsigned long cp_puts; /* checkpoint puts through this handle (checkpoint_analyze.sql) */
     pg_names *names;       /* the names stored checkpoints' numbers stand for (readback.c) */
+    /* segments.c: checkpoints a segment holds, the newest kept as rows, and
+     * the puts counted towards the next seal of each thread and namespace */
+    int seg_rows, seg_hot;
+    pthread_mutex_t seal_lock;
+    unsigned seal_counts[PG_SEAL_SLOTS];
 };
 
 /* ---- conn.c: connections, errors, statements */
@@ -232,16 +246,59 @@ typedef struct pg_array_elem {
 } pg_array_elem;
 int convo__pg_unpack_array(const char *p, size_t n, pg_array_elem **out, size_t *count);
 
+/* segments.c: checkpoint rows as cells, a result's own or a segment's */
+enum { C_KIND, C_R, C_THREAD, C_NS, C_ID, C_PARENT, C_META, C_LOG, C_AT, C_BODY_TYPE, C_BODY,
+       C_TID, C_SET, C_VERSIONS, C_VALS, C_WRITES, C_PUT, PG_NCOLS };
+typedef struct pg_cell {
+    const char *v;
+    size_t len;
+    int null;
+} pg_cell;
+typedef struct convo__seg convo__seg;
+typedef struct pg_rows {
+    size_t n, cap;
+    pg_cell *cells;         /* n rows of PG_NCOLS */
+    unsigned char *sealed;  /* per row: 1 when it came from a segment */
+    convo__seg **segs;      /* the segments the cells point into */
+    size_t nsegs, cap_segs;
+} pg_rows;
+typedef struct pg_read_opts {
+    const char *id;     /* a get by id: a sealed checkpoint only with this id */
+    int listing;        /* a listing: filtered, merged and cut as below */
+    const char *before; /* its `before` */
+    void *filter;       /* its metadata filter (json_t *), or NULL */
+    size_t limit;       /* 0: none */
+    int only_channel;   /* one channel's listing: no metadata nor body */
+} pg_read_opts;
+int64_t convo__pg_cell_int(const pg_cell *c);
+/* The rows of a read statement (checkpoint_get.sql and the rest): its own
+ * (kind 0) and its segments' checkpoints (kind 1); CONVO_ENOTFOUND when
+ * `before` names none, CONVO_ECORRUPT (*why) for a segment that does not
+ * decode. Freed with convo__pg_rows_free, before the result. */
+int convo__pg_rows_read(const PGresult *r, const pg_read_opts *o, pg_rows *rows,
+                        const char **why);
+void convo__pg_rows_free(pg_rows *rows);
+/* After a put: a seal of thread_id / ns when one is due (force: now); *sealed
+ * the rows sealed. A seal that meets a changed row does nothing. */
+int convo__pg_seal(convo_backend *b, const char *thread_id, const char *ns, int force,
+                   int *sealed, convo_error *err);
+/* Statement st run as convo__pg_run (how PG_RUN_PLAIN), _stored or
+ * _stored_bytes (PG_RUN_BYTES); when it meets segments (CV042) the thread is
+ * unsealed and st run again in one transaction. */
+enum { PG_RUN_PLAIN, PG_RUN_STORED, PG_RUN_BYTES };
+int convo__pg_run_unsealed(convo_backend *b, const char *thread_id, int st, int nparams,
+                           const char *const *values, const int *lens, int how,
+                           PGresult **out, convo_error *err);
+
 /* readback.c */
 int convo__pg_names_init(convo_backend *b);
 void convo__pg_names_free(convo_backend *b);
 /* A read of rows changed between its two statements: run it again. */
 #define PG_READ_AGAIN 1
-/* The checkpoints of the rows of checkpoint_get.sql (_latest, _list,
- * _list_channel with only_channel) into set, or the one into *single:
- * CONVO_ENOTFOUND for a kind-9 row, CONVO_ECORRUPT (err says what), or
- * PG_READ_AGAIN. */
-int convo__pg_read_rows(convo_backend *b, const PGresult *r, const char *only_channel,
+/* The checkpoints of rows (convo__pg_rows_read() of checkpoint_get.sql,
+ * _latest, _list, _list_channel with only_channel) into set, or the one into
+ * *single: CONVO_ECORRUPT (err says what), or PG_READ_AGAIN. */
+int convo__pg_read_rows(convo_backend *b, const pg_rows *rows, const char *only_channel,
                         convo_checkpoint_set *set, convo_checkpoint **single, convo_error *err);
 
 /* checkpoints.c */

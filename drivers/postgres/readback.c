@@ -234,10 +234,6 @@ static int body_decode(const char *stored, size_t n, char **out, size_t *len)
     return 0;
 }
 
-/* Columns of the rows (checkpoint_get.sql). */
-enum { C_KIND, C_R, C_THREAD, C_NS, C_ID, C_PARENT, C_META, C_LOG, C_AT, C_BODY_TYPE, C_BODY,
-       C_TID, C_SET, C_VERSIONS, C_VALS, C_WRITES };
-
 /* One checkpoint row decoded: its channels (all, or only_channel's) and its
  * pending writes, pointing into the rows. */
 typedef struct row_items {
@@ -249,7 +245,7 @@ typedef struct row_items {
 
 typedef struct read_ctx {
     convo_backend *b;
-    const PGresult *r;
+    const pg_rows *in;  /* the rows (columns as checkpoint_get.sql's) */
     const char *only;    /* only_channel, or NULL */
     int32_t only_num;    /* its number; 0: no checkpoint names it */
     row_items *rows;
@@ -304,21 +300,30 @@ static int32_t col_int(const PGresult *r, int i, int col)
     return (int32_t)convo__pg_get_int(r, i, col);
 }
 
+static const pg_cell *cell(const read_ctx *x, int i, int col)
+{
+    return &x->in->cells[(size_t)i * PG_NCOLS + col];
+}
+
+static int32_t cell_i32(const read_ctx *x, int i, int col)
+{
+    return (int32_t)convo__pg_cell_int(cell(x, i, col));
+}
+
 /* The channels and writes of row i into it. */
 static int decode_row(read_ctx *x, int i, row_items *it)
 {
-    const PGresult *r = x->r;
     int32_t *chs = NULL;
     size_t n = 0;
-    int rc = need_set(x, col_int(r, i, C_SET), &chs, &n);
+    int rc = need_set(x, cell_i32(x, i, C_SET), &chs, &n);
     if (rc != 0)
         return rc;
     it->ch = calloc(n ? n : 1, sizeof *it->ch);
     rc = !it->ch ? CONVO_ENOMEM
-         : convo__pg_unpack_channels(chs, n, PQgetvalue(r, i, C_VERSIONS),
-                                     (size_t)PQgetlength(r, i, C_VERSIONS),
-                                     PQgetvalue(r, i, C_VALS), (size_t)PQgetlength(r, i, C_VALS),
-                                     PQgetisnull(r, i, C_VALS), it->ch);
+         : convo__pg_unpack_channels(chs, n, cell(x, i, C_VERSIONS)->v,
+                                     cell(x, i, C_VERSIONS)->len,
+                                     cell(x, i, C_VALS)->v, cell(x, i, C_VALS)->len,
+                                     cell(x, i, C_VALS)->null, it->ch);
     free(chs);
     if (rc != 0)
         return rc == CONVO_ECORRUPT ? corrupt(x, "its versions or values do not decode") : rc;
@@ -330,11 +335,11 @@ static int decode_row(read_ctx *x, int i, row_items *it)
                 it->ch[k++] = it->ch[o];
         it->nch = k;
     }
-    if (PQgetisnull(r, i, C_WRITES))
+    if (cell(x, i, C_WRITES)->null)
         return 0;
     pg_array_elem *el;
     size_t ne;
-    rc = convo__pg_unpack_array(PQgetvalue(r, i, C_WRITES), (size_t)PQgetlength(r, i, C_WRITES),
+    rc = convo__pg_unpack_array(cell(x, i, C_WRITES)->v, cell(x, i, C_WRITES)->len,
                                 &el, &ne);
     if (rc != 0)
         return rc == CONVO_ECORRUPT ? corrupt(x, "its pending writes do not decode") : rc;
@@ -365,7 +370,6 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
     for (int k = 0; k < 7; k++)
         convo__pg_array_start(&a[k], oids[k], 64);
     *n = 0;
-    const PGresult *r = x->r;
     for (int i = 0; i < rows; i++) {
         int first = 1; /* the row's first entry carries its check */
         for (size_t o = 0; o < x->rows[i].nch; o++) {
@@ -375,14 +379,17 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
             char ch[4];
             put32(ch, (uint32_t)c->ch);
             static const int cols[4] = {C_TID, C_NS, C_ID, C_VERSIONS};
+            /* a sealed row sends no versions: nothing to check (segments change whole) */
             for (int k = 0; k < 4; k++)
-                convo__pg_array_add(&a[k], k < 2 || first ? PQgetvalue(r, i, cols[k]) : NULL,
-                                    (size_t)PQgetlength(r, i, cols[k]));
+                convo__pg_array_add(&a[k],
+                                    k < 2 || (first && !(k == 3 && x->in->sealed[i]))
+                                        ? cell(x, i, cols[k])->v : NULL,
+                                    cell(x, i, cols[k])->len);
             convo__pg_array_add(&a[4], ch, 4);
             convo__pg_array_add(&a[5], c->ver, c->ver_len);
-            convo__pg_array_add(&a[6], !first || PQgetisnull(r, i, C_VALS)
-                                           ? NULL : PQgetvalue(r, i, C_VALS),
-                                (size_t)PQgetlength(r, i, C_VALS));
+            convo__pg_array_add(&a[6], !first || cell(x, i, C_VALS)->null
+                                           ? NULL : cell(x, i, C_VALS)->v,
+                                cell(x, i, C_VALS)->len);
             first = 0;
             (*n)++;
         }
@@ -441,11 +448,10 @@ static int fetch_blobs(read_ctx *x, int rows)
 /* The metadata of row i, unpacked and checked to be one object (compact). */
 static int row_metadata(read_ctx *x, int i, char **out)
 {
-    const PGresult *r = x->r;
-    if (PQgetisnull(r, i, C_META))
+    if (cell(x, i, C_META)->null)
         return (*out = strdup("{}")) ? 0 : CONVO_ENOMEM;
     size_t len, clen;
-    char *text = convo__pg_meta_text(PQgetvalue(r, i, C_META), (size_t)PQgetlength(r, i, C_META),
+    char *text = convo__pg_meta_text(cell(x, i, C_META)->v, cell(x, i, C_META)->len,
                                      &len);
     if (!text)
         return CONVO_ENOMEM;
@@ -460,34 +466,33 @@ static int row_metadata(read_ctx *x, int i, char **out)
 /* The checkpoint of row i, without its items. */
 static int row_checkpoint(read_ctx *x, int i, convo_checkpoint **out)
 {
-    const PGresult *r = x->r;
     char *id = NULL, *parent = NULL, *meta = NULL, *body = NULL;
     const char *body_type = NULL;
     size_t blen = 0;
-    int64_t log_length = convo__pg_get_int(r, i, C_LOG);
+    int64_t log_length = convo__pg_cell_int(cell(x, i, C_LOG));
     int rc = log_length < 0 ? corrupt(x, "a negative log length")
-                            : convo__pg_id_text(PQgetvalue(r, i, C_ID),
-                                                (size_t)PQgetlength(r, i, C_ID), &id);
-    if (rc == 0 && !PQgetisnull(r, i, C_PARENT))
-        rc = convo__pg_id_text(PQgetvalue(r, i, C_PARENT), (size_t)PQgetlength(r, i, C_PARENT),
+                            : convo__pg_id_text(cell(x, i, C_ID)->v,
+                                                cell(x, i, C_ID)->len, &id);
+    if (rc == 0 && !cell(x, i, C_PARENT)->null)
+        rc = convo__pg_id_text(cell(x, i, C_PARENT)->v, cell(x, i, C_PARENT)->len,
                                &parent);
     if (rc == CONVO_ECORRUPT && !x->why)
         x->why = "an id is not UTF-8";
     if (rc == 0)
         rc = row_metadata(x, i, &meta);
-    if (rc == 0 && !PQgetisnull(r, i, C_BODY_TYPE)) {
-        rc = need_name(x, col_int(r, i, C_BODY_TYPE), &body_type);
-        if (rc == 0 && PQgetisnull(r, i, C_BODY))
+    if (rc == 0 && !cell(x, i, C_BODY_TYPE)->null) {
+        rc = need_name(x, cell_i32(x, i, C_BODY_TYPE), &body_type);
+        if (rc == 0 && cell(x, i, C_BODY)->null)
             rc = corrupt(x, "a body type without a body");
-        if (rc == 0 && (rc = body_decode(PQgetvalue(r, i, C_BODY),
-                                         (size_t)PQgetlength(r, i, C_BODY), &body, &blen)) ==
+        if (rc == 0 && (rc = body_decode(cell(x, i, C_BODY)->v,
+                                         cell(x, i, C_BODY)->len, &body, &blen)) ==
                            CONVO_ECORRUPT)
             x->why = "its body does not decode";
     }
     if (rc == 0) {
-        *out = convo__checkpoint_new(PQgetvalue(r, i, C_THREAD), PQgetvalue(r, i, C_NS), id,
+        *out = convo__checkpoint_new(cell(x, i, C_THREAD)->v, cell(x, i, C_NS)->v, id,
                                      parent, meta, body_type, body ? body : "", blen, log_length,
-                                     convo__pg_get_int(r, i, C_AT) + PG_EPOCH_MICROS);
+                                     convo__pg_cell_int(cell(x, i, C_AT)) + PG_EPOCH_MICROS);
         rc = *out ? 0 : CONVO_ENOMEM;
     }
     free(id), free(parent), free(meta), free(body);
@@ -556,13 +561,11 @@ static int build(read_ctx *x, int rows, convo_checkpoint_set *set, convo_checkpo
     return rc;
 }
 
-int convo__pg_read_rows(convo_backend *b, const PGresult *r, const char *only_channel,
+int convo__pg_read_rows(convo_backend *b, const pg_rows *in, const char *only_channel,
                         convo_checkpoint_set *set, convo_checkpoint **single, convo_error *err)
 {
-    int rows = PQntuples(r);
-    if (rows > 0 && convo__pg_get_int(r, 0, C_KIND) == 9)
-        return CONVO_ENOTFOUND; /* `before` names no checkpoint */
-    read_ctx x = {b, r, only_channel, 0, NULL, NULL, NULL, err};
+    int rows = (int)in->n;
+    read_ctx x = {b, in, only_channel, 0, NULL, NULL, NULL, err};
     int rc = 0;
     if (only_channel && !(x.only_num = num_of(b->names, only_channel)) && rows > 0 &&
         (rc = refresh(b, 0, 0, err)) == 0)

@@ -3,7 +3,7 @@
 -- expected length and $7 expected generation, below 0: any, $8 ttl); the
 -- messages removed and the new generation back. No row back (the thread is
 -- missing or expired, a condition fails, keep is past the end, a checkpoint
--- refers past keep, or the row changed after this statement's snapshot) sends
+-- (sealed or not, schema 42) refers past keep, or the row changed after this statement's snapshot) sends
 -- the call to replace_tail.sql, which says why or does it.
 -- cur reads the thread row in the statement's snapshot. The update locks the
 -- row; when it had to wait for a writer that changed it, it rechecks its
@@ -31,6 +31,8 @@ upd AS (
        AND ($7::int8 < 0 OR t.generation = $7::int8)
        AND NOT EXISTS (SELECT 1 FROM @S.checkpoints c
                         WHERE c.tid = t.tid AND c.log_length > $2::int8)
+       AND NOT EXISTS (SELECT 1 FROM @S.checkpoint_segments s
+                        WHERE s.tid = t.tid AND s.max_log > $2::int8)
     RETURNING t.tid, cur.length AS old_length, t.generation),
 put AS (
     INSERT INTO @S.messages AS m (tid, seq, created_at, role, body)

@@ -236,7 +236,8 @@ static int fork_run(convo_backend *b, int statement, const char *src, const char
     const char *values[6] = {src, dst, up, generation, at, b->ttl};
     const int lens[6] = {(int)strlen(src), (int)strlen(dst), 8, 8, 8, TTL_LEN};
     PGresult *r;
-    int rc = convo__pg_run_stored(b, statement, values, lens, &r, err); /* copy: versions */
+    /* copy: versions; a source with segments is unsealed first (schema 42) */
+    int rc = convo__pg_run_unsealed(b, src, statement, 6, values, lens, PG_RUN_STORED, &r, err);
     if (rc == 0)
         PQclear(r);
     return rc;
@@ -326,7 +327,8 @@ int convo__pg_replace_tail(convo_backend *b, const char *thread_id, int64_t keep
         rc = rewrite_fast(b, &p, keep, n, &done, res, err);
     PGresult *r = NULL;
     if (rc == 0 && !done)
-        rc = convo__pg_run_stored(b, ST_REPLACE_TAIL, p.values, p.lens, &r, err);
+        rc = convo__pg_run_unsealed(b, thread_id, ST_REPLACE_TAIL, 10, p.values, p.lens,
+                                    PG_RUN_STORED, &r, err);
     free(p.bodies);
     free(p.roles);
     if (rc != 0 || done)
