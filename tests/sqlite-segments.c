@@ -27,6 +27,8 @@ static const char *uuid(int n)
 /* checkpoint n of tid: channel a at version n (value n), channel b at version
  * 1 (its value "B" brought by checkpoint 0 only), metadata with step n and
  * run r<n % 2>, body body-n */
+static int with_log; /* 1: checkpoint n has log_length n + 1 (the thread has the messages) */
+
 static int put_n(convo_store *s, const char *tid, int n, const char *extra_meta)
 {
     char version[16], value[16], meta[128], body[32];
@@ -45,6 +47,7 @@ static int put_n(convo_store *s, const char *tid, int n, const char *extra_meta)
     cp.body = (convo_blob){"text", body, strlen(body)};
     cp.channels = ch;
     cp.nchannels = 2;
+    cp.log_length = with_log ? n + 1 : 0;
     convo_error err;
     int rc = convo_checkpoint_put(s, &cp, &err);
     return rc;
@@ -284,6 +287,37 @@ START_TEST(test_removals)
     ck_assert_int_eq(convo_thread_delete(s, "u", &err), 0);
     ck_assert_int_eq(segments(path), 0);
     ck_assert_int_eq(sql_int(path, "SELECT count(*) FROM convo_checkpoints"), 6);
+    convo_close(s);
+}
+END_TEST
+
+/* a tail rewrite dropping the checkpoints past it, sealed ones among them */
+START_TEST(test_rewrite_drops)
+{
+    const char *path = db_path("rewrite");
+    convo_store *s = open_db(path);
+    convo_error err;
+    const char *msg[N];
+    for (int i = 0; i < N; i++)
+        msg[i] = "{\"role\":\"user\",\"content\":\"m\"}";
+    ck_assert_int_eq(convo_append(s, "t", msg, NULL, N, NULL, NULL, &err), 0);
+    with_log = 1;
+    put_range(s, "t", 0, N);
+    with_log = 0;
+    convo_rewrite_opts o = CONVO_REWRITE_OPTS_INIT;
+    o.drop_checkpoints = 1;
+    ck_assert_msg(convo_replace_tail(s, "t", 30, NULL, NULL, 0, &o, NULL, &err) == 0, "%s",
+                  err.message); /* checkpoints 30.. refer to messages it removes */
+    for (int n = 0; n < 30; n++)
+        see_n(s, "t", n);
+    convo_checkpoint *cp = NULL;
+    ck_assert_int_eq(get_n(s, "t", 30, &cp), CONVO_ENOTFOUND);
+    ck_assert_int_eq(sealed_rows(path), 30); /* 30 and 31 of block 1 went */
+    ck_assert_int_eq(get_n(s, "t", -1, &cp), 0); /* the latest: 29, sealed */
+    is_n(cp, 29);
+    convo_checkpoint_free(cp);
+    ck_assert_int_eq(segments(path), sql_int(path, "SELECT count(DISTINCT key >> 4) FROM"
+                                                   " convo_checkpoints WHERE sealed = 1"));
     convo_close(s);
 }
 END_TEST
@@ -542,6 +576,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_writes_and_reput);
     tcase_add_test(tc, test_removals);
     tcase_add_test(tc, test_fork_and_copy);
+    tcase_add_test(tc, test_rewrite_drops);
     tcase_add_test(tc, test_corrupt_segment);
     tcase_add_test(tc, test_segment_cells_corrupt);
     tcase_add_test(tc, test_seal_rolls_back);
