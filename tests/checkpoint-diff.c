@@ -1,0 +1,334 @@
+/* checkpoint-diff.c — a driver's checkpoints against memory:'s, operation by
+ * operation: a seeded random run of puts (new ones, with ordered and unordered
+ * ids, and puts again), put_writes (idx >= 0 and negative), prunes and deletes
+ * by run (rare, so that SQLite's blocks of 16 fill and seal), reopens of the
+ * store (alternately with ALT_URL: SQLite's seal=0), and reads — get by id,
+ * latest, list with before, limit and a metadata filter — each done on both
+ * stores and compared byte for byte (all but created_at). Every read crosses
+ * whatever the driver keeps apart (SQLite layout 17's rows, hot table and
+ * sealed segments). Run by tests/checkpoints.sh.
+ *   tests/checkpoint_diff URL ALT_URL|- OPS SEED
+ * Exit 0 when every result agreed, 1 naming the first that did not. */
+#include <convo.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THREADS 2
+#define NAMESPACES 2
+#define MAX_IDS 8000
+
+static const char *const thread_ids[THREADS] = {"t0", "t1"};
+static const char *const namespaces[NAMESPACES] = {"", "sub"};
+
+typedef struct lane { /* the checkpoints of one thread and namespace, in put order */
+    char ids[MAX_IDS][48];
+    int n;
+    char versions[3][24]; /* each channel's current version */
+} lane;
+
+static lane lanes[THREADS][NAMESPACES];
+static convo_store *stores[2]; /* memory:, the driver's */
+static const char *urls[2];    /* the driver's, its alternate */
+static uint64_t state;
+static long op;
+static int versions_made;
+
+static unsigned rnd(unsigned n)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (unsigned)(state % n);
+}
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "checkpoint_diff: operation %ld: ", op);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+/* ---- results as text ---- */
+
+typedef struct text {
+    char *p;
+    size_t len, cap;
+} text;
+
+static void add(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (t->len + (size_t)n + 1 > t->cap &&
+                  !(t->p = realloc(t->p, t->cap = (t->len + (size_t)n + 1) * 2))))
+        fail("out of memory");
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+static void add_blob(text *t, convo_blob b)
+{
+    add(t, "%s:%.*s", b.type ? b.type : "-", (int)b.len, b.bytes ? (const char *)b.bytes : "");
+}
+
+/* Everything of cp but created_at, which each store sets. */
+static void add_checkpoint(text *t, const convo_checkpoint *cp)
+{
+    const char *parent = convo_checkpoint_parent_id(cp);
+    add(t, "%s|%s|%s|parent %s|%s|log %lld|", convo_checkpoint_thread_id(cp),
+        convo_checkpoint_ns(cp), convo_checkpoint_id(cp), parent ? parent : "-",
+        convo_checkpoint_metadata(cp), (long long)convo_checkpoint_log_length(cp));
+    add_blob(t, convo_checkpoint_body(cp));
+    for (size_t i = 0; i < convo_checkpoint_channel_count(cp); i++) {
+        const char *version;
+        convo_blob v;
+        add(t, "|%s@", convo_checkpoint_channel(cp, i, &version, &v));
+        add(t, "%s=", version);
+        add_blob(t, v);
+    }
+    for (size_t i = 0; i < convo_checkpoint_write_count(cp); i++) {
+        const char *path, *channel;
+        int64_t idx;
+        convo_blob v;
+        const char *task = convo_checkpoint_write(cp, i, &path, &idx, &channel, &v);
+        add(t, "|w %s %s %lld %s=", task, path, (long long)idx, channel);
+        add_blob(t, v);
+    }
+    add(t, "\n");
+}
+
+static void same(const char *what, text r[2])
+{
+    if (strcmp(r[0].p ? r[0].p : "", r[1].p ? r[1].p : "") != 0)
+        fail("%s differs:\n  memory:     %s\n  the driver: %s", what, r[0].p, r[1].p);
+    free(r[0].p);
+    free(r[1].p);
+}
+
+static void same_rc(const char *what, const int rc[2], convo_error err[2])
+{
+    if (rc[0] != rc[1])
+        fail("%s: memory %d (%s), the driver %d (%s)", what, rc[0], err[0].message, rc[1],
+             err[1].message);
+}
+
+/* ---- writes ---- */
+
+static void put(lane *l, int t, int ns, int again)
+{
+    char meta[160], body[640], values[3][48];
+    int n = again ? (int)rnd((unsigned)l->n) : l->n;
+    if (!again && l->n == MAX_IDS)
+        return;
+    if (!again && rnd(10) == 0) /* an id that does not sort in put order */
+        snprintf(l->ids[n], sizeof l->ids[n], "x%08x", rnd(1u << 30));
+    else if (!again)
+        snprintf(l->ids[n], sizeof l->ids[n], "1f0%05x-0000-6000-8000-%012d", n, t * 10 + ns);
+    snprintf(meta, sizeof meta, "{\"step\":%d,\"run_id\":\"r%u\",\"source\":\"loop\",\"x\":%u}",
+             n, rnd(4), rnd(3));
+    int len = snprintf(body, sizeof body, "body-%d-", n);
+    for (unsigned i = 0, k = rnd(500); i < k; i++) /* repetitive, as checkpoints are */
+        body[len++] = "abcab"[rnd(5)];
+    body[len] = '\0';
+    convo_blob blobs[3];
+    convo_channel_in channels[3];
+    for (int i = 0; i < 3; i++) {
+        if (!l->versions[i][0] || rnd(3) == 0)
+            snprintf(l->versions[i], sizeof l->versions[i], "%d", ++versions_made);
+        snprintf(values[i], sizeof values[i], "\"v%s-%d\"", l->versions[i], i);
+        blobs[i] = (convo_blob){"json", values[i], strlen(values[i])};
+        channels[i] = (convo_channel_in){i == 0 ? "a" : i == 1 ? "b" : "c", l->versions[i],
+                                         &blobs[i]};
+    }
+    convo_checkpoint_in cp = CONVO_CHECKPOINT_IN_INIT;
+    cp.thread_id = thread_ids[t];
+    cp.checkpoint_ns = namespaces[ns];
+    cp.checkpoint_id = l->ids[n];
+    cp.parent_id = n ? l->ids[n - 1] : NULL;
+    cp.metadata_json = meta;
+    if (rnd(5))
+        cp.body = (convo_blob){"text", body, strlen(body)};
+    cp.channels = channels;
+    cp.nchannels = 1 + rnd(3);
+    convo_error err[2];
+    int rc[2];
+    for (int s = 0; s < 2; s++)
+        rc[s] = convo_checkpoint_put(stores[s], &cp, &err[s]);
+    same_rc("put", rc, err);
+    if (rc[0] == 0 && !again)
+        l->n++;
+}
+
+static void put_writes(lane *l, int t, int ns)
+{
+    char task[16], values[2][24];
+    convo_write_in w[2];
+    size_t n = 1 + rnd(2);
+    snprintf(task, sizeof task, "task-%u", rnd(3));
+    for (size_t i = 0; i < n; i++) {
+        snprintf(values[i], sizeof values[i], "\"w%u\"", rnd(1000));
+        int64_t idx = rnd(5) == 0 ? -1 - (int64_t)rnd(2) : (int64_t)rnd(4);
+        w[i] = (convo_write_in){idx, "a", {"json", values[i], strlen(values[i])}};
+    }
+    const char *id = l->ids[rnd((unsigned)l->n)];
+    convo_error err[2];
+    int rc[2];
+    for (int s = 0; s < 2; s++)
+        rc[s] = convo_checkpoint_put_writes(stores[s], thread_ids[t], namespaces[ns], id, task,
+                                            "~p", w, n, &err[s]);
+    same_rc("put_writes", rc, err);
+}
+
+static void prune(int t)
+{
+    size_t keep = 5 + rnd(40);
+    convo_error err[2];
+    int rc[2];
+    for (int s = 0; s < 2; s++)
+        rc[s] = convo_checkpoint_prune(stores[s], thread_ids[t], keep, &err[s]);
+    same_rc("prune", rc, err);
+}
+
+static void delete_run(void)
+{
+    char filter[48];
+    snprintf(filter, sizeof filter, "{\"run_id\":\"r%u\",\"x\":%u}", rnd(4), rnd(3));
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.filter_json = filter;
+    if (rnd(2))
+        o.thread_id = thread_ids[rnd(THREADS)];
+    uint64_t removed[2] = {0, 0};
+    convo_error err[2];
+    int rc[2];
+    for (int s = 0; s < 2; s++)
+        rc[s] = convo_checkpoint_delete(stores[s], &o, &removed[s], &err[s]);
+    same_rc("delete by run", rc, err);
+    if (removed[0] != removed[1])
+        fail("delete %s removed %llu on memory, %llu on the driver", filter,
+             (unsigned long long)removed[0], (unsigned long long)removed[1]);
+}
+
+static void reopen(void)
+{
+    const char *url = urls[1] && rnd(3) == 0 ? urls[1] : urls[0];
+    convo_error err;
+    convo_close(stores[1]);
+    if (convo_open(&stores[1], url, &err) != 0)
+        fail("reopening: %s", err.message);
+}
+
+/* ---- reads ---- */
+
+static void get(int t, int ns, const char *id)
+{
+    text r[2] = {{0}, {0}};
+    for (int s = 0; s < 2; s++) {
+        convo_checkpoint *cp = NULL;
+        convo_error err;
+        int rc = convo_checkpoint_get(stores[s], thread_ids[t], namespaces[ns], id, &cp, &err);
+        if (rc)
+            add(&r[s], "error %d", rc);
+        else
+            add_checkpoint(&r[s], cp);
+        convo_checkpoint_free(cp);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "get %s/%s/%s", thread_ids[t], namespaces[ns], id ? id : "latest");
+    same(what, r);
+}
+
+static void list(int t, int ns, const char *before, size_t limit, const char *filter)
+{
+    convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
+    o.thread_id = thread_ids[t];
+    o.checkpoint_ns = namespaces[ns];
+    o.before = before;
+    o.limit = limit;
+    o.filter_json = filter;
+    text r[2] = {{0}, {0}};
+    for (int s = 0; s < 2; s++) {
+        convo_checkpoint_set *set = NULL;
+        convo_error err;
+        int rc = convo_checkpoint_list(stores[s], &o, &set, &err);
+        if (rc) {
+            add(&r[s], "error %d", rc);
+            continue;
+        }
+        add(&r[s], "%zu\n", convo_checkpoint_set_count(set));
+        for (size_t i = 0; i < convo_checkpoint_set_count(set); i++)
+            add_checkpoint(&r[s], convo_checkpoint_set_get(set, i));
+        convo_checkpoint_set_free(set);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "list %s/%s before %s limit %zu filter %s", thread_ids[t],
+             namespaces[ns], before ? before : "-", limit, filter ? filter : "-");
+    same(what, r);
+}
+
+static void step(void)
+{
+    int t = (int)rnd(THREADS), ns = rnd(4) == 0;
+    lane *l = &lanes[t][ns];
+    unsigned kind = rnd(100);
+    char filter[32];
+    if (kind < 60 || l->n == 0)
+        put(l, t, ns, 0);
+    else if (kind < 66)
+        put(l, t, ns, 1);
+    else if (kind < 80)
+        put_writes(l, t, ns);
+    else if (kind < 82 && rnd(20) == 0)
+        prune(t);
+    else if (kind < 84 && rnd(20) == 0)
+        delete_run();
+    else if (kind < 85)
+        reopen();
+    else if (kind < 92)
+        get(t, ns, l->ids[rnd((unsigned)l->n)]);
+    else if (kind < 94)
+        get(t, ns, NULL);
+    else if (kind < 97) {
+        snprintf(filter, sizeof filter, "{\"run_id\":\"r%u\"}", rnd(4));
+        list(t, ns, NULL, 0, rnd(2) ? filter : NULL);
+    } else
+        list(t, ns, l->ids[rnd((unsigned)l->n)], 1 + rnd(20), NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s URL ALT_URL|- OPS SEED\n", argv[0]);
+        return 2;
+    }
+    urls[0] = argv[1];
+    urls[1] = strcmp(argv[2], "-") ? argv[2] : NULL;
+    long ops = atol(argv[3]);
+    state = strtoull(argv[4], NULL, 10) | 1;
+    convo_error err;
+    if (convo_open(&stores[0], "memory:", &err) != 0 ||
+        convo_open(&stores[1], urls[0], &err) != 0)
+        fail("open: %s", err.message);
+    for (op = 0; op < ops; op++)
+        step();
+    for (int t = 0; t < THREADS; t++)
+        for (int ns = 0; ns < NAMESPACES; ns++) {
+            list(t, ns, NULL, 0, NULL);
+            for (int i = 0; i < lanes[t][ns].n; i++)
+                get(t, ns, lanes[t][ns].ids[i]);
+        }
+    convo_close(stores[0]);
+    convo_close(stores[1]);
+    printf("checkpoint_diff: %ld operations, every read the same as memory:'s\n", ops);
+    return 0;
+}
