@@ -11,7 +11,10 @@
  * with dlsym) and sets a WAL hook on it that does what SQLite's automatic
  * checkpoint does (a PASSIVE checkpoint once the log holds 1,000 frames), or,
  * with mode "none", never checkpoints: the log then only grows and is never
- * restarted. WAL_COST_ONLY=indexed (or bare) writes into that store only and
+ * restarted, and at the end each store's frames are counted per B-tree
+ * (pages_by_btree); with mode "restart", does what "auto" does and, when such a
+ * checkpoint took the whole log into the database, starts the log over in
+ * the same call (restart_log), rather than leaving that to the next write. WAL_COST_ONLY=indexed (or bare) writes into that store only and
  * prints nothing, for an instruction count of its calls under callgrind. */
 #define _GNU_SOURCE
 #include <convo.h>
@@ -42,6 +45,10 @@ typedef struct counts {
 static counts stats[STORES];
 static int last_frames[STORES];
 static int current_op, checkpointing = 1, spiked; /* the call checkpointed or restarted */
+/* mode "restart": after a checkpoint that took the whole log, the call that
+ * ran it starts the log over before it returns (restart_log) */
+static int restart_now, restart_due[STORES], restarting;
+static sqlite3 *restarter[STORES];
 
 static double now(void)
 {
@@ -56,7 +63,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int n)
 {
     int s = (int)(long)ctx;
     counts *c = &stats[s];
-    c->commits[current_op]++;
+    c->commits[current_op] += !restarting; /* a restart is part of the call's commit */
     if (n < last_frames[s]) {
         c->restarts[current_op]++;
         spiked = 1;
@@ -66,7 +73,9 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int n)
     last_frames[s] = n;
     if (checkpointing && n >= AUTO_FRAMES) {
         double t0 = now();
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int log = -1, copied = -2;
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+        restart_due[s] = restart_now && log == copied;
         c->checkpoints[current_op]++;
         spiked = 1;
         c->checkpoint_secs[current_op] += now() - t0;
@@ -85,6 +94,95 @@ int sqlite3_open_v2(const char *file, sqlite3 **db, int flags, const char *vfs)
     return rc;
 }
 
+/* Mode "restart": the log of store s, wholly checkpointed by the call under
+ * way, is started over at once by a write transaction of one page on a
+ * connection of the harness's (its commit writes the log's new header and
+ * syncs it: the restart the next write would pay), counted against this call.
+ * The row it writes, 'wal-cost restarts' in convo_meta, is the harness's. */
+static void restart_log(int s, const char *dir)
+{
+    static const char *const names[] = {"indexed", "bare"};
+    if (!restart_due[s])
+        return;
+    restart_due[s] = 0;
+    if (!restarter[s]) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/wal-cost.%s", dir, names[s]);
+        if (sqlite3_open_v2(path, &restarter[s], SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+            return;
+        sqlite3_busy_timeout(restarter[s], 5000);
+    }
+    restarting = 1;
+    /* a row that changes (SQLite writes no page for an update to the same value) */
+    sqlite3_exec(restarter[s], "INSERT INTO convo_meta(key, value) VALUES('wal-cost restarts', 1)"
+                               " ON CONFLICT(key) DO UPDATE SET value = value + 1", NULL, NULL, NULL);
+    restarting = 0;
+}
+
+/* Mode "none": the log holds every frame the writes made; each frame's page
+ * is named by dbstat (its table or index: no page changes hands, nothing is
+ * deleted) and the frames are printed per B-tree and thread. */
+static void pages_by_btree(const char *dir, int s, size_t threads)
+{
+    static const char *const names[] = {"indexed", "bare"};
+    char path[1024], wal[1100];
+    snprintf(path, sizeof path, "%s/wal-cost.%s", dir, names[s]);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    FILE *f = fopen(wal, "rb");
+    if (!f || sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT pageno, name FROM dbstat", -1, &st, NULL))
+        return;
+    enum { TREES = 64 };
+    char tree[TREES][64];
+    double frames[TREES] = {0};
+    int n = 0, *owner = NULL;
+    size_t pages = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) { /* each page's B-tree, once */
+        size_t page = (size_t)sqlite3_column_int64(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        int i = 0;
+        while (i < n && strcmp(tree[i], name))
+            i++;
+        if (i == n && n < TREES)
+            snprintf(tree[n++], sizeof tree[0], "%s", name);
+        if (page >= pages) {
+            size_t grown = (page + 1) * 2;
+            int *more = realloc(owner, grown * sizeof *owner);
+            if (!more)
+                break;
+            for (size_t k = pages; k < grown; k++)
+                more[k] = -1;
+            owner = more;
+            pages = grown;
+        }
+        owner[page] = i < n ? i : -1;
+    }
+    unsigned char h[32];
+    unsigned page_size = 0;
+    if (fread(h, 1, 32, f) == 32)
+        page_size = (unsigned)h[8] << 24 | (unsigned)h[9] << 16 | (unsigned)h[10] << 8 | h[11];
+    while (page_size && fread(h, 1, 24, f) == 24 && fseek(f, (long)page_size, SEEK_CUR) == 0) {
+        size_t page = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+        if (page < pages && owner[page] >= 0)
+            frames[owner[page]]++;
+    }
+    printf("{\"store\":\"%s\",\"frames_per_thread\":{", names[s]);
+    double total = 0;
+    for (int i = 0, shown = 0; i < n; i++)
+        if (frames[i] / (double)threads >= 0.0005) { /* the B-trees a thread writes */
+            printf("%s\"%s\":%.3f", shown++ ? "," : "", tree[i], frames[i] / (double)threads);
+        }
+    for (int i = 0; i < n; i++)
+        total += frames[i];
+    printf("},\"total\":%.3f}\n", total / (double)threads);
+    free(owner);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    fclose(f);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -101,7 +199,7 @@ static size_t user_of(size_t threads, size_t users, size_t i)
 }
 
 static int seed_thread(convo_store *st, int s, size_t threads, size_t users, size_t i,
-                       const char *const *msgs)
+                       const char *const *msgs, const char *dir)
 {
     char tid[32], patch[128];
     snprintf(tid, sizeof tid, "t%08zu", i);
@@ -112,6 +210,7 @@ static int seed_thread(convo_store *st, int s, size_t threads, size_t users, siz
     double t0 = now();
     if (convo_save_extra(st, tid, patch, NULL) != 0)
         return -1;
+    restart_log(s, dir);
     c->secs[SAVE_EXTRA] += now() - t0;
     current_op = APPEND;
     for (int m = 0; m < 3; m++) {
@@ -119,6 +218,7 @@ static int seed_thread(convo_store *st, int s, size_t threads, size_t users, siz
         t0 = now();
         if (convo_append(st, tid, &msgs[m % 2], NULL, 1, NULL, NULL, NULL) != 0)
             return -1;
+        restart_log(s, dir);
         double t = now() - t0;
         c->secs[APPEND] += t;
         if (!spiked) {
@@ -163,12 +263,14 @@ static void report(size_t threads, const char *mode)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 || (strcmp(argv[4], "auto") && strcmp(argv[4], "none"))) {
-        fprintf(stderr, "usage: sqlite-wal-cost DIR THREADS USERS auto|none\n");
+    if (argc != 5 || (strcmp(argv[4], "auto") && strcmp(argv[4], "none") &&
+                      strcmp(argv[4], "restart"))) {
+        fprintf(stderr, "usage: sqlite-wal-cost DIR THREADS USERS auto|none|restart\n");
         return 2;
     }
     size_t threads = strtoul(argv[2], NULL, 10), users = strtoul(argv[3], NULL, 10);
-    checkpointing = !strcmp(argv[4], "auto");
+    checkpointing = strcmp(argv[4], "none") != 0;
+    restart_now = !strcmp(argv[4], "restart");
     if (threads < 10 || users < 10)
         return 2;
     static const char *const names[] = {"indexed", "bare"};
@@ -200,13 +302,15 @@ int main(int argc, char **argv)
             if (only && strcmp(only, names[s]))
                 continue;
             for (size_t i = b; i < b + BLOCK && i < threads; i++)
-                if (seed_thread(st[s], s, threads, users, i, m) != 0) {
+                if (seed_thread(st[s], s, threads, users, i, m, argv[1]) != 0) {
                     fprintf(stderr, "sqlite-wal-cost: a write failed\n");
                     return 1;
                 }
         }
     }
     report(threads, argv[4]);
+    for (int s = 0; s < STORES && !checkpointing; s++)
+        pages_by_btree(argv[1], s, threads);
     for (int s = 0; s < STORES; s++) {
         convo_close(st[s]);
         free(stats[s].append_us);

@@ -7,8 +7,10 @@
 # declares user_id, the one that does not) that paid it. The counts do not
 # depend on the machine's load; the times beside them do.
 #
-#   scripts/sqlite-wal-cost.sh [THREADS [USERS [auto|none]]]   (default 10000 100 auto;
-#       none: no checkpoint at all, the log only grows: THREADS x ~60 KB of disk;
+#   scripts/sqlite-wal-cost.sh [THREADS [USERS [auto|none|restart]]]   (default 10000 100 auto;
+#       none: no checkpoint at all, the log only grows: THREADS x ~60 KB of disk,
+#       and the frames a thread wrote are printed per table and index;
+#       restart: auto, and the call that checkpointed the whole log starts it over;
 #       CONVO_LIBDIR: another build's libconvo.so)
 set -eu
 threads=${1:-10000}
