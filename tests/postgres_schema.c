@@ -1014,11 +1014,12 @@ START_TEST(test_sql_files_load_on_their_own)
     sql_file *commit = sql_find(files, n, "migrate-commit.sql");
     sql_file *rollback = sql_find(files, n, "migrate-rollback.sql");
     sql_file *dealloc = sql_find(files, n, "bench_deallocate.sql");
-    ck_assert(commit && rollback && dealloc);
+    sql_file *unseal_begin = sql_find(files, n, "unseal_begin.sql");
+    ck_assert(commit && rollback && dealloc && unseal_begin);
     sql_exec(pg, commit);
-    /* the other transaction words: a rollback ends an open transaction, the
-     * deallocation forgets a statement of that name */
-    free(query1(pg, "BEGIN"));
+    /* the other transaction words: an unseal's begin (v42) opens a transaction
+     * a rollback ends, the deallocation forgets a statement of that name */
+    sql_exec(pg, unseal_begin);
     sql_exec(pg, rollback);
     PQclear(PQprepare(pg, "convo_bench_raw", "SELECT 1", 0, NULL));
     sql_exec(pg, dealloc);

@@ -568,15 +568,15 @@ static int unsealed_once(convo_backend *b, const char *thread_id, int st, int np
     if (rc != 0)
         return rc;
     PGresult *r = NULL;
-    rc = convo__pg_exec(b, c->pg, "BEGIN", err);
+    rc = convo__pg_exec(b, c->pg, SQL_UNSEAL_BEGIN, err);
     if (rc == 0)
         rc = unseal(b, c->pg, thread_id, err);
     if (rc == 0)
         rc = exec_params(b, c->pg, st, nparams, values, lens, &r, err);
     if (rc == 0)
-        rc = convo__pg_exec(b, c->pg, "COMMIT", err);
+        rc = convo__pg_exec(b, c->pg, SQL_MIGRATE_COMMIT, err);
     else if (PQstatus(c->pg) == CONNECTION_OK)
-        PQclear(PQexec(c->pg, "ROLLBACK"));
+        PQclear(PQexec(c->pg, SQL_MIGRATE_ROLLBACK));
     convo__pool_release(b->pool, c, PQstatus(c->pg) != CONNECTION_OK);
     if (rc != 0) {
         PQclear(r);
