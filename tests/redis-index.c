@@ -32,17 +32,33 @@ static char recent_kind(void)
     return 'r';
 }
 
-/* P:store's v: 4 on a cluster, 6 on one server (tests/redis-window.c). */
+/* P:store's v: 9 on a cluster, 8 on one server (tests/redis-window.c). */
 static const char *store_layout(void)
 {
-    return cluster ? "4" : "8";
+    return cluster ? "9" : "8";
 }
 
 /* ------------------------------------------------------------ helpers */
 
+/* The tag of shard i on a cluster: the smallest number of slot 1024 i + 512. */
+static void shard_tag(int i, char *n, size_t size)
+{
+    for (unsigned k = 0;; k++) {
+        snprintf(n, size, "%u", k);
+        if ((crc16(n, strlen(n)) & 16383) == 1024u * (unsigned)i + 512u)
+            return;
+    }
+}
+
+/* The shard of thread id (layout 9): its slot's range of 1024 (the ids of
+ * these tests are their own tags). */
+static int shard_of(const char *id)
+{
+    return (int)(crc16(id, strlen(id)) & 16383) / 1024;
+}
+
 /* The keys of every thread's set of a kind ('r', 'c', 'i'): P:ix:r on one
- * server; on a cluster the 16 shards P:ix:{N}:r, N the smallest number of
- * slot 1024 * i + 512. Returns how many. */
+ * server; on a cluster the 16 shards P:ix:{N}:s:r. Returns how many. */
 static int global_keys(const char *prefix, char kind, char keys[SHARDS][512])
 {
     if (!cluster) {
@@ -51,12 +67,8 @@ static int global_keys(const char *prefix, char kind, char keys[SHARDS][512])
     }
     for (int i = 0; i < SHARDS; i++) {
         char n[16];
-        for (unsigned k = 0;; k++) {
-            snprintf(n, sizeof n, "%u", k);
-            if ((crc16(n, strlen(n)) & 16383) == 1024u * (unsigned)i + 512u)
-                break;
-        }
-        snprintf(keys[i], sizeof keys[i], "%s:ix:{%s}:%c", prefix, n, kind);
+        shard_tag(i, n, sizeof n);
+        snprintf(keys[i], sizeof keys[i], "%s:ix:{%s}:s:%c", prefix, n, kind);
     }
     return SHARDS;
 }
@@ -84,10 +96,35 @@ static int in_global(const char *prefix, char kind, const char *id)
     return found;
 }
 
-/* The key of the set of threads whose user_id is the string user. */
-static void user_key(char *out, size_t size, const char *prefix, const char *user, char kind)
+/* The key of the set of threads whose user_id is the string user, on a
+ * cluster the one of thread id's shard (layout 9: P:ix:{N}:v:F V:kind). */
+static void user_key(char *out, size_t size, const char *prefix, const char *user, char kind,
+                     const char *id)
 {
-    snprintf(out, size, "%s:ix:{\"user_id\"\"%s\"}:%c", prefix, user, kind);
+    char n[16];
+    if (!cluster) {
+        snprintf(out, size, "%s:ix:{\"user_id\"\"%s\"}:%c", prefix, user, kind);
+        return;
+    }
+    shard_tag(shard_of(id), n, sizeof n);
+    snprintf(out, size, "%s:ix:{%s}:v:\"user_id\"\"%s\":%c", prefix, n, user, kind);
+}
+
+/* Entries in the sets of threads whose user_id is user (all shards). */
+static long long user_count(const char *prefix, const char *user, char kind)
+{
+    char key[512], id[16];
+    long long total = 0;
+    for (int i = 0; i < (cluster ? SHARDS : 1); i++) {
+        for (int k = 0;; k++) { /* a thread id of shard i */
+            snprintf(id, sizeof id, "%d", k);
+            if (shard_of(id) == i)
+                break;
+        }
+        user_key(key, sizeof key, prefix, user, kind, id);
+        total += int_on(key, "ZCARD %s", key);
+    }
+    return total;
 }
 
 static void thread_key(char *out, size_t size, const char *prefix, const char *id,
@@ -137,8 +174,7 @@ START_TEST(test_filtered_page_reads_only_matches)
     user_thread(s, "a", "u1");
     user_thread(s, "b", "u1");
     user_thread(s, "c", "u1");
-    user_key(key, sizeof key, prefix, "u1", recent_kind());
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 3);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 3);
     ck_assert_int_eq(global_count(prefix, 'r'), 303);
     for (int i = 0; i < 300; i++) { /* meta and extra, the only keys they have */
         snprintf(id, sizeof id, "o%d", i);
@@ -181,7 +217,7 @@ START_TEST(test_ttl_not_listed)
     ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "new");
-    user_key(key, sizeof key, prefix, "u1", 'r');
+    user_key(key, sizeof key, prefix, "u1", 'r', "old");
     redisReply *r = on_key(key, "ZSCORE %s old", key);
     ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
@@ -197,15 +233,14 @@ START_TEST(test_ttl_not_listed)
         freeReplyObject(z);
     }
     /* no listing passed u3's entries: convo_sweep removes them */
-    user_key(key, sizeof key, prefix, "u3", 'c');
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    ck_assert_int_eq(user_count(prefix, "u3", 'c'), 1);
     uint64_t removed;
     convo_error err;
     /* new written again: 2 s more for the sweep (under ASan on a loaded machine
      * the lists and the sweep above took the last of its first 2 s) */
     user_thread(s, "new", "u1");
     ck_assert_int_eq(convo_sweep(s, &removed, &err), 0);
-    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    ck_assert_int_eq(user_count(prefix, "u3", 'c'), 0);
     ck_assert(!in_global(prefix, 'r', "swept"));
     ck_assert(in_global(prefix, 'r', "new"));
     convo_close(s);
@@ -216,25 +251,21 @@ END_TEST
  * removes them); on a cluster they go with the next listing that passes them. */
 START_TEST(test_delete_removes_entries)
 {
-    char prefix[256], out[1024], key[512];
+    char prefix[256], out[1024];
     convo_store *s = open_store("del", NULL, user_keys, prefix, sizeof prefix);
     user_thread(s, "gone", "u1");
     user_thread(s, "kept", "u1");
     convo_error err;
     ck_assert_int_eq(convo_thread_delete(s, "gone", &err), 0);
-    user_key(key, sizeof key, prefix, "u1", 'r');
     if (!cluster) {
         ck_assert(!in_global(prefix, 'r', "gone"));
         ck_assert(!in_global(prefix, 'c', "gone"));
-        for (const char *k = value_kinds(); *k; k++) {
-            user_key(key, sizeof key, prefix, "u1", *k);
-            ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
-        }
+        for (const char *k = value_kinds(); *k; k++)
+            ck_assert_int_eq(user_count(prefix, "u1", *k), 1);
     }
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "kept");
-    user_key(key, sizeof key, prefix, "u1", recent_kind());
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 1);
     list(s, NULL, CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "kept");
     ck_assert(!in_global(prefix, 'r', "gone"));
@@ -255,7 +286,7 @@ START_TEST(test_stale_entries_repaired)
     ck_assert_int_eq(convo_save_extra(s, "t", "{\"user_id\":\"u2\"}", &err), 0);
     /* the entries of the old value, as if never removed */
     for (const char *k = value_kinds(); *k; k++) {
-        user_key(key, sizeof key, prefix, "u1", *k);
+        user_key(key, sizeof key, prefix, "u1", *k, "t");
         freeReplyObject(on_key(key, "ZADD %s %s t", key, *k == 'i' ? "0" : "1"));
     }
     for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
@@ -263,15 +294,13 @@ START_TEST(test_stale_entries_repaired)
         ck_assert_str_eq(out, "x");
     }
     for (const char *k = value_kinds(); *k; k++) {
-        user_key(key, sizeof key, prefix, "u1", *k);
-        ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
-        user_key(key, sizeof key, prefix, "u2", *k);
-        ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+        ck_assert_int_eq(user_count(prefix, "u1", *k), 1);
+        ck_assert_int_eq(user_count(prefix, "u2", *k), 1);
     }
     list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "t");
     if (cluster) { /* a write whose index update was lost: t's entry says 1 */
-        user_key(key, sizeof key, prefix, "u2", 'r');
+        user_key(key, sizeof key, prefix, "u2", 'r', "t");
         freeReplyObject(on_key(key, "ZADD %s 1 t", key));
         list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
         ck_assert_str_eq(out, ""); /* not at its old place; set right for the next */
@@ -317,8 +346,11 @@ static void drop_index(const char *prefix)
             freeReplyObject(on_key(keys[i], "DEL %s", keys[i]));
         for (const char *u = "12"; *u; u++) {
             char user[4] = {'u', *u, 0};
-            user_key(key, sizeof key, prefix, user, *kind);
-            freeReplyObject(on_key(key, "DEL %s", key));
+            for (const char *const *id = (const char *const[]){"talk", "quiet", "other", NULL};
+                 *id; id++) {
+                user_key(key, sizeof key, prefix, user, *kind, *id);
+                freeReplyObject(on_key(key, "DEL %s", key));
+            }
         }
     }
     snprintf(key, sizeof key, "%s:store", prefix);
@@ -389,15 +421,14 @@ END_TEST
  * the open that records the keys; another opener's other keys are refused. */
 START_TEST(test_keys_declared_later)
 {
-    char prefix[256], out[1024], key[512];
+    char prefix[256], out[1024];
     convo_store *s = open_store("later", NULL, NULL, prefix, sizeof prefix);
     user_thread(s, "a", "u1");
     user_thread(s, "b", "u2");
-    user_key(key, sizeof key, prefix, "u1", recent_kind());
-    ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 0);
     convo_close(s);
     s = open_store("later", NULL, user_keys, prefix, sizeof prefix);
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 1);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 1);
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "a");
     convo_close(s);
@@ -414,11 +445,93 @@ START_TEST(test_keys_declared_later)
     /* without a declaration: the recorded keys are kept up to date */
     s = open_store("later", NULL, NULL, prefix, sizeof prefix);
     user_thread(s, "c", "u1");
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 2);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 2);
     list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
     ck_assert_str_eq(out, "c a");
-    ck_assert_int_eq(int_on(key, "ZCARD %s", key), 2);
+    ck_assert_int_eq(user_count(prefix, "u1", recent_kind()), 2);
     convo_close(s);
+}
+END_TEST
+
+/* A cluster store of layout 4 (its sets: shards by the id's hash, a value's
+ * three sets by its own tag) made by hand from one of layout 9: the open
+ * indexes every thread in the sets by slot range, removes layout 4's sets
+ * and sets v 9; each thread is listed once, by value and by every order. */
+START_TEST(test_layout4_cluster_migrated)
+{
+    char prefix[256], out[1024], key[512], n0[16];
+    convo_store *s = open_store("l4", NULL, user_keys, prefix, sizeof prefix);
+    const char *ids[] = {"a", "b", "c"}, *users[] = {"u1", "u1", "u2"};
+    for (int i = 0; i < 3; i++) {
+        user_thread(s, ids[i], users[i]);
+        usleep(2000);
+    }
+    convo_close(s);
+    char keys[SHARDS][512];
+    for (const char *kind = "rci"; *kind; kind++)
+        for (int i = 0, n = global_keys(prefix, *kind, keys); i < n; i++)
+            freeReplyObject(on_key(keys[i], "DEL %s", keys[i]));
+    shard_tag(0, n0, sizeof n0);
+    for (int t = 0; t < 3; t++) {
+        char meta[512];
+        thread_key(meta, sizeof meta, prefix, ids[t], "meta");
+        redisReply *m = on_key(meta, "HMGET %s c u", meta);
+        const char *score[3] = {m->element[1]->str, m->element[0]->str, "0"};
+        for (int k = 0; k < 3; k++) {
+            user_key(key, sizeof key, prefix, users[t], "rci"[k], ids[t]);
+            freeReplyObject(on_key(key, "DEL %s", key));
+            snprintf(key, sizeof key, "%s:ix:{%s}:%c", prefix, n0, "rci"[k]);
+            freeReplyObject(on_key(key, "ZADD %s %s %s", key, score[k], ids[t]));
+            snprintf(key, sizeof key, "%s:ix:{\"user_id\"\"%s\"}:%c", prefix, users[t], "rci"[k]);
+            freeReplyObject(on_key(key, "ZADD %s %s %s", key, score[k], ids[t]));
+        }
+        freeReplyObject(m);
+    }
+    snprintf(key, sizeof key, "%s:store", prefix);
+    freeReplyObject(on_key(key, "HSET %s v 4", key));
+
+    s = open_store("l4", NULL, NULL, prefix, sizeof prefix);
+    redisReply *v = on_key(key, "HGET %s v", key);
+    ck_assert_str_eq(v->str, "9");
+    freeReplyObject(v);
+    for (int k = 0; k < 3; k++) { /* layout 4's sets are gone */
+        snprintf(key, sizeof key, "%s:ix:{%s}:%c", prefix, n0, "rci"[k]);
+        ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+        snprintf(key, sizeof key, "%s:ix:{\"user_id\"\"u1\"}:%c", prefix, "rci"[k]);
+        ck_assert_int_eq(int_on(key, "EXISTS %s", key), 0);
+    }
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "b a");
+    list(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_ID, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "c");
+    list(s, NULL, CONVO_ORDER_CREATED, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "c b a");
+    list(s, NULL, CONVO_ORDER_ID, out, sizeof out, NULL);
+    ck_assert_str_eq(out, "a b c");
+    ck_assert_int_eq(global_count(prefix, 'r'), 3);
+    ck_assert_int_eq(user_count(prefix, "u1", 'c'), 2);
+    convo_close(s);
+}
+END_TEST
+
+/* A store of a newer layout than this libconvo's is refused on open, and
+ * left as it is (its walk would write this version's sets over it). */
+START_TEST(test_newer_layout_refused)
+{
+    char prefix[256], key[512], url[1024];
+    convo_store *s = open_store("newer", NULL, user_keys, prefix, sizeof prefix);
+    user_thread(s, "a", "u1");
+    convo_close(s);
+    snprintf(key, sizeof key, "%s:store", prefix);
+    freeReplyObject(on_key(key, "HSET %s v 10", key));
+    snprintf(url, sizeof url, "%s%sprefix=%s", base_url, strchr(base_url, '?') ? "&" : "?",
+             prefix);
+    convo_error err;
+    ck_assert_int_eq(convo_open(&s, url, &err), CONVO_ENOTSUP);
+    ck_assert_msg(strstr(err.message, "layout is 10") != NULL, "%s", err.message);
+    redisReply *v = on_key(key, "HGET %s v", key);
+    ck_assert_str_eq(v->str, "10");
+    freeReplyObject(v);
 }
 END_TEST
 
@@ -446,7 +559,7 @@ static void ck_r_entries(const char *prefix, const char *id, const char *user)
     ck_assert_int_eq(u->type, REDIS_REPLY_STRING);
     global_r_score(prefix, id, g, sizeof g);
     ck_assert_str_eq(g, u->str);
-    user_key(key, sizeof key, prefix, user, 'r');
+    user_key(key, sizeof key, prefix, user, 'r', id);
     redisReply *v = on_key(key, "ZSCORE %s %s", key, id);
     ck_assert_msg(v->type == REDIS_REPLY_STRING, "%s not in %s", id, key);
     ck_assert_str_eq(v->str, u->str);
@@ -597,10 +710,12 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_stale_entries_repaired);
     tcase_add_test(tc, test_layout3_migrated);
     tcase_add_test(tc, test_keys_declared_later);
+    tcase_add_test(tc, test_newer_layout_refused);
     if (cluster) {
         tcase_add_test(tc, test_append_entries_beside);
         tcase_add_test(tc, test_append_beside_falls_back);
         tcase_add_test(tc, test_append_beside_many_threads);
+        tcase_add_test(tc, test_layout4_cluster_migrated);
         tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);

@@ -118,7 +118,7 @@ START_TEST(test_old_layout)
     s = open_store("old", NULL, NULL, prefix, sizeof prefix);
     assert_hget(meta_a, "v", "4");
     assert_hget(meta_b, "v", "4");
-    assert_hget(store_key, "v", cluster ? "4" : "8");
+    assert_hget(store_key, "v", cluster ? "9" : "8");
     list_ids(s, a, NULL, NULL, NULL, list, sizeof list);
     ck_assert_str_eq(list, "a2 a1");
     list_ids(s, b, NULL, NULL, NULL, list, sizeof list);
@@ -176,7 +176,7 @@ START_TEST(test_layout2_migrated)
 
     s = open_store("two", NULL, NULL, prefix, sizeof prefix);
     assert_hget(meta, "v", "4");
-    assert_hget(store_key, "v", cluster ? "4" : "8");
+    assert_hget(store_key, "v", cluster ? "9" : "8");
     ck_assert_int_eq(loglen_members(prefix, t), 2);
     ck_assert_int_eq(generation_of(s, t), 0);
     ck_assert_int_eq(generation_of(s, plain), 0);

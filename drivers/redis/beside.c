@@ -99,7 +99,8 @@ static char *rkeys_of(const convo_backend *b, const char *id, const redisReply *
 {
     char *buf = NULL;
     size_t cap = 0;
-    const char *shard = b->ix_shard[convo__rd_ix_shard(id)];
+    int at = convo__rd_ix_shard(b, id);
+    const char *shard = b->ix_shard[at];
     *len = *count = 0;
     if (put(&buf, len, &cap, shard, strlen(shard), "r", 1) != 0)
         return NULL;
@@ -109,7 +110,8 @@ static char *rkeys_of(const convo_backend *b, const char *id, const redisReply *
         const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
         if (!sp || i >= b->ix_nkeys)
             continue;
-        char *kv = convo__rd_ix_kv(b, b->ix_field[i], sp + 1, v->len - (size_t)(sp + 1 - v->str));
+        char *kv = convo__rd_ix_kv(b, at, b->ix_field[i], sp + 1,
+                                   v->len - (size_t)(sp + 1 - v->str));
         if (!kv)
             continue; /* not an indexed value (as convo__rd_ix_write has it) */
         int bad = put(&buf, len, &cap, kv, strlen(kv), "r", 1);

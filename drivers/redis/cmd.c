@@ -270,6 +270,16 @@ void convo__rd_cmd_spec(cmd *c, const thread_keys *tk)
     convo__rd_cmd_add(c, tk->spec, tk->spec_len);
 }
 
+unsigned convo__rd_id_slot(const char *id)
+{
+    char tag[3 * 512 + 1];
+    size_t n = encode_tag(NULL, id);
+    if (n >= sizeof tag) /* ids are validated to 512 bytes before they get here */
+        return 0;
+    encode_tag(tag, id);
+    return convo__rcl_key_slot(tag, n);
+}
+
 /* The thread index key of id: one key, or in a cluster the one of id's slot. */
 void convo__rd_cmd_index_key(cmd *c, const convo_backend *b, const char *id)
 {

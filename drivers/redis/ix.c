@@ -22,8 +22,10 @@ void convo__rd_ix_free(convo_backend *b)
     free(b->ix_fields);
     free(b->ix_prefix);
     free(b->ix_recent);
-    for (int i = 0; i < IX_SHARDS; i++)
+    for (int i = 0; i < IX_SHARDS; i++) {
         free(b->ix_shard[i]);
+        free(b->ix_vbase[i]);
+    }
 }
 
 /* A key as JSON text: the field of the extra hash that holds it (threads.c). */
@@ -103,17 +105,22 @@ static int store_ik(convo_backend *b, rconn *c, const char *value, redisReply **
     return rc;
 }
 
-/* The shards of the global sets on a cluster: "P:ix:{T}:", T a tag of slot
- * 1024 * i + 512, so the 16 spread over the masters as the slots do. */
+/* The shards of the index sets on a cluster (layout 9): shard i holds the
+ * threads of slots [1024 i, 1024 i + 1024) in "P:ix:{T}:s:" (every thread)
+ * and "P:ix:{T}:v:F V:" (a value's), T a tag of slot 1024 i + 512: with the
+ * contiguous slot ranges a cluster is made with, a thread's sets are on its
+ * own master but for the ranges that straddle two masters. */
 static int shards_make(convo_backend *b)
 {
     for (int i = 0; b->cluster && i < IX_SHARDS; i++) {
         size_t len;
         const char *k = convo__rcl_index_key(b->cluster, 1024u * (unsigned)i + 512u, &len);
         const char *tag = strchr(k, '{');
-        if (!tag || !(b->ix_shard[i] = malloc(strlen(b->ix_prefix) + strlen(tag) + 2)))
+        size_t n = tag ? strlen(b->ix_prefix) + strlen(tag) + 4 : 0;
+        if (!tag || !(b->ix_shard[i] = malloc(n)) || !(b->ix_vbase[i] = malloc(n)))
             return CONVO_ENOMEM;
-        sprintf(b->ix_shard[i], "%s%s:", b->ix_prefix, tag);
+        sprintf(b->ix_shard[i], "%s%s:s:", b->ix_prefix, tag);
+        sprintf(b->ix_vbase[i], "%s%s:v:", b->ix_prefix, tag);
     }
     return 0;
 }
@@ -173,9 +180,11 @@ int convo__rd_ix_field_of(const convo_backend *b, const char *key)
 }
 
 /* "P:ix:{F V}:" for field text F and a value's JSON text, as index.lua makes
- * it (numbers as %.17g, texts over 200 bytes cut), or NULL when such a value
- * is not indexed (an object or an array) or out of memory. */
-char *convo__rd_ix_kv(const convo_backend *b, const char *field, const char *json, size_t len)
+ * it (numbers as %.17g, texts over 200 bytes cut), or on a cluster the
+ * value's sets in shard i, "P:ix:{T}:v:F V:"; NULL when such a value is not
+ * indexed (an object or an array) or out of memory. */
+char *convo__rd_ix_kv(const convo_backend *b, int shard, const char *field, const char *json,
+                      size_t len)
 {
     if (len == 0 || json[0] == '{' || json[0] == '[')
         return NULL;
@@ -193,28 +202,31 @@ char *convo__rd_ix_kv(const convo_backend *b, const char *field, const char *jso
         json = num;
     }
     int cut = len > IX_VALUE_MAX;
-    size_t vlen = cut ? IX_VALUE_MAX : len, plen = strlen(b->ix_prefix), flen = strlen(field);
+    const char *base = shard >= 0 ? b->ix_vbase[shard] : b->ix_prefix;
+    size_t vlen = cut ? IX_VALUE_MAX : len, plen = strlen(base), flen = strlen(field);
     char *k = malloc(plen + flen + vlen + 5);
     if (!k)
         return NULL;
     char *p = k;
-    memcpy(p, b->ix_prefix, plen);
+    memcpy(p, base, plen);
     p += plen;
-    *p++ = '{';
+    if (shard < 0)
+        *p++ = '{';
     memcpy(p, field, flen);
     p += flen;
     memcpy(p, json, vlen);
     p += vlen;
     if (cut)
         *p++ = '\n';
-    memcpy(p, "}:", 3);
+    memcpy(p, shard < 0 ? "}:" : ":", shard < 0 ? 3 : 2);
     return k;
 }
 
-/* FNV-1a of the id: its shard of the global sets on a cluster. */
-int convo__rd_ix_shard(const char *id)
+/* The shard of thread id on a cluster: its slot's range of 1024 (layout 9;
+ * layout 4 took its id's hash modulo 16, wherever that put it). */
+int convo__rd_ix_shard(const convo_backend *b, const char *id)
 {
-    return (int)(convo__rd_id_hash(id) >> 40) % IX_SHARDS;
+    return b->cluster ? (int)(convo__rd_id_slot(id) / (RCL_SLOTS / IX_SHARDS)) : 0;
 }
 
 /* ---- the cluster's index writes ---- */
@@ -274,7 +286,8 @@ static long sync_cmds(convo_backend *b, const char *id, const redisReply *m, con
         m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_STRING)
         return 0; /* gone, or not in layout 4 yet: nothing to index */
     const redisReply *c = m->element[0], *u = m->element[1];
-    const char *shard = b->ix_shard[convo__rd_ix_shard(id)];
+    int at = convo__rd_ix_shard(b, id);
+    const char *shard = b->ix_shard[at];
     const char *kr = keep(o, concat(shard, "r")), *kc = keep(o, concat(shard, "c")),
                *ki = keep(o, concat(shard, "i"));
     if (!kr || !kc || !ki)
@@ -288,7 +301,8 @@ static long sync_cmds(convo_backend *b, const char *id, const redisReply *m, con
         const char *sp = v->type == REDIS_REPLY_STRING ? memchr(v->str, ' ', v->len) : NULL;
         if (!sp || i >= b->ix_nkeys)
             continue;
-        char *kv = convo__rd_ix_kv(b, b->ix_field[i], sp + 1, v->len - (size_t)(sp + 1 - v->str));
+        char *kv = convo__rd_ix_kv(b, at, b->ix_field[i], sp + 1,
+                                   v->len - (size_t)(sp + 1 - v->str));
         if (!kv)
             continue; /* not an indexed value (or no memory: repaired on read) */
         const char *k1 = keep(o, concat(kv, "r")), *k2 = keep(o, concat(kv, "c")),
@@ -452,6 +466,66 @@ int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, siz
     return rc;
 }
 
+/* ---- layout 4's sets on a cluster ---- */
+
+/* Each "P:ix:{F V}:..." key SCAN found: a value's set of layout 4, unlinked. */
+static int drop_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
+                      convo_error *err)
+{
+    (void)ctx;
+    size_t n = keys->elements;
+    cmd *q = n ? calloc(n, sizeof *q) : NULL;
+    redisReply **r = n ? calloc(n, sizeof *r) : NULL;
+    int rc = n == 0 || (q && r) ? 0 : convo__rd_oom(err);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const redisReply *k = keys->element[i];
+        convo__rd_cmd_str(&q[i], "UNLINK");
+        if (k->type == REDIS_REPLY_STRING)
+            convo__rd_cmd_add(&q[i], k->str, k->len);
+        if (q[i].failed)
+            rc = convo__rd_oom(err);
+    }
+    if (rc == 0 && n > 0 && (rc = convo__rd_pipeline(b, c, q, n, r, err)) == 0)
+        convo__rd_replies_free(r, n);
+    for (size_t i = 0; q && i < n; i++)
+        convo__rd_cmd_free(&q[i]);
+    free(q);
+    free(r);
+    return rc;
+}
+
+/* After every thread of a cluster store of layout 4 is indexed in layout 9's
+ * sets: layout 4's go, its shards "P:ix:{T}:r|c|i" (T the same tags) and its
+ * values' sets "P:ix:{F V}:r|c|i" (a field's JSON text starts with '"'), found
+ * by SCAN on every master. Not read by this version; an older one that opens
+ * the store makes them again (docs/redis.md, "Layouts"). */
+int convo__rd_ix_drop_layout4(convo_backend *b, rconn *c, convo_error *err)
+{
+    if (!b->cluster)
+        return 0;
+    cmd q[3 * IX_SHARDS] = {{0}};
+    redisReply *r[3 * IX_SHARDS] = {NULL};
+    char names[3 * IX_SHARDS][160]; /* a prefix is at most 128 bytes */
+    int rc = 0;
+    for (int i = 0; i < IX_SHARDS && rc == 0; i++) {
+        int len = (int)strlen(b->ix_shard[i]) - 2; /* "P:ix:{T}:" of "P:ix:{T}:s:" */
+        for (int k = 0; k < 3; k++) {
+            cmd *one = &q[3 * i + k];
+            int n = snprintf(names[3 * i + k], sizeof names[0], "%.*s%c", len, b->ix_shard[i],
+                             "rci"[k]);
+            convo__rd_cmd_str(one, "UNLINK");
+            convo__rd_cmd_add(one, names[3 * i + k], (size_t)n);
+            if (one->failed || n >= (int)sizeof names[0])
+                rc = convo__rd_oom(err);
+        }
+    }
+    if (rc == 0 && (rc = convo__rd_pipeline(b, c, q, 3 * IX_SHARDS, r, err)) == 0)
+        convo__rd_replies_free(r, 3 * IX_SHARDS);
+    for (int i = 0; i < 3 * IX_SHARDS; i++)
+        convo__rd_cmd_free(&q[i]);
+    return rc == 0 ? convo__rd_scan_each(b, c, ":ix:{\"*", drop_batch, NULL, err) : rc;
+}
+
 /* ---- sweep ---- */
 
 /* The members (with scores) of a ZSCAN page of base + "r" whose thread is
@@ -579,7 +653,7 @@ int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err)
     int rc = b->cluster ? 0 : sweep_set(b, c, b->ix_prefix, 'r', err);
     char kind = b->cluster ? 'r' : 'i';
     if (rc == 0)
-        rc = convo__rd_scan_each(b, c, b->cluster ? ":ix:{*}:r" : ":ix:{*}:i", sweep_batch, &kind,
+        rc = convo__rd_scan_each(b, c, b->cluster ? ":ix:{*:r" : ":ix:{*}:i", sweep_batch, &kind,
                                  err);
     return rc;
 }

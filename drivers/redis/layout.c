@@ -14,10 +14,11 @@
 #define CP_LAYOUT "3" /* checkpoints indexed by log length */
 
 /* P:store's v of this version: 8 on one server (the activity window, meta's
- * p, the extra's fields in meta); a cluster keeps layout 4. */
+ * p, the extra's fields in meta); 9 on a cluster (the index sets by slot
+ * range, a thread's on its own master; the cluster skipped 5 to 8). */
 static const char *layout_of(const convo_backend *b)
 {
-    return b->cluster ? "4" : "8";
+    return b->cluster ? "9" : "8";
 }
 
 /* Sends cmds[0..n) in one pipeline, every step-th one (from 0) a call of
@@ -199,8 +200,10 @@ static int migrate_page(convo_backend *b, rconn *c, const redisReply *ids, int *
 }
 
 /* HGET P:store v, or (with value) HSET P:store v value; *now = it said
- * this version's layout. */
-static int store_version(convo_backend *b, rconn *c, const char *value, int *now,
+ * this version's layout, *older = it said an older one (absent: neither). A
+ * newer layout than this version's is refused (CONVO_ENOTSUP): this version
+ * would misread it, and its walk would undo it. */
+static int store_version(convo_backend *b, rconn *c, const char *value, int *now, int *older,
                          convo_error *err)
 {
     cmd q = {0};
@@ -214,7 +217,21 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *now
     if (rc == 0 && r->type == REDIS_REPLY_ERROR)
         rc = convo__rd_reply_error(r, err);
     if (rc == 0 && now) {
-        *now = r->type == REDIS_REPLY_STRING && r->len == 1 && r->str[0] == layout_of(b)[0];
+        long ours = strtol(layout_of(b), NULL, 10), v = -1;
+        char text[10], *end;
+        if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < sizeof text) {
+            memcpy(text, r->str, r->len);
+            text[r->len] = '\0';
+            if ((v = strtol(text, &end, 10)) < 0 || *end)
+                v = -1; /* not a layout: walked and set, as an absent one */
+        }
+        *now = v == ours;
+        *older = r->type == REDIS_REPLY_STRING && !*now;
+        if (v > ours)
+            rc = convo__error(err, CONVO_ENOTSUP, NULL,
+                              "redis: the store's layout is %.*s, newer than this libconvo's "
+                              "(%s%s): upgrade libconvo", (int)(r->len > 20 ? 20 : r->len),
+                              r->str, layout_of(b), b->cluster ? " on a cluster" : "");
     }
     freeReplyObject(r);
     convo__rd_cmd_free(&q);
@@ -234,7 +251,7 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *now
 int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_error *err)
 {
     convo_error mine = {0};
-    int done = 0, all = 1, rc = store_version(b, c, NULL, &done, &mine);
+    int done = 0, all = 1, older = 0, rc = store_version(b, c, NULL, &done, &older, &mine);
     if (reindex) /* index keys declared for the first time: every thread again */
         done = 0;
     char *after = NULL;
@@ -254,8 +271,10 @@ int convo__rd_layout_migrate(convo_backend *b, rconn *c, int reindex, convo_erro
         if (rc == 0 && !done && !after)
             rc = convo__rd_oom(&mine);
         freeReplyObject(r);
+        if (rc == 0 && done && all && older)
+            rc = convo__rd_ix_drop_layout4(b, c, &mine);
         if (rc == 0 && done && all && !empty)
-            rc = store_version(b, c, layout_of(b), NULL, &mine);
+            rc = store_version(b, c, layout_of(b), NULL, NULL, &mine);
     }
     free(after);
     /* ?wait=N with too few replicas: written on the master, and a later open

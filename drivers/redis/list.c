@@ -27,10 +27,12 @@ typedef struct source {
     int lex;        /* id order: every score 0, read by ZRANGEBYLEX */
     int desc;       /* (time, id) or id descending */
     int order;      /* CONVO_ORDER_* */
-    char *kv;       /* "P:ix:{F V}:" when the filter's value is indexed, else NULL */
+    char *kv;       /* "P:ix:{F V}:" when the filter's value is indexed, else NULL (on a
+                     * cluster its sets are per shard, convo__rd_ix_kv; this names it) */
     int window;     /* one server, recent order: ordered by list.lua within the window */
     int exact;      /* the filter is one key with a value whose text decides: */
     char *exact_field, *exact_value; /* the stored field and value texts that match */
+    const char *exact_key;           /* the declared key of kv (the filter's) */
     int threads;    /* P:threads (one server, id order, no indexed value) */
 } source;
 
@@ -74,9 +76,10 @@ static int kv_of_where(const convo_backend *b, json_t *where, source *s)
         char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
         if (!text)
             return CONVO_ENOMEM;
-        s->kv = convo__rd_ix_kv(b, b->ix_field[f], text, strlen(text));
+        s->kv = convo__rd_ix_kv(b, -1, b->ix_field[f], text, strlen(text));
         s->exact = json_object_size(where) == 1 && strchr("\"tfn", text[0]);
         s->exact_field = b->ix_field[f];
+        s->exact_key = key;
         s->exact_value = text;
         return s->kv ? 0 : CONVO_ENOMEM;
     }
@@ -95,6 +98,18 @@ static int source_pick(const convo_backend *b, const convo_thread_list_opts *o, 
     if (where && kv_of_where(b, where, s) != 0)
         return CONVO_ENOMEM;
     s->window = !b->cluster && o->order == CONVO_ORDER_RECENT;
+    if (s->kv && b->cluster) { /* the value's sets in the 16 shards (layout 9) */
+        int f = convo__rd_ix_field_of(b, s->exact_key);
+        for (int i = 0; i < IX_SHARDS; i++, s->nkeys++) {
+            char *kv = convo__rd_ix_kv(b, i, b->ix_field[f], s->exact_value,
+                                       strlen(s->exact_value));
+            s->keys[i] = kv ? concat(kv, kind) : NULL;
+            free(kv);
+            if (!s->keys[i])
+                return CONVO_ENOMEM;
+        }
+        return 0;
+    }
     if (s->kv) {
         s->nkeys = 1;
         return (s->keys[0] = concat(s->kv, kind)) ? 0 : CONVO_ENOMEM;
@@ -308,7 +323,7 @@ static int kv_differs(const convo_backend *b, const source *s, const redisReply 
         for (size_t k = 0; k < b->ix_nkeys; k++) {
             if (strlen(b->ix_field[k]) != f->len || memcmp(b->ix_field[k], f->str, f->len))
                 continue;
-            char *kv = convo__rd_ix_kv(b, b->ix_field[k], sp + 1,
+            char *kv = convo__rd_ix_kv(b, -1, b->ix_field[k], sp + 1,
                                        v->len - (size_t)(sp + 1 - v->str));
             int differs = !kv || strcmp(kv, s->kv) != 0;
             free(kv);
@@ -628,8 +643,8 @@ static void repair_run(list_state *st)
     for (size_t i = 0; i < st->nfix; i++) {
         const repair *f = &st->fix[i];
         ids[i] = f->id;
-        const char *base = shard_or_global ? shard_or_global
-                                           : b->ix_shard[convo__rd_ix_shard(f->id)];
+        int at = convo__rd_ix_shard(b, f->id);
+        const char *base = shard_or_global ? shard_or_global : b->ix_shard[at];
         for (int k = 0; k < 6; k++) {
             free(keys[k]);
             keys[k] = NULL;
@@ -637,11 +652,16 @@ static void repair_run(list_state *st)
         keys[0] = concat(base, "r");
         keys[1] = concat(base, "c");
         keys[2] = b->cluster ? concat(base, "i") : NULL;
-        if (st->s->kv) {
-            keys[3] = concat(st->s->kv, "r");
-            keys[4] = concat(st->s->kv, "c");
-            keys[5] = concat(st->s->kv, "i");
+        char *kv = !st->s->kv ? NULL
+                   : b->cluster ? convo__rd_ix_kv(b, at, st->s->exact_field, st->s->exact_value,
+                                                  strlen(st->s->exact_value))
+                                : strdup(st->s->kv);
+        if (kv) {
+            keys[3] = concat(kv, "r");
+            keys[4] = concat(kv, "c");
+            keys[5] = concat(kv, "i");
         }
+        free(kv);
         for (int k = 0; k < 6; k++)
             if (keys[k] && ((k < 3 && f->gone) || (k >= 3 && f->kv_stale)))
                 zrem(&q[n++], keys[k], f->id);

@@ -19,7 +19,7 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define MAX_PREFIX_BYTES 128
 #define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
-#define IX_SHARDS 16     /* cluster: the global index sets are split in 16, over the masters */
+#define IX_SHARDS 16     /* cluster: the index sets are split in 16 slot ranges, over the masters */
 #define RELAYOUT_TRIES 3  /* a thread migrated by a call that met it (CONVO_MIGRATE) */
 /* One server (layout 6): a thread's updated_at lies in [u, u + WINDOW_US),
  * u its activity time, the score of its :r entries; an append inside that
@@ -72,7 +72,8 @@ struct convo_backend {
     size_t ix_fields_len;
     char *ix_prefix;              /* "P:ix:" */
     char *ix_recent;              /* "P:ix:r": on one server, every thread by updated_at */
-    char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:", the global sets' shards */
+    char *ix_shard[IX_SHARDS];    /* cluster: "P:ix:{T}:s:", the global sets' shards */
+    char *ix_vbase[IX_SHARDS];    /* cluster: "P:ix:{T}:v:", the start of a value's sets there */
     struct rd_guess *guess;       /* one server: a page's batches' last candidates (rows.c) */
     struct rd_beside *beside;     /* cluster: the :r keys of threads written lately (beside.c) */
 };
@@ -139,6 +140,8 @@ void convo__rd_cmd_script_keys(cmd *c, const thread_keys *tk, size_t n);
 void convo__rd_cmd_script_head(cmd *c, const thread_keys *tk);
 void convo__rd_cmd_spec(cmd *c, const thread_keys *tk);
 void convo__rd_cmd_index_key(cmd *c, const convo_backend *b, const char *id);
+/* The cluster slot of thread id's keys (its tag's). */
+unsigned convo__rd_id_slot(const char *id);
 void convo__rd_cmd_index(cmd *c, const convo_backend *b, const char *verb, const char *id);
 int convo__rd_packbuf_write(void *data, const char *buf, size_t len);
 void convo__rd_packbuf_mark(packbuf *p);
@@ -260,9 +263,12 @@ int convo__rd_relayout_gave_up(const char *id, convo_error *err);
 /* ix.c: the thread index of layout 4 (index.lua's keys, the cluster's writes) */
 int convo__rd_ix_open(convo_backend *b, rconn *c, int *reindex, convo_error *err);
 void convo__rd_ix_free(convo_backend *b);
-char *convo__rd_ix_kv(const convo_backend *b, const char *field, const char *json, size_t len);
+/* shard: a cluster's shard (convo__rd_ix_shard) whose sets of the value are
+ * meant; -1 on one server (or for comparing two values) */
+char *convo__rd_ix_kv(const convo_backend *b, int shard, const char *field, const char *json,
+                      size_t len);
 int convo__rd_ix_field_of(const convo_backend *b, const char *key);
-int convo__rd_ix_shard(const char *id);
+int convo__rd_ix_shard(const convo_backend *b, const char *id);
 int convo__rd_ix_sync(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                       convo_error *err);
 void convo__rd_ix_after(convo_backend *b, rconn *c, const char *id);
@@ -272,6 +278,7 @@ int convo__rd_ix_write(convo_backend *b, rconn *c, const char *id, const redisRe
 int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, size_t n,
                          convo_error *err);
 int convo__rd_ix_sweep(convo_backend *b, rconn *c, convo_error *err);
+int convo__rd_ix_drop_layout4(convo_backend *b, rconn *c, convo_error *err);
 /* a field of the extra: on one server its hash also holds the thread's c, u
  * and p (layout 8), not the extra's */
 int convo__rd_extra_field(const convo_backend *b, const redisReply *field);
