@@ -695,6 +695,85 @@ START_TEST(test_append_beside_falls_back)
 }
 END_TEST
 
+/* ---- the cluster's page read again: one round trip (its guess) ---- */
+
+/* Read events of the masters so far, and how many masters. */
+static long long master_reads(int *masters)
+{
+    long long total = 0;
+    *masters = 0;
+    for (int i = 0; i < nnodes; i++) {
+        redisReply *role = redisCommand(nodes[i], "ROLE");
+        ck_assert_msg(role && role->type == REDIS_REPLY_ARRAY && role->elements > 0, "ROLE");
+        int master = strcmp(role->element[0]->str, "master") == 0;
+        freeReplyObject(role);
+        if (!master)
+            continue;
+        redisReply *r = redisCommand(nodes[i], "INFO stats");
+        ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO stats");
+        const char *p = strstr(r->str, "total_reads_processed:");
+        ck_assert(p != NULL);
+        total += atoll(p + strlen("total_reads_processed:"));
+        ++*masters;
+        freeReplyObject(r);
+    }
+    return total;
+}
+
+/* The fewest read events of the masters a page of user u1 took over 5 tries
+ * of 10 pages (other clients only add reads; so do our ROLE and INFO). */
+static double master_reads_per_page(convo_store *s, int *masters)
+{
+    double best = 1e9;
+    char out[4096];
+    for (int t = 0; t < 5; t++) {
+        long long r0 = master_reads(masters);
+        for (int i = 0; i < 10; i++)
+            list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, out, sizeof out, NULL);
+        double per = (double)(master_reads(masters) - r0 - 2 * *masters) / 10; /* ROLE, INFO */
+        best = per < best ? per : best;
+    }
+    return best;
+}
+
+/* A page read again reads its rows in the candidates' round trip (the value's
+ * 16 shards over the masters: one read event each at most), where a store
+ * with ?page_guess=0 takes two; and its pages are that store's whatever
+ * changed between them: a thread moved in, one deleted, one given to another
+ * user, one written. */
+START_TEST(test_page_guess_cluster)
+{
+    char prefix[256], a[4096], b[4096], id[32];
+    convo_error err;
+    convo_store *s = open_store("guess", NULL, user_keys, prefix, sizeof prefix);
+    convo_store *plain = open_store("guess", "page_guess=0", user_keys, prefix, sizeof prefix);
+    for (int i = 0; i < 24; i++) {
+        snprintf(id, sizeof id, "g%02d", i);
+        user_thread(s, id, i % 4 ? "u1" : "u2");
+    }
+    list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, a, sizeof a, NULL);
+    int masters;
+    double guessed = master_reads_per_page(s, &masters);
+    double unguessed = master_reads_per_page(plain, &masters);
+    ck_assert_msg(guessed <= masters, "%.1f read events a page on %d masters", guessed, masters);
+    ck_assert_msg(unguessed > guessed + 1, "%.1f without the guess, %.1f with", unguessed,
+                  guessed);
+    user_thread(s, "g-new", "u1");
+    ck_assert_int_eq(convo_thread_delete(plain, "g01", &err), 0);
+    ck_assert_int_eq(convo_save_extra(plain, "g02", "{\"user_id\":\"u2\"}", &err), 0);
+    ck_assert_int_eq(convo_append(plain, "g03", &MSG, NULL, 1, NULL, NULL, &err), 0);
+    for (int i = 0; i < 2; i++) {
+        list(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, a, sizeof a, NULL);
+        list(plain, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, b, sizeof b, NULL);
+        ck_assert_str_eq(a, b);
+    }
+    ck_assert(strncmp(a, "g03 g-new ", 10) == 0);
+    ck_assert(strstr(a, "g01") == NULL && strstr(a, "g02") == NULL);
+    convo_close(plain);
+    convo_close(s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int status = redis_test_args(argc, argv, "redis-index", NULL);
@@ -716,6 +795,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, test_append_beside_falls_back);
         tcase_add_test(tc, test_append_beside_many_threads);
         tcase_add_test(tc, test_layout4_cluster_migrated);
+        tcase_add_test(tc, test_page_guess_cluster);
         tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);

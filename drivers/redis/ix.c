@@ -114,7 +114,8 @@ static int shards_make(convo_backend *b)
 {
     for (int i = 0; b->cluster && i < IX_SHARDS; i++) {
         size_t len;
-        const char *k = convo__rcl_index_key(b->cluster, 1024u * (unsigned)i + 512u, &len);
+        const char *k = convo__rcl_index_key(b->cluster, IX_SHARD_SLOTS * (unsigned)i +
+                                                              IX_SHARD_SLOTS / 2, &len);
         const char *tag = strchr(k, '{');
         size_t n = tag ? strlen(b->ix_prefix) + strlen(tag) + 4 : 0;
         if (!tag || !(b->ix_shard[i] = malloc(n)) || !(b->ix_vbase[i] = malloc(n)))
@@ -226,7 +227,7 @@ char *convo__rd_ix_kv(const convo_backend *b, int shard, const char *field, cons
  * layout 4 took its id's hash modulo 16, wherever that put it). */
 int convo__rd_ix_shard(const convo_backend *b, const char *id)
 {
-    return b->cluster ? (int)(convo__rd_id_slot(id) / (RCL_SLOTS / IX_SHARDS)) : 0;
+    return b->cluster ? (int)(convo__rd_id_slot(id) / IX_SHARD_SLOTS) : 0;
 }
 
 /* ---- the cluster's index writes ---- */
@@ -468,6 +469,8 @@ int convo__rd_ix_reindex(convo_backend *b, rconn *c, const char *const *ids, siz
 
 /* ---- layout 4's sets on a cluster ---- */
 
+#define LAYOUT4_SHARDS 16 /* its shards: the id's hash modulo 16, at slot 1024 i + 512 */
+
 /* Each "P:ix:{F V}:..." key SCAN found: a value's set of layout 4, unlinked. */
 static int drop_batch(convo_backend *b, rconn *c, const redisReply *keys, void *ctx,
                       convo_error *err)
@@ -503,25 +506,29 @@ int convo__rd_ix_drop_layout4(convo_backend *b, rconn *c, convo_error *err)
 {
     if (!b->cluster)
         return 0;
-    cmd q[3 * IX_SHARDS] = {{0}};
-    redisReply *r[3 * IX_SHARDS] = {NULL};
-    char names[3 * IX_SHARDS][160]; /* a prefix is at most 128 bytes */
+    cmd q[3 * LAYOUT4_SHARDS] = {{0}};
+    redisReply *r[3 * LAYOUT4_SHARDS] = {NULL};
+    char names[3 * LAYOUT4_SHARDS][160]; /* a prefix is at most 128 bytes */
     int rc = 0;
-    for (int i = 0; i < IX_SHARDS && rc == 0; i++) {
-        int len = (int)strlen(b->ix_shard[i]) - 2; /* "P:ix:{T}:" of "P:ix:{T}:s:" */
-        for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < LAYOUT4_SHARDS && rc == 0; i++) {
+        size_t len;
+        const char *k4 = convo__rcl_index_key(b->cluster, 1024u * (unsigned)i + 512u, &len);
+        const char *tag = strchr(k4, '{');
+        for (int k = 0; k < 3 && tag; k++) {
             cmd *one = &q[3 * i + k];
-            int n = snprintf(names[3 * i + k], sizeof names[0], "%.*s%c", len, b->ix_shard[i],
+            int n = snprintf(names[3 * i + k], sizeof names[0], "%s%s:%c", b->ix_prefix, tag,
                              "rci"[k]);
             convo__rd_cmd_str(one, "UNLINK");
             convo__rd_cmd_add(one, names[3 * i + k], (size_t)n);
             if (one->failed || n >= (int)sizeof names[0])
                 rc = convo__rd_oom(err);
         }
+        if (!tag)
+            rc = convo__rd_oom(err);
     }
-    if (rc == 0 && (rc = convo__rd_pipeline(b, c, q, 3 * IX_SHARDS, r, err)) == 0)
-        convo__rd_replies_free(r, 3 * IX_SHARDS);
-    for (int i = 0; i < 3 * IX_SHARDS; i++)
+    if (rc == 0 && (rc = convo__rd_pipeline(b, c, q, 3 * LAYOUT4_SHARDS, r, err)) == 0)
+        convo__rd_replies_free(r, 3 * LAYOUT4_SHARDS);
+    for (int i = 0; i < 3 * LAYOUT4_SHARDS; i++)
         convo__rd_cmd_free(&q[i]);
     return rc == 0 ? convo__rd_scan_each(b, c, ":ix:{\"*", drop_batch, NULL, err) : rc;
 }

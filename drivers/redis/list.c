@@ -242,16 +242,19 @@ static int take_range(const source *s, const redisReply *r, const position *p, i
 }
 
 /* The next k candidates after the position, in order, merged over the keys;
- * *more = some key may hold more after them. */
+ * *more = some key may hold more after them. The commands extra[0..nx) go in
+ * the same pipeline, after the ranges (a cluster's guessed rows), their
+ * replies to xr. */
 static int fetch(convo_backend *b, rconn *c, const source *s, const position *p, size_t k,
-                 cand_list *out, int *more, convo_error *err)
+                 cand_list *out, int *more, cmd *extra, size_t nx, redisReply **xr,
+                 convo_error *err)
 {
     size_t idlen = p->set && p->id ? strlen(p->id) : 0;
-    cmd cmds[2 * IX_SHARDS] = {{0}};
-    redisReply *r[2 * IX_SHARDS] = {NULL};
+    cmd *cmds = convo__rd_cmds_new(2 * IX_SHARDS + nx);
+    redisReply **r = calloc(2 * IX_SHARDS + nx + 1, sizeof *r);
     size_t per[IX_SHARDS], n = 0;
     char *bufs = malloc(s->nkeys * (idlen + 32));
-    int rc = bufs ? 0 : convo__rd_oom(err);
+    int rc = bufs && cmds && r ? 0 : convo__rd_oom(err);
     for (size_t i = 0; i < s->nkeys && rc == 0; i++) {
         per[i] = range_cmds(s, s->keys[i], p, k, &cmds[n], bufs + i * (idlen + 32));
         n += per[i];
@@ -259,8 +262,13 @@ static int fetch(convo_backend *b, rconn *c, const source *s, const position *p,
     for (size_t i = 0; i < n && rc == 0; i++)
         if (cmds[i].failed)
             rc = convo__rd_oom(err);
-    if (rc == 0)
-        rc = convo__rd_pipeline(b, c, cmds, n, r, err);
+    for (size_t i = 0; i < nx && rc == 0; i++)
+        cmds[n + i] = extra[i]; /* borrowed: extra keeps them */
+    if (rc == 0 && (rc = convo__rd_pipeline(b, c, cmds, n + nx, r, err)) == 0)
+        for (size_t i = 0; i < nx; i++) {
+            xr[i] = r[n + i];
+            r[n + i] = NULL;
+        }
     *more = 0;
     cand_list all = {0};
     for (size_t i = 0, at = 0; i < s->nkeys && rc == 0; at += per[i], i++) {
@@ -293,9 +301,12 @@ static int fetch(convo_backend *b, rconn *c, const source *s, const position *p,
     } else {
         cands_free(&all);
     }
-    convo__rd_replies_free(r, n);
-    for (size_t i = 0; i < n; i++)
+    if (r)
+        convo__rd_replies_free(r, n);
+    for (size_t i = 0; cmds && i < n; i++)
         convo__rd_cmd_free(&cmds[i]);
+    free(cmds);
+    free(r);
     free(bufs);
     return rc;
 }
@@ -1085,6 +1096,70 @@ static int batch_window(list_state *st, position *pos, size_t *k, size_t want, i
 
 /* ---- the call ---- */
 
+/* A cluster's batch with its guess (rows.c): the rows of the candidates the
+ * same batch found last time are read in the candidates' round trip (over the
+ * masters); when every candidate read was guessed they are its rows (*served),
+ * else read_rows() reads them after, as without a guess. */
+static int fetch_guessed(list_state *st, const position *pos, size_t k, size_t want,
+                         cand_list *l, int *more, int *served, convo_error *err)
+{
+    guessed g = {0};
+    int rc = guess_take(st, pos, k, &g, err);
+    size_t nq = 0;
+    cmd *q = rc == 0 && g.n ? convo__rd_cmds_new(g.n * R_PER) : NULL;
+    redisReply **rr = rc == 0 && g.n ? calloc(g.n * R_PER + 1, sizeof *rr) : NULL;
+    thread_keys *tk = rc == 0 && g.n ? calloc(g.n, sizeof *tk) : NULL;
+    if (rc == 0 && g.n && (!q || !rr || !tk))
+        rc = convo__rd_oom(err);
+    for (size_t i = 0; rc == 0 && i < g.n; i++) {
+        size_t first = nq;
+        if (convo__rd_keys_row(st->b, g.id[i], &tk[i]) != 0) {
+            rc = convo__rd_oom(err);
+            break;
+        }
+        nq += row_cmds(st, &tk[i], &q[nq], &g.at[i * R_PER]);
+        for (size_t x = 0; x < R_PER; x++)
+            g.at[i * R_PER + x] += g.at[i * R_PER + x] == SIZE_MAX ? 0 : first;
+        for (size_t j = first; j < nq; j++)
+            if (q[j].failed)
+                rc = convo__rd_oom(err);
+    }
+    *served = 0;
+    if (rc == 0)
+        rc = fetch(st->b, st->c, st->s, pos, k, l, more, q, nq, rr, err);
+    redisReply **r = rc == 0 && g.n && l->n ? calloc(l->n * R_PER, sizeof *r) : NULL;
+    int all = r != NULL && l->n == g.n;
+    for (size_t i = 0, j = 0; r && i < l->n; i++, j++) {
+        if (j >= g.n || strcmp(g.id[j], l->c[i].id) != 0) /* mostly in the same order */
+            for (j = 0; j < g.n && strcmp(g.id[j], l->c[i].id) != 0; j++)
+                ;
+        if (j == g.n) { /* a candidate not guessed: all rows read after */
+            free(r);
+            r = NULL;
+            all = 0;
+            break;
+        }
+        for (size_t x = 0; x < R_PER; x++)
+            r[i * R_PER + x] = g.at[j * R_PER + x] == SIZE_MAX ? NULL : rr[g.at[j * R_PER + x]];
+    }
+    if (r && (rc = rows_take(st, l, r, want, NULL, NULL, err)) == 0)
+        *served = 1;
+    if (rc == 0 && !all)
+        guess_keep(st, pos, k, l);
+    if (rr)
+        convo__rd_replies_free(rr, nq);
+    for (size_t i = 0; q && i < nq; i++)
+        convo__rd_cmd_free(&q[i]);
+    for (size_t i = 0; tk && i < g.n; i++)
+        free(tk[i].buf);
+    free(q);
+    free(rr);
+    free(tk);
+    free(r);
+    guessed_free(&g);
+    return rc;
+}
+
 static int list_run(list_state *st, const convo_thread_cursor *after, convo_error *err)
 {
     size_t want = st->o->limit + 1;
@@ -1108,8 +1183,11 @@ static int list_run(list_state *st, const convo_thread_cursor *after, convo_erro
             st->fix = NULL;
             continue;
         }
-        rc = fetch(st->b, st->c, st->s, &pos, k, &l, &more, err);
-        if (rc == 0 && l.n > 0)
+        int served = 0;
+        rc = st->b->cluster && st->b->guess
+                 ? fetch_guessed(st, &pos, k, want, &l, &more, &served, err)
+                 : fetch(st->b, st->c, st->s, &pos, k, &l, &more, NULL, 0, NULL, err);
+        if (rc == 0 && l.n > 0 && !served)
             rc = read_rows(st, &l, want, NULL, NULL, err);
         if (rc == 0)
             repair_run(st);

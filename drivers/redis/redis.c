@@ -120,7 +120,7 @@ static int parse_params(convo_backend *b, convo_url *url, convo_error *err, long
     b->wait_timeout_ms = (int)wait_t;
     if (rc != 0)
         return rc;
-    if (guess && strcmp(url->scheme, "redis+cluster") != 0 && !(b->guess = convo__rd_guess_new()))
+    if (guess && !(b->guess = convo__rd_guess_new()))
         return convo__rd_oom(err);
     if (beside && strcmp(url->scheme, "redis+cluster") == 0 &&
         !(b->beside = convo__rd_beside_new()))

@@ -19,7 +19,10 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define MAX_PREFIX_BYTES 128
 #define RECENT_SLOTS 4096 /* threads a store remembers having indexed */
+#ifndef IX_SHARDS
 #define IX_SHARDS 16     /* cluster: the index sets are split in 16 slot ranges, over the masters */
+#endif
+#define IX_SHARD_SLOTS (RCL_SLOTS / IX_SHARDS) /* the slots of one shard's range */
 #define RELAYOUT_TRIES 3  /* a thread migrated by a call that met it (CONVO_MIGRATE) */
 /* One server (layout 6): a thread's updated_at lies in [u, u + WINDOW_US),
  * u its activity time, the score of its :r entries; an append inside that
