@@ -695,6 +695,77 @@ START_TEST(test_append_beside_falls_back)
 }
 END_TEST
 
+/* ---- a page over the shards: k / 16 + 3 of each, what is complete kept ---- */
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* One user's newest 12 threads all in shard 0, 12 older ones elsewhere: a
+ * page of 10 reads 4 of each shard (k = 11), so shard 0's 4th is the cut and
+ * the batches go on from it; every page is the exact order, in each order
+ * (without the cut the first page would take shard 0's 4
+ * and 6 older threads of other shards). */
+START_TEST(test_shard_cut_pages)
+{
+    char prefix[256], id[32], want[4][2048] = {{0}};
+    const char *order_names[] = {"recent", "created", "id"};
+    convo_store *s = open_store("cut", NULL, user_keys, prefix, sizeof prefix);
+    char ids[24][32];
+    int n = 0;
+    for (int k = 0; n < 12; k++) { /* older, not in shard 0 */
+        snprintf(id, sizeof id, "o%d", k);
+        if (shard_of(id) != 0)
+            snprintf(ids[n++], sizeof ids[0], "%s", id);
+    }
+    for (int k = 0; n < 24; k++) { /* newer, all in shard 0 */
+        snprintf(id, sizeof id, "n%d", k);
+        if (shard_of(id) == 0)
+            snprintf(ids[n++], sizeof ids[0], "%s", id);
+    }
+    for (int i = 0; i < 24; i++) {
+        user_thread(s, ids[i], "u1");
+        usleep(1000);
+    }
+    for (int i = 23; i >= 0; i--) /* recent and created: newest first */
+        snprintf(want[0] + strlen(want[0]), sizeof want[0] - strlen(want[0]), "%s%s",
+                 i < 23 ? " " : "", ids[i]);
+    memcpy(want[1], want[0], sizeof want[0]);
+    char sorted[24][32];
+    memcpy(sorted, ids, sizeof sorted);
+    qsort(sorted, 24, sizeof sorted[0], by_text);
+    for (int i = 0; i < 24; i++)
+        snprintf(want[2] + strlen(want[2]), sizeof want[2] - strlen(want[2]), "%s%s",
+                 i ? " " : "", sorted[i]);
+    for (int order = CONVO_ORDER_RECENT; order <= CONVO_ORDER_ID; order++) {
+        char got[2048] = "", cursor[512] = "";
+        for (int pages = 0; pages < 5; pages++) {
+            convo_thread_list_opts o = CONVO_THREAD_LIST_OPTS_INIT;
+            o.where_json = "{\"user_id\":\"u1\"}";
+            o.order = order;
+            o.limit = 10;
+            o.after = cursor[0] ? cursor : NULL;
+            convo_thread_page *p;
+            convo_error err;
+            ck_assert_int_eq(convo_thread_list_ex(s, &o, &p, &err), 0);
+            size_t rows = convo_thread_page_count(p);
+            for (size_t i = 0; i < rows; i++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", got[0] ? " " : "",
+                         convo_thread_page_id(p, i));
+            snprintf(cursor, sizeof cursor, "%s", rows ? convo_thread_page_cursor(p, rows - 1) : "");
+            convo_thread_page_free(p);
+            if (rows < 10)
+                break;
+        }
+        ck_assert_msg(strcmp(got, want[order - CONVO_ORDER_RECENT]) == 0, "%s: %s, not %s",
+                      order_names[order - CONVO_ORDER_RECENT], got,
+                      want[order - CONVO_ORDER_RECENT]);
+    }
+    convo_close(s);
+}
+END_TEST
+
 /* ---- the cluster's page read again: one round trip (its guess) ---- */
 
 /* Read events of the masters so far, and how many masters. */
@@ -796,6 +867,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, test_append_beside_many_threads);
         tcase_add_test(tc, test_layout4_cluster_migrated);
         tcase_add_test(tc, test_page_guess_cluster);
+        tcase_add_test(tc, test_shard_cut_pages);
         tcase_add_test(tc, test_first_append_one_script);
     }
     suite_add_tcase(su, tc);
