@@ -1,4 +1,4 @@
-/* ix.c — the thread index (layout 6 on one server, 4 on a cluster; docs/redis.md,
+/* ix.c — the thread index (layout 8 on one server, 9 on a cluster; docs/redis.md,
  * "The thread index"): the
  * declared extra keys (recorded in P:store), the index key of a value, and the
  * index writes the client makes itself: on a cluster after each write (the

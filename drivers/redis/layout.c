@@ -238,7 +238,7 @@ static int store_version(convo_backend *b, rconn *c, const char *value, int *now
     return rc;
 }
 
-/* P:store's v = 8 (one server; 4 on a cluster) says every thread of the store
+/* P:store's v = 8 (one server; 9 on a cluster) says every thread of the store
  * is in this version's layout; until then each open migrates the threads of
  * the index, 100 at a time, then sets it (unless the index is empty: an open
  * of a new prefix writes nothing). A thread written meanwhile (or not in the

@@ -1,7 +1,8 @@
-/* list.c — convo_thread_list_ex on the index of layout 6 (one server) or 4 (a
+/* list.c — convo_thread_list_ex on the index of layout 8 (one server) or 9 (a
  * cluster; docs/redis.md, "The thread index"). Candidates come in order from
  * one sorted set: the set of a declared key's value when the filter names one,
- * else the set of every thread (on a cluster its 16 shards, merged); each
+ * else the set of every thread (on a cluster either one's 16 shards, merged;
+ * a page read again reads its guessed rows with them, rows.c); each
  * batch's rows are read in one round trip (on one server in list.lua, which
  * also orders a recent page by updated_at inside the activity window) and
  * checked against the thread's own keys. An
