@@ -124,7 +124,8 @@ static size_t list_ids(convo_store *s, const convo_checkpoint_list_opts *o, int 
     return n;
 }
 
-/* 40 puts: one segment of 16 (the first), 24 rows. */
+/* 40 puts: two segments of 16 (sealed after the 20th and the 36th put, each
+ * leaving the 4 newest rows), 8 rows. */
 static convo_store *store_with_40(const char *name, const char *thread)
 {
     memset(big, 'x', sizeof big - 1);
@@ -138,8 +139,8 @@ static convo_store *store_with_40(const char *name, const char *thread)
         }
     }
     PGconn *pg = admin();
-    ck_assert_int_eq(segments_of(pg, schema_name(name)), 1);
-    ck_assert_int_eq(rows_in(pg, schema_name(name)), 24);
+    ck_assert_int_eq(segments_of(pg, schema_name(name)), 2);
+    ck_assert_int_eq(rows_in(pg, schema_name(name)), 8);
     PQfinish(pg);
     return s;
 }
@@ -185,12 +186,12 @@ START_TEST(test_reads_across_the_boundary)
     ck_assert_uint_eq(n, 5);
     ck_assert_int_eq(got[0], 19);
     ck_assert_int_eq(got[4], 15);
-    o.before = "ck-00030"; /* a row before, the page across */
+    o.before = "ck-00036"; /* a row before, the page across both segments */
     o.limit = 20;
     n = list_ids(s, &o, got, 64, &rc);
     ck_assert_uint_eq(n, 20);
-    ck_assert_int_eq(got[0], 29);
-    ck_assert_int_eq(got[19], 10);
+    ck_assert_int_eq(got[0], 35);
+    ck_assert_int_eq(got[19], 16);
     o.before = "ck-00005x"; /* in the segment's range, not in it */
     list_ids(s, &o, got, 64, &rc);
     ck_assert_int_eq(rc, CONVO_ENOTFOUND);
@@ -300,8 +301,9 @@ START_TEST(test_operations_keep_every_checkpoint)
     ck_assert_int_eq(convo_checkpoint_get(s, "t2", "", "ck-00003", &cp, &err), 0);
     check_cp(cp, 3, 1);
     convo_checkpoint_free(cp);
-    /* delete by run (a filter over every thread) */
-    for (int i = 73; i <= 80; i++)
+    /* delete by run (a filter over every thread); the fork unsealed t: 72 rows,
+     * sealed again at the 84th (4 newest + 80) */
+    for (int i = 73; i <= 84; i++)
         put_i(s, "t", i);
     ck_assert_int_ge(segments_of(pg, schema), 1);
     convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
@@ -309,13 +311,13 @@ START_TEST(test_operations_keep_every_checkpoint)
     o.filter_json = "{\"run_id\":\"r0\"}";
     uint64_t removed = 0;
     ck_assert_msg(convo_checkpoint_delete(s, &o, &removed, &err) == 0, "%s", err.message);
-    ck_assert_uint_eq(removed, 26);
-    ck_assert_uint_eq(all_readable(s, "t"), 80 - 26);
+    ck_assert_uint_eq(removed, 28);
+    ck_assert_uint_eq(all_readable(s, "t"), 84 - 28);
     ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "ck-00001", &cp, &err), 0);
     check_cp(cp, 1, 0); /* its value in checkpoint_blobs kept */
     convo_checkpoint_free(cp);
     /* a tail rewrite that would drop a sealed checkpoint's messages */
-    for (int i = 81; i <= 120; i++)
+    for (int i = 85; i <= 120; i++)
         put_i(s, "t", i);
     ck_assert_int_ge(segments_of(pg, schema), 1);
     convo_rewrite_opts ro = CONVO_REWRITE_OPTS_INIT;
@@ -417,7 +419,7 @@ START_TEST(test_corrupt_segment_refused)
     };
     for (size_t d = 0; d < 2; d++) {
         exec_in_schema(pg, schema, "CREATE TABLE IF NOT EXISTS @S.keep AS"
-                                   " SELECT data FROM @S.checkpoint_segments");
+                                   " SELECT first_id, data FROM @S.checkpoint_segments");
         exec_in_schema(pg, schema, damage[d]);
         convo_checkpoint *cp = NULL;
         convo_error err;
@@ -431,8 +433,8 @@ START_TEST(test_corrupt_segment_refused)
         ck_assert_int_eq(convo_checkpoint_list(s, &o, &set, &err), 0);
         convo_checkpoint_set_free(set);
         ck_assert_int_eq(convo_checkpoint_prune(s, "t", 3, &err), CONVO_ECORRUPT);
-        exec_in_schema(pg, schema, "UPDATE @S.checkpoint_segments SET data = (SELECT data"
-                                   " FROM @S.keep)");
+        exec_in_schema(pg, schema, "UPDATE @S.checkpoint_segments s SET data = k.data"
+                                   " FROM @S.keep k WHERE k.first_id = s.first_id");
         ck_assert_int_eq(convo_checkpoint_get(s, "t", "", "ck-00003", &cp, &err), 0);
         convo_checkpoint_free(cp);
     }
@@ -562,7 +564,7 @@ START_TEST(test_before_sealed_across_namespaces)
         ck_assert_msg(convo_checkpoint_put(s, &cp, &err) == 0, "%s", err.message);
     }
     PGconn *pg = admin();
-    ck_assert_int_eq(segments_of(pg, schema_name(name)), 2);
+    ck_assert_int_eq(segments_of(pg, schema_name(name)), 4); /* two a namespace */
     PQfinish(pg);
     int got[64], rc;
     convo_checkpoint_list_opts o = CONVO_CHECKPOINT_LIST_OPTS_INIT;
@@ -608,7 +610,7 @@ START_TEST(test_ids_out_of_order_stay_rows_and_sweep)
     snprintf(schema, sizeof schema, "%s", schema_name(name));
     memset(big, 'x', sizeof big - 1);
     convo_store *s = open_ok(schema_url(name, "ttl=3600"));
-    for (int i = 80; i >= 1; i--) /* five seals due */
+    for (int i = 80; i >= 1; i--) /* four seals due */
         put_ip(s, "down", i, 0);
     PGconn *pg = admin();
     ck_assert_int_eq(segments_of(pg, schema), 1);
@@ -616,7 +618,7 @@ START_TEST(test_ids_out_of_order_stay_rows_and_sweep)
     ck_assert_uint_eq(readable_in_order(s, "down", 0), 80);
     for (int i = 1; i <= 40; i++)
         put_i(s, "up", i);
-    ck_assert_int_eq(segments_of(pg, schema), 2);
+    ck_assert_int_eq(segments_of(pg, schema), 3);
     char sql[512];
     snprintf(sql, sizeof sql,
              "UPDATE \"%s\".threads SET expires_at = now() - interval '1 second'"
@@ -637,6 +639,31 @@ START_TEST(test_ids_out_of_order_stay_rows_and_sweep)
 }
 END_TEST
 
+/* A store opened for each put (a web request's, a CLI call's): the seal is
+ * due by the rows stored, not by one handle's puts, so 52 puts leave three
+ * segments and the 4 newest rows, as one handle's would; all read back. */
+START_TEST(test_a_handle_a_put_seals)
+{
+    const char *name = "seg9";
+    char schema[128];
+    snprintf(schema, sizeof schema, "%s", schema_name(name));
+    memset(big, 'x', sizeof big - 1);
+    for (int i = 1; i <= 52; i++) {
+        convo_store *one = open_ok(schema_url(name, NULL));
+        put_i(one, "t", i);
+        convo_close(one);
+    }
+    PGconn *pg = admin();
+    ck_assert_int_eq(segments_of(pg, schema), 3);
+    ck_assert_int_eq(rows_in(pg, schema), 4);
+    PQfinish(pg);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    ck_assert_uint_eq(all_readable(s, "t"), 52);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 void postgres_add_segments_tests(Suite *s)
 {
     TCase *tc = tcase_create("segments");
@@ -649,5 +676,6 @@ void postgres_add_segments_tests(Suite *s)
     tcase_add_test(tc, test_rows_of_41_sealed_after_migration);
     tcase_add_test(tc, test_before_sealed_across_namespaces);
     tcase_add_test(tc, test_ids_out_of_order_stay_rows_and_sweep);
+    tcase_add_test(tc, test_a_handle_a_put_seals);
     suite_add_tcase(s, tc);
 }

@@ -4,4 +4,8 @@
 -- transaction.
 SELECT @S.checkpoint_put_log($1::text, $2::text, $3::text, $4::text, $5::text::json,
        $6::text, $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
-       $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval)
+       $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval),
+       -- (v42) the namespace's checkpoint rows before this put (the statement's
+       -- snapshot): the driver seals when a full segment is due (segments.c)
+       (SELECT count(*) FROM @S.threads t JOIN @S.checkpoints c ON c.tid = t.tid
+         WHERE t.thread_id = $1::text AND c.checkpoint_ns = coalesce($2::text, ''))

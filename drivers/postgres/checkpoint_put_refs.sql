@@ -7,4 +7,8 @@ SELECT @S.checkpoint_put_refs($1::text, $2::text, $3::text, $4::text, $5::text::
        $6::text, $7::bytea, $8::int8, $9::text[], $10::text[], $11::text[], $12::bytea[],
        $13::bytea[], $14::text[], $15::int8, $16::int8, $17::timestamptz, $18::interval,
        $19::text[], $20::text[], $21::int8[], $22::text[], $23::text[], $24::text[],
-       $25::bytea[], $26::text[], $27::bytea[], $28::int8[])
+       $25::bytea[], $26::text[], $27::bytea[], $28::int8[]),
+       -- (v42) the namespace's checkpoint rows before this put (the statement's
+       -- snapshot): the driver seals when a full segment is due (segments.c)
+       (SELECT count(*) FROM @S.threads t JOIN @S.checkpoints c ON c.tid = t.tid
+         WHERE t.thread_id = $1::text AND c.checkpoint_ns = coalesce($2::text, ''))

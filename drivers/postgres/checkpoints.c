@@ -149,14 +149,19 @@ static void checkpoint_params_free(cp_params *p)
  * not the put's: it is dropped. */
 #define ANALYZE_AFTER_PUTS 128
 
-/* After a put: a seal when one is due (schema 42; its own statements, and
- * the put has succeeded whatever it meets: a seal not done is done later),
- * and the statistics once. */
-static void put_done(convo_backend *b, const convo_checkpoint_in *cp)
+/* After a put (r its result, then cleared): a seal when one is due by the
+ * rows its namespace had, the statement's last column (schema 42; its own
+ * statements, and the put has succeeded whatever it meets: a seal not done is
+ * done later), and the statistics once. */
+static void put_done(convo_backend *b, const convo_checkpoint_in *cp, PGresult *r)
 {
-    int sealed;
-    (void)convo__pg_seal(b, cp->thread_id, cp->checkpoint_ns ? cp->checkpoint_ns : "", 0,
-                         &sealed, NULL);
+    int sealed, last = PQnfields(r) - 1;
+    int64_t rows_before = last >= 1 && PQntuples(r) == 1 && !PQgetisnull(r, 0, last)
+                              ? convo__pg_get_int(r, 0, last)
+                              : 0;
+    PQclear(r);
+    (void)convo__pg_seal(b, cp->thread_id, cp->checkpoint_ns ? cp->checkpoint_ns : "",
+                         rows_before, &sealed, NULL);
     if (__atomic_add_fetch(&b->cp_puts, 1, __ATOMIC_RELAXED) != ANALYZE_AFTER_PUTS)
         return;
     char *sql = convo__pg_fill(b, SQL_CHECKPOINT_ANALYZE, NULL);
@@ -181,8 +186,7 @@ int convo__pg_checkpoint_put(convo_backend *b, const convo_checkpoint_in *cp, co
                                 &r, err);
     checkpoint_params_free(&p);
     if (rc == 0) {
-        PQclear(r);
-        put_done(b, cp);
+        put_done(b, cp, r);
     }
     return rc;
 }
@@ -241,8 +245,7 @@ int convo__pg_checkpoint_put_log(convo_backend *b, const convo_checkpoint_in *cp
                                 PG_RUN_PLAIN, &r, err);
     log_params_free(&p);
     if (rc == 0) {
-        PQclear(r);
-        put_done(b, cp);
+        put_done(b, cp, r);
     }
     return rc;
 }
@@ -313,8 +316,7 @@ int convo__pg_checkpoint_put_refs(convo_backend *b, const convo_checkpoint_in *c
         PGresult *r;
         if ((rc = convo__pg_run_unsealed(b, cp->thread_id, ST_CP_PUT_REFS, 18 + SWAP_ARRAYS,
                                          values, lens, PG_RUN_PLAIN, &r, err)) == 0) {
-            PQclear(r);
-            put_done(b, cp);
+            put_done(b, cp, r);
         }
     } else {
         rc = convo__pg_too_large(rc, err);

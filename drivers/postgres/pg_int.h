@@ -57,13 +57,13 @@ typedef struct pg_conn {
 /* readback.c: the store's copy of checkpoint_names and checkpoint_channel_sets. */
 typedef struct pg_names pg_names;
 
-/* segments.c: a seal every PG_SEGMENT_ROWS puts of a thread and namespace
- * packs its oldest rows but PG_SEGMENT_HOT, PG_SEGMENT_ROWS a segment, at
- * most PG_SEAL_MAX_SEGMENTS segments at once */
+/* segments.c: a seal, after a put that leaves a namespace with PG_SEGMENT_HOT
+ * rows and a multiple of PG_SEGMENT_ROWS more, packs its oldest rows but
+ * PG_SEGMENT_HOT, PG_SEGMENT_ROWS a segment, at most PG_SEAL_MAX_SEGMENTS
+ * segments at once */
 #define PG_SEGMENT_ROWS 16
 #define PG_SEGMENT_HOT 4
 #define PG_SEAL_MAX_SEGMENTS 64
-#define PG_SEAL_SLOTS 256
 
 struct convo_backend {
     convo_pool *pool;
@@ -83,11 +83,8 @@ struct convo_backend {
     const char *ttl;       /* ttl_interval, or NULL (SQL NULL) when threads never expire */
     unsigned long cp_puts; /* checkpoint puts through this handle (checkpoint_analyze.sql) */
     pg_names *names;       /* the names stored checkpoints' numbers stand for (readback.c) */
-    /* segments.c: checkpoints a segment holds, the newest kept as rows, and
-     * the puts counted towards the next seal of each thread and namespace */
+    /* segments.c: checkpoints a segment holds, the newest kept as rows */
     int seg_rows, seg_hot;
-    pthread_mutex_t seal_lock;
-    unsigned seal_counts[PG_SEAL_SLOTS];
 };
 
 /* ---- conn.c: connections, errors, statements */
@@ -278,10 +275,12 @@ int64_t convo__pg_cell_int(const pg_cell *c);
 int convo__pg_rows_read(const PGresult *r, const pg_read_opts *o, pg_rows *rows,
                         const char **why);
 void convo__pg_rows_free(pg_rows *rows);
-/* After a put: a seal of thread_id / ns when one is due (force: now); *sealed
- * the rows sealed. A seal that meets a changed row does nothing. */
-int convo__pg_seal(convo_backend *b, const char *thread_id, const char *ns, int force,
-                   int *sealed, convo_error *err);
+/* After a put: a seal of thread_id / ns when one is due by the rows the
+ * namespace had before it (rows_before, the put statement's last column;
+ * below 0: now); *sealed the rows sealed. A seal that meets a changed row
+ * does nothing. */
+int convo__pg_seal(convo_backend *b, const char *thread_id, const char *ns,
+                   int64_t rows_before, int *sealed, convo_error *err);
 /* Statement st run as convo__pg_run (how PG_RUN_PLAIN), _stored or
  * _stored_bytes (PG_RUN_BYTES); when it meets segments (CV042) the thread is
  * unsealed and st run again in one transaction. */

@@ -82,7 +82,6 @@ static void pg_close(convo_backend *b)
     convo__pg_index_close(b);
     convo__pg_names_free(b);
     pthread_mutex_destroy(&b->index_lock);
-    pthread_mutex_destroy(&b->seal_lock);
     for (int i = 0; i < ST_COUNT; i++)
         free(b->sql[i]);
     free(b->conninfo);
@@ -132,7 +131,6 @@ static int pg_open(convo_backend **out, convo_url *url, const convo_limits *limi
         return convo__error(err, CONVO_ENOMEM, NULL, "out of memory");
     b->limits = *limits;
     pthread_mutex_init(&b->index_lock, NULL);
-    pthread_mutex_init(&b->seal_lock, NULL);
     b->seg_rows = PG_SEGMENT_ROWS;
     b->seg_hot = PG_SEGMENT_HOT;
     int rc = setup(b, url, err);

@@ -268,23 +268,15 @@ int convo__pg_rows_read(const PGresult *r, const pg_read_opts *o, pg_rows *rows,
 
 enum { SEAL_LAST_ID = PG_NCOLS + 1 }; /* checkpoint_seal_rows.sql: put, xmin, last id */
 
-/* Whether a seal of thread_id / ns is due: every SEG_ROWS-th put through this
- * handle (a small table of counters by hash; a collision only moves a seal). */
-static int seal_due(convo_backend *b, const char *thread_id, const char *ns)
+/* Whether a seal is due after a put to a namespace that had rows_before rows:
+ * when the put leaves seg_hot rows and a whole number of segments' more. From
+ * the stored rows, not from this handle's puts, so a thread put to by many
+ * short-lived handles seals as one put to by one; a seal that did nothing
+ * (ids out of order, a concurrent change) is tried again seg_rows puts later. */
+static int seal_due(const convo_backend *b, int64_t rows_before)
 {
-    uint64_t h = 1469598103934665603u;
-    for (const char *p = thread_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211u;
-    h = (h ^ 0xff) * 1099511628211u;
-    for (const char *p = ns; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211u;
-    pthread_mutex_lock(&b->seal_lock);
-    unsigned *n = &b->seal_counts[h % PG_SEAL_SLOTS];
-    int due = ++*n >= (unsigned)b->seg_rows;
-    if (due)
-        *n = 0;
-    pthread_mutex_unlock(&b->seal_lock);
-    return due;
+    int64_t beyond = rows_before + 1 - b->seg_hot;
+    return beyond >= b->seg_rows && beyond % b->seg_rows == 0;
 }
 
 /* The rows of r to seal, in groups of seg_rows (*n of them into pick): in
@@ -374,11 +366,11 @@ static void vacuum(convo_backend *b)
     free(sql);
 }
 
-int convo__pg_seal(convo_backend *b, const char *thread_id, const char *ns, int force,
-                   int *sealed, convo_error *err)
+int convo__pg_seal(convo_backend *b, const char *thread_id, const char *ns,
+                   int64_t rows_before, int *sealed, convo_error *err)
 {
     *sealed = 0;
-    if (b->seg_rows <= 0 || (!force && !seal_due(b, thread_id, ns)))
+    if (b->seg_rows <= 0 || (rows_before >= 0 && !seal_due(b, rows_before)))
         return 0;
     char keep[8], most[8];
     put64(keep, (uint64_t)b->seg_hot);
