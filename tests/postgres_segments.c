@@ -664,6 +664,50 @@ START_TEST(test_a_handle_a_put_seals)
 }
 END_TEST
 
+typedef struct sealed_reader {
+    convo_store *s;
+    int rc;
+    convo_checkpoint *cp;
+} sealed_reader;
+
+static void *read_sealed_3(void *arg)
+{
+    sealed_reader *r = arg;
+    r->rc = convo_checkpoint_get(r->s, "t", "", "ck-00003", &r->cp, NULL);
+    return NULL;
+}
+
+/* A sealed checkpoint's value over 255 bytes is read by a second statement
+ * (checkpoint_blobs_get.sql). When its segment goes between the two (here the
+ * segment and the values go, as an unseal and a prune of those checkpoints
+ * would leave them; checkpoint_blobs locked so that the read waits there),
+ * the read starts again and finds no checkpoint: not ck-00003 with channel
+ * "big" and no value (what it gave before the segment's xmin was checked). */
+START_TEST(test_sealed_read_racing_a_removal_is_read_again)
+{
+    const char *name = "seg10";
+    char schema[128];
+    snprintf(schema, sizeof schema, "%s", schema_name(name));
+    convo_close(store_with_40(name, "t"));
+    convo_store *s = open_ok(schema_url(name, "application_name=seg10reader&pool=1"));
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema, "BEGIN; LOCK TABLE @S.checkpoint_blobs IN ACCESS EXCLUSIVE MODE");
+    sealed_reader r = {s, 0, NULL};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, read_sealed_3, &r), 0);
+    wait_for_lock_wait("seg10reader");
+    exec_in_schema(pg, schema,
+                   "DELETE FROM @S.checkpoint_segments WHERE first_id <= @S.id_pack('ck-00003');"
+                   " DELETE FROM @S.checkpoint_blobs; COMMIT");
+    pthread_join(th, NULL);
+    ck_assert_int_eq(r.rc, CONVO_ENOTFOUND);
+    ck_assert_ptr_null(r.cp);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 void postgres_add_segments_tests(Suite *s)
 {
     TCase *tc = tcase_create("segments");
@@ -677,5 +721,6 @@ void postgres_add_segments_tests(Suite *s)
     tcase_add_test(tc, test_before_sealed_across_namespaces);
     tcase_add_test(tc, test_ids_out_of_order_stay_rows_and_sweep);
     tcase_add_test(tc, test_a_handle_a_put_seals);
+    tcase_add_test(tc, test_sealed_read_racing_a_removal_is_read_again);
     suite_add_tcase(s, tc);
 }

@@ -8,7 +8,7 @@
 -- writes, put_seq. (schema 42) Then, as a row of kind 1 (data in the body
 -- column), the segment that would hold it (the greatest first id at or below
 -- it, when its last is not below): the driver looks for the id inside when no
--- row came.
+-- row came; its r is the segment's xmin, which checkpoint_blobs_get.sql checks.
 SELECT 0 AS kind, 0::int8 AS r, t.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id,
        c.metadata, c.log_length, c.created_at, c.body_type, c.body, c.tid, c.channel_set,
        c.versions, c.vals, c.writes, c.put_seq
@@ -18,10 +18,10 @@ SELECT 0 AS kind, 0::int8 AS r, t.thread_id, c.checkpoint_ns, c.checkpoint_id, c
    AND c.checkpoint_ns = $2::text
    AND c.checkpoint_id = @S.id_pack($3::text)
 UNION ALL
-SELECT 1, 0, t.thread_id, s.checkpoint_ns, NULL, NULL, NULL, NULL, NULL, NULL, s.data, s.tid,
-       NULL, NULL, NULL, NULL, s.last_seq
+SELECT 1, s.x::text::int8, t.thread_id, s.checkpoint_ns, NULL, NULL, NULL, NULL, NULL, NULL,
+       s.data, s.tid, NULL, NULL, NULL, NULL, s.last_seq
   FROM @S.threads t
- CROSS JOIN LATERAL (SELECT k.* FROM @S.checkpoint_segments k
+ CROSS JOIN LATERAL (SELECT k.*, k.xmin AS x FROM @S.checkpoint_segments k
                       WHERE k.tid = t.tid AND k.checkpoint_ns = $2::text
                         AND k.first_id <= @S.id_pack($3::text)
                       ORDER BY k.first_id DESC LIMIT 1) s

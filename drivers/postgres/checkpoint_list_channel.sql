@@ -4,8 +4,9 @@
 -- statement's, without the metadata and the body (neither is read: metadata
 -- {} and no body), and fewer columns carried from the scan.
 -- Schema 42: rows of kind 1 are segments (data in the body column, tid, last
--- put_seq), kind 2 the segment `before` may be in, kind 3 carries `before`'s
--- put_seq when it is a row; the last column is each row's put_seq.
+-- put_seq, r the segment's xmin for checkpoint_blobs_get.sql's check), kind
+-- 2 the segment `before` may be in, kind 3 carries `before`'s put_seq when it
+-- is a row; the last column is each row's put_seq.
 WITH bp AS (
     SELECT min(c.put_seq) AS p FROM @S.threads t
       JOIN @S.checkpoints c ON c.tid = t.tid
@@ -67,7 +68,7 @@ lastrow AS (
     SELECT s.thread_id, s.put_seq, (SELECT count(*) FROM sel) AS n FROM sel s
      ORDER BY s.r DESC LIMIT 1),
 segs AS (
-    SELECT s.tid, t.thread_id, s.checkpoint_ns, s.data, s.last_seq
+    SELECT s.tid, t.thread_id, s.checkpoint_ns, s.data, s.last_seq, s.xmin::text::int8 AS x
       FROM @S.threads t CROSS JOIN b
       JOIN @S.checkpoint_segments s ON s.tid = t.tid
      WHERE (t.expires_at IS NULL OR t.expires_at > now())
@@ -83,7 +84,7 @@ SELECT 0 AS kind, s.r, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_i
        s.versions, s.vals, s.writes, s.put_seq
   FROM sel s
 UNION ALL
-SELECT 1, 0, g.thread_id, g.checkpoint_ns, NULL, NULL, NULL, NULL, NULL, NULL, g.data, g.tid,
+SELECT 1, g.x, g.thread_id, g.checkpoint_ns, NULL, NULL, NULL, NULL, NULL, NULL, g.data, g.tid,
        NULL, NULL, NULL, NULL, g.last_seq
   FROM segs g
 UNION ALL

@@ -46,7 +46,7 @@ static const struct {
     [ST_APPEND_PLAIN] = {"convo_append_plain", 5, SQL_APPEND_PLAIN},
     [ST_CP_LIST_CHANNEL] = {"convo_cp_list_channel", 7, SQL_CHECKPOINT_LIST_CHANNEL},
     [ST_CP_NAMES] = {"convo_cp_names", 4, SQL_CHECKPOINT_NAMES_GET},
-    [ST_CP_BLOBS] = {"convo_cp_blobs", 7, SQL_CHECKPOINT_BLOBS_GET},
+    [ST_CP_BLOBS] = {"convo_cp_blobs", 8, SQL_CHECKPOINT_BLOBS_GET},
     [ST_CP_SEAL_ROWS] = {"convo_cp_seal_rows", 4, SQL_CHECKPOINT_SEAL_ROWS},
     [ST_CP_SEAL] = {"convo_cp_seal", 10, SQL_CHECKPOINT_SEAL},
     [ST_CP_UNSEAL_ROWS] = {"convo_cp_unseal_rows", 1, SQL_CHECKPOINT_UNSEAL_ROWS},

@@ -360,14 +360,17 @@ static int decode_row(read_ctx *x, int i, row_items *it)
     return it->w ? rc : CONVO_ENOMEM;
 }
 
+enum { BLOB_ARRAYS = 8 };
+
 /* The channels whose value is not in their row, with the arrays of
  * checkpoint_blobs_get.sql; 0 and *n 0 when there are none. */
-static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t *n)
+static int blob_params(read_ctx *x, int rows, char *arr[BLOB_ARRAYS], int lens[BLOB_ARRAYS],
+                       size_t *n)
 {
-    static const uint32_t oids[7] = {OID_INT8, OID_TEXT, OID_BYTEA, OID_BYTEA,
-                                     OID_INT4, OID_BYTEA, OID_BYTEA};
-    pg_array a[7];
-    for (int k = 0; k < 7; k++)
+    static const uint32_t oids[BLOB_ARRAYS] = {OID_INT8, OID_TEXT,  OID_BYTEA, OID_BYTEA,
+                                               OID_INT4, OID_BYTEA, OID_BYTEA, OID_INT8};
+    pg_array a[BLOB_ARRAYS];
+    for (int k = 0; k < BLOB_ARRAYS; k++)
         convo__pg_array_start(&a[k], oids[k], 64);
     *n = 0;
     for (int i = 0; i < rows; i++) {
@@ -379,7 +382,8 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
             char ch[4];
             put32(ch, (uint32_t)c->ch);
             static const int cols[4] = {C_TID, C_NS, C_ID, C_VERSIONS};
-            /* a sealed row sends no versions: nothing to check (segments change whole) */
+            /* a sealed row sends no versions but its segment's xmin (segments
+             * change whole: one still there unchanged holds the checkpoint) */
             for (int k = 0; k < 4; k++)
                 convo__pg_array_add(&a[k],
                                     k < 2 || (first && !(k == 3 && x->in->sealed[i]))
@@ -390,12 +394,14 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
             convo__pg_array_add(&a[6], !first || cell(x, i, C_VALS)->null
                                            ? NULL : cell(x, i, C_VALS)->v,
                                 cell(x, i, C_VALS)->len);
+            int seg = first && x->in->sealed[i] && !cell(x, i, C_R)->null;
+            convo__pg_array_add(&a[7], seg ? cell(x, i, C_R)->v : NULL, cell(x, i, C_R)->len);
             first = 0;
             (*n)++;
         }
     }
     int rc = 0;
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < BLOB_ARRAYS; k++) {
         if (a[k].failed)
             rc = a[k].failed == 2 ? CONVO_ETOOLARGE : CONVO_ENOMEM;
         arr[k] = convo__pg_array_finish(&a[k], &lens[k]);
@@ -408,8 +414,8 @@ static int blob_params(read_ctx *x, int rows, char *arr[7], int lens[7], size_t 
  * changed since it was read. */
 static int fetch_blobs(read_ctx *x, int rows)
 {
-    char *arr[7] = {0};
-    int lens[7];
+    char *arr[BLOB_ARRAYS] = {0};
+    int lens[BLOB_ARRAYS];
     size_t n;
     int rc = blob_params(x, rows, arr, lens, &n);
     if (rc == 0 && n > 0)
@@ -417,7 +423,7 @@ static int fetch_blobs(read_ctx *x, int rows)
                                   x->err);
     else if (rc != 0)
         rc = convo__pg_too_large(rc, x->err);
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < BLOB_ARRAYS; k++)
         free(arr[k]);
     if (rc != 0 || n == 0)
         return rc;

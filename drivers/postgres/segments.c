@@ -120,6 +120,7 @@ static int add_member(pg_rows *rows, const PGresult *r, int i, const convo__seg 
     row[C_THREAD] = result_cell(r, i, C_THREAD);
     row[C_NS] = result_cell(r, i, C_NS);
     row[C_TID] = result_cell(r, i, C_TID);
+    row[C_R] = result_cell(r, i, C_R); /* the segment's xmin: the blobs' read checks it */
     for (int s = 0; s < S_NCOLS; s++) {
         const convo__seg_cell *c = convo__seg_at(seg, m, (uint32_t)s);
         row[seg_col[s]] = (pg_cell){c->data, c->len, c->is_null};
