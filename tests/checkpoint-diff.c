@@ -4,7 +4,11 @@
  * by run (rare, so that SQLite's blocks of 16 fill and seal), reopens of the
  * store (alternately with ALT_URL: SQLite's seal=0), and reads — get by id,
  * latest, list with before, limit and a metadata filter — each done on both
- * stores and compared byte for byte (all but created_at). Every read crosses
+ * stores and compared byte for byte (all but created_at). Threads of their own
+ * get appends, save_extra of a declared key (user_id), forks and deletes, and
+ * thread listings (by user_id or not, in each order and direction, walked page
+ * by page with each store's own cursor) are compared too: ids, lengths, extra
+ * and last messages. Every read crosses
  * whatever the driver keeps apart (SQLite layout 17's rows, hot table and
  * sealed segments; PostgreSQL schema 42's rows and segments, which seal only
  * ids above every id sealed before: hence the ordered ids of namespace "").
@@ -34,6 +38,7 @@ typedef struct lane { /* the checkpoints of one thread and namespace, in put ord
 static lane lanes[THREADS][NAMESPACES];
 static convo_store *stores[2]; /* memory:, the driver's */
 static const char *urls[2];    /* the driver's, its alternate */
+static const char *const indexed[] = {"user_id", NULL};
 static uint64_t state;
 static long op;
 static int versions_made;
@@ -123,6 +128,13 @@ static void same_rc(const char *what, const int rc[2], convo_error err[2])
     if (rc[0] != rc[1])
         fail("%s: memory %d (%s), the driver %d (%s)", what, rc[0], err[0].message, rc[1],
              err[1].message);
+}
+
+static int open_store(convo_store **s, const char *url, convo_error *err)
+{
+    convo_store_opts o = CONVO_STORE_OPTS_INIT;
+    o.indexed_keys = indexed;
+    return convo_open_ex(s, url, &o, err);
 }
 
 /* ---- writes ---- */
@@ -226,7 +238,7 @@ static void reopen(void)
     const char *url = urls[1] && rnd(3) == 0 ? urls[1] : urls[0];
     convo_error err;
     convo_close(stores[1]);
-    if (convo_open(&stores[1], url, &err) != 0)
+    if (open_store(&stores[1], url, &err) != 0)
         fail("reopening: %s", err.message);
 }
 
@@ -278,13 +290,117 @@ static void list(int t, int ns, const char *before, size_t limit, const char *fi
     same(what, r);
 }
 
+/* ---- threads and their listing ---- */
+
+static unsigned last_user; /* the user_id a save_extra set last: a listing of it finds the
+                              thread written last, which SQLite lists apart (layout 15) */
+
+static void thread_write(void)
+{
+    static char id[16] = "th0"; /* half the time the thread written before: SQLite's open entry */
+    char other[16], text[80];
+    const char *m = text;
+    if (rnd(2))
+        snprintf(id, sizeof id, "th%u", rnd(12));
+    snprintf(other, sizeof other, "th%u", rnd(12));
+    unsigned kind = rnd(20);
+    convo_error err[2];
+    int rc[2];
+    for (int s = 0; s < 2; s++) {
+        if (kind < 10) {
+            if (s == 0)
+                snprintf(text, sizeof text, "{\"role\":\"user\",\"n\":%ld}", op);
+            rc[s] = convo_append(stores[s], id, &m, NULL, 1, NULL, NULL, &err[s]);
+        } else if (kind < 17) { /* keys in the order PostgreSQL's jsonb keeps them */
+            if (s == 0)
+                snprintf(text, sizeof text, rnd(4) ? "{\"k\":%u,\"user_id\":\"u%u\"}"
+                                                   : "{\"k\":%u,\"user_id\":%u}",
+                         rnd(2), last_user = rnd(4));
+            rc[s] = convo_save_extra(stores[s], id, text, &err[s]);
+        } else if (kind < 19) {
+            rc[s] = convo_thread_fork(stores[s], id, other, -1, &err[s]);
+        } else {
+            rc[s] = convo_thread_delete(stores[s], id, &err[s]);
+        }
+    }
+    same_rc(kind < 10 ? "append" : kind < 17 ? "save_extra" : kind < 19 ? "fork" : "delete", rc,
+            err);
+}
+
+/* One page as text into r; *next its cursor (malloc'd, NULL at the end). */
+static void thread_page(convo_store *s, const convo_thread_list_opts *o, text *r, char **next)
+{
+    convo_thread_page *p = NULL;
+    convo_error err;
+    *next = NULL;
+    int rc = convo_thread_list_ex(s, o, &p, &err);
+    if (rc) {
+        add(r, "error %d", rc);
+        return;
+    }
+    for (size_t i = 0; i < convo_thread_page_count(p); i++) {
+        size_t len = 0;
+        const char *last = convo_thread_page_last_message(p, i, &len);
+        const char *extra = convo_thread_page_extra(p, i);
+        add(r, "%s %lld %s %.*s\n", convo_thread_page_id(p, i),
+            (long long)convo_thread_page_length(p, i), extra ? extra : "-", (int)len,
+            last ? last : "-");
+    }
+    const char *n = convo_thread_page_next(p);
+    if (n && !(*next = strdup(n)))
+        fail("out of memory");
+    convo_thread_page_free(p);
+}
+
+static void thread_walk(void)
+{
+    char where[48];
+    convo_thread_list_opts o[2] = {CONVO_THREAD_LIST_OPTS_INIT, CONVO_THREAD_LIST_OPTS_INIT};
+    unsigned w = rnd(3);
+    snprintf(where, sizeof where,
+             w == 1 ? "{\"user_id\":\"u%u\"}" : "{\"k\":1,\"user_id\":\"u%u\"}",
+             rnd(2) ? last_user : rnd(4));
+    o[0].where_json = w ? where : NULL;
+    o[0].order = (int)rnd(3);
+    o[0].reverse = (int)rnd(2);
+    o[0].limit = 1 + rnd(6);
+    o[0].with_extra = (int)rnd(2);
+    o[0].with_last_message = (int)rnd(2);
+    o[1] = o[0];
+    char *cursor[2] = {NULL, NULL};
+    for (int page = 0; page < 50; page++) {
+        text r[2] = {{0}, {0}};
+        for (int s = 0; s < 2; s++) {
+            thread_page(stores[s], &o[s], &r[s], &cursor[s]);
+            free((char *)o[s].after);
+            o[s].after = cursor[s];
+        }
+        char what[160];
+        snprintf(what, sizeof what, "thread list where %s order %d reverse %d limit %zu page %d",
+                 o[0].where_json ? o[0].where_json : "-", o[0].order, o[0].reverse,
+                 o[0].limit, page);
+        same(what, r);
+        if (!cursor[0] != !cursor[1])
+            fail("%s: one store has a next page, the other not", what);
+        if (!cursor[0])
+            break;
+    }
+    free((char *)o[0].after);
+    free((char *)o[1].after);
+}
+
 static void step(void)
 {
     int t = (int)rnd(THREADS), ns = rnd(4) == 0;
     lane *l = &lanes[t][ns];
     unsigned kind = rnd(100);
     char filter[32];
-    if (kind < 60 || l->n == 0)
+    if (rnd(100) < 15) { /* a listing right after, so that the thread written last is one */
+        for (unsigned i = 0, n = 1 + rnd(2); i < n; i++)
+            thread_write();
+        if (rnd(2) == 0)
+            thread_walk();
+    } else if (kind < 60 || l->n == 0)
         put(l, t, ns, 0);
     else if (kind < 66)
         put(l, t, ns, 1);
@@ -318,11 +434,11 @@ int main(int argc, char **argv)
     long ops = atol(argv[3]);
     state = strtoull(argv[4], NULL, 10) | 1;
     convo_error err;
-    if (convo_open(&stores[0], "memory:", &err) != 0 ||
-        convo_open(&stores[1], urls[0], &err) != 0)
+    if (open_store(&stores[0], "memory:", &err) != 0 || open_store(&stores[1], urls[0], &err) != 0)
         fail("open: %s", err.message);
     for (op = 0; op < ops; op++)
         step();
+    thread_walk();
     for (int t = 0; t < THREADS; t++)
         for (int ns = 0; ns < NAMESPACES; ns++) {
             list(t, ns, NULL, 0, NULL);
