@@ -670,6 +670,34 @@ typedef struct sealed_reader {
     convo_checkpoint *cp;
 } sealed_reader;
 
+/* The put statements count a namespace's rows up to PG_SEAL_COUNT_MAX (100), so a
+ * put's cost does not grow with rows a seal cannot take; past it a seal is tried
+ * after one put in 16 chosen by the id's hash: a thread of 120 rows from before
+ * schema 42 is sealed within the puts below (with these ids, deterministically),
+ * and every checkpoint stays readable. */
+START_TEST(test_past_the_count_sealed_by_hash)
+{
+    const char *name = "seg11", *schema = schema_name(name);
+    schema_at_version(name, 41);
+    PGconn *pg = admin();
+    exec_in_schema(pg, schema,
+                   "SELECT @S.checkpoint_put('t', '', 'ck-' || lpad(i::text, 5, '0'), NULL,"
+                   " '{}'::json, NULL, NULL, i, ARRAY['a'], ARRAY[i::text], ARRAY['json'],"
+                   " ARRAY[convert_to('\"value ' || i || '\"', 'UTF8')], now(), NULL)"
+                   " FROM generate_series(1, 120) AS i");
+    memset(big, 'x', sizeof big - 1);
+    convo_store *s = open_ok(schema_url(name, NULL));
+    for (int i = 121; i <= 180; i++)
+        put_i(s, "t", i);
+    ck_assert_int_ge(segments_of(pg, schema), 7);
+    ck_assert_int_le(rows_in(pg, schema), 4 + 16 + 15);
+    ck_assert_uint_eq(all_readable(s, "t"), 180);
+    PQfinish(pg);
+    convo_close(s);
+    drop_schema(name);
+}
+END_TEST
+
 static void *read_sealed_3(void *arg)
 {
     sealed_reader *r = arg;
@@ -722,5 +750,6 @@ void postgres_add_segments_tests(Suite *s)
     tcase_add_test(tc, test_ids_out_of_order_stay_rows_and_sweep);
     tcase_add_test(tc, test_a_handle_a_put_seals);
     tcase_add_test(tc, test_sealed_read_racing_a_removal_is_read_again);
+    tcase_add_test(tc, test_past_the_count_sealed_by_hash);
     suite_add_tcase(s, tc);
 }

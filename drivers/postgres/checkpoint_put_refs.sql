@@ -9,6 +9,10 @@ SELECT @S.checkpoint_put_refs($1::text, $2::text, $3::text, $4::text, $5::text::
        $19::text[], $20::text[], $21::int8[], $22::text[], $23::text[], $24::text[],
        $25::bytea[], $26::text[], $27::bytea[], $28::int8[]),
        -- (v42) the namespace's checkpoint rows before this put (the statement's
-       -- snapshot): the driver seals when a full segment is due (segments.c)
-       (SELECT count(*) FROM @S.threads t JOIN @S.checkpoints c ON c.tid = t.tid
-         WHERE t.thread_id = $1::text AND c.checkpoint_ns = coalesce($2::text, ''))
+       -- snapshot), counted up to 100 (PG_SEAL_COUNT_MAX in pg_int.h): the driver
+       -- seals when a full segment is due (segments.c); rows a seal cannot take
+       -- (ids out of put order) stop the count there, so a put's cost does not
+       -- grow with them
+       (SELECT count(*) FROM (SELECT 1 FROM @S.threads t JOIN @S.checkpoints c ON c.tid = t.tid
+         WHERE t.thread_id = $1::text AND c.checkpoint_ns = coalesce($2::text, '')
+         LIMIT 100) AS n)

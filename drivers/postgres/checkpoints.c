@@ -160,6 +160,17 @@ static void put_done(convo_backend *b, const convo_checkpoint_in *cp, PGresult *
                               ? convo__pg_get_int(r, 0, last)
                               : 0;
     PQclear(r);
+    if (rows_before >= PG_SEAL_COUNT_MAX) {
+        /* past the statement's count: a seal is tried after one put in
+         * PG_SEGMENT_ROWS, chosen by the id's hash (whoever puts), so a thread
+         * of rows from before schema 42 is sealed too, and one whose ids are
+         * out of put order pays a try no more often than below the count */
+        uint32_t h = 2166136261u;
+        for (const char *p = cp->checkpoint_id; *p; p++)
+            h = (h ^ (unsigned char)*p) * 16777619u;
+        if ((h ^ (h >> 16)) % PG_SEGMENT_ROWS == 0)
+            rows_before = -1; /* now */
+    }
     (void)convo__pg_seal(b, cp->thread_id, cp->checkpoint_ns ? cp->checkpoint_ns : "",
                          rows_before, &sealed, NULL);
     if (__atomic_add_fetch(&b->cp_puts, 1, __ATOMIC_RELAXED) != ANALYZE_AFTER_PUTS)

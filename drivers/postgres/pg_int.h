@@ -64,6 +64,11 @@ typedef struct pg_names pg_names;
 #define PG_SEGMENT_ROWS 16
 #define PG_SEGMENT_HOT 4
 #define PG_SEAL_MAX_SEGMENTS 64
+/* The put statements count a namespace's rows up to this many (their LIMIT 100),
+ * so a put's cost does not grow with rows a seal cannot take (ids out of put
+ * order); past it a seal is tried after one put in PG_SEGMENT_ROWS, chosen by
+ * the checkpoint id's hash (checkpoints.c put_done). */
+#define PG_SEAL_COUNT_MAX 100
 
 struct convo_backend {
     convo_pool *pool;

@@ -276,6 +276,8 @@ enum { SEAL_LAST_ID = PG_NCOLS + 1 }; /* checkpoint_seal_rows.sql: put, xmin, la
  * (ids out of order, a concurrent change) is tried again seg_rows puts later. */
 static int seal_due(const convo_backend *b, int64_t rows_before)
 {
+    if (rows_before >= PG_SEAL_COUNT_MAX)
+        return 0; /* the put statements count no further: put_done decides */
     int64_t beyond = rows_before + 1 - b->seg_hot;
     return beyond >= b->seg_rows && beyond % b->seg_rows == 0;
 }
