@@ -15,21 +15,7 @@ static const char *const USER_ID[] = {"user_id", NULL};
 
 static convo_store *open_keys(const char *path)
 {
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_store_opts o = CONVO_STORE_OPTS_INIT;
-    o.indexed_keys = USER_ID;
-    convo_store *s = NULL;
-    convo_error err;
-    ck_assert_msg(convo_open_ex(&s, url, &o, &err) == 0, "open %s: %s", url, err.message);
-    return s;
-}
-
-static void save(convo_store *s, const char *tid, const char *patch)
-{
-    convo_error err;
-    ck_assert_msg(convo_save_extra(s, tid, patch, &err) == 0, "save_extra %s: %s", tid,
-                  err.message);
+    return open_db_keys(path, USER_ID);
 }
 
 static void append1(convo_store *s, const char *tid)
@@ -74,10 +60,10 @@ static char *ids(convo_store *s, const char *where, int reverse)
 static void fill(const char *path)
 {
     convo_store *s = open_keys(path);
-    save(s, "a", "{\"user_id\":\"u1\"}");
+    save_ok(s, "a", "{\"user_id\":\"u1\"}");
     append1(s, "a");
-    save(s, "b", "{\"user_id\":\"u2\"}");
-    save(s, "c", "{\"user_id\":\"u1\"}");
+    save_ok(s, "b", "{\"user_id\":\"u2\"}");
+    save_ok(s, "c", "{\"user_id\":\"u1\"}");
     append1(s, "c");
     append1(s, "c");
     convo_close(s);
@@ -119,17 +105,17 @@ START_TEST(test_open_thread_of_another_store)
     convo_store *s = open_keys(path), *other = open_keys(path);
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2 a#1");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "b#0");
-    save(other, "d", "{\"user_id\":\"u2\"}"); /* d open, c closed, by the other store */
+    save_ok(other, "d", "{\"user_id\":\"u2\"}"); /* d open, c closed, by the other store */
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "d#0 b#0");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2 a#1");
     append1(other, "a");
     append1(other, "a"); /* a open */
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "a#3 c#2");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 1), "c#2 a#3");
-    save(other, "a", "{\"user_id\":\"u2\"}"); /* the open thread's value changes */
+    save_ok(other, "a", "{\"user_id\":\"u2\"}"); /* the open thread's value changes */
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "c#2");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", 0), "a#3 d#0 b#0");
-    save(s, "e", "{\"user_id\":\"u1\"}"); /* and by the listing store itself */
+    save_ok(s, "e", "{\"user_id\":\"u1\"}"); /* and by the listing store itself */
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", 0), "e#0 c#2");
     ck_assert_str_eq(ids(other, "{\"user_id\":\"u1\"}", 0), "e#0 c#2");
     convo_close(other);

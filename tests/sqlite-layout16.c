@@ -15,21 +15,7 @@ static const char *const KEYS[] = {"project", "user_id", NULL};
 
 static convo_store *open_keys(const char *path)
 {
-    char url[600];
-    snprintf(url, sizeof url, "sqlite:%s", path);
-    convo_store_opts o = CONVO_STORE_OPTS_INIT;
-    o.indexed_keys = KEYS;
-    convo_store *s = NULL;
-    convo_error err;
-    ck_assert_msg(convo_open_ex(&s, url, &o, &err) == 0, "open %s: %s", url, err.message);
-    return s;
-}
-
-static void save(convo_store *s, const char *tid, const char *patch)
-{
-    convo_error err;
-    ck_assert_msg(convo_save_extra(s, tid, patch, &err) == 0, "save_extra %s: %s", tid,
-                  err.message);
+    return open_db_keys(path, KEYS);
 }
 
 static int append1(convo_store *s, const char *tid)
@@ -84,10 +70,10 @@ static char *key_values(const char *path, const char *tid)
 static void fill(const char *path)
 {
     convo_store *s = open_keys(path);
-    save(s, "a", "{\"user_id\":\"u1\",\"project\":\"p1\",\"title\":\"x\"}");
+    save_ok(s, "a", "{\"user_id\":\"u1\",\"project\":\"p1\",\"title\":\"x\"}");
     ck_assert_int_eq(append1(s, "a"), 0);
-    save(s, "b", "{\"user_id\":\"u2\"}");
-    save(s, "c", "{\"project\":\"p2\",\"user_id\":\"u1\"}");
+    save_ok(s, "b", "{\"user_id\":\"u2\"}");
+    save_ok(s, "c", "{\"project\":\"p2\",\"user_id\":\"u1\"}");
     ck_assert_int_eq(append1(s, "c"), 0);
     convo_close(s);
 }
@@ -105,14 +91,14 @@ START_TEST(test_key_values)
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_CREATED, 0), "c a");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_ID, 1), "c a");
     ck_assert_str_eq(ids(s, "{\"project\":\"p1\"}", CONVO_ORDER_RECENT, 0), "a");
-    save(s, "a", "{\"user_id\":\"u2\",\"title\":\"y\"}");
+    save_ok(s, "a", "{\"user_id\":\"u2\",\"title\":\"y\"}");
     ck_assert_str_eq(key_values(path, "a"), "7:project4:\"p1\"7:user_id4:\"u2\"");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u2\"}", CONVO_ORDER_CREATED, 1), "a b");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0), "c");
-    save(s, "a", "{\"project\":{\"not\":\"kept\"}}");
+    save_ok(s, "a", "{\"project\":{\"not\":\"kept\"}}");
     ck_assert_str_eq(key_values(path, "a"), "7:user_id4:\"u2\"");
     ck_assert_str_eq(ids(s, "{\"project\":\"p1\"}", CONVO_ORDER_ID, 0), "");
-    save(s, "a", "{\"user_id\":[1]}");
+    save_ok(s, "a", "{\"user_id\":[1]}");
     ck_assert_str_eq(key_values(path, "a"), "NULL");
     convo_error err;
     ck_assert_int_eq(convo_thread_fork(s, "c", "d", -1, &err), 0);
@@ -150,7 +136,7 @@ START_TEST(test_migration_15_to_16)
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0), "c a");
     ck_assert_int_eq(append1(s, "a"), 0); /* moves a's rows, closes c's entry */
     ck_assert_int_eq(append1(s, "a"), 0);
-    save(s, "c", "{\"user_id\":\"u3\"}");
+    save_ok(s, "c", "{\"user_id\":\"u3\"}");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u1\"}", CONVO_ORDER_RECENT, 0), "a");
     ck_assert_str_eq(ids(s, "{\"user_id\":\"u3\"}", CONVO_ORDER_ID, 0), "c");
     ck_assert_str_eq(ids(s, "{\"project\":\"p2\"}", CONVO_ORDER_RECENT, 0), "c");

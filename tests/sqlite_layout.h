@@ -15,14 +15,31 @@
  * them; 1: layout 17's hot and sealed checkpoints (tests/sqlite-segments.c) */
 static int layout_seal;
 
-static inline convo_store *open_db(const char *path)
+/* The store of the file at path, declaring keys as its indexed keys (NULL:
+ * none), which must open. */
+static inline convo_store *open_db_keys(const char *path, const char *const *keys)
 {
     char url[600];
     snprintf(url, sizeof url, "sqlite:%s%s", path, layout_seal ? "" : "?seal=0");
+    convo_store_opts o = CONVO_STORE_OPTS_INIT;
+    o.indexed_keys = keys;
     convo_store *s = NULL;
     convo_error err;
-    ck_assert_msg(convo_open(&s, url, &err) == 0, "open %s: %s", url, err.message);
+    ck_assert_msg(convo_open_ex(&s, url, &o, &err) == 0, "open %s: %s", url, err.message);
     return s;
+}
+
+static inline convo_store *open_db(const char *path)
+{
+    return open_db_keys(path, NULL);
+}
+
+/* save_extra of patch to tid, which must succeed */
+static inline void save_ok(convo_store *s, const char *tid, const char *patch)
+{
+    convo_error err;
+    ck_assert_msg(convo_save_extra(s, tid, patch, &err) == 0, "save_extra %s: %s", tid,
+                  err.message);
 }
 
 /* SQL on the file, in a connection of its own, which must succeed. */
